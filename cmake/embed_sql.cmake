@@ -1,0 +1,18 @@
+# Generates a C file holding every sql/*.sql migration as a byte array, in name order.
+# Usage: cmake -DSQL_DIR=... -DOUT=... -P embed_sql.cmake
+file(GLOB files RELATIVE "${SQL_DIR}" "${SQL_DIR}/*.sql")
+list(SORT files)
+set(body "/* Generated from sql/ by cmake/embed_sql.cmake; do not edit. */\n#include \"store/migrate.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(f IN LISTS files)
+  file(READ "${SQL_DIR}/${f}" hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "static const char sql_${i}[] = {${bytes}0x00};\n")
+  string(APPEND table "    {\"${f}\", sql_${i}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nstatic const migration builtin[] = {\n${table}    {0, 0}};\n\n")
+string(APPEND body "const migration *migrate_builtin(int *count)\n{\n    *count = ${i};\n    return builtin;\n}\n")
+file(WRITE "${OUT}.tmp" "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")

@@ -1,0 +1,98 @@
+/* space/space — a kernel's tuning space: parameters with ordered value lists and restrictions written in
+ * Kernel Tuner's Python expression syntax. Built once (space_new), then read-only and safe to share
+ * between threads. Parameters that share no restriction form independent groups, each enumerated on its
+ * own with pruning; the space is the Cartesian product of the groups' valid lists, so huge spaces (the
+ * 899,756-config GEMM tiling space) are counted, sampled and walked without enumerating the raw grid.
+ *
+ * A config_id is the dense index of a valid configuration, 0 .. space_count()-1: mixed radix over the
+ * groups' valid lists, each list in raw-grid (lexicographic value-index) order. Ids are stable for a given
+ * space definition (same parameters, values and restrictions).
+ *
+ * Lifecycle: space_new / space_new_explicit -> queries -> space_free. The caller owns the space. */
+#ifndef KT_SPACE_SPACE_H
+#define KT_SPACE_SPACE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/error.h"
+#include "../core/rng.h"
+
+typedef uint64_t config_id;
+
+typedef struct space space;
+
+/* Bounds on what space_new accepts; zero fields take the defaults in brackets. */
+typedef struct space_limits {
+    int max_params;            /* [64] */
+    int max_values;            /* [4096] values per parameter */
+    int max_restrictions;      /* [256] */
+    size_t max_expr_len;       /* [4096] characters per restriction */
+    uint64_t max_group_nodes;  /* [200000000] enumeration steps per group before giving up */
+    uint64_t max_group_valid;  /* [50000000] valid sub-configurations kept per group */
+} space_limits;
+
+/* params: JSON array of {"name": "block_size_x", "values": [16, 32, ...]} in parameter order; values are
+ *   integers, reals, strings or booleans, distinct within a parameter.
+ * restrictions: JSON array of expression strings, or NULL. Each must hold for a config to be valid.
+ * constants: JSON object of name -> number usable in restrictions (device limits such as
+ *   max_threads_per_block), or NULL. A name may not be both a parameter and a constant.
+ * limits: NULL for defaults.
+ * Errors: KT_ERR_BAD_SPACE (malformed params), KT_ERR_BAD_EXPRESSION (message names the restriction and
+ * the position), KT_ERR_SPACE_TOO_LARGE (a group exceeds the limits). A space with zero valid configs is
+ * valid (space_count() == 0). */
+space *space_new(const json_t *params, const json_t *restrictions, const json_t *constants,
+                 const space_limits *limits, kt_error *err);
+
+/* A space whose valid configurations are an explicit list (a Kernel Tuner cache without restrictions):
+ * configs is a JSON array of arrays of values, one value per parameter in parameter order, each value
+ * present in that parameter's list. Duplicates are ignored. One group holds all parameters. */
+space *space_new_explicit(const json_t *params, const json_t *configs, kt_error *err);
+
+void space_free(space *sp);
+
+int space_num_params(const space *sp);
+const char *space_param_name(const space *sp, int p);
+int space_param_index(const space *sp, const char *name); /* -1 if absent */
+int space_param_num_values(const space *sp, int p);
+/* New reference to value v of parameter p as JSON. */
+json_t *space_param_value_json(const space *sp, int p, int v);
+/* Numeric value of value v of parameter p (strings: NAN, booleans: 0/1). */
+double space_param_value_number(const space *sp, int p, int v);
+int space_num_restrictions(const space *sp);
+const char *space_restriction_text(const space *sp, int i);
+
+uint64_t space_count(const space *sp);     /* valid configurations */
+double space_raw_size(const space *sp);    /* product of the value-list lengths */
+int space_num_groups(const space *sp);     /* independent parameter groups */
+
+/* id -> value index per parameter (idx has space_num_params entries). Returns -1 if id >= count. */
+int space_decode(const space *sp, config_id id, int *idx);
+/* value indices -> id. Returns -1 (no error) if the configuration is not valid. */
+int space_encode(const space *sp, const int *idx, config_id *out);
+/* {"param": value, ...} for a valid id (new reference), NULL if id >= count. */
+json_t *space_config_json(const space *sp, config_id id);
+/* Object with every parameter -> id. Errors: KT_ERR_BAD_REQUEST naming a missing, unknown or
+ * out-of-list parameter, or saying that the configuration violates a restriction (which one). */
+int space_config_from_json(const space *sp, const json_t *obj, config_id *out, kt_error *err);
+/* Kernel Tuner cache key: values joined by "," in parameter order (integers as %lld, reals as Python
+ * repr would print them, strings bare). Returns the length, or -1 if it does not fit in cap. */
+int space_config_key(const space *sp, config_id id, char *buf, size_t cap);
+
+/* Uniform random valid configuration; space_count() must be > 0. */
+config_id space_sample(const space *sp, kt_rng *rng);
+
+typedef enum {
+    SPACE_NEIGHBOURS_ADJACENT = 0, /* one parameter moved to the previous or next value in its list */
+    SPACE_NEIGHBOURS_HAMMING,      /* one parameter set to any other value of its list */
+    SPACE_NEIGHBOURS_PAIR_SCALE,   /* G-BFS action: one parameter's value x2 and another's /2, together
+                                      (both new values must be in their lists) */
+} space_neighbour_kind;
+
+/* Writes up to max valid neighbours of id into out (deterministic order, no duplicates, never id itself)
+ * and returns how many were written. space_max_neighbours bounds the count for a kind. */
+int space_neighbours(const space *sp, config_id id, space_neighbour_kind kind, config_id *out, int max);
+int space_max_neighbours(const space *sp, space_neighbour_kind kind);
+
+#endif

@@ -1,0 +1,81 @@
+/* Unit tests of core/: the error table, the rng and trial status names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/trial.h"
+
+static void error_table_maps_codes_to_statuses(void **state)
+{
+    (void)state;
+    assert_int_equal(kt_error_http_status(KT_ERR_NOT_FOUND), 404);
+    assert_int_equal(kt_error_http_status(KT_ERR_BODY_TOO_LARGE), 413);
+    assert_int_equal(kt_error_http_status(KT_ERR_NOT_IMPLEMENTED), 501);
+    assert_string_equal(kt_error_code_name(KT_ERR_UNKNOWN_STRATEGY), "unknown_strategy");
+    assert_int_equal(kt_error_http_status((kt_code)9999), 500);
+}
+
+static void error_set_formats_and_prefixes(void **state)
+{
+    (void)state;
+    kt_error err;
+    kt_error_clear(&err);
+    assert_int_equal(kt_error_set(&err, KT_ERR_BAD_OPTION, "option %s is %d", "x", 3), -1);
+    kt_error_hint(&err, "accepted: %s", "a, b");
+    kt_error_prefix(&err, "strategy %s", "random");
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_string_equal(err.message, "strategy random: option x is 3");
+    assert_string_equal(err.hint, "accepted: a, b");
+    assert_int_equal(kt_error_set(NULL, KT_ERR_INTERNAL, "ignored"), -1);
+}
+
+static void rng_is_deterministic_and_in_range(void **state)
+{
+    (void)state;
+    kt_rng a, b;
+    kt_rng_seed(&a, 42);
+    kt_rng_seed(&b, 42);
+    int counts[7] = {0};
+    for (int i = 0; i < 70000; i++) {
+        uint64_t x = kt_rng_below(&a, 7);
+        assert_true(x < 7);
+        assert_int_equal(x, kt_rng_below(&b, 7));
+        counts[x]++;
+    }
+    for (int i = 0; i < 7; i++)
+        assert_in_range(counts[i], 9000, 11000);
+    kt_rng_seed(&b, 43);
+    assert_true(kt_rng_next(&a) != kt_rng_next(&b));
+    double u = kt_rng_uniform(&a);
+    assert_true(u >= 0.0 && u < 1.0);
+}
+
+static void trial_status_names_round_trip(void **state)
+{
+    (void)state;
+    for (int i = 0; i < TRIAL__STATUS_COUNT; i++) {
+        trial_status s;
+        assert_int_equal(trial_status_parse(trial_status_name((trial_status)i), &s), 0);
+        assert_int_equal(s, i);
+    }
+    trial_status s;
+    assert_int_equal(trial_status_parse("bogus", &s), -1);
+    assert_false(trial_status_is_final(TRIAL_PENDING));
+    assert_true(trial_status_is_final(TRIAL_COMPILE_ERROR));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(error_table_maps_codes_to_statuses),
+        cmocka_unit_test(error_set_formats_and_prefixes),
+        cmocka_unit_test(rng_is_deterministic_and_in_range),
+        cmocka_unit_test(trial_status_names_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
