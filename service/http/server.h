@@ -72,7 +72,8 @@ const char *http_header(const http_request *req, const char *name);
  * reference or NULL with err set (KT_ERR_BAD_JSON, KT_ERR_JSON_TOO_DEEP, KT_ERR_UNSUPPORTED_MEDIA). */
 json_t *http_parse_json_body(const http_request *req, kt_error *err);
 
-/* Replies. Each replaces whatever the response held. */
+/* Replies. Each replaces the status, content type and body the response held; headers added with
+ * http_response_add_header stay, whichever came first. Error bodies leave "hint" out when empty. */
 void http_reply_json(http_response *res, int status, json_t *body_owned); /* takes the reference */
 void http_reply_error(http_response *res, const kt_error *err); /* {"error":{"code","message","hint"}} */
 void http_reply_text(http_response *res, int status, const char *content_type, const char *text);
@@ -81,5 +82,7 @@ void http_response_add_header(http_response *res, const char *name, const char *
 /* Prometheus text lines for the request counters, appended to a malloc'd string the caller frees:
  * ktune_http_requests_total{route="/v1/jobs",method="GET",status="200"} 12 */
 char *http_server_metrics_text(http_server *s);
+/* Requests answered since the server was made (every status), e.g. for a status page. */
+unsigned long long http_server_requests_total(http_server *s);
 
 #endif

@@ -22,9 +22,14 @@ void db_release(db_pool *p, PGconn *conn);
  * when it is COMMAND_OK or TUPLES_OK, else NULL with err set to KT_ERR_DATABASE quoting the server's
  * message. */
 PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const *params, kt_error *err);
+/* db_exec that also reports the server's SQLSTATE on failure ("23505" for a unique violation; "" when
+ * there is none, e.g. a lost connection), for callers that map some errors to other codes. */
+PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
+                        char sqlstate[6], kt_error *err);
 /* db_exec for statements whose result is not needed. Returns 0 or -1. */
 int db_run(PGconn *conn, const char *sql, int n_params, const char *const *params, kt_error *err);
 int db_begin(PGconn *conn, kt_error *err);
+/* -1 also when the server rolled the transaction back because a statement in it had failed. */
 int db_commit(PGconn *conn, kt_error *err);
 void db_rollback(PGconn *conn); /* best effort, never fails */
 

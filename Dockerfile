@@ -1,0 +1,27 @@
+# Multi-stage build of ktuned on Debian 12.
+FROM debian:12 AS build
+RUN apt-get update && apt-get install -y --no-install-recommends \
+      cmake make gcc pkg-config libmicrohttpd-dev libjansson-dev libpq-dev zlib1g-dev libcmocka-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY cmake cmake
+COPY service service
+COPY sql sql
+COPY tests tests
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build -j"$(nproc)" --target ktuned
+
+FROM debian:12
+RUN apt-get update && apt-get install -y --no-install-recommends \
+      libmicrohttpd12 libjansson4 libpq5 zlib1g postgresql ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/ktune
+COPY --from=build /src/build/ktuned bin/ktuned
+COPY web web
+COPY datasets datasets
+# With KTUNE_DATABASE_URL unset, ktuned runs an embedded PostgreSQL in /var/lib/ktune as user postgres.
+RUN mkdir -p /var/lib/ktune && chmod 755 /var/lib/ktune
+ENV KTUNE_LISTEN=0.0.0.0:8080 KTUNE_DATA_DIR=/var/lib/ktune
+EXPOSE 8080
+VOLUME /var/lib/ktune
+ENTRYPOINT ["/opt/ktune/bin/ktuned"]

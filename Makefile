@@ -1,0 +1,43 @@
+# The two commands of the README: `make run` and `make test`. Both install missing Debian packages
+# first (deploy/install-deps.sh), then build with CMake into build/.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+ARGS       ?=
+
+.PHONY: all deps build run test test-fast test-asan bench format clean
+
+all: build
+
+deps:
+	@bash deploy/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Starts ktuned with its embedded database in ./var; prints the dashboard URL. Stop with Ctrl-C.
+run: build
+	./$(BUILD)/ktuned $(ARGS)
+
+# Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: test-fast test-asan
+
+test-fast: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+# Benchmarks: speed figures as ratios against references measured in the same run.
+bench: build
+	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,110 @@
+/* /v1/jobs — list, read, trials (incremental) and cancel. */
+#include <string.h>
+
+#include "../store/job_store.h"
+#include "../store/trial_store.h"
+#include "api_internal.h"
+#include "handlers.h"
+
+#define JOBS_PAGE_DEFAULT 50
+#define JOBS_PAGE_MAX 500
+#define TRIALS_PAGE_DEFAULT 1000
+#define TRIALS_PAGE_MAX 10000
+
+static const char *const job_statuses[] = {"queued", "running", "succeeded", "failed", "cancelled", NULL};
+
+void api_jobs_list(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {"status", "limit", "before", NULL};
+    service *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    long long limit, before;
+    const char *status = http_query(req, "status");
+    if (api_check_query(req, allowed, &err) < 0 ||
+        api_query_ll(req, "limit", 1, JOBS_PAGE_MAX, JOBS_PAGE_DEFAULT, &limit, &err) < 0 ||
+        api_query_ll(req, "before", 1, INT64_MAX, 0, &before, &err) < 0)
+        return api_fail(res, &err);
+    if (status) {
+        int ok = 0;
+        for (int i = 0; job_statuses[i]; i++)
+            ok |= strcmp(status, job_statuses[i]) == 0;
+        if (!ok) {
+            kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown job status '%.40s'", status);
+            kt_error_hint(&err, "accepted: queued, running, succeeded, failed, cancelled");
+            return api_fail(res, &err);
+        }
+    }
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *page = job_store_list_json(c, status, before, (int)limit, &err);
+    api_db_release(svc, c);
+    if (!page)
+        return api_fail(res, &err);
+    http_reply_json(res, 200, page);
+}
+
+void api_job_get(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    service *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    long long id;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        return api_fail(res, &err);
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *job = job_store_get_json(c, id, &err);
+    api_db_release(svc, c);
+    if (!job)
+        return api_fail(res, &err);
+    http_reply_json(res, 200, job);
+}
+
+void api_job_trials(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {"after", "limit", NULL};
+    service *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    long long id, after, limit;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
+        api_query_ll(req, "after", 0, INT64_MAX, 0, &after, &err) < 0 ||
+        api_query_ll(req, "limit", 1, TRIALS_PAGE_MAX, TRIALS_PAGE_DEFAULT, &limit, &err) < 0)
+        return api_fail(res, &err);
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *page = trial_store_list_json(c, id, after, (int)limit, &err);
+    api_db_release(svc, c);
+    if (!page)
+        return api_fail(res, &err);
+    http_reply_json(res, 200, page);
+}
+
+void api_job_cancel(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    service *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    long long id;
+    if (api_authorize(svc, req, res) < 0)
+        return;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        return api_fail(res, &err);
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *job = NULL;
+    if (job_store_cancel(c, id, &err) == 0)
+        job = job_store_get_json(c, id, &err);
+    api_db_release(svc, c);
+    if (!job)
+        return api_fail(res, &err);
+    worker_system_wake(svc->workers);
+    http_reply_json(res, 200, job);
+}

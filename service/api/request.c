@@ -1,0 +1,175 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+
+PGconn *api_db_acquire(service *svc, http_response *res)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    PGconn *c = db_acquire(svc->db, 10000, &err);
+    if (!c) {
+        kt_error_hint(&err, "the database is busy or down; retry shortly, and check GET /healthz");
+        http_reply_error(res, &err);
+    }
+    return c;
+}
+
+void api_db_release(service *svc, PGconn *c)
+{
+    if (c)
+        db_release(svc->db, c);
+}
+
+void api_fail(http_response *res, const kt_error *err)
+{
+    http_reply_error(res, err);
+}
+
+static int in_list(const char *key, const char *const *allowed)
+{
+    for (int i = 0; allowed[i]; i++) {
+        if (strcmp(key, allowed[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void join_list(const char *const *items, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; items[i] && used < cap; i++) {
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", items[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+typedef struct query_check {
+    const char *const *allowed;
+    const char *bad;
+} query_check;
+
+static int query_check_one(void *ctx, const char *key, const char *value)
+{
+    (void)value;
+    query_check *q = ctx;
+    if (in_list(key, q->allowed))
+        return 0;
+    q->bad = key;
+    return 1;
+}
+
+int api_check_query(const http_request *req, const char *const *allowed, kt_error *err)
+{
+    query_check q = {allowed, NULL};
+    if (!http_query_each(req, query_check_one, &q))
+        return 0;
+    char list[512];
+    join_list(allowed, list, sizeof list);
+    kt_error_set(err, KT_ERR_UNKNOWN_FIELD, "unknown query parameter '%.100s'", q.bad);
+    kt_error_hint(err, "accepted: %s", allowed[0] ? list : "none");
+    return -1;
+}
+
+static int parse_ll(const char *s, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int api_query_ll(const http_request *req, const char *key, long long min, long long max, long long def,
+                 long long *out, kt_error *err)
+{
+    const char *s = http_query(req, key);
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (parse_ll(s, out) < 0 || *out < min || *out > max) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "query parameter %s must be an integer from %lld to %lld, not '%.40s'",
+                     key, min, max, s);
+        return -1;
+    }
+    return 0;
+}
+
+int api_path_id(const http_request *req, int index, const char *what, long long *out, kt_error *err)
+{
+    const char *s = index < req->n_params ? req->params[index] : NULL;
+    if (!s || parse_ll(s, out) < 0 || *out <= 0) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no %s '%.40s'", what, s ? s : "");
+        kt_error_hint(err, "%s ids are positive integers", what);
+        return -1;
+    }
+    return 0;
+}
+
+int api_check_fields(const json_t *obj, const char *const *allowed, const char *where, kt_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        if (in_list(key, allowed))
+            continue;
+        char list[512];
+        join_list(allowed, list, sizeof list);
+        kt_error_set(err, KT_ERR_UNKNOWN_FIELD, "unknown field '%.100s' in %s", key, where);
+        kt_error_hint(err, "accepted fields: %s", list);
+        return -1;
+    }
+    return 0;
+}
+
+int api_get_string(const json_t *obj, const char *key, int required, size_t max, const char **out,
+                   kt_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v)) {
+        if (required)
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "field '%s' is required", key);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be a string", key);
+    if (json_string_length(v) == 0 || json_string_length(v) > max)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be 1 to %zu characters long", key, max);
+    *out = json_string_value(v);
+    return 0;
+}
+
+int api_authorize(service *svc, const http_request *req, http_response *res)
+{
+    if (!svc->cfg.api_token[0])
+        return 0;
+    const char *h = http_header(req, "Authorization");
+    const char *prefix = "Bearer ";
+    size_t plen = strlen(prefix);
+    int ok = 0;
+    if (h && strncmp(h, prefix, plen) == 0) {
+        /* Compare in constant time over the token's length. */
+        const char *given = h + plen;
+        size_t n = strlen(svc->cfg.api_token);
+        unsigned diff = strlen(given) != n;
+        for (size_t i = 0; i < n && given[i]; i++)
+            diff |= (unsigned char)(given[i] ^ svc->cfg.api_token[i]);
+        ok = diff == 0;
+    }
+    if (ok)
+        return 0;
+    kt_error err;
+    kt_error_set(&err, KT_ERR_UNAUTHORIZED, "this request needs the API token");
+    kt_error_hint(&err, "send the header 'Authorization: Bearer <token>' with the token ktuned was started with");
+    http_reply_error(res, &err);
+    return -1;
+}

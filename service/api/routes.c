@@ -1,0 +1,24 @@
+#include "api.h"
+#include "handlers.h"
+
+static const http_route routes[] = {
+    {"POST", "/v1/tune", api_tune},
+    {"GET", "/v1/jobs", api_jobs_list},
+    {"GET", "/v1/jobs/{id}", api_job_get},
+    {"DELETE", "/v1/jobs/{id}", api_job_cancel},
+    {"GET", "/v1/jobs/{id}/trials", api_job_trials},
+    {"GET", "/v1/best", api_best_get},
+    {"GET", "/v1/best/entries", api_best_list},
+    {"GET", "/v1/kernels", api_kernels},
+    {"GET", "/v1/devices", api_devices},
+    {"GET", "/v1/strategies", api_strategies},
+    {"GET", "/v1/workers", api_workers},
+    {"GET", "/healthz", api_healthz},
+    {"GET", "/metrics", api_metrics},
+    {NULL, NULL, NULL},
+};
+
+const http_route *api_routes(void)
+{
+    return routes;
+}

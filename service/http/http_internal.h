@@ -1,0 +1,135 @@
+/* http/http_internal — what the files of service/http share and nobody else sees: the server
+ * struct, the per-request state, the router, static files, metrics and a small growable buffer.
+ * Call order follows server.c: http_server_new builds the router and metrics; the access handler
+ * matches, serves and counts. Everything hangs off http_server; nothing here is global. */
+#ifndef KT_HTTP_INTERNAL_H
+#define KT_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <microhttpd.h>
+
+#include "server.h"
+
+/* ---- growable string buffer (buf.c) ---- */
+
+typedef struct http_buf {
+    char *data; /* NUL-terminated; owned */
+    size_t len;
+    size_t cap;
+    int failed; /* an allocation failed or the cap was hit; data stays valid but incomplete */
+} http_buf;
+
+void http_buf_init(http_buf *b);
+void http_buf_free(http_buf *b);
+void http_buf_append(http_buf *b, const char *s, size_t n);
+void http_buf_printf(http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hands the data to the caller (NULL when failed) and resets b. */
+char *http_buf_take(http_buf *b);
+
+/* ---- listen address (listen.c) ---- */
+
+typedef struct http_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int ipv6;
+} http_addr;
+
+int http_listen_parse(const char *listen, http_addr *out, kt_error *err);
+/* Binds a throw-away socket to addr to learn why the daemon could not; returns the errno or 0. */
+int http_listen_probe(const http_addr *addr);
+
+/* ---- router (router.c) ---- */
+
+enum { HTTP_MATCH_NONE = 0, HTTP_MATCH_OK = 1, HTTP_MATCH_METHOD = 2 };
+
+/* Checks a routes array; KT_ERR_CONFIG naming the first bad route. Sets *n to the number of routes.
+ */
+int http_router_check(const http_route *routes, int *n, kt_error *err);
+/* Matches method and path. HTTP_MATCH_OK: *route_index, req->route and req->params set, captures
+ * copied into scratch (at least strlen(path) + HTTP_MAX_PATH_PARAMS + 1 bytes). HTTP_MATCH_METHOD:
+ * the path matches some pattern but no route has the method; allow gets "GET, POST" and req->route
+ * that pattern. HTTP_MATCH_NONE: no pattern matches. */
+int http_router_match(const http_route *routes, const char *method, const char *path,
+                      http_request *req, int *route_index, char *scratch, char *allow,
+                      size_t allow_cap);
+
+/* ---- metrics (metrics.c) ---- */
+
+#define HTTP_METRICS_MAX_ENTRIES 512
+
+typedef struct http_metric_entry {
+    int route_id; /* index into route_names */
+    int method_id;
+    int status;
+    uint64_t count;
+} http_metric_entry;
+
+typedef struct http_metrics {
+    pthread_mutex_t lock;
+    const char **route_names; /* distinct patterns, then "static", "unmatched"; borrowed strings */
+    int n_route_names;
+    int *route_of;            /* route index -> route_names index */
+    uint64_t *duration_ns;    /* per route_names index */
+    uint64_t *route_requests; /* per route_names index */
+    http_metric_entry entries[HTTP_METRICS_MAX_ENTRIES];
+    int n_entries;
+    uint64_t overflow; /* requests not counted by label because the table was full */
+    uint64_t total;
+} http_metrics;
+
+int http_metrics_init(http_metrics *m, const http_route *routes, int n_routes);
+void http_metrics_destroy(http_metrics *m);
+/* route_index: a route index, or HTTP_ROUTE_STATIC / HTTP_ROUTE_UNMATCHED. */
+#define HTTP_ROUTE_STATIC    (-1)
+#define HTTP_ROUTE_UNMATCHED (-2)
+void http_metrics_count(http_metrics *m, int route_index, const char *method, int status,
+                        uint64_t duration_ns);
+char *http_metrics_render(http_metrics *m);
+
+/* ---- static files (static_files.c) ---- */
+
+#define HTTP_STATIC_MAX_FILE (64 * 1024 * 1024)
+
+/* Serves path from the web root (already resolved by realpath). Returns an MHD response for 200, or
+ * NULL with res filled with the error reply (404 for anything missing, outside, not a regular
+ * file). */
+struct MHD_Response *http_static_serve(const char *root_real, const char *path, http_response *res);
+const char *http_static_content_type(const char *path);
+
+/* ---- replies (reply.c) ---- */
+
+/* Returns a printable copy of s for logs and messages: control bytes become '?', capped at cap-1.
+ */
+void http_printable(char *dst, size_t cap, const char *s);
+/* Frees what the response owns and zeroes it. */
+void http_response_clear(http_response *res);
+
+/* ---- the request lifecycle (request.c): MHD's access handler and completion callback ---- */
+
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls);
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe);
+
+/* ---- the server (server.c) ---- */
+
+struct http_server {
+    const http_route *routes; /* borrowed */
+    int n_routes;
+    void *app; /* borrowed */
+    char *listen;
+    char *web_root_real; /* realpath of the web root, or NULL */
+    int threads;
+    http_addr addr;
+    struct MHD_Daemon *daemon;
+    int port;
+    http_metrics metrics;
+};
+
+#endif

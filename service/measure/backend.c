@@ -1,0 +1,103 @@
+/* measure/backend — dispatch from a device to the backend of its kind through a const table. Kinds
+ * that are planned but not built yet answer KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
+#include "measure_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct backend_ops {
+    const char *kind;
+    void *(*open)(const catalog *c, const char *device, kt_error *err);
+    int (*measure)(void *impl, const tune_target *t, config_id id, trial_result *out,
+                   kt_error *err);
+    void (*close)(void *impl);
+} backend_ops;
+
+static const backend_ops backend_kinds[] = {
+    {"replay", replay_open, replay_measure, replay_close},
+};
+
+static const char *const planned_kinds[] = {"cpu", "cuda", "hip", "opencl"};
+
+struct backend {
+    const backend_ops *ops;
+    void *impl;
+};
+
+/* The kind named by a device: "cuda:0" -> "cuda", "cpu" -> "cpu". */
+static size_t kind_len(const char *device)
+{
+    const char *colon = strchr(device, ':');
+    return colon ? (size_t)(colon - device) : strlen(device);
+}
+
+static const backend_ops *find_ops(const char *kind)
+{
+    for (size_t i = 0; i < sizeof backend_kinds / sizeof backend_kinds[0]; i++) {
+        if (strcmp(backend_kinds[i].kind, kind) == 0)
+            return &backend_kinds[i];
+    }
+    return NULL;
+}
+
+backend *backend_open(const catalog *c, const char *device, kt_error *err)
+{
+    backend *b = NULL;
+    const backend_ops *ops = NULL;
+    char hint[KT_ERROR_HINT_MAX];
+
+    if (!device)
+        device = "";
+    /* Today every catalog device is a replay device; other kinds are not in the catalog. */
+    if (catalog_find_replay(c, device))
+        ops = find_ops("replay");
+    if (!ops) {
+        size_t n = kind_len(device);
+        for (size_t i = 0; i < sizeof planned_kinds / sizeof planned_kinds[0]; i++) {
+            if (strlen(planned_kinds[i]) == n && strncmp(planned_kinds[i], device, n) == 0) {
+                kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
+                             "device %.200s: the %s backend is not implemented yet", device,
+                             planned_kinds[i]);
+                catalog_device_hint(c, hint, sizeof hint);
+                kt_error_hint(err, "%s", hint);
+                goto out;
+            }
+        }
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device);
+        catalog_device_hint(c, hint, sizeof hint);
+        kt_error_hint(err, "%s", hint);
+        goto out;
+    }
+    b = calloc(1, sizeof *b);
+    if (!b) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    b->ops = ops;
+    b->impl = ops->open(c, device, err);
+    if (!b->impl) {
+        free(b);
+        b = NULL;
+    }
+out:
+    return b;
+}
+
+int backend_measure(backend *b, const tune_target *t, config_id id, trial_result *out,
+                    kt_error *err)
+{
+    if (!b || !out) {
+        if (out)
+            trial_result_init(out);
+        return kt_error_set(err, KT_ERR_INTERNAL, "no backend to measure with");
+    }
+    return b->ops->measure(b->impl, t, id, out, err);
+}
+
+void backend_close(backend *b)
+{
+    if (!b)
+        return;
+    b->ops->close(b->impl);
+    free(b);
+}

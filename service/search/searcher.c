@@ -1,0 +1,280 @@
+/* search/searcher — the strategy registry (a const table of vtables), option validation and
+ * dispatch. */
+#include "searcher_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct searcher {
+    const searcher_vtable *vt;
+    void *state;
+};
+
+static const searcher_vtable *const strategies[] = {
+    &searcher_random_vtable,
+    &searcher_exhaustive_vtable,
+};
+#define N_STRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
+
+/* Kept in the table's order; a unit test checks that it matches. */
+static const char strategy_names[] = "random, exhaustive";
+
+static const searcher_vtable *find_strategy(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (int i = 0; i < N_STRATEGIES; i++) {
+        if (strcmp(strategies[i]->name, name) == 0)
+            return strategies[i];
+    }
+    return NULL;
+}
+
+int searcher_exists(const char *name)
+{
+    return find_strategy(name) != NULL;
+}
+
+const char *searcher_names(void)
+{
+    return strategy_names;
+}
+
+/* "a, b, c" of a strategy's option names into buf (truncated to fit). */
+static void option_names(const searcher_option *opts, int n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", opts[i].name);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+static int choice_ok(const char *choices, const char *s)
+{
+    size_t n = strlen(s);
+    const char *p = choices;
+    while (p && *p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, s, n) == 0)
+            return 1;
+        p = bar ? bar + 1 : NULL;
+    }
+    return 0;
+}
+
+static int check_value(const char *strategy, const searcher_option *o, const json_t *v,
+                       kt_error *err)
+{
+    double x;
+    switch (o->type) {
+    case SEARCHER_OPT_INTEGER:
+    case SEARCHER_OPT_NUMBER:
+        if (!json_is_number(v))
+            goto wrong_type;
+        x = json_number_value(v);
+        if (o->type == SEARCHER_OPT_INTEGER && (!isfinite(x) || x != floor(x)))
+            goto wrong_type;
+        if (!(x >= o->min && x <= o->max))
+            return kt_error_set(err, KT_ERR_BAD_OPTION,
+                                "option '%s' of strategy %s must be between %g and %g", o->name,
+                                strategy, o->min, o->max);
+        return 0;
+    case SEARCHER_OPT_BOOLEAN:
+        if (!json_is_boolean(v))
+            goto wrong_type;
+        return 0;
+    case SEARCHER_OPT_STRING:
+        if (!json_is_string(v))
+            goto wrong_type;
+        if (o->choices && !choice_ok(o->choices, json_string_value(v))) {
+            kt_error_set(err, KT_ERR_BAD_OPTION, "option '%s' of strategy %s must be one of: %s",
+                         o->name, strategy, o->choices);
+            return -1;
+        }
+        return 0;
+    }
+wrong_type:
+    return kt_error_set(err, KT_ERR_BAD_OPTION, "option '%s' of strategy %s must be %s", o->name,
+                        strategy,
+                        o->type == SEARCHER_OPT_INTEGER   ? "an integer"
+                        : o->type == SEARCHER_OPT_NUMBER  ? "a number"
+                        : o->type == SEARCHER_OPT_BOOLEAN ? "a boolean"
+                                                          : "a string");
+}
+
+int searcher_validate_options(const char *strategy, const searcher_option *opts, int n_opts,
+                              const json_t *options, kt_error *err)
+{
+    const char *key;
+    json_t *v;
+    char names[KT_ERROR_HINT_MAX];
+
+    if (!options || json_is_null(options))
+        return 0;
+    if (!json_is_object(options))
+        return kt_error_set(err, KT_ERR_BAD_OPTION, "options of strategy %s must be a JSON object",
+                            strategy);
+    json_object_foreach((json_t *)options, key, v)
+    {
+        const searcher_option *o = NULL;
+        for (int i = 0; i < n_opts && !o; i++) {
+            if (strcmp(opts[i].name, key) == 0)
+                o = &opts[i];
+        }
+        if (!o) {
+            kt_error_set(err, KT_ERR_BAD_OPTION, "unknown option '%.100s' for strategy %s", key,
+                         strategy);
+            if (n_opts == 0) {
+                kt_error_hint(err, "strategy %s takes no options", strategy);
+            } else {
+                option_names(opts, n_opts, names, sizeof names);
+                kt_error_hint(err, "accepted options: %s", names);
+            }
+            return -1;
+        }
+        if (check_value(strategy, o, v, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static json_t *option_default(const searcher_option *o)
+{
+    return o->default_json ? json_loads(o->default_json, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+double searcher_option_number(const searcher_option *o, const json_t *options)
+{
+    const json_t *v = options ? json_object_get(options, o->name) : NULL;
+    if (v)
+        return json_number_value(v);
+    json_t *d = option_default(o);
+    double x = d ? json_number_value(d) : 0.0;
+    json_decref(d);
+    return x;
+}
+
+int searcher_option_bool(const searcher_option *o, const json_t *options)
+{
+    const json_t *v = options ? json_object_get(options, o->name) : NULL;
+    if (v)
+        return json_is_true(v);
+    json_t *d = option_default(o);
+    int b = json_is_true(d);
+    json_decref(d);
+    return b;
+}
+
+const char *searcher_option_string(const searcher_option *o, const json_t *options, char *buf,
+                                   size_t cap)
+{
+    const json_t *v = options ? json_object_get(options, o->name) : NULL;
+    const char *s = NULL;
+    if (v)
+        return json_string_value(v);
+    json_t *d = option_default(o);
+    if (json_is_string(d) && cap > 0) {
+        snprintf(buf, cap, "%s", json_string_value(d));
+        s = buf;
+    }
+    json_decref(d);
+    return s;
+}
+
+searcher *searcher_new(const char *name, const space *sp, const json_t *options, uint64_t seed,
+                       kt_error *err)
+{
+    searcher *s = NULL;
+    const searcher_vtable *vt = find_strategy(name);
+
+    if (!vt) {
+        kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%.100s'", name ? name : "");
+        kt_error_hint(err, "valid strategies: %s", strategy_names);
+        goto out;
+    }
+    if (!sp) {
+        kt_error_set(err, KT_ERR_INTERNAL, "searcher %s needs a space", vt->name);
+        goto out;
+    }
+    if (searcher_validate_options(vt->name, vt->options, vt->n_options, options, err) < 0)
+        goto out;
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    s->vt = vt;
+    s->state = vt->create(sp, json_is_object(options) ? options : NULL, seed, err);
+    if (!s->state) {
+        free(s);
+        s = NULL;
+    }
+out:
+    return s;
+}
+
+int searcher_ask(searcher *s, config_id *out, int max)
+{
+    if (!s || !out || max <= 0)
+        return 0;
+    return s->vt->ask(s->state, out, max);
+}
+
+void searcher_tell(searcher *s, const config_id *ids, const trial_result *r, int n)
+{
+    if (!s || n <= 0 || !ids || !r)
+        return;
+    s->vt->tell(s->state, ids, r, n);
+}
+
+void searcher_free(searcher *s)
+{
+    if (!s)
+        return;
+    s->vt->destroy(s->state);
+    free(s);
+}
+
+const char *searcher_name(const searcher *s)
+{
+    return s ? s->vt->name : "";
+}
+
+static json_t *option_json(const searcher_option *o)
+{
+    static const char *const type_names[] = {"integer", "number", "boolean", "string"};
+    json_t *d = option_default(o);
+    json_t *j = json_pack("{s:s, s:o, s:s}", "type", type_names[o->type], "default",
+                          d ? d : json_null(), "description", o->description);
+    if (j && o->type == SEARCHER_OPT_INTEGER) {
+        json_object_set_new(j, "minimum", json_integer((json_int_t)o->min));
+        json_object_set_new(j, "maximum", json_integer((json_int_t)o->max));
+    } else if (j && o->type == SEARCHER_OPT_NUMBER) {
+        json_object_set_new(j, "minimum", json_real(o->min));
+        json_object_set_new(j, "maximum", json_real(o->max));
+    }
+    if (j && o->type == SEARCHER_OPT_STRING && o->choices)
+        json_object_set_new(j, "choices", json_string(o->choices));
+    return j;
+}
+
+json_t *searcher_catalog_json(void)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < N_STRATEGIES; i++) {
+        const searcher_vtable *vt = strategies[i];
+        json_t *opts = json_object();
+        for (int k = 0; opts && k < vt->n_options; k++)
+            json_object_set_new(opts, vt->options[k].name, option_json(&vt->options[k]));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:o}", "name", vt->name, "summary",
+                                             vt->summary, "options", opts ? opts : json_object()));
+    }
+    return arr;
+}

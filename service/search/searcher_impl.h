@@ -1,0 +1,55 @@
+/* search/searcher_impl — internal to search/: the vtable every strategy fills, the option
+ * descriptors searcher.c validates requests against, and the registered strategies. A strategy's
+ * create receives options already validated (a JSON object or NULL) and owns the state it returns
+ * until destroy. */
+#ifndef KT_SEARCH_SEARCHER_IMPL_H
+#define KT_SEARCH_SEARCHER_IMPL_H
+
+#include "searcher.h"
+
+typedef enum {
+    SEARCHER_OPT_INTEGER =
+        0,               /* JSON integer (an integer-valued real is accepted) within [min, max] */
+    SEARCHER_OPT_NUMBER, /* JSON number within [min, max] */
+    SEARCHER_OPT_BOOLEAN,
+    SEARCHER_OPT_STRING, /* one of choices ("a|b|c"), or any string when choices is NULL */
+} searcher_opt_type;
+
+typedef struct searcher_option {
+    const char *name;
+    searcher_opt_type type;
+    const char *default_json; /* the default as JSON text, shown by the catalog */
+    double min, max;          /* inclusive range for integers and numbers */
+    const char *choices;
+    const char *description;
+} searcher_option;
+
+typedef struct searcher_vtable {
+    const char *name;
+    const char *summary; /* one line for GET /v1/strategies */
+    const searcher_option *options;
+    int n_options;
+    void *(*create)(const space *sp, const json_t *options, uint64_t seed, kt_error *err);
+    int (*ask)(void *state, config_id *out, int max);
+    void (*tell)(void *state, const config_id *ids, const trial_result *r, int n);
+    void (*destroy)(void *state);
+} searcher_vtable;
+
+extern const searcher_vtable searcher_random_vtable;
+extern const searcher_vtable searcher_exhaustive_vtable;
+
+/* Checks options (NULL or a JSON object) against a strategy's descriptors: KT_ERR_BAD_OPTION for a
+ * non-object, an unknown key (hint lists the accepted options) or a value of the wrong type or
+ * range. Returns 0 or -1. Exposed for the unit tests. */
+int searcher_validate_options(const char *strategy, const searcher_option *opts, int n_opts,
+                              const json_t *options, kt_error *err);
+
+/* Typed option readers for create: the option's value if present in options, else its default. */
+double searcher_option_number(const searcher_option *o, const json_t *options);
+int searcher_option_bool(const searcher_option *o, const json_t *options);
+/* Borrowed from options or from the descriptor's default text (copy it if kept); NULL if neither.
+ */
+const char *searcher_option_string(const searcher_option *o, const json_t *options, char *buf,
+                                   size_t cap);
+
+#endif

@@ -1,0 +1,29 @@
+/* store/best_store — the best table: the best known configuration per (kernel, device class, kernel
+ * hash, problem). Offers are made inside the transaction that records a trial, so the best table never
+ * names a trial that does not exist. */
+#ifndef KT_STORE_BEST_STORE_H
+#define KT_STORE_BEST_STORE_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "../core/error.h"
+
+typedef struct best_offer {
+    const char *kernel, *device_class, *kernel_hash, *problem_key;
+    const char *problem_json, *device, *config_json;
+    double time_ms;
+    long long job_id, trial_id;
+} best_offer;
+
+/* Inserts, or replaces the entry when time_ms is lower. */
+int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
+/* {"kernel","device","device_class","kernel_hash","problem","config","time_ms","job_id","trial_id",
+ * "measured_at"}; KT_ERR_NO_BEST when nothing is known. */
+json_t *best_store_get_json(PGconn *c, const char *kernel, const char *device_class,
+                            const char *kernel_hash, const char *problem_key, kt_error *err);
+/* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
+json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
+                             kt_error *err);
+
+#endif

@@ -1,0 +1,319 @@
+/* store/db — see db.h. The pool hands out whole connections: a thread that holds one owns it until
+ * db_release, so libpq (not thread-safe per connection) is never shared between threads. */
+#include "db.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/log.h"
+
+struct db_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t freed; /* signalled by db_release; waits use CLOCK_MONOTONIC */
+    int size;
+    PGconn **conns;
+    unsigned char *busy;
+};
+
+/* Copies a libpq message into err as one line: the first line, without trailing blanks. */
+static void set_db_error(kt_error *err, const char *prefix, const char *msg)
+{
+    char line[KT_ERROR_MESSAGE_MAX];
+    size_t n = strcspn(msg ? msg : "", "\r\n");
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    memcpy(line, msg ? msg : "", n);
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    line[n] = '\0';
+    kt_error_set(err, KT_ERR_DATABASE, "%s%s", prefix, n ? line : "unknown database error");
+}
+
+/* Server notices ("relation already exists, skipping") go to the debug log, not to stderr. */
+static void log_notice(void *arg, const char *message)
+{
+    (void)arg;
+    log_debug("postgresql: %.*s", (int)strcspn(message, "\n"), message);
+}
+
+PGconn *db_connect(const char *conninfo, kt_error *err)
+{
+    /* application_name comes first so that one given in conninfo (expanded from dbname) wins. */
+    const char *const keys[] = {"application_name", "dbname", NULL};
+    const char *const vals[] = {"ktuned", conninfo, NULL};
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    if (!conn) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating a database connection");
+        return NULL;
+    }
+    if (PQstatus(conn) != CONNECTION_OK) {
+        set_db_error(err, "cannot connect to the database: ", PQerrorMessage(conn));
+        PQfinish(conn);
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, log_notice, NULL);
+    return conn;
+}
+
+db_pool *db_pool_new(const char *conninfo, int size, kt_error *err)
+{
+    int ok = 0;
+    db_pool *p = NULL;
+    if (size < 1)
+        size = 1;
+    p = calloc(1, sizeof *p);
+    if (!p || !(p->conns = calloc((size_t)size, sizeof *p->conns)) ||
+        !(p->busy = calloc((size_t)size, 1))) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    p->size = size;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->freed, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&p->mu, NULL);
+    for (int i = 0; i < size; i++) {
+        if (!(p->conns[i] = db_connect(conninfo, err)))
+            goto out;
+    }
+    ok = 1;
+out:
+    if (!ok && p) {
+        if (p->size)
+            db_pool_free(p);
+        else {
+            free(p->conns);
+            free(p->busy);
+            free(p);
+        }
+        p = NULL;
+    }
+    return p;
+}
+
+void db_pool_free(db_pool *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->size; i++) {
+        if (p->busy[i])
+            log_warn("db pool freed while connection %d is still acquired", i);
+        PQfinish(p->conns[i]);
+    }
+    pthread_cond_destroy(&p->freed);
+    pthread_mutex_destroy(&p->mu);
+    free(p->conns);
+    free(p->busy);
+    free(p);
+}
+
+/* An idle connection whose server went away has unread input (the termination notice, then EOF):
+ * consuming it marks the connection bad without a failed query. A few rounds: each read may stop
+ * before the EOF. */
+static void notice_dead_connection(PGconn *conn)
+{
+    for (int i = 0; i < 4 && PQstatus(conn) == CONNECTION_OK; i++) {
+        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+        if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0 || !PQconsumeInput(conn))
+            break;
+    }
+}
+
+PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
+{
+    PGconn *conn = NULL;
+    int slot = -1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        for (int i = 0; i < p->size && slot < 0; i++) {
+            if (!p->busy[i])
+                slot = i;
+        }
+        if (slot >= 0)
+            break;
+        int rc = pthread_cond_timedwait(&p->freed, &p->mu, &deadline);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    if (slot >= 0)
+        p->busy[slot] = 1;
+    pthread_mutex_unlock(&p->mu);
+    if (slot < 0) {
+        kt_error_set(err, KT_ERR_DATABASE, "no database connection free within %d ms", timeout_ms);
+        kt_error_hint(err, "the service is overloaded or a database call hangs");
+        goto out;
+    }
+    conn = p->conns[slot];
+    if (PQstatus(conn) == CONNECTION_OK)
+        notice_dead_connection(conn);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        log_warn("database connection %d is broken; reconnecting", slot);
+        PQreset(conn);
+        if (PQstatus(conn) != CONNECTION_OK) {
+            set_db_error(err, "database connection lost and could not be re-established: ",
+                         PQerrorMessage(conn));
+            db_release(p, conn);
+            conn = NULL;
+        }
+    }
+out:
+    return conn;
+}
+
+void db_release(db_pool *p, PGconn *conn)
+{
+    if (!p || !conn)
+        return;
+    /* A caller that forgot to end its transaction must not hand it to the next one. */
+    PGTransactionStatusType ts = PQtransactionStatus(conn);
+    if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) {
+        log_warn("database connection released inside a transaction; rolling back");
+        db_rollback(conn);
+    }
+    int found = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->size; i++) {
+        if (p->conns[i] == conn && p->busy[i]) {
+            p->busy[i] = 0;
+            found = 1;
+        }
+    }
+    if (found)
+        pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->mu);
+    if (!found)
+        log_warn("db_release of a connection that is not acquired from this pool");
+}
+
+PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
+                        char sqlstate[6], kt_error *err)
+{
+    if (sqlstate)
+        sqlstate[0] = '\0';
+    PGresult *res = PQexecParams(conn, sql, n_params, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(res);
+    if (res && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK))
+        return res;
+    if (!res) {
+        set_db_error(err, "", PQerrorMessage(conn));
+        goto out;
+    }
+    const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (primary)
+        set_db_error(err, "", primary);
+    else if (PQresultErrorMessage(res)[0])
+        set_db_error(err, "", PQresultErrorMessage(res));
+    else
+        kt_error_set(err, KT_ERR_DATABASE, "unexpected result %s", PQresStatus(st));
+    if (hint)
+        kt_error_hint(err, "%s", hint);
+    if (sqlstate && state)
+        snprintf(sqlstate, 6, "%s", state);
+out:
+    PQclear(res);
+    return NULL;
+}
+
+PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const *params,
+                  kt_error *err)
+{
+    return db_exec_state(conn, sql, n_params, params, NULL, err);
+}
+
+int db_run(PGconn *conn, const char *sql, int n_params, const char *const *params, kt_error *err)
+{
+    PGresult *res = db_exec(conn, sql, n_params, params, err);
+    if (!res)
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
+int db_begin(PGconn *conn, kt_error *err)
+{
+    return db_run(conn, "BEGIN", 0, NULL, err);
+}
+
+int db_commit(PGconn *conn, kt_error *err)
+{
+    PGresult *res = db_exec(conn, "COMMIT", 0, NULL, err);
+    if (!res)
+        return -1;
+    /* COMMIT of a transaction that had failed "succeeds" by rolling back. */
+    int rc = strcmp(PQcmdStatus(res), "ROLLBACK") == 0
+                 ? kt_error_set(err, KT_ERR_DATABASE,
+                                "transaction rolled back at commit: an earlier statement failed")
+                 : 0;
+    PQclear(res);
+    return rc;
+}
+
+void db_rollback(PGconn *conn)
+{
+    if (conn && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        PQclear(PQexec(conn, "ROLLBACK"));
+}
+
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* Frees every queued notification; returns how many there were. */
+static int drain_notifies(PGconn *conn)
+{
+    int n = 0;
+    for (PGnotify *nt; (nt = PQnotifies(conn)); n++)
+        PQfreemem(nt);
+    return n;
+}
+
+int db_wait_notify(PGconn *conn, int timeout_ms)
+{
+    if (!conn || PQstatus(conn) != CONNECTION_OK || PQsocket(conn) < 0)
+        return -1;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* Notifications may already sit in libpq's buffer, read along with an earlier result. */
+    if (drain_notifies(conn) > 0)
+        return 1;
+    for (;;) {
+        long left = timeout_ms - ms_since(&t0);
+        if (left < 0)
+            left = 0;
+        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+        int r = poll(&pfd, 1, (int)left);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r > 0) {
+            if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK)
+                return -1;
+            if (drain_notifies(conn) > 0)
+                return 1;
+        }
+        if (r == 0 && left == 0)
+            return 0;
+        if (ms_since(&t0) >= timeout_ms)
+            return 0;
+    }
+}

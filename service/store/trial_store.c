@@ -1,0 +1,247 @@
+#include "trial_store.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "best_store.h"
+#include "db.h"
+#include "store_util.h"
+
+int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
+                             const config_id *ids, json_t *const *configs, int n, kt_error *err)
+{
+    /* One statement for the batch: arrays of ids and configs unnested server-side. */
+    int rc = -1;
+    json_t *id_arr = json_array(), *cfg_arr = json_array();
+    char *ids_text = NULL, *cfgs_text = NULL;
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(id_arr, json_integer((json_int_t)ids[i]));
+        json_array_append(cfg_arr, configs[i]);
+    }
+    ids_text = store_json_text(id_arr);
+    cfgs_text = store_json_text(cfg_arr);
+    store_num jid, seq;
+    const char *p[] = {store_ll(&jid, job_id), device, store_ll(&seq, first_seq), ids_text,
+                       cfgs_text};
+    rc = db_run(c,
+                "INSERT INTO trials (job_id, device, seq, config_id, config)"
+                " SELECT $1, $2, $3 + ord - 1, (e.id)::bigint, cfg"
+                " FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS e(id, ord)"
+                " JOIN json_array_elements($5::json) WITH ORDINALITY AS f(cfg, ord2) ON ord = ord2"
+                " ON CONFLICT (job_id, seq) DO NOTHING",
+                5, p, err);
+    free(ids_text);
+    free(cfgs_text);
+    json_decref(id_arr);
+    json_decref(cfg_arr);
+    return rc;
+}
+
+int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
+                     kt_error *err)
+{
+    int rc = -1;
+    store_num jid, seq;
+    const char *p[] = {store_ll(&jid, job_id), store_ll(&seq, after_seq)};
+    *out = NULL;
+    *n = 0;
+    PGresult *r =
+        db_exec(c,
+                "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv"
+                " FROM trials WHERE job_id = $1 AND seq > $2 ORDER BY seq",
+                2, p, err);
+    if (!r)
+        goto out;
+    int rows = PQntuples(r);
+    trial_row *t = calloc(rows > 0 ? (size_t)rows : 1, sizeof *t);
+    if (!t) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+        goto out;
+    }
+    for (int i = 0; i < rows; i++) {
+        trial_result_init(&t[i].result);
+        t[i].seq = (int)store_get_ll(r, i, 0);
+        t[i].cid = (config_id)store_get_ll(r, i, 1);
+        if (trial_status_parse(PQgetvalue(r, i, 2), &t[i].result.status) < 0)
+            t[i].result.status = TRIAL_INVALID;
+        t[i].result.time_ms = store_get_double(r, i, 3);
+        t[i].result.repeats = (int)store_get_ll(r, i, 4);
+        t[i].result.compile_ms = store_get_double(r, i, 5);
+        t[i].result.measure_ms = store_get_double(r, i, 6);
+        t[i].result.noise_cv = store_get_double(r, i, 7);
+    }
+    *out = t;
+    *n = rows;
+    rc = 0;
+out:
+    PQclear(r);
+    return rc;
+}
+
+void trial_row_release(trial_row *r)
+{
+    trial_result_release(&r->result);
+}
+
+int trial_store_claim(PGconn *c, const char *worker, const char *const *devices, int n_devices,
+                      trial_claim *out, kt_error *err)
+{
+    int rc = -1;
+    json_t *arr = json_array();
+    for (int i = 0; i < n_devices; i++)
+        json_array_append_new(arr, json_string(devices[i]));
+    char *devs = store_json_text(arr);
+    const char *p[] = {worker, devs};
+    PGresult *r = db_exec(c,
+                          "UPDATE trials t SET status = 'running', worker = $1, claimed_at = now()"
+                          " FROM (SELECT id FROM trials WHERE status = 'pending' AND device IN"
+                          " (SELECT jsonb_array_elements_text($2::jsonb)) ORDER BY id LIMIT 1"
+                          " FOR UPDATE SKIP LOCKED) pick WHERE t.id = pick.id"
+                          " RETURNING t.id, t.job_id, t.config_id, t.device",
+                          2, p, err);
+    if (!r)
+        goto out;
+    rc = 0;
+    if (PQntuples(r) == 1) {
+        out->id = store_get_ll(r, 0, 0);
+        out->job_id = store_get_ll(r, 0, 1);
+        out->cid = (config_id)store_get_ll(r, 0, 2);
+        snprintf(out->device, sizeof out->device, "%s", PQgetvalue(r, 0, 3));
+        rc = 1;
+    }
+out:
+    PQclear(r);
+    free(devs);
+    json_decref(arr);
+    return rc;
+}
+
+int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
+                         const trial_result *res, kt_error *err)
+{
+    int rc = -1;
+    PGresult *r = NULL;
+    char *extras = store_json_text(res->extras);
+    store_num tid, t, rep, cms, mms, cv, jid, charged;
+    int ok = res->status == TRIAL_OK && isfinite(res->time_ms);
+    double compile_ms = isfinite(res->compile_ms) ? res->compile_ms : 0;
+    double measure_ms = isfinite(res->measure_ms) ? res->measure_ms : 0;
+    if (db_begin(c, err) < 0)
+        goto out;
+    const char *p[] = {
+        store_ll(&tid, claim->id),
+        worker,
+        trial_status_name(res->status),
+        ok ? store_double(&t, res->time_ms) : NULL,
+        store_ll(&rep, res->repeats),
+        store_double(&cms, compile_ms),
+        store_double(&mms, measure_ms),
+        store_double_or_null(&cv, res->noise_cv),
+        extras,
+    };
+    r = db_exec(c,
+                "UPDATE trials SET status = $3, time_ms = $4, repeats = $5, compile_ms = $6, "
+                "measure_ms = $7,"
+                " noise_cv = $8, extras = $9::jsonb, finished_at = now(), done_seq = "
+                "nextval('trials_done_seq')"
+                " WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING config",
+                9, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        rc = 0; /* lost the claim: nothing to record */
+        goto out;
+    }
+    char *config = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    const char *pj[] = {
+        store_ll(&jid, claim->job_id),
+        store_double(&charged, (compile_ms + measure_ms) / 1000.0),
+        ok ? t.text : NULL,
+        store_ll(&tid, claim->id),
+        config,
+    };
+    r = db_exec(
+        c,
+        "UPDATE jobs SET trials_done = trials_done + 1, clock_seconds = clock_seconds + $2,"
+        " updated_at = now(),"
+        " best_trial_id = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS "
+        "NOT NULL)"
+        "   THEN $4::bigint ELSE best_trial_id END,"
+        " best_config = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS NOT "
+        "NULL)"
+        "   THEN $5::json ELSE best_config END,"
+        " best_time_ms = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS "
+        "NOT NULL)"
+        "   THEN $3::float8 ELSE best_time_ms END"
+        " WHERE id = $1 RETURNING kernel, device_class, kernel_hash, problem_key, problem, device",
+        5, pj, err);
+    if (!r) {
+        free(config);
+        goto out;
+    }
+    if (ok && PQntuples(r) == 1) {
+        best_offer offer = {
+            .kernel = PQgetvalue(r, 0, 0),
+            .device_class = PQgetvalue(r, 0, 1),
+            .kernel_hash = PQgetvalue(r, 0, 2),
+            .problem_key = PQgetvalue(r, 0, 3),
+            .problem_json = PQgetvalue(r, 0, 4),
+            .device = PQgetvalue(r, 0, 5),
+            .config_json = config,
+            .time_ms = res->time_ms,
+            .job_id = claim->job_id,
+            .trial_id = claim->id,
+        };
+        if (best_store_offer(c, &offer, err) < 0) {
+            free(config);
+            goto out;
+        }
+    }
+    free(config);
+    const char *pn[] = {jid.text};
+    if (db_run(c, "SELECT pg_notify('ktune_trials', $1)", 1, pn, err) < 0)
+        goto out;
+    if (db_commit(c, err) < 0)
+        goto out;
+    rc = 1;
+out:
+    if (rc != 1)
+        db_rollback(c);
+    PQclear(r);
+    free(extras);
+    return rc;
+}
+
+json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit,
+                              kt_error *err)
+{
+    store_num jid, a, l;
+    const char *p[] = {store_ll(&jid, job_id), store_ll(&a, after), store_ll(&l, limit)};
+    return store_query_json(
+        c,
+        "WITH page AS (SELECT * FROM trials WHERE job_id = $1 AND done_seq > $2 ORDER BY done_seq "
+        "LIMIT $3)"
+        " SELECT json_build_object('job_id', j.id, 'job_status', j.status,"
+        " 'trials', COALESCE((SELECT json_agg(json_build_object('id', t.id, 'seq', t.seq, "
+        "'done_seq',"
+        " t.done_seq, 'config_id', t.config_id, 'config', t.config, 'status', t.status, 'time_ms', "
+        "t.time_ms,"
+        " 'repeats', t.repeats, 'compile_ms', t.compile_ms, 'measure_ms', t.measure_ms, 'noise_cv',"
+        " t.noise_cv, 'extras', t.extras, 'worker', t.worker, 'finished_at', t.finished_at)"
+        " ORDER BY t.done_seq) FROM page t), '[]'::json),"
+        " 'next_after', COALESCE((SELECT max(done_seq) FROM page), $2))"
+        " FROM jobs j WHERE j.id = $1",
+        3, p, "no such job", err);
+}
+
+json_t *trial_store_totals(PGconn *c, kt_error *err)
+{
+    return store_query_json(
+        c,
+        "SELECT json_build_object('measured', count(*), 'measure_seconds',"
+        " COALESCE(sum(COALESCE(compile_ms, 0) + COALESCE(measure_ms, 0)), 0) / 1000.0)"
+        " FROM trials WHERE done_seq IS NOT NULL",
+        0, NULL, "no totals", err);
+}

@@ -1,0 +1,207 @@
+#include "job_driver.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/log.h"
+#include "../store/trial_store.h"
+
+static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason, const kt_error *why,
+                   kt_error *err)
+{
+    if (job_store_finish(c, d->me, d->row.id, status, reason, why, err) < 0)
+        return -1;
+    d->ended = 1;
+    if (why)
+        log_warn("job %lld %s: %s", d->row.id, status, why->message);
+    else
+        log_info("job %lld %s (%s) after %lld trials", d->row.id, status, reason, d->told);
+    return JOB_DRIVER_ENDED;
+}
+
+/* How many configurations the next batch may hold under the budget; 0 when the budget is spent. */
+static int next_batch_size(const job_driver *d, const char **reason)
+{
+    long long k = d->row.batch_size;
+    if (d->row.budget_evaluations > 0) {
+        long long left = d->row.budget_evaluations - d->told;
+        if (left <= 0) {
+            *reason = "budget_evaluations";
+            return 0;
+        }
+        if (left < k)
+            k = left;
+    }
+    if (d->row.budget_seconds > 0 && d->clock_seconds >= d->row.budget_seconds) {
+        *reason = "budget_seconds";
+        return 0;
+    }
+    return (int)k;
+}
+
+static int insert_batch(job_driver *d, PGconn *c, kt_error *err)
+{
+    int rc = -1;
+    json_t **configs = calloc((size_t)d->batch_n, sizeof *configs);
+    if (!configs)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for a batch of %d", d->batch_n);
+    for (int i = 0; i < d->batch_n; i++) {
+        configs[i] = space_config_json(d->target.sp, d->batch[i]);
+        if (!configs[i]) {
+            kt_error_set(err, KT_ERR_INTERNAL, "searcher proposed id %llu outside the space",
+                         (unsigned long long)d->batch[i]);
+            goto out;
+        }
+    }
+    rc = trial_store_insert_batch(c, d->row.id, d->row.device, (int)d->told + 1, d->batch, configs,
+                                  d->batch_n, err);
+out:
+    for (int i = 0; i < d->batch_n; i++)
+        json_decref(configs[i]);
+    free(configs);
+    return rc;
+}
+
+/* rows: the stored trials with seq > told, in seq order. Tells every complete batch they hold (asking the
+ * searcher for each batch first, as the original run did), then queues the next batch. */
+static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, kt_error *err)
+{
+    int pos = 0;
+    for (;;) {
+        if (d->batch_n == 0) {
+            const char *reason = NULL;
+            int k = next_batch_size(d, &reason);
+            if (k == 0 || !(d->batch_n = searcher_ask(d->search, d->batch, k))) {
+                if (pos < n_rows) {
+                    kt_error why;
+                    kt_error_set(&why, KT_ERR_INTERNAL, "resume diverged: %d stored trials past the end", n_rows - pos);
+                    return end_job(d, c, "failed", "resume_diverged", &why, err);
+                }
+                int exhausted = (uint64_t)d->told >= space_count(d->target.sp);
+                return end_job(d, c, "succeeded",
+                               k == 0 ? reason : exhausted ? "space_exhausted" : "strategy_finished", NULL, err);
+            }
+            d->batch_inserted = 0;
+        }
+        int present = 0, final = 0;
+        for (int i = 0; i < d->batch_n && pos + i < n_rows; i++) {
+            const trial_row *t = &rows[pos + i];
+            if (t->seq != d->told + 1 + i || t->cid != d->batch[i]) {
+                kt_error why;
+                kt_error_set(&why, KT_ERR_INTERNAL,
+                             "resume diverged at trial %d: stored config %llu, searcher proposed %llu", t->seq,
+                             (unsigned long long)t->cid, (unsigned long long)d->batch[i]);
+                return end_job(d, c, "failed", "resume_diverged", &why, err);
+            }
+            present++;
+            final += trial_status_is_final(t->result.status);
+        }
+        if (present == d->batch_n && final == d->batch_n) {
+            trial_result *results = malloc((size_t)d->batch_n * sizeof *results);
+            if (!results)
+                return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory telling a batch");
+            for (int i = 0; i < d->batch_n; i++) {
+                results[i] = rows[pos + i].result;
+                results[i].extras = NULL;
+                double cost = (isfinite(results[i].compile_ms) ? results[i].compile_ms : 0) +
+                              (isfinite(results[i].measure_ms) ? results[i].measure_ms : 0);
+                d->clock_seconds += cost / 1000.0;
+            }
+            searcher_tell(d->search, d->batch, results, d->batch_n);
+            free(results);
+            d->told += d->batch_n;
+            pos += d->batch_n;
+            d->batch_n = 0;
+            continue;
+        }
+        if (present > 0)
+            d->batch_inserted = 1;
+        if (!d->batch_inserted) {
+            if (insert_batch(d, c, err) < 0)
+                return -1;
+            d->batch_inserted = 1;
+            return JOB_DRIVER_QUEUED;
+        }
+        return JOB_DRIVER_WAITING;
+    }
+}
+
+int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me, PGconn *c,
+                    kt_error *err)
+{
+    int rc = -1;
+    trial_row *rows = NULL;
+    int n_rows = 0;
+    kt_error why;
+    kt_error_clear(&why);
+    memset(d, 0, sizeof *d);
+    d->row = *row;
+    memset(row, 0, sizeof *row);
+    d->me = me;
+    d->batch = calloc((size_t)d->row.batch_size, sizeof *d->batch);
+    if (!d->batch) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for job %lld", d->row.id);
+        goto out;
+    }
+    if (catalog_resolve(cat, d->row.kernel, d->row.device, d->row.problem, &d->target, &why) < 0) {
+        kt_error_prefix(&why, "cannot resume job %lld", d->row.id);
+        rc = end_job(d, c, "failed", "target_unavailable", &why, err);
+        goto out;
+    }
+    d->target_resolved = 1;
+    if (strcmp(d->target.kernel_hash, d->row.kernel_hash) != 0) {
+        kt_error_set(&why, KT_ERR_CONFLICT, "kernel %s on %s changed since job %lld was created", d->row.kernel,
+                     d->row.device, d->row.id);
+        rc = end_job(d, c, "failed", "kernel_changed", &why, err);
+        goto out;
+    }
+    d->search = searcher_new(d->row.strategy, d->target.sp, d->row.options, d->row.seed, &why);
+    if (!d->search) {
+        rc = end_job(d, c, "failed", "strategy_refused", &why, err);
+        goto out;
+    }
+    if (trial_store_load(c, d->row.id, 0, &rows, &n_rows, err) < 0)
+        goto out;
+    if (n_rows > 0)
+        log_info("job %lld: resuming from %d stored trials", d->row.id, n_rows);
+    rc = advance(d, c, rows, n_rows, err);
+out:
+    for (int i = 0; i < n_rows; i++)
+        trial_row_release(&rows[i]);
+    free(rows);
+    return rc;
+}
+
+int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
+{
+    if (d->ended)
+        return JOB_DRIVER_ENDED;
+    char status[32];
+    if (job_store_status(c, d->row.id, status, sizeof status, err) < 0)
+        return err && err->code == KT_ERR_NOT_FOUND ? (d->ended = 1, JOB_DRIVER_ENDED) : -1;
+    if (strcmp(status, "running") != 0) {
+        log_info("job %lld is %s: no longer driven", d->row.id, status);
+        d->ended = 1;
+        return JOB_DRIVER_ENDED;
+    }
+    trial_row *rows = NULL;
+    int n_rows = 0;
+    if (trial_store_load(c, d->row.id, (int)d->told, &rows, &n_rows, err) < 0)
+        return -1;
+    int rc = advance(d, c, rows, n_rows, err);
+    for (int i = 0; i < n_rows; i++)
+        trial_row_release(&rows[i]);
+    free(rows);
+    return rc;
+}
+
+void job_driver_close(job_driver *d)
+{
+    searcher_free(d->search);
+    if (d->target_resolved)
+        tune_target_release(&d->target);
+    free(d->batch);
+    job_row_release(&d->row);
+    memset(d, 0, sizeof *d);
+}

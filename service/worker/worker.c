@@ -1,0 +1,162 @@
+#include "worker_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/log.h"
+
+static void add_ms(struct timespec *ts, int ms)
+{
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    add_ms(&deadline, timeout_ms);
+    pthread_mutex_lock(&w->lock);
+    while (*gen == seen && !w->stopping) {
+        if (pthread_cond_timedwait(&w->wake, &w->lock, &deadline) == ETIMEDOUT)
+            break;
+    }
+    unsigned long now = *gen;
+    pthread_mutex_unlock(&w->lock);
+    return now;
+}
+
+void worker_bump(worker_system *w, unsigned long *gen)
+{
+    pthread_mutex_lock(&w->lock);
+    (*gen)++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int worker_stopping(worker_system *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int s = w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    return s;
+}
+
+static int collect_devices(worker_system *w, kt_error *err)
+{
+    json_t *devs = catalog_devices_json(w->opt.cat);
+    size_t n = json_array_size(devs);
+    w->devices = calloc(n > 0 ? n : 1, sizeof *w->devices);
+    if (!w->devices) {
+        json_decref(devs);
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing devices");
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *d = json_array_get(devs, i);
+        /* Only devices this host can measure on are served by its workers. */
+        if (json_is_false(json_object_get(d, "available")))
+            continue;
+        const char *name = json_string_value(json_object_get(d, "name"));
+        if (name)
+            w->devices[w->n_devices++] = strdup(name);
+    }
+    json_decref(devs);
+    return 0;
+}
+
+worker_system *worker_system_start(const worker_options *opt, kt_error *err)
+{
+    worker_system *w = calloc(1, sizeof *w);
+    if (!w) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting workers");
+        return NULL;
+    }
+    w->opt = *opt;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (gethostname(w->host, sizeof w->host) != 0)
+        snprintf(w->host, sizeof w->host, "localhost");
+    w->host[sizeof w->host - 1] = '\0';
+    w->pid = (int)getpid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(w->id, sizeof w->id, "%s:%d:%lld", w->host, w->pid,
+             (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    w->me.id = w->id;
+    w->me.host = w->host;
+    w->me.pid = w->pid;
+    if (collect_devices(w, err) < 0)
+        goto fail;
+    w->measurer_threads = calloc((size_t)opt->measurers, sizeof *w->measurer_threads);
+    w->measurer_args = calloc((size_t)opt->measurers, sizeof *w->measurer_args);
+    if (!w->measurer_threads || !w->measurer_args) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting workers");
+        goto fail;
+    }
+    if (pthread_create(&w->runner_thread, NULL, runner_main, w) != 0) {
+        kt_error_set(err, KT_ERR_INTERNAL, "cannot start the job runner thread");
+        goto fail;
+    }
+    w->runner_started = 1;
+    for (int i = 0; i < opt->measurers; i++) {
+        w->measurer_args[i].w = w;
+        w->measurer_args[i].index = i;
+        if (pthread_create(&w->measurer_threads[i], NULL, measurer_main, &w->measurer_args[i]) != 0) {
+            kt_error_set(err, KT_ERR_INTERNAL, "cannot start measurement thread %d", i);
+            goto fail;
+        }
+        w->n_measurers_started++;
+    }
+    log_info("workers started: runner %s, %d measurement threads, %d devices", w->id, opt->measurers,
+             w->n_devices);
+    return w;
+fail:
+    worker_system_stop(w);
+    return NULL;
+}
+
+void worker_system_wake(worker_system *w)
+{
+    worker_bump(w, &w->runner_gen);
+}
+
+void worker_system_stats(worker_system *w, worker_stats *out)
+{
+    pthread_mutex_lock(&w->lock);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void worker_system_stop(worker_system *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = 1;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    for (int i = 0; i < w->n_measurers_started; i++)
+        pthread_join(w->measurer_threads[i], NULL);
+    if (w->runner_started)
+        pthread_join(w->runner_thread, NULL);
+    for (int i = 0; i < w->n_devices; i++)
+        free(w->devices[i]);
+    free(w->devices);
+    free(w->measurer_threads);
+    free(w->measurer_args);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}

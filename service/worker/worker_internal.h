@@ -1,0 +1,48 @@
+/* worker/worker_internal — state shared by the runner and measurement threads of one worker_system.
+ * Internal to worker/. The mutex guards the counters and the stop flag; the condition variable wakes
+ * measurers when trials were queued and the runner when trials finished or a job was queued. */
+#ifndef KT_WORKER_INTERNAL_H
+#define KT_WORKER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../store/job_store.h"
+#include "worker.h"
+
+typedef struct measurer_arg {
+    struct worker_system *w;
+    int index;
+} measurer_arg;
+
+struct worker_system {
+    worker_options opt;
+    char host[256];
+    int pid;
+    char id[384];          /* "<host>:<pid>:<start ms>" — runner id and worker id prefix */
+    runner_identity me;
+    char **devices;        /* names of the catalog's devices, measured by this process */
+    int n_devices;
+
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stopping;
+    unsigned long queued_gen;   /* bumped when trials are inserted or requeued */
+    unsigned long runner_gen;   /* bumped when a trial is finished or a job is queued */
+    worker_stats stats;
+
+    pthread_t runner_thread;
+    pthread_t *measurer_threads;
+    measurer_arg *measurer_args;
+    int n_measurers_started;
+    int runner_started;
+};
+
+void *runner_main(void *arg);
+void *measurer_main(void *arg);
+
+/* Waits until *gen differs from seen, the system stops, or timeout_ms pass; returns the current value. */
+unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen, int timeout_ms);
+void worker_bump(worker_system *w, unsigned long *gen);
+int worker_stopping(worker_system *w);
+
+#endif

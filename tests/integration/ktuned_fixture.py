@@ -1,0 +1,194 @@
+"""Starts and stops a real ktuned (with its embedded PostgreSQL) for the integration tests.
+
+Each test file calls `parse_args()` for --ktuned and --source-dir (ctest passes them), then uses
+`Ktuned(...)` as a context manager or calls start/stop/kill explicitly. Data lives in a throw-away folder
+under /tmp (the postgres user must be able to reach it), removed at the end.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+READY = re.compile(r"ktuned ready: dashboard http://([^/]+)/")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ktuned", required=True)
+    ap.add_argument("--source-dir", required=True)
+    args, rest = ap.parse_known_args()
+    sys.argv = [sys.argv[0]] + rest
+    return args
+
+
+class Ktuned:
+    def __init__(self, binary, source_dir, data_dir=None, extra=(), env=None):
+        self.binary = binary
+        self.source_dir = source_dir
+        self.own_data_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="ktune-it-", dir="/tmp")
+        os.chmod(self.data_dir, 0o755)
+        self.extra = list(extra)
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+        self.address = None
+        self.log_path = os.path.join(self.data_dir, "ktuned.log")
+
+    def start(self, timeout=90):
+        args = [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir,
+                "--datasets", os.path.join(self.source_dir, "datasets"),
+                "--web-dir", os.path.join(self.source_dir, "web")] + self.extra
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, env=self.env)
+        deadline = time.time() + timeout
+        line = b""
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = READY.search(line.decode(errors="replace"))
+            if m:
+                self.address = m.group(1)
+                return self
+        self.proc.kill()
+        raise RuntimeError("ktuned did not become ready; log:\n" + self.log_tail())
+
+    def log_tail(self, n=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout=60):
+        """SIGTERM and wait: a clean shutdown; returns the exit code."""
+        if not self.proc:
+            return None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise RuntimeError("ktuned did not stop within %ss" % timeout)
+        finally:
+            self.proc.stdout.close()
+            self.proc = None
+        return rc
+
+    def kill9(self):
+        """kill -9: the embedded PostgreSQL stays up, as after a real crash."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.proc = None
+
+    def cleanup(self):
+        if self.proc:
+            try:
+                self.stop()
+            except RuntimeError:
+                pass
+        pg = os.path.join(self.data_dir, "pg")
+        if os.path.exists(os.path.join(pg, "postmaster.pid")):
+            pg_ctl = sorted(__import__("glob").glob("/usr/lib/postgresql/*/bin/pg_ctl"))[-1]
+            cmd = [pg_ctl, "-D", pg, "-m", "immediate", "-w", "stop"]
+            if os.geteuid() == 0:
+                cmd = ["runuser", "-u", "postgres", "--"] + cmd
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.own_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+    # --- HTTP helpers -------------------------------------------------------------------------
+    def request(self, method, path, body=None, headers=None, raw=None, conn=None):
+        """Returns (status, headers dict, parsed JSON or text)."""
+        own = conn is None
+        conn = conn or http.client.HTTPConnection(self.address, timeout=60)
+        hdrs = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        payload = resp.read()
+        if own:
+            conn.close()
+        ctype = resp.getheader("Content-Type", "")
+        parsed = json.loads(payload) if ctype.startswith("application/json") and payload else payload.decode(errors="replace")
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, parsed
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def raw(self, data, timeout=10, body_too=False):
+        """Sends raw bytes on a fresh socket; returns the status code of the reply (and the body when
+        body_too). The server may answer and close before all bytes are sent (413 on Content-Length):
+        a failed send is fine as long as a reply arrives."""
+        host, port = self.address.rsplit(":", 1)
+        reply = b""
+        with socket.create_connection((host, int(port)), timeout=timeout) as s:
+            try:
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+            except OSError:  # broken pipe, reset, or not connected: the server already answered
+                pass
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    reply += chunk
+            except ConnectionResetError:
+                pass
+        m = re.match(rb"HTTP/1\.[01] (\d{3})", reply)
+        status = int(m.group(1)) if m else None
+        if not body_too:
+            return status
+        body = reply.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in reply else b""
+        return status, body
+
+    def wait_job(self, job_id, until=("succeeded", "failed", "cancelled"), timeout=300, predicate=None):
+        deadline = time.time() + timeout
+        job = None
+        while time.time() < deadline:
+            status, _, job = self.get("/v1/jobs/%d" % job_id)
+            assert status == 200, job
+            if job["status"] in until or (predicate and predicate(job)):
+                return job
+            time.sleep(0.05)
+        raise AssertionError("job %d did not reach %s in %ss: %s" % (job_id, until, timeout, job))
+
+    def all_trials(self, job_id):
+        trials, after = [], 0
+        while True:
+            status, _, page = self.get("/v1/jobs/%d/trials?after=%d&limit=1000" % (job_id, after))
+            assert status == 200, page
+            trials += page["trials"]
+            if not page["trials"]:
+                return trials
+            after = page["next_after"]
+
+
+def best_query(kernel, device, **problem):
+    q = {"kernel": kernel, "device": device}
+    q.update(problem)
+    return "/v1/best?" + urllib.parse.urlencode(q)

@@ -1,0 +1,418 @@
+/* Unit tests of search/: the strategy registry and option checks, random (valid, no repeats,
+ * seeded, resumable by replay, fast on the 899,756-config GEMM tiling space) and exhaustive (id
+ * order). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/searcher.h"
+#include "search/searcher_impl.h"
+
+static space *make_space(const char *params_json, const char *restr_json)
+{
+    json_error_t jerr;
+    kt_error err;
+    json_t *params = json_loads(params_json, 0, &jerr);
+    json_t *restr = restr_json ? json_loads(restr_json, 0, &jerr) : NULL;
+    assert_non_null(params);
+    space *sp = space_new(params, restr, NULL, NULL, &err);
+    if (!sp)
+        fail_msg("space_new: %s", err.message);
+    json_decref(params);
+    json_decref(restr);
+    return sp;
+}
+
+/* 10 x 10 x 10 = 1000 configurations, no restrictions. */
+static space *space_1000(void)
+{
+    return make_space("[{\"name\":\"a\",\"values\":[0,1,2,3,4,5,6,7,8,9]},"
+                      "{\"name\":\"b\",\"values\":[0,1,2,3,4,5,6,7,8,9]},"
+                      "{\"name\":\"c\",\"values\":[0,1,2,3,4,5,6,7,8,9]}]",
+                      NULL);
+}
+
+static space *space_gemm_tiling(void)
+{
+    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024]";
+    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
+    char params[2048];
+    size_t len = 0;
+    len += (size_t)snprintf(params + len, sizeof params - len, "[");
+    for (int i = 0; i < 10; i++)
+        len += (size_t)snprintf(params + len, sizeof params - len,
+                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
+    snprintf(params + len, sizeof params - len, "]");
+    return make_space(params, "[\"m0*m1*m2*m3 == 1024\", \"k0*k1 == 1024\","
+                              " \"n0*n1*n2*n3 == 1024\"]");
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+    config_id x = *(const config_id *)a, y = *(const config_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Asserts ids are all < count and pairwise distinct. */
+static void assert_distinct_valid(config_id *ids, size_t n, uint64_t count)
+{
+    config_id *copy = malloc(n * sizeof *copy);
+    assert_non_null(copy);
+    memcpy(copy, ids, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, cmp_ids);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(copy[i] < count);
+        if (i > 0)
+            assert_true(copy[i] != copy[i - 1]);
+    }
+    free(copy);
+}
+
+static void catalog_lists_both_strategies(void **state)
+{
+    (void)state;
+    json_t *cat = searcher_catalog_json();
+    assert_int_equal(json_array_size(cat), 2);
+    char joined[128] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < json_array_size(cat); i++) {
+        json_t *s = json_array_get(cat, i);
+        const char *name = json_string_value(json_object_get(s, "name"));
+        assert_non_null(name);
+        assert_true(searcher_exists(name));
+        assert_true(strlen(json_string_value(json_object_get(s, "summary"))) > 10);
+        assert_true(json_is_object(json_object_get(s, "options")));
+        len += (size_t)snprintf(joined + len, sizeof joined - len, "%s%s", i ? ", " : "", name);
+    }
+    assert_string_equal(joined, searcher_names());
+    assert_string_equal(searcher_names(), "random, exhaustive");
+    assert_false(searcher_exists("annealing"));
+    assert_false(searcher_exists(NULL));
+    json_decref(cat);
+}
+
+static void unknown_strategy_and_bad_options(void **state)
+{
+    (void)state;
+    kt_error err;
+    space *sp = space_1000();
+    kt_error_clear(&err);
+    assert_null(searcher_new("simulated_annealing", sp, NULL, 1, &err));
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
+    assert_non_null(strstr(err.message, "simulated_annealing"));
+    assert_string_equal(err.hint, "valid strategies: random, exhaustive");
+    assert_null(searcher_new(NULL, sp, NULL, 1, &err));
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
+
+    json_t *opts = json_pack("{s:i}", "population", 20);
+    assert_null(searcher_new("random", sp, opts, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "population"));
+    assert_non_null(strstr(err.hint, "takes no options"));
+    json_decref(opts);
+
+    opts = json_pack("[i]", 1);
+    assert_null(searcher_new("exhaustive", sp, opts, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(opts);
+
+    /* An empty object and JSON null are no options. */
+    opts = json_object();
+    searcher *s = searcher_new("random", sp, opts, 1, &err);
+    assert_non_null(s);
+    assert_string_equal(searcher_name(s), "random");
+    searcher_free(s);
+    json_decref(opts);
+    opts = json_null();
+    s = searcher_new("exhaustive", sp, opts, 1, &err);
+    assert_non_null(s);
+    assert_string_equal(searcher_name(s), "exhaustive");
+    searcher_free(s);
+    space_free(sp);
+}
+
+/* The generic checker future strategies rely on, against a made-up descriptor table. */
+static void option_validation_types_and_ranges(void **state)
+{
+    (void)state;
+    static const searcher_option opts[] = {
+        {"population", SEARCHER_OPT_INTEGER, "20", 2, 1000, NULL, "individuals per generation"},
+        {"mutation", SEARCHER_OPT_NUMBER, "0.1", 0, 1, NULL, "mutation probability"},
+        {"elitism", SEARCHER_OPT_BOOLEAN, "true", 0, 0, NULL, "keep the best"},
+        {"method", SEARCHER_OPT_STRING, "\"uniform\"", 0, 0, "uniform|single_point", "crossover"},
+    };
+    kt_error err;
+    json_t *o;
+#define CHECK(json, want)                                                                          \
+    do {                                                                                           \
+        o = json_loads(json, 0, NULL);                                                             \
+        assert_non_null(o);                                                                        \
+        kt_error_clear(&err);                                                                      \
+        int rc_ = searcher_validate_options("fake", opts, 4, o, &err);                             \
+        assert_int_equal(err.code, want);                                                          \
+        assert_int_equal(rc_, want == KT_OK ? 0 : -1);                                             \
+        json_decref(o);                                                                            \
+    } while (0)
+    CHECK("{\"population\": 50, \"mutation\": 0.5, \"elitism\": false, \"method\": \"uniform\"}",
+          KT_OK);
+    CHECK("{\"population\": 50.0}", KT_OK);
+    CHECK("{\"population\": 50.5}", KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "integer"));
+    CHECK("{\"population\": 1}", KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "between"));
+    CHECK("{\"population\": \"50\"}", KT_ERR_BAD_OPTION);
+    CHECK("{\"mutation\": 1.5}", KT_ERR_BAD_OPTION);
+    CHECK("{\"elitism\": 1}", KT_ERR_BAD_OPTION);
+    CHECK("{\"method\": \"two_point\"}", KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "uniform|single_point"));
+    CHECK("{\"popsize\": 3}", KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "popsize"));
+    assert_string_equal(err.hint, "accepted options: population, mutation, elitism, method");
+#undef CHECK
+    o = json_pack("{s:i}", "population", 64);
+    assert_true(searcher_option_number(&opts[0], o) == 64);
+    assert_true(searcher_option_number(&opts[1], o) == 0.1);
+    assert_true(searcher_option_bool(&opts[2], o));
+    char buf[32];
+    assert_string_equal(searcher_option_string(&opts[3], o, buf, sizeof buf), "uniform");
+    json_decref(o);
+}
+
+static void random_covers_space_once(void **state)
+{
+    (void)state;
+    space *sp = space_1000();
+    searcher *s = searcher_new("random", sp, NULL, 42, NULL);
+    config_id ids[1000], batch[64];
+    int total = 0, n;
+    assert_non_null(s);
+    while ((n = searcher_ask(s, batch, 64)) > 0) {
+        assert_true(total + n <= 1000);
+        memcpy(ids + total, batch, (size_t)n * sizeof *batch);
+        trial_result r[64];
+        for (int i = 0; i < n; i++) {
+            trial_result_init(&r[i]);
+            r[i].status = TRIAL_OK;
+            r[i].time_ms = 1.0 + (double)batch[i];
+        }
+        searcher_tell(s, batch, r, n);
+        total += n;
+    }
+    assert_int_equal(total, 1000);
+    assert_distinct_valid(ids, 1000, 1000);
+    assert_int_equal(searcher_ask(s, batch, 64), 0);
+    assert_int_equal(searcher_ask(s, batch, 0), 0);
+    /* Not the identity order. */
+    int in_place = 0;
+    for (int i = 0; i < 1000; i++)
+        in_place += ids[i] == (config_id)i;
+    assert_true(in_place < 20);
+    searcher_free(s);
+    space_free(sp);
+}
+
+static void random_on_restricted_space_stays_valid(void **state)
+{
+    (void)state;
+    space *sp = make_space("[{\"name\":\"x\",\"values\":[1,2,3,4,5,6,7,8]},"
+                           "{\"name\":\"y\",\"values\":[1,2,3,4,5,6,7,8]}]",
+                           "[\"x * y <= 12\"]");
+    uint64_t count = space_count(sp);
+    assert_true(count > 0 && count < 64);
+    searcher *s = searcher_new("random", sp, NULL, 7, NULL);
+    config_id ids[64];
+    int n = searcher_ask(s, ids, 64);
+    assert_int_equal(n, (int)count);
+    assert_distinct_valid(ids, (size_t)n, count);
+    assert_int_equal(searcher_ask(s, ids, 64), 0);
+    searcher_free(s);
+    space_free(sp);
+}
+
+static void random_is_seeded_and_resumable(void **state)
+{
+    (void)state;
+    space *sp = space_1000();
+    searcher *a = searcher_new("random", sp, NULL, 1234, NULL);
+    searcher *b = searcher_new("random", sp, NULL, 1234, NULL);
+    searcher *c = searcher_new("random", sp, NULL, 1235, NULL);
+    config_id x[100], y[100], z[100];
+    assert_int_equal(searcher_ask(a, x, 100), 100);
+    assert_int_equal(searcher_ask(b, y, 100), 100);
+    assert_int_equal(searcher_ask(c, z, 100), 100);
+    assert_memory_equal(x, y, sizeof x);
+    assert_memory_not_equal(x, z, sizeof x);
+    searcher_free(a);
+    searcher_free(b);
+    searcher_free(c);
+
+    /* Resume: a fresh searcher re-fed the first batches (same sizes, same tells) continues the run.
+     */
+    const int sizes[] = {3, 17, 1, 40, 9, 30};
+    config_id run[100], replay[100];
+    trial_result r[40];
+    for (int i = 0; i < 40; i++) {
+        trial_result_init(&r[i]);
+        r[i].status = i % 3 ? TRIAL_OK : TRIAL_RUNTIME_ERROR;
+        r[i].time_ms = i;
+    }
+    a = searcher_new("random", sp, NULL, 99, NULL);
+    int off = 0;
+    for (int k = 0; k < 6; k++) {
+        assert_int_equal(searcher_ask(a, run + off, sizes[k]), sizes[k]);
+        searcher_tell(a, run + off, r, sizes[k]);
+        off += sizes[k];
+    }
+    b = searcher_new("random", sp, NULL, 99, NULL);
+    off = 0;
+    for (int k = 0; k < 6; k++) {
+        assert_int_equal(searcher_ask(b, replay + off, sizes[k]), sizes[k]);
+        if (k < 4)
+            searcher_tell(b, replay + off, r, sizes[k]);
+        off += sizes[k];
+    }
+    assert_memory_equal(run, replay, (size_t)off * sizeof *run);
+    searcher_free(a);
+    searcher_free(b);
+    space_free(sp);
+}
+
+/* The first proposal over many seeds is spread evenly over a 10-config space. */
+static void random_first_proposal_is_uniform(void **state)
+{
+    (void)state;
+    space *sp = make_space("[{\"name\":\"a\",\"values\":[0,1,2,3,4,5,6,7,8,9]}]", NULL);
+    int counts[10] = {0};
+    for (uint64_t seed = 0; seed < 10000; seed++) {
+        searcher *s = searcher_new("random", sp, NULL, seed, NULL);
+        config_id id;
+        assert_int_equal(searcher_ask(s, &id, 1), 1);
+        assert_true(id < 10);
+        counts[id]++;
+        searcher_free(s);
+    }
+    for (int i = 0; i < 10; i++)
+        assert_in_range(counts[i], 850, 1150);
+    space_free(sp);
+}
+
+static void exhaustive_walks_ids_in_order(void **state)
+{
+    (void)state;
+    space *sp = space_1000();
+    searcher *s = searcher_new("exhaustive", sp, NULL, 5, NULL);
+    config_id batch[300];
+    uint64_t next = 0;
+    int n;
+    while ((n = searcher_ask(s, batch, 300)) > 0) {
+        for (int i = 0; i < n; i++)
+            assert_int_equal(batch[i], next++);
+    }
+    assert_int_equal(next, 1000);
+    assert_int_equal(searcher_ask(s, batch, 300), 0);
+    searcher_free(s);
+    space_free(sp);
+}
+
+static void empty_space_proposes_nothing(void **state)
+{
+    (void)state;
+    space *sp = make_space("[{\"name\":\"a\",\"values\":[1,2,3]}]", "[\"a > 5\"]");
+    assert_int_equal(space_count(sp), 0);
+    config_id id;
+    searcher *r = searcher_new("random", sp, NULL, 1, NULL);
+    searcher *e = searcher_new("exhaustive", sp, NULL, 1, NULL);
+    assert_int_equal(searcher_ask(r, &id, 1), 0);
+    assert_int_equal(searcher_ask(e, &id, 1), 0);
+    searcher_free(r);
+    searcher_free(e);
+    space_free(sp);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void random_on_big_space_is_fast_without_repeats(void **state)
+{
+    (void)state;
+    space *sp = space_gemm_tiling();
+    assert_int_equal(space_count(sp), 899756);
+    enum { N = 10000 };
+    config_id *ids = malloc(N * sizeof *ids);
+    assert_non_null(ids);
+    searcher *s = searcher_new("random", sp, NULL, 2024, NULL);
+    double t0 = now_s();
+    int total = 0;
+    while (total < N) {
+        int n = searcher_ask(s, ids + total, N - total < 100 ? N - total : 100);
+        assert_true(n > 0);
+        total += n;
+    }
+    double dt = now_s() - t0;
+    printf("random: %d proposals on a %llu-config space in %.3f ms (%.0f ns each)\n", N,
+           (unsigned long long)space_count(sp), dt * 1e3, dt * 1e9 / N);
+    assert_true(dt < 1.0); /* generous for sanitizer builds; ~100 ns each in release */
+    assert_distinct_valid(ids, N, space_count(sp));
+    searcher_free(s);
+
+    s = searcher_new("exhaustive", sp, NULL, 0, NULL);
+    assert_int_equal(searcher_ask(s, ids, 10), 10);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(ids[i], i);
+    searcher_free(s);
+    free(ids);
+    space_free(sp);
+}
+
+/* 16^8 = 4,294,967,296 configurations: memory must follow the proposals, not the space. */
+static void random_on_huge_space_keeps_memory_small(void **state)
+{
+    (void)state;
+    const char *v = "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]";
+    char params[1024];
+    size_t len = (size_t)snprintf(params, sizeof params, "[");
+    for (int i = 0; i < 8; i++)
+        len += (size_t)snprintf(params + len, sizeof params - len,
+                                "%s{\"name\":\"p%d\",\"values\":%s}", i ? "," : "", i, v);
+    snprintf(params + len, sizeof params - len, "]");
+    space *sp = make_space(params, NULL);
+    assert_true(space_count(sp) == 4294967296ULL);
+    enum { N = 100000 };
+    config_id *ids = malloc(N * sizeof *ids);
+    assert_non_null(ids);
+    searcher *s = searcher_new("random", sp, NULL, 77, NULL);
+    for (int total = 0; total < N;)
+        total += searcher_ask(s, ids + total, 1000);
+    assert_distinct_valid(ids, N, space_count(sp));
+    searcher_free(s);
+    free(ids);
+    space_free(sp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(catalog_lists_both_strategies),
+        cmocka_unit_test(unknown_strategy_and_bad_options),
+        cmocka_unit_test(option_validation_types_and_ranges),
+        cmocka_unit_test(random_covers_space_once),
+        cmocka_unit_test(random_on_restricted_space_stays_valid),
+        cmocka_unit_test(random_is_seeded_and_resumable),
+        cmocka_unit_test(random_first_proposal_is_uniform),
+        cmocka_unit_test(exhaustive_walks_ids_in_order),
+        cmocka_unit_test(empty_space_proposes_nothing),
+        cmocka_unit_test(random_on_big_space_is_fast_without_repeats),
+        cmocka_unit_test(random_on_huge_space_keeps_memory_small),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
