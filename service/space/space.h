@@ -6,7 +6,12 @@
  *
  * A config_id is the dense index of a valid configuration, 0 .. space_count()-1: mixed radix over the
  * groups' valid lists, each list in raw-grid (lexicographic value-index) order. Ids are stable for a given
- * space definition (same parameters, values and restrictions).
+ * space definition (same parameters, values and restrictions). Exactly: groups are numbered by their
+ * lowest parameter index (group 0 holds parameter 0), each group's parameters ascend, and with pos_g the
+ * position of the config's sub-configuration in group g's sorted valid list (n_g entries),
+ *   id = (...((pos_0 * n_1 + pos_1) * n_2 + pos_2) ...) * n_{G-1} + pos_{G-1}
+ * so group 0 is the most significant digit; when every group's parameters are contiguous, id order is
+ * raw-grid order. An explicit space has one group, so its ids are its configs in raw-grid order.
  *
  * Lifecycle: space_new / space_new_explicit -> queries -> space_free. The caller owns the space. */
 #ifndef KT_SPACE_SPACE_H
@@ -23,7 +28,9 @@ typedef uint64_t config_id;
 
 typedef struct space space;
 
-/* Bounds on what space_new accepts; zero fields take the defaults in brackets. */
+/* Bounds on what space_new accepts; zero fields take the defaults in brackets. max_params is capped at 256
+ * and max_values at 65535 whatever is asked; names are at most 128 characters, string values at most 256
+ * bytes, constants at most 256. */
 typedef struct space_limits {
     int max_params;            /* [64] */
     int max_values;            /* [4096] values per parameter */
@@ -41,7 +48,9 @@ typedef struct space_limits {
  * limits: NULL for defaults.
  * Errors: KT_ERR_BAD_SPACE (malformed params), KT_ERR_BAD_EXPRESSION (message names the restriction and
  * the position), KT_ERR_SPACE_TOO_LARGE (a group exceeds the limits). A space with zero valid configs is
- * valid (space_count() == 0). */
+ * valid (space_count() == 0). A restriction whose evaluation fails for a configuration (division or
+ * modulo by zero, str < int, ...) makes that configuration invalid; one that reads no parameter is
+ * checked once, and if it does not hold the space is empty. */
 space *space_new(const json_t *params, const json_t *restrictions, const json_t *constants,
                  const space_limits *limits, kt_error *err);
 
@@ -74,13 +83,15 @@ int space_encode(const space *sp, const int *idx, config_id *out);
 /* {"param": value, ...} for a valid id (new reference), NULL if id >= count. */
 json_t *space_config_json(const space *sp, config_id id);
 /* Object with every parameter -> id. Errors: KT_ERR_BAD_REQUEST naming a missing, unknown or
- * out-of-list parameter, or saying that the configuration violates a restriction (which one). */
+ * out-of-list parameter, or saying that the configuration violates a restriction (which one). Numbers
+ * match numerically (4.0 selects the value 4); booleans and strings match only their own kind. */
 int space_config_from_json(const space *sp, const json_t *obj, config_id *out, kt_error *err);
 /* Kernel Tuner cache key: values joined by "," in parameter order (integers as %lld, reals as Python
- * repr would print them, strings bare). Returns the length, or -1 if it does not fit in cap. */
+ * repr would print them, booleans True / False, strings bare). Returns the length, or -1 if it does not
+ * fit in cap (including the NUL) or id >= count. */
 int space_config_key(const space *sp, config_id id, char *buf, size_t cap);
 
-/* Uniform random valid configuration; space_count() must be > 0. */
+/* Uniform random valid configuration (a uniform id); space_count() must be > 0 (0 is returned else). */
 config_id space_sample(const space *sp, kt_rng *rng);
 
 typedef enum {
@@ -91,7 +102,10 @@ typedef enum {
 } space_neighbour_kind;
 
 /* Writes up to max valid neighbours of id into out (deterministic order, no duplicates, never id itself)
- * and returns how many were written. space_max_neighbours bounds the count for a kind. */
+ * and returns how many were written (0 if id >= count). space_max_neighbours bounds the count for a kind.
+ * Order: parameters ascending; ADJACENT tries the previous value then the next; HAMMING the other values
+ * in list order; PAIR_SCALE, for parameters whose values are all numbers (no booleans), every ordered pair
+ * (p doubled, q halved) with p outer and q inner, skipping zero values (they would not move). */
 int space_neighbours(const space *sp, config_id id, space_neighbour_kind kind, config_id *out, int max);
 int space_max_neighbours(const space *sp, space_neighbour_kind kind);
 

@@ -1,0 +1,134 @@
+/* Unit tests of api/tune_request: every field of POST /v1/tune is validated with a clear error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "api/tune_request.h"
+
+static kt_config limits(void)
+{
+    kt_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.max_evaluations = 1000;
+    cfg.max_seconds = 3600;
+    return cfg;
+}
+
+/* Parses text; returns the error code (KT_OK on success) and leaves the message in err. */
+static kt_code parse(const char *text, tune_request *t, kt_error *err)
+{
+    kt_config cfg = limits();
+    json_error_t jerr;
+    json_t *body = json_loads(text, 0, &jerr);
+    assert_non_null(body);
+    kt_error_clear(err);
+    int rc = tune_request_parse(&cfg, body, t, err);
+    json_decref(body); /* the request borrows from body: only codes and numbers are checked after */
+    return rc == 0 ? KT_OK : err->code;
+}
+
+static void accepts_a_full_request(void **state)
+{
+    (void)state;
+    kt_config cfg = limits();
+    json_t *body = json_loads("{\"kernel\":\"gemm\",\"device\":\"cpu\",\"problem\":{\"n\":64},"
+                              "\"strategy\":\"exhaustive\",\"strategy_options\":{},"
+                              "\"budget\":{\"evaluations\":10,\"seconds\":2.5},\"seed\":9}",
+                              0, NULL);
+    tune_request t;
+    kt_error err;
+    assert_int_equal(tune_request_parse(&cfg, body, &t, &err), 0);
+    assert_string_equal(t.kernel, "gemm");
+    assert_string_equal(t.strategy, "exhaustive");
+    assert_int_equal(t.evaluations, 10);
+    assert_true(t.seconds == 2.5);
+    assert_int_equal(t.seed, 9);
+    assert_non_null(t.problem);
+    json_decref(body);
+}
+
+static void fills_defaults(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\"}", &t, &err), KT_OK);
+    assert_int_equal(t.evaluations, TUNE_DEFAULT_EVALUATIONS);
+    assert_true(t.seconds == 0);
+    assert_null(t.problem);
+    assert_null(t.options);
+}
+
+static void fresh_seeds_differ(void **state)
+{
+    (void)state;
+    tune_request a, b;
+    kt_error err;
+    parse("{\"kernel\":\"k\",\"device\":\"d\"}", &a, &err);
+    parse("{\"kernel\":\"k\",\"device\":\"d\"}", &b, &err);
+    assert_true(a.seed != b.seed);
+    assert_true(a.seed <= INT64_MAX);
+}
+
+static void refuses_each_bad_field(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        kt_code code;
+        const char *mention;
+    } cases[] = {
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"colour\":1}", KT_ERR_UNKNOWN_FIELD, "colour"},
+        {"{\"device\":\"d\"}", KT_ERR_MISSING_FIELD, "kernel"},
+        {"{\"kernel\":\"k\"}", KT_ERR_MISSING_FIELD, "device"},
+        {"{\"kernel\":1,\"device\":\"d\"}", KT_ERR_WRONG_TYPE, "kernel"},
+        {"{\"kernel\":\"\",\"device\":\"d\"}", KT_ERR_OUT_OF_RANGE, "kernel"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy\":\"magic\"}", KT_ERR_UNKNOWN_STRATEGY, "magic"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"problem\":3}", KT_ERR_WRONG_TYPE, "problem"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy_options\":[]}", KT_ERR_WRONG_TYPE, "strategy_options"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":5}", KT_ERR_WRONG_TYPE, "budget"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{}}", KT_ERR_MISSING_FIELD, "evaluations"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1001}}", KT_ERR_BUDGET_TOO_LARGE, "1000"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":0}}", KT_ERR_OUT_OF_RANGE, "evaluations"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1.5}}", KT_ERR_WRONG_TYPE, "evaluations"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":0}}", KT_ERR_OUT_OF_RANGE, "seconds"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":3601}}", KT_ERR_BUDGET_TOO_LARGE, "3600"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"hours\":1}}", KT_ERR_UNKNOWN_FIELD, "hours"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":-1}", KT_ERR_WRONG_TYPE, "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"1\"}", KT_ERR_WRONG_TYPE, "seed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tune_request t;
+        kt_error err;
+        kt_code code = parse(cases[i].body, &t, &err);
+        if (code != cases[i].code || !(strstr(err.message, cases[i].mention) || strstr(err.hint, cases[i].mention)))
+            fail_msg("case %zu (%s): got %s '%s' (hint '%s')", i, cases[i].body, kt_error_code_name(code),
+                     err.message, err.hint);
+    }
+}
+
+static void unknown_strategy_hint_lists_the_valid_ones(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"strategy\":\"x\"}", &t, &err),
+                     KT_ERR_UNKNOWN_STRATEGY);
+    assert_non_null(strstr(err.hint, "random"));
+    assert_non_null(strstr(err.hint, "exhaustive"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accepts_a_full_request),
+        cmocka_unit_test(fills_defaults),
+        cmocka_unit_test(fresh_seeds_differ),
+        cmocka_unit_test(refuses_each_bad_field),
+        cmocka_unit_test(unknown_strategy_hint_lists_the_valid_ones),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
