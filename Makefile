@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 ARGS       ?=
 
-.PHONY: all deps build run test test-fast test-asan bench format clean
+.PHONY: all deps build run test test-fast test-asan bench format format-check clean
 
 all: build
 
@@ -21,7 +21,7 @@ run: build
 	./$(BUILD)/ktuned $(ARGS)
 
 # Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-fast test-asan
+test: format-check test-fast test-asan
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure
@@ -38,6 +38,10 @@ bench: build
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Fails when a C file is not formatted as .clang-format says (run `make format` to fix).
+format-check: deps
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "format-check: clean"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake make gcc pkg-config gzip python3
+  cmake make gcc pkg-config gzip python3 clang-format git
   libmicrohttpd-dev libjansson-dev libpq-dev zlib1g-dev libcmocka-dev
   postgresql
 )

@@ -1,5 +1,5 @@
-/* ktuned — the ktune service: parses the configuration, starts the service, waits for SIGINT or SIGTERM,
- * stops it cleanly. */
+/* ktuned — the ktune service: parses the configuration, starts the service, waits for SIGINT or
+ * SIGTERM, stops it cleanly. */
 #include <libgen.h>
 #include <pthread.h>
 #include <limits.h>
@@ -73,7 +73,8 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "127.0.0.1");
     char host[300];
     snprintf(host, sizeof host, "%s:%d", name, http_server_port(svc.http));
-    log_info("ktuned %s ready: dashboard at http://%s/ , API at http://%s/v1/", KTUNE_VERSION, host, host);
+    log_info("ktuned %s ready: dashboard at http://%s/ , API at http://%s/v1/", KTUNE_VERSION, host,
+             host);
     printf("ktuned ready: dashboard http://%s/\n", host);
     fflush(stdout);
 

@@ -38,7 +38,8 @@ static int start_database(service *svc, kt_error *err)
     db_release(svc->db, c);
     if (applied < 0)
         return -1;
-    log_info("database ready (%s, %d migrations applied now)", svc->pg ? "embedded" : "external", applied);
+    log_info("database ready (%s, %d migrations applied now)", svc->pg ? "embedded" : "external",
+             applied);
     return 0;
 }
 
@@ -53,10 +54,12 @@ static int start_catalog(service *svc, kt_error *err)
         if (!*tok)
             continue;
         if (n == SERVICE_MAX_DATASET_DIRS)
-            return kt_error_set(err, KT_ERR_CONFIG, "--datasets names more than %d folders", SERVICE_MAX_DATASET_DIRS);
+            return kt_error_set(err, KT_ERR_CONFIG, "--datasets names more than %d folders",
+                                SERVICE_MAX_DATASET_DIRS);
         dirs[n++] = tok;
     }
-    catalog_options opt = {.dataset_dirs = dirs, .n_dataset_dirs = n, .replay_speed = svc->cfg.replay_speed};
+    catalog_options opt = {
+        .dataset_dirs = dirs, .n_dataset_dirs = n, .replay_speed = svc->cfg.replay_speed};
     svc->cat = catalog_new(&opt, err);
     if (!svc->cat)
         return -1;

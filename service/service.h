@@ -1,6 +1,7 @@
-/* service — the one struct that holds ktuned's state: configuration, database, catalog, workers and the
- * HTTP server. Built by service_start in dependency order and torn down by service_stop in reverse; HTTP
- * handlers receive it as their app pointer. There is no other process-wide mutable state. */
+/* service — the one struct that holds ktuned's state: configuration, database, catalog, workers and
+ * the HTTP server. Built by service_start in dependency order and torn down by service_stop in
+ * reverse; HTTP handlers receive it as their app pointer. There is no other process-wide mutable
+ * state. */
 #ifndef KT_SERVICE_H
 #define KT_SERVICE_H
 
@@ -18,18 +19,19 @@
 
 typedef struct service {
     kt_config cfg;
-    pg_cluster *pg;  /* NULL when --database-url names an external server */
-    char *conninfo;  /* owned */
+    pg_cluster *pg; /* NULL when --database-url names an external server */
+    char *conninfo; /* owned */
     db_pool *db;
     catalog *cat;
     worker_system *workers;
     http_server *http;
 } service;
 
-/* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP. On
- * failure err says which part failed, and whatever was started is stopped again. */
+/* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP.
+ * On failure err says which part failed, and whatever was started is stopped again. */
 int service_start(service *svc, const kt_config *cfg, kt_error *err);
-/* Stops HTTP first (no new work), then workers (measurements under way are stored), then the database. */
+/* Stops HTTP first (no new work), then workers (measurements under way are stored), then the
+ * database. */
 void service_stop(service *svc);
 
 #endif

@@ -1,5 +1,6 @@
-/* api/api_internal — helpers shared by the handler files: the service behind the app pointer, database
- * connections that turn into error replies, query-string and JSON-field validation. Internal to api/. */
+/* api/api_internal — helpers shared by the handler files: the service behind the app pointer,
+ * database connections that turn into error replies, query-string and JSON-field validation.
+ * Internal to api/. */
 #ifndef KT_API_INTERNAL_H
 #define KT_API_INTERNAL_H
 
@@ -18,20 +19,25 @@ void api_db_release(service *svc, PGconn *c);
 /* Replies with err and returns; for one-line error exits. */
 void api_fail(http_response *res, const kt_error *err);
 
-/* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed (NULL-ended). */
+/* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed
+ * (NULL-ended). */
 int api_check_query(const http_request *req, const char *const *allowed, kt_error *err);
 /* Parses a decimal integer in [min, max] from a query argument; absent -> *out = def. */
-int api_query_ll(const http_request *req, const char *key, long long min, long long max, long long def,
-                 long long *out, kt_error *err);
+int api_query_ll(const http_request *req, const char *key, long long min, long long max,
+                 long long def, long long *out, kt_error *err);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
-int api_path_id(const http_request *req, int index, const char *what, long long *out, kt_error *err);
-/* Fails (400 unknown_field) when obj has a key not in allowed (NULL-ended); where names the object. */
-int api_check_fields(const json_t *obj, const char *const *allowed, const char *where, kt_error *err);
-/* A string field: absent -> *out = NULL (error if required); wrong type or longer than max -> error. */
+int api_path_id(const http_request *req, int index, const char *what, long long *out,
+                kt_error *err);
+/* Fails (400 unknown_field) when obj has a key not in allowed (NULL-ended); where names the object.
+ */
+int api_check_fields(const json_t *obj, const char *const *allowed, const char *where,
+                     kt_error *err);
+/* A string field: absent -> *out = NULL (error if required); wrong type or longer than max ->
+ * error. */
 int api_get_string(const json_t *obj, const char *key, int required, size_t max, const char **out,
                    kt_error *err);
-/* With an API token configured, POST and DELETE need "Authorization: Bearer <token>". Returns 0 when
- * allowed, else replies 401 and returns -1. */
+/* With an API token configured, POST and DELETE need "Authorization: Bearer <token>". Returns 0
+ * when allowed, else replies 401 and returns -1. */
 int api_authorize(service *svc, const http_request *req, http_response *res);
 
 #endif

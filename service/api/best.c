@@ -9,8 +9,8 @@
 #include "api_internal.h"
 #include "handlers.h"
 
-#define BEST_LIST_DEFAULT 100
-#define BEST_LIST_MAX 1000
+#define BEST_LIST_DEFAULT     100
+#define BEST_LIST_MAX         1000
 #define BEST_MAX_PROBLEM_ARGS 32
 
 static json_t *scalar_from_text(const char *s, size_t len)
@@ -79,13 +79,16 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     json_t *best = NULL;
     PGconn *c = NULL;
     if (!kernel || !device) {
-        kt_error_set(&err, KT_ERR_MISSING_FIELD, "query parameters 'kernel' and 'device' are required");
-        kt_error_hint(&err, "GET /v1/best?kernel=convolution&device=replay:convolution_milo-A4000"
-                            "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
+        kt_error_set(&err, KT_ERR_MISSING_FIELD,
+                     "query parameters 'kernel' and 'device' are required");
+        kt_error_hint(&err,
+                      "GET /v1/best?kernel=convolution&device=replay:convolution_milo-A4000"
+                      "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
         goto fail;
     }
     if (http_query_each(req, collect_problem_arg, &pc)) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted", BEST_MAX_PROBLEM_ARGS);
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
+                     BEST_MAX_PROBLEM_ARGS);
         goto fail;
     }
     if (catalog_resolve(svc->cat, kernel, device, pc.problem, &target, &err) < 0)
@@ -94,12 +97,13 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    best = best_store_get_json(c, target.kernel, target.device_class, target.kernel_hash, target.problem_key,
-                               &err);
+    best = best_store_get_json(c, target.kernel, target.device_class, target.kernel_hash,
+                               target.problem_key, &err);
     if (!best) {
         if (err.code == KT_ERR_NO_BEST)
-            kt_error_hint(&err, "tune it first: POST /v1/tune {\"kernel\": \"%s\", \"device\": \"%s\", "
-                                "\"problem\": %s}",
+            kt_error_hint(&err,
+                          "tune it first: POST /v1/tune {\"kernel\": \"%s\", \"device\": \"%s\", "
+                          "\"problem\": %s}",
                           target.kernel, target.device, target.problem_key);
         goto fail;
     }
@@ -128,8 +132,8 @@ void api_best_list(void *app, const http_request *req, http_response *res)
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
-    json_t *list = best_store_list_json(c, http_query(req, "kernel"), http_query(req, "device_class"),
-                                        (int)limit, &err);
+    json_t *list = best_store_list_json(c, http_query(req, "kernel"),
+                                        http_query(req, "device_class"), (int)limit, &err);
     api_db_release(svc, c);
     if (!list)
         return api_fail(res, &err);

@@ -1,4 +1,5 @@
-/* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures. */
+/* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures.
+ */
 #include "../search/searcher.h"
 #include "../store/worker_store.h"
 #include "api_internal.h"
@@ -33,7 +34,9 @@ void api_strategies(void *app, const http_request *req, http_response *res)
 {
     (void)app;
     if (no_query(req, res) == 0)
-        http_reply_json(res, 200, json_pack("{s:o,s:s}", "strategies", searcher_catalog_json(), "default", "random"));
+        http_reply_json(
+            res, 200,
+            json_pack("{s:o,s:s}", "strategies", searcher_catalog_json(), "default", "random"));
 }
 
 void api_workers(void *app, const http_request *req, http_response *res)

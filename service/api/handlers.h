@@ -1,21 +1,22 @@
-/* api/handlers — every handler of the API, by resource file. Internal to api/; routes.c lists them. */
+/* api/handlers — every handler of the API, by resource file. Internal to api/; routes.c lists them.
+ */
 #ifndef KT_API_HANDLERS_H
 #define KT_API_HANDLERS_H
 
 #include "../http/server.h"
 
-void api_tune(void *app, const http_request *req, http_response *res);        /* tune.c */
-void api_jobs_list(void *app, const http_request *req, http_response *res);   /* jobs.c */
+void api_tune(void *app, const http_request *req, http_response *res);      /* tune.c */
+void api_jobs_list(void *app, const http_request *req, http_response *res); /* jobs.c */
 void api_job_get(void *app, const http_request *req, http_response *res);
 void api_job_trials(void *app, const http_request *req, http_response *res);
 void api_job_cancel(void *app, const http_request *req, http_response *res);
-void api_best_get(void *app, const http_request *req, http_response *res);    /* best.c */
+void api_best_get(void *app, const http_request *req, http_response *res); /* best.c */
 void api_best_list(void *app, const http_request *req, http_response *res);
-void api_kernels(void *app, const http_request *req, http_response *res);     /* catalog.c */
+void api_kernels(void *app, const http_request *req, http_response *res); /* catalog.c */
 void api_devices(void *app, const http_request *req, http_response *res);
 void api_strategies(void *app, const http_request *req, http_response *res);
 void api_workers(void *app, const http_request *req, http_response *res);
-void api_healthz(void *app, const http_request *req, http_response *res);     /* health.c */
+void api_healthz(void *app, const http_request *req, http_response *res); /* health.c */
 void api_metrics(void *app, const http_request *req, http_response *res);
 
 #endif

@@ -20,12 +20,13 @@ void api_healthz(void *app, const http_request *req, http_response *res)
         db_release(svc->db, c);
     if (!ok) {
         http_reply_json(res, 503,
-                        json_pack("{s:s,s:s,s:s}", "status", "unavailable", "database", "down", "reason", err.message));
+                        json_pack("{s:s,s:s,s:s}", "status", "unavailable", "database", "down",
+                                  "reason", err.message));
         return;
     }
     http_reply_json(res, 200,
-                    json_pack("{s:s,s:s,s:s,s:i}", "status", "ok", "database", "ok", "version", KTUNE_VERSION,
-                              "devices", catalog_num_devices(svc->cat)));
+                    json_pack("{s:s,s:s,s:s,s:i}", "status", "ok", "database", "ok", "version",
+                              KTUNE_VERSION, "devices", catalog_num_devices(svc->cat)));
 }
 
 /* A growable text buffer for the metrics page; capped so a bug cannot grow it without bound. */
@@ -75,28 +76,35 @@ void api_metrics(void *app, const http_request *req, http_response *res)
     }
     worker_stats ws;
     worker_system_stats(svc->workers, &ws);
-    mt_add(&m, "# HELP ktune_trials_measured_total Trials measured by this process.\n"
-               "# TYPE ktune_trials_measured_total counter\nktune_trials_measured_total %lld\n",
+    mt_add(&m,
+           "# HELP ktune_trials_measured_total Trials measured by this process.\n"
+           "# TYPE ktune_trials_measured_total counter\nktune_trials_measured_total %lld\n",
            ws.trials_measured);
-    mt_add(&m, "# HELP ktune_measure_seconds_total Measurement seconds charged by this process's trials "
-               "(recorded seconds for replay devices).\n# TYPE ktune_measure_seconds_total counter\n"
-               "ktune_measure_seconds_total %.6f\n",
-           ws.measure_seconds);
-    mt_add(&m, "# HELP ktune_active_jobs Jobs driven by this process now.\n# TYPE ktune_active_jobs gauge\n"
-               "ktune_active_jobs %d\n",
+    mt_add(
+        &m,
+        "# HELP ktune_measure_seconds_total Measurement seconds charged by this process's trials "
+        "(recorded seconds for replay devices).\n# TYPE ktune_measure_seconds_total counter\n"
+        "ktune_measure_seconds_total %.6f\n",
+        ws.measure_seconds);
+    mt_add(&m,
+           "# HELP ktune_active_jobs Jobs driven by this process now.\n# TYPE ktune_active_jobs "
+           "gauge\n"
+           "ktune_active_jobs %d\n",
            ws.active_jobs);
     PGconn *c = db_acquire(svc->db, 2000, &err);
     json_t *counts = c ? job_store_status_counts(c, &err) : NULL;
     if (c)
         db_release(svc->db, c);
-    mt_add(&m, "# HELP ktune_up Whether the database answered this scrape.\n# TYPE ktune_up gauge\nktune_up %d\n",
+    mt_add(&m,
+           "# HELP ktune_up Whether the database answered this scrape.\n# TYPE ktune_up "
+           "gauge\nktune_up %d\n",
            counts ? 1 : 0);
     if (counts) {
         mt_add(&m, "# HELP ktune_jobs Jobs in the database by status.\n# TYPE ktune_jobs gauge\n");
         const char *status;
         json_t *n;
-        json_object_foreach(counts, status, n)
-            mt_add(&m, "ktune_jobs{status=\"%s\"} %lld\n", status, (long long)json_integer_value(n));
+        json_object_foreach(counts, status, n) mt_add(&m, "ktune_jobs{status=\"%s\"} %lld\n",
+                                                      status, (long long)json_integer_value(n));
         json_decref(counts);
     }
     http_reply_text(res, 200, "text/plain; version=0.0.4; charset=utf-8", m.buf ? m.buf : "");

@@ -6,12 +6,13 @@
 #include "api_internal.h"
 #include "handlers.h"
 
-#define JOBS_PAGE_DEFAULT 50
-#define JOBS_PAGE_MAX 500
+#define JOBS_PAGE_DEFAULT   50
+#define JOBS_PAGE_MAX       500
 #define TRIALS_PAGE_DEFAULT 1000
-#define TRIALS_PAGE_MAX 10000
+#define TRIALS_PAGE_MAX     10000
 
-static const char *const job_statuses[] = {"queued", "running", "succeeded", "failed", "cancelled", NULL};
+static const char *const job_statuses[] = {"queued", "running",   "succeeded",
+                                           "failed", "cancelled", NULL};
 
 void api_jobs_list(void *app, const http_request *req, http_response *res)
 {

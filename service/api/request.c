@@ -86,8 +86,8 @@ static int parse_ll(const char *s, long long *out)
     return 0;
 }
 
-int api_query_ll(const http_request *req, const char *key, long long min, long long max, long long def,
-                 long long *out, kt_error *err)
+int api_query_ll(const http_request *req, const char *key, long long min, long long max,
+                 long long def, long long *out, kt_error *err)
 {
     const char *s = http_query(req, key);
     if (!s) {
@@ -95,8 +95,9 @@ int api_query_ll(const http_request *req, const char *key, long long min, long l
         return 0;
     }
     if (parse_ll(s, out) < 0 || *out < min || *out > max) {
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "query parameter %s must be an integer from %lld to %lld, not '%.40s'",
-                     key, min, max, s);
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "query parameter %s must be an integer from %lld to %lld, not '%.40s'", key,
+                     min, max, s);
         return -1;
     }
     return 0;
@@ -113,7 +114,8 @@ int api_path_id(const http_request *req, int index, const char *what, long long 
     return 0;
 }
 
-int api_check_fields(const json_t *obj, const char *const *allowed, const char *where, kt_error *err)
+int api_check_fields(const json_t *obj, const char *const *allowed, const char *where,
+                     kt_error *err)
 {
     const char *key;
     json_t *v;
@@ -143,7 +145,8 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
     if (!json_is_string(v))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be a string", key);
     if (json_string_length(v) == 0 || json_string_length(v) > max)
-        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be 1 to %zu characters long", key, max);
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be 1 to %zu characters long",
+                            key, max);
     *out = json_string_value(v);
     return 0;
 }
@@ -169,7 +172,9 @@ int api_authorize(service *svc, const http_request *req, http_response *res)
         return 0;
     kt_error err;
     kt_error_set(&err, KT_ERR_UNAUTHORIZED, "this request needs the API token");
-    kt_error_hint(&err, "send the header 'Authorization: Bearer <token>' with the token ktuned was started with");
+    kt_error_hint(
+        &err,
+        "send the header 'Authorization: Bearer <token>' with the token ktuned was started with");
     http_reply_error(res, &err);
     return -1;
 }

@@ -32,8 +32,9 @@ void api_tune(void *app, const http_request *req, http_response *res)
     if (!probe)
         goto fail;
     if (space_count(target.sp) == 0) {
-        kt_error_set(&err, KT_ERR_BAD_SPACE, "kernel %s on %s has no valid configuration for this problem",
-                     t.kernel, t.device);
+        kt_error_set(&err, KT_ERR_BAD_SPACE,
+                     "kernel %s on %s has no valid configuration for this problem", t.kernel,
+                     t.device);
         goto fail;
     }
     job_spec spec = {

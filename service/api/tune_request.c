@@ -18,8 +18,9 @@ static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request
         return 0;
     }
     if (!json_is_object(budget))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE,
-                            "field 'budget' must be an object like {\"evaluations\": 100, \"seconds\": 600}");
+        return kt_error_set(
+            err, KT_ERR_WRONG_TYPE,
+            "field 'budget' must be an object like {\"evaluations\": 100, \"seconds\": 600}");
     if (api_check_fields(budget, fields, "budget", err) < 0)
         return -1;
     json_t *ev = json_object_get(budget, "evaluations");
@@ -29,13 +30,16 @@ static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request
             return kt_error_set(err, KT_ERR_WRONG_TYPE, "budget.evaluations must be an integer");
         t->evaluations = json_integer_value(ev);
         if (t->evaluations < 1)
-            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "budget.evaluations must be at least 1, not %lld",
-                                t->evaluations);
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "budget.evaluations must be at least 1, not %lld", t->evaluations);
         if (t->evaluations > cfg->max_evaluations) {
-            kt_error_set(err, KT_ERR_BUDGET_TOO_LARGE, "budget.evaluations %lld exceeds the maximum of %lld",
-                         t->evaluations, cfg->max_evaluations);
-            kt_error_hint(err, "ask for at most %lld evaluations, or start ktuned with a larger --max-evaluations",
-                          cfg->max_evaluations);
+            kt_error_set(err, KT_ERR_BUDGET_TOO_LARGE,
+                         "budget.evaluations %lld exceeds the maximum of %lld", t->evaluations,
+                         cfg->max_evaluations);
+            kt_error_hint(
+                err,
+                "ask for at most %lld evaluations, or start ktuned with a larger --max-evaluations",
+                cfg->max_evaluations);
             return -1;
         }
     }
@@ -46,15 +50,18 @@ static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request
         if (!(t->seconds > 0) || !isfinite(t->seconds))
             return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "budget.seconds must be greater than 0");
         if (t->seconds > cfg->max_seconds) {
-            kt_error_set(err, KT_ERR_BUDGET_TOO_LARGE, "budget.seconds %g exceeds the maximum of %g", t->seconds,
+            kt_error_set(err, KT_ERR_BUDGET_TOO_LARGE,
+                         "budget.seconds %g exceeds the maximum of %g", t->seconds,
                          cfg->max_seconds);
-            kt_error_hint(err, "ask for at most %g seconds, or start ktuned with a larger --max-seconds",
+            kt_error_hint(err,
+                          "ask for at most %g seconds, or start ktuned with a larger --max-seconds",
                           cfg->max_seconds);
             return -1;
         }
     }
     if (t->evaluations == 0 && t->seconds == 0)
-        return kt_error_set(err, KT_ERR_MISSING_FIELD, "budget needs 'evaluations' or 'seconds' (or both)");
+        return kt_error_set(err, KT_ERR_MISSING_FIELD,
+                            "budget needs 'evaluations' or 'seconds' (or both)");
     return 0;
 }
 
@@ -71,8 +78,8 @@ static uint64_t fresh_seed(void)
 
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {"kernel",   "device", "problem", "strategy", "strategy_options",
-                                         "budget",   "seed",   NULL};
+    static const char *const fields[] = {"kernel",           "device", "problem", "strategy",
+                                         "strategy_options", "budget", "seed",    NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -91,7 +98,8 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     if (t->problem && json_is_null(t->problem))
         t->problem = NULL;
     if (t->problem && !json_is_object(t->problem))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'problem' must be an object of problem arguments");
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "field 'problem' must be an object of problem arguments");
     t->options = json_object_get(body, "strategy_options");
     if (t->options && json_is_null(t->options))
         t->options = NULL;
@@ -102,11 +110,11 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     json_t *seed = json_object_get(body, "seed");
     if (seed && !json_is_null(seed)) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0)
-            return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'seed' must be a non-negative integer");
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "field 'seed' must be a non-negative integer");
         t->seed = (uint64_t)json_integer_value(seed);
     } else {
         t->seed = fresh_seed();
     }
     return 0;
 }
-

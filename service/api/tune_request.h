@@ -1,6 +1,6 @@
 /* api/tune_request — parsing and validation of a POST /v1/tune body, field by field, against the
- * configured limits. Pure (no database, no catalog) so that it is unit-tested on its own; the fields of
- * tune_request borrow from the body, which must outlive it. */
+ * configured limits. Pure (no database, no catalog) so that it is unit-tested on its own; the
+ * fields of tune_request borrow from the body, which must outlive it. */
 #ifndef KT_API_TUNE_REQUEST_H
 #define KT_API_TUNE_REQUEST_H
 
@@ -10,7 +10,7 @@
 #include "../core/config.h"
 #include "../core/error.h"
 
-#define TUNE_DEFAULT_STRATEGY "random"
+#define TUNE_DEFAULT_STRATEGY    "random"
 #define TUNE_DEFAULT_EVALUATIONS 100
 
 typedef struct tune_request {
@@ -21,8 +21,8 @@ typedef struct tune_request {
     uint64_t seed;                   /* given, or fresh when absent */
 } tune_request;
 
-/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range, unknown_strategy,
- * budget_too_large — each message names the field and what is accepted. */
+/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range,
+ * unknown_strategy, budget_too_large — each message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
 
 #endif

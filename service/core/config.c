@@ -22,12 +22,14 @@ typedef struct config_option {
 #define STR(field) OPT_STRING, offsetof(kt_config, field), sizeof(((kt_config *)0)->field), 0, 0
 static const config_option options[] = {
     {"--listen", "KTUNE_LISTEN", STR(listen), "address and port to serve HTTP on [127.0.0.1:8080]"},
-    {"--data-dir", "KTUNE_DATA_DIR", STR(data_dir), "folder for the embedded database and state [./var]"},
+    {"--data-dir", "KTUNE_DATA_DIR", STR(data_dir),
+     "folder for the embedded database and state [./var]"},
     {"--database-url", "KTUNE_DATABASE_URL", STR(database_url),
      "PostgreSQL connection URL; when set, no embedded database is started"},
     {"--datasets", "KTUNE_DATASETS", STR(datasets),
      "comma-separated folders of replay datasets (Kernel Tuner cache files) [<install>/datasets]"},
-    {"--web-dir", "KTUNE_WEB_DIR", STR(web_dir), "folder of the dashboard's static files [<install>/web]"},
+    {"--web-dir", "KTUNE_WEB_DIR", STR(web_dir),
+     "folder of the dashboard's static files [<install>/web]"},
     {"--api-token", "KTUNE_API_TOKEN", STR(api_token),
      "when set, POST and DELETE requests need 'Authorization: Bearer <token>'"},
     {"--log-level", "KTUNE_LOG_LEVEL", STR(log_level), "debug, info, warn or error [info]"},
@@ -37,11 +39,12 @@ static const config_option options[] = {
      "jobs this process drives at once [8]"},
     {"--http-threads", "KTUNE_HTTP_THREADS", OPT_INT, offsetof(kt_config, http_threads), 0, 1, 256,
      "HTTP server threads [4]"},
-    {"--max-evaluations", "KTUNE_MAX_EVALUATIONS", OPT_LLONG, offsetof(kt_config, max_evaluations), 0, 1,
-     1e12, "largest evaluation budget a job may ask for [1000000]"},
-    {"--max-seconds", "KTUNE_MAX_SECONDS", OPT_DOUBLE, offsetof(kt_config, max_seconds), 0, 1e-3, 1e9,
-     "largest time budget in seconds a job may ask for [604800]"},
-    {"--replay-speed", "KTUNE_REPLAY_SPEED", OPT_DOUBLE, offsetof(kt_config, replay_speed), 0, 0, 10,
+    {"--max-evaluations", "KTUNE_MAX_EVALUATIONS", OPT_LLONG, offsetof(kt_config, max_evaluations),
+     0, 1, 1e12, "largest evaluation budget a job may ask for [1000000]"},
+    {"--max-seconds", "KTUNE_MAX_SECONDS", OPT_DOUBLE, offsetof(kt_config, max_seconds), 0, 1e-3,
+     1e9, "largest time budget in seconds a job may ask for [604800]"},
+    {"--replay-speed", "KTUNE_REPLAY_SPEED", OPT_DOUBLE, offsetof(kt_config, replay_speed), 0, 0,
+     10,
      "replay devices sleep this fraction of the recorded measuring time per trial; 0 = none [0]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -64,7 +67,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->max_evaluations = 1000000;
     cfg->max_seconds = 604800;
     char path[PATH_MAX];
-    /* An installed or built binary finds the repository's web/ and datasets/ beside its own folder. */
+    /* An installed or built binary finds the repository's web/ and datasets/ beside its own folder.
+     */
     snprintf(path, sizeof path, "%s/../web", exe_dir ? exe_dir : ".");
     snprintf(cfg->web_dir, sizeof cfg->web_dir, "%s", dir_exists(path) ? path : "./web");
     snprintf(path, sizeof path, "%s/../datasets", exe_dir ? exe_dir : ".");
@@ -77,8 +81,8 @@ static int set_value(kt_config *cfg, const config_option *o, const char *value, 
     char *base = (char *)cfg + o->offset;
     if (o->kind == OPT_STRING) {
         if (strlen(value) >= o->size)
-            return kt_error_set(err, KT_ERR_CONFIG, "%s is too long (at most %zu characters)", source,
-                                o->size - 1);
+            return kt_error_set(err, KT_ERR_CONFIG, "%s is too long (at most %zu characters)",
+                                source, o->size - 1);
         memcpy(base, value, strlen(value) + 1);
         return 0;
     }
@@ -90,8 +94,8 @@ static int set_value(kt_config *cfg, const config_option *o, const char *value, 
     if (o->kind != OPT_DOUBLE && v != floor(v))
         return kt_error_set(err, KT_ERR_CONFIG, "%s must be an integer, not '%s'", source, value);
     if (v < o->min || v > o->max)
-        return kt_error_set(err, KT_ERR_CONFIG, "%s must be between %g and %g, not %s", source, o->min, o->max,
-                            value);
+        return kt_error_set(err, KT_ERR_CONFIG, "%s must be between %g and %g, not %s", source,
+                            o->min, o->max, value);
     if (o->kind == OPT_INT)
         *(int *)base = (int)v;
     else if (o->kind == OPT_LLONG)
@@ -146,15 +150,18 @@ int config_parse(kt_config *cfg, int argc, char **argv, const char *exe_dir, kt_
     for (int i = 0; i < 4; i++)
         level_ok |= strcmp(cfg->log_level, levels[i]) == 0;
     if (!level_ok)
-        return kt_error_set(err, KT_ERR_CONFIG, "--log-level must be debug, info, warn or error, not '%s'",
+        return kt_error_set(err, KT_ERR_CONFIG,
+                            "--log-level must be debug, info, warn or error, not '%s'",
                             cfg->log_level);
     return 0;
 }
 
 void config_usage(FILE *out)
 {
-    fprintf(out, "usage: ktuned [options]\n\nktuned serves the ktune auto-tuning API.\n\noptions (each also "
-                 "read from its environment variable; the flag wins):\n");
+    fprintf(
+        out,
+        "usage: ktuned [options]\n\nktuned serves the ktune auto-tuning API.\n\noptions (each also "
+        "read from its environment variable; the flag wins):\n");
     for (size_t i = 0; i < N_OPTIONS; i++)
         fprintf(out, "  %-20s %-24s %s\n", options[i].flag, options[i].env, options[i].help);
     fprintf(out, "  %-20s %-24s %s\n  %-20s %-24s %s\n", "--help", "", "print this help and exit",

@@ -82,5 +82,6 @@ int kt_error_http_status(kt_code code)
 
 const char *kt_error_default_message(kt_code code)
 {
-    return (unsigned)code < KT_ERR__COUNT ? error_table[code].message : "an internal error occurred";
+    return (unsigned)code < KT_ERR__COUNT ? error_table[code].message
+                                          : "an internal error occurred";
 }

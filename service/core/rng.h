@@ -1,5 +1,6 @@
-/* core/rng — deterministic pseudo-random numbers (xoshiro256**, seeded by splitmix64). Every searcher and
- * sampler takes its randomness from an rng it owns, so a seed fixes a run. Plain value: no free. */
+/* core/rng — deterministic pseudo-random numbers (xoshiro256**, seeded by splitmix64). Every
+ * searcher and sampler takes its randomness from an rng it owns, so a seed fixes a run. Plain
+ * value: no free. */
 #ifndef KT_CORE_RNG_H
 #define KT_CORE_RNG_H
 

@@ -1,6 +1,6 @@
-/* core/trial — the vocabulary shared by searchers, backends, stores and the job runner: a trial's status
- * and its measured result. trial_result.extras is a jansson reference owned by whoever filled the struct
- * (call trial_result_release when done with it). */
+/* core/trial — the vocabulary shared by searchers, backends, stores and the job runner: a trial's
+ * status and its measured result. trial_result.extras is a jansson reference owned by whoever
+ * filled the struct (call trial_result_release when done with it). */
 #ifndef KT_CORE_TRIAL_H
 #define KT_CORE_TRIAL_H
 

@@ -1,11 +1,12 @@
-/* http/server — the HTTP front door on libmicrohttpd: routing by method and path pattern, request limits
- * (body size, JSON nesting), JSON and error replies, static files from a web root, and request counters
- * for /metrics. Handlers are plain functions that fill an http_response; the server queues it on a later
- * call of the MHD access handler than the first, so keep-alive connections stay open.
+/* http/server — the HTTP front door on libmicrohttpd: routing by method and path pattern, request
+ * limits (body size, JSON nesting), JSON and error replies, static files from a web root, and
+ * request counters for /metrics. Handlers are plain functions that fill an http_response; the
+ * server queues it on a later call of the MHD access handler than the first, so keep-alive
+ * connections stay open.
  *
  * Lifecycle: http_server_new(routes, app) -> http_server_start -> ... -> http_server_stop ->
- * http_server_free. Routes and app are borrowed and must outlive the server. Handlers run on the server's
- * threads, concurrently: whatever they touch through app must be thread-safe. */
+ * http_server_free. Routes and app are borrowed and must outlive the server. Handlers run on the
+ * server's threads, concurrently: whatever they touch through app must be thread-safe. */
 #ifndef KT_HTTP_SERVER_H
 #define KT_HTTP_SERVER_H
 
@@ -14,27 +15,27 @@
 
 #include "../core/error.h"
 
-#define HTTP_MAX_BODY (1024 * 1024) /* bytes; larger bodies get 413 body_too_large */
-#define HTTP_MAX_JSON_DEPTH 32      /* deeper bodies get 400 json_too_deep */
+#define HTTP_MAX_BODY        (1024 * 1024) /* bytes; larger bodies get 413 body_too_large */
+#define HTTP_MAX_JSON_DEPTH  32            /* deeper bodies get 400 json_too_deep */
 #define HTTP_MAX_PATH_PARAMS 4
 
 typedef struct http_server http_server;
 
 typedef struct http_request {
-    const char *method;  /* "GET", ... */
-    const char *path;    /* decoded path, no query string */
-    const char *route;   /* the pattern that matched ("/v1/jobs/{id}"), for metrics and logs */
+    const char *method; /* "GET", ... */
+    const char *path;   /* decoded path, no query string */
+    const char *route;  /* the pattern that matched ("/v1/jobs/{id}"), for metrics and logs */
     const char *params[HTTP_MAX_PATH_PARAMS]; /* captures of {name} segments, in order */
     int n_params;
-    const char *body;    /* NUL-terminated request body (may contain NULs), NULL when empty */
+    const char *body; /* NUL-terminated request body (may contain NULs), NULL when empty */
     size_t body_len;
-    void *conn;          /* the struct MHD_Connection, for query and header look-ups */
+    void *conn; /* the struct MHD_Connection, for query and header look-ups */
 } http_request;
 
 typedef struct http_response {
     int status;
-    char *content_type;  /* owned */
-    char *body;          /* owned, malloc'd */
+    char *content_type; /* owned */
+    char *body;         /* owned, malloc'd */
     size_t body_len;
     char *extra_headers; /* owned, "Name: value\r\n"... or NULL */
 } http_response;
@@ -48,9 +49,9 @@ typedef struct http_route {
 } http_route;
 
 typedef struct http_server_options {
-    const char *listen;  /* "127.0.0.1:8080", "[::1]:8080", ":8080" */
-    const char *web_root;/* folder of static files served for paths no route matches, or NULL */
-    int threads;         /* worker threads of the server [4] */
+    const char *listen;   /* "127.0.0.1:8080", "[::1]:8080", ":8080" */
+    const char *web_root; /* folder of static files served for paths no route matches, or NULL */
+    int threads;          /* worker threads of the server [4] */
 } http_server_options;
 
 /* routes: array terminated by an entry whose method is NULL. */
@@ -58,24 +59,26 @@ http_server *http_server_new(const http_route *routes, void *app, const http_ser
                              kt_error *err);
 int http_server_start(http_server *s, kt_error *err); /* binds and starts serving */
 int http_server_port(const http_server *s);           /* the bound port (useful with port 0) */
-void http_server_stop(http_server *s);                /* stops accepting, waits for handlers to end */
+void http_server_stop(http_server *s); /* stops accepting, waits for handlers to end */
 void http_server_free(http_server *s);
 
 /* Query string value of key (decoded), or NULL. */
 const char *http_query(const http_request *req, const char *key);
 /* Calls fn for every query argument in order; stops early and returns 1 if fn returns non-zero. */
-int http_query_each(const http_request *req, int (*fn)(void *ctx, const char *key, const char *value),
-                    void *ctx);
+int http_query_each(const http_request *req,
+                    int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 const char *http_header(const http_request *req, const char *name);
 
-/* Parses the body as a JSON object (checks Content-Type when present, size, nesting depth). Returns a new
- * reference or NULL with err set (KT_ERR_BAD_JSON, KT_ERR_JSON_TOO_DEEP, KT_ERR_UNSUPPORTED_MEDIA). */
+/* Parses the body as a JSON object (checks Content-Type when present, size, nesting depth). Returns
+ * a new reference or NULL with err set (KT_ERR_BAD_JSON, KT_ERR_JSON_TOO_DEEP,
+ * KT_ERR_UNSUPPORTED_MEDIA). */
 json_t *http_parse_json_body(const http_request *req, kt_error *err);
 
 /* Replies. Each replaces the status, content type and body the response held; headers added with
  * http_response_add_header stay, whichever came first. Error bodies leave "hint" out when empty. */
 void http_reply_json(http_response *res, int status, json_t *body_owned); /* takes the reference */
-void http_reply_error(http_response *res, const kt_error *err); /* {"error":{"code","message","hint"}} */
+void http_reply_error(http_response *res,
+                      const kt_error *err); /* {"error":{"code","message","hint"}} */
 void http_reply_text(http_response *res, int status, const char *content_type, const char *text);
 void http_response_add_header(http_response *res, const char *name, const char *value);
 

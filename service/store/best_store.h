@@ -1,6 +1,6 @@
 /* store/best_store — the best table: the best known configuration per (kernel, device class, kernel
- * hash, problem). Offers are made inside the transaction that records a trial, so the best table never
- * names a trial that does not exist. */
+ * hash, problem). Offers are made inside the transaction that records a trial, so the best table
+ * never names a trial that does not exist. */
 #ifndef KT_STORE_BEST_STORE_H
 #define KT_STORE_BEST_STORE_H
 

@@ -1,5 +1,5 @@
-/* store/catalog_store — mirrors the catalog (devices and kernels) into the kernels and devices tables at
- * start-up, so the database describes what the jobs in it refer to. */
+/* store/catalog_store — mirrors the catalog (devices and kernels) into the kernels and devices
+ * tables at start-up, so the database describes what the jobs in it refer to. */
 #ifndef KT_STORE_CATALOG_STORE_H
 #define KT_STORE_CATALOG_STORE_H
 

@@ -1,6 +1,7 @@
-/* store/migrate — applies the numbered migrations of sql/ (compiled into the binary) in order, each in its
- * own transaction, recording each in the schema_migrations table. A session-level advisory lock makes two
- * ktuned processes starting together safe: the second waits and then finds nothing to do. */
+/* store/migrate — applies the numbered migrations of sql/ (compiled into the binary) in order, each
+ * in its own transaction, recording each in the schema_migrations table. A session-level advisory
+ * lock makes two ktuned processes starting together safe: the second waits and then finds nothing
+ * to do. */
 #ifndef KT_STORE_MIGRATE_H
 #define KT_STORE_MIGRATE_H
 
@@ -16,8 +17,8 @@ typedef struct migration {
 /* The migrations compiled into the binary (generated from sql/ by the build), in order. */
 const migration *migrate_builtin(int *count);
 
-/* Applies those of migs not yet recorded. Returns how many were applied, or -1 with err set (the failing
- * migration is rolled back and named in the message). */
+/* Applies those of migs not yet recorded. Returns how many were applied, or -1 with err set (the
+ * failing migration is rolled back and named in the message). */
 int migrate_apply(PGconn *conn, const migration *migs, int count, kt_error *err);
 
 #endif

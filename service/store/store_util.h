@@ -1,5 +1,5 @@
-/* store/store_util — small helpers shared by the table stores: number-to-text parameters and reading
- * typed values out of a PGresult. Internal to store/. */
+/* store/store_util — small helpers shared by the table stores: number-to-text parameters and
+ * reading typed values out of a PGresult. Internal to store/. */
 #ifndef KT_STORE_UTIL_H
 #define KT_STORE_UTIL_H
 
@@ -20,8 +20,8 @@ long long store_get_ll(const PGresult *r, int row, int col);
 double store_get_double(const PGresult *r, int row, int col); /* NAN for NULL */
 /* Parses a json/jsonb column (text form); NULL for SQL NULL or unparsable text. */
 json_t *store_get_json(const PGresult *r, int row, int col);
-/* Runs a query returning a single json/jsonb cell and parses it. NULL result row -> KT_ERR_NOT_FOUND
- * with not_found_msg. */
+/* Runs a query returning a single json/jsonb cell and parses it. NULL result row ->
+ * KT_ERR_NOT_FOUND with not_found_msg. */
 json_t *store_query_json(PGconn *c, const char *sql, int n, const char *const *params,
                          const char *not_found_msg, kt_error *err);
 /* Compact JSON text of v (malloc'd), or NULL when v is NULL. */

@@ -1,8 +1,8 @@
-/* store/trial_store — the trials table: the runner inserts proposed configurations as pending trials and
- * reads a job's trials back (for resume); measurement workers claim pending trials with
- * FOR UPDATE SKIP LOCKED and complete them in one transaction that also advances the job's counters and
- * offers an improving result to the best table. Connections come from the caller; rows the caller owns
- * are released with trial_row_release. */
+/* store/trial_store — the trials table: the runner inserts proposed configurations as pending
+ * trials and reads a job's trials back (for resume); measurement workers claim pending trials with
+ * FOR UPDATE SKIP LOCKED and complete them in one transaction that also advances the job's counters
+ * and offers an improving result to the best table. Connections come from the caller; rows the
+ * caller owns are released with trial_row_release. */
 #ifndef KT_STORE_TRIAL_STORE_H
 #define KT_STORE_TRIAL_STORE_H
 
@@ -27,27 +27,31 @@ typedef struct trial_claim {
     char device[256];
 } trial_claim;
 
-/* Inserts configs as pending trials numbered first_seq, first_seq+1, ...; rows that already exist (same
- * job and seq) are left as they are, so re-inserting a batch after a crash is harmless. configs[i] is the
- * JSON object of ids[i]. */
+/* Inserts configs as pending trials numbered first_seq, first_seq+1, ...; rows that already exist
+ * (same job and seq) are left as they are, so re-inserting a batch after a crash is harmless.
+ * configs[i] is the JSON object of ids[i]. */
 int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
                              const config_id *ids, json_t *const *configs, int n, kt_error *err);
-/* Trials of a job with seq > after_seq in seq order; *out is malloc'd (release each row, then free). */
-int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n, kt_error *err);
+/* Trials of a job with seq > after_seq in seq order; *out is malloc'd (release each row, then
+ * free). */
+int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
+                     kt_error *err);
 void trial_row_release(trial_row *r);
 
-/* Worker side: claims the oldest pending trial of one of the devices; returns 1 (claimed), 0 (none). */
+/* Worker side: claims the oldest pending trial of one of the devices; returns 1 (claimed), 0
+ * (none). */
 int trial_store_claim(PGconn *c, const char *worker, const char *const *devices, int n_devices,
                       trial_claim *out, kt_error *err);
-/* Stores the result of a claimed trial; in the same transaction counts it in its job, offers it to the
- * best table and notifies channel ktune_trials with the job id. Returns 1, or 0 when the claim was lost
- * (the trial was requeued meanwhile, or its job cancelled and the trial deleted). */
-int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker, const trial_result *r,
-                         kt_error *err);
+/* Stores the result of a claimed trial; in the same transaction counts it in its job, offers it to
+ * the best table and notifies channel ktune_trials with the job id. Returns 1, or 0 when the claim
+ * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). */
+int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
+                         const trial_result *r, kt_error *err);
 
-/* API: {"trials":[...], "next_after": N, "job_status": s} — finished trials with done_seq > after, in
- * finishing order, at most limit. KT_ERR_NOT_FOUND when the job does not exist. */
-json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit, kt_error *err);
+/* API: {"trials":[...], "next_after": N, "job_status": s} — finished trials with done_seq > after,
+ * in finishing order, at most limit. KT_ERR_NOT_FOUND when the job does not exist. */
+json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit,
+                              kt_error *err);
 /* {"measured": n, "measure_seconds": s} over all finished trials (for /metrics). */
 json_t *trial_store_totals(PGconn *c, kt_error *err);
 

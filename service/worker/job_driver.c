@@ -7,8 +7,8 @@
 #include "../core/log.h"
 #include "../store/trial_store.h"
 
-static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason, const kt_error *why,
-                   kt_error *err)
+static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
+                   const kt_error *why, kt_error *err)
 {
     if (job_store_finish(c, d->me, d->row.id, status, reason, why, err) < 0)
         return -1;
@@ -63,8 +63,9 @@ out:
     return rc;
 }
 
-/* rows: the stored trials with seq > told, in seq order. Tells every complete batch they hold (asking the
- * searcher for each batch first, as the original run did), then queues the next batch. */
+/* rows: the stored trials with seq > told, in seq order. Tells every complete batch they hold
+ * (asking the searcher for each batch first, as the original run did), then queues the next batch.
+ */
 static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, kt_error *err)
 {
     int pos = 0;
@@ -75,12 +76,16 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
             if (k == 0 || !(d->batch_n = searcher_ask(d->search, d->batch, k))) {
                 if (pos < n_rows) {
                     kt_error why;
-                    kt_error_set(&why, KT_ERR_INTERNAL, "resume diverged: %d stored trials past the end", n_rows - pos);
+                    kt_error_set(&why, KT_ERR_INTERNAL,
+                                 "resume diverged: %d stored trials past the end", n_rows - pos);
                     return end_job(d, c, "failed", "resume_diverged", &why, err);
                 }
                 int exhausted = (uint64_t)d->told >= space_count(d->target.sp);
                 return end_job(d, c, "succeeded",
-                               k == 0 ? reason : exhausted ? "space_exhausted" : "strategy_finished", NULL, err);
+                               k == 0      ? reason
+                               : exhausted ? "space_exhausted"
+                                           : "strategy_finished",
+                               NULL, err);
             }
             d->batch_inserted = 0;
         }
@@ -89,9 +94,10 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
             const trial_row *t = &rows[pos + i];
             if (t->seq != d->told + 1 + i || t->cid != d->batch[i]) {
                 kt_error why;
-                kt_error_set(&why, KT_ERR_INTERNAL,
-                             "resume diverged at trial %d: stored config %llu, searcher proposed %llu", t->seq,
-                             (unsigned long long)t->cid, (unsigned long long)d->batch[i]);
+                kt_error_set(
+                    &why, KT_ERR_INTERNAL,
+                    "resume diverged at trial %d: stored config %llu, searcher proposed %llu",
+                    t->seq, (unsigned long long)t->cid, (unsigned long long)d->batch[i]);
                 return end_job(d, c, "failed", "resume_diverged", &why, err);
             }
             present++;
@@ -127,8 +133,8 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
     }
 }
 
-int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me, PGconn *c,
-                    kt_error *err)
+int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me,
+                    PGconn *c, kt_error *err)
 {
     int rc = -1;
     trial_row *rows = NULL;
@@ -151,8 +157,8 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runne
     }
     d->target_resolved = 1;
     if (strcmp(d->target.kernel_hash, d->row.kernel_hash) != 0) {
-        kt_error_set(&why, KT_ERR_CONFLICT, "kernel %s on %s changed since job %lld was created", d->row.kernel,
-                     d->row.device, d->row.id);
+        kt_error_set(&why, KT_ERR_CONFLICT, "kernel %s on %s changed since job %lld was created",
+                     d->row.kernel, d->row.device, d->row.id);
         rc = end_job(d, c, "failed", "kernel_changed", &why, err);
         goto out;
     }

@@ -1,8 +1,9 @@
-/* worker/job_driver — drives one job: its searcher proposes a batch, the batch becomes pending trials,
- * and once every trial of the batch has a final status the results are told back and the next batch is
- * asked for, until the budget is spent or the searcher has nothing left. Opening a job replays its stored
- * trials through a fresh searcher in the same batches, which restores the searcher's state exactly: a
- * job resumed after a crash measures no configuration twice and loses none.
+/* worker/job_driver — drives one job: its searcher proposes a batch, the batch becomes pending
+ * trials, and once every trial of the batch has a final status the results are told back and the
+ * next batch is asked for, until the budget is spent or the searcher has nothing left. Opening a
+ * job replays its stored trials through a fresh searcher in the same batches, which restores the
+ * searcher's state exactly: a job resumed after a crash measures no configuration twice and loses
+ * none.
  *
  * Lifecycle: job_driver_open (takes over row) -> job_driver_step* -> job_driver_close. */
 #ifndef KT_WORKER_JOB_DRIVER_H
@@ -22,21 +23,22 @@ typedef struct job_driver {
     int target_resolved;
     searcher *search;
     const runner_identity *me;
-    long long told;        /* trials told to the searcher: seqs 1..told */
-    double clock_seconds;  /* charged seconds of the told trials */
-    config_id *batch;      /* the batch asked for and not yet told */
+    long long told;       /* trials told to the searcher: seqs 1..told */
+    double clock_seconds; /* charged seconds of the told trials */
+    config_id *batch;     /* the batch asked for and not yet told */
     int batch_n;
     int batch_inserted;
     int ended;
 } job_driver;
 
-/* Opens the job (row is moved into the driver), replays its trials and queues the next batch. A job that
- * cannot be driven (its kernel or device vanished, its strategy options are refused, the replay
- * diverged) is ended as failed in the database and the driver comes back ended. Returns -1 only on
- * database errors (the job is left for a later attempt). */
-int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me, PGconn *c,
-                    kt_error *err);
-/* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors. */
+/* Opens the job (row is moved into the driver), replays its trials and queues the next batch. A job
+ * that cannot be driven (its kernel or device vanished, its strategy options are refused, the
+ * replay diverged) is ended as failed in the database and the driver comes back ended. Returns -1
+ * only on database errors (the job is left for a later attempt). */
+int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me,
+                    PGconn *c, kt_error *err);
+/* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors.
+ */
 int job_driver_step(job_driver *d, PGconn *c, kt_error *err);
 void job_driver_close(job_driver *d);
 

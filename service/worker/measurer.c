@@ -1,5 +1,6 @@
-/* A measurement thread: claims pending trials of this process's devices, measures each with the backend
- * of its device and stores the result. Backends and resolved targets are cached per thread. */
+/* A measurement thread: claims pending trials of this process's devices, measures each with the
+ * backend of its device and stores the result. Backends and resolved targets are cached per thread.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,8 @@ static const tune_target *target_for(measurer *m, PGconn *c, long long job_id, k
     }
     char kernel[256], device[256];
     json_t *problem = NULL;
-    if (job_store_target(c, job_id, kernel, sizeof kernel, device, sizeof device, &problem, err) < 0)
+    if (job_store_target(c, job_id, kernel, sizeof kernel, device, sizeof device, &problem, err) <
+        0)
         return NULL;
     cached_target *slot = &m->targets[m->next_slot];
     m->next_slot = (m->next_slot + 1) % MEASURER_TARGETS;
@@ -99,7 +101,8 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         trial_result_release(&r);
         trial_result_init(&r);
         r.status = TRIAL_RUNTIME_ERROR;
-        r.extras = json_pack("{s:s,s:s}", "error", kt_error_code_name(err.code), "message", err.message);
+        r.extras =
+            json_pack("{s:s,s:s}", "error", kt_error_code_name(err.code), "message", err.message);
         log_warn("trial %lld of job %lld: %s", claim->id, claim->job_id, err.message);
     }
     kt_error_clear(&err);
@@ -131,8 +134,8 @@ void *measurer_main(void *arg)
     kt_error err;
     kt_error_clear(&err);
     PGconn *c = db_acquire(w->opt.db, 5000, &err);
-    if (!c || worker_store_register(c, m.id, w->host, w->pid, (const char *const *)w->devices, w->n_devices,
-                                    &err) < 0)
+    if (!c || worker_store_register(c, m.id, w->host, w->pid, (const char *const *)w->devices,
+                                    w->n_devices, &err) < 0)
         log_warn("worker %s: registration failed: %s", m.id, err.message);
     if (c)
         db_release(w->opt.db, c);
@@ -145,7 +148,8 @@ void *measurer_main(void *arg)
             continue;
         }
         trial_claim claim;
-        int got = trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim, &err);
+        int got =
+            trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim, &err);
         db_release(w->opt.db, c);
         if (got <= 0) {
             if (got < 0)

@@ -1,5 +1,5 @@
-/* The runner thread: claims jobs, drives each with a job_driver, heart-beats this process's jobs and
- * workers, and reaps the jobs and trials of processes that died. */
+/* The runner thread: claims jobs, drives each with a job_driver, heart-beats this process's jobs
+ * and workers, and reaps the jobs and trials of processes that died. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,9 +10,9 @@
 #include "worker_internal.h"
 
 #define RUNNER_HEARTBEAT_MS 1000
-#define RUNNER_REAP_MS 2000
-#define RUNNER_STALE_S 30 /* a heartbeat older than this means the process is gone */
-#define RUNNER_TICK_MS 100
+#define RUNNER_REAP_MS      2000
+#define RUNNER_STALE_S      30 /* a heartbeat older than this means the process is gone */
+#define RUNNER_TICK_MS      100
 
 static long long now_ms(void)
 {
@@ -36,17 +36,20 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
     long long t = now_ms();
     if (force || t - st->last_heartbeat >= RUNNER_HEARTBEAT_MS) {
         st->last_heartbeat = t;
-        if (job_store_heartbeat(c, &w->me, &err) < 0 || worker_store_heartbeat(c, w->host, w->pid, &err) < 0)
+        if (job_store_heartbeat(c, &w->me, &err) < 0 ||
+            worker_store_heartbeat(c, w->host, w->pid, &err) < 0)
             log_warn("heartbeat failed: %s", err.message);
     }
     if (force || t - st->last_reap >= RUNNER_REAP_MS) {
         st->last_reap = t;
         int freed = job_store_release_dead(c, &w->me, RUNNER_STALE_S, &err);
-        int requeued = freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, RUNNER_STALE_S, &err);
+        int requeued =
+            freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, RUNNER_STALE_S, &err);
         if (freed < 0 || requeued < 0)
             log_warn("reaping dead runners and workers failed: %s", err.message);
         else if (freed > 0 || requeued > 0)
-            log_info("recovered %d jobs and %d trials from processes that are gone", freed, requeued);
+            log_info("recovered %d jobs and %d trials from processes that are gone", freed,
+                     requeued);
         if (requeued > 0)
             worker_bump(w, &w->queued_gen);
     }
@@ -75,7 +78,8 @@ static void claim_jobs(runner_state *st, PGconn *c)
             job_driver_close(d);
             continue;
         }
-        log_info("job %lld: driving (%s on %s, %s)", id, d->row.kernel, d->row.device, d->row.strategy);
+        log_info("job %lld: driving (%s on %s, %s)", id, d->row.kernel, d->row.device,
+                 d->row.strategy);
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(w, &w->queued_gen);
         st->n_jobs++;

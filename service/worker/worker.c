@@ -19,7 +19,8 @@ static void add_ms(struct timespec *ts, int ms)
     }
 }
 
-unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen, int timeout_ms)
+unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
+                          int timeout_ms)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -113,14 +114,15 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
     for (int i = 0; i < opt->measurers; i++) {
         w->measurer_args[i].w = w;
         w->measurer_args[i].index = i;
-        if (pthread_create(&w->measurer_threads[i], NULL, measurer_main, &w->measurer_args[i]) != 0) {
+        if (pthread_create(&w->measurer_threads[i], NULL, measurer_main, &w->measurer_args[i]) !=
+            0) {
             kt_error_set(err, KT_ERR_INTERNAL, "cannot start measurement thread %d", i);
             goto fail;
         }
         w->n_measurers_started++;
     }
-    log_info("workers started: runner %s, %d measurement threads, %d devices", w->id, opt->measurers,
-             w->n_devices);
+    log_info("workers started: runner %s, %d measurement threads, %d devices", w->id,
+             opt->measurers, w->n_devices);
     return w;
 fail:
     worker_system_stop(w);

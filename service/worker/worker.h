@@ -1,11 +1,11 @@
-/* worker/worker — the threads that do the tuning inside ktuned: one runner thread that drives jobs (asks
- * searchers for batches, inserts them as pending trials, tells results back, ends jobs) and N measurement
- * threads that claim pending trials, measure them with a backend and store the results. They meet only
- * through the database, so any number of processes on any hosts can share the work, and a job resumes
- * after a crash by replaying its stored trials.
+/* worker/worker — the threads that do the tuning inside ktuned: one runner thread that drives jobs
+ * (asks searchers for batches, inserts them as pending trials, tells results back, ends jobs) and N
+ * measurement threads that claim pending trials, measure them with a backend and store the results.
+ * They meet only through the database, so any number of processes on any hosts can share the work,
+ * and a job resumes after a crash by replaying its stored trials.
  *
- * Lifecycle: worker_system_start -> worker_system_wake* -> worker_system_stop (joins, frees). The pool
- * and catalog are borrowed and must outlive the system. */
+ * Lifecycle: worker_system_start -> worker_system_wake* -> worker_system_stop (joins, frees). The
+ * pool and catalog are borrowed and must outlive the system. */
 #ifndef KT_WORKER_WORKER_H
 #define KT_WORKER_WORKER_H
 
@@ -33,8 +33,8 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err);
 /* Tells the runner that a job was queued (it also polls, for jobs queued by other processes). */
 void worker_system_wake(worker_system *w);
 void worker_system_stats(worker_system *w, worker_stats *out);
-/* Stops the threads: measurements under way finish and are stored, jobs are let go (still running, to be
- * resumed by the next runner). Frees w. */
+/* Stops the threads: measurements under way finish and are stored, jobs are let go (still running,
+ * to be resumed by the next runner). Frees w. */
 void worker_system_stop(worker_system *w);
 
 #endif

@@ -1,6 +1,7 @@
 /* worker/worker_internal — state shared by the runner and measurement threads of one worker_system.
- * Internal to worker/. The mutex guards the counters and the stop flag; the condition variable wakes
- * measurers when trials were queued and the runner when trials finished or a job was queued. */
+ * Internal to worker/. The mutex guards the counters and the stop flag; the condition variable
+ * wakes measurers when trials were queued and the runner when trials finished or a job was queued.
+ */
 #ifndef KT_WORKER_INTERNAL_H
 #define KT_WORKER_INTERNAL_H
 
@@ -18,16 +19,16 @@ struct worker_system {
     worker_options opt;
     char host[256];
     int pid;
-    char id[384];          /* "<host>:<pid>:<start ms>" — runner id and worker id prefix */
+    char id[384]; /* "<host>:<pid>:<start ms>" — runner id and worker id prefix */
     runner_identity me;
-    char **devices;        /* names of the catalog's devices, measured by this process */
+    char **devices; /* names of the catalog's devices, measured by this process */
     int n_devices;
 
     pthread_mutex_t lock;
     pthread_cond_t wake;
     int stopping;
-    unsigned long queued_gen;   /* bumped when trials are inserted or requeued */
-    unsigned long runner_gen;   /* bumped when a trial is finished or a job is queued */
+    unsigned long queued_gen; /* bumped when trials are inserted or requeued */
+    unsigned long runner_gen; /* bumped when a trial is finished or a job is queued */
     worker_stats stats;
 
     pthread_t runner_thread;
@@ -40,8 +41,10 @@ struct worker_system {
 void *runner_main(void *arg);
 void *measurer_main(void *arg);
 
-/* Waits until *gen differs from seen, the system stops, or timeout_ms pass; returns the current value. */
-unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen, int timeout_ms);
+/* Waits until *gen differs from seen, the system stops, or timeout_ms pass; returns the current
+ * value. */
+unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
+                          int timeout_ms);
 void worker_bump(worker_system *w, unsigned long *gen);
 int worker_stopping(worker_system *w);
 

@@ -86,17 +86,25 @@ static void refuses_each_bad_field(void **state)
         {"{\"kernel\":\"k\"}", KT_ERR_MISSING_FIELD, "device"},
         {"{\"kernel\":1,\"device\":\"d\"}", KT_ERR_WRONG_TYPE, "kernel"},
         {"{\"kernel\":\"\",\"device\":\"d\"}", KT_ERR_OUT_OF_RANGE, "kernel"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy\":\"magic\"}", KT_ERR_UNKNOWN_STRATEGY, "magic"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy\":\"magic\"}", KT_ERR_UNKNOWN_STRATEGY,
+         "magic"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"problem\":3}", KT_ERR_WRONG_TYPE, "problem"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy_options\":[]}", KT_ERR_WRONG_TYPE, "strategy_options"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"strategy_options\":[]}", KT_ERR_WRONG_TYPE,
+         "strategy_options"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":5}", KT_ERR_WRONG_TYPE, "budget"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{}}", KT_ERR_MISSING_FIELD, "evaluations"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1001}}", KT_ERR_BUDGET_TOO_LARGE, "1000"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":0}}", KT_ERR_OUT_OF_RANGE, "evaluations"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1.5}}", KT_ERR_WRONG_TYPE, "evaluations"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":0}}", KT_ERR_OUT_OF_RANGE, "seconds"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":3601}}", KT_ERR_BUDGET_TOO_LARGE, "3600"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"hours\":1}}", KT_ERR_UNKNOWN_FIELD, "hours"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1001}}",
+         KT_ERR_BUDGET_TOO_LARGE, "1000"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":0}}", KT_ERR_OUT_OF_RANGE,
+         "evaluations"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"evaluations\":1.5}}", KT_ERR_WRONG_TYPE,
+         "evaluations"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":0}}", KT_ERR_OUT_OF_RANGE,
+         "seconds"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":3601}}",
+         KT_ERR_BUDGET_TOO_LARGE, "3600"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"hours\":1}}", KT_ERR_UNKNOWN_FIELD,
+         "hours"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":-1}", KT_ERR_WRONG_TYPE, "seed"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"1\"}", KT_ERR_WRONG_TYPE, "seed"},
     };
@@ -104,9 +112,10 @@ static void refuses_each_bad_field(void **state)
         tune_request t;
         kt_error err;
         kt_code code = parse(cases[i].body, &t, &err);
-        if (code != cases[i].code || !(strstr(err.message, cases[i].mention) || strstr(err.hint, cases[i].mention)))
-            fail_msg("case %zu (%s): got %s '%s' (hint '%s')", i, cases[i].body, kt_error_code_name(code),
-                     err.message, err.hint);
+        if (code != cases[i].code ||
+            !(strstr(err.message, cases[i].mention) || strstr(err.hint, cases[i].mention)))
+            fail_msg("case %zu (%s): got %s '%s' (hint '%s')", i, cases[i].body,
+                     kt_error_code_name(code), err.message, err.hint);
     }
 }
 
