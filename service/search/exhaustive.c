@@ -30,14 +30,6 @@ static int exhaustive_ask(void *state, config_id *out, int max)
     return n;
 }
 
-static void exhaustive_tell(void *state, const config_id *ids, const trial_result *r, int n)
-{
-    (void)state;
-    (void)ids;
-    (void)r;
-    (void)n;
-}
-
 static void exhaustive_destroy(void *state)
 {
     free(state);
@@ -50,6 +42,6 @@ const searcher_vtable searcher_exhaustive_vtable = {
     .n_options = 0,
     .create = exhaustive_create,
     .ask = exhaustive_ask,
-    .tell = exhaustive_tell,
+    .tell = NULL, /* results do not steer it */
     .destroy = exhaustive_destroy,
 };

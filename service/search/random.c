@@ -115,15 +115,6 @@ static int random_ask(void *state, config_id *out, int max)
     return n;
 }
 
-static void random_tell(void *state, const config_id *ids, const trial_result *r, int n)
-{
-    /* Results do not steer uniform sampling. */
-    (void)state;
-    (void)ids;
-    (void)r;
-    (void)n;
-}
-
 static void random_destroy(void *state)
 {
     random_state *st = state;
@@ -140,6 +131,6 @@ const searcher_vtable searcher_random_vtable = {
     .n_options = 0,
     .create = random_create,
     .ask = random_ask,
-    .tell = random_tell,
+    .tell = NULL, /* results do not steer it */
     .destroy = random_destroy,
 };

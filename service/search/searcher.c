@@ -231,7 +231,8 @@ void searcher_tell(searcher *s, const config_id *ids, const trial_result *r, int
 {
     if (!s || n <= 0 || !ids || !r)
         return;
-    s->vt->tell(s->state, ids, r, n);
+    if (s->vt->tell) /* NULL: results do not steer this strategy */
+        s->vt->tell(s->state, ids, r, n);
 }
 
 void searcher_free(searcher *s)

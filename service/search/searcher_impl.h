@@ -31,6 +31,7 @@ typedef struct searcher_vtable {
     int n_options;
     void *(*create)(const space *sp, const json_t *options, uint64_t seed, kt_error *err);
     int (*ask)(void *state, config_id *out, int max);
+    /* NULL for strategies whose proposals do not depend on results. */
     void (*tell)(void *state, const config_id *ids, const trial_result *r, int n);
     void (*destroy)(void *state);
 } searcher_vtable;
