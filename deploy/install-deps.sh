@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake make gcc pkg-config gzip python3 clang-format git
-  libmicrohttpd-dev libjansson-dev libpq-dev zlib1g-dev libcmocka-dev
+  libmicrohttpd-dev libjansson-dev libpq-dev zlib1g-dev libcmocka-dev libopenblas-dev
   postgresql
 )
 
