@@ -1,5 +1,8 @@
 #include "service.h"
 
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +12,70 @@
 #include "store/migrate.h"
 
 #define SERVICE_MAX_DATASET_DIRS 32
+#define SERVICE_MAX_KERNEL_DIRS  32
+
+/* With real measurement, reserves the measuring core: the calling (main) thread, and so every
+ * thread and process started after it, runs on the other cores. Resolves --cpu-core's automatic
+ * default (the last core, when there are 2 or more) into svc->cfg.cpu_core. */
+static int pin_service(service *svc, kt_error *err)
+{
+    cpu_set_t set;
+    int core = svc->cfg.cpu_core, n;
+    if (!svc->cfg.kernels[0] || core == -1) {
+        svc->cfg.cpu_core = -1;
+        return 0;
+    }
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        if (core == CONFIG_CPU_CORE_AUTO) {
+            log_warn("cannot read the CPU affinity (%s); cpu measurements are not pinned",
+                     strerror(errno));
+            svc->cfg.cpu_core = -1;
+            return 0;
+        }
+        return kt_error_set(err, KT_ERR_CONFIG, "--cpu-core %d: cannot read the CPU affinity: %s",
+                            core, strerror(errno));
+    }
+    n = CPU_COUNT(&set);
+    if (core == CONFIG_CPU_CORE_AUTO) {
+        core = -1;
+        for (int i = CPU_SETSIZE - 1; n >= 2 && i >= 0 && core < 0; i--)
+            core = CPU_ISSET(i, &set) ? i : -1;
+    } else if (core >= CPU_SETSIZE || !CPU_ISSET(core, &set)) {
+        kt_error_set(err, KT_ERR_CONFIG, "--cpu-core %d is not a core this process may run on",
+                     core);
+        kt_error_hint(err, "this process may use %d cores; -1 disables pinning", n);
+        return -1;
+    }
+    svc->cfg.cpu_core = core;
+    if (core < 0) {
+        log_info("one core only: cpu measurements share it with the service");
+        return 0;
+    }
+    if (n >= 2) {
+        CPU_CLR(core, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0)
+            log_warn("cannot keep the service off core %d: %s", core, strerror(errno));
+        else
+            log_info("cpu measurements run on core %d; the service on the %d others", core, n - 1);
+    }
+    return 0;
+}
+
+/* Splits a comma-separated list in place into at most max entries. */
+static int split_dirs(char *buf, const char **dirs, int max, const char *flag, kt_error *err)
+{
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!*tok)
+            continue;
+        if (n == max)
+            return kt_error_set(err, KT_ERR_CONFIG, "%s names more than %d folders", flag, max);
+        dirs[n++] = tok;
+    }
+    return n;
+}
 
 static int start_database(service *svc, kt_error *err)
 {
@@ -45,22 +112,33 @@ static int start_database(service *svc, kt_error *err)
 
 static int start_catalog(service *svc, kt_error *err)
 {
-    char dirs_buf[sizeof svc->cfg.datasets];
-    const char *dirs[SERVICE_MAX_DATASET_DIRS];
-    int n = 0;
+    char dirs_buf[sizeof svc->cfg.datasets], kdirs_buf[sizeof svc->cfg.kernels];
+    char cache[sizeof svc->cfg.cache_dir];
+    const char *dirs[SERVICE_MAX_DATASET_DIRS], *kdirs[SERVICE_MAX_KERNEL_DIRS];
     memcpy(dirs_buf, svc->cfg.datasets, sizeof dirs_buf);
-    char *save = NULL;
-    for (char *tok = strtok_r(dirs_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!*tok)
-            continue;
-        if (n == SERVICE_MAX_DATASET_DIRS)
-            return kt_error_set(err, KT_ERR_CONFIG, "--datasets names more than %d folders",
-                                SERVICE_MAX_DATASET_DIRS);
-        dirs[n++] = tok;
-    }
+    memcpy(kdirs_buf, svc->cfg.kernels, sizeof kdirs_buf);
+    int n = split_dirs(dirs_buf, dirs, SERVICE_MAX_DATASET_DIRS, "--datasets", err);
+    int nk = split_dirs(kdirs_buf, kdirs, SERVICE_MAX_KERNEL_DIRS, "--kernels", err);
+    if (n < 0 || nk < 0)
+        return -1;
+    if (svc->cfg.cache_dir[0])
+        snprintf(cache, sizeof cache, "%s", svc->cfg.cache_dir);
+    else if (snprintf(cache, sizeof cache, "%s/cache", svc->cfg.data_dir) >= (int)sizeof cache)
+        return kt_error_set(err, KT_ERR_CONFIG, "--data-dir is too long for the cache folder");
     catalog_options opt = {
         .dataset_dirs = dirs, .n_dataset_dirs = n, .replay_speed = svc->cfg.replay_speed};
-    svc->cat = catalog_new(&opt, err);
+    catalog_real_options real = {.kernel_dirs = kdirs,
+                                 .n_kernel_dirs = nk,
+                                 .runner = svc->cfg.runner,
+                                 .cache_dir = cache,
+                                 .cpu_core = svc->cfg.cpu_core,
+                                 .min_repeats = svc->cfg.min_repeats,
+                                 .min_seconds = svc->cfg.min_seconds,
+                                 .compile_timeout_s = svc->cfg.compile_timeout_s,
+                                 .run_timeout_s = svc->cfg.run_timeout_s};
+    if (real.min_seconds == 0)
+        real.min_seconds = 1e-9; /* 0 in the catalog means "the default" */
+    svc->cat = catalog_new_real(&opt, &real, err);
     if (!svc->cat)
         return -1;
     PGconn *c = db_acquire(svc->db, 10000, err);
@@ -81,6 +159,9 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
 {
     memset(svc, 0, sizeof *svc);
     svc->cfg = *cfg;
+    /* Before any thread or child process exists, so that all of them inherit the affinity. */
+    if (pin_service(svc, err) < 0)
+        goto fail;
     if (start_database(svc, err) < 0 || start_catalog(svc, err) < 0)
         goto fail;
     worker_options wopt = {

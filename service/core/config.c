@@ -46,6 +46,28 @@ static const config_option options[] = {
     {"--replay-speed", "KTUNE_REPLAY_SPEED", OPT_DOUBLE, offsetof(kt_config, replay_speed), 0, 0,
      10,
      "replay devices sleep this fraction of the recorded measuring time per trial; 0 = none [0]"},
+    {"--kernels", "KTUNE_KERNELS", STR(kernels),
+     "comma-separated folders of kernels (<dir>/<name>/spec.json) for the cpu and cuda devices; "
+     "empty = none [<install>/kernels]"},
+    {"--runner", "KTUNE_RUNNER", STR(runner),
+     "the ktune-runner binary that measures on cpu and cuda devices [<dir of "
+     "ktuned>/ktune-runner]"},
+    {"--cache-dir", "KTUNE_CACHE_DIR", STR(cache_dir),
+     "folder of the runners' compiled kernels [<data-dir>/cache]"},
+    {"--cpu-core", "KTUNE_CPU_CORE", OPT_INT, offsetof(kt_config, cpu_core), 0, -1, 4095,
+     "core that cpu measurements run on, kept free of ktuned's own threads; -1 = no pinning "
+     "[the last core when there are 2 or more]"},
+    {"--min-repeats", "KTUNE_MIN_REPEATS", OPT_INT, offsetof(kt_config, min_repeats), 0, 1, 100,
+     "timed runs per measurement at least [5]"},
+    {"--min-seconds", "KTUNE_MIN_SECONDS", OPT_DOUBLE, offsetof(kt_config, min_seconds), 0, 0, 3,
+     "seconds of timed runs per measurement at least [0.2]"},
+    {"--compile-timeout-s", "KTUNE_COMPILE_TIMEOUT_S", OPT_DOUBLE,
+     offsetof(kt_config, compile_timeout_s), 0, 1, 3600,
+     "seconds a kernel may take to compile [60]"},
+    {"--run-timeout-s", "KTUNE_RUN_TIMEOUT_S", OPT_DOUBLE, offsetof(kt_config, run_timeout_s), 0,
+     0.5, 3600,
+     "seconds a measurement may run (after compiling) while its target has no ok result yet; "
+     "later ones get 20x the best time per run [60]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -73,6 +95,15 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     snprintf(cfg->web_dir, sizeof cfg->web_dir, "%s", dir_exists(path) ? path : "./web");
     snprintf(path, sizeof path, "%s/../datasets", exe_dir ? exe_dir : ".");
     snprintf(cfg->datasets, sizeof cfg->datasets, "%s", dir_exists(path) ? path : "./datasets");
+    snprintf(path, sizeof path, "%s/../kernels", exe_dir ? exe_dir : ".");
+    snprintf(cfg->kernels, sizeof cfg->kernels, "%s", dir_exists(path) ? path : "");
+    snprintf(cfg->runner, sizeof cfg->runner, "%.*s/ktune-runner", PATH_MAX - 16,
+             exe_dir ? exe_dir : ".");
+    cfg->cpu_core = CONFIG_CPU_CORE_AUTO;
+    cfg->min_repeats = 5;
+    cfg->min_seconds = 0.2;
+    cfg->compile_timeout_s = 60;
+    cfg->run_timeout_s = 60;
 }
 
 static int set_value(kt_config *cfg, const config_option *o, const char *value, const char *source,

@@ -17,20 +17,32 @@ typedef struct kt_config {
     char web_dir[PATH_MAX];    /* --web-dir, KTUNE_WEB_DIR */
     char api_token[256];       /* --api-token, KTUNE_API_TOKEN: required for POST/DELETE when set */
     char log_level[16];        /* --log-level, KTUNE_LOG_LEVEL */
+    char kernels[4096];        /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
+    char runner[PATH_MAX];     /* --runner, KTUNE_RUNNER: the ktune-runner binary */
+    char cache_dir[PATH_MAX];  /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */
     int workers;               /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
+    int cpu_core;              /* --cpu-core, KTUNE_CPU_CORE: -1 none, or CONFIG_CPU_CORE_AUTO */
+    int min_repeats;           /* --min-repeats, KTUNE_MIN_REPEATS: timed runs per measurement */
     long long max_evaluations; /* --max-evaluations, KTUNE_MAX_EVALUATIONS: budget cap per job */
     double max_seconds;        /* --max-seconds, KTUNE_MAX_SECONDS: budget cap per job */
+    double min_seconds;        /* --min-seconds, KTUNE_MIN_SECONDS: timing per measurement */
+    double compile_timeout_s;  /* --compile-timeout-s, KTUNE_COMPILE_TIMEOUT_S */
+    double run_timeout_s;      /* --run-timeout-s, KTUNE_RUN_TIMEOUT_S: before any ok result */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     int help;         /* --help given */
     int version;      /* --version given */
 } kt_config;
 
+/* cpu_core's default: the last core this process may use, when it may use 2 or more. */
+#define CONFIG_CPU_CORE_AUTO (-2)
+
 /* Fills defaults, then the environment, then argv. Errors: KT_ERR_CONFIG naming the flag or
- * variable and what it accepts. exe_dir: folder of the running binary, used to find the default web
- * and dataset folders (<exe_dir>/../web, <exe_dir>/../datasets) when they exist. */
+ * variable and what it accepts. exe_dir: folder of the running binary, used to find the default
+ * web, dataset and kernel folders (<exe_dir>/../web, <exe_dir>/../datasets, <exe_dir>/../kernels)
+ * when they exist, and the runner (<exe_dir>/ktune-runner). */
 int config_parse(kt_config *cfg, int argc, char **argv, const char *exe_dir, kt_error *err);
 void config_usage(FILE *out);
 

@@ -1,5 +1,6 @@
 /* measure/backend — dispatch from a device to the backend of its kind through a const table. Kinds
- * that are planned but not built yet answer KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
+ * that are planned but not built yet (and cpu / cuda when no kernel folders are configured) answer
+ * KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
 #include "measure_impl.h"
 
 #include <stdlib.h>
@@ -15,6 +16,7 @@ typedef struct backend_ops {
 
 static const backend_ops backend_kinds[] = {
     {"replay", replay_open, replay_measure, replay_close},
+    {"real", real_open, real_measure, real_close},
 };
 
 static const char *const planned_kinds[] = {"cpu", "cuda", "hip", "opencl"};
@@ -48,11 +50,23 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err)
 
     if (!device)
         device = "";
-    /* Today every catalog device is a replay device; other kinds are not in the catalog. */
     if (catalog_find_replay(c, device))
         ops = find_ops("replay");
+    const real_device *rd = ops ? NULL : catalog_find_real(c, device);
+    if (rd && rd->available)
+        ops = find_ops("real");
     if (!ops) {
         size_t n = kind_len(device);
+        /* cpu and cuda are built: with real measurement on, such a device that cannot be used is
+         * "not available" (with the reason the runner gave). */
+        const char *why = catalog_real_unavailable(c, device);
+        if (why) {
+            kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s",
+                         device, why);
+            catalog_device_hint(c, hint, sizeof hint);
+            kt_error_hint(err, "%s", hint);
+            goto out;
+        }
         for (size_t i = 0; i < sizeof planned_kinds / sizeof planned_kinds[0]; i++) {
             if (strlen(planned_kinds[i]) == n && strncmp(planned_kinds[i], device, n) == 0) {
                 kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,

@@ -1,8 +1,8 @@
-/* measure/catalog — what can be tuned where: the devices ktuned knows (today: one `replay:<space>`
- * device per dataset file found in the dataset folders), the kernels each device offers, and how a
- * request's (kernel, device, problem) becomes a tuning target with its space. Built once at
- * start-up, then read-only and shared by all threads. The catalog owns the spaces it hands out in
- * targets.
+/* measure/catalog — what can be tuned where: the devices ktuned knows (one `replay:<space>` device
+ * per dataset file of the dataset folders; `cpu` and `cuda:N` as probed by ktune-runner when kernel
+ * folders are given), the kernels each device offers, and how a request's (kernel, device, problem)
+ * becomes a tuning target with its space. Built once at start-up, then read-only and shared by all
+ * threads. Replay targets borrow the catalog's spaces; cpu / cuda targets own theirs.
  *
  * Lifecycle: catalog_new -> catalog_resolve / *_json -> catalog_free (after every target is
  * released). */
@@ -22,7 +22,24 @@ typedef struct catalog_options {
     double replay_speed; /* replay sleeps speed x recorded seconds per trial; 0 = no sleep */
 } catalog_options;
 
-/* A resolved tuning target; fields borrowed from the catalog except problem (owned). */
+/* Real measurement (devices cpu and cuda:N), for catalog_new_real; zero numbers take the defaults
+ * in brackets. Kept apart from catalog_options so that replay-only callers stay as they are. */
+typedef struct catalog_real_options {
+    const char *const *kernel_dirs; /* folders of kernel folders (<dir>/<name>/spec.json) */
+    int n_kernel_dirs;              /* 0: no real devices */
+    const char *runner;             /* the ktune-runner binary */
+    const char *cache_dir;          /* the runners' compile cache; created when missing */
+    int cpu_core;                   /* core cpu runners are pinned to (--cpu-core); -1 for none */
+    int min_repeats;                /* [5] timed runs at least */
+    int max_repeats;                /* [100] timed runs at most */
+    double min_seconds;             /* [0.2] timing at least this long */
+    double max_seconds;             /* [3] timing at most this long */
+    double compile_timeout_s;       /* [60] */
+    double run_timeout_s;           /* [60] run deadline of a target without an ok result yet */
+} catalog_real_options;
+
+/* A resolved tuning target; fields borrowed from the catalog except problem, problem_key and, when
+ * owns_space is set (cpu and cuda targets: one space per problem), sp. */
 typedef struct tune_target {
     const char *kernel;       /* "convolution" */
     const char *device;       /* "replay:convolution_milo-A4000" */
@@ -30,12 +47,18 @@ typedef struct tune_target {
     const char *kernel_hash;  /* hash of the kernel's source or dataset, part of the best key */
     json_t *problem;          /* canonical problem object (all arguments, defaults filled), owned */
     char *problem_key;        /* canonical compact JSON of problem (sorted keys), owned */
-    const space *sp;          /* the space to search, owned by the catalog */
+    const space *sp;          /* the space to search */
+    int owns_space;           /* 1: sp is freed by tune_target_release */
 } tune_target;
 
-/* Scans the folders; a file that cannot be read or parsed is skipped with a warning in the log, a
- * missing folder is an error (KT_ERR_CONFIG). */
+/* Scans the folders; a dataset or kernel spec that cannot be read, parsed or validated is skipped
+ * with a warning in the log, a missing folder is an error (KT_ERR_CONFIG). With kernel folders, the
+ * devices are probed by starting ktune-runner (a missing runner or CUDA driver leaves those devices
+ * listed as unavailable, with the reason). */
 catalog *catalog_new(const catalog_options *opt, kt_error *err);
+/* The same, with real measurement when real is not NULL and names kernel folders. */
+catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options *real,
+                          kt_error *err);
 void catalog_free(catalog *c);
 
 /* Validates kernel, device and problem (problem may be NULL: all defaults). Errors:
@@ -51,7 +74,9 @@ void tune_target_release(tune_target *t);
 json_t *catalog_devices_json(const catalog *c);
 /* GET /v1/kernels:
  * [{"name","devices":[{"device","problem":{defaults},"parameters":[{"name","values"}],
- * "restrictions":[...],"configurations":N}]}] */
+ * "restrictions":[...],"configurations":N}]}]; catalog kernels add "summary" and per device
+ * "problem_arguments":[{"name","min","max","default"}], "problem_restrictions", "default" and
+ * "hash" ("configurations" is then the count for the default problem). */
 json_t *catalog_kernels_json(const catalog *c);
 int catalog_num_devices(const catalog *c);
 

@@ -1,0 +1,235 @@
+/* measure/device — finds the real devices by asking ktune-runner: one probe of `cpu`, then of
+ * `cuda:0`, `cuda:1`, ... until the runner refuses one. The probe's device object becomes the
+ * device's description, its limits the constants of the kernels' restrictions, and its model the
+ * device class that results are keyed by. */
+#include "measure_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/log.h"
+#include "runner_client.h"
+
+#define DEVICE_PROBE_TIMEOUT_S 60.0
+#define DEVICE_MAX_CLASS       160
+#define DEVICE_MAX_REASON      400
+
+/* Keeps letters, digits, '.', '_' and '-'; every other run of characters becomes one '_'. */
+static void class_part(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    int gap = 0;
+    for (const char *p = in ? in : ""; *p && n + 2 < cap; p++) {
+        char ch = *p;
+        int keep = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                   (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+        if (!keep) {
+            gap = n > 0;
+            continue;
+        }
+        if (gap)
+            out[n++] = '_';
+        gap = 0;
+        out[n++] = ch;
+    }
+    if (n == 0)
+        out[n++] = '?';
+    out[n] = '\0';
+}
+
+static int set_unavailable(real_device *d, const char *name, kspec_kind kind, const char *reason)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->kind = kind;
+    d->reason = strdup(reason);
+    d->klass = strdup(name);
+    d->description_text = strdup("{}");
+    return d->reason && d->klass && d->description_text ? 0 : -1;
+}
+
+/* One probe: 1 and *device (new reference) when the runner describes the device, 0 with reason
+ * filled when it refuses it or fails. */
+static int probe(const real_runner_options *opt, const char *device, json_t **out, char *reason,
+                 size_t cap)
+{
+    runner_spawn sp = {.path = opt->runner,
+                       .device = device,
+                       .cache_dir = opt->cache_dir,
+                       .cpu_core = strcmp(device, "cpu") == 0 ? opt->cpu_core : -1};
+    kt_error err;
+    json_t *req = json_pack("{s:s}", "op", "probe"), *reply = NULL;
+    runner_end end;
+    int ok = 0;
+    char sig[16];
+
+    *out = NULL;
+    kt_error_clear(&err);
+    runner_client *r = runner_client_new(&sp, &err);
+    if (!r || !req) {
+        snprintf(reason, cap, "%.380s", err.message[0] ? err.message : "out of memory");
+        goto out;
+    }
+    int rc = runner_client_call(r, req, DEVICE_PROBE_TIMEOUT_S, &reply, &end, &err);
+    if (rc < 0) {
+        snprintf(reason, cap, "%.380s", err.message);
+    } else if (rc == RUNNER_DEADLINE) {
+        snprintf(reason, cap, "the runner did not answer the probe within %.0f s",
+                 DEVICE_PROBE_TIMEOUT_S);
+    } else if (rc == RUNNER_DIED) {
+        if (end.signal)
+            snprintf(reason, cap, "the runner died on the probe (%s)",
+                     runner_signal_name(end.signal, sig, sizeof sig));
+        else
+            snprintf(reason, cap, "the runner exited with status %d on the probe", end.exit_code);
+    } else if (!json_is_true(json_object_get(reply, "ok")) ||
+               !json_is_object(json_object_get(reply, "device"))) {
+        const char *why = json_string_value(json_object_get(reply, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(reply, "error"));
+        snprintf(reason, cap, "%s", why ? why : "the runner refused the probe without a reason");
+    } else {
+        *out = json_incref(json_object_get(reply, "device"));
+        ok = 1;
+    }
+out:
+    json_decref(req);
+    json_decref(reply);
+    runner_client_free(r);
+    return ok;
+}
+
+static void fill_limits(real_device *d, const json_t *desc)
+{
+    int n = 0;
+    const char *const *names = kernel_spec_limit_names(d->kind, &n);
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_object_get(desc, names[i]);
+        if (json_is_integer(v)) {
+            d->limits.v[i] = (long long)json_integer_value(v);
+        } else {
+            d->limits.v[i] = 0;
+            log_warn("device %s: the runner's probe has no integer %s; restrictions see 0", d->name,
+                     names[i]);
+        }
+    }
+}
+
+static int set_available(real_device *d, const char *name, kspec_kind kind, int ordinal,
+                         json_t *desc, int cpu_core)
+{
+    char part[DEVICE_MAX_CLASS], klass[DEVICE_MAX_CLASS + 48];
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->kind = kind;
+    d->ordinal = ordinal;
+    d->available = 1;
+    fill_limits(d, desc);
+    if (kind == KSPEC_CPU) {
+        class_part(json_string_value(json_object_get(desc, "model")), part, sizeof part);
+        snprintf(klass, sizeof klass, "cpu:%s:%lld", part,
+                 (long long)json_integer_value(json_object_get(desc, "vector_bits")));
+        json_object_set_new(desc, "cpu_core", cpu_core >= 0 ? json_integer(cpu_core) : json_null());
+    } else {
+        class_part(json_string_value(json_object_get(desc, "name")), part, sizeof part);
+        snprintf(klass, sizeof klass, "cuda:%s:sm_%lld", part,
+                 (long long)json_integer_value(json_object_get(desc, "compute_capability")));
+    }
+    d->klass = strdup(klass);
+    d->description_text = json_dumps(desc, JSON_COMPACT | JSON_SORT_KEYS);
+    return d->klass && d->description_text ? 0 : -1;
+}
+
+int device_discover(const real_runner_options *opt, real_device **out, int *n, kt_error *err)
+{
+    real_device *devs = calloc(REAL_MAX_CUDA + 1, sizeof *devs);
+    char reason[DEVICE_MAX_REASON], name[32];
+    json_t *desc = NULL;
+    int count = 0, rc = -1;
+
+    *out = NULL;
+    *n = 0;
+    if (!devs) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
+        goto out;
+    }
+    if (access(opt->runner, X_OK) != 0) {
+        snprintf(reason, sizeof reason, "ktune-runner not found at %.300s (%s); see --runner",
+                 opt->runner, strerror(errno));
+        log_warn("real measurement: %s", reason);
+        if (set_unavailable(&devs[count++], "cpu", KSPEC_CPU, reason) < 0 ||
+            set_unavailable(&devs[count++], "cuda", KSPEC_CUDA, reason) < 0) {
+            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
+    int fail = 0;
+    if (probe(opt, "cpu", &desc, reason, sizeof reason)) {
+        fail = set_available(&devs[count++], "cpu", KSPEC_CPU, 0, desc, opt->cpu_core) < 0;
+        json_decref(desc);
+        desc = NULL;
+    } else {
+        log_warn("device cpu is not available: %s", reason);
+        fail = set_unavailable(&devs[count++], "cpu", KSPEC_CPU, reason) < 0;
+    }
+    for (int i = 0; i < REAL_MAX_CUDA && !fail; i++) {
+        snprintf(name, sizeof name, "cuda:%d", i);
+        if (!probe(opt, name, &desc, reason, sizeof reason)) {
+            if (i == 0) {
+                log_info("no CUDA device: %s", reason);
+                fail = set_unavailable(&devs[count++], "cuda", KSPEC_CUDA, reason) < 0;
+            }
+            break;
+        }
+        fail = set_available(&devs[count++], name, KSPEC_CUDA, i, desc, -1) < 0;
+        json_decref(desc);
+        desc = NULL;
+    }
+    if (fail) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
+        goto out;
+    }
+    rc = 0;
+out:
+    for (int i = 0; rc == 0 && i < count; i++) {
+        if (!devs[i].available)
+            continue;
+        devs[i].lock = malloc(sizeof *devs[i].lock);
+        if (!devs[i].lock || pthread_mutex_init(devs[i].lock, NULL) != 0) {
+            free(devs[i].lock);
+            devs[i].lock = NULL;
+            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
+            rc = -1;
+        }
+    }
+    if (rc < 0) {
+        device_free_all(devs, count);
+    } else {
+        *out = devs;
+        *n = count;
+        for (int i = 0; i < count; i++)
+            log_info("device %s: %s%s%s", devs[i].name,
+                     devs[i].available ? devs[i].klass : "not available: ",
+                     devs[i].available ? "" : devs[i].reason, "");
+    }
+    return rc;
+}
+
+void device_free_all(real_device *devs, int n)
+{
+    for (int i = 0; devs && i < n; i++) {
+        free(devs[i].reason);
+        free(devs[i].klass);
+        free(devs[i].description_text);
+        if (devs[i].lock) {
+            pthread_mutex_destroy(devs[i].lock);
+            free(devs[i].lock);
+        }
+    }
+    free(devs);
+}

@@ -1,0 +1,126 @@
+/* measure/kernel_spec — one kernel of the kernel catalog (kernels/<name>/spec.json,
+ * kernels/README.md): problem arguments, buffers, FLOPs, tolerance, reference and the cpu / cuda
+ * variants, validated and with every expression parsed once. Read-only after kernel_spec_load, so
+ * shared by all threads.
+ *
+ * Lifecycle: kernel_spec_load -> kernel_spec_problem / kernel_spec_space / kernel_spec_launch (any
+ * thread) -> kernel_spec_free. The spec owns everything in it. */
+#ifndef KT_MEASURE_KERNEL_SPEC_H
+#define KT_MEASURE_KERNEL_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../core/error.h"
+#include "../space/expr.h"
+#include "../space/space.h"
+
+#define KSPEC_MAX_NAME         64          /* kernel, argument, buffer and parameter names */
+#define KSPEC_MAX_ARGS         16          /* problem arguments */
+#define KSPEC_MAX_BUFFERS      16          /* buffers */
+#define KSPEC_MAX_PARAMS       64          /* parameters of one variant */
+#define KSPEC_MAX_RESTRICTIONS 256         /* restrictions of one list */
+#define KSPEC_MAX_EXPR_LEN     4096        /* characters of one expression */
+#define KSPEC_MAX_FILE_BYTES   (1 << 20)   /* spec.json, cuda.json and every source file */
+#define KSPEC_MAX_LIMITS       8           /* device limits of one kind */
+#define KSPEC_MAX_ELEMENTS     (1LL << 34) /* elements of one buffer */
+
+typedef enum { KSPEC_CPU = 0, KSPEC_CUDA, KSPEC_N_KINDS } kspec_kind;
+typedef enum { KSPEC_INPUT = 0, KSPEC_OUTPUT } kspec_role;
+typedef enum { KSPEC_REF_OPENBLAS_SGEMM = 0, KSPEC_REF_C } kspec_ref_kind;
+
+/* The device limits a variant's restrictions may use, values in kernel_spec_limit_names order. */
+typedef struct kspec_limits {
+    long long v[KSPEC_MAX_LIMITS];
+} kspec_limits;
+
+typedef struct kspec_expr {
+    char *text;
+    expr *e;
+} kspec_expr;
+
+typedef struct kspec_arg {
+    char name[KSPEC_MAX_NAME + 1];
+    long long min, max, def;
+} kspec_arg;
+
+typedef struct kspec_buffer {
+    char name[KSPEC_MAX_NAME + 1];
+    kspec_role role;
+    kspec_expr elements; /* slots: the problem arguments */
+} kspec_buffer;
+
+typedef struct kspec_variant {
+    int present;
+    char *file;                     /* the JSON file it was read from (spec.json or cuda.json) */
+    char *source;                   /* absolute path of the source */
+    char entry[KSPEC_MAX_NAME + 1]; /* CUDA entry point; "" for cpu */
+    int n_params;
+    char param_names[KSPEC_MAX_PARAMS][KSPEC_MAX_NAME + 1];
+    char *params_text;       /* JSON array [{"name","values"}] for space_new */
+    char *restrictions_text; /* JSON array of strings */
+    char *default_text;      /* JSON object parameter -> value */
+    kspec_expr block[3], grid[3],
+        shared_bytes; /* CUDA; slots: parameters, then problem arguments */
+    char hash[17]; /* FNV-1a 64 (hex) of the spec files, this variant's source and the reference */
+} kspec_variant;
+
+typedef struct kernel_spec {
+    char name[KSPEC_MAX_NAME + 1];
+    char *summary;
+    char *dir;  /* the kernel's folder (absolute) */
+    char *path; /* its spec.json */
+    int n_args;
+    kspec_arg args[KSPEC_MAX_ARGS];
+    int n_problem_restrictions;
+    kspec_expr *problem_restrictions; /* slots: the problem arguments */
+    int n_buffers;
+    kspec_buffer buffers[KSPEC_MAX_BUFFERS];
+    kspec_expr flops; /* slots: the problem arguments */
+    double rtol, atol;
+    kspec_ref_kind ref_kind;
+    char *ref_source;        /* absolute path (KSPEC_REF_C), else NULL */
+    char *test_problem_text; /* compact JSON object, or NULL */
+    kspec_variant variants[KSPEC_N_KINDS];
+} kernel_spec;
+
+/* A validated problem: every argument (defaults filled) and what the spec derives from it. */
+typedef struct kspec_problem {
+    long long values[KSPEC_MAX_ARGS];
+    long long elements[KSPEC_MAX_BUFFERS];
+    double flops;
+} kspec_problem;
+
+/* "cpu" / "cuda". */
+const char *kernel_spec_kind_name(kspec_kind kind);
+/* The names of the device limits of a kind (cpu: cores, l1d_bytes, ...), *n set to their count. */
+const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
+
+/* Loads <dir>/spec.json (with <dir>/cuda.json as the cuda variant when spec.json has none).
+ * limits[k] are the limits of a device of kind k, or NULL when none is known: the default
+ * configuration must be valid for the default problem and the test problem, fully when limits are
+ * given, by value lists only otherwise. Returns NULL with why filled ("<file>: <field>: <what is
+ * wrong>") when the kernel cannot be used. */
+kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
+                              char *why, size_t why_cap);
+void kernel_spec_free(kernel_spec *k);
+
+/* Validates a request's problem (NULL or JSON null: all defaults): an object of argument ->
+ * integer, each in its range, every problem restriction holding. Errors: KT_ERR_BAD_PROBLEM naming
+ * the argument (and listing the accepted ones) or the restriction violated. */
+int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_problem *out,
+                        kt_error *err);
+/* The canonical problem object: every argument in spec order (new reference). */
+json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p);
+/* The space of a variant for a problem on a device: the variant's parameters and restrictions with
+ * the problem arguments and the device limits as constants. The caller owns it. */
+space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,
+                         const kspec_limits *lim, kt_error *err);
+/* The CUDA launch geometry of configuration id of sp (built by kernel_spec_space). Returns 0, or -1
+ * with err set when an expression fails or gives a value out of range (block and grid >= 1,
+ * shared_bytes >= 0). */
+int kernel_spec_launch(const kernel_spec *k, const space *sp, config_id id, const kspec_problem *p,
+                       long long block[3], long long grid[3], long long *shared_bytes,
+                       kt_error *err);
+
+#endif

@@ -1,0 +1,330 @@
+/* measure/real_backend — the cpu and cuda:N backend: one ktune-runner per backend (per measuring
+ * thread and device), started on the first measure. A measure builds the runner request from the
+ * kernel spec, the problem and the configuration, holds the device's mutex (one measurement at a
+ * time per device), and waits for the reply with a deadline: compile timeout + a run timeout scaled
+ * from the best time seen for the target. A runner that overruns is killed (timeout), one that dies
+ * is reaped (runtime_error with the signal); the next measure starts a new one. */
+#include "measure_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/log.h"
+#include "runner_client.h"
+
+#define REAL_SEEN_TARGETS     32  /* targets whose best time a backend remembers */
+#define REAL_DEADLINE_SLACK_S 2.0 /* process start, buffer fill, reference */
+#define REAL_RUN_FLOOR_S      5.0 /* run timeout bounds once a target has an ok result */
+#define REAL_RUN_CEIL_S       60.0
+#define REAL_RUN_FACTOR       20.0 /* x best time x (max_repeats + 2) */
+#define REAL_STOP_GRACE_S     2.0
+
+typedef struct seen_target {
+    char *key; /* kernel_hash|problem_key */
+    double best_ms;
+} seen_target;
+
+typedef struct real_backend {
+    const catalog *cat;
+    const real_device *dev;
+    const catalog_real_options *opt;
+    runner_client *runner;
+    int restart; /* the last reply said the device context is lost */
+    seen_target seen[REAL_SEEN_TARGETS];
+    int next_seen;
+} real_backend;
+
+void *real_open(const catalog *c, const char *device, kt_error *err)
+{
+    real_backend *b = NULL;
+    const real_device *d = catalog_find_real(c, device);
+    if (!d || !d->available) {
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device '%.200s' is not available", device);
+        goto out;
+    }
+    if (!(b = calloc(1, sizeof *b))) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    b->cat = c;
+    b->dev = d;
+    b->opt = catalog_measure_options(c);
+    runner_spawn sp = {.path = b->opt->runner,
+                       .device = d->name,
+                       .cache_dir = b->opt->cache_dir,
+                       .cpu_core = d->kind == KSPEC_CPU ? b->opt->cpu_core : -1};
+    if (!(b->runner = runner_client_new(&sp, err))) {
+        free(b);
+        b = NULL;
+    }
+out:
+    return b;
+}
+
+void real_close(void *impl)
+{
+    real_backend *b = impl;
+    if (!b)
+        return;
+    runner_client_stop(b->runner, REAL_STOP_GRACE_S);
+    runner_client_free(b->runner);
+    for (int i = 0; i < REAL_SEEN_TARGETS; i++)
+        free(b->seen[i].key);
+    free(b);
+}
+
+/* The remembered entry of a target, created (evicting the oldest) when absent. */
+static seen_target *seen_for(real_backend *b, const tune_target *t)
+{
+    char key[1024];
+    snprintf(key, sizeof key, "%s|%s|%s", t->kernel, t->kernel_hash, t->problem_key);
+    for (int i = 0; i < REAL_SEEN_TARGETS; i++) {
+        if (b->seen[i].key && strcmp(b->seen[i].key, key) == 0)
+            return &b->seen[i];
+    }
+    seen_target *s = &b->seen[b->next_seen];
+    b->next_seen = (b->next_seen + 1) % REAL_SEEN_TARGETS;
+    free(s->key);
+    s->key = strdup(key);
+    s->best_ms = 0;
+    return s->key ? s : NULL;
+}
+
+/* Seconds to wait for a reply: compile timeout + run timeout (+ slack). */
+static double deadline_s(const real_backend *b, const seen_target *s)
+{
+    double run = b->opt->run_timeout_s;
+    if (s && s->best_ms > 0) {
+        run = REAL_RUN_FACTOR * s->best_ms / 1000.0 * (b->opt->max_repeats + 2);
+        run = run < REAL_RUN_FLOOR_S ? REAL_RUN_FLOOR_S : run;
+        run = run > REAL_RUN_CEIL_S ? REAL_RUN_CEIL_S : run;
+        run += b->opt->max_seconds;
+    }
+    return b->opt->compile_timeout_s + run + REAL_DEADLINE_SLACK_S;
+}
+
+static json_t *number_json(double v)
+{
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+/* The measure request (without "id"). A launch geometry that cannot be computed makes the trial
+ * invalid: *invalid_reason is then filled and NULL returned with err clear. */
+static json_t *build_request(const real_backend *b, const kernel_spec *k, const tune_target *t,
+                             config_id id, const kspec_problem *p, char *invalid_reason, size_t cap,
+                             kt_error *err)
+{
+    const kspec_variant *v = &k->variants[b->dev->kind];
+    const catalog_real_options *o = b->opt;
+    json_t *req = NULL, *problem = json_array(), *names = json_array(), *bufs = json_array();
+    json_t *defines = space_config_json(t->sp, id), *ref = NULL;
+    int ok = 0;
+
+    if (!defines) {
+        kt_error_set(err, KT_ERR_INTERNAL, "configuration id %llu is outside the space",
+                     (unsigned long long)id);
+        goto out;
+    }
+    if (!problem || !names || !bufs)
+        goto oom;
+    for (int i = 0; i < k->n_args; i++) {
+        if (json_array_append_new(problem, json_integer(p->values[i])) < 0 ||
+            json_array_append_new(names, json_string(k->args[i].name)) < 0)
+            goto oom;
+    }
+    for (int i = 0; i < k->n_buffers; i++) {
+        if (json_array_append_new(
+                bufs, json_pack("{s:s, s:I, s:s}", "name", k->buffers[i].name, "elements",
+                                (json_int_t)p->elements[i], "role",
+                                k->buffers[i].role == KSPEC_OUTPUT ? "output" : "input")) < 0)
+            goto oom;
+    }
+    ref = k->ref_kind == KSPEC_REF_C ? json_pack("{s:s, s:s}", "kind", "c", "source", k->ref_source)
+                                     : json_pack("{s:s}", "kind", "openblas_sgemm");
+    req = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:{s:f, s:f}, s:o, s:i, s:i, s:f, "
+                    "s:f, s:f}",
+                    "op", "measure", "kernel", k->name, "source", v->source, "defines", defines,
+                    "problem", problem, "problem_names", names, "buffers", bufs, "reference", ref,
+                    "tolerance", "rtol", k->rtol, "atol", k->atol, "flops", number_json(p->flops),
+                    "min_repeats", o->min_repeats, "max_repeats", o->max_repeats, "min_seconds",
+                    o->min_seconds, "max_seconds", o->max_seconds, "compile_timeout_s",
+                    o->compile_timeout_s);
+    if (!req)
+        goto oom;
+    if (b->dev->kind == KSPEC_CUDA) {
+        long long block[3], grid[3], shared = 0;
+        kt_error why;
+        kt_error_clear(&why);
+        if (kernel_spec_launch(k, t->sp, id, p, block, grid, &shared, &why) < 0) {
+            snprintf(invalid_reason, cap, "%s", why.message);
+            goto out;
+        }
+        if (json_object_set_new(req, "entry", json_string(v->entry)) < 0 ||
+            json_object_set_new(req, "block",
+                                json_pack("[I,I,I]", (json_int_t)block[0], (json_int_t)block[1],
+                                          (json_int_t)block[2])) < 0 ||
+            json_object_set_new(req, "grid",
+                                json_pack("[I,I,I]", (json_int_t)grid[0], (json_int_t)grid[1],
+                                          (json_int_t)grid[2])) < 0 ||
+            json_object_set_new(req, "shared_bytes", json_integer((json_int_t)shared)) < 0)
+            goto oom;
+    }
+    ok = 1;
+    goto out;
+oom:
+    kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory building a runner request");
+out:
+    json_decref(problem);
+    json_decref(names);
+    json_decref(bufs);
+    json_decref(defines);
+    json_decref(ref);
+    if (!ok) {
+        json_decref(req);
+        req = NULL;
+    }
+    return req;
+}
+
+static double num_field(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    double d = json_is_number(v) ? json_number_value(v) : 0.0;
+    return isfinite(d) && d >= 0 ? d : 0.0;
+}
+
+/* The runner's reply as a trial result. -1 when the reply is not one (a refused request). */
+static int map_reply(real_backend *b, json_t *reply, trial_result *out, kt_error *err)
+{
+    static const char *const copied[] = {"error", "message", "reason"};
+    const char *st = json_string_value(json_object_get(reply, "status"));
+    json_t *extras = json_object_get(reply, "extras");
+    trial_status s;
+
+    if (!st) {
+        const char *why = json_string_value(json_object_get(reply, "error"));
+        if (!why)
+            why = json_string_value(json_object_get(reply, "reason"));
+        return kt_error_set(err, KT_ERR_MEASURE, "the runner refused the measure request: %.300s",
+                            why ? why : "no status in its reply");
+    }
+    if (trial_status_parse(st, &s) < 0 || !trial_status_is_final(s))
+        return kt_error_set(err, KT_ERR_MEASURE,
+                            "the runner replied with an unknown status '%.64s'", st);
+    out->extras = json_is_object(extras) ? json_deep_copy(extras) : json_object();
+    for (size_t i = 0; out->extras && i < sizeof copied / sizeof copied[0]; i++) {
+        json_t *v = json_object_get(reply, copied[i]);
+        if (json_is_string(v) && !json_object_get(out->extras, copied[i]))
+            json_object_set(out->extras, copied[i], v);
+    }
+    if (json_is_true(json_object_get(reply, "context_lost")) ||
+        json_is_true(json_object_get(extras, "context_lost")))
+        b->restart = 1;
+    out->status = s;
+    out->compile_ms = num_field(reply, "compile_ms");
+    out->measure_ms = num_field(reply, "measure_ms");
+    out->noise_cv = num_field(reply, "noise_cv");
+    if (s == TRIAL_OK) {
+        out->time_ms = num_field(reply, "time_ms");
+        const json_t *rep = json_object_get(reply, "repeats");
+        out->repeats = json_is_integer(rep) ? (int)json_integer_value(rep) : 0;
+        if (!(out->time_ms > 0)) {
+            trial_result_release(out);
+            trial_result_init(out);
+            return kt_error_set(err, KT_ERR_MEASURE, "the runner replied ok without a time");
+        }
+    }
+    return 0;
+}
+
+int real_measure(void *impl, const tune_target *t, config_id id, trial_result *out, kt_error *err)
+{
+    real_backend *b = impl;
+    const kernel_spec *k = NULL;
+    kspec_problem p;
+    json_t *req = NULL, *reply = NULL;
+    runner_end end;
+    char reason[KT_ERROR_MESSAGE_MAX], sig[16];
+    int rc = -1;
+
+    trial_result_init(out);
+    if (!t || !t->device || strcmp(t->device, b->dev->name) != 0 || !t->sp) {
+        kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s", b->dev->name);
+        goto out;
+    }
+    k = catalog_find_kernel(b->cat, t->kernel);
+    if (!k || !k->variants[b->dev->kind].present ||
+        space_num_params(t->sp) != k->variants[b->dev->kind].n_params) {
+        kt_error_set(err, KT_ERR_INTERNAL, "kernel %s is not offered on %s",
+                     t->kernel ? t->kernel : "", b->dev->name);
+        goto out;
+    }
+    if (id >= space_count(t->sp)) {
+        kt_error_set(err, KT_ERR_INTERNAL, "configuration id %llu is outside the space (%llu)",
+                     (unsigned long long)id, (unsigned long long)space_count(t->sp));
+        goto out;
+    }
+    if (kernel_spec_problem(k, t->problem, &p, err) < 0)
+        goto out;
+    reason[0] = '\0';
+    req = build_request(b, k, t, id, &p, reason, sizeof reason, err);
+    if (!req) {
+        if (reason[0]) {
+            out->status = TRIAL_INVALID;
+            out->extras = json_pack("{s:s}", "reason", reason);
+            rc = 0;
+        }
+        goto out;
+    }
+    seen_target *seen = seen_for(b, t);
+    double timeout = deadline_s(b, seen);
+    pthread_mutex_lock(b->dev->lock);
+    if (b->restart) {
+        log_info("runner %s: restarting after a lost device context", b->dev->name);
+        runner_client_stop(b->runner, REAL_STOP_GRACE_S);
+        b->restart = 0;
+    }
+    int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+    pthread_mutex_unlock(b->dev->lock);
+    switch (got) {
+    case RUNNER_REPLY:
+        if (map_reply(b, reply, out, err) < 0)
+            goto out;
+        if (out->status == TRIAL_OK && seen && (seen->best_ms <= 0 || out->time_ms < seen->best_ms))
+            seen->best_ms = out->time_ms;
+        break;
+    case RUNNER_DEADLINE:
+        out->status = TRIAL_TIMEOUT;
+        out->measure_ms = end.waited_s * 1000.0;
+        out->extras = json_pack("{s:f, s:f, s:s}", "seconds", end.waited_s, "deadline_s", timeout,
+                                "reason", "no reply before the deadline; the runner was killed");
+        log_info("%s on %s, configuration %llu: no reply within %.1f s; runner killed", k->name,
+                 b->dev->name, (unsigned long long)id, timeout);
+        break;
+    case RUNNER_DIED:
+        out->status = TRIAL_RUNTIME_ERROR;
+        out->measure_ms = end.waited_s * 1000.0;
+        if (end.signal)
+            out->extras = json_pack("{s:i, s:s, s:s}", "signal", end.signal, "signal_name",
+                                    runner_signal_name(end.signal, sig, sizeof sig), "reason",
+                                    "the runner died during the measurement");
+        else
+            out->extras = json_pack("{s:i, s:s}", "exit_code", end.exit_code, "reason",
+                                    "the runner exited during the measurement");
+        log_info("%s on %s, configuration %llu: the runner died (%s %d)", k->name, b->dev->name,
+                 (unsigned long long)id, end.signal ? "signal" : "exit code",
+                 end.signal ? end.signal : end.exit_code);
+        break;
+    default:
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(req);
+    json_decref(reply);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* measure/runner_client — one ktune-runner child process (service/runner/PROTOCOL.md): spawned with
+ * pipes (its stderr is ktuned's, every other descriptor closed, killed by the kernel if the thread
+ * that started it ends), one JSON request written and its reply awaited with a deadline; a runner
+ * that overruns is killed, one that dies is reaped, and the next call starts a fresh one.
+ *
+ * Lifecycle: runner_client_new -> runner_client_call* -> runner_client_free (stops the process).
+ * One client per thread; the thread that starts the runner must outlive it. */
+#ifndef KT_MEASURE_RUNNER_CLIENT_H
+#define KT_MEASURE_RUNNER_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../core/error.h"
+
+#define RUNNER_MAX_LINE (4 << 20) /* longest reply line accepted */
+
+typedef struct runner_client runner_client;
+
+typedef struct runner_spawn {
+    const char *path;      /* the ktune-runner binary */
+    const char *device;    /* "cpu", "cuda:0" */
+    const char *cache_dir; /* --cache-dir */
+    int cpu_core;          /* --cpu-core, or -1 for none */
+} runner_spawn;
+
+typedef enum { RUNNER_REPLY = 0, RUNNER_DEADLINE, RUNNER_DIED } runner_outcome;
+
+/* How a call ended. */
+typedef struct runner_end {
+    double waited_s; /* from the start of the call to the reply, the deadline or the death */
+    int signal;      /* RUNNER_DIED: the signal that ended the runner, else 0 */
+    int exit_code;   /* RUNNER_DIED: its exit code when it exited, else -1 */
+} runner_end;
+
+/* Copies the options; starts nothing. */
+runner_client *runner_client_new(const runner_spawn *opt, kt_error *err);
+int runner_client_running(const runner_client *r);
+/* Starts the process if it is not running. Errors: KT_ERR_MEASURE (cannot be executed). */
+int runner_client_start(runner_client *r, kt_error *err);
+/* Starts the runner if needed, sets request's "id", writes it and waits at most timeout_s for the
+ * reply with that id. Returns the outcome: RUNNER_REPLY with *reply set (new reference);
+ * RUNNER_DEADLINE (the runner was killed) or RUNNER_DIED (it ended; reaped) with end filled, after
+ * which the next call starts a new runner. -1 with err set when the runner cannot be started or
+ * broke the protocol (it is then killed). */
+int runner_client_call(runner_client *r, json_t *request, double timeout_s, json_t **reply,
+                       runner_end *end, kt_error *err);
+/* SIGKILL and reap; nothing when not running. */
+void runner_client_kill(runner_client *r);
+/* Closes the runner's stdin, waits up to grace_s for it to exit, then kills it. */
+void runner_client_stop(runner_client *r, double grace_s);
+void runner_client_free(runner_client *r);
+
+/* "SIGSEGV" for 11; "SIG<n>" for signals without a name here. */
+const char *runner_signal_name(int sig, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,336 @@
+/* Compiling CPU kernels and references into the binary cache: `<cache-dir>/<hash>.so`, the hash
+ * (FNV-1a 64) over a kind tag, the compiler's version line, the host CPU (model and isa:
+ * -march=native depends on it), the flags, the sorted defines and the source bytes. A binary is
+ * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
+ * partial file. The compiler runs with fork/execvp (no shell) under a deadline that kills its whole
+ * process group. */
+#include "runner.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CPU_COMPILER "cc"
+
+static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
+                                           "-shared"};
+static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
+
+uint64_t runner_fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* Hashes a field with its length first, so that field boundaries are part of the hash. */
+static uint64_t hash_field(uint64_t h, const void *data, size_t n)
+{
+    uint64_t len = n;
+    h = runner_fnv1a(h, &len, sizeof len);
+    return runner_fnv1a(h, data, n);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Keeps the last `keep` bytes seen in acc. */
+static void tail_append(char *acc, size_t *len, size_t keep, const char *data, size_t n)
+{
+    if (keep == 0)
+        return;
+    if (n >= keep) {
+        memcpy(acc, data + n - keep, keep);
+        *len = keep;
+        return;
+    }
+    if (*len + n > keep) {
+        size_t drop = *len + n - keep;
+        memmove(acc, acc + drop, *len - drop);
+        *len -= drop;
+    }
+    memcpy(acc + *len, data, n);
+    *len += n;
+}
+
+/* In the child between fork and exec: async-signal-safe calls only. */
+static void child_exec(char *const argv[], int devnull, int out_fd)
+{
+    setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
+    if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+        dup2(out_fd, STDERR_FILENO) < 0)
+        _exit(127);
+    execvp(argv[0], argv);
+    static const char msg[] = "ktune-runner: cannot execute ";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    w = write(STDERR_FILENO, argv[0], strlen(argv[0]));
+    w = write(STDERR_FILENO, "\n", 1);
+    (void)w;
+    _exit(127);
+}
+
+int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tail_cap, int *wstatus,
+                    kt_error *err)
+{
+    int rc = -1, timed_out = 0, reaped = 0;
+    int fds[2] = {-1, -1}, devnull = -1;
+    size_t keep = tail_cap > 0 ? tail_cap - 1 : 0, len = 0;
+    char chunk[4096];
+    pid_t pid = -1;
+    *wstatus = 0;
+    if (tail_cap > 0)
+        tail[0] = '\0';
+    if (pipe2(fds, O_CLOEXEC) < 0 || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        kt_error_set(err, KT_ERR_IO, "cannot run %s: %s", argv[0], strerror(errno));
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        kt_error_set(err, KT_ERR_IO, "cannot run %s: fork: %s", argv[0], strerror(errno));
+        goto out;
+    }
+    if (pid == 0)
+        child_exec(argv, devnull, fds[1]);
+    setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
+    close(fds[1]);
+    fds[1] = -1;
+    double deadline = now_s() + timeout_s;
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+        if (pr <= 0)
+            continue; /* timeout or EINTR: the deadline check decides */
+        ssize_t n = read(fds[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* end of output: the command is exiting */
+        tail_append(tail, &len, keep, chunk, (size_t)n);
+    }
+    while (!timed_out) {
+        pid_t w = waitpid(pid, wstatus, WNOHANG);
+        if (w == pid) {
+            reaped = 1;
+            break;
+        }
+        if (w < 0 && errno != EINTR)
+            break;
+        if (now_s() >= deadline) {
+            timed_out = 1;
+            break;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (!reaped) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (tail_cap > 0)
+        tail[len] = '\0';
+    rc = timed_out ? 1 : 0;
+out:
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (fds[1] >= 0)
+        close(fds[1]);
+    if (devnull >= 0)
+        close(devnull);
+    return rc;
+}
+
+/* Reads a whole source file (at most RUNNER_MAX_SOURCE_BYTES) into *data (malloc'd). */
+static int read_source(const char *path, char **data, size_t *size, kt_error *err)
+{
+    int rc = -1, fd = -1;
+    char *buf = NULL;
+    struct stat st;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        kt_error_set(err, KT_ERR_IO, "cannot read source %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size > RUNNER_MAX_SOURCE_BYTES) {
+        kt_error_set(err, KT_ERR_IO, "source %s is not a regular file of at most %d bytes", path,
+                     RUNNER_MAX_SOURCE_BYTES);
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot read source %s: out of memory", path);
+        goto out;
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got != (size_t)st.st_size) {
+        kt_error_set(err, KT_ERR_IO, "cannot read source %s: short read", path);
+        goto out;
+    }
+    *data = buf;
+    *size = got;
+    buf = NULL;
+    rc = 0;
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
+                            const runner_define *defines, int n_defines, int reference)
+{
+    const char *tag = reference ? "ktune-cpu-reference-v1" : "ktune-cpu-kernel-v1";
+    const char *const *flags = reference ? reference_flags : kernel_flags;
+    size_t n_flags = reference ? sizeof reference_flags / sizeof *reference_flags
+                               : sizeof kernel_flags / sizeof *kernel_flags;
+    uint64_t h = hash_field(RUNNER_FNV_OFFSET, tag, strlen(tag));
+    h = hash_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
+    h = hash_field(h, r->cpu.model, strlen(r->cpu.model));
+    h = hash_field(h, r->cpu.isa, strlen(r->cpu.isa));
+    for (size_t i = 0; i < n_flags; i++)
+        h = hash_field(h, flags[i], strlen(flags[i]));
+    for (int i = 0; i < n_defines; i++) {
+        char def[RUNNER_NAME_MAX + 32];
+        int n = snprintf(def, sizeof def, "%s=%lld", defines[i].name, defines[i].value);
+        h = hash_field(h, def, (size_t)n);
+    }
+    return hash_field(h, src, src_len);
+}
+
+/* Runs the compiler into a temporary file and renames it into out->path. */
+static int compile_into_cache(const char *source, const runner_define *defines, int n_defines,
+                              int reference, double timeout_s, cpu_binary *out, kt_error *err)
+{
+    int rc = -1;
+    char tmp[RUNNER_PATH_MAX + 64];
+    char defs[RUNNER_MAX_DEFINES][RUNNER_NAME_MAX + 32];
+    char *argv[16 + RUNNER_MAX_DEFINES];
+    int argc = 0, ws = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", out->path, (long)getpid(), (long)ts.tv_nsec);
+    argv[argc++] = (char *)CPU_COMPILER;
+    const char *const *flags = reference ? reference_flags : kernel_flags;
+    size_t n_flags = reference ? sizeof reference_flags / sizeof *reference_flags
+                               : sizeof kernel_flags / sizeof *kernel_flags;
+    for (size_t i = 0; i < n_flags; i++)
+        argv[argc++] = (char *)flags[i];
+    for (int i = 0; i < n_defines; i++) {
+        snprintf(defs[i], sizeof defs[i], "-D%s=%lld", defines[i].name, defines[i].value);
+        argv[argc++] = defs[i];
+    }
+    argv[argc++] = (char *)"-o";
+    argv[argc++] = tmp;
+    argv[argc++] = (char *)source;
+    argv[argc] = NULL;
+    double t0 = now_s();
+    int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, err);
+    out->compile_ms = (now_s() - t0) * 1000.0;
+    if (run < 0)
+        goto out;
+    if (run == 1) {
+        out->status = CPU_BUILD_TIMEOUT;
+        rc = 0;
+        goto out;
+    }
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+        out->status = CPU_BUILD_FAILED;
+        if (out->log[0] == '\0')
+            snprintf(out->log, sizeof out->log, "%s: the compiler failed without output", source);
+        rc = 0;
+        goto out;
+    }
+    if (rename(tmp, out->path) < 0) {
+        kt_error_set(err, KT_ERR_IO, "cannot store %s in the cache: %s", out->path,
+                     strerror(errno));
+        goto out;
+    }
+    out->status = CPU_BUILD_OK;
+    rc = 0;
+out:
+    unlink(tmp); /* gone after a successful rename; a leftover otherwise */
+    return rc;
+}
+
+int cpu_build(const runner *r, const char *source, const runner_define *defines, int n_defines,
+              int reference, double timeout_s, cpu_binary *out, kt_error *err)
+{
+    int rc = -1;
+    char *src = NULL;
+    size_t src_len = 0;
+    memset(out, 0, sizeof *out);
+    if (read_source(source, &src, &src_len, err) < 0)
+        goto out;
+    uint64_t h = binary_hash(r, src, src_len, reference ? NULL : defines, reference ? 0 : n_defines,
+                             reference);
+    snprintf(out->name, sizeof out->name, "%016llx.so", (unsigned long long)h);
+    int n = snprintf(out->path, sizeof out->path, "%s/%s", r->cache_dir, out->name);
+    if (n < 0 || (size_t)n >= sizeof out->path) {
+        kt_error_set(err, KT_ERR_IO, "cache path for %s is too long", source);
+        goto out;
+    }
+    if (access(out->path, R_OK) == 0) {
+        out->cached = 1;
+        out->status = CPU_BUILD_OK;
+        rc = 0;
+        goto out;
+    }
+    rc = compile_into_cache(source, defines, reference ? 0 : n_defines, reference, timeout_s, out,
+                            err);
+out:
+    free(src);
+    return rc;
+}
+
+void *cpu_load(const char *path, const char *symbol, void **fn, char *log, size_t log_cap)
+{
+    *fn = NULL;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(log, log_cap, "cannot load %s: %s", path, e ? e : "unknown error");
+        return NULL;
+    }
+    dlerror();
+    *fn = dlsym(h, symbol);
+    if (!*fn) {
+        snprintf(log, log_cap,
+                 "the compiled source does not define '%s' (int %s(float *const *buffers, const "
+                 "long long *problem))",
+                 symbol, symbol);
+        dlclose(h);
+        return NULL;
+    }
+    return h;
+}

@@ -1,0 +1,301 @@
+/* One CPU measure request end to end: build (or find) the kernel and reference binaries, prepare
+ * the problem state, run once with NaN outputs and verify every output element, then time repeats
+ * with CLOCK_MONOTONIC around each call until min_repeats and min_seconds are reached (max_repeats
+ * and max_seconds stop it earlier) and report the median and the coefficient of variation. */
+#include "runner.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void set_real(json_t *obj, const char *key, double v)
+{
+    json_object_set_new(obj, key, runner_json_real(v));
+}
+
+static json_t *extras_of(json_t *reply)
+{
+    return json_object_get(reply, "extras");
+}
+
+/* compile_error or timeout, from a failed build of the kernel or the reference. */
+static json_t *build_failure_reply(const cpu_binary *b, int reference, double compile_ms,
+                                   double timeout_s)
+{
+    const char *status = b->status == CPU_BUILD_TIMEOUT ? "timeout" : "compile_error";
+    json_t *reply = runner_status_reply(status, compile_ms);
+    json_t *ex = extras_of(reply);
+    json_object_set_new(ex, "log", runner_json_text(b->log, strlen(b->log)));
+    json_object_set_new(ex, "cached_binary", json_false());
+    if (reference)
+        json_object_set_new(ex, "reference", json_true());
+    if (b->status == CPU_BUILD_TIMEOUT) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "the compiler ran longer than compile_timeout_s (%g s)",
+                 timeout_s);
+        json_object_set_new(ex, "reason", json_string(reason));
+    }
+    return reply;
+}
+
+static json_t *invalid_reply(const char *reason, double compile_ms, double measure_ms)
+{
+    json_t *reply = runner_status_reply("invalid", compile_ms);
+    set_real(reply, "measure_ms", measure_ms);
+    json_object_set_new(extras_of(reply), "reason", runner_json_text(reason, strlen(reason)));
+    return reply;
+}
+
+typedef struct verify_result {
+    double max_abs_err; /* NaN when an output or expected element is NaN */
+    long long bad;      /* elements out of tolerance */
+    int first_buffer;   /* -1 when every element passed */
+    long long first_index;
+    float first_value, first_expected;
+} verify_result;
+
+static void verify_outputs(const cpu_problem *p, double rtol, double atol, verify_result *v)
+{
+    int nan_seen = 0;
+    memset(v, 0, sizeof *v);
+    v->first_buffer = -1;
+    for (int i = 0; i < p->n_buffers; i++) {
+        if (!p->buffers[i].output)
+            continue;
+        const float *o = p->data[i], *e = p->expected[i];
+        for (long long k = 0; k < p->buffers[i].elements; k++) {
+            double d = fabs((double)o[k] - (double)e[k]);
+            if (isnan(d))
+                nan_seen = 1;
+            else if (d > v->max_abs_err)
+                v->max_abs_err = d;
+            if (d <= atol + rtol * fabs((double)e[k]))
+                continue; /* false for NaN */
+            if (v->bad++ == 0) {
+                v->first_buffer = i;
+                v->first_index = k;
+                v->first_value = o[k];
+                v->first_expected = e[k];
+            }
+        }
+    }
+    if (nan_seen)
+        v->max_abs_err = NAN;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct timing {
+    double median_ms, mean_ms, min_ms, cv;
+    int repeats;
+    int returned; /* non-zero: the kernel returned this on a timed run */
+} timing;
+
+/* Timed repeats; the verification run before was the warm-up. times holds max_repeats entries. */
+static void time_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_req *q,
+                        double *times, timing *t)
+{
+    memset(t, 0, sizeof *t);
+    double start = now_ms();
+    int n = 0;
+    while (n < q->max_repeats) {
+        double t0 = now_ms();
+        int rc = fn(p->data, p->problem);
+        double t1 = now_ms();
+        if (rc != 0) {
+            t->returned = rc;
+            return;
+        }
+        times[n++] = t1 - t0;
+        double elapsed_s = (t1 - start) * 1e-3;
+        if (n >= q->min_repeats && elapsed_s >= q->min_seconds)
+            break;
+        if (elapsed_s >= q->max_seconds)
+            break;
+    }
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++)
+        sum += times[i];
+    t->mean_ms = sum / n;
+    for (int i = 0; i < n; i++)
+        sq += (times[i] - t->mean_ms) * (times[i] - t->mean_ms);
+    double sd = n > 1 ? sqrt(sq / (n - 1)) : 0.0;
+    t->cv = t->mean_ms > 0 ? sd / t->mean_ms : 0.0;
+    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    t->median_ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    t->min_ms = times[0];
+    t->repeats = n;
+}
+
+static json_t *wrong_result_reply(const cpu_problem *p, const verify_result *v, double compile_ms,
+                                  double measure_ms)
+{
+    json_t *reply = runner_status_reply("wrong_result", compile_ms);
+    json_t *ex = extras_of(reply);
+    set_real(reply, "measure_ms", measure_ms);
+    set_real(ex, "max_abs_err", v->max_abs_err);
+    json_object_set_new(ex, "bad_elements", json_integer(v->bad));
+    json_object_set_new(ex, "first_bad_buffer", json_string(p->buffers[v->first_buffer].name));
+    json_object_set_new(ex, "first_bad_index", json_integer(v->first_index));
+    set_real(ex, "first_bad_value", v->first_value);
+    set_real(ex, "first_bad_expected", v->first_expected);
+    return reply;
+}
+
+/* Loads the kernel into *handle; a cached binary that does not load is rebuilt once. Returns 0, 1
+ * when it does not load (b->log says why, b->status tells a failed rebuild), -1 with err. */
+static int load_kernel(runner *r, const runner_measure_req *q, cpu_binary *b, void **handle,
+                       void **fn, kt_error *err)
+{
+    *handle = cpu_load(b->path, "ktune_kernel", fn, b->log, sizeof b->log);
+    if (*handle)
+        return 0;
+    if (!b->cached)
+        return 1;
+    log_warn("cached binary %s does not load (%s); rebuilding it", b->path, b->log);
+    unlink(b->path);
+    if (cpu_build(r, q->source, q->defines, q->n_defines, 0, q->compile_timeout_s, b, err) < 0)
+        return -1;
+    if (b->status != CPU_BUILD_OK)
+        return 1;
+    *handle = cpu_load(b->path, "ktune_kernel", fn, b->log, sizeof b->log);
+    return *handle ? 0 : 1;
+}
+
+/* Verification and timing with the kernel loaded and the problem prepared. */
+static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_req *q,
+                           const cpu_binary *kb, double *times)
+{
+    char reason[256];
+    double compile_ms = kb->cached ? 0.0 : kb->compile_ms;
+    double start = now_ms();
+    cpu_problem_poison_outputs(p);
+    double v0 = now_ms();
+    int rc = fn(p->data, p->problem);
+    double verify_ms = now_ms() - v0;
+    if (rc != 0) {
+        snprintf(reason, sizeof reason,
+                 "the kernel returned %d (this configuration cannot run this problem)", rc);
+        return invalid_reply(reason, compile_ms, now_ms() - start);
+    }
+    int bad_input = cpu_problem_check_inputs(p);
+    if (bad_input >= 0) {
+        snprintf(reason, sizeof reason,
+                 "the kernel wrote to input buffer '%s' (inputs are read-only)",
+                 p->buffers[bad_input].name);
+        return invalid_reply(reason, compile_ms, now_ms() - start);
+    }
+    verify_result v;
+    verify_outputs(p, q->rtol, q->atol, &v);
+    if (v.bad > 0)
+        return wrong_result_reply(p, &v, compile_ms, now_ms() - start);
+    timing t;
+    time_kernel(fn, p, q, times, &t);
+    if (t.returned != 0) {
+        snprintf(reason, sizeof reason, "the kernel returned %d on a timed run", t.returned);
+        return invalid_reply(reason, compile_ms, now_ms() - start);
+    }
+    bad_input = cpu_problem_check_inputs(p);
+    if (bad_input >= 0) {
+        snprintf(reason, sizeof reason,
+                 "the kernel wrote to input buffer '%s' on a timed run (inputs are read-only)",
+                 p->buffers[bad_input].name);
+        return invalid_reply(reason, compile_ms, now_ms() - start);
+    }
+    json_t *reply = runner_status_reply("ok", compile_ms);
+    json_t *ex = extras_of(reply);
+    set_real(reply, "time_ms", t.median_ms);
+    json_object_set_new(reply, "repeats", json_integer(t.repeats));
+    set_real(reply, "noise_cv", t.cv);
+    set_real(reply, "measure_ms", now_ms() - start);
+    if (q->flops > 0 && t.median_ms > 0)
+        set_real(ex, "gflops", q->flops / (t.median_ms * 1e6));
+    set_real(ex, "max_abs_err", v.max_abs_err);
+    set_real(ex, "min_ms", t.min_ms);
+    set_real(ex, "mean_ms", t.mean_ms);
+    set_real(ex, "verify_ms", verify_ms);
+    return reply;
+}
+
+json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
+{
+    json_t *reply = NULL;
+    cpu_binary *kb = calloc(1, sizeof *kb), *rb = calloc(1, sizeof *rb);
+    double *times = malloc(sizeof *times * (size_t)q->max_repeats);
+    void *handle = NULL, *fn = NULL;
+    char reason[512];
+    int reused = 0;
+    if (!kb || !rb || !times) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the measure state");
+        goto out;
+    }
+    if (cpu_build(r, q->source, q->defines, q->n_defines, 0, q->compile_timeout_s, kb, err) < 0)
+        goto out;
+    if (kb->status != CPU_BUILD_OK) {
+        reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
+        goto out;
+    }
+    if (q->ref_kind == RUNNER_REF_C) {
+        if (cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err) < 0)
+            goto out;
+        if (rb->status != CPU_BUILD_OK) {
+            reply =
+                build_failure_reply(rb, 1, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
+            goto out;
+        }
+    }
+    int loaded = load_kernel(r, q, kb, &handle, &fn, err);
+    if (loaded < 0)
+        goto out;
+    if (loaded > 0) {
+        if (kb->status == CPU_BUILD_OK)
+            kb->status = CPU_BUILD_FAILED; /* built, but not loadable: a compile_error too */
+        reply = build_failure_reply(kb, 0, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
+        goto out;
+    }
+    int prep = cpu_problem_prepare(r, q, q->ref_kind == RUNNER_REF_C ? rb->path : NULL, &reused,
+                                   reason, sizeof reason, err);
+    if (prep < 0)
+        goto out;
+    if (prep > 0) {
+        reply = invalid_reply(reason, kb->cached ? 0 : kb->compile_ms, 0);
+        goto out;
+    }
+    reply = run_measure((cpu_kernel_fn)fn, r->problem, q, kb, times);
+    if (!reply) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot build the measure reply");
+        goto out;
+    }
+    json_t *ex = extras_of(reply);
+    json_object_set_new(ex, "cached_binary", json_boolean(kb->cached));
+    json_object_set_new(ex, "binary", json_string(kb->name));
+    json_object_set_new(ex, "problem_reused", json_boolean(reused));
+    set_real(ex, "setup_ms", reused ? 0.0 : r->problem->setup_ms);
+    if (q->ref_kind == RUNNER_REF_C && !rb->cached)
+        set_real(ex, "reference_compile_ms", rb->compile_ms);
+    log_debug("measure %s %s: %s", q->kernel, kb->name,
+              json_string_value(json_object_get(reply, "status")));
+out:
+    if (handle)
+        dlclose(handle);
+    free(times);
+    free(rb);
+    free(kb);
+    return reply;
+}

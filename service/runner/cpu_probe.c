@@ -1,0 +1,219 @@
+/* What the CPU device is: model, cores, the instruction-set flags kernels care about, the vector
+ * width, the cache sizes and the compiler that builds the kernels. Read once at start-up into
+ * r->cpu; the probe reply and the binary-cache hash both use it. */
+#include "runner.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CPUINFO_LINE_MAX (64 * 1024)
+
+/* Flags reported by the probe, in this order, when /proc/cpuinfo lists them (x86 "flags", Arm
+ * "Features"). */
+static const char *const isa_of_interest[] = {
+    "sse4_2",     "avx",         "avx2",        "fma",         "f16c",     "bmi2",
+    "avx512f",    "avx512dq",    "avx512cd",    "avx512bw",    "avx512vl", "avx512ifma",
+    "avx512vbmi", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile",
+    "amx_bf16",   "amx_int8",    "asimd",       "asimdhp",     "sve",      "sve2",
+};
+
+/* Copies src, truncated to fit cap bytes with the NUL. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Value of a "key<tabs>: value" line, trimmed; NULL when the line is not that key. */
+static char *cpuinfo_value(char *line, const char *key)
+{
+    size_t n = strlen(key);
+    if (strncmp(line, key, n) != 0)
+        return NULL;
+    char *p = line + n;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p != ':')
+        return NULL;
+    p++;
+    while (*p == ' ')
+        p++;
+    size_t len = strlen(p);
+    while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == ' '))
+        p[--len] = '\0';
+    return p;
+}
+
+static int has_token(const char *list, const char *tok)
+{
+    size_t n = strlen(tok);
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        if ((size_t)(e - p) == n && strncmp(p, tok, n) == 0)
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+static void read_cpuinfo(cpu_info *info)
+{
+    char *line = malloc(CPUINFO_LINE_MAX);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int have_flags = 0;
+    if (!line || !f)
+        goto out;
+    while (fgets(line, CPUINFO_LINE_MAX, f)) {
+        char *v;
+        if (line[0] == '\n' && info->model[0] && have_flags)
+            break; /* the first processor is enough */
+        if (!info->model[0] && (v = cpuinfo_value(line, "model name")))
+            copy_text(info->model, sizeof info->model, v);
+        if (!have_flags &&
+            ((v = cpuinfo_value(line, "flags")) || (v = cpuinfo_value(line, "Features")))) {
+            have_flags = 1;
+            size_t used = 0;
+            for (size_t i = 0; i < sizeof isa_of_interest / sizeof *isa_of_interest; i++) {
+                if (!has_token(v, isa_of_interest[i]))
+                    continue;
+                int n = snprintf(info->isa + used, sizeof info->isa - used, "%s%s", used ? " " : "",
+                                 isa_of_interest[i]);
+                if (n < 0 || (size_t)n >= sizeof info->isa - used)
+                    break;
+                used += (size_t)n;
+            }
+        }
+    }
+out:
+    if (f)
+        fclose(f);
+    free(line);
+    if (!info->model[0])
+        copy_text(info->model, sizeof info->model, "unknown");
+}
+
+/* Reads a one-line sysfs file (trimmed) into buf; -1 when missing. */
+static int read_small_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *ok = fgets(buf, (int)cap, f);
+    fclose(f);
+    if (!ok)
+        return -1;
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    return 0;
+}
+
+/* "32K", "1024K", "32M", "512" -> bytes; -1 when malformed. */
+static long long parse_size(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 0)
+        return -1;
+    if (*end == 'K')
+        return v * 1024;
+    if (*end == 'M')
+        return v * 1024 * 1024;
+    if (*end == 'G')
+        return v * 1024 * 1024 * 1024;
+    return *end == '\0' ? v : -1;
+}
+
+static void read_caches(cpu_info *info)
+{
+    for (int i = 0; i < RUNNER_MAX_CACHES; i++) {
+        char path[128], level[32], type[32], size[32];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if (read_small_file(path, level, sizeof level) < 0)
+            break;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (read_small_file(path, type, sizeof type) < 0)
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (read_small_file(path, size, sizeof size) < 0)
+            continue;
+        cpu_cache_desc *c = &info->caches[info->n_caches++];
+        c->level = atoi(level);
+        copy_text(c->type, sizeof c->type, type);
+        c->bytes = parse_size(size);
+        if (c->bytes < 0)
+            c->bytes = 0;
+        int data = strcmp(c->type, "Instruction") != 0;
+        if (c->level == 1 && data && !info->l1d_bytes)
+            info->l1d_bytes = c->bytes;
+        else if (c->level == 2 && data && !info->l2_bytes)
+            info->l2_bytes = c->bytes;
+        else if (c->level == 3 && data && !info->l3_bytes)
+            info->l3_bytes = c->bytes;
+    }
+}
+
+static void read_compiler(cpu_info *info)
+{
+    char out[1024];
+    int ws = 0;
+    char *argv[] = {(char *)"cc", (char *)"--version", NULL};
+    kt_error err;
+    info->compiler[0] = '\0';
+    if (cpu_run_command(argv, 10.0, out, sizeof out, &ws, &err) != 0 || !WIFEXITED(ws) ||
+        WEXITSTATUS(ws) != 0)
+        return;
+    out[strcspn(out, "\n")] = '\0';
+    copy_text(info->compiler, sizeof info->compiler, out);
+}
+
+void cpu_info_read(cpu_info *info)
+{
+    memset(info, 0, sizeof *info);
+    read_cpuinfo(info);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    info->cores = n > 0 ? (int)n : 1;
+    if (has_token(info->isa, "avx512f"))
+        info->vector_bits = 512;
+    else if (has_token(info->isa, "avx2"))
+        info->vector_bits = 256;
+    else
+        info->vector_bits = 128;
+    read_caches(info);
+    read_compiler(info);
+}
+
+json_t *cpu_probe_json(const runner *r)
+{
+    const cpu_info *c = &r->cpu;
+    json_t *isa = json_array();
+    json_t *caches = json_array();
+    const char *p = c->isa;
+    while (*p) {
+        size_t n = strcspn(p, " ");
+        json_array_append_new(isa, json_stringn(p, n));
+        p += n;
+        p += strspn(p, " ");
+    }
+    for (int i = 0; i < c->n_caches; i++)
+        json_array_append_new(caches, json_pack("{s:i, s:s, s:I}", "level", c->caches[i].level,
+                                                "type", c->caches[i].type, "bytes",
+                                                (json_int_t)c->caches[i].bytes));
+    const char *blas = openblas_get_config();
+    return json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:s}", "kind", "cpu",
+                     "model", c->model, "cores", c->cores, "isa", isa, "vector_bits",
+                     c->vector_bits, "l1d_bytes", (json_int_t)c->l1d_bytes, "l2_bytes",
+                     (json_int_t)c->l2_bytes, "l3_bytes", (json_int_t)c->l3_bytes, "caches", caches,
+                     "compiler", runner_json_text(c->compiler, strlen(c->compiler)), "cpu_core",
+                     r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas",
+                     blas ? blas : "");
+}

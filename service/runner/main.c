@@ -1,0 +1,278 @@
+/* ktune-runner: compiles, runs, verifies and times kernels for one device, one JSON request per
+ * line on stdin, one reply per line on stdout, until stdin closes (service/runner/PROTOCOL.md).
+ * A kernel that crashes takes this process with it, on purpose: the backend sees EOF and restarts
+ * a runner. Logs go to stderr. */
+#include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "runner/runner.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
+          "                    [--log-level debug|info|warn|error]\n"
+          "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
+          "(see service/runner/PROTOCOL.md).\n",
+          f);
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+    fputs("ktune-runner: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    usage(stderr);
+    exit(2);
+}
+
+static int parse_nonneg_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* mkdir -p for the cache folder. */
+static int make_dirs(const char *path)
+{
+    char buf[RUNNER_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) && access(buf, W_OK | X_OK) == 0 ? 0 : -1;
+}
+
+static void parse_args(int argc, char **argv, runner *r)
+{
+    const char *device = NULL, *cache = NULL, *level = "info";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (i + 1 >= argc)
+            die_usage("%s needs a value (or is unknown)", a);
+        const char *v = argv[++i];
+        if (strcmp(a, "--device") == 0)
+            device = v;
+        else if (strcmp(a, "--cache-dir") == 0)
+            cache = v;
+        else if (strcmp(a, "--cpu-core") == 0) {
+            if (parse_nonneg_int(v, &r->cpu_core) < 0 || r->cpu_core >= CPU_SETSIZE)
+                die_usage("--cpu-core must be a core number (got '%s')", v);
+        } else if (strcmp(a, "--log-level") == 0)
+            level = v;
+        else
+            die_usage("unknown argument '%s'", a);
+    }
+    kt_log_level lvl;
+    if (kt_log_parse_level(level, &lvl) < 0)
+        die_usage("--log-level must be debug, info, warn or error (got '%s')", level);
+    kt_log_init(lvl);
+    if (!device)
+        die_usage("%s", "--device is required");
+    if (strcmp(device, "cpu") == 0)
+        r->cuda_ordinal = -1;
+    else if (strncmp(device, "cuda:", 5) != 0 || parse_nonneg_int(device + 5, &r->cuda_ordinal) < 0)
+        die_usage("--device must be cpu or cuda:N (got '%s')", device);
+    if (!cache)
+        die_usage("%s", "--cache-dir is required");
+    if (strlen(cache) + 64 >= sizeof r->cache_dir)
+        die_usage("--cache-dir is too long: %s", cache);
+    snprintf(r->cache_dir, sizeof r->cache_dir, "%s", cache);
+    if (make_dirs(r->cache_dir) < 0)
+        die_usage("--cache-dir %s is not a writable folder and cannot be created", cache);
+}
+
+static json_t *probe(runner *r, kt_error *err)
+{
+    if (r->cuda_ordinal < 0)
+        return json_pack("{s:b, s:o}", "ok", 1, "device", cpu_probe_json(r));
+    if (!r->cuda)
+        return json_pack("{s:b, s:s, s:s}", "ok", 0, "reason", r->cuda_reason, "error",
+                         r->cuda_reason);
+    json_t *dev = cuda_device_probe(r->cuda);
+    if (!dev) {
+        kt_error_set(err, KT_ERR_MEASURE, "the CUDA probe failed");
+        return NULL;
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "device", dev);
+}
+
+static json_t *measure(runner *r, const json_t *req, kt_error *err)
+{
+    json_t *reply = NULL;
+    runner_measure_req *q = NULL;
+    if (r->cuda_ordinal >= 0) {
+        if (!r->cuda) {
+            reply = runner_status_reply("runtime_error", 0.0);
+            json_object_set_new(json_object_get(reply, "extras"), "error",
+                                json_string(r->cuda_reason));
+            goto out;
+        }
+        reply = cuda_device_measure(r->cuda, req, r->cache_dir);
+        if (!reply)
+            kt_error_set(err, KT_ERR_MEASURE, "the CUDA measure returned no reply");
+        else if (!json_object_get(reply, "ok") && json_object_get(reply, "status"))
+            json_object_set_new(reply, "ok", json_true());
+        goto out;
+    }
+    q = malloc(sizeof *q);
+    if (!q) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the request");
+        goto out;
+    }
+    if (runner_parse_measure(req, q, err) < 0)
+        goto out;
+    reply = cpu_measure(r, q, err);
+out:
+    free(q);
+    return reply;
+}
+
+/* Answers one request line. Returns -1 when the reply cannot be written (stdout is gone). */
+static int serve_line(runner *r, FILE *out, const char *line, size_t len)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    const char *op = NULL;
+    json_t *reply = NULL;
+    json_t *req = runner_parse_line(line, len, &err);
+    json_t *id = req ? runner_request_id(req) : json_null();
+    if (req && runner_parse_header(req, &op, &err) == 0)
+        reply = strcmp(op, "probe") == 0 ? probe(r, &err) : measure(r, req, &err);
+    if (!reply) {
+        if (err.code == KT_OK)
+            kt_error_set(&err, KT_ERR_INTERNAL, "the request produced no reply");
+        log_warn("request rejected: %s", err.message);
+        reply = runner_error_reply(&err);
+    }
+    int rc = runner_write_reply(out, id, reply);
+    json_decref(reply);
+    json_decref(id);
+    json_decref(req);
+    return rc;
+}
+
+/* The protocol moves to private descriptors (close-on-exec): fd 0 becomes /dev/null and fd 1 a copy
+ * of stderr, so that a kernel that reads stdin or prints cannot corrupt the request/reply stream.
+ */
+static int protocol_streams(FILE **in, FILE **out)
+{
+    int pin = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    int pout = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (pin < 0 || pout < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 ||
+        dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+        return -1;
+    close(null);
+    *in = fdopen(pin, "r");
+    *out = fdopen(pout, "w");
+    return *in && *out ? 0 : -1;
+}
+
+static int is_blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.cuda_ordinal = -1;
+    r.cpu_core = -1;
+    parse_args(argc, argv, &r);
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout becomes a write error, then a clean exit */
+    if (r.cpu_core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r.cpu_core, &set);
+        if (sched_setaffinity(0, sizeof set, &set) < 0) {
+            fprintf(stderr, "ktune-runner: cannot pin to core %d: %s\n", r.cpu_core,
+                    strerror(errno));
+            return 2;
+        }
+    }
+    if (r.cuda_ordinal < 0) {
+        cpu_info_read(&r.cpu);
+        openblas_set_num_threads(1);
+        log_info("ktune-runner: cpu '%s', %d cores, isa [%s], cache %s%s", r.cpu.model, r.cpu.cores,
+                 r.cpu.isa, r.cache_dir, r.cpu.compiler[0] ? "" : " (cc --version failed)");
+    } else {
+        r.cuda = cuda_device_open(r.cuda_ordinal, r.cuda_reason, sizeof r.cuda_reason);
+        if (!r.cuda)
+            log_warn("ktune-runner: cuda:%d unavailable: %s", r.cuda_ordinal, r.cuda_reason);
+        else
+            log_info("ktune-runner: cuda:%d open, cache %s", r.cuda_ordinal, r.cache_dir);
+    }
+    FILE *in = NULL, *out = NULL;
+    if (protocol_streams(&in, &out) < 0) {
+        log_error("ktune-runner: cannot set up the protocol streams: %s", strerror(errno));
+        return 1;
+    }
+    size_t cap = (size_t)RUNNER_LINE_MAX + 1, len = 0;
+    char *line = malloc(cap);
+    if (!line) {
+        log_error("ktune-runner: cannot allocate the request buffer");
+        return 1;
+    }
+    for (;;) {
+        int got = runner_read_line(in, line, cap, &len);
+        if (got == 0)
+            break;
+        int wrote;
+        if (got < 0) {
+            kt_error err;
+            kt_error_set(&err, KT_ERR_BODY_TOO_LARGE, "request line exceeds %d bytes",
+                         RUNNER_LINE_MAX);
+            log_warn("request rejected: %s", err.message);
+            json_t *reply = runner_error_reply(&err), *id = json_null();
+            wrote = runner_write_reply(out, id, reply);
+            json_decref(reply);
+            json_decref(id);
+        } else if (is_blank(line, len)) {
+            continue;
+        } else {
+            wrote = serve_line(&r, out, line, len);
+        }
+        if (wrote < 0) {
+            log_warn("ktune-runner: cannot write a reply (stdout closed?); exiting");
+            break;
+        }
+    }
+    free(line);
+    fclose(in);
+    fclose(out);
+    cpu_problem_free(r.problem);
+    if (r.cuda)
+        cuda_device_close(r.cuda);
+    return 0;
+}

@@ -1,0 +1,428 @@
+/* The wire side of ktune-runner: request lines in, validated requests out, replies written as one
+ * JSON line each (PROTOCOL.md). Every field is checked for presence, type and range, and every
+ * error message names the field. */
+#include "runner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every field a measure request may carry; the CUDA-only ones are accepted and ignored on the CPU.
+ */
+static const char *const measure_fields[] = {
+    "id",          "op",          "kernel",        "source",      "entry",
+    "defines",     "problem",     "problem_names", "buffers",     "reference",
+    "tolerance",   "flops",       "block",         "grid",        "shared_bytes",
+    "min_repeats", "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
+};
+
+int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
+{
+    size_t n = 0;
+    int any = 0, too_long = 0, c;
+    while ((c = getc(in)) != EOF) {
+        any = 1;
+        if (c == '\n')
+            break;
+        if (n + 1 < cap)
+            buf[n++] = (char)c;
+        else
+            too_long = 1;
+    }
+    buf[n] = '\0';
+    *len = n;
+    if (!any)
+        return 0;
+    return too_long ? -1 : 1;
+}
+
+json_t *runner_parse_line(const char *line, size_t len, kt_error *err)
+{
+    json_error_t jerr;
+    json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!req) {
+        kt_error_set(err, KT_ERR_BAD_JSON, "request is not valid JSON: %s at column %d", jerr.text,
+                     jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(req)) {
+        kt_error_set(err, KT_ERR_WRONG_TYPE, "request must be a JSON object");
+        json_decref(req);
+        return NULL;
+    }
+    return req;
+}
+
+json_t *runner_request_id(const json_t *req)
+{
+    json_t *id = json_object_get(req, "id");
+    return json_is_integer(id) ? json_incref(id) : json_null();
+}
+
+static int field_allowed(const char *key, const char *const *allowed, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(key, allowed[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int check_fields(const json_t *obj, const char *where, const char *const *allowed, size_t n,
+                        kt_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        (void)v;
+        if (!field_allowed(key, allowed, n))
+            return kt_error_set(err, KT_ERR_UNKNOWN_FIELD, "%s has an unknown field '%.100s'",
+                                where, key);
+    }
+    return 0;
+}
+
+int runner_parse_header(const json_t *req, const char **op, kt_error *err)
+{
+    static const char *const probe_fields[] = {"id", "op"};
+    json_t *id = json_object_get(req, "id");
+    json_t *jop = json_object_get(req, "op");
+    if (!id)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "request lacks field 'id'");
+    if (!json_is_integer(id))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'id' must be an integer");
+    if (!jop)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "request lacks field 'op'");
+    if (!json_is_string(jop))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'op' must be a string");
+    *op = json_string_value(jop);
+    if (strcmp(*op, "probe") == 0)
+        return check_fields(req, "probe request", probe_fields,
+                            sizeof probe_fields / sizeof *probe_fields, err);
+    if (strcmp(*op, "measure") == 0)
+        return 0; /* fields checked by the device's parser */
+    return kt_error_set(err, KT_ERR_BAD_REQUEST, "unknown op '%.64s' (accepted: probe, measure)",
+                        *op);
+}
+
+int runner_is_identifier(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= RUNNER_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        int digit = c >= '0' && c <= '9';
+        if (!alpha && !(digit && i > 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* Kernel names seed the inputs and appear in logs: letters, digits, '_', '-', '.'. */
+static int is_kernel_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= RUNNER_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int get_string(const json_t *obj, const char *where, const char *key, char *out, size_t cap,
+                      kt_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "%s lacks field '%s'", where, key);
+    if (!json_is_string(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be a string", key);
+    size_t n = json_string_length(v);
+    if (n == 0 || n >= cap || memchr(json_string_value(v), '\0', n))
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "field '%s' must be a non-empty string of at most %zu bytes", key,
+                            cap - 1);
+    memcpy(out, json_string_value(v), n + 1);
+    return 0;
+}
+
+static int get_path(const json_t *obj, const char *where, const char *key, char *out, kt_error *err)
+{
+    if (get_string(obj, where, key, out, RUNNER_PATH_MAX, err) < 0)
+        return -1;
+    if (out[0] != '/')
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "field '%s' must be an absolute path (got '%.200s')", key, out);
+    return 0;
+}
+
+/* Optional integer in [lo, hi]; def when absent. */
+static int get_int(const json_t *obj, const char *key, long long lo, long long hi, long long def,
+                   long long *out, kt_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be an integer", key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "field '%s' must be in [%lld, %lld] (got %lld)", key, lo, hi, x);
+    *out = x;
+    return 0;
+}
+
+/* Optional (or required when def is NAN) number in [lo, hi]. */
+static int get_real(const json_t *obj, const char *where, const char *key, double lo, double hi,
+                    double def, double *out, kt_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (isnan(def))
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "%s lacks field '%s'", where, key);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_number(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be a number", key);
+    double x = json_number_value(v);
+    if (!(x >= lo && x <= hi))
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be in [%g, %g] (got %g)",
+                            key, lo, hi, x);
+    *out = x;
+    return 0;
+}
+
+static int cmp_define(const void *a, const void *b)
+{
+    return strcmp(((const runner_define *)a)->name, ((const runner_define *)b)->name);
+}
+
+static int parse_defines(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    json_t *d = json_object_get(req, "defines");
+    if (!d)
+        return 0;
+    if (!json_is_object(d))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'defines' must be an object");
+    if (json_object_size(d) > RUNNER_MAX_DEFINES)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'defines' has more than %d entries",
+                            RUNNER_MAX_DEFINES);
+    const char *key;
+    json_t *v;
+    json_object_foreach(d, key, v)
+    {
+        if (!runner_is_identifier(key))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "define '%.100s' is not a C identifier of at most %d characters",
+                                key, RUNNER_NAME_MAX - 1);
+        if (!json_is_integer(v))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "define '%s' must be an integer", key);
+        runner_define *def = &q->defines[q->n_defines++];
+        memcpy(def->name, key, strlen(key) + 1);
+        def->value = json_integer_value(v);
+    }
+    qsort(q->defines, (size_t)q->n_defines, sizeof *q->defines, cmp_define);
+    return 0;
+}
+
+static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    json_t *p = json_object_get(req, "problem");
+    if (!p)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'problem'");
+    if (!json_is_array(p))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'problem' must be an array of integers");
+    if (json_array_size(p) > RUNNER_MAX_PROBLEM)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'problem' has more than %d entries",
+                            RUNNER_MAX_PROBLEM);
+    size_t i;
+    json_t *v;
+    json_array_foreach(p, i, v)
+    {
+        if (!json_is_integer(v))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "problem[%zu] must be an integer", i);
+        q->problem[q->n_problem++] = json_integer_value(v);
+    }
+    json_t *names = json_object_get(req, "problem_names");
+    if (names) {
+        if (!json_is_array(names) || json_array_size(names) != json_array_size(p))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "field 'problem_names' must be an array of %zu strings (one per "
+                                "problem argument)",
+                                json_array_size(p));
+        json_array_foreach(names, i, v)
+        {
+            if (!json_is_string(v) || !runner_is_identifier(json_string_value(v)))
+                return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                    "problem_names[%zu] must be an identifier", i);
+        }
+    }
+    return 0;
+}
+
+static int parse_buffer(const json_t *b, size_t i, runner_buffer *out, kt_error *err)
+{
+    static const char *const fields[] = {"name", "elements", "role"};
+    char where[48];
+    snprintf(where, sizeof where, "buffers[%zu]", i);
+    if (!json_is_object(b))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", where);
+    if (check_fields(b, where, fields, 3, err) < 0)
+        return -1;
+    if (get_string(b, where, "name", out->name, sizeof out->name, err) < 0)
+        return -1;
+    if (!runner_is_identifier(out->name))
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s name '%s' is not an identifier", where,
+                            out->name);
+    json_t *e = json_object_get(b, "elements");
+    if (!e)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "%s lacks field 'elements'", where);
+    if (!json_is_integer(e))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s elements must be an integer", where);
+    out->elements = json_integer_value(e);
+    if (out->elements < 1 || out->elements > RUNNER_MAX_ELEMENTS)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s elements must be in [1, %lld] (got %lld)",
+                            where, RUNNER_MAX_ELEMENTS, out->elements);
+    char role[16];
+    if (get_string(b, where, "role", role, sizeof role, err) < 0)
+        return -1;
+    if (strcmp(role, "input") == 0)
+        out->output = 0;
+    else if (strcmp(role, "output") == 0)
+        out->output = 1;
+    else
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "%s role must be \"input\" or \"output\" (got \"%s\")", where, role);
+    return 0;
+}
+
+static int parse_buffers(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    json_t *a = json_object_get(req, "buffers");
+    if (!a)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'buffers'");
+    if (!json_is_array(a) || json_array_size(a) == 0)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'buffers' must be a non-empty array");
+    if (json_array_size(a) > RUNNER_MAX_BUFFERS)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'buffers' has more than %d entries",
+                            RUNNER_MAX_BUFFERS);
+    size_t i;
+    json_t *b;
+    int outputs = 0;
+    json_array_foreach(a, i, b)
+    {
+        if (parse_buffer(b, i, &q->buffers[i], err) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(q->buffers[j].name, q->buffers[i].name) == 0)
+                return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "buffer name '%s' appears twice",
+                                    q->buffers[i].name);
+        outputs += q->buffers[i].output;
+        q->n_buffers++;
+    }
+    if (outputs == 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "field 'buffers' has no buffer with role \"output\"");
+    return 0;
+}
+
+static int parse_reference(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"kind", "source"};
+    json_t *r = json_object_get(req, "reference");
+    if (!r)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'reference'");
+    if (!json_is_object(r))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'reference' must be an object");
+    if (check_fields(r, "reference", fields, 2, err) < 0)
+        return -1;
+    char kind[32];
+    if (get_string(r, "reference", "kind", kind, sizeof kind, err) < 0)
+        return -1;
+    if (strcmp(kind, "c") == 0) {
+        q->ref_kind = RUNNER_REF_C;
+        return get_path(r, "reference", "source", q->ref_source, err);
+    }
+    if (strcmp(kind, "openblas_sgemm") != 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "reference kind must be \"c\" or \"openblas_sgemm\" (got \"%s\")",
+                            kind);
+    if (json_object_get(r, "source"))
+        return kt_error_set(err, KT_ERR_UNKNOWN_FIELD,
+                            "reference kind \"openblas_sgemm\" takes no 'source'");
+    q->ref_kind = RUNNER_REF_OPENBLAS_SGEMM;
+    return 0;
+}
+
+static int parse_tolerance(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"rtol", "atol"};
+    json_t *t = json_object_get(req, "tolerance");
+    if (!t)
+        return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'tolerance'");
+    if (!json_is_object(t))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'tolerance' must be an object");
+    if (check_fields(t, "tolerance", fields, 2, err) < 0)
+        return -1;
+    if (get_real(t, "tolerance", "rtol", 0, 1e6, NAN, &q->rtol, err) < 0)
+        return -1;
+    return get_real(t, "tolerance", "atol", 0, 1e30, NAN, &q->atol, err);
+}
+
+static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    /* a default never conflicts with the other bound given explicitly */
+    long long minr, maxr;
+    if (get_int(req, "max_repeats", 1, RUNNER_REPEATS_CAP, 100, &maxr, err) < 0 ||
+        get_int(req, "min_repeats", 1, RUNNER_REPEATS_CAP, maxr < 5 ? maxr : 5, &minr, err) < 0)
+        return -1;
+    if (minr > maxr)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "min_repeats (%lld) must not exceed max_repeats (%lld)", minr, maxr);
+    q->min_repeats = (int)minr;
+    q->max_repeats = (int)maxr;
+    if (get_real(req, "", "max_seconds", 0, RUNNER_SECONDS_CAP, 3.0, &q->max_seconds, err) < 0 ||
+        get_real(req, "", "min_seconds", 0, RUNNER_SECONDS_CAP,
+                 q->max_seconds < 0.1 ? q->max_seconds : 0.1, &q->min_seconds, err) < 0)
+        return -1;
+    if (q->min_seconds > q->max_seconds)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "min_seconds (%g) must not exceed max_seconds (%g)", q->min_seconds,
+                            q->max_seconds);
+    if (get_real(req, "", "compile_timeout_s", 0, RUNNER_SECONDS_CAP, 60.0, &q->compile_timeout_s,
+                 err) < 0)
+        return -1;
+    if (q->compile_timeout_s <= 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'compile_timeout_s' must be > 0");
+    return get_real(req, "", "flops", 0, 1e30, 0, &q->flops, err);
+}
+
+int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    memset(q, 0, sizeof *q);
+    if (check_fields(req, "measure request", measure_fields,
+                     sizeof measure_fields / sizeof *measure_fields, err) < 0)
+        return -1;
+    if (get_string(req, "measure request", "kernel", q->kernel, sizeof q->kernel, err) < 0)
+        return -1;
+    if (!is_kernel_name(q->kernel))
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "field 'kernel' may hold only letters, digits, '_', '-' and '.'");
+    if (get_path(req, "measure request", "source", q->source, err) < 0)
+        return -1;
+    if (parse_defines(req, q, err) < 0 || parse_problem(req, q, err) < 0 ||
+        parse_buffers(req, q, err) < 0 || parse_reference(req, q, err) < 0 ||
+        parse_tolerance(req, q, err) < 0 || parse_limits(req, q, err) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,202 @@
+/* runner/runner — internal types and functions of ktune-runner (PROTOCOL.md), shared by its files
+ * and the CUDA half. Call order: runner_read_line -> runner_parse_line -> runner_parse_header ->
+ * runner_parse_measure -> cpu_measure / cpu_probe_json (or cuda.h) -> runner_write_reply. main.c
+ * owns the one `runner`; every json_t returned is a new reference owned by the caller. */
+#ifndef KT_RUNNER_RUNNER_H
+#define KT_RUNNER_RUNNER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "runner/cuda.h"
+
+#define RUNNER_LINE_MAX         (1 << 20) /* bytes per request line, newline excluded */
+#define RUNNER_NAME_MAX         128       /* kernel, buffer and define names, NUL included */
+#define RUNNER_PATH_MAX         4096      /* source paths, NUL included */
+#define RUNNER_MAX_DEFINES      64
+#define RUNNER_MAX_PROBLEM      16
+#define RUNNER_MAX_BUFFERS      32
+#define RUNNER_LOG_MAX          4096         /* compiler output kept (the last bytes) */
+#define RUNNER_MAX_MEMORY_BYTES (8ULL << 30) /* buffers + reference copies per problem */
+#define RUNNER_MAX_ELEMENTS     (1LL << 40)  /* per buffer, before the memory bound */
+#define RUNNER_MAX_SOURCE_BYTES (4 << 20)    /* a kernel or reference source file */
+#define RUNNER_REPEATS_CAP      1000000      /* max_repeats accepted */
+#define RUNNER_SECONDS_CAP      3600.0       /* max_seconds, compile_timeout_s accepted */
+#define RUNNER_TEXT_MAX         256          /* probe strings (model, compiler line) */
+#define RUNNER_MAX_CACHES       16           /* cache descriptions read by the probe */
+#define RUNNER_ISA_MAX          512          /* the space-separated isa list */
+
+typedef enum { RUNNER_REF_OPENBLAS_SGEMM = 0, RUNNER_REF_C } runner_ref_kind;
+
+typedef struct runner_define {
+    char name[RUNNER_NAME_MAX];
+    long long value;
+} runner_define;
+
+typedef struct runner_buffer {
+    char name[RUNNER_NAME_MAX];
+    long long elements;
+    int output; /* 0: input (read-only for kernels), 1: output (NaN before the checked run) */
+} runner_buffer;
+
+/* A validated CPU measure request; defines are sorted by name. */
+typedef struct runner_measure_req {
+    char kernel[RUNNER_NAME_MAX];
+    char source[RUNNER_PATH_MAX];
+    int n_defines;
+    runner_define defines[RUNNER_MAX_DEFINES];
+    int n_problem;
+    long long problem[RUNNER_MAX_PROBLEM];
+    int n_buffers;
+    runner_buffer buffers[RUNNER_MAX_BUFFERS];
+    runner_ref_kind ref_kind;
+    char ref_source[RUNNER_PATH_MAX]; /* RUNNER_REF_C only */
+    double rtol, atol;
+    double flops; /* 0: unknown (no gflops) */
+    int min_repeats, max_repeats;
+    double min_seconds, max_seconds;
+    double compile_timeout_s;
+} runner_measure_req;
+
+typedef struct cpu_cache_desc {
+    int level;
+    char type[16]; /* "Data", "Instruction", "Unified" */
+    long long bytes;
+} cpu_cache_desc;
+
+/* What the CPU probe reports; read once at start-up (cpu_info_read). */
+typedef struct cpu_info {
+    char model[RUNNER_TEXT_MAX];
+    int cores;
+    char isa[RUNNER_ISA_MAX]; /* flags of interest, space-separated, in a fixed order */
+    int vector_bits;
+    long long l1d_bytes, l2_bytes, l3_bytes;
+    int n_caches;
+    cpu_cache_desc caches[RUNNER_MAX_CACHES];
+    char compiler[RUNNER_TEXT_MAX]; /* `cc --version` first line; empty when cc did not run */
+} cpu_info;
+
+/* Per (kernel, problem) state: buffers, their inputs filled, reference outputs computed. */
+typedef struct cpu_problem {
+    /* the key: a request with the same values reuses this state */
+    char kernel[RUNNER_NAME_MAX];
+    int n_problem;
+    long long problem[RUNNER_MAX_PROBLEM];
+    int n_buffers;
+    runner_buffer buffers[RUNNER_MAX_BUFFERS];
+    runner_ref_kind ref_kind;
+    char ref_binary[RUNNER_PATH_MAX]; /* the reference's cached .so (RUNNER_REF_C) */
+    /* the state */
+    float *data[RUNNER_MAX_BUFFERS]; /* 64-byte aligned, elements floats each, ending at a
+                                        guard page (an access past the end faults) */
+    void *map[RUNNER_MAX_BUFFERS];   /* the mappings behind data (cpu_problem_free) */
+    size_t map_bytes[RUNNER_MAX_BUFFERS];
+    float *expected[RUNNER_MAX_BUFFERS];   /* outputs only: the reference's values */
+    uint64_t checksum[RUNNER_MAX_BUFFERS]; /* inputs only: checksum of the filled values */
+    double setup_ms;                       /* allocation, fill and reference */
+} cpu_problem;
+
+typedef struct runner {
+    int cuda_ordinal; /* -1: the CPU device */
+    int cpu_core;     /* -1: not pinned */
+    char cache_dir[RUNNER_PATH_MAX];
+    cpu_info cpu;         /* CPU device only */
+    cpu_problem *problem; /* CPU device only; NULL until the first measure */
+    cuda_device *cuda;    /* CUDA device only; NULL when it could not be opened */
+    char cuda_reason[256];
+} runner;
+
+/* ---- protocol.c (requests) and protocol_reply.c (replies) ---- */
+
+/* Reads one line (without its newline) into buf (cap bytes, NUL-terminated). Returns 1 with *len
+ * set, 0 at end of input with nothing read, -1 when the line did not fit (the rest of it is
+ * consumed). */
+int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len);
+/* Parses a request line into a JSON object; NULL with err (KT_ERR_BAD_JSON, KT_ERR_WRONG_TYPE). */
+json_t *runner_parse_line(const char *line, size_t len, kt_error *err);
+/* The request's id as a new reference: the integer, or JSON null when absent or not an integer. */
+json_t *runner_request_id(const json_t *req);
+/* Checks id and op (and that every field of req is one the op accepts); *op points into req. */
+int runner_parse_header(const json_t *req, const char **op, kt_error *err);
+/* Validates a CPU measure request field by field. Returns 0, or -1 with err naming the field. */
+int runner_parse_measure(const json_t *req, runner_measure_req *out, kt_error *err);
+/* {"ok": false, "error": message} (new reference). */
+json_t *runner_error_reply(const kt_error *err);
+/* A measure reply with every field present: status, time_ms 0, repeats 0, noise_cv 0, compile_ms,
+ * measure_ms 0 and an empty extras object. */
+json_t *runner_status_reply(const char *status, double compile_ms);
+/* Sets "id" (borrowed) on reply, writes it as one line and flushes. Returns 0, -1 on a write error.
+ */
+int runner_write_reply(FILE *out, json_t *id, json_t *reply);
+/* A JSON number for a finite double, else the string "nan", "inf" or "-inf". */
+json_t *runner_json_real(double v);
+/* A JSON string from bytes that may hold invalid UTF-8 or NULs (replaced by '?'). */
+json_t *runner_json_text(const char *s, size_t n);
+/* 1 if s is a C identifier of at most RUNNER_NAME_MAX-1 characters. */
+int runner_is_identifier(const char *s);
+
+/* ---- cpu_probe.c ---- */
+
+/* Fills info from /proc/cpuinfo, sysconf, /sys cache descriptions and `cc --version`. Never fails:
+ * what cannot be read stays empty or 0. */
+void cpu_info_read(cpu_info *info);
+/* The probe reply's "device" object. */
+json_t *cpu_probe_json(const runner *r);
+
+/* ---- cpu_compile.c ---- */
+
+typedef enum { CPU_BUILD_OK = 0, CPU_BUILD_FAILED, CPU_BUILD_TIMEOUT } cpu_build_status;
+
+typedef struct cpu_binary {
+    char path[RUNNER_PATH_MAX]; /* <cache-dir>/<hash>.so */
+    char name[32];              /* <hash>.so */
+    int cached;                 /* 1: found in the cache, not compiled */
+    double compile_ms;          /* 0 when cached */
+    cpu_build_status status;
+    char log[RUNNER_LOG_MAX]; /* compiler output (its last bytes) or why loading failed */
+} cpu_binary;
+
+/* Compiles source (a kernel with defines, -O3 -march=native; or a reference: -O2, no defines) into
+ * the cache unless present. Returns 0 with out->status telling the outcome, -1 with err when the
+ * source cannot be read or the cache cannot be written. */
+int cpu_build(const runner *r, const char *source, const runner_define *defines, int n_defines,
+              int reference, double timeout_s, cpu_binary *out, kt_error *err);
+/* dlopen (RTLD_NOW | RTLD_LOCAL) and dlsym. Returns the handle with *fn set, or NULL with log
+ * filled. */
+void *cpu_load(const char *path, const char *symbol, void **fn, char *log, size_t log_cap);
+/* Runs argv (PATH lookup, no shell) with stdin from /dev/null, stdout and stderr captured: the last
+ * tail_cap-1 bytes go to tail. Returns 0 when it ran (*wstatus as from waitpid), 1 when it overran
+ * timeout_s and was killed with its process group, -1 with err when it could not be started. */
+int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tail_cap, int *wstatus,
+                    kt_error *err);
+
+/* ---- cpu_problem.c ---- */
+
+typedef int (*cpu_kernel_fn)(float *const *buffers, const long long *problem);
+
+/* Makes r->problem hold the state for q (reused when the key matches: *reused = 1). ref_binary is
+ * the reference .so for RUNNER_REF_C (NULL for openblas_sgemm). Returns 0; 1 when the problem
+ * cannot run (reason filled: memory bound, reference failure) ; -1 with err on request errors. */
+int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused,
+                        char *reason, size_t reason_cap, kt_error *err);
+void cpu_problem_free(cpu_problem *p);
+/* Sets every output buffer to NaN. */
+void cpu_problem_poison_outputs(cpu_problem *p);
+/* Index of the first input buffer whose checksum changed (that buffer is refilled), or -1. */
+int cpu_problem_check_inputs(cpu_problem *p);
+
+/* ---- cpu_measure.c ---- */
+
+/* Handles a validated CPU measure request: the reply object without "id", or NULL with err (a
+ * request that cannot be served: unreadable source, cache not writable). */
+json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err);
+
+/* ---- hashing (cpu_compile.c) ---- */
+
+#define RUNNER_FNV_OFFSET 0xcbf29ce484222325ULL
+uint64_t runner_fnv1a(uint64_t h, const void *data, size_t n);
+
+#endif

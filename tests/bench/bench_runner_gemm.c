@@ -1,0 +1,546 @@
+/* Bench of the CPU gemm kernel (kernels/gemm) through ktune-runner, the issue's Done-when figure:
+ * on one core, (a) the FMA peak (a register-only FMA loop at the widest vector width), (b) OpenBLAS
+ * single-threaded sgemm, (c) the gemm space (kernels/gemm/spec.json, constants = problem + CPU
+ * limits read like the runner) searched by the random searcher for KT_BENCH_EVALS (default 300)
+ * evaluations measured by the runner, the spec's default configuration first. Per size (1024³,
+ * 2048³) it prints the best and default GFLOP/s (re-measured with more repeats), OpenBLAS, the peak
+ * and the ratios tuned/OpenBLAS and tuned/peak. The runner and this process are pinned to the same
+ * core; compiled kernels are cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster.
+ * Asserts nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "runner/runner.h"
+#include "search/searcher.h"
+#include "space/space.h"
+
+#define EVALS_DEFAULT  300
+#define SEARCH_SEED    20240611
+#define BATCH          8
+#define REPLY_MAX      (1 << 20)
+#define CALL_TIMEOUT_S 300
+#define ROUNDS         5 /* alternating re-measure rounds of best, default and OpenBLAS */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- (a) FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+
+#define ACC16(X)                                                                                   \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+/* iters iterations of 16 FMAs on vectors of type T (W floats); returns a value that depends on all
+ * accumulators so nothing is optimised away. m and d pass through an empty asm each iteration so
+ * the compiler cannot fold the recurrence. */
+#define DECL_ACC(i) __typeof__(m) a##i = d * (float)(i + 1);
+#define STEP_ACC(i) a##i = a##i * m + d;
+#define SUM_ACC(i)  s += a##i;
+#define FMA_LOOP(T, W)                                                                             \
+    T m = {0}, d = {0};                                                                            \
+    m += 0.9999999f + seed;                                                                        \
+    d += 1e-7f + seed;                                                                             \
+    ACC16(DECL_ACC)                                                                                \
+    for (long n = 0; n < iters; n++) {                                                             \
+        ACC16(STEP_ACC)                                                                            \
+        __asm__ volatile("" : "+x"(m), "+x"(d));                                                   \
+    }                                                                                              \
+    T s = {0};                                                                                     \
+    ACC16(SUM_ACC)                                                                                 \
+    float t = 0.0f;                                                                                \
+    for (int i = 0; i < (W); i++)                                                                  \
+        t += s[i];                                                                                 \
+    return t
+
+__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"), noinline)) static float
+fma_loop_512(long iters, float seed)
+{
+    FMA_LOOP(v16, 16);
+}
+
+__attribute__((target("avx2,fma"), optimize("fp-contract=fast"), noinline)) static float
+fma_loop_256(long iters, float seed)
+{
+    FMA_LOOP(v8, 8);
+}
+
+/* Baseline x86-64 (SSE) or another architecture: multiply and add. */
+__attribute__((noinline)) static float fma_loop_128(long iters, float seed)
+{
+    FMA_LOOP(v4, 4);
+}
+
+/* GFLOP/s of the best of several ~0.3 s runs; *what names the path. */
+static double fma_peak(const char **what)
+{
+    volatile float zero = 0.0f;
+    float (*loop)(long, float) = fma_loop_128;
+    int width = 4;
+    *what = "128-bit mul+add";
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        loop = fma_loop_512;
+        width = 16;
+        *what = "AVX-512 FMA, 16 zmm accumulators";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        loop = fma_loop_256;
+        width = 8;
+        *what = "AVX2 FMA, 16 ymm accumulators";
+    }
+#endif
+    long iters = 1000000;
+    double t0 = now_s();
+    float sink = loop(iters, zero);
+    double t = now_s() - t0; /* calibrate: aim at 0.3 s per run */
+    iters = (long)(iters * 0.3 / (t > 1e-6 ? t : 1e-6));
+    double best = 0.0;
+    for (int rep = 0; rep < 7; rep++) {
+        t0 = now_s();
+        sink += loop(iters, zero);
+        t = now_s() - t0;
+        double gf = (double)iters * 16.0 * width * 2.0 / t / 1e9;
+        if (gf > best)
+            best = gf;
+    }
+    if (sink == 12345.0f) /* never true; keeps sink alive */
+        printf(" ");
+    return best;
+}
+
+/* ---- (b) OpenBLAS ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float *random_matrix(long n, unsigned *state)
+{
+    float *p = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64);
+    if (!p)
+        return NULL;
+    for (long i = 0; i < n; i++) {
+        *state = *state * 1664525u + 1013904223u;
+        p[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
+    }
+    return p;
+}
+
+/* Median GFLOP/s of single-threaded cblas_sgemm at n³ over at least min_s seconds (>= 5 calls). */
+static double openblas_gflops(long n, double min_s)
+{
+    unsigned st = 12345;
+    float *a = random_matrix(n * n, &st), *b = random_matrix(n * n, &st);
+    float *c = random_matrix(n * n, &st);
+    double gf = 0.0;
+    if (a && b && c) {
+        openblas_set_num_threads(1);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
+                    (int)n, b, (int)n, 0.0f, c, (int)n);
+        double times[1000];
+        int k = 0;
+        double start = now_s();
+        while (k < 1000 && (k < 5 || now_s() - start < min_s)) {
+            double t0 = now_s();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
+                        (int)n, b, (int)n, 0.0f, c, (int)n);
+            times[k++] = now_s() - t0;
+        }
+        qsort(times, (size_t)k, sizeof *times, cmp_double);
+        gf = 2.0 * (double)n * n * n / times[k / 2] / 1e9;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return gf;
+}
+
+/* ---- (c) the runner ---- */
+
+typedef struct runner_proc {
+    pid_t pid;
+    int to, from;
+    char *buf;
+    size_t len;
+    int core;
+    char cache[512];
+} runner_proc;
+
+static int runner_start(runner_proc *p)
+{
+#ifdef KT_RUNNER_PATH
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    char core[16];
+    snprintf(core, sizeof core, "%d", p->core);
+    p->pid = fork();
+    if (p->pid == 0) {
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", p->cache,
+              "--cpu-core", core, "--log-level", "warn", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (p->pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        return -1;
+    }
+    p->to = in[1];
+    p->from = out[0];
+    p->len = 0;
+    return 0;
+#else
+    (void)p;
+    return -1;
+#endif
+}
+
+static void runner_stop(runner_proc *p, int force)
+{
+    if (p->to < 0)
+        return;
+    if (force)
+        kill(p->pid, SIGKILL);
+    close(p->to);
+    close(p->from);
+    waitpid(p->pid, NULL, 0);
+    p->to = p->from = -1;
+}
+
+/* Sends req (one line) and returns the reply object, or NULL when the runner died or did not answer
+ * within timeout_s (it is then killed; the caller restarts it). */
+static json_t *runner_call(runner_proc *p, json_t *req, double timeout_s)
+{
+    char *line = json_dumps(req, JSON_COMPACT);
+    if (!line)
+        return NULL;
+    size_t n = strlen(line);
+    line[n] = '\n'; /* replaces the NUL; n + 1 bytes go out */
+    size_t off = 0;
+    int ok = 1;
+    while (off < n + 1) {
+        ssize_t w = write(p->to, line + off, n + 1 - off);
+        if (w <= 0) {
+            ok = 0;
+            break;
+        }
+        off += (size_t)w;
+    }
+    free(line);
+    double deadline = now_s() + timeout_s;
+    while (ok) {
+        char *nl = memchr(p->buf, '\n', p->len);
+        if (nl) {
+            json_t *reply = json_loadb(p->buf, (size_t)(nl - p->buf), 0, NULL);
+            size_t used = (size_t)(nl - p->buf) + 1;
+            memmove(p->buf, p->buf + used, p->len - used);
+            p->len -= used;
+            return reply;
+        }
+        double left = deadline - now_s();
+        if (left <= 0 || p->len >= REPLY_MAX)
+            break;
+        struct pollfd pfd = {.fd = p->from, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t got = read(p->from, p->buf + p->len, REPLY_MAX - p->len);
+        if (got <= 0)
+            break;
+        p->len += (size_t)got;
+    }
+    runner_stop(p, 1);
+    return NULL;
+}
+
+typedef struct measure_opts {
+    int min_repeats, max_repeats;
+    double min_seconds, max_seconds;
+} measure_opts;
+
+/* Measures one configuration (defines: object) at n³; returns GFLOP/s, 0 when not ok (status in
+ * *status). Restarts the runner when it died. */
+static double measure(runner_proc *p, const char *source, long n, json_t *defines,
+                      json_t *tolerance, const measure_opts *o, char *status, size_t status_cap)
+{
+    static int next_id = 1;
+    json_t *buffers = json_pack("[{s:s,s:I,s:s},{s:s,s:I,s:s},{s:s,s:I,s:s}]", "name", "A",
+                                "elements", (json_int_t)(n * n), "role", "input", "name", "B",
+                                "elements", (json_int_t)(n * n), "role", "input", "name", "C",
+                                "elements", (json_int_t)(n * n), "role", "output");
+    json_t *req = json_pack(
+        "{s:i, s:s, s:s, s:s, s:O, s:[I,I,I], s:[s,s,s], s:o, s:{s:s}, s:O, s:f, s:i, s:i, s:f, "
+        "s:f, s:f}",
+        "id", next_id++, "op", "measure", "kernel", "gemm", "source", source, "defines", defines,
+        "problem", (json_int_t)n, (json_int_t)n, (json_int_t)n, "problem_names", "M", "N", "K",
+        "buffers", buffers, "reference", "kind", "openblas_sgemm", "tolerance", tolerance, "flops",
+        2.0 * (double)n * n * n, "min_repeats", o->min_repeats, "max_repeats", o->max_repeats,
+        "min_seconds", o->min_seconds, "max_seconds", o->max_seconds, "compile_timeout_s", 120.0);
+    double gf = 0.0;
+    snprintf(status, status_cap, "no reply");
+    if (p->to < 0 && runner_start(p) < 0) {
+        json_decref(req);
+        return 0.0;
+    }
+    json_t *r = req ? runner_call(p, req, CALL_TIMEOUT_S) : NULL;
+    json_decref(req);
+    if (!r) {
+        runner_start(p); /* the next call gets a fresh runner */
+        return 0.0;
+    }
+    const char *st = json_string_value(json_object_get(r, "status"));
+    if (!st)
+        st = json_string_value(json_object_get(r, "error"));
+    snprintf(status, status_cap, "%s", st ? st : "?");
+    if (st && strcmp(st, "ok") == 0) {
+        double ms = json_number_value(json_object_get(r, "time_ms"));
+        if (ms > 0)
+            gf = 2.0 * (double)n * n * n / (ms * 1e-3) / 1e9;
+    }
+    json_decref(r);
+    return gf;
+}
+
+/* The gemm space with constants M, N, K = n and the CPU limits. */
+static space *gemm_space(const json_t *cpu_variant, const cpu_info *ci, long n)
+{
+    json_t *constants =
+        json_pack("{s:I, s:I, s:I, s:i, s:I, s:I, s:I, s:i}", "M", (json_int_t)n, "N",
+                  (json_int_t)n, "K", (json_int_t)n, "cores", ci->cores, "l1d_bytes",
+                  (json_int_t)ci->l1d_bytes, "l2_bytes", (json_int_t)ci->l2_bytes, "l3_bytes",
+                  (json_int_t)ci->l3_bytes, "vector_bits", ci->vector_bits);
+    kt_error err;
+    space *sp = space_new(json_object_get(cpu_variant, "parameters"),
+                          json_object_get(cpu_variant, "restrictions"), constants, NULL, &err);
+    if (!sp)
+        printf("  cannot build the gemm space: %s\n", err.message);
+    json_decref(constants);
+    return sp;
+}
+
+static void tune_size(runner_proc *p, const json_t *spec, const cpu_info *ci, long n, int evals,
+                      double peak)
+{
+    const json_t *cpu = json_object_get(json_object_get(spec, "variants"), "cpu");
+    json_t *tol = json_object_get(spec, "tolerance");
+    char source[1024];
+    snprintf(source, sizeof source, "%s/kernels/gemm/%s", KT_SOURCE_DIR,
+             json_string_value(json_object_get(cpu, "source")));
+    space *sp = gemm_space(cpu, ci, n);
+    if (!sp)
+        return;
+    kt_error err;
+    config_id def_id;
+    if (space_config_from_json(sp, json_object_get(cpu, "default"), &def_id, &err) < 0) {
+        printf("  the default configuration is not valid here: %s\n", err.message);
+        space_free(sp);
+        return;
+    }
+    searcher *s = searcher_new("random", sp, NULL, SEARCH_SEED, &err);
+    if (!s) {
+        printf("  cannot start the random searcher: %s\n", err.message);
+        space_free(sp);
+        return;
+    }
+    measure_opts quick =
+        n <= 1024 ? (measure_opts){3, 10, 0.1, 1.0} : (measure_opts){2, 5, 0.3, 1.5};
+    measure_opts careful = {5, 1000, 0.6, 5.0};
+    char status[64];
+    double t0 = now_s();
+
+    /* the default first, then the searcher's proposals */
+    json_t *def_cfg = space_config_json(sp, def_id);
+    double def_gf = measure(p, source, n, def_cfg, tol, &quick, status, sizeof status);
+    double best_gf = def_gf;
+    config_id best_id = def_id;
+    int done = 1, ok = def_gf > 0, failed = def_gf > 0 ? 0 : 1;
+    if (def_gf <= 0)
+        printf("  default configuration: %s\n", status);
+    while (done < evals) {
+        config_id ids[BATCH];
+        int want = evals - done < BATCH ? evals - done : BATCH;
+        int got = searcher_ask(s, ids, want);
+        if (got == 0)
+            break;
+        trial_result res[BATCH];
+        for (int i = 0; i < got; i++) {
+            json_t *cfg = space_config_json(sp, ids[i]);
+            double gf = measure(p, source, n, cfg, tol, &quick, status, sizeof status);
+            json_decref(cfg);
+            trial_result_init(&res[i]);
+            if (gf > 0) {
+                res[i].status = TRIAL_OK;
+                res[i].time_ms = 2.0 * (double)n * n * n / (gf * 1e9) * 1e3;
+                ok++;
+                if (gf > best_gf) {
+                    best_gf = gf;
+                    best_id = ids[i];
+                }
+            } else {
+                trial_status ts;
+                res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
+                failed++;
+                json_t *bad = space_config_json(sp, ids[i]);
+                char *txt = json_dumps(bad, JSON_COMPACT);
+                printf("  %s: %s\n", txt ? txt : "?", status);
+                free(txt);
+                json_decref(bad);
+            }
+        }
+        searcher_tell(s, ids, res, got);
+        for (int i = 0; i < got; i++)
+            trial_result_release(&res[i]);
+        done += got;
+    }
+    double search_s = now_s() - t0;
+
+    /* re-measure the best, the default and OpenBLAS in alternating rounds (medians over rounds),
+     * so that a slow phase of the machine hits all three alike */
+    json_t *best_cfg = space_config_json(sp, best_id);
+    double blas_r[ROUNDS], best_r[ROUNDS], def_r[ROUNDS];
+    for (int k = 0; k < ROUNDS; k++) {
+        blas_r[k] = openblas_gflops(n, careful.min_seconds);
+        best_r[k] = measure(p, source, n, best_cfg, tol, &careful, status, sizeof status);
+        def_r[k] = best_id == def_id
+                       ? best_r[k]
+                       : measure(p, source, n, def_cfg, tol, &careful, status, sizeof status);
+    }
+    qsort(blas_r, ROUNDS, sizeof(double), cmp_double);
+    qsort(best_r, ROUNDS, sizeof(double), cmp_double);
+    qsort(def_r, ROUNDS, sizeof(double), cmp_double);
+    double blas = blas_r[ROUNDS / 2], best_again = best_r[ROUNDS / 2],
+           def_again = def_r[ROUNDS / 2];
+    char *best_txt = json_dumps(best_cfg, JSON_COMPACT);
+    char *def_txt = json_dumps(def_cfg, JSON_COMPACT);
+    double tuned = best_again > def_again ? best_again : def_again;
+    printf("gemm %ldx%ldx%ld (one core): %d evaluations (%d ok, %d failed) in %.0f s\n", n, n, n,
+           done, ok, failed, search_s);
+    printf("  best      %7.2f GFLOP/s (search %.2f)  %s\n", best_again, best_gf,
+           best_txt ? best_txt : "?");
+    printf("  default   %7.2f GFLOP/s (search %.2f)  %s\n", def_again, def_gf,
+           def_txt ? def_txt : "?");
+    printf("  OpenBLAS  %7.2f GFLOP/s (cblas_sgemm, 1 thread)\n", blas);
+    printf("  (best, default and OpenBLAS: medians of %d alternating rounds of >= %.1f s each)\n",
+           ROUNDS, careful.min_seconds);
+    printf("  peak      %7.2f GFLOP/s\n", peak);
+    printf("  tuned/OpenBLAS %.3f   tuned/peak %.3f   (tuned = the better re-measured of best "
+           "and default)\n",
+           blas > 0 ? tuned / blas : 0.0, peak > 0 ? tuned / peak : 0.0);
+    fflush(stdout);
+    free(best_txt);
+    free(def_txt);
+    json_decref(best_cfg);
+    json_decref(def_cfg);
+    searcher_free(s);
+    space_free(sp);
+}
+
+int main(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int core = ncpu > 1 ? 1 : 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        printf("cannot pin to core %d: %s (measuring unpinned)\n", core, strerror(errno));
+    int evals = EVALS_DEFAULT;
+    const char *ev = getenv("KT_BENCH_EVALS");
+    if (ev && atoi(ev) > 0)
+        evals = atoi(ev);
+
+    cpu_info ci;
+    cpu_info_read(&ci);
+    printf("CPU: %s, core %d, vector %d bits, L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", ci.model,
+           core, ci.vector_bits, ci.l1d_bytes >> 10, ci.l2_bytes >> 10, ci.l3_bytes >> 10);
+
+    const char *what;
+    fma_peak(&what); /* warm-up: the core's clock ramps up over the first fraction of a second */
+    double peak = fma_peak(&what);
+    printf("FMA peak: %.2f GFLOP/s (%s, best of 7 runs)\n", peak, what);
+    double blas1 = openblas_gflops(1024, 2.0), blas2 = openblas_gflops(2048, 3.0);
+    printf("OpenBLAS sgemm, 1 thread: %.2f GFLOP/s at 1024^3, %.2f GFLOP/s at 2048^3 (medians)\n",
+           blas1, blas2);
+    fflush(stdout);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/kernels/gemm/spec.json", KT_SOURCE_DIR);
+    json_error_t jerr;
+    json_t *spec = json_load_file(path, 0, &jerr);
+    if (!spec) {
+        printf("cannot read %s: %s\n", path, jerr.text);
+        return 0;
+    }
+#ifndef KT_RUNNER_PATH
+    printf("no ktune-runner target in this build: the tuning part is skipped\n");
+    json_decref(spec);
+    return 0;
+#else
+    runner_proc p = {.to = -1, .from = -1, .core = core};
+    const char *tmp = getenv("TMPDIR");
+    snprintf(p.cache, sizeof p.cache, "%s/ktune-bench-runner-gemm", tmp && *tmp ? tmp : "/tmp");
+    mkdir(p.cache, 0700);
+    p.buf = malloc(REPLY_MAX);
+    if (!p.buf || runner_start(&p) < 0) {
+        printf("cannot start %s\n", KT_RUNNER_PATH);
+        free(p.buf);
+        json_decref(spec);
+        return 0;
+    }
+    json_t *probe = json_pack("{s:i, s:s}", "id", 0, "op", "probe");
+    json_t *r = runner_call(&p, probe, 60);
+    json_decref(probe);
+    if (!r || !json_is_true(json_object_get(r, "ok"))) {
+        printf("the runner did not answer the probe\n");
+        json_decref(r);
+        runner_stop(&p, 1);
+        free(p.buf);
+        json_decref(spec);
+        return 0;
+    }
+    json_decref(r);
+    printf("random search, %d evaluations per size, seed %d, runner on core %d, cache %s\n", evals,
+           SEARCH_SEED, core, p.cache);
+    fflush(stdout);
+    tune_size(&p, spec, &ci, 1024, evals, peak);
+    tune_size(&p, spec, &ci, 2048, evals, peak);
+    runner_stop(&p, 0);
+    free(p.buf);
+    json_decref(spec);
+    return 0;
+#endif
+}

@@ -1,0 +1,621 @@
+/* Tests of ktune-runner on the CPU device, through its process interface: each test starts the
+ * built runner (KT_RUNNER_PATH) with pipes and a fresh cache folder, sends request lines and checks
+ * replies, exit statuses and the cache. Kernels come from tests/kernels/. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPLY_MAX (256 * 1024)
+
+typedef struct client {
+    pid_t pid;
+    int to, from; /* the runner's stdin and stdout */
+    char *buf;    /* bytes read and not yet returned */
+    size_t len;
+    int status; /* waitpid status once reaped */
+    int reaped;
+    char cache[256];
+} client;
+
+/* ---- client helper ---- */
+
+static void client_init(client *c)
+{
+    memset(c, 0, sizeof *c);
+    c->pid = -1;
+    c->to = c->from = -1;
+    c->buf = malloc(REPLY_MAX);
+    assert_non_null(c->buf);
+    snprintf(c->cache, sizeof c->cache, "/tmp/ktune-runner-test-XXXXXX");
+    assert_non_null(mkdtemp(c->cache));
+}
+
+/* Appends opt to the environment variable name (a sanitizer option list). */
+static void env_append(const char *name, const char *opt)
+{
+    char v[1024];
+    const char *old = getenv(name);
+    snprintf(v, sizeof v, "%s%s%s", old ? old : "", old && *old ? ":" : "", opt);
+    setenv(name, v, 1);
+}
+
+/* Starts the runner. raw_segv: a SIGSEGV in a kernel kills the runner by that signal even when it
+ * is built with sanitizers (which would otherwise report it and exit). */
+static void client_start(client *c, int raw_segv)
+{
+    int in[2], out[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (raw_segv) {
+            env_append("ASAN_OPTIONS", "handle_segv=0");
+            env_append("UBSAN_OPTIONS", "handle_segv=0");
+        }
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
+              "--log-level", "warn", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c->pid = pid;
+    c->to = in[1];
+    c->from = out[0];
+    c->len = 0;
+    c->reaped = 0;
+}
+
+static void client_send(client *c, const char *line)
+{
+    size_t n = strlen(line), off = 0;
+    while (off < n) {
+        ssize_t w = write(c->to, line + off, n - off);
+        assert_true(w > 0);
+        off += (size_t)w;
+    }
+    assert_int_equal(write(c->to, "\n", 1), 1);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Next reply line as JSON; NULL on end of output or when timeout_ms passes first. *eof tells which.
+ */
+static json_t *client_read(client *c, int timeout_ms, int *eof)
+{
+    double deadline = now_ms() + timeout_ms;
+    *eof = 0;
+    for (;;) {
+        char *nl = memchr(c->buf, '\n', c->len);
+        if (nl) {
+            json_error_t jerr;
+            json_t *j = json_loadb(c->buf, (size_t)(nl - c->buf), 0, &jerr);
+            if (!j)
+                fail_msg("reply is not JSON: %s (%.*s)", jerr.text, (int)(nl - c->buf), c->buf);
+            size_t used = (size_t)(nl - c->buf) + 1;
+            memmove(c->buf, c->buf + used, c->len - used);
+            c->len -= used;
+            return j;
+        }
+        int left = (int)(deadline - now_ms());
+        if (left <= 0)
+            return NULL;
+        struct pollfd p = {.fd = c->from, .events = POLLIN};
+        int pr = poll(&p, 1, left);
+        if (pr <= 0)
+            continue;
+        assert_true(c->len < REPLY_MAX);
+        ssize_t n = read(c->from, c->buf + c->len, REPLY_MAX - c->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            *eof = 1;
+            return NULL;
+        }
+        c->len += (size_t)n;
+    }
+}
+
+/* Sends a request and returns its reply (the test fails without one within timeout_ms). */
+static json_t *client_call(client *c, const char *line, int timeout_ms)
+{
+    int eof;
+    client_send(c, line);
+    json_t *j = client_read(c, timeout_ms, &eof);
+    if (!j)
+        fail_msg("no reply (%s) to %.300s", eof ? "runner exited" : "timeout", line);
+    return j;
+}
+
+/* Compact text of req (malloc'd); consumes req. */
+static char *dump_request(json_t *req)
+{
+    char *line = json_dumps(req, JSON_COMPACT);
+    assert_non_null(line);
+    json_decref(req);
+    return line;
+}
+
+static json_t *client_call_json(client *c, json_t *req, int timeout_ms)
+{
+    char *line = dump_request(req);
+    json_t *j = client_call(c, line, timeout_ms);
+    free(line);
+    return j;
+}
+
+/* Closes stdin and waits for the runner (at most timeout_ms, then kills it). Returns the status. */
+static int client_stop(client *c, int timeout_ms)
+{
+    if (c->to >= 0)
+        close(c->to);
+    c->to = -1;
+    double deadline = now_ms() + timeout_ms;
+    while (!c->reaped && c->pid > 0) {
+        pid_t w = waitpid(c->pid, &c->status, WNOHANG);
+        if (w == c->pid) {
+            c->reaped = 1;
+            break;
+        }
+        if (now_ms() > deadline) {
+            kill(c->pid, SIGKILL);
+            waitpid(c->pid, &c->status, 0);
+            c->reaped = 1;
+            break;
+        }
+        struct timespec ms = {0, 2000000};
+        nanosleep(&ms, NULL);
+    }
+    if (c->from >= 0)
+        close(c->from);
+    c->from = -1;
+    return c->status;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int count_files(const char *dir, const char *suffix, int *tmp_files)
+{
+    int n = 0;
+    *tmp_files = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name), s = strlen(suffix);
+        if (l > s && strcmp(e->d_name + l - s, suffix) == 0)
+            n++;
+        if (strstr(e->d_name, ".tmp."))
+            (*tmp_files)++;
+    }
+    closedir(d);
+    return n;
+}
+
+static int setup(void **state)
+{
+    client *c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    client_init(c);
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    client *c = *state;
+    if (c->pid > 0 && !c->reaped) {
+        kill(c->pid, SIGKILL);
+        client_stop(c, 1000);
+    }
+    if (c->to >= 0)
+        close(c->to);
+    if (c->from >= 0)
+        close(c->from);
+    remove_tree(c->cache);
+    free(c->buf);
+    free(c);
+    return 0;
+}
+
+/* ---- requests ---- */
+
+static void kernel_path(char *buf, size_t cap, const char *kernel, const char *file)
+{
+    snprintf(buf, cap, "%s/tests/kernels/%s/%s", KT_SOURCE_DIR, kernel, file);
+}
+
+/* A measure request for the y = f(x) test kernels (scale, wrong, crash, hang, noncompile). */
+static json_t *xy_request(int id, const char *kernel, json_t *defines, long long n)
+{
+    char src[512], ref[512];
+    kernel_path(src, sizeof src, kernel, "cpu.c");
+    kernel_path(ref, sizeof ref, kernel, "reference.c");
+    json_t *req = json_pack(
+        "{s:i, s:s, s:s, s:s, s:o, s:[I], s:[{s:s, s:I, s:s}, {s:s, s:I, s:s}], s:{s:s, s:s}, "
+        "s:{s:f, s:f}, s:f, s:i, s:i, s:f, s:f, s:f}",
+        "id", id, "op", "measure", "kernel", kernel, "source", src, "defines",
+        defines ? defines : json_object(), "problem", (json_int_t)n, "buffers", "name", "x",
+        "elements", (json_int_t)n, "role", "input", "name", "y", "elements", (json_int_t)n, "role",
+        "output", "reference", "kind", "c", "source", ref, "tolerance", "rtol", 1e-6, "atol", 1e-7,
+        "flops", (double)n, "min_repeats", 5, "max_repeats", 1000, "min_seconds", 0.01,
+        "max_seconds", 2.0, "compile_timeout_s", 60.0);
+    assert_non_null(req);
+    return req;
+}
+
+static const char *status_of(const json_t *reply)
+{
+    const char *s = json_string_value(json_object_get(reply, "status"));
+    if (!s) {
+        char *t = json_dumps(reply, JSON_COMPACT);
+        fail_msg("reply has no status: %s", t ? t : "?");
+    }
+    return s;
+}
+
+static void assert_status(const json_t *reply, const char *want)
+{
+    const char *got = status_of(reply);
+    if (strcmp(got, want) != 0) {
+        char *t = json_dumps(reply, JSON_COMPACT);
+        fail_msg("status %s, wanted %s: %s", got, want, t ? t : "?");
+    }
+}
+
+static json_t *extra(const json_t *reply, const char *key)
+{
+    return json_object_get(json_object_get(reply, "extras"), key);
+}
+
+static double num(const json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v))
+        fail_msg("field %s is not a number", key);
+    return json_number_value(v);
+}
+
+/* ---- tests ---- */
+
+static void probe_reports_the_cpu(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    json_t *r = client_call(c, "{\"id\": 1, \"op\": \"probe\"}", 10000);
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_t *d = json_object_get(r, "device");
+    assert_true(strlen(json_string_value(json_object_get(d, "model"))) > 0);
+    assert_true(num(d, "cores") >= 1);
+    assert_true(json_is_array(json_object_get(d, "isa")));
+    int bits = (int)num(d, "vector_bits");
+    assert_true(bits == 128 || bits == 256 || bits == 512);
+    assert_true(num(d, "l1d_bytes") >= 0 && num(d, "l2_bytes") >= 0 && num(d, "l3_bytes") >= 0);
+    assert_true(strlen(json_string_value(json_object_get(d, "compiler"))) > 0);
+    printf("probe: %s, %d cores, %d-bit vectors, %zu isa flags, compiler '%s'\n",
+           json_string_value(json_object_get(d, "model")), (int)num(d, "cores"), bits,
+           json_array_size(json_object_get(d, "isa")),
+           json_string_value(json_object_get(d, "compiler")));
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0); /* EOF on stdin: exit status 0 */
+}
+
+static void measure_scale_is_ok_and_cached(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    json_t *r =
+        client_call_json(c, xy_request(7, "scale", json_pack("{s:i}", "UNROLL", 2), 65536), 60000);
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+    assert_status(r, "ok");
+    double t = num(r, "time_ms");
+    assert_true(t > 0 && t < 100);
+    assert_true(num(r, "repeats") >= 5);
+    assert_true(num(r, "noise_cv") >= 0);
+    assert_true(num(r, "compile_ms") > 0);
+    assert_true(num(r, "measure_ms") > 0);
+    assert_true(json_number_value(extra(r, "gflops")) > 0);
+    assert_true(json_is_false(extra(r, "cached_binary")));
+    assert_true(json_number_value(extra(r, "max_abs_err")) == 0.0);
+    char first[64];
+    snprintf(first, sizeof first, "%s", json_string_value(extra(r, "binary")));
+    printf("scale n=65536 UNROLL=2: %.4f ms median of %d, cv %.3f, %.2f GFLOP/s\n", t,
+           (int)num(r, "repeats"), num(r, "noise_cv"), json_number_value(extra(r, "gflops")));
+    json_decref(r);
+
+    r = client_call_json(c, xy_request(8, "scale", json_pack("{s:i}", "UNROLL", 2), 65536), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_true(extra(r, "cached_binary")));
+    assert_true(num(r, "compile_ms") == 0.0);
+    assert_true(json_is_true(extra(r, "problem_reused")));
+    assert_string_equal(json_string_value(extra(r, "binary")), first);
+    json_decref(r);
+
+    r = client_call_json(c, xy_request(9, "scale", json_pack("{s:i}", "UNROLL", 4), 65536), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_false(extra(r, "cached_binary")));
+    assert_string_not_equal(json_string_value(extra(r, "binary")), first);
+    json_decref(r);
+
+    int tmp;
+    assert_int_equal(count_files(c->cache, ".so", &tmp), 3); /* two kernels and the reference */
+    assert_int_equal(tmp, 0);
+    assert_int_equal(client_stop(c, 5000), 0);
+
+    /* a new runner on the same cache finds the binary */
+    client_start(c, 0);
+    r = client_call_json(c, xy_request(10, "scale", json_pack("{s:i}", "UNROLL", 4), 65536), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_true(extra(r, "cached_binary")));
+    assert_true(json_is_false(extra(r, "problem_reused")));
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+static void wrong_kernel_gives_wrong_result(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    json_t *r = client_call_json(c, xy_request(3, "wrong", NULL, 1024), 60000);
+    assert_status(r, "wrong_result");
+    assert_int_equal(json_integer_value(extra(r, "first_bad_index")), 0);
+    assert_string_equal(json_string_value(extra(r, "first_bad_buffer")), "y");
+    assert_int_equal(json_integer_value(extra(r, "bad_elements")), 1024);
+    double err = json_number_value(extra(r, "max_abs_err"));
+    assert_true(fabs(err - 1.0) < 1e-5);
+    double v = json_number_value(extra(r, "first_bad_value"));
+    double e = json_number_value(extra(r, "first_bad_expected"));
+    assert_true(fabs(v - e - 1.0) < 1e-5);
+    assert_int_equal((int)num(r, "repeats"), 0);
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+static void noncompile_gives_compile_error_with_log(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    json_t *r = client_call_json(
+        c, xy_request(4, "noncompile", json_pack("{s:i}", "BROKEN", 1), 64), 60000);
+    assert_status(r, "compile_error");
+    const char *log = json_string_value(extra(r, "log"));
+    assert_non_null(log);
+    assert_non_null(strstr(log, "error"));
+    assert_non_null(strstr(log, "cpu.c"));
+    json_decref(r);
+    r = client_call_json(c, xy_request(5, "noncompile", json_pack("{s:i}", "BROKEN", 0), 64),
+                         60000);
+    assert_status(r, "ok");
+    json_decref(r);
+    /* a compile that cannot finish in time (a fresh define, so not cached) */
+    json_t *req = xy_request(6, "noncompile", json_pack("{s:i}", "BROKEN", 0), 64);
+    json_object_set_new(json_object_get(req, "defines"), "UNUSED", json_integer(12345));
+    json_object_set_new(req, "compile_timeout_s", json_real(0.001));
+    r = client_call_json(c, req, 60000);
+    assert_status(r, "timeout");
+    json_decref(r);
+    int tmp;
+    count_files(c->cache, ".so", &tmp);
+    assert_int_equal(tmp, 0); /* the killed compile left no temporary file */
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+static void crash_kills_the_runner_without_reply(void **state)
+{
+    client *c = *state;
+    client_start(c, 1);
+    char *line = dump_request(xy_request(11, "crash", NULL, 64));
+    client_send(c, line);
+    free(line);
+    int eof = 0;
+    json_t *r = client_read(c, 60000, &eof);
+    assert_null(r);
+    assert_true(eof);
+    int st = client_stop(c, 10000);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGSEGV);
+}
+
+static void hang_never_replies(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    /* compile first (a separate, answered request would need another kernel): give the compiler
+     * time, then expect silence for 2 s after the binary exists */
+    json_t *probe = client_call(c, "{\"id\": 1, \"op\": \"probe\"}", 10000);
+    json_decref(probe);
+    char *line = dump_request(xy_request(12, "hang", NULL, 64));
+    client_send(c, line);
+    free(line);
+    int eof = 0;
+    json_t *r = client_read(c, 3000, &eof); /* compile (well under 1 s) + 2 s of running */
+    assert_null(r);
+    assert_false(eof);
+    assert_int_equal(waitpid(c->pid, &c->status, WNOHANG), 0); /* still alive, spinning */
+    kill(c->pid, SIGKILL);
+    int st = client_stop(c, 5000);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGKILL);
+}
+
+static void expect_error(client *c, const char *line, const char *needle, json_int_t id)
+{
+    json_t *r = client_call(c, line, 10000);
+    if (!json_is_false(json_object_get(r, "ok")))
+        fail_msg("expected an error reply to %s", line);
+    const char *msg = json_string_value(json_object_get(r, "error"));
+    assert_non_null(msg);
+    if (!strstr(msg, needle))
+        fail_msg("error '%s' does not mention '%s'", msg, needle);
+    json_t *jid = json_object_get(r, "id");
+    if (id < 0)
+        assert_true(json_is_null(jid));
+    else
+        assert_int_equal(json_integer_value(jid), id);
+    json_decref(r);
+}
+
+static void malformed_requests_get_error_replies(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    expect_error(c, "this is not json", "not valid JSON", -1);
+    expect_error(c, "[1, 2]", "JSON object", -1);
+    expect_error(c, "{\"op\": \"probe\"}", "'id'", -1);
+    expect_error(c, "{\"id\": 2}", "'op'", 2);
+    expect_error(c, "{\"id\": 3, \"op\": \"launch\"}", "unknown op", 3);
+    expect_error(c, "{\"id\": 4, \"op\": \"probe\", \"id\": 5}", "duplicate", -1);
+    expect_error(c, "{\"id\": 6, \"op\": \"measure\"}", "'kernel'", 6);
+
+    struct {
+        const char *field;
+        json_t *value; /* NULL: delete the field */
+        const char *needle;
+    } cases[] = {
+        {"source", NULL, "'source'"},
+        {"buffers", NULL, "'buffers'"},
+        {"reference", NULL, "'reference'"},
+        {"tolerance", NULL, "'tolerance'"},
+        {"problem", NULL, "'problem'"},
+        {"source", json_string("relative/cpu.c"), "absolute"},
+        {"min_repeats", json_string("5"), "'min_repeats'"},
+        {"min_repeats", json_integer(0), "'min_repeats'"},
+        {"max_seconds", json_real(-1), "'max_seconds'"},
+        {"defines", json_pack("{s:f}", "UNROLL", 2.5), "UNROLL"},
+        {"defines", json_pack("{s:i}", "1BAD", 1), "identifier"},
+        {"defines", json_pack("{s:b}", "UNROLL", 1), "UNROLL"},
+        {"kernel", json_string("a b"), "'kernel'"},
+        {"buffers", json_pack("[{s:s, s:i, s:s}]", "name", "x", "elements", 4, "role", "inout"),
+         "role"},
+        {"buffers", json_pack("[{s:s, s:i, s:s}]", "name", "x", "elements", 4, "role", "input"),
+         "output"},
+        {"reference", json_pack("{s:s}", "kind", "numpy"), "kind"},
+        {"warmup", json_integer(3), "unknown field 'warmup'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *req = xy_request(100 + (int)i, "scale", NULL, 64);
+        if (cases[i].value)
+            json_object_set_new(req, cases[i].field, cases[i].value);
+        else
+            json_object_del(req, cases[i].field);
+        char *line = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        expect_error(c, line, cases[i].needle, 100 + (json_int_t)i);
+        free(line);
+    }
+    /* a line over the 1 MiB cap is refused and the rest of it skipped */
+    size_t big = (1u << 20) + 100;
+    char *line = malloc(big + 1);
+    assert_non_null(line);
+    memset(line, ' ', big);
+    static const char head[] = "{\"id\": 9, \"op\": \"probe\", \"pad\": \"";
+    memcpy(line, head, sizeof head - 1);
+    line[big - 2] = '"';
+    line[big - 1] = '}';
+    line[big] = '\0';
+    expect_error(c, line, "exceeds", -1);
+    free(line);
+    /* still serving */
+    json_t *r = client_call(c, "{\"id\": 99, \"op\": \"probe\"}", 10000);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(r, "id")), 99);
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+static void buffers_over_the_memory_bound_are_invalid(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    long long n = 3LL << 30; /* 12 GiB per buffer */
+    json_t *r = client_call_json(c, xy_request(13, "scale", NULL, n), 60000);
+    assert_status(r, "invalid");
+    assert_non_null(strstr(json_string_value(extra(r, "reason")), "GiB"));
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+static void naive_gemm_verifies_against_openblas(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    char src[512];
+    kernel_path(src, sizeof src, "naive_gemm", "cpu.c");
+    for (int order = 0; order < 2; order++) {
+        json_t *req = json_pack(
+            "{s:i, s:s, s:s, s:s, s:{s:i}, s:[i, i, i], s:[s, s, s], s:[{s:s, s:i, s:s}, {s:s, "
+            "s:i, s:s}, {s:s, s:i, s:s}], s:{s:s}, s:{s:f, s:f}, s:f, s:i, s:f}",
+            "id", 20 + order, "op", "measure", "kernel", "naive_gemm", "source", src, "defines",
+            "LOOP_ORDER", order, "problem", 64, 48, 32, "problem_names", "M", "N", "K", "buffers",
+            "name", "A", "elements", 64 * 32, "role", "input", "name", "B", "elements", 32 * 48,
+            "role", "input", "name", "C", "elements", 64 * 48, "role", "output", "reference",
+            "kind", "openblas_sgemm", "tolerance", "rtol", 1e-4, "atol", 1e-5, "flops",
+            2.0 * 64 * 48 * 32, "min_repeats", 3, "min_seconds", 0.0);
+        assert_non_null(req);
+        json_t *r = client_call_json(c, req, 60000);
+        assert_status(r, "ok");
+        assert_true(json_number_value(extra(r, "max_abs_err")) < 1e-3);
+        assert_true(json_number_value(extra(r, "gflops")) > 0);
+        printf("naive_gemm 64x48x32 LOOP_ORDER=%d: %.4f ms, max_abs_err %.2e\n", order,
+               num(r, "time_ms"), json_number_value(extra(r, "max_abs_err")));
+        json_decref(r);
+    }
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(probe_reports_the_cpu, setup, teardown),
+        cmocka_unit_test_setup_teardown(measure_scale_is_ok_and_cached, setup, teardown),
+        cmocka_unit_test_setup_teardown(wrong_kernel_gives_wrong_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(noncompile_gives_compile_error_with_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(crash_kills_the_runner_without_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(hang_never_replies, setup, teardown),
+        cmocka_unit_test_setup_teardown(malformed_requests_get_error_replies, setup, teardown),
+        cmocka_unit_test_setup_teardown(buffers_over_the_memory_bound_are_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(naive_gemm_verifies_against_openblas, setup, teardown),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

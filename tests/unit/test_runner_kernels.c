@@ -1,0 +1,422 @@
+/* Verifies the kernel catalog on the CPU: for every kernels/<name>/spec.json with a cpu variant,
+ * the default configuration and 5 random valid ones (space_new over the variant's parameters and
+ * restrictions, constants = the problem arguments and the probed CPU limits) must measure `ok`
+ * through ktune-runner on the spec's test_problem (else the defaults). The same check runs on the
+ * good test kernels (tests/kernels/scale, naive_gemm) so that the harness itself is always
+ * exercised. Needs kt_space linked next to kt_runner. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "space/expr.h"
+#include "space/space.h"
+
+#define REPLY_MAX       (256 * 1024)
+#define RANDOM_CONFIGS  5
+#define CALL_TIMEOUT_MS 300000
+#define MAX_ARGS        16
+
+typedef struct runner_proc {
+    pid_t pid;
+    int to, from;
+    char buf[REPLY_MAX];
+    size_t len;
+    int status; /* wait status once finished */
+    char cache[256];
+    json_t *constants; /* CPU limits from the probe */
+} runner_proc;
+
+/* ---- a minimal client: one request, one reply ---- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void proc_start(runner_proc *p)
+{
+    int in[2], out[2];
+    snprintf(p->cache, sizeof p->cache, "/tmp/ktune-runner-kernels-XXXXXX");
+    assert_non_null(mkdtemp(p->cache));
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+    p->pid = fork();
+    assert_true(p->pid >= 0);
+    if (p->pid == 0) {
+        dup2(in[0], STDIN_FILENO);
+        dup2(out[1], STDOUT_FILENO);
+        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", p->cache,
+              "--log-level", "warn", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    p->to = in[1];
+    p->from = out[0];
+    p->len = 0;
+    p->status = 0;
+}
+
+static json_t *proc_call(runner_proc *p, json_t *req)
+{
+    char *line = json_dumps(req, JSON_COMPACT);
+    assert_non_null(line);
+    size_t n = strlen(line), off = 0;
+    while (off < n) {
+        ssize_t w = write(p->to, line + off, n - off);
+        if (w <= 0)
+            fail_msg("cannot write to the runner: %s", strerror(errno));
+        off += (size_t)w;
+    }
+    assert_int_equal(write(p->to, "\n", 1), 1);
+    double deadline = now_ms() + CALL_TIMEOUT_MS;
+    json_t *reply = NULL;
+    for (;;) {
+        char *nl = memchr(p->buf, '\n', p->len);
+        if (nl) {
+            reply = json_loadb(p->buf, (size_t)(nl - p->buf), 0, NULL);
+            size_t used = (size_t)(nl - p->buf) + 1;
+            memmove(p->buf, p->buf + used, p->len - used);
+            p->len -= used;
+            break;
+        }
+        int left = (int)(deadline - now_ms());
+        if (left <= 0)
+            fail_msg("no reply within %d s to %.300s", CALL_TIMEOUT_MS / 1000, line);
+        struct pollfd pfd = {.fd = p->from, .events = POLLIN};
+        if (poll(&pfd, 1, left) <= 0)
+            continue;
+        assert_true(p->len < sizeof p->buf);
+        ssize_t got = read(p->from, p->buf + p->len, sizeof p->buf - p->len);
+        if (got <= 0)
+            fail_msg("the runner exited (crashed?) while measuring %.300s", line);
+        p->len += (size_t)got;
+    }
+    free(line);
+    assert_non_null(reply);
+    return reply;
+}
+
+/* Closes the runner's stdin and waits for it; returns its wait status. Idempotent. */
+static int proc_finish(runner_proc *p)
+{
+    if (p->to >= 0) {
+        close(p->to);
+        p->to = -1;
+        waitpid(p->pid, &p->status, 0);
+    }
+    return p->status;
+}
+
+/* Ends the runner whatever state it is in, removes the cache; never fails (runs in teardown). */
+static void proc_cleanup(runner_proc *p)
+{
+    if (p->to >= 0) {
+        kill(p->pid, SIGKILL);
+        proc_finish(p);
+    }
+    if (p->from >= 0)
+        close(p->from);
+    p->from = -1;
+    DIR *d = opendir(p->cache);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", p->cache, e->d_name);
+            if (e->d_name[0] != '.')
+                unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(p->cache);
+    json_decref(p->constants);
+}
+
+static int setup(void **state)
+{
+    runner_proc *p = calloc(1, sizeof *p);
+    if (!p)
+        return -1;
+    p->to = p->from = -1;
+    proc_start(p);
+    json_t *probe = json_pack("{s:i, s:s}", "id", 1, "op", "probe");
+    json_t *r = proc_call(p, probe);
+    json_decref(probe);
+    json_t *d = json_object_get(r, "device");
+    assert_non_null(d);
+    p->constants = json_object();
+    static const char *const limits[] = {"cores", "l1d_bytes", "l2_bytes", "l3_bytes",
+                                         "vector_bits"};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        json_t *v = json_object_get(d, limits[i]);
+        assert_true(json_is_integer(v));
+        json_object_set(p->constants, limits[i], v);
+    }
+    json_decref(r);
+    *state = p;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    runner_proc *p = *state;
+    proc_cleanup(p);
+    free(p);
+    return 0;
+}
+
+/* ---- spec handling ---- */
+
+typedef struct problem_args {
+    int n;
+    const char *names[MAX_ARGS];
+    expr_value values[MAX_ARGS];
+} problem_args;
+
+/* An integer field, or an expression over the problem arguments ("M*K"). */
+static double eval_size(const json_t *v, const problem_args *a, const char *what)
+{
+    if (json_is_number(v))
+        return json_number_value(v);
+    if (!json_is_string(v))
+        fail_msg("%s must be a number or an expression", what);
+    expr_names names = {.n_params = 0,
+                        .params = NULL,
+                        .n_consts = a->n,
+                        .const_names = a->names,
+                        .const_values = a->values};
+    kt_error err;
+    kt_error_clear(&err);
+    expr *e = expr_parse(json_string_value(v), &names, 4096, &err);
+    if (!e)
+        fail_msg("%s '%s': %s", what, json_string_value(v), err.message);
+    expr_value out;
+    int rc = expr_eval(e, NULL, &out);
+    expr_free(e);
+    if (rc < 0 || (out.type != EXPR_INT && out.type != EXPR_FLOAT))
+        fail_msg("%s '%s' does not evaluate to a number", what, json_string_value(v));
+    return out.type == EXPR_INT ? (double)out.u.i : out.u.f;
+}
+
+/* The problem: defaults, overridden by test_problem. Fills args and the constants for restrictions.
+ */
+static void read_problem(const json_t *spec, problem_args *a, json_t *problem, json_t *names,
+                         json_t *constants)
+{
+    const json_t *test = json_object_get(spec, "test_problem");
+    size_t i;
+    json_t *arg;
+    a->n = 0;
+    json_array_foreach(json_object_get(spec, "problem"), i, arg)
+    {
+        assert_true(a->n < MAX_ARGS);
+        const char *name = json_string_value(json_object_get(arg, "name"));
+        assert_non_null(name);
+        json_t *v = json_object_get(test, name);
+        if (!v)
+            v = json_object_get(arg, "default");
+        assert_true(json_is_integer(v));
+        a->names[a->n] = name;
+        a->values[a->n] = (expr_value){.type = EXPR_INT, .u.i = json_integer_value(v)};
+        a->n++;
+        json_array_append(problem, v);
+        json_array_append_new(names, json_string(name));
+        json_object_set(constants, name, v);
+    }
+}
+
+/* Everything of a measure request but the defines. */
+static json_t *base_request(const json_t *spec, const char *dir, const problem_args *a,
+                            json_t *problem, json_t *names)
+{
+    const json_t *cpu = json_object_get(json_object_get(spec, "variants"), "cpu");
+    char src[1600], ref[1600];
+    snprintf(src, sizeof src, "%s/%s", dir, json_string_value(json_object_get(cpu, "source")));
+    json_t *buffers = json_array();
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(spec, "buffers"), i, b)
+    {
+        double el = eval_size(json_object_get(b, "elements"), a, "buffer elements");
+        json_array_append_new(
+            buffers, json_pack("{s:O, s:I, s:O}", "name", json_object_get(b, "name"), "elements",
+                               (json_int_t)el, "role", json_object_get(b, "role")));
+    }
+    json_t *jref = json_object_get(spec, "reference");
+    json_t *reference;
+    if (strcmp(json_string_value(json_object_get(jref, "kind")), "c") == 0) {
+        snprintf(ref, sizeof ref, "%s/%s", dir, json_string_value(json_object_get(jref, "source")));
+        reference = json_pack("{s:s, s:s}", "kind", "c", "source", ref);
+    } else {
+        reference = json_deep_copy(jref);
+    }
+    json_t *flops = json_object_get(spec, "flops");
+    json_t *req =
+        json_pack("{s:s, s:s, s:s, s:O, s:O, s:o, s:o, s:O, s:f, s:i, s:i, s:f, s:f, s:f}", "op",
+                  "measure", "kernel", json_string_value(json_object_get(spec, "name")), "source",
+                  src, "problem", problem, "problem_names", names, "buffers", buffers, "reference",
+                  reference, "tolerance", json_object_get(spec, "tolerance"), "flops",
+                  flops ? eval_size(flops, a, "flops") : 0.0, "min_repeats", 1, "max_repeats", 3,
+                  "min_seconds", 0.0, "max_seconds", 1.0, "compile_timeout_s", 120.0);
+    assert_non_null(req);
+    return req;
+}
+
+/* Measures the default and RANDOM_CONFIGS random valid configurations; returns how many. */
+static int check_kernel(runner_proc *p, const char *dir, const json_t *spec)
+{
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    const json_t *cpu = json_object_get(json_object_get(spec, "variants"), "cpu");
+    problem_args a;
+    json_t *problem = json_array(), *names = json_array();
+    json_t *constants = json_deep_copy(p->constants);
+    read_problem(spec, &a, problem, names, constants);
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *restrictions = json_object_get(cpu, "restrictions");
+    space *sp = space_new(json_object_get(cpu, "parameters"),
+                          json_is_array(restrictions) ? restrictions : NULL, constants, NULL, &err);
+    if (!sp)
+        fail_msg("%s: cannot build the cpu space: %s", name, err.message);
+    if (space_count(sp) == 0)
+        fail_msg("%s: the cpu space has no valid configuration on this CPU", name);
+    config_id ids[1 + RANDOM_CONFIGS];
+    int n = 0;
+    if (space_config_from_json(sp, json_object_get(cpu, "default"), &ids[n++], &err) < 0)
+        fail_msg("%s: the default configuration is not valid here: %s", name, err.message);
+    kt_rng rng;
+    kt_rng_seed(&rng, 20240611);
+    uint64_t want = space_count(sp) - 1 < RANDOM_CONFIGS ? space_count(sp) - 1 : RANDOM_CONFIGS;
+    for (int tries = 0; (uint64_t)(n - 1) < want && tries < 1000; tries++) {
+        config_id id = space_sample(sp, &rng);
+        int seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= ids[k] == id;
+        if (!seen)
+            ids[n++] = id;
+    }
+    json_t *base = base_request(spec, dir, &a, problem, names);
+    char *problem_text = json_dumps(problem, JSON_COMPACT);
+    for (int k = 0; k < n; k++) {
+        json_t *req = json_deep_copy(base);
+        json_t *defines = space_config_json(sp, ids[k]);
+        char *def_text = json_dumps(defines, JSON_COMPACT);
+        json_object_set_new(req, "id", json_integer(k + 1));
+        json_object_set_new(req, "defines", defines);
+        json_t *r = proc_call(p, req);
+        const char *status = json_string_value(json_object_get(r, "status"));
+        if (!status || strcmp(status, "ok") != 0) {
+            char *t = json_dumps(r, JSON_COMPACT);
+            fail_msg("%s %s %s: %s", name, problem_text, def_text, t ? t : "?");
+        }
+        json_t *gf = json_object_get(json_object_get(r, "extras"), "gflops");
+        printf("  %-12s %s %-48s ok  %9.4f ms  %7.2f GFLOP/s%s\n", name, problem_text, def_text,
+               json_number_value(json_object_get(r, "time_ms")), json_number_value(gf),
+               k == 0 ? "  (default)" : "");
+        free(def_text);
+        json_decref(r);
+        json_decref(req);
+    }
+    printf("%s: %d configuration(s) of %llu valid verified ok\n", name, n,
+           (unsigned long long)space_count(sp));
+    free(problem_text);
+    json_decref(base);
+    json_decref(problem);
+    json_decref(names);
+    json_decref(constants);
+    space_free(sp);
+    return n;
+}
+
+/* Checks the kernel in dir when its spec has a cpu variant. Returns 1 if it was checked. */
+static int check_dir(runner_proc *p, const char *dir)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    json_error_t jerr;
+    json_t *spec = json_load_file(path, 0, &jerr);
+    if (!spec) {
+        if (access(path, F_OK) != 0)
+            return 0;
+        fail_msg("%s: %s (line %d)", path, jerr.text, jerr.line);
+    }
+    int checked = 0;
+    if (json_object_get(json_object_get(spec, "variants"), "cpu")) {
+        check_kernel(p, dir, spec);
+        checked = 1;
+    }
+    json_decref(spec);
+    return checked;
+}
+
+static int dir_filter(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
+static void catalog_kernels_verify(void **state)
+{
+    runner_proc *p = *state;
+    char root[1024];
+    snprintf(root, sizeof root, "%s/kernels", KT_SOURCE_DIR);
+    struct dirent **list = NULL;
+    int n = scandir(root, &list, dir_filter, alphasort);
+    assert_true(n >= 0);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        char dir[1024 + 320];
+        snprintf(dir, sizeof dir, "%s/%s", root, list[i]->d_name);
+        checked += check_dir(p, dir);
+        free(list[i]);
+    }
+    free(list);
+    if (checked == 0) {
+        printf("no kernels/*/spec.json with a cpu variant: nothing to verify\n");
+        skip();
+    }
+    printf("%d catalog kernel(s) verified on the CPU\n", checked);
+    int st = proc_finish(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void good_test_kernels_verify(void **state)
+{
+    runner_proc *p = *state;
+    static const char *const good[] = {"scale", "naive_gemm"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/tests/kernels/%s", KT_SOURCE_DIR, good[i]);
+        assert_int_equal(check_dir(p, dir), 1);
+    }
+    int st = proc_finish(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(good_test_kernels_verify, setup, teardown),
+        cmocka_unit_test_setup_teardown(catalog_kernels_verify, setup, teardown),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
