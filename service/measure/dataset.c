@@ -1,6 +1,7 @@
 /* measure/dataset — loads one Kernel Tuner cache file (plain or gzipped JSON) into a replay
  * dataset: its space, a sorted table of recorded results by config id, and a hash of its
  * definition. */
+#include "../core/hash.h"
 #include "measure_impl.h"
 
 #include <ctype.h>
@@ -170,15 +171,6 @@ static int name_ok(const char *s)
     return 1;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* Hash of what fixes the space and its ids: parameter order and values, restrictions, and for an
  * explicit space its configuration list. */
 static int hash_definition(replay_dataset *ds, const json_t *keys, const json_t *tp,
@@ -190,13 +182,13 @@ static int hash_definition(replay_dataset *ds, const json_t *keys, const json_t 
     json_decref(def);
     if (!text)
         return -1;
-    uint64_t h = fnv1a(0xcbf29ce484222325ULL, text, strlen(text));
+    uint64_t h = kt_fnv1a(KT_FNV1A_OFFSET, text, strlen(text));
     free(text);
     char key[4096];
     for (config_id id = 0; ds->explicit_space && id < space_count(ds->sp); id++) {
         int n = space_config_key(ds->sp, id, key, sizeof key);
         if (n > 0)
-            h = fnv1a(fnv1a(h, key, (size_t)n), "\n", 1);
+            h = kt_fnv1a(kt_fnv1a(h, key, (size_t)n), "\n", 1);
     }
     snprintf(ds->kernel_hash, sizeof ds->kernel_hash, "%016llx", (unsigned long long)h);
     return 0;

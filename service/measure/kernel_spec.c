@@ -2,6 +2,7 @@
  * field checked with a message naming the file and the field, unknown fields refused, expressions
  * parsed once with exactly the names they may see. Problems are validated and the per-problem space
  * and launch geometry computed from the parsed spec. */
+#include "../core/hash.h"
 #include "kernel_spec.h"
 
 #include <errno.h>
@@ -72,24 +73,6 @@ static int bad(loader *L, const char *fmt, ...)
     }
     L->failed = 1;
     return -1;
-}
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-/* Hashes a length prefix then the bytes, so that concatenations cannot collide. */
-static uint64_t fnv1a_part(uint64_t h, const char *data, size_t n)
-{
-    uint64_t len = n;
-    h = fnv1a(h, &len, sizeof len);
-    return fnv1a(h, data, n);
 }
 
 /* Reads a regular file of at most KSPEC_MAX_FILE_BYTES (NUL-terminated copy in *out). */
@@ -268,7 +251,7 @@ static int source_file(loader *L, const char *dir, const json_t *v, const char *
         return bad(L, "%s '%s': %s", field, name, strerror(errno));
     if (read_small_file(resolved, &bytes, &len, why, sizeof why) < 0)
         return bad(L, "%s '%s' %s", field, name, why);
-    *h = fnv1a_part(*h, bytes, len);
+    *h = kt_fnv1a_field(*h, bytes, len);
     free(bytes);
     if (!(*abs = strdup(resolved)))
         return bad(L, "out of memory");
@@ -809,7 +792,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     json_error_t jerr;
     kernel_spec *k = NULL;
     loader L = {.file = dir, .why = why, .cap = why_cap};
-    uint64_t base = 14695981039346656037ULL, ref_hash = base, var_hash[KSPEC_N_KINDS];
+    uint64_t base = KT_FNV1A_OFFSET, ref_hash = base, var_hash[KSPEC_N_KINDS];
     int ok = 0;
 
     if (why && why_cap)
@@ -875,7 +858,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         const kspec_limits *lim = limits && limits[kind] ? limits[kind] : &typical_limits[kind];
         const json_t *obj = variants ? json_object_get(variants, variant_kinds[kind]) : NULL;
         char where[32];
-        var_hash[kind] = fnv1a_part(base, bytes, len);
+        var_hash[kind] = kt_fnv1a_field(base, bytes, len);
         snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
         if (!obj && kind == KSPEC_CUDA && access(cuda_path, F_OK) == 0) {
             /* The CUDA variant kept beside spec.json until the two are merged. */
@@ -889,7 +872,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
                     jerr.column);
                 goto out;
             }
-            var_hash[kind] = fnv1a_part(var_hash[kind], cuda_bytes, cuda_len);
+            var_hash[kind] = kt_fnv1a_field(var_hash[kind], cuda_bytes, cuda_len);
             obj = cuda_root;
             snprintf(where, sizeof where, "cuda");
         }
@@ -897,7 +880,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
             continue;
         if (load_variant(&L, k, (kspec_kind)kind, obj, where, lim, &var_hash[kind]) < 0)
             goto out;
-        var_hash[kind] = fnv1a_part(var_hash[kind], (const char *)&ref_hash, sizeof ref_hash);
+        var_hash[kind] = kt_fnv1a_field(var_hash[kind], (const char *)&ref_hash, sizeof ref_hash);
         hex64(var_hash[kind], k->variants[kind].hash);
         if (limits && limits[kind] && check_default(&L, k, (kspec_kind)kind, lim, where) < 0)
             goto out;

@@ -4,6 +4,7 @@
  * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
  * partial file. The compiler runs with fork/execvp (no shell) under a deadline that kills its whole
  * process group. */
+#include "../core/hash.h"
 #include "runner.h"
 
 #include <dlfcn.h>
@@ -23,24 +24,6 @@
 static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
                                            "-shared"};
 static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
-
-uint64_t runner_fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-/* Hashes a field with its length first, so that field boundaries are part of the hash. */
-static uint64_t hash_field(uint64_t h, const void *data, size_t n)
-{
-    uint64_t len = n;
-    h = runner_fnv1a(h, &len, sizeof len);
-    return runner_fnv1a(h, data, n);
-}
 
 static double now_s(void)
 {
@@ -214,18 +197,18 @@ static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
     const char *const *flags = reference ? reference_flags : kernel_flags;
     size_t n_flags = reference ? sizeof reference_flags / sizeof *reference_flags
                                : sizeof kernel_flags / sizeof *kernel_flags;
-    uint64_t h = hash_field(RUNNER_FNV_OFFSET, tag, strlen(tag));
-    h = hash_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
-    h = hash_field(h, r->cpu.model, strlen(r->cpu.model));
-    h = hash_field(h, r->cpu.isa, strlen(r->cpu.isa));
+    uint64_t h = kt_fnv1a_field(KT_FNV1A_OFFSET, tag, strlen(tag));
+    h = kt_fnv1a_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
+    h = kt_fnv1a_field(h, r->cpu.model, strlen(r->cpu.model));
+    h = kt_fnv1a_field(h, r->cpu.isa, strlen(r->cpu.isa));
     for (size_t i = 0; i < n_flags; i++)
-        h = hash_field(h, flags[i], strlen(flags[i]));
+        h = kt_fnv1a_field(h, flags[i], strlen(flags[i]));
     for (int i = 0; i < n_defines; i++) {
         char def[RUNNER_NAME_MAX + 32];
         int n = snprintf(def, sizeof def, "%s=%lld", defines[i].name, defines[i].value);
-        h = hash_field(h, def, (size_t)n);
+        h = kt_fnv1a_field(h, def, (size_t)n);
     }
-    return hash_field(h, src, src_len);
+    return kt_fnv1a_field(h, src, src_len);
 }
 
 /* Runs the compiler into a temporary file and renames it into out->path. */

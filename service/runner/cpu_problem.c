@@ -4,6 +4,7 @@
  * stays in r->problem until a request with another key arrives. Inputs are read-only for kernels:
  * each keeps a checksum so that a kernel writing to one is caught and the buffer restored. Each
  * kernel buffer ends (rounded up to 64 bytes) at a PROT_NONE guard page. */
+#include "../core/hash.h"
 #include "runner.h"
 
 #include <cblas.h>
@@ -78,9 +79,9 @@ static int alloc_guarded(cpu_problem *p, int i, long long n)
 
 static void fill_input(float *x, long long n, const char *kernel, const char *buffer)
 {
-    uint64_t h = runner_fnv1a(RUNNER_FNV_OFFSET, kernel, strlen(kernel));
-    h = runner_fnv1a(h, "/", 1);
-    h = runner_fnv1a(h, buffer, strlen(buffer));
+    uint64_t h = kt_fnv1a(KT_FNV1A_OFFSET, kernel, strlen(kernel));
+    h = kt_fnv1a(h, "/", 1);
+    h = kt_fnv1a(h, buffer, strlen(buffer));
     kt_rng rng;
     kt_rng_seed(&rng, h);
     for (long long i = 0; i < n; i++)

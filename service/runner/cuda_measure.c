@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/hash.h"
 #include "cuda_internal.h"
 #include "runner.h"
 
@@ -137,13 +138,6 @@ static void cuda_invalid(cuda_trial *t, const char *fmt, ...)
 
 /* ---- compile, with the binary cache ---- */
 
-static uint64_t cuda_hash_field(uint64_t h, const void *data, size_t n)
-{
-    uint64_t len = n;
-    h = runner_fnv1a(h, &len, sizeof len);
-    return runner_fnv1a(h, data, n);
-}
-
 /* Writes data into path through a temporary file renamed into place (runners may share a cache).
  * Failures are not errors: the binary is simply not cached. */
 static void cuda_cache_store(const char *path, const char *data, size_t len)
@@ -206,13 +200,13 @@ static int cuda_build(cuda_trial *t, const char *cache_dir, char **image, size_t
     /* The key: tag, NVRTC version, options (defines sorted by the parser), source bytes. */
     char ver[32];
     int vlen = snprintf(ver, sizeof ver, "nvrtc %d.%d", d->nvrtc.major, d->nvrtc.minor);
-    uint64_t h1 = cuda_hash_field(RUNNER_FNV_OFFSET, CUDA_CACHE_TAG, strlen(CUDA_CACHE_TAG));
-    h1 = cuda_hash_field(h1, ver, (size_t)vlen);
+    uint64_t h1 = kt_fnv1a_field(KT_FNV1A_OFFSET, CUDA_CACHE_TAG, strlen(CUDA_CACHE_TAG));
+    h1 = kt_fnv1a_field(h1, ver, (size_t)vlen);
     for (int i = 0; i < n_opts; i++)
-        h1 = cuda_hash_field(h1, opts[i], strlen(opts[i]));
+        h1 = kt_fnv1a_field(h1, opts[i], strlen(opts[i]));
     /* a second, differently seeded pass makes the key 128 bits */
-    uint64_t h2 = cuda_hash_field(h1 ^ 0x9e3779b97f4a7c15ULL, source, source_len);
-    h1 = cuda_hash_field(h1, source, source_len);
+    uint64_t h2 = kt_fnv1a_field(h1 ^ 0x9e3779b97f4a7c15ULL, source, source_len);
+    h1 = kt_fnv1a_field(h1, source, source_len);
     if (cache_dir && cache_dir[0]) {
         int n = snprintf(path, sizeof path, "%s/cuda-%016llx%016llx.%s", cache_dir,
                          (unsigned long long)h1, (unsigned long long)h2, real ? "cubin" : "ptx");

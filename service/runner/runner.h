@@ -196,7 +196,5 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err);
 
 /* ---- hashing (cpu_compile.c) ---- */
 
-#define RUNNER_FNV_OFFSET 0xcbf29ce484222325ULL
-uint64_t runner_fnv1a(uint64_t h, const void *data, size_t n);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/rng.h"
 #include "core/trial.h"
 
@@ -69,6 +70,19 @@ static void trial_status_names_round_trip(void **state)
     assert_true(trial_status_is_final(TRIAL_COMPILE_ERROR));
 }
 
+static void fnv1a_matches_known_vectors(void **state)
+{
+    (void)state;
+    /* Published FNV-1a 64 test vectors. */
+    assert_true(kt_fnv1a(KT_FNV1A_OFFSET, "", 0) == 0xcbf29ce484222325ULL);
+    assert_true(kt_fnv1a(KT_FNV1A_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+    assert_true(kt_fnv1a(KT_FNV1A_OFFSET, "foobar", 6) == 0x85944171f73967e8ULL);
+    /* Fields: "ab"+"c" and "a"+"bc" differ, although the bytes are the same. */
+    uint64_t x = kt_fnv1a_field(kt_fnv1a_field(KT_FNV1A_OFFSET, "ab", 2), "c", 1);
+    uint64_t y = kt_fnv1a_field(kt_fnv1a_field(KT_FNV1A_OFFSET, "a", 1), "bc", 2);
+    assert_true(x != y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -76,6 +90,7 @@ int main(void)
         cmocka_unit_test(error_set_formats_and_prefixes),
         cmocka_unit_test(rng_is_deterministic_and_in_range),
         cmocka_unit_test(trial_status_names_round_trip),
+        cmocka_unit_test(fnv1a_matches_known_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
