@@ -194,7 +194,4 @@ int cpu_problem_check_inputs(cpu_problem *p);
  * request that cannot be served: unreadable source, cache not writable). */
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err);
 
-/* ---- hashing (cpu_compile.c) ---- */
-
-
 #endif
