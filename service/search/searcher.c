@@ -1,6 +1,7 @@
 /* search/searcher — the strategy registry (a const table of vtables), option validation and
  * dispatch. */
 #include "searcher_impl.h"
+#include "search_set.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,13 +14,13 @@ struct searcher {
 };
 
 static const searcher_vtable *const strategies[] = {
-    &searcher_random_vtable,
-    &searcher_exhaustive_vtable,
+    &searcher_random_vtable,     &searcher_exhaustive_vtable, &searcher_anneal_vtable,
+    &searcher_greedy_ils_vtable, &searcher_genetic_vtable,
 };
 #define N_STRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
 /* Kept in the table's order; a unit test checks that it matches. */
-static const char strategy_names[] = "random, exhaustive";
+static const char strategy_names[] = "random, exhaustive, anneal, greedy_ils, genetic";
 
 static const searcher_vtable *find_strategy(const char *name)
 {

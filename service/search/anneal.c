@@ -1,0 +1,162 @@
+/* search/anneal — simulated annealing over neighbouring configurations. One candidate neighbour of
+ * the current configuration per proposal; a told candidate replaces the current one if faster, or
+ * if slower with probability exp(-(t_new - t_cur) / (T * t_cur)). T starts at t0 and is multiplied
+ * by alpha per told result; after restart_after results without a new best the walk restarts from a
+ * random configuration with T = t0. A configuration without unvisited neighbours (in the chosen
+ * neighbourhood, else in PAIR_SCALE) also restarts the walk. */
+#include "search_set.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_NEIGHBOURHOOD, OPT_T0, OPT_ALPHA, OPT_RESTART_AFTER, N_OPTS };
+
+static const searcher_option anneal_options[N_OPTS] = {
+    {"neighbourhood", SEARCHER_OPT_STRING, "\"hamming\"", 0, 0, "hamming|adjacent",
+     "moves: hamming (one parameter to any other value) or adjacent (one parameter to the "
+     "previous or next value)"},
+    {"t0", SEARCHER_OPT_NUMBER, "1.0", 1e-9, 1e9, NULL,
+     "initial temperature, relative to the current time"},
+    {"alpha", SEARCHER_OPT_NUMBER, "0.995", 0.5, 1.0, NULL,
+     "geometric cooling factor applied per told result"},
+    {"restart_after", SEARCHER_OPT_INTEGER, "300", 1, 1e9, NULL,
+     "told results without a new best before restarting from a random configuration"},
+};
+
+typedef struct anneal_state {
+    const space *sp;
+    kt_rng rng;
+    search_set visited;
+    space_neighbour_kind kind;
+    double t0, alpha, temp;
+    long restart_after, since_best;
+    int has_cur;
+    config_id cur;
+    double cur_t, best_t;
+    config_id *nb; /* neighbour scratch */
+    int nb_cap;
+} anneal_state;
+
+static void anneal_destroy(void *state)
+{
+    anneal_state *st = state;
+    if (!st)
+        return;
+    search_set_free(&st->visited);
+    free(st->nb);
+    free(st);
+}
+
+static void *anneal_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
+{
+    char buf[32];
+    anneal_state *st = calloc(1, sizeof *st);
+    int cap = 1;
+
+    if (!st)
+        goto oom;
+    st->sp = sp;
+    kt_rng_seed(&st->rng, seed);
+    const char *nbh =
+        searcher_option_string(&anneal_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
+    st->kind =
+        nbh && strcmp(nbh, "adjacent") == 0 ? SPACE_NEIGHBOURS_ADJACENT : SPACE_NEIGHBOURS_HAMMING;
+    st->t0 = searcher_option_number(&anneal_options[OPT_T0], options);
+    st->alpha = searcher_option_number(&anneal_options[OPT_ALPHA], options);
+    st->restart_after = (long)searcher_option_number(&anneal_options[OPT_RESTART_AFTER], options);
+    st->temp = st->t0;
+    st->best_t = INFINITY;
+    for (int k = SPACE_NEIGHBOURS_ADJACENT; k <= SPACE_NEIGHBOURS_PAIR_SCALE; k++) {
+        int m = space_max_neighbours(sp, (space_neighbour_kind)k);
+        cap = m > cap ? m : cap;
+    }
+    st->nb = malloc((size_t)cap * sizeof *st->nb);
+    if (!st->nb)
+        goto oom;
+    st->nb_cap = cap;
+    return st;
+oom:
+    anneal_destroy(st);
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return NULL;
+}
+
+/* A random unvisited neighbour of the current configuration: 1, 0 if none, -1 out of memory. */
+static int anneal_neighbour(anneal_state *st, config_id *out)
+{
+    int n = space_neighbours(st->sp, st->cur, st->kind, st->nb, st->nb_cap);
+    if (n == 0) /* e.g. products fixed by restrictions: single-parameter moves are all invalid */
+        n = space_neighbours(st->sp, st->cur, SPACE_NEIGHBOURS_PAIR_SCALE, st->nb, st->nb_cap);
+    return search_pick_unvisited(&st->visited, &st->rng, st->nb, n, out);
+}
+
+static int anneal_ask(void *state, config_id *out, int max)
+{
+    anneal_state *st = state;
+    int n = 0, rc = 1;
+    while (n < max && rc >= 0) {
+        rc = 0;
+        if (st->has_cur) {
+            rc = anneal_neighbour(st, &out[n]);
+            if (rc == 0) { /* a dead end: restart from a random configuration */
+                st->has_cur = 0;
+                st->temp = st->t0;
+                st->since_best = 0;
+            }
+        }
+        if (rc == 0)
+            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
+        if (rc <= 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+static void anneal_tell(void *state, const config_id *ids, const trial_result *r, int n)
+{
+    anneal_state *st = state;
+    for (int i = 0; i < n; i++) {
+        double t = search_score(&r[i]);
+        if (t < st->best_t) {
+            st->best_t = t;
+            st->since_best = 0;
+        } else {
+            st->since_best++;
+        }
+        if (!st->has_cur) {
+            st->has_cur = 1;
+            st->cur = ids[i];
+            st->cur_t = t;
+            continue;
+        }
+        int accept = t <= st->cur_t;
+        if (!accept) {
+            double rel = (t - st->cur_t) / (st->temp * (st->cur_t > 1e-12 ? st->cur_t : 1e-12));
+            accept = kt_rng_uniform(&st->rng) < exp(-rel);
+        }
+        if (accept) {
+            st->cur = ids[i];
+            st->cur_t = t;
+        }
+        st->temp *= st->alpha;
+        if (st->since_best >= st->restart_after) {
+            st->has_cur = 0; /* the next told result (a random proposal, or a pending one) */
+            st->temp = st->t0;
+            st->since_best = 0;
+        }
+    }
+}
+
+const searcher_vtable searcher_anneal_vtable = {
+    .name = "anneal",
+    .summary = "simulated annealing over neighbouring configurations with geometric cooling and "
+               "random restarts",
+    .options = anneal_options,
+    .n_options = N_OPTS,
+    .create = anneal_create,
+    .ask = anneal_ask,
+    .tell = anneal_tell,
+    .destroy = anneal_destroy,
+};

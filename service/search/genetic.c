@@ -1,0 +1,180 @@
+/* search/genetic — a generational genetic algorithm. The first `population` proposals are random;
+ * after that each proposal is a child of two parents picked by tournament (3 individuals) from the
+ * current generation: uniform crossover then per-parameter mutation, built in value-index form and
+ * kept only if space_encode accepts it and it was never proposed (bounded retries, else a HAMMING
+ * neighbour of a parent, else a random configuration). Told children fill the next generation,
+ * which replaces the current one once full; the best individual survives (elitism 1). */
+#include "search_set.h"
+
+#include <stdlib.h>
+
+enum { OPT_POPULATION, OPT_MUTATION_RATE, N_OPTS };
+
+static const searcher_option ga_options[N_OPTS] = {
+    {"population", SEARCHER_OPT_INTEGER, "20", 2, 1000, NULL, "individuals per generation"},
+    {"mutation_rate", SEARCHER_OPT_NUMBER, "0.1", 0, 1, NULL,
+     "probability that a child's parameter is mutated"},
+};
+
+#define GA_TOURNAMENT  3
+#define GA_CHILD_TRIES 32
+#define GA_MAX_PARAMS  256 /* space_limits caps parameters at 256 */
+
+typedef struct ga_indiv {
+    config_id id;
+    double t;
+} ga_indiv;
+
+typedef struct ga_state {
+    const space *sp;
+    kt_rng rng;
+    search_set visited;
+    int pop_size, n_params;
+    double mutation_rate;
+    ga_indiv *pop, *next; /* current generation (npop) and the one being told (nnext) */
+    int npop, nnext;
+    int *pa, *pb, *child; /* value indices */
+    config_id *nb;
+    int nb_cap;
+} ga_state;
+
+static void ga_destroy(void *state)
+{
+    ga_state *st = state;
+    if (!st)
+        return;
+    search_set_free(&st->visited);
+    free(st->pop);
+    free(st->next);
+    free(st->pa);
+    free(st->pb);
+    free(st->child);
+    free(st->nb);
+    free(st);
+}
+
+static void *ga_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
+{
+    ga_state *st = calloc(1, sizeof *st);
+    if (!st)
+        goto oom;
+    st->sp = sp;
+    kt_rng_seed(&st->rng, seed);
+    st->pop_size = (int)searcher_option_number(&ga_options[OPT_POPULATION], options);
+    st->mutation_rate = searcher_option_number(&ga_options[OPT_MUTATION_RATE], options);
+    st->n_params = space_num_params(sp);
+    size_t np = (size_t)(st->n_params > 0 ? st->n_params : 1);
+    st->nb_cap = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING) + 1;
+    st->pop = malloc((size_t)st->pop_size * sizeof *st->pop);
+    st->next = malloc((size_t)st->pop_size * sizeof *st->next);
+    st->pa = malloc(np * sizeof *st->pa);
+    st->pb = malloc(np * sizeof *st->pb);
+    st->child = malloc(np * sizeof *st->child);
+    st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
+    if (!st->pop || !st->next || !st->pa || !st->pb || !st->child || !st->nb)
+        goto oom;
+    return st;
+oom:
+    ga_destroy(st);
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return NULL;
+}
+
+static const ga_indiv *ga_tournament(ga_state *st)
+{
+    const ga_indiv *best = NULL;
+    for (int k = 0; k < GA_TOURNAMENT; k++) {
+        const ga_indiv *c = &st->pop[kt_rng_below(&st->rng, (uint64_t)st->npop)];
+        if (!best || c->t < best->t)
+            best = c;
+    }
+    return best;
+}
+
+/* A valid, unvisited child of the current generation: 1, 0 none found, -1 out of memory. */
+static int ga_breed(ga_state *st, config_id *out)
+{
+    const ga_indiv *a = NULL;
+    for (int attempt = 0; attempt < GA_CHILD_TRIES; attempt++) {
+        a = ga_tournament(st);
+        const ga_indiv *b = ga_tournament(st);
+        if (space_decode(st->sp, a->id, st->pa) < 0 || space_decode(st->sp, b->id, st->pb) < 0)
+            return 0;
+        for (int p = 0; p < st->n_params; p++) {
+            st->child[p] = kt_rng_below(&st->rng, 2) ? st->pa[p] : st->pb[p];
+            int nv = space_param_num_values(st->sp, p);
+            if (nv > 1 && kt_rng_uniform(&st->rng) < st->mutation_rate) {
+                int v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
+                st->child[p] = v >= st->child[p] ? v + 1 : v; /* any other value */
+            }
+        }
+        config_id id;
+        if (space_encode(st->sp, st->child, &id) == 0 && !search_set_has(&st->visited, id)) {
+            if (search_set_add(&st->visited, id) < 0)
+                return -1;
+            *out = id;
+            return 1;
+        }
+    }
+    /* Crossover keeps missing (tight restrictions, or a converged generation): a neighbour. */
+    int m = space_neighbours(st->sp, a->id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
+    return search_pick_unvisited(&st->visited, &st->rng, st->nb, m, out);
+}
+
+static int ga_ask(void *state, config_id *out, int max)
+{
+    ga_state *st = state;
+    int n = 0;
+    while (n < max) {
+        int rc = st->npop >= 2 && st->n_params <= GA_MAX_PARAMS ? ga_breed(st, &out[n]) : 0;
+        if (rc == 0)
+            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
+        if (rc <= 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+static int ga_cmp(const void *x, const void *y)
+{
+    const ga_indiv *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id; /* total order: qsort stays deterministic */
+}
+
+static void ga_tell(void *state, const config_id *ids, const trial_result *r, int n)
+{
+    ga_state *st = state;
+    for (int i = 0; i < n; i++) {
+        st->next[st->nnext].id = ids[i];
+        st->next[st->nnext].t = search_score(&r[i]);
+        st->nnext++;
+        int elite = st->npop > 0 ? 1 : 0;
+        if (st->nnext + elite < st->pop_size)
+            continue;
+        /* Generation complete: the old best survives, the told children fill the rest. */
+        if (elite) {
+            qsort(st->pop, (size_t)st->npop, sizeof *st->pop, ga_cmp);
+            st->next[st->nnext++] = st->pop[0];
+        }
+        ga_indiv *t = st->pop;
+        st->pop = st->next;
+        st->next = t;
+        st->npop = st->nnext;
+        st->nnext = 0;
+    }
+}
+
+const searcher_vtable searcher_genetic_vtable = {
+    .name = "genetic",
+    .summary = "genetic algorithm: tournament selection, uniform crossover and mutation into "
+               "valid configurations, elitism 1",
+    .options = ga_options,
+    .n_options = N_OPTS,
+    .create = ga_create,
+    .ask = ga_ask,
+    .tell = ga_tell,
+    .destroy = ga_destroy,
+};

@@ -1,0 +1,308 @@
+/* Unit tests for cli/bench: exact figures on a hand-made six-configuration cache, include-failed,
+ * the JSON shape, argument errors, and one random run on the pnpoly dataset. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/bench.h"
+
+typedef struct fixture {
+    char dir[64];
+    char file[128];
+} fixture;
+
+/* x = 1..6; x = 3 failed; times 4, 2, -, 1.5, 1, 3 ms; every configuration costs 20 s. */
+static const char *cache_text =
+    "{\"tune_params_keys\": [\"x\"], \"tune_params\": {\"x\": [1, 2, 3, 4, 5, 6]},\n"
+    " \"cache\": {\n"
+    "  \"1\": {\"x\": 1, \"time\": 4.0, \"compile_time\": 20000},\n"
+    "  \"2\": {\"x\": 2, \"time\": 2.0, \"compile_time\": 15000, \"benchmark_time\": 5000},\n"
+    "  \"3\": {\"x\": 3, \"time\": \"RuntimeFailedConfig\", \"compile_time\": 20000},\n"
+    "  \"4\": {\"x\": 4, \"time\": 1.5, \"compile_time\": 20000},\n"
+    "  \"5\": {\"x\": 5, \"time\": 1.0, \"compile_time\": 10000, \"verification_time\": 10000},\n"
+    "  \"6\": {\"x\": 6, \"time\": 3.0, \"compile_time\": 20000}}}\n";
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/kt_bench_XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->file, sizeof f->file, "%s/tiny-cache.json", f->dir);
+    FILE *out = fopen(f->file, "w");
+    if (!out)
+        return -1;
+    fputs(cache_text, out);
+    fclose(out);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    unlink(f->file);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void opts(bench_options *o, const char *space, const char *strategy, int budget, int seeds)
+{
+    memset(o, 0, sizeof *o);
+    o->spaces[0] = space;
+    o->n_spaces = 1;
+    snprintf(o->strategies[0], sizeof o->strategies[0], "%s", strategy);
+    o->n_strategies = 1;
+    o->budget = budget;
+    o->seeds = seeds;
+    o->curves = 1;
+}
+
+static const json_t *strat(const json_t *res, const char *name)
+{
+    return json_object_get(
+        json_object_get(json_array_get(json_object_get(res, "spaces"), 0), "strategies"), name);
+}
+
+static double num(const json_t *o, const char *group, const char *key)
+{
+    const json_t *v = json_object_get(group ? json_object_get(o, group) : o, key);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+static void test_exhaustive_exact(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    opts(&o, f->file, "exhaustive", 25, 2);
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *sp = json_array_get(json_object_get(res, "spaces"), 0);
+    assert_int_equal(json_integer_value(json_object_get(sp, "n_configs")), 5);
+    assert_int_equal(json_integer_value(json_object_get(sp, "n_valid")), 5);
+    assert_float_equal(num(sp, NULL, "optimum_ms"), 1.0, 1e-12);
+    const json_t *st = strat(res, "exhaustive");
+    /* valid space in id order: x = 1, 2, 4, 5, 6 -> best 4, 2, 1.5, 1, 1 */
+    const json_t *run = json_array_get(json_object_get(st, "runs"), 1);
+    const json_t *curve = json_object_get(run, "best_so_far");
+    const double want[] = {4, 2, 1.5, 1, 1};
+    assert_int_equal(json_array_size(curve), 5);
+    assert_int_equal(json_integer_value(json_object_get(run, "evaluations")), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_float_equal(json_number_value(json_array_get(curve, i)), want[i], 1e-12);
+    assert_float_equal(num(st, "fraction", "25"), 1.0, 1e-12);
+    assert_float_equal(num(st, "evals_to_5pct", "median"), 4.0, 1e-12);
+    assert_float_equal(num(st, "evals_to_5pct", "success_rate"), 1.0, 1e-12);
+    /* 20 s each: 60 s covers 3 evaluations (best 1.5), 300 s all */
+    assert_float_equal(num(st, "clock_fraction", "60"), 1.0 / 1.5, 1e-12);
+    assert_float_equal(num(st, "clock_fraction", "300"), 1.0, 1e-12);
+    assert_float_equal(num(st, "clock_to_5pct_s", "median"), 80.0, 1e-9);
+    assert_true(num(st, NULL, "overhead_us") >= 0);
+    json_decref(res);
+
+    /* budget 3: the budget itself is a checkpoint; the optimum is not reached */
+    opts(&o, f->file, "exhaustive", 3, 1);
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    st = strat(res, "exhaustive");
+    assert_int_equal(json_array_size(json_object_get(res, "checkpoints")), 1);
+    assert_float_equal(num(st, "fraction", "3"), 1.0 / 1.5, 1e-12);
+    assert_true(json_is_null(json_object_get(json_object_get(st, "evals_to_5pct"), "median")));
+    assert_float_equal(num(st, "evals_to_5pct", "success_rate"), 0.0, 1e-12);
+    json_decref(res);
+}
+
+static void test_include_failed(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    opts(&o, f->file, "exhaustive", 4, 1);
+    o.include_failed = 1;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *sp = json_array_get(json_object_get(res, "spaces"), 0);
+    assert_int_equal(json_integer_value(json_object_get(sp, "n_configs")), 6);
+    assert_int_equal(json_integer_value(json_object_get(sp, "n_valid")), 5);
+    const json_t *st = strat(res, "exhaustive");
+    /* x = 1, 2, 3 (failed), 4 -> best 4, 2, 2, 1.5 */
+    assert_float_equal(num(st, "fraction", "4"), 1.0 / 1.5, 1e-12);
+    assert_float_equal(num(st, "clock_fraction", "60"), 0.5, 1e-12);
+    assert_float_equal(num(st, "evals_to_5pct", "success_rate"), 0.0, 1e-12);
+    json_decref(res);
+
+    o.budget = 6;
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    st = strat(res, "exhaustive");
+    assert_float_equal(num(st, "evals_to_5pct", "median"), 5.0, 1e-12);
+    assert_float_equal(num(st, "clock_to_5pct_s", "median"), 100.0, 1e-9);
+    json_decref(res);
+}
+
+static void test_summary_shape(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    opts(&o, f->file, "exhaustive", 400, 1);
+    snprintf(o.strategies[1], sizeof o.strategies[1], "random");
+    o.n_strategies = 2;
+    o.curves = 0;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *summary = json_object_get(res, "summary");
+    assert_true(json_is_object(summary));
+    assert_int_equal(json_object_size(summary), 2);
+    const char *keys[] = {"25", "50", "100", "200", "400"};
+    for (int s = 0; s < 2; s++) {
+        const json_t *row = json_object_get(summary, s ? "random" : "exhaustive");
+        assert_int_equal(json_object_size(row), 5);
+        for (int k = 0; k < 5; k++)
+            assert_float_equal(num(row, NULL, keys[k]), 1.0, 1e-12); /* 5 configs < 25 */
+    }
+    assert_null(json_object_get(strat(res, "random"), "runs")); /* curves off */
+    assert_non_null(json_object_get(json_object_get(res, "averages"), "random"));
+    /* the folder form finds the same file */
+    o.spaces[0] = f->dir;
+    json_t *res2 = bench_run(&o, &err);
+    assert_non_null(res2);
+    assert_true(json_equal(json_object_get(res, "summary"), json_object_get(res2, "summary")));
+    json_decref(res2);
+    json_decref(res);
+}
+
+static int parse(const char *line, bench_options *o)
+{
+    char buf[512], *argv[32], msg[256], *save = NULL;
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *t = strtok_r(buf, " ", &save); t && argc < 32; t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    FILE *devnull = fopen("/dev/null", "w");
+    int rc = bench_parse_args(argc, argv, o, msg, sizeof msg, devnull);
+    fclose(devnull);
+    if (rc < 0)
+        assert_true(strlen(msg) > 0);
+    return rc;
+}
+
+static void test_arguments(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    char line[256];
+    assert_int_equal(parse("bench --spaces a b --strategies random,exhaustive --budget 50 "
+                           "--seeds 3 --include-failed --json x.json",
+                           &o),
+                     0);
+    assert_int_equal(o.n_spaces, 2);
+    assert_int_equal(o.n_strategies, 2);
+    assert_int_equal(o.budget, 50);
+    assert_int_equal(o.seeds, 3);
+    assert_int_equal(o.include_failed, 1);
+    assert_int_equal(o.curves, 1);
+    assert_int_equal(parse("bench --spaces a --strategies random", &o), 0);
+    assert_int_equal(o.budget, 400);
+    assert_int_equal(o.seeds, 20);
+    assert_int_equal(parse("bench --help", &o), 1);
+    assert_int_equal(parse("bench --strategies random", &o), -1);
+    assert_int_equal(parse("bench --spaces a", &o), -1);
+    assert_int_equal(parse("bench --spaces --strategies random", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies nosuch", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random,", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random,random", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --budget 0", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --budget 100001", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --budget 12x", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --seeds 1001", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --seeds", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --frobnicate", &o), -1);
+
+    /* bench_main: usage errors 2, failures 1 */
+    char *a1[] = {"bench", "--spaces", "/nonexistent/x.json", "--strategies", "random"};
+    assert_int_equal(bench_main(5, a1, NULL), 1);
+    char *a2[] = {"bench", "--budget", "-5"};
+    assert_int_equal(bench_main(3, a2, NULL), 2);
+    snprintf(line, sizeof line, "%s", f->file);
+    char *a3[] = {"bench",          "--spaces",        line, "--strategies", "exhaustive",
+                  "--kt-reference", "/nonexistent.csv"};
+    assert_int_equal(bench_main(7, a3, NULL), 2);
+    char *a4[] = {"bench",
+                  "--spaces",
+                  line,
+                  "--strategies",
+                  "exhaustive",
+                  "--json",
+                  "/nonexistent/dir/out.json"};
+    assert_int_equal(bench_main(7, a4, NULL), 1);
+
+    /* a space with no valid configuration is a failure */
+    bench_options o2;
+    kt_error err;
+    char bad[160];
+    snprintf(bad, sizeof bad, "%s/bad.json", f->dir);
+    FILE *out = fopen(bad, "w");
+    assert_non_null(out);
+    fputs("{\"tune_params\": {\"x\": [1]}, \"cache\": {\"1\": {\"x\": 1, \"time\": "
+          "\"InvalidConfig\"}}}",
+          out);
+    fclose(out);
+    opts(&o2, bad, "random", 10, 1);
+    assert_null(bench_run(&o2, &err));
+    assert_true(strstr(err.message, "no configuration with a valid time") != NULL);
+    unlink(bad);
+}
+
+static void test_random_pnpoly(void **state)
+{
+    (void)state;
+    bench_options o;
+    kt_error err;
+    opts(&o, KT_SOURCE_DIR "/datasets/pnpoly_kt-RTX_3090.json.gz", "random", 50, 3);
+    json_t *res = bench_run(&o, &err);
+    if (!res)
+        fail_msg("%s", err.message);
+    const json_t *row = json_object_get(json_object_get(res, "summary"), "random");
+    double f25 = num(row, NULL, "25"), f50 = num(row, NULL, "50");
+    assert_true(f25 > 0 && f25 <= 1.0);
+    assert_true(f50 > 0 && f50 <= 1.0);
+    assert_true(f25 <= f50);
+    size_t i;
+    json_t *run;
+    json_array_foreach(json_object_get(strat(res, "random"), "runs"), i, run)
+    {
+        const json_t *c = json_object_get(run, "best_so_far");
+        assert_int_equal(json_array_size(c), 50);
+        for (size_t k = 1; k < json_array_size(c); k++)
+            assert_true(json_number_value(json_array_get(c, k)) <=
+                        json_number_value(json_array_get(c, k - 1)));
+    }
+    json_decref(res);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_exhaustive_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_failed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_arguments, setup, teardown),
+        cmocka_unit_test(test_random_pnpoly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
