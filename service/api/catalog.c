@@ -4,6 +4,7 @@
 #include "../store/worker_store.h"
 #include "api_internal.h"
 #include "handlers.h"
+#include "tune_request.h"
 
 static int no_query(const http_request *req, http_response *res)
 {
@@ -34,9 +35,9 @@ void api_strategies(void *app, const http_request *req, http_response *res)
 {
     (void)app;
     if (no_query(req, res) == 0)
-        http_reply_json(
-            res, 200,
-            json_pack("{s:o,s:s}", "strategies", searcher_catalog_json(), "default", "random"));
+        http_reply_json(res, 200,
+                        json_pack("{s:o,s:s}", "strategies", searcher_catalog_json(), "default",
+                                  TUNE_DEFAULT_STRATEGY));
 }
 
 void api_workers(void *app, const http_request *req, http_response *res)

@@ -10,7 +10,7 @@
 #include "../core/config.h"
 #include "../core/error.h"
 
-#define TUNE_DEFAULT_STRATEGY    "random"
+#define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100
 
 typedef struct tune_request {

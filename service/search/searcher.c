@@ -13,14 +13,16 @@ struct searcher {
     void *state;
 };
 
+extern const searcher_vtable searcher_auto_vtable; /* search/auto.c */
+
 static const searcher_vtable *const strategies[] = {
     &searcher_random_vtable,     &searcher_exhaustive_vtable, &searcher_anneal_vtable,
-    &searcher_greedy_ils_vtable, &searcher_genetic_vtable,
+    &searcher_greedy_ils_vtable, &searcher_genetic_vtable,    &searcher_auto_vtable,
 };
 #define N_STRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
 /* Kept in the table's order; a unit test checks that it matches. */
-static const char strategy_names[] = "random, exhaustive, anneal, greedy_ils, genetic";
+static const char strategy_names[] = "random, exhaustive, anneal, greedy_ils, genetic, auto";
 
 static const searcher_vtable *find_strategy(const char *name)
 {

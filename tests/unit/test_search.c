@@ -78,7 +78,7 @@ static void catalog_lists_both_strategies(void **state)
 {
     (void)state;
     json_t *cat = searcher_catalog_json();
-    assert_int_equal(json_array_size(cat), 5);
+    assert_int_equal(json_array_size(cat), 6);
     char joined[128] = "";
     size_t len = 0;
     for (size_t i = 0; i < json_array_size(cat); i++) {
@@ -91,7 +91,7 @@ static void catalog_lists_both_strategies(void **state)
         len += (size_t)snprintf(joined + len, sizeof joined - len, "%s%s", i ? ", " : "", name);
     }
     assert_string_equal(joined, searcher_names());
-    assert_string_equal(searcher_names(), "random, exhaustive, anneal, greedy_ils, genetic");
+    assert_string_equal(searcher_names(), "random, exhaustive, anneal, greedy_ils, genetic, auto");
     assert_false(searcher_exists("annealing"));
     assert_false(searcher_exists(NULL));
     json_decref(cat);
@@ -107,7 +107,7 @@ static void unknown_strategy_and_bad_options(void **state)
     assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
     assert_non_null(strstr(err.message, "simulated_annealing"));
     assert_string_equal(err.hint,
-                        "valid strategies: random, exhaustive, anneal, greedy_ils, genetic");
+                        "valid strategies: random, exhaustive, anneal, greedy_ils, genetic, auto");
     assert_null(searcher_new(NULL, sp, NULL, 1, &err));
     assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
 
