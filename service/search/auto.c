@@ -6,7 +6,9 @@
  * as a finite penalty above the slowest success. The pool holds random samples and the ADJACENT,
  * HAMMING and PAIR_SCALE neighbours of the best few configurations; a neighbour's prediction is
  * corrected by part of its origin's residual, so interactions the additive model misses still
- * steer the walk around the incumbent. With probability `exploration` a proposal is random. */
+ * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
+ * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
+ * local search), since the model's order has evidently stopped helping there. */
 #include "search_set.h"
 
 #include <math.h>
@@ -30,6 +32,9 @@ enum {
     STALL = 5, /* results without improvement before local search takes over */
 };
 #define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
+#define LONG_STALL                                                                                 \
+    30 /* results without improvement after which the local walk ignores the model                 \
+        */
 
 typedef struct obs {
     config_id id;
@@ -361,7 +366,10 @@ static int propose_local(auto_state *st, config_id *out)
         config_id id = st->scratch[i];
         if (search_set_has(&st->visited, id) || features(st, id, f) < 0)
             continue;
-        double pr = (st->fitted ? predict_f(st, f) + r : 0) + 1e-9 * kt_rng_uniform(&st->rng);
+        /* After a long stall the model's order is evidently misleading here: walk at random. */
+        double pr = st->since_imp >= LONG_STALL
+                        ? kt_rng_uniform(&st->rng)
+                        : (st->fitted ? predict_f(st, f) + r : 0) + 1e-9 * kt_rng_uniform(&st->rng);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
