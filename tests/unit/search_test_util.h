@@ -1,0 +1,142 @@
+/* search_test_util — helpers shared by the searcher unit tests (a header of static functions, like
+ * http_test_client.h): spaces to search (a small restricted one, a 10k one, the 899,756-config GEMM
+ * tiling space), a synthetic objective with a known optimum, a driver that asks and tells in
+ * batches, and the distinct-and-valid check. Include after cmocka.h. */
+#ifndef KT_TESTS_SEARCH_TEST_UTIL_H
+#define KT_TESTS_SEARCH_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/searcher.h"
+
+static space *make_space(const char *params_json, const char *restr_json)
+{
+    json_error_t jerr;
+    kt_error err;
+    json_t *params = json_loads(params_json, 0, &jerr);
+    json_t *restr = restr_json ? json_loads(restr_json, 0, &jerr) : NULL;
+    assert_non_null(params);
+    space *sp = space_new(params, restr, NULL, NULL, &err);
+    if (!sp)
+        fail_msg("space_new: %s", err.message);
+    json_decref(params);
+    json_decref(restr);
+    return sp;
+}
+
+/* x, y, z in 0..9 with x + y + z <= 7: 120 configurations. */
+static space *space_small(void)
+{
+    const char *v = "[0,1,2,3,4,5,6,7,8,9]";
+    char params[512];
+    snprintf(params, sizeof params,
+             "[{\"name\":\"x\",\"values\":%s},{\"name\":\"y\",\"values\":%s},"
+             "{\"name\":\"z\",\"values\":%s}]",
+             v, v, v);
+    space *sp = make_space(params, "[\"x + y + z <= 7\"]");
+    assert_int_equal(space_count(sp), 120);
+    return sp;
+}
+
+/* 4 parameters of 10 values: 10,000 configurations. */
+static space *space_10k(void)
+{
+    const char *v = "[0,1,2,3,4,5,6,7,8,9]";
+    char params[512];
+    snprintf(params, sizeof params,
+             "[{\"name\":\"a\",\"values\":%s},{\"name\":\"b\",\"values\":%s},"
+             "{\"name\":\"c\",\"values\":%s},{\"name\":\"d\",\"values\":%s}]",
+             v, v, v, v);
+    return make_space(params, NULL);
+}
+
+static space *space_gemm_tiling(void)
+{
+    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024]";
+    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
+    char params[2048];
+    size_t len = 0;
+    len += (size_t)snprintf(params + len, sizeof params - len, "[");
+    for (int i = 0; i < 10; i++)
+        len += (size_t)snprintf(params + len, sizeof params - len,
+                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
+    snprintf(params + len, sizeof params - len, "]");
+    space *sp = make_space(params, "[\"m0*m1*m2*m3 == 1024\", \"k0*k1 == 1024\","
+                                   " \"n0*n1*n2*n3 == 1024\"]");
+    assert_int_equal(space_count(sp), 899756);
+    return sp;
+}
+
+/* Synthetic objective: 10 + squared distance of the value indices from a hidden optimum (index 3
+ * of every parameter, or opt when given); configurations whose id is divisible by fail_every fail
+ * (a runtime error). */
+typedef struct objective {
+    const space *sp;
+    const int *opt;
+    uint64_t fail_every; /* 0: none fail */
+} objective;
+
+static void evaluate(const objective *o, const config_id *ids, trial_result *r, int n)
+{
+    int idx[16];
+    for (int i = 0; i < n; i++) {
+        trial_result_init(&r[i]);
+        assert_int_equal(space_decode(o->sp, ids[i], idx), 0);
+        double d = 0;
+        for (int p = 0; p < space_num_params(o->sp); p++) {
+            double diff = idx[p] - (o->opt ? o->opt[p] : 3);
+            d += diff * diff;
+        }
+        r[i].status = TRIAL_OK;
+        r[i].time_ms = 10.0 + d;
+        if (o->fail_every && ids[i] % o->fail_every == 0) {
+            r[i].status = TRIAL_RUNTIME_ERROR;
+            r[i].time_ms = NAN;
+        }
+    }
+}
+
+/* Runs s in batches of `batch` (told right away unless tell_lag, which tells a batch only after
+ * the next one was asked) until `want` proposals or exhaustion. Returns how many were made. */
+static int drive(searcher *s, const objective *o, config_id *ids, int want, int batch)
+{
+    trial_result r[64];
+    int total = 0, n;
+    assert_true(batch <= 64);
+    while (total < want) {
+        int ask = want - total < batch ? want - total : batch;
+        n = searcher_ask(s, ids + total, ask);
+        assert_true(n >= 0 && n <= ask);
+        if (n == 0)
+            break;
+        evaluate(o, ids + total, r, n);
+        searcher_tell(s, ids + total, r, n);
+        total += n;
+    }
+    return total;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+    config_id x = *(const config_id *)a, y = *(const config_id *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void assert_distinct_valid(const config_id *ids, size_t n, uint64_t count)
+{
+    config_id *copy = malloc(n * sizeof *copy);
+    assert_non_null(copy);
+    memcpy(copy, ids, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, cmp_ids);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(copy[i] < count);
+        if (i > 0)
+            assert_true(copy[i] != copy[i - 1]);
+    }
+    free(copy);
+}
+
+#endif
