@@ -1,6 +1,6 @@
-/* Unit tests of the result-driven strategies of search/ (anneal, greedy_ils, genetic): valid ids,
- * no repeats over a whole restricted space, determinism, resume by replay, batches, option errors,
- * proposal overhead on the 899,756-config GEMM tiling space, and search quality on a smooth
+/* Unit tests of the result-driven strategies of search/ (anneal, greedy_ils, genetic, auto): valid
+ * ids, no repeats over a whole restricted space, determinism, resume by replay, batches, option
+ * errors, proposal overhead on the 899,756-config GEMM tiling space, and search quality on a smooth
  * synthetic objective against random. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,13 +21,13 @@
 static void registry_lists_new_strategies(void **state)
 {
     (void)state;
-    const char *names[] = {"anneal", "greedy_ils", "genetic"};
+    const char *names[] = {"anneal", "greedy_ils", "genetic", "auto"};
     json_t *cat = searcher_catalog_json();
     int found = 0;
     for (size_t i = 0; i < json_array_size(cat); i++) {
         json_t *s = json_array_get(cat, i);
         const char *name = json_string_value(json_object_get(s, "name"));
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             if (strcmp(name, names[k]) != 0)
                 continue;
             found++;
@@ -44,8 +44,8 @@ static void registry_lists_new_strategies(void **state)
             }
         }
     }
-    assert_int_equal(found, 3);
-    for (int k = 0; k < 3; k++) {
+    assert_int_equal(found, 4);
+    for (int k = 0; k < 4; k++) {
         assert_true(searcher_exists(names[k]));
         assert_non_null(strstr(searcher_names(), names[k]));
     }
@@ -157,7 +157,11 @@ static void bad_options_rejected(void **state)
                          "{\"perturbation\": 0}",
                          "{\"restart_probability\": \"0.1\"}",
                          "{\"population\": 1}",
-                         "{\"mutation_rate\": 1.5}"};
+                         "{\"mutation_rate\": 1.5}",
+                         "{\"initial\": 0}",
+                         "{\"initial\": 2.5}",
+                         "{\"exploration\": 1.5}",
+                         "{\"exploration\": \"0.1\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *o = json_loads(bad[i], 0, NULL);
         assert_non_null(o);
@@ -168,12 +172,13 @@ static void bad_options_rejected(void **state)
         json_decref(o);
     }
     /* Each strategy's own options, set to valid non-defaults, are accepted. */
-    const char *good = strcmp(name, "anneal") == 0
-                           ? "{\"neighbourhood\": \"adjacent\", \"t0\": 0.5, \"alpha\": 0.99,"
-                             " \"restart_after\": 20}"
-                       : strcmp(name, "greedy_ils") == 0
-                           ? "{\"perturbation\": 2, \"restart_probability\": 0.5}"
-                           : "{\"population\": 8, \"mutation_rate\": 0.3}";
+    const char *good =
+        strcmp(name, "anneal") == 0
+            ? "{\"neighbourhood\": \"adjacent\", \"t0\": 0.5, \"alpha\": 0.99,"
+              " \"restart_after\": 20}"
+        : strcmp(name, "greedy_ils") == 0 ? "{\"perturbation\": 2, \"restart_probability\": 0.5}"
+        : strcmp(name, "genetic") == 0    ? "{\"population\": 8, \"mutation_rate\": 0.3}"
+                                          : "{\"initial\": 5, \"exploration\": 0.3}";
     json_t *o = json_loads(good, 0, NULL);
     searcher *s = searcher_new(name, sp, o, 1, &err);
     assert_non_null(s);
@@ -251,7 +256,8 @@ static void finds_optimum_neighbourhood(void **state)
 #define FOR_EACH(fn)                                                                               \
     cmocka_unit_test_prestate(fn, (void *)"anneal"),                                               \
         cmocka_unit_test_prestate(fn, (void *)"greedy_ils"),                                       \
-        cmocka_unit_test_prestate(fn, (void *)"genetic")
+        cmocka_unit_test_prestate(fn, (void *)"genetic"),                                          \
+        cmocka_unit_test_prestate(fn, (void *)"auto")
 
 int main(void)
 {
