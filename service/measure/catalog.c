@@ -78,9 +78,11 @@ static int add_dataset(catalog *c, replay_dataset *ds)
     return 0;
 }
 
-/* Loads every *.json / *.json.gz of one folder, in name order so that duplicates resolve the same
- * way on every start. */
-static int scan_dir(catalog *c, const char *dir, kt_error *err)
+/* Reads the names in dir that keep() accepts (NULL: every name not starting with '.'), at most max
+ * (more are ignored with a warning), sorted so that every start sees them in the same order. *names
+ * is malloc'd (free with free_names). what names the folder in messages ("dataset", "kernel"). */
+static int list_folder(const char *dir, const char *what, int max, int (*keep)(const char *name),
+                       char ***names_out, int *n_out, kt_error *err)
 {
     char **names = NULL;
     int n = 0, rc = -1;
@@ -88,22 +90,20 @@ static int scan_dir(catalog *c, const char *dir, kt_error *err)
     struct dirent *e;
 
     if (!d) {
-        kt_error_set(err, KT_ERR_CONFIG, "dataset folder %.300s cannot be read: %s", dir,
+        kt_error_set(err, KT_ERR_CONFIG, "%s folder %.300s cannot be read: %s", what, dir,
                      strerror(errno));
         goto out;
     }
-    names = calloc(CATALOG_MAX_FILES, sizeof *names);
+    names = calloc((size_t)max, sizeof *names);
     if (!names) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' ||
-            !(ends_with(e->d_name, ".json") || ends_with(e->d_name, ".json.gz")))
+        if (e->d_name[0] == '.' || (keep && !keep(e->d_name)))
             continue;
-        if (n == CATALOG_MAX_FILES) {
-            log_warn("dataset folder %s: more than %d dataset files; the rest are ignored", dir,
-                     CATALOG_MAX_FILES);
+        if (n == max) {
+            log_warn("%s folder %s: more than %d entries; the rest are ignored", what, dir, max);
             break;
         }
         if (!(names[n] = strdup(e->d_name))) {
@@ -113,6 +113,42 @@ static int scan_dir(catalog *c, const char *dir, kt_error *err)
         n++;
     }
     qsort(names, (size_t)n, sizeof *names, cmp_names);
+    rc = 0;
+out:
+    if (d)
+        closedir(d);
+    if (rc < 0) {
+        for (int i = 0; names && i < n; i++)
+            free(names[i]);
+        free(names);
+        names = NULL;
+        n = 0;
+    }
+    *names_out = names;
+    *n_out = n;
+    return rc;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+static int is_dataset_file(const char *name)
+{
+    return ends_with(name, ".json") || ends_with(name, ".json.gz");
+}
+
+/* Loads every *.json / *.json.gz of one folder, in name order so that duplicates resolve the same
+ * way on every start. */
+static int scan_dir(catalog *c, const char *dir, kt_error *err)
+{
+    char **names = NULL;
+    int n = 0, rc = -1;
+    if (list_folder(dir, "dataset", CATALOG_MAX_FILES, is_dataset_file, &names, &n, err) < 0)
+        return -1;
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX], base[256], why[512];
         struct stat st;
@@ -137,11 +173,7 @@ static int scan_dir(catalog *c, const char *dir, kt_error *err)
     }
     rc = 0;
 out:
-    for (int i = 0; names && i < n; i++)
-        free(names[i]);
-    free(names);
-    if (d)
-        closedir(d);
+    free_names(names, n);
     return rc;
 }
 
@@ -384,34 +416,8 @@ static int scan_kernel_dir(catalog *c, const char *dir,
 {
     char **names = NULL;
     int n = 0, rc = -1;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-
-    if (!d) {
-        kt_error_set(err, KT_ERR_CONFIG, "kernel folder %.300s cannot be read: %s", dir,
-                     strerror(errno));
-        goto out;
-    }
-    names = calloc(CATALOG_MAX_KERNELS, sizeof *names);
-    if (!names) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (n == CATALOG_MAX_KERNELS) {
-            log_warn("kernel folder %s: more than %d entries; the rest are ignored", dir,
-                     CATALOG_MAX_KERNELS);
-            break;
-        }
-        if (!(names[n] = strdup(e->d_name))) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-            goto out;
-        }
-        n++;
-    }
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    if (list_folder(dir, "kernel", CATALOG_MAX_KERNELS, NULL, &names, &n, err) < 0)
+        return -1;
     for (int i = 0; i < n; i++) {
         char sub[PATH_MAX], spec[PATH_MAX], why[1024];
         struct stat st;
@@ -432,11 +438,7 @@ static int scan_kernel_dir(catalog *c, const char *dir,
     }
     rc = 0;
 out:
-    for (int i = 0; names && i < n; i++)
-        free(names[i]);
-    free(names);
-    if (d)
-        closedir(d);
+    free_names(names, n);
     return rc;
 }
 
