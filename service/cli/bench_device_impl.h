@@ -11,7 +11,7 @@
 
 #include "../core/trial.h"
 #include "../measure/backend.h"
-#include "../measure/catalog.h"
+#include "../catalog/catalog.h"
 #include "bench_device.h"
 #include "bench_mcache.h"
 

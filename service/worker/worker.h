@@ -10,7 +10,7 @@
 #define KT_WORKER_WORKER_H
 
 #include "../core/error.h"
-#include "../measure/catalog.h"
+#include "../catalog/catalog.h"
 #include "../store/db.h"
 
 typedef struct worker_system worker_system;
