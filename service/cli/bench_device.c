@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../catalog/catalog.h"
 #include "../core/log.h"
 #include "../measure/backend.h"
-#include "../catalog/catalog.h"
 #include "../measure/device.h"
 #include "../search/searcher.h"
 #include "bench_device_impl.h"

@@ -9,8 +9,8 @@
 #ifndef KT_WORKER_WORKER_H
 #define KT_WORKER_WORKER_H
 
-#include "../core/error.h"
 #include "../catalog/catalog.h"
+#include "../core/error.h"
 #include "../store/db.h"
 
 typedef struct worker_system worker_system;
