@@ -8,6 +8,7 @@
 
 #include "api/api.h"
 #include "core/log.h"
+#include "measure/device.h"
 #include "store/catalog_store.h"
 #include "store/migrate.h"
 
@@ -139,7 +140,12 @@ static int start_catalog(service *svc, kt_error *err)
                                  .slow_factor = svc->cfg.slow_factor};
     if (real.min_seconds == 0)
         real.min_seconds = 1e-9; /* 0 in the catalog means "the default" */
-    svc->cat = catalog_new_real(&opt, &real, err);
+    /* The devices are probed (ktune-runner) before the catalog, which takes the records. */
+    catalog_device *devs = NULL;
+    int n_devs = 0;
+    if (device_discover(&real, &devs, &n_devs, err) < 0)
+        return -1;
+    svc->cat = catalog_new_real(&opt, &real, devs, n_devs, err);
     if (!svc->cat)
         return -1;
     PGconn *c = db_acquire(svc->db, 10000, err);

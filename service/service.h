@@ -7,10 +7,10 @@
 
 #include <limits.h>
 
+#include "catalog/catalog.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "http/server.h"
-#include "measure/catalog.h"
 #include "store/db.h"
 #include "store/pg_cluster.h"
 #include "worker/worker.h"

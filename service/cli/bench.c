@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../measure/measure_impl.h"
+#include "../catalog/dataset.h"
 #include "../search/searcher.h"
 #include "../space/space.h"
 
@@ -349,9 +349,10 @@ static int bench_space_load(const char *path, int include_failed, bench_space *b
         kt_error_set(err, KT_ERR_IO, "space %s: %s", path, why);
         goto out;
     }
-    snprintf(bs->name, sizeof bs->name, "%s", ds->name);
+    snprintf(bs->name, sizeof bs->name, "%s", dataset_name(ds));
     snprintf(bs->file, sizeof bs->file, "%s", path);
-    int np = space_num_params(ds->sp);
+    const space *dsp = dataset_space(ds);
+    int np = space_num_params(dsp);
     params = json_array();
     configs = json_array();
     idx = calloc((size_t)np, sizeof *idx);
@@ -361,20 +362,20 @@ static int bench_space_load(const char *path, int include_failed, bench_space *b
     }
     for (int p = 0; p < np; p++) {
         json_t *vals = json_array();
-        for (int v = 0; vals && v < space_param_num_values(ds->sp, p); v++)
-            json_array_append_new(vals, space_param_value_json(ds->sp, p, v));
+        for (int v = 0; vals && v < space_param_num_values(dsp, p); v++)
+            json_array_append_new(vals, space_param_value_json(dsp, p, v));
         json_array_append_new(
-            params, json_pack("{s:s, s:o*}", "name", space_param_name(ds->sp, p), "values", vals));
+            params, json_pack("{s:s, s:o*}", "name", space_param_name(dsp, p), "values", vals));
     }
-    for (uint64_t r = 0; r < ds->n_records; r++) {
-        const replay_record *rec = &ds->records[r];
+    for (uint64_t r = 0; r < dataset_num_records(ds); r++) {
+        const replay_record *rec = dataset_record_at(ds, r);
         if (!include_failed && rec->status != TRIAL_OK)
             continue;
-        if (space_decode(ds->sp, rec->id, idx) < 0)
+        if (space_decode(dsp, rec->id, idx) < 0)
             continue;
         json_t *row = json_array();
         for (int p = 0; row && p < np; p++)
-            json_array_append_new(row, space_param_value_json(ds->sp, p, idx[p]));
+            json_array_append_new(row, space_param_value_json(dsp, p, idx[p]));
         json_array_append_new(configs, row);
     }
     if (json_array_size(configs) == 0) {
@@ -397,7 +398,7 @@ static int bench_space_load(const char *path, int include_failed, bench_space *b
     for (config_id id = 0; id < bs->n; id++) {
         config_id oid;
         const replay_record *rec = NULL;
-        if (space_decode(bs->sp, id, idx) == 0 && space_encode(ds->sp, idx, &oid) == 0)
+        if (space_decode(bs->sp, id, idx) == 0 && space_encode(dsp, idx, &oid) == 0)
             rec = dataset_record(ds, oid);
         if (!rec) {
             kt_error_set(err, KT_ERR_INTERNAL, "space %s: configuration %llu has no record", path,

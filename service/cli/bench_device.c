@@ -14,9 +14,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../catalog/catalog.h"
 #include "../core/log.h"
 #include "../measure/backend.h"
-#include "../measure/measure_impl.h"
+#include "../measure/device.h"
 #include "../search/searcher.h"
 #include "bench_device_impl.h"
 #include "bench_idmap.h"
@@ -653,7 +654,10 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         .compile_timeout_s = opt->compile_timeout_s,
         .run_timeout_s = opt->run_timeout_s,
         .slow_factor = opt->slow_factor};
-    if (!(cat = catalog_new_real(&copt, &real, err)) ||
+    catalog_device *devs = NULL;
+    int n_devs = 0;
+    if (device_discover(&real, &devs, &n_devs, err) < 0 ||
+        !(cat = catalog_new_real(&copt, &real, devs, n_devs, err)) ||
         catalog_resolve(cat, opt->kernel, opt->device, problem, &t, err) < 0)
         goto out;
     const kernel_spec *ks = catalog_find_kernel(cat, t.kernel);

@@ -9,9 +9,9 @@
 
 #include <stdio.h>
 
+#include "../catalog/catalog.h"
 #include "../core/trial.h"
 #include "../measure/backend.h"
-#include "../measure/catalog.h"
 #include "bench_device.h"
 #include "bench_mcache.h"
 

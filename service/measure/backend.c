@@ -1,7 +1,7 @@
 /* measure/backend — dispatch from a device to the backend of its kind through a const table. Kinds
  * that are planned but not built yet (and cpu / cuda when no kernel folders are configured) answer
  * KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
-#include "measure_impl.h"
+#include "backend_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +52,7 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err)
         device = "";
     if (catalog_find_replay(c, device))
         ops = find_ops("replay");
-    const real_device *rd = ops ? NULL : catalog_find_real(c, device);
+    const catalog_device *rd = ops ? NULL : catalog_find_real(c, device);
     if (rd && rd->available)
         ops = find_ops("real");
     if (!ops) {

@@ -10,7 +10,7 @@
 
 #include "../core/error.h"
 #include "../core/trial.h"
-#include "catalog.h"
+#include "../catalog/catalog.h"
 
 typedef struct backend backend;
 

@@ -1,13 +1,15 @@
 /* measure/device — finds the real devices by asking ktune-runner: one probe of `cpu`, then of
  * `cuda:0`, `cuda:1`, ... until the runner refuses one. The probe's device object becomes the
  * device's description, its limits the constants of the kernels' restrictions, and its model the
- * device class that results are keyed by. */
-#include "measure_impl.h"
+ * device class that results are keyed by. Creates the runners' cache folder first. */
+#include "device.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/log.h"
@@ -40,7 +42,7 @@ static void class_part(const char *in, char *out, size_t cap)
     out[n] = '\0';
 }
 
-static int set_unavailable(real_device *d, const char *name, kspec_kind kind, const char *reason)
+static int set_unavailable(catalog_device *d, const char *name, kspec_kind kind, const char *reason)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -53,7 +55,7 @@ static int set_unavailable(real_device *d, const char *name, kspec_kind kind, co
 
 /* One probe: 1 and *device (new reference) when the runner describes the device, 0 with reason
  * filled when it refuses it or fails. */
-static int probe(const real_runner_options *opt, const char *device, json_t **out, char *reason,
+static int probe(const catalog_real_options *opt, const char *device, json_t **out, char *reason,
                  size_t cap)
 {
     runner_spawn sp = {.path = opt->runner,
@@ -102,7 +104,7 @@ out:
     return ok;
 }
 
-static void fill_limits(real_device *d, const json_t *desc)
+static void fill_limits(catalog_device *d, const json_t *desc)
 {
     int n = 0;
     const char *const *names = kernel_spec_limit_names(d->kind, &n);
@@ -118,7 +120,7 @@ static void fill_limits(real_device *d, const json_t *desc)
     }
 }
 
-static int set_available(real_device *d, const char *name, kspec_kind kind, int ordinal,
+static int set_available(catalog_device *d, const char *name, kspec_kind kind, int ordinal,
                          json_t *desc, int cpu_core)
 {
     char part[DEVICE_MAX_CLASS], klass[DEVICE_MAX_CLASS + 48];
@@ -143,15 +145,41 @@ static int set_available(real_device *d, const char *name, kspec_kind kind, int 
     return d->klass && d->description_text ? 0 : -1;
 }
 
-int device_discover(const real_runner_options *opt, real_device **out, int *n, kt_error *err)
+/* mkdir -p for the cache folder (mode 0755). */
+static int make_dirs(const char *path, kt_error *err)
 {
-    real_device *devs = calloc(REAL_MAX_CUDA + 1, sizeof *devs);
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return kt_error_set(err, KT_ERR_CONFIG, "cache folder '%.300s' is not usable", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char keep = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return kt_error_set(err, KT_ERR_CONFIG, "cache folder %.300s cannot be created: %s",
+                                buf, strerror(errno));
+        buf[i] = keep;
+    }
+    return 0;
+}
+
+int device_discover(const catalog_real_options *opt, catalog_device **out, int *n, kt_error *err)
+{
+    catalog_device *devs = NULL;
     char reason[DEVICE_MAX_REASON], name[32];
     json_t *desc = NULL;
     int count = 0, rc = -1;
 
     *out = NULL;
     *n = 0;
+    if (!opt || opt->n_kernel_dirs <= 0)
+        return 0; /* no real measurement: no devices */
+    if (catalog_real_check(opt, err) < 0 || make_dirs(opt->cache_dir, err) < 0)
+        goto out;
+    devs = calloc(DEVICE_MAX_CUDA + 1, sizeof *devs);
     if (!devs) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
         goto out;
@@ -177,7 +205,7 @@ int device_discover(const real_runner_options *opt, real_device **out, int *n, k
         log_warn("device cpu is not available: %s", reason);
         fail = set_unavailable(&devs[count++], "cpu", KSPEC_CPU, reason) < 0;
     }
-    for (int i = 0; i < REAL_MAX_CUDA && !fail; i++) {
+    for (int i = 0; i < DEVICE_MAX_CUDA && !fail; i++) {
         snprintf(name, sizeof name, "cuda:%d", i);
         if (!probe(opt, name, &desc, reason, sizeof reason)) {
             if (i == 0) {
@@ -196,19 +224,8 @@ int device_discover(const real_runner_options *opt, real_device **out, int *n, k
     }
     rc = 0;
 out:
-    for (int i = 0; rc == 0 && i < count; i++) {
-        if (!devs[i].available)
-            continue;
-        devs[i].lock = malloc(sizeof *devs[i].lock);
-        if (!devs[i].lock || pthread_mutex_init(devs[i].lock, NULL) != 0) {
-            free(devs[i].lock);
-            devs[i].lock = NULL;
-            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory probing devices");
-            rc = -1;
-        }
-    }
     if (rc < 0) {
-        device_free_all(devs, count);
+        catalog_devices_free(devs, count);
     } else {
         *out = devs;
         *n = count;
@@ -218,18 +235,4 @@ out:
                      devs[i].available ? "" : devs[i].reason, "");
     }
     return rc;
-}
-
-void device_free_all(real_device *devs, int n)
-{
-    for (int i = 0; devs && i < n; i++) {
-        free(devs[i].reason);
-        free(devs[i].klass);
-        free(devs[i].description_text);
-        if (devs[i].lock) {
-            pthread_mutex_destroy(devs[i].lock);
-            free(devs[i].lock);
-        }
-    }
-    free(devs);
 }

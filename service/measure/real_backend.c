@@ -4,7 +4,7 @@
  * time per device), and waits for the reply with a deadline: compile timeout + a run timeout scaled
  * from the best time seen for the target. A runner that overruns is killed (timeout), one that dies
  * is reaped (runtime_error with the signal); the next measure starts a new one. */
-#include "measure_impl.h"
+#include "backend_impl.h"
 
 #include <math.h>
 #include <signal.h>
@@ -30,7 +30,7 @@ typedef struct seen_target {
 
 typedef struct real_backend {
     const catalog *cat;
-    const real_device *dev;
+    const catalog_device *dev;
     const catalog_real_options *opt;
     runner_client *runner;
     int restart; /* the last reply said the device context is lost */
@@ -41,7 +41,7 @@ typedef struct real_backend {
 void *real_open(const catalog *c, const char *device, kt_error *err)
 {
     real_backend *b = NULL;
-    const real_device *d = catalog_find_real(c, device);
+    const catalog_device *d = catalog_find_real(c, device);
     if (!d || !d->available) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device '%.200s' is not available", device);
         goto out;

@@ -1,7 +1,7 @@
 /* measure/replay — the replay backend: a trial is looked up in a recorded dataset instead of run.
  * Its recorded compile and measure costs are the trial's virtual clock; with a replay speed > 0 the
  * backend also sleeps that long (scaled) so that a job can be watched progressing in real time. */
-#include "measure_impl.h"
+#include "backend_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,13 +62,14 @@ int replay_measure(void *impl, const tune_target *t, config_id id, trial_result 
     const replay_dataset *ds = b->ds;
 
     trial_result_init(out);
-    if (!t || t->sp != ds->sp)
+    const space *sp = dataset_space(ds);
+    if (!t || t->sp != sp)
         return kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s",
-                            ds->device);
-    if (id >= space_count(ds->sp))
+                            dataset_device(ds));
+    if (id >= space_count(sp))
         return kt_error_set(
             err, KT_ERR_INTERNAL, "configuration id %llu is outside the space of %s (%llu)",
-            (unsigned long long)id, ds->device, (unsigned long long)space_count(ds->sp));
+            (unsigned long long)id, dataset_device(ds), (unsigned long long)space_count(sp));
     const replay_record *r = dataset_record(ds, id);
     if (!r) {
         out->status = TRIAL_INVALID;

@@ -11,7 +11,7 @@
 
 #include <libpq-fe.h>
 
-#include "../measure/catalog.h"
+#include "../catalog/catalog.h"
 #include "../search/searcher.h"
 #include "../store/job_store.h"
 

@@ -9,8 +9,8 @@
 #ifndef KT_WORKER_WORKER_H
 #define KT_WORKER_WORKER_H
 
+#include "../catalog/catalog.h"
 #include "../core/error.h"
-#include "../measure/catalog.h"
 #include "../store/db.h"
 
 typedef struct worker_system worker_system;

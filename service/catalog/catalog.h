@@ -1,18 +1,25 @@
-/* measure/catalog — what can be tuned where: the devices ktuned knows (one `replay:<space>` device
+/* catalog/catalog — what can be tuned where: the devices ktuned knows (one `replay:<space>` device
  * per dataset file of the dataset folders; `cpu` and `cuda:N` as probed by ktune-runner when kernel
  * folders are given), the kernels each device offers, and how a request's (kernel, device, problem)
  * becomes a tuning target with its space. Built once at start-up, then read-only and shared by all
  * threads. Replay targets borrow the catalog's spaces; cpu / cuda targets own theirs.
  *
- * Lifecycle: catalog_new -> catalog_resolve / *_json -> catalog_free (after every target is
- * released). */
-#ifndef KT_MEASURE_CATALOG_H
-#define KT_MEASURE_CATALOG_H
+ * The catalog never starts a process: with real measurement the caller probes the devices first
+ * (measure/device.h: device_discover) and hands the records to catalog_new_real.
+ *
+ * Lifecycle: [device_discover ->] catalog_new / catalog_new_real -> catalog_resolve / lookups /
+ * *_json (any thread) -> catalog_free (after every target is released and every backend closed). */
+#ifndef KT_CATALOG_CATALOG_H
+#define KT_CATALOG_CATALOG_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "../core/error.h"
 #include "../space/space.h"
+#include "catalog_device.h"
+#include "dataset.h"
+#include "kernel_spec.h"
 
 typedef struct catalog catalog;
 
@@ -53,14 +60,21 @@ typedef struct tune_target {
     int owns_space;           /* 1: sp is freed by tune_target_release */
 } tune_target;
 
-/* Scans the folders; a dataset or kernel spec that cannot be read, parsed or validated is skipped
- * with a warning in the log, a missing folder is an error (KT_ERR_CONFIG). With kernel folders, the
- * devices are probed by starting ktune-runner (a missing runner or CUDA driver leaves those devices
- * listed as unavailable, with the reason). */
+/* Scans the dataset folders; a dataset that cannot be read, parsed or validated is skipped with a
+ * warning in the log, a missing folder is an error (KT_ERR_CONFIG). */
 catalog *catalog_new(const catalog_options *opt, kt_error *err);
-/* The same, with real measurement when real is not NULL and names kernel folders. */
+/* The same, with real measurement when real is not NULL and names kernel folders: the measurement
+ * options are checked (defaults filled), the kernel specs of the kernel folders loaded (skipped
+ * with a warning when invalid; each default configuration checked against the first available
+ * device of its kind) and offered on the devices devs[0..n_devs) (as probed by device_discover;
+ * unavailable ones are listed with their reason). Takes devs in every case: they are freed by
+ * catalog_free, or at once when this fails or real measurement is off. */
 catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options *real,
-                          kt_error *err);
+                          catalog_device *devs, int n_devs, kt_error *err);
+/* Checks real measurement options as catalog_new_real does (runner and cache folder named, numbers
+ * consistent, kernel folders readable); 0 or -1 with KT_ERR_CONFIG. Nothing to check when real is
+ * NULL or names no kernel folder. device_discover calls it before starting any runner. */
+int catalog_real_check(const catalog_real_options *real, kt_error *err);
 void catalog_free(catalog *c);
 
 /* Validates kernel, device and problem (problem may be NULL: all defaults). Errors:
@@ -81,5 +95,27 @@ json_t *catalog_devices_json(const catalog *c);
  * "hash" ("configurations" is then the count for the default problem). */
 json_t *catalog_kernels_json(const catalog *c);
 int catalog_num_devices(const catalog *c);
+
+/* --- lookups (backends, worker, cli); every pointer is owned by the catalog ---------------------
+ */
+
+/* The replay dataset behind a device name ("replay:<space>"), or NULL. */
+const replay_dataset *catalog_find_replay(const catalog *c, const char *device);
+/* catalog_options.replay_speed. */
+double catalog_replay_speed(const catalog *c);
+/* "devices: a, b, ... (N more)" into buf, capped; for KT_ERR_UNKNOWN_DEVICE hints. */
+void catalog_device_hint(const catalog *c, char *buf, size_t cap);
+/* The real device behind a name (available or not), or NULL. */
+const catalog_device *catalog_find_real(const catalog *c, const char *device);
+/* The catalog kernel of that name, or NULL. */
+const kernel_spec *catalog_find_kernel(const catalog *c, const char *name);
+/* The catalog's measurement options, defaults filled (strings owned by the catalog; kernel_dirs is
+ * NULL). */
+const catalog_real_options *catalog_measure_options(const catalog *c);
+/* 1 when real measurement is configured (kernel folders given). */
+int catalog_has_real(const catalog *c);
+/* With real measurement on: why device ("cpu", "cuda", "cuda:N") cannot be measured on, or NULL
+ * when it can or is not a real device name. */
+const char *catalog_real_unavailable(const catalog *c, const char *device);
 
 #endif

@@ -1,12 +1,12 @@
-/* measure/kernel_spec — one kernel of the kernel catalog (kernels/<name>/spec.json,
+/* catalog/kernel_spec — one kernel of the kernel catalog (kernels/<name>/spec.json,
  * kernels/README.md): problem arguments, buffers, FLOPs, tolerance, reference and the cpu / cuda
  * variants, validated and with every expression parsed once. Read-only after kernel_spec_load, so
  * shared by all threads.
  *
  * Lifecycle: kernel_spec_load -> kernel_spec_problem / kernel_spec_space / kernel_spec_launch (any
  * thread) -> kernel_spec_free. The spec owns everything in it. */
-#ifndef KT_MEASURE_KERNEL_SPEC_H
-#define KT_MEASURE_KERNEL_SPEC_H
+#ifndef KT_CATALOG_KERNEL_SPEC_H
+#define KT_CATALOG_KERNEL_SPEC_H
 
 #include <jansson.h>
 #include <stddef.h>

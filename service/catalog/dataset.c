@@ -1,8 +1,8 @@
-/* measure/dataset — loads one Kernel Tuner cache file (plain or gzipped JSON) into a replay
+/* catalog/dataset — loads one Kernel Tuner cache file (plain or gzipped JSON) into a replay
  * dataset: its space, a sorted table of recorded results by config id, and a hash of its
- * definition. */
+ * definition; the accessors of dataset.h. */
 #include "../core/hash.h"
-#include "measure_impl.h"
+#include "catalog_impl.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -12,6 +12,10 @@
 #include <zlib.h>
 
 #include "../core/log.h"
+
+#define REPLAY_MAX_FILE_BYTES   ((size_t)512 << 20) /* uncompressed size cap per dataset file */
+#define REPLAY_MAX_FAILURE_TEXT 64                  /* stored length of a failure string */
+#define REPLAY_MAX_PARAMS       64                  /* tuning parameters per dataset */
 
 /* Reads the whole file (gzread passes plain files through) and parses it. NULL with why on failure.
  */
@@ -450,4 +454,29 @@ out:
         ds = NULL;
     }
     return ds;
+}
+
+const char *dataset_name(const replay_dataset *ds)
+{
+    return ds ? ds->name : NULL;
+}
+
+const char *dataset_device(const replay_dataset *ds)
+{
+    return ds ? ds->device : NULL;
+}
+
+const space *dataset_space(const replay_dataset *ds)
+{
+    return ds ? ds->sp : NULL;
+}
+
+uint64_t dataset_num_records(const replay_dataset *ds)
+{
+    return ds ? ds->n_records : 0;
+}
+
+const replay_record *dataset_record_at(const replay_dataset *ds, uint64_t i)
+{
+    return ds && i < ds->n_records ? &ds->records[i] : NULL;
 }

@@ -1,0 +1,142 @@
+/* catalog/catalog_json — the catalog's JSON views: GET /v1/devices (catalog_devices_json) and
+ * GET /v1/kernels (catalog_kernels_json), also synced into the store at start-up. */
+#include "catalog_impl.h"
+
+#include <string.h>
+
+json_t *catalog_devices_json(const catalog *c)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && c && i < c->n; i++) {
+        const replay_dataset *ds = c->ds[i];
+        json_t *problem = catalog_canonical_problem(ds);
+        json_t *desc = json_pack("{s:s, s:s, s:O?, s:s, s:I, s:I}", "gpu", ds->gpu,
+                                 "recorded_kernel", ds->recorded_kernel, "problem_size",
+                                 problem ? json_object_get(problem, "problem_size") : NULL, "file",
+                                 ds->file, "configurations", (json_int_t)ds->n_records, "valid",
+                                 (json_int_t)ds->n_valid);
+        json_decref(problem);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:o, s:[s]}", "name", ds->device,
+                                             "kind", "replay", "class", ds->device, "available", 1,
+                                             "description", desc ? desc : json_object(), "kernels",
+                                             ds->kernel));
+    }
+    for (int i = 0; arr && c && i < c->n_devs; i++) {
+        const catalog_device *d = &c->devs[i];
+        json_t *kernels = json_array();
+        for (int s = 0; kernels && s < c->n_specs; s++) {
+            if (catalog_offers(d, c->specs[s]))
+                json_array_append_new(kernels, json_string(c->specs[s]->name));
+        }
+        json_t *desc = json_loads(d->description_text, 0, NULL);
+        json_t *dev = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "name", d->name, "kind",
+                                kernel_spec_kind_name(d->kind), "class", d->klass, "available",
+                                d->available, "description", desc ? desc : json_object(), "kernels",
+                                kernels ? kernels : json_array());
+        if (dev && d->reason)
+            json_object_set_new(dev, "reason", json_string(d->reason));
+        json_array_append_new(arr, dev);
+    }
+    return arr;
+}
+
+static json_t *kernel_device_json(const replay_dataset *ds)
+{
+    json_t *params = json_array(), *restr = json_array();
+    for (int p = 0; params && p < space_num_params(ds->sp); p++) {
+        json_t *vals = json_array();
+        for (int v = 0; vals && v < space_param_num_values(ds->sp, p); v++)
+            json_array_append_new(vals, space_param_value_json(ds->sp, p, v));
+        json_array_append_new(params, json_pack("{s:s, s:o}", "name", space_param_name(ds->sp, p),
+                                                "values", vals ? vals : json_array()));
+    }
+    for (int r = 0; restr && r < space_num_restrictions(ds->sp); r++)
+        json_array_append_new(restr, json_string(space_restriction_text(ds->sp, r)));
+    json_t *problem = catalog_canonical_problem(ds);
+    return json_pack("{s:s, s:o, s:o, s:o, s:I}", "device", ds->device, "problem",
+                     problem ? problem : json_object(), "parameters",
+                     params ? params : json_array(), "restrictions", restr ? restr : json_array(),
+                     "configurations", (json_int_t)space_count(ds->sp));
+}
+
+static json_t *real_kernel_device_json(const catalog *c, int s, int d)
+{
+    const kernel_spec *k = c->specs[s];
+    const catalog_device *dev = &c->devs[d];
+    const kspec_variant *v = &k->variants[dev->kind];
+    kspec_problem p;
+    json_t *args = json_array(), *prs = json_array();
+    for (int i = 0; args && i < k->n_args; i++)
+        json_array_append_new(args, json_pack("{s:s, s:I, s:I, s:I}", "name", k->args[i].name,
+                                              "min", (json_int_t)k->args[i].min, "max",
+                                              (json_int_t)k->args[i].max, "default",
+                                              (json_int_t)k->args[i].def));
+    for (int i = 0; prs && i < k->n_problem_restrictions; i++)
+        json_array_append_new(prs, json_string(k->problem_restrictions[i].text));
+    json_t *problem = kernel_spec_problem(k, NULL, &p, NULL) == 0 ? kernel_spec_problem_json(k, &p)
+                                                                  : json_object();
+    json_t *params = json_loads(v->params_text, 0, NULL);
+    json_t *restr = json_loads(v->restrictions_text, 0, NULL);
+    json_t *def = json_loads(v->default_text, 0, NULL);
+    long long count = c->counts ? c->counts[s * c->n_devs + d] : -1;
+    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "device", dev->name,
+                          "problem", problem ? problem : json_object(), "problem_arguments",
+                          args ? args : json_array(), "problem_restrictions",
+                          prs ? prs : json_array(), "parameters", params ? params : json_array(),
+                          "restrictions", restr ? restr : json_array(), "default",
+                          def ? def : json_object(), "hash", v->hash);
+    if (o)
+        json_object_set_new(o, "configurations",
+                            count >= 0 ? json_integer((json_int_t)count) : json_null());
+    if (o && k->test_problem_text)
+        json_object_set_new(o, "test_problem", json_loads(k->test_problem_text, 0, NULL));
+    return o;
+}
+
+/* Adds the catalog kernel s to arr: under the entry of the same name (a replay kernel) or as a new
+ * entry, with one element per device that offers it. */
+static void add_real_kernel(const catalog *c, json_t *arr, int s)
+{
+    const kernel_spec *k = c->specs[s];
+    json_t *entry = NULL;
+    for (size_t i = 0; i < json_array_size(arr) && !entry; i++) {
+        json_t *e = json_array_get(arr, i);
+        if (strcmp(json_string_value(json_object_get(e, "name")), k->name) == 0)
+            entry = e;
+    }
+    if (!entry) {
+        entry = json_pack("{s:s, s:[]}", "name", k->name, "devices");
+        if (!entry || json_array_append_new(arr, entry) < 0)
+            return;
+    }
+    json_object_set_new(entry, "summary", json_string(k->summary));
+    json_t *devs = json_object_get(entry, "devices");
+    for (int d = 0; d < c->n_devs; d++) {
+        if (catalog_offers(&c->devs[d], k))
+            json_array_append_new(devs, real_kernel_device_json(c, s, d));
+    }
+}
+
+json_t *catalog_kernels_json(const catalog *c)
+{
+    json_t *arr = json_array();
+    int n = c ? c->n : 0;
+    for (int i = 0; arr && i < n; i++) {
+        const char *kernel = c->ds[i]->kernel;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(c->ds[j]->kernel, kernel) == 0;
+        if (seen)
+            continue; /* grouped under its first device */
+        json_t *devs = json_array();
+        for (int j = i; devs && j < n; j++) {
+            if (strcmp(c->ds[j]->kernel, kernel) == 0)
+                json_array_append_new(devs, kernel_device_json(c->ds[j]));
+        }
+        json_array_append_new(
+            arr, json_pack("{s:s, s:o}", "name", kernel, "devices", devs ? devs : json_array()));
+    }
+    for (int s = 0; arr && c && s < c->n_specs; s++)
+        add_real_kernel(c, arr, s);
+    return arr;
+}

@@ -1,0 +1,218 @@
+/* catalog/catalog_resolve — turns a request's (kernel, device, problem) into a tuning target: a
+ * replay device's recorded problem and space, or a real device's kernel spec with the problem
+ * validated and the space built for it; every error names what is accepted. */
+#include "catalog_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* JSON equality where numbers compare by value, so 4096.0 is accepted for 4096. */
+static int json_same(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    if (json_is_array(a) && json_is_array(b)) {
+        size_t n = json_array_size(a);
+        if (n != json_array_size(b))
+            return 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!json_same(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        }
+        return 1;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        if (json_object_size(a) != json_object_size(b))
+            return 0;
+        json_object_foreach((json_t *)a, k, v)
+        {
+            if (!json_same(v, json_object_get(b, k)))
+                return 0;
+        }
+        return 1;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* The canonical problem of a dataset: {"problem_size": recorded}, or {} (see catalog_impl.h). */
+json_t *catalog_canonical_problem(const replay_dataset *ds)
+{
+    json_t *p = json_object();
+    if (p && ds->problem_text) {
+        json_t *v = json_loads(ds->problem_text, JSON_DECODE_ANY, NULL);
+        if (!v || json_object_set_new(p, "problem_size", v) < 0) {
+            json_decref(p);
+            p = NULL;
+        }
+    }
+    return p;
+}
+
+static int check_problem(const replay_dataset *ds, const json_t *problem, const json_t *canon,
+                         kt_error *err)
+{
+    const char *k;
+    json_t *v;
+    if (!problem || json_is_null(problem))
+        return 0;
+    if (!json_is_object(problem))
+        return kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem must be a JSON object");
+    json_object_foreach((json_t *)problem, k, v)
+    {
+        const json_t *want = json_object_get(canon, k);
+        if (!want) {
+            kt_error_set(err, KT_ERR_BAD_PROBLEM, "unknown problem argument '%.100s'; accepted: %s",
+                         k, ds->problem_text ? "problem_size" : "none");
+            return -1;
+        }
+        if (!json_same(v, want)) {
+            kt_error_set(err, KT_ERR_BAD_PROBLEM, "dataset %s was recorded at %s %.200s only",
+                         ds->name, k, ds->problem_display);
+            kt_error_hint(err, "omit the problem to use the recorded one");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* "gemm, conv2d" — the kernels a real device offers. */
+static void real_kernel_list(const catalog *c, const catalog_device *d, char *buf, size_t cap)
+{
+    size_t used = 0;
+    int n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->n_specs && used < cap; i++) {
+        if (!catalog_offers(d, c->specs[i]))
+            continue;
+        int w = snprintf(buf + used, cap - used, "%s%s", n++ ? ", " : "", c->specs[i]->name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    if (!n)
+        snprintf(buf, cap, "no kernels");
+}
+
+static int resolve_real(const catalog *c, const catalog_device *d, const char *kernel,
+                        const json_t *problem, tune_target *out, kt_error *err)
+{
+    char list[KT_ERROR_HINT_MAX - 64];
+    kspec_problem p;
+    json_t *canon = NULL;
+    space *sp = NULL;
+    int rc = -1;
+    const kernel_spec *k = catalog_find_kernel(c, kernel);
+
+    if (!d->available) {
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is not available: %.300s", d->name,
+                     d->reason ? d->reason : "unknown reason");
+        catalog_device_hint(c, list, sizeof list);
+        kt_error_hint(err, "%s", list);
+        goto out;
+    }
+    if (!k || !catalog_offers(d, k)) {
+        kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
+                     d->name, kernel ? kernel : "");
+        real_kernel_list(c, d, list, sizeof list);
+        kt_error_hint(err, "device %s offers: %s", d->name, list);
+        goto out;
+    }
+    if (kernel_spec_problem(k, problem, &p, err) < 0)
+        goto out;
+    if (!(canon = kernel_spec_problem_json(k, &p)) ||
+        !(out->problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS))) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (!(sp = kernel_spec_space(k, d->kind, &p, &d->limits, err))) {
+        kt_error_prefix(err, "kernel %s on %s", k->name, d->name);
+        goto out;
+    }
+    out->kernel = k->name;
+    out->device = d->name;
+    out->device_class = d->klass;
+    out->kernel_hash = k->variants[d->kind].hash;
+    out->problem = canon;
+    out->sp = sp;
+    out->owns_space = 1;
+    canon = NULL;
+    sp = NULL;
+    rc = 0;
+out:
+    json_decref(canon);
+    space_free(sp);
+    if (rc < 0) {
+        free(out->problem_key);
+        memset(out, 0, sizeof *out);
+    }
+    return rc;
+}
+
+int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
+                    tune_target *out, kt_error *err)
+{
+    char hint[KT_ERROR_HINT_MAX];
+    json_t *canon = NULL;
+    int rc = -1;
+    const replay_dataset *ds = catalog_find_replay(c, device);
+    const catalog_device *rd = ds ? NULL : catalog_find_real(c, device);
+
+    memset(out, 0, sizeof *out);
+    if (rd)
+        return resolve_real(c, rd, kernel, problem, out, err);
+    const char *why = ds ? NULL : catalog_real_unavailable(c, device);
+    if (why) {
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
+                     why);
+        catalog_device_hint(c, hint, sizeof hint);
+        kt_error_hint(err, "%s", hint);
+        goto out;
+    }
+    if (!ds) {
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device ? device : "");
+        catalog_device_hint(c, hint, sizeof hint);
+        kt_error_hint(err, "%s", hint);
+        goto out;
+    }
+    if (!kernel || strcmp(kernel, ds->kernel) != 0) {
+        kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
+                     ds->device, kernel ? kernel : "");
+        kt_error_hint(err, "device %s offers: %s", ds->device, ds->kernel);
+        goto out;
+    }
+    canon = catalog_canonical_problem(ds);
+    if (!canon) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (check_problem(ds, problem, canon, err) < 0)
+        goto out;
+    out->problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!out->problem_key) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    out->kernel = ds->kernel;
+    out->device = ds->device;
+    out->device_class = ds->device;
+    out->kernel_hash = ds->kernel_hash;
+    out->sp = ds->sp;
+    out->problem = canon;
+    canon = NULL;
+    rc = 0;
+out:
+    json_decref(canon);
+    return rc;
+}
+
+void tune_target_release(tune_target *t)
+{
+    if (!t)
+        return;
+    json_decref(t->problem);
+    free(t->problem_key);
+    if (t->owns_space)
+        space_free((space *)t->sp);
+    memset(t, 0, sizeof *t);
+}

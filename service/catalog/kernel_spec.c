@@ -1,0 +1,350 @@
+/* catalog/kernel_spec — loads and validates kernels/<name>/spec.json (kernels/README.md): the
+ * top level, tolerance, reference, test problem and the variants found (in spec.json or cuda.json),
+ * each default configuration checked against the device limits; kernel_spec_free. Field checks are
+ * in kernel_spec_fields.c, the problem part in kernel_spec_problem.c, the variants and their spaces
+ * in kernel_spec_space.c, the CUDA launch geometry in kernel_spec_launch.c. */
+#include "../core/hash.h"
+#include "kernel_spec_impl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KSPEC_MAX_SUMMARY 1024
+
+static const char *const cpu_limit_names[] = {"cores", "l1d_bytes", "l2_bytes", "l3_bytes",
+                                              "vector_bits"};
+static const char *const cuda_limit_names[] = {
+    "max_threads_per_block", "max_shared_memory_per_block", "max_registers_per_block", "warp_size",
+    "compute_capability"};
+/* Plausible limits used to parse restrictions when no device of the kind is known. */
+static const kspec_limits typical_limits[KSPEC_N_KINDS] = {
+    {{8, 32768, 1048576, 33554432, 256}},
+    {{1024, 49152, 65536, 32, 80}},
+};
+
+const char *kernel_spec_kind_name(kspec_kind kind)
+{
+    return kind == KSPEC_CUDA ? "cuda" : "cpu";
+}
+
+const char *const *kernel_spec_limit_names(kspec_kind kind, int *n)
+{
+    if (kind == KSPEC_CUDA) {
+        *n = (int)(sizeof cuda_limit_names / sizeof cuda_limit_names[0]);
+        return cuda_limit_names;
+    }
+    *n = (int)(sizeof cpu_limit_names / sizeof cpu_limit_names[0]);
+    return cpu_limit_names;
+}
+
+static int valid_kernel_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > KSPEC_MAX_NAME || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
+{
+    static const char *const fields[] = {"rtol", "atol", NULL};
+    const json_t *t = kspec_need(L, root, "", "tolerance");
+    if (!t)
+        return -1;
+    if (!json_is_object(t))
+        return kspec_bad(L, "tolerance must be an object {\"rtol\", \"atol\"}");
+    if (kspec_check_fields(L, t, "tolerance", fields) < 0)
+        return -1;
+    const json_t *rt = kspec_need(L, t, "tolerance", "rtol"),
+                 *at = kspec_need(L, t, "tolerance", "atol");
+    if (!rt || !at)
+        return -1;
+    if (!json_is_number(rt) || !isfinite(json_number_value(rt)) || json_number_value(rt) < 0)
+        return kspec_bad(L, "tolerance.rtol must be a number >= 0");
+    if (!json_is_number(at) || !isfinite(json_number_value(at)) || json_number_value(at) < 0)
+        return kspec_bad(L, "tolerance.atol must be a number >= 0");
+    k->rtol = json_number_value(rt);
+    k->atol = json_number_value(at);
+    return 0;
+}
+
+static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, uint64_t *ref_hash)
+{
+    static const char *const blas_fields[] = {"kind", NULL};
+    static const char *const c_fields[] = {"kind", "source", NULL};
+    static const char *const blas_args[] = {"M", "N", "K"}, *const blas_bufs[] = {"A", "B", "C"};
+    const json_t *r = kspec_need(L, root, "", "reference");
+    if (!r)
+        return -1;
+    if (!json_is_object(r))
+        return kspec_bad(L, "reference must be an object {\"kind\", ...}");
+    const json_t *kind = kspec_need(L, r, "reference", "kind");
+    if (!kind)
+        return -1;
+    const char *ks = json_string_value(kind);
+    if (ks && strcmp(ks, "openblas_sgemm") == 0) {
+        if (kspec_check_fields(L, r, "reference", blas_fields) < 0)
+            return -1;
+        k->ref_kind = KSPEC_REF_OPENBLAS_SGEMM;
+        for (int i = 0; i < 3; i++) {
+            if (k->n_args <= i || strcmp(k->args[i].name, blas_args[i]) != 0)
+                return kspec_bad(
+                    L, "reference.kind openblas_sgemm needs the problem arguments M, N, K "
+                       "first, in that order");
+            if (k->n_buffers <= i || strcmp(k->buffers[i].name, blas_bufs[i]) != 0)
+                return kspec_bad(
+                    L, "reference.kind openblas_sgemm needs the buffers A, B, C first, in "
+                       "that order");
+        }
+        return 0;
+    }
+    if (ks && strcmp(ks, "c") == 0) {
+        if (kspec_check_fields(L, r, "reference", c_fields) < 0)
+            return -1;
+        const json_t *src = kspec_need(L, r, "reference", "source");
+        if (!src)
+            return -1;
+        k->ref_kind = KSPEC_REF_C;
+        return kspec_source_file(L, k->dir, src, "reference.source", &k->ref_source, ref_hash);
+    }
+    return kspec_bad(L, "reference.kind '%.64s' is not known; accepted: openblas_sgemm, c",
+                     ks ? ks : "(not a string)");
+}
+
+/* The default configuration must be a configuration of the space of the default problem and of the
+ * test problem on a device with these limits. */
+static int check_default(kspec_loader *L, const kernel_spec *k, kspec_kind kind,
+                         const kspec_limits *lim, const char *where)
+{
+    const kspec_variant *v = &k->variants[kind];
+    kspec_problem p;
+    kt_error e;
+    space *sp = NULL;
+    json_t *def = json_loads(v->default_text, 0, NULL), *tp = NULL;
+    int rc = -1;
+
+    if (!def) {
+        kspec_bad(L, "out of memory");
+        goto out;
+    }
+    for (int which = 0; which < 2; which++) {
+        const char *label = which ? "the test problem" : "the default problem";
+        if (which) {
+            if (!k->test_problem_text)
+                break;
+            if (!(tp = json_loads(k->test_problem_text, 0, NULL))) {
+                kspec_bad(L, "out of memory");
+                goto out;
+            }
+        }
+        kt_error_clear(&e);
+        if (kernel_spec_problem(k, which ? tp : NULL, &p, &e) < 0) {
+            kspec_bad(L, "%s: %s", label, e.message);
+            goto out;
+        }
+        space_free(sp);
+        config_id id;
+        if (!(sp = kernel_spec_space(k, kind, &p, lim, &e)) ||
+            space_config_from_json(sp, def, &id, &e) < 0) {
+            kspec_bad(L, "%s.default is not valid for %s: %s", where, label, e.message);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    space_free(sp);
+    json_decref(def);
+    json_decref(tp);
+    return rc;
+}
+
+static int load_test_problem(kspec_loader *L, kernel_spec *k, const json_t *root)
+{
+    const json_t *tp = json_object_get(root, "test_problem");
+    kspec_problem p;
+    kt_error e;
+    if (!tp)
+        return 0;
+    if (!json_is_object(tp))
+        return kspec_bad(L, "test_problem must be an object of argument -> integer");
+    kt_error_clear(&e);
+    if (kernel_spec_problem(k, tp, &p, &e) < 0)
+        return kspec_bad(L, "test_problem: %s", e.message);
+    json_t *canon = kernel_spec_problem_json(k, &p);
+    k->test_problem_text = canon ? json_dumps(canon, JSON_COMPACT) : NULL;
+    json_decref(canon);
+    return k->test_problem_text ? 0 : kspec_bad(L, "out of memory");
+}
+
+static void hex64(uint64_t h, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
+                              char *why, size_t why_cap)
+{
+    static const char *const top_fields[] = {
+        "name",      "summary",   "problem",  "problem_restrictions", "buffers", "flops",
+        "tolerance", "reference", "variants", "test_problem",         NULL};
+    static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
+    char spec_path[PATH_MAX], cuda_path[PATH_MAX], rdir[PATH_MAX], fwhy[256];
+    char *bytes = NULL, *cuda_bytes = NULL;
+    size_t len = 0, cuda_len = 0;
+    json_t *root = NULL, *cuda_root = NULL;
+    json_error_t jerr;
+    kernel_spec *k = NULL;
+    kspec_loader L = {.file = dir, .why = why, .cap = why_cap};
+    uint64_t base = KT_FNV1A_OFFSET, ref_hash = base, var_hash[KSPEC_N_KINDS];
+    int ok = 0;
+
+    if (why && why_cap)
+        why[0] = '\0';
+    if (!realpath(dir, rdir)) {
+        kspec_bad(&L, "cannot be read: %s", strerror(errno));
+        goto out;
+    }
+    snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, rdir);
+    snprintf(cuda_path, sizeof cuda_path, "%.*s/cuda.json", PATH_MAX - 16, rdir);
+    L.file = spec_path;
+    if (kspec_read_small_file(spec_path, &bytes, &len, fwhy, sizeof fwhy) < 0) {
+        kspec_bad(&L, "%s", fwhy);
+        goto out;
+    }
+    if (!(root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &jerr))) {
+        kspec_bad(&L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
+        goto out;
+    }
+    if (!json_is_object(root)) {
+        kspec_bad(&L, "the file must hold a JSON object");
+        goto out;
+    }
+    if (!(k = calloc(1, sizeof *k)) || !(k->dir = strdup(rdir)) || !(k->path = strdup(spec_path))) {
+        kspec_bad(&L, "out of memory");
+        goto out;
+    }
+    if (kspec_check_fields(&L, root, "top level", top_fields) < 0)
+        goto out;
+    const json_t *name = kspec_need(&L, root, "", "name");
+    if (!name)
+        goto out;
+    if (!json_is_string(name) || !valid_kernel_name(json_string_value(name))) {
+        kspec_bad(&L, "name must be 1 to %d characters of letters, digits, '_', '-' and '.'",
+                  KSPEC_MAX_NAME);
+        goto out;
+    }
+    snprintf(k->name, sizeof k->name, "%s", json_string_value(name));
+    const json_t *summary = json_object_get(root, "summary");
+    if (summary &&
+        (!json_is_string(summary) || strlen(json_string_value(summary)) > KSPEC_MAX_SUMMARY)) {
+        kspec_bad(&L, "summary must be a string of at most %d characters", KSPEC_MAX_SUMMARY);
+        goto out;
+    }
+    if (!(k->summary = strdup(summary ? json_string_value(summary) : ""))) {
+        kspec_bad(&L, "out of memory");
+        goto out;
+    }
+    const json_t *problem = kspec_need(&L, root, "", "problem");
+    if (!problem || kspec_load_args(&L, k, problem) < 0 ||
+        kspec_load_problem_exprs(&L, k, root) < 0 || load_tolerance(&L, k, root) < 0 ||
+        load_reference(&L, k, root, &ref_hash) < 0 || load_test_problem(&L, k, root) < 0)
+        goto out;
+
+    const json_t *variants = json_object_get(root, "variants");
+    if (variants && !json_is_object(variants)) {
+        kspec_bad(&L, "variants must be an object {\"cpu\": {...}, \"cuda\": {...}}");
+        goto out;
+    }
+    if (variants && kspec_check_fields(&L, variants, "variants", variant_kinds) < 0)
+        goto out;
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
+        const kspec_limits *lim = limits && limits[kind] ? limits[kind] : &typical_limits[kind];
+        const json_t *obj = variants ? json_object_get(variants, variant_kinds[kind]) : NULL;
+        char where[32];
+        var_hash[kind] = kt_fnv1a_field(base, bytes, len);
+        snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
+        if (!obj && kind == KSPEC_CUDA && access(cuda_path, F_OK) == 0) {
+            /* The CUDA variant kept beside spec.json until the two are merged. */
+            L.file = cuda_path;
+            if (kspec_read_small_file(cuda_path, &cuda_bytes, &cuda_len, fwhy, sizeof fwhy) < 0) {
+                kspec_bad(&L, "%s", fwhy);
+                goto out;
+            }
+            if (!(cuda_root = json_loadb(cuda_bytes, cuda_len, JSON_REJECT_DUPLICATES, &jerr))) {
+                kspec_bad(&L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line,
+                          jerr.column);
+                goto out;
+            }
+            var_hash[kind] = kt_fnv1a_field(var_hash[kind], cuda_bytes, cuda_len);
+            obj = cuda_root;
+            snprintf(where, sizeof where, "cuda");
+        }
+        if (!obj)
+            continue;
+        if (kspec_load_variant(&L, k, (kspec_kind)kind, obj, where, lim, &var_hash[kind]) < 0)
+            goto out;
+        var_hash[kind] = kt_fnv1a_field(var_hash[kind], (const char *)&ref_hash, sizeof ref_hash);
+        hex64(var_hash[kind], k->variants[kind].hash);
+        if (limits && limits[kind] && check_default(&L, k, (kspec_kind)kind, lim, where) < 0)
+            goto out;
+        L.file = spec_path;
+    }
+    if (!k->variants[KSPEC_CPU].present && !k->variants[KSPEC_CUDA].present) {
+        kspec_bad(&L, "variants: the kernel has neither a cpu nor a cuda variant");
+        goto out;
+    }
+    ok = 1;
+out:
+    if (!ok) {
+        kernel_spec_free(k);
+        k = NULL;
+    }
+    json_decref(root);
+    json_decref(cuda_root);
+    free(bytes);
+    free(cuda_bytes);
+    return k;
+}
+
+void kernel_spec_free(kernel_spec *k)
+{
+    if (!k)
+        return;
+    for (int i = 0; i < k->n_problem_restrictions; i++)
+        kspec_expr_release(&k->problem_restrictions[i]);
+    free(k->problem_restrictions);
+    for (int i = 0; i < k->n_buffers; i++)
+        kspec_expr_release(&k->buffers[i].elements);
+    kspec_expr_release(&k->flops);
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
+        kspec_variant *v = &k->variants[kind];
+        free(v->file);
+        free(v->source);
+        free(v->params_text);
+        free(v->restrictions_text);
+        free(v->default_text);
+        for (int i = 0; i < 3; i++) {
+            kspec_expr_release(&v->block[i]);
+            kspec_expr_release(&v->grid[i]);
+        }
+        kspec_expr_release(&v->shared_bytes);
+    }
+    free(k->summary);
+    free(k->dir);
+    free(k->path);
+    free(k->ref_source);
+    free(k->test_problem_text);
+    free(k);
+}

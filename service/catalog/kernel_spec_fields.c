@@ -1,0 +1,204 @@
+/* catalog/kernel_spec_fields — the spec loader's field checks (kernel_spec_impl.h): the first error
+ * recorded as "<file>: <field>: <what is wrong>", unknown fields refused, integers, identifiers and
+ * expressions parsed with exactly the names they may see, source files read (bounded) and hashed.
+ */
+#include "../core/hash.h"
+#include "kernel_spec_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Records the first error as "<file>: <message>"; returns -1. */
+int kspec_bad(kspec_loader *L, const char *fmt, ...)
+{
+    if (!L->failed && L->why && L->cap) {
+        int w = snprintf(L->why, L->cap, "%s: ", L->file);
+        size_t used = w > 0 ? (size_t)w : 0;
+        if (used < L->cap) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(L->why + used, L->cap - used, fmt, ap);
+            va_end(ap);
+        }
+    }
+    L->failed = 1;
+    return -1;
+}
+
+/* Reads a regular file of at most KSPEC_MAX_FILE_BYTES (NUL-terminated copy in *out). */
+int kspec_read_small_file(const char *path, char **out, size_t *len, char *why, size_t cap)
+{
+    int rc = -1, fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *buf = NULL;
+    struct stat st;
+    size_t got = 0;
+
+    *out = NULL;
+    if (fd < 0) {
+        snprintf(why, cap, "cannot be opened: %s", strerror(errno));
+        goto out;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, cap, "is not a regular file");
+        goto out;
+    }
+    if (st.st_size > KSPEC_MAX_FILE_BYTES) {
+        snprintf(why, cap, "is larger than %d bytes", KSPEC_MAX_FILE_BYTES);
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        snprintf(why, cap, "out of memory");
+        goto out;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(why, cap, "cannot be read: %s", n < 0 ? strerror(errno) : "short read");
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    *out = buf;
+    *len = got;
+    buf = NULL;
+    rc = 0;
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int kspec_valid_ident(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > KSPEC_MAX_NAME ||
+        !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return 0;
+    }
+    return !expr_is_keyword(s, n);
+}
+
+/* Refuses fields of obj not in accepted (NULL-terminated). */
+int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
+                       const char *const *accepted)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        int ok = 0;
+        for (int i = 0; accepted[i] && !ok; i++)
+            ok = strcmp(key, accepted[i]) == 0;
+        if (!ok) {
+            char list[512];
+            size_t used = 0;
+            list[0] = '\0';
+            for (int i = 0; accepted[i] && used < sizeof list; i++) {
+                int w =
+                    snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", accepted[i]);
+                used += w > 0 ? (size_t)w : 0;
+            }
+            return kspec_bad(L, "%s: unknown field '%.64s'; accepted: %s", where, key, list);
+        }
+    }
+    return 0;
+}
+
+const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        kspec_bad(L, "%s%s%s: missing", where, where[0] ? "." : "", key);
+    return v;
+}
+
+int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long *out)
+{
+    if (!json_is_integer(v))
+        return kspec_bad(L, "%s must be an integer", field);
+    *out = (long long)json_integer_value(v);
+    return 0;
+}
+
+/* Parses an expression field (a string, or an integer taken as its text). */
+int kspec_parse_expr(kspec_loader *L, kspec_expr *out, const json_t *v, const char *field,
+                     const expr_names *names)
+{
+    char num[32];
+    const char *text = NULL;
+    kt_error e;
+
+    if (json_is_string(v)) {
+        text = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+        text = num;
+    } else {
+        return kspec_bad(L, "%s must be an expression (a string)", field);
+    }
+    if (strlen(text) > KSPEC_MAX_EXPR_LEN)
+        return kspec_bad(L, "%s is longer than %d characters", field, KSPEC_MAX_EXPR_LEN);
+    if (!(out->text = strdup(text)))
+        return kspec_bad(L, "out of memory");
+    kt_error_clear(&e);
+    out->e = expr_parse(text, names, KSPEC_MAX_EXPR_LEN, &e);
+    if (!out->e)
+        return kspec_bad(L, "%s '%.200s': %s%s%.300s%s", field, text, e.message,
+                         e.hint[0] ? " (" : "", e.hint, e.hint[0] ? ")" : "");
+    return 0;
+}
+
+void kspec_expr_release(kspec_expr *x)
+{
+    free(x->text);
+    expr_free(x->e);
+    x->text = NULL;
+    x->e = NULL;
+}
+
+/* A plain file name inside dir: its absolute path in *abs and its bytes hashed into *h. */
+int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                      char **abs, uint64_t *h)
+{
+    char path[PATH_MAX], resolved[PATH_MAX], why[256];
+    char *bytes = NULL;
+    size_t len = 0;
+    const char *name = json_string_value(v);
+
+    if (!name)
+        return kspec_bad(L, "%s must be a file name (a string)", field);
+    if (!name[0] || strlen(name) > 255 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0)
+        return kspec_bad(L, "%s '%.255s' must be a plain file name in the kernel's folder", field,
+                         name);
+    int w = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return kspec_bad(L, "%s: path too long", field);
+    if (!realpath(path, resolved))
+        return kspec_bad(L, "%s '%s': %s", field, name, strerror(errno));
+    if (kspec_read_small_file(resolved, &bytes, &len, why, sizeof why) < 0)
+        return kspec_bad(L, "%s '%s' %s", field, name, why);
+    *h = kt_fnv1a_field(*h, bytes, len);
+    free(bytes);
+    if (!(*abs = strdup(resolved)))
+        return kspec_bad(L, "out of memory");
+    return 0;
+}

@@ -1,0 +1,64 @@
+/* catalog/kernel_spec_impl — internal to the kernel_spec*.c files of catalog/: the loader that
+ * validates one spec file (the first error recorded in why as "<file>: <message>"), its field
+ * checks (kernel_spec_fields.c) and the loaders of each part of a spec, called by kernel_spec_load
+ * in this order: kspec_load_args, kspec_load_problem_exprs (kernel_spec_problem.c), then per
+ * variant kspec_load_variant (kernel_spec_space.c), which calls kspec_load_geometry
+ * (kernel_spec_launch.c) for cuda. Every loader fills the kernel_spec it is given; kernel_spec_free
+ * releases what they allocated, also after a failure part-way. */
+#ifndef KT_CATALOG_KERNEL_SPEC_IMPL_H
+#define KT_CATALOG_KERNEL_SPEC_IMPL_H
+
+#include <stdint.h>
+
+#include "kernel_spec.h"
+
+#define KSPEC_MAX_VALUES  4096               /* values of one parameter */
+#define KSPEC_MAX_INTEXPR 9007199254740992.0 /* 2^53: reals beyond are not exact integers */
+
+typedef struct kspec_loader {
+    const char *file; /* the file being validated, named in messages */
+    char *why;
+    size_t cap;
+    int failed;
+} kspec_loader;
+
+/* --- field checks (kernel_spec_fields.c); each returns -1 after kspec_bad on failure ---------- */
+
+/* Records the first error as "<file>: <message>"; returns -1. */
+int kspec_bad(kspec_loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads a regular file of at most KSPEC_MAX_FILE_BYTES (NUL-terminated copy in *out, the caller
+ * frees it). -1 with why filled on failure. */
+int kspec_read_small_file(const char *path, char **out, size_t *len, char *why, size_t cap);
+/* 1 for an identifier of at most KSPEC_MAX_NAME characters that is not a Python keyword. */
+int kspec_valid_ident(const char *s);
+/* Refuses fields of obj not in accepted (NULL-terminated). */
+int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
+                       const char *const *accepted);
+/* obj[key] (borrowed), or NULL after "<where>.<key>: missing". */
+const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, const char *key);
+int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long *out);
+/* Parses an expression field (a string, or an integer taken as its text) into out (owned by out;
+ * kspec_expr_release frees it). */
+int kspec_parse_expr(kspec_loader *L, kspec_expr *out, const json_t *v, const char *field,
+                     const expr_names *names);
+void kspec_expr_release(kspec_expr *x);
+/* A plain file name inside dir: its absolute path in *abs (malloc'd) and its bytes hashed into *h.
+ */
+int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                      char **abs, uint64_t *h);
+
+/* --- the parts of a spec ---------------------------------------------------------------------- */
+
+/* kernel_spec_problem.c: the "problem" arguments; then problem_restrictions, buffers and flops. */
+int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr);
+int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root);
+/* An integral value: ints and bools, and reals that are whole and exact. 0, or -1 when not. */
+int kspec_value_to_ll(const expr_value *v, long long *out);
+/* kernel_spec_space.c: one variant (where: "variants.cpu", "cuda"); its files hashed into *hash. */
+int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
+                       const char *where, const kspec_limits *lim, uint64_t *hash);
+/* kernel_spec_launch.c: block, grid and shared_bytes of a cuda variant. */
+int kspec_load_geometry(kspec_loader *L, const kernel_spec *k, kspec_variant *v, const json_t *obj,
+                        const char *where);
+
+#endif

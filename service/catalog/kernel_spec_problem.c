@@ -1,0 +1,275 @@
+/* catalog/kernel_spec_problem — a kernel's problem: loading its arguments, problem restrictions,
+ * buffers and FLOP count from spec.json, and validating a request's problem against them
+ * (kernel_spec_problem, kernel_spec_problem_json). */
+#include "kernel_spec_impl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
+{
+    static const char *const fields[] = {"name", "min", "max", "default", NULL};
+    if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > KSPEC_MAX_ARGS)
+        return kspec_bad(L, "problem must be an array of 1 to %d arguments", KSPEC_MAX_ARGS);
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *a = json_array_get(arr, i);
+        char where[64];
+        snprintf(where, sizeof where, "problem[%zu]", i);
+        if (!json_is_object(a))
+            return kspec_bad(L, "%s must be an object", where);
+        if (kspec_check_fields(L, a, where, fields) < 0)
+            return -1;
+        const json_t *name = kspec_need(L, a, where, "name");
+        if (!name)
+            return -1;
+        if (!json_is_string(name) || !kspec_valid_ident(json_string_value(name)))
+            return kspec_bad(L,
+                             "%s.name must be an identifier of at most %d characters (not a Python "
+                             "keyword)",
+                             where, KSPEC_MAX_NAME);
+        kspec_arg *arg = &k->args[i];
+        snprintf(arg->name, sizeof arg->name, "%s", json_string_value(name));
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(k->args[j].name, arg->name) == 0)
+                return kspec_bad(L, "%s.name '%s' is listed twice", where, arg->name);
+        }
+        char field[96];
+        const json_t *mn = kspec_need(L, a, where, "min"), *mx = kspec_need(L, a, where, "max"),
+                     *df = kspec_need(L, a, where, "default");
+        if (!mn || !mx || !df)
+            return -1;
+        snprintf(field, sizeof field, "%s.min", where);
+        if (kspec_get_int(L, mn, field, &arg->min) < 0)
+            return -1;
+        snprintf(field, sizeof field, "%s.max", where);
+        if (kspec_get_int(L, mx, field, &arg->max) < 0)
+            return -1;
+        snprintf(field, sizeof field, "%s.default", where);
+        if (kspec_get_int(L, df, field, &arg->def) < 0)
+            return -1;
+        if (arg->min > arg->max)
+            return kspec_bad(L, "%s: min %lld is greater than max %lld", where, arg->min, arg->max);
+        if (arg->def < arg->min || arg->def > arg->max)
+            return kspec_bad(L, "%s.default %lld is outside [%lld, %lld]", where, arg->def,
+                             arg->min, arg->max);
+        k->n_args++;
+    }
+    return 0;
+}
+
+static void arg_names(const kernel_spec *k, const char **names)
+{
+    for (int i = 0; i < k->n_args; i++)
+        names[i] = k->args[i].name;
+}
+
+int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root)
+{
+    static const char *const bfields[] = {"name", "elements", "role", NULL};
+    const char *names[KSPEC_MAX_ARGS];
+    arg_names(k, names);
+    expr_names en = {.n_params = k->n_args, .params = names};
+    char field[96];
+
+    const json_t *pr = json_object_get(root, "problem_restrictions");
+    if (pr) {
+        if (!json_is_array(pr) || json_array_size(pr) > KSPEC_MAX_RESTRICTIONS)
+            return kspec_bad(L, "problem_restrictions must be an array of at most %d expressions",
+                             KSPEC_MAX_RESTRICTIONS);
+        size_t n = json_array_size(pr);
+        k->problem_restrictions = calloc(n ? n : 1, sizeof *k->problem_restrictions);
+        if (!k->problem_restrictions)
+            return kspec_bad(L, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            snprintf(field, sizeof field, "problem_restrictions[%zu]", i);
+            k->n_problem_restrictions++;
+            if (kspec_parse_expr(L, &k->problem_restrictions[i], json_array_get(pr, i), field,
+                                 &en) < 0)
+                return -1;
+        }
+    }
+
+    const json_t *bufs = kspec_need(L, root, "", "buffers");
+    if (!bufs)
+        return -1;
+    if (!json_is_array(bufs) || json_array_size(bufs) < 1 ||
+        json_array_size(bufs) > KSPEC_MAX_BUFFERS)
+        return kspec_bad(L, "buffers must be an array of 1 to %d buffers", KSPEC_MAX_BUFFERS);
+    int outputs = 0;
+    for (size_t i = 0; i < json_array_size(bufs); i++) {
+        const json_t *b = json_array_get(bufs, i);
+        char where[64];
+        snprintf(where, sizeof where, "buffers[%zu]", i);
+        if (!json_is_object(b))
+            return kspec_bad(L, "%s must be an object", where);
+        if (kspec_check_fields(L, b, where, bfields) < 0)
+            return -1;
+        const json_t *name = kspec_need(L, b, where, "name"),
+                     *el = kspec_need(L, b, where, "elements"),
+                     *role = kspec_need(L, b, where, "role");
+        if (!name || !el || !role)
+            return -1;
+        if (!json_is_string(name) || !kspec_valid_ident(json_string_value(name)))
+            return kspec_bad(L, "%s.name must be an identifier of at most %d characters", where,
+                             KSPEC_MAX_NAME);
+        kspec_buffer *buf = &k->buffers[i];
+        snprintf(buf->name, sizeof buf->name, "%s", json_string_value(name));
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(k->buffers[j].name, buf->name) == 0)
+                return kspec_bad(L, "%s.name '%s' is listed twice", where, buf->name);
+        }
+        const char *r = json_string_value(role);
+        if (r && strcmp(r, "input") == 0) {
+            buf->role = KSPEC_INPUT;
+        } else if (r && strcmp(r, "output") == 0) {
+            buf->role = KSPEC_OUTPUT;
+            outputs++;
+        } else {
+            return kspec_bad(L, "%s.role must be \"input\" or \"output\"", where);
+        }
+        k->n_buffers++;
+        snprintf(field, sizeof field, "%s.elements", where);
+        if (kspec_parse_expr(L, &buf->elements, el, field, &en) < 0)
+            return -1;
+    }
+    if (!outputs)
+        return kspec_bad(L,
+                         "buffers: no buffer has the role \"output\" (nothing could be verified)");
+
+    const json_t *flops = kspec_need(L, root, "", "flops");
+    if (!flops || kspec_parse_expr(L, &k->flops, flops, "flops", &en) < 0)
+        return -1;
+    return 0;
+}
+
+/* An integral value: ints and bools, and reals that are whole and exact. */
+int kspec_value_to_ll(const expr_value *v, long long *out)
+{
+    if (v->type == EXPR_INT || v->type == EXPR_BOOL) {
+        *out = (long long)v->u.i;
+        return 0;
+    }
+    if (v->type == EXPR_FLOAT && isfinite(v->u.f) && v->u.f == floor(v->u.f) &&
+        fabs(v->u.f) <= KSPEC_MAX_INTEXPR) {
+        *out = (long long)v->u.f;
+        return 0;
+    }
+    return -1;
+}
+
+static void accepted_args(const kernel_spec *k, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k->n_args && used < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "%s%s [%lld..%lld, default %lld]", i ? ", " : "",
+                         k->args[i].name, k->args[i].min, k->args[i].max, k->args[i].def);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_problem *out,
+                        kt_error *err)
+{
+    char list[KT_ERROR_HINT_MAX];
+    expr_value slots[KSPEC_MAX_ARGS];
+    const char *key;
+    json_t *val;
+
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < k->n_args; i++)
+        out->values[i] = k->args[i].def;
+    if (problem && !json_is_null(problem)) {
+        if (!json_is_object(problem))
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "the problem must be a JSON object of argument -> integer");
+        json_object_foreach((json_t *)problem, key, val)
+        {
+            int a = -1;
+            for (int i = 0; i < k->n_args && a < 0; i++)
+                a = strcmp(k->args[i].name, key) == 0 ? i : -1;
+            if (a < 0) {
+                accepted_args(k, list, sizeof list);
+                kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                             "unknown problem argument '%.64s' for kernel %s; accepted: %.300s",
+                             key, k->name, list);
+                kt_error_hint(err, "kernel %s takes %s", k->name, list);
+                return -1;
+            }
+            double d = json_is_number(val) ? json_number_value(val) : NAN;
+            long long v;
+            if (json_is_integer(val)) {
+                v = (long long)json_integer_value(val);
+            } else if (json_is_real(val) && isfinite(d) && d == floor(d) &&
+                       fabs(d) <= KSPEC_MAX_INTEXPR) {
+                v = (long long)d;
+            } else {
+                kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem argument %s must be an integer",
+                             key);
+                kt_error_hint(err, "%s accepts integers in [%lld, %lld]", key, k->args[a].min,
+                              k->args[a].max);
+                return -1;
+            }
+            if (v < k->args[a].min || v > k->args[a].max) {
+                kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                             "problem argument %s = %lld is outside its range [%lld, %lld]", key, v,
+                             k->args[a].min, k->args[a].max);
+                kt_error_hint(err, "kernel %s accepts %s in [%lld, %lld]", k->name, key,
+                              k->args[a].min, k->args[a].max);
+                return -1;
+            }
+            out->values[a] = v;
+        }
+    }
+    for (int i = 0; i < k->n_args; i++)
+        slots[i] = (expr_value){.type = EXPR_INT, .u.i = out->values[i]};
+    for (int i = 0; i < k->n_problem_restrictions; i++) {
+        if (expr_test(k->problem_restrictions[i].e, slots) != 1) {
+            kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                         "the problem violates restriction %d of kernel %s: %.300s", i, k->name,
+                         k->problem_restrictions[i].text);
+            kt_error_hint(err, "choose arguments for which %.300s holds",
+                          k->problem_restrictions[i].text);
+            return -1;
+        }
+    }
+    for (int i = 0; i < k->n_buffers; i++) {
+        expr_value r;
+        long long n = 0;
+        if (expr_eval(k->buffers[i].elements.e, slots, &r) < 0 || kspec_value_to_ll(&r, &n) < 0 ||
+            n < 1 || n > KSPEC_MAX_ELEMENTS)
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "for this problem buffer %s would have an invalid number of "
+                                "elements (%.200s must be an integer from 1 to %lld)",
+                                k->buffers[i].name, k->buffers[i].elements.text,
+                                (long long)KSPEC_MAX_ELEMENTS);
+        out->elements[i] = n;
+    }
+    expr_value f;
+    double fl = NAN;
+    if (expr_eval(k->flops.e, slots, &f) == 0)
+        fl = f.type == EXPR_FLOAT ? f.u.f : (f.type == EXPR_STR ? NAN : (double)f.u.i);
+    if (!isfinite(fl) || fl < 0)
+        return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                            "for this problem the FLOP count %.200s is not a number >= 0",
+                            k->flops.text);
+    out->flops = fl;
+    return 0;
+}
+
+json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p)
+{
+    json_t *o = json_object();
+    for (int i = 0; o && i < k->n_args; i++) {
+        if (json_object_set_new(o, k->args[i].name, json_integer(p->values[i])) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}

@@ -1,0 +1,22 @@
+/* measure/backend_impl — internal to measure/: the entry points of the backend kinds that backend.c
+ * dispatches to (replay.c, real_backend.c). Each open returns the kind's state, or NULL with err
+ * set; measure fills out as backend_measure does; close frees the state. The catalog must outlive
+ * it. */
+#ifndef KT_MEASURE_BACKEND_IMPL_H
+#define KT_MEASURE_BACKEND_IMPL_H
+
+#include "../catalog/catalog.h"
+#include "backend.h"
+
+/* Replay backend (replay.c). */
+void *replay_open(const catalog *c, const char *device, kt_error *err);
+int replay_measure(void *impl, const tune_target *t, config_id id, trial_result *out,
+                   kt_error *err);
+void replay_close(void *impl);
+
+/* Real backend for cpu and cuda:N (real_backend.c). */
+void *real_open(const catalog *c, const char *device, kt_error *err);
+int real_measure(void *impl, const tune_target *t, config_id id, trial_result *out, kt_error *err);
+void real_close(void *impl);
+
+#endif
