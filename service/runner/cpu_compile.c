@@ -19,18 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #define CPU_COMPILER "cc"
 
 static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
                                            "-shared"};
 static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps the last `keep` bytes seen in acc. */
 static void tail_append(char *acc, size_t *len, size_t keep, const char *data, size_t n)
@@ -93,9 +88,9 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
     setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
     close(fds[1]);
     fds[1] = -1;
-    double deadline = now_s() + timeout_s;
+    double deadline = kt_clock_s() + timeout_s;
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - kt_clock_s();
         if (left <= 0) {
             timed_out = 1;
             break;
@@ -119,7 +114,7 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
         }
         if (w < 0 && errno != EINTR)
             break;
-        if (now_s() >= deadline) {
+        if (kt_clock_s() >= deadline) {
             timed_out = 1;
             break;
         }
@@ -220,8 +215,7 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     char defs[RUNNER_MAX_DEFINES][RUNNER_NAME_MAX + 32];
     char *argv[16 + RUNNER_MAX_DEFINES];
     int argc = 0, ws = 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = kt_clock_wall();
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", out->path, (long)getpid(), (long)ts.tv_nsec);
     argv[argc++] = (char *)CPU_COMPILER;
     const char *const *flags = reference ? reference_flags : kernel_flags;
@@ -237,9 +231,9 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     argv[argc++] = tmp;
     argv[argc++] = (char *)source;
     argv[argc] = NULL;
-    double t0 = now_s();
+    double t0 = kt_clock_s();
     int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, err);
-    out->compile_ms = (now_s() - t0) * 1000.0;
+    out->compile_ms = (kt_clock_s() - t0) * 1000.0;
     if (run < 0)
         goto out;
     if (run == 1) {

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 #include "cuda_internal.h"
 
 enum {
@@ -277,20 +279,13 @@ void cuda_free_options(char **opts, int n)
     }
 }
 
-static double cuda_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* NVRTC's flow callback: 1 (cancel) once the monotonic clock passes the deadline; the clock never
  * goes back, so the answer stays 1 once given, as NVRTC requires. Thread-safe: reads only. */
 static int cuda_nvrtc_deadline_cb(void *payload, void *reserved)
 {
     (void)reserved;
     const double *deadline = payload;
-    return cuda_now_s() > *deadline ? 1 : 0;
+    return kt_clock_s() > *deadline ? 1 : 0;
 }
 
 int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, const char *name,
@@ -302,7 +297,7 @@ int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, cons
     cuda_nvrtc_result r;
     char *text = NULL, *bin = NULL;
     size_t size = 0;
-    double start = cuda_now_s(), deadline = start + timeout_s;
+    double start = kt_clock_s(), deadline = start + timeout_s;
 
     (void)len; /* the source is NUL-terminated; len bounds it for the caller */
     *out = NULL;
@@ -340,7 +335,7 @@ int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, cons
         snprintf(log, log_cap, "nvrtcCompileProgram failed: %s", n->get_error_string(r));
         goto out;
     }
-    if (timeout_s > 0 && cuda_now_s() - start > timeout_s) {
+    if (timeout_s > 0 && kt_clock_s() - start > timeout_s) {
         snprintf(log, log_cap, "compilation took longer than %g s", timeout_s);
         rc = -2;
         goto out;
