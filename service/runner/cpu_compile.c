@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 
 #define CPU_COMPILER "cc"
 
@@ -140,51 +141,6 @@ out:
     return rc;
 }
 
-/* Reads a whole source file (at most RUNNER_MAX_SOURCE_BYTES) into *data (malloc'd). */
-static int read_source(const char *path, char **data, size_t *size, kt_error *err)
-{
-    int rc = -1, fd = -1;
-    char *buf = NULL;
-    struct stat st;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        kt_error_set(err, KT_ERR_IO, "cannot read source %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size > RUNNER_MAX_SOURCE_BYTES) {
-        kt_error_set(err, KT_ERR_IO, "source %s is not a regular file of at most %d bytes", path,
-                     RUNNER_MAX_SOURCE_BYTES);
-        goto out;
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot read source %s: out of memory", path);
-        goto out;
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got != (size_t)st.st_size) {
-        kt_error_set(err, KT_ERR_IO, "cannot read source %s: short read", path);
-        goto out;
-    }
-    *data = buf;
-    *size = got;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
 static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
                             const runner_define *defines, int n_defines, int reference)
 {
@@ -267,8 +223,11 @@ int cpu_build(const runner *r, const char *source, const runner_define *defines,
     char *src = NULL;
     size_t src_len = 0;
     memset(out, 0, sizeof *out);
-    if (read_source(source, &src, &src_len, err) < 0)
+    src = kt_file_read_all(source, RUNNER_MAX_SOURCE_BYTES, &src_len, err);
+    if (!src) {
+        kt_error_prefix(err, "kernel source");
         goto out;
+    }
     uint64_t h = binary_hash(r, src, src_len, reference ? NULL : defines, reference ? 0 : n_defines,
                              reference);
     snprintf(out->name, sizeof out->name, "%016llx.so", (unsigned long long)h);

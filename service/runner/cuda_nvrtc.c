@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 
 #include "cuda_internal.h"
 
@@ -144,45 +145,14 @@ void cuda_copy_tail(char *buf, size_t cap, const char *text, size_t len)
 int cuda_read_file(const char *path, size_t max, char **out, size_t *len, char *reason,
                    size_t reason_cap)
 {
-    int rc = -1;
-    FILE *f = NULL;
-    char *buf = NULL;
-    long size;
-
-    *out = NULL;
-    *len = 0;
-    f = fopen(path, "rb");
-    if (!f) {
-        snprintf(reason, reason_cap, "cannot open %s: %s", path, strerror(errno));
-        goto out;
+    kt_error err;
+    kt_error_clear(&err);
+    *out = kt_file_read_all(path, max, len, &err);
+    if (!*out) {
+        snprintf(reason, reason_cap, "%s", err.message);
+        return -1;
     }
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(reason, reason_cap, "cannot read %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if ((size_t)size > max) {
-        snprintf(reason, reason_cap, "%s is larger than %zu bytes", path, max);
-        goto out;
-    }
-    buf = malloc((size_t)size + 1);
-    if (!buf) {
-        snprintf(reason, reason_cap, "out of memory reading %s", path);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        snprintf(reason, reason_cap, "cannot read %s: short read", path);
-        goto out;
-    }
-    buf[size] = '\0';
-    *out = buf;
-    *len = (size_t)size;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (f)
-        fclose(f);
-    return rc;
+    return 0;
 }
 
 static int cuda_is_identifier(const char *s)
