@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 ARGS       ?=
 
-.PHONY: all deps build run test test-fast test-asan bench format format-check clean
+.PHONY: all deps build run test test-fast test-asan bench format format-check banned-check clean
 
 all: build
 
@@ -23,7 +23,7 @@ run: build
 
 # Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (the browser tests, label "browser", run in the normal build only: they test the pages).
-test: format-check test-fast test-asan
+test: format-check banned-check test-fast test-asan
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure
@@ -44,6 +44,11 @@ format:
 # Fails when a C file is not formatted as .clang-format says (run `make format` to fix).
 format-check: deps
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "format-check: clean"
+
+# Fails listing file:line when C code under service/, kernels/ or tests/ calls a banned function
+# (atoi, sprintf, strcpy, strtok, ...: see tools/check_banned.py for the list and replacements).
+banned-check:
+	@python3 tools/check_banned.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,10 +1,10 @@
 /* /healthz and /metrics. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../store/job_store.h"
+#include "core/strbuf.h"
 #include "api_internal.h"
 #include "handlers.h"
 
@@ -29,38 +29,8 @@ void api_healthz(void *app, const http_request *req, http_response *res)
                               KTUNE_VERSION, "devices", catalog_num_devices(svc->cat)));
 }
 
-/* A growable text buffer for the metrics page; capped so a bug cannot grow it without bound. */
-typedef struct metrics_text {
-    char *buf;
-    size_t len, cap;
-} metrics_text;
-
+/* The metrics page is capped so that a bug cannot grow it without bound. */
 #define METRICS_MAX (4u << 20)
-
-static void mt_add(metrics_text *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void mt_add(metrics_text *m, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(m->buf ? m->buf + m->len : NULL, m->buf ? m->cap - m->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if (m->buf && m->len + (size_t)n < m->cap) {
-            m->len += (size_t)n;
-            return;
-        }
-        size_t want = (m->cap ? m->cap * 2 : 4096) + (size_t)n;
-        if (want > METRICS_MAX)
-            return;
-        char *grown = realloc(m->buf, want);
-        if (!grown)
-            return;
-        m->buf = grown;
-        m->cap = want;
-    }
-}
 
 void api_metrics(void *app, const http_request *req, http_response *res)
 {
@@ -68,45 +38,48 @@ void api_metrics(void *app, const http_request *req, http_response *res)
     service *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    metrics_text m = {0};
+    strbuf m;
+    strbuf_init(&m, METRICS_MAX);
     char *http_lines = http_server_metrics_text(svc->http);
     if (http_lines) {
-        mt_add(&m, "%s", http_lines);
+        strbuf_puts(&m, http_lines);
         free(http_lines);
     }
     worker_stats ws;
     worker_system_stats(svc->workers, &ws);
-    mt_add(&m,
-           "# HELP ktune_trials_measured_total Trials measured by this process.\n"
-           "# TYPE ktune_trials_measured_total counter\nktune_trials_measured_total %lld\n",
-           ws.trials_measured);
-    mt_add(
+    strbuf_appendf(&m,
+                   "# HELP ktune_trials_measured_total Trials measured by this process.\n"
+                   "# TYPE ktune_trials_measured_total counter\nktune_trials_measured_total %lld\n",
+                   ws.trials_measured);
+    strbuf_appendf(
         &m,
         "# HELP ktune_measure_seconds_total Measurement seconds charged by this process's trials "
         "(recorded seconds for replay devices).\n# TYPE ktune_measure_seconds_total counter\n"
         "ktune_measure_seconds_total %.6f\n",
         ws.measure_seconds);
-    mt_add(&m,
-           "# HELP ktune_active_jobs Jobs driven by this process now.\n# TYPE ktune_active_jobs "
-           "gauge\n"
-           "ktune_active_jobs %d\n",
-           ws.active_jobs);
+    strbuf_appendf(
+        &m,
+        "# HELP ktune_active_jobs Jobs driven by this process now.\n# TYPE ktune_active_jobs "
+        "gauge\n"
+        "ktune_active_jobs %d\n",
+        ws.active_jobs);
     PGconn *c = db_acquire(svc->db, 2000, &err);
     json_t *counts = c ? job_store_status_counts(c, &err) : NULL;
     if (c)
         db_release(svc->db, c);
-    mt_add(&m,
-           "# HELP ktune_up Whether the database answered this scrape.\n# TYPE ktune_up "
-           "gauge\nktune_up %d\n",
-           counts ? 1 : 0);
+    strbuf_appendf(&m,
+                   "# HELP ktune_up Whether the database answered this scrape.\n# TYPE ktune_up "
+                   "gauge\nktune_up %d\n",
+                   counts ? 1 : 0);
     if (counts) {
-        mt_add(&m, "# HELP ktune_jobs Jobs in the database by status.\n# TYPE ktune_jobs gauge\n");
+        strbuf_appendf(
+            &m, "# HELP ktune_jobs Jobs in the database by status.\n# TYPE ktune_jobs gauge\n");
         const char *status;
         json_t *n;
-        json_object_foreach(counts, status, n) mt_add(&m, "ktune_jobs{status=\"%s\"} %lld\n",
-                                                      status, (long long)json_integer_value(n));
+        json_object_foreach(counts, status, n) strbuf_appendf(
+            &m, "ktune_jobs{status=\"%s\"} %lld\n", status, (long long)json_integer_value(n));
         json_decref(counts);
     }
-    http_reply_text(res, 200, "text/plain; version=0.0.4; charset=utf-8", m.buf ? m.buf : "");
-    free(m.buf);
+    http_reply_text(res, 200, "text/plain; version=0.0.4; charset=utf-8", strbuf_str(&m));
+    strbuf_release(&m);
 }

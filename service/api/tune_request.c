@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../search/searcher.h"
+#include "core/clock.h"
 #include "api_internal.h"
 
 static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request *t, kt_error *err)
@@ -69,8 +70,7 @@ static uint64_t fresh_seed(void)
 {
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        struct timespec ts = kt_clock_wall();
         seed = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec;
     }
     return seed & 0x7fffffffffffffffULL; /* stored as a non-negative bigint */

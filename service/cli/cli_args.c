@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "core/array.h"
+
 #define CLI_MAX_PIECE 256 /* characters of one problem value */
 
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **value)
@@ -187,14 +189,10 @@ int cli_read_file(const char *path, size_t max, char **data, size_t *len, kt_err
         goto done;
     }
     for (;;) {
-        if (cap - used < 65536 + 1) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading %s", path);
-                goto done;
-            }
-            buf = b;
+        /* Room for one more chunk and the NUL; used <= max here, so the bound always holds. */
+        if (KT_ARRAY_GROW(buf, cap, used + 65536 + 1, max + 65536 + 1) != 0) {
+            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading %s", path);
+            goto done;
         }
         int n = gzread(gz, buf + used, 65536);
         if (n < 0) {

@@ -6,18 +6,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/strbuf.h"
 
 struct cli_client {
     cli_conn conn;
     CURL *curl;
 };
-
-/* A reply body growing up to CLI_MAX_REPLY. */
-typedef struct reply_buf {
-    char *data;
-    size_t len, cap;
-    int too_large;
-} reply_buf;
 
 static int parse_timeout(const char *s, long *out)
 {
@@ -161,28 +155,12 @@ const char *cli_client_server(const cli_client *cl)
     return cl->conn.server;
 }
 
+/* curl's write callback: the reply body grows in a strbuf capped at CLI_MAX_REPLY. */
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-    reply_buf *b = userdata;
+    strbuf *b = userdata;
     size_t n = size * nmemb;
-    if (n > CLI_MAX_REPLY - b->len) {
-        b->too_large = 1;
-        return 0; /* aborts the transfer */
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d)
-            return 0;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
+    return strbuf_append(b, ptr, n) == 0 ? n : 0; /* 0 aborts the transfer */
 }
 
 int cli_exit_for_status(long status)
@@ -246,7 +224,8 @@ int cli_client_call(cli_client *cl, const char *method, const char *path, const 
     char url[4096], auth[CLI_MAX_TOKEN_LEN + 32], errbuf[CURL_ERROR_SIZE] = "";
     char *payload = NULL;
     struct curl_slist *headers = NULL;
-    reply_buf b = {0};
+    strbuf b;
+    strbuf_init(&b, CLI_MAX_REPLY);
     long status = 0;
     CURL *h = cl->curl;
     *out = NULL;
@@ -288,7 +267,7 @@ int cli_client_call(cli_client *cl, const char *method, const char *path, const 
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
-        if (b.too_large)
+        if (b.failed == STRBUF_TOO_LONG)
             fprintf(stderr, "ktune: the reply from %s is larger than %d MiB\n", cl->conn.server,
                     CLI_MAX_REPLY >> 20);
         else
@@ -319,6 +298,6 @@ int cli_client_call(cli_client *cl, const char *method, const char *path, const 
 done:
     curl_slist_free_all(headers);
     free(payload);
-    free(b.data);
+    strbuf_release(&b);
     return rc;
 }

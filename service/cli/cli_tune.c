@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #include "cli.h"
 #include "cli_args.h"
 
@@ -228,13 +230,6 @@ void cli_progress_line(const json_t *job, double elapsed_s, int bar_width, char 
 #undef ADD
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int is_final(const char *status)
 {
     return status && (strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
@@ -274,7 +269,7 @@ static int job_outcome(const json_t *job)
 static int follow(cli_client *cl, long long id)
 {
     int tty = isatty(2);
-    double start = now_s(), last_print = -1e9;
+    double start = kt_clock_s(), last_print = -1e9;
     long long last_trials = -1;
     char path[64], line[512];
     snprintf(path, sizeof path, "/v1/jobs/%lld", id);
@@ -289,7 +284,7 @@ static int follow(cli_client *cl, long long id)
         const char *status = json_string_value(json_object_get(job, "status"));
         long long trials = (long long)json_integer_value(
             json_object_get(json_object_get(job, "progress"), "trials"));
-        double t = now_s();
+        double t = kt_clock_s();
         int final = is_final(status);
         if (tty) {
             cli_progress_line(job, t - start, TUNE_BAR_WIDTH, line, sizeof line);

@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 /* Written once by kt_log_init before threads start, then only read: start-up configuration, not
  * mutable state. */
 static kt_log_level log_threshold = KT_LOG_INFO;
@@ -33,9 +35,8 @@ void kt_log(kt_log_level level, const char *fmt, ...)
     if (level < log_threshold)
         return;
     char line[2048];
-    struct timespec ts;
+    struct timespec ts = kt_clock_wall();
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,

@@ -1,7 +1,8 @@
 /* http/http_internal — what the files of service/http share and nobody else sees: the server
- * struct, the per-request state, the router, static files, metrics and a small growable buffer.
- * Call order follows server.c: http_server_new builds the router and metrics; the access handler
- * matches, serves and counts. Everything hangs off http_server; nothing here is global. */
+ * struct, the per-request state, the router, static files and metrics (text is built with
+ * core/strbuf.h). Call order follows server.c: http_server_new builds the router and metrics; the
+ * access handler matches, serves and counts. Everything hangs off http_server; nothing here is
+ * global. */
 #ifndef KT_HTTP_INTERNAL_H
 #define KT_HTTP_INTERNAL_H
 
@@ -13,23 +14,8 @@
 
 #include <microhttpd.h>
 
+#include "core/strbuf.h"
 #include "server.h"
-
-/* ---- growable string buffer (buf.c) ---- */
-
-typedef struct http_buf {
-    char *data; /* NUL-terminated; owned */
-    size_t len;
-    size_t cap;
-    int failed; /* an allocation failed or the cap was hit; data stays valid but incomplete */
-} http_buf;
-
-void http_buf_init(http_buf *b);
-void http_buf_free(http_buf *b);
-void http_buf_append(http_buf *b, const char *s, size_t n);
-void http_buf_printf(http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hands the data to the caller (NULL when failed) and resets b. */
-char *http_buf_take(http_buf *b);
 
 /* ---- listen address (listen.c) ---- */
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define HTTP_METRICS_TEXT_MAX (16u * 1024 * 1024) /* the table is bounded; this is far above it */
+
 static const char *const method_names[] = {"GET",   "HEAD",   "POST",    "PUT",
                                            "PATCH", "DELETE", "OPTIONS", "OTHER"};
 #define N_METHODS ((int)(sizeof method_names / sizeof method_names[0]))
@@ -107,22 +109,22 @@ static int entry_cmp(const void *a, const void *b)
 }
 
 /* Prometheus label values escape backslash, double quote and newline. */
-static void append_label(http_buf *b, const char *s)
+static void append_label(strbuf *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == '\\' || *s == '"')
-            http_buf_printf(b, "\\%c", *s);
+            strbuf_appendf(b, "\\%c", *s);
         else if (*s == '\n')
-            http_buf_append(b, "\\n", 2);
+            strbuf_append(b, "\\n", 2);
         else
-            http_buf_append(b, s, 1);
+            strbuf_append(b, s, 1);
     }
 }
 
 char *http_metrics_render(http_metrics *m)
 {
-    http_buf b;
-    http_buf_init(&b);
+    strbuf b;
+    strbuf_init(&b, HTTP_METRICS_TEXT_MAX);
     char *text = NULL;
     int n_names = m->n_route_names;
     http_metric_entry *snap = malloc(sizeof m->entries);
@@ -140,35 +142,35 @@ char *http_metrics_render(http_metrics *m)
     pthread_mutex_unlock(&m->lock);
     qsort(snap, (size_t)n, sizeof *snap, entry_cmp);
 
-    http_buf_printf(&b, "# HELP ktune_http_requests_total HTTP requests answered, by route "
-                        "pattern, method and status.\n"
-                        "# TYPE ktune_http_requests_total counter\n");
+    strbuf_appendf(&b, "# HELP ktune_http_requests_total HTTP requests answered, by route "
+                       "pattern, method and status.\n"
+                       "# TYPE ktune_http_requests_total counter\n");
     for (int i = 0; i < n; i++) {
-        http_buf_printf(&b, "ktune_http_requests_total{route=\"");
+        strbuf_appendf(&b, "ktune_http_requests_total{route=\"");
         append_label(&b, m->route_names[snap[i].route_id]);
-        http_buf_printf(&b, "\",method=\"%s\",status=\"%d\"} %llu\n",
-                        method_names[snap[i].method_id], snap[i].status,
-                        (unsigned long long)snap[i].count);
+        strbuf_appendf(&b, "\",method=\"%s\",status=\"%d\"} %llu\n",
+                       method_names[snap[i].method_id], snap[i].status,
+                       (unsigned long long)snap[i].count);
     }
     if (overflow)
-        http_buf_printf(&b,
-                        "ktune_http_requests_total{route=\"overflow\",method=\"OTHER\","
-                        "status=\"0\"} %llu\n",
-                        (unsigned long long)overflow);
-    http_buf_printf(&b, "# HELP ktune_http_request_duration_seconds_sum Time spent answering HTTP "
-                        "requests, by route pattern.\n"
-                        "# TYPE ktune_http_request_duration_seconds_sum counter\n");
+        strbuf_appendf(&b,
+                       "ktune_http_requests_total{route=\"overflow\",method=\"OTHER\","
+                       "status=\"0\"} %llu\n",
+                       (unsigned long long)overflow);
+    strbuf_appendf(&b, "# HELP ktune_http_request_duration_seconds_sum Time spent answering HTTP "
+                       "requests, by route pattern.\n"
+                       "# TYPE ktune_http_request_duration_seconds_sum counter\n");
     for (int r = 0; r < n_names; r++) {
         if (!reqs[r])
             continue;
-        http_buf_printf(&b, "ktune_http_request_duration_seconds_sum{route=\"");
+        strbuf_appendf(&b, "ktune_http_request_duration_seconds_sum{route=\"");
         append_label(&b, m->route_names[r]);
-        http_buf_printf(&b, "\"} %llu.%09llu\n", (unsigned long long)(dur[r] / 1000000000u),
-                        (unsigned long long)(dur[r] % 1000000000u));
+        strbuf_appendf(&b, "\"} %llu.%09llu\n", (unsigned long long)(dur[r] / 1000000000u),
+                       (unsigned long long)(dur[r] % 1000000000u));
     }
-    text = http_buf_take(&b);
+    text = strbuf_take(&b);
 out:
-    http_buf_free(&b);
+    strbuf_release(&b);
     free(snap);
     free(dur);
     free(reqs);

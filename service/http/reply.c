@@ -160,21 +160,19 @@ void http_response_add_header(http_response *res, const char *name, const char *
             return;
         }
     }
-    size_t old = res->extra_headers ? strlen(res->extra_headers) : 0;
-    size_t nl = strlen(name), vl = strlen(value);
-    size_t total = old + nl + 2 + vl + 2;
-    if (total > HTTP_EXTRA_HEADERS_MAX) {
+    /* Rebuilt whole (a reply has a handful of headers); one over the cap is left out, not cut. */
+    strbuf b;
+    strbuf_init(&b, HTTP_EXTRA_HEADERS_MAX);
+    if (res->extra_headers)
+        strbuf_puts(&b, res->extra_headers);
+    strbuf_appendf(&b, "%s: %s\r\n", name, value);
+    if (b.failed == STRBUF_TOO_LONG)
         log_warn("http: extra headers exceed %d bytes; %s left out", HTTP_EXTRA_HEADERS_MAX, name);
+    char *text = strbuf_take(&b);
+    if (!text)
         return;
-    }
-    char *p = realloc(res->extra_headers, total + 1);
-    if (!p)
-        return;
-    memcpy(p + old, name, nl);
-    memcpy(p + old + nl, ": ", 2);
-    memcpy(p + old + nl + 2, value, vl);
-    memcpy(p + old + nl + 2 + vl, "\r\n", 3);
-    res->extra_headers = p;
+    free(res->extra_headers);
+    res->extra_headers = text;
 }
 
 const char *http_query(const http_request *req, const char *key)

@@ -6,16 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 typedef struct req_state {
-    struct timespec t0;
-    char *body; /* NUL-terminated; HTTP_MAX_BODY + 1 bytes at most */
-    size_t len;
-    size_t cap;
-    int too_large; /* declared or sent more than HTTP_MAX_BODY */
+    uint64_t t0_ns; /* kt_clock_ns at the first call */
+    strbuf body;    /* at most HTTP_MAX_BODY bytes */
+    int too_large;  /* declared or sent more than HTTP_MAX_BODY */
     int no_memory;
     int answered;
     char *scratch; /* path parameter captures */
@@ -25,31 +23,15 @@ static void body_append(req_state *st, const char *data, size_t n)
 {
     if (st->too_large || st->no_memory)
         return;
-    if (n > HTTP_MAX_BODY - st->len) {
+    if (strbuf_append(&st->body, data, n) == 0)
+        return;
+    if (st->body.failed == STRBUF_TOO_LONG) {
         /* Over the cap: drop what we have, keep reading (and discarding) so keep-alive survives. */
         st->too_large = 1;
-        free(st->body);
-        st->body = NULL;
-        st->len = st->cap = 0;
-        return;
+        strbuf_release(&st->body);
+    } else {
+        st->no_memory = 1;
     }
-    if (st->len + n + 1 > st->cap) {
-        size_t cap = st->cap ? st->cap : 4096;
-        while (cap < st->len + n + 1)
-            cap *= 2;
-        if (cap > (size_t)HTTP_MAX_BODY + 1)
-            cap = (size_t)HTTP_MAX_BODY + 1;
-        char *p = realloc(st->body, cap);
-        if (!p) {
-            st->no_memory = 1;
-            return;
-        }
-        st->body = p;
-        st->cap = cap;
-    }
-    memcpy(st->body + st->len, data, n);
-    st->len += n;
-    st->body[st->len] = '\0';
 }
 
 /* Content-Length larger than the cap (digits only; MHD itself rejects malformed values). */
@@ -132,14 +114,6 @@ static struct MHD_Response *to_mhd(const http_request *req, http_response *res, 
     return mr;
 }
 
-static uint64_t elapsed_ns(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t ns = (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000000 + (t1.tv_nsec - t0->tv_nsec);
-    return ns > 0 ? (uint64_t)ns : 0;
-}
-
 static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, req_state *st)
 {
@@ -157,8 +131,8 @@ static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const
     req.path = url;
     req.route = "unmatched";
     req.conn = conn;
-    req.body = st->len ? st->body : NULL;
-    req.body_len = st->len;
+    req.body = st->body.len ? st->body.data : NULL;
+    req.body_len = st->body.len;
     st->scratch = malloc(strlen(url) + HTTP_MAX_PATH_PARAMS + 1);
     if (!st->scratch)
         goto out; /* MHD_NO: MHD drops the connection */
@@ -199,7 +173,7 @@ static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const
         goto out;
     ok = MHD_queue_response(conn, (unsigned)status, mr);
     MHD_destroy_response(mr);
-    uint64_t ns = elapsed_ns(&st->t0);
+    uint64_t ns = kt_clock_since_ns(st->t0_ns);
     http_metrics_count(&s->metrics, route_index, method, status, ns);
     char printable[256];
     http_printable(printable, sizeof printable, url);
@@ -220,7 +194,8 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
         st = calloc(1, sizeof *st);
         if (!st)
             return MHD_NO;
-        clock_gettime(CLOCK_MONOTONIC, &st->t0);
+        st->t0_ns = kt_clock_ns();
+        strbuf_init(&st->body, HTTP_MAX_BODY);
         *con_cls = st;
         if (declared_too_large(conn)) {
             /* Refused before reading any of it; MHD closes the connection after this reply, since
@@ -250,7 +225,7 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     if (!st)
         return;
-    free(st->body);
+    strbuf_release(&st->body);
     free(st->scratch);
     free(st);
     *con_cls = NULL;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
+
 struct learn_mlp {
     int n_layers;
     int sizes[LEARN_MLP_MAX_LAYERS + 1];
@@ -115,22 +117,16 @@ static int ensure_rows(learn_mlp *m, int rows)
 {
     if (rows <= m->cap_rows)
         return 0;
-    int cap = m->cap_rows ? m->cap_rows : 16;
-    while (cap < rows)
-        cap = cap > LEARN_MLP_MAX_BATCH / 2 ? LEARN_MLP_MAX_BATCH : cap * 2;
-    for (int l = 0; l <= m->n_layers; l++) {
-        double *p = realloc(m->acts[l], (size_t)cap * (size_t)m->sizes[l] * sizeof *p);
-        if (!p)
+    size_t cap = kt_array_next_cap((size_t)m->cap_rows, (size_t)rows, LEARN_MLP_MAX_BATCH);
+    if (cap == 0)
+        return -1;
+    for (int l = 0; l <= m->n_layers; l++)
+        if (kt_array_resize((void **)&m->acts[l], cap, (size_t)m->sizes[l] * sizeof(double)) != 0)
             return -1;
-        m->acts[l] = p;
-    }
-    for (int k = 0; k < 2; k++) {
-        double *p = realloc(m->delta[k], (size_t)cap * (size_t)m->max_width * sizeof *p);
-        if (!p)
+    for (int k = 0; k < 2; k++)
+        if (kt_array_resize((void **)&m->delta[k], cap, (size_t)m->max_width * sizeof(double)) != 0)
             return -1;
-        m->delta[k] = p;
-    }
-    m->cap_rows = cap;
+    m->cap_rows = (int)cap;
     return 0;
 }
 

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "../core/log.h"
+#include "core/clock.h"
+#include "core/array.h"
 
 #define RUNNER_REAP_GRACE_S 2.0   /* after EOF, how long the runner may take to exit */
 #define RUNNER_MAX_SKIPPED  64    /* stray stdout lines tolerated in one call */
@@ -35,13 +37,6 @@ struct runner_client {
     char *buf; /* bytes read but not consumed */
     size_t len, cap;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 const char *runner_signal_name(int sig, char *buf, size_t cap)
 {
@@ -209,7 +204,7 @@ out:
 static void reap(runner_client *r, double grace_s, runner_end *end)
 {
     int status = 0;
-    double until = now_s() + grace_s;
+    double until = kt_clock_s() + grace_s;
     pid_t got = 0;
     if (!runner_client_running(r))
         return;
@@ -217,7 +212,7 @@ static void reap(runner_client *r, double grace_s, runner_end *end)
         got = waitpid(r->pid, &status, WNOHANG);
         if (got != 0 && !(got < 0 && errno == EINTR))
             break;
-        if (now_s() >= until) {
+        if (kt_clock_s() >= until) {
             kill(r->pid, SIGKILL);
             while ((got = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR)
                 ;
@@ -265,7 +260,7 @@ void runner_client_free(runner_client *r)
 
 static int remaining_ms(double deadline)
 {
-    double left = deadline - now_s();
+    double left = deadline - kt_clock_s();
     if (left <= 0)
         return 0;
     return left > 3600.0 ? 3600 * 1000 : (int)(left * 1000.0) + 1;
@@ -303,14 +298,10 @@ static int read_line(runner_client *r, double deadline)
             return 1;
         if (r->len >= RUNNER_MAX_LINE)
             return -2;
-        if (r->cap - r->len < RUNNER_READ_CHUNK) {
-            size_t ncap = r->cap ? r->cap * 2 : RUNNER_READ_CHUNK * 2;
-            char *nb = realloc(r->buf, ncap);
-            if (!nb)
-                return -1;
-            r->buf = nb;
-            r->cap = ncap;
-        }
+        /* Room for one more chunk; len < RUNNER_MAX_LINE here, so the bound always holds. */
+        if (KT_ARRAY_GROW(r->buf, r->cap, r->len + RUNNER_READ_CHUNK,
+                          RUNNER_MAX_LINE + RUNNER_READ_CHUNK) != 0)
+            return -1;
         struct pollfd p = {.fd = r->out_fd, .events = POLLIN};
         int ms = remaining_ms(deadline);
         if (ms == 0)
@@ -353,7 +344,7 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
                        runner_end *end, kt_error *err)
 {
     char *line = NULL;
-    double start = now_s(), deadline = start + (timeout_s > 0 ? timeout_s : 0);
+    double start = kt_clock_s(), deadline = start + (timeout_s > 0 ? timeout_s : 0);
     int rc = -1, skipped = 0;
     long long id;
 
@@ -416,7 +407,7 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
         }
     }
 out:
-    end->waited_s = now_s() - start;
+    end->waited_s = kt_clock_s() - start;
     free(line);
     return rc;
 }

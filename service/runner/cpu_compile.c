@@ -19,18 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "core/file.h"
+
 #define CPU_COMPILER "cc"
 
 static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
                                            "-shared"};
 static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Keeps the last `keep` bytes seen in acc. */
 static void tail_append(char *acc, size_t *len, size_t keep, const char *data, size_t n)
@@ -93,9 +89,9 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
     setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
     close(fds[1]);
     fds[1] = -1;
-    double deadline = now_s() + timeout_s;
+    double deadline = kt_clock_s() + timeout_s;
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - kt_clock_s();
         if (left <= 0) {
             timed_out = 1;
             break;
@@ -119,7 +115,7 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
         }
         if (w < 0 && errno != EINTR)
             break;
-        if (now_s() >= deadline) {
+        if (kt_clock_s() >= deadline) {
             timed_out = 1;
             break;
         }
@@ -142,51 +138,6 @@ out:
         close(fds[1]);
     if (devnull >= 0)
         close(devnull);
-    return rc;
-}
-
-/* Reads a whole source file (at most RUNNER_MAX_SOURCE_BYTES) into *data (malloc'd). */
-static int read_source(const char *path, char **data, size_t *size, kt_error *err)
-{
-    int rc = -1, fd = -1;
-    char *buf = NULL;
-    struct stat st;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        kt_error_set(err, KT_ERR_IO, "cannot read source %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size > RUNNER_MAX_SOURCE_BYTES) {
-        kt_error_set(err, KT_ERR_IO, "source %s is not a regular file of at most %d bytes", path,
-                     RUNNER_MAX_SOURCE_BYTES);
-        goto out;
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot read source %s: out of memory", path);
-        goto out;
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got != (size_t)st.st_size) {
-        kt_error_set(err, KT_ERR_IO, "cannot read source %s: short read", path);
-        goto out;
-    }
-    *data = buf;
-    *size = got;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
     return rc;
 }
 
@@ -220,8 +171,7 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     char defs[RUNNER_MAX_DEFINES][RUNNER_NAME_MAX + 32];
     char *argv[16 + RUNNER_MAX_DEFINES];
     int argc = 0, ws = 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = kt_clock_wall();
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", out->path, (long)getpid(), (long)ts.tv_nsec);
     argv[argc++] = (char *)CPU_COMPILER;
     const char *const *flags = reference ? reference_flags : kernel_flags;
@@ -237,9 +187,9 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     argv[argc++] = tmp;
     argv[argc++] = (char *)source;
     argv[argc] = NULL;
-    double t0 = now_s();
+    double t0 = kt_clock_s();
     int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, err);
-    out->compile_ms = (now_s() - t0) * 1000.0;
+    out->compile_ms = (kt_clock_s() - t0) * 1000.0;
     if (run < 0)
         goto out;
     if (run == 1) {
@@ -273,8 +223,11 @@ int cpu_build(const runner *r, const char *source, const runner_define *defines,
     char *src = NULL;
     size_t src_len = 0;
     memset(out, 0, sizeof *out);
-    if (read_source(source, &src, &src_len, err) < 0)
+    src = kt_file_read_all(source, RUNNER_MAX_SOURCE_BYTES, &src_len, err);
+    if (!src) {
+        kt_error_prefix(err, "kernel source");
         goto out;
+    }
     uint64_t h = binary_hash(r, src, src_len, reference ? NULL : defines, reference ? 0 : n_defines,
                              reference);
     snprintf(out->name, sizeof out->name, "%016llx.so", (unsigned long long)h);

@@ -12,14 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void set_real(json_t *obj, const char *key, double v)
 {
@@ -136,12 +130,12 @@ static void time_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_r
                         double *times, timing *t)
 {
     memset(t, 0, sizeof *t);
-    double start = now_ms();
+    double start = kt_clock_ms();
     int n = 0;
     while (n < q->max_repeats) {
-        double t0 = now_ms();
+        double t0 = kt_clock_ms();
         int rc = call_kernel(fn, p, q);
-        double t1 = now_ms();
+        double t1 = kt_clock_ms();
         if (rc != 0) {
             t->returned = rc;
             return;
@@ -208,46 +202,46 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
 {
     char reason[256];
     double compile_ms = kb->cached ? 0.0 : kb->compile_ms;
-    double start = now_ms();
+    double start = kt_clock_ms();
     cpu_problem_poison_outputs(p);
-    double v0 = now_ms();
+    double v0 = kt_clock_ms();
     int rc = call_kernel(fn, p, q);
-    double verify_ms = now_ms() - v0;
+    double verify_ms = kt_clock_ms() - v0;
     if (rc != 0) {
         snprintf(reason, sizeof reason,
                  "the kernel returned %d (this configuration cannot run this problem)", rc);
-        return invalid_reply(reason, compile_ms, now_ms() - start);
+        return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
     int bad_input = cpu_problem_check_inputs(p);
     if (bad_input >= 0) {
         snprintf(reason, sizeof reason,
                  "the kernel wrote to input buffer '%s' (inputs are read-only)",
                  p->buffers[bad_input].name);
-        return invalid_reply(reason, compile_ms, now_ms() - start);
+        return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
     verify_result v;
     verify_outputs(p, q->rtol, q->atol, &v);
     if (v.bad > 0)
-        return wrong_result_reply(p, &v, compile_ms, now_ms() - start);
+        return wrong_result_reply(p, &v, compile_ms, kt_clock_ms() - start);
     timing t;
     time_kernel(fn, p, q, times, &t);
     if (t.returned != 0) {
         snprintf(reason, sizeof reason, "the kernel returned %d on a timed run", t.returned);
-        return invalid_reply(reason, compile_ms, now_ms() - start);
+        return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
     bad_input = cpu_problem_check_inputs(p);
     if (bad_input >= 0) {
         snprintf(reason, sizeof reason,
                  "the kernel wrote to input buffer '%s' on a timed run (inputs are read-only)",
                  p->buffers[bad_input].name);
-        return invalid_reply(reason, compile_ms, now_ms() - start);
+        return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
     json_t *reply = runner_status_reply("ok", compile_ms);
     json_t *ex = extras_of(reply);
     set_real(reply, "time_ms", t.median_ms);
     json_object_set_new(reply, "repeats", json_integer(t.repeats));
     set_real(reply, "noise_cv", t.cv);
-    set_real(reply, "measure_ms", now_ms() - start);
+    set_real(reply, "measure_ms", kt_clock_ms() - start);
     if (q->flops > 0 && t.median_ms > 0)
         set_real(ex, "gflops", q->flops / (t.median_ms * 1e6));
     set_real(ex, "max_abs_err", v.max_abs_err);

@@ -4,6 +4,7 @@
 #include "runner.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -133,6 +134,19 @@ static long long parse_size(const char *s)
     return *end == '\0' ? v : -1;
 }
 
+/* A sysfs cache level ("2\n"): 0..9, or -1 for anything else (sysfs never writes that). */
+static int parse_cache_level(const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    while (end && (*end == ' ' || *end == '\n' || *end == '\t'))
+        end++;
+    if (errno || end == text || *end != '\0' || v < 0 || v > 9)
+        return -1;
+    return (int)v;
+}
+
 static void read_caches(cpu_info *info)
 {
     for (int i = 0; i < RUNNER_MAX_CACHES; i++) {
@@ -146,8 +160,11 @@ static void read_caches(cpu_info *info)
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         if (read_small_file(path, size, sizeof size) < 0)
             continue;
+        int lv = parse_cache_level(level);
+        if (lv < 0)
+            continue; /* not a level number: the entry says nothing usable */
         cpu_cache_desc *c = &info->caches[info->n_caches++];
-        c->level = atoi(level);
+        c->level = lv;
         copy_text(c->type, sizeof c->type, type);
         c->bytes = parse_size(size);
         if (c->bytes < 0)

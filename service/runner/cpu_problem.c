@@ -17,14 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/rng.h"
+#include "core/clock.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "core/rng.h"
 
 static int same_key(const cpu_problem *p, const runner_measure_req *q, const char *ref_binary)
 {
@@ -206,7 +201,7 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
         rc = 1;
         goto out;
     }
-    double t0 = now_ms();
+    double t0 = kt_clock_ms();
     p = calloc(1, sizeof *p);
     if (!p) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the problem state");
@@ -248,7 +243,7 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
     for (int i = 0; i < q->n_buffers; i++)
         if (q->buffers[i].output)
             memcpy(p->expected[i], p->data[i], (size_t)q->buffers[i].elements * sizeof(float));
-    p->setup_ms = now_ms() - t0;
+    p->setup_ms = kt_clock_ms() - t0;
     r->problem = p;
     p = NULL;
     rc = 0;

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #include "../core/hash.h"
 #include "cuda_internal.h"
 #include "runner.h"
@@ -48,13 +50,6 @@ typedef struct cuda_trial {
     cuda_cu_function fn;
     int regs, static_shared;
 } cuda_trial;
-
-static double cuda_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int cuda_get_dims(const json_t *req, const char *key, long long out[3], kt_error *err)
 {
@@ -143,8 +138,7 @@ static void cuda_invalid(cuda_trial *t, const char *fmt, ...)
 static void cuda_cache_store(const char *path, const char *data, size_t len)
 {
     char tmp[RUNNER_PATH_MAX + 64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = kt_clock_wall();
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
     FILE *f = fopen(tmp, "wb");
     if (!f)
@@ -169,7 +163,7 @@ static int cuda_build(cuda_trial *t, const char *cache_dir, char **image, size_t
     char defs[RUNNER_MAX_DEFINES][RUNNER_NAME_MAX + 32];
     const char *opts[RUNNER_MAX_DEFINES + 2];
     char *log = NULL;
-    double t0 = cuda_now_ms();
+    double t0 = kt_clock_ms();
 
     *image = NULL;
     *image_len = 0;
@@ -217,7 +211,7 @@ static int cuda_build(cuda_trial *t, const char *cache_dir, char **image, size_t
         cuda_read_file(path, 256u << 20, image, image_len, reason, sizeof reason) == 0 &&
         *image_len > 0) {
         json_object_set_new(t->extras, "cached_binary", json_true());
-        t->compile_ms = cuda_now_ms() - t0;
+        t->compile_ms = kt_clock_ms() - t0;
         rc = 0;
         goto out;
     }
@@ -234,7 +228,7 @@ static int cuda_build(cuda_trial *t, const char *cache_dir, char **image, size_t
     int r =
         cuda_nvrtc_compile(&d->nvrtc, source, source_len, base ? base + 1 : q->source, opts, n_opts,
                            real, q->compile_timeout_s, image, image_len, log, CUDA_LOG_TAIL);
-    t->compile_ms = cuda_now_ms() - t0;
+    t->compile_ms = kt_clock_ms() - t0;
     if (r != 0) {
         json_object_set_new(t->extras, "log", runner_json_text(log, strlen(log)));
         cuda_set_status(t, r == -2 ? "timeout" : "compile_error");
@@ -263,13 +257,13 @@ static int cuda_load(cuda_trial *t, const char *image)
     char elog[CUDA_LOG_TAIL];
     int opt[2] = {CUDA_CU_JIT_ERROR_LOG_BUFFER, CUDA_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *val[2];
-    double t0 = cuda_now_ms();
+    double t0 = kt_clock_ms();
 
     elog[0] = '\0';
     val[0] = elog;
     val[1] = (void *)(uintptr_t)sizeof elog;
     cuda_cu_result r = d->drv.module_load_data_ex(&t->mod, image, 2, opt, val);
-    t->compile_ms += cuda_now_ms() - t0;
+    t->compile_ms += kt_clock_ms() - t0;
     if (r != CUDA_CU_SUCCESS) {
         t->mod = NULL;
         elog[sizeof elog - 1] = '\0';
@@ -434,7 +428,7 @@ static int cuda_prepare(cuda_trial *t, const char *cache_dir, kt_error *err)
     if (!reused)
         json_object_set_new(t->extras, "setup_ms", json_real(d->host->problem->setup_ms));
     if (!reused || !d->problem) {
-        double t0 = cuda_now_ms();
+        double t0 = kt_clock_ms();
         cuda_problem_release(d);
         d->problem = calloc(1, sizeof *d->problem);
         if (!d->problem) {
@@ -456,7 +450,7 @@ static int cuda_prepare(cuda_trial *t, const char *cache_dir, kt_error *err)
             d->problem->bytes[i] = bytes;
             d->problem->n_buffers = i + 1;
         }
-        json_object_set_new(t->extras, "device_setup_ms", json_real(cuda_now_ms() - t0));
+        json_object_set_new(t->extras, "device_setup_ms", json_real(kt_clock_ms() - t0));
     }
     /* Inputs are uploaded for every trial: an earlier kernel may have written into them. */
     for (int i = 0; i < q->n_buffers; i++) {
@@ -613,7 +607,7 @@ static int cuda_time(cuda_trial *t, void **args, kt_error *err)
         cuda_driver_failure(t, "the kernel", r, 0);
         goto out;
     }
-    double wall0 = cuda_now_ms();
+    double wall0 = kt_clock_ms();
     while (n < cap) {
         float ms = 0.0f;
         if ((r = d->drv.event_record(start, NULL)) != CUDA_CU_SUCCESS) {
@@ -638,7 +632,7 @@ static int cuda_time(cuda_trial *t, void **args, kt_error *err)
         }
         times[n++] = ms;
         total_s += ms * 1e-3;
-        double wall_s = (cuda_now_ms() - wall0) * 1e-3;
+        double wall_s = (kt_clock_ms() - wall0) * 1e-3;
         if (n >= q->min_repeats && total_s >= q->min_seconds)
             break;
         if (total_s >= q->max_seconds || wall_s >= q->max_seconds)
@@ -717,7 +711,7 @@ json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *c
         goto done;
     if (cuda_load(&t, image) != 0 || cuda_check_launch(&t) != 0)
         goto done;
-    double m0 = cuda_now_ms();
+    double m0 = kt_clock_ms();
     r = cuda_prepare(&t, cache_dir, &err);
     if (r < 0)
         goto fail;
@@ -730,7 +724,7 @@ json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *c
     r = cuda_verify(&t, args, &err);
     if (r == 0)
         r = cuda_time(&t, args, &err);
-    json_object_set_new(t.reply, "measure_ms", json_real(cuda_now_ms() - m0));
+    json_object_set_new(t.reply, "measure_ms", json_real(kt_clock_ms() - m0));
     if (r < 0)
         goto fail;
 done:

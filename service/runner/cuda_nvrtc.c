@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+#include "core/file.h"
+
 #include "cuda_internal.h"
 
 enum {
@@ -142,45 +145,14 @@ void cuda_copy_tail(char *buf, size_t cap, const char *text, size_t len)
 int cuda_read_file(const char *path, size_t max, char **out, size_t *len, char *reason,
                    size_t reason_cap)
 {
-    int rc = -1;
-    FILE *f = NULL;
-    char *buf = NULL;
-    long size;
-
-    *out = NULL;
-    *len = 0;
-    f = fopen(path, "rb");
-    if (!f) {
-        snprintf(reason, reason_cap, "cannot open %s: %s", path, strerror(errno));
-        goto out;
+    kt_error err;
+    kt_error_clear(&err);
+    *out = kt_file_read_all(path, max, len, &err);
+    if (!*out) {
+        snprintf(reason, reason_cap, "%s", err.message);
+        return -1;
     }
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(reason, reason_cap, "cannot read %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if ((size_t)size > max) {
-        snprintf(reason, reason_cap, "%s is larger than %zu bytes", path, max);
-        goto out;
-    }
-    buf = malloc((size_t)size + 1);
-    if (!buf) {
-        snprintf(reason, reason_cap, "out of memory reading %s", path);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        snprintf(reason, reason_cap, "cannot read %s: short read", path);
-        goto out;
-    }
-    buf[size] = '\0';
-    *out = buf;
-    *len = (size_t)size;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (f)
-        fclose(f);
-    return rc;
+    return 0;
 }
 
 static int cuda_is_identifier(const char *s)
@@ -277,20 +249,13 @@ void cuda_free_options(char **opts, int n)
     }
 }
 
-static double cuda_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* NVRTC's flow callback: 1 (cancel) once the monotonic clock passes the deadline; the clock never
  * goes back, so the answer stays 1 once given, as NVRTC requires. Thread-safe: reads only. */
 static int cuda_nvrtc_deadline_cb(void *payload, void *reserved)
 {
     (void)reserved;
     const double *deadline = payload;
-    return cuda_now_s() > *deadline ? 1 : 0;
+    return kt_clock_s() > *deadline ? 1 : 0;
 }
 
 int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, const char *name,
@@ -302,7 +267,7 @@ int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, cons
     cuda_nvrtc_result r;
     char *text = NULL, *bin = NULL;
     size_t size = 0;
-    double start = cuda_now_s(), deadline = start + timeout_s;
+    double start = kt_clock_s(), deadline = start + timeout_s;
 
     (void)len; /* the source is NUL-terminated; len bounds it for the caller */
     *out = NULL;
@@ -340,7 +305,7 @@ int cuda_nvrtc_compile(const cuda_nvrtc *n, const char *source, size_t len, cons
         snprintf(log, log_cap, "nvrtcCompileProgram failed: %s", n->get_error_string(r));
         goto out;
     }
-    if (timeout_s > 0 && cuda_now_s() - start > timeout_s) {
+    if (timeout_s > 0 && kt_clock_s() - start > timeout_s) {
         snprintf(log, log_cap, "compilation took longer than %g s", timeout_s);
         rc = -2;
         goto out;

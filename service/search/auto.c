@@ -12,8 +12,11 @@
 #include "search_set.h"
 
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/array.h"
 
 enum { OPT_INITIAL, OPT_EXPLORATION, N_OPTS };
 
@@ -424,19 +427,14 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     int np = st->np;
     for (int i = 0; i < n; i++) {
         if (st->n == st->cap) {
-            int cap = st->cap ? st->cap * 2 : 64;
-            obs *o = realloc(st->o, (size_t)cap * sizeof *o);
-            if (o)
-                st->o = o;
-            int *fi = realloc(st->fidx, (size_t)cap * (size_t)(np > 0 ? np : 1) * sizeof *fi);
-            if (fi)
-                st->fidx = fi;
-            double *re = realloc(st->resid, (size_t)cap * sizeof *re);
-            if (re)
-                st->resid = re;
-            if (!o || !fi || !re)
+            /* Three arrays share one capacity: it is stored only once all three have grown. */
+            size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
+            size_t row = (size_t)(np > 0 ? np : 1) * sizeof *st->fidx;
+            if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
+                kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
+                kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0)
                 return; /* out of memory: the result is not learnt from */
-            st->cap = cap;
+            st->cap = (int)cap;
         }
         int *f = st->fidx + (size_t)st->n * np;
         if (np > 256 || features(st, ids[i], f) < 0)

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/array.h"
+
 enum { OPT_RHO, OPT_NEIGHBOURHOOD, N_OPTS };
 
 static const searcher_option gbfs_options[N_OPTS] = {
@@ -108,14 +110,8 @@ static int node_less(const gbfs_node *a, const gbfs_node *b)
 
 static int heap_push(gbfs_state *st, gbfs_node nd)
 {
-    if (st->n_heap == st->heap_cap) {
-        size_t cap = st->heap_cap ? st->heap_cap * 2 : 64;
-        gbfs_node *h = realloc(st->heap, cap * sizeof *h);
-        if (!h)
-            return -1;
-        st->heap = h;
-        st->heap_cap = cap;
-    }
+    if (KT_ARRAY_GROW(st->heap, st->heap_cap, st->n_heap + 1, SIZE_MAX) != 0)
+        return -1;
     size_t i = st->n_heap++;
     while (i > 0 && node_less(&nd, &st->heap[(i - 1) / 2])) {
         st->heap[i] = st->heap[(i - 1) / 2];

@@ -1,5 +1,5 @@
-/* search/search_set — the visited set, random unvisited proposals and result scoring shared by
- * the result-driven strategies. */
+/* search/search_set — the visited set (and the id map random.c shuffles with), random unvisited
+ * proposals and result scoring shared by the result-driven strategies. */
 #include "search_set.h"
 
 #include <math.h>
@@ -24,27 +24,49 @@ static config_id *set_find(config_id *slots, uint64_t cap, config_id id)
     return &slots[i];
 }
 
-static int set_grow(search_set *s)
+/* Doubles the table (64 slots first), moving the values along with their keys when vals is set. */
+static int set_grow(config_id **slots, uint64_t **vals, uint64_t *cap)
 {
-    uint64_t ncap = s->cap ? s->cap * 2 : 64;
+    int rc = -1;
+    uint64_t ncap = *cap ? *cap * 2 : 64;
     config_id *ns = malloc(ncap * sizeof *ns);
-    if (!ns)
-        return -1;
+    uint64_t *nv = vals ? malloc(ncap * sizeof *nv) : NULL;
+    if (!ns || (vals && !nv))
+        goto out;
     for (uint64_t i = 0; i < ncap; i++)
         ns[i] = SET_EMPTY;
-    for (uint64_t i = 0; i < s->cap; i++) {
-        if (s->slots[i] != SET_EMPTY)
-            *set_find(ns, ncap, s->slots[i]) = s->slots[i];
+    for (uint64_t i = 0; i < *cap; i++) {
+        if ((*slots)[i] == SET_EMPTY)
+            continue;
+        config_id *dst = set_find(ns, ncap, (*slots)[i]);
+        *dst = (*slots)[i];
+        if (vals)
+            nv[dst - ns] = (*vals)[i];
     }
-    free(s->slots);
-    s->slots = ns;
-    s->cap = ncap;
-    return 0;
+    free(*slots);
+    *slots = ns;
+    ns = NULL;
+    if (vals) {
+        free(*vals);
+        *vals = nv;
+        nv = NULL;
+    }
+    *cap = ncap;
+    rc = 0;
+out:
+    free(ns);
+    free(nv);
+    return rc;
+}
+
+static int set_reserve(search_set *s, uint64_t **vals)
+{
+    return (s->used + 1) * 2 > s->cap ? set_grow(&s->slots, vals, &s->cap) : 0;
 }
 
 int search_set_add(search_set *s, config_id id)
 {
-    if ((s->used + 1) * 2 > s->cap && set_grow(s) < 0)
+    if (set_reserve(s, NULL) < 0)
         return -1;
     config_id *slot = set_find(s->slots, s->cap, id);
     if (*slot == id)
@@ -64,6 +86,39 @@ void search_set_free(search_set *s)
     free(s->slots);
     s->slots = NULL;
     s->cap = s->used = 0;
+}
+
+int search_map_reserve(search_map *m)
+{
+    return set_reserve(&m->keys, &m->vals);
+}
+
+void search_map_put(search_map *m, config_id key, uint64_t val)
+{
+    config_id *slot = set_find(m->keys.slots, m->keys.cap, key);
+    if (*slot != key) {
+        *slot = key;
+        m->keys.used++;
+    }
+    m->vals[slot - m->keys.slots] = val;
+}
+
+int search_map_get(const search_map *m, config_id key, uint64_t *val)
+{
+    if (!m->keys.cap)
+        return 0;
+    config_id *slot = set_find(m->keys.slots, m->keys.cap, key);
+    if (*slot != key)
+        return 0;
+    *val = m->vals[slot - m->keys.slots];
+    return 1;
+}
+
+void search_map_free(search_map *m)
+{
+    search_set_free(&m->keys);
+    free(m->vals);
+    m->vals = NULL;
 }
 
 int search_random_unvisited(const space *sp, search_set *visited, kt_rng *rng, config_id *out)

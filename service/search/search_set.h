@@ -1,6 +1,7 @@
 /* search/search_set — internal to search/: what the result-driven strategies (anneal, greedy_ils,
- * genetic) share: a set of the config ids already proposed, a random unvisited configuration, the
- * score of a told result (failures count as very bad) and the strategies' vtables. */
+ * genetic) share: a set of the config ids already proposed (and, for random, a map over it), a
+ * random unvisited configuration, the score of a told result (failures count as very bad) and the
+ * strategies' vtables. */
 #ifndef KT_SEARCH_SEARCH_SET_H
 #define KT_SEARCH_SEARCH_SET_H
 
@@ -20,6 +21,20 @@ typedef struct search_set {
 int search_set_add(search_set *s, config_id id);
 int search_set_has(const search_set *s, config_id id);
 void search_set_free(search_set *s);
+
+/* The same table with a value per id (random.c's lazy shuffle); zero-initialise it. Call
+ * search_map_reserve before each put: the put itself then cannot fail. */
+typedef struct search_map {
+    search_set keys;
+    uint64_t *vals; /* parallel to keys.slots */
+} search_map;
+
+/* Room for one more key: 0, or -1 out of memory (the map is unchanged). */
+int search_map_reserve(search_map *m);
+void search_map_put(search_map *m, config_id key, uint64_t val);
+/* 1 with *val set when key is there, else 0. */
+int search_map_get(const search_map *m, config_id key, uint64_t *val);
+void search_map_free(search_map *m);
 
 /* Proposes (adds to visited) a uniform random configuration not in visited: 1 with *out set, 0
  * when every configuration of sp is visited, -1 out of memory. Rejection sampling, then a scan

@@ -20,8 +20,10 @@
 #include "search_set.h"
 
 #include "../core/log.h"
+#include "core/array.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,20 +487,14 @@ static int xgb_grow(xgb_state *st)
 {
     if (st->n < st->cap)
         return 0;
-    int cap = st->cap ? st->cap * 2 : 64;
+    /* Three arrays share one capacity: it is stored only once all three have grown. */
+    size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
     size_t np = (size_t)(st->np > 0 ? st->np : 1);
-    float *x = realloc(st->x, (size_t)cap * np * sizeof *x);
-    if (x)
-        st->x = x;
-    double *t = realloc(st->t, (size_t)cap * sizeof *t);
-    if (t)
-        st->t = t;
-    config_id *id = realloc(st->id, (size_t)cap * sizeof *id);
-    if (id)
-        st->id = id;
-    if (!x || !t || !id)
+    if (cap == 0 || kt_array_resize((void **)&st->x, cap, np * sizeof *st->x) != 0 ||
+        kt_array_resize((void **)&st->t, cap, sizeof *st->t) != 0 ||
+        kt_array_resize((void **)&st->id, cap, sizeof *st->id) != 0)
         return -1;
-    st->cap = cap;
+    st->cap = (int)cap;
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * avoids with big ints, promotes to float instead of wrapping. */
 #include "expr_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,7 +372,7 @@ static void step_digits(char *dig, int p, int *e, int up)
 }
 
 /* Shortest digits that read back exactly as d > 0, the closest such when two qualify: Python's
- * repr. */
+ * repr. Returns the digit count, or -1 if printf's exponent cannot be read (not expected). */
 static int shortest_digits(double d, char *digits, int *exp10)
 {
     char tmp[48];
@@ -382,7 +383,13 @@ static int shortest_digits(double d, char *digits, int *exp10)
         for (; *s && *s != 'e'; s++)
             if (*s != '.')
                 digits[nd++] = *s;
-        int e = atoi(s + 1);
+        /* printf's exponent: a sign and at least two digits, nothing after. */
+        char *end = NULL;
+        errno = 0;
+        long el = strtol(s + 1, &end, 10);
+        if (*s != 'e' || errno || end == s + 1 || *end != '\0' || el < -400 || el > 400)
+            return -1;
+        int e = (int)el;
         /* printf gives the nearest p-digit decimal; if it does not read back (a tie broken the
          * wrong way, or the asymmetric gap below a power of two), its other neighbour may. */
         double near = read_digits(digits, nd, e);
@@ -396,7 +403,7 @@ static int shortest_digits(double d, char *digits, int *exp10)
             return nd;
         }
     }
-    return 0; /* not reached: 17 digits always read back */
+    return -1; /* not reached: 17 digits always read back */
 }
 
 int expr_format_float(double d, char *buf, size_t cap)
@@ -414,6 +421,8 @@ int expr_format_float(double d, char *buf, size_t cap)
         digits[0] = '0';
     else
         nd = shortest_digits(fabs(d), digits, &exp10);
+    if (nd < 1)
+        return -1; /* printf gave no readable exponent: not expected from any C library */
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
     digits[nd] = '\0';

@@ -5,8 +5,11 @@
 #include "space_internal.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/array.h"
 
 static int uf_find(int *parent, int x)
 {
@@ -91,15 +94,12 @@ static int append_row(const space *sp, space_group *g, uint64_t *cap, const uint
         return -1;
     }
     if (g->n == *cap) {
-        uint64_t ncap = *cap ? *cap * 2 : 1024;
-        size_t bytes;
-        if (__builtin_mul_overflow((size_t)ncap, k * sizeof *g->rows, &bytes))
+        size_t row_bytes = (k ? k : 1) * sizeof *g->rows, ncap = (size_t)*cap;
+        if (g->n + 1 > SIZE_MAX / row_bytes)
             return kt_error_set(err, KT_ERR_SPACE_TOO_LARGE, "parameter group too large to store");
-        uint16_t *grown = realloc(g->rows, bytes);
-        if (!grown)
+        if (kt_array_grow((void **)&g->rows, &ncap, (size_t)g->n + 1, row_bytes, SIZE_MAX) != 0)
             return kt_error_set(err, KT_ERR_NO_MEMORY,
                                 "out of memory enumerating a parameter group");
-        g->rows = grown;
         *cap = ncap;
     }
     memcpy(g->rows + g->n * k, row, k * sizeof *row);

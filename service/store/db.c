@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../core/log.h"
+#include "core/clock.h"
 
 struct db_pool {
     pthread_mutex_t mu;
@@ -72,11 +73,7 @@ db_pool *db_pool_new(const char *conninfo, int size, kt_error *err)
         goto out;
     }
     p->size = size;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->freed, &attr);
-    pthread_condattr_destroy(&attr);
+    kt_clock_cond_init(&p->freed); /* db_acquire's deadlines are monotonic */
     pthread_mutex_init(&p->mu, NULL);
     for (int i = 0; i < size; i++) {
         if (!(p->conns[i] = db_connect(conninfo, err)))
@@ -129,16 +126,9 @@ PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
 {
     PGconn *conn = NULL;
     int slot = -1;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
     if (timeout_ms < 0)
         timeout_ms = 0;
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = kt_clock_deadline(timeout_ms);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         for (int i = 0; i < p->size && slot < 0; i++) {
@@ -272,11 +262,9 @@ void db_rollback(PGconn *conn)
         PQclear(PQexec(conn, "ROLLBACK"));
 }
 
-static long ms_since(const struct timespec *t0)
+static long ms_since(uint64_t t0_ns)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+    return (long)(kt_clock_since_ns(t0_ns) / 1000000u);
 }
 
 /* Frees every queued notification; returns how many there were. */
@@ -292,13 +280,12 @@ int db_wait_notify(PGconn *conn, int timeout_ms)
 {
     if (!conn || PQstatus(conn) != CONNECTION_OK || PQsocket(conn) < 0)
         return -1;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = kt_clock_ns();
     /* Notifications may already sit in libpq's buffer, read along with an earlier result. */
     if (drain_notifies(conn) > 0)
         return 1;
     for (;;) {
-        long left = timeout_ms - ms_since(&t0);
+        long left = timeout_ms - ms_since(t0);
         if (left < 0)
             left = 0;
         struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
@@ -313,7 +300,7 @@ int db_wait_notify(PGconn *conn, int timeout_ms)
         }
         if (r == 0 && left == 0)
             return 0;
-        if (ms_since(&t0) >= timeout_ms)
+        if (ms_since(t0) >= timeout_ms)
             return 0;
     }
 }

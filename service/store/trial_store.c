@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "best_store.h"
+#include "core/strbuf.h"
 #include "db.h"
 #include "store_util.h"
 
@@ -247,73 +248,46 @@ json_t *trial_store_totals(PGconn *c, kt_error *err)
 
 /* ---- the compact trials page: JSON text written row by row ---- */
 
-typedef struct page_text {
-    char *data;
-    size_t len, cap;
-    int failed; /* out of memory */
-} page_text;
-
-static void page_add(page_text *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void page_puts(page_text *b, const char *s)
-{
-    page_add(b, s, strlen(s));
-}
+/* Rows stop once the page passes TRIAL_PAGE_MAX_BYTES; the hard cap leaves room for the last row
+ * (a config is a few KiB) and keeps a bug from growing the page without bound. */
+#define TRIAL_PAGE_HARD_MAX (2u * TRIAL_PAGE_MAX_BYTES)
 
 /* A JSON string; control characters, quotes and backslashes escaped. */
-static void page_string(page_text *b, const char *s)
+static void page_string(strbuf *b, const char *s)
 {
-    page_add(b, "\"", 1);
+    strbuf_append(b, "\"", 1);
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch == '"' || ch == '\\') {
             char esc[2] = {'\\', (char)ch};
-            page_add(b, esc, 2);
+            strbuf_append(b, esc, 2);
         } else if (ch < 0x20) {
             char esc[8];
             snprintf(esc, sizeof esc, "\\u%04x", ch);
-            page_add(b, esc, 6);
+            strbuf_append(b, esc, 6);
         } else {
-            page_add(b, s, 1);
+            strbuf_append(b, s, 1);
         }
     }
-    page_add(b, "\"", 1);
+    strbuf_append(b, "\"", 1);
 }
 
 /* A numeric cell as a JSON number: null for SQL NULL and for what JSON cannot say (NaN,
  * Infinity), so the page always parses. */
-static void page_number(page_text *b, const PGresult *r, int row, int col)
+static void page_number(strbuf *b, const PGresult *r, int row, int col)
 {
     const char *v = PQgetvalue(r, row, col);
     const char *digits = v[0] == '-' ? v + 1 : v;
     int finite = !PQgetisnull(r, row, col) && digits[0] >= '0' && digits[0] <= '9';
-    page_puts(b, finite ? v : "null");
+    strbuf_puts(b, finite ? v : "null");
 }
 
 int trial_store_list_compact(PGconn *c, long long job_id, long long after, int limit, char **text,
                              kt_error *err)
 {
     int rc = -1;
-    page_text b = {0};
+    strbuf b;
+    strbuf_init(&b, TRIAL_PAGE_HARD_MAX);
     PGresult *job = NULL, *r = NULL;
     store_num jid, a, l;
     const char *p[] = {store_ll(&jid, job_id), store_ll(&a, after), store_ll(&l, limit)};
@@ -335,41 +309,44 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
         goto out;
     char head[96];
     snprintf(head, sizeof head, "{\"job_id\":%lld,\"job_status\":", job_id);
-    page_puts(&b, head);
+    strbuf_puts(&b, head);
     page_string(&b, PQgetvalue(job, 0, 0));
-    page_puts(&b, ",\"format\":\"compact\",\"fields\":[\"seq\",\"done_seq\",\"config_id\","
-                  "\"status\",\"time_ms\",\"compile_ms\",\"measure_ms\",\"finished_at\","
-                  "\"config\"],\"rows\":[");
+    strbuf_puts(&b, ",\"format\":\"compact\",\"fields\":[\"seq\",\"done_seq\",\"config_id\","
+                    "\"status\",\"time_ms\",\"compile_ms\",\"measure_ms\",\"finished_at\","
+                    "\"config\"],\"rows\":[");
     const char *next_after = a.text;
     for (int i = 0; i < PQntuples(r) && b.len < TRIAL_PAGE_MAX_BYTES; i++) {
-        page_puts(&b, i ? ",[" : "[");
+        strbuf_puts(&b, i ? ",[" : "[");
         for (int col = 0; col <= 2; col++) {
             page_number(&b, r, i, col);
-            page_add(&b, ",", 1);
+            strbuf_append(&b, ",", 1);
         }
         page_string(&b, PQgetvalue(r, i, 3));
         for (int col = 4; col <= 7; col++) {
-            page_add(&b, ",", 1);
+            strbuf_append(&b, ",", 1);
             page_number(&b, r, i, col);
         }
-        page_add(&b, ",", 1);
+        strbuf_append(&b, ",", 1);
         /* json column: PostgreSQL checked it on insert; NOT NULL in the schema. */
-        page_puts(&b, PQgetisnull(r, i, 8) ? "null" : PQgetvalue(r, i, 8));
-        page_add(&b, "]", 1);
+        strbuf_puts(&b, PQgetisnull(r, i, 8) ? "null" : PQgetvalue(r, i, 8));
+        strbuf_append(&b, "]", 1);
         next_after = PQgetvalue(r, i, 1);
     }
-    page_puts(&b, "],\"next_after\":");
-    page_puts(&b, next_after);
-    page_add(&b, "}", 1);
-    if (b.failed) {
+    strbuf_puts(&b, "],\"next_after\":");
+    strbuf_puts(&b, next_after);
+    strbuf_append(&b, "}", 1);
+    if (b.failed == STRBUF_TOO_LONG) {
+        kt_error_set(err, KT_ERR_INTERNAL, "a trials page exceeds %u bytes", TRIAL_PAGE_HARD_MAX);
+        goto out;
+    }
+    *text = strbuf_take(&b);
+    if (!*text) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory building a trials page");
         goto out;
     }
-    *text = b.data;
-    b.data = NULL;
     rc = 0;
 out:
-    free(b.data);
+    strbuf_release(&b);
     PQclear(job);
     PQclear(r);
     return rc;

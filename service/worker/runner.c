@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "../core/log.h"
+#include "core/clock.h"
 #include "../store/worker_store.h"
 #include "job_driver.h"
 #include "worker_internal.h"
@@ -13,13 +14,6 @@
 #define RUNNER_REAP_MS      2000
 #define RUNNER_STALE_S      30 /* a heartbeat older than this means the process is gone */
 #define RUNNER_TICK_MS      100
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 typedef struct runner_state {
     worker_system *w;
@@ -33,7 +27,7 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
     worker_system *w = st->w;
     kt_error err;
     kt_error_clear(&err);
-    long long t = now_ms();
+    long long t = (long long)(kt_clock_ns() / 1000000u);
     if (force || t - st->last_heartbeat >= RUNNER_HEARTBEAT_MS) {
         st->last_heartbeat = t;
         if (job_store_heartbeat(c, &w->me, &err) < 0 ||

@@ -8,23 +8,12 @@
 #include <unistd.h>
 
 #include "../core/log.h"
-
-static void add_ms(struct timespec *ts, int ms)
-{
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
+#include "core/clock.h"
 
 unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
                           int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    add_ms(&deadline, timeout_ms);
+    struct timespec deadline = kt_clock_deadline(timeout_ms);
     pthread_mutex_lock(&w->lock);
     while (*gen == seen && !w->stopping) {
         if (pthread_cond_timedwait(&w->wake, &w->lock, &deadline) == ETIMEDOUT)
@@ -82,17 +71,12 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
     }
     w->opt = *opt;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    kt_clock_cond_init(&w->wake); /* worker_wait's deadlines are monotonic */
     if (gethostname(w->host, sizeof w->host) != 0)
         snprintf(w->host, sizeof w->host, "localhost");
     w->host[sizeof w->host - 1] = '\0';
     w->pid = (int)getpid();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = kt_clock_wall();
     snprintf(w->id, sizeof w->id, "%s:%d:%lld", w->host, w->pid,
              (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     w->me.id = w->id;

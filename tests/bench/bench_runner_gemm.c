@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -480,8 +481,15 @@ int main(void)
         printf("cannot pin to core %d: %s (measuring unpinned)\n", core, strerror(errno));
     int evals = EVALS_DEFAULT;
     const char *ev = getenv("KT_BENCH_EVALS");
-    if (ev && atoi(ev) > 0)
-        evals = atoi(ev);
+    if (ev) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(ev, &end, 10);
+        if (errno || end == ev || *end != '\0' || v < 1 || v > INT_MAX)
+            printf("KT_BENCH_EVALS=%s is not a positive integer (using %d)\n", ev, evals);
+        else
+            evals = (int)v;
+    }
 
     cpu_info ci;
     cpu_info_read(&ci);

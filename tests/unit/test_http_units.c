@@ -360,29 +360,6 @@ static void router_edges(void **state)
     assert_string_equal(http_static_content_type("/x.map"), "application/json");
 }
 
-static void buffer_grows_and_formats_long_text(void **state)
-{
-    (void)state;
-    http_buf b;
-    http_buf_init(&b);
-    char word[1000];
-    memset(word, 'w', sizeof word - 1);
-    word[sizeof word - 1] = '\0';
-    for (int i = 0; i < 100; i++)
-        http_buf_printf(&b, "%d:%s;", i, word);
-    assert_int_equal(b.failed, 0);
-    assert_int_equal(strlen(b.data), b.len);
-    char *s = http_buf_take(&b);
-    assert_non_null(s);
-    assert_memory_equal(s, "0:www", 5);
-    assert_non_null(strstr(s, "99:www"));
-    free(s);
-    assert_null(b.data);
-    char *empty = http_buf_take(&b);
-    assert_string_equal(empty, "");
-    free(empty);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,7 +372,6 @@ int main(void)
         cmocka_unit_test(replies_fill_the_response),
         cmocka_unit_test(metrics_escape_labels_and_cap_entries),
         cmocka_unit_test(router_edges),
-        cmocka_unit_test(buffer_grows_and_formats_long_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -634,7 +634,7 @@ static void limits_are_enforced(void **state)
     /* Hostile restriction text: an error naming the restriction, not a crash. */
     char deep[2100];
     memset(deep, '(', 2000);
-    strcpy(deep + 2000, "p0");
+    memcpy(deep + 2000, "p0", 3);
     json_t *params = jparse("[{\"name\":\"p0\",\"values\":[1]}]");
     json_t *restr = json_pack("[s]", deep);
     assert_null(space_new(params, restr, NULL, NULL, &err));
