@@ -56,12 +56,13 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->started_at = dup_or_null(r, row, 21);
     j->finished_at = dup_or_null(r, row, 22);
     j->elapsed_seconds = store_get_double(r, row, 23);
+    int rc = 0;
     if (!j->status || !j->kernel || !j->device || !j->device_class || !j->kernel_hash ||
         !j->strategy || !j->problem || !j->options || !j->created_at) {
+        rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
         job_info_release(j);
-        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
     }
-    return 0;
+    return rc;
 }
 
 void job_info_release(job_info *j)
