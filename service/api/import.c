@@ -14,6 +14,7 @@
 #include "../store/job_store.h"
 #include "api_internal.h"
 #include "handlers.h"
+#include "job_view.h"
 
 #define IMPORT_MAX_TRIALS  100000
 #define IMPORT_MAX_SOURCE  64
@@ -146,23 +147,23 @@ static int resolve_job_target(service *svc, PGconn *c, const json_t *body, long 
     if (job_store_target(c, *id, kernel, sizeof kernel, device, sizeof device, &problem, err) < 0)
         return -1;
     /* A tuning job is refused before its trials are judged (the store checks again, locked). */
-    json_t *job = job_store_get_json(c, *id, err);
-    const char *strategy = json_string_value(json_object_get(job, "strategy"));
+    job_info job;
     int rc = -1;
-    if (!job)
+    if (job_store_get(c, *id, &job, err) < 0)
         goto done;
-    if (!strategy || strcmp(strategy, "import") != 0) {
+    const char *strategy = job.strategy;
+    if (strcmp(strategy, "import") != 0) {
         kt_error_set(err, KT_ERR_CONFLICT,
                      "job %lld is a tuning job (strategy %s); trials can only be added to an "
                      "import job",
-                     *id, strategy ? strategy : "?");
+                     *id, strategy);
         goto done;
     }
     if (catalog_resolve(svc->cat, kernel, device, problem, target, err) < 0)
         goto done;
     /* The kernel's source (or dataset) changed since the job was made: its space is another. */
-    const char *hash = json_string_value(json_object_get(job, "kernel_hash"));
-    if (hash && target->kernel_hash && strcmp(hash, target->kernel_hash) != 0) {
+    const char *hash = job.kernel_hash;
+    if (target->kernel_hash && strcmp(hash, target->kernel_hash) != 0) {
         kt_error_set(err, KT_ERR_CONFLICT,
                      "job %lld was imported for kernel source %s; %s is now %s", *id, hash, kernel,
                      target->kernel_hash);
@@ -172,7 +173,7 @@ static int resolve_job_target(service *svc, PGconn *c, const json_t *body, long 
     }
     rc = 0;
 done:
-    json_decref(job);
+    job_info_release(&job);
     json_decref(problem);
     return rc;
 }
@@ -231,8 +232,7 @@ void api_import(void *app, const http_request *req, http_response *res)
     };
     import_counts counts;
     int created = id == 0;
-    if (import_store_add(c, &t, rows, &id, &counts, &err) < 0 ||
-        !(job = job_store_get_json(c, id, &err)))
+    if (import_store_add(c, &t, rows, &id, &counts, &err) < 0 || !(job = job_view_get(c, id, &err)))
         goto fail;
     char location[64];
     snprintf(location, sizeof location, "/v1/jobs/%lld", id);

@@ -6,6 +6,7 @@
 #include "../store/trial_store.h"
 #include "api_internal.h"
 #include "handlers.h"
+#include "job_view.h"
 
 #define JOBS_PAGE_DEFAULT   50
 #define JOBS_PAGE_MAX       500
@@ -42,8 +43,12 @@ void api_jobs_list(void *app, const http_request *req, http_response *res)
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
-    json_t *page = job_store_list_json(c, status, before, (int)limit, &err);
+    job_page rows;
+    json_t *page = NULL;
+    if (job_store_list(c, status, before, (int)limit, &rows, &err) == 0)
+        page = job_view_page_json(&rows, &err);
     api_db_release(svc, c);
+    job_page_release(&rows);
     if (!page)
         return api_fail(res, &err);
     http_reply_json(res, 200, page);
@@ -61,7 +66,7 @@ void api_job_get(void *app, const http_request *req, http_response *res)
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
-    json_t *job = job_store_get_json(c, id, &err);
+    json_t *job = job_view_get(c, id, &err);
     api_db_release(svc, c);
     if (!job)
         return api_fail(res, &err);
@@ -123,7 +128,7 @@ void api_job_cancel(void *app, const http_request *req, http_response *res)
         return;
     json_t *job = NULL;
     if (job_store_cancel(c, id, &err) == 0)
-        job = job_store_get_json(c, id, &err);
+        job = job_view_get(c, id, &err);
     api_db_release(svc, c);
     if (!job)
         return api_fail(res, &err);

@@ -6,6 +6,7 @@
 #include "../store/job_store.h"
 #include "api_internal.h"
 #include "handlers.h"
+#include "job_view.h"
 #include "tune_request.h"
 
 /* Batch size of jobs whose strategy does not learn from results (random, exhaustive). */
@@ -64,7 +65,7 @@ void api_tune(void *app, const http_request *req, http_response *res)
     if (!c)
         goto out;
     long long id = 0;
-    if (job_store_create(c, &spec, &id, &err) < 0 || !(job = job_store_get_json(c, id, &err)))
+    if (job_store_create(c, &spec, &id, &err) < 0 || !(job = job_view_get(c, id, &err)))
         goto fail;
     worker_system_wake(svc->workers);
     char location[64];

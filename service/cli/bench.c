@@ -406,7 +406,7 @@ static int bench_space_load(const char *path, int include_failed, bench_space *b
             goto out;
         }
         bs->time[id] = rec->status == TRIAL_OK ? rec->time_ms : NAN;
-        bs->cost_s[id] = (rec->compile_ms + rec->measure_ms) / 1000.0;
+        bs->cost_s[id] = trial_cost_seconds_of(rec->compile_ms, rec->measure_ms);
         if (rec->status == TRIAL_OK) {
             bs->valid++;
             if (rec->time_ms < bs->optimum)

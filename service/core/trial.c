@@ -1,5 +1,6 @@
 #include "trial.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const status_names[TRIAL__STATUS_COUNT] = {
@@ -39,4 +40,15 @@ void trial_result_release(trial_result *r)
     if (r->extras)
         json_decref(r->extras);
     r->extras = NULL;
+}
+
+double trial_cost_seconds_of(double compile_ms, double measure_ms)
+{
+    return ((isfinite(compile_ms) ? compile_ms : 0) + (isfinite(measure_ms) ? measure_ms : 0)) /
+           1000.0;
+}
+
+double trial_cost_seconds(const trial_result *r)
+{
+    return trial_cost_seconds_of(r->compile_ms, r->measure_ms);
 }

@@ -1,6 +1,6 @@
 /* core/trial — the vocabulary shared by searchers, backends, stores and the job runner: a trial's
- * status and its measured result. trial_result.extras is a jansson reference owned by whoever
- * filled the struct (call trial_result_release when done with it). */
+ * status, its measured result, and what it costs. trial_result.extras is a jansson reference owned
+ * by whoever filled the struct (call trial_result_release when done with it). */
 #ifndef KT_CORE_TRIAL_H
 #define KT_CORE_TRIAL_H
 
@@ -35,6 +35,15 @@ int trial_status_parse(const char *name, trial_status *out);
 /* 1 for statuses that end a trial (everything but pending and running). */
 int trial_status_is_final(trial_status s);
 void trial_result_init(trial_result *r);
+
+/* The cost rule, the only place it is written: a trial is charged compile_ms + measure_ms of
+ * (real or, for replay, recorded) time, in seconds; a part that is not finite (unknown, NAN for a
+ * NULL column) counts 0. The job clock, the seconds budget, /metrics and ktune bench all add these
+ * charges; the database stores each finished trial's charge (trials.charged_seconds) as computed
+ * here, and every SQL sum adds that column. */
+double trial_cost_seconds_of(double compile_ms, double measure_ms);
+/* trial_cost_seconds_of(r->compile_ms, r->measure_ms). */
+double trial_cost_seconds(const trial_result *r);
 void trial_result_release(trial_result *r);
 
 #endif

@@ -42,7 +42,7 @@ int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
         " ON CONFLICT (kernel, device_class, kernel_hash, problem_key) DO UPDATE SET"
         " problem = EXCLUDED.problem, device = EXCLUDED.device, config = EXCLUDED.config,"
         " time_ms = EXCLUDED.time_ms, job_id = EXCLUDED.job_id, trial_id = EXCLUDED.trial_id,"
-        " measured_at = now() WHERE best.time_ms > EXCLUDED.time_ms",
+        " measured_at = now() WHERE ktune_improves_best(EXCLUDED.time_ms, best.time_ms)",
         10, p, err);
 }
 

@@ -23,7 +23,8 @@ typedef struct best_offer {
  * BEST_JOB_KEY_COLUMNS, owned by r); the caller sets config_json, time_ms, job_id and trial_id. */
 best_offer best_offer_of_job_row(const PGresult *r, int row);
 
-/* Inserts, or replaces the entry when time_ms is lower. */
+/* Inserts, or replaces the entry when ktune_improves_best(time_ms, the entry's time_ms): strictly
+ * lower (sql/003; the same condition as the job's own best, job_store_offer_best). */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 /* {"kernel","device","device_class","kernel_hash","problem","config","time_ms","job_id","trial_id",
  * "measured_at"}; KT_ERR_NO_BEST when nothing is known. */

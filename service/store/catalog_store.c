@@ -11,6 +11,7 @@ int catalog_store_sync(PGconn *c, const json_t *devices, const json_t *kernels, 
     char *kers = store_json_text(kernels);
     const char *pd[] = {devs ? devs : "[]"};
     const char *pk[] = {kers ? kers : "[]"};
+    /* Read by no one yet: issue 11's API lists the devices of workers on other hosts from here. */
     int rc =
         db_run(c,
                "INSERT INTO devices (name, kind, class, available, reason, description)"

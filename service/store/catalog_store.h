@@ -1,5 +1,9 @@
 /* store/catalog_store — mirrors the catalog (devices and kernels) into the kernels and devices
- * tables at start-up, so the database describes what the jobs in it refer to. */
+ * tables at start-up, so the database describes what the jobs in it refer to.
+ *
+ * Nothing reads these tables yet (the API lists its own process's catalog). Issue 11 gives them
+ * their reader: an API process listing the devices (and kernels) of the workers of every ktuned
+ * sharing the database, on other hosts too. Kept written until then so that reader finds them. */
 #ifndef KT_STORE_CATALOG_STORE_H
 #define KT_STORE_CATALOG_STORE_H
 

@@ -3,8 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/trial.h"
 #include "best_store.h"
 #include "db.h"
+#include "job_store.h"
 #include "store_util.h"
 
 /* Creates the job row (already finished) and copies its device into device. */
@@ -63,37 +65,44 @@ static int lock_job(PGconn *c, long long id, kt_error *err)
     return rc;
 }
 
-/* Recomputes the job's counters and best from its trials and offers the best to the best table. */
+/* Recounts the job's trials and clock from its trials (the clock: the sum of their
+ * charged_seconds), offers the job's fastest ok trial (earliest on ties) to the job's best and to
+ * the best table. */
 static int refresh_job(PGconn *c, long long id, kt_error *err)
 {
     int rc = -1;
     store_num n;
     const char *p[] = {store_ll(&n, id)};
+    PGresult *fastest = NULL;
     PGresult *r = db_exec(
         c,
         "UPDATE jobs j SET trials_done = s.n, clock_seconds = s.clock,"
-        " budget_evaluations = GREATEST(s.n, 1), best_trial_id = b.id, best_time_ms = b.time_ms,"
-        " best_config = b.config, finished_at = now(), updated_at = now()"
-        " FROM (SELECT count(*) AS n, COALESCE(sum(COALESCE(compile_ms, 0)"
-        "   + COALESCE(measure_ms, 0)), 0) / 1000.0 AS clock FROM trials WHERE job_id = $1) s"
-        " LEFT JOIN LATERAL (SELECT id, time_ms, config FROM trials WHERE job_id = $1"
-        "   AND status = 'ok' AND time_ms IS NOT NULL ORDER BY time_ms, id LIMIT 1) b ON true"
-        " WHERE j.id = $1 RETURNING " BEST_JOB_KEY_COLUMNS ", j.best_config, j.best_time_ms,"
-        " j.best_trial_id",
+        " budget_evaluations = GREATEST(s.n, 1), finished_at = now(), updated_at = now()"
+        " FROM (SELECT count(*) AS n, COALESCE(sum(charged_seconds), 0) AS clock FROM trials"
+        "   WHERE job_id = $1) s WHERE j.id = $1 RETURNING " BEST_JOB_KEY_COLUMNS,
         1, p, err);
     if (!r)
         goto out;
-    if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 7)) {
+    fastest = db_exec(c,
+                      "SELECT id, time_ms, config FROM trials WHERE job_id = $1 AND status = 'ok'"
+                      " AND time_ms IS NOT NULL ORDER BY time_ms, id LIMIT 1",
+                      1, p, err);
+    if (!fastest)
+        goto out;
+    if (PQntuples(r) == 1 && PQntuples(fastest) == 1) {
         best_offer offer = best_offer_of_job_row(r, 0);
-        offer.config_json = PQgetvalue(r, 0, 6);
-        offer.time_ms = store_get_double(r, 0, 7);
+        offer.config_json = PQgetvalue(fastest, 0, 2);
+        offer.time_ms = store_get_double(fastest, 0, 1);
         offer.job_id = id;
-        offer.trial_id = store_get_ll(r, 0, 8);
-        if (best_store_offer(c, &offer, err) < 0)
+        offer.trial_id = store_get_ll(fastest, 0, 0);
+        if (job_store_offer_best(c, id, offer.trial_id, offer.time_ms, offer.config_json, err) <
+                0 ||
+            best_store_offer(c, &offer, err) < 0)
             goto out;
     }
     rc = 0;
 out:
+    PQclear(fastest);
     PQclear(r);
     return rc;
 }
@@ -104,11 +113,20 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
     int rc = -1, begun = 0;
     long long n = (long long)json_array_size(trials);
     char *trials_text = store_json_text(trials);
+    /* Each trial's charge, by the one rule, computed here once; stored with the trial. */
+    json_t *charges = json_array();
+    for (size_t i = 0; charges && i < json_array_size(trials); i++) {
+        const json_t *trial = json_array_get(trials, i);
+        double compile_ms = json_number_value(json_object_get(trial, "compile_ms"));
+        double measure_ms = json_number_value(json_object_get(trial, "measure_ms"));
+        json_array_append_new(charges, json_real(trial_cost_seconds_of(compile_ms, measure_ms)));
+    }
+    char *charges_text = store_json_text(charges);
     PGresult *r = NULL;
     store_num jid;
     long long id = *job_id; /* *job_id is set only once the transaction committed */
     memset(counts, 0, sizeof *counts);
-    if (!trials_text) {
+    if (!trials_text || !charges_text) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory encoding %lld trials", n);
         goto out;
     }
@@ -120,27 +138,30 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
     /* json (not jsonb) keeps each configuration's parameter order. A configuration already in the
      * job, or repeated in this batch (the first one counts), is skipped before numbering, so seq
      * stays 1, 2, 3, ... with no gaps; the job row is locked, so nothing else inserts meanwhile. */
-    const char *p[] = {store_ll(&jid, id), trials_text};
+    const char *p[] = {store_ll(&jid, id), trials_text, charges_text};
     r = db_exec(
         c,
-        "WITH e AS (SELECT x.t, x.ord, (x.t->>'config_id')::bigint AS cid"
-        "   FROM json_array_elements($2::json) WITH ORDINALITY AS x(t, ord)),"
-        " firsts AS (SELECT DISTINCT ON (cid) t, ord, cid FROM e ORDER BY cid, ord),"
-        " fresh AS (SELECT f.t, f.cid, row_number() OVER (ORDER BY f.ord) AS rn FROM firsts f"
+        "WITH e AS (SELECT x.t, x.ord, (x.t->>'config_id')::bigint AS cid, y.charge::float8"
+        "   AS charge FROM json_array_elements($2::json) WITH ORDINALITY AS x(t, ord)"
+        "   JOIN json_array_elements_text($3::json) WITH ORDINALITY AS y(charge, ord2)"
+        "   ON x.ord = y.ord2),"
+        " firsts AS (SELECT DISTINCT ON (cid) t, ord, cid, charge FROM e ORDER BY cid, ord),"
+        " fresh AS (SELECT f.t, f.cid, f.charge, row_number() OVER (ORDER BY f.ord) AS rn"
+        "   FROM firsts f"
         "   WHERE NOT EXISTS (SELECT 1 FROM trials x WHERE x.job_id = $1"
         "   AND x.config_id = f.cid)),"
         " base AS (SELECT COALESCE(max(seq), 0) AS b FROM trials WHERE job_id = $1),"
         " job AS (SELECT device FROM jobs WHERE id = $1)"
         " INSERT INTO trials (job_id, seq, config_id, config, device, status, time_ms,"
         " repeats, compile_ms, measure_ms, noise_cv, extras, worker, done_seq,"
-        " claimed_at, finished_at)"
+        " claimed_at, finished_at, charged_seconds)"
         " SELECT $1, base.b + fresh.rn, fresh.cid, fresh.t->'config',"
         " job.device, fresh.t->>'status', (fresh.t->>'time_ms')::float8,"
         " (fresh.t->>'repeats')::integer, (fresh.t->>'compile_ms')::float8,"
         " (fresh.t->>'measure_ms')::float8, (fresh.t->>'noise_cv')::float8,"
-        " '{\"imported\": true}'::jsonb, 'import', nextval('trials_done_seq'), now(), now()"
-        " FROM fresh, base, job ORDER BY fresh.rn ON CONFLICT DO NOTHING RETURNING id",
-        2, p, err);
+        " '{\"imported\": true}'::jsonb, 'import', nextval('trials_done_seq'), now(), now(),"
+        " fresh.charge FROM fresh, base, job ORDER BY fresh.rn ON CONFLICT DO NOTHING RETURNING id",
+        3, p, err);
     if (!r)
         goto out;
     counts->inserted = PQntuples(r);
@@ -155,5 +176,7 @@ out:
         db_rollback(c);
     PQclear(r);
     free(trials_text);
+    free(charges_text);
+    json_decref(charges);
     return rc;
 }

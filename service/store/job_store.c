@@ -7,29 +7,82 @@
 #include "db.h"
 #include "store_util.h"
 
-/* The API's JSON view of a job row aliased j; shared by get and list so both show the same fields.
- */
-#define JOB_JSON_SQL                                                                               \
-    "json_build_object("                                                                           \
-    "'id', j.id, 'status', j.status, 'kernel', j.kernel, 'device', j.device,"                      \
-    " 'device_class', j.device_class, 'kernel_hash', j.kernel_hash, 'problem', j.problem,"         \
-    " 'strategy', j.strategy, 'strategy_options', j.strategy_options, 'seed', j.seed,"             \
-    " 'budget', json_build_object('evaluations', j.budget_evaluations, 'seconds', "                \
-    "j.budget_seconds),"                                                                           \
-    " 'progress', json_build_object('trials', j.trials_done, 'space_size', j.space_size,"          \
-    "   'clock_seconds', j.clock_seconds, 'fraction', CASE WHEN j.status = 'succeeded' THEN 1.0"   \
-    "   ELSE LEAST(1.0, GREATEST("                                                                 \
-    "     COALESCE(j.trials_done::float8 / j.budget_evaluations, 0),"                              \
-    "     COALESCE(LEAST(j.trials_done::float8 / NULLIF(j.space_size, 0), 1.0), 0),"               \
-    "     COALESCE(j.clock_seconds / j.budget_seconds, 0))) END),"                                 \
-    " 'best', CASE WHEN j.best_time_ms IS NULL THEN NULL ELSE json_build_object("                  \
-    "   'time_ms', j.best_time_ms, 'config', j.best_config, 'trial_id', j.best_trial_id) END,"     \
-    " 'stop_reason', j.stop_reason, 'error', j.error,"                                             \
-    " 'timings', json_build_object('created_at', j.created_at, 'started_at', j.started_at,"        \
-    "   'finished_at', j.finished_at, 'elapsed_seconds',"                                          \
-    "   EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)),"                       \
-    " 'links', json_build_object('self', '/v1/jobs/' || j.id, 'trials',"                           \
-    "   '/v1/jobs/' || j.id || '/trials'))"
+/* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
+ * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
+#define JOB_INFO_COLUMNS                                                                           \
+    "j.id, j.status, j.kernel, j.device, j.device_class, j.kernel_hash, j.problem, j.strategy,"    \
+    " j.strategy_options, j.seed, j.budget_evaluations, j.budget_seconds, j.trials_done,"          \
+    " j.space_size, j.clock_seconds, j.best_trial_id, j.best_time_ms, j.best_config,"              \
+    " j.stop_reason, j.error, to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"     \
+    " to_json(j.finished_at) #>> '{}',"                                                            \
+    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
+
+static char *dup_value(const PGresult *r, int row, int col)
+{
+    return strdup(PQgetvalue(r, row, col));
+}
+
+static char *dup_or_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? NULL : dup_value(r, row, col);
+}
+
+/* Fills j from a row of JOB_INFO_COLUMNS; 0, or -1 (err set) when out of memory. */
+static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
+{
+    memset(j, 0, sizeof *j);
+    j->id = store_get_ll(r, row, 0);
+    j->status = dup_value(r, row, 1);
+    j->kernel = dup_value(r, row, 2);
+    j->device = dup_value(r, row, 3);
+    j->device_class = dup_value(r, row, 4);
+    j->kernel_hash = dup_value(r, row, 5);
+    j->problem = store_get_json(r, row, 6);
+    j->strategy = dup_value(r, row, 7);
+    j->options = store_get_json(r, row, 8);
+    j->seed = store_get_ll(r, row, 9);
+    j->budget_evaluations = store_get_ll(r, row, 10);
+    j->budget_seconds = PQgetisnull(r, row, 11) ? 0 : store_get_double(r, row, 11);
+    j->trials_done = store_get_ll(r, row, 12);
+    j->space_size = store_get_ll(r, row, 13);
+    j->clock_seconds = store_get_double(r, row, 14);
+    j->has_best = !PQgetisnull(r, row, 16);
+    j->best_trial_id = store_get_ll(r, row, 15);
+    j->best_time_ms = store_get_double(r, row, 16);
+    j->best_config = store_get_json(r, row, 17);
+    j->stop_reason = dup_or_null(r, row, 18);
+    j->error = store_get_json(r, row, 19);
+    j->created_at = dup_or_null(r, row, 20);
+    j->started_at = dup_or_null(r, row, 21);
+    j->finished_at = dup_or_null(r, row, 22);
+    j->elapsed_seconds = store_get_double(r, row, 23);
+    int rc = 0;
+    if (!j->status || !j->kernel || !j->device || !j->device_class || !j->kernel_hash ||
+        !j->strategy || !j->problem || !j->options || !j->created_at) {
+        rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
+        job_info_release(j);
+    }
+    return rc;
+}
+
+void job_info_release(job_info *j)
+{
+    free(j->status);
+    free(j->kernel);
+    free(j->device);
+    free(j->device_class);
+    free(j->kernel_hash);
+    free(j->strategy);
+    json_decref(j->problem);
+    json_decref(j->options);
+    json_decref(j->best_config);
+    free(j->stop_reason);
+    json_decref(j->error);
+    free(j->created_at);
+    free(j->started_at);
+    free(j->finished_at);
+    memset(j, 0, sizeof *j);
+}
 
 int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *err)
 {
@@ -70,28 +123,76 @@ out:
     return rc;
 }
 
-json_t *job_store_get_json(PGconn *c, long long id, kt_error *err)
+int job_store_get(PGconn *c, long long id, job_info *out, kt_error *err)
 {
+    int rc = -1;
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    return store_query_json(c, "SELECT " JOB_JSON_SQL " FROM jobs j WHERE j.id = $1", 1, p,
-                            "no such job", err);
+    memset(out, 0, sizeof *out);
+    PGresult *r = db_exec(c, "SELECT " JOB_INFO_COLUMNS " FROM jobs j WHERE j.id = $1", 1, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no such job");
+        goto out;
+    }
+    rc = read_info(r, 0, out, err);
+out:
+    PQclear(r);
+    return rc;
 }
 
-json_t *job_store_list_json(PGconn *c, const char *status, long long before, int limit,
-                            kt_error *err)
+int job_store_list(PGconn *c, const char *status, long long before, int limit, job_page *out,
+                   kt_error *err)
 {
+    int rc = -1;
     store_num b, l;
     const char *p[] = {status, before > 0 ? store_ll(&b, before) : NULL, store_ll(&l, limit)};
-    return store_query_json(
-        c,
-        "WITH page AS (SELECT * FROM jobs j WHERE ($1::text IS NULL OR j.status = $1)"
-        " AND ($2::bigint IS NULL OR j.id < $2) ORDER BY j.id DESC LIMIT $3)"
-        " SELECT json_build_object('jobs', COALESCE((SELECT json_agg(" JOB_JSON_SQL
-        " ORDER BY j.id DESC) FROM page j), '[]'::json),"
-        " 'next_before', CASE WHEN (SELECT count(*) FROM page) < $3 THEN NULL"
-        " ELSE (SELECT min(id) FROM page) END)",
-        3, p, "no jobs", err);
+    memset(out, 0, sizeof *out);
+    PGresult *r = db_exec(c,
+                          "SELECT " JOB_INFO_COLUMNS " FROM jobs j"
+                          " WHERE ($1::text IS NULL OR j.status = $1)"
+                          " AND ($2::bigint IS NULL OR j.id < $2) ORDER BY j.id DESC LIMIT $3",
+                          3, p, err);
+    if (!r)
+        goto out;
+    int rows = PQntuples(r);
+    out->jobs = calloc(rows > 0 ? (size_t)rows : 1, sizeof *out->jobs);
+    if (!out->jobs) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing %d jobs", rows);
+        goto out;
+    }
+    for (; out->n < rows; out->n++)
+        if (read_info(r, out->n, &out->jobs[out->n], err) < 0)
+            goto out;
+    /* A full page may have more below it; a short one is the last. */
+    out->next_before = rows > 0 && rows >= limit ? out->jobs[rows - 1].id : 0;
+    rc = 0;
+out:
+    if (rc < 0)
+        job_page_release(out);
+    PQclear(r);
+    return rc;
+}
+
+void job_page_release(job_page *p)
+{
+    for (int i = 0; i < p->n; i++)
+        job_info_release(&p->jobs[i]);
+    free(p->jobs);
+    memset(p, 0, sizeof *p);
+}
+
+int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
+                         const char *config_json, kt_error *err)
+{
+    store_num j, t, ms;
+    const char *p[] = {store_ll(&j, job_id), store_ll(&t, trial_id), store_double(&ms, time_ms),
+                       config_json};
+    return db_run(c,
+                  "UPDATE jobs SET best_trial_id = $2, best_time_ms = $3, best_config = $4::json"
+                  " WHERE id = $1 AND ktune_improves_best($3, best_time_ms)",
+                  4, p, err);
 }
 
 int job_store_cancel(PGconn *c, long long id, kt_error *err)
@@ -143,11 +244,6 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err)
         " LEFT JOIN (SELECT status, count(*) FROM jobs GROUP BY status) n"
         " ON n.status = s.status",
         0, NULL, "no counts", err);
-}
-
-static char *dup_value(const PGresult *r, int row, int col)
-{
-    return strdup(PQgetvalue(r, row, col));
 }
 
 int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows, kt_error *err)

@@ -1,7 +1,14 @@
 /* store/job_store — the jobs table: creation and reads for the API, claiming, heart-beating and
- * finishing for the job runner. Every function takes a connection the caller acquired from the pool
- * and returns -1 / NULL with err set on failure. JSON results are new references the caller
- * decrefs; job_row fields are owned by the row (job_row_release). */
+ * finishing for the job runner, and the job's own best for the trial stores. Every function takes a
+ * connection the caller acquired from the pool and returns -1 / NULL with err set on failure. JSON
+ * results are new references the caller decrefs; job_row, job_info and job_page own their fields
+ * (job_row_release, job_info_release, job_page_release).
+ *
+ * The store hands out rows, not API documents: api/job_view.c turns a job_info into the JSON of
+ * GET /v1/jobs/{id} (links, progress fraction). Facts kept in the row:
+ * - clock_seconds: the job clock, the sum of the charged_seconds of its finished trials, advanced
+ * in the transaction that records each trial (trial_store_complete) or recounted (import_store);
+ * - best_*: the job's own best trial, replaced only through job_store_offer_best. */
 #ifndef KT_STORE_JOB_STORE_H
 #define KT_STORE_JOB_STORE_H
 
@@ -42,18 +49,55 @@ typedef struct runner_identity {
     int pid;
 } runner_identity;
 
+/* One job as stored, for reading (the API). Strings and JSON are owned by the struct; NULL where
+ * the column is NULL. Timestamps are ISO 8601 text as PostgreSQL writes them in JSON. */
+typedef struct job_info {
+    long long id;
+    char *status, *kernel, *device, *device_class, *kernel_hash, *strategy;
+    json_t *problem, *options;
+    long long seed;
+    long long budget_evaluations; /* 0 = no limit (NULL) */
+    double budget_seconds;        /* 0 = no limit (NULL) */
+    long long trials_done;        /* trials with a final status */
+    long long space_size;
+    double clock_seconds; /* the job clock: charged seconds of its finished trials */
+    int has_best;         /* best_* are set */
+    long long best_trial_id;
+    double best_time_ms;
+    json_t *best_config;
+    char *stop_reason; /* NULL while it runs */
+    json_t *error;     /* {"code","message","hint"} of a failed job, else NULL */
+    char *created_at, *started_at, *finished_at;
+    double elapsed_seconds; /* (finished_at or now) - started_at; NAN before it started */
+} job_info;
+
+/* A page of jobs, newest first. */
+typedef struct job_page {
+    job_info *jobs;
+    int n;
+    long long next_before; /* the id to pass as before for the next page; 0 = this is the last */
+} job_page;
+
 int job_store_create(PGconn *c, const job_spec *spec, long long *id_out, kt_error *err);
-/* The API's view of one job; KT_ERR_NOT_FOUND when absent. */
-json_t *job_store_get_json(PGconn *c, long long id, kt_error *err);
-/* {"jobs":[...], "next_before": id or null}: newest first, ids below before (0 = from the newest),
- * optionally one status. */
-json_t *job_store_list_json(PGconn *c, const char *status, long long before, int limit,
-                            kt_error *err);
+/* Reads one job into *out (job_info_release it); KT_ERR_NOT_FOUND when absent. */
+int job_store_get(PGconn *c, long long id, job_info *out, kt_error *err);
+void job_info_release(job_info *j);
+/* Newest first, ids below before (0 = from the newest), optionally one status (NULL = any), at most
+ * limit; job_page_release it. */
+int job_store_list(PGconn *c, const char *status, long long before, int limit, job_page *out,
+                   kt_error *err);
+void job_page_release(job_page *p);
 /* Cancels a queued or running job and deletes its pending trials. KT_ERR_NOT_FOUND, or
  * KT_ERR_CONFLICT when the job already ended (message says how). */
 int job_store_cancel(PGconn *c, long long id, kt_error *err);
 /* {"queued": n, "running": n, ...} with every status present. */
 json_t *job_store_status_counts(PGconn *c, kt_error *err);
+
+/* Store side, inside the transaction that records trials (trial_store, import_store): makes the
+ * trial the job's best when ktune_improves_best(time_ms, the job's best time) — the one "better
+ * than the job's best" condition, defined in sql/003. config_json is the trial's config. */
+int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
+                         const char *config_json, kt_error *err);
 
 /* What a measurement worker needs to know of a job: kernel, device and problem (new reference). */
 int job_store_target(PGconn *c, long long id, char *kernel, size_t kcap, char *device, size_t dcap,

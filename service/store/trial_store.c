@@ -8,6 +8,7 @@
 #include "best_store.h"
 #include "core/strbuf.h"
 #include "db.h"
+#include "job_store.h"
 #include "store_util.h"
 
 int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
@@ -50,8 +51,9 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
     *n = 0;
     PGresult *r =
         db_exec(c,
-                "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv"
-                " FROM trials WHERE job_id = $1 AND seq > $2 ORDER BY seq",
+                "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv,"
+                " COALESCE(charged_seconds, 0) FROM trials WHERE job_id = $1 AND seq > $2"
+                " ORDER BY seq",
                 2, p, err);
     if (!r)
         goto out;
@@ -72,6 +74,7 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
         t[i].result.compile_ms = store_get_double(r, i, 5);
         t[i].result.measure_ms = store_get_double(r, i, 6);
         t[i].result.noise_cv = store_get_double(r, i, 7);
+        t[i].charged_seconds = store_get_double(r, i, 8);
     }
     *out = t;
     *n = rows;
@@ -124,6 +127,7 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
 {
     int rc = -1;
     PGresult *r = NULL;
+    char *config = NULL;
     char *extras = store_json_text(res->extras);
     store_num tid, t, rep, cms, mms, cv, jid, charged;
     int ok = res->status == TRIAL_OK && isfinite(res->time_ms);
@@ -136,6 +140,8 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
     const char *pl[] = {store_ll(&jid, claim->job_id)};
     if (db_run(c, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1, pl, err) < 0)
         goto out;
+    /* The charge is computed here, once, by the one rule; the trial keeps it and the job's clock
+     * adds the same value. */
     const char *p[] = {
         store_ll(&tid, claim->id),
         worker,
@@ -146,60 +152,42 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
         store_double(&mms, measure_ms),
         store_double_or_null(&cv, res->noise_cv),
         extras,
+        store_double(&charged, trial_cost_seconds(res)),
     };
     r = db_exec(c,
-                "UPDATE trials SET status = $3, time_ms = $4, repeats = $5, compile_ms = $6, "
-                "measure_ms = $7,"
-                " noise_cv = $8, extras = $9::jsonb, finished_at = now(), done_seq = "
-                "nextval('trials_done_seq')"
+                "UPDATE trials SET status = $3, time_ms = $4, repeats = $5, compile_ms = $6,"
+                " measure_ms = $7, noise_cv = $8, extras = $9::jsonb, charged_seconds = $10,"
+                " finished_at = now(), done_seq = nextval('trials_done_seq')"
                 " WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING config",
-                9, p, err);
+                10, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {
         rc = 0; /* lost the claim: nothing to record */
         goto out;
     }
-    char *config = strdup(PQgetvalue(r, 0, 0));
+    config = strdup(PQgetvalue(r, 0, 0));
     PQclear(r);
-    const char *pj[] = {
-        store_ll(&jid, claim->job_id),
-        store_double(&charged, (compile_ms + measure_ms) / 1000.0),
-        ok ? t.text : NULL,
-        store_ll(&tid, claim->id),
-        config,
-    };
-    r = db_exec(
-        c,
-        "UPDATE jobs SET trials_done = trials_done + 1, clock_seconds = clock_seconds + $2,"
-        " updated_at = now(),"
-        " best_trial_id = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS "
-        "NOT NULL)"
-        "   THEN $4::bigint ELSE best_trial_id END,"
-        " best_config = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS NOT "
-        "NULL)"
-        "   THEN $5::json ELSE best_config END,"
-        " best_time_ms = CASE WHEN $3::float8 < best_time_ms OR (best_time_ms IS NULL AND $3 IS "
-        "NOT NULL)"
-        "   THEN $3::float8 ELSE best_time_ms END"
-        " WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS,
-        5, pj, err);
-    if (!r) {
-        free(config);
+    const char *pj[] = {jid.text, charged.text};
+    r = db_exec(c,
+                "UPDATE jobs SET trials_done = trials_done + 1, clock_seconds = clock_seconds + $2,"
+                " updated_at = now() WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS,
+                2, pj, err);
+    if (!r)
         goto out;
-    }
     if (ok && PQntuples(r) == 1) {
         best_offer offer = best_offer_of_job_row(r, 0);
         offer.config_json = config;
         offer.time_ms = res->time_ms;
         offer.job_id = claim->job_id;
         offer.trial_id = claim->id;
-        if (best_store_offer(c, &offer, err) < 0) {
-            free(config);
+        if (job_store_offer_best(c, claim->job_id, claim->id, res->time_ms, config, err) < 0 ||
+            best_store_offer(c, &offer, err) < 0)
             goto out;
-        }
     }
-    free(config);
+    /* Nothing LISTENs on ktune_trials yet; issue 11's /v1/best lookup cache will, to drop what a
+     * finished trial made stale. Kept so that readers can come without touching this transaction.
+     */
     const char *pn[] = {jid.text};
     if (db_run(c, "SELECT pg_notify('ktune_trials', $1)", 1, pn, err) < 0)
         goto out;
@@ -210,6 +198,7 @@ out:
     if (rc != 1)
         db_rollback(c);
     PQclear(r);
+    free(config);
     free(extras);
     return rc;
 }
@@ -241,8 +230,7 @@ json_t *trial_store_totals(PGconn *c, kt_error *err)
     return store_query_json(
         c,
         "SELECT json_build_object('measured', count(*), 'measure_seconds',"
-        " COALESCE(sum(COALESCE(compile_ms, 0) + COALESCE(measure_ms, 0)), 0) / 1000.0)"
-        " FROM trials WHERE done_seq IS NOT NULL",
+        " COALESCE(sum(charged_seconds), 0)) FROM trials WHERE done_seq IS NOT NULL",
         0, NULL, "no totals", err);
 }
 

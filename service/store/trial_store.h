@@ -17,6 +17,8 @@ typedef struct trial_row {
     int seq;
     config_id cid;
     trial_result result; /* status pending/running while unfinished */
+    double
+        charged_seconds; /* as stored when it finished (trial_cost_seconds); 0 while unfinished */
 } trial_row;
 
 /* A trial a worker holds. */
@@ -42,8 +44,11 @@ void trial_row_release(trial_row *r);
  * (none). */
 int trial_store_claim(PGconn *c, const char *worker, const char *const *devices, int n_devices,
                       trial_claim *out, kt_error *err);
-/* Stores the result of a claimed trial; in the same transaction counts it in its job, offers it to
- * the best table and notifies channel ktune_trials with the job id. Returns 1, or 0 when the claim
+/* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once);
+ * in the same transaction counts it in its job (trials_done, and the charge added to the job's
+ * clock), offers it to the job's best and to the best table (job_store_offer_best,
+ * best_store_offer) and notifies channel ktune_trials with the job id (no listener yet: issue 11's
+ * /v1/best lookup cache will invalidate on it). Returns 1, or 0 when the claim
  * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). */
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *r, kt_error *err);
@@ -62,7 +67,8 @@ json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int 
 #define TRIAL_PAGE_MAX_BYTES (48 * 1024 * 1024)
 int trial_store_list_compact(PGconn *c, long long job_id, long long after, int limit, char **text,
                              kt_error *err);
-/* {"measured": n, "measure_seconds": s} over all finished trials (for /metrics). */
+/* {"measured": n, "measure_seconds": s} over all finished trials (for /metrics): s sums their
+ * charged_seconds. */
 json_t *trial_store_totals(PGconn *c, kt_error *err);
 
 #endif

@@ -23,9 +23,13 @@ typedef struct job_driver {
     int target_resolved;
     searcher *search;
     const runner_identity *me;
-    long long told;       /* trials told to the searcher: seqs 1..told */
-    double clock_seconds; /* charged seconds of the told trials */
-    config_id *batch;     /* the batch asked for and not yet told */
+    long long told; /* trials told to the searcher: seqs 1..told */
+    /* The job clock as of the told trials (seqs 1..told): the sum of their charged_seconds as
+     * stored (trial_store_load). The database owns the clock (jobs.clock_seconds: the same sum over
+     * every finished trial); the driver needs it as of the batch boundary it is at, which differs
+     * from the row while a resumed job replays trials past that boundary. */
+    double clock_seconds;
+    config_id *batch; /* the batch asked for and not yet told */
     int batch_n;
     int batch_inserted;
     int ended;

@@ -118,7 +118,7 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         m->trials_done++;
         pthread_mutex_lock(&m->w->lock);
         m->w->stats.trials_measured++;
-        m->w->stats.measure_seconds += (r.compile_ms + r.measure_ms) / 1000.0;
+        m->w->stats.measure_seconds += trial_cost_seconds(&r);
         pthread_mutex_unlock(&m->w->lock);
     }
     trial_result_release(&r);

@@ -1,9 +1,10 @@
-/* Unit tests of core/: the error table, the rng and trial status names. */
+/* Unit tests of core/: the error table, the rng, trial status names and the cost rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -70,6 +71,21 @@ static void trial_status_names_round_trip(void **state)
     assert_true(trial_status_is_final(TRIAL_COMPILE_ERROR));
 }
 
+static void trial_cost_is_compile_plus_measure_seconds(void **state)
+{
+    (void)state;
+    trial_result r;
+    trial_result_init(&r);
+    r.compile_ms = 1500;
+    r.measure_ms = 250;
+    assert_true(trial_cost_seconds(&r) == 1.75);
+    r.compile_ms = NAN; /* unknown (a NULL column) counts 0 */
+    assert_true(trial_cost_seconds(&r) == 0.25);
+    r.measure_ms = INFINITY;
+    assert_true(trial_cost_seconds(&r) == 0.0);
+    assert_true(trial_cost_seconds_of(100, 100) == 0.2);
+}
+
 static void fnv1a_matches_known_vectors(void **state)
 {
     (void)state;
@@ -90,6 +106,7 @@ int main(void)
         cmocka_unit_test(error_set_formats_and_prefixes),
         cmocka_unit_test(rng_is_deterministic_and_in_range),
         cmocka_unit_test(trial_status_names_round_trip),
+        cmocka_unit_test(trial_cost_is_compile_plus_measure_seconds),
         cmocka_unit_test(fnv1a_matches_known_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,101 @@
+/* api/job_view — see job_view.h. */
+#include "job_view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A double column as PostgreSQL wrote it into JSON, as jansson read it back: integral values below
+ * 1e15 have no decimal point (an integer), the rest are reals; NAN (SQL NULL) is null. */
+static json_t *pg_double(double v)
+{
+    if (!isfinite(v))
+        return json_null();
+    if (v == floor(v) && fabs(v) < 1e15)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
+static json_t *string_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *json_or_null(const json_t *v)
+{
+    return v ? json_deep_copy(v) : json_null();
+}
+
+/* How far the job is, 0..1: 1 once it succeeded, else the largest share of a budget or of the
+ * space used so far. */
+static double progress_fraction(const job_info *j)
+{
+    if (strcmp(j->status, "succeeded") == 0)
+        return 1.0;
+    double trials = (double)j->trials_done;
+    double of_evaluations = j->budget_evaluations > 0 ? trials / (double)j->budget_evaluations : 0;
+    double of_space = j->space_size != 0 ? fmin(trials / (double)j->space_size, 1.0) : 0;
+    double of_seconds = j->budget_seconds > 0 ? j->clock_seconds / j->budget_seconds : 0;
+    return fmin(1.0, fmax(of_evaluations, fmax(of_space, of_seconds)));
+}
+
+json_t *job_view_json(const job_info *j, kt_error *err)
+{
+    char self[64], trials[80];
+    snprintf(self, sizeof self, "/v1/jobs/%lld", j->id);
+    snprintf(trials, sizeof trials, "/v1/jobs/%lld/trials", j->id);
+    json_t *best = j->has_best ? json_pack("{s:o,s:o,s:I}", "time_ms", pg_double(j->best_time_ms),
+                                           "config", json_or_null(j->best_config), "trial_id",
+                                           (json_int_t)j->best_trial_id)
+                               : json_null();
+    json_t *out = json_pack(
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:I,"
+        "s:{s:o,s:o},s:{s:I,s:I,s:o,s:o},s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:s,s:s}}",
+        "id", (json_int_t)j->id, "status", j->status, "kernel", j->kernel, "device", j->device,
+        "device_class", j->device_class, "kernel_hash", j->kernel_hash, "problem",
+        json_or_null(j->problem), "strategy", j->strategy, "strategy_options",
+        json_or_null(j->options), "seed", (json_int_t)j->seed, "budget", "evaluations",
+        j->budget_evaluations > 0 ? json_integer((json_int_t)j->budget_evaluations) : json_null(),
+        "seconds", j->budget_seconds > 0 ? pg_double(j->budget_seconds) : json_null(), "progress",
+        "trials", (json_int_t)j->trials_done, "space_size", (json_int_t)j->space_size,
+        "clock_seconds", pg_double(j->clock_seconds), "fraction", pg_double(progress_fraction(j)),
+        "best", best, "stop_reason", string_or_null(j->stop_reason), "error",
+        json_or_null(j->error), "timings", "created_at", string_or_null(j->created_at),
+        "started_at", string_or_null(j->started_at), "finished_at", string_or_null(j->finished_at),
+        "elapsed_seconds",
+        /* PostgreSQL's EXTRACT gives numeric, always written with decimals: a real. */
+        isfinite(j->elapsed_seconds) ? json_real(j->elapsed_seconds) : json_null(), "links", "self",
+        self, "trials", trials);
+    if (!out)
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory building job %lld", j->id);
+    return out;
+}
+
+json_t *job_view_page_json(const job_page *p, kt_error *err)
+{
+    json_t *jobs = json_array(), *out = NULL;
+    if (!jobs)
+        goto out;
+    for (int i = 0; i < p->n; i++) {
+        json_t *one = job_view_json(&p->jobs[i], err);
+        if (!one || json_array_append_new(jobs, one) < 0)
+            goto out;
+    }
+    out = json_pack("{s:O,s:o}", "jobs", jobs, "next_before",
+                    p->next_before > 0 ? json_integer((json_int_t)p->next_before) : json_null());
+out:
+    if (!out)
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory building a page of jobs");
+    json_decref(jobs);
+    return out;
+}
+
+json_t *job_view_get(PGconn *c, long long id, kt_error *err)
+{
+    job_info j;
+    json_t *out = NULL;
+    if (job_store_get(c, id, &j, err) == 0)
+        out = job_view_json(&j, err);
+    job_info_release(&j);
+    return out;
+}

@@ -1,0 +1,118 @@
+/* Unit tests of api/job_view: a job_info row becomes the documented job JSON, with its links and
+ * the number types the replies have always had. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "api/job_view.h"
+
+static job_info queued_job(void)
+{
+    job_info j;
+    memset(&j, 0, sizeof j);
+    j.id = 42;
+    j.status = "queued";
+    j.kernel = "convolution";
+    j.device = j.device_class = "replay:convolution_milo-A4000";
+    j.kernel_hash = "abc";
+    j.strategy = "random";
+    j.problem = json_object();
+    j.options = json_object();
+    j.seed = 7;
+    j.budget_seconds = 30;
+    j.space_size = 4362;
+    j.clock_seconds = 12.5;
+    j.trials_done = 5;
+    j.created_at = "2024-01-01T00:00:00+00:00";
+    j.elapsed_seconds = NAN;
+    j.best_time_ms = NAN;
+    return j;
+}
+
+static void job_document_has_links_and_null_best(void **state)
+{
+    (void)state;
+    job_info j = queued_job();
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    json_t *links = json_object_get(doc, "links");
+    assert_string_equal(json_string_value(json_object_get(links, "self")), "/v1/jobs/42");
+    assert_string_equal(json_string_value(json_object_get(links, "trials")), "/v1/jobs/42/trials");
+    assert_true(json_is_null(json_object_get(doc, "best")));
+    assert_true(json_is_null(json_object_get(doc, "stop_reason")));
+    json_t *budget = json_object_get(doc, "budget");
+    assert_true(json_is_null(json_object_get(budget, "evaluations")));
+    /* 30.0 was written 30 by PostgreSQL: an integer; 12.5 a real. */
+    assert_true(json_is_integer(json_object_get(budget, "seconds")));
+    json_t *progress = json_object_get(doc, "progress");
+    assert_true(json_is_real(json_object_get(progress, "clock_seconds")));
+    assert_true(json_real_value(json_object_get(progress, "fraction")) == 12.5 / 30);
+    json_t *timings = json_object_get(doc, "timings");
+    assert_true(json_is_null(json_object_get(timings, "started_at")));
+    assert_true(json_is_null(json_object_get(timings, "elapsed_seconds")));
+    json_decref(doc);
+    json_decref(j.problem);
+    json_decref(j.options);
+}
+
+static void succeeded_job_is_whole_and_shows_best(void **state)
+{
+    (void)state;
+    job_info j = queued_job();
+    j.status = "succeeded";
+    j.has_best = 1;
+    j.best_time_ms = 3.25;
+    j.best_trial_id = 9;
+    j.best_config = json_pack("{s:i}", "block_size_x", 32);
+    j.elapsed_seconds = 2.0;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    json_t *fraction = json_object_get(json_object_get(doc, "progress"), "fraction");
+    assert_true(json_is_integer(fraction) && json_integer_value(fraction) == 1);
+    json_t *best = json_object_get(doc, "best");
+    assert_int_equal(json_integer_value(json_object_get(best, "trial_id")), 9);
+    assert_true(json_real_value(json_object_get(best, "time_ms")) == 3.25);
+    assert_true(json_is_real(json_object_get(json_object_get(doc, "timings"), "elapsed_seconds")));
+    json_decref(doc);
+    json_decref(j.problem);
+    json_decref(j.options);
+    json_decref(j.best_config);
+}
+
+static void page_says_where_the_next_begins(void **state)
+{
+    (void)state;
+    job_info j = queued_job();
+    job_page p = {.jobs = &j, .n = 1, .next_before = 0};
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *doc = job_view_page_json(&p, &err);
+    assert_non_null(doc);
+    assert_int_equal(json_array_size(json_object_get(doc, "jobs")), 1);
+    assert_true(json_is_null(json_object_get(doc, "next_before")));
+    json_decref(doc);
+    p.next_before = 42;
+    doc = job_view_page_json(&p, &err);
+    assert_int_equal(json_integer_value(json_object_get(doc, "next_before")), 42);
+    json_decref(doc);
+    json_decref(j.problem);
+    json_decref(j.options);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(job_document_has_links_and_null_best),
+        cmocka_unit_test(succeeded_job_is_whole_and_shows_best),
+        cmocka_unit_test(page_says_where_the_next_begins),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
