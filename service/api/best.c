@@ -74,7 +74,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     const char *kernel = http_query(req, "kernel");
     const char *device = http_query(req, "device");
     problem_collect pc = {json_object(), 0};
-    tune_target target;
+    target target;
     int resolved = 0;
     json_t *best = NULL;
     PGconn *c = NULL;
@@ -91,20 +91,20 @@ void api_best_get(void *app, const http_request *req, http_response *res)
                      BEST_MAX_PROBLEM_ARGS);
         goto fail;
     }
-    if (catalog_resolve(svc->cat, kernel, device, pc.problem, &target, &err) < 0)
+    /* The key only: a lookup never builds the space (a cpu kernel's costs milliseconds). */
+    if (catalog_resolve_key(svc->cat, kernel, device, pc.problem, &target, &err) < 0)
         goto fail;
     resolved = 1;
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    best = best_store_get_json(c, target.kernel, target.device_class, target.kernel_hash,
-                               target.problem_key, &err);
+    best = best_store_get_json(c, &target.key, &err);
     if (!best) {
         if (err.code == KT_ERR_NO_BEST)
             kt_error_hint(&err,
                           "tune it first: POST /v1/tune {\"kernel\": \"%s\", \"device\": \"%s\", "
                           "\"problem\": %s}",
-                          target.kernel, target.device, target.problem_key);
+                          target.key.kernel, target.key.device, target.key.problem_key);
         goto fail;
     }
     http_reply_json(res, 200, json_incref(best));
@@ -114,7 +114,7 @@ fail:
 out:
     api_db_release(svc, c);
     if (resolved)
-        tune_target_release(&target);
+        target_release(&target);
     json_decref(best);
     json_decref(pc.problem);
 }

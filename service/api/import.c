@@ -129,13 +129,11 @@ static int check_trials(const space *sp, const json_t *trials, json_t *out, kt_e
     return 0;
 }
 
-/* The append form: {"job", "trials"}; the target is the job's. */
+/* The append form: {"job", "trials"}; the target is the one stored with the job, reopened. */
 static int resolve_job_target(service *svc, PGconn *c, const json_t *body, long long *id,
-                              tune_target *target, kt_error *err)
+                              target *target, kt_error *err)
 {
     static const char *const fields[] = {"job", "trials", NULL};
-    char kernel[API_MAX_NAME + 1], device[API_MAX_NAME + 1];
-    json_t *problem = NULL;
     if (api_check_fields(body, fields, "an import that adds to a job", err) < 0)
         return -1;
     json_t *jv = json_object_get(body, "job");
@@ -144,37 +142,30 @@ static int resolve_job_target(service *svc, PGconn *c, const json_t *body, long 
     if (json_integer_value(jv) <= 0)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'job' must be a positive job id");
     *id = json_integer_value(jv);
-    if (job_store_target(c, *id, kernel, sizeof kernel, device, sizeof device, &problem, err) < 0)
-        return -1;
     /* A tuning job is refused before its trials are judged (the store checks again, locked). */
     job_info job;
     int rc = -1;
     if (job_store_get(c, *id, &job, err) < 0)
-        goto done;
-    const char *strategy = job.strategy;
-    if (strcmp(strategy, "import") != 0) {
+        return -1;
+    if (strcmp(job.strategy, "import") != 0) {
         kt_error_set(err, KT_ERR_CONFLICT,
                      "job %lld is a tuning job (strategy %s); trials can only be added to an "
                      "import job",
-                     *id, strategy);
+                     *id, job.strategy);
         goto done;
     }
-    if (catalog_resolve(svc->cat, kernel, device, problem, target, err) < 0)
-        goto done;
-    /* The kernel's source (or dataset) changed since the job was made: its space is another. */
-    const char *hash = job.kernel_hash;
-    if (target->kernel_hash && strcmp(hash, target->kernel_hash) != 0) {
-        kt_error_set(err, KT_ERR_CONFLICT,
-                     "job %lld was imported for kernel source %s; %s is now %s", *id, hash, kernel,
-                     target->kernel_hash);
-        kt_error_hint(err, "import these trials as a new job (without \"job\")");
-        tune_target_release(target);
+    if (catalog_reopen(svc->cat, &job.target.key, job.target.problem, target, err) < 0) {
+        /* The kernel's source (or dataset) changed since the job was made: its space is another. */
+        if (err->code == KT_ERR_CONFLICT)
+            kt_error_hint(err,
+                          "job %lld was imported for kernel source %s; import these trials as "
+                          "a new job (without \"job\")",
+                          *id, job.target.key.kernel_hash);
         goto done;
     }
     rc = 0;
 done:
     job_info_release(&job);
-    json_decref(problem);
     return rc;
 }
 
@@ -185,7 +176,7 @@ void api_import(void *app, const http_request *req, http_response *res)
     kt_error err;
     kt_error_clear(&err);
     json_t *body = NULL, *rows = json_array(), *job = NULL;
-    tune_target target;
+    target target;
     int resolved = 0;
     PGconn *c = NULL;
     long long id = 0;
@@ -221,12 +212,8 @@ void api_import(void *app, const http_request *req, http_response *res)
     if (check_trials(target.sp, json_object_get(body, "trials"), rows, &err) < 0)
         goto fail;
     import_target t = {
-        .kernel = target.kernel,
-        .device = target.device,
-        .device_class = target.device_class,
-        .kernel_hash = target.kernel_hash,
+        .key = target.key,
         .problem = target.problem,
-        .problem_key = target.problem_key,
         .source = source,
         .space_size = space_count(target.sp),
     };
@@ -246,7 +233,7 @@ fail:
 out:
     api_db_release(svc, c);
     if (resolved)
-        tune_target_release(&target);
+        target_release(&target);
     json_decref(job);
     json_decref(rows);
     json_decref(body);

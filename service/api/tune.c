@@ -18,7 +18,7 @@ void api_tune(void *app, const http_request *req, http_response *res)
     kt_error err;
     kt_error_clear(&err);
     json_t *body = NULL, *job = NULL, *empty = json_object();
-    tune_target target;
+    target target;
     int resolved = 0;
     searcher *probe = NULL;
     PGconn *c = NULL;
@@ -42,12 +42,8 @@ void api_tune(void *app, const http_request *req, http_response *res)
         goto fail;
     }
     job_spec spec = {
-        .kernel = target.kernel,
-        .device = target.device,
-        .device_class = target.device_class,
-        .kernel_hash = target.kernel_hash,
+        .key = target.key,
         .problem = target.problem,
-        .problem_key = target.problem_key,
         .strategy = t.strategy,
         .options = t.options ? t.options : empty,
         .seed = t.seed,
@@ -79,7 +75,7 @@ out:
     api_db_release(svc, c);
     searcher_free(probe);
     if (resolved)
-        tune_target_release(&target);
+        target_release(&target);
     json_decref(job);
     json_decref(body);
     json_decref(empty);

@@ -20,6 +20,7 @@
 #include "catalog_device.h"
 #include "dataset.h"
 #include "kernel_spec.h"
+#include "target.h"
 
 typedef struct catalog catalog;
 
@@ -47,19 +48,6 @@ typedef struct catalog_real_options {
                          * time is given up on (status timeout), see runner PROTOCOL.md */
 } catalog_real_options;
 
-/* A resolved tuning target; fields borrowed from the catalog except problem, problem_key and, when
- * owns_space is set (cpu and cuda targets: one space per problem), sp. */
-typedef struct tune_target {
-    const char *kernel;       /* "convolution" */
-    const char *device;       /* "replay:convolution_milo-A4000" */
-    const char *device_class; /* the device model results are keyed by */
-    const char *kernel_hash;  /* hash of the kernel's source or dataset, part of the best key */
-    json_t *problem;          /* canonical problem object (all arguments, defaults filled), owned */
-    char *problem_key;        /* canonical compact JSON of problem (sorted keys), owned */
-    const space *sp;          /* the space to search */
-    int owns_space;           /* 1: sp is freed by tune_target_release */
-} tune_target;
-
 /* Scans the dataset folders; a dataset that cannot be read, parsed or validated is skipped with a
  * warning in the log, a missing folder is an error (KT_ERR_CONFIG). */
 catalog *catalog_new(const catalog_options *opt, kt_error *err);
@@ -77,13 +65,25 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
 int catalog_real_check(const catalog_real_options *real, kt_error *err);
 void catalog_free(catalog *c);
 
-/* Validates kernel, device and problem (problem may be NULL: all defaults). Errors:
- * KT_ERR_UNKNOWN_DEVICE (hint lists devices), KT_ERR_UNKNOWN_KERNEL (hint lists the kernels of that
- * device), KT_ERR_BAD_PROBLEM (names the argument and what is accepted). On success fills out;
- * release it with tune_target_release. */
+/* Validates kernel, device and problem (problem may be NULL: all defaults) and fills out with the
+ * target: key, canonical problem and space (catalog/target.h). Errors: KT_ERR_UNKNOWN_DEVICE (hint
+ * lists devices), KT_ERR_UNKNOWN_KERNEL (hint lists the kernels of that device), KT_ERR_BAD_PROBLEM
+ * (names the argument and what is accepted), and for cpu / cuda whatever building the space
+ * reports. On success the caller releases out with target_release. */
 int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
-                    tune_target *out, kt_error *err);
-void tune_target_release(tune_target *t);
+                    target *out, kt_error *err);
+/* The same validation and key, without the space (out->sp is NULL): for lookups by key
+ * (GET /v1/best), which must not pay for enumerating a space. Same errors, except the space's. */
+int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
+                        const json_t *problem, target *out, kt_error *err);
+/* Opens a target stored earlier (a job's, resolved when the job was made): resolves the stored
+ * kernel and device with the stored problem, space included, and checks that the catalog still
+ * gives the same key. Errors: those of catalog_resolve; KT_ERR_CONFLICT when the kernel's source
+ * (or dataset) changed since (kernel_hash differs); KT_ERR_UNKNOWN_DEVICE when the device is now of
+ * another class (results would be keyed under the wrong one); KT_ERR_BAD_PROBLEM when the problem
+ * no longer has the same canonical form. */
+int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
+                   kt_error *err);
 
 /* GET /v1/devices:
  * [{"name","kind","class","available","reason"?,"description":{...},"kernels":[...]}] */

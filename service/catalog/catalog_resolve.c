@@ -1,6 +1,7 @@
 /* catalog/catalog_resolve — turns a request's (kernel, device, problem) into a tuning target: a
  * replay device's recorded problem and space, or a real device's kernel spec with the problem
- * validated and the space built for it; every error names what is accepted. */
+ * validated and (unless only the key is wanted) the space built for it; every error names what is
+ * accepted. */
 #include "catalog_impl.h"
 
 #include <stdio.h>
@@ -94,13 +95,15 @@ static void real_kernel_list(const catalog *c, const catalog_device *d, char *bu
         snprintf(buf, cap, "no kernels");
 }
 
+/* with_space 0: the key and problem only (a lookup); the space is what costs (enumeration). */
 static int resolve_real(const catalog *c, const catalog_device *d, const char *kernel,
-                        const json_t *problem, tune_target *out, kt_error *err)
+                        const json_t *problem, int with_space, target *out, kt_error *err)
 {
     char list[KT_ERROR_HINT_MAX - 64];
     kspec_problem p;
     json_t *canon = NULL;
     space *sp = NULL;
+    char *problem_key = NULL;
     int rc = -1;
     const kernel_spec *k = catalog_find_kernel(c, kernel);
 
@@ -121,36 +124,31 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     if (kernel_spec_problem(k, problem, &p, err) < 0)
         goto out;
     if (!(canon = kernel_spec_problem_json(k, &p)) ||
-        !(out->problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS))) {
+        !(problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    if (!(sp = kernel_spec_space(k, d->kind, &p, &d->limits, err))) {
+    if (with_space && !(sp = kernel_spec_space(k, d->kind, &p, &d->limits, err))) {
         kt_error_prefix(err, "kernel %s on %s", k->name, d->name);
         goto out;
     }
-    out->kernel = k->name;
-    out->device = d->name;
-    out->device_class = d->klass;
-    out->kernel_hash = k->variants[d->kind].hash;
+    out->key = (target_key){k->name, d->name, d->klass, k->variants[d->kind].hash, problem_key};
     out->problem = canon;
     out->sp = sp;
-    out->owns_space = 1;
+    out->owns_space = sp != NULL;
+    problem_key = NULL;
     canon = NULL;
     sp = NULL;
     rc = 0;
 out:
     json_decref(canon);
     space_free(sp);
-    if (rc < 0) {
-        free(out->problem_key);
-        memset(out, 0, sizeof *out);
-    }
+    free(problem_key);
     return rc;
 }
 
-int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
-                    tune_target *out, kt_error *err)
+static int resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
+                   int with_space, target *out, kt_error *err)
 {
     char hint[KT_ERROR_HINT_MAX];
     json_t *canon = NULL;
@@ -158,9 +156,10 @@ int catalog_resolve(const catalog *c, const char *kernel, const char *device, co
     const replay_dataset *ds = catalog_find_replay(c, device);
     const catalog_device *rd = ds ? NULL : catalog_find_real(c, device);
 
+    char *problem_key = NULL;
     memset(out, 0, sizeof *out);
     if (rd)
-        return resolve_real(c, rd, kernel, problem, out, err);
+        return resolve_real(c, rd, kernel, problem, with_space, out, err);
     const char *why = ds ? NULL : catalog_real_unavailable(c, device);
     if (why) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
@@ -188,30 +187,63 @@ int catalog_resolve(const catalog *c, const char *kernel, const char *device, co
     }
     if (check_problem(ds, problem, canon, err) < 0)
         goto out;
-    out->problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!out->problem_key) {
+    problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!problem_key) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    out->kernel = ds->kernel;
-    out->device = ds->device;
-    out->device_class = ds->device;
-    out->kernel_hash = ds->kernel_hash;
-    out->sp = ds->sp;
+    /* A replay device is its own class: results recorded on one GPU are keyed by that dataset. */
+    out->key = (target_key){ds->kernel, ds->device, ds->device, ds->kernel_hash, problem_key};
+    out->sp = with_space ? ds->sp : NULL; /* borrowed either way: nothing to build */
     out->problem = canon;
     canon = NULL;
+    problem_key = NULL;
     rc = 0;
 out:
     json_decref(canon);
+    free(problem_key);
     return rc;
 }
 
-void tune_target_release(tune_target *t)
+int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
+                    target *out, kt_error *err)
+{
+    return resolve(c, kernel, device, problem, 1, out, err);
+}
+
+int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
+                        const json_t *problem, target *out, kt_error *err)
+{
+    return resolve(c, kernel, device, problem, 0, out, err);
+}
+
+int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
+                   kt_error *err)
+{
+    if (catalog_resolve(c, stored->kernel, stored->device, problem, out, err) < 0)
+        return -1;
+    const target_key *now = &out->key;
+    if (strcmp(now->kernel_hash, stored->kernel_hash) != 0)
+        kt_error_set(err, KT_ERR_CONFLICT, "kernel %s on %s changed (source hash %s, now %s)",
+                     stored->kernel, stored->device, stored->kernel_hash, now->kernel_hash);
+    else if (strcmp(now->device_class, stored->device_class) != 0)
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is now a %.200s, not a %.200s",
+                     stored->device, now->device_class, stored->device_class);
+    else if (strcmp(now->problem_key, stored->problem_key) != 0)
+        kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem %.200s of kernel %s now reads %.200s",
+                     stored->problem_key, stored->kernel, now->problem_key);
+    else
+        return 0;
+    target_release(out);
+    return -1;
+}
+
+void target_release(target *t)
 {
     if (!t)
         return;
     json_decref(t->problem);
-    free(t->problem_key);
+    free((char *)t->key.problem_key); /* the one string of the key the target owns */
     if (t->owns_space)
         space_free((space *)t->sp);
     memset(t, 0, sizeof *t);

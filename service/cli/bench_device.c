@@ -622,7 +622,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     const char *kdirs[BENCH_DEVICE_MAX_KERNEL_DIRS];
     int nk = 0, n_cp = 0, done = 0, checkpoints[4];
     catalog *cat = NULL;
-    tune_target t;
+    target t;
     backend *b = NULL;
     bench_mcache *mc = NULL;
     bench_device_run_state *runs = NULL;
@@ -660,16 +660,16 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         !(cat = catalog_new_real(&copt, &real, devs, n_devs, err)) ||
         catalog_resolve(cat, opt->kernel, opt->device, problem, &t, err) < 0)
         goto out;
-    const kernel_spec *ks = catalog_find_kernel(cat, t.kernel);
+    const kernel_spec *ks = catalog_find_kernel(cat, t.key.kernel);
     if (!ks || kernel_spec_problem(ks, t.problem, &kp, err) < 0) {
         if (!ks)
-            kt_error_set(err, KT_ERR_INTERNAL, "kernel %s has no spec", t.kernel);
+            kt_error_set(err, KT_ERR_INTERNAL, "kernel %s has no spec", t.key.kernel);
         goto out;
     }
     const catalog_real_options *mo = catalog_measure_options(cat);
-    identity =
-        json_pack("{s:s, s:s, s:s, s:s, s:O}", "kernel", t.kernel, "kernel_hash", t.kernel_hash,
-                  "device", t.device, "device_class", t.device_class, "problem", t.problem);
+    identity = json_pack("{s:s, s:s, s:s, s:s, s:O}", "kernel", t.key.kernel, "kernel_hash",
+                         t.key.kernel_hash, "device", t.key.device, "device_class",
+                         t.key.device_class, "problem", t.problem);
     measure = json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "min_repeats", mo->min_repeats,
                         "max_repeats", mo->max_repeats, "min_seconds", mo->min_seconds,
                         "max_seconds", mo->max_seconds, "compile_timeout_s", mo->compile_timeout_s,
@@ -679,7 +679,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         goto out;
     }
     if (!(mc = bench_mcache_open(opt->measure_cache, t.sp, identity, measure, err)) ||
-        !(b = backend_open(cat, t.device, err)))
+        !(b = backend_open(cat, t.key.device, err)))
         goto out;
     for (size_t k = 0; k < sizeof cp_list / sizeof cp_list[0]; k++) {
         if (cp_list[k] <= opt->budget)
@@ -701,8 +701,9 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         fprintf(progress,
                 "ktune bench: %s on %s (%s), %llu configurations; %lld measurements loaded from "
                 "%s\n",
-                t.kernel, t.device, t.device_class, (unsigned long long)space_count(t.sp),
-                st.loaded, opt->measure_cache ? opt->measure_cache : "(no cache file)");
+                t.key.kernel, t.key.device, t.key.device_class,
+                (unsigned long long)space_count(t.sp), st.loaded,
+                opt->measure_cache ? opt->measure_cache : "(no cache file)");
         fflush(progress);
     }
     runs = calloc((size_t)opt->n_strategies * (size_t)opt->seeds, sizeof *runs);
@@ -725,16 +726,17 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     for (int k = 0; cps && k < n_cp; k++)
         json_array_append_new(cps, json_integer(checkpoints[k]));
     bench_mcache_stats st = bench_mcache_get_stats(mc);
-    res = json_pack(
-        "{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:o*, s:s, s:O, "
-        "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O*}",
-        "kernel", t.kernel, "device", t.device, "device_class", t.device_class, "kernel_hash",
-        t.kernel_hash, "problem", t.problem, "space_size", (json_int_t)space_count(t.sp), "flops",
-        kp.flops, "budget", opt->budget, "seeds", opt->seeds, "batch", opt->batch, "checkpoints",
-        cps, "reference_strategy", bench_device_reference(opt), "measure", measure, "measure_cache",
-        "file", opt->measure_cache, "loaded", (json_int_t)st.loaded, "skipped",
-        (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured", (json_int_t)st.stored,
-        "wall_s", bench_device_now_s() - ctx.t0, "strategies", strategies);
+    res = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:o*, s:s, s:O, "
+                    "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O*}",
+                    "kernel", t.key.kernel, "device", t.key.device, "device_class",
+                    t.key.device_class, "kernel_hash", t.key.kernel_hash, "problem", t.problem,
+                    "space_size", (json_int_t)space_count(t.sp), "flops", kp.flops, "budget",
+                    opt->budget, "seeds", opt->seeds, "batch", opt->batch, "checkpoints", cps,
+                    "reference_strategy", bench_device_reference(opt), "measure", measure,
+                    "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded,
+                    "skipped", (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured",
+                    (json_int_t)st.stored, "wall_s", bench_device_now_s() - ctx.t0, "strategies",
+                    strategies);
     if (!res || !strategies) {
         json_decref(res);
         res = NULL;
@@ -746,7 +748,7 @@ out:
     free(runs);
     backend_close(b);
     bench_mcache_free(mc);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(cat);
     json_decref(problem);
     json_decref(identity);

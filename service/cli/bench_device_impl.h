@@ -16,7 +16,7 @@
 #include "bench_mcache.h"
 
 typedef struct bench_device_ctx {
-    const tune_target *target;
+    const target *target;
     backend *backend;
     bench_mcache *cache;
     int budget, batch, progress_every;

@@ -9,8 +9,7 @@
 typedef struct backend_ops {
     const char *kind;
     void *(*open)(const catalog *c, const char *device, kt_error *err);
-    int (*measure)(void *impl, const tune_target *t, config_id id, trial_result *out,
-                   kt_error *err);
+    int (*measure)(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
     void (*close)(void *impl);
 } backend_ops;
 
@@ -97,8 +96,7 @@ out:
     return b;
 }
 
-int backend_measure(backend *b, const tune_target *t, config_id id, trial_result *out,
-                    kt_error *err)
+int backend_measure(backend *b, const target *t, config_id id, trial_result *out, kt_error *err)
 {
     if (!b || !out) {
         if (out)

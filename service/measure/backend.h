@@ -24,8 +24,7 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err);
  * job's clock. For replay these are the costs recorded on the dataset's GPU (compile_time, and
  * verification_time + benchmark_time), so a budget in seconds means what it would have meant there;
  * with catalog_options.replay_speed > 0 the call also sleeps speed x that time (at most 10 s). */
-int backend_measure(backend *b, const tune_target *t, config_id id, trial_result *out,
-                    kt_error *err);
+int backend_measure(backend *b, const target *t, config_id id, trial_result *out, kt_error *err);
 void backend_close(backend *b);
 
 #endif

@@ -10,13 +10,12 @@
 
 /* Replay backend (replay.c). */
 void *replay_open(const catalog *c, const char *device, kt_error *err);
-int replay_measure(void *impl, const tune_target *t, config_id id, trial_result *out,
-                   kt_error *err);
+int replay_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
 void replay_close(void *impl);
 
 /* Real backend for cpu and cuda:N (real_backend.c). */
 void *real_open(const catalog *c, const char *device, kt_error *err);
-int real_measure(void *impl, const tune_target *t, config_id id, trial_result *out, kt_error *err);
+int real_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
 void real_close(void *impl);
 
 #endif

@@ -78,10 +78,10 @@ void real_close(void *impl)
 }
 
 /* The remembered entry of a target, created (evicting the oldest) when absent. */
-static seen_target *seen_for(real_backend *b, const tune_target *t)
+static seen_target *seen_for(real_backend *b, const target *t)
 {
     char key[1024];
-    snprintf(key, sizeof key, "%s|%s|%s", t->kernel, t->kernel_hash, t->problem_key);
+    snprintf(key, sizeof key, "%s|%s|%s", t->key.kernel, t->key.kernel_hash, t->key.problem_key);
     for (int i = 0; i < REAL_SEEN_TARGETS; i++) {
         if (b->seen[i].key && strcmp(b->seen[i].key, key) == 0)
             return &b->seen[i];
@@ -116,7 +116,7 @@ static json_t *number_json(double v)
 
 /* The measure request (without "id"). A launch geometry that cannot be computed makes the trial
  * invalid: *invalid_reason is then filled and NULL returned with err clear. */
-static json_t *build_request(const real_backend *b, const kernel_spec *k, const tune_target *t,
+static json_t *build_request(const real_backend *b, const kernel_spec *k, const target *t,
                              config_id id, const kspec_problem *p, char *invalid_reason, size_t cap,
                              kt_error *err)
 {
@@ -243,7 +243,7 @@ static int map_reply(real_backend *b, json_t *reply, trial_result *out, kt_error
     return 0;
 }
 
-int real_measure(void *impl, const tune_target *t, config_id id, trial_result *out, kt_error *err)
+int real_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err)
 {
     real_backend *b = impl;
     const kernel_spec *k = NULL;
@@ -254,15 +254,15 @@ int real_measure(void *impl, const tune_target *t, config_id id, trial_result *o
     int rc = -1;
 
     trial_result_init(out);
-    if (!t || !t->device || strcmp(t->device, b->dev->name) != 0 || !t->sp) {
+    if (!t || !t->key.device || strcmp(t->key.device, b->dev->name) != 0 || !t->sp) {
         kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s", b->dev->name);
         goto out;
     }
-    k = catalog_find_kernel(b->cat, t->kernel);
+    k = catalog_find_kernel(b->cat, t->key.kernel);
     if (!k || !k->variants[b->dev->kind].present ||
         space_num_params(t->sp) != k->variants[b->dev->kind].n_params) {
         kt_error_set(err, KT_ERR_INTERNAL, "kernel %s is not offered on %s",
-                     t->kernel ? t->kernel : "", b->dev->name);
+                     t->key.kernel ? t->key.kernel : "", b->dev->name);
         goto out;
     }
     if (id >= space_count(t->sp)) {

@@ -56,7 +56,7 @@ static json_t *recorded_time_json(const replay_record *r)
     }
 }
 
-int replay_measure(void *impl, const tune_target *t, config_id id, trial_result *out, kt_error *err)
+int replay_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err)
 {
     replay_backend *b = impl;
     const replay_dataset *ds = b->ds;

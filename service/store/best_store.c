@@ -13,28 +13,26 @@
 best_offer best_offer_of_job_row(const PGresult *r, int row)
 {
     return (best_offer){
-        .kernel = PQgetvalue(r, row, 0),
-        .device_class = PQgetvalue(r, row, 1),
-        .kernel_hash = PQgetvalue(r, row, 2),
-        .problem_key = PQgetvalue(r, row, 3),
+        .key =
+            {
+                .kernel = PQgetvalue(r, row, 0),
+                .device_class = PQgetvalue(r, row, 1),
+                .kernel_hash = PQgetvalue(r, row, 2),
+                .problem_key = PQgetvalue(r, row, 3),
+                .device = PQgetvalue(r, row, 5),
+            },
         .problem_json = PQgetvalue(r, row, 4),
-        .device = PQgetvalue(r, row, 5),
     };
 }
 
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
 {
     store_num t, j, tr;
-    const char *p[] = {o->kernel,
-                       o->device_class,
-                       o->kernel_hash,
-                       o->problem_key,
-                       o->problem_json,
-                       o->device,
-                       o->config_json,
-                       store_double(&t, o->time_ms),
-                       store_ll(&j, o->job_id),
-                       store_ll(&tr, o->trial_id)};
+    const char *p[] = {o->key.kernel,           o->key.device_class,
+                       o->key.kernel_hash,      o->key.problem_key,
+                       o->problem_json,         o->key.device,
+                       o->config_json,          store_double(&t, o->time_ms),
+                       store_ll(&j, o->job_id), store_ll(&tr, o->trial_id)};
     return db_run(
         c,
         "INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,"
@@ -46,10 +44,9 @@ int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
         10, p, err);
 }
 
-json_t *best_store_get_json(PGconn *c, const char *kernel, const char *device_class,
-                            const char *kernel_hash, const char *problem_key, kt_error *err)
+json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err)
 {
-    const char *p[] = {kernel, device_class, kernel_hash, problem_key};
+    const char *p[] = {key->kernel, key->device_class, key->kernel_hash, key->problem_key};
     json_t *out =
         store_query_json(c,
                          "SELECT " BEST_JSON_SQL " FROM best b WHERE b.kernel = $1"
@@ -58,7 +55,7 @@ json_t *best_store_get_json(PGconn *c, const char *kernel, const char *device_cl
     if (!out && err && err->code == KT_ERR_NOT_FOUND)
         kt_error_set(err, KT_ERR_NO_BEST,
                      "no configuration of kernel %s is known for device class %s and problem %s",
-                     kernel, device_class, problem_key);
+                     key->kernel, key->device_class, key->problem_key);
     return out;
 }
 

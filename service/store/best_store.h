@@ -8,10 +8,11 @@
 #include <libpq-fe.h>
 
 #include "../core/error.h"
+#include "../core/target_key.h"
 
 typedef struct best_offer {
-    const char *kernel, *device_class, *kernel_hash, *problem_key;
-    const char *problem_json, *device, *config_json;
+    target_key key; /* the best table's key is (kernel, device_class, kernel_hash, problem_key) */
+    const char *problem_json, *config_json;
     double time_ms;
     long long job_id, trial_id;
 } best_offer;
@@ -19,7 +20,7 @@ typedef struct best_offer {
 /* The columns a statement returns, in this order, for best_offer_of_job_row. */
 #define BEST_JOB_KEY_COLUMNS "kernel, device_class, kernel_hash, problem_key, problem, device"
 
-/* An offer keyed by a job's row: o's kernel .. device point into r's row (columns 0-5 as
+/* An offer keyed by a job's row: o's key and problem_json point into r's row (columns 0-5 as
  * BEST_JOB_KEY_COLUMNS, owned by r); the caller sets config_json, time_ms, job_id and trial_id. */
 best_offer best_offer_of_job_row(const PGresult *r, int row);
 
@@ -28,8 +29,7 @@ best_offer best_offer_of_job_row(const PGresult *r, int row);
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 /* {"kernel","device","device_class","kernel_hash","problem","config","time_ms","job_id","trial_id",
  * "measured_at"}; KT_ERR_NO_BEST when nothing is known. */
-json_t *best_store_get_json(PGconn *c, const char *kernel, const char *device_class,
-                            const char *kernel_hash, const char *problem_key, kt_error *err);
+json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err);
 /* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
                              kt_error *err);

@@ -17,12 +17,12 @@ static int create_job(PGconn *c, const import_target *t, long long n, long long 
     json_t *opts = json_pack("{s:s}", "source", t->source ? t->source : "import");
     char *problem = store_json_text(t->problem);
     char *options = store_json_text(opts);
-    const char *p[] = {t->kernel,
-                       t->device,
-                       t->device_class,
-                       t->kernel_hash,
+    const char *p[] = {t->key.kernel,
+                       t->key.device,
+                       t->key.device_class,
+                       t->key.kernel_hash,
                        problem ? problem : "{}",
-                       t->problem_key,
+                       t->key.problem_key,
                        options,
                        store_ll(&evals, n > 0 ? n : 1),
                        store_ll(&size, (long long)t->space_size)};

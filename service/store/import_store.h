@@ -16,13 +16,13 @@
 #include <stdint.h>
 
 #include "../core/error.h"
+#include "../core/target_key.h"
 
 /* Where a new import job belongs (ignored when appending). */
 typedef struct import_target {
-    const char *kernel, *device, *device_class, *kernel_hash;
-    const json_t *problem;
-    const char *problem_key;
-    const char *source; /* "kerneltuner", "t4", ... recorded as strategy_options.source */
+    target_key key;        /* as catalog_resolve gave it (borrowed) */
+    const json_t *problem; /* the canonical problem */
+    const char *source;    /* "kerneltuner", "t4", ... recorded as strategy_options.source */
     uint64_t space_size;
 } import_target;
 

@@ -10,16 +10,40 @@
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
 #define JOB_INFO_COLUMNS                                                                           \
-    "j.id, j.status, j.kernel, j.device, j.device_class, j.kernel_hash, j.problem, j.strategy,"    \
-    " j.strategy_options, j.seed, j.budget_evaluations, j.budget_seconds, j.trials_done,"          \
-    " j.space_size, j.clock_seconds, j.best_trial_id, j.best_time_ms, j.best_config,"              \
-    " j.stop_reason, j.error, to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"     \
-    " to_json(j.finished_at) #>> '{}',"                                                            \
-    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
+    "j.id, j.status, " JOB_TARGET_COLUMNS(                                                         \
+        "j.") ", j.strategy, j.strategy_options, j.seed,"                                          \
+              " j.budget_evaluations, j.budget_seconds, j.trials_done,"                            \
+              " j.space_size, j.clock_seconds, j.best_trial_id, j.best_time_ms, j.best_config,"    \
+              " j.stop_reason, j.error, to_json(j.created_at) #>> '{}', to_json(j.started_at) "    \
+              "#>> '{}',"                                                                          \
+              " to_json(j.finished_at) #>> '{}',"                                                  \
+              " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
 
 static char *dup_value(const PGresult *r, int row, int col)
 {
     return strdup(PQgetvalue(r, row, col));
+}
+
+/* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
+#define JOB_TARGET_COLUMNS(prefix)                                                                 \
+    prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
+           "problem_key, " prefix "problem"
+
+/* Fills t from the JOB_TARGET_COLUMNS starting at column col; -1 when out of memory. */
+static int job_target_of_row(const PGresult *r, int row, int col, job_target *t)
+{
+    t->key = (target_key){
+        .kernel = dup_value(r, row, col),
+        .device = dup_value(r, row, col + 1),
+        .device_class = dup_value(r, row, col + 2),
+        .kernel_hash = dup_value(r, row, col + 3),
+        .problem_key = dup_value(r, row, col + 4),
+    };
+    t->problem = store_get_json(r, row, col + 5);
+    return t->key.kernel && t->key.device && t->key.device_class && t->key.kernel_hash &&
+                   t->key.problem_key && t->problem
+               ? 0
+               : -1;
 }
 
 static char *dup_or_null(const PGresult *r, int row, int col)
@@ -33,32 +57,27 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     memset(j, 0, sizeof *j);
     j->id = store_get_ll(r, row, 0);
     j->status = dup_value(r, row, 1);
-    j->kernel = dup_value(r, row, 2);
-    j->device = dup_value(r, row, 3);
-    j->device_class = dup_value(r, row, 4);
-    j->kernel_hash = dup_value(r, row, 5);
-    j->problem = store_get_json(r, row, 6);
-    j->strategy = dup_value(r, row, 7);
-    j->options = store_get_json(r, row, 8);
-    j->seed = store_get_ll(r, row, 9);
-    j->budget_evaluations = store_get_ll(r, row, 10);
-    j->budget_seconds = PQgetisnull(r, row, 11) ? 0 : store_get_double(r, row, 11);
-    j->trials_done = store_get_ll(r, row, 12);
-    j->space_size = store_get_ll(r, row, 13);
-    j->clock_seconds = store_get_double(r, row, 14);
-    j->has_best = !PQgetisnull(r, row, 16);
-    j->best_trial_id = store_get_ll(r, row, 15);
-    j->best_time_ms = store_get_double(r, row, 16);
-    j->best_config = store_get_json(r, row, 17);
-    j->stop_reason = dup_or_null(r, row, 18);
-    j->error = store_get_json(r, row, 19);
-    j->created_at = dup_or_null(r, row, 20);
-    j->started_at = dup_or_null(r, row, 21);
-    j->finished_at = dup_or_null(r, row, 22);
-    j->elapsed_seconds = store_get_double(r, row, 23);
+    int target_ok = job_target_of_row(r, row, 2, &j->target) == 0;
+    j->strategy = dup_value(r, row, 8);
+    j->options = store_get_json(r, row, 9);
+    j->seed = store_get_ll(r, row, 10);
+    j->budget_evaluations = store_get_ll(r, row, 11);
+    j->budget_seconds = PQgetisnull(r, row, 12) ? 0 : store_get_double(r, row, 12);
+    j->trials_done = store_get_ll(r, row, 13);
+    j->space_size = store_get_ll(r, row, 14);
+    j->clock_seconds = store_get_double(r, row, 15);
+    j->has_best = !PQgetisnull(r, row, 17);
+    j->best_trial_id = store_get_ll(r, row, 16);
+    j->best_time_ms = store_get_double(r, row, 17);
+    j->best_config = store_get_json(r, row, 18);
+    j->stop_reason = dup_or_null(r, row, 19);
+    j->error = store_get_json(r, row, 20);
+    j->created_at = dup_or_null(r, row, 21);
+    j->started_at = dup_or_null(r, row, 22);
+    j->finished_at = dup_or_null(r, row, 23);
+    j->elapsed_seconds = store_get_double(r, row, 24);
     int rc = 0;
-    if (!j->status || !j->kernel || !j->device || !j->device_class || !j->kernel_hash ||
-        !j->strategy || !j->problem || !j->options || !j->created_at) {
+    if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
         job_info_release(j);
     }
@@ -68,12 +87,8 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
 void job_info_release(job_info *j)
 {
     free(j->status);
-    free(j->kernel);
-    free(j->device);
-    free(j->device_class);
-    free(j->kernel_hash);
+    job_target_release(&j->target);
     free(j->strategy);
-    json_decref(j->problem);
     json_decref(j->options);
     json_decref(j->best_config);
     free(j->stop_reason);
@@ -91,12 +106,12 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
     char *problem = store_json_text(s->problem);
     char *options = store_json_text(s->options);
     const char *p[] = {
-        s->kernel,
-        s->device,
-        s->device_class,
-        s->kernel_hash,
+        s->key.kernel,
+        s->key.device,
+        s->key.device_class,
+        s->key.kernel_hash,
         problem,
-        s->problem_key,
+        s->key.problem_key,
         s->strategy,
         options ? options : "{}",
         store_ll(&seed, (long long)(s->seed & 0x7fffffffffffffffULL)),
@@ -257,9 +272,9 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         " runner_heartbeat = now(), started_at = COALESCE(j.started_at, now()),"
         " updated_at = now() FROM (SELECT id FROM jobs WHERE status = 'queued'"
         " OR (status = 'running' AND runner IS NULL) ORDER BY id LIMIT $4"
-        " FOR UPDATE SKIP LOCKED) pick WHERE j.id = pick.id RETURNING j.id, j.kernel,"
-        " j.device, j.kernel_hash, j.strategy, j.problem, j.strategy_options, j.seed,"
-        " j.budget_evaluations, j.budget_seconds, j.batch_size",
+        " FOR UPDATE SKIP LOCKED) pick WHERE j.id = pick.id RETURNING j.id, " JOB_TARGET_COLUMNS(
+            "j.") ", j.strategy, j.strategy_options, j.seed, j.budget_evaluations,"
+                  " j.budget_seconds, j.batch_size",
         4, p, err);
     if (!r)
         goto out;
@@ -268,29 +283,34 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         job_row *row = &rows[i];
         memset(row, 0, sizeof *row);
         row->id = store_get_ll(r, i, 0);
-        row->kernel = dup_value(r, i, 1);
-        row->device = dup_value(r, i, 2);
-        row->kernel_hash = dup_value(r, i, 3);
-        row->strategy = dup_value(r, i, 4);
-        row->problem = store_get_json(r, i, 5);
-        row->options = store_get_json(r, i, 6);
-        row->seed = (uint64_t)store_get_ll(r, i, 7);
-        row->budget_evaluations = store_get_ll(r, i, 8);
-        row->budget_seconds = PQgetisnull(r, i, 9) ? 0 : store_get_double(r, i, 9);
-        row->batch_size = (int)store_get_ll(r, i, 10);
+        job_target_of_row(r, i, 1, &row->target);
+        row->strategy = dup_value(r, i, 7);
+        row->options = store_get_json(r, i, 8);
+        row->seed = (uint64_t)store_get_ll(r, i, 9);
+        row->budget_evaluations = store_get_ll(r, i, 10);
+        row->budget_seconds = PQgetisnull(r, i, 11) ? 0 : store_get_double(r, i, 11);
+        row->batch_size = (int)store_get_ll(r, i, 12);
     }
 out:
     PQclear(r);
     return n;
 }
 
+void job_target_release(job_target *t)
+{
+    free((char *)t->key.kernel);
+    free((char *)t->key.device);
+    free((char *)t->key.device_class);
+    free((char *)t->key.kernel_hash);
+    free((char *)t->key.problem_key);
+    json_decref(t->problem);
+    memset(t, 0, sizeof *t);
+}
+
 void job_row_release(job_row *r)
 {
-    free(r->kernel);
-    free(r->device);
-    free(r->kernel_hash);
+    job_target_release(&r->target);
     free(r->strategy);
-    json_decref(r->problem);
     json_decref(r->options);
     memset(r, 0, sizeof *r);
 }
@@ -394,21 +414,22 @@ out:
     return freed;
 }
 
-int job_store_target(PGconn *c, long long id, char *kernel, size_t kcap, char *device, size_t dcap,
-                     json_t **problem, kt_error *err)
+int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
 {
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    PGresult *r = db_exec(c, "SELECT kernel, device, problem FROM jobs WHERE id = $1", 1, p, err);
+    memset(out, 0, sizeof *out);
+    PGresult *r =
+        db_exec(c, "SELECT " JOB_TARGET_COLUMNS("") " FROM jobs WHERE id = $1", 1, p, err);
     if (!r)
         return -1;
     int rc = -1;
     if (PQntuples(r) == 0) {
         kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", id);
+    } else if (job_target_of_row(r, 0, 0, out) < 0) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", id);
+        job_target_release(out);
     } else {
-        snprintf(kernel, kcap, "%s", PQgetvalue(r, 0, 0));
-        snprintf(device, dcap, "%s", PQgetvalue(r, 0, 1));
-        *problem = store_get_json(r, 0, 2);
         rc = 0;
     }
     PQclear(r);

@@ -17,11 +17,22 @@
 #include <stdint.h>
 
 #include "../core/error.h"
+#include "../core/target_key.h"
 
+/* A job's target as stored with the job when it was made: the key the catalog resolved then and the
+ * canonical problem. Read back by job_store_claim and job_store_target, so a job is never
+ * re-resolved from loose strings: whoever opens it checks the catalog still gives the same key. The
+ * key's strings and problem are owned (job_target_release). */
+typedef struct job_target {
+    target_key key;
+    json_t *problem;
+} job_target;
+
+/* A new job: where it belongs (key and problem as catalog_resolve gave them, borrowed), what
+ * searches it and its budget. */
 typedef struct job_spec {
-    const char *kernel, *device, *device_class, *kernel_hash;
+    target_key key;
     const json_t *problem;
-    const char *problem_key;
     const char *strategy;
     const json_t *options; /* object, may be empty */
     uint64_t seed;
@@ -34,8 +45,9 @@ typedef struct job_spec {
 /* What the runner needs to drive a job. */
 typedef struct job_row {
     long long id;
-    char *kernel, *device, *kernel_hash, *strategy;
-    json_t *problem, *options;
+    job_target target;
+    char *strategy;
+    json_t *options;
     uint64_t seed;
     long long budget_evaluations;
     double budget_seconds;
@@ -53,8 +65,10 @@ typedef struct runner_identity {
  * the column is NULL. Timestamps are ISO 8601 text as PostgreSQL writes them in JSON. */
 typedef struct job_info {
     long long id;
-    char *status, *kernel, *device, *device_class, *kernel_hash, *strategy;
-    json_t *problem, *options;
+    char *status;
+    job_target target; /* kernel, device, device class, kernel hash, problem */
+    char *strategy;
+    json_t *options;
     long long seed;
     long long budget_evaluations; /* 0 = no limit (NULL) */
     double budget_seconds;        /* 0 = no limit (NULL) */
@@ -99,9 +113,10 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err);
 int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
                          const char *config_json, kt_error *err);
 
-/* What a measurement worker needs to know of a job: kernel, device and problem (new reference). */
-int job_store_target(PGconn *c, long long id, char *kernel, size_t kcap, char *device, size_t dcap,
-                     json_t **problem, kt_error *err);
+/* The target stored with job id (a measurement worker's, an append import's); KT_ERR_NOT_FOUND when
+ * there is no such job. The caller releases out with job_target_release. */
+int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err);
+void job_target_release(job_target *t);
 
 /* Runner side. Claims up to max jobs that are queued, or running without a live runner; fills rows
  * (caller releases each) and returns how many. */

@@ -46,15 +46,15 @@ static int insert_batch(job_driver *d, PGconn *c, kt_error *err)
     if (!configs)
         return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for a batch of %d", d->batch_n);
     for (int i = 0; i < d->batch_n; i++) {
-        configs[i] = space_config_json(d->target.sp, d->batch[i]);
+        configs[i] = space_config_json(d->target->sp, d->batch[i]);
         if (!configs[i]) {
             kt_error_set(err, KT_ERR_INTERNAL, "searcher proposed id %llu outside the space",
                          (unsigned long long)d->batch[i]);
             goto out;
         }
     }
-    rc = trial_store_insert_batch(c, d->row.id, d->row.device, (int)d->told + 1, d->batch, configs,
-                                  d->batch_n, err);
+    rc = trial_store_insert_batch(c, d->row.id, d->row.target.key.device, (int)d->told + 1,
+                                  d->batch, configs, d->batch_n, err);
 out:
     for (int i = 0; i < d->batch_n; i++)
         json_decref(configs[i]);
@@ -79,7 +79,7 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
                                  "resume diverged: %d stored trials past the end", n_rows - pos);
                     return end_job(d, c, "failed", "resume_diverged", &why, err);
                 }
-                int exhausted = (uint64_t)d->told >= space_count(d->target.sp);
+                int exhausted = (uint64_t)d->told >= space_count(d->target->sp);
                 return end_job(d, c, "succeeded",
                                k == 0      ? reason
                                : exhausted ? "space_exhausted"
@@ -132,7 +132,7 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
     }
 }
 
-int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me,
+int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const runner_identity *me,
                     PGconn *c, kt_error *err)
 {
     int rc = -1;
@@ -149,19 +149,18 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runne
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for job %lld", d->row.id);
         goto out;
     }
-    if (catalog_resolve(cat, d->row.kernel, d->row.device, d->row.problem, &d->target, &why) < 0) {
+    d->targets = targets;
+    d->target =
+        target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem, &why);
+    if (!d->target) {
         kt_error_prefix(&why, "cannot resume job %lld", d->row.id);
-        rc = end_job(d, c, "failed", "target_unavailable", &why, err);
+        /* The catalog gives another kernel hash: the space the stored trials index is gone. */
+        rc = end_job(d, c, "failed",
+                     why.code == KT_ERR_CONFLICT ? "kernel_changed" : "target_unavailable", &why,
+                     err);
         goto out;
     }
-    d->target_resolved = 1;
-    if (strcmp(d->target.kernel_hash, d->row.kernel_hash) != 0) {
-        kt_error_set(&why, KT_ERR_CONFLICT, "kernel %s on %s changed since job %lld was created",
-                     d->row.kernel, d->row.device, d->row.id);
-        rc = end_job(d, c, "failed", "kernel_changed", &why, err);
-        goto out;
-    }
-    d->search = searcher_new(d->row.strategy, d->target.sp, d->row.options, d->row.seed, &why);
+    d->search = searcher_new(d->row.strategy, d->target->sp, d->row.options, d->row.seed, &why);
     if (!d->search) {
         rc = end_job(d, c, "failed", "strategy_refused", &why, err);
         goto out;
@@ -204,8 +203,10 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
 void job_driver_close(job_driver *d)
 {
     searcher_free(d->search);
-    if (d->target_resolved)
-        tune_target_release(&d->target);
+    if (d->target) {
+        target_cache_release(d->targets, d->target);
+        target_cache_forget(d->targets, d->row.id);
+    }
     free(d->batch);
     job_row_release(&d->row);
     memset(d, 0, sizeof *d);

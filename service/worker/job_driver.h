@@ -11,16 +11,16 @@
 
 #include <libpq-fe.h>
 
-#include "../catalog/catalog.h"
 #include "../search/searcher.h"
 #include "../store/job_store.h"
+#include "target_cache.h"
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
 
 typedef struct job_driver {
     job_row row;
-    tune_target target;
-    int target_resolved;
+    target_cache *targets;
+    const target *target; /* the job's, from targets (one per job per process) */
     searcher *search;
     const runner_identity *me;
     long long told; /* trials told to the searcher: seqs 1..told */
@@ -39,7 +39,7 @@ typedef struct job_driver {
  * that cannot be driven (its kernel or device vanished, its strategy options are refused, the
  * replay diverged) is ended as failed in the database and the driver comes back ended. Returns -1
  * only on database errors (the job is left for a later attempt). */
-int job_driver_open(job_driver *d, job_row *row, const catalog *cat, const runner_identity *me,
+int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const runner_identity *me,
                     PGconn *c, kt_error *err);
 /* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors.
  */

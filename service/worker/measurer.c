@@ -1,5 +1,6 @@
 /* A measurement thread: claims pending trials of this process's devices, measures each with the
- * backend of its device and stores the result. Backends and resolved targets are cached per thread.
+ * backend of its device and stores the result. Backends are opened per thread; targets come from
+ * the process's target cache (target_cache.h), shared with the job runner.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,20 +13,11 @@
 #include "worker_internal.h"
 
 #define MEASURER_IDLE_MS 200
-#define MEASURER_TARGETS 16
-
-typedef struct cached_target {
-    long long job_id;
-    tune_target target;
-    int resolved;
-} cached_target;
 
 typedef struct measurer {
     worker_system *w;
     char id[448];
     backend **backends; /* one per device of w, opened on first use */
-    cached_target targets[MEASURER_TARGETS];
-    int next_slot;
     long long trials_done;
 } measurer;
 
@@ -42,29 +34,19 @@ static backend *backend_for(measurer *m, const char *device, kt_error *err)
     return NULL;
 }
 
-static const tune_target *target_for(measurer *m, PGconn *c, long long job_id, kt_error *err)
+/* The job's target from the process's cache, or reopened from the target stored with the job (a job
+ * driven by another process). The caller releases it to the cache. */
+static const target *target_for(measurer *m, PGconn *c, long long job_id, kt_error *err)
 {
-    for (int i = 0; i < MEASURER_TARGETS; i++) {
-        if (m->targets[i].resolved && m->targets[i].job_id == job_id)
-            return &m->targets[i].target;
-    }
-    char kernel[256], device[256];
-    json_t *problem = NULL;
-    if (job_store_target(c, job_id, kernel, sizeof kernel, device, sizeof device, &problem, err) <
-        0)
+    const target *t = target_cache_find(m->w->targets, job_id);
+    if (t)
+        return t;
+    job_target stored;
+    if (job_store_target(c, job_id, &stored, err) < 0)
         return NULL;
-    cached_target *slot = &m->targets[m->next_slot];
-    m->next_slot = (m->next_slot + 1) % MEASURER_TARGETS;
-    if (slot->resolved)
-        tune_target_release(&slot->target);
-    slot->resolved = 0;
-    int rc = catalog_resolve(m->w->opt.cat, kernel, device, problem, &slot->target, err);
-    json_decref(problem);
-    if (rc < 0)
-        return NULL;
-    slot->resolved = 1;
-    slot->job_id = job_id;
-    return &slot->target;
+    t = target_cache_open(m->w->targets, job_id, &stored.key, stored.problem, err);
+    job_target_release(&stored);
+    return t;
 }
 
 static void set_state(measurer *m, const char *status, long long trial)
@@ -90,7 +72,7 @@ static void measure_claim(measurer *m, const trial_claim *claim)
     kt_error_clear(&err);
     trial_result r;
     trial_result_init(&r);
-    const tune_target *t = NULL;
+    const target *t = NULL;
     PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
     if (c) {
         t = target_for(m, c, claim->job_id, &err);
@@ -105,6 +87,7 @@ static void measure_claim(measurer *m, const trial_claim *claim)
             json_pack("{s:s,s:s}", "error", kt_error_code_name(err.code), "message", err.message);
         log_warn("trial %lld of job %lld: %s", claim->id, claim->job_id, err.message);
     }
+    target_cache_release(m->w->targets, t);
     kt_error_clear(&err);
     int stored = -1;
     c = db_acquire(m->w->opt.db, 30000, &err);
@@ -166,9 +149,5 @@ void *measurer_main(void *arg)
     for (int i = 0; i < w->n_devices && m.backends; i++)
         backend_close(m.backends[i]);
     free(m.backends);
-    for (int i = 0; i < MEASURER_TARGETS; i++) {
-        if (m.targets[i].resolved)
-            tune_target_release(&m.targets[i].target);
-    }
     return NULL;
 }

@@ -66,14 +66,14 @@ static void claim_jobs(runner_state *st, PGconn *c)
     for (int i = 0; i < n; i++) {
         job_driver *d = &st->jobs[st->n_jobs];
         long long id = rows[i].id;
-        int rc = job_driver_open(d, &rows[i], w->opt.cat, &w->me, c, &err);
+        int rc = job_driver_open(d, &rows[i], w->targets, &w->me, c, &err);
         if (rc < 0) {
             log_warn("job %lld could not be opened: %s", id, err.message);
             job_driver_close(d);
             continue;
         }
-        log_info("job %lld: driving (%s on %s, %s)", id, d->row.kernel, d->row.device,
-                 d->row.strategy);
+        log_info("job %lld: driving (%s on %s, %s)", id, d->row.target.key.kernel,
+                 d->row.target.key.device, d->row.strategy);
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(w, &w->queued_gen);
         st->n_jobs++;

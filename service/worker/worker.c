@@ -86,7 +86,10 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
         goto fail;
     w->measurer_threads = calloc((size_t)opt->measurers, sizeof *w->measurer_threads);
     w->measurer_args = calloc((size_t)opt->measurers, sizeof *w->measurer_args);
-    if (!w->measurer_threads || !w->measurer_args) {
+    /* Drivers hold one entry each, measuring threads one at a time: the rest is room for the
+     * targets of jobs driven by other processes. */
+    w->targets = target_cache_new(opt->cat, opt->max_jobs + opt->measurers + TARGET_CACHE_SPARE);
+    if (!w->measurer_threads || !w->measurer_args || !w->targets) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting workers");
         goto fail;
     }
@@ -142,6 +145,7 @@ void worker_system_stop(worker_system *w)
     free(w->devices);
     free(w->measurer_threads);
     free(w->measurer_args);
+    target_cache_free(w->targets); /* after the threads: no user is left */
     pthread_cond_destroy(&w->wake);
     pthread_mutex_destroy(&w->lock);
     free(w);

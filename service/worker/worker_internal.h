@@ -8,7 +8,11 @@
 #include <pthread.h>
 
 #include "../store/job_store.h"
+#include "target_cache.h"
 #include "worker.h"
+
+/* Target cache entries beyond those drivers and measuring threads can hold at once. */
+#define TARGET_CACHE_SPARE 16
 
 typedef struct measurer_arg {
     struct worker_system *w;
@@ -21,7 +25,8 @@ struct worker_system {
     int pid;
     char id[384]; /* "<host>:<pid>:<start ms>" — runner id and worker id prefix */
     runner_identity me;
-    char **devices; /* names of the catalog's devices, measured by this process */
+    target_cache *targets; /* the jobs' targets, shared by the runner and the measurers */
+    char **devices;        /* names of the catalog's devices, measured by this process */
     int n_devices;
 
     pthread_mutex_t lock;

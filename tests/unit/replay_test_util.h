@@ -35,8 +35,7 @@ static inline catalog *open_catalog(const char *dir, double speed)
     return c;
 }
 
-static inline void resolve_ok(const catalog *c, const char *kernel, const char *device,
-                              tune_target *t)
+static inline void resolve_ok(const catalog *c, const char *kernel, const char *device, target *t)
 {
     kt_error err;
     if (catalog_resolve(c, kernel, device, NULL, t, &err) != 0)

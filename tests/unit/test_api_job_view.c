@@ -16,11 +16,10 @@ static job_info queued_job(void)
     memset(&j, 0, sizeof j);
     j.id = 42;
     j.status = "queued";
-    j.kernel = "convolution";
-    j.device = j.device_class = "replay:convolution_milo-A4000";
-    j.kernel_hash = "abc";
+    j.target.key = (target_key){"convolution", "replay:convolution_milo-A4000",
+                                "replay:convolution_milo-A4000", "abc", "{}"};
     j.strategy = "random";
-    j.problem = json_object();
+    j.target.problem = json_object();
     j.options = json_object();
     j.seed = 7;
     j.budget_seconds = 30;
@@ -57,7 +56,7 @@ static void job_document_has_links_and_null_best(void **state)
     assert_true(json_is_null(json_object_get(timings, "started_at")));
     assert_true(json_is_null(json_object_get(timings, "elapsed_seconds")));
     json_decref(doc);
-    json_decref(j.problem);
+    json_decref(j.target.problem);
     json_decref(j.options);
 }
 
@@ -82,7 +81,7 @@ static void succeeded_job_is_whole_and_shows_best(void **state)
     assert_true(json_real_value(json_object_get(best, "time_ms")) == 3.25);
     assert_true(json_is_real(json_object_get(json_object_get(doc, "timings"), "elapsed_seconds")));
     json_decref(doc);
-    json_decref(j.problem);
+    json_decref(j.target.problem);
     json_decref(j.options);
     json_decref(j.best_config);
 }
@@ -103,7 +102,7 @@ static void page_says_where_the_next_begins(void **state)
     doc = job_view_page_json(&p, &err);
     assert_int_equal(json_integer_value(json_object_get(doc, "next_before")), 42);
     json_decref(doc);
-    json_decref(j.problem);
+    json_decref(j.target.problem);
     json_decref(j.options);
 }
 

@@ -72,24 +72,24 @@ static void resolve_canonicalises_the_problem(void **state)
                            "{\"problem_size\": [4096.0, 4096]}"};
     for (int i = 0; i < 4; i++) {
         json_t *p = given[i] ? json_loads(given[i], 0, NULL) : NULL;
-        tune_target t;
+        target t;
         kt_error err;
         assert_int_equal(catalog_resolve(c, "convolution", CONV, p, &t, &err), 0);
-        assert_string_equal(t.problem_key, "{\"problem_size\":[4096,4096]}");
-        assert_string_equal(t.kernel, "convolution");
-        assert_string_equal(t.device, CONV);
-        assert_string_equal(t.device_class, CONV);
-        assert_int_equal(strlen(t.kernel_hash), 16);
+        assert_string_equal(t.key.problem_key, "{\"problem_size\":[4096,4096]}");
+        assert_string_equal(t.key.kernel, "convolution");
+        assert_string_equal(t.key.device, CONV);
+        assert_string_equal(t.key.device_class, CONV);
+        assert_int_equal(strlen(t.key.kernel_hash), 16);
         assert_int_equal(space_count(t.sp), 4362);
         assert_true(json_is_array(json_object_get(t.problem, "problem_size")));
-        tune_target_release(&t);
+        target_release(&t);
         json_decref(p);
     }
-    tune_target t;
+    target t;
     json_t *p = json_pack("{s:f}", "problem_size", 2e7);
     assert_int_equal(catalog_resolve(c, "pnpoly", PNPOLY, p, &t, NULL), 0);
-    assert_string_equal(t.problem_key, "{\"problem_size\":20000000}");
-    tune_target_release(&t);
+    assert_string_equal(t.key.problem_key, "{\"problem_size\":20000000}");
+    target_release(&t);
     json_decref(p);
     catalog_free(c);
 }
@@ -98,7 +98,7 @@ static void resolve_reports_each_error(void **state)
 {
     (void)state;
     catalog *c = open_catalog(DATASETS, 0);
-    tune_target t;
+    target t;
     kt_error err;
     assert_int_equal(catalog_resolve(c, "convolution", "replay:nope", NULL, &t, &err), -1);
     assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
@@ -221,10 +221,10 @@ static void every_shared_space_loads(void **state)
         snprintf(path, sizeof path, "%s/%s", GPU_SPACES, e->d_name);
         snprintf(device, sizeof device, "replay:%.*s", (int)(n - 8), e->d_name);
         snprintf(kernel, sizeof kernel, "%.*s", (int)strcspn(e->d_name, "_"), e->d_name);
-        tune_target t;
+        target t;
         resolve_ok(c, kernel, device, &t);
         assert_int_equal(space_count(t.sp), count_cache_keys(path));
-        tune_target_release(&t);
+        target_release(&t);
         seen++;
     }
     closedir(d);

@@ -374,11 +374,11 @@ static void catalog_takes_handed_devices(void **state)
     assert_string_equal(json_string_value(json_array_get(json_object_get(d0, "kernels"), 0)),
                         "vadd");
     json_decref(devs);
-    tune_target t;
+    target t;
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
-    assert_string_equal(t.device_class, "cpu:Handed_CPU:256");
+    assert_string_equal(t.key.device_class, "cpu:Handed_CPU:256");
     assert_true(t.owns_space);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
 
     /* Without kernel folders the records are not used, and freed all the same. */

@@ -33,7 +33,7 @@ static config_id id_of(const space *sp, const char *config_json)
     return id;
 }
 
-static void measure_ok(backend *b, const tune_target *t, config_id id, trial_result *r)
+static void measure_ok(backend *b, const target *t, config_id id, trial_result *r)
 {
     kt_error err;
     if (backend_measure(b, t, id, r, &err) != 0)
@@ -44,7 +44,7 @@ static void replay_returns_recorded_results(void **state)
 {
     (void)state;
     catalog *c = open_catalog(DATASETS, 0);
-    tune_target t, other;
+    target t, other;
     kt_error err;
     trial_result r;
     resolve_ok(c, "convolution", CONV, &t);
@@ -97,8 +97,8 @@ static void replay_returns_recorded_results(void **state)
     assert_int_equal(err.code, KT_ERR_INTERNAL);
     trial_result_release(&r);
     backend_close(b);
-    tune_target_release(&t);
-    tune_target_release(&other);
+    target_release(&t);
+    target_release(&other);
     catalog_free(c);
 }
 
@@ -124,7 +124,7 @@ static void backend_open_errors(void **state)
 static uint64_t measure_all(const catalog *c, const char *kernel, const char *device,
                             double *seconds)
 {
-    tune_target t;
+    target t;
     trial_result r;
     uint64_t ok = 0;
     resolve_ok(c, kernel, device, &t);
@@ -139,7 +139,7 @@ static uint64_t measure_all(const catalog *c, const char *kernel, const char *de
         trial_result_release(&r);
     }
     backend_close(b);
-    tune_target_release(&t);
+    target_release(&t);
     return ok;
 }
 
@@ -197,14 +197,14 @@ static void plain_cache_gives_explicit_space(void **state)
     const char *devices[] = {"replay:tiny_plain", "replay:zipped_plain"};
     const char *kernels[] = {"tiny", "zipped"};
     for (int i = 0; i < 2; i++) {
-        tune_target t;
+        target t;
         kt_error err;
         trial_result r;
         resolve_ok(c, kernels[i], devices[i], &t);
         assert_int_equal(space_count(t.sp), 3);
-        assert_string_equal(t.problem_key, "{}");
+        assert_string_equal(t.key.problem_key, "{}");
         json_t *p = json_pack("{s:i}", "problem_size", 1);
-        tune_target bad;
+        target bad;
         assert_int_equal(catalog_resolve(c, kernels[i], devices[i], p, &bad, &err), -1);
         assert_string_equal(err.message, "unknown problem argument 'problem_size'; accepted: none");
         json_decref(p);
@@ -220,7 +220,7 @@ static void plain_cache_gives_explicit_space(void **state)
         assert_true(r.compile_ms == 0 && r.measure_ms == 0);
         trial_result_release(&r);
         backend_close(b);
-        tune_target_release(&t);
+        target_release(&t);
     }
     catalog_free(c);
     rm_dir(dir);
@@ -237,10 +237,10 @@ static void unrecorded_config_is_invalid(void **state)
                " \"cache\": {\"1\": {\"a\": 1, \"time\": 1.0}, \"2\": {\"a\": 2, \"time\": 2.0}}}",
                0);
     catalog *c = open_catalog(dir, 0);
-    tune_target t;
+    target t;
     trial_result r;
     resolve_ok(c, "part", "replay:part_ial", &t);
-    assert_string_equal(t.problem_key, "{\"problem_size\":7}");
+    assert_string_equal(t.key.problem_key, "{\"problem_size\":7}");
     assert_int_equal(space_count(t.sp), 3);
     backend *b = backend_open(c, "replay:part_ial", NULL);
     measure_ok(b, &t, id_of(t.sp, "{\"a\": 3}"), &r);
@@ -248,7 +248,7 @@ static void unrecorded_config_is_invalid(void **state)
     assert_string_equal(json_string_value(json_object_get(r.extras, "reason")), "not recorded");
     trial_result_release(&r);
     backend_close(b);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
     rm_dir(dir);
 }
@@ -270,7 +270,7 @@ static void replay_speed_sleeps(void **state)
                " \"compile_time\": 120, \"verification_time\": 30, \"benchmark_time\": 50}}}",
                0);
     catalog *c = open_catalog(dir, 0.5); /* 200 recorded ms -> 100 ms of sleep */
-    tune_target t;
+    target t;
     trial_result r;
     resolve_ok(c, "slow", "replay:slow_one", &t);
     backend *b = backend_open(c, "replay:slow_one", NULL);
@@ -281,7 +281,7 @@ static void replay_speed_sleeps(void **state)
     assert_true(dt >= 0.095 && dt < 5.0);
     trial_result_release(&r);
     backend_close(b);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
     rm_dir(dir);
 }

@@ -104,17 +104,17 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     json_decref(ks);
 
     /* Resolve: the target owns a per-problem space; errors name what is wrong. */
-    tune_target t;
+    target t;
     kt_error err;
     json_t *pj = json_loads("{\"n\": 32}", 0, NULL);
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", pj, &t, &err), 0);
     json_decref(pj);
     assert_true(t.owns_space);
     assert_int_equal(space_count(t.sp), 8);
-    assert_string_equal(t.problem_key, "{\"m\":4,\"n\":32}");
-    assert_string_equal(t.device_class, "cpu:Fake_CPU_3.0GHz:256");
-    assert_int_equal(strlen(t.kernel_hash), 16);
-    tune_target_release(&t);
+    assert_string_equal(t.key.problem_key, "{\"m\":4,\"n\":32}");
+    assert_string_equal(t.key.device_class, "cpu:Fake_CPU_3.0GHz:256");
+    assert_int_equal(strlen(t.key.kernel_hash), 16);
+    target_release(&t);
     pj = json_loads("{\"n\": 0}", 0, NULL);
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", pj, &t, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
@@ -149,7 +149,7 @@ static void missing_runner_leaves_devices_unavailable(void **state)
     assert_true(json_is_false(json_object_get(cpu, "available")));
     assert_non_null(strstr(json_string_value(json_object_get(cpu, "reason")), "not found"));
     json_decref(devs);
-    tune_target t;
+    target t;
     kt_error err;
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), -1);
     assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
@@ -169,7 +169,7 @@ static config_id config_of(const space *sp, int u, int b)
     return id;
 }
 
-static void measure(backend *b, const tune_target *t, int u, int bsz, trial_result *r)
+static void measure(backend *b, const target *t, int u, int bsz, trial_result *r)
 {
     kt_error err;
     if (backend_measure(b, t, config_of(t->sp, u, bsz), r, &err) != 0)
@@ -202,7 +202,7 @@ static void backend_maps_runner_outcomes(void **state)
 {
     fixture *f = *state;
     catalog *c = open_real(f, f->runner);
-    tune_target hang_t, t;
+    target hang_t, t;
     kt_error err;
     trial_result r;
     json_t *pj = json_loads("{\"n\": 2048, \"m\": 2}", 0, NULL);
@@ -272,8 +272,8 @@ static void backend_maps_runner_outcomes(void **state)
     assert_int_equal(err.code, KT_ERR_INTERNAL);
     trial_result_release(&r);
     backend_close(b);
-    tune_target_release(&t);
-    tune_target_release(&hang_t);
+    target_release(&t);
+    target_release(&hang_t);
     catalog_free(c);
 }
 
@@ -283,7 +283,7 @@ static void slow_factor_gives_up_on_slow_calls(void **state)
 {
     fixture *f = *state;
     catalog *c = open_real_slow(f, f->runner, 3.0);
-    tune_target t;
+    target t;
     kt_error err;
     trial_result r;
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
@@ -307,13 +307,13 @@ static void slow_factor_gives_up_on_slow_calls(void **state)
     assert_int_equal(r.status, TRIAL_OK);
     trial_result_release(&r);
     backend_close(b);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
 }
 
 typedef struct par_arg {
     const catalog *c;
-    const tune_target *t;
+    const target *t;
     int failures;
 } par_arg;
 
@@ -345,7 +345,7 @@ static void one_measurement_at_a_time_per_cpu(void **state)
     snprintf(path, sizeof path, "%s/times.log", f->cache);
     unlink(path);
     catalog *c = open_real(f, f->runner);
-    tune_target t;
+    target t;
     kt_error err;
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
     pthread_t th[3];
@@ -373,7 +373,7 @@ static void one_measurement_at_a_time_per_cpu(void **state)
                 fail_msg("measurements %d and %d overlap", i, j);
         }
     }
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
 }
 
@@ -403,10 +403,10 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
         4);
     json_decref(ks);
 
-    tune_target t;
+    target t;
     kt_error err;
     assert_int_equal(catalog_resolve(c, "vadd", "cuda:0", NULL, &t, &err), 0);
-    assert_string_equal(t.device_class, "cuda:Fake_GPU_80GB:sm_90");
+    assert_string_equal(t.key.device_class, "cuda:Fake_GPU_80GB:sm_90");
     backend *b = backend_open(c, "cuda:0", &err);
     assert_non_null(b);
     json_t *cfg = json_pack("{s:i}", "T", 64);
@@ -426,7 +426,7 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
     assert_int_equal(json_integer_value(json_object_get(req, "shared_bytes")), 256);
     json_decref(req);
     backend_close(b);
-    tune_target_release(&t);
+    target_release(&t);
     catalog_free(c);
 }
 

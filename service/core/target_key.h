@@ -1,0 +1,22 @@
+/* core/target_key — the identity of a tuning target, by which every stored result is keyed: the
+ * kernel, the device it is measured on, the device class results are shared across (the device
+ * model), the hash of the kernel's source (or of a replay dataset's definition) and the canonical
+ * problem. One type for every room: the catalog fills it when it resolves a request
+ * (catalog/target.h), the store writes it with jobs, imports and best entries and reads it back
+ * (job_store_target), the API and the worker pass it on.
+ *
+ * A target_key is a view: its strings are borrowed from whoever made it (a catalog target, a stored
+ * job's row) and live exactly as long as that owner. Copying the struct copies the view. */
+#ifndef KT_CORE_TARGET_KEY_H
+#define KT_CORE_TARGET_KEY_H
+
+typedef struct target_key {
+    const char *kernel; /* "gemm", "convolution" */
+    const char *device; /* "cpu", "cuda:0", "replay:convolution_milo-A4000" */
+    const char
+        *device_class;       /* "cpu:<model>:<vector bits>", "cuda:<name>:sm_<cc>", replay device */
+    const char *kernel_hash; /* 16 hex digits: the kernel's source, or the dataset's definition */
+    const char *problem_key; /* the canonical problem as compact JSON with sorted keys */
+} target_key;
+
+#endif
