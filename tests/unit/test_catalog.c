@@ -94,6 +94,63 @@ static void resolve_canonicalises_the_problem(void **state)
     catalog_free(c);
 }
 
+static void resolve_key_is_the_key_without_a_space(void **state)
+{
+    (void)state;
+    catalog *c = open_catalog(DATASETS, 0);
+    target full, key;
+    kt_error err;
+    resolve_ok(c, "convolution", CONV, &full);
+    assert_int_equal(catalog_resolve_key(c, "convolution", CONV, NULL, &key, &err), 0);
+    assert_null(key.sp);
+    assert_string_equal(key.key.problem_key, full.key.problem_key);
+    assert_string_equal(key.key.kernel_hash, full.key.kernel_hash);
+    assert_string_equal(key.key.device_class, full.key.device_class);
+    assert_true(json_equal(key.problem, full.problem));
+    target_release(&key);
+    json_t *p = json_pack("{s:[ii]}", "problem_size", 1, 2);
+    assert_int_equal(catalog_resolve_key(c, "convolution", CONV, p, &key, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    assert_int_equal(catalog_resolve_key(c, "gemm", CONV, NULL, &key, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_KERNEL);
+    json_decref(p);
+    target_release(&full);
+    catalog_free(c);
+}
+
+static void reopen_checks_the_stored_key(void **state)
+{
+    (void)state;
+    catalog *c = open_catalog(DATASETS, 0);
+    target made, again;
+    kt_error err;
+    resolve_ok(c, "convolution", CONV, &made);
+    target_key stored = made.key;
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), 0);
+    assert_non_null(again.sp);
+    assert_string_equal(again.key.problem_key, stored.problem_key);
+    target_release(&again);
+
+    stored.kernel_hash = "0000000000000000"; /* the dataset changed since */
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    assert_non_null(strstr(err.message, "0000000000000000"));
+    stored = made.key;
+    stored.device_class = "replay:another-gpu";
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
+    stored = made.key;
+    stored.problem_key = "{\"problem_size\":[1,2]}";
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    stored = made.key;
+    stored.device = "replay:nothing-here";
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
+    target_release(&made);
+    catalog_free(c);
+}
+
 static void resolve_reports_each_error(void **state)
 {
     (void)state;
@@ -239,6 +296,8 @@ int main(void)
         cmocka_unit_test(catalog_finds_three_devices),
         cmocka_unit_test(resolve_canonicalises_the_problem),
         cmocka_unit_test(resolve_reports_each_error),
+        cmocka_unit_test(resolve_key_is_the_key_without_a_space),
+        cmocka_unit_test(reopen_checks_the_stored_key),
         cmocka_unit_test(bad_files_are_skipped),
         cmocka_unit_test(missing_folder_is_config_error),
         cmocka_unit_test(both_folders_keep_first_of_duplicates),

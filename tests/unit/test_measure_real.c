@@ -114,6 +114,21 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_string_equal(t.key.problem_key, "{\"m\":4,\"n\":32}");
     assert_string_equal(t.key.device_class, "cpu:Fake_CPU_3.0GHz:256");
     assert_int_equal(strlen(t.key.kernel_hash), 16);
+    /* The key alone (a lookup) is the same key, and no space is built for it. */
+    target k;
+    pj = json_loads("{\"n\": 32}", 0, NULL);
+    assert_int_equal(catalog_resolve_key(c, "vadd", "cpu", pj, &k, &err), 0);
+    json_decref(pj);
+    assert_null(k.sp);
+    assert_false(k.owns_space);
+    assert_string_equal(k.key.problem_key, t.key.problem_key);
+    assert_string_equal(k.key.device_class, t.key.device_class);
+    assert_string_equal(k.key.kernel_hash, t.key.kernel_hash);
+    target_release(&k);
+    pj = json_loads("{\"n\": 0}", 0, NULL);
+    assert_int_equal(catalog_resolve_key(c, "vadd", "cpu", pj, &k, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    json_decref(pj);
     target_release(&t);
     pj = json_loads("{\"n\": 0}", 0, NULL);
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", pj, &t, &err), -1);
