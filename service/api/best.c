@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../catalog/catalog.h"
 #include "../store/best_store.h"
 #include "api_internal.h"
 #include "handlers.h"

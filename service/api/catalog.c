@@ -1,5 +1,6 @@
 /* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures.
  */
+#include "../catalog/catalog.h"
 #include "../search/searcher.h"
 #include "../store/worker_store.h"
 #include "api_internal.h"

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../catalog/catalog.h"
 #include "../store/job_store.h"
+#include "../worker/worker.h"
 #include "api_internal.h"
 #include "handlers.h"
 

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../catalog/catalog.h"
 #include "../core/trial.h"
+#include "../space/space.h"
 #include "../store/import_store.h"
 #include "../store/job_store.h"
 #include "api_internal.h"

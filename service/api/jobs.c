@@ -4,6 +4,7 @@
 
 #include "../store/job_store.h"
 #include "../store/trial_store.h"
+#include "../worker/worker.h"
 #include "api_internal.h"
 #include "handlers.h"
 

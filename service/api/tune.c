@@ -2,8 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../catalog/catalog.h"
 #include "../search/searcher.h"
+#include "../space/space.h"
 #include "../store/job_store.h"
+#include "../worker/worker.h"
 #include "api_internal.h"
 #include "handlers.h"
 #include "tune_request.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../core/log.h"
+#include "../space/space.h"
 #include "runner_client.h"
 
 #define REAL_SEEN_TARGETS       32  /* targets whose best time a backend remembers */

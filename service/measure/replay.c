@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../space/space.h"
+
 #define REPLAY_MAX_SLEEP_MS 10000.0 /* per trial, whatever the recorded cost and speed */
 
 typedef struct replay_backend {

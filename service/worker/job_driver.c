@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/log.h"
+#include "../space/space.h"
 #include "../store/trial_store.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
