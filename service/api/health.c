@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../catalog/catalog.h"
-#include "../store/job_store.h"
-#include "../worker/worker.h"
-#include "api_internal.h"
-#include "handlers.h"
+#include "catalog/catalog.h"
+#include "store/job_store.h"
+#include "worker/worker.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
 
 void api_healthz(void *app, const http_request *req, http_response *res)
 {

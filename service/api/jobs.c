@@ -2,11 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/job_store.h"
-#include "../store/trial_store.h"
-#include "../worker/worker.h"
-#include "api_internal.h"
-#include "handlers.h"
+#include "store/job_store.h"
+#include "store/trial_store.h"
+#include "worker/worker.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
 
 #define JOBS_PAGE_DEFAULT   50
 #define JOBS_PAGE_MAX       500

@@ -15,11 +15,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
-#include "../space/space.h"
-#include "catalog_device.h"
-#include "dataset.h"
-#include "kernel_spec.h"
+#include "core/error.h"
+#include "space/space.h"
+#include "catalog/catalog_device.h"
+#include "catalog/dataset.h"
+#include "catalog/kernel_spec.h"
 
 typedef struct catalog catalog;
 

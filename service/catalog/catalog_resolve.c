@@ -1,7 +1,7 @@
 /* catalog/catalog_resolve — turns a request's (kernel, device, problem) into a tuning target: a
  * replay device's recorded problem and space, or a real device's kernel spec with the problem
  * validated and the space built for it; every error names what is accepted. */
-#include "catalog_impl.h"
+#include "catalog/catalog_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "trial.h"
+#include "core/trial.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* A growable, capped string buffer: the metrics text and response headers are built with it. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

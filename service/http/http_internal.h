@@ -13,7 +13,7 @@
 
 #include <microhttpd.h>
 
-#include "server.h"
+#include "http/server.h"
 
 /* ---- growable string buffer (buf.c) ---- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_internal.h"
+#include "runner/cuda_internal.h"
 
 enum {
     CUDA_NVRTC_SUCCESS = 0,

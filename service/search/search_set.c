@@ -1,6 +1,6 @@
 /* search/search_set — the visited set, random unvisited proposals and result scoring shared by
  * the result-driven strategies. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct best_offer {
     const char *kernel, *device_class, *kernel_hash, *problem_key;

@@ -15,7 +15,7 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 /* Where a new import job belongs (ignored when appending). */
 typedef struct import_target {

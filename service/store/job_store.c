@@ -1,11 +1,11 @@
-#include "job_store.h"
+#include "store/job_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/store_util.h"
 
 /* The API's JSON view of a job row aliased j; shared by get and list so both show the same fields.
  */

@@ -9,7 +9,7 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct job_spec {
     const char *kernel, *device, *device_class, *kernel_hash;

@@ -1,4 +1,4 @@
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 
 static void add_ms(struct timespec *ts, int ms)
 {

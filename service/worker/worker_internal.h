@@ -7,8 +7,8 @@
 
 #include <pthread.h>
 
-#include "../store/job_store.h"
-#include "worker.h"
+#include "store/job_store.h"
+#include "worker/worker.h"
 
 typedef struct measurer_arg {
     struct worker_system *w;
