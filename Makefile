@@ -23,7 +23,7 @@ run: build
 
 # Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer
 # (the browser tests, label "browser", run in the normal build only: they test the pages).
-test: format-check banned-check test-fast test-asan
+test: format-check banned-check rooms-check test-fast test-asan
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure
@@ -33,6 +33,13 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser
+
+# Fails when a file includes a header of a room it may not use (rules: kt_room(... USES ...) in
+# CMakeLists.txt) or writes a service include other than "room/file.h" (fix: tools/fix_includes.py).
+.PHONY: rooms-check
+rooms-check: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+	@python3 tools/check_rooms.py --rules $(BUILD)/room_rules.txt --root .
 
 # Benchmarks: speed figures as ratios against references measured in the same run.
 bench: build

@@ -4,7 +4,7 @@
 #ifndef KT_API_API_H
 #define KT_API_API_H
 
-#include "../http/server.h"
+#include "http/server.h"
 
 const http_route *api_routes(void);
 

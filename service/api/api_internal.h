@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../http/server.h"
-#include "../service.h"
+#include "http/server.h"
+#include "service.h"
 
 #define API_MAX_NAME 256 /* kernel, device, strategy names */
 

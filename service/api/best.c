@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/best_store.h"
-#include "api_internal.h"
-#include "handlers.h"
+#include "catalog/catalog.h"
+#include "store/best_store.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
 
 #define BEST_LIST_DEFAULT     100
 #define BEST_LIST_MAX         1000

@@ -1,10 +1,11 @@
 /* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures.
  */
-#include "../search/searcher.h"
-#include "../store/worker_store.h"
-#include "api_internal.h"
-#include "handlers.h"
-#include "tune_request.h"
+#include "catalog/catalog.h"
+#include "search/searcher.h"
+#include "store/worker_store.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+#include "api/tune_request.h"
 
 static int no_query(const http_request *req, http_response *res)
 {

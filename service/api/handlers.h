@@ -3,7 +3,7 @@
 #ifndef KT_API_HANDLERS_H
 #define KT_API_HANDLERS_H
 
-#include "../http/server.h"
+#include "http/server.h"
 
 void api_tune(void *app, const http_request *req, http_response *res);      /* tune.c */
 void api_jobs_list(void *app, const http_request *req, http_response *res); /* jobs.c */

@@ -3,10 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/job_store.h"
+#include "catalog/catalog.h"
+#include "store/job_store.h"
+#include "worker/worker.h"
 #include "core/strbuf.h"
-#include "api_internal.h"
-#include "handlers.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
 
 void api_healthz(void *app, const http_request *req, http_response *res)
 {

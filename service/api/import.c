@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/trial.h"
-#include "../store/import_store.h"
-#include "../store/job_store.h"
-#include "api_internal.h"
-#include "handlers.h"
-#include "job_view.h"
+#include "catalog/catalog.h"
+#include "core/trial.h"
+#include "space/space.h"
+#include "store/import_store.h"
+#include "store/job_store.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+#include "api/job_view.h"
 
 #define IMPORT_MAX_TRIALS  100000
 #define IMPORT_MAX_SOURCE  64

@@ -1,5 +1,5 @@
 /* api/job_view — see job_view.h. */
-#include "job_view.h"
+#include "api/job_view.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -12,8 +12,8 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
-#include "../store/job_store.h"
+#include "core/error.h"
+#include "store/job_store.h"
 
 /* The job document of j. */
 json_t *job_view_json(const job_info *j, kt_error *err);

@@ -2,11 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/job_store.h"
-#include "../store/trial_store.h"
-#include "api_internal.h"
-#include "handlers.h"
-#include "job_view.h"
+#include "store/job_store.h"
+#include "store/trial_store.h"
+#include "worker/worker.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+#include "api/job_view.h"
 
 #define JOBS_PAGE_DEFAULT   50
 #define JOBS_PAGE_MAX       500

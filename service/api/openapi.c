@@ -2,9 +2,9 @@
  * document (answered with 304 when the client has it) and Cache-Control. */
 #include <string.h>
 
-#include "api_internal.h"
-#include "handlers.h"
-#include "openapi.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+#include "api/openapi.h"
 
 /* Whether an If-None-Match value ("*", or a comma-separated list of possibly weak ETags) names
  * etag. Weak comparison, as RFC 9110 asks for If-None-Match. */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_internal.h"
+#include "api/api_internal.h"
 
 PGconn *api_db_acquire(service *svc, http_response *res)
 {

@@ -1,5 +1,5 @@
-#include "api.h"
-#include "handlers.h"
+#include "api/api.h"
+#include "api/handlers.h"
 
 static const http_route routes[] = {
     {"POST", "/v1/tune", api_tune},

@@ -2,12 +2,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../search/searcher.h"
-#include "../store/job_store.h"
-#include "api_internal.h"
-#include "handlers.h"
-#include "job_view.h"
-#include "tune_request.h"
+#include "catalog/catalog.h"
+#include "search/searcher.h"
+#include "space/space.h"
+#include "store/job_store.h"
+#include "worker/worker.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+#include "api/job_view.h"
+#include "api/tune_request.h"
 
 /* Batch size of jobs whose strategy does not learn from results (random, exhaustive). */
 #define TUNE_OPEN_LOOP_BATCH 64

@@ -1,13 +1,13 @@
-#include "tune_request.h"
+#include "api/tune_request.h"
 
 #include <math.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include "../search/searcher.h"
+#include "search/searcher.h"
 #include "core/clock.h"
-#include "api_internal.h"
+#include "api/api_internal.h"
 
 static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request *t, kt_error *err)
 {

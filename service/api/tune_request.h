@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "../core/config.h"
-#include "../core/error.h"
+#include "core/config.h"
+#include "core/error.h"
 
 #define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100

@@ -2,7 +2,7 @@
  * folders, takes the probed real devices and loads the kernel specs (with the space size of each
  * kernel's default problem on each device); catalog_free. Lookups are in catalog_lookup.c,
  * resolution in catalog_resolve.c, the JSON views in catalog_json.c. */
-#include "catalog_impl.h"
+#include "catalog/catalog_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 
 #define CATALOG_MAX_FILES   4096 /* dataset files per folder */
 #define CATALOG_MAX_KERNELS 1024 /* kernel folders per kernel folder */

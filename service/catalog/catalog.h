@@ -15,12 +15,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
-#include "../space/space.h"
-#include "catalog_device.h"
-#include "dataset.h"
-#include "kernel_spec.h"
-#include "target.h"
+#include "core/error.h"
+#include "space/space.h"
+#include "catalog/catalog_device.h"
+#include "catalog/dataset.h"
+#include "catalog/kernel_spec.h"
+#include "catalog/target.h"
 
 typedef struct catalog catalog;
 

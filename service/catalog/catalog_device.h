@@ -12,7 +12,7 @@
 
 #include <pthread.h>
 
-#include "kernel_spec.h"
+#include "catalog/kernel_spec.h"
 
 typedef struct catalog_device {
     char name[32];

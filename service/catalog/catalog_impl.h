@@ -5,7 +5,7 @@
 #ifndef KT_CATALOG_CATALOG_IMPL_H
 #define KT_CATALOG_CATALOG_IMPL_H
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 
 struct replay_dataset {
     char *name;            /* "convolution_milo-A4000": the `space` key or the file name */

@@ -1,6 +1,6 @@
 /* catalog/catalog_json — the catalog's JSON views: GET /v1/devices (catalog_devices_json) and
  * GET /v1/kernels (catalog_kernels_json), also synced into the store at start-up. */
-#include "catalog_impl.h"
+#include "catalog/catalog_impl.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* catalog/catalog_lookup — the catalog's lookups by name (replay datasets, real devices, kernels),
  * its measurement options, and the device list of unknown-device hints. */
-#include "catalog_impl.h"
+#include "catalog/catalog_impl.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * replay device's recorded problem and space, or a real device's kernel spec with the problem
  * validated and (unless only the key is wanted) the space built for it; every error names what is
  * accepted. */
-#include "catalog_impl.h"
+#include "catalog/catalog_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* catalog/dataset — loads one Kernel Tuner cache file (plain or gzipped JSON) into a replay
  * dataset: its space, a sorted table of recorded results by config id, and a hash of its
  * definition; the accessors of dataset.h. */
-#include "../core/hash.h"
-#include "catalog_impl.h"
+#include "core/hash.h"
+#include "catalog/catalog_impl.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 
 #define REPLAY_MAX_FILE_BYTES   ((size_t)512 << 20) /* uncompressed size cap per dataset file */
 #define REPLAY_MAX_FAILURE_TEXT 64                  /* stored length of a failure string */

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/trial.h"
-#include "../space/space.h"
+#include "core/trial.h"
+#include "space/space.h"
 
 #define REPLAY_MAX_NAME 128 /* dataset (space) name length */
 

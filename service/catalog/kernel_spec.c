@@ -3,8 +3,8 @@
  * each default configuration checked against the device limits; kernel_spec_free. Field checks are
  * in kernel_spec_fields.c, the problem part in kernel_spec_problem.c, the variants and their spaces
  * in kernel_spec_space.c, the CUDA launch geometry in kernel_spec_launch.c. */
-#include "../core/hash.h"
-#include "kernel_spec_impl.h"
+#include "core/hash.h"
+#include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
 #include <limits.h>

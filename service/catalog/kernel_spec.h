@@ -11,9 +11,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
-#include "../space/expr.h"
-#include "../space/space.h"
+#include "core/error.h"
+#include "space/expr.h"
+#include "space/space.h"
 
 #define KSPEC_MAX_NAME         64          /* kernel, argument, buffer and parameter names */
 #define KSPEC_MAX_ARGS         16          /* problem arguments */

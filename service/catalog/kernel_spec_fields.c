@@ -2,8 +2,8 @@
  * recorded as "<file>: <field>: <what is wrong>", unknown fields refused, integers, identifiers and
  * expressions parsed with exactly the names they may see, source files read (bounded) and hashed.
  */
-#include "../core/hash.h"
-#include "kernel_spec_impl.h"
+#include "core/hash.h"
+#include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>

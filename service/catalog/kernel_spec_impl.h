@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "kernel_spec.h"
+#include "catalog/kernel_spec.h"
 
 #define KSPEC_MAX_VALUES  4096               /* values of one parameter */
 #define KSPEC_MAX_INTEXPR 9007199254740992.0 /* 2^53: reals beyond are not exact integers */

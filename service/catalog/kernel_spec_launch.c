@@ -1,7 +1,7 @@
 /* catalog/kernel_spec_launch — the CUDA launch geometry: block, grid and shared_bytes expressions
  * loaded from a cuda variant, and evaluated for one configuration and problem (kernel_spec_launch).
  */
-#include "kernel_spec_impl.h"
+#include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
 #include <limits.h>

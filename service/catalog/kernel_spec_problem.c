@@ -1,7 +1,7 @@
 /* catalog/kernel_spec_problem — a kernel's problem: loading its arguments, problem restrictions,
  * buffers and FLOP count from spec.json, and validating a request's problem against them
  * (kernel_spec_problem, kernel_spec_problem_json). */
-#include "kernel_spec_impl.h"
+#include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* catalog/kernel_spec_space — a kernel's variants: their parameters, restrictions and default
  * configuration as loaded from spec.json (or cuda.json), and the space of a variant for one problem
  * on one device (kernel_spec_space). */
-#include "kernel_spec_impl.h"
+#include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
 #include <limits.h>

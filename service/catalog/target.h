@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "../core/target_key.h"
-#include "../space/space.h"
+#include "core/target_key.h"
+#include "space/space.h"
 
 typedef struct target {
     target_key key;

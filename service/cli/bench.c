@@ -1,6 +1,6 @@
 /* cli/bench — `ktune bench`: runs searchers on replayed Kernel Tuner caches (see bench.h). */
-#include "bench.h"
-#include "bench_device.h"
+#include "cli/bench.h"
+#include "cli/bench_device.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../catalog/dataset.h"
-#include "../search/searcher.h"
-#include "../space/space.h"
+#include "catalog/dataset.h"
+#include "search/searcher.h"
+#include "space/space.h"
 
 #define BENCH_WITHIN 1.05 /* "within 5% of the optimum": best <= 1.05 * optimum */
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define BENCH_MAX_BUDGET     100000
 #define BENCH_MAX_SEEDS      1000

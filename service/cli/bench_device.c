@@ -1,7 +1,7 @@
 /* cli/bench_device — `ktune bench --device`: searchers against a real measuring backend (see
  * bench_device.h). This file: arguments, the runs and their JSON; bench_device_report.c: the
  * summaries over seeds, the table and the subcommand's main. */
-#include "bench_device.h"
+#include "cli/bench_device.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,14 +14,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../catalog/catalog.h"
-#include "../core/log.h"
-#include "../measure/backend.h"
-#include "../measure/device.h"
-#include "../search/searcher.h"
-#include "bench_device_impl.h"
-#include "bench_idmap.h"
-#include "bench_mcache.h"
+#include "catalog/catalog.h"
+#include "core/log.h"
+#include "measure/backend.h"
+#include "measure/device.h"
+#include "search/searcher.h"
+#include "cli/bench_device_impl.h"
+#include "cli/bench_idmap.h"
+#include "cli/bench_mcache.h"
 
 #define BENCH_DEVICE_MAX_KERNEL_DIRS 32
 #define BENCH_DEVICE_MAX_DIRS_TEXT   4096

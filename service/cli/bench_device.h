@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../core/error.h"
-#include "bench.h"
+#include "core/error.h"
+#include "cli/bench.h"
 
 #define BENCH_DEVICE_MAX_BATCH   256
 #define BENCH_DEVICE_MAX_PROBLEM 1024 /* characters of --problem */

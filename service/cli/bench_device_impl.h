@@ -9,11 +9,11 @@
 
 #include <stdio.h>
 
-#include "../catalog/catalog.h"
-#include "../core/trial.h"
-#include "../measure/backend.h"
-#include "bench_device.h"
-#include "bench_mcache.h"
+#include "catalog/catalog.h"
+#include "core/trial.h"
+#include "measure/backend.h"
+#include "cli/bench_device.h"
+#include "cli/bench_mcache.h"
 
 typedef struct bench_device_ctx {
     const target *target;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/log.h"
-#include "bench_device_impl.h"
+#include "core/log.h"
+#include "cli/bench_device_impl.h"
 
 static json_t *rep_ms(double v)
 {

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "../space/space.h"
+#include "space/space.h"
 
 typedef struct bench_idmap {
     config_id *keys;

@@ -1,5 +1,5 @@
 /* cli/bench_mcache — the measurement cache of `ktune bench --device` (see bench_mcache.h). */
-#include "bench_mcache.h"
+#include "cli/bench_mcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
-#include "bench_idmap.h"
+#include "core/log.h"
+#include "cli/bench_idmap.h"
 
 #define MCACHE_VERSION 1
 

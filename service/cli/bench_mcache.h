@@ -23,9 +23,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
-#include "../core/trial.h"
-#include "../space/space.h"
+#include "core/error.h"
+#include "core/trial.h"
+#include "space/space.h"
 
 #define BENCH_MCACHE_MAX_LINE    (1 << 20) /* longest line read back */
 #define BENCH_MCACHE_MAX_ENTRIES 10000000  /* entries one file may hold */

@@ -1,7 +1,7 @@
 /* cli/bench_report — `ktune bench` output: the readable table, the Kernel Tuner comparison row and
  * the subcommand's main (see bench.h). */
-#include "bench.h"
-#include "bench_device.h"
+#include "cli/bench.h"
+#include "cli/bench_device.h"
 
 #include <errno.h>
 #include <math.h>

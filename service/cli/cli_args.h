@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 /* Matches argv[*i] against name ("--kernel"): sets *value from the next argument (advancing *i)
  * or from after '='. Returns 1 matched, 0 not this option, -1 (printed) when the value is

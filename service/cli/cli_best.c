@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli_args.h"
-#include "cli_client.h"
-#include "cli_render.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_client.h"
+#include "cli/cli_render.h"
 
 #define BEST_MAX_QUERY 4096
 

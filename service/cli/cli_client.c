@@ -1,11 +1,11 @@
-#include "cli_client.h"
+#include "cli/cli_client.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "core/strbuf.h"
 
 struct cli_client {

@@ -1,11 +1,11 @@
-#include "cli_formats.h"
+#include "cli/cli_formats.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_render.h"
+#include "cli/cli_render.h"
 
 #define KEY_MAX           4096 /* characters of one Kernel Tuner cache key */
 #define KT_ERROR_VALUE    1e20 /* Kernel Tuner's old caches store failures as this time */

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 /* job: GET /v1/jobs/{id}; trials: its finished trials (GET /v1/jobs/{id}/trials); params:
  * [{"name", "values"}] of the kernel on the job's device from GET /v1/kernels, or NULL (names

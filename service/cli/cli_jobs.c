@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli_args.h"
-#include "cli_client.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_client.h"
 
 static void jobs_usage(FILE *f)
 {

@@ -1,11 +1,11 @@
-#include "cli_render.h"
+#include "cli/cli_render.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../space/expr.h"
+#include "space/expr.h"
 
 #define RENDER_VALUE_MAX 512
 

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 /* best: a GET /v1/best reply ({"kernel", "device", "problem", "config", "time_ms", "job_id",
  * ...}). format: "json" (the config object on one line), "flags" (one line of -Dname=value, a value

@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "cli_args.h"
-#include "cli_client.h"
-#include "cli_formats.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_client.h"
+#include "cli/cli_formats.h"
 
 #define TRANSFER_MAX_FILE  (512u * 1024 * 1024) /* bytes of an import file, uncompressed */
 #define TRANSFER_PAGE      10000                /* trials per GET, the server's maximum */

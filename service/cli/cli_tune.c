@@ -1,5 +1,5 @@
 /* ktune tune — submits a tuning job; with --wait follows it to the end with a progress bar. */
-#include "cli_tune.h"
+#include "cli/cli_tune.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -11,8 +11,8 @@
 
 #include "core/clock.h"
 
-#include "cli.h"
-#include "cli_args.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
 
 #define TUNE_MAX_JSON    (1024 * 1024) /* the server's body limit */
 #define TUNE_POLL_MS     250

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "cli_client.h"
+#include "cli/cli_client.h"
 
 typedef struct cli_tune_args {
     json_t *body; /* the request body (owned; cli_tune_args_release) */

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
-#include "cli.h"
+#include "cli/bench.h"
+#include "cli/cli.h"
 
 static void ktune_usage(FILE *out)
 {

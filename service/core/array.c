@@ -1,5 +1,5 @@
 /* core/array — see array.h. */
-#include "array.h"
+#include "core/array.h"
 
 #include <stdint.h>
 #include <stdlib.h>

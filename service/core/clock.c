@@ -1,5 +1,5 @@
 /* core/clock — see clock.h. */
-#include "clock.h"
+#include "core/clock.h"
 
 static struct timespec read_clock(clockid_t id)
 {

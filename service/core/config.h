@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "core/error.h"
 
 typedef struct kt_config {
     char listen[256];          /* --listen, KTUNE_LISTEN */

@@ -1,4 +1,4 @@
-#include "error.h"
+#include "core/error.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@ static const struct {
     const char *message;
 } error_table[KT_ERR__COUNT] = {
 #define KT_ERR(name, code, status, msg) {code, status, msg},
-#include "errors.def"
+#include "core/errors.def"
 #undef KT_ERR
 };
 

@@ -9,7 +9,7 @@
 
 typedef enum {
 #define KT_ERR(name, code, status, msg) name,
-#include "errors.def"
+#include "core/errors.def"
 #undef KT_ERR
     KT_ERR__COUNT
 } kt_code;

@@ -1,5 +1,5 @@
 /* core/file — see file.h. */
-#include "file.h"
+#include "core/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

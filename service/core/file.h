@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "core/error.h"
 
 /* The contents of the regular file at path, of at most cap bytes, in a malloc'd NUL-terminated
  * buffer; *len (may be NULL) gets the byte count. */

@@ -1,4 +1,4 @@
-#include "hash.h"
+#include "core/hash.h"
 
 uint64_t kt_fnv1a(uint64_t h, const void *data, size_t n)
 {

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "core/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "core/clock.h"
 
 /* Written once by kt_log_init before threads start, then only read: start-up configuration, not
  * mutable state. */

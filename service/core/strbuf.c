@@ -1,5 +1,5 @@
 /* core/strbuf — see strbuf.h. Growth doubles from STRBUF_FIRST bytes, never past max + 1. */
-#include "strbuf.h"
+#include "core/strbuf.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "trial.h"
+#include "core/trial.h"
 
 #include <math.h>
 #include <string.h>

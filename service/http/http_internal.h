@@ -15,7 +15,7 @@
 #include <microhttpd.h>
 
 #include "core/strbuf.h"
-#include "server.h"
+#include "http/server.h"
 
 /* ---- listen address (listen.c) ---- */
 

@@ -1,7 +1,7 @@
 /* Listen addresses: "127.0.0.1:8080", "[::1]:8080", ":8080" (all IPv4 interfaces),
  * "localhost:8080". Only numeric hosts (and localhost), so that start-up never waits on a resolver.
  */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

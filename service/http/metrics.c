@@ -1,7 +1,7 @@
 /* Request counters keyed by (route pattern, method, status) in a fixed table, plus the time spent
  * per route. Labels come from finite sets (patterns, a fixed list of methods, statuses 100-599), so
  * the table stays small; if it ever fills, further label sets are summed into one overflow line. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Replies (JSON, errors, text, extra headers), request look-ups (query, headers) and JSON body
  * parsing with the nesting check done on the raw bytes before jansson sees them. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <microhttpd.h>
 #include <stdlib.h>

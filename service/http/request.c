@@ -1,7 +1,7 @@
 /* One request through MHD's access handler: first call allocates the state, data calls buffer the
  * body (capped; the excess is read and dropped so the connection stays usable), the last call
  * routes, runs the handler or serves a file, queues the reply, counts it and logs it. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

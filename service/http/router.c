@@ -1,6 +1,6 @@
 /* Route patterns: segments separated by '/', each either literal (exact match) or "{name}" (one
  * non-empty segment, captured). A trailing slash is an ordinary (empty) last segment. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The server object and its MHD daemon: options checked in http_server_new, the daemon started with
  * an internal thread pool (epoll where available), bind failures explained via a probe socket, and
  * percent-decoding that keeps "%00" as written. The per-request lifecycle lives in request.c. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

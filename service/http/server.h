@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define HTTP_MAX_BODY        (1024 * 1024) /* bytes; larger bodies get 413 body_too_large */
 #define HTTP_MAX_JSON_DEPTH  32            /* deeper bodies get 400 json_too_deep */

@@ -2,7 +2,7 @@
  * backslashes and NULs are refused before touching the file system, and the realpath() of the file
  * must lie inside the realpath() of the root (so symlinks pointing outside are refused too). Every
  * refusal is a 404. */
-#include "http_internal.h"
+#include "http/http_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "adam.h"
+#include "learn/adam.h"
 
 #include <math.h>
 #include <stdlib.h>

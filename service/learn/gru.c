@@ -2,7 +2,7 @@
  * vector products (a step's input may depend on the previous output); backward collects each
  * step's gate gradients and then forms the weight gradients of the whole sequence with one matrix
  * product per weight matrix. */
-#include "gru.h"
+#include "learn/gru.h"
 
 #include <cblas.h>
 #include <math.h>

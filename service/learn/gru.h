@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 
-#include "../core/rng.h"
+#include "core/rng.h"
 
 /* Bounds on learn_gru_new's sizes (each at least 1). */
 #define LEARN_GRU_MAX_INPUT  65536

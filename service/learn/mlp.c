@@ -1,4 +1,4 @@
-#include "mlp.h"
+#include "learn/mlp.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "../core/rng.h"
+#include "core/rng.h"
 
 typedef enum {
     LEARN_ACT_TANH = 0,

@@ -1,7 +1,7 @@
 /* measure/backend — dispatch from a device to the backend of its kind through a const table. Kinds
  * that are planned but not built yet (and cpu / cuda when no kernel folders are configured) answer
  * KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
-#include "backend_impl.h"
+#include "measure/backend_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,9 +8,9 @@
 #ifndef KT_MEASURE_BACKEND_H
 #define KT_MEASURE_BACKEND_H
 
-#include "../core/error.h"
-#include "../core/trial.h"
-#include "../catalog/catalog.h"
+#include "core/error.h"
+#include "core/trial.h"
+#include "catalog/catalog.h"
 
 typedef struct backend backend;
 

@@ -5,8 +5,8 @@
 #ifndef KT_MEASURE_BACKEND_IMPL_H
 #define KT_MEASURE_BACKEND_IMPL_H
 
-#include "../catalog/catalog.h"
-#include "backend.h"
+#include "catalog/catalog.h"
+#include "measure/backend.h"
 
 /* Replay backend (replay.c). */
 void *replay_open(const catalog *c, const char *device, kt_error *err);

@@ -2,7 +2,7 @@
  * `cuda:0`, `cuda:1`, ... until the runner refuses one. The probe's device object becomes the
  * device's description, its limits the constants of the kernels' restrictions, and its model the
  * device class that results are keyed by. Creates the runners' cache folder first. */
-#include "device.h"
+#include "measure/device.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/log.h"
-#include "runner_client.h"
+#include "core/log.h"
+#include "measure/runner_client.h"
 
 #define DEVICE_PROBE_TIMEOUT_S 60.0
 #define DEVICE_MAX_CLASS       160

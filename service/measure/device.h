@@ -6,8 +6,8 @@
 #ifndef KT_MEASURE_DEVICE_H
 #define KT_MEASURE_DEVICE_H
 
-#include "../catalog/catalog.h"
-#include "../core/error.h"
+#include "catalog/catalog.h"
+#include "core/error.h"
 
 #define DEVICE_MAX_CUDA 16 /* cuda:0 .. cuda:15 are probed at most */
 

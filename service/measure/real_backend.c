@@ -4,7 +4,7 @@
  * time per device), and waits for the reply with a deadline: compile timeout + a run timeout scaled
  * from the best time seen for the target. A runner that overruns is killed (timeout), one that dies
  * is reaped (runtime_error with the signal); the next measure starts a new one. */
-#include "backend_impl.h"
+#include "measure/backend_impl.h"
 
 #include <math.h>
 #include <signal.h>
@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/log.h"
-#include "runner_client.h"
+#include "core/log.h"
+#include "space/space.h"
+#include "measure/runner_client.h"
 
 #define REAL_SEEN_TARGETS       32  /* targets whose best time a backend remembers */
 #define REAL_DEADLINE_SLACK_S   2.0 /* process start, buffer fill, reference */

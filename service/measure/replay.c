@@ -1,11 +1,13 @@
 /* measure/replay — the replay backend: a trial is looked up in a recorded dataset instead of run.
  * Its recorded compile and measure costs are the trial's virtual clock; with a replay speed > 0 the
  * backend also sleeps that long (scaled) so that a job can be watched progressing in real time. */
-#include "backend_impl.h"
+#include "measure/backend_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "space/space.h"
 
 #define REPLAY_MAX_SLEEP_MS 10000.0 /* per trial, whatever the recorded cost and speed */
 

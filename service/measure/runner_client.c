@@ -2,7 +2,7 @@
  * poll() deadlines, and kills or reaps it. stdin is a socket (writes use MSG_NOSIGNAL, so a dead
  * runner never raises SIGPIPE in the caller), stdout a pipe, stderr inherited. An exec failure is
  * reported through a close-on-exec status pipe. */
-#include "runner_client.h"
+#include "measure/runner_client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 #include "core/clock.h"
 #include "core/array.h"
 

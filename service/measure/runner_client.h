@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define RUNNER_MAX_LINE (4 << 20) /* longest reply line accepted */
 

@@ -4,8 +4,8 @@
  * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
  * partial file. The compiler runs with fork/execvp (no shell) under a deadline that kills its whole
  * process group. */
-#include "../core/hash.h"
-#include "runner.h"
+#include "core/hash.h"
+#include "runner/runner.h"
 
 #include <dlfcn.h>
 #include <errno.h>

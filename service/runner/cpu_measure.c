@@ -2,7 +2,7 @@
  * the problem state, run once with NaN outputs and verify every output element, then time repeats
  * with CLOCK_MONOTONIC around each call until min_repeats and min_seconds are reached (max_repeats
  * and max_seconds stop it earlier) and report the median and the coefficient of variation. */
-#include "runner.h"
+#include "runner/runner.h"
 
 #include <dlfcn.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* What the CPU device is: model, cores, the instruction-set flags kernels care about, the vector
  * width, the cache sizes and the compiler that builds the kernels. Read once at start-up into
  * r->cpu; the probe reply and the binary-cache hash both use it. */
-#include "runner.h"
+#include "runner/runner.h"
 
 #include <cblas.h>
 #include <errno.h>

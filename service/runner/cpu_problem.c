@@ -4,8 +4,8 @@
  * stays in r->problem until a request with another key arrives. Inputs are read-only for kernels:
  * each keeps a checksum so that a kernel writing to one is caught and the buffer restored. Each
  * kernel buffer ends (rounded up to 64 bytes) at a PROT_NONE guard page. */
-#include "../core/hash.h"
-#include "runner.h"
+#include "core/hash.h"
+#include "runner/runner.h"
 
 #include <cblas.h>
 #include <dlfcn.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_internal.h"
+#include "runner/cuda_internal.h"
 
 #define CUDA_DRIVER_LIB "libcuda.so.1"
 

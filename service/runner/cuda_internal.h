@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda.h"
+#include "runner/cuda.h"
 
 /* Driver API types, as the driver ABI defines them (64-bit device pointers: the _v2 entry points).
  */

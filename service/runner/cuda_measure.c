@@ -16,9 +16,9 @@
 
 #include "core/clock.h"
 
-#include "../core/hash.h"
-#include "cuda_internal.h"
-#include "runner.h"
+#include "core/hash.h"
+#include "runner/cuda_internal.h"
+#include "runner/runner.h"
 
 #define CUDA_NAN_BITS        0x7fc00000u /* quiet NaN as a 32-bit pattern */
 #define CUDA_DEFAULT_DYN_MAX (48 * 1024) /* dynamic shared memory allowed without opt-in */

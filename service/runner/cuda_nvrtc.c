@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/file.h"
 
-#include "cuda_internal.h"
+#include "runner/cuda_internal.h"
 
 enum {
     CUDA_NVRTC_SUCCESS = 0,

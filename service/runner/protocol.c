@@ -1,7 +1,7 @@
 /* The wire side of ktune-runner: request lines in, validated requests out, replies written as one
  * JSON line each (PROTOCOL.md). Every field is checked for presence, type and range, and every
  * error message names the field. */
-#include "runner.h"
+#include "runner/runner.h"
 
 #include <math.h>
 #include <stdlib.h>

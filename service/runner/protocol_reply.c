@@ -1,6 +1,6 @@
 /* Replies of ktune-runner: the error and status reply shapes, writing one reply per line, and
  * JSON values that must always encode (non-finite numbers, compiler output that is not UTF-8). */
-#include "runner.h"
+#include "runner/runner.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * by alpha per told result; after restart_after results without a new best the walk restarts from a
  * random configuration with T = t0. A configuration without unvisited neighbours (in the chosen
  * neighbourhood, else in PAIR_SCALE) also restarts the walk. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>

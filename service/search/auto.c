@@ -9,7 +9,7 @@
  * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
  * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
  * local search), since the model's order has evidently stopped helping there. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <limits.h>

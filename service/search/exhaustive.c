@@ -1,5 +1,5 @@
 /* search/exhaustive — every valid configuration in id order (0, 1, 2, ...), then nothing. */
-#include "searcher_impl.h"
+#include "search/searcher_impl.h"
 
 #include <stdlib.h>
 

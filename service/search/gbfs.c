@@ -16,7 +16,7 @@
  * whose products are fixed by restrictions (the GEMM tiling space: no single-parameter move is
  * valid there) and adds the one-step moves on Kernel Tuner spaces; when a configuration has
  * neither, its HAMMING neighbours stand in. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <stdlib.h>
 #include <string.h>

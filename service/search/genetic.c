@@ -4,7 +4,7 @@
  * kept only if space_encode accepts it and it was never proposed (bounded retries, else a HAMMING
  * neighbour of a parent, else a random configuration). Told children fill the next generation,
  * which replaces the current one once full; the best individual survives (elitism 1). */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <stdlib.h>
 

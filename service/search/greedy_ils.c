@@ -4,7 +4,7 @@
  * current. When the neighbourhood is used up (a local optimum), it perturbs: `perturbation` random
  * HAMMING moves from the best configuration so far (or, with probability `restart_probability`, a
  * random configuration), and the local search continues from there once its result is told. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -24,10 +24,10 @@
  * networks' initial weights and every choice come from the searcher's two rngs (walks,
  * minibatches), and training happens at fixed points of the ask/tell sequence (before an episode).
  */
-#include "search_set.h"
+#include "search/search_set.h"
 
-#include "../learn/adam.h"
-#include "../learn/mlp.h"
+#include "learn/adam.h"
+#include "learn/mlp.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* search/random — uniform sampling without replacement. A Fisher–Yates shuffle of [0, count) done
  * lazily: only the positions a swap has touched are stored, in a search_map (search_set.h), so
  * memory grows with the proposals made (not with the space) and a seed fixes the whole sequence. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <stdlib.h>
 

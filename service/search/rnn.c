@@ -22,10 +22,10 @@
  * Parameters with one value take no step. When the value lists hold more than MAX_OUT values in
  * all, long lists are cut into at most `cap` contiguous buckets each: the controller picks a
  * bucket and the value within it is uniform. */
-#include "search_set.h"
+#include "search/search_set.h"
 
-#include "../learn/adam.h"
-#include "../learn/gru.h"
+#include "learn/adam.h"
+#include "learn/gru.h"
 
 #include <math.h>
 #include <stdlib.h>

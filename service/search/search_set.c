@@ -1,6 +1,6 @@
 /* search/search_set — the visited set (and the id map random.c shuffles with), random unvisited
  * proposals and result scoring shared by the result-driven strategies. */
-#include "search_set.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #ifndef KT_SEARCH_SEARCH_SET_H
 #define KT_SEARCH_SEARCH_SET_H
 
-#include "searcher_impl.h"
+#include "search/searcher_impl.h"
 
 /* Score of a failed trial (status != ok or a non-finite or negative time): worse than any real
  * time, finite so that differences and ratios stay defined. */

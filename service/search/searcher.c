@@ -1,7 +1,7 @@
 /* search/searcher — the strategy registry (a const table of vtables), option validation and
  * dispatch. */
-#include "searcher_impl.h"
-#include "search_set.h"
+#include "search/searcher_impl.h"
+#include "search/search_set.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,9 +11,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/trial.h"
-#include "../space/space.h"
+#include "core/error.h"
+#include "core/trial.h"
+#include "space/space.h"
 
 typedef struct searcher searcher;
 

@@ -5,7 +5,7 @@
 #ifndef KT_SEARCH_SEARCHER_IMPL_H
 #define KT_SEARCH_SEARCHER_IMPL_H
 
-#include "searcher.h"
+#include "search/searcher.h"
 
 typedef enum {
     SEARCHER_OPT_INTEGER =

@@ -17,9 +17,9 @@
  * Determinism: XGBoost runs with nthread=1, the exact tree method, no subsampling and a seed
  * derived from ours, so the same told sequence gives the same model. Any XGBoost failure is logged
  * (warn) and leaves the plan empty, so the search goes on with random picks. */
-#include "search_set.h"
+#include "search/search_set.h"
 
-#include "../core/log.h"
+#include "core/log.h"
 #include "core/array.h"
 
 #include <float.h>

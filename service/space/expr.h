@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define EXPR_MAX_DEPTH 64 /* parentheses, unary operators, `not` and `**` nested in one another */
 #define EXPR_MAX_HEIGHT                                                                            \

@@ -1,6 +1,6 @@
 /* Tree-walking evaluator: recursion depth is bounded by EXPR_MAX_HEIGHT (checked at parse time) and
  * nothing is allocated, so enumeration can call it millions of times from any thread. */
-#include "expr_internal.h"
+#include "space/expr_internal.h"
 
 static int eval_chain(const expr *e, const expr_node *nd, const expr_value *slots, expr_value *out)
 {

@@ -5,7 +5,7 @@
 #ifndef KT_SPACE_EXPR_INTERNAL_H
 #define KT_SPACE_EXPR_INTERNAL_H
 
-#include "expr.h"
+#include "space/expr.h"
 
 typedef enum {
     TOK_END = 0,

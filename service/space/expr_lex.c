@@ -1,6 +1,6 @@
 /* Tokenizer of the restriction dialect: Python literals, names, keywords and operators, with
  * columns. */
-#include "expr_internal.h"
+#include "space/expr_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

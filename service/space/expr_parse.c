@@ -1,7 +1,7 @@
 /* Recursive-descent parser of the restriction dialect (Python's expression grammar, from `or` down
  * to atoms), building the flat tree of expr_internal.h, resolving names and folding constant
  * subtrees. */
-#include "expr_internal.h"
+#include "space/expr_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * float, `//` and `%` floor toward -inf, int/float comparisons are exact, and where Python raises
  * (division by zero, str < int, complex powers) the operation fails. Int overflow, which Python
  * avoids with big ints, promotes to float instead of wrapping. */
-#include "expr_internal.h"
+#include "space/expr_internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* space — definition side: validates parameters, constants and restrictions, hands the build to
  * space_build.c, and answers the read-only accessors. */
-#include "expr_internal.h"
-#include "space_internal.h"
+#include "space/expr_internal.h"
+#include "space/space_internal.h"
 
 #include <math.h>
 #include <stdio.h>

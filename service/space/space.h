@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 typedef uint64_t config_id;
 

@@ -2,7 +2,7 @@
  * and enumerates each group's valid sub-configurations by backtracking, checking every restriction
  * as soon as its last parameter is bound. Rows end up sorted in raw-grid order for binary-search
  * encoding. */
-#include "space_internal.h"
+#include "space/space_internal.h"
 
 #include <stdio.h>
 #include <stdint.h>

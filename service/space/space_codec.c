@@ -1,6 +1,6 @@
 /* space_codec — config ids to and from value indices, JSON objects and Kernel Tuner cache keys, and
  * uniform sampling. id = sum over groups g of position_g * stride_g (see space.h). */
-#include "space_internal.h"
+#include "space/space_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

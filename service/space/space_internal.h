@@ -4,8 +4,8 @@
 #ifndef KT_SPACE_SPACE_INTERNAL_H
 #define KT_SPACE_SPACE_INTERNAL_H
 
-#include "expr.h"
-#include "space.h"
+#include "space/expr.h"
+#include "space/space.h"
 
 #define SPACE_HARD_MAX_PARAMS                                                                      \
     256 /* max_params is clamped to this: scratch arrays live on the stack */

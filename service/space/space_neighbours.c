@@ -1,7 +1,7 @@
 /* space_neighbours — local moves for searchers. A move changes one or two parameters, so only their
  * groups are re-encoded (binary search in the group's rows); the new id is the old one adjusted by
  * (new position - old position) * stride for each changed group. */
-#include "space_internal.h"
+#include "space/space_internal.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
-#include "best_store.h"
+#include "store/best_store.h"
 
-#include "db.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/store_util.h"
 
 #define BEST_JSON_SQL                                                                              \
     "json_build_object('kernel', b.kernel, 'device', b.device, 'device_class', b.device_class,"    \

@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
-#include "../core/target_key.h"
+#include "core/error.h"
+#include "core/target_key.h"
 
 typedef struct best_offer {
     target_key key; /* the best table's key is (kernel, device_class, kernel_hash, problem_key) */

@@ -1,9 +1,9 @@
-#include "catalog_store.h"
+#include "store/catalog_store.h"
 
 #include <stdlib.h>
 
-#include "db.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/store_util.h"
 
 int catalog_store_sync(PGconn *c, const json_t *devices, const json_t *kernels, kt_error *err)
 {

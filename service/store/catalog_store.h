@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 /* devices: the JSON of catalog_devices_json; kernels: of catalog_kernels_json. Upserts both. */
 int catalog_store_sync(PGconn *c, const json_t *devices, const json_t *kernels, kt_error *err);

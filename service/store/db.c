@@ -1,6 +1,6 @@
 /* store/db — see db.h. The pool hands out whole connections: a thread that holds one owns it until
  * db_release, so libpq (not thread-safe per connection) is never shared between threads. */
-#include "db.h"
+#include "store/db.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 #include "core/clock.h"
 
 struct db_pool {

@@ -8,7 +8,7 @@
 
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct db_pool db_pool;
 

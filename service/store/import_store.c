@@ -1,13 +1,13 @@
-#include "import_store.h"
+#include "store/import_store.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/trial.h"
-#include "best_store.h"
-#include "db.h"
-#include "job_store.h"
-#include "store_util.h"
+#include "core/trial.h"
+#include "store/best_store.h"
+#include "store/db.h"
+#include "store/job_store.h"
+#include "store/store_util.h"
 
 /* Creates the job row (already finished) and copies its device into device. */
 static int create_job(PGconn *c, const import_target *t, long long n, long long *id, kt_error *err)

@@ -15,8 +15,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/target_key.h"
+#include "core/error.h"
+#include "core/target_key.h"
 
 /* Where a new import job belongs (ignored when appending). */
 typedef struct import_target {

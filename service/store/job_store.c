@@ -1,11 +1,11 @@
-#include "job_store.h"
+#include "store/job_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/store_util.h"
 
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */

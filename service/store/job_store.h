@@ -16,8 +16,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-#include "../core/error.h"
-#include "../core/target_key.h"
+#include "core/error.h"
+#include "core/target_key.h"
 
 /* A job's target as stored with the job when it was made: the key the catalog resolved then and the
  * canonical problem. Read back by job_store_claim and job_store_target, so a job is never

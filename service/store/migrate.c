@@ -1,12 +1,12 @@
 /* store/migrate — see migrate.h. Migrations run as whole scripts (PQexec: several statements, no
  * parameters) inside a transaction of ours, together with the row that records them. */
-#include "migrate.h"
+#include "store/migrate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/log.h"
-#include "db.h"
+#include "core/log.h"
+#include "store/db.h"
 
 /* Session advisory lock key shared by every ktuned: "ktune" in ASCII (0x6b74756e65). */
 #define MIGRATE_LOCK_KEY "461515353701"

@@ -7,7 +7,7 @@
 
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct migration {
     const char *name; /* "001_schema.sql"; applied in strcmp order */

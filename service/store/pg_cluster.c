@@ -1,7 +1,7 @@
 /* store/pg_cluster — see pg_cluster.h. Children (initdb, pg_ctl) are run with fork/execv and argv
  * arrays, never through a shell of ours; their output goes to <data_dir>/pg.log. As root they run
  * as `postgres`. */
-#include "pg_cluster.h"
+#include "store/pg_cluster.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 
 #define PG_PORT          "5432"
 #define PG_SOCKET_NAME   "/.s.PGSQL." PG_PORT

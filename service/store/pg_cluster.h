@@ -9,7 +9,7 @@
 #ifndef KT_STORE_PG_CLUSTER_H
 #define KT_STORE_PG_CLUSTER_H
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct pg_cluster pg_cluster;
 

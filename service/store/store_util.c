@@ -1,4 +1,4 @@
-#include "store_util.h"
+#include "store/store_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "db.h"
+#include "store/db.h"
 
 const char *store_ll(store_num *n, long long v)
 {

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct store_num {
     char text[32];

@@ -1,15 +1,15 @@
-#include "trial_store.h"
+#include "store/trial_store.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "best_store.h"
+#include "store/best_store.h"
 #include "core/strbuf.h"
-#include "db.h"
-#include "job_store.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/job_store.h"
+#include "store/store_util.h"
 
 int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
                              const config_id *ids, json_t *const *configs, int n, kt_error *err)

@@ -9,9 +9,9 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
-#include "../core/trial.h"
-#include "../space/space.h"
+#include "core/error.h"
+#include "core/trial.h"
+#include "space/space.h"
 
 typedef struct trial_row {
     int seq;

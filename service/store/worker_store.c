@@ -1,9 +1,9 @@
-#include "worker_store.h"
+#include "store/worker_store.h"
 
 #include <stdlib.h>
 
-#include "db.h"
-#include "store_util.h"
+#include "store/db.h"
+#include "store/store_util.h"
 
 int worker_store_register(PGconn *c, const char *id, const char *host, int pid,
                           const char *const *devices, int n_devices, kt_error *err)

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 int worker_store_register(PGconn *c, const char *id, const char *host, int pid,
                           const char *const *devices, int n_devices, kt_error *err);

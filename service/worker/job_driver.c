@@ -1,10 +1,11 @@
-#include "job_driver.h"
+#include "worker/job_driver.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/log.h"
-#include "../store/trial_store.h"
+#include "core/log.h"
+#include "space/space.h"
+#include "store/trial_store.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
                    const kt_error *why, kt_error *err)

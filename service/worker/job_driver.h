@@ -11,9 +11,9 @@
 
 #include <libpq-fe.h>
 
-#include "../search/searcher.h"
-#include "../store/job_store.h"
-#include "target_cache.h"
+#include "search/searcher.h"
+#include "store/job_store.h"
+#include "worker/target_cache.h"
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
 

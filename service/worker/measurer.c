@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/log.h"
-#include "../measure/backend.h"
-#include "../store/trial_store.h"
-#include "../store/worker_store.h"
-#include "worker_internal.h"
+#include "core/log.h"
+#include "measure/backend.h"
+#include "store/trial_store.h"
+#include "store/worker_store.h"
+#include "worker/worker_internal.h"
 
 #define MEASURER_IDLE_MS 200
 

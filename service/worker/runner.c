@@ -4,11 +4,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 #include "core/clock.h"
-#include "../store/worker_store.h"
-#include "job_driver.h"
-#include "worker_internal.h"
+#include "store/worker_store.h"
+#include "worker/job_driver.h"
+#include "worker/worker_internal.h"
 
 #define RUNNER_HEARTBEAT_MS 1000
 #define RUNNER_REAP_MS      2000

@@ -1,4 +1,4 @@
-#include "target_cache.h"
+#include "worker/target_cache.h"
 
 #include <pthread.h>
 #include <stddef.h>

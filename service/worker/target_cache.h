@@ -15,9 +15,9 @@
 #ifndef KT_WORKER_TARGET_CACHE_H
 #define KT_WORKER_TARGET_CACHE_H
 
-#include "../catalog/catalog.h"
-#include "../core/error.h"
-#include "../core/target_key.h"
+#include "catalog/catalog.h"
+#include "core/error.h"
+#include "core/target_key.h"
 
 typedef struct target_cache target_cache;
 

@@ -1,4 +1,4 @@
-#include "worker_internal.h"
+#include "worker/worker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/log.h"
+#include "core/log.h"
 #include "core/clock.h"
 
 unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,

@@ -9,9 +9,9 @@
 #ifndef KT_WORKER_WORKER_H
 #define KT_WORKER_WORKER_H
 
-#include "../catalog/catalog.h"
-#include "../core/error.h"
-#include "../store/db.h"
+#include "catalog/catalog.h"
+#include "core/error.h"
+#include "store/db.h"
 
 typedef struct worker_system worker_system;
 

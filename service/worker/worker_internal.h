@@ -7,9 +7,9 @@
 
 #include <pthread.h>
 
-#include "../store/job_store.h"
-#include "target_cache.h"
-#include "worker.h"
+#include "store/job_store.h"
+#include "worker/target_cache.h"
+#include "worker/worker.h"
 
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
