@@ -1,6 +1,6 @@
 /* cli/bench_report — `ktune bench` output: the readable table, the Kernel Tuner comparison row and
  * the subcommand's main (see bench.h). */
-#include "bench.h"
+#include "bench_run.h"
 #include "bench_device.h"
 
 #include <errno.h>

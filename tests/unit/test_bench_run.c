@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "bench/bench_run.h"
 
 typedef struct fixture {
     char dir[64];

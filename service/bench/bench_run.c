@@ -1,5 +1,5 @@
 /* cli/bench — `ktune bench`: runs searchers on replayed Kernel Tuner caches (see bench.h). */
-#include "bench.h"
+#include "bench_run.h"
 #include "bench_device.h"
 
 #include <dirent.h>

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #include "../core/error.h"
-#include "bench.h"
+#include "bench_run.h"
 
 #define BENCH_DEVICE_MAX_BATCH   256
 #define BENCH_DEVICE_MAX_PROBLEM 1024 /* characters of --problem */

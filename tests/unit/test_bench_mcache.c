@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench_mcache.h"
+#include "bench/bench_mcache.h"
 
 typedef struct fixture {
     char dir[64];

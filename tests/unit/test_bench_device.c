@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
-#include "cli/bench_device.h"
-#include "cli/bench_device_impl.h"
+#include "bench/bench_run.h"
+#include "bench/bench_device.h"
+#include "bench/bench_device_impl.h"
 
 #define BUDGET 20
 #define SEEDS  2
