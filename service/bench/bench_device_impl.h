@@ -1,18 +1,18 @@
-/* cli/bench_device_impl — internal to the device mode of `ktune bench`: the state shared by one
- * bench (the target, backend and measurement cache, all borrowed) and the record of one
- * (strategy, seed) run, which bench_device.c fills and bench_device_report.c summarises.
+/* bench/bench_device_impl — internal to the device mode of `ktune bench` (no header outside
+ * bench/ includes it): the state shared by one bench (the target, backend and measurement cache,
+ * all borrowed) and the record of one (strategy, seed) run, which bench_device.c fills and
+ * bench_device_summary.c summarises. Types only.
  *
- * Lifecycle of a run record: bench_device_run_one fills it (freeing it itself on failure) ->
- * bench_device_report_json reads it -> bench_device_run_free. */
-#ifndef KT_CLI_BENCH_DEVICE_IMPL_H
-#define KT_CLI_BENCH_DEVICE_IMPL_H
+ * Lifecycle of a run record: bench_device.c's run_one fills it (freeing it itself on failure) ->
+ * bench_device_summary_json reads it -> freed by bench_device.c. */
+#ifndef KT_BENCH_DEVICE_IMPL_H
+#define KT_BENCH_DEVICE_IMPL_H
 
 #include <stdio.h>
 
 #include "../catalog/catalog.h"
 #include "../core/trial.h"
 #include "../measure/backend.h"
-#include "bench_device.h"
 #include "bench_mcache.h"
 
 typedef struct bench_device_ctx {
@@ -45,20 +45,5 @@ typedef struct bench_device_run_state {
     double eval_wall_max_s; /* the longest of those */
     double overhead_s;      /* inside searcher_ask + searcher_tell */
 } bench_device_run_state;
-
-double bench_device_now_s(void);
-/* --problem text -> JSON object (new reference); NULL with err (KT_ERR_BAD_PROBLEM). */
-json_t *bench_device_problem_json(const char *text, kt_error *err);
-/* One (strategy, seed) run. Returns 0, or -1 with err set (run freed). */
-int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int seed,
-                         bench_device_run_state *run, kt_error *err);
-void bench_device_run_free(bench_device_run_state *r);
-
-/* The "strategies" member of the result: per strategy the checkpoint figures over seeds (relative
- * to the reference strategy), the best configuration and the runs. runs[s * seeds + k] is strategy
- * s, seed k. New reference, NULL when out of memory. */
-json_t *bench_device_report_json(const bench_device_ctx *ctx, const bench_device_options *opt,
-                                 const bench_device_run_state *runs, const int *checkpoints,
-                                 int n_checkpoints, const char *reference);
 
 #endif

@@ -1,4 +1,4 @@
-/* cli/bench_idmap — configuration id -> int map (see bench_idmap.h). */
+/* bench/bench_idmap — configuration id -> int map (see bench_idmap.h). */
 #include "bench_idmap.h"
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* cli/bench_mcache — the measurement cache of `ktune bench --device` (see bench_mcache.h). */
+/* bench/bench_mcache — the measurement cache of `ktune bench --device` (see bench_mcache.h). */
 #include "bench_mcache.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../bench/bench_run.h"
+#include "../bench/bench_main.h"
 #include "cli.h"
 
 static void ktune_usage(FILE *out)

@@ -17,7 +17,8 @@
 
 #include "bench/bench_run.h"
 #include "bench/bench_device.h"
-#include "bench/bench_device_impl.h"
+#include "bench/bench_device_args.h"
+#include "bench/bench_main.h"
 
 #define BUDGET 20
 #define SEEDS  2

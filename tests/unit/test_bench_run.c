@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench_main.h"
 #include "bench/bench_run.h"
 
 typedef struct fixture {
