@@ -1,4 +1,4 @@
-/* Unit tests for cli/bench_mcache (the measurement cache of `ktune bench --device`) on a small
+/* Unit tests for bench/bench_mcache (the measurement cache of `ktune bench --device`) on a small
  * explicit space, without a device: put / get round trip through the file, the first measurement
  * stays, a header of another identity is refused naming the field, a file that is not a cache is
  * refused, a torn last line is cut off, bad lines are skipped, one process per file (lock), and

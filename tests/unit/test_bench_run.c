@@ -1,5 +1,6 @@
-/* Unit tests for cli/bench: exact figures on a hand-made six-configuration cache, include-failed,
- * the JSON shape, argument errors, and one random run on the pnpoly dataset. */
+/* Unit tests for bench/bench_run (offline `ktune bench`): exact figures on a hand-made
+ * six-configuration cache, include-failed, the JSON shape, argument errors, and one random run on
+ * the pnpoly dataset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
