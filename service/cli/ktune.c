@@ -1,13 +1,13 @@
 /* cli/ktune — main of the `ktune` command. Subcommands: bench (the benchmark harness for
- * searchers: replayed caches, bench.h, or a real device, bench_device.h); tune, jobs, job, cancel,
- * best, export and import talk to a ktuned (cli.h). */
+ * searchers on replayed caches or a real device: service/bench/, bench_main.h); tune, jobs, job,
+ * cancel, best, export and import talk to a ktuned (cli.h). */
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "bench/bench_main.h"
 #include "cli/cli.h"
 
 static void ktune_usage(FILE *out)

@@ -1,9 +1,8 @@
-/* cli/bench_device — `ktune bench --device`: searchers against a real measuring backend (see
- * bench_device.h). This file: arguments, the runs and their JSON; bench_device_report.c: the
- * summaries over seeds, the table and the subcommand's main. */
-#include "cli/bench_device.h"
+/* bench/bench_device — `ktune bench --device`: searchers against a real measuring backend (see
+ * bench_device.h). This file: the runs; bench_device_summary.c: their summaries over seeds as JSON;
+ * bench_device_args.c: the arguments; bench_device_report.c: the table. */
+#include "bench/bench_device.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -19,335 +18,24 @@
 #include "measure/backend.h"
 #include "measure/device.h"
 #include "search/searcher.h"
-#include "cli/bench_device_impl.h"
-#include "cli/bench_idmap.h"
-#include "cli/bench_mcache.h"
+#include "bench/bench_device_impl.h"
+#include "bench/bench_device_summary.h"
+#include "bench/bench_idmap.h"
+#include "bench/bench_mcache.h"
 
 #define BENCH_DEVICE_MAX_KERNEL_DIRS 32
 #define BENCH_DEVICE_MAX_DIRS_TEXT   4096
 
-static const char *const bench_device_flags[] = {
-    "--kernel",      "--device",       "--problem",       "--strategies",        "--relative-to",
-    "--budget",      "--seeds",        "--batch",         "--progress",          "--measure-cache",
-    "--json",        "--runner",       "--kernels",       "--cache-dir",         "--cpu-core",
-    "--min-repeats", "--min-seconds",  "--run-timeout-s", "--compile-timeout-s", "--log-level",
-    "--max-repeats", "--max-timing-s", "--slow-factor"};
-#define BENCH_DEVICE_N_FLAGS (sizeof bench_device_flags / sizeof bench_device_flags[0])
-
-/* The integer flags: their range and the field of bench_device_options they set. */
-typedef struct bench_device_int_flag {
-    const char *name;
-    int lo, hi;
-    size_t offset;
-} bench_device_int_flag;
-
-static const bench_device_int_flag bench_device_int_flags[] = {
-    {"--budget", 1, BENCH_MAX_BUDGET, offsetof(bench_device_options, budget)},
-    {"--seeds", 1, BENCH_MAX_SEEDS, offsetof(bench_device_options, seeds)},
-    {"--batch", 1, BENCH_DEVICE_MAX_BATCH, offsetof(bench_device_options, batch)},
-    {"--progress", 0, BENCH_MAX_BUDGET, offsetof(bench_device_options, progress)},
-    {"--cpu-core", -1, 4095, offsetof(bench_device_options, cpu_core)},
-    {"--min-repeats", 1, 100, offsetof(bench_device_options, min_repeats)},
-    {"--max-repeats", 1, 100000, offsetof(bench_device_options, max_repeats)}};
-#define BENCH_DEVICE_N_INT_FLAGS (sizeof bench_device_int_flags / sizeof bench_device_int_flags[0])
-
-int bench_device_wanted(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--device") == 0 || strcmp(argv[i], "--kernel") == 0)
-            return 1;
-    }
-    return 0;
-}
-
-void bench_device_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "\n"
-        "usage: ktune bench --kernel NAME --device cpu|cuda:N --strategies A,B,...\n"
-        "                   [--problem M=1024,N=1024,K=1024] [--budget N] [--seeds N]\n"
-        "                   [--batch N] [--measure-cache FILE] [--json FILE] [--progress N]\n"
-        "                   [--relative-to NAME] [--runner PATH] [--kernels DIR[,DIR]]\n"
-        "                   [--cache-dir DIR] [--cpu-core N] [--min-repeats N]\n"
-        "                   [--min-seconds S] [--max-repeats N] [--max-timing-s S]\n"
-        "                   [--run-timeout-s S] [--compile-timeout-s S] [--log-level L]\n"
-        "\n"
-        "Device mode: measures for real with ktune-runner (compile, verify, time). Each\n"
-        "(strategy, seed) run stops after N distinct evaluations; failed configurations\n"
-        "(compile errors, timeouts, wrong results, crashes) count as evaluations.\n"
-        "A measurement costs about one verification call plus the timed calls: at gemm_tiled\n"
-        "1024^3 on one CPU core 0.4-17 s (4 s on average for random configurations).\n"
-        "  --kernel NAME        a kernel of the kernel folders (gemm_tiled, gemm, conv2d)\n"
-        "  --device DEV         cpu, or cuda:N\n"
-        "  --problem ARGS       problem arguments NAME=INT,... or a JSON object [defaults]\n"
-        "  --strategies LIST    comma-separated strategy names (%s)\n"
-        "  --budget N           distinct evaluations per run, 1-%d [100]\n"
-        "  --seeds N            seeds 0..N-1 per strategy, 1-%d [3]\n"
-        "  --batch N            configurations asked for and told at once, 1-%d [1]\n"
-        "  --measure-cache FILE measurements as JSON lines: read first, appended after every\n"
-        "                       measurement (a killed run resumes); refused when recorded\n"
-        "                       for another kernel, problem or CPU [in memory only]\n"
-        "  --json FILE          everything, best-so-far curves and trials included\n"
-        "  --progress N         a progress line on stderr every N evaluations, 0 none [25]\n"
-        "  --relative-to NAME   costs are shown relative to this strategy [gbfs, or the first]\n"
-        "  --runner PATH        the ktune-runner binary [<dir of ktune>/ktune-runner]\n"
-        "  --kernels DIRS       folders of kernel folders [<dir of ktune>/../kernels, or\n"
-        "                       ./kernels]\n"
-        "  --cache-dir DIR      the runner's compiled kernels [./var/cache]\n"
-        "  --cpu-core N         core cpu measurements are pinned to; -1 none [the last core]\n"
-        "  --min-repeats N      timed runs per measurement at least, 1-100 [5]\n"
-        "  --min-seconds S      seconds of timed runs per measurement at least, 0-3 [0.2]\n"
-        "  --max-repeats N      timed runs per measurement at most [100]\n"
-        "  --max-timing-s S     timing stops after S seconds (at least one run) [3]\n"
-        "  --run-timeout-s S    seconds a measurement may run before the first ok result;\n"
-        "                       later ones get 20x the best time per run, 5-60 s [60]\n"
-        "  --compile-timeout-s S seconds a configuration may take to compile [60]\n"
-        "  --slow-factor F      give up on a configuration (status timeout) once one call takes\n"
-        "                       more than F x the best time so far; 0 waits for every call [0]\n"
-        "  --log-level L        debug, info, warn or error [warn]\n",
-        searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_DEVICE_MAX_BATCH);
-}
-
-static int bench_parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double v;
-
-    if (!s || !*s)
-        return -1;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int bench_device_flag_known(const char *a)
-{
-    for (size_t k = 0; k < BENCH_DEVICE_N_FLAGS; k++) {
-        if (strcmp(a, bench_device_flags[k]) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* One flag with its value. Returns 0 or -1 with msg. */
-static int bench_device_set(bench_device_options *opt, const char *a, const char *val, char *msg,
-                            size_t cap)
-{
-    int rc = -1;
-    double d;
-
-    if (!*val && strcmp(a, "--problem") != 0) {
-        snprintf(msg, cap, "%s needs a non-empty value", a);
-        goto out;
-    }
-    for (size_t k = 0; k < BENCH_DEVICE_N_INT_FLAGS; k++) {
-        const bench_device_int_flag *f = &bench_device_int_flags[k];
-        if (strcmp(a, f->name) == 0) {
-            rc = bench_int_flag(a, val, f->lo, f->hi, (int *)((char *)opt + f->offset), msg, cap);
-            goto out;
-        }
-    }
-    if (strcmp(a, "--kernel") == 0) {
-        opt->kernel = val;
-    } else if (strcmp(a, "--device") == 0) {
-        opt->device = val;
-    } else if (strcmp(a, "--problem") == 0) {
-        if (strlen(val) > BENCH_DEVICE_MAX_PROBLEM) {
-            snprintf(msg, cap, "--problem: at most %d characters", BENCH_DEVICE_MAX_PROBLEM);
-            goto out;
-        }
-        opt->problem = val;
-    } else if (strcmp(a, "--strategies") == 0) {
-        if (bench_parse_strategy_list(val, opt->strategies, &opt->n_strategies, msg, cap) < 0)
-            goto out;
-    } else if (strcmp(a, "--relative-to") == 0) {
-        opt->relative_to = val;
-    } else if (strcmp(a, "--measure-cache") == 0) {
-        opt->measure_cache = val;
-    } else if (strcmp(a, "--json") == 0) {
-        opt->json_path = val;
-    } else if (strcmp(a, "--runner") == 0) {
-        opt->runner = val;
-    } else if (strcmp(a, "--kernels") == 0) {
-        opt->kernels = val;
-    } else if (strcmp(a, "--cache-dir") == 0) {
-        opt->cache_dir = val;
-    } else if (strcmp(a, "--log-level") == 0) {
-        kt_log_level l;
-        if (kt_log_parse_level(val, &l) < 0) {
-            snprintf(msg, cap, "--log-level: '%.64s' is not debug, info, warn or error", val);
-            goto out;
-        }
-        opt->log_level = val;
-    } else {
-        /* the seconds: same ranges as ktuned's flags (service/core/config.c) */
-        double lo = strcmp(a, "--min-seconds") == 0     ? 0
-                    : strcmp(a, "--max-timing-s") == 0  ? 0.001
-                    : strcmp(a, "--run-timeout-s") == 0 ? 0.5
-                    : strcmp(a, "--slow-factor") == 0   ? 0
-                                                        : 1;
-        double hi = strcmp(a, "--min-seconds") == 0   ? 3
-                    : strcmp(a, "--slow-factor") == 0 ? 1e6
-                                                      : 3600;
-        if (bench_parse_double(val, lo, hi, &d) < 0) {
-            snprintf(msg, cap, "%s: '%.64s' is not a number in %g-%g", a, val, lo, hi);
-            goto out;
-        }
-        if (strcmp(a, "--min-seconds") == 0)
-            opt->min_seconds = d;
-        else if (strcmp(a, "--max-timing-s") == 0)
-            opt->max_timing_s = d;
-        else if (strcmp(a, "--run-timeout-s") == 0)
-            opt->run_timeout_s = d;
-        else if (strcmp(a, "--slow-factor") == 0)
-            opt->slow_factor = d;
-        else
-            opt->compile_timeout_s = d;
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
-int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, char *msg, size_t cap,
-                            FILE *out)
-{
-    int rc = -1;
-
-    memset(opt, 0, sizeof *opt);
-    opt->budget = 100;
-    opt->seeds = 3;
-    opt->batch = 1;
-    opt->progress = 25;
-    opt->cpu_core = BENCH_CPU_CORE_AUTO;
-    opt->min_seconds = -1;
-    msg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            bench_device_usage(out);
-            rc = 1;
-            goto out;
-        }
-        if (!bench_device_flag_known(a)) {
-            snprintf(msg, cap, "unknown argument '%.200s' (with --device)", a);
-            goto out;
-        }
-        if (i + 1 >= argc) {
-            snprintf(msg, cap, "%s needs a value", a);
-            goto out;
-        }
-        if (bench_device_set(opt, a, argv[++i], msg, cap) < 0)
-            goto out;
-    }
-    if (!opt->kernel || !opt->device) {
-        snprintf(msg, cap, "%s is required with %s", opt->kernel ? "--device" : "--kernel",
-                 opt->kernel ? "--kernel" : "--device");
-        goto out;
-    }
-    if (opt->n_strategies == 0) {
-        snprintf(msg, cap, "--strategies is required (strategies: %s)", searcher_names());
-        goto out;
-    }
-    if (opt->relative_to) {
-        int found = 0;
-        for (int s = 0; s < opt->n_strategies; s++)
-            found |= strcmp(opt->strategies[s], opt->relative_to) == 0;
-        if (!found) {
-            snprintf(msg, cap, "--relative-to: '%.64s' is not one of --strategies",
-                     opt->relative_to);
-            goto out;
-        }
-    }
-    if (opt->measure_cache && opt->json_path && strcmp(opt->measure_cache, opt->json_path) == 0) {
-        snprintf(msg, cap, "--json and --measure-cache name the same file");
-        goto out;
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
-/* --problem text -> JSON object: "M=1024,N=512" or a JSON object. NULL with err when malformed. */
-json_t *bench_device_problem_json(const char *text, kt_error *err)
-{
-    json_t *o = NULL;
-    const char *p = text;
-
-    if (!text || !*text)
-        return json_object();
-    if (*text == '{') {
-        json_error_t je;
-        o = json_loads(text, 0, &je);
-        if (!json_is_object(o)) {
-            json_decref(o);
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: not a JSON object: %.200s", je.text);
-            return NULL;
-        }
-        return o;
-    }
-    if (!(o = json_object())) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        return NULL;
-    }
-    while (*p) {
-        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
-        const char *end = comma ? comma : p + strlen(p);
-        char name[KSPEC_MAX_NAME + 1], num[32];
-        long long v;
-        char *tail = NULL;
-        if (!eq || eq > end || eq == p || (size_t)(eq - p) > KSPEC_MAX_NAME ||
-            (size_t)(end - eq - 1) >= sizeof num || end == eq + 1) {
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: '%.200s' is not NAME=INTEGER,...",
-                         text);
-            goto fail;
-        }
-        memcpy(name, p, (size_t)(eq - p));
-        name[eq - p] = '\0';
-        memcpy(num, eq + 1, (size_t)(end - eq - 1));
-        num[end - eq - 1] = '\0';
-        errno = 0;
-        v = strtoll(num, &tail, 10);
-        if (errno || *tail) {
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: %s=%s is not an integer", name, num);
-            goto fail;
-        }
-        if (json_object_get(o, name)) {
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: %s given twice", name);
-            goto fail;
-        }
-        if (json_object_size(o) >= KSPEC_MAX_ARGS ||
-            json_object_set_new(o, name, json_integer(v)) < 0) {
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: at most %d arguments",
-                         KSPEC_MAX_ARGS);
-            goto fail;
-        }
-        p = comma ? comma + 1 : end;
-        if (comma && !*p) {
-            kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: trailing comma in '%.200s'", text);
-            goto fail;
-        }
-    }
-    return o;
-fail:
-    json_decref(o);
-    return NULL;
-}
-
 /* ---- runs ---- */
 
-double bench_device_now_s(void)
+static double bench_device_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void bench_device_run_free(bench_device_run_state *r)
+static void bench_device_run_free(bench_device_run_state *r)
 {
     free(r->best_so_far);
     free(r->trial_ids);
@@ -429,8 +117,9 @@ static void bench_device_record(bench_device_ctx *ctx, bench_device_run_state *r
     (void)ctx;
 }
 
-int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int seed,
-                         bench_device_run_state *run, kt_error *err)
+/* One (strategy, seed) run. Returns 0, or -1 with err set (run freed). */
+static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int seed,
+                                bench_device_run_state *run, kt_error *err)
 {
     searcher *s = NULL;
     bench_idmap seen;
@@ -721,7 +410,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         }
     }
     strategies =
-        bench_device_report_json(&ctx, opt, runs, checkpoints, n_cp, bench_device_reference(opt));
+        bench_device_summary_json(&ctx, opt, runs, checkpoints, n_cp, bench_device_reference(opt));
     json_t *cps = json_array();
     for (int k = 0; cps && k < n_cp; k++)
         json_array_append_new(cps, json_integer(checkpoints[k]));

@@ -1,5 +1,5 @@
-/* cli/bench_idmap — configuration id -> int map (see bench_idmap.h). */
-#include "cli/bench_idmap.h"
+/* bench/bench_idmap — configuration id -> int map (see bench_idmap.h). */
+#include "bench/bench_idmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* cli/bench_mcache — the measurement cache of `ktune bench --device` (see bench_mcache.h). */
-#include "cli/bench_mcache.h"
+/* bench/bench_mcache — the measurement cache of `ktune bench --device` (see bench_mcache.h). */
+#include "bench/bench_mcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "cli/bench_idmap.h"
+#include "bench/bench_idmap.h"
 
 #define MCACHE_VERSION 1
 

@@ -1,4 +1,4 @@
-/* Unit tests for cli/bench_mcache (the measurement cache of `ktune bench --device`) on a small
+/* Unit tests for bench/bench_mcache (the measurement cache of `ktune bench --device`) on a small
  * explicit space, without a device: put / get round trip through the file, the first measurement
  * stays, a header of another identity is refused naming the field, a file that is not a cache is
  * refused, a torn last line is cut off, bad lines are skipped, one process per file (lock), and
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench_mcache.h"
+#include "bench/bench_mcache.h"
 
 typedef struct fixture {
     char dir[64];

@@ -1,4 +1,4 @@
-/* Unit tests for cli/bench_device (`ktune bench --device`): argument errors (exit 2 with a
+/* Unit tests for bench/bench_device (`ktune bench --device`): argument errors (exit 2 with a
  * message), --problem parsing, and small real runs on the cpu device with the built ktune-runner:
  * gemm_tiled at 64^3, strategy random, budget 20, 2 seeds — distinct evaluations, the measure cache
  * file written, a second run replaying every measurement with identical results, and a cache of
@@ -15,9 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
-#include "cli/bench_device.h"
-#include "cli/bench_device_impl.h"
+#include "bench/bench_run.h"
+#include "bench/bench_device.h"
+#include "bench/bench_device_args.h"
+#include "bench/bench_main.h"
 
 #define BUDGET 20
 #define SEEDS  2

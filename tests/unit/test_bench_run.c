@@ -1,5 +1,6 @@
-/* Unit tests for cli/bench: exact figures on a hand-made six-configuration cache, include-failed,
- * the JSON shape, argument errors, and one random run on the pnpoly dataset. */
+/* Unit tests for bench/bench_run (offline `ktune bench`): exact figures on a hand-made
+ * six-configuration cache, include-failed, the JSON shape, argument errors, and one random run on
+ * the pnpoly dataset. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "bench/bench_main.h"
+#include "bench/bench_run.h"
 
 typedef struct fixture {
     char dir[64];

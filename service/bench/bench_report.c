@@ -1,7 +1,6 @@
-/* cli/bench_report — `ktune bench` output: the readable table, the Kernel Tuner comparison row and
- * the subcommand's main (see bench.h). */
-#include "cli/bench.h"
-#include "cli/bench_device.h"
+/* bench/bench_report — `ktune bench` offline output: the readable table and the Kernel Tuner
+ * comparison row (see bench_report.h). */
+#include "bench/bench_report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -227,95 +226,4 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
         bench_print_row(result, name, st, out);
     if (kt_reference)
         bench_print_reference(result, kt_reference, out);
-}
-
-int bench_args_exit(int parsed, const char *msg)
-{
-    if (parsed < 0)
-        fprintf(stderr, "ktune bench: %s\nTry 'ktune bench --help'.\n", msg);
-    return parsed < 0 ? 2 : 0;
-}
-
-int bench_json_open(const char *path, FILE **json)
-{
-    *json = NULL;
-    if (!path)
-        return 0;
-    *json = fopen(path, "w");
-    if (!*json) {
-        fprintf(stderr, "ktune bench: --json %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-int bench_finish(const json_t *result, const kt_error *err, FILE **json, const char *json_path)
-{
-    int rc = 1;
-    if (!result) {
-        fprintf(stderr, "ktune bench: error: %s%s%s\n", err->message, err->hint[0] ? " — " : "",
-                err->hint);
-        goto out;
-    }
-    if (*json) {
-        if (json_dumpf(result, *json, JSON_COMPACT) != 0 || fputc('\n', *json) == EOF) {
-            fprintf(stderr, "ktune bench: cannot write %s\n", json_path);
-            goto out;
-        }
-        int cr = fclose(*json);
-        *json = NULL;
-        if (cr != 0) {
-            fprintf(stderr, "ktune bench: cannot write %s: %s\n", json_path, strerror(errno));
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
-int bench_main(int argc, char **argv, const char *exe_dir)
-{
-    bench_options opt;
-    kt_error err;
-    char msg[1024], ref_path[BENCH_MAX_PATH];
-    const char *ref = NULL;
-    json_t *res = NULL;
-    FILE *jf = NULL;
-    int rc = 1;
-
-    if (bench_device_wanted(argc, argv)) { /* --device: measured for real (bench_device.h) */
-        rc = bench_device_main(argc, argv, exe_dir);
-        goto out;
-    }
-    int p = bench_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (p != 0) {
-        rc = bench_args_exit(p, msg);
-        goto out;
-    }
-    if (opt.kt_reference) {
-        if (access(opt.kt_reference, R_OK) != 0) {
-            fprintf(stderr, "ktune bench: --kt-reference %s: %s\n", opt.kt_reference,
-                    strerror(errno));
-            rc = 2;
-            goto out;
-        }
-        ref = opt.kt_reference;
-    } else if (exe_dir) {
-        int w = snprintf(ref_path, sizeof ref_path,
-                         "%s/../../shared/data/kerneltuner-dev/summary.csv", exe_dir);
-        if (w > 0 && (size_t)w < sizeof ref_path && access(ref_path, R_OK) == 0)
-            ref = ref_path;
-    }
-    if (bench_json_open(opt.json_path, &jf) < 0)
-        goto out;
-    res = bench_run(&opt, &err);
-    if (res)
-        bench_print_table(res, ref, stdout);
-    rc = bench_finish(res, &err, &jf, opt.json_path);
-out:
-    if (jf)
-        fclose(jf);
-    json_decref(res);
-    return rc;
 }

@@ -1,12 +1,12 @@
-/* cli/bench_idmap — a map from configuration id to a non-negative int (an index into the caller's
+/* bench/bench_idmap — a map from configuration id to a non-negative int (an index into the caller's
  * array), open addressing, grown as needed. Used by `ktune bench --device` for the measurement
  * cache (id -> entry) and for each run's distinct evaluations (id -> evaluation), whose spaces are
  * too large for a flag per configuration.
  *
  * Lifecycle: bench_idmap_init -> bench_idmap_put / bench_idmap_get -> bench_idmap_release. The map
  * owns its table; nothing it returns needs freeing. */
-#ifndef KT_CLI_BENCH_IDMAP_H
-#define KT_CLI_BENCH_IDMAP_H
+#ifndef KT_BENCH_IDMAP_H
+#define KT_BENCH_IDMAP_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* cli/bench_mcache — the measurement cache of `ktune bench --device`: every configuration measured
- * on a real device, kept so that other strategies and seeds (which often propose the same
+/* bench/bench_mcache — the measurement cache of `ktune bench --device`: every configuration
+ * measured on a real device, kept so that other strategies and seeds (which often propose the same
  * configurations) replay it instead of measuring it again, and so that a killed experiment resumes
  * where it stopped. In memory always; with a file, also a JSON-lines file appended and flushed
  * (fsync) after every measurement:
@@ -17,8 +17,8 @@
  *
  * Lifecycle: bench_mcache_open -> bench_mcache_get / bench_mcache_put -> bench_mcache_free. The
  * space must outlive the cache; results filled by get are the caller's (trial_result_release). */
-#ifndef KT_CLI_BENCH_MCACHE_H
-#define KT_CLI_BENCH_MCACHE_H
+#ifndef KT_BENCH_MCACHE_H
+#define KT_BENCH_MCACHE_H
 
 #include <jansson.h>
 #include <stddef.h>

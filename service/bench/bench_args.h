@@ -1,0 +1,29 @@
+/* bench/bench_args — the options of `ktune bench` in offline mode (replayed Kernel Tuner caches)
+ * and their parsing. The device mode's are in bench_device_args.h. */
+#ifndef KT_BENCH_ARGS_H
+#define KT_BENCH_ARGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bench/bench_parse.h"
+
+typedef struct bench_options {
+    const char *spaces[BENCH_MAX_SPACES]; /* files or folders (folders: their *.json[.gz]) */
+    int n_spaces;
+    char strategies[BENCH_MAX_STRATEGIES][64];
+    int n_strategies;
+    int budget;         /* distinct evaluations per run, 1..BENCH_MAX_BUDGET */
+    int seeds;          /* seeds 0..seeds-1, 1..BENCH_MAX_SEEDS */
+    int include_failed; /* 1: failed configurations are in the space (evaluations finding nothing)
+                         */
+    int curves;         /* 1: per-seed curves in the result JSON */
+    const char *json_path;    /* --json, or NULL */
+    const char *kt_reference; /* --kt-reference, or NULL for the default */
+} bench_options;
+
+/* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out), or
+ * -1 with a message in msg (a usage error: exit code 2). opt keeps pointers into argv. */
+int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out);
+
+#endif

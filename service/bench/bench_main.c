@@ -1,0 +1,156 @@
+/* bench/bench_main — `ktune bench`: argument parsing, the run, the table and --json for both modes
+ * (see bench_main.h). */
+#include "bench/bench_main.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "bench/bench_args.h"
+#include "bench/bench_device.h"
+#include "bench/bench_device_args.h"
+#include "bench/bench_device_report.h"
+#include "bench/bench_report.h"
+#include "bench/bench_run.h"
+
+/* The steps both mains share, in call order. bench_args_exit: the exit code after a *_parse_args
+ * that returned parsed != 0 (printing msg for a usage error): 2, or 0 after --help.
+ * bench_json_open: opens --json FILE (path NULL: none, *json NULL) before the run, so that a bad
+ * path fails early; 0, or -1 after printing why. bench_finish: after the table, writes result as
+ * one JSON line to *json and closes it (setting *json NULL; the caller fcloses a *json left open by
+ * a failure); result NULL: prints err. Returns 0, or 1 after printing why. */
+static int bench_args_exit(int parsed, const char *msg)
+{
+    if (parsed < 0)
+        fprintf(stderr, "ktune bench: %s\nTry 'ktune bench --help'.\n", msg);
+    return parsed < 0 ? 2 : 0;
+}
+
+static int bench_json_open(const char *path, FILE **json)
+{
+    *json = NULL;
+    if (!path)
+        return 0;
+    *json = fopen(path, "w");
+    if (!*json) {
+        fprintf(stderr, "ktune bench: --json %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int bench_finish(const json_t *result, const kt_error *err, FILE **json,
+                        const char *json_path)
+{
+    int rc = 1;
+    if (!result) {
+        fprintf(stderr, "ktune bench: error: %s%s%s\n", err->message, err->hint[0] ? " — " : "",
+                err->hint);
+        goto out;
+    }
+    if (*json) {
+        if (json_dumpf(result, *json, JSON_COMPACT) != 0 || fputc('\n', *json) == EOF) {
+            fprintf(stderr, "ktune bench: cannot write %s\n", json_path);
+            goto out;
+        }
+        int cr = fclose(*json);
+        *json = NULL;
+        if (cr != 0) {
+            fprintf(stderr, "ktune bench: cannot write %s: %s\n", json_path, strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+/* 4xx errors are about what was asked (exit 2); the others are failures (exit 1). */
+static int rep_exit_code(const kt_error *err)
+{
+    int status = kt_error_http_status(err->code);
+    return status >= 400 && status < 500 ? 2 : 1;
+}
+
+int bench_device_main(int argc, char **argv, const char *exe_dir)
+{
+    bench_device_options opt;
+    kt_error err;
+    kt_log_level level = KT_LOG_WARN;
+    char msg[1024];
+    json_t *res = NULL;
+    FILE *jf = NULL;
+    int rc = 1;
+
+    int p = bench_device_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (p != 0) {
+        rc = bench_args_exit(p, msg);
+        goto out;
+    }
+    if (opt.log_level)
+        kt_log_parse_level(opt.log_level, &level);
+    kt_log_init(level);
+    if (bench_json_open(opt.json_path, &jf) < 0) {
+        rc = 2;
+        goto out;
+    }
+    res = bench_device_run(&opt, exe_dir, stderr, &err);
+    if (res)
+        bench_device_print_table(res, stdout);
+    rc = bench_finish(res, &err, &jf, opt.json_path);
+    if (!res)
+        rc = rep_exit_code(&err);
+out:
+    if (jf)
+        fclose(jf);
+    json_decref(res);
+    return rc;
+}
+
+int bench_main(int argc, char **argv, const char *exe_dir)
+{
+    bench_options opt;
+    kt_error err;
+    char msg[1024], ref_path[BENCH_MAX_PATH];
+    const char *ref = NULL;
+    json_t *res = NULL;
+    FILE *jf = NULL;
+    int rc = 1;
+
+    if (bench_device_wanted(argc, argv)) { /* --device: measured for real (bench_device.h) */
+        rc = bench_device_main(argc, argv, exe_dir);
+        goto out;
+    }
+    int p = bench_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (p != 0) {
+        rc = bench_args_exit(p, msg);
+        goto out;
+    }
+    if (opt.kt_reference) {
+        if (access(opt.kt_reference, R_OK) != 0) {
+            fprintf(stderr, "ktune bench: --kt-reference %s: %s\n", opt.kt_reference,
+                    strerror(errno));
+            rc = 2;
+            goto out;
+        }
+        ref = opt.kt_reference;
+    } else if (exe_dir) {
+        int w = snprintf(ref_path, sizeof ref_path,
+                         "%s/../../shared/data/kerneltuner-dev/summary.csv", exe_dir);
+        if (w > 0 && (size_t)w < sizeof ref_path && access(ref_path, R_OK) == 0)
+            ref = ref_path;
+    }
+    if (bench_json_open(opt.json_path, &jf) < 0)
+        goto out;
+    res = bench_run(&opt, &err);
+    if (res)
+        bench_print_table(res, ref, stdout);
+    rc = bench_finish(res, &err, &jf, opt.json_path);
+out:
+    if (jf)
+        fclose(jf);
+    json_decref(res);
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* bench/bench_main — `ktune bench`: the subcommand as cli/ktune.c calls it. Parses the arguments,
+ * runs (offline: bench_run.h, or with --device/--kernel: bench_device.h), prints the table
+ * (bench_report.h, bench_device_report.h) and writes --json. The top of bench/: nothing in bench/
+ * includes this header. */
+#ifndef KT_BENCH_MAIN_H
+#define KT_BENCH_MAIN_H
+
+/* The whole subcommand: argv[0] is "bench". exe_dir: folder of the ktune binary (default reference
+ * file, runner and kernels), or NULL. Returns the exit code: 0, 1 failure, 2 usage (in device mode
+ * also for the 4xx errors of bench_device_run). */
+int bench_main(int argc, char **argv, const char *exe_dir);
+/* The device mode alone (bench_main calls it when bench_device_wanted); same arguments and codes.
+ */
+int bench_device_main(int argc, char **argv, const char *exe_dir);
+
+#endif

@@ -1,0 +1,87 @@
+/* bench/bench_parse — argument helpers shared by both modes of `ktune bench` (see bench_parse.h).
+ */
+#include "bench/bench_parse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/searcher.h"
+
+int bench_parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v;
+    int rc = -1;
+
+    if (!s || !*s)
+        goto out;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        goto out;
+    *out = (int)v;
+    rc = 0;
+out:
+    return rc;
+}
+
+int bench_int_flag(const char *name, const char *val, int lo, int hi, int *out, char *msg,
+                   size_t cap)
+{
+    if (bench_parse_int(val, lo, hi, out) == 0)
+        return 0;
+    snprintf(msg, cap, "%s: '%.64s' is not an integer in %d-%d", name, val, lo, hi);
+    return -1;
+}
+
+int bench_parse_strategy_list(const char *list, char (*names)[64], int *n_names, char *msg,
+                              size_t cap)
+{
+    const char *p = list;
+    int rc = -1;
+
+    if (!*list) {
+        snprintf(msg, cap, "--strategies: empty list (strategies: %s)", searcher_names());
+        goto out;
+    }
+    while (*p) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        char name[64];
+        if (n == 0 || n >= sizeof name) {
+            snprintf(msg, cap, "--strategies: empty or too long name in '%.200s'", list);
+            goto out;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        if (!searcher_exists(name)) {
+            snprintf(msg, cap, "--strategies: unknown strategy '%s' (strategies: %s)", name,
+                     searcher_names());
+            goto out;
+        }
+        for (int i = 0; i < *n_names; i++) {
+            if (strcmp(names[i], name) == 0) {
+                snprintf(msg, cap, "--strategies: '%s' given twice", name);
+                goto out;
+            }
+        }
+        if (*n_names >= BENCH_MAX_STRATEGIES) {
+            snprintf(msg, cap, "--strategies: at most %d strategies", BENCH_MAX_STRATEGIES);
+            goto out;
+        }
+        memcpy(names[(*n_names)++], name, n + 1);
+        p += n;
+        if (*p == ',') {
+            p++;
+            if (!*p) {
+                snprintf(msg, cap, "--strategies: trailing comma in '%.200s'", list);
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    return rc;
+}
