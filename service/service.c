@@ -178,7 +178,9 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
         goto fail;
     http_server_options hopt = {
         .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
-    svc->http = http_server_new(api_routes(), svc, &hopt, err);
+    svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL};
+    svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
+    svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
         goto fail;
     return 0;

@@ -8,14 +8,14 @@
 #include <limits.h>
 
 #include "catalog/catalog.h"
+#include "api/api.h"
 #include "core/config.h"
+#include "core/version.h"
 #include "core/error.h"
 #include "http/server.h"
 #include "store/db.h"
 #include "store/pg_cluster.h"
 #include "worker/worker.h"
-
-#define KTUNE_VERSION "0.1.0"
 
 typedef struct service {
     kt_config cfg;
@@ -25,6 +25,7 @@ typedef struct service {
     catalog *cat;
     worker_system *workers;
     http_server *http;
+    api_context api; /* what the handlers see: the rooms above, borrowed */
 } service;
 
 /* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP.

@@ -1,10 +1,27 @@
 /* api — the handlers of ktuned's HTTP API (/v1/..., /healthz, /metrics), one file per resource.
  * They validate every field, call the stores and the catalog, and reply through http/. api_routes()
- * is the table the server is built with; app is the struct service. */
+ * is the table the server is built with; its app pointer is an api_context.
+ *
+ * Lifecycle: the process (service.c) starts every room, fills an api_context with them, builds the
+ * server with api_routes() and the context, and sets http once the server exists; the context must
+ * outlive the server. Handlers only read it. */
 #ifndef KT_API_API_H
 #define KT_API_API_H
 
+#include "catalog/catalog.h"
+#include "core/config.h"
 #include "http/server.h"
+#include "store/db.h"
+#include "worker/worker.h"
+
+/* The rooms the handlers use, borrowed from the process that owns them. */
+typedef struct api_context {
+    const kt_config *cfg;
+    db_pool *db;
+    const catalog *cat;
+    worker_system *workers;
+    http_server *http; /* for the server's own metrics */
+} api_context;
 
 const http_route *api_routes(void);
 

@@ -7,14 +7,14 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "api/api.h"
 #include "http/server.h"
-#include "service.h"
 
 #define API_MAX_NAME 256 /* kernel, device, strategy names */
 
 /* A pooled connection, or NULL after replying 503. */
-PGconn *api_db_acquire(service *svc, http_response *res);
-void api_db_release(service *svc, PGconn *c);
+PGconn *api_db_acquire(api_context *svc, http_response *res);
+void api_db_release(api_context *svc, PGconn *c);
 
 /* Replies with err and returns; for one-line error exits. */
 void api_fail(http_response *res, const kt_error *err);
@@ -38,6 +38,6 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
                    kt_error *err);
 /* With an API token configured, POST and DELETE need "Authorization: Bearer <token>". Returns 0
  * when allowed, else replies 401 and returns -1. */
-int api_authorize(service *svc, const http_request *req, http_response *res);
+int api_authorize(api_context *svc, const http_request *req, http_response *res);
 
 #endif

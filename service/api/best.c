@@ -69,7 +69,7 @@ static int collect_problem_arg(void *ctx, const char *key, const char *value)
 
 void api_best_get(void *app, const http_request *req, http_response *res)
 {
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     const char *kernel = http_query(req, "kernel");
@@ -123,7 +123,7 @@ out:
 void api_best_list(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {"kernel", "device_class", "limit", NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     long long limit;

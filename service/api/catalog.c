@@ -20,14 +20,14 @@ static int no_query(const http_request *req, http_response *res)
 
 void api_kernels(void *app, const http_request *req, http_response *res)
 {
-    service *svc = app;
+    api_context *svc = app;
     if (no_query(req, res) == 0)
         http_reply_json(res, 200, json_pack("{s:o}", "kernels", catalog_kernels_json(svc->cat)));
 }
 
 void api_devices(void *app, const http_request *req, http_response *res)
 {
-    service *svc = app;
+    api_context *svc = app;
     if (no_query(req, res) == 0)
         http_reply_json(res, 200, json_pack("{s:o}", "devices", catalog_devices_json(svc->cat)));
 }
@@ -43,7 +43,7 @@ void api_strategies(void *app, const http_request *req, http_response *res)
 
 void api_workers(void *app, const http_request *req, http_response *res)
 {
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     if (no_query(req, res) < 0)

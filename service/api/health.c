@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "core/version.h"
 #include "store/job_store.h"
 #include "worker/worker.h"
 #include "core/strbuf.h"
@@ -13,7 +14,7 @@
 void api_healthz(void *app, const http_request *req, http_response *res)
 {
     (void)req;
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     PGconn *c = db_acquire(svc->db, 2000, &err);
@@ -37,7 +38,7 @@ void api_healthz(void *app, const http_request *req, http_response *res)
 void api_metrics(void *app, const http_request *req, http_response *res)
 {
     (void)req;
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     strbuf m;

@@ -132,7 +132,7 @@ static int check_trials(const space *sp, const json_t *trials, json_t *out, kt_e
 }
 
 /* The append form: {"job", "trials"}; the target is the one stored with the job, reopened. */
-static int resolve_job_target(service *svc, PGconn *c, const json_t *body, long long *id,
+static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, long long *id,
                               target *target, kt_error *err)
 {
     static const char *const fields[] = {"job", "trials", NULL};
@@ -174,7 +174,7 @@ done:
 void api_import(void *app, const http_request *req, http_response *res)
 {
     static const char *const fields[] = {"kernel", "device", "problem", "source", "trials", NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     json_t *body = NULL, *rows = json_array(), *job = NULL;

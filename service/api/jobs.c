@@ -22,7 +22,7 @@ static const char *const job_statuses[] = {"queued", "running",   "succeeded",
 void api_jobs_list(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {"status", "limit", "before", NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     long long limit, before;
@@ -58,7 +58,7 @@ void api_jobs_list(void *app, const http_request *req, http_response *res)
 void api_job_get(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     long long id;
@@ -77,7 +77,7 @@ void api_job_get(void *app, const http_request *req, http_response *res)
 void api_job_trials(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {"after", "limit", "format", NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     long long id, after, limit;
@@ -116,7 +116,7 @@ void api_job_trials(void *app, const http_request *req, http_response *res)
 void api_job_cancel(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {NULL};
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     long long id;

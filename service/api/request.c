@@ -4,7 +4,7 @@
 
 #include "api/api_internal.h"
 
-PGconn *api_db_acquire(service *svc, http_response *res)
+PGconn *api_db_acquire(api_context *svc, http_response *res)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -16,7 +16,7 @@ PGconn *api_db_acquire(service *svc, http_response *res)
     return c;
 }
 
-void api_db_release(service *svc, PGconn *c)
+void api_db_release(api_context *svc, PGconn *c)
 {
     if (c)
         db_release(svc->db, c);
@@ -151,9 +151,9 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
     return 0;
 }
 
-int api_authorize(service *svc, const http_request *req, http_response *res)
+int api_authorize(api_context *svc, const http_request *req, http_response *res)
 {
-    if (!svc->cfg.api_token[0])
+    if (!svc->cfg->api_token[0])
         return 0;
     const char *h = http_header(req, "Authorization");
     const char *prefix = "Bearer ";
@@ -162,10 +162,10 @@ int api_authorize(service *svc, const http_request *req, http_response *res)
     if (h && strncmp(h, prefix, plen) == 0) {
         /* Compare in constant time over the token's length. */
         const char *given = h + plen;
-        size_t n = strlen(svc->cfg.api_token);
+        size_t n = strlen(svc->cfg->api_token);
         unsigned diff = strlen(given) != n;
         for (size_t i = 0; i < n && given[i]; i++)
-            diff |= (unsigned char)(given[i] ^ svc->cfg.api_token[i]);
+            diff |= (unsigned char)(given[i] ^ svc->cfg->api_token[i]);
         ok = diff == 0;
     }
     if (ok)

@@ -17,7 +17,7 @@
 
 void api_tune(void *app, const http_request *req, http_response *res)
 {
-    service *svc = app;
+    api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     json_t *body = NULL, *job = NULL, *empty = json_object();
@@ -29,7 +29,7 @@ void api_tune(void *app, const http_request *req, http_response *res)
     if (api_authorize(svc, req, res) < 0)
         goto out;
     body = http_parse_json_body(req, &err);
-    if (!body || tune_request_parse(&svc->cfg, body, &t, &err) < 0)
+    if (!body || tune_request_parse(svc->cfg, body, &t, &err) < 0)
         goto fail;
     if (catalog_resolve(svc->cat, t.kernel, t.device, t.problem, &target, &err) < 0)
         goto fail;
@@ -55,8 +55,8 @@ void api_tune(void *app, const http_request *req, http_response *res)
         /* Strategies that learn get one configuration per worker per batch (results feed the
          * next); the others get large batches, saving a driver round trip per few trials, unless
          * a seconds budget is set (a batch may overrun it). */
-        .batch_size = searcher_learns(t.strategy) || t.seconds > 0 ? svc->cfg.workers
-                      : svc->cfg.workers > TUNE_OPEN_LOOP_BATCH    ? svc->cfg.workers
+        .batch_size = searcher_learns(t.strategy) || t.seconds > 0 ? svc->cfg->workers
+                      : svc->cfg->workers > TUNE_OPEN_LOOP_BATCH   ? svc->cfg->workers
                                                                    : TUNE_OPEN_LOOP_BATCH,
         .space_size = space_count(target.sp),
     };

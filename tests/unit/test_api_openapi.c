@@ -19,7 +19,7 @@
 #include "api/handlers.h"
 #include "api/openapi.h"
 #include "api/tune_request.h"
-#include "service.h"
+#include "core/version.h"
 
 static const char *const http_methods[] = {"get",     "put",  "post",  "delete", "patch",
                                            "options", "head", "trace", NULL};
