@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/array.h"
 #include "core/log.h"
 
 #define CATALOG_MAX_FILES   4096 /* dataset files per folder */
@@ -39,15 +40,9 @@ static int add_dataset(catalog *c, replay_dataset *ds)
         dataset_free(ds);
         return 0;
     }
-    if (c->n == c->cap) {
-        int ncap = c->cap ? c->cap * 2 : 16;
-        replay_dataset **nd = realloc(c->ds, (size_t)ncap * sizeof *nd);
-        if (!nd) {
-            dataset_free(ds);
-            return -1;
-        }
-        c->ds = nd;
-        c->cap = ncap;
+    if (KT_ARRAY_GROW(c->ds, c->cap, (size_t)c->n + 1, INT_MAX) < 0) {
+        dataset_free(ds);
+        return -1;
     }
     c->ds[c->n++] = ds;
     log_info("catalog: %s from %s (%llu configurations, %llu valid)", ds->device, ds->file,
@@ -262,15 +257,9 @@ static int add_spec(catalog *c, kernel_spec *k)
         kernel_spec_free(k);
         return 0;
     }
-    if (c->n_specs == c->cap_specs) {
-        int ncap = c->cap_specs ? c->cap_specs * 2 : 16;
-        kernel_spec **ns = realloc(c->specs, (size_t)ncap * sizeof *ns);
-        if (!ns) {
-            kernel_spec_free(k);
-            return -1;
-        }
-        c->specs = ns;
-        c->cap_specs = ncap;
+    if (KT_ARRAY_GROW(c->specs, c->cap_specs, (size_t)c->n_specs + 1, INT_MAX) < 0) {
+        kernel_spec_free(k);
+        return -1;
     }
     c->specs[c->n_specs++] = k;
     log_info("catalog: kernel %s from %s (%s%s%s)", k->name, k->path,

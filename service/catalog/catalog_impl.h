@@ -27,7 +27,8 @@ struct replay_dataset {
 
 struct catalog {
     replay_dataset **ds;
-    int n, cap;
+    int n;
+    size_t cap;
     double replay_speed;
     /* Real measurement: devices probed by the runner and the kernel specs. */
     int real;
@@ -36,7 +37,8 @@ struct catalog {
     catalog_device *devs;
     int n_devs;
     kernel_spec **specs;
-    int n_specs, cap_specs;
+    int n_specs;
+    size_t cap_specs;
     long long *counts; /* [spec * n_devs + dev]: configurations for the default problem; -1 none */
 };
 

@@ -1,6 +1,7 @@
 /* catalog/dataset — loads one Kernel Tuner cache file (plain or gzipped JSON) into a replay
  * dataset: its space, a sorted table of recorded results by config id, and a hash of its
  * definition; the accessors of dataset.h. */
+#include "core/file.h"
 #include "core/hash.h"
 #include "catalog/catalog_impl.h"
 
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "core/log.h"
 
@@ -17,57 +17,21 @@
 #define REPLAY_MAX_FAILURE_TEXT 64                  /* stored length of a failure string */
 #define REPLAY_MAX_PARAMS       64                  /* tuning parameters per dataset */
 
-/* Reads the whole file (gzread passes plain files through) and parses it. NULL with why on failure.
- */
+/* Reads the whole file (plain or gzipped) and parses it. NULL with why on failure. */
 static json_t *read_json_file(const char *path, char *why, size_t why_cap)
 {
-    json_t *root = NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    gzFile f = gzopen(path, "rb");
+    kt_error err;
+    size_t len = 0;
+    char *buf = kt_file_read_gz(path, REPLAY_MAX_FILE_BYTES, &len, &err);
 
-    if (!f) {
-        snprintf(why, why_cap, "cannot open the file");
-        goto out;
-    }
-    for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : (size_t)1 << 20;
-            if (ncap > REPLAY_MAX_FILE_BYTES + 1)
-                ncap = REPLAY_MAX_FILE_BYTES + 1;
-            if (ncap <= cap) {
-                snprintf(why, why_cap, "larger than %zu MiB uncompressed",
-                         REPLAY_MAX_FILE_BYTES >> 20);
-                goto out;
-            }
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                snprintf(why, why_cap, "out of memory");
-                goto out;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t want = cap - len;
-        if (want > (size_t)1 << 30)
-            want = (size_t)1 << 30;
-        int n = gzread(f, buf + len, (unsigned)want);
-        if (n < 0) {
-            int zerr;
-            snprintf(why, why_cap, "cannot read: %s", gzerror(f, &zerr));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
+    if (!buf) {
+        snprintf(why, why_cap, "%s", err.message);
+        return NULL;
     }
     json_error_t jerr;
-    root = json_loadb(buf, len, 0, &jerr);
+    json_t *root = json_loadb(buf, len, 0, &jerr);
     if (!root)
         snprintf(why, why_cap, "not valid JSON (line %d: %s)", jerr.line, jerr.text);
-out:
-    if (f)
-        gzclose(f);
     free(buf);
     return root;
 }

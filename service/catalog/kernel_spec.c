@@ -3,6 +3,7 @@
  * each default configuration checked against the device limits; kernel_spec_free. Field checks are
  * in kernel_spec_fields.c, the problem part in kernel_spec_problem.c, the variants and their spaces
  * in kernel_spec_space.c, the CUDA launch geometry in kernel_spec_launch.c. */
+#include "core/file.h"
 #include "core/hash.h"
 #include "catalog/kernel_spec_impl.h"
 
@@ -200,11 +201,12 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         "name",      "summary",   "problem",  "problem_restrictions", "buffers", "flops",
         "tolerance", "reference", "variants", "test_problem",         NULL};
     static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
-    char spec_path[PATH_MAX], cuda_path[PATH_MAX], rdir[PATH_MAX], fwhy[256];
+    char spec_path[PATH_MAX], cuda_path[PATH_MAX], rdir[PATH_MAX];
     char *bytes = NULL, *cuda_bytes = NULL;
     size_t len = 0, cuda_len = 0;
     json_t *root = NULL, *cuda_root = NULL;
     json_error_t jerr;
+    kt_error ferr;
     kernel_spec *k = NULL;
     kspec_loader L = {.file = dir, .why = why, .cap = why_cap};
     uint64_t base = KT_FNV1A_OFFSET, ref_hash = base, var_hash[KSPEC_N_KINDS];
@@ -219,8 +221,8 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, rdir);
     snprintf(cuda_path, sizeof cuda_path, "%.*s/cuda.json", PATH_MAX - 16, rdir);
     L.file = spec_path;
-    if (kspec_read_small_file(spec_path, &bytes, &len, fwhy, sizeof fwhy) < 0) {
-        kspec_bad(&L, "%s", fwhy);
+    if (!(bytes = kt_file_read_all(spec_path, KSPEC_MAX_FILE_BYTES, &len, &ferr))) {
+        kspec_bad(&L, "%s", ferr.message);
         goto out;
     }
     if (!(root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &jerr))) {
@@ -278,8 +280,9 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         if (!obj && kind == KSPEC_CUDA && access(cuda_path, F_OK) == 0) {
             /* The CUDA variant kept beside spec.json until the two are merged. */
             L.file = cuda_path;
-            if (kspec_read_small_file(cuda_path, &cuda_bytes, &cuda_len, fwhy, sizeof fwhy) < 0) {
-                kspec_bad(&L, "%s", fwhy);
+            if (!(cuda_bytes =
+                      kt_file_read_all(cuda_path, KSPEC_MAX_FILE_BYTES, &cuda_len, &ferr))) {
+                kspec_bad(&L, "%s", ferr.message);
                 goto out;
             }
             if (!(cuda_root = json_loadb(cuda_bytes, cuda_len, JSON_REJECT_DUPLICATES, &jerr))) {

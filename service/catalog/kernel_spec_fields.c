@@ -2,19 +2,17 @@
  * recorded as "<file>: <field>: <what is wrong>", unknown fields refused, integers, identifiers and
  * expressions parsed with exactly the names they may see, source files read (bounded) and hashed.
  */
+#include "core/file.h"
 #include "core/hash.h"
 #include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* Records the first error as "<file>: <message>"; returns -1. */
 int kspec_bad(kspec_loader *L, const char *fmt, ...)
@@ -31,54 +29,6 @@ int kspec_bad(kspec_loader *L, const char *fmt, ...)
     }
     L->failed = 1;
     return -1;
-}
-
-/* Reads a regular file of at most KSPEC_MAX_FILE_BYTES (NUL-terminated copy in *out). */
-int kspec_read_small_file(const char *path, char **out, size_t *len, char *why, size_t cap)
-{
-    int rc = -1, fd = open(path, O_RDONLY | O_CLOEXEC);
-    char *buf = NULL;
-    struct stat st;
-    size_t got = 0;
-
-    *out = NULL;
-    if (fd < 0) {
-        snprintf(why, cap, "cannot be opened: %s", strerror(errno));
-        goto out;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, cap, "is not a regular file");
-        goto out;
-    }
-    if (st.st_size > KSPEC_MAX_FILE_BYTES) {
-        snprintf(why, cap, "is larger than %d bytes", KSPEC_MAX_FILE_BYTES);
-        goto out;
-    }
-    buf = malloc((size_t)st.st_size + 1);
-    if (!buf) {
-        snprintf(why, cap, "out of memory");
-        goto out;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            snprintf(why, cap, "cannot be read: %s", n < 0 ? strerror(errno) : "short read");
-            goto out;
-        }
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    *out = buf;
-    *len = got;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return rc;
 }
 
 int kspec_valid_ident(const char *s)
@@ -178,7 +128,7 @@ void kspec_expr_release(kspec_expr *x)
 int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
                       char **abs, uint64_t *h)
 {
-    char path[PATH_MAX], resolved[PATH_MAX], why[256];
+    char path[PATH_MAX], resolved[PATH_MAX];
     char *bytes = NULL;
     size_t len = 0;
     const char *name = json_string_value(v);
@@ -194,8 +144,9 @@ int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const c
         return kspec_bad(L, "%s: path too long", field);
     if (!realpath(path, resolved))
         return kspec_bad(L, "%s '%s': %s", field, name, strerror(errno));
-    if (kspec_read_small_file(resolved, &bytes, &len, why, sizeof why) < 0)
-        return kspec_bad(L, "%s '%s' %s", field, name, why);
+    kt_error ferr;
+    if (!(bytes = kt_file_read_all(resolved, KSPEC_MAX_FILE_BYTES, &len, &ferr)))
+        return kspec_bad(L, "%s '%s': %s", field, name, ferr.message);
     *h = kt_fnv1a_field(*h, bytes, len);
     free(bytes);
     if (!(*abs = strdup(resolved)))

@@ -26,9 +26,6 @@ typedef struct kspec_loader {
 
 /* Records the first error as "<file>: <message>"; returns -1. */
 int kspec_bad(kspec_loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Reads a regular file of at most KSPEC_MAX_FILE_BYTES (NUL-terminated copy in *out, the caller
- * frees it). -1 with why filled on failure. */
-int kspec_read_small_file(const char *path, char **out, size_t *len, char *why, size_t cap);
 /* 1 for an identifier of at most KSPEC_MAX_NAME characters that is not a Python keyword. */
 int kspec_valid_ident(const char *s);
 /* Refuses fields of obj not in accepted (NULL-terminated). */

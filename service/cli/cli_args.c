@@ -6,9 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-
-#include "core/array.h"
 
 #define CLI_MAX_PIECE 256 /* characters of one problem value */
 
@@ -174,49 +171,4 @@ int cli_parse_pair(const char *text, json_t *obj, kt_error *err)
         return kt_error_set(err, KT_ERR_BAD_REQUEST, "'%.80s': the value is not valid JSON", text);
     json_object_set_new(obj, key, v);
     return 0;
-}
-
-int cli_read_file(const char *path, size_t max, char **data, size_t *len, kt_error *err)
-{
-    int rc = -1;
-    char *buf = NULL;
-    size_t used = 0, cap = 0;
-    gzFile gz = strcmp(path, "-") == 0 ? gzdopen(0, "rb") : gzopen(path, "rb");
-    *data = NULL;
-    *len = 0;
-    if (!gz) {
-        kt_error_set(err, KT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        goto done;
-    }
-    for (;;) {
-        /* Room for one more chunk and the NUL; used <= max here, so the bound always holds. */
-        if (KT_ARRAY_GROW(buf, cap, used + 65536 + 1, max + 65536 + 1) != 0) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading %s", path);
-            goto done;
-        }
-        int n = gzread(gz, buf + used, 65536);
-        if (n < 0) {
-            int zerr;
-            kt_error_set(err, KT_ERR_IO, "cannot read %s: %s", path, gzerror(gz, &zerr));
-            goto done;
-        }
-        if (n == 0)
-            break;
-        used += (size_t)n;
-        if (used > max) {
-            kt_error_set(err, KT_ERR_IO, "%s is larger than %zu MiB (uncompressed)", path,
-                         max >> 20);
-            goto done;
-        }
-    }
-    buf[used] = '\0';
-    *data = buf;
-    *len = used;
-    buf = NULL;
-    rc = 0;
-done:
-    if (gz)
-        gzclose(gz);
-    free(buf);
-    return rc;
 }

@@ -1,7 +1,7 @@
 /* cli/cli_args — command-line pieces shared by the subcommands: `--name value` / `--name=value`
- * options, numbers with bounds, problem arguments (`--problem M=1024,N=512`), scalar values, and
- * reading a whole (optionally gzipped) file or stdin with a size cap. Pure apart from file reading;
- * JSON results are new references the caller owns, buffers are malloc'd and freed by the caller. */
+ * options, numbers with bounds, problem arguments (`--problem M=1024,N=512`) and scalar values
+ * (whole files, gzipped or not, or stdin: core/file.h kt_file_read_gz). Pure; JSON results are
+ * new references the caller owns. */
 #ifndef KT_CLI_ARGS_H
 #define KT_CLI_ARGS_H
 
@@ -34,9 +34,5 @@ int cli_parse_problem(const char *text, json_t *problem, kt_error *err);
 int cli_problem_option(int argc, char **argv, int *i, json_t **problem);
 /* "key=value" (one pair; value as cli_parse_value) added to obj. */
 int cli_parse_pair(const char *text, json_t *obj, kt_error *err);
-
-/* Reads path ("-" for stdin), gunzipping transparently, at most max bytes. *data is
- * NUL-terminated and malloc'd. KT_ERR_IO names the file and why. */
-int cli_read_file(const char *path, size_t max, char **data, size_t *len, kt_error *err);
 
 #endif

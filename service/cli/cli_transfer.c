@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
+
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
@@ -274,7 +276,7 @@ int cli_import_main(int argc, char **argv)
         goto done;
     }
     rc = CLI_EXIT_FAILURE;
-    if (cli_read_file(file, TRANSFER_MAX_FILE, &data, &len, &err) < 0) {
+    if (!(data = kt_file_read_gz(file, TRANSFER_MAX_FILE, &len, &err))) {
         fprintf(stderr, "ktune: %s\n", err.message);
         goto done;
     }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -45,7 +46,7 @@ static int read_body(const char *path, json_t **body)
     size_t len = 0;
     kt_error err;
     kt_error_clear(&err);
-    if (cli_read_file(path, TUNE_MAX_JSON, &data, &len, &err) < 0) {
+    if (!(data = kt_file_read_gz(path, TUNE_MAX_JSON, &len, &err))) {
         fprintf(stderr, "ktune: %s\n", err.message);
         return CLI_EXIT_FAILURE;
     }

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "catalog/catalog.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "replay_test_util.h"
 
@@ -238,20 +238,13 @@ static void both_folders_keep_first_of_duplicates(void **state)
     catalog_free(c);
 }
 
-/* Counts the cache keys of a dataset file independently of the catalog. */
+/* Counts the cache keys of a dataset file independently of the catalog's parsing (the whole-file
+ * read is core/file's, tested in test_core_file.c). */
 static size_t count_cache_keys(const char *path)
 {
-    gzFile f = gzopen(path, "rb");
-    size_t len = 0, cap = 1 << 20;
-    char *buf = malloc(cap);
-    int n;
-    assert_non_null(f);
-    while ((n = gzread(f, buf + len, (unsigned)(cap - len))) > 0) {
-        len += (size_t)n;
-        if (len == cap)
-            buf = realloc(buf, cap *= 2);
-    }
-    gzclose(f);
+    size_t len = 0;
+    char *buf = kt_file_read_gz(path, (size_t)1 << 30, &len, NULL);
+    assert_non_null(buf);
     json_t *root = json_loadb(buf, len, 0, NULL);
     free(buf);
     assert_non_null(root);
