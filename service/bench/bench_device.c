@@ -11,29 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "catalog/catalog.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "measure/backend.h"
 #include "measure/device.h"
+#include "search/search_set.h"
 #include "search/searcher.h"
 #include "bench/bench_device_impl.h"
 #include "bench/bench_device_summary.h"
-#include "bench/bench_idmap.h"
 #include "bench/bench_mcache.h"
 
 #define BENCH_DEVICE_MAX_KERNEL_DIRS 32
 #define BENCH_DEVICE_MAX_DIRS_TEXT   4096
 
 /* ---- runs ---- */
-
-static double bench_device_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void bench_device_run_free(bench_device_run_state *r)
 {
@@ -60,7 +53,7 @@ static void bench_device_progress(const bench_device_ctx *ctx, const char *strat
             "ktune bench: %s seed %d: %d/%d evaluations, best %s, %d measured + %d cached, "
             "%.0f s\n",
             strategy, r->seed, r->evals, ctx->budget, best, r->measured, r->cached,
-            bench_device_now_s() - ctx->t0);
+            kt_clock_s() - ctx->t0);
     fflush(ctx->progress);
 }
 
@@ -74,9 +67,9 @@ static int bench_device_evaluate(bench_device_ctx *ctx, config_id id, trial_resu
     if (*cached)
         return 0;
     for (int attempt = 0;; attempt++) {
-        double t0 = bench_device_now_s();
+        double t0 = kt_clock_s();
         int rc = backend_measure(ctx->backend, ctx->target, id, r, err);
-        *wall_s += bench_device_now_s() - t0;
+        *wall_s += kt_clock_s() - t0;
         if (rc == 0)
             break;
         trial_result_release(r);
@@ -122,13 +115,12 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
                                 bench_device_run_state *run, kt_error *err)
 {
     searcher *s = NULL;
-    bench_idmap seen;
+    search_set seen = {0}; /* ids proposed so far */
     config_id ids[BENCH_DEVICE_MAX_BATCH];
     trial_result res[BENCH_DEVICE_MAX_BATCH];
     int n = 0, rc = -1, budget = ctx->budget;
-    double t_start = bench_device_now_s();
+    double t_start = kt_clock_s();
 
-    bench_idmap_init(&seen);
     memset(run, 0, sizeof *run);
     run->seed = seed;
     run->best_ms = INFINITY;
@@ -149,9 +141,9 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
     }
     while (run->evals < budget) {
         int want = budget - run->evals < ctx->batch ? budget - run->evals : ctx->batch;
-        double t0 = bench_device_now_s();
+        double t0 = kt_clock_s();
         n = searcher_ask(s, ids, want);
-        run->overhead_s += bench_device_now_s() - t0;
+        run->overhead_s += kt_clock_s() - t0;
         if (n <= 0) {
             run->stopped_early = 1;
             n = 0;
@@ -163,7 +155,7 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
         for (int i = 0; i < n; i++) {
             int cached;
             double wall;
-            if (ids[i] >= space_count(ctx->target->sp) || bench_idmap_get(&seen, ids[i]) >= 0) {
+            if (ids[i] >= space_count(ctx->target->sp) || search_set_has(&seen, ids[i])) {
                 kt_error_set(err, KT_ERR_INTERNAL,
                              "strategy %s, seed %d: configuration %llu %s at evaluation %d",
                              strategy, seed, (unsigned long long)ids[i],
@@ -172,7 +164,7 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
                              run->evals + 1);
                 goto out;
             }
-            if (bench_idmap_put(&seen, ids[i], run->evals) < 0) {
+            if (search_set_add(&seen, ids[i]) < 0) {
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
                 goto out;
             }
@@ -182,9 +174,9 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
             if (ctx->progress_every > 0 && run->evals % ctx->progress_every == 0)
                 bench_device_progress(ctx, strategy, run);
         }
-        t0 = bench_device_now_s();
+        t0 = kt_clock_s();
         searcher_tell(s, ids, res, n);
-        run->overhead_s += bench_device_now_s() - t0;
+        run->overhead_s += kt_clock_s() - t0;
         for (int i = 0; i < n; i++)
             trial_result_release(&res[i]);
         n = 0;
@@ -195,11 +187,11 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
         bench_device_progress(ctx, strategy, run);
     rc = 0;
 out:
-    run->wall_s = bench_device_now_s() - t_start;
+    run->wall_s = kt_clock_s() - t_start;
     for (int i = 0; i < n; i++)
         trial_result_release(&res[i]);
     searcher_free(s);
-    bench_idmap_release(&seen);
+    search_set_free(&seen);
     if (rc < 0)
         bench_device_run_free(run);
     return rc;
@@ -383,7 +375,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
                             .batch = opt->batch,
                             .progress_every = progress ? opt->progress : 0,
                             .flops = kp.flops,
-                            .t0 = bench_device_now_s(),
+                            .t0 = kt_clock_s(),
                             .progress = progress};
     if (progress) {
         bench_mcache_stats st = bench_mcache_get_stats(mc);
@@ -415,17 +407,17 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     for (int k = 0; cps && k < n_cp; k++)
         json_array_append_new(cps, json_integer(checkpoints[k]));
     bench_mcache_stats st = bench_mcache_get_stats(mc);
-    res = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:o*, s:s, s:O, "
-                    "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O*}",
-                    "kernel", t.key.kernel, "device", t.key.device, "device_class",
-                    t.key.device_class, "kernel_hash", t.key.kernel_hash, "problem", t.problem,
-                    "space_size", (json_int_t)space_count(t.sp), "flops", kp.flops, "budget",
-                    opt->budget, "seeds", opt->seeds, "batch", opt->batch, "checkpoints", cps,
-                    "reference_strategy", bench_device_reference(opt), "measure", measure,
-                    "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded,
-                    "skipped", (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured",
-                    (json_int_t)st.stored, "wall_s", bench_device_now_s() - ctx.t0, "strategies",
-                    strategies);
+    res =
+        json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:o*, s:s, s:O, "
+                  "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O*}",
+                  "kernel", t.key.kernel, "device", t.key.device, "device_class",
+                  t.key.device_class, "kernel_hash", t.key.kernel_hash, "problem", t.problem,
+                  "space_size", (json_int_t)space_count(t.sp), "flops", kp.flops, "budget",
+                  opt->budget, "seeds", opt->seeds, "batch", opt->batch, "checkpoints", cps,
+                  "reference_strategy", bench_device_reference(opt), "measure", measure,
+                  "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded,
+                  "skipped", (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured",
+                  (json_int_t)st.stored, "wall_s", kt_clock_s() - ctx.t0, "strategies", strategies);
     if (!res || !strategies) {
         json_decref(res);
         res = NULL;

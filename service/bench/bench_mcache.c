@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/array.h"
 #include "core/log.h"
-#include "bench/bench_idmap.h"
+#include "search/search_set.h"
 
 #define MCACHE_VERSION 1
 
@@ -23,7 +25,7 @@ struct bench_mcache {
     FILE *f;
     trial_result *entries;
     size_t n, cap;
-    bench_idmap map; /* id -> entry */
+    search_map map; /* id -> index into entries */
     bench_mcache_stats stats;
 };
 
@@ -35,18 +37,18 @@ static void mcache_now(char *buf, size_t cap)
         snprintf(buf, cap, "unknown");
 }
 
+static int mcache_has(const bench_mcache *m, config_id id)
+{
+    uint64_t i;
+    return search_map_get(&m->map, id, &i);
+}
+
 static int mcache_add(bench_mcache *m, config_id id, const trial_result *r)
 {
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        trial_result *e = realloc(m->entries, cap * sizeof *e);
-        if (!e)
-            return -1;
-        m->entries = e;
-        m->cap = cap;
-    }
-    if (bench_idmap_put(&m->map, id, (int)m->n) < 0)
+    if (KT_ARRAY_GROW(m->entries, m->cap, m->n + 1, BENCH_MCACHE_MAX_ENTRIES) != 0 ||
+        search_map_reserve(&m->map) < 0)
         return -1;
+    search_map_put(&m->map, id, m->n);
     trial_result *e = &m->entries[m->n];
     *e = *r;
     e->extras = r->extras ? json_deep_copy(r->extras) : NULL;
@@ -200,7 +202,7 @@ static int mcache_load(bench_mcache *m, const json_t *identity, const json_t *me
         trial_result r;
         if (!o || mcache_parse_entry(m, o, &id, &r) < 0) {
             m->stats.skipped++;
-        } else if (bench_idmap_get(&m->map, id) < 0) {
+        } else if (!mcache_has(m, id)) {
             if (m->n >= BENCH_MCACHE_MAX_ENTRIES) {
                 json_decref(o);
                 kt_error_set(err, KT_ERR_OUT_OF_RANGE, "measure cache %.300s: more than %d entries",
@@ -264,7 +266,6 @@ bench_mcache *bench_mcache_open(const char *path, const space *sp, const json_t 
         goto out;
     }
     m->sp = sp;
-    bench_idmap_init(&m->map);
     if (!path) {
         ok = 1;
         goto out;
@@ -306,8 +307,8 @@ out:
 
 int bench_mcache_get(bench_mcache *m, config_id id, trial_result *out)
 {
-    int i = bench_idmap_get(&m->map, id);
-    if (i < 0)
+    uint64_t i;
+    if (!search_map_get(&m->map, id, &i))
         return 0;
     const trial_result *e = &m->entries[i];
     *out = *e;
@@ -337,7 +338,7 @@ int bench_mcache_put(bench_mcache *m, config_id id, const trial_result *r, kt_er
     int rc = -1;
     json_t *line = NULL;
 
-    if (bench_idmap_get(&m->map, id) >= 0 || !trial_status_is_final(r->status)) {
+    if (mcache_has(m, id) || !trial_status_is_final(r->status)) {
         rc = 0; /* the first measurement stays; unfinished results are never kept */
         goto out;
     }
@@ -381,7 +382,7 @@ void bench_mcache_free(bench_mcache *m)
     for (size_t i = 0; i < m->n; i++)
         json_decref(m->entries[i].extras);
     free(m->entries);
-    bench_idmap_release(&m->map);
+    search_map_free(&m->map);
     free(m->path);
     free(m);
 }

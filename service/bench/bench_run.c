@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "core/clock.h"
 
 #include "search/searcher.h"
 #include "bench/bench_space.h"
@@ -29,13 +30,6 @@ typedef struct bench_curve {
 } bench_curve;
 
 /* ---- runs ---- */
-
-static double bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static void bench_curve_free(bench_curve *c)
 {
@@ -69,9 +63,9 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
     }
     while (c->evals < c->len) {
         config_id id;
-        double t0 = bench_now_ns();
+        uint64_t t0 = kt_clock_ns();
         int k = searcher_ask(s, &id, 1);
-        c->overhead_ns += bench_now_ns() - t0;
+        c->overhead_ns += (double)kt_clock_since_ns(t0);
         if (k <= 0)
             break;
         c->proposals++;
@@ -96,9 +90,9 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
         }
         r.compile_ms = bs->cost_s[id] * 1000.0;
         cum += bs->cost_s[id];
-        t0 = bench_now_ns();
+        t0 = kt_clock_ns();
         searcher_tell(s, &id, &r, 1);
-        c->overhead_ns += bench_now_ns() - t0;
+        c->overhead_ns += (double)kt_clock_since_ns(t0);
         c->best[c->evals] = best;
         c->cum_s[c->evals] = cum;
         c->evals++;

@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/array.h"
 #include "core/trial.h"
 
 static int bench_has_suffix(const char *s, const char *suf)
@@ -25,7 +27,7 @@ json_t *bench_space_paths(const char *const *spaces, int n_spaces, kt_error *err
 {
     json_t *paths = json_array(), *res = NULL;
     char **names = NULL;
-    size_t n_names = 0;
+    size_t n_names = 0, cap_names = 0;
     DIR *d = NULL;
 
     if (!paths) {
@@ -52,12 +54,10 @@ json_t *bench_space_paths(const char *const *spaces, int n_spaces, kt_error *err
             if (e->d_name[0] == '.' ||
                 !(bench_has_suffix(e->d_name, ".json") || bench_has_suffix(e->d_name, ".json.gz")))
                 continue;
-            char **nn = realloc(names, (n_names + 1) * sizeof *names);
-            if (!nn) {
+            if (KT_ARRAY_GROW(names, cap_names, n_names + 1, SIZE_MAX) != 0) {
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
                 goto out;
             }
-            names = nn;
             names[n_names] = strdup(e->d_name);
             if (!names[n_names]) {
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);

@@ -14,12 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "../unit/http_test_client.h"
+#include "core/clock.h"
 
 #define BENCH_LOOKUPS 2000
 #define BENCH_WARMUP  200
@@ -33,20 +33,13 @@ typedef struct bench_server {
     char dir[64];
 } bench_server;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Reads ktuned's stdout until its ready line names the port; -1 on exit or after BENCH_READY_S. */
 static int wait_ready(int fd, int *port)
 {
     char buf[8192];
     size_t len = 0;
-    double deadline = now_s() + BENCH_READY_S;
-    while (now_s() < deadline) {
+    double deadline = kt_clock_s() + BENCH_READY_S;
+    while (kt_clock_s() < deadline) {
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, 500) <= 0)
             continue;
@@ -169,11 +162,11 @@ static int time_route(hc_conn *c, const char *route, const char *path, int expec
     for (int i = 0; i < BENCH_WARMUP; i++)
         if (call(c, "GET", path, NULL, NULL) != expect)
             return -1;
-    double s0 = route_seconds(c, route), t0 = now_s();
+    double s0 = route_seconds(c, route), t0 = kt_clock_s();
     for (int i = 0; i < BENCH_LOOKUPS; i++)
         if (call(c, "GET", path, NULL, NULL) != expect)
             return -1;
-    double t1 = now_s(), s1 = route_seconds(c, route);
+    double t1 = kt_clock_s(), s1 = route_seconds(c, route);
     *server_us = (s1 - s0) * 1e6 / BENCH_LOOKUPS;
     *client_us = (t1 - t0) * 1e6 / BENCH_LOOKUPS;
     return 0;

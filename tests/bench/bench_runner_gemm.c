@@ -20,11 +20,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cblas.h>
 
+#include "core/clock.h"
 #include "runner/runner.h"
 #include "search/searcher.h"
 #include "space/space.h"
@@ -35,13 +35,6 @@
 #define REPLY_MAX      (1 << 20)
 #define CALL_TIMEOUT_S 300
 #define ROUNDS         5 /* alternating re-measure rounds of best, default and OpenBLAS */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- (a) FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
 
@@ -112,15 +105,15 @@ static double fma_peak(const char **what)
     }
 #endif
     long iters = 1000000;
-    double t0 = now_s();
+    double t0 = kt_clock_s();
     float sink = loop(iters, zero);
-    double t = now_s() - t0; /* calibrate: aim at 0.3 s per run */
+    double t = kt_clock_s() - t0; /* calibrate: aim at 0.3 s per run */
     iters = (long)(iters * 0.3 / (t > 1e-6 ? t : 1e-6));
     double best = 0.0;
     for (int rep = 0; rep < 7; rep++) {
-        t0 = now_s();
+        t0 = kt_clock_s();
         sink += loop(iters, zero);
-        t = now_s() - t0;
+        t = kt_clock_s() - t0;
         double gf = (double)iters * 16.0 * width * 2.0 / t / 1e9;
         if (gf > best)
             best = gf;
@@ -163,12 +156,12 @@ static double openblas_gflops(long n, double min_s)
                     (int)n, b, (int)n, 0.0f, c, (int)n);
         double times[1000];
         int k = 0;
-        double start = now_s();
-        while (k < 1000 && (k < 5 || now_s() - start < min_s)) {
-            double t0 = now_s();
+        double start = kt_clock_s();
+        while (k < 1000 && (k < 5 || kt_clock_s() - start < min_s)) {
+            double t0 = kt_clock_s();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a,
                         (int)n, b, (int)n, 0.0f, c, (int)n);
-            times[k++] = now_s() - t0;
+            times[k++] = kt_clock_s() - t0;
         }
         qsort(times, (size_t)k, sizeof *times, cmp_double);
         gf = 2.0 * (double)n * n * n / times[k / 2] / 1e9;
@@ -260,7 +253,7 @@ static json_t *runner_call(runner_proc *p, json_t *req, double timeout_s)
         off += (size_t)w;
     }
     free(line);
-    double deadline = now_s() + timeout_s;
+    double deadline = kt_clock_s() + timeout_s;
     while (ok) {
         char *nl = memchr(p->buf, '\n', p->len);
         if (nl) {
@@ -270,7 +263,7 @@ static json_t *runner_call(runner_proc *p, json_t *req, double timeout_s)
             p->len -= used;
             return reply;
         }
-        double left = deadline - now_s();
+        double left = deadline - kt_clock_s();
         if (left <= 0 || p->len >= REPLY_MAX)
             break;
         struct pollfd pfd = {.fd = p->from, .events = POLLIN};
@@ -381,7 +374,7 @@ static void tune_size(runner_proc *p, const json_t *spec, const cpu_info *ci, lo
         n <= 1024 ? (measure_opts){3, 10, 0.1, 1.0} : (measure_opts){2, 5, 0.3, 1.5};
     measure_opts careful = {5, 1000, 0.6, 5.0};
     char status[64];
-    double t0 = now_s();
+    double t0 = kt_clock_s();
 
     /* the default first, then the searcher's proposals */
     json_t *def_cfg = space_config_json(sp, def_id);
@@ -427,7 +420,7 @@ static void tune_size(runner_proc *p, const json_t *spec, const cpu_info *ci, lo
             trial_result_release(&res[i]);
         done += got;
     }
-    double search_s = now_s() - t0;
+    double search_s = kt_clock_s() - t0;
 
     /* re-measure the best, the default and OpenBLAS in alternating rounds (medians over rounds),
      * so that a slow phase of the machine hits all three alike */

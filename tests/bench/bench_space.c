@@ -4,16 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "space/space.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static json_t *load_clblast(json_t **restrictions)
 {
@@ -65,9 +58,9 @@ static space *bench_build(const char *label, json_t *params, json_t *restriction
     for (int i = 0; i < reps; i++) {
         space_free(sp);
         kt_error err;
-        double t0 = now_ms();
+        double t0 = kt_clock_ms();
         sp = space_new(params, restrictions, NULL, NULL, &err);
-        double t = now_ms() - t0;
+        double t = kt_clock_ms() - t0;
         if (!sp) {
             printf("%-28s build failed: %s\n", label, err.message);
             return NULL;
@@ -87,33 +80,33 @@ static void bench_queries(const char *label, const space *sp)
     int idx[64];
     const int n = 1000000;
     uint64_t sink = 0;
-    double t0 = now_ms();
+    double t0 = kt_clock_ms();
     for (int i = 0; i < n; i++) {
         config_id id = space_sample(sp, &rng);
         space_decode(sp, id, idx);
         sink += (uint64_t)idx[0];
     }
-    double t_sample = (now_ms() - t0) * 1e6 / n;
-    t0 = now_ms();
+    double t_sample = (kt_clock_ms() - t0) * 1e6 / n;
+    t0 = kt_clock_ms();
     for (int i = 0; i < n; i++) {
         config_id id = kt_rng_below(&rng, space_count(sp)), back;
         space_decode(sp, id, idx);
         space_encode(sp, idx, &back);
         sink += back;
     }
-    double t_round = (now_ms() - t0) * 1e6 / n;
+    double t_round = (kt_clock_ms() - t0) * 1e6 / n;
     printf("%-28s sample+decode %6.1f ns   decode+encode %6.1f ns\n", label, t_sample, t_round);
     static const char *const kinds[] = {"adjacent", "hamming", "pair_scale"};
     config_id out[4096];
     for (int k = 0; k < 3; k++) {
         const int walks = 200000;
         long total = 0;
-        t0 = now_ms();
+        t0 = kt_clock_ms();
         for (int i = 0; i < walks; i++) {
             config_id id = space_sample(sp, &rng);
             total += space_neighbours(sp, id, (space_neighbour_kind)k, out, 4096);
         }
-        double t = (now_ms() - t0) * 1e6 / walks;
+        double t = (kt_clock_ms() - t0) * 1e6 / walks;
         printf("%-28s   neighbours %-10s %8.1f ns per walk, %5.1f found on average (max %d)\n", "",
                kinds[k], t, (double)total / walks,
                space_max_neighbours(sp, (space_neighbour_kind)k));

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "search/searcher.h"
 
 static inline space *make_space(const char *params_json, const char *restr_json)
@@ -160,14 +160,6 @@ static inline void assert_distinct_valid(const config_id *ids, size_t n, uint64_
     free(copy);
 }
 
-/* Seconds on the monotonic clock (search_test_ to leave now_s to the test files that have one). */
-static inline double search_test_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The searcher's time per proposal on the tiling space: n proposals asked and told in batches of 4
  * (as in the contract suite), printed as "<name>: N proposals (batches of 4<note>) on the ...";
  * they must be distinct and valid. */
@@ -179,9 +171,9 @@ static inline void overhead_on_tiling(const char *name, int n, const char *note)
     assert_non_null(ids);
     searcher *s = searcher_new(name, sp, NULL, 2024, NULL);
     assert_non_null(s);
-    double t0 = search_test_now_s();
+    double t0 = kt_clock_s();
     assert_int_equal(drive(s, &o, ids, n, 4), n);
-    double dt = search_test_now_s() - t0;
+    double dt = kt_clock_s() - t0;
     printf("%s: %d proposals (batches of 4%s) on the %llu-config tiling space: %.1f us each\n",
            name, n, note, (unsigned long long)space_count(sp), dt * 1e6 / n);
     assert_distinct_valid(ids, (size_t)n, space_count(sp));

@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "measure/backend.h"
 #include "replay_test_util.h"
@@ -253,13 +253,6 @@ static void unrecorded_config_is_invalid(void **state)
     rm_dir(dir);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void replay_speed_sleeps(void **state)
 {
     (void)state;
@@ -274,9 +267,9 @@ static void replay_speed_sleeps(void **state)
     trial_result r;
     resolve_ok(c, "slow", "replay:slow_one", &t);
     backend *b = backend_open(c, "replay:slow_one", NULL);
-    double t0 = now_s();
+    double t0 = kt_clock_s();
     measure_ok(b, &t, 0, &r);
-    double dt = now_s() - t0;
+    double dt = kt_clock_s() - t0;
     assert_int_equal(r.status, TRIAL_OK);
     assert_true(dt >= 0.095 && dt < 5.0);
     trial_result_release(&r);

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 #define REPLY_MAX (256 * 1024)
 
 typedef struct client {
@@ -95,18 +97,11 @@ static void client_send(client *c, const char *line)
     assert_int_equal(write(c->to, "\n", 1), 1);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Next reply line as JSON; NULL on end of output or when timeout_ms passes first. *eof tells which.
  */
 static json_t *client_read(client *c, int timeout_ms, int *eof)
 {
-    double deadline = now_ms() + timeout_ms;
+    double deadline = kt_clock_ms() + timeout_ms;
     *eof = 0;
     for (;;) {
         char *nl = memchr(c->buf, '\n', c->len);
@@ -120,7 +115,7 @@ static json_t *client_read(client *c, int timeout_ms, int *eof)
             c->len -= used;
             return j;
         }
-        int left = (int)(deadline - now_ms());
+        int left = (int)(deadline - kt_clock_ms());
         if (left <= 0)
             return NULL;
         struct pollfd p = {.fd = c->from, .events = POLLIN};
@@ -173,14 +168,14 @@ static int client_stop(client *c, int timeout_ms)
     if (c->to >= 0)
         close(c->to);
     c->to = -1;
-    double deadline = now_ms() + timeout_ms;
+    double deadline = kt_clock_ms() + timeout_ms;
     while (!c->reaped && c->pid > 0) {
         pid_t w = waitpid(c->pid, &c->status, WNOHANG);
         if (w == c->pid) {
             c->reaped = 1;
             break;
         }
-        if (now_ms() > deadline) {
+        if (kt_clock_ms() > deadline) {
             kill(c->pid, SIGKILL);
             waitpid(c->pid, &c->status, 0);
             c->reaped = 1;

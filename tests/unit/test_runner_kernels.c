@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/rng.h"
 #include "space/expr.h"
 #include "space/space.h"
@@ -43,13 +43,6 @@ typedef struct runner_proc {
 } runner_proc;
 
 /* ---- a minimal client: one request, one reply ---- */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void proc_start(runner_proc *p)
 {
@@ -87,7 +80,7 @@ static json_t *proc_call(runner_proc *p, json_t *req)
         off += (size_t)w;
     }
     assert_int_equal(write(p->to, "\n", 1), 1);
-    double deadline = now_ms() + CALL_TIMEOUT_MS;
+    double deadline = kt_clock_ms() + CALL_TIMEOUT_MS;
     json_t *reply = NULL;
     for (;;) {
         char *nl = memchr(p->buf, '\n', p->len);
@@ -98,7 +91,7 @@ static json_t *proc_call(runner_proc *p, json_t *req)
             p->len -= used;
             break;
         }
-        int left = (int)(deadline - now_ms());
+        int left = (int)(deadline - kt_clock_ms());
         if (left <= 0)
             fail_msg("no reply within %d s to %.300s", CALL_TIMEOUT_MS / 1000, line);
         struct pollfd pfd = {.fd = p->from, .events = POLLIN};

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "store/db.h"
 #include "store/migrate.h"
 #include "store/pg_cluster.h"
@@ -45,11 +46,10 @@ static void remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static long ms_since(const struct timespec *t0)
+/* Milliseconds since t0 (a kt_clock_ns reading). */
+static long ms_since(uint64_t t0)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+    return (long)(kt_clock_since_ns(t0) / 1000000u);
 }
 
 static void sleep_ms(long ms)
@@ -368,10 +368,9 @@ static void pool_times_out_when_exhausted(void **state)
     assert_non_null(b);
     assert_ptr_not_equal(a, b);
 
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = kt_clock_ns();
     assert_null(db_acquire(pool, 150, &err));
-    assert_true(ms_since(&t0) >= 140);
+    assert_true(ms_since(t0) >= 140);
     assert_int_equal(err.code, KT_ERR_DATABASE);
     assert_string_equal(err.message, "no database connection free within 150 ms");
 
@@ -379,10 +378,10 @@ static void pool_times_out_when_exhausted(void **state)
     delayed_release d = {pool, b};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, release_later, &d), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = kt_clock_ns();
     PGconn *c = db_acquire(pool, 5000, &err);
     assert_ptr_equal(c, b);
-    assert_true(ms_since(&t0) < 4000);
+    assert_true(ms_since(t0) < 4000);
     pthread_join(th, NULL);
     db_release(pool, a);
     db_release(pool, c);
@@ -446,17 +445,16 @@ static void wait_notify_receives_and_times_out(void **state)
     assert_non_null(sender);
     assert_int_equal(db_run(listener, "LISTEN ktune_test", 0, NULL, &err), 0);
 
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = kt_clock_ns();
     assert_int_equal(db_wait_notify(listener, 150), 0);
-    assert_true(ms_since(&t0) >= 140);
+    assert_true(ms_since(t0) >= 140);
 
     notifier n = {sender, -1};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, notify_later, &n), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = kt_clock_ns();
     assert_int_equal(db_wait_notify(listener, 5000), 1);
-    assert_true(ms_since(&t0) < 4000);
+    assert_true(ms_since(t0) < 4000);
     pthread_join(th, NULL);
     assert_int_equal(n.rc, 0);
     assert_int_equal(db_wait_notify(listener, 50), 0); /* drained */
