@@ -18,6 +18,8 @@ void api_db_release(api_context *svc, PGconn *c);
 
 /* Replies with err and returns; for one-line error exits. */
 void api_fail(http_response *res, const kt_error *err);
+/* Replies status with body (the reference is taken over) about job id, with its Location. */
+void api_reply_job(http_response *res, int status, json_t *body, long long id);
 
 /* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed
  * (NULL-ended). */

@@ -223,12 +223,10 @@ void api_import(void *app, const http_request *req, http_response *res)
     int created = id == 0;
     if (import_store_add(c, &t, rows, &id, &counts, &err) < 0 || !(job = job_view_get(c, id, &err)))
         goto fail;
-    char location[64];
-    snprintf(location, sizeof location, "/v1/jobs/%lld", id);
-    http_reply_json(res, created ? 201 : 200,
-                    json_pack("{s:O,s:I,s:I}", "job", job, "inserted", (json_int_t)counts.inserted,
-                              "duplicates", (json_int_t)counts.duplicates));
-    http_response_add_header(res, "Location", location);
+    api_reply_job(res, created ? 201 : 200,
+                  json_pack("{s:O,s:I,s:I}", "job", job, "inserted", (json_int_t)counts.inserted,
+                            "duplicates", (json_int_t)counts.duplicates),
+                  id);
     goto out;
 fail:
     api_fail(res, &err);

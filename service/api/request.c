@@ -27,6 +27,14 @@ void api_fail(http_response *res, const kt_error *err)
     http_reply_error(res, err);
 }
 
+void api_reply_job(http_response *res, int status, json_t *body, long long id)
+{
+    char location[64];
+    snprintf(location, sizeof location, "/v1/jobs/%lld", id);
+    http_reply_json(res, status, body);
+    http_response_add_header(res, "Location", location);
+}
+
 static int in_list(const char *key, const char *const *allowed)
 {
     for (int i = 0; allowed[i]; i++) {

@@ -67,10 +67,7 @@ void api_tune(void *app, const http_request *req, http_response *res)
     if (job_store_create(c, &spec, &id, &err) < 0 || !(job = job_view_get(c, id, &err)))
         goto fail;
     worker_system_wake(svc->workers);
-    char location[64];
-    snprintf(location, sizeof location, "/v1/jobs/%lld", id);
-    http_reply_json(res, 202, json_incref(job));
-    http_response_add_header(res, "Location", location);
+    api_reply_job(res, 202, json_incref(job), id);
     goto out;
 fail:
     api_fail(res, &err);

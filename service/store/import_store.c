@@ -9,38 +9,22 @@
 #include "store/job_store.h"
 #include "store/store_util.h"
 
-/* Creates the job row (already finished) and copies its device into device. */
+/* Creates the job row, already finished: an import job is its trials. */
 static int create_job(PGconn *c, const import_target *t, long long n, long long *id, kt_error *err)
 {
-    int rc = -1;
-    store_num evals, size;
     json_t *opts = json_pack("{s:s}", "source", t->source ? t->source : "import");
-    char *problem = store_json_text(t->problem);
-    char *options = store_json_text(opts);
-    const char *p[] = {t->key.kernel,
-                       t->key.device,
-                       t->key.device_class,
-                       t->key.kernel_hash,
-                       problem ? problem : "{}",
-                       t->key.problem_key,
-                       options,
-                       store_ll(&evals, n > 0 ? n : 1),
-                       store_ll(&size, (long long)t->space_size)};
-    PGresult *r = db_exec(
-        c,
-        "INSERT INTO jobs (status, kernel, device, device_class, kernel_hash, problem, problem_key,"
-        " strategy, strategy_options, seed, budget_evaluations, batch_size, space_size,"
-        " stop_reason, started_at, finished_at) VALUES ('succeeded', $1, $2, $3, $4, $5::jsonb,"
-        " $6, 'import', $7::jsonb, 0, $8, 1, $9, 'imported', now(), now()) RETURNING id",
-        9, p, err);
-    if (!r)
-        goto out;
-    *id = store_get_ll(r, 0, 0);
-    rc = 0;
-out:
-    PQclear(r);
-    free(problem);
-    free(options);
+    job_spec spec = {
+        .key = t->key,
+        .problem = t->problem,
+        .strategy = "import",
+        .options = opts,
+        .budget_evaluations = n > 0 ? n : 1,
+        .batch_size = 1,
+        .space_size = t->space_size,
+        .finished_as = "imported",
+    };
+    int rc = opts ? job_store_create(c, &spec, id, err)
+                  : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating an import job");
     json_decref(opts);
     return rc;
 }

@@ -119,14 +119,18 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         s->budget_seconds > 0 ? store_double(&secs, s->budget_seconds) : NULL,
         store_ll(&batch, s->batch_size),
         store_ll(&size, (long long)s->space_size),
+        s->finished_as,
     };
-    PGresult *r =
-        db_exec(c,
-                "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
-                " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-                " space_size) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-                " RETURNING id",
-                13, p, err);
+    PGresult *r = db_exec(
+        c,
+        "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
+        " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
+        " space_size, status, stop_reason, started_at, finished_at) VALUES ($1, $2, $3, $4, $5,"
+        " $6, $7, $8, $9, $10, $11, $12, $13,"
+        " CASE WHEN $14::text IS NULL THEN 'queued' ELSE 'succeeded' END, $14,"
+        " CASE WHEN $14::text IS NULL THEN NULL ELSE now() END,"
+        " CASE WHEN $14::text IS NULL THEN NULL ELSE now() END) RETURNING id",
+        14, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);

@@ -40,6 +40,8 @@ typedef struct job_spec {
     double budget_seconds;        /* 0 = no limit on time */
     int batch_size;
     uint64_t space_size;
+    const char *finished_as; /* NULL: queued for a runner; else the stop reason of a job that is
+                              * made finished ("imported": import_store, its trials come with it) */
 } job_spec;
 
 /* What the runner needs to drive a job. */
