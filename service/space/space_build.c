@@ -11,6 +11,8 @@
 
 #include "core/array.h"
 
+#define SPACE_FIRST_ROWS 1024
+
 static int uf_find(int *parent, int x)
 {
     while (parent[x] != x) {
@@ -97,7 +99,9 @@ static int append_row(const space *sp, space_group *g, uint64_t *cap, const uint
         size_t row_bytes = (k ? k : 1) * sizeof *g->rows, ncap = (size_t)*cap;
         if (g->n + 1 > SIZE_MAX / row_bytes)
             return kt_error_set(err, KT_ERR_SPACE_TOO_LARGE, "parameter group too large to store");
-        if (kt_array_grow((void **)&g->rows, &ncap, (size_t)g->n + 1, row_bytes, SIZE_MAX) != 0)
+        /* 1024 rows first: most groups hold thousands, and each early realloc moves them all. */
+        size_t need = g->n + 1 < SPACE_FIRST_ROWS ? SPACE_FIRST_ROWS : (size_t)g->n + 1;
+        if (kt_array_grow((void **)&g->rows, &ncap, need, row_bytes, SIZE_MAX) != 0)
             return kt_error_set(err, KT_ERR_NO_MEMORY,
                                 "out of memory enumerating a parameter group");
         *cap = ncap;
