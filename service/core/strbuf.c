@@ -1,10 +1,13 @@
-/* core/strbuf — see strbuf.h. Growth doubles from STRBUF_FIRST bytes, never past max + 1. */
+/* core/strbuf — see strbuf.h. Growth is core/array's (doubling from STRBUF_FIRST bytes, never past
+ * max + 1). */
 #include "core/strbuf.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/array.h"
 
 #define STRBUF_FIRST 256
 
@@ -31,20 +34,15 @@ int strbuf_reserve(strbuf *b, size_t extra)
         return -1;
     }
     size_t need = b->len + extra + 1; /* cannot overflow: len + extra <= max < SIZE_MAX */
+    size_t limit = b->max < SIZE_MAX ? b->max + 1 : SIZE_MAX; /* the text and its NUL */
     if (need <= b->cap)
         return 0;
-    size_t cap = b->cap ? b->cap : STRBUF_FIRST;
-    while (cap < need)
-        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    if (cap > b->max + 1 && b->max < SIZE_MAX)
-        cap = b->max + 1 > need ? b->max + 1 : need;
-    char *p = realloc(b->data, cap);
-    if (!p) {
+    if (b->cap == 0 && need < STRBUF_FIRST) /* one first block for the usual short text */
+        need = STRBUF_FIRST < limit ? STRBUF_FIRST : limit;
+    if (kt_array_grow((void **)&b->data, &b->cap, need, 1, limit) != 0) {
         b->failed = STRBUF_NO_MEMORY;
         return -1;
     }
-    b->data = p;
-    b->cap = cap;
     return 0;
 }
 
