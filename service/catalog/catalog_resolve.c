@@ -79,6 +79,14 @@ static int check_problem(const replay_dataset *ds, const json_t *problem, const 
     return 0;
 }
 
+/* The hint of an unknown or unavailable device: the devices there are. */
+static void hint_devices(const catalog *c, kt_error *err)
+{
+    char hint[KT_ERROR_HINT_MAX];
+    catalog_device_hint(c, hint, sizeof hint);
+    kt_error_hint(err, "%s", hint);
+}
+
 /* "gemm, conv2d" — the kernels a real device offers. */
 static void real_kernel_list(const catalog *c, const catalog_device *d, char *buf, size_t cap)
 {
@@ -110,8 +118,7 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     if (!d->available) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is not available: %.300s", d->name,
                      d->reason ? d->reason : "unknown reason");
-        catalog_device_hint(c, list, sizeof list);
-        kt_error_hint(err, "%s", list);
+        hint_devices(c, err);
         goto out;
     }
     if (!k || !catalog_offers(d, k)) {
@@ -150,7 +157,6 @@ out:
 static int resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
                    int with_space, target *out, kt_error *err)
 {
-    char hint[KT_ERROR_HINT_MAX];
     json_t *canon = NULL;
     int rc = -1;
     const replay_dataset *ds = catalog_find_replay(c, device);
@@ -164,14 +170,12 @@ static int resolve(const catalog *c, const char *kernel, const char *device, con
     if (why) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
                      why);
-        catalog_device_hint(c, hint, sizeof hint);
-        kt_error_hint(err, "%s", hint);
+        hint_devices(c, err);
         goto out;
     }
     if (!ds) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device ? device : "");
-        catalog_device_hint(c, hint, sizeof hint);
-        kt_error_hint(err, "%s", hint);
+        hint_devices(c, err);
         goto out;
     }
     if (!kernel || strcmp(kernel, ds->kernel) != 0) {
