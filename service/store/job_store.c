@@ -7,27 +7,27 @@
 #include "store/db.h"
 #include "store/store_util.h"
 
+/* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
+#define JOB_TARGET_COLUMNS(prefix)                                                                 \
+    prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
+           "problem_key, " prefix "problem"
+
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
+/* clang-format off */
 #define JOB_INFO_COLUMNS                                                                           \
-    "j.id, j.status, " JOB_TARGET_COLUMNS(                                                         \
-        "j.") ", j.strategy, j.strategy_options, j.seed,"                                          \
-              " j.budget_evaluations, j.budget_seconds, j.trials_done,"                            \
-              " j.space_size, j.clock_seconds, j.best_trial_id, j.best_time_ms, j.best_config,"    \
-              " j.stop_reason, j.error, to_json(j.created_at) #>> '{}', to_json(j.started_at) "    \
-              "#>> '{}',"                                                                          \
-              " to_json(j.finished_at) #>> '{}',"                                                  \
-              " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
+    "j.id, j.status, " JOB_TARGET_COLUMNS("j.") ", j.strategy, j.strategy_options, j.seed,"        \
+    " j.budget_evaluations, j.budget_seconds, j.trials_done, j.space_size, j.clock_seconds,"       \
+    " j.best_trial_id, j.best_time_ms, j.best_config, j.stop_reason, j.error,"                     \
+    " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
+    " to_json(j.finished_at) #>> '{}',"                                                            \
+    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
+/* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
 {
     return strdup(PQgetvalue(r, row, col));
 }
-
-/* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
-#define JOB_TARGET_COLUMNS(prefix)                                                                 \
-    prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
-           "problem_key, " prefix "problem"
 
 /* Fills t from the JOB_TARGET_COLUMNS starting at column col; -1 when out of memory. */
 static int job_target_of_row(const PGresult *r, int row, int col, job_target *t)
@@ -120,17 +120,17 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         store_ll(&batch, s->batch_size),
         store_ll(&size, (long long)s->space_size),
         s->finished_as,
+        s->finished_as ? "succeeded" : "queued",
     };
+    /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
         c,
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-        " space_size, status, stop_reason, started_at, finished_at) VALUES ($1, $2, $3, $4, $5,"
-        " $6, $7, $8, $9, $10, $11, $12, $13,"
-        " CASE WHEN $14::text IS NULL THEN 'queued' ELSE 'succeeded' END, $14,"
-        " CASE WHEN $14::text IS NULL THEN NULL ELSE now() END,"
-        " CASE WHEN $14::text IS NULL THEN NULL ELSE now() END) RETURNING id",
-        14, p, err);
+        " space_size, stop_reason, status, started_at, finished_at) SELECT $1, $2, $3, $4, $5,"
+        " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at"
+        " FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t RETURNING id",
+        15, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
