@@ -233,10 +233,10 @@ void runner_cpu_toolchain(const char *version_output, char *out, size_t cap)
         found = v && version_token(v + strlen("version "), tok, sizeof tok);
     } else if (strstr(line, "gcc") || strstr(line, "GCC") ||
                strstr(text, "Free Software Foundation")) {
-        /* "<program> (<package version>) <version> [<date>]": "cc (Debian 12.2.0-14) 12.2.0",
-         * "gcc (GCC) 13.2.1 20230801" */
+        /* "<program> (<package version>) <version> [<date>] [(<more>)]": "cc (Debian 12.2.0-14)
+         * 12.2.0", "gcc (GCC) 13.2.1 20230801", "cc (GCC) 8.5.0 20210514 (Red Hat 8.5.0-20)" */
         family = "gcc";
-        const char *paren = strrchr(line, ')');
+        const char *paren = strchr(line, ')');
         found = first_version(line, paren ? (size_t)(paren - line) + 1 : 0, len, tok, sizeof tok);
     }
     if (family && found)
