@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/target_key.h"
+
 #define CPUINFO_LINE_MAX (64 * 1024)
 
 /* Flags reported by the probe, in this order, when /proc/cpuinfo lists them (x86 "flags", Arm
@@ -215,8 +217,8 @@ void runner_cpu_toolchain(const char *version_output, char *out, size_t cap)
     const char *family = NULL;
     int found = 0;
 
-    if (len >= sizeof line)
-        len = sizeof line - 1;
+    if (len > TARGET_TOOLCHAIN_MAX) /* the longest toolchain a key holds */
+        len = TARGET_TOOLCHAIN_MAX;
     for (size_t i = 0; i < len; i++) /* the key is printable ASCII */
         line[i] = text[i] >= 0x20 && text[i] < 0x7f ? text[i] : '?';
     while (len > 0 && line[len - 1] == ' ')

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/target_key.h"
 #include "runner/runner.h"
 
 #define REPLY_MAX (256 * 1024)
@@ -379,12 +380,12 @@ static void toolchain_of_version_output(void **state)
     char tiny[6];
     runner_cpu_toolchain("gcc (GCC) 13.2.1\n", tiny, sizeof tiny);
     assert_string_equal(tiny, "gcc 1");
-    /* A line longer than the probe keeps is cut, never overrun. */
+    /* A line longer than a key's toolchain is cut to the longest one, never overrun. */
     char longline[2 * RUNNER_TEXT_MAX];
     memset(longline, 'a', sizeof longline - 1);
     longline[sizeof longline - 1] = '\0';
     runner_cpu_toolchain(longline, out, sizeof out);
-    assert_int_equal(strlen(out), RUNNER_TEXT_MAX - 1);
+    assert_int_equal(strlen(out), TARGET_TOOLCHAIN_MAX);
 }
 
 static void measure_scale_is_ok_and_cached(void **state)
