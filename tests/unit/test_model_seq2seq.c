@@ -118,6 +118,19 @@ static int argmax(const double *v, int n)
     return best;
 }
 
+/* The beam's scorer over a model and one problem's tokens. */
+typedef struct problem_ctx {
+    seq2seq *m;
+    const double *tokens;
+    int n_tokens;
+} problem_ctx;
+
+static int model_scorer(void *ctx, const int *prefix, int len, double *logp)
+{
+    problem_ctx *p = ctx;
+    return seq2seq_next_logp(p->m, p->tokens, p->n_tokens, prefix, len, logp);
+}
+
 static void learns_a_toy_mapping(void **state)
 {
     (void)state;
@@ -157,6 +170,44 @@ static void learns_a_toy_mapping(void **state)
     printf("toy mapping: held-out per-parameter accuracy %.3f, perfect %d/16, trained in %.2f s\n",
            acc, perfect, secs);
     assert_true(acc >= 0.95);
+
+    /* The constrained beam over the trained model: a restriction that forbids some of the best
+     * answers (p1 != 0 when p0 is 2 or 3), so every result is valid and the top one is the best
+     * valid answer (width 4 keeps every p0, so the beam is exhaustive here); the model is
+     * confident, so where greedy's answer is valid it is that best one. */
+    json_error_t je;
+    json_t *params = json_loads("[{\"name\":\"p0\",\"values\":[0,1,2,3]},"
+                                "{\"name\":\"p1\",\"values\":[0,1,2]}]",
+                                0, &je);
+    json_t *restr = json_loads("[\"p0 < 2 or p1 != 0\"]", 0, &je);
+    space *sp = space_new(params, restr, NULL, NULL, &err);
+    assert_non_null(sp);
+    int blocked = 0;
+    for (int c = 0; c < 64; c++) {
+        problem_ctx pc = {m, all[c].tokens, 3};
+        int out[5 * 2], greedy[2];
+        double score[5];
+        int n = beam_search(2, nv, model_scorer, &pc, BEAM_CONSTRAINED, 4, sp, 5, out, score);
+        assert_int_equal(n, 5);
+        for (int i = 0; i < n; i++) {
+            config_id id;
+            assert_int_equal(space_encode(sp, out + 2 * i, &id), 0);
+        }
+        assert_int_equal(
+            beam_search(2, nv, model_scorer, &pc, BEAM_GREEDY, 1, NULL, 1, greedy, NULL), 1);
+        config_id id;
+        if (space_encode(sp, greedy, &id) == 0)
+            assert_memory_equal(out, greedy, sizeof greedy);
+        else
+            blocked++;
+    }
+    printf("constrained beam on the toy model: %d of 64 greedy answers invalid, every beam result "
+           "valid\n",
+           blocked);
+    assert_true(blocked > 0);
+    space_free(sp);
+    json_decref(params);
+    json_decref(restr);
     seq2seq_free(m);
 }
 
@@ -308,19 +359,6 @@ static void bounds_and_bad_examples(void **state)
     assert_true(fabs(exp(logp[0]) + exp(logp[1]) + exp(logp[2]) - 1.0) < 1e-12);
     seq2seq_free(m);
     seq2seq_free(NULL);
-}
-
-/* The beam's scorer over a model and one problem's tokens. */
-typedef struct problem_ctx {
-    seq2seq *m;
-    const double *tokens;
-    int n_tokens;
-} problem_ctx;
-
-static int model_scorer(void *ctx, const int *prefix, int len, double *logp)
-{
-    problem_ctx *p = ctx;
-    return seq2seq_next_logp(p->m, p->tokens, p->n_tokens, prefix, len, logp);
 }
 
 /* The issue's sizes: gemm has 8 parameters of <= 9 values; ~40 problems of up to 8 examples; 3-7
