@@ -389,6 +389,14 @@ int seq2seq_next_logp(seq2seq *m, const double *tokens, int n_tokens, const int 
     return 0;
 }
 
+size_t seq2seq_weight_count(int token_dim, int hidden, int total_values)
+{
+    /* Two GRUs with a 1-output head (gru.h's layout), then Wc, bc, Wo, bo. */
+    size_t H = (size_t)hidden, D = (size_t)token_dim, V = (size_t)total_values;
+    size_t gru_rest = 3 * H + 3 * H * H + 3 * H + H + 1;
+    return 3 * H * D + gru_rest + 3 * H * (V + 1) + gru_rest + 2 * H * H + H + V * H + V;
+}
+
 size_t seq2seq_num_weights(const seq2seq *m)
 {
     return m->enc->n_params + m->dec->n_params + m->n_head;
