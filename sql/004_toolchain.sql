@@ -5,11 +5,15 @@
 -- under another toolchain is another result: it is never served for this one, and a stored job
 -- whose device now has another toolchain is not resumed (toolchain_changed).
 --
--- Rows written before this migration keep '' (the toolchain was not recorded): their best entries
--- are no longer served (no device has the toolchain ''), and a job stored with '' that is resumed
--- ends as failed, toolchain_changed.
+-- Rows written before this migration on a replay device get 'recorded', the toolchain of every
+-- replay dataset without its own (a replay result does not depend on a compiler of this host);
+-- rows of real devices keep '' (the toolchain was not recorded): their best entries are no longer
+-- served (no device has the toolchain ''), and a job stored with '' that is resumed ends as
+-- failed, toolchain_changed.
 ALTER TABLE jobs ADD COLUMN toolchain text NOT NULL DEFAULT '';
 ALTER TABLE best ADD COLUMN toolchain text NOT NULL DEFAULT '';
+UPDATE jobs SET toolchain = 'recorded' WHERE device LIKE 'replay:%';
+UPDATE best SET toolchain = 'recorded' WHERE device LIKE 'replay:%';
 
 -- The best table's key: one entry per (kernel, device class, kernel hash, toolchain, problem).
 ALTER TABLE best DROP CONSTRAINT best_pkey;
