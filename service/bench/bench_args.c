@@ -13,7 +13,8 @@ static void bench_usage(FILE *out)
     fprintf(out,
             "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
             "                   [--include-failed] [--json FILE] [--kt-reference FILE]\n"
-            "                   [--history PATH... [--history-first N] [--history-shuffle]]\n"
+            "                   [--history PATH... [--history-first N]\n"
+            "                    [--history-shuffle | --history-invert]]\n"
             "\n"
             "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
             "each strategy on each, in process, with Kernel Tuner's tune_cache protocol.\n"
@@ -29,6 +30,7 @@ static void bench_usage(FILE *out)
             "                       (never the space itself); printed warm against cold\n"
             "  --history-first N    history configurations measured first, 0-%d [%d]\n"
             "  --history-shuffle    shuffle the history's times (a history without information)\n"
+            "  --history-invert     history times t -> 1/t (a history that misleads)\n"
             "Exit codes: 0 done, 1 failure, 2 usage error.\n",
             searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_HISTORY_MAX_FIRST,
             BENCH_HISTORY_DEFAULT_FIRST);
@@ -55,6 +57,8 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
             opt->include_failed = 1;
         } else if (strcmp(a, "--history-shuffle") == 0) {
             opt->history_shuffle = 1;
+        } else if (strcmp(a, "--history-invert") == 0) {
+            opt->history_invert = 1;
         } else if (strcmp(a, "--spaces") == 0 || strcmp(a, "--history") == 0) {
             int hist = a[2] == 'h';
             const char **list = hist ? opt->history : opt->spaces;
@@ -120,8 +124,12 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
         snprintf(msg, cap, "--strategies is required (strategies: %s)", searcher_names());
         goto out;
     }
-    if (opt->n_history == 0 && opt->history_shuffle) {
-        snprintf(msg, cap, "--history-shuffle needs --history");
+    if (opt->n_history == 0 && (opt->history_shuffle || opt->history_invert)) {
+        snprintf(msg, cap, "--history-shuffle and --history-invert need --history");
+        goto out;
+    }
+    if (opt->history_shuffle && opt->history_invert) {
+        snprintf(msg, cap, "--history-shuffle and --history-invert exclude each other");
         goto out;
     }
     opt->curves = opt->json_path != NULL;

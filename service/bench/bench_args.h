@@ -26,6 +26,7 @@ typedef struct bench_options {
     int n_history;
     int history_first;   /* --history-first: configurations measured first [8], 0-256 */
     int history_shuffle; /* --history-shuffle: history times shuffled (no information) */
+    int history_invert;  /* --history-invert: history times t -> 1/t (misleading history) */
 } bench_options;
 
 /* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out), or

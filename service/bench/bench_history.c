@@ -39,8 +39,8 @@ static int bench_history_shuffle(bench_space *bs, kt_rng *rng)
     return 0;
 }
 
-int bench_history_load(const char *const *paths, int n_paths, int shuffle, bench_history *h,
-                       kt_error *err)
+int bench_history_load(const char *const *paths, int n_paths, bench_history_transform tf,
+                       bench_history *h, kt_error *err)
 {
     json_t *files = NULL;
     size_t i;
@@ -64,11 +64,13 @@ int bench_history_load(const char *const *paths, int n_paths, int shuffle, bench
             kt_error_prefix(err, "--history");
             goto out;
         }
-        h->n++;
-        if (shuffle && bench_history_shuffle(&h->src[h->n - 1], &rng) < 0) {
+        bench_space *bs = &h->src[h->n++];
+        if (tf == BENCH_HISTORY_SHUFFLED && bench_history_shuffle(bs, &rng) < 0) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto out;
         }
+        for (config_id id = 0; tf == BENCH_HISTORY_INVERTED && id < bs->n; id++)
+            bs->time[id] = 1.0 / bs->time[id]; /* NAN stays NAN; times are > 0 */
     }
     rc = 0;
 out:

@@ -40,11 +40,17 @@ typedef struct bench_seed {
     json_t *sources; /* names of the related spaces used, in source order (owned) */
 } bench_seed;
 
-/* Loads every path (files and folders, as --spaces). shuffle: 1 shuffles each space's recorded
- * times among its valid configurations (seeded, deterministic): a history that carries no
- * information, for the robustness check. 0, or -1 with err (h left empty). */
-int bench_history_load(const char *const *paths, int n_paths, int shuffle, bench_history *h,
-                       kt_error *err);
+/* What bench_history_load does to the recorded times, for the robustness checks. */
+typedef enum {
+    BENCH_HISTORY_AS_RECORDED = 0,
+    BENCH_HISTORY_SHUFFLED, /* permuted among the valid configurations (seeded): no information */
+    BENCH_HISTORY_INVERTED, /* t -> 1/t: every ranking backwards, a history that misleads */
+} bench_history_transform;
+
+/* Loads every path (files and folders, as --spaces), times transformed as asked. 0, or -1 with
+ * err (h left empty). */
+int bench_history_load(const char *const *paths, int n_paths, bench_history_transform tf,
+                       bench_history *h, kt_error *err);
 void bench_history_free(bench_history *h);
 
 /* The history of target from h (see above). 0 with *seed filled (seed->h empty when nothing is

@@ -201,9 +201,9 @@ static void bench_print_warm(const json_t *result, FILE *out)
     if (!ws)
         return;
     fprintf(out,
-            "\nwarm start (--history%s, %lld configurations first) against cold, mean over the "
-            "%zu spaces with history:",
-            json_is_true(json_object_get(ws, "shuffled")) ? ", times shuffled" : "",
+            "\nwarm start (--history, times %s, %lld configurations first) against cold, mean "
+            "over the %zu spaces with history:",
+            json_string_value(json_object_get(ws, "times")),
             (long long)json_integer_value(json_object_get(ws, "first")), json_array_size(names));
     json_array_foreach(names, i, v) fprintf(out, "%s%s", i ? ", " : " ", json_string_value(v));
     fprintf(out, "\n%-14s %-5s", "strategy", "");

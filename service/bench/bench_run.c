@@ -313,7 +313,8 @@ static json_t *bench_averages(const bench_options *opt, const json_t *spaces,
 }
 
 /* Warm against cold, each averaged over the spaces that have history only:
- * {"spaces":[names],"first":n,"shuffled":b,"strategies":{"<s>":{"cold":{"10":f,...},"warm":{...}}}}
+ * {"spaces":[names],"first":n,"times":"as
+ * recorded"|"shuffled"|"inverted","strategies":{"<s>":{"cold":{"10":f,...},"warm":{...}}}}
  */
 static json_t *bench_warm_summary(const bench_options *opt, const json_t *spaces,
                                   const json_t *checkpoints)
@@ -357,8 +358,11 @@ static json_t *bench_warm_summary(const bench_options *opt, const json_t *spaces
         json_object_set_new(strat, opt->strategies[s],
                             json_pack("{s:o, s:o}", "cold", cold_f, "warm", warm_f));
     }
-    return json_pack("{s:o, s:i, s:b, s:o}", "spaces", with, "first", opt->history_first,
-                     "shuffled", opt->history_shuffle, "strategies", strat);
+    return json_pack("{s:o, s:i, s:s, s:o}", "spaces", with, "first", opt->history_first, "times",
+                     opt->history_shuffle  ? "shuffled"
+                     : opt->history_invert ? "inverted"
+                                           : "as recorded",
+                     "strategies", strat);
 }
 
 /* The strategies on one loaded space: cold, and warm where its history is not empty. */
@@ -443,8 +447,11 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
     paths = bench_space_paths(opt->spaces, opt->n_spaces, err);
     if (!paths)
         goto out;
-    if (opt->n_history > 0 &&
-        bench_history_load(opt->history, opt->n_history, opt->history_shuffle, &hist, err) < 0)
+    if (opt->n_history > 0 && bench_history_load(opt->history, opt->n_history,
+                                                 opt->history_shuffle  ? BENCH_HISTORY_SHUFFLED
+                                                 : opt->history_invert ? BENCH_HISTORY_INVERTED
+                                                                       : BENCH_HISTORY_AS_RECORDED,
+                                                 &hist, err) < 0)
         goto out;
     json_array_foreach(paths, i, p)
     {
