@@ -433,7 +433,7 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
             goto out;
         }
     }
-    if (opt->n_history > 0) /* warm starts are judged early too */
+    if (opt->n_history > 0 && opt->budget > 10) /* warm starts are judged early too */
         json_array_append_new(checkpoints, json_integer(10));
     for (int k = 0; k < BENCH_N_STD; k++) {
         if (bench_checkpoint_list[k] <= opt->budget)
