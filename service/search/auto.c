@@ -480,6 +480,24 @@ static int propose_local(auto_state *st, config_id *out)
     return 1;
 }
 
+/* With a prior, the start is the related targets' best configurations (their order), not a
+ * space-filling design, while the told results do not contradict the prior (beta, fitted on them,
+ * above half its a-priori value): 1 with *out set, 0 when there is no such prior or none is left
+ * unvisited. */
+static int propose_prior_top(auto_state *st, config_id *out)
+{
+    int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->beta0;
+    for (int k = 0; trusted && k < st->n_ptop; k++) {
+        if (search_set_has(&st->visited, st->ptop[k]))
+            continue;
+        if (search_set_add(&st->visited, st->ptop[k]) < 0)
+            return -1;
+        *out = st->ptop[k];
+        return 1;
+    }
+    return 0;
+}
+
 static int auto_ask(void *state, config_id *out, int max)
 {
     auto_state *st = state;
@@ -490,8 +508,9 @@ static int auto_ask(void *state, config_id *out, int max)
     }
     while (n < max) {
         int rc;
-        if ((!st->has_prior && st->proposed < st->initial) || !st->fitted)
-            rc = st->n_fill < st->initial
+        if (st->proposed < st->initial || !st->fitted)
+            rc = (rc = propose_prior_top(st, &out[n])) != 0 ? rc
+                 : st->n_fill < st->initial
                      ? propose_fill(st, &out[n])
                      : search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
         else if (kt_rng_uniform(&st->rng) < st->explore)
