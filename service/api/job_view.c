@@ -56,11 +56,11 @@ static json_t *history_view(const job_info *j)
                                                  json_object_get(s, "relation"), "configurations",
                                                  json_object_get(s, "configurations")));
     }
-    return json_pack("{s:s, s:b, s:I, s:I, s:I, s:o}", "mode", j->history ? j->history : "none",
-                     "recorded", u != NULL, "seeded",
-                     (json_int_t)json_array_size(json_object_get(u, "first")), "seeded_measured",
-                     (json_int_t)j->seeded_measured, "prior_trials",
-                     (json_int_t)json_array_size(json_object_get(u, "prior")), "sources", sources);
+    return json_pack(
+        "{s:s, s:b, s:I, s:I, s:I, s:o}", "mode", j->history ? j->history : "none", "recorded",
+        u != NULL, "seeded", (json_int_t)json_integer_value(json_object_get(u, "seeded")),
+        "seeded_measured", (json_int_t)j->seeded_measured, "prior_trials",
+        (json_int_t)json_integer_value(json_object_get(u, "prior_trials")), "sources", sources);
 }
 
 json_t *job_view_json(const job_info *j, kt_error *err)

@@ -12,12 +12,16 @@
     prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
            "problem_key, " prefix "problem"
 
-/* Warm starts (sql/006), read by name (read_history): the mode, what was seeded, and how many of
- * the seeded configurations (the first trials of the job) were measured. */
+/* Warm starts (sql/006), read by name (read_history): the mode, a summary of what was seeded
+ * (not the recorded configurations: a page of jobs would carry every job's prior), and how many
+ * of the seeded configurations (the first trials of the job) were measured. */
 #define JOB_HISTORY_COLUMNS                                                                        \
-    "j.history, j.history_used, (SELECT count(*) FROM trials ht WHERE ht.job_id = j.id"            \
-    " AND ht.done_seq IS NOT NULL AND ht.seq <= COALESCE(jsonb_array_length("                      \
-    "j.history_used -> 'first'), 0)) AS seeded_measured"
+    "j.history, CASE WHEN j.history_used IS NULL THEN NULL ELSE jsonb_build_object('sources',"     \
+    " j.history_used -> 'sources', 'seeded', jsonb_array_length(j.history_used -> 'first'),"       \
+    " 'prior_trials', jsonb_array_length(j.history_used -> 'prior')) END AS history_used,"         \
+    " (SELECT count(*) FROM trials ht WHERE ht.job_id = j.id AND ht.done_seq IS NOT NULL"          \
+    " AND ht.seq <= COALESCE(jsonb_array_length(j.history_used -> 'first'), 0)) AS "               \
+    "seeded_measured"
 
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */

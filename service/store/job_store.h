@@ -89,7 +89,8 @@ typedef struct job_info {
     char *created_at, *started_at, *finished_at;
     double elapsed_seconds;    /* (finished_at or now) - started_at; NAN before it started */
     char *history;             /* "auto" or "none" */
-    json_t *history_used;      /* NULL until the driver recorded it */
+    json_t *history_used;      /* a summary of what was recorded, NULL until the driver recorded it:
+                                * {"sources":[...],"seeded":n,"prior_trials":n} */
     long long seeded_measured; /* trials of the seeded (first) configurations with a final status */
 } job_info;
 

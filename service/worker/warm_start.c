@@ -173,7 +173,11 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
     qsort(rank, (size_t)all.n, sizeof *rank, ranked_cmp);
     for (int i = 0; i < all.n && n < WARM_MAX_SOURCES; i++) {
         history_trials t;
-        int limit = rank[i].relation == 0 ? WARM_PRIOR_PER_SOURCE : WARM_FIRST_PER_SOURCE;
+        int room = WARM_MAX_PRIOR - (int)json_array_size(prior);
+        int in_prior = rank[i].relation == 0 && room > WARM_FIRST_PER_SOURCE;
+        int limit = !in_prior                      ? WARM_FIRST_PER_SOURCE
+                    : room < WARM_PRIOR_PER_SOURCE ? room
+                                                   : WARM_PRIOR_PER_SOURCE;
         if (history_store_source_trials(c, key->kernel, rank[i].s->device_class,
                                         rank[i].s->problem_key, limit, &t, err) < 0)
             goto out;
@@ -193,7 +197,7 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
                                               rank[i].s->device_class, "problem_key",
                                               rank[i].s->problem_key, "relation", rank[i].relation,
                                               "distance", rank[i].distance, "configurations", got));
-        if (rank[i].relation == 0)
+        if (in_prior)
             json_array_extend(prior, per[n]);
         n++;
     }

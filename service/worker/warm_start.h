@@ -9,8 +9,8 @@
  *   (source 0's best, source 1's best, ..., source 0's second, ...), WARM_FIRST in all, each mapped
  *   into the job's space by parameter names and values (configurations that are not valid there
  *   are dropped);
- * - prior: the relation-0 sources' ok trials (up to WARM_PRIOR_PER_SOURCE each), per source, for
- *   strategies that fit a prior (auto: search/README.md).
+ * - prior: the relation-0 sources' ok trials (up to WARM_PRIOR_PER_SOURCE each, WARM_MAX_PRIOR in
+ *   all), per source, for strategies that fit a prior (auto: search/README.md).
  *
  * Determinism: what was gathered is recorded in the job row (jobs.history_used, sql/006) before the
  * searcher sees it, and the searcher is always built from the recorded JSON, on the first open as
@@ -33,6 +33,7 @@
 #define WARM_FIRST            8    /* the bench's choice too (bench/README.md, warm starts) */
 #define WARM_FIRST_PER_SOURCE 8    /* fastest configurations read per source for first */
 #define WARM_PRIOR_PER_SOURCE 1000 /* ok trials read per relation-0 source for the prior */
+#define WARM_MAX_PRIOR        3000 /* prior trials in all (they are recorded with the job) */
 
 typedef struct warm_start {
     searcher_history h; /* views of the arrays below */

@@ -120,9 +120,7 @@ static void history_shows_what_was_seeded(void **state)
     json_decref(doc);
     j.history = "auto";
     j.history_used = json_loads(
-        "{\"first\":[{\"config\":{\"a\":1},\"time_ms\":2,\"source\":0},"
-        "{\"config\":{\"a\":2},\"time_ms\":3,\"source\":1}],"
-        "\"prior\":[{\"config\":{\"a\":1},\"time_ms\":2,\"source\":0}],"
+        "{\"seeded\":2,\"prior_trials\":1,"
         "\"sources\":[{\"device_class\":\"replay:x\",\"problem_key\":\"{}\",\"relation\":0,"
         "\"distance\":0,\"configurations\":1},{\"device_class\":\"replay:y\",\"problem_key\":"
         "\"{}\",\"relation\":0,\"distance\":0,\"configurations\":1}]}",
