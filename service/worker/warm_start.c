@@ -141,6 +141,20 @@ static int map_trials(const history_trials *t, const space *sp, int source, json
     return n;
 }
 
+/* 1 when list (of {"config",...}) holds config already: the best of two sources may coincide, and
+ * `first` counts what will be proposed. */
+static int has_config(const json_t *list, const json_t *config)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if (json_equal(json_object_get(e, "config"), (json_t *)config))
+            return 1;
+    }
+    return 0;
+}
+
 json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *problem, const space *sp,
                           kt_error *err)
 {
@@ -210,8 +224,9 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
         for (int s = 0; s < n && json_array_size(first) < WARM_FIRST; s++) {
             json_t *e = json_array_get(per[s], r);
             if (e && r < WARM_FIRST_PER_SOURCE) {
-                json_array_append(first, e);
                 any = 1;
+                if (!has_config(first, json_object_get(e, "config")))
+                    json_array_append(first, e);
             }
         }
     }
