@@ -3,7 +3,8 @@
 kernel name and parameter names, another device class). A job tunes the first; a job on the second with
 history "auto" (the default) measures the first job's fastest configurations first, records what it
 used, shows it in the job view, and resumes after kill -9 with the recorded history (no divergence);
-with history "none" it starts cold. A bad history value is refused."""
+with history "none" it starts cold. A third copy then gets both as sources, their best configurations
+interleaved and each seeded once. A bad history value is refused."""
 import gzip
 import json
 import os
@@ -18,6 +19,7 @@ from ktuned_fixture import Ktuned, parse_args  # noqa: E402
 ARGS = parse_args()
 FIRST = "replay:convolution_milo-A4000"
 OTHER = "replay:convolution_copy-B"
+THIRD = "replay:convolution_copy-C"
 SEEDED = 8  # worker/warm_start.h WARM_FIRST
 
 
@@ -39,6 +41,9 @@ class WarmStartTest(unittest.TestCase):
             if isinstance(rec.get("time"), (int, float)):
                 rec["time"] *= 3.0
         with open(os.path.join(cls.datasets, "convolution_copy-B.json"), "w") as f:
+            json.dump(doc, f)
+        doc["space"] = "convolution_copy-C"
+        with open(os.path.join(cls.datasets, "convolution_copy-C.json"), "w") as f:
             json.dump(doc, f)
         # Replay at 5% of the recorded cost (~55 ms a trial): slow enough to kill a job mid-way.
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
@@ -111,6 +116,38 @@ class WarmStartTest(unittest.TestCase):
         self.assertEqual(len(set(t["config_id"] for t in after)), 60)
         done = [t for t in before if t["status"] not in ("pending", "running")]
         self.assertEqual([t["config_id"] for t in after[:len(done)]], [t["config_id"] for t in done])
+
+    def source_best(self, device):
+        """The device's distinct ok configurations, fastest first (lowest time per configuration)."""
+        status, _, page = self.k.get("/v1/jobs?limit=100")
+        self.assertEqual(status, 200, page)
+        best = {}
+        for job in page["jobs"]:
+            if job["device"] != device:
+                continue
+            for t in self.k.all_trials(job["id"]):
+                if t["status"] == "ok":
+                    key = config_key(t["config"])
+                    best[key] = min(best.get(key, float("inf")), t["time_ms"])
+        return sorted(best, key=lambda k: best[k])
+
+    def test_d_two_sources_are_interleaved(self):
+        # Two devices of the kernel have results now (test_a, test_b): a job on a third one seeds
+        # copy-B's best, A4000's best, copy-B's second, ... (sources of the same problem in device
+        # class order), each configuration once.
+        a, b = self.source_best(FIRST), self.source_best(OTHER)
+        want = []
+        for r in range(8):
+            for src in (b, a):
+                if r < len(src) and src[r] not in want and len(want) < SEEDED:
+                    want.append(src[r])
+        job = self.k.wait_job(self.tune(THIRD, budget={"evaluations": 20}, seed=5)["id"])
+        h = job["history"]
+        self.assertEqual([s["device_class"] for s in h["sources"]], [OTHER, FIRST], h)
+        self.assertEqual(h["seeded"], SEEDED, h)
+        self.assertEqual(h["prior_trials"], len(a) + len(b), h)
+        trials = sorted(self.k.all_trials(job["id"]), key=lambda t: t["seq"])
+        self.assertEqual([config_key(t["config"]) for t in trials[:SEEDED]], want)
 
     def test_c_bad_history_is_refused(self):
         for bad in ("sometimes", 3, ""):
