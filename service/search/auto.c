@@ -8,8 +8,11 @@
  * corrected by part of its origin's residual, so interactions the additive model misses still
  * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
  * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
- * local search), since the model's order has evidently stopped helping there. */
+ * local search), since the model's order has evidently stopped helping there. With a warm-start
+ * history (searcher_set_history), a prior fitted on related targets (search/auto_prior.h) joins the
+ * surrogate as one more column and replaces the space-filling start (search/README.md). */
 #include "search/search_set.h"
+#include "search/auto_prior.h"
 
 #include <math.h>
 #include <limits.h>
@@ -36,12 +39,8 @@ enum {
 };
 #define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
 /* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
- * a-priori value with this many observations' worth of weight; the prior's best PRIOR_TOP
- * observations join every candidate pool. */
+ * a-priori value with this many observations' worth of weight. */
 #define PRIOR_BETA_WEIGHT 2.0
-#define PRIOR_LAMBDA      1.0
-#define PRIOR_MIN_R2      0.05 /* below: the prior explains nothing of its sources, ignored */
-enum { PRIOR_TOP = 32 };
 #define LONG_STALL                                                                                 \
     30 /* results without improvement after which the local walk ignores the model                 \
         */
@@ -84,15 +83,11 @@ typedef struct auto_state {
     config_id pending; /* a restart: becomes current once told */
     int since_imp;     /* results told since the best last improved */
     /* History: a prior fitted on related targets' per-source-normalised log times. */
-    int has_prior;
-    double *pw;   /* nf prior weights: prior(x) = sum of pw over x's features */
-    double beta0; /* a-priori coefficient of the prior (log-time units per prior unit) */
-    double beta;  /* fitted coefficient, pbar the prior's mean over the observations */
+    auto_prior prior;
+    int has_prior; /* prior.usable */
+    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations */
     double pbar;
-    double *pp;                /* per observation: its prior value */
-    config_id ptop[PRIOR_TOP]; /* the related targets' best configurations, best first */
-    double prior_r2;           /* adjusted R^2 of the prior on its own sources */
-    int n_ptop;
+    double *pp; /* per observation: its prior value */
 } auto_state;
 
 static void auto_destroy(void *state)
@@ -113,7 +108,7 @@ static void auto_destroy(void *state)
     free(st->resid);
     free(st->scratch);
     free(st->fill);
-    free(st->pw);
+    auto_prior_free(&st->prior);
     free(st->pp);
     free(st);
 }
@@ -185,20 +180,9 @@ static int features(auto_state *st, config_id id, int *f)
     return 0;
 }
 
-static double prior_f_raw(const auto_state *st, const int *f)
-{
-    double s = 0;
-    for (int p = 0; p < st->np; p++)
-        s += st->pw[f[p]];
-    return s;
-}
-
 static double prior_f(const auto_state *st, const int *f)
 {
-    double s = 0;
-    for (int p = 0; st->has_prior && p < st->np; p++)
-        s += st->pw[f[p]];
-    return s;
+    return st->has_prior ? auto_prior_value(&st->prior, f, st->np) : 0;
 }
 
 static double predict_f(const auto_state *st, const int *f)
@@ -209,40 +193,6 @@ static double predict_f(const auto_state *st, const int *f)
     if (st->has_prior)
         s += st->beta * (prior_f(st, f) - st->pbar);
     return s;
-}
-
-/* Solves (a) x = b in place (b becomes x) for the symmetric positive definite m x m matrix a
- * (row stride m; its lower triangle is overwritten by the Cholesky factor). */
-static void solve_spd(double *a, double *b, int m)
-{
-    for (int j = 0; j < m; j++) {
-        double *aj = a + (size_t)j * m;
-        double d = aj[j];
-        for (int k = 0; k < j; k++)
-            d -= aj[k] * aj[k];
-        d = d > 1e-12 ? sqrt(d) : 1e-6;
-        aj[j] = d;
-        for (int i = j + 1; i < m; i++) {
-            double *ai = a + (size_t)i * m;
-            double s = ai[j];
-            for (int k = 0; k < j; k++)
-                s -= ai[k] * aj[k];
-            ai[j] = s / d;
-        }
-    }
-    for (int i = 0; i < m; i++) { /* L z = b */
-        const double *ai = a + (size_t)i * m;
-        double s = b[i];
-        for (int k = 0; k < i; k++)
-            s -= ai[k] * b[k];
-        b[i] = s / ai[i];
-    }
-    for (int i = m - 1; i >= 0; i--) { /* L^T x = z */
-        double s = b[i];
-        for (int k = i + 1; k < m; k++)
-            s -= a[(size_t)k * m + i] * b[k];
-        b[i] = s / a[(size_t)i * m + i];
-    }
 }
 
 /* log-time targets: failures a finite penalty above the slowest success. */
@@ -312,9 +262,9 @@ static void fit(auto_state *st)
         st->a[(size_t)i * m + i] += lambda;
     if (m > nf) {
         st->a[(size_t)nf * m + nf] += PRIOR_BETA_WEIGHT;
-        st->w[nf] += PRIOR_BETA_WEIGHT * st->beta0;
+        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0;
     }
-    solve_spd(st->a, st->w, m);
+    auto_solve_spd(st->a, st->w, m);
     st->beta = m > nf ? st->w[nf] : 0;
     for (int i = 0; i < st->n; i++)
         st->resid[i] = target(st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
@@ -403,9 +353,9 @@ static int propose_model(auto_state *st, config_id *out)
         }
     }
     /* The related targets' best, while the told results still confirm the prior. */
-    int n_ptop = st->has_prior && st->beta > 0.5 * st->beta0 ? st->n_ptop : 0;
-    for (int k = 0; k < n_ptop; k++) {
-        config_id id = st->ptop[k];
+    int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
+    for (int k = 0; k < n_top; k++) {
+        config_id id = st->prior.top[k];
         if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
             continue;
         double pr = predict_f(st, fp);
@@ -486,13 +436,13 @@ static int propose_local(auto_state *st, config_id *out)
  * unvisited. */
 static int propose_prior_top(auto_state *st, config_id *out)
 {
-    int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->beta0;
-    for (int k = 0; trusted && k < st->n_ptop; k++) {
-        if (search_set_has(&st->visited, st->ptop[k]))
+    int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
+    for (int k = 0; trusted && k < st->prior.n_top; k++) {
+        if (search_set_has(&st->visited, st->prior.top[k]))
             continue;
-        if (search_set_add(&st->visited, st->ptop[k]) < 0)
+        if (search_set_add(&st->visited, st->prior.top[k]) < 0)
             return -1;
-        *out = st->ptop[k];
+        *out = st->prior.top[k];
         return 1;
     }
     return 0;
@@ -569,155 +519,30 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     }
 }
 
-/* Per-source robust scale of log times: median and 1.4826 x median absolute deviation. */
-typedef struct prior_row {
-    double z;
-    config_id id;
-} prior_row;
-
-static int cmp_double(const void *a, const void *b)
+static int auto_features_cb(void *ctx, config_id id, int *f)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return features(ctx, id, f);
 }
 
-static int cmp_prior_row(const void *a, const void *b)
-{
-    const prior_row *x = a, *y = b;
-    if (x->z != y->z)
-        return x->z < y->z ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static void source_scale(const searcher_history *h, int src, double *buf, double *med,
-                         double *scale)
-{
-    int n = 0;
-    for (int i = 0; i < h->n_prior; i++)
-        if (h->prior_source[i] == src)
-            buf[n++] = log(h->prior_ms[i]);
-    *med = 0;
-    *scale = 1;
-    if (n == 0)
-        return;
-    qsort(buf, (size_t)n, sizeof *buf, cmp_double);
-    *med = n % 2 ? buf[n / 2] : 0.5 * (buf[n / 2 - 1] + buf[n / 2]);
-    for (int i = 0; i < n; i++)
-        buf[i] = fabs(buf[i] - *med);
-    qsort(buf, (size_t)n, sizeof *buf, cmp_double);
-    double mad = n % 2 ? buf[n / 2] : 0.5 * (buf[n / 2 - 1] + buf[n / 2]);
-    *scale = mad > 1e-9 ? 1.4826 * mad : 1;
-}
-
-/* The prior: each source's log times standardised (median, MAD), one ridge fit of them on the
- * one-hot features (all sources together); beta0 (its a-priori coefficient) is the sources' mean
- * scale, so that a prior unit is worth a typical log-time spread. The first ids are proposed by
- * searcher.c: they are marked visited here. */
+/* The history: the first ids are proposed by searcher.c (marked visited here; they replace as many
+ * space-filling proposals); the prior (auto_prior_fit) is used only when it explains its own
+ * sources (auto_prior.usable). */
 static int auto_history(void *state, const searcher_history *h, kt_error *err)
 {
     auto_state *st = state;
-    int nf = st->nf, np = st->np, rc = -1, n_src = 0;
-    double *buf = NULL, *med = NULL, *scale = NULL, *a = NULL, *b = NULL;
-    prior_row *rows = NULL;
-    int f[256];
-
     for (int i = 0; i < h->n_first; i++)
         if (search_set_add(&st->visited, h->first[i]) < 0)
-            goto oom;
-    /* The first configurations are the start: they replace as many space-filling ones. */
+            return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     st->initial = st->initial > h->n_first ? st->initial - h->n_first : 0;
-    if (h->n_prior == 0 || np > 256) {
-        rc = 0;
-        goto out;
-    }
-    for (int i = 0; i < h->n_prior; i++)
-        n_src = h->prior_source[i] + 1 > n_src ? h->prior_source[i] + 1 : n_src;
-    buf = malloc((size_t)h->n_prior * sizeof *buf);
-    med = calloc((size_t)n_src, sizeof *med);
-    scale = calloc((size_t)n_src, sizeof *scale);
-    a = calloc((size_t)nf * nf, sizeof *a);
-    b = calloc((size_t)nf, sizeof *b);
-    rows = malloc((size_t)h->n_prior * sizeof *rows);
-    st->pw = calloc((size_t)nf, sizeof *st->pw);
-    if (!buf || !med || !scale || !a || !b || !rows || !st->pw)
-        goto oom;
-    double beta0 = 0;
-    int used_src = 0;
-    for (int s = 0; s < n_src; s++) {
-        source_scale(h, s, buf, &med[s], &scale[s]);
-        for (int i = 0; i < h->n_prior; i++)
-            if (h->prior_source[i] == s) {
-                beta0 += scale[s];
-                used_src++;
-                break;
-            }
-    }
-    int n = 0;
-    for (int i = 0; i < h->n_prior; i++) {
-        if (features(st, h->prior_id[i], f) < 0)
-            continue;
-        double z = (log(h->prior_ms[i]) - med[h->prior_source[i]]) / scale[h->prior_source[i]];
-        rows[n].z = z;
-        rows[n].id = h->prior_id[i];
-        n++;
-        for (int p = 0; p < np; p++) {
-            b[f[p]] += z;
-            for (int q = 0; q < np; q++)
-                a[(size_t)f[p] * nf + f[q]] += 1;
-        }
-    }
-    int dof = -np; /* one-hot columns seen, less one per parameter (for the adjusted R^2) */
-    for (int i = 0; i < nf; i++) {
-        dof += a[(size_t)i * nf + i] > 0;
-        a[(size_t)i * nf + i] += PRIOR_LAMBDA;
-    }
-    double zz = 0, zmean = 0, rss = 0;
-    for (int i = 0; i < n; i++)
-        zmean += rows[i].z / n;
-    for (int i = 0; i < n; i++)
-        zz += (rows[i].z - zmean) * (rows[i].z - zmean);
-    solve_spd(a, b, nf);
-    memcpy(st->pw, b, (size_t)nf * sizeof *b);
-    for (int i = 0; i < n; i++) { /* how much of the sources' spread the additive prior explains */
-        features(st, rows[i].id, f);
-        double e = rows[i].z - prior_f_raw(st, f);
-        rss += e * e;
-    }
-    /* Adjusted R^2 (degrees of freedom: the one-hot columns seen, less one per parameter), so
-     * that a small history cannot look informative by fitting its own noise. */
-    double r2 = zz > 0 ? 1 - rss / zz : 0;
-    r2 = n - 1 - dof > 0 ? 1 - (1 - r2) * (n - 1) / (n - 1 - dof) : 0;
-    r2 = r2 > 0 ? r2 : 0;
-    st->prior_r2 = r2;
-    st->beta0 = (used_src ? beta0 / used_src : 1) * r2;
+    if (h->n_prior == 0 || st->np > 256)
+        return 0;
+    if (auto_prior_fit(&st->prior, h, st->np, st->nf, auto_features_cb, st, err) < 0)
+        return -1;
+    st->has_prior = st->prior.usable;
     st->beta = 1;
-    qsort(rows, (size_t)n, sizeof *rows, cmp_prior_row);
-    for (int i = 0; i < n && st->n_ptop < PRIOR_TOP; i++) {
-        int dup = 0;
-        for (int k = 0; k < st->n_ptop && !dup; k++)
-            dup = st->ptop[k] == rows[i].id;
-        if (!dup)
-            st->ptop[st->n_ptop++] = rows[i].id;
-    }
-    st->has_prior = n > 0 && r2 >= PRIOR_MIN_R2; /* else an uninformative prior: cold */
-    if (!st->has_prior)
-        st->n_ptop = 0;
     st->fitted = 0;
     st->dirty = 1; /* the next ask fits (the prior alone until results come) */
-    rc = 0;
-    goto out;
-oom:
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    free(st->pw);
-    st->pw = NULL;
-out:
-    free(buf);
-    free(med);
-    free(scale);
-    free(a);
-    free(b);
-    free(rows);
-    return rc;
+    return 0;
 }
 
 const searcher_vtable searcher_auto_vtable = {
