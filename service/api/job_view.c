@@ -39,6 +39,30 @@ static double progress_fraction(const job_info *j)
     return fmin(1.0, fmax(of_evaluations, fmax(of_space, of_seconds)));
 }
 
+/* "history": the mode asked for and, once the driver recorded it, what was seeded: the sources,
+ * how many configurations were proposed first ("seeded") and how many of them were measured, and
+ * how many trials of other devices formed the prior. */
+static json_t *history_view(const job_info *j)
+{
+    const json_t *u = j->history_used;
+    json_t *sources = json_array();
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(u, "sources"), i, s)
+    {
+        json_array_append_new(sources, json_pack("{s:O*, s:O*, s:O*, s:O*}", "device_class",
+                                                 json_object_get(s, "device_class"), "problem_key",
+                                                 json_object_get(s, "problem_key"), "relation",
+                                                 json_object_get(s, "relation"), "configurations",
+                                                 json_object_get(s, "configurations")));
+    }
+    return json_pack(
+        "{s:s, s:b, s:I, s:I, s:I, s:o}", "mode", j->history ? j->history : "none", "recorded",
+        u != NULL, "seeded", (json_int_t)json_integer_value(json_object_get(u, "seeded")),
+        "seeded_measured", (json_int_t)j->seeded_measured, "prior_trials",
+        (json_int_t)json_integer_value(json_object_get(u, "prior_trials")), "sources", sources);
+}
+
 json_t *job_view_json(const job_info *j, kt_error *err)
 {
     char self[64], trials[80];
@@ -68,6 +92,10 @@ json_t *job_view_json(const job_info *j, kt_error *err)
         /* PostgreSQL's EXTRACT gives numeric, always written with decimals: a real. */
         isfinite(j->elapsed_seconds) ? json_real(j->elapsed_seconds) : json_null(), "links", "self",
         self, "trials", trials);
+    if (out && json_object_set_new(out, "history", history_view(j)) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
     if (!out)
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory building job %lld", j->id);
     return out;

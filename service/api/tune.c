@@ -59,6 +59,7 @@ void api_tune(void *app, const http_request *req, http_response *res)
                       : svc->cfg->workers > TUNE_OPEN_LOOP_BATCH   ? svc->cfg->workers
                                                                    : TUNE_OPEN_LOOP_BATCH,
         .space_size = space_count(target.sp),
+        .history = t.history,
     };
     c = api_db_acquire(svc, res);
     if (!c)

@@ -78,15 +78,26 @@ static uint64_t fresh_seed(void)
 
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {"kernel",           "device", "problem", "strategy",
-                                         "strategy_options", "budget", "seed",    NULL};
+    static const char *const fields[] = {"kernel",   "device",           "problem",
+                                         "strategy", "strategy_options", "budget",
+                                         "seed",     "history",          NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
     if (api_get_string(body, "kernel", 1, API_MAX_NAME, &t->kernel, err) < 0 ||
         api_get_string(body, "device", 1, API_MAX_NAME, &t->device, err) < 0 ||
-        api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0)
+        api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0 ||
+        api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0)
         return -1;
+    if (!t->history)
+        t->history = TUNE_DEFAULT_HISTORY;
+    if (strcmp(t->history, "auto") != 0 && strcmp(t->history, "none") != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "field 'history' must be \"auto\" or \"none\", not '%s'", t->history);
+        kt_error_hint(err, "\"auto\" (the default) first measures what results of the same kernel "
+                           "on other devices and problems suggest; \"none\" starts cold");
+        return -1;
+    }
     if (!t->strategy)
         t->strategy = TUNE_DEFAULT_STRATEGY;
     if (!searcher_exists(t->strategy)) {

@@ -12,6 +12,7 @@
 
 #define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100
+#define TUNE_DEFAULT_HISTORY     "auto"
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
@@ -19,10 +20,12 @@ typedef struct tune_request {
     long long evaluations;           /* 0 = no evaluation limit */
     double seconds;                  /* 0 = no time limit */
     uint64_t seed;                   /* given, or fresh when absent */
+    const char *history;             /* "auto" (warm start from history, the default) or "none" */
 } tune_request;
 
 /* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range,
- * unknown_strategy, budget_too_large — each message names the field and what is accepted. */
+ * unknown_strategy, budget_too_large (out_of_range also for a history not "auto" or "none") — each
+ * message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
 
 #endif

@@ -6,12 +6,15 @@
 
 #include "search/searcher.h"
 #include "bench/bench_device_args.h"
+#include "bench/bench_history.h"
 
 static void bench_usage(FILE *out)
 {
     fprintf(out,
             "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
             "                   [--include-failed] [--json FILE] [--kt-reference FILE]\n"
+            "                   [--history PATH... [--history-first N]\n"
+            "                    [--history-shuffle | --history-invert]]\n"
             "\n"
             "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
             "each strategy on each, in process, with Kernel Tuner's tune_cache protocol.\n"
@@ -22,8 +25,15 @@ static void bench_usage(FILE *out)
             "  --include-failed     keep failed configurations in the space (they find nothing)\n"
             "  --json FILE          write everything, per-seed curves included, to FILE\n"
             "  --kt-reference FILE  Kernel Tuner reference (kerneltuner-dev/summary.csv)\n"
+            "  --history PATH...    warm starts: each strategy also runs as <name>+history with\n"
+            "                       the history of the spaces of the same kernel and parameters\n"
+            "                       (never the space itself); printed warm against cold\n"
+            "  --history-first N    history configurations measured first, 0-%d [%d]\n"
+            "  --history-shuffle    shuffle the history's times (a history without information)\n"
+            "  --history-invert     history times t -> 1/t (a history that misleads)\n"
             "Exit codes: 0 done, 1 failure, 2 usage error.\n",
-            searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS);
+            searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_HISTORY_MAX_FIRST,
+            BENCH_HISTORY_DEFAULT_FIRST);
     bench_device_usage(out);
 }
 
@@ -34,6 +44,7 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
     memset(opt, 0, sizeof *opt);
     opt->budget = 400;
     opt->seeds = 20;
+    opt->history_first = BENCH_HISTORY_DEFAULT_FIRST;
     msg[0] = '\0';
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -44,23 +55,29 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
             goto out;
         } else if (strcmp(a, "--include-failed") == 0) {
             opt->include_failed = 1;
-        } else if (strcmp(a, "--spaces") == 0) {
-            int before = opt->n_spaces;
+        } else if (strcmp(a, "--history-shuffle") == 0) {
+            opt->history_shuffle = 1;
+        } else if (strcmp(a, "--history-invert") == 0) {
+            opt->history_invert = 1;
+        } else if (strcmp(a, "--spaces") == 0 || strcmp(a, "--history") == 0) {
+            int hist = a[2] == 'h';
+            const char **list = hist ? opt->history : opt->spaces;
+            int *n = hist ? &opt->n_history : &opt->n_spaces, before = *n;
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
-                if (opt->n_spaces >= BENCH_MAX_SPACES || strlen(argv[i + 1]) >= BENCH_MAX_PATH) {
-                    snprintf(msg, cap, "--spaces: at most %d paths of < %d characters",
+                if (*n >= BENCH_MAX_SPACES || strlen(argv[i + 1]) >= BENCH_MAX_PATH) {
+                    snprintf(msg, cap, "%s: at most %d paths of < %d characters", a,
                              BENCH_MAX_SPACES, BENCH_MAX_PATH);
                     goto out;
                 }
-                opt->spaces[opt->n_spaces++] = argv[++i];
+                list[(*n)++] = argv[++i];
             }
-            if (opt->n_spaces == before) {
-                snprintf(msg, cap, "--spaces needs at least one file or folder");
+            if (*n == before) {
+                snprintf(msg, cap, "%s needs at least one file or folder", a);
                 goto out;
             }
         } else if (strcmp(a, "--strategies") == 0 || strcmp(a, "--budget") == 0 ||
                    strcmp(a, "--seeds") == 0 || strcmp(a, "--json") == 0 ||
-                   strcmp(a, "--kt-reference") == 0) {
+                   strcmp(a, "--kt-reference") == 0 || strcmp(a, "--history-first") == 0) {
             if (!val) {
                 snprintf(msg, cap, "%s needs a value", a);
                 goto out;
@@ -73,6 +90,10 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
                 have_strategies = 1;
             } else if (strcmp(a, "--budget") == 0) {
                 if (bench_int_flag(a, val, 1, BENCH_MAX_BUDGET, &opt->budget, msg, cap) < 0)
+                    goto out;
+            } else if (strcmp(a, "--history-first") == 0) {
+                if (bench_int_flag(a, val, 0, BENCH_HISTORY_MAX_FIRST, &opt->history_first, msg,
+                                   cap) < 0)
                     goto out;
             } else if (strcmp(a, "--seeds") == 0) {
                 if (bench_int_flag(a, val, 1, BENCH_MAX_SEEDS, &opt->seeds, msg, cap) < 0)
@@ -101,6 +122,14 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
     }
     if (!have_strategies) {
         snprintf(msg, cap, "--strategies is required (strategies: %s)", searcher_names());
+        goto out;
+    }
+    if (opt->n_history == 0 && (opt->history_shuffle || opt->history_invert)) {
+        snprintf(msg, cap, "--history-shuffle and --history-invert need --history");
+        goto out;
+    }
+    if (opt->history_shuffle && opt->history_invert) {
+        snprintf(msg, cap, "--history-shuffle and --history-invert exclude each other");
         goto out;
     }
     opt->curves = opt->json_path != NULL;

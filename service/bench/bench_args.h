@@ -20,6 +20,13 @@ typedef struct bench_options {
     int curves;         /* 1: per-seed curves in the result JSON */
     const char *json_path;    /* --json, or NULL */
     const char *kt_reference; /* --kt-reference, or NULL for the default */
+    /* Warm starts (bench_history.h): --history files or folders; each strategy then also runs
+     * warm ("<strategy>+history") on every space that has related history. */
+    const char *history[BENCH_MAX_SPACES];
+    int n_history;
+    int history_first;   /* --history-first: configurations measured first [8], 0-256 */
+    int history_shuffle; /* --history-shuffle: history times shuffled (no information) */
+    int history_invert;  /* --history-invert: history times t -> 1/t (misleading history) */
 } bench_options;
 
 /* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out), or

@@ -189,6 +189,49 @@ out:
     json_decref(ref);
 }
 
+/* --history: warm against cold per strategy, over the spaces that have history. */
+static void bench_print_warm(const json_t *result, FILE *out)
+{
+    const json_t *ws = json_object_get(result, "warm_start");
+    const json_t *names = json_object_get(ws, "spaces");
+    const char *name;
+    json_t *st, *v;
+    size_t i;
+
+    if (!ws)
+        return;
+    fprintf(out,
+            "\nwarm start (--history, times %s, %lld configurations first) against cold, mean "
+            "over the %zu spaces with history:",
+            json_string_value(json_object_get(ws, "times")),
+            (long long)json_integer_value(json_object_get(ws, "first")), json_array_size(names));
+    json_array_foreach(names, i, v) fprintf(out, "%s%s", i ? ", " : " ", json_string_value(v));
+    fprintf(out, "\n%-14s %-5s", "strategy", "");
+    json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+    {
+        char h[24];
+        snprintf(h, sizeof h, "@%lld", (long long)json_integer_value(v));
+        fprintf(out, " %7s", h);
+    }
+    fputc('\n', out);
+    json_object_foreach(json_object_get(ws, "strategies"), name, st)
+    {
+        static const char *const kinds[2] = {"cold", "warm"};
+        for (int k = 0; k < 2; k++) {
+            fprintf(out, "%-14.14s %-5s", name, kinds[k]);
+            json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+            {
+                char key[24];
+                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
+                fputc(' ', out);
+                bench_print_number(out, json_object_get(json_object_get(st, kinds[k]), key),
+                                   "%*.4f", 7);
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
 void bench_print_table(const json_t *result, const char *kt_reference, FILE *out)
 {
     const json_t *spaces = json_object_get(result, "spaces");
@@ -226,4 +269,5 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
         bench_print_row(result, name, st, out);
     if (kt_reference)
         bench_print_reference(result, kt_reference, out);
+    bench_print_warm(result, out);
 }

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 
 #include "search/searcher.h"
+#include "bench/bench_history.h"
 #include "bench/bench_space.h"
 
 #define BENCH_WITHIN 1.05 /* "within 5% of the optimum": best <= 1.05 * optimum */
@@ -38,9 +39,10 @@ static void bench_curve_free(bench_curve *c)
     memset(c, 0, sizeof *c);
 }
 
-/* One strategy, one seed: ask 1, tell 1, until budget or the searcher stops. */
+/* One strategy, one seed: ask 1, tell 1, until budget or the searcher stops. hist: a warm start
+ * (searcher_set_history), or NULL. */
 static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t seed, int budget,
-                         bench_curve *c, kt_error *err)
+                         const searcher_history *hist, bench_curve *c, kt_error *err)
 {
     searcher *s = NULL;
     unsigned char *seen = NULL;
@@ -57,6 +59,10 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
         goto out;
     }
     s = searcher_new(strategy, bs->sp, NULL, seed, err);
+    if (s && searcher_set_history(s, hist, err) < 0) {
+        searcher_free(s);
+        s = NULL;
+    }
     if (!s) {
         kt_error_prefix(err, "strategy %s on %s", strategy, bs->name);
         goto out;
@@ -151,8 +157,8 @@ static json_t *bench_median_json(double *v, int n, int seeds)
 
 /* Runs all seeds of one strategy on one space and summarises them. */
 static json_t *bench_strategy_on_space(const bench_options *opt, const bench_space *bs,
-                                       const char *strategy, const json_t *checkpoints,
-                                       kt_error *err)
+                                       const char *strategy, const searcher_history *hist,
+                                       const json_t *checkpoints, kt_error *err)
 {
     bench_curve *curves = calloc((size_t)opt->seeds, sizeof *curves);
     double *evals_ok = calloc((size_t)opt->seeds, sizeof *evals_ok);
@@ -169,7 +175,7 @@ static json_t *bench_strategy_on_space(const bench_options *opt, const bench_spa
         goto out;
     }
     for (done = 0; done < opt->seeds; done++) {
-        if (bench_run_one(bs, strategy, (uint64_t)done, opt->budget, &curves[done], err) < 0)
+        if (bench_run_one(bs, strategy, (uint64_t)done, opt->budget, hist, &curves[done], err) < 0)
             goto out;
     }
     json_array_foreach(checkpoints, i, cp)
@@ -258,12 +264,24 @@ static json_t *bench_mean_of(const json_t *spaces, const char *strategy, const c
     return n ? json_real(sum / n) : json_null();
 }
 
+/* The result name of a strategy run warm. */
+static void bench_warm_name(const char *strategy, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s+history", strategy);
+}
+
 static json_t *bench_averages(const bench_options *opt, const json_t *spaces,
                               const json_t *checkpoints, json_t **summary_out)
 {
     json_t *avg = json_object(), *summary = json_object();
-    for (int s = 0; avg && summary && s < opt->n_strategies; s++) {
-        const char *name = opt->strategies[s];
+    int n_runs = opt->n_strategies * (opt->n_history > 0 ? 2 : 1);
+    for (int r = 0; avg && summary && r < n_runs; r++) {
+        char warm[80];
+        const char *name = opt->strategies[r % opt->n_strategies];
+        if (r >= opt->n_strategies) {
+            bench_warm_name(name, warm, sizeof warm);
+            name = warm;
+        }
         json_t *fr = json_object(), *cf = json_object();
         size_t i;
         json_t *cp;
@@ -294,17 +312,108 @@ static json_t *bench_averages(const bench_options *opt, const json_t *spaces,
     return avg;
 }
 
+/* Warm against cold, each averaged over the spaces that have history only:
+ * {"spaces":[names],"first":n,"times":"as
+ * recorded"|"shuffled"|"inverted","strategies":{"<s>":{"cold":{"10":f,...},"warm":{...}}}}
+ */
+static json_t *bench_warm_summary(const bench_options *opt, const json_t *spaces,
+                                  const json_t *checkpoints)
+{
+    json_t *with = json_array(), *strat = json_object();
+    size_t i;
+    json_t *sp;
+    json_array_foreach(spaces, i, sp)
+    {
+        if (json_array_size(json_object_get(sp, "history")) > 0)
+            json_array_append(with, json_object_get(sp, "name"));
+    }
+    for (int s = 0; strat && s < opt->n_strategies; s++) {
+        char warm[80];
+        bench_warm_name(opt->strategies[s], warm, sizeof warm);
+        json_t *cold_f = json_object(), *warm_f = json_object();
+        size_t k;
+        json_t *cp;
+        json_array_foreach(checkpoints, k, cp)
+        {
+            char key[16];
+            double sc = 0, sw = 0;
+            int n = 0;
+            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
+            json_array_foreach(spaces, i, sp)
+            {
+                const json_t *st = json_object_get(sp, "strategies");
+                const json_t *w =
+                    json_object_get(json_object_get(json_object_get(st, warm), "fraction"), key);
+                const json_t *c = json_object_get(
+                    json_object_get(json_object_get(st, opt->strategies[s]), "fraction"), key);
+                if (json_is_number(w) && json_is_number(c)) {
+                    sw += json_number_value(w);
+                    sc += json_number_value(c);
+                    n++;
+                }
+            }
+            json_object_set_new(cold_f, key, n ? json_real(sc / n) : json_null());
+            json_object_set_new(warm_f, key, n ? json_real(sw / n) : json_null());
+        }
+        json_object_set_new(strat, opt->strategies[s],
+                            json_pack("{s:o, s:o}", "cold", cold_f, "warm", warm_f));
+    }
+    return json_pack("{s:o, s:i, s:s, s:o}", "spaces", with, "first", opt->history_first, "times",
+                     opt->history_shuffle  ? "shuffled"
+                     : opt->history_invert ? "inverted"
+                                           : "as recorded",
+                     "strategies", strat);
+}
+
+/* The strategies on one loaded space: cold, and warm where its history is not empty. */
+static int bench_space_strategies(const bench_options *opt, const bench_space *bs,
+                                  const bench_history *hist, const json_t *checkpoints,
+                                  json_t *entry, kt_error *err)
+{
+    bench_seed seed;
+    json_t *strats = json_object_get(entry, "strategies");
+    int rc = -1, warm = 0;
+
+    memset(&seed, 0, sizeof seed);
+    if (opt->n_history > 0) {
+        if (bench_history_for(hist, bs, opt->history_first, &seed, err) < 0)
+            goto out;
+        json_object_set(entry, "history", seed.sources);
+        json_object_set_new(entry, "history_first", json_integer(seed.h.n_first));
+        json_object_set_new(entry, "history_prior", json_integer(seed.h.n_prior));
+        warm = seed.h.n_first > 0 || seed.h.n_prior > 0;
+    }
+    for (int r = 0; r < opt->n_strategies * (warm ? 2 : 1); r++) {
+        const char *name = opt->strategies[r % opt->n_strategies];
+        char key[80];
+        snprintf(key, sizeof key, "%s", name);
+        if (r >= opt->n_strategies)
+            bench_warm_name(name, key, sizeof key);
+        json_t *res = bench_strategy_on_space(
+            opt, bs, name, r >= opt->n_strategies ? &seed.h : NULL, checkpoints, err);
+        if (!res)
+            goto out;
+        json_object_set_new(strats, key, res);
+    }
+    rc = 0;
+out:
+    bench_seed_free(&seed);
+    return rc;
+}
+
 json_t *bench_run(const bench_options *opt, kt_error *err)
 {
     json_t *paths = NULL, *spaces = json_array(), *checkpoints = json_array(),
            *clocks = json_array();
     json_t *res = NULL, *summary = NULL, *avg = NULL;
     bench_space bs;
+    bench_history hist;
     int have_budget = 0;
     size_t i;
     json_t *p;
 
     memset(&bs, 0, sizeof bs);
+    memset(&hist, 0, sizeof hist);
     kt_error_clear(err);
     if (!spaces || !checkpoints || !clocks) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
@@ -324,6 +433,8 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
             goto out;
         }
     }
+    if (opt->n_history > 0 && opt->budget > 10) /* warm starts are judged early too */
+        json_array_append_new(checkpoints, json_integer(10));
     for (int k = 0; k < BENCH_N_STD; k++) {
         if (bench_checkpoint_list[k] <= opt->budget)
             json_array_append_new(checkpoints, json_integer(bench_checkpoint_list[k]));
@@ -335,6 +446,12 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
         json_array_append_new(clocks, json_integer(bench_clock_list[t]));
     paths = bench_space_paths(opt->spaces, opt->n_spaces, err);
     if (!paths)
+        goto out;
+    if (opt->n_history > 0 && bench_history_load(opt->history, opt->n_history,
+                                                 opt->history_shuffle  ? BENCH_HISTORY_SHUFFLED
+                                                 : opt->history_invert ? BENCH_HISTORY_INVERTED
+                                                                       : BENCH_HISTORY_AS_RECORDED,
+                                                 &hist, err) < 0)
         goto out;
     json_array_foreach(paths, i, p)
     {
@@ -349,12 +466,8 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
             goto out;
         }
         json_array_append_new(spaces, o);
-        for (int s = 0; s < opt->n_strategies; s++) {
-            json_t *r = bench_strategy_on_space(opt, &bs, opt->strategies[s], checkpoints, err);
-            if (!r)
-                goto out;
-            json_object_set_new(strats, opt->strategies[s], r);
-        }
+        if (bench_space_strategies(opt, &bs, &hist, checkpoints, o, err) < 0)
+            goto out;
         bench_space_free(&bs);
     }
     avg = bench_averages(opt, spaces, checkpoints, &summary);
@@ -362,10 +475,13 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
         json_pack("{s:i, s:i, s:b, s:O, s:O, s:O, s:O, s:O}", "budget", opt->budget, "seeds",
                   opt->seeds, "include_failed", opt->include_failed, "checkpoints", checkpoints,
                   "clock_budgets_s", clocks, "spaces", spaces, "summary", summary, "averages", avg);
+    if (res && opt->n_history > 0)
+        json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
     bench_space_free(&bs);
+    bench_history_free(&hist);
     json_decref(paths);
     json_decref(spaces);
     json_decref(checkpoints);

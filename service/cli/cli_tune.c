@@ -24,13 +24,16 @@ static void tune_usage(FILE *f)
 {
     fprintf(f, "usage: ktune tune --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
                "                  [--strategy S] [--budget-evaluations N] [--budget-seconds S]\n"
-               "                  [--option NAME=V]... [--seed N] [--json FILE|-] [--wait]\n"
+               "                  [--option NAME=V]... [--seed N] [--history auto|none]\n"
+               "                  [--json FILE|-] [--wait]\n"
                "\n"
                "Submits a tuning job (POST /v1/tune) and prints its id on stdout. --json reads\n"
                "a request body to start from; options override its fields. A problem value with\n"
                "commas is a list (--problem problem_size=4096,4096). --wait follows the job:\n"
                "a progress bar on stderr (plain lines when stderr is not a terminal), then a\n"
                "summary; the exit code says how the job ended (Ctrl-C leaves it running).\n"
+               "--history none starts the search cold (default auto: first measure what\n"
+               "results of the same kernel on other devices and problems suggest).\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -75,11 +78,12 @@ static json_t *member(json_t *body, const char *key)
     return o;
 }
 
-/* --kernel, --device, --strategy: set as the body field of the same name. */
+/* --kernel, --device, --strategy, --history: set as the body field of the same name (the server
+ * validates the values). */
 static int string_option(int argc, char **argv, int *i, json_t *flags)
 {
-    static const char *const names[] = {"--kernel", "--device", "--strategy"};
-    for (int k = 0; k < 3; k++) {
+    static const char *const names[] = {"--kernel", "--device", "--strategy", "--history"};
+    for (int k = 0; k < 4; k++) {
         const char *v = NULL;
         int m = cli_opt(argc, argv, i, names[k], &v);
         if (m > 0)

@@ -8,8 +8,11 @@
  * corrected by part of its origin's residual, so interactions the additive model misses still
  * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
  * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
- * local search), since the model's order has evidently stopped helping there. */
+ * local search), since the model's order has evidently stopped helping there. With a warm-start
+ * history (searcher_set_history), a prior fitted on related targets (search/auto_prior.h) joins the
+ * surrogate as one more column and replaces the space-filling start (search/README.md). */
 #include "search/search_set.h"
+#include "search/auto_prior.h"
 
 #include <math.h>
 #include <limits.h>
@@ -35,6 +38,9 @@ enum {
     STALL = 5, /* results without improvement before local search takes over */
 };
 #define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
+/* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
+ * a-priori value with this many observations' worth of weight. */
+#define PRIOR_BETA_WEIGHT 2.0
 #define LONG_STALL                                                                                 \
     30 /* results without improvement after which the local walk ignores the model                 \
         */
@@ -76,6 +82,12 @@ typedef struct auto_state {
     int has_pending;
     config_id pending; /* a restart: becomes current once told */
     int since_imp;     /* results told since the best last improved */
+    /* History: a prior fitted on related targets' per-source-normalised log times. */
+    auto_prior prior;
+    int has_prior; /* prior.usable */
+    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations */
+    double pbar;
+    double *pp; /* per observation: its prior value */
 } auto_state;
 
 static void auto_destroy(void *state)
@@ -96,6 +108,8 @@ static void auto_destroy(void *state)
     free(st->resid);
     free(st->scratch);
     free(st->fill);
+    auto_prior_free(&st->prior);
+    free(st->pp);
     free(st);
 }
 
@@ -133,8 +147,8 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
         st->nf = 1;
     size_t f = (size_t)st->nf;
     st->xtx = calloc(f * f, sizeof *st->xtx);
-    st->a = calloc(f * f, sizeof *st->a);
-    st->w = calloc(f, sizeof *st->w);
+    st->a = calloc((f + 1) * (f + 1), sizeof *st->a); /* + 1: the prior's column */
+    st->w = calloc(f + 1, sizeof *st->w);
     int adj = space_max_neighbours(sp, SPACE_NEIGHBOURS_ADJACENT);
     int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
     int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
@@ -166,11 +180,18 @@ static int features(auto_state *st, config_id id, int *f)
     return 0;
 }
 
+static double prior_f(const auto_state *st, const int *f)
+{
+    return st->has_prior ? auto_prior_value(&st->prior, f, st->np) : 0;
+}
+
 static double predict_f(const auto_state *st, const int *f)
 {
     double s = st->mean;
     for (int p = 0; p < st->np; p++)
         s += st->w[f[p]];
+    if (st->has_prior)
+        s += st->beta * (prior_f(st, f) - st->pbar);
     return s;
 }
 
@@ -180,9 +201,12 @@ static double target(double t, double worst)
     return t >= SEARCH_BAD_SCORE ? worst : log(t > 1e-12 ? t : 1e-12);
 }
 
+/* The surrogate: ridge regression of log time on the one-hot features and, with a prior, on the
+ * prior's (centred) value, whose coefficient is pulled towards beta0 rather than 0: a prior that
+ * transfers keeps steering, one the told results contradict is fitted away. */
 static void fit(auto_state *st)
 {
-    int nf = st->nf, np = st->np;
+    int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
     double worst = -INFINITY, best = INFINITY;
     int n_ok = 0;
     for (int i = 0; i < st->n; i++) {
@@ -194,54 +218,54 @@ static void fit(auto_state *st)
         }
     }
     st->fitted = 0;
-    if (n_ok == 0)
+    if (n_ok == 0) {
+        /* Nothing measured yet: the prior alone ranks the candidates. */
+        st->mean = 0;
+        st->pbar = 0;
+        st->beta = 1;
+        memset(st->w, 0, (size_t)nf * sizeof *st->w);
+        st->fitted = st->has_prior;
         return;
+    }
     worst += 0.5 * (worst - best) + 0.5;
-    double mean = 0;
-    for (int i = 0; i < st->n; i++)
+    double mean = 0, pbar = 0;
+    for (int i = 0; i < st->n; i++) {
         mean += target(st->o[i].t, worst);
+        pbar += st->has_prior ? st->pp[i] : 0;
+    }
     mean /= st->n;
+    pbar /= st->n;
     st->mean = mean;
-    memset(st->w, 0, (size_t)nf * sizeof *st->w);
+    st->pbar = pbar;
+    memset(st->w, 0, (size_t)m * sizeof *st->w);
+    memset(st->a, 0, (size_t)m * m * sizeof *st->a);
     for (int i = 0; i < st->n; i++) {
         double y = target(st->o[i].t, worst) - mean;
+        const int *f = st->fidx + (size_t)i * np;
         for (int p = 0; p < np; p++)
-            st->w[st->fidx[(size_t)i * np + p]] += y;
-    }
-    double lambda = 1.0;
-    for (int i = 0; i < nf * nf; i++)
-        st->a[i] = st->xtx[i];
-    for (int i = 0; i < nf; i++)
-        st->a[i * nf + i] += lambda;
-    /* Cholesky, lower triangle in place. */
-    for (int j = 0; j < nf; j++) {
-        double *aj = st->a + (size_t)j * nf;
-        double d = aj[j];
-        for (int k = 0; k < j; k++)
-            d -= aj[k] * aj[k];
-        d = d > 1e-12 ? sqrt(d) : 1e-6;
-        aj[j] = d;
-        for (int i = j + 1; i < nf; i++) {
-            double *ai = st->a + (size_t)i * nf;
-            double s = ai[j];
-            for (int k = 0; k < j; k++)
-                s -= ai[k] * aj[k];
-            ai[j] = s / d;
+            st->w[f[p]] += y;
+        if (m > nf) {
+            double pc = st->pp[i] - pbar;
+            st->w[nf] += y * pc;
+            for (int p = 0; p < np; p++) {
+                st->a[(size_t)nf * m + f[p]] += pc;
+                st->a[(size_t)f[p] * m + nf] += pc;
+            }
+            st->a[(size_t)nf * m + nf] += pc * pc;
         }
     }
-    for (int i = 0; i < nf; i++) { /* L z = b */
-        const double *ai = st->a + (size_t)i * nf;
-        double s = st->w[i];
-        for (int k = 0; k < i; k++)
-            s -= ai[k] * st->w[k];
-        st->w[i] = s / ai[i];
+    double lambda = 1.0;
+    for (int i = 0; i < nf; i++)
+        for (int j = 0; j < nf; j++)
+            st->a[(size_t)i * m + j] = st->xtx[(size_t)i * nf + j];
+    for (int i = 0; i < nf; i++)
+        st->a[(size_t)i * m + i] += lambda;
+    if (m > nf) {
+        st->a[(size_t)nf * m + nf] += PRIOR_BETA_WEIGHT;
+        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0;
     }
-    for (int i = nf - 1; i >= 0; i--) { /* L^T w = z */
-        double s = st->w[i];
-        for (int k = i + 1; k < nf; k++)
-            s -= st->a[(size_t)k * nf + i] * st->w[k];
-        st->w[i] = s / st->a[(size_t)i * nf + i];
-    }
+    auto_solve_spd(st->a, st->w, m);
+    st->beta = m > nf ? st->w[nf] : 0;
     for (int i = 0; i < st->n; i++)
         st->resid[i] = target(st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
     st->fitted = 1;
@@ -328,6 +352,19 @@ static int propose_model(auto_state *st, config_id *out)
             nc++;
         }
     }
+    /* The related targets' best, while the told results still confirm the prior. */
+    int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
+    for (int k = 0; k < n_top; k++) {
+        config_id id = st->prior.top[k];
+        if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+            continue;
+        double pr = predict_f(st, fp);
+        if (pr < best_pred) {
+            best_pred = pr;
+            best_id = id;
+        }
+        nc++;
+    }
     for (int c = 0; c < POOL_RANDOM; c++) {
         config_id id = space_sample(st->sp, &st->rng);
         if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
@@ -393,6 +430,24 @@ static int propose_local(auto_state *st, config_id *out)
     return 1;
 }
 
+/* With a prior, the start is the related targets' best configurations (their order), not a
+ * space-filling design, while the told results do not contradict the prior (beta, fitted on them,
+ * above half its a-priori value): 1 with *out set, 0 when there is no such prior or none is left
+ * unvisited. */
+static int propose_prior_top(auto_state *st, config_id *out)
+{
+    int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
+    for (int k = 0; trusted && k < st->prior.n_top; k++) {
+        if (search_set_has(&st->visited, st->prior.top[k]))
+            continue;
+        if (search_set_add(&st->visited, st->prior.top[k]) < 0)
+            return -1;
+        *out = st->prior.top[k];
+        return 1;
+    }
+    return 0;
+}
+
 static int auto_ask(void *state, config_id *out, int max)
 {
     auto_state *st = state;
@@ -404,7 +459,8 @@ static int auto_ask(void *state, config_id *out, int max)
     while (n < max) {
         int rc;
         if (st->proposed < st->initial || !st->fitted)
-            rc = st->n_fill < st->initial
+            rc = (rc = propose_prior_top(st, &out[n])) != 0 ? rc
+                 : st->n_fill < st->initial
                      ? propose_fill(st, &out[n])
                      : search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
         else if (kt_rng_uniform(&st->rng) < st->explore)
@@ -432,7 +488,8 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
             size_t row = (size_t)(np > 0 ? np : 1) * sizeof *st->fidx;
             if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
                 kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
-                kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0)
+                kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0 ||
+                kt_array_resize((void **)&st->pp, cap, sizeof *st->pp) != 0)
                 return; /* out of memory: the result is not learnt from */
             st->cap = (int)cap;
         }
@@ -442,6 +499,7 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
         st->o[st->n].id = ids[i];
         st->o[st->n].t = search_score(&r[i]);
         st->resid[st->n] = 0;
+        st->pp[st->n] = prior_f(st, f);
         if (st->best_i < 0 || st->o[st->n].t < st->o[st->best_i].t) {
             st->best_i = st->n;
             st->since_imp = 0;
@@ -461,6 +519,32 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     }
 }
 
+static int auto_features_cb(void *ctx, config_id id, int *f)
+{
+    return features(ctx, id, f);
+}
+
+/* The history: the first ids are proposed by searcher.c (marked visited here; they replace as many
+ * space-filling proposals); the prior (auto_prior_fit) is used only when it explains its own
+ * sources (auto_prior.usable). */
+static int auto_history(void *state, const searcher_history *h, kt_error *err)
+{
+    auto_state *st = state;
+    for (int i = 0; i < h->n_first; i++)
+        if (search_set_add(&st->visited, h->first[i]) < 0)
+            return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    st->initial = st->initial > h->n_first ? st->initial - h->n_first : 0;
+    if (h->n_prior == 0 || st->np > 256)
+        return 0;
+    if (auto_prior_fit(&st->prior, h, st->np, st->nf, auto_features_cb, st, err) < 0)
+        return -1;
+    st->has_prior = st->prior.usable;
+    st->beta = 1;
+    st->fitted = 0;
+    st->dirty = 1; /* the next ask fits (the prior alone until results come) */
+    return 0;
+}
+
 const searcher_vtable searcher_auto_vtable = {
     .name = "auto",
     .summary = "the default: space-filling start, then a ridge surrogate of log(time) picks the "
@@ -471,4 +555,5 @@ const searcher_vtable searcher_auto_vtable = {
     .ask = auto_ask,
     .tell = auto_tell,
     .destroy = auto_destroy,
+    .history = auto_history,
 };

@@ -11,6 +11,14 @@
 struct searcher {
     const searcher_vtable *vt;
     void *state;
+    const space *sp;
+    int asked; /* 1 once searcher_ask was called: history comes too late then */
+    /* Warm start (searcher_set_history): first ids, proposed in order before the strategy's. */
+    config_id *first;
+    int n_first, first_pos;
+    search_map first_at;     /* id -> index in first */
+    trial_result *first_res; /* told results of the first ids */
+    unsigned char *first_told;
 };
 
 extern const searcher_vtable searcher_auto_vtable; /* search/auto.c */
@@ -227,6 +235,7 @@ searcher *searcher_new(const char *name, const space *sp, const json_t *options,
         goto out;
     }
     s->vt = vt;
+    s->sp = sp;
     s->state = vt->create(sp, json_is_object(options) ? options : NULL, seed, err);
     if (!s->state) {
         free(s);
@@ -236,19 +245,156 @@ out:
     return s;
 }
 
+/* A strategy's proposal that is one of the first ids: it was proposed already, so it is dropped;
+ * when its result is known the strategy is told it again (it proposed it and waits for it). */
+static int searcher_drop_first(searcher *s, config_id id)
+{
+    uint64_t k;
+    if (s->n_first == 0 || !search_map_get(&s->first_at, id, &k))
+        return 0;
+    if (s->first_told[k] && s->vt->tell)
+        s->vt->tell(s->state, &id, &s->first_res[k], 1);
+    return 1;
+}
+
 int searcher_ask(searcher *s, config_id *out, int max)
 {
+    int n = 0;
     if (!s || !out || max <= 0)
         return 0;
-    return s->vt->ask(s->state, out, max);
+    s->asked = 1;
+    while (n < max && s->first_pos < s->n_first)
+        out[n++] = s->first[s->first_pos++];
+    while (n < max) {
+        int got = s->vt->ask(s->state, out + n, max - n), kept = 0;
+        if (got <= 0)
+            break;
+        for (int j = 0; j < got; j++) {
+            if (!searcher_drop_first(s, out[n + j]))
+                out[n + kept++] = out[n + j];
+        }
+        n += kept;
+        if (kept == got) /* nothing dropped: the strategy's answer stands as it gave it */
+            break;
+    }
+    return n;
 }
 
 void searcher_tell(searcher *s, const config_id *ids, const trial_result *r, int n)
 {
     if (!s || n <= 0 || !ids || !r)
         return;
+    for (int i = 0; s->n_first > 0 && i < n; i++) {
+        uint64_t k;
+        if (search_map_get(&s->first_at, ids[i], &k) && !s->first_told[k]) {
+            s->first_res[k] = r[i];
+            s->first_told[k] = 1;
+        }
+    }
     if (s->vt->tell) /* NULL: results do not steer this strategy */
         s->vt->tell(s->state, ids, r, n);
+}
+
+static void searcher_drop_history(searcher *s)
+{
+    free(s->first);
+    free(s->first_res);
+    free(s->first_told);
+    search_map_free(&s->first_at);
+    s->first = NULL;
+    s->first_res = NULL;
+    s->first_told = NULL;
+    s->n_first = s->first_pos = 0;
+}
+
+/* Copies the usable part of h: first deduplicated and in the space, prior filtered. */
+static int searcher_clean_history(searcher *s, const searcher_history *h, searcher_history *c,
+                                  config_id **prior_id, double **prior_ms, int **prior_src,
+                                  kt_error *err)
+{
+    uint64_t count = space_count(s->sp);
+    int n_first = h->n_first < SEARCHER_MAX_FIRST ? h->n_first : SEARCHER_MAX_FIRST;
+    int n_prior = h->n_prior < SEARCHER_MAX_PRIOR ? h->n_prior : SEARCHER_MAX_PRIOR;
+
+    memset(c, 0, sizeof *c);
+    s->first = calloc((size_t)(n_first > 0 ? n_first : 1), sizeof *s->first);
+    s->first_res = calloc((size_t)(n_first > 0 ? n_first : 1), sizeof *s->first_res);
+    s->first_told = calloc((size_t)(n_first > 0 ? n_first : 1), 1);
+    *prior_id = calloc((size_t)(n_prior > 0 ? n_prior : 1), sizeof **prior_id);
+    *prior_ms = calloc((size_t)(n_prior > 0 ? n_prior : 1), sizeof **prior_ms);
+    *prior_src = calloc((size_t)(n_prior > 0 ? n_prior : 1), sizeof **prior_src);
+    if (!s->first || !s->first_res || !s->first_told || !*prior_id || !*prior_ms || !*prior_src)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int i = 0; h->first && i < h->n_first && s->n_first < n_first; i++) {
+        config_id id = h->first[i];
+        uint64_t k;
+        if (id >= count || search_map_get(&s->first_at, id, &k))
+            continue;
+        if (search_map_reserve(&s->first_at) < 0)
+            return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        search_map_put(&s->first_at, id, (uint64_t)s->n_first);
+        s->first[s->n_first++] = id;
+    }
+    for (int i = 0; h->prior_id && h->prior_ms && h->prior_source && i < n_prior; i++) {
+        if (h->prior_id[i] >= count || !isfinite(h->prior_ms[i]) || !(h->prior_ms[i] > 0) ||
+            h->prior_source[i] < 0 || h->prior_source[i] >= SEARCHER_MAX_SOURCES)
+            continue;
+        (*prior_id)[c->n_prior] = h->prior_id[i];
+        (*prior_ms)[c->n_prior] = h->prior_ms[i];
+        (*prior_src)[c->n_prior] = h->prior_source[i];
+        c->n_prior++;
+    }
+    c->first = s->first;
+    c->n_first = s->n_first;
+    c->prior_id = *prior_id;
+    c->prior_ms = *prior_ms;
+    c->prior_source = *prior_src;
+    return 0;
+}
+
+int searcher_set_history(searcher *s, const searcher_history *h, kt_error *err)
+{
+    config_id *prior_id = NULL;
+    double *prior_ms = NULL;
+    int *prior_src = NULL, rc = -1;
+    searcher_history c;
+
+    if (!s || !h || (h->n_first == 0 && h->n_prior == 0)) {
+        rc = 0;
+        goto out;
+    }
+    if (s->asked || s->first) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "searcher %s: history after the first ask",
+                     s->vt->name);
+        kt_error_hint(err, "set the history once, right after searcher_new");
+        goto out;
+    }
+    if (h->n_first < 0 || h->n_prior < 0) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "searcher %s: negative history counts (%d, %d)",
+                     s->vt->name, h->n_first, h->n_prior);
+        goto out;
+    }
+    if (searcher_clean_history(s, h, &c, &prior_id, &prior_ms, &prior_src, err) < 0 ||
+        (s->vt->history && s->vt->history(s->state, &c, err) < 0)) {
+        searcher_drop_history(s); /* a strategy's hook fails before changing its state */
+        goto out;
+    }
+    rc = 0;
+out:
+    free(prior_id);
+    free(prior_ms);
+    free(prior_src);
+    return rc;
+}
+
+int searcher_first_proposed(const searcher *s)
+{
+    return s ? s->first_pos : 0;
+}
+
+int searcher_first_count(const searcher *s)
+{
+    return s ? s->n_first : 0;
 }
 
 void searcher_free(searcher *s)
@@ -256,6 +402,7 @@ void searcher_free(searcher *s)
     if (!s)
         return;
     s->vt->destroy(s->state);
+    searcher_drop_history(s);
     free(s);
 }
 

@@ -27,6 +27,43 @@ searcher *searcher_new(const char *name, const space *sp, const json_t *options,
 int searcher_ask(searcher *s, config_id *out, int max);
 /* Results for configurations this searcher proposed, in any order. */
 void searcher_tell(searcher *s, const config_id *ids, const trial_result *r, int n);
+
+/* History for a warm start: what related targets (the same kernel on other devices or problems)
+ * suggest, mapped into this searcher's space by the caller.
+ *
+ * first: configurations to propose before anything else, in this order; duplicates and ids outside
+ * the space are dropped (at most SEARCHER_MAX_FIRST are kept). Their results are told to the
+ * strategy like its own; should the strategy propose one of them later, the searcher tells it the
+ * known result again instead of returning it (no repeats), or drops it while still pending.
+ * prior: observations of related targets (ids in this space, time in ms, and source: an index per
+ * related target, 0..SEARCHER_MAX_SOURCES-1, so that a strategy can normalise each source on its
+ * own: another GPU's times differ in scale). They are NOT told results: nothing is proposed because
+ * of them being measured here. Strategies that cannot use a prior ignore it (auto uses it, see
+ * search/README.md). Ids outside the space, non-finite or non-positive times and bad sources are
+ * skipped; at most SEARCHER_MAX_PRIOR are read.
+ *
+ * The arrays are copied. Deterministic: the same history gives the same proposals, so a job that
+ * resumes by replay must be given the same history again (the job records it). */
+#define SEARCHER_MAX_FIRST   256
+#define SEARCHER_MAX_PRIOR   200000
+#define SEARCHER_MAX_SOURCES 64
+typedef struct searcher_history {
+    const config_id *first;
+    int n_first;
+    const config_id *prior_id;
+    const double *prior_ms;
+    const int *prior_source;
+    int n_prior;
+} searcher_history;
+
+/* Call once, after searcher_new and before the first searcher_ask. Returns 0, or -1 with err:
+ * KT_ERR_BAD_REQUEST when asks were made already or a count is negative or over its limit (the
+ * searcher is unchanged), KT_ERR_NO_MEMORY. NULL h or an empty history is a no-op. */
+int searcher_set_history(searcher *s, const searcher_history *h, kt_error *err);
+/* How many of the kept first configurations were proposed so far (for reports), and how many
+ * were kept. */
+int searcher_first_proposed(const searcher *s);
+int searcher_first_count(const searcher *s);
 void searcher_free(searcher *s);
 const char *searcher_name(const searcher *s);
 

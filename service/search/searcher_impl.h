@@ -34,6 +34,11 @@ typedef struct searcher_vtable {
     /* NULL for strategies whose proposals do not depend on results. */
     void (*tell)(void *state, const config_id *ids, const trial_result *r, int n);
     void (*destroy)(void *state);
+    /* NULL for strategies without a use for a prior. Receives the history already cleaned by
+     * searcher_set_history (first deduplicated and in the space; prior in the space, finite
+     * positive times, sources in range) before any ask; the arrays are borrowed for the call.
+     * The strategy may mark the first ids as proposed (they are proposed by searcher.c). */
+    int (*history)(void *state, const searcher_history *h, kt_error *err);
 } searcher_vtable;
 
 extern const searcher_vtable searcher_random_vtable;

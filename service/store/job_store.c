@@ -12,6 +12,17 @@
     prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
            "problem_key, " prefix "problem, " prefix "toolchain"
 
+/* Warm starts (sql/006), read by name (read_history): the mode, a summary of what was seeded
+ * (not the recorded configurations: a page of jobs would carry every job's prior), and how many
+ * of the seeded configurations (the first trials of the job) were measured. */
+#define JOB_HISTORY_COLUMNS                                                                        \
+    "j.history, CASE WHEN j.history_used IS NULL THEN NULL ELSE jsonb_build_object('sources',"     \
+    " j.history_used -> 'sources', 'seeded', jsonb_array_length(j.history_used -> 'first'),"       \
+    " 'prior_trials', jsonb_array_length(j.history_used -> 'prior')) END AS history_used,"         \
+    " (SELECT count(*) FROM trials ht WHERE ht.job_id = j.id AND ht.done_seq IS NOT NULL"          \
+    " AND ht.seq <= COALESCE(jsonb_array_length(j.history_used -> 'first'), 0)) AS "               \
+    "seeded_measured"
+
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
 /* clang-format off */
@@ -21,7 +32,7 @@
     " j.best_trial_id, j.best_time_ms, j.best_config, j.stop_reason, j.error,"                     \
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
-    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at)"
+    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -52,6 +63,15 @@ static char *dup_or_null(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? NULL : dup_value(r, row, col);
 }
 
+/* The history columns of row, found by name; -1 when out of memory. */
+static int read_history(const PGresult *r, int row, char **history, json_t **used)
+{
+    int h = PQfnumber(r, "history"), u = PQfnumber(r, "history_used");
+    *history = h >= 0 ? dup_value(r, row, h) : strdup("none");
+    *used = u >= 0 ? store_get_json(r, row, u) : NULL;
+    return *history ? 0 : -1;
+}
+
 /* Fills j from a row of JOB_INFO_COLUMNS; 0, or -1 (err set) when out of memory. */
 static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
 {
@@ -77,8 +97,11 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->started_at = dup_or_null(r, row, 23);
     j->finished_at = dup_or_null(r, row, 24);
     j->elapsed_seconds = store_get_double(r, row, 25);
+    int history_ok = read_history(r, row, &j->history, &j->history_used) == 0;
+    int sm = PQfnumber(r, "seeded_measured");
+    j->seeded_measured = sm >= 0 ? store_get_ll(r, row, sm) : 0;
     int rc = 0;
-    if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at) {
+    if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
         job_info_release(j);
     }
@@ -97,6 +120,8 @@ void job_info_release(job_info *j)
     free(j->created_at);
     free(j->started_at);
     free(j->finished_at);
+    free(j->history);
+    json_decref(j->history_used);
     memset(j, 0, sizeof *j);
 }
 
@@ -123,16 +148,18 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         s->finished_as,
         s->finished_as ? "succeeded" : "queued",
         s->key.toolchain,
+        s->history ? s->history : "none",
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
         c,
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-        " space_size, stop_reason, status, started_at, finished_at, toolchain) SELECT $1, $2, $3,"
-        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16"
+        " space_size, stop_reason, status, started_at, finished_at, toolchain, history) SELECT $1, "
+        "$2, $3,"
+        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16, $17"
         " FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t RETURNING id",
-        16, p, err);
+        17, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -280,7 +307,7 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         " OR (status = 'running' AND runner IS NULL) ORDER BY id LIMIT $4"
         " FOR UPDATE SKIP LOCKED) pick WHERE j.id = pick.id RETURNING j.id, " JOB_TARGET_COLUMNS(
             "j.") ", j.strategy, j.strategy_options, j.seed, j.budget_evaluations,"
-                  " j.budget_seconds, j.batch_size",
+                  " j.budget_seconds, j.batch_size, j.history, j.history_used",
         4, p, err);
     if (!r)
         goto out;
@@ -296,6 +323,7 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         row->budget_evaluations = store_get_ll(r, i, 11);
         row->budget_seconds = PQgetisnull(r, i, 12) ? 0 : store_get_double(r, i, 12);
         row->batch_size = (int)store_get_ll(r, i, 13);
+        read_history(r, i, &row->history, &row->history_used);
     }
 out:
     PQclear(r);
@@ -319,6 +347,8 @@ void job_row_release(job_row *r)
     job_target_release(&r->target);
     free(r->strategy);
     json_decref(r->options);
+    free(r->history);
+    json_decref(r->history_used);
     memset(r, 0, sizeof *r);
 }
 
@@ -440,5 +470,32 @@ int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
         rc = 0;
     }
     PQclear(r);
+    return rc;
+}
+
+int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int *stored,
+                               kt_error *err)
+{
+    int rc = -1;
+    store_num n;
+    char *text = store_json_text(used);
+    const char *p[] = {store_ll(&n, id), text};
+    PGresult *r = NULL;
+    *stored = 0;
+    if (!text) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory recording the history of job %lld", id);
+        goto out;
+    }
+    r = db_exec(c,
+                "UPDATE jobs SET history_used = $2::jsonb, updated_at = now() WHERE id = $1"
+                " AND history_used IS NULL RETURNING id",
+                2, p, err);
+    if (!r)
+        goto out;
+    *stored = PQntuples(r) > 0;
+    rc = 0;
+out:
+    PQclear(r);
+    free(text);
     return rc;
 }

@@ -43,6 +43,7 @@ typedef struct job_spec {
     uint64_t space_size;
     const char *finished_as; /* NULL: queued for a runner; else the stop reason of a job that is
                               * made finished ("imported": import_store, its trials come with it) */
+    const char *history;     /* "auto" or "none"; NULL is "none" (imports) */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -55,6 +56,8 @@ typedef struct job_row {
     long long budget_evaluations;
     double budget_seconds;
     int batch_size;
+    char *history;        /* "auto" or "none" */
+    json_t *history_used; /* what the driver seeded the searcher with (sql/006), NULL: not yet */
 } job_row;
 
 /* Identity of the process driving jobs. */
@@ -85,7 +88,11 @@ typedef struct job_info {
     char *stop_reason; /* NULL while it runs */
     json_t *error;     /* {"code","message","hint"} of a failed job, else NULL */
     char *created_at, *started_at, *finished_at;
-    double elapsed_seconds; /* (finished_at or now) - started_at; NAN before it started */
+    double elapsed_seconds;    /* (finished_at or now) - started_at; NAN before it started */
+    char *history;             /* "auto" or "none" */
+    json_t *history_used;      /* a summary of what was recorded, NULL until the driver recorded it:
+                                * {"sources":[...],"seeded":n,"prior_trials":n} */
+    long long seeded_measured; /* trials of the seeded (first) configurations with a final status */
 } job_info;
 
 /* A page of jobs, newest first. */
@@ -115,6 +122,12 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err);
  * than the job's best" condition, defined in sql/003. config_json is the trial's config. */
 int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
                          const char *config_json, kt_error *err);
+
+/* Records what the driver seeded job id's searcher with (worker/warm_start.c), once: a job whose
+ * history_used is set already keeps it (returns 0 either way; *stored says whether this call
+ * wrote it). */
+int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int *stored,
+                               kt_error *err);
 
 /* The target stored with job id (a measurement worker's, an append import's); KT_ERR_NOT_FOUND when
  * there is no such job. The caller releases out with job_target_release. */

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "space/space.h"
 #include "store/trial_store.h"
+#include "worker/warm_start.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
                    const kt_error *why, kt_error *err)
@@ -140,6 +141,8 @@ int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const ru
     trial_row *rows = NULL;
     int n_rows = 0;
     kt_error why;
+    warm_start ws;
+    memset(&ws, 0, sizeof ws);
     kt_error_clear(&why);
     memset(d, 0, sizeof *d);
     d->row = *row;
@@ -169,6 +172,11 @@ int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const ru
         rc = end_job(d, c, "failed", "strategy_refused", &why, err);
         goto out;
     }
+    /* Warm start: the recorded history (gathered and recorded on the first open), before the
+     * replay, so that a resumed searcher sees exactly what the first one saw. */
+    if (warm_start_prepare(c, &d->row, d->target->sp, &ws, err) < 0 ||
+        searcher_set_history(d->search, &ws.h, err) < 0)
+        goto out;
     if (trial_store_load(c, d->row.id, 0, &rows, &n_rows, err) < 0)
         goto out;
     if (n_rows > 0)
@@ -178,6 +186,7 @@ out:
     for (int i = 0; i < n_rows; i++)
         trial_row_release(&rows[i]);
     free(rows);
+    warm_start_release(&ws);
     return rc;
 }
 

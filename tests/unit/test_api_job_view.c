@@ -113,12 +113,49 @@ static void page_says_where_the_next_begins(void **state)
     json_decref(j.options);
 }
 
+static void history_shows_what_was_seeded(void **state)
+{
+    (void)state;
+    job_info j = queued_job();
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *doc = job_view_json(&j, &err); /* history NULL: an import or an old job */
+    json_t *h = json_object_get(doc, "history");
+    assert_string_equal(json_string_value(json_object_get(h, "mode")), "none");
+    assert_true(json_is_false(json_object_get(h, "recorded")));
+    assert_int_equal(json_integer_value(json_object_get(h, "seeded")), 0);
+    json_decref(doc);
+    j.history = "auto";
+    j.history_used = json_loads(
+        "{\"seeded\":2,\"prior_trials\":1,"
+        "\"sources\":[{\"device_class\":\"replay:x\",\"problem_key\":\"{}\",\"relation\":0,"
+        "\"distance\":0,\"configurations\":1},{\"device_class\":\"replay:y\",\"problem_key\":"
+        "\"{}\",\"relation\":0,\"distance\":0,\"configurations\":1}]}",
+        0, NULL);
+    j.seeded_measured = 1;
+    doc = job_view_json(&j, &err);
+    h = json_object_get(doc, "history");
+    assert_string_equal(json_string_value(json_object_get(h, "mode")), "auto");
+    assert_true(json_is_true(json_object_get(h, "recorded")));
+    assert_int_equal(json_integer_value(json_object_get(h, "seeded")), 2);
+    assert_int_equal(json_integer_value(json_object_get(h, "seeded_measured")), 1);
+    assert_int_equal(json_integer_value(json_object_get(h, "prior_trials")), 1);
+    json_t *src = json_array_get(json_object_get(h, "sources"), 1);
+    assert_string_equal(json_string_value(json_object_get(src, "device_class")), "replay:y");
+    assert_null(json_object_get(src, "distance")); /* the view lists what the schema documents */
+    json_decref(doc);
+    json_decref(j.history_used);
+    json_decref(j.target.problem);
+    json_decref(j.options);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(job_document_has_links_and_null_best),
         cmocka_unit_test(succeeded_job_is_whole_and_shows_best),
         cmocka_unit_test(page_says_where_the_next_begins),
+        cmocka_unit_test(history_shows_what_was_seeded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,32 @@ static void refuses_each_bad_field(void **state)
     }
 }
 
+static void history_is_auto_or_none(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    kt_config cfg = limits();
+    json_t *body = json_loads("{\"kernel\":\"k\",\"device\":\"d\"}", 0, NULL);
+    assert_int_equal(tune_request_parse(&cfg, body, &t, &err), 0);
+    assert_string_equal(t.history, "auto"); /* the default */
+    json_object_set_new(body, "history", json_string("none"));
+    assert_int_equal(tune_request_parse(&cfg, body, &t, &err), 0);
+    assert_string_equal(t.history, "none");
+    json_object_set_new(body, "history", json_null());
+    assert_int_equal(tune_request_parse(&cfg, body, &t, &err), 0);
+    assert_string_equal(t.history, "auto");
+    json_decref(body);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"history\":\"always\"}", &t, &err),
+                     KT_ERR_OUT_OF_RANGE);
+    assert_non_null(strstr(err.message, "'history' must be \"auto\" or \"none\""));
+    assert_non_null(strstr(err.hint, "cold"));
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"history\":true}", &t, &err),
+                     KT_ERR_WRONG_TYPE);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"history\":\"\"}", &t, &err),
+                     KT_ERR_OUT_OF_RANGE);
+}
+
 static void unknown_strategy_hint_lists_the_valid_ones(void **state)
 {
     (void)state;
@@ -138,6 +164,7 @@ int main(void)
         cmocka_unit_test(fresh_seeds_differ),
         cmocka_unit_test(refuses_each_bad_field),
         cmocka_unit_test(unknown_strategy_hint_lists_the_valid_ones),
+        cmocka_unit_test(history_is_auto_or_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

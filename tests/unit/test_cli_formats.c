@@ -109,6 +109,8 @@ static void test_tune_arguments(void **state)
                     "2.5",
                     "--seed",
                     "7",
+                    "--history",
+                    "none",
                     "--wait",
                     "--server",
                     "http://h:1/",
@@ -118,10 +120,12 @@ static void test_tune_arguments(void **state)
     int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
     assert_int_equal(cli_tune_parse(argc, argv, &conn, &a), 0);
     assert_true(a.wait);
-    assert_json(a.body, "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
-                        " \"seed\": 7, \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
-                        " \"strategy_options\": {\"x\": 1},"
-                        " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
+    assert_json(
+        a.body,
+        "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
+        " \"seed\": 7, \"history\": \"none\", \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
+        " \"strategy_options\": {\"x\": 1},"
+        " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
     assert_string_equal(conn.server, "http://h:1");
     assert_string_equal(conn.token, "t0k");
     cli_tune_args_release(&a);
