@@ -23,7 +23,7 @@ static const pred_kind kinds[] = {
     {"seq2seq", K_SEQ2SEQ, NULL},
     {"nearest", K_NEAREST, &pred_nearest_ops},
     {"common", K_COMMON, &pred_common_ops},
-    {"xgb", K_XGB, NULL},
+    {"xgb", K_XGB, &pred_xgb_ops},
 };
 
 typedef struct hyper_key {
