@@ -37,14 +37,15 @@ static int bp_list(const bench_predict_options *opt, char ***paths, int *n, kt_e
             char **grown = *n < BENCH_PREDICT_MAX_FILES
                                ? realloc(*paths, (size_t)(*n + 1) * sizeof **paths)
                                : NULL;
-            char *p = malloc(strlen(opt->dirs[i]) + len + 2);
+            size_t cap = strlen(opt->dirs[i]) + len + 2;
+            char *p = malloc(cap);
             if (!grown || !p) {
                 free(p);
                 closedir(dir);
                 return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "--predict: more than %d caches",
                                     BENCH_PREDICT_MAX_FILES);
             }
-            sprintf(p, "%s/%s", opt->dirs[i], e->d_name);
+            snprintf(p, cap, "%s/%s", opt->dirs[i], e->d_name);
             *paths = grown;
             (*paths)[(*n)++] = p;
         }
