@@ -20,7 +20,7 @@ typedef struct pred_kind {
 } pred_kind;
 
 static const pred_kind kinds[] = {
-    {"seq2seq", K_SEQ2SEQ, NULL},
+    {"seq2seq", K_SEQ2SEQ, &pred_seq2seq_ops},
     {"nearest", K_NEAREST, &pred_nearest_ops},
     {"common", K_COMMON, &pred_common_ops},
     {"xgb", K_XGB, &pred_xgb_ops},
