@@ -220,10 +220,7 @@ fail:
 /* The problem's arguments in the model's order, as training_set_args_of. */
 static int pred_args(const predictor *p, const json_t *problem, double *out, kt_error *err)
 {
-    training_set *ts = training_set_new(p->params, p->arg_names, err);
-    int rc = ts ? training_set_args_of(ts, problem, out, err) : -1;
-    training_set_free(ts);
-    return rc;
+    return training_set_args_from(p->arg_names, problem, out, err);
 }
 
 /* sp has the model's parameters: same names, order and values. */
