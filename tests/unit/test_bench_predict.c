@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_main.h"
 #include "bench/bench_predict.h"
 
 #define FIXTURE KT_SOURCE_DIR "/tests/fixtures/predict-gemm"
@@ -146,12 +147,54 @@ static void measure_refuses_another_cpu(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The whole subcommand as `ktune bench --predict ... --json FILE` runs it: exit codes and the file.
+ */
+static void subcommand_exit_codes_and_json(void **state)
+{
+    (void)state;
+#ifdef KT_RUNNER_PATH
+    char dir[] = "/tmp/kt_bench_predict_XXXXXX", json_path[128], cmd[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(json_path, sizeof json_path, "%s/out.json", dir);
+    char *argv[] = {"bench",
+                    "--predict",
+                    FIXTURE,
+                    "--predictors",
+                    "nearest,common",
+                    "--json",
+                    json_path,
+                    "--runner",
+                    KT_RUNNER_PATH,
+                    "--kernels",
+                    KT_SOURCE_DIR "/kernels",
+                    "--cache-dir",
+                    "/tmp/kt_bench_predict_bin",
+                    "--cpu-core",
+                    "-1"};
+    assert_int_equal(bench_main(15, argv, NULL), 0);
+    json_error_t jerr;
+    json_t *res = json_load_file(json_path, 0, &jerr);
+    assert_non_null(res);
+    assert_int_equal(json_object_size(json_object_get(res, "predictors")), 2);
+    assert_int_equal(json_integer_value(json_object_get(res, "problems")), 5);
+    json_decref(res);
+    char *bad[] = {"bench", "--predict", FIXTURE, "--predictors", "forest"};
+    assert_int_equal(bench_main(5, bad, NULL), 2);
+    char *missing[] = {"bench",        "--predict", "/nonexistent-folder",   "--runner",
+                       KT_RUNNER_PATH, "--kernels", KT_SOURCE_DIR "/kernels"};
+    assert_int_equal(bench_main(7, missing, NULL), 2);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* our own mkdtemp folder */
+    assert_int_equal(system(cmd), 0);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_refusals),
         cmocka_unit_test(report_on_fixture),
         cmocka_unit_test(measure_refuses_another_cpu),
+        cmocka_unit_test(subcommand_exit_codes_and_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
