@@ -48,6 +48,8 @@ typedef struct bench_predict_options {
 
 /* 1 when the arguments after "bench" ask for the report (--predict is given). */
 int bench_predict_wanted(int argc, char **argv);
+/* The --predict part of `ktune bench --help`. */
+void bench_predict_usage(FILE *out);
 /* Parses the arguments after "bench": 0, 1 after --help (usage printed to out), -1 with msg. */
 int bench_predict_parse_args(int argc, char **argv, bench_predict_options *opt, char *msg,
                              size_t cap, FILE *out);

@@ -18,13 +18,14 @@ int bench_predict_wanted(int argc, char **argv)
     return 0;
 }
 
-static void bench_predict_usage(FILE *out)
+void bench_predict_usage(FILE *out)
 {
     fprintf(
         out,
+        "\n"
         "usage: ktune bench --predict DIR... [--predictors LIST] [--test-fraction F]\n"
         "                   [--seed N] [--hyper JSON] [--json FILE] [--measure]\n"
-        "                   [--runner PATH] [--kernels DIR[,DIR]] [--cache-dir DIR]\n"
+        "                   [--runner PATH] [--kernels DIR] [--cache-dir DIR]\n"
         "                   [--cpu-core N] [--log-level LEVEL]\n"
         "\n"
         "The prediction report: trains each predictor on the measurement caches of DIR\n"
