@@ -102,21 +102,83 @@ static int bp_grid(predictor *p, bp_data *d, int di, const int *best, int *rows,
     return 0;
 }
 
-/* One predictor: trains, judges, returns its JSON (NULL with err). */
-static json_t *bp_one(const bench_predict_options *opt, bp_data *d, const training_set *train,
-                      const training_set *test, const char *kind, const json_t *hyper_all,
-                      FILE *progress, kt_error *err)
+/* Trains predictor k of the options on train: *out, its training seconds and saved size. */
+static int bp_train(const bench_predict_options *opt, const training_set *train, int k,
+                    const json_t *hyper_all, FILE *progress, predictor **out, double *train_s,
+                    size_t *model_bytes, kt_error *err)
 {
-    predictor *p = NULL;
     strbuf bytes;
+    double t0 = kt_clock_s();
+    int rc = -1;
+    const char *kind = opt->kinds[k];
+
+    strbuf_init(&bytes, (size_t)1 << 31);
+    if (progress)
+        fprintf(progress, "ktune bench: training %s on %d problems\n", kind,
+                training_set_num_problems(train));
+    if (!(*out = predictor_train(kind, train, json_object_get(hyper_all, kind), opt->seed, err)))
+        goto out;
+    *train_s = kt_clock_s() - t0;
+    if (predictor_save(*out, &bytes, err) < 0)
+        goto out;
+    *model_bytes = bytes.len;
+    rc = 0;
+out:
+    strbuf_release(&bytes);
+    return rc;
+}
+
+/* --measure: every predictor's top-5 of every held-out problem measured when the cache lacks it,
+ * before any ratio is computed, so that all predictors are judged against the same best. */
+static int bp_measure_pass(bp_data *d, const training_set *test, predictor **ps, int n_ps,
+                           FILE *progress, kt_error *err)
+{
+    int np = training_set_num_params(d->all), rc = -1, n_measured = 0;
+    int *rows = malloc((size_t)BP_TOP * (size_t)np * sizeof *rows);
+    double score[BP_TOP], t;
+    if (!rows)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int i = 0; i < training_set_num_problems(test); i++) {
+        kt_error perr;
+        int di = training_set_add_problem(d->all, training_set_problem(test, i), &perr);
+        if (di < 0)
+            continue;
+        for (int k = 0; k < n_ps; k++) {
+            int n = predictor_decode(ps[k], training_set_problem(d->all, di), d->probs[di].t.sp,
+                                     PREDICT_CONSTRAINED, 0, BP_TOP, rows, score, err);
+            if (n < 0)
+                goto out;
+            for (int j = 0; j < n; j++) {
+                const int *row = rows + (size_t)j * (size_t)np;
+                int known = training_set_find_trial(d->all, di, row, NULL) ||
+                            training_set_find_trial(d->failed, di, row, NULL);
+                if (!known && bp_time(d, di, row, 1, &t, err) == -2)
+                    goto out;
+                n_measured += !known;
+            }
+        }
+        if (progress && n_measured)
+            fprintf(progress, "ktune bench: %d configurations measured so far (problem %s)\n",
+                    n_measured, training_set_problem_key(d->all, di));
+    }
+    rc = 0;
+out:
+    free(rows);
+    return rc;
+}
+
+/* One trained predictor judged on the held-out problems: its JSON (NULL with err). */
+static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double train_s,
+                      size_t model_bytes, kt_error *err)
+{
     int *rows = NULL, np = training_set_num_params(d->all),
         n_test = training_set_num_problems(test);
-    double *score = NULL, t0 = kt_clock_s();
+    double *score = NULL;
     bp_acc a;
     json_t *res = NULL, *per = json_array(), *grid = json_object();
+    const char *kind = predictor_kind(p);
 
     memset(&a, 0, sizeof a);
-    strbuf_init(&bytes, (size_t)1 << 31);
     rows = malloc((size_t)PREDICTOR_MAX_K * (size_t)np * sizeof *rows);
     score = malloc(PREDICTOR_MAX_K * sizeof *score);
     a.r1 = malloc((size_t)(n_test ? n_test : 1) * sizeof *a.r1);
@@ -125,14 +187,6 @@ static json_t *bp_one(const bench_predict_options *opt, bp_data *d, const traini
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    if (progress)
-        fprintf(progress, "ktune bench: training %s on %d problems\n", kind,
-                training_set_num_problems(train));
-    if (!(p = predictor_train(kind, train, json_object_get(hyper_all, kind), opt->seed, err)))
-        goto out;
-    double train_s = kt_clock_s() - t0;
-    if (predictor_save(p, &bytes, err) < 0)
-        goto out;
     for (int i = 0; i < n_test; i++) {
         kt_error perr;
         int di = training_set_add_problem(d->all, training_set_problem(test, i), &perr);
@@ -150,7 +204,7 @@ static json_t *bp_one(const bench_predict_options *opt, bp_data *d, const traini
             goto out;
         int unknown5 = 0, known5 = 0;
         for (int j = 0; j < n; j++) {
-            int s = bp_time(d, di, rows + (size_t)j * (size_t)np, opt->measure, &t, err);
+            int s = bp_time(d, di, rows + (size_t)j * (size_t)np, 0, &t, err);
             if (s == -2)
                 goto out;
             double r = s == 1 ? t / best_ms : s == 0 ? INFINITY : NAN;
@@ -198,7 +252,7 @@ static json_t *bp_one(const bench_predict_options *opt, bp_data *d, const traini
     }
     res = json_pack("{s:s, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
                     "s:{s:o, s:o, s:i, s:i}, s:O}",
-                    "predictor", kind, "train_s", train_s, "model_bytes", (json_int_t)bytes.len,
+                    "predictor", kind, "train_s", train_s, "model_bytes", (json_int_t)model_bytes,
                     "hyper", predictor_hyper_json(p), "decoding", grid, "top1", "median",
                     bp_median(a.r1, a.n1), "within_1_10", bp_share(a.r1, a.n1, 1.10), "measured",
                     a.n1, "unmeasured", a.unmeasured1, "failed", a.failed1, "top5", "median",
@@ -207,8 +261,6 @@ static json_t *bp_one(const bench_predict_options *opt, bp_data *d, const traini
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
-    predictor_free(p);
-    strbuf_release(&bytes);
     free(rows);
     free(score);
     free(a.r1);
@@ -224,7 +276,9 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     bp_data d;
     training_set *train = NULL, *test = NULL;
     json_t *hyper = NULL, *preds = json_object(), *res = NULL, *heldout = json_array();
-    double t0 = kt_clock_s();
+    double t0 = kt_clock_s(), train_s[BENCH_PREDICT_MAX_KINDS];
+    predictor *ps[BENCH_PREDICT_MAX_KINDS] = {NULL};
+    size_t bytes[BENCH_PREDICT_MAX_KINDS];
 
     memset(&d, 0, sizeof d);
     kt_error_clear(err);
@@ -248,7 +302,15 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     for (int i = 0; i < training_set_num_problems(test); i++)
         json_array_append(heldout, (json_t *)training_set_problem(test, i));
     for (int k = 0; k < opt->n_kinds; k++) {
-        json_t *one = bp_one(opt, &d, train, test, opt->kinds[k], hyper, progress, err);
+        if (bp_train(opt, train, k, hyper, progress, &ps[k], &train_s[k], &bytes[k], err) < 0) {
+            kt_error_prefix(err, "%s", opt->kinds[k]);
+            goto out;
+        }
+    }
+    if (opt->measure && bp_measure_pass(&d, test, ps, opt->n_kinds, progress, err) < 0)
+        goto out;
+    for (int k = 0; k < opt->n_kinds; k++) {
+        json_t *one = bp_one(&d, test, ps[k], train_s[k], bytes[k], err);
         if (!one) {
             kt_error_prefix(err, "%s", opt->kinds[k]);
             goto out;
@@ -273,6 +335,8 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
+    for (int k = 0; k < BENCH_PREDICT_MAX_KINDS; k++)
+        predictor_free(ps[k]);
     training_set_free(train);
     training_set_free(test);
     bp_data_free(&d);
