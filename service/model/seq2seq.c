@@ -206,6 +206,11 @@ seq2seq_hyper seq2seq_get_hyper(const seq2seq *m)
     return m->hyper;
 }
 
+int seq2seq_epochs_run(const seq2seq *m)
+{
+    return m->epochs_run;
+}
+
 /* Runs the encoder over tokens, unless reuse is set and they are the tokens it last ran on. */
 static void encode(seq2seq *m, const double *tokens, int n_tokens, int reuse)
 {
