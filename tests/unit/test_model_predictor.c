@@ -1,8 +1,9 @@
 /* Unit tests of the predictor facade (model/predictor.h) on a synthetic kernel whose space depends
  * on the problem (model_test_util.h): every built algorithm trains, predicts only configurations
  * valid in the held-out problem's space, round-trips through save/load with identical predictions,
- * and evaluates to metrics in [0, 1]; bad hyper-parameters, another format version and damaged
- * bytes are refused with clear errors; nearest picks the nearest problem's best. */
+ * and evaluates to metrics in [0, 1]; training is deterministic for a seed; bad hyper-parameters,
+ * another format version and damaged bytes are refused with clear errors; nearest picks the nearest
+ * problem's best. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,12 +261,36 @@ static void refusals(void **state)
     training_set_free(tr);
 }
 
+/* The same set and seed give the same bytes, for every kind. */
+static void training_is_deterministic(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, 6);
+    for (int k = 0; k < N_KINDS; k++) {
+        predictor *a = train_kind(kinds[k], tr), *b = train_kind(kinds[k], tr);
+        strbuf x, y;
+        kt_error err;
+        strbuf_init(&x, 1 << 26);
+        strbuf_init(&y, 1 << 26);
+        assert_int_equal(predictor_save(a, &x, &err), 0);
+        assert_int_equal(predictor_save(b, &y, &err), 0);
+        assert_int_equal(x.len, y.len);
+        assert_memory_equal(x.data, y.data, x.len);
+        strbuf_release(&x);
+        strbuf_release(&y);
+        predictor_free(a);
+        predictor_free(b);
+    }
+    training_set_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_kind_valid_and_round_trips),
         cmocka_unit_test(nearest_takes_the_nearest),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(training_is_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
