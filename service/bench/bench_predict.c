@@ -282,7 +282,9 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
 
     memset(&d, 0, sizeof d);
     kt_error_clear(err);
-    if (opt->hyper && !json_is_object(hyper = json_loads(opt->hyper, 0, NULL))) {
+    if (opt->hyper)
+        hyper = json_loads(opt->hyper, 0, NULL); /* not inside json_is_object: a macro */
+    if (opt->hyper && !json_is_object(hyper)) {
         kt_error_set(err, KT_ERR_BAD_OPTION, "--hyper: not a JSON object of predictor -> object");
         goto out;
     }

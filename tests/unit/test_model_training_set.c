@@ -140,6 +140,8 @@ static void split_is_deterministic(void **state)
         assert_true(t0 <= t1);
     }
     assert_true(differs); /* another seed, another held-out quarter (for these shapes) */
+    training_set_free(tr3);
+    training_set_free(te3);
     for (int i = 0; i < training_set_num_problems(tr1); i++) {
         for (int j = 0; j < 3; j++)
             assert_string_not_equal(training_set_problem_key(tr1, i),
@@ -153,7 +155,6 @@ static void split_is_deterministic(void **state)
     training_set_free(te2);
     training_set_free(fw);
     training_set_free(bw);
-    (void)tr3;
 }
 
 static void tokens_layout(void **state)
