@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "model/predictor.h"
@@ -102,13 +103,23 @@ static int bp_grid(predictor *p, bp_data *d, int di, const int *best, int *rows,
     return 0;
 }
 
-/* Trains predictor k of the options on train: *out, its training seconds and saved size. */
+/* CPU seconds of this thread (training is single-threaded: comparable on a busy machine). */
+static double bp_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Trains predictor k of the options on train: *out, its training seconds (wall, cpu) and saved
+ * size. */
 static int bp_train(const bench_predict_options *opt, const training_set *train, int k,
                     const json_t *hyper_all, FILE *progress, predictor **out, double *train_s,
-                    size_t *model_bytes, kt_error *err)
+                    double *train_cpu_s, size_t *model_bytes, kt_error *err)
 {
     strbuf bytes;
-    double t0 = kt_clock_s();
+    double t0 = kt_clock_s(), c0 = bp_cpu_s();
     int rc = -1;
     const char *kind = opt->kinds[k];
 
@@ -119,6 +130,7 @@ static int bp_train(const bench_predict_options *opt, const training_set *train,
     if (!(*out = predictor_train(kind, train, json_object_get(hyper_all, kind), opt->seed, err)))
         goto out;
     *train_s = kt_clock_s() - t0;
+    *train_cpu_s = bp_cpu_s() - c0;
     if (predictor_save(*out, &bytes, err) < 0)
         goto out;
     *model_bytes = bytes.len;
@@ -169,7 +181,7 @@ out:
 
 /* One trained predictor judged on the held-out problems: its JSON (NULL with err). */
 static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double train_s,
-                      size_t model_bytes, kt_error *err)
+                      double train_cpu_s, size_t model_bytes, kt_error *err)
 {
     int *rows = NULL, np = training_set_num_params(d->all),
         n_test = training_set_num_problems(test);
@@ -250,14 +262,15 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         }
         json_object_set_new(grid, bp_modes[m], mk);
     }
-    res = json_pack("{s:s, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
+    res = json_pack("{s:s, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
                     "s:{s:o, s:o, s:i, s:i}, s:O}",
-                    "predictor", kind, "train_s", train_s, "model_bytes", (json_int_t)model_bytes,
-                    "hyper", predictor_hyper_json(p), "decoding", grid, "top1", "median",
-                    bp_median(a.r1, a.n1), "within_1_10", bp_share(a.r1, a.n1, 1.10), "measured",
-                    a.n1, "unmeasured", a.unmeasured1, "failed", a.failed1, "top5", "median",
-                    bp_median(a.r5, a.n5), "within_1_05", bp_share(a.r5, a.n5, 1.05), "measured",
-                    a.n5, "incomplete", a.unmeasured5, "heldout", per);
+                    "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s,
+                    "model_bytes", (json_int_t)model_bytes, "hyper", predictor_hyper_json(p),
+                    "decoding", grid, "top1", "median", bp_median(a.r1, a.n1), "within_1_10",
+                    bp_share(a.r1, a.n1, 1.10), "measured", a.n1, "unmeasured", a.unmeasured1,
+                    "failed", a.failed1, "top5", "median", bp_median(a.r5, a.n5), "within_1_05",
+                    bp_share(a.r5, a.n5, 1.05), "measured", a.n5, "incomplete", a.unmeasured5,
+                    "heldout", per);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
@@ -276,7 +289,7 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     bp_data d;
     training_set *train = NULL, *test = NULL;
     json_t *hyper = NULL, *preds = json_object(), *res = NULL, *heldout = json_array();
-    double t0 = kt_clock_s(), train_s[BENCH_PREDICT_MAX_KINDS];
+    double t0 = kt_clock_s(), train_s[BENCH_PREDICT_MAX_KINDS], cpu_s[BENCH_PREDICT_MAX_KINDS];
     predictor *ps[BENCH_PREDICT_MAX_KINDS] = {NULL};
     size_t bytes[BENCH_PREDICT_MAX_KINDS];
 
@@ -304,7 +317,8 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     for (int i = 0; i < training_set_num_problems(test); i++)
         json_array_append(heldout, (json_t *)training_set_problem(test, i));
     for (int k = 0; k < opt->n_kinds; k++) {
-        if (bp_train(opt, train, k, hyper, progress, &ps[k], &train_s[k], &bytes[k], err) < 0) {
+        if (bp_train(opt, train, k, hyper, progress, &ps[k], &train_s[k], &cpu_s[k], &bytes[k],
+                     err) < 0) {
             kt_error_prefix(err, "%s", opt->kinds[k]);
             goto out;
         }
@@ -312,7 +326,7 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     if (opt->measure && bp_measure_pass(&d, test, ps, opt->n_kinds, progress, err) < 0)
         goto out;
     for (int k = 0; k < opt->n_kinds; k++) {
-        json_t *one = bp_one(&d, test, ps[k], train_s[k], bytes[k], err);
+        json_t *one = bp_one(&d, test, ps[k], train_s[k], cpu_s[k], bytes[k], err);
         if (!one) {
             kt_error_prefix(err, "%s", opt->kinds[k]);
             goto out;

@@ -36,7 +36,7 @@ void bench_predict_print_table(const json_t *res, FILE *out)
     fprintf(out, "\nheld-out problems: time of the prediction / best measured time "
                  "(targets: top-1 <= 1.10x on >= 80%%, best of top-5 <= 1.05x on >= 90%%)\n");
     fprintf(out, "%-9s %9s %8s %8s %5s %5s %8s %8s %5s %5s %9s %10s\n", "predictor", "top1 med",
-            "<=1.10x", "target", "n", "unmes", "top5 med", "<=1.05x", "n", "incpl", "train s",
+            "<=1.10x", "target", "n", "unmes", "top5 med", "<=1.05x", "n", "incpl", "train cpu",
             "bytes");
     json_object_foreach((json_t *)preds, kind, p)
     {
@@ -59,7 +59,7 @@ void bench_predict_print_table(const json_t *res, FILE *out)
         bp_num(out, json_object_get(t5, "within_1_05"), " %*.2f", 8);
         fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t5, "measured")),
                 json_integer_value(json_object_get(t5, "incomplete")));
-        fprintf(out, " %9.3f %10lld\n", json_number_value(json_object_get(p, "train_s")),
+        fprintf(out, " %8.2fs %10lld\n", json_number_value(json_object_get(p, "train_cpu_s")),
                 json_integer_value(json_object_get(p, "model_bytes")));
         unmeasured += (int)json_integer_value(json_object_get(t1, "unmeasured")) +
                       (int)json_integer_value(json_object_get(t5, "incomplete"));
