@@ -18,38 +18,44 @@ static int bp_name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every <dir>/<name>.jsonl, sorted within each folder; *paths owned by the caller. */
+/* Every <dir>/<name>.jsonl, sorted within each folder; *paths owned by the caller (also on
+ * failure: free the *n entries). */
 static int bp_list(const bench_predict_options *opt, char ***paths, int *n, kt_error *err)
 {
+    DIR *dir = NULL;
+    int rc = -1;
     *paths = NULL;
     *n = 0;
     for (int i = 0; i < opt->n_dirs; i++) {
-        DIR *dir = opendir(opt->dirs[i]);
         struct dirent *e;
         int first = *n;
-        if (!dir)
-            return kt_error_set(err, KT_ERR_BAD_REQUEST, "--predict %s: not a readable folder",
-                                opt->dirs[i]);
+        if (!(dir = opendir(opt->dirs[i]))) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "--predict %s: not a readable folder",
+                         opt->dirs[i]);
+            goto out;
+        }
         while ((e = readdir(dir))) {
-            size_t len = strlen(e->d_name);
+            size_t len = strlen(e->d_name), cap = strlen(opt->dirs[i]) + len + 2;
             if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
                 continue;
-            char **grown = *n < BENCH_PREDICT_MAX_FILES
-                               ? realloc(*paths, (size_t)(*n + 1) * sizeof **paths)
-                               : NULL;
-            size_t cap = strlen(opt->dirs[i]) + len + 2;
-            char *p = malloc(cap);
-            if (!grown || !p) {
-                free(p);
-                closedir(dir);
-                return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "--predict: more than %d caches",
-                                    BENCH_PREDICT_MAX_FILES);
+            if (*n >= BENCH_PREDICT_MAX_FILES) {
+                kt_error_set(err, KT_ERR_OUT_OF_RANGE, "--predict: more than %d caches",
+                             BENCH_PREDICT_MAX_FILES);
+                goto out;
+            }
+            char **grown = realloc(*paths, (size_t)(*n + 1) * sizeof **paths);
+            if (grown)
+                *paths = grown;
+            char *p = grown ? malloc(cap) : NULL;
+            if (!p) {
+                kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+                goto out;
             }
             snprintf(p, cap, "%s/%s", opt->dirs[i], e->d_name);
-            *paths = grown;
             (*paths)[(*n)++] = p;
         }
         closedir(dir);
+        dir = NULL;
         qsort(*paths + first, (size_t)(*n - first), sizeof **paths, bp_name_cmp);
     }
     if (*n == 0) {
@@ -57,9 +63,13 @@ static int bp_list(const bench_predict_options *opt, char ***paths, int *n, kt_e
                      opt->dirs[0], opt->n_dirs > 1 ? " ..." : "");
         kt_error_hint(err, "write them with ktune bench --kernel K --device D --problem P "
                            "--measure-cache DIR/P.jsonl");
-        return -1;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    if (dir)
+        closedir(dir);
+    return rc;
 }
 
 static const char *bp_str(const json_t *o, const char *k)
