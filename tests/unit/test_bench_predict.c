@@ -135,6 +135,18 @@ static void measure_refuses_another_cpu(void **state)
     assert_null(res);
     assert_int_equal(err.code, KT_ERR_CONFLICT);
     assert_non_null(strstr(err.message, "cpu:Other:256"));
+    /* a cache of another kernel among them is refused, naming it */
+    snprintf(cmd, sizeof cmd,
+             "sed '1s/\"kernel\":\"gemm\"/\"kernel\":\"conv2d\"/' '%s'/M96_N96_K96.jsonl > "
+             "'%s'/zz_other.jsonl",
+             FIXTURE, dir);
+    assert_int_equal(system(cmd), 0);
+    o.measure = 0;
+    assert_null(bench_predict_run(&o, NULL, NULL, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "zz_other.jsonl"));
+    snprintf(cmd, sizeof cmd, "rm '%s'/zz_other.jsonl", dir);
+    assert_int_equal(system(cmd), 0);
     /* without --measure: a warning, and the report */
     o.measure = 0;
     snprintf(o.kinds[0], sizeof o.kinds[0], "nearest");
