@@ -41,6 +41,8 @@ struct seq2seq {
  * drawn from seed; NULL out of memory. */
 seq2seq *seq2seq_alloc(int token_dim, int n_params, const int *n_values, const seq2seq_hyper *h,
                        uint64_t seed);
+/* How many weights a model of these sizes has (seq2seq_num_weights before allocating it). */
+size_t seq2seq_weight_count(int token_dim, int hidden, int total_values);
 /* Validates examples for m (KT_ERR_BAD_REQUEST naming the first bad one). */
 int seq2seq_check_examples(const seq2seq *m, const seq2seq_example *ex, int n, kt_error *err);
 /* Validates and defaults a hyper (NULL: every default) into *out. */

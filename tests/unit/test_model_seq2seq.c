@@ -300,6 +300,25 @@ static void save_load_round_trip(void **state)
     pos = 3;
     assert_null(seq2seq_load(copy, b.len, &pos, &err));
     assert_non_null(strstr(err.message, "format 9"));
+    /* Every single-byte corruption of the first model either loads or is refused cleanly. */
+    int refused = 0, loaded = 0;
+    for (size_t at = 3; at < 3 + one; at += at < 3 + 128 ? 1 : 97) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(copy, buf, b.len);
+            copy[at] ^= (unsigned char)(1u << bit);
+            pos = 3;
+            seq2seq *c = seq2seq_load(copy, 3 + one, &pos, &err);
+            if (c) {
+                loaded++;
+                assert_int_equal(pos, 3 + one);
+                seq2seq_free(c);
+            } else {
+                refused++;
+                assert_true(err.code == KT_ERR_BAD_REQUEST || err.code == KT_ERR_NO_MEMORY);
+            }
+        }
+    }
+    assert_true(refused > 0 && loaded > 0);
     free(copy);
     strbuf_release(&b);
     seq2seq_free(l2);
