@@ -53,9 +53,9 @@ const char *predictor_kinds(void)
     return "seq2seq, nearest, common, xgb";
 }
 
-/* The report's choice (service/bench/README.md, "Which predictor is the default"): on the cpu-shapes
- * caches the four tie on the issue's shares once compared on the same problems; nearest has the
- * smallest misses (worst top-1 1.34x; seq2seq's 29x) and costs nothing to train. */
+/* The report's choice (service/bench/README.md, "Which predictor is the default"): on the
+ * cpu-shapes caches the four tie on the issue's shares once compared on the same problems; nearest
+ * has the smallest misses (worst top-1 1.34x; seq2seq's 29x) and costs nothing to train. */
 const char *predictor_default_kind(void)
 {
     return "nearest";
