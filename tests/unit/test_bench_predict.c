@@ -2,7 +2,8 @@
  * tests/fixtures/predict-gemm (5 small gemm problems, 24 measured configurations each, cut from
  * the cpu-shapes measurements): the report runs in seconds for every predictor, has the shape the
  * README documents, and every share is in [0, 1]; the argument parser refuses what it must; and
- * --measure refuses caches recorded on another CPU class (nothing is measured here). */
+ * --measure refuses caches recorded on another CPU class, and on a copy of the fixture measures the
+ * missing predictions of the held-out problem (small gemm runs), appends them, and replays them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +160,62 @@ static void measure_refuses_another_cpu(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static long count_lines(const char *dir)
+{
+    char cmd[256];
+    long n = -1;
+    snprintf(cmd, sizeof cmd, "cat '%s'/*.jsonl | wc -l", dir);
+    FILE *f = popen(cmd, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = -1;
+        pclose(f);
+    }
+    return n;
+}
+
+/* --measure on a copy of the fixture: the missing predictions of the held-out problem are measured
+ * (a few small gemm runs on this CPU) and appended; a second run replays them and measures none. */
+static void measure_appends_then_replays(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt_bench_predict_XXXXXX", cmd[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cp '%s'/*.jsonl '%s'/", FIXTURE, dir);
+    assert_int_equal(system(cmd), 0);
+    bench_predict_options o;
+    kt_error err;
+    opts(&o, dir);
+    snprintf(o.kinds[0], sizeof o.kinds[0], "nearest");
+    o.n_kinds = 1;
+    o.measure = 1;
+    long before = count_lines(dir);
+    json_t *res = bench_predict_run(&o, NULL, NULL, &err);
+    if (!res && err.code == KT_ERR_CONFLICT) { /* the fixture was recorded on another CPU */
+        printf("  skipped: %s\n", err.message);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* our own mkdtemp folder */
+        assert_int_equal(system(cmd), 0);
+        return;
+    }
+    if (!res)
+        fail_msg("--measure: %s (%s)", err.message, err.hint);
+    const json_t *p = json_object_get(json_object_get(res, "predictors"), "nearest");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "top1"), "unmeasured")),
+                     0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "top5"), "incomplete")),
+                     0);
+    long after = count_lines(dir);
+    printf("  --measure appended %ld measurements\n", after - before);
+    assert_true(after >= before);
+    json_decref(res);
+    res = bench_predict_run(&o, NULL, NULL, &err); /* everything is in the caches now */
+    assert_non_null(res);
+    assert_int_equal(count_lines(dir), after);
+    json_decref(res);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* our own mkdtemp folder */
+    assert_int_equal(system(cmd), 0);
+}
+
 /* The whole subcommand as `ktune bench --predict ... --json FILE` runs it: exit codes and the file.
  */
 static void subcommand_exit_codes_and_json(void **state)
@@ -207,6 +264,7 @@ int main(void)
         cmocka_unit_test(report_on_fixture),
         cmocka_unit_test(measure_refuses_another_cpu),
         cmocka_unit_test(subcommand_exit_codes_and_json),
+        cmocka_unit_test(measure_appends_then_replays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
