@@ -185,8 +185,10 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
     char **paths = NULL, *text = NULL, *rest = NULL;
     int n_paths = 0, rc = -1;
     json_t *header = NULL;
+    target t;
     static const char *const same[] = {"kernel", "kernel_hash", "device", "device_class"};
 
+    memset(&t, 0, sizeof t);
     memset(d, 0, sizeof *d);
     if (!(d->warnings = json_array()) || bp_list(opt, &paths, &n_paths, err) < 0)
         goto out;
@@ -210,8 +212,7 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
                 }
             }
         }
-        target t;
-        memset(&t, 0, sizeof t);
+        target_release(&t); /* the previous cache's, when it was not kept */
         if (catalog_resolve(d->cat, bp_str(header, "kernel"), bp_str(header, "device"),
                             json_object_get(header, "problem"), &t, err) < 0) {
             kt_error_prefix(err, "%s", paths[f]);
@@ -225,10 +226,8 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
             d->all = training_set_new_from_space(t.sp, names, err);
             d->failed = d->all ? training_set_new_from_space(t.sp, names, err) : NULL;
             json_decref(names);
-            if (!d->failed) {
-                target_release(&t);
+            if (!d->failed)
                 goto out;
-            }
             for (size_t i = 0; i < 2; i++) {
                 const char *field = i == 0 ? "device_class" : "kernel_hash";
                 const char *mine = i == 0 ? t.key.device_class : t.key.kernel_hash;
@@ -240,7 +239,6 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
                                  field, bp_str(header, field), mine);
                     kt_error_hint(err, "--measure adds measurements only to caches of this CPU "
                                        "and kernel source; leave it out to replay");
-                    target_release(&t);
                     goto out;
                 }
                 bp_warn(d, progress, "the caches' %s is %s; here it is %s (spaces built here)",
@@ -248,19 +246,17 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
             }
         }
         int p = training_set_add_problem(d->all, t.problem, err);
-        if (p < 0 || training_set_add_problem(d->failed, t.problem, err) != p) {
-            target_release(&t);
+        if (p < 0 || training_set_add_problem(d->failed, t.problem, err) != p)
             goto out;
-        }
         if (p < d->n) { /* a second cache of the same problem: its trials join the first */
             bp_warn(d, progress, "%s: the same problem as %s%s", paths[f], d->probs[p].path, "");
-            target_release(&t);
             json_decref(header);
         } else {
             d->probs[p].path = paths[f];
             paths[f] = NULL;
             d->probs[p].header = header;
             d->probs[p].t = t;
+            memset(&t, 0, sizeof t); /* kept */
             d->header = d->probs[0].header;
             d->n++;
         }
@@ -271,6 +267,7 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
     }
     rc = 0;
 out:
+    target_release(&t);
     for (int f = 0; f < n_paths; f++)
         free(paths[f]);
     free(paths);
