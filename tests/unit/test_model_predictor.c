@@ -293,6 +293,37 @@ static void evaluate_skips_and_fails(void **state)
     training_set_free(te);
 }
 
+/* One tuned problem with one trial is enough for every kind (a fresh service's first model). */
+static void one_problem_one_trial(void **state)
+{
+    (void)state;
+    json_t *params = mt_params(), *args = mt_arg_names(), *pr = mt_problem(64, 64);
+    json_t *cfg = json_loads("{\"A\":4,\"B\":2,\"C\":1,\"D\":\"y\",\"E\":7}", 0, NULL);
+    kt_error err;
+    training_set *ts = training_set_new(params, args, &err);
+    int p0 = training_set_add_problem(ts, pr, &err);
+    assert_int_equal(training_set_add_trial(ts, p0, cfg, 2.5), 1);
+    space *sp = mt_space(100, 30);
+    json_t *q = mt_problem(100, 30);
+    for (int k = 0; k < N_KINDS; k++) {
+        predictor *p = train_kind(kinds[k], ts);
+        predictor_candidate c[5];
+        int n = predictor_predict(p, q, sp, 5, c, &err);
+        assert_true(n >= 1);
+        if (strcmp(kinds[k], "nearest") == 0 || strcmp(kinds[k], "common") == 0)
+            assert_true(json_equal(c[0].config, cfg)); /* the only thing they know */
+        predictor_candidates_release(c, n);
+        predictor_free(p);
+    }
+    json_decref(q);
+    space_free(sp);
+    training_set_free(ts);
+    json_decref(cfg);
+    json_decref(pr);
+    json_decref(params);
+    json_decref(args);
+}
+
 /* The same set and seed give the same bytes, for every kind. */
 static void training_is_deterministic(void **state)
 {
@@ -324,6 +355,7 @@ int main(void)
         cmocka_unit_test(refusals),
         cmocka_unit_test(training_is_deterministic),
         cmocka_unit_test(evaluate_skips_and_fails),
+        cmocka_unit_test(one_problem_one_trial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
