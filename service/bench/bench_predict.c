@@ -24,6 +24,7 @@ typedef struct bp_acc {
     long emitted[3][BP_NK];
     double *r1, *r5; /* ratios (INFINITY: the top-1 failed) */
     int n1, n5, unmeasured1, unmeasured5, failed1, n;
+    double predict_cpu_s; /* the top-5 predictions, summed */
 } bp_acc;
 
 static int bp_dbl_cmp(const void *a, const void *b)
@@ -210,8 +211,10 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         if (bp_grid(p, d, di, best, rows, score, &a, err) < 0)
             goto out;
         const json_t *problem = training_set_problem(d->all, di);
+        double c0 = bp_cpu_s();
         int n = predictor_decode(p, problem, d->probs[di].t.sp, PREDICT_CONSTRAINED, 0, BP_TOP,
                                  rows, score, err);
+        a.predict_cpu_s += bp_cpu_s() - c0;
         if (n < 0)
             goto out;
         int unknown5 = 0, known5 = 0;
@@ -262,15 +265,15 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         }
         json_object_set_new(grid, bp_modes[m], mk);
     }
-    res = json_pack("{s:s, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
-                    "s:{s:o, s:o, s:i, s:i}, s:O}",
-                    "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s,
-                    "model_bytes", (json_int_t)model_bytes, "hyper", predictor_hyper_json(p),
-                    "decoding", grid, "top1", "median", bp_median(a.r1, a.n1), "within_1_10",
-                    bp_share(a.r1, a.n1, 1.10), "measured", a.n1, "unmeasured", a.unmeasured1,
-                    "failed", a.failed1, "top5", "median", bp_median(a.r5, a.n5), "within_1_05",
-                    bp_share(a.r5, a.n5, 1.05), "measured", a.n5, "incomplete", a.unmeasured5,
-                    "heldout", per);
+    res = json_pack(
+        "{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
+        "s:{s:o, s:o, s:i, s:i}, s:O}",
+        "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s, "predict_cpu_ms",
+        a.n ? 1e3 * a.predict_cpu_s / a.n : 0.0, "model_bytes", (json_int_t)model_bytes, "hyper",
+        predictor_hyper_json(p), "decoding", grid, "top1", "median", bp_median(a.r1, a.n1),
+        "within_1_10", bp_share(a.r1, a.n1, 1.10), "measured", a.n1, "unmeasured", a.unmeasured1,
+        "failed", a.failed1, "top5", "median", bp_median(a.r5, a.n5), "within_1_05",
+        bp_share(a.r5, a.n5, 1.05), "measured", a.n5, "incomplete", a.unmeasured5, "heldout", per);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:

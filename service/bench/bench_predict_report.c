@@ -35,9 +35,9 @@ void bench_predict_print_table(const json_t *res, FILE *out)
         fprintf(out, "warning: %s\n", json_string_value(w));
     fprintf(out, "\nheld-out problems: time of the prediction / best measured time "
                  "(targets: top-1 <= 1.10x on >= 80%%, best of top-5 <= 1.05x on >= 90%%)\n");
-    fprintf(out, "%-9s %9s %8s %8s %5s %5s %8s %8s %5s %5s %9s %10s\n", "predictor", "top1 med",
+    fprintf(out, "%-9s %9s %8s %8s %5s %5s %8s %8s %5s %5s %9s %10s %8s\n", "predictor", "top1 med",
             "<=1.10x", "target", "n", "unmes", "top5 med", "<=1.05x", "n", "incpl", "train cpu",
-            "bytes");
+            "bytes", "pred ms");
     json_object_foreach((json_t *)preds, kind, p)
     {
         const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
@@ -59,8 +59,9 @@ void bench_predict_print_table(const json_t *res, FILE *out)
         bp_num(out, json_object_get(t5, "within_1_05"), " %*.2f", 8);
         fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t5, "measured")),
                 json_integer_value(json_object_get(t5, "incomplete")));
-        fprintf(out, " %8.2fs %10lld\n", json_number_value(json_object_get(p, "train_cpu_s")),
-                json_integer_value(json_object_get(p, "model_bytes")));
+        fprintf(out, " %8.2fs %10lld %8.3f\n", json_number_value(json_object_get(p, "train_cpu_s")),
+                json_integer_value(json_object_get(p, "model_bytes")),
+                json_number_value(json_object_get(p, "predict_cpu_ms")));
         unmeasured += (int)json_integer_value(json_object_get(t1, "unmeasured")) +
                       (int)json_integer_value(json_object_get(t5, "incomplete"));
     }
