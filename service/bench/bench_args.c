@@ -7,6 +7,7 @@
 #include "search/searcher.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_history.h"
+#include "bench/bench_predict.h"
 
 static void bench_usage(FILE *out)
 {
@@ -35,6 +36,7 @@ static void bench_usage(FILE *out)
             searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_HISTORY_MAX_FIRST,
             BENCH_HISTORY_DEFAULT_FIRST);
     bench_device_usage(out);
+    bench_predict_usage(out);
 }
 
 int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out)
