@@ -143,9 +143,10 @@ static int parse_options(const api_context *svc, const http_request *req, best_q
 /* The part every answer shares: the key and the canonical problem, and where it came from. */
 static json_t *answer_new(const target *t, const char *source)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:O, s:s}", "kernel", t->key.kernel, "device",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "kernel", t->key.kernel, "device",
                      t->key.device, "device_class", t->key.device_class, "kernel_hash",
-                     t->key.kernel_hash, "problem", t->problem, "source", source);
+                     t->key.kernel_hash, "toolchain", t->key.toolchain, "problem", t->problem,
+                     "source", source);
 }
 
 /* Queues a budgeted job for the key unless one is queued or running: *out
@@ -210,8 +211,9 @@ static void no_best(const target *t, const best_query *q, const json_t *queued, 
                        : q->from == BEST_FROM_PREDICTED ? "predicted"
                                                         : "measured or predicted";
     kt_error_set(err, KT_ERR_NO_BEST,
-                 "no %s configuration of kernel %s is known for device class %s and problem %s",
-                 what, t->key.kernel, t->key.device_class, t->key.problem_key);
+                 "no %s configuration of kernel %s is known for device class %s, toolchain %s and "
+                 "problem %s",
+                 what, t->key.kernel, t->key.device_class, t->key.toolchain, t->key.problem_key);
     if (queued)
         kt_error_hint(err, "job %lld tunes it (tune_on_miss); ask again when it has finished",
                       (long long)json_integer_value(json_object_get(queued, "job_id")));
