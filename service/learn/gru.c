@@ -188,12 +188,18 @@ void learn_gru_zero_grad(learn_gru *g)
 
 void learn_gru_backward(learn_gru *g, const double *d_out, double *d_x)
 {
+    learn_gru_backward_seq(g, d_out, NULL, d_x, NULL);
+}
+
+void learn_gru_backward_seq(learn_gru *g, const double *d_out, const double *d_h, double *d_x,
+                            double *d_h0)
+{
     int H = g->n_hidden, NI = g->n_in, O = g->n_out, T = g->steps;
     double *dh = g->dh; /* dL/dh_t, carried back from step t+1 */
 
-    if (T == 0)
-        return;
     memset(dh, 0, (size_t)H * sizeof *dh);
+    if (T == 0)
+        goto out;
     for (int t = T - 1; t >= 0; t--) {
         size_t th = (size_t)t * (size_t)H;
         const double *z = g->z + th, *r = g->r + th, *n = g->n + th, *gn = g->gn + th;
@@ -201,8 +207,12 @@ void learn_gru_backward(learn_gru *g, const double *d_out, double *d_x)
         double *da = g->da + 3 * th, *du = g->du + 3 * th;
 
         /* dh += V^T dy_t: the output's share, on top of what step t+1 sent back. */
-        cblas_dgemv(CblasRowMajor, CblasTrans, O, H, 1.0, g->V, H, d_out + (size_t)t * (size_t)O, 1,
-                    1.0, dh, 1);
+        if (d_out)
+            cblas_dgemv(CblasRowMajor, CblasTrans, O, H, 1.0, g->V, H,
+                        d_out + (size_t)t * (size_t)O, 1, 1.0, dh, 1);
+        if (d_h)
+            for (int j = 0; j < H; j++)
+                dh[j] += d_h[th + (size_t)j];
         for (int j = 0; j < H; j++) {
             double dn = dh[j] * (1.0 - z[j]);
             double dz = dh[j] * (hp[j] - n[j]);
@@ -235,15 +245,19 @@ void learn_gru_backward(learn_gru *g, const double *d_out, double *d_x)
     }
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, H, T, 1.0, g->du, 3 * H, g->h, H,
                 1.0, g->dU, H);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, H, T, 1.0, d_out, O, g->h + H, H, 1.0,
-                g->dV, H);
+    if (d_out)
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, H, T, 1.0, d_out, O, g->h + H, H,
+                    1.0, g->dV, H);
     for (int t = 0; t < T; t++) {
         size_t t3 = (size_t)t * 3 * (size_t)H;
         for (int j = 0; j < 3 * H; j++) {
             g->dbw[j] += g->da[t3 + (size_t)j];
             g->dbu[j] += g->du[t3 + (size_t)j];
         }
-        for (int k = 0; k < O; k++)
+        for (int k = 0; d_out && k < O; k++)
             g->dc[k] += d_out[(size_t)t * (size_t)O + (size_t)k];
     }
+out: /* after the loop, dh is dL/dh_0 */
+    if (d_h0)
+        memcpy(d_h0, dh, (size_t)H * sizeof *d_h0);
 }

@@ -79,5 +79,15 @@ void learn_gru_zero_grad(learn_gru *g);
  * grads (so several sequences accumulate; zero them first). d_x, when not NULL, receives steps
  * rows of n_in: the gradient with respect to the inputs. */
 void learn_gru_backward(learn_gru *g, const double *d_out, double *d_x);
+/* The general form, for a GRU inside a larger network (an encoder whose states an attention reads,
+ * a decoder started from an encoder's last state). d_out: as above, or NULL when the outputs feed
+ * nothing (no gradient reaches V and c). d_h, when not NULL, holds steps rows of n_hidden: extra
+ * gradient of the loss with respect to each step's hidden state (learn_gru_hidden(g, t)), added to
+ * what flows back through the outputs and the later steps. d_x as above. d_h0, when not NULL,
+ * receives (overwrites) n_hidden values: the gradient with respect to the initial hidden state
+ * given to learn_gru_reset. learn_gru_backward(g, d_out, d_x) is learn_gru_backward_seq(g, d_out,
+ * NULL, d_x, NULL). */
+void learn_gru_backward_seq(learn_gru *g, const double *d_out, const double *d_h, double *d_x,
+                            double *d_h0);
 
 #endif

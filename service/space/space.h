@@ -81,6 +81,12 @@ int space_num_groups(const space *sp);  /* independent parameter groups */
 int space_decode(const space *sp, config_id id, int *idx);
 /* value indices -> id. Returns -1 (no error) if the configuration is not valid. */
 int space_encode(const space *sp, const int *idx, config_id *out);
+/* 1 when some valid configuration has value indices idx[0..len) for parameters 0..len-1 (len 0:
+ * 1 when the space is not empty), 0 otherwise (also for len out of [0, space_num_params] or an
+ * index out of its list). Exact: groups are independent, and within a group the assigned
+ * parameters are a prefix of its columns, found by binary search in its sorted valid list
+ * (O(log n_g) per group). Thread-safe, no allocation. Used by the constrained beam search. */
+int space_prefix_feasible(const space *sp, const int *idx, int len);
 /* {"param": value, ...} for a valid id (new reference), NULL if id >= count. */
 json_t *space_config_json(const space *sp, config_id id);
 /* Object with every parameter -> id. Errors: KT_ERR_BAD_REQUEST naming a missing, unknown or

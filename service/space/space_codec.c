@@ -66,6 +66,47 @@ int space_encode(const space *sp, const int *idx, config_id *out)
     return 0;
 }
 
+/* First position in g's sorted rows whose first m columns are >= prefix (lexicographically). */
+static uint64_t group_lower_bound(const space_group *g, const uint16_t *prefix, int m)
+{
+    uint64_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (row_cmp(g->rows + mid * (uint64_t)g->k, prefix, m) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int space_prefix_feasible(const space *sp, const int *idx, int len)
+{
+    uint16_t prefix[SPACE_HARD_MAX_PARAMS];
+    if (!sp || sp->count == 0 || len < 0 || len > sp->n_params || (len > 0 && !idx))
+        return 0;
+    for (int p = 0; p < len; p++)
+        if (idx[p] < 0 || idx[p] >= sp->params[p].n)
+            return 0;
+    /* Groups are independent, and a group's parameters ascend, so the assigned ones (index < len)
+     * are a prefix of its columns: the group can be completed iff some sorted row starts with
+     * them, and such rows are contiguous from the lower bound. */
+    for (int g = 0; g < sp->n_groups; g++) {
+        const space_group *grp = &sp->groups[g];
+        int m = 0;
+        while (m < grp->k && grp->params[m] < len) {
+            prefix[m] = (uint16_t)idx[grp->params[m]];
+            m++;
+        }
+        if (m == 0)
+            continue;
+        uint64_t pos = group_lower_bound(grp, prefix, m);
+        if (pos >= grp->n || row_cmp(grp->rows + pos * (uint64_t)grp->k, prefix, m) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 json_t *space_config_json(const space *sp, config_id id)
 {
     int idx[SPACE_HARD_MAX_PARAMS];

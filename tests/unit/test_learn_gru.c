@@ -123,6 +123,78 @@ static void gradient_matches_finite_differences(void **state)
            dense, hot, mix);
 }
 
+/* The loss of learn_gru_backward_seq's check: (when with_out) the outputs' cross-entropy, plus a
+ * fixed linear function of every hidden state, sum_t coef_t . h_t, from the initial state h0. */
+static double state_loss(learn_gru *g, const double *xs, const double *h0, const int *targets,
+                         const double *coef, int with_out, double *d_out)
+{
+    learn_gru_reset(g, h0);
+    for (int t = 0; t < 4; t++)
+        assert_non_null(learn_gru_step(g, xs + t * g->n_in));
+    double loss = with_out ? seq_loss(g, targets, d_out) : 0.0;
+    for (int t = 0; t < g->steps; t++)
+        for (int j = 0; j < g->n_hidden; j++)
+            loss += coef[t * g->n_hidden + j] * learn_gru_hidden(g, t)[j];
+    return loss;
+}
+
+/* learn_gru_backward_seq: extra gradients on the hidden states, the gradient of the initial state,
+ * and outputs that feed nothing (d_out NULL), against central differences. */
+static void backward_seq_matches_finite_differences(void **state)
+{
+    (void)state;
+    enum { I = 3, H = 5, O = 4, T = 4 };
+    for (int with_out = 0; with_out <= 1; with_out++) {
+        kt_rng rng;
+        kt_rng_seed(&rng, 7 + (uint64_t)with_out);
+        learn_gru *g = learn_gru_new(I, H, O, T, &rng);
+        assert_non_null(g);
+        for (size_t i = 0; i < g->n_params; i++)
+            g->params[i] = 0.6 * kt_rng_normal(&rng);
+        double xs[T * I], h0[H], coef[T * H], d_out[T * O], d_x[T * I], d_h0[H];
+        int targets[T];
+        for (int i = 0; i < T * I; i++)
+            xs[i] = kt_rng_normal(&rng);
+        for (int j = 0; j < H; j++)
+            h0[j] = 0.5 * kt_rng_normal(&rng);
+        for (int i = 0; i < T * H; i++)
+            coef[i] = kt_rng_normal(&rng);
+        for (int t = 0; t < T; t++)
+            targets[t] = (int)kt_rng_below(&rng, O);
+        state_loss(g, xs, h0, targets, coef, with_out, d_out);
+        learn_gru_zero_grad(g);
+        learn_gru_backward_seq(g, with_out ? d_out : NULL, coef, d_x, d_h0);
+
+        const double eps = 1e-5;
+        double worst = 0;
+        for (size_t i = 0; i < g->n_params + H + T * I; i++) {
+            double *w = i < g->n_params       ? &g->params[i]
+                        : i < g->n_params + H ? &h0[i - g->n_params]
+                                              : &xs[i - g->n_params - H];
+            double an = i < g->n_params       ? g->grads[i]
+                        : i < g->n_params + H ? d_h0[i - g->n_params]
+                                              : d_x[i - g->n_params - H];
+            double keep = *w;
+            *w = keep + eps;
+            double lp = state_loss(g, xs, h0, targets, coef, with_out, NULL);
+            *w = keep - eps;
+            double lm = state_loss(g, xs, h0, targets, coef, with_out, NULL);
+            *w = keep;
+            double num = (lp - lm) / (2 * eps), e = rel_err(an, num);
+            if (e >= 1e-5)
+                fail_msg("with_out %d, index %zu: backprop %.10g, finite differences %.10g",
+                         with_out, i, an, num);
+            worst = e > worst ? e : worst;
+        }
+        if (!with_out) /* outputs feed nothing: the head has no gradient */
+            for (size_t i = 0; i < (size_t)(O * H + O); i++)
+                assert_true(g->dV[i] == 0.0);
+        printf("gru backward_seq (state gradients, h0%s): worst relative error %.2e\n",
+               with_out ? ", outputs" : "", worst);
+        learn_gru_free(g);
+    }
+}
+
 /* A one-hot step computes what the dense step on e_hot computes. */
 static void onehot_step_matches_dense(void **state)
 {
@@ -284,6 +356,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradient_matches_finite_differences),
+        cmocka_unit_test(backward_seq_matches_finite_differences),
         cmocka_unit_test(onehot_step_matches_dense),
         cmocka_unit_test(learns_a_sequence_task),
         cmocka_unit_test(deterministic_for_a_seed),

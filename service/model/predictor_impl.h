@@ -1,0 +1,60 @@
+/* model/predictor_impl — internal to the predictor facade (nothing outside model/predictor*.c
+ * includes it): the predictor struct and the operations each algorithm provides.
+ *
+ * Each algorithm (predictor_simple.c: nearest, common; predictor_xgb.c; predictor_seq2seq.c)
+ * fills a pred_ops. The facade (predictor.c) parses the hyper-parameters, copies the layout
+ * (parameters, value counts, argument names), then calls train or load; predict / decode go
+ * through decode; save writes meta (a JSON object the facade puts on the meta line) and the binary
+ * payload. state is the algorithm's, freed by its destroy. */
+#ifndef KT_MODEL_PREDICTOR_IMPL_H
+#define KT_MODEL_PREDICTOR_IMPL_H
+
+#include "model/predictor.h"
+
+typedef struct pred_ops {
+    const char *name;
+    int (*train)(predictor *p, const training_set *ts, uint64_t seed, kt_error *err);
+    /* args: the problem (num_args numbers). Up to k rows into rows (k * np), scores into score,
+     * best first; CONSTRAINED keeps only rows valid in sp. Returns how many, -1 with err. */
+    int (*decode)(predictor *p, const double *args, const space *sp, predict_mode mode, int width,
+                  int k, int *rows, double *score, kt_error *err);
+    int (*save)(const predictor *p, json_t *meta, strbuf *bin, kt_error *err);
+    int (*load)(predictor *p, const json_t *meta, const unsigned char *bin, size_t len,
+                kt_error *err);
+    void (*destroy)(predictor *p);
+} pred_ops;
+
+struct predictor {
+    const pred_ops *ops;
+    json_t *hyper; /* every key of the kind, defaults filled */
+    int top, beam;
+    double next_weight;
+    /* seq2seq */
+    int hidden, epochs;
+    double lr;
+    /* xgb */
+    int rounds, depth;
+    json_t *params, *arg_names;
+    int np, na;
+    int *nv;
+    void *state;
+};
+
+extern const pred_ops pred_nearest_ops, pred_common_ops, pred_xgb_ops, pred_seq2seq_ops;
+
+/* 1 when row (np value indices) is a valid configuration of sp (which has the model's layout). */
+int pred_row_valid(const space *sp, const int *row);
+/* Appends row to rows[0..*n) unless already there (and *n < k); returns 1 appended, 0 not. */
+int pred_row_push(const predictor *p, int *rows, double *score, int *n, int k, const int *row,
+                  double s);
+/* Training rows of the learned kinds: for each problem, its first `top` trials with weight
+ * next_weight^i. Fills *prob (problem index), *rank (i) per row; returns the count, -1 no memory.
+ * The caller frees both. */
+int pred_training_rows(const predictor *p, const training_set *ts, int **prob, int **rank);
+/* Little-endian length-prefixed blobs in the binary payload. */
+int pred_put_blob(strbuf *bin, const void *data, size_t n);
+/* Reads a blob at *pos of bin (len bytes): *data points into bin; 0, or -1 with err. */
+int pred_get_blob(const unsigned char *bin, size_t len, size_t *pos, const unsigned char **data,
+                  size_t *n, kt_error *err);
+
+#endif

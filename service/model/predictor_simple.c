@@ -1,0 +1,385 @@
+/* model/predictor_simple — the two baselines behind the predictor facade (predictor_impl.h):
+ *
+ * nearest (Kernel Launcher's rule): keeps each training problem's arguments and its fastest `top`
+ * configurations. For a problem, the training problems are ordered by the Euclidean distance of
+ * the log2 of their arguments (ties: the order of the set); the nearest one's configurations are
+ * listed fastest first, then the next-nearest's, skipping repeats (and, constrained, the ones not
+ * valid in the space). Score: -(distance) - rank / 1000, never above the one before.
+ *
+ * common (Kernel Tuner's fallback): every configuration among the top `top` of some training
+ * problem, ranked by how many problems have it there (more first), then by its mean rank there
+ * (lower first), then by the order first seen (problems in set order, fastest first). Score: the
+ * share of problems. */
+#include "model/predictor_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nearest ---- */
+
+typedef struct near_state {
+    int n;      /* problems */
+    double *lg; /* n * na log2 arguments */
+    int *off;   /* n + 1 offsets into rows (in rows of np) */
+    int *rows;  /* fastest first per problem */
+} near_state;
+
+static double near_log2(double v)
+{
+    return log2(v < 1 ? 1 : v);
+}
+
+static void near_destroy(predictor *p)
+{
+    near_state *st = p->state;
+    if (st) {
+        free(st->lg);
+        free(st->off);
+        free(st->rows);
+        free(st);
+    }
+    p->state = NULL;
+}
+
+static near_state *near_alloc(const predictor *p, int n, int total)
+{
+    near_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->n = n;
+    st->lg = malloc((size_t)(n ? n : 1) * (size_t)p->na * sizeof *st->lg);
+    st->off = calloc((size_t)n + 1, sizeof *st->off);
+    st->rows = malloc((size_t)(total ? total : 1) * (size_t)p->np * sizeof *st->rows);
+    if (!st->lg || !st->off || !st->rows) {
+        free(st->lg);
+        free(st->off);
+        free(st->rows);
+        free(st);
+        return NULL;
+    }
+    return st;
+}
+
+static int near_train(predictor *p, const training_set *ts, uint64_t seed, kt_error *err)
+{
+    (void)seed;
+    int n = 0, total = 0;
+    for (int i = 0; i < training_set_num_problems(ts); i++) {
+        int t = training_set_num_trials(ts, i);
+        n += t > 0;
+        total += t < p->top ? t : p->top;
+    }
+    near_state *st = near_alloc(p, n, total);
+    if (!st)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    int j = 0, at = 0;
+    for (int i = 0; i < training_set_num_problems(ts); i++) {
+        int t = training_set_num_trials(ts, i);
+        if (t == 0)
+            continue;
+        const double *a = training_set_problem_args(ts, i);
+        for (int q = 0; q < p->na; q++)
+            st->lg[(size_t)j * (size_t)p->na + (size_t)q] = near_log2(a[q]);
+        st->off[j] = at;
+        for (int r = 0; r < t && r < p->top; r++, at++)
+            memcpy(st->rows + (size_t)at * (size_t)p->np, training_set_trial(ts, i, r, NULL),
+                   (size_t)p->np * sizeof *st->rows);
+        j++;
+    }
+    st->off[j] = at;
+    p->state = st;
+    return 0;
+}
+
+typedef struct near_dist {
+    double d;
+    int i;
+} near_dist;
+
+static int near_dist_cmp(const void *a, const void *b)
+{
+    const near_dist *x = a, *y = b;
+    if (x->d != y->d)
+        return x->d < y->d ? -1 : 1;
+    return x->i - y->i;
+}
+
+static int near_decode(predictor *p, const double *args, const space *sp, predict_mode mode,
+                       int width, int k, int *rows, double *score, kt_error *err)
+{
+    (void)width;
+    near_state *st = p->state;
+    near_dist *d = malloc((size_t)(st->n ? st->n : 1) * sizeof *d);
+    int n = 0;
+    if (!d)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int i = 0; i < st->n; i++) {
+        double s = 0;
+        for (int q = 0; q < p->na; q++) {
+            double x = st->lg[(size_t)i * (size_t)p->na + (size_t)q] - near_log2(args[q]);
+            s += x * x;
+        }
+        d[i].d = sqrt(s);
+        d[i].i = i;
+    }
+    qsort(d, (size_t)st->n, sizeof *d, near_dist_cmp);
+    for (int j = 0; j < st->n && n < k; j++) {
+        int i = d[j].i;
+        for (int r = st->off[i]; r < st->off[i + 1] && n < k; r++) {
+            const int *row = st->rows + (size_t)r * (size_t)p->np;
+            if (mode == PREDICT_CONSTRAINED && !pred_row_valid(sp, row))
+                continue;
+            double s = -d[j].d - (r - st->off[i]) / 1000.0;
+            if (n > 0 && s > score[n - 1])
+                s = score[n - 1]; /* a farther problem at almost the same distance */
+            pred_row_push(p, rows, score, &n, k, row, s);
+        }
+    }
+    free(d);
+    return n;
+}
+
+static json_t *pred_int_array(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) {
+        if (json_array_append_new(a, json_integer(v[i])) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+/* Reads an array of n integers each in [0, lim[i]) (lim NULL: >= 0) into out. */
+static int pred_read_ints(const json_t *a, int n, const int *lim, int *out)
+{
+    if (!json_is_array(a) || json_array_size(a) != (size_t)n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= (lim ? lim[i] : 1 << 30))
+            return -1;
+        out[i] = (int)json_integer_value(v);
+    }
+    return 0;
+}
+
+static int near_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *err)
+{
+    (void)bin;
+    const near_state *st = p->state;
+    json_t *probs = json_array();
+    for (int i = 0; probs && i < st->n; i++) {
+        json_t *lg = json_array(), *rows = json_array();
+        for (int q = 0; lg && q < p->na; q++)
+            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->na + (size_t)q]));
+        for (int r = st->off[i]; rows && r < st->off[i + 1]; r++)
+            json_array_append_new(rows,
+                                  pred_int_array(st->rows + (size_t)r * (size_t)p->np, p->np));
+        json_t *o = lg && rows ? json_pack("{s:o, s:o}", "log2_args", lg, "rows", rows) : NULL;
+        if (!o || json_array_append_new(probs, o) != 0) {
+            json_decref(probs);
+            probs = NULL;
+        }
+    }
+    if (!probs || json_object_set_new(meta, "problems", probs) != 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return 0;
+}
+
+static int near_load(predictor *p, const json_t *meta, const unsigned char *bin, size_t len,
+                     kt_error *err)
+{
+    (void)bin;
+    (void)len;
+    const json_t *probs = json_object_get(meta, "problems");
+    int n = json_is_array(probs) ? (int)json_array_size(probs) : -1, total = 0;
+    for (int i = 0; i < n; i++) {
+        const json_t *rows = json_object_get(json_array_get(probs, (size_t)i), "rows");
+        total += json_is_array(rows) ? (int)json_array_size(rows) : 0;
+    }
+    near_state *st = n >= 0 && total < (1 << 24) ? near_alloc(p, n, total) : NULL;
+    if (!st)
+        return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad \"problems\"");
+    p->state = st;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const json_t *o = json_array_get(probs, (size_t)i), *lg = json_object_get(o, "log2_args");
+        const json_t *rows = json_object_get(o, "rows");
+        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->na || !json_is_array(rows))
+            return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad problem %d", i);
+        for (int q = 0; q < p->na; q++)
+            st->lg[(size_t)i * (size_t)p->na + (size_t)q] =
+                json_number_value(json_array_get(lg, (size_t)q));
+        st->off[i] = at;
+        for (size_t r = 0; r < json_array_size(rows); r++, at++) {
+            if (pred_read_ints(json_array_get(rows, r), p->np, p->nv,
+                               st->rows + (size_t)at * (size_t)p->np) < 0)
+                return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad row");
+        }
+    }
+    st->off[n] = at;
+    return 0;
+}
+
+const pred_ops pred_nearest_ops = {"nearest", near_train, near_decode,
+                                   near_save, near_load,  near_destroy};
+
+/* ---- common ---- */
+
+typedef struct common_entry {
+    int count;
+    double rank_sum;
+    int row; /* offset into rows, in rows of np */
+} common_entry;
+
+typedef struct common_state {
+    int n_problems, n;
+    common_entry *e;
+    int *rows;
+} common_state;
+
+static void common_destroy(predictor *p)
+{
+    common_state *st = p->state;
+    if (st) {
+        free(st->e);
+        free(st->rows);
+        free(st);
+    }
+    p->state = NULL;
+}
+
+/* More problems first, then the lower mean rank, then the first seen (deterministic). */
+static int common_cmp(const void *a, const void *b)
+{
+    const common_entry *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    double mx = x->rank_sum / x->count, my = y->rank_sum / y->count;
+    if (mx != my)
+        return mx < my ? -1 : 1;
+    return x->row - y->row;
+}
+
+static int common_train(predictor *p, const training_set *ts, uint64_t seed, kt_error *err)
+{
+    (void)seed;
+    int *prob = NULL, *rank = NULL;
+    int total = pred_training_rows(p, ts, &prob, &rank), rc = -1;
+    common_state *st = calloc(1, sizeof *st);
+    if (total < 0 || !st)
+        goto oom;
+    st->e = malloc((size_t)(total ? total : 1) * sizeof *st->e);
+    st->rows = malloc((size_t)(total ? total : 1) * (size_t)p->np * sizeof *st->rows);
+    if (!st->e || !st->rows)
+        goto oom;
+    for (int i = 0; i < total; i++) {
+        const int *row = training_set_trial(ts, prob[i], rank[i], NULL);
+        int j = 0;
+        while (j < st->n && memcmp(st->rows + (size_t)st->e[j].row * (size_t)p->np, row,
+                                   (size_t)p->np * sizeof *row) != 0)
+            j++;
+        if (j == st->n) {
+            memcpy(st->rows + (size_t)j * (size_t)p->np, row, (size_t)p->np * sizeof *row);
+            st->e[j] = (common_entry){0, 0, j};
+            st->n++;
+        }
+        st->e[j].count++;
+        st->e[j].rank_sum += rank[i];
+    }
+    for (int i = 0; i < training_set_num_problems(ts); i++)
+        st->n_problems += training_set_num_trials(ts, i) > 0;
+    qsort(st->e, (size_t)st->n, sizeof *st->e, common_cmp);
+    p->state = st;
+    st = NULL;
+    rc = 0;
+    goto out;
+oom:
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    if (st) {
+        free(st->e);
+        free(st->rows);
+        free(st);
+    }
+    free(prob);
+    free(rank);
+    return rc;
+}
+
+static int common_decode(predictor *p, const double *args, const space *sp, predict_mode mode,
+                         int width, int k, int *rows, double *score, kt_error *err)
+{
+    (void)args;
+    (void)width;
+    (void)err;
+    const common_state *st = p->state;
+    int n = 0;
+    for (int j = 0; j < st->n && n < k; j++) {
+        const int *row = st->rows + (size_t)st->e[j].row * (size_t)p->np;
+        if (mode == PREDICT_CONSTRAINED && !pred_row_valid(sp, row))
+            continue;
+        pred_row_push(p, rows, score, &n, k, row, (double)st->e[j].count / st->n_problems);
+    }
+    return n;
+}
+
+static int common_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *err)
+{
+    (void)bin;
+    const common_state *st = p->state;
+    json_t *ranked = json_array();
+    for (int j = 0; ranked && j < st->n; j++) {
+        json_t *o =
+            json_pack("{s:o, s:i, s:f}", "row",
+                      pred_int_array(st->rows + (size_t)st->e[j].row * (size_t)p->np, p->np),
+                      "count", st->e[j].count, "rank_sum", st->e[j].rank_sum);
+        if (!o || json_array_append_new(ranked, o) != 0) {
+            json_decref(ranked);
+            ranked = NULL;
+        }
+    }
+    if (!ranked || json_object_set_new(meta, "ranked", ranked) != 0 ||
+        json_object_set_new(meta, "n_problems", json_integer(st->n_problems)) != 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return 0;
+}
+
+static int common_load(predictor *p, const json_t *meta, const unsigned char *bin, size_t len,
+                       kt_error *err)
+{
+    (void)bin;
+    (void)len;
+    const json_t *ranked = json_object_get(meta, "ranked");
+    const json_t *np = json_object_get(meta, "n_problems");
+    int n = json_is_array(ranked) ? (int)json_array_size(ranked) : -1;
+    if (n < 0 || n > (1 << 24) || !json_is_integer(np) || json_integer_value(np) < 1)
+        return kt_error_set(err, KT_ERR_BAD_REQUEST, "common model: bad \"ranked\"");
+    common_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    p->state = st;
+    st->n_problems = (int)json_integer_value(np);
+    st->e = malloc((size_t)(n ? n : 1) * sizeof *st->e);
+    st->rows = malloc((size_t)(n ? n : 1) * (size_t)p->np * sizeof *st->rows);
+    if (!st->e || !st->rows)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int j = 0; j < n; j++) {
+        const json_t *o = json_array_get(ranked, (size_t)j);
+        const json_t *c = json_object_get(o, "count"), *rs = json_object_get(o, "rank_sum");
+        if (!json_is_integer(c) || json_integer_value(c) < 1 || !json_is_number(rs) ||
+            pred_read_ints(json_object_get(o, "row"), p->np, p->nv,
+                           st->rows + (size_t)j * (size_t)p->np) < 0)
+            return kt_error_set(err, KT_ERR_BAD_REQUEST, "common model: bad entry %d", j);
+        st->e[j] = (common_entry){(int)json_integer_value(c), json_number_value(rs), j};
+    }
+    st->n = n;
+    return 0;
+}
+
+const pred_ops pred_common_ops = {"common",    common_train, common_decode,
+                                  common_save, common_load,  common_destroy};

@@ -1,0 +1,271 @@
+/* Unit tests of the predictor facade (model/predictor.h) on a synthetic kernel whose space depends
+ * on the problem (model_test_util.h): every built algorithm trains, predicts only configurations
+ * valid in the held-out problem's space, round-trips through save/load with identical predictions,
+ * and evaluates to metrics in [0, 1]; bad hyper-parameters, another format version and damaged
+ * bytes are refused with clear errors; nearest picks the nearest problem's best. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/predictor.h"
+
+#include "model_test_util.h"
+
+static const int train_shapes[][2] = {{4, 4},     {8, 16},   {16, 8},   {32, 32},
+                                      {64, 8},    {128, 64}, {256, 16}, {16, 256},
+                                      {512, 512}, {1024, 4}, {24, 24},  {48, 96}};
+static const int test_shapes[][2] = {{6, 6}, {100, 50}, {700, 300}, {20, 200}};
+#define N_TRAIN ((int)(sizeof train_shapes / sizeof train_shapes[0]))
+#define N_TEST  ((int)(sizeof test_shapes / sizeof test_shapes[0]))
+
+static training_set *mt_set(const int (*shapes)[2], int n)
+{
+    json_t *params = mt_params(), *args = mt_arg_names();
+    kt_error err;
+    training_set *ts = training_set_new(params, args, &err);
+    assert_non_null(ts);
+    for (int i = 0; i < n; i++)
+        assert_true(mt_add_problem(ts, shapes[i][0], shapes[i][1]) == i);
+    json_decref(params);
+    json_decref(args);
+    return ts;
+}
+
+static const char *const kinds[] = {"nearest", "common", "xgb", "seq2seq"};
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+/* Small hyper-parameters so that the learned kinds train in a second. */
+static json_t *small_hyper(const char *kind)
+{
+    if (strcmp(kind, "seq2seq") == 0)
+        return json_pack("{s:i, s:i}", "hidden", 16, "epochs", 60);
+    if (strcmp(kind, "xgb") == 0)
+        return json_pack("{s:i}", "rounds", 20);
+    return json_object();
+}
+
+/* NULL when the kind is not built in this tree (KT_ERR_NOT_IMPLEMENTED). */
+static predictor *train_kind(const char *kind, const training_set *ts)
+{
+    json_t *h = small_hyper(kind);
+    kt_error err;
+    predictor *p = predictor_train(kind, ts, h, 1, &err);
+    json_decref(h);
+    if (!p && err.code == KT_ERR_NOT_IMPLEMENTED) {
+        printf("  (%s: %s)\n", kind, err.message);
+        return NULL;
+    }
+    if (!p)
+        fail_msg("train %s: %s", kind, err.message);
+    return p;
+}
+
+static const space *space_of(void *ctx, const json_t *problem, kt_error *err)
+{
+    space **cache = ctx;
+    (void)err;
+    int m = (int)json_integer_value(json_object_get(problem, "M"));
+    for (int i = 0; i < N_TEST; i++) {
+        if (test_shapes[i][0] == m)
+            return cache[i];
+    }
+    return NULL;
+}
+
+static void every_kind_valid_and_round_trips(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, N_TRAIN), *te = mt_set(test_shapes, N_TEST);
+    space *sps[N_TEST];
+    for (int i = 0; i < N_TEST; i++)
+        assert_non_null(sps[i] = mt_space(test_shapes[i][0], test_shapes[i][1]));
+    int built = 0;
+    for (int k = 0; k < N_KINDS; k++) {
+        predictor *p = train_kind(kinds[k], tr);
+        if (!p)
+            continue;
+        built++;
+        assert_string_equal(predictor_kind(p), kinds[k]);
+        strbuf bytes;
+        kt_error err;
+        strbuf_init(&bytes, 1 << 26);
+        assert_int_equal(predictor_save(p, &bytes, &err), 0);
+        predictor *q = predictor_load((const unsigned char *)bytes.data, bytes.len, &err);
+        if (!q)
+            fail_msg("load %s: %s", kinds[k], err.message);
+        json_t *h1 = predictor_hyper_json(p), *h2 = predictor_hyper_json(q);
+        assert_true(json_equal(h1, h2));
+        json_decref(h1);
+        json_decref(h2);
+        for (int i = 0; i < N_TEST; i++) {
+            predictor_candidate a[20], b[20];
+            json_t *pr = mt_problem(test_shapes[i][0], test_shapes[i][1]);
+            int na = predictor_predict(p, pr, sps[i], 20, a, &err);
+            int nb = predictor_predict(q, pr, sps[i], 20, b, &err);
+            assert_true(na >= 1);
+            assert_int_equal(na, nb);
+            for (int j = 0; j < na; j++) {
+                config_id id;
+                /* valid in the problem's space (A*B <= M), ids match, no repeats */
+                assert_int_equal(space_config_from_json(sps[i], a[j].config, &id, &err), 0);
+                assert_true(id == a[j].id);
+                assert_true(json_equal(a[j].config, b[j].config));
+                assert_true(a[j].score == b[j].score);
+                assert_true(j == 0 || a[j].score <= a[j - 1].score + 1e-12);
+                for (int l = 0; l < j; l++)
+                    assert_true(a[l].id != a[j].id);
+            }
+            predictor_candidates_release(a, na);
+            predictor_candidates_release(b, nb);
+            json_decref(pr);
+        }
+        json_t *ev = predictor_evaluate(q, te, space_of, sps, &err);
+        if (!ev)
+            fail_msg("evaluate %s: %s", kinds[k], err.message);
+        double acc = json_number_value(json_object_get(ev, "param_accuracy"));
+        double per = json_number_value(json_object_get(ev, "perfect"));
+        double w = json_number_value(json_object_get(ev, "top1_within_1_10"));
+        printf("  %-8s %zu bytes: accuracy %.2f perfect %.2f within 1.10x %.2f, median %.3f\n",
+               kinds[k], bytes.len, acc, per, w,
+               json_number_value(json_object_get(ev, "top1_ratio_median")));
+        assert_int_equal(json_integer_value(json_object_get(ev, "problems")), N_TEST);
+        assert_int_equal(json_integer_value(json_object_get(ev, "measured")), N_TEST);
+        assert_true(acc >= 0 && acc <= 1 && per >= 0 && per <= 1 && w >= 0 && w <= 1);
+        assert_int_equal(json_array_size(json_object_get(ev, "heldout")), N_TEST);
+        json_decref(ev);
+        strbuf_release(&bytes);
+        predictor_free(p);
+        predictor_free(q);
+    }
+    assert_true(built >= 2);
+    for (int i = 0; i < N_TEST; i++)
+        space_free(sps[i]);
+    training_set_free(tr);
+    training_set_free(te);
+}
+
+static void nearest_takes_the_nearest(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, N_TRAIN);
+    predictor *p = train_kind("nearest", tr);
+    /* (120, 70) is nearest to (128, 64): its best first */
+    json_t *pr = mt_problem(120, 70);
+    space *sp = mt_space(120, 70);
+    predictor_candidate c[3];
+    kt_error err;
+    int n = predictor_predict(p, pr, sp, 3, c, &err);
+    assert_int_equal(n, 3);
+    const int *best = training_set_trial(tr, 5, 0, NULL);
+    json_t *bj = training_set_config_json(tr, best);
+    assert_true(json_equal(bj, c[0].config));
+    /* a space where that best is invalid (M = 2: A*B <= 2) gets only valid ones */
+    space *small = mt_space(2, 70);
+    predictor_candidate d[5];
+    json_t *pr2 = mt_problem(2, 70);
+    int m = predictor_predict(p, pr2, small, 5, d, &err);
+    assert_true(m >= 1);
+    for (int i = 0; i < m; i++) {
+        config_id id;
+        assert_int_equal(space_config_from_json(small, d[i].config, &id, &err), 0);
+    }
+    predictor_candidates_release(c, n);
+    predictor_candidates_release(d, m);
+    json_decref(bj);
+    json_decref(pr);
+    json_decref(pr2);
+    space_free(sp);
+    space_free(small);
+    predictor_free(p);
+    training_set_free(tr);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, 4);
+    kt_error err;
+    json_t *bad = json_pack("{s:i}", "topp", 3);
+    assert_null(predictor_train("nearest", tr, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "topp"));
+    json_decref(bad);
+    bad = json_pack("{s:i}", "rounds", 3); /* an xgb key is not nearest's */
+    assert_null(predictor_train("nearest", tr, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+    bad = json_pack("{s:f}", "next_weight", 1.5);
+    assert_null(predictor_train("common", tr, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+    bad = json_pack("{s:f}", "top", 2.5);
+    assert_null(predictor_train("common", tr, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+    assert_null(predictor_train("forest", tr, NULL, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_false(predictor_kind_exists("forest"));
+    assert_true(predictor_kind_exists(predictor_default_kind()));
+    /* no problem */
+    json_t *params = mt_params(), *args = mt_arg_names();
+    training_set *empty = training_set_new(params, args, &err);
+    assert_null(predictor_train("common", empty, NULL, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    /* format version, magic, damage */
+    predictor *p = predictor_train("common", tr, NULL, 1, &err);
+    assert_non_null(p);
+    strbuf b;
+    strbuf_init(&b, 1 << 24);
+    assert_int_equal(predictor_save(p, &b, &err), 0);
+    assert_true(strncmp(b.data, "ktune-model 1 common\n", 21) == 0);
+    b.data[12] = '9';
+    assert_null(predictor_load((unsigned char *)b.data, b.len, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    assert_string_equal(err.message, "model format 9, this build reads 1");
+    b.data[12] = '1';
+    b.data[0] = 'x';
+    assert_null(predictor_load((unsigned char *)b.data, b.len, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    b.data[0] = 'k';
+    assert_null(predictor_load((unsigned char *)b.data, b.len / 2, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    /* a space of other parameters */
+    json_t *op = json_loads("[{\"name\":\"A\",\"values\":[1,2]}]", 0, NULL);
+    space *other = space_new(op, NULL, NULL, NULL, &err);
+    predictor_candidate c[1];
+    json_t *pr = mt_problem(8, 8);
+    assert_int_equal(predictor_predict(p, pr, other, 1, c, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    assert_int_equal(predictor_predict(p, pr, other, 101, c, &err), -1);
+    assert_int_equal(err.code, KT_ERR_OUT_OF_RANGE);
+    json_t *badp = json_pack("{s:i}", "M", 8);
+    space *sp = mt_space(8, 8);
+    assert_int_equal(predictor_predict(p, badp, sp, 1, c, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    space_free(sp);
+    json_decref(badp);
+    json_decref(pr);
+    json_decref(op);
+    space_free(other);
+    strbuf_release(&b);
+    predictor_free(p);
+    json_decref(params);
+    json_decref(args);
+    training_set_free(empty);
+    training_set_free(tr);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_kind_valid_and_round_trips),
+        cmocka_unit_test(nearest_takes_the_nearest),
+        cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
