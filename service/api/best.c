@@ -249,8 +249,6 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     if (parse_options(svc, req, &q, &err) < 0)
         goto fail;
-    if (q.tune_on_miss && api_authorize(svc, req, res) < 0)
-        goto out;
     if (http_query_each(req, collect_problem_arg, &pc)) {
         kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
                      BEST_MAX_PROBLEM_ARGS);
@@ -274,9 +272,13 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     json_decref(answer);
     answer = NULL;
     kt_error_clear(&err);
-    if (!found && q.tune_on_miss &&
-        queue_on_miss(svc, c, &key_only, q.tune_on_miss, &queued, &err) < 0)
-        goto fail;
+    if (!found && q.tune_on_miss) {
+        /* Queueing is a write: it needs the token (a hit never does). */
+        if (api_authorize(svc, req, res) < 0)
+            goto out;
+        if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, &queued, &err) < 0)
+            goto fail;
+    }
     if (q.from != BEST_FROM_MEASURED) {
         if (catalog_resolve(svc->cat, kernel, device, pc.problem, &full, &err) < 0)
             goto fail;
