@@ -28,6 +28,9 @@ int api_check_query(const http_request *req, const char *const *allowed, kt_erro
 /* Parses a decimal integer in [min, max] from a query argument; absent -> *out = def. */
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
                  long long def, long long *out, kt_error *err);
+/* The same for a value already read (s NULL: absent); key names it in the error. */
+int api_parse_ll(const char *key, const char *s, long long min, long long max, long long def,
+                 long long *out, kt_error *err);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);

@@ -64,32 +64,31 @@ static json_t *value_from_text(const char *s)
     return arr;
 }
 
-typedef struct problem_collect {
-    json_t *problem;
-    int count;
-} problem_collect;
-
-/* The query parameters of GET /v1/best that are not problem arguments. */
+/* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
+ * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
 static const char *const best_options[] = {"kernel", "device",       "source", "fallback",
                                            "k",      "tune_on_miss", NULL};
+enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
 
-static int is_option(const char *key)
+/* One pass over the query: the options by exact name, every other parameter a problem argument. */
+typedef struct best_args {
+    const char *opt[OPT_COUNT];
+    json_t *problem;
+    int count;
+} best_args;
+
+static int collect_arg(void *ctx, const char *key, const char *value)
 {
-    for (int i = 0; best_options[i]; i++) {
-        if (strcmp(key, best_options[i]) == 0)
-            return 1;
+    best_args *a = ctx;
+    for (int i = 0; i < OPT_COUNT; i++) {
+        if (strcmp(key, best_options[i]) == 0) {
+            a->opt[i] = value ? value : "";
+            return 0;
+        }
     }
-    return 0;
-}
-
-static int collect_problem_arg(void *ctx, const char *key, const char *value)
-{
-    problem_collect *pc = ctx;
-    if (is_option(key))
-        return 0;
-    if (++pc->count > BEST_MAX_PROBLEM_ARGS)
+    if (++a->count > BEST_MAX_PROBLEM_ARGS)
         return 1;
-    json_object_set_new(pc->problem, key, value_from_text(value ? value : ""));
+    json_object_set_new(a->problem, key, value_from_text(value ? value : ""));
     return 0;
 }
 
@@ -103,10 +102,9 @@ typedef struct best_query {
     long long tune_on_miss; /* evaluations of the job queued on a miss; 0: none */
 } best_query;
 
-static int parse_options(const api_context *svc, const http_request *req, best_query *q,
-                         kt_error *err)
+static int parse_options(const api_context *svc, const best_args *a, best_query *q, kt_error *err)
 {
-    const char *source = http_query(req, "source"), *fallback = http_query(req, "fallback");
+    const char *source = a->opt[OPT_SOURCE], *fallback = a->opt[OPT_FALLBACK];
     memset(q, 0, sizeof *q);
     if (source && strcmp(source, "measured") == 0) {
         q->from = BEST_FROM_MEASURED;
@@ -133,9 +131,9 @@ static int parse_options(const api_context *svc, const http_request *req, best_q
         kt_error_hint(err, "leave out one of the two");
         return -1;
     }
-    if (api_query_ll(req, "k", 1, BEST_K_MAX, BEST_K_DEFAULT, &q->k, err) < 0 ||
-        api_query_ll(req, "tune_on_miss", 1, svc->cfg->max_evaluations, 0, &q->tune_on_miss, err) <
-            0)
+    if (api_parse_ll("k", a->opt[OPT_K], 1, BEST_K_MAX, BEST_K_DEFAULT, &q->k, err) < 0 ||
+        api_parse_ll("tune_on_miss", a->opt[OPT_TUNE_ON_MISS], 1, svc->cfg->max_evaluations, 0,
+                     &q->tune_on_miss, err) < 0)
         return -1;
     return 0;
 }
@@ -231,14 +229,20 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    const char *kernel = http_query(req, "kernel");
-    const char *device = http_query(req, "device");
-    problem_collect pc = {json_object(), 0};
+    best_args a = {.problem = json_object()};
+    const char *kernel = NULL, *device = NULL;
     target key_only, full;
     int have_key = 0, have_full = 0, found = 0;
     best_query q;
     json_t *answer = NULL, *queued = NULL;
     PGconn *c = NULL;
+    if (http_query_each(req, collect_arg, &a)) {
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
+                     BEST_MAX_PROBLEM_ARGS);
+        goto fail;
+    }
+    kernel = a.opt[OPT_KERNEL];
+    device = a.opt[OPT_DEVICE];
     if (!kernel || !device) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
                      "query parameters 'kernel' and 'device' are required");
@@ -247,17 +251,12 @@ void api_best_get(void *app, const http_request *req, http_response *res)
                       "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
         goto fail;
     }
-    if (parse_options(svc, req, &q, &err) < 0)
+    if (parse_options(svc, &a, &q, &err) < 0)
         goto fail;
-    if (http_query_each(req, collect_problem_arg, &pc)) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
-                     BEST_MAX_PROBLEM_ARGS);
-        goto fail;
-    }
     /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
-    if (catalog_resolve_key(svc->cat, kernel, device, pc.problem, &key_only, &err) < 0)
+    if (catalog_resolve_key(svc->cat, kernel, device, a.problem, &key_only, &err) < 0)
         goto fail;
     have_key = 1;
     c = api_db_acquire(svc, res);
@@ -280,7 +279,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
             goto fail;
     }
     if (q.from != BEST_FROM_MEASURED) {
-        if (catalog_resolve(svc->cat, kernel, device, pc.problem, &full, &err) < 0)
+        if (catalog_resolve(svc->cat, kernel, device, a.problem, &full, &err) < 0)
             goto fail;
         have_full = 1;
         int got = predicted(svc, c, &full, (int)q.k, &answer, &err);
@@ -309,7 +308,7 @@ out:
         target_release(&key_only);
     json_decref(answer);
     json_decref(queued);
-    json_decref(pc.problem);
+    json_decref(a.problem);
 }
 
 void api_best_list(void *app, const http_request *req, http_response *res)

@@ -12,8 +12,8 @@
 
 #define MODEL_KIND_PREDICTOR "predictor"
 #define MODEL_CACHE_BUCKETS  1024
-/* The key's toolchain. TODO(toolchain merge): t->key.toolchain once core/target_key.h has it. */
-#define TARGET_TOOLCHAIN(t) ""
+/* The key's toolchain (merged with i10-toolchain: core/target_key.h has it). */
+#define TARGET_TOOLCHAIN(t) ((t)->key.toolchain)
 
 /* A loaded model. users: callers between lookup and the end of their predict (never freed while
  * above 0); lock: held around predictor_predict. */

@@ -94,7 +94,8 @@ class ModelsBestTest(unittest.TestCase):
 
         # --- measured, with provenance --------------------------------------------------------
         status, _, best = self.get(best_path(TUNED[1]))
-        self.assertEqual((status, best["source"]), (200, "measured"), best)
+        self.assertEqual(status, 200, best)
+        self.assertEqual(best["source"], "measured", best)
         prov = best["provenance"]
         self.assertEqual((prov["job_id"], prov["trial_id"]), (best["job_id"], best["trial_id"]))
         self.assertGreaterEqual(prov["repeats"], 1)
@@ -168,7 +169,8 @@ class ModelsBestTest(unittest.TestCase):
         started = time.perf_counter()
         status, _, pred = self.get(best_path(UNTUNED, k=3))
         first_ms = (time.perf_counter() - started) * 1000
-        self.assertEqual((status, pred["source"]), (200, "predicted"), pred)
+        self.assertEqual(status, 200, pred)
+        self.assertEqual(pred["source"], "predicted", pred)
         self.assertEqual(pred["model"], {"id": model["id"], "algorithm": model["algorithm"],
                                          "version": model["version"]})
         self.assertEqual(pred["problem"], UNTUNED)
