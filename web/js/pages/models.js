@@ -122,11 +122,12 @@ function heldoutSection(m, charts) {
   );
   const unplotted = heldout.length - points.length;
   note.textContent = heldout.length
-    ? `${points.length} of ${heldout.length} held-out problems plotted` + (unplotted ? `; ${unplotted} predicted a configuration never measured for that problem (listed below, not plotted).` : ".") + " Below the line: the prediction was measured faster than the best (noise)."
+    ? `${points.length} of ${heldout.length} held-out problems plotted` + (unplotted ? `; ${unplotted} predicted a configuration never measured for that problem (listed below, not plotted).` : ".") + " On the dashed line: predicted as fast as the best; above it: slower, by the ratio in the table."
     : "";
   if (points.length) {
-    const lo = Math.min(...points.map((p) => Math.min(p.x, p.y)));
-    const hi = Math.max(...points.map((p) => Math.max(p.x, p.y)));
+    // The y = x line runs a little past the points on both ends (log axes: by a factor).
+    const lo = Math.min(...points.map((p) => Math.min(p.x, p.y))) / 1.25;
+    const hi = Math.max(...points.map((p) => Math.max(p.x, p.y))) * 1.25;
     const datasets = [
       { label: "held-out problem", data: points.map(({ x, y }) => ({ x, y })), backgroundColor: color(0, 0.75), pointRadius: 4 },
       { label: "y = x (predicted as fast as the best)", type: "line", data: [{ x: lo, y: lo }, { x: hi, y: hi }], borderColor: color(8, 0.7), borderDash: [5, 4], pointRadius: 0, borderWidth: 1.5 },
