@@ -179,10 +179,17 @@ class ModelsBestTest(unittest.TestCase):
         self.assertEqual(pred["score"], pred["candidates"][0]["score"])
         configs = [json.dumps(c["config"], sort_keys=True) for c in pred["candidates"]]
         self.assertEqual(len(set(configs)), len(configs), configs)
-        started = time.perf_counter()
-        status, _, again = self.get(best_path(UNTUNED, k=3))
-        print("  predicted /v1/best: first %.1f ms, cached %.1f ms" % (first_ms, (time.perf_counter() - started) * 1000))
-        self.assertEqual(again["config"], pred["config"])
+        cached, measured_ms = [], []
+        for _ in range(20):
+            started = time.perf_counter()
+            status, _, again = self.get(best_path(UNTUNED, k=3))
+            cached.append((time.perf_counter() - started) * 1000)
+            self.assertEqual((status, again["config"]), (200, pred["config"]))
+            started = time.perf_counter()
+            status, _, _ = self.get(best_path(TUNED[0]))
+            measured_ms.append((time.perf_counter() - started) * 1000)
+        print("  /v1/best latency (client side, median of 20): predicted first %.1f ms, cached %.1f ms;"
+              " measured %.1f ms" % (first_ms, sorted(cached)[10], sorted(measured_ms)[10]))
         status, _, err = self.get(best_path(UNTUNED, source="measured"))
         self.assertEqual((status, err["error"]["code"]), (404, "no_best"), err)
         status, _, own = self.get(best_path(TUNED[0], source="predicted"))
