@@ -12,12 +12,14 @@ Tunes a handful of tiny `gemm` problems on the cpu device, then:
 - `?source=measured` for an untuned problem is 404; a tuned problem answers `measured` with its
   provenance (repeats, noise) and `source=predicted` still asks the model;
 - `?tune_on_miss=N` on an untuned problem queues one job (401 without the token), a second lookup
-  names the same job with `queued: false`, and exactly one job of that problem exists.
+  names the same job with `queued: false`, and exactly one job of that problem exists; six misses sent
+  at once queue one job between them.
 """
 import json
 import math
 import os
 import sys
+import threading
 import time
 import unittest
 import urllib.parse
@@ -233,6 +235,22 @@ class ModelsBestTest(unittest.TestCase):
         status, _, now = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
         self.assertEqual((status, now["source"], now["job_id"]), (200, "measured", jid), now)
         self.assertNotIn("tune_on_miss", now)
+        # Misses at the same moment queue one job between them (an advisory lock per key).
+        other = {"M": 12, "N": 20, "K": 28}
+        replies = [None] * 6
+
+        def ask(i):
+            replies[i] = self.get(best_path(other, tune_on_miss=2, source="measured"), headers=AUTH)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(replies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([r[0] for r in replies], [404] * len(replies), replies)
+        named = {r[2]["tune_on_miss"]["job_id"] for r in replies}
+        self.assertEqual(len(named), 1, replies)
+        self.assertEqual(sum(r[2]["tune_on_miss"]["queued"] for r in replies), 1, replies)
+        self.k.wait_job(named.pop(), timeout=600)
         for bad in ("0", "1000001"):
             status, _, err = self.get(best_path(fresh, tune_on_miss=bad), headers=AUTH)
             self.assertEqual((status, err["error"]["code"]), (400, "out_of_range"), err)
