@@ -172,7 +172,8 @@ static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t
     int rc = model_cache_predict(svc->models, c, t, k, &pred, err);
     if (rc == 1) {
         *out = answer_new(t, "predicted");
-        json_object_update(*out, pred);
+        if (!*out || json_object_update(*out, pred) < 0)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing a prediction");
     }
     json_decref(pred);
     return rc;
@@ -187,19 +188,22 @@ static int nearest(PGconn *c, const target *t, json_t **out, kt_error *err)
         return -1;
     double distance = 0;
     int i = best_nearest_pick(json_object_get(problems, "problems"), t->problem, t->sp, &distance);
+    int rc = i >= 0;
     if (i >= 0) {
         json_t *e = json_array_get(json_object_get(problems, "problems"), (size_t)i);
         *out = answer_new(t, "nearest");
-        json_object_set(*out, "config", json_object_get(e, "config"));
-        json_object_set_new(
-            *out, "nearest",
-            json_pack("{s:O, s:f, s:O, s:O, s:O, s:O}", "problem", json_object_get(e, "problem"),
-                      "distance", distance, "time_ms", json_object_get(e, "time_ms"), "job_id",
-                      json_object_get(e, "job_id"), "trial_id", json_object_get(e, "trial_id"),
-                      "measured_at", json_object_get(e, "measured_at")));
+        if (!*out || json_object_set(*out, "config", json_object_get(e, "config")) < 0 ||
+            json_object_set_new(*out, "nearest",
+                                json_pack("{s:O, s:f, s:O, s:O, s:O, s:O}", "problem",
+                                          json_object_get(e, "problem"), "distance", distance,
+                                          "time_ms", json_object_get(e, "time_ms"), "job_id",
+                                          json_object_get(e, "job_id"), "trial_id",
+                                          json_object_get(e, "trial_id"), "measured_at",
+                                          json_object_get(e, "measured_at"))) < 0)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing the nearest answer");
     }
     json_decref(problems);
-    return i >= 0;
+    return rc;
 }
 
 /* 404 no_best for a miss, saying what was looked at and what would answer. */
