@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/target_key.h"
+
 #define CPUINFO_LINE_MAX (64 * 1024)
 
 /* Flags reported by the probe, in this order, when /proc/cpuinfo lists them (x86 "flags", Arm
@@ -215,8 +217,8 @@ void runner_cpu_toolchain(const char *version_output, char *out, size_t cap)
     const char *family = NULL;
     int found = 0;
 
-    if (len >= sizeof line)
-        len = sizeof line - 1;
+    if (len > TARGET_TOOLCHAIN_MAX) /* the longest toolchain a key holds */
+        len = TARGET_TOOLCHAIN_MAX;
     for (size_t i = 0; i < len; i++) /* the key is printable ASCII */
         line[i] = text[i] >= 0x20 && text[i] < 0x7f ? text[i] : '?';
     while (len > 0 && line[len - 1] == ' ')
@@ -233,10 +235,10 @@ void runner_cpu_toolchain(const char *version_output, char *out, size_t cap)
         found = v && version_token(v + strlen("version "), tok, sizeof tok);
     } else if (strstr(line, "gcc") || strstr(line, "GCC") ||
                strstr(text, "Free Software Foundation")) {
-        /* "<program> (<package version>) <version> [<date>]": "cc (Debian 12.2.0-14) 12.2.0",
-         * "gcc (GCC) 13.2.1 20230801" */
+        /* "<program> (<package version>) <version> [<date>] [(<more>)]": "cc (Debian 12.2.0-14)
+         * 12.2.0", "gcc (GCC) 13.2.1 20230801", "cc (GCC) 8.5.0 20210514 (Red Hat 8.5.0-20)" */
         family = "gcc";
-        const char *paren = strrchr(line, ')');
+        const char *paren = strchr(line, ')');
         found = first_version(line, paren ? (size_t)(paren - line) + 1 : 0, len, tok, sizeof tok);
     }
     if (family && found)

@@ -149,8 +149,9 @@ void cpu_info_read(cpu_info *info);
 json_t *cpu_probe_json(const runner *r);
 /* The toolchain results are keyed by, from the whole output of `cc --version`: "<family>
  * <version>" ("gcc 12.2.0", "clang 14.0.6"; family from the text: "clang" when it names clang,
- * "gcc" when it names gcc/GCC or the Free Software Foundation), else the first line as it is;
- * "unknown" for empty output. Writes at most cap bytes (NUL included, cap > 0). */
+ * "gcc" when it names gcc/GCC or the Free Software Foundation), else the first line as it is (at
+ * most TARGET_TOOLCHAIN_MAX characters, bytes outside printable ASCII as '?'); "unknown" for empty
+ * output. Writes at most cap bytes (NUL included, cap > 0). */
 void runner_cpu_toolchain(const char *version_output, char *out, size_t cap);
 
 /* ---- cpu_compile.c ---- */
