@@ -6,6 +6,7 @@
 
 #include "search/searcher.h"
 #include "bench/bench_device_args.h"
+#include "bench/bench_predict.h"
 
 static void bench_usage(FILE *out)
 {
@@ -25,6 +26,7 @@ static void bench_usage(FILE *out)
             "Exit codes: 0 done, 1 failure, 2 usage error.\n",
             searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS);
     bench_device_usage(out);
+    bench_predict_usage(out);
 }
 
 int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out)

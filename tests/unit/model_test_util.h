@@ -1,7 +1,7 @@
 /* model_test_util — a synthetic kernel for the model room's tests: parameters A, B, C, D whose
- * valid set depends on the problem (restriction A*B <= M), problems (M, N), and a cost with a
- * known best per problem (A tracks M, B tracks N), so that a predictor that learns does better
- * than chance. Header-only, for tests/unit/test_model_*.c. */
+ * valid set depends on the problem (restriction A*B <= M), E of one value, problems (M, N), and a
+ * cost with a known best per problem (A tracks M, B tracks N), so that a predictor that learns does
+ * better than chance. Header-only, for tests/unit/test_model_*.c. */
 #ifndef KT_TEST_MODEL_TEST_UTIL_H
 #define KT_TEST_MODEL_TEST_UTIL_H
 
@@ -13,7 +13,8 @@
 
 static const char *const mt_params_text =
     "[{\"name\":\"A\",\"values\":[1,2,4,8,16]},{\"name\":\"B\",\"values\":[1,2,4,8]},"
-    "{\"name\":\"C\",\"values\":[0,1]},{\"name\":\"D\",\"values\":[\"x\",\"y\",\"z\"]}]";
+    "{\"name\":\"C\",\"values\":[0,1]},{\"name\":\"D\",\"values\":[\"x\",\"y\",\"z\"]},"
+    "{\"name\":\"E\",\"values\":[7]}]";
 static const char *const mt_restr_text = "[\"A*B <= M\", \"C == 0 or A >= 2\"]";
 
 static json_t *mt_params(void)
@@ -63,7 +64,7 @@ static int mt_add_problem(training_set *ts, int m, int n)
     int p = training_set_add_problem(ts, pr, &err);
     json_decref(pr);
     space *sp = mt_space(m, n);
-    int idx[4];
+    int idx[5];
     for (config_id id = 0; p >= 0 && sp && id < space_count(sp); id++) {
         space_decode(sp, id, idx);
         json_t *cfg = space_config_json(sp, id);

@@ -1,8 +1,9 @@
 /* Unit tests of the predictor facade (model/predictor.h) on a synthetic kernel whose space depends
  * on the problem (model_test_util.h): every built algorithm trains, predicts only configurations
  * valid in the held-out problem's space, round-trips through save/load with identical predictions,
- * and evaluates to metrics in [0, 1]; bad hyper-parameters, another format version and damaged
- * bytes are refused with clear errors; nearest picks the nearest problem's best. */
+ * and evaluates to metrics in [0, 1]; training is deterministic for a seed; bad hyper-parameters,
+ * another format version and damaged bytes are refused with clear errors; nearest picks the nearest
+ * problem's best. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,12 +261,69 @@ static void refusals(void **state)
     training_set_free(tr);
 }
 
+static const space *space_fails(void *ctx, const json_t *problem, kt_error *err)
+{
+    (void)ctx;
+    (void)problem;
+    kt_error_set(err, KT_ERR_BAD_PROBLEM, "refused here");
+    return NULL;
+}
+
+/* predictor_evaluate: NULL without an error skips a problem, NULL with one fails the call. */
+static void evaluate_skips_and_fails(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, N_TRAIN), *te = mt_set(test_shapes, N_TEST);
+    assert_int_equal(mt_add_problem(te, 3000, 7), N_TEST); /* space_of knows no M = 3000 */
+    space *sps[N_TEST];
+    for (int i = 0; i < N_TEST; i++)
+        sps[i] = mt_space(test_shapes[i][0], test_shapes[i][1]);
+    predictor *p = train_kind("nearest", tr);
+    kt_error err;
+    json_t *ev = predictor_evaluate(p, te, space_of, sps, &err);
+    assert_non_null(ev);
+    assert_int_equal(json_integer_value(json_object_get(ev, "problems")), N_TEST);
+    json_decref(ev);
+    assert_null(predictor_evaluate(p, te, space_fails, NULL, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    predictor_free(p);
+    for (int i = 0; i < N_TEST; i++)
+        space_free(sps[i]);
+    training_set_free(tr);
+    training_set_free(te);
+}
+
+/* The same set and seed give the same bytes, for every kind. */
+static void training_is_deterministic(void **state)
+{
+    (void)state;
+    training_set *tr = mt_set(train_shapes, 6);
+    for (int k = 0; k < N_KINDS; k++) {
+        predictor *a = train_kind(kinds[k], tr), *b = train_kind(kinds[k], tr);
+        strbuf x, y;
+        kt_error err;
+        strbuf_init(&x, 1 << 26);
+        strbuf_init(&y, 1 << 26);
+        assert_int_equal(predictor_save(a, &x, &err), 0);
+        assert_int_equal(predictor_save(b, &y, &err), 0);
+        assert_int_equal(x.len, y.len);
+        assert_memory_equal(x.data, y.data, x.len);
+        strbuf_release(&x);
+        strbuf_release(&y);
+        predictor_free(a);
+        predictor_free(b);
+    }
+    training_set_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_kind_valid_and_round_trips),
         cmocka_unit_test(nearest_takes_the_nearest),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(training_is_deterministic),
+        cmocka_unit_test(evaluate_skips_and_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

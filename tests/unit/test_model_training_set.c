@@ -39,11 +39,13 @@ static void add_and_dedupe(void **state)
     assert_int_equal(training_set_add_problem(ts, b, &err), 0); /* 64.0 is 64, key order */
     assert_int_equal(training_set_num_problems(ts), 1);
     assert_string_equal(training_set_problem_key(ts, 0), "{\"M\":64,\"N\":32}");
-    json_t *c1 = json_loads("{\"A\":2,\"B\":4,\"C\":0,\"D\":\"y\"}", 0, NULL);
-    json_t *c2 = json_loads("{\"A\":4,\"B\":4,\"C\":1,\"D\":\"x\"}", 0, NULL);
-    json_t *bad1 = json_loads("{\"A\":3,\"B\":4,\"C\":0,\"D\":\"y\"}", 0, NULL); /* 3 not a value */
-    json_t *bad2 = json_loads("{\"A\":2,\"B\":4,\"D\":\"y\"}", 0, NULL);         /* C missing */
-    json_t *bad3 = json_loads("{\"A\":2,\"B\":4,\"C\":0,\"D\":1}", 0, NULL);     /* D a number */
+    json_t *c1 = json_loads("{\"A\":2,\"B\":4,\"C\":0,\"D\":\"y\",\"E\":7}", 0, NULL);
+    json_t *c2 = json_loads("{\"A\":4,\"B\":4,\"C\":1,\"D\":\"x\",\"E\":7}", 0, NULL);
+    json_t *bad1 =
+        json_loads("{\"A\":3,\"B\":4,\"C\":0,\"D\":\"y\",\"E\":7}", 0, NULL);    /* 3 not a value */
+    json_t *bad2 = json_loads("{\"A\":2,\"B\":4,\"D\":\"y\",\"E\":7}", 0, NULL); /* C missing */
+    json_t *bad3 =
+        json_loads("{\"A\":2,\"B\":4,\"C\":0,\"D\":1,\"E\":7}", 0, NULL); /* D a number */
     assert_int_equal(training_set_add_trial(ts, p, c1, 5.0), 1);
     assert_int_equal(training_set_add_trial(ts, p, c2, 3.0), 1);
     assert_int_equal(training_set_add_trial(ts, p, c1, 7.0), 1); /* higher: the 5.0 stays */
@@ -62,7 +64,7 @@ static void add_and_dedupe(void **state)
     assert_int_equal(training_set_add_trial(ts, p, c1, 2.0), 1); /* lower: moves to the top */
     r = training_set_trial(ts, p, 0, &t);
     assert_true(t == 2.0 && r[0] == 1);
-    int idx[4] = {2, 2, 1, 0};
+    int idx[5] = {2, 2, 1, 0, 0};
     assert_int_equal(training_set_find_trial(ts, p, idx, &t), 1);
     assert_true(t == 3.0);
     json_t *back = training_set_config_json(ts, idx);
@@ -138,6 +140,8 @@ static void split_is_deterministic(void **state)
         assert_true(t0 <= t1);
     }
     assert_true(differs); /* another seed, another held-out quarter (for these shapes) */
+    training_set_free(tr3);
+    training_set_free(te3);
     for (int i = 0; i < training_set_num_problems(tr1); i++) {
         for (int j = 0; j < 3; j++)
             assert_string_not_equal(training_set_problem_key(tr1, i),
@@ -151,7 +155,6 @@ static void split_is_deterministic(void **state)
     training_set_free(te2);
     training_set_free(fw);
     training_set_free(bw);
-    (void)tr3;
 }
 
 static void tokens_layout(void **state)
