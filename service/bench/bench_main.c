@@ -12,6 +12,7 @@
 #include "bench/bench_device.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_device_report.h"
+#include "bench/bench_predict.h"
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
 
@@ -109,6 +110,41 @@ out:
     return rc;
 }
 
+int bench_predict_main(int argc, char **argv, const char *exe_dir)
+{
+    bench_predict_options opt;
+    kt_error err;
+    kt_log_level level = KT_LOG_WARN;
+    char msg[1024];
+    json_t *res = NULL;
+    FILE *jf = NULL;
+    int rc = 1;
+
+    int p = bench_predict_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (p != 0) {
+        rc = bench_args_exit(p, msg);
+        goto out;
+    }
+    if (opt.log_level)
+        kt_log_parse_level(opt.log_level, &level);
+    kt_log_init(level);
+    if (bench_json_open(opt.json_path, &jf) < 0) {
+        rc = 2;
+        goto out;
+    }
+    res = bench_predict_run(&opt, exe_dir, stderr, &err);
+    if (res)
+        bench_predict_print_table(res, stdout);
+    rc = bench_finish(res, &err, &jf, opt.json_path);
+    if (!res)
+        rc = rep_exit_code(&err);
+out:
+    if (jf)
+        fclose(jf);
+    json_decref(res);
+    return rc;
+}
+
 int bench_main(int argc, char **argv, const char *exe_dir)
 {
     bench_options opt;
@@ -119,6 +155,10 @@ int bench_main(int argc, char **argv, const char *exe_dir)
     FILE *jf = NULL;
     int rc = 1;
 
+    if (bench_predict_wanted(argc, argv)) { /* --predict: the prediction report */
+        rc = bench_predict_main(argc, argv, exe_dir);
+        goto out;
+    }
     if (bench_device_wanted(argc, argv)) { /* --device: measured for real (bench_device.h) */
         rc = bench_device_main(argc, argv, exe_dir);
         goto out;

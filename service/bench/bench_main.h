@@ -12,5 +12,7 @@ int bench_main(int argc, char **argv, const char *exe_dir);
 /* The device mode alone (bench_main calls it when bench_device_wanted); same arguments and codes.
  */
 int bench_device_main(int argc, char **argv, const char *exe_dir);
+/* The prediction report alone (bench_main calls it when bench_predict_wanted: --predict). */
+int bench_predict_main(int argc, char **argv, const char *exe_dir);
 
 #endif

@@ -20,7 +20,7 @@ typedef struct pred_kind {
 } pred_kind;
 
 static const pred_kind kinds[] = {
-    {"seq2seq", K_SEQ2SEQ, NULL},
+    {"seq2seq", K_SEQ2SEQ, &pred_seq2seq_ops},
     {"nearest", K_NEAREST, &pred_nearest_ops},
     {"common", K_COMMON, &pred_common_ops},
     {"xgb", K_XGB, &pred_xgb_ops},
@@ -220,10 +220,7 @@ fail:
 /* The problem's arguments in the model's order, as training_set_args_of. */
 static int pred_args(const predictor *p, const json_t *problem, double *out, kt_error *err)
 {
-    training_set *ts = training_set_new(p->params, p->arg_names, err);
-    int rc = ts ? training_set_args_of(ts, problem, out, err) : -1;
-    training_set_free(ts);
-    return rc;
+    return training_set_args_from(p->arg_names, problem, out, err);
 }
 
 /* sp has the model's parameters: same names, order and values. */

@@ -233,7 +233,8 @@ const pred_ops pred_nearest_ops = {"nearest", near_train, near_decode,
 typedef struct common_entry {
     int count;
     double rank_sum;
-    int row; /* offset into rows, in rows of np */
+    int row;   /* offset into rows, in rows of np */
+    int first; /* the first training row that had it (problems in set order, fastest first) */
 } common_entry;
 
 typedef struct common_state {
@@ -262,34 +263,54 @@ static int common_cmp(const void *a, const void *b)
     double mx = x->rank_sum / x->count, my = y->rank_sum / y->count;
     if (mx != my)
         return mx < my ? -1 : 1;
-    return x->row - y->row;
+    return x->first - y->first;
+}
+
+typedef struct common_sort {
+    const training_set *ts;
+    const int *prob, *rank;
+    int np;
+} common_sort;
+
+/* Training rows by content, then by position (so the first of equal rows is the first seen). */
+static int common_row_cmp(const void *a, const void *b, void *ctx)
+{
+    const common_sort *c = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int r = memcmp(training_set_trial(c->ts, c->prob[x], c->rank[x], NULL),
+                   training_set_trial(c->ts, c->prob[y], c->rank[y], NULL),
+                   (size_t)c->np * sizeof(int));
+    return r ? r : x - y;
 }
 
 static int common_train(predictor *p, const training_set *ts, uint64_t seed, kt_error *err)
 {
     (void)seed;
-    int *prob = NULL, *rank = NULL;
+    int *prob = NULL, *rank = NULL, *order = NULL;
     int total = pred_training_rows(p, ts, &prob, &rank), rc = -1;
     common_state *st = calloc(1, sizeof *st);
     if (total < 0 || !st)
         goto oom;
     st->e = malloc((size_t)(total ? total : 1) * sizeof *st->e);
     st->rows = malloc((size_t)(total ? total : 1) * (size_t)p->np * sizeof *st->rows);
-    if (!st->e || !st->rows)
+    order = malloc((size_t)(total ? total : 1) * sizeof *order);
+    if (!st->e || !st->rows || !order)
         goto oom;
+    for (int i = 0; i < total; i++)
+        order[i] = i;
+    common_sort cs = {ts, prob, rank, p->np};
+    qsort_r(order, (size_t)total, sizeof *order, common_row_cmp, &cs);
     for (int i = 0; i < total; i++) {
-        const int *row = training_set_trial(ts, prob[i], rank[i], NULL);
-        int j = 0;
-        while (j < st->n && memcmp(st->rows + (size_t)st->e[j].row * (size_t)p->np, row,
-                                   (size_t)p->np * sizeof *row) != 0)
-            j++;
-        if (j == st->n) {
+        const int *row = training_set_trial(ts, prob[order[i]], rank[order[i]], NULL);
+        int j = st->n - 1;
+        if (j < 0 ||
+            memcmp(st->rows + (size_t)j * (size_t)p->np, row, (size_t)p->np * sizeof *row) != 0) {
+            j = st->n++;
             memcpy(st->rows + (size_t)j * (size_t)p->np, row, (size_t)p->np * sizeof *row);
-            st->e[j] = (common_entry){0, 0, j};
-            st->n++;
+            st->e[j] = (common_entry){0, 0, j, order[i]};
         }
         st->e[j].count++;
-        st->e[j].rank_sum += rank[i];
+        st->e[j].rank_sum += rank[order[i]];
     }
     for (int i = 0; i < training_set_num_problems(ts); i++)
         st->n_problems += training_set_num_trials(ts, i) > 0;
@@ -308,6 +329,7 @@ out:
     }
     free(prob);
     free(rank);
+    free(order);
     return rc;
 }
 
@@ -375,7 +397,7 @@ static int common_load(predictor *p, const json_t *meta, const unsigned char *bi
             pred_read_ints(json_object_get(o, "row"), p->np, p->nv,
                            st->rows + (size_t)j * (size_t)p->np) < 0)
             return kt_error_set(err, KT_ERR_BAD_REQUEST, "common model: bad entry %d", j);
-        st->e[j] = (common_entry){(int)json_integer_value(c), json_number_value(rs), j};
+        st->e[j] = (common_entry){(int)json_integer_value(c), json_number_value(rs), j, j};
     }
     st->n = n;
     return 0;

@@ -172,14 +172,18 @@ void training_set_free(training_set *ts)
     free(ts);
 }
 
-int training_set_args_of(const training_set *ts, const json_t *problem, double *out, kt_error *err)
+int training_set_args_from(const json_t *arg_names, const json_t *problem, double *out,
+                           kt_error *err)
 {
+    int na = (int)json_array_size(arg_names);
     const char *k;
     const json_t *v;
+    if (na < 1 || na > TS_MAX_ARGS)
+        return kt_error_set(err, KT_ERR_INTERNAL, "%d problem arguments", na);
     if (!json_is_object(problem))
         return kt_error_set(err, KT_ERR_BAD_PROBLEM, "the problem must be an object");
-    for (int a = 0; a < ts->na; a++) {
-        const char *name = json_string_value(json_array_get(ts->arg_names, (size_t)a));
+    for (int a = 0; a < na; a++) {
+        const char *name = json_string_value(json_array_get(arg_names, (size_t)a));
         v = json_object_get(problem, name);
         if (!json_is_number(v) || !isfinite(json_number_value(v))) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem argument %s: %s", name,
@@ -192,15 +196,18 @@ int training_set_args_of(const training_set *ts, const json_t *problem, double *
     json_object_foreach((json_t *)problem, k, v)
     {
         int known = 0;
-        for (int a = 0; a < ts->na && !known; a++)
-            known = strcmp(k, json_string_value(json_array_get(ts->arg_names, (size_t)a))) == 0;
+        for (int a = 0; a < na && !known; a++)
+            known = strcmp(k, json_string_value(json_array_get(arg_names, (size_t)a))) == 0;
         if (!known)
             return kt_error_set(err, KT_ERR_BAD_PROBLEM,
-                                "problem argument %s is not an argument "
-                                "of the kernel",
-                                k);
+                                "problem argument %s is not an argument of the kernel", k);
     }
     return 0;
+}
+
+int training_set_args_of(const training_set *ts, const json_t *problem, double *out, kt_error *err)
+{
+    return training_set_args_from(ts->arg_names, problem, out, err);
 }
 
 int training_set_add_problem(training_set *ts, const json_t *problem, kt_error *err)

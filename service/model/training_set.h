@@ -55,6 +55,9 @@ const double *training_set_problem_args(const training_set *ts, int p);
 /* The arguments of any problem object in arg_names order into out (num_args doubles); 0, or -1
  * with err (KT_ERR_BAD_PROBLEM) as training_set_add_problem would refuse it. */
 int training_set_args_of(const training_set *ts, const json_t *problem, double *out, kt_error *err);
+/* The same against an argument-name array (1..TS_MAX_ARGS names). */
+int training_set_args_from(const json_t *arg_names, const json_t *problem, double *out,
+                           kt_error *err);
 /* Trials of problem p, fastest first: count, and row i's value indices (num_params of them) and
  * time (time_ms may be NULL). */
 int training_set_num_trials(const training_set *ts, int p);

@@ -1,0 +1,102 @@
+/* bench/bench_predict_report — the tables of `ktune bench --predict` (see bench_predict.h): the
+ * users' table (time ratios against the targets, training time, size) and seed 001's decoding
+ * table (accuracy / perfect / valid for greedy, free and constrained beam at k = 1, 10, 100). */
+#include <math.h>
+#include <string.h>
+
+#include "bench/bench_predict.h"
+
+static void bp_num(FILE *out, const json_t *v, const char *fmt, int width)
+{
+    if (json_is_number(v))
+        fprintf(out, fmt, width, json_number_value(v));
+    else
+        fprintf(out, "%*s", width, json_is_string(v) ? json_string_value(v) : "-");
+}
+
+void bench_predict_print_table(const json_t *res, FILE *out)
+{
+    const json_t *preds = json_object_get(res, "predictors"), *p, *w;
+    const char *kind;
+    size_t i;
+    int unmeasured = 0;
+
+    fprintf(out,
+            "ktune bench --predict: %s on %s, %lld problems (%lld trained on, %lld held out, "
+            "seed %lld), %lld ok trials\n",
+            json_string_value(json_object_get(res, "kernel")),
+            json_string_value(json_object_get(res, "device_class")),
+            json_integer_value(json_object_get(res, "problems")),
+            json_integer_value(json_object_get(res, "train_problems")),
+            json_integer_value(json_object_get(res, "test_problems")),
+            json_integer_value(json_object_get(res, "seed")),
+            json_integer_value(json_object_get(res, "ok_trials")));
+    json_array_foreach(json_object_get(res, "warnings"), i, w)
+        fprintf(out, "warning: %s\n", json_string_value(w));
+    fprintf(out, "\nheld-out problems: time of the prediction / best measured time "
+                 "(targets: top-1 <= 1.10x on >= 80%%, best of top-5 <= 1.05x on >= 90%%)\n");
+    fprintf(out, "%-9s %9s %8s %8s %5s %5s %8s %8s %5s %5s %9s %10s\n", "predictor", "top1 med",
+            "<=1.10x", "target", "n", "unmes", "top5 med", "<=1.05x", "n", "incpl", "train s",
+            "bytes");
+    json_object_foreach((json_t *)preds, kind, p)
+    {
+        const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
+        double w1 = json_number_value(json_object_get(t1, "within_1_10"));
+        double w5 = json_number_value(json_object_get(t5, "within_1_05"));
+        fprintf(out, "%-9s", kind);
+        bp_num(out, json_object_get(t1, "median"), " %*.3f", 9);
+        bp_num(out, json_object_get(t1, "within_1_10"), " %*.2f", 8);
+        fprintf(out, " %8s",
+                !json_is_number(json_object_get(t1, "within_1_10")) ? "-"
+                : w1 >= 0.80 && json_is_number(json_object_get(t5, "within_1_05")) && w5 >= 0.90
+                    ? "both met"
+                : w1 >= 0.80                                                       ? "top1 met"
+                : json_is_number(json_object_get(t5, "within_1_05")) && w5 >= 0.90 ? "top5 met"
+                                                                                   : "missed");
+        fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t1, "measured")),
+                json_integer_value(json_object_get(t1, "unmeasured")));
+        bp_num(out, json_object_get(t5, "median"), " %*.3f", 8);
+        bp_num(out, json_object_get(t5, "within_1_05"), " %*.2f", 8);
+        fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t5, "measured")),
+                json_integer_value(json_object_get(t5, "incomplete")));
+        fprintf(out, " %9.3f %10lld\n", json_number_value(json_object_get(p, "train_s")),
+                json_integer_value(json_object_get(p, "model_bytes")));
+        unmeasured += (int)json_integer_value(json_object_get(t1, "unmeasured")) +
+                      (int)json_integer_value(json_object_get(t5, "incomplete"));
+    }
+    if (unmeasured && !json_is_true(json_object_get(res, "measure")))
+        fprintf(out, "(unmes: held-out problems whose predicted top-1 is not in the cache; incpl: "
+                     "whose top-5 has one or more not in the cache. Ratios are over the measured "
+                     "ones only; --measure measures the rest.)\n");
+
+    fprintf(out, "\nseed 001's metrics vs the best measured configuration: per-parameter accuracy "
+                 "/ perfect / valid share (k > 1: the best-matching of the k)\n");
+    fprintf(out, "%-9s %-12s %20s %20s %20s\n", "predictor", "decoding", "k=1", "k=10", "k=100");
+    static const char *const modes[] = {"greedy", "free", "constrained"};
+    static const char *const ks[] = {"1", "10", "100"};
+    json_object_foreach((json_t *)preds, kind, p)
+    {
+        for (int m = 0; m < 3; m++) {
+            const json_t *mk = json_object_get(json_object_get(p, "decoding"), modes[m]);
+            fprintf(out, "%-9s %-12s", m == 0 ? kind : "", modes[m]);
+            for (int k = 0; k < 3; k++) {
+                const json_t *c = json_object_get(mk, ks[k]);
+                char cell[32];
+                if (!c)
+                    snprintf(cell, sizeof cell, "-");
+                else if (json_is_number(json_object_get(c, "valid")))
+                    snprintf(cell, sizeof cell, "%.2f / %.2f / %.2f",
+                             json_number_value(json_object_get(c, "param_accuracy")),
+                             json_number_value(json_object_get(c, "perfect")),
+                             json_number_value(json_object_get(c, "valid")));
+                else
+                    snprintf(cell, sizeof cell, "%.2f / %.2f / -",
+                             json_number_value(json_object_get(c, "param_accuracy")),
+                             json_number_value(json_object_get(c, "perfect")));
+                fprintf(out, " %20s", cell);
+            }
+            fputc('\n', out);
+        }
+    }
+    fprintf(out, "\n%.1f s\n", json_number_value(json_object_get(res, "wall_s")));
+}

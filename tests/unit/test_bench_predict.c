@@ -1,0 +1,157 @@
+/* Unit tests of `ktune bench --predict` (bench/bench_predict.h) on the committed fixture
+ * tests/fixtures/predict-gemm (5 small gemm problems, 24 measured configurations each, cut from
+ * the cpu-shapes measurements): the report runs in seconds for every predictor, has the shape the
+ * README documents, and every share is in [0, 1]; the argument parser refuses what it must; and
+ * --measure refuses caches recorded on another CPU class (nothing is measured here). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_predict.h"
+
+#define FIXTURE KT_SOURCE_DIR "/tests/fixtures/predict-gemm"
+
+static void opts(bench_predict_options *o, const char *dir)
+{
+    static char *argv[] = {"bench",
+                           "--predict",
+                           NULL,
+                           "--seed",
+                           "3",
+                           "--hyper",
+                           "{\"seq2seq\":{\"epochs\":40,\"hidden\":16},\"xgb\":{\"rounds\":10}}",
+                           "--cpu-core",
+                           "-1"};
+    char msg[256];
+    argv[2] = (char *)dir;
+    assert_int_equal(bench_predict_parse_args(9, argv, o, msg, sizeof msg, stdout), 0);
+#ifdef KT_RUNNER_PATH
+    o->runner = KT_RUNNER_PATH;
+#endif
+    o->kernels = KT_SOURCE_DIR "/kernels";
+    o->cache_dir = "/tmp/kt_bench_predict_bin";
+}
+
+static void share(const json_t *v)
+{
+    if (json_is_null(v))
+        return;
+    assert_true(json_is_number(v));
+    assert_true(json_number_value(v) >= 0 && json_number_value(v) <= 1);
+}
+
+static void report_on_fixture(void **state)
+{
+    (void)state;
+    bench_predict_options o;
+    kt_error err;
+    opts(&o, FIXTURE);
+    assert_int_equal(o.n_kinds, 4);
+    json_t *res = bench_predict_run(&o, NULL, NULL, &err);
+    if (!res)
+        fail_msg("bench_predict_run: %s (%s)", err.message, err.hint);
+    bench_predict_print_table(res, stdout);
+    assert_string_equal(json_string_value(json_object_get(res, "kernel")), "gemm");
+    assert_int_equal(json_integer_value(json_object_get(res, "problems")), 5);
+    assert_int_equal(json_integer_value(json_object_get(res, "test_problems")), 1);
+    assert_int_equal(json_integer_value(json_object_get(res, "train_problems")), 4);
+    assert_int_equal(json_integer_value(json_object_get(res, "ok_trials")), 5 * 24);
+    const json_t *preds = json_object_get(res, "predictors"), *p;
+    const char *kind;
+    assert_int_equal(json_object_size(preds), 4);
+    json_object_foreach((json_t *)preds, kind, p)
+    {
+        assert_true(json_integer_value(json_object_get(p, "model_bytes")) > 0);
+        assert_true(json_number_value(json_object_get(p, "train_s")) >= 0);
+        const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
+        share(json_object_get(t1, "within_1_10"));
+        share(json_object_get(t5, "within_1_05"));
+        assert_int_equal(json_integer_value(json_object_get(t1, "measured")) +
+                             json_integer_value(json_object_get(t1, "unmeasured")),
+                         1);
+        static const char *const modes[] = {"greedy", "free", "constrained"};
+        for (int m = 0; m < 3; m++) {
+            const json_t *mk = json_object_get(json_object_get(p, "decoding"), modes[m]);
+            assert_int_equal(json_object_size(mk), m == 0 ? 1 : 3);
+            const char *k;
+            const json_t *c;
+            json_object_foreach((json_t *)mk, k, c)
+            {
+                share(json_object_get(c, "param_accuracy"));
+                share(json_object_get(c, "perfect"));
+                share(json_object_get(c, "valid"));
+                if (m == 2) /* constrained: every emitted configuration valid */
+                    assert_true(json_number_value(json_object_get(c, "valid")) == 1.0);
+            }
+        }
+        assert_int_equal(json_array_size(json_object_get(p, "heldout")), 1);
+    }
+    json_decref(res);
+}
+
+static void parse_refusals(void **state)
+{
+    (void)state;
+    bench_predict_options o;
+    char msg[256];
+    char *a1[] = {"bench", "--predict"};
+    assert_int_equal(bench_predict_parse_args(2, a1, &o, msg, sizeof msg, stdout), -1);
+    assert_non_null(strstr(msg, "folder"));
+    char *a2[] = {"bench", "--predict", "x", "--predictors", "nearest,forest"};
+    assert_int_equal(bench_predict_parse_args(5, a2, &o, msg, sizeof msg, stdout), -1);
+    assert_non_null(strstr(msg, "forest"));
+    char *a3[] = {"bench", "--predict", "x", "--test-fraction", "1"};
+    assert_int_equal(bench_predict_parse_args(5, a3, &o, msg, sizeof msg, stdout), -1);
+    char *a4[] = {"bench", "--predict", "x", "y", "--predictors", "xgb", "--measure"};
+    assert_int_equal(bench_predict_parse_args(7, a4, &o, msg, sizeof msg, stdout), 0);
+    assert_int_equal(o.n_dirs, 2);
+    assert_int_equal(o.n_kinds, 1);
+    assert_int_equal(o.measure, 1);
+    assert_true(bench_predict_wanted(7, a4));
+}
+
+static void measure_refuses_another_cpu(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt_bench_predict_XXXXXX", cmd[512];
+    assert_non_null(mkdtemp(dir));
+    /* the fixture with another CPU class in every header */
+    snprintf(cmd, sizeof cmd,
+             "for f in '%s'/*.jsonl; do sed '1s/\"device_class\":\"[^\"]*\"/\"device_class\":"
+             "\"cpu:Other:256\"/' \"$f\" > '%s'/$(basename \"$f\"); done",
+             FIXTURE, dir);
+    assert_int_equal(system(cmd), 0);
+    bench_predict_options o;
+    kt_error err;
+    opts(&o, dir);
+    o.measure = 1;
+    json_t *res = bench_predict_run(&o, NULL, NULL, &err);
+    assert_null(res);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    assert_non_null(strstr(err.message, "cpu:Other:256"));
+    /* without --measure: a warning, and the report */
+    o.measure = 0;
+    snprintf(o.kinds[0], sizeof o.kinds[0], "nearest");
+    o.n_kinds = 1;
+    res = bench_predict_run(&o, NULL, NULL, &err);
+    assert_non_null(res);
+    assert_true(json_array_size(json_object_get(res, "warnings")) >= 1);
+    json_decref(res);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* our own mkdtemp folder */
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(parse_refusals),
+        cmocka_unit_test(report_on_fixture),
+        cmocka_unit_test(measure_refuses_another_cpu),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
