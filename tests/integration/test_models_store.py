@@ -130,6 +130,9 @@ class ModelsStoreTest(unittest.TestCase):
         self.assertIn("param_accuracy", metrics)
         self.assertGreaterEqual(metrics["train_seconds"], 0)
         self.assertEqual(m["hyper"]["top"], 8)  # the defaults actually used are stored
+        print("\nnearest: %d bytes, trained in %.3f s, held-out param_accuracy %s, top1_ratio_median %s" % (
+            m["size_bytes"], metrics["train_seconds"], metrics["param_accuracy"], metrics.get("top1_ratio_median")),
+            file=sys.stderr)
 
     def test_2_kill9_during_training_then_restart_finishes_it(self):
         # Calibrate: a short seq2seq training tells how long an epoch takes on this machine.
@@ -137,10 +140,13 @@ class ModelsStoreTest(unittest.TestCase):
         self.assertEqual(probe["status"], "ready", probe)
         per_epoch = max(probe["metrics"]["train_seconds"], 1e-3) / 20
         epochs = int(min(100000, max(200, 12.0 / per_epoch)))  # about 12 s of training
+        type(self).long_hyper = {"epochs": epochs, "hidden": 16}
         mid = self.queue("seq2seq", {"epochs": epochs, "hidden": 16})
         claimed = self.wait_model(mid, predicate=lambda m: m["runner"] is not None, timeout=60)
+        claimed_at = time.time()
         self.assertEqual((claimed["status"], claimed["attempts"]), ("training", 1), claimed)
         time.sleep(1.5)
+        killed_after = time.time() - claimed_at
         self.k.kill9()
         m = self.model(mid)
         self.assertEqual((m["status"], m["size_bytes"], m["metrics"]), ("training", None, None), m)
@@ -148,6 +154,8 @@ class ModelsStoreTest(unittest.TestCase):
         m = self.wait_model(mid, timeout=240)
         self.assertEqual(m["status"], "ready", m)
         self.assertEqual(m["attempts"], 2)
+        print("\nseq2seq: %d epochs (%.4f s each), killed at %.1f s, finished after the restart in %.1f s" % (
+            epochs, per_epoch, killed_after, m["metrics"]["train_seconds"]), file=sys.stderr)
         self.assertEqual(m["hyper"]["epochs"], epochs)
         self.assertGreater(m["size_bytes"], 0)
         # The earlier seq2seq model of the key was superseded by this one (one ready per key).
@@ -194,6 +202,22 @@ class ModelsStoreTest(unittest.TestCase):
         self.k.start()  # no new trials since: nothing more is queued
         time.sleep(7)
         self.assertEqual(self.psql("SELECT count(*) FROM models WHERE reason = 'retrain'"), "1")
+
+    def test_5_clean_stop_during_training_lets_the_model_go(self):
+        if not hasattr(self, "long_hyper"):
+            self.skipTest("needs test_2's calibration")
+        mid = self.queue("seq2seq", self.long_hyper)
+        self.wait_model(mid, predicate=lambda m: m["runner"] is not None, timeout=60)
+        time.sleep(1)
+        t0 = time.time()
+        self.assertEqual(self.k.stop(timeout=30), 0)  # does not wait for the training to end
+        stop_seconds = time.time() - t0
+        self.assertIn("model %d: training abandoned" % mid, self.k.log_tail(200))
+        self.k.start()
+        # Let go with the attempt not counted: the restarted ktuned's claim is attempt 1 again.
+        m = self.wait_model(mid, timeout=240)
+        self.assertEqual((m["status"], m["attempts"]), ("ready", 1), m)
+        print("\nclean stop during training took %.1f s" % stop_seconds, file=sys.stderr)
 
 
 def valid_configs(dev, description):
