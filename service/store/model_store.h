@@ -77,7 +77,8 @@ typedef struct model_claim {
     int version;
     int attempts; /* including this one */
     char *kind, *algorithm, *kernel, *device_class, *kernel_hash, *toolchain, *reason;
-    json_t *hyper; /* object */
+    json_t
+        *hyper; /* as stored (an object unless the row was written by hand); NULL if unparsable */
 } model_claim;
 void model_claim_release(model_claim *m);
 

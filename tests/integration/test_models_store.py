@@ -174,9 +174,10 @@ class ModelsStoreTest(unittest.TestCase):
             self.assertEqual((m["error"]["reason"], m["error"]["code"]), (reason, code), m)
             self.assertTrue(m["error"]["message"] and m["error"]["hint"], m)
             self.assertIsNone(m["size_bytes"])
-        m = self.wait_model(self.queue("nearest", {"no_such_hyper": 1}))
-        self.assertEqual((m["status"], m["error"]["code"], m["error"]["reason"]),
-                         ("failed", "bad_option", "train_failed"), m)
+        for hyper in ({"no_such_hyper": 1}, [1]):
+            m = self.wait_model(self.queue("nearest", hyper))
+            self.assertEqual((m["status"], m["error"]["code"], m["error"]["reason"]),
+                             ("failed", "bad_option", "train_failed"), m)
 
     def test_4_enough_new_trials_queue_a_retrain(self):
         before = self.psql("SELECT id || ' ' || version FROM models WHERE status = 'ready' AND kernel = 'gemm'"
