@@ -44,6 +44,7 @@ class ModelsStoreTest(unittest.TestCase):
             status, _, devices = cls.k.get("/v1/devices")
             cpu = [d for d in devices["devices"] if d["name"] == "cpu"][0]
             cls.device_class = cpu["class"]
+            cls.toolchain = cpu.get("toolchain") or ""  # the key's toolchain (sql/004), '' before it
             status, _, kernels = cls.k.get("/v1/kernels")
             gemm = [k for k in kernels["kernels"] if k["name"] == "gemm"][0]
             cls.gemm = [d for d in gemm["devices"] if d["device"] == "cpu"][0]
@@ -81,16 +82,16 @@ class ModelsStoreTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         return out.stdout.strip()
 
-    def queue(self, algorithm, hyper=None, kernel="gemm", device_class=None, kernel_hash=None):
+    def queue(self, algorithm, hyper=None, kernel="gemm", device_class=None, kernel_hash=None, toolchain=None):
         """What POST /v1/models stores: a 'training' model, version 1 + the key's highest."""
+        key = (kernel, device_class or self.device_class, kernel_hash or self.gemm["hash"],
+               self.toolchain if toolchain is None else toolchain)
         return int(self.psql(
-            "INSERT INTO models (kind, algorithm, kernel, device_class, kernel_hash, version, status, hyper,"
-            " reason) SELECT 'predictor', '%s', '%s', '%s', '%s', COALESCE(max(version), 0) + 1, 'training',"
-            " '%s', 'requested' FROM models WHERE kind = 'predictor' AND kernel = '%s' AND device_class = '%s'"
-            " AND kernel_hash = '%s' RETURNING id" % (
-                algorithm, kernel, device_class or self.device_class, kernel_hash or self.gemm["hash"],
-                json.dumps(hyper or {}), kernel, device_class or self.device_class,
-                kernel_hash or self.gemm["hash"])).splitlines()[0])
+            "INSERT INTO models (kind, algorithm, kernel, device_class, kernel_hash, toolchain, version,"
+            " status, hyper, reason) SELECT 'predictor', '%s', '%s', '%s', '%s', '%s',"
+            " COALESCE(max(version), 0) + 1, 'training', '%s', 'requested' FROM models WHERE kind = 'predictor'"
+            " AND kernel = '%s' AND device_class = '%s' AND kernel_hash = '%s' AND toolchain = '%s'"
+            " RETURNING id" % ((algorithm,) + key + (json.dumps(hyper or {}),) + key)).splitlines()[0])
 
     def model(self, model_id):
         row = self.psql("SELECT row_to_json(m) FROM (SELECT id, status, version, attempts, runner, training,"
