@@ -9,7 +9,11 @@ runner), and the trainer thread of ktuned claims and trains them:
 - a model whose kernel hash is not the catalog's fails as kernel_changed, one of a device class this
   ktuned does not serve as target_unavailable, one with no trials as no_data;
 - --model-retrain-after N queues a retrain once N ok trials of the key arrived, and the new version
-  supersedes the old one.
+  supersedes the old one;
+- a clean stop during a training does not wait for it: the model is let go (the attempt not counted) and
+  the next start trains it;
+- with two ktuned on one database, a kill -9 of the one training a model makes the other claim it at
+  once (its runner's pid is gone) and finish it.
 """
 import itertools
 import json
@@ -221,6 +225,34 @@ class ModelsStoreTest(unittest.TestCase):
         self.assertEqual((m["status"], m["attempts"]), ("ready", 1), m)
         print("\nclean stop during training took %.1f s" % stop_seconds, file=sys.stderr)
 
+    def test_6_another_ktuned_takes_over_a_training_whose_process_died(self):
+        if not hasattr(self, "long_hyper"):
+            self.skipTest("needs test_2's calibration")
+        conninfo = "host=%s port=5432 dbname=ktune user=ktune" % os.path.join(self.k.data_dir, "pg-socket")
+        other = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=EXTRA + ["--database-url", conninfo])
+        try:
+            other.start()  # a second ktuned on the same database: two trainers compete
+            mid = self.queue("seq2seq", self.long_hyper)
+            m = self.wait_model(mid, predicate=lambda m: m["runner"] is not None, timeout=60)
+            procs = {"first": self.k, "second": other}
+            holder = [n for n, k in procs.items() if (":%d:" % k.proc.pid) in m["runner"]]
+            self.assertEqual(len(holder), 1, (m["runner"], [k.proc.pid for k in procs.values()]))
+            time.sleep(1)
+            procs[holder[0]].kill9()
+            # The survivor notices at once (a runner of this host whose pid is gone) and trains it.
+            t0 = time.time()
+            m = self.wait_model(mid, predicate=lambda m: m["attempts"] == 2, timeout=60)
+            took_over = time.time() - t0
+            m = self.wait_model(mid, timeout=240)
+            self.assertEqual((m["status"], m["attempts"]), ("ready", 2), m)
+            print("\nthe %s ktuned was killed while training; the other claimed model %d %.1f s later and "
+                  "finished it" % (holder[0], mid, took_over), file=sys.stderr)
+            if other.proc:
+                self.assertEqual(other.stop(), 0)
+            else:
+                self.k.start()
+        finally:
+            other.cleanup()
 
 def valid_configs(dev, description):
     """Every configuration of the kernel's space on this device (restrictions are Python expressions
