@@ -155,7 +155,7 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
     store_num t;
     const char *p[] = {store_ll(&t, threshold)};
     /* Per key, its newest ready model; the count of ok trials of the key's jobs above that model's
-     * max_trial_id; a new version when enough, nothing training and no failure since. The
+     * max_trial_id; a new version when enough, nothing training and no retrain failed since. The
      * one-training index makes a race with another ktuned's check lose quietly (ON CONFLICT). */
     PGresult *r = db_exec(
         c,
@@ -165,7 +165,7 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
         " due AS (SELECT n.* FROM newest n WHERE NOT EXISTS (SELECT 1 FROM models o WHERE"
         " o.kind = n.kind AND o.kernel = n.kernel AND o.device_class = n.device_class AND"
         " o.kernel_hash = n.kernel_hash AND o.toolchain = n.toolchain AND (o.status = 'training'"
-        " OR (o.status = 'failed' AND o.version > n.version)))"
+        " OR (o.status = 'failed' AND o.reason = 'retrain' AND o.version > n.version)))"
         " AND (SELECT count(*) FROM trials t JOIN jobs j ON j.id = t.job_id WHERE"
         " j.kernel = n.kernel AND j.device_class = n.device_class AND j.kernel_hash = n.kernel_hash"
         " AND COALESCE(to_jsonb(j) ->> 'toolchain', '') = n.toolchain AND t.status = 'ok'"

@@ -244,7 +244,7 @@ int model_store_claim(PGconn *c, const runner_identity *me, int stale_s, model_c
     out->reason = strdup(PQgetvalue(r, 0, 9));
     out->hyper = store_get_json(r, 0, 10);
     if (!out->kind || !out->algorithm || !out->kernel || !out->device_class || !out->kernel_hash ||
-        !out->toolchain || !out->reason || !json_is_object(out->hyper)) {
+        !out->toolchain || !out->reason) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
         model_claim_release(out);
         goto out;

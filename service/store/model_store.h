@@ -77,7 +77,8 @@ typedef struct model_claim {
     int version;
     int attempts; /* including this one */
     char *kind, *algorithm, *kernel, *device_class, *kernel_hash, *toolchain, *reason;
-    json_t *hyper; /* object */
+    json_t
+        *hyper; /* as stored (an object unless the row was written by hand); NULL if unparsable */
 } model_claim;
 void model_claim_release(model_claim *m);
 
@@ -137,8 +138,9 @@ long long model_store_new_trials(PGconn *c, const char *kind, const char *kernel
                                  const char *toolchain, kt_error *err);
 /* Queues a retrain (reason 'retrain', the newest ready model's algorithm and hyper) for every key
  * whose newest ready model has at least threshold new ok trials (as model_store_new_trials counts),
- * unless a model of the key is training or one queued after that ready model failed (a failed
- * retrain waits for a requested model). Returns how many were queued. */
+ * unless a model of the key is training or a retrain queued after that ready model failed (no
+ * retrain loop: the next one waits for a requested model to be ready). Returns how many were
+ * queued. */
 int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err);
 
 #endif

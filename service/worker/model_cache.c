@@ -1,6 +1,7 @@
 /* worker/model_cache — loaded models and cached predictions. See model_cache.h. */
 #include "worker/model_cache.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,16 +210,22 @@ out:
     return m;
 }
 
+/* A score as JSON: null when not finite (JSON has no infinities). */
+static json_t *score_json(double score)
+{
+    return isfinite(score) ? json_real(score) : json_null();
+}
+
 /* The answer JSON of n candidates of model m; NULL when out of memory. */
 static json_t *answer_json(const loaded_model *m, predictor_candidate *cands, int n)
 {
     json_t *list = json_array();
     for (int i = 0; list && i < n; i++)
-        json_array_append_new(
-            list, json_pack("{s:O, s:f}", "config", cands[i].config, "score", cands[i].score));
-    return json_pack("{s:{s:I, s:s, s:i}, s:O, s:f, s:o}", "model", "id", (json_int_t)m->id,
+        json_array_append_new(list, json_pack("{s:O, s:o}", "config", cands[i].config, "score",
+                                              score_json(cands[i].score)));
+    return json_pack("{s:{s:I, s:s, s:i}, s:O, s:o, s:o}", "model", "id", (json_int_t)m->id,
                      "algorithm", m->algorithm, "version", m->version, "config", cands[0].config,
-                     "score", cands[0].score, "candidates", list);
+                     "score", score_json(cands[0].score), "candidates", list);
 }
 
 int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json_t **out,

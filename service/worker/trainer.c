@@ -222,6 +222,11 @@ static void train_one(trainer *t, const model_claim *m)
         return;
     }
     reason = "train_failed";
+    if (!json_is_object(m->hyper)) {
+        kt_error_set(&err, KT_ERR_BAD_OPTION, "model %lld: hyper is not a JSON object", m->id);
+        kt_error_hint(&err, "hyper-parameters are an object such as {\"top\": 8}");
+        goto fail;
+    }
     if (read_data(t, m, &data, &err) < 0)
         goto fail;
     training = json_deep_copy(data.summary);

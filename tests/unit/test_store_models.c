@@ -2,117 +2,9 @@
  * applied): versions and the 409 of a second training, claims with attempts and their limit, the
  * reaper's rules (stale heartbeat, dead pid on this host), finish superseding older models in one
  * transaction, the bytes round trip, the bounded training-data window, and the retrain check. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "pg_test_util.h"
 
-#include <ftw.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include "store/db.h"
-#include "store/migrate.h"
 #include "store/model_store.h"
-#include "store/pg_cluster.h"
-
-typedef struct fixture {
-    char root[64];
-    char data_dir[128];
-    pg_cluster *cluster;
-    db_pool *pool;
-    PGconn *c;
-} fixture;
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static int group_setup(void **state)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    snprintf(f->root, sizeof f->root, "/tmp/ktune-models-test-XXXXXX");
-    if (!mkdtemp(f->root)) {
-        free(f);
-        return -1;
-    }
-    chmod(f->root, 0755); /* as root, the postgres user must traverse it */
-    snprintf(f->data_dir, sizeof f->data_dir, "%s/data", f->root);
-    int count = 0;
-    const migration *migs = migrate_builtin(&count);
-    f->cluster = pg_cluster_start(f->data_dir, &err);
-    if (f->cluster)
-        f->pool = db_pool_new(pg_cluster_conninfo(f->cluster), 2, &err);
-    if (f->pool)
-        f->c = db_acquire(f->pool, 5000, &err);
-    if (!f->c || migrate_apply(f->c, migs, count, &err) < 0) {
-        fprintf(stderr, "group setup: %s (hint: %s)\n", err.message, err.hint);
-        if (f->c)
-            db_release(f->pool, f->c);
-        db_pool_free(f->pool);
-        pg_cluster_stop(f->cluster);
-        nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    fixture *f = *state;
-    db_release(f->pool, f->c);
-    db_pool_free(f->pool);
-    pg_cluster_stop(f->cluster);
-    nftw(f->root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(f);
-    return 0;
-}
-
-static void sql(PGconn *c, const char *text)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    if (db_run(c, text, 0, NULL, &err) < 0)
-        fail_msg("%s: %s", text, err.message);
-}
-
-static long long sql_ll(PGconn *c, const char *text)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    PGresult *r = db_exec(c, text, 0, NULL, &err);
-    if (!r || PQntuples(r) < 1)
-        fail_msg("%s: %s", text, err.message);
-    long long v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return v;
-}
-
-static void sql_text(PGconn *c, const char *text, char *out, size_t cap)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    PGresult *r = db_exec(c, text, 0, NULL, &err);
-    if (!r || PQntuples(r) < 1)
-        fail_msg("%s: %s", text, err.message);
-    snprintf(out, cap, "%s", PQgetisnull(r, 0, 0) ? "<null>" : PQgetvalue(r, 0, 0));
-    PQclear(r);
-}
 
 static long long create(PGconn *c, const char *kernel, const char *hash, const char *algorithm)
 {
@@ -129,7 +21,7 @@ static const runner_identity OTHER = {"hostB:2:200", "hostB", 2};
 
 static void create_numbers_versions_and_refuses_a_second_training(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     long long id = create(f->c, "k1", "h1", "nearest"), again = 0;
     model_key k = {"predictor", "seq2seq", "k1", "class-a", "h1", ""};
@@ -165,7 +57,7 @@ static void create_numbers_versions_and_refuses_a_second_training(void **state)
 
 static void claims_count_attempts_and_give_up_after_the_limit(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     model_claim m;
     long long id = create(f->c, "k2", "h", "common");
@@ -193,7 +85,7 @@ static void claims_count_attempts_and_give_up_after_the_limit(void **state)
 
 static void dead_runners_on_this_host_are_released_at_once(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     model_claim m;
     char me_id[64], dead_id[64];
@@ -221,7 +113,7 @@ static void dead_runners_on_this_host_are_released_at_once(void **state)
 
 static void finish_supersedes_older_models_and_keeps_the_bytes(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     model_claim m;
     const unsigned char bytes[] = {'k', 0, 0xff, '\\', 'x'};
@@ -317,7 +209,7 @@ static long long add_trial(PGconn *c, long long job, int seq, int a, double ms, 
 
 static void training_data_is_the_best_few_per_problem(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     model_training_data d;
     long long j1 = add_job(f->c, "h", 1), j1b = add_job(f->c, "h", 1);
@@ -363,7 +255,7 @@ static void training_data_is_the_best_few_per_problem(void **state)
 
 static void retrain_is_queued_once_enough_new_trials_arrived(void **state)
 {
-    fixture *f = *state;
+    pg_fixture *f = *state;
     kt_error err;
     model_claim m;
     sql(f->c, "DELETE FROM models");
@@ -399,6 +291,9 @@ static void retrain_is_queued_once_enough_new_trials_arrived(void **state)
     assert_int_equal(model_store_fail(f->c, &ME, m.id, &why, "train_failed", NULL, &err), 0);
     model_claim_release(&m);
     assert_int_equal(model_store_queue_retrains(f->c, 3, &err), 0);
+    /* A requested model that failed does not stop retraining; a failed retrain does. */
+    sql(f->c, "UPDATE models SET reason = 'requested' WHERE status = 'failed'");
+    assert_int_equal(model_store_queue_retrains(f->c, 3, &err), 1);
     json_decref(training);
     json_decref(hyper);
 }
@@ -413,5 +308,5 @@ int main(void)
         cmocka_unit_test(training_data_is_the_best_few_per_problem),
         cmocka_unit_test(retrain_is_queued_once_enough_new_trials_arrived),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }
