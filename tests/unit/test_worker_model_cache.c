@@ -45,7 +45,8 @@ static long long store_ready_model(PGconn *c, const target *t, const char *kind)
     strbuf bytes;
     strbuf_init(&bytes, MODEL_MAX_BYTES);
     assert_int_equal(predictor_save(p, &bytes, &err), 0);
-    model_key k = {"predictor", kind, t->key.kernel, t->key.device_class, t->key.kernel_hash, ""};
+    model_key k = {"predictor",     kind, t->key.kernel, t->key.device_class, t->key.kernel_hash,
+                   t->key.toolchain};
     long long id = 0;
     model_claim m;
     assert_int_equal(model_store_create(c, &k, NULL, "requested", &id, &err), 0);
