@@ -6,7 +6,8 @@
 // - #/models/{id} shows its metrics and the held-out chart: one point per held-out problem whose
 //   predicted configuration was measured (predicted time against the best time), a y = x line of
 //   two points, and every held-out problem in the table (those not plotted marked so);
-// - the Best page's lookup of a problem never tuned answers "predicted" and links the model;
+// - a model trained from the page's form (with the API token) opens and is followed until ready;
+// - the Best page's lookup of a problem never tuned answers "predicted" and links the newest model;
 // - no console errors, nothing loaded from outside; screenshots at desktop and phone widths.
 //
 // Environment: KTUNE_KTUNED (the ktuned binary), KTUNE_SOURCE_DIR (the repository),
@@ -118,6 +119,27 @@ describe("models page", { timeout: 600000 }, () => {
     }
   });
 
+  it("a model trained from the form opens and is followed until ready", async () => {
+    const page = await newPage();
+    await page.goto(`${k.base}/#/models`);
+    await page.click("#token summary");
+    await page.fill("#token-input", TOKEN);
+    await page.click("#token-form button");
+    await page.click("details.start > summary");
+    await page.waitForSelector('#train-kernel option[value="gemm"]', { state: "attached" });
+    await page.selectOption("#train-kernel", "gemm");
+    await page.selectOption("#train-device", "cpu");
+    await page.selectOption("#train-algorithm", "common");
+    await page.click("#train-form button[type=submit]");
+    await page.waitForFunction((old) => /^#\/models\/\d+$/.test(location.hash) && location.hash !== `#/models/${old}`, model.id);
+    const id = Number((await page.evaluate(() => location.hash)).split("/").pop());
+    await page.waitForSelector('#model-detail[data-status="ready"]', { timeout: 60000 });
+    const m = (await k.api("GET", `/v1/models/${id}`)).body;
+    assert.equal(m.algorithm, "common");
+    assert.match(await page.locator("#model-detail").textContent(), /predictor common, version 2/);
+    await closePage(page);
+  });
+
   it("the Best lookup of a problem never tuned answers predicted and links the model", async () => {
     const page = await newPage();
     await page.goto(`${k.base}/#/best`);
@@ -127,8 +149,13 @@ describe("models page", { timeout: 600000 }, () => {
     await page.click("#lookup-form button[type=submit]");
     const hit = page.locator('#lookup-result [data-source="predicted"]');
     await hit.waitFor();
-    assert.match(await hit.textContent(), new RegExp(`predicted by model #${model.id} \\(nearest, version 1\\)`));
-    assert.equal(await hit.locator(`a[href="#/models/${model.id}"]`).count(), 1);
+    // The newest ready model of the key answers: version 2, trained from the form.
+    const newest = (await k.api("GET", "/v1/models?kernel=gemm&status=ready&limit=1")).body.models[0];
+    assert.equal(newest.version, 2);
+    const older = (await k.api("GET", `/v1/models/${model.id}`)).body;
+    assert.equal(older.status, "superseded");
+    assert.match(await hit.textContent(), new RegExp(`predicted by model #${newest.id} \\(common, version 2\\)`));
+    assert.equal(await hit.locator(`a[href="#/models/${newest.id}"]`).count(), 1);
     await closePage(page);
   });
 });

@@ -1,10 +1,11 @@
-// Models: the learned models of the service (GET /v1/models, polled every 2 s while one trains) and
+// Models: the learned models of the service (GET /v1/models, polled every 2 s while one trains), a
+// form that trains one (POST /v1/models), and
 // one model in full (#/models/{id}): its key, training set, hyper-parameters, held-out metrics, and
 // a chart of the measured time of the predicted configuration against the best measured time per
 // held-out problem (metrics.heldout; entries whose prediction was never measured are listed, not
 // plotted), with the y = x line a perfect predictor would sit on.
 
-import { get } from "../api.js";
+import { get, post } from "../api.js";
 import { makeChart, destroyChart, color } from "../charts.js";
 import { h, clear, fmtMs, fmtTime, fmtObject, fmtNum, statusBadge, errorBox } from "../dom.js";
 
@@ -20,6 +21,45 @@ function fmtRatio(v) {
 
 function fmtShare(v) {
   return typeof v === "number" && isFinite(v) ? (v * 100).toFixed(1) + "%" : "–";
+}
+
+// The predictor algorithms of POST /v1/models (service/api/openapi.json, ModelRequest.algorithm);
+// left empty, the server's default.
+const ALGORITHMS = ["seq2seq", "nearest", "common", "xgb"];
+
+// "Train a model": kernel and device from /v1/kernels, an algorithm; POST /v1/models (with the API
+// token when one is saved), then the new model's page.
+function trainForm() {
+  const kernelSel = h("select", { name: "kernel", id: "train-kernel", required: true, "aria-label": "kernel" });
+  const deviceSel = h("select", { name: "device", id: "train-device", required: true, "aria-label": "device" });
+  const algoSel = h("select", { name: "algorithm", id: "train-algorithm", "aria-label": "algorithm" }, h("option", { value: "" }, "(default)"), ALGORITHMS.map((a) => h("option", { value: a }, a)));
+  const msg = h("div", { class: "form-msg" });
+  let kernels = [];
+  const fillDevices = () => {
+    const k = kernels.find((x) => x.name === kernelSel.value);
+    clear(deviceSel, (k ? k.devices : []).map((d) => h("option", { value: d.device }, d.device)));
+  };
+  kernelSel.addEventListener("change", fillDevices);
+  get("/v1/kernels")
+    .then((kk) => {
+      kernels = kk.kernels;
+      clear(kernelSel, kernels.map((k) => h("option", { value: k.name }, k.name)));
+      fillDevices();
+    })
+    .catch((e) => clear(msg, errorBox(e)));
+  const form = h("form", { class: "inline-form", id: "train-form" }, h("label", {}, "Kernel", kernelSel), h("label", {}, "Device (its class)", deviceSel), h("label", {}, "Algorithm", algoSel), h("button", { type: "submit" }, "Train"), msg);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { kernel: kernelSel.value, device: deviceSel.value, kind: "predictor" };
+    if (algoSel.value) body.algorithm = algoSel.value;
+    try {
+      const m = await post("/v1/models", body);
+      location.hash = `#/models/${m.id}`;
+    } catch (err) {
+      clear(msg, errorBox(err));
+    }
+  });
+  return h("details", { class: "card start" }, h("summary", {}, "Train a model"), h("p", { class: "muted" }, "From every problem tuned for the kernel on the device's class (same kernel source and toolchain)."), form);
 }
 
 function listTable(models) {
@@ -186,7 +226,7 @@ export function mount(root, { id }) {
   const charts = [];
   const msg = h("div", { class: "msg" });
   const body = h("div", { id: "models-body" });
-  clear(root, h("div", { class: "page-head", id: "models-page" }, h("h1", {}, id ? `Model #${id}` : "Models")), msg, body);
+  clear(root, h("div", { class: "page-head", id: "models-page" }, h("h1", {}, id ? `Model #${id}` : "Models")), id ? null : trainForm(), msg, body);
 
   async function refresh() {
     let again = false;
