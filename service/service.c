@@ -171,14 +171,22 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
         goto fail;
     if (start_database(svc, err) < 0 || start_catalog(svc, err) < 0)
         goto fail;
-    worker_options wopt = {
-        .db = svc->db, .cat = svc->cat, .measurers = cfg->workers, .max_jobs = cfg->max_jobs};
+    worker_options wopt = {.db = svc->db,
+                           .cat = svc->cat,
+                           .measurers = cfg->workers,
+                           .max_jobs = cfg->max_jobs,
+                           .model_retrain_after = cfg->model_retrain_after};
     svc->workers = worker_system_start(&wopt, err);
     if (!svc->workers)
         goto fail;
+    svc->models = model_cache_new(svc->cat);
+    if (!svc->models) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating the model cache");
+        goto fail;
+    }
     http_server_options hopt = {
         .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
-    svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL};
+    svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models};
     svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
@@ -196,6 +204,7 @@ void service_stop(service *svc)
         http_server_free(svc->http);
     }
     worker_system_stop(svc->workers);
+    model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
     catalog_free(svc->cat);
     db_pool_free(svc->db);
     pg_cluster_stop(svc->pg);

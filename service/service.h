@@ -15,6 +15,7 @@
 #include "http/server.h"
 #include "store/db.h"
 #include "store/pg_cluster.h"
+#include "worker/model_cache.h"
 #include "worker/worker.h"
 
 typedef struct service {
@@ -24,6 +25,7 @@ typedef struct service {
     db_pool *db;
     catalog *cat;
     worker_system *workers;
+    model_cache *models; /* loaded models and their predictions, owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
 } service;

@@ -9,6 +9,7 @@ import * as job from "./js/pages/job.js";
 import * as compare from "./js/pages/compare.js";
 import * as best from "./js/pages/best.js";
 import * as devices from "./js/pages/devices.js";
+import * as models from "./js/pages/models.js";
 
 const view = document.getElementById("view");
 let cleanup = null;
@@ -19,7 +20,8 @@ function parseRoute(hash) {
   const parts = path.split("/").filter(Boolean);
   const query = Object.fromEntries(new URLSearchParams(qs || ""));
   if (parts[0] === "jobs" && parts[1]) return { page: "job", mod: job, params: { id: Number(parts[1]), query } };
-  const table = { jobs, compare, best, devices };
+  if (parts[0] === "models" && parts[1]) return { page: "models", mod: models, params: { id: Number(parts[1]), query } };
+  const table = { jobs, compare, best, models, devices };
   const name = table[parts[0]] ? parts[0] : "jobs";
   return { page: name, mod: table[name], params: { query } };
 }

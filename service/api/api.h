@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "http/server.h"
 #include "store/db.h"
+#include "worker/model_cache.h"
 #include "worker/worker.h"
 
 /* The rooms the handlers use, borrowed from the process that owns them. */
@@ -20,7 +21,8 @@ typedef struct api_context {
     db_pool *db;
     const catalog *cat;
     worker_system *workers;
-    http_server *http; /* for the server's own metrics */
+    http_server *http;   /* for the server's own metrics */
+    model_cache *models; /* the process's loaded models and predictions (worker/model_cache.h) */
 } api_context;
 
 const http_route *api_routes(void);

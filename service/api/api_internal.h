@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 
 #include "api/api.h"
+#include "api/tune_request.h"
 #include "http/server.h"
 
 #define API_MAX_NAME 256 /* kernel, device, strategy names */
@@ -27,6 +28,9 @@ int api_check_query(const http_request *req, const char *const *allowed, kt_erro
 /* Parses a decimal integer in [min, max] from a query argument; absent -> *out = def. */
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
                  long long def, long long *out, kt_error *err);
+/* The same for a value already read (s NULL: absent); key names it in the error. */
+int api_parse_ll(const char *key, const char *s, long long min, long long max, long long def,
+                 long long *out, kt_error *err);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);
@@ -41,5 +45,13 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
 /* With an API token configured, POST and DELETE need "Authorization: Bearer <token>". Returns 0
  * when allowed, else replies 401 and returns -1. */
 int api_authorize(api_context *svc, const http_request *req, http_response *res);
+
+/* Queues a job for a validated tune request (tune.c; POST /v1/tune and GET /v1/best?tune_on_miss):
+ * resolves the target with its space, checks the strategy's options and that the space is not
+ * empty, inserts the job and wakes the runner. With unless_active, a queued or running job of the
+ * same key is taken instead (*created 0, *id_out its id). Errors: those of catalog_resolve,
+ * searcher_new, KT_ERR_BAD_SPACE, the store's. */
+int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unless_active,
+                   long long *id_out, int *created, kt_error *err);
 
 #endif

@@ -1,18 +1,31 @@
 /* /v1/best — the best known configuration of a kernel on a device for a problem, and the browsable
  * table. Problem arguments come as query parameters: numbers, comma-separated lists of numbers, or
- * strings. */
+ * strings; the other parameters (BEST_OPTIONS) choose where an answer may come from.
+ *
+ * An answer says how it was made ("source"): "measured" (the best table, with the trial's
+ * provenance) always wins; on a miss, "predicted" (the newest ready model of the key through the
+ * process's model cache) or, with fallback=nearest, "nearest" (the nearest tuned problem of the
+ * same key whose configuration is valid here). Only the measured path is key-only; the others build
+ * the problem's space (catalog_resolve) to decode and check configurations. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "core/log.h"
 #include "store/best_store.h"
+#include "worker/model_cache.h"
 #include "api/api_internal.h"
+#include "api/best_nearest.h"
 #include "api/handlers.h"
 
 #define BEST_LIST_DEFAULT     100
 #define BEST_LIST_MAX         1000
 #define BEST_MAX_PROBLEM_ARGS 32
+#define BEST_K_DEFAULT        5
+#define BEST_K_MAX            20
+/* Tuned problems of a key read for the nearest fallback. */
+#define BEST_NEAREST_MAX 10000
 
 static json_t *scalar_from_text(const char *s, size_t len)
 {
@@ -51,20 +64,168 @@ static json_t *value_from_text(const char *s)
     return arr;
 }
 
-typedef struct problem_collect {
+/* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
+ * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
+static const char *const best_options[] = {"kernel", "device",       "source", "fallback",
+                                           "k",      "tune_on_miss", NULL};
+enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
+
+/* One pass over the query: the options by exact name, every other parameter a problem argument. */
+typedef struct best_args {
+    const char *opt[OPT_COUNT];
     json_t *problem;
     int count;
-} problem_collect;
+} best_args;
 
-static int collect_problem_arg(void *ctx, const char *key, const char *value)
+static int collect_arg(void *ctx, const char *key, const char *value)
 {
-    problem_collect *pc = ctx;
-    if (strcmp(key, "kernel") == 0 || strcmp(key, "device") == 0)
-        return 0;
-    if (++pc->count > BEST_MAX_PROBLEM_ARGS)
+    best_args *a = ctx;
+    for (int i = 0; i < OPT_COUNT; i++) {
+        if (strcmp(key, best_options[i]) == 0) {
+            a->opt[i] = value ? value : "";
+            return 0;
+        }
+    }
+    if (++a->count > BEST_MAX_PROBLEM_ARGS)
         return 1;
-    json_object_set_new(pc->problem, key, value_from_text(value ? value : ""));
+    json_object_set_new(a->problem, key, value_from_text(value ? value : ""));
     return 0;
+}
+
+typedef enum { BEST_FROM_ANY, BEST_FROM_MEASURED, BEST_FROM_PREDICTED } best_from;
+
+/* What the options of one request ask for. */
+typedef struct best_query {
+    best_from from;         /* source: any (absent), measured, predicted */
+    int nearest;            /* fallback=nearest */
+    long long k;            /* candidates of a prediction */
+    long long tune_on_miss; /* evaluations of the job queued on a miss; 0: none */
+} best_query;
+
+static int parse_options(const api_context *svc, const best_args *a, best_query *q, kt_error *err)
+{
+    const char *source = a->opt[OPT_SOURCE], *fallback = a->opt[OPT_FALLBACK];
+    memset(q, 0, sizeof *q);
+    if (source && strcmp(source, "measured") == 0) {
+        q->from = BEST_FROM_MEASURED;
+    } else if (source && strcmp(source, "predicted") == 0) {
+        q->from = BEST_FROM_PREDICTED;
+    } else if (source) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown source '%.40s'", source);
+        kt_error_hint(err, "source=measured (the best table only) or source=predicted (the model "
+                           "only); leave it out to get a measurement, else a prediction");
+        return -1;
+    }
+    if (fallback && strcmp(fallback, "nearest") == 0) {
+        q->nearest = 1;
+    } else if (fallback && strcmp(fallback, "none") != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown fallback '%.40s'", fallback);
+        kt_error_hint(err, "fallback=nearest (the nearest tuned problem when nothing else "
+                           "answers) or fallback=none (the default)");
+        return -1;
+    }
+    if (q->nearest && q->from == BEST_FROM_MEASURED) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "source=measured refuses every answer but a measurement; it cannot be "
+                     "combined with fallback=nearest");
+        kt_error_hint(err, "leave out one of the two");
+        return -1;
+    }
+    if (api_parse_ll("k", a->opt[OPT_K], 1, BEST_K_MAX, BEST_K_DEFAULT, &q->k, err) < 0 ||
+        api_parse_ll("tune_on_miss", a->opt[OPT_TUNE_ON_MISS], 1, svc->cfg->max_evaluations, 0,
+                     &q->tune_on_miss, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* The part every answer shares: the key and the canonical problem, and where it came from. */
+static json_t *answer_new(const target *t, const char *source)
+{
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "kernel", t->key.kernel, "device",
+                     t->key.device, "device_class", t->key.device_class, "kernel_hash",
+                     t->key.kernel_hash, "toolchain", t->key.toolchain, "problem", t->problem,
+                     "source", source);
+}
+
+/* Queues a budgeted job for the key unless one is queued or running: *out
+ * {"job_id", "queued": true when this request queued it}. */
+static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long evaluations,
+                         json_t **out, kt_error *err)
+{
+    tune_request tr;
+    long long id = 0;
+    int created = 0;
+    tune_request_budgeted(t->key.kernel, t->key.device, t->problem, evaluations, &tr);
+    if (api_tune_queue(svc, c, &tr, 1, &id, &created, err) < 0)
+        return -1;
+    *out = json_pack("{s:I, s:b}", "job_id", (json_int_t)id, "queued", created);
+    return 0;
+}
+
+/* The newest ready model's answer for the full target t: 1 (*out), 0 none, -1 err. */
+static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t **out,
+                     kt_error *err)
+{
+    json_t *pred = NULL;
+    if (!svc->models)
+        return 0;
+    int rc = model_cache_predict(svc->models, c, t, k, &pred, err);
+    if (rc == 1) {
+        *out = answer_new(t, "predicted");
+        if (!*out || json_object_update(*out, pred) < 0)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing a prediction");
+    }
+    json_decref(pred);
+    return rc;
+}
+
+/* The nearest tuned problem of t's key whose configuration is valid in t's space: 1 (*out), 0 none,
+ * -1 err. */
+static int nearest(PGconn *c, const target *t, json_t **out, kt_error *err)
+{
+    json_t *problems = best_store_problems_json(c, &t->key, BEST_NEAREST_MAX, err);
+    if (!problems)
+        return -1;
+    double distance = 0;
+    int i = best_nearest_pick(json_object_get(problems, "problems"), t->problem, t->sp, &distance);
+    int rc = i >= 0;
+    if (i >= 0) {
+        json_t *e = json_array_get(json_object_get(problems, "problems"), (size_t)i);
+        *out = answer_new(t, "nearest");
+        if (!*out || json_object_set(*out, "config", json_object_get(e, "config")) < 0 ||
+            json_object_set_new(*out, "nearest",
+                                json_pack("{s:O, s:f, s:O, s:O, s:O, s:O}", "problem",
+                                          json_object_get(e, "problem"), "distance", distance,
+                                          "time_ms", json_object_get(e, "time_ms"), "job_id",
+                                          json_object_get(e, "job_id"), "trial_id",
+                                          json_object_get(e, "trial_id"), "measured_at",
+                                          json_object_get(e, "measured_at"))) < 0)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing the nearest answer");
+    }
+    json_decref(problems);
+    return rc;
+}
+
+/* 404 no_best for a miss, saying what was looked at and what would answer. */
+static void no_best(const target *t, const best_query *q, const json_t *queued, kt_error *err)
+{
+    const char *what = q->from == BEST_FROM_MEASURED    ? "measured"
+                       : q->from == BEST_FROM_PREDICTED ? "predicted"
+                                                        : "measured or predicted";
+    kt_error_set(err, KT_ERR_NO_BEST,
+                 "no %s configuration of kernel %s is known for device class %s, toolchain %s and "
+                 "problem %s",
+                 what, t->key.kernel, t->key.device_class, t->key.toolchain, t->key.problem_key);
+    if (queued)
+        kt_error_hint(err, "job %lld tunes it (tune_on_miss); ask again when it has finished",
+                      (long long)json_integer_value(json_object_get(queued, "job_id")));
+    else
+        kt_error_hint(
+            err,
+            "tune it: POST /v1/tune {\"kernel\": \"%s\", \"device\": \"%s\", \"problem\": "
+            "%s} (or add ?tune_on_miss=N); train a model of the key: POST /v1/models "
+            "{\"kernel\": \"%s\", \"device\": \"%s\"}; or ask with ?fallback=nearest",
+            t->key.kernel, t->key.device, t->key.problem_key, t->key.kernel, t->key.device);
 }
 
 void api_best_get(void *app, const http_request *req, http_response *res)
@@ -72,13 +233,20 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    const char *kernel = http_query(req, "kernel");
-    const char *device = http_query(req, "device");
-    problem_collect pc = {json_object(), 0};
-    target target;
-    int resolved = 0;
-    json_t *best = NULL;
+    best_args a = {.problem = json_object()};
+    const char *kernel = NULL, *device = NULL;
+    target key_only, full;
+    int have_key = 0, have_full = 0, found = 0;
+    best_query q;
+    json_t *answer = NULL, *queued = NULL;
     PGconn *c = NULL;
+    if (http_query_each(req, collect_arg, &a)) {
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
+                     BEST_MAX_PROBLEM_ARGS);
+        goto fail;
+    }
+    kernel = a.opt[OPT_KERNEL];
+    device = a.opt[OPT_DEVICE];
     if (!kernel || !device) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
                      "query parameters 'kernel' and 'device' are required");
@@ -87,37 +255,64 @@ void api_best_get(void *app, const http_request *req, http_response *res)
                       "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
         goto fail;
     }
-    if (http_query_each(req, collect_problem_arg, &pc)) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
-                     BEST_MAX_PROBLEM_ARGS);
+    if (parse_options(svc, &a, &q, &err) < 0)
         goto fail;
-    }
-    /* The key only: a lookup never builds the space (a cpu kernel's costs milliseconds). */
-    if (catalog_resolve_key(svc->cat, kernel, device, pc.problem, &target, &err) < 0)
+    /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
+     * A query parameter that is neither an option nor a problem argument is refused here
+     * (bad_problem naming it). */
+    if (catalog_resolve_key(svc->cat, kernel, device, a.problem, &key_only, &err) < 0)
         goto fail;
-    resolved = 1;
+    have_key = 1;
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    best = best_store_get_json(c, &target.key, &err);
-    if (!best) {
-        if (err.code == KT_ERR_NO_BEST)
-            kt_error_hint(&err,
-                          "tune it first: POST /v1/tune {\"kernel\": \"%s\", \"device\": \"%s\", "
-                          "\"problem\": %s}",
-                          target.key.kernel, target.key.device, target.key.problem_key);
+    answer = best_store_get_json(c, &key_only.key, &err);
+    if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
+    found = answer != NULL;
+    if (found && q.from != BEST_FROM_PREDICTED)
+        goto reply; /* a measurement always wins */
+    json_decref(answer);
+    answer = NULL;
+    kt_error_clear(&err);
+    if (!found && q.tune_on_miss) {
+        /* Queueing is a write: it needs the token (a hit never does). */
+        if (api_authorize(svc, req, res) < 0)
+            goto out;
+        if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, &queued, &err) < 0)
+            goto fail;
     }
-    http_reply_json(res, 200, json_incref(best));
+    if (q.from != BEST_FROM_MEASURED) {
+        if (catalog_resolve(svc->cat, kernel, device, a.problem, &full, &err) < 0)
+            goto fail;
+        have_full = 1;
+        int got = predicted(svc, c, &full, (int)q.k, &answer, &err);
+        if (got == 0 && q.nearest)
+            got = nearest(c, &full, &answer, &err);
+        if (got < 0)
+            goto fail;
+    }
+    if (!answer) {
+        no_best(&key_only, &q, queued, &err);
+        http_reply_error_with(res, &err, "tune_on_miss", queued);
+        goto out;
+    }
+    if (queued)
+        json_object_set(answer, "tune_on_miss", queued);
+reply:
+    http_reply_json(res, 200, json_incref(answer));
     goto out;
 fail:
     api_fail(res, &err);
 out:
     api_db_release(svc, c);
-    if (resolved)
-        target_release(&target);
-    json_decref(best);
-    json_decref(pc.problem);
+    if (have_full)
+        target_release(&full);
+    if (have_key)
+        target_release(&key_only);
+    json_decref(answer);
+    json_decref(queued);
+    json_decref(a.problem);
 }
 
 void api_best_list(void *app, const http_request *req, http_response *res)

@@ -97,7 +97,12 @@ static int parse_ll(const char *s, long long *out)
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
                  long long def, long long *out, kt_error *err)
 {
-    const char *s = http_query(req, key);
+    return api_parse_ll(key, http_query(req, key), min, max, def, out, err);
+}
+
+int api_parse_ll(const char *key, const char *s, long long min, long long max, long long def,
+                 long long *out, kt_error *err)
+{
     if (!s) {
         *out = def;
         return 0;

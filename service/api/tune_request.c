@@ -129,3 +129,16 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     }
     return 0;
 }
+
+void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
+                           long long evaluations, tune_request *t)
+{
+    memset(t, 0, sizeof *t);
+    t->kernel = kernel;
+    t->device = device;
+    t->problem = problem;
+    t->strategy = TUNE_DEFAULT_STRATEGY;
+    t->history = TUNE_DEFAULT_HISTORY;
+    t->evaluations = evaluations;
+    t->seed = fresh_seed();
+}

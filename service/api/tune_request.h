@@ -27,5 +27,10 @@ typedef struct tune_request {
  * unknown_strategy, budget_too_large (out_of_range also for a history not "auto" or "none") — each
  * message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
+/* A request with every default (strategy, options, seed fresh) but kernel, device, problem
+ * (borrowed) and an evaluation budget the caller validated: the job GET /v1/best?tune_on_miss
+ * queues. */
+void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
+                           long long evaluations, tune_request *t);
 
 #endif

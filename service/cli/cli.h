@@ -14,7 +14,7 @@ enum {
     CLI_EXIT_NOT_FOUND = 5,     /* 404: no such job, or nothing known for `best` */
     CLI_EXIT_UNAUTHORIZED = 6,  /* 401: the API token is missing or wrong */
     CLI_EXIT_SERVER_ERROR = 7,  /* 5xx: the server failed (database down, internal error) */
-    CLI_EXIT_JOB_FAILED = 8,    /* tune --wait: the job ended as failed */
+    CLI_EXIT_JOB_FAILED = 8,    /* tune --wait: the job ended as failed; train --wait: the model */
     CLI_EXIT_JOB_CANCELLED = 9, /* tune --wait: the job was cancelled */
 };
 
@@ -23,7 +23,7 @@ enum {
     "Exit codes: 0 done (tune --wait: the job succeeded), 1 local failure (a file),\n"             \
     "  2 usage error, 3 server unreachable, 4 request rejected by the server (4xx),\n"             \
     "  5 not found (no such job; best: nothing known), 6 unauthorized (token),\n"                  \
-    "  7 server error (5xx), 8 job failed, 9 job cancelled.\n"
+    "  7 server error (5xx), 8 job (train --wait: model) failed, 9 job cancelled.\n"
 #define CLI_CONN_TEXT                                                                              \
     "Server options (every subcommand but bench):\n"                                               \
     "  --server URL   ktuned's address [KTUNE_SERVER, else http://127.0.0.1:8080]\n"               \
@@ -37,5 +37,7 @@ int cli_cancel_main(int argc, char **argv); /* ktune cancel ID */
 int cli_best_main(int argc, char **argv);   /* cli_best.c */
 int cli_export_main(int argc, char **argv); /* cli_transfer.c */
 int cli_import_main(int argc, char **argv);
+int cli_models_main(int argc, char **argv); /* cli_models.c: ktune models [ID] */
+int cli_train_main(int argc, char **argv);  /* ktune train */
 
 #endif

@@ -1,5 +1,6 @@
 /* ktune best — the best known configuration of a kernel on a device for a problem, as JSON,
- * compiler flags or a C header (cli_render.h). */
+ * compiler flags or a C header (cli_render.h), and where it came from (measured, predicted by a
+ * model, or the nearest tuned problem) on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,26 @@
 
 static void best_usage(FILE *f)
 {
-    fprintf(f, "usage: ktune best --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
-               "                  [--format json|flags|header]\n"
-               "\n"
-               "Prints the best known configuration (GET /v1/best): json (default) the\n"
-               "configuration object; flags one line of -Dname=value for a compiler; header a\n"
-               "C header with an include guard and one '#define KTUNE_<NAME> value' per\n"
-               "parameter. When nothing is known yet the exit code is 5, with the server's\n"
-               "message and hint.\n"
-               "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
+    fprintf(
+        f,
+        "usage: ktune best --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
+        "                  [--format json|flags|header] [--source measured|predicted]\n"
+        "                  [--fallback nearest] [--k N] [--tune-on-miss EVALUATIONS] [--verbose]\n"
+        "\n"
+        "Prints the best known configuration (GET /v1/best): json (default) the\n"
+        "configuration object; flags one line of -Dname=value for a compiler; header a\n"
+        "C header with an include guard and one '#define KTUNE_<NAME> value' per\n"
+        "parameter. stderr says where it came from: measured (job, trial, repeats,\n"
+        "noise), predicted by a model (a problem never tuned; flags end with\n"
+        "-DKTUNE_PREDICTED=1 and the header defines KTUNE_PREDICTED), or with\n"
+        "--fallback nearest the nearest tuned problem (KTUNE_NEAREST). --source\n"
+        "measured refuses anything but a measurement; --source predicted asks the\n"
+        "model even for a tuned problem. --verbose (with --format json) prints the whole\n"
+        "reply; --k: candidates of a prediction there (1-20). --tune-on-miss N queues a job of N\n"
+        "evaluations for a problem never measured (once; needs the token when set).\n"
+        "When nothing is known yet the exit code is 5, with the server's message and\n"
+        "hint.\n"
+        "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
 /* Appends "&key=value" (value escaped; a list as comma-separated values). */
@@ -57,7 +69,9 @@ static int add_query(char *q, size_t cap, const char *key, const json_t *value)
 int cli_best_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *kernel = NULL, *device = NULL, *format = "json";
+    const char *kernel = NULL, *device = NULL, *format = "json", *source = NULL, *fallback = NULL,
+               *k = NULL, *tune_on_miss = NULL;
+    int verbose = 0;
     json_t *problem = json_object(), *best = NULL;
     cli_client *cl = NULL;
     char query[BEST_MAX_QUERY] = "", path[BEST_MAX_QUERY + 16];
@@ -72,9 +86,15 @@ int cli_best_main(int argc, char **argv)
             (m = cli_problem_option(argc, argv, &i, &problem)) ||
             (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
             (m = cli_opt(argc, argv, &i, "--device", &device)) ||
-            (m = cli_opt(argc, argv, &i, "--format", &format))) {
+            (m = cli_opt(argc, argv, &i, "--format", &format)) ||
+            (m = cli_opt(argc, argv, &i, "--source", &source)) ||
+            (m = cli_opt(argc, argv, &i, "--fallback", &fallback)) ||
+            (m = cli_opt(argc, argv, &i, "--k", &k)) ||
+            (m = cli_opt(argc, argv, &i, "--tune-on-miss", &tune_on_miss))) {
             if (m < 0)
                 goto done;
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            verbose = 1;
         } else {
             fprintf(stderr, "ktune best: unknown argument '%s' (ktune best --help)\n", argv[i]);
             goto done;
@@ -89,11 +109,33 @@ int cli_best_main(int argc, char **argv)
         fprintf(stderr, "ktune best: --format must be json, flags or header, not '%s'\n", format);
         goto done;
     }
-    json_t *kv = json_string(kernel), *dv = json_string(device);
-    int bad = add_query(query, sizeof query, "kernel", kv) < 0 ||
-              add_query(query, sizeof query, "device", dv) < 0;
-    json_decref(kv);
-    json_decref(dv);
+    long long n;
+    if (source && strcmp(source, "measured") != 0 && strcmp(source, "predicted") != 0) {
+        fprintf(stderr, "ktune best: --source must be measured or predicted, not '%s'\n", source);
+        goto done;
+    }
+    if (fallback && strcmp(fallback, "nearest") != 0 && strcmp(fallback, "none") != 0) {
+        fprintf(stderr, "ktune best: --fallback must be nearest or none, not '%s'\n", fallback);
+        goto done;
+    }
+    if (k && cli_parse_ll(k, 1, 20, &n) < 0) {
+        fprintf(stderr, "ktune best: --k must be a whole number from 1 to 20\n");
+        goto done;
+    }
+    if (tune_on_miss && cli_parse_ll(tune_on_miss, 1, 1000000000, &n) < 0) {
+        fprintf(stderr, "ktune best: --tune-on-miss must be a positive whole number\n");
+        goto done;
+    }
+    const char *names[] = {"kernel", "device", "source", "fallback", "k", "tune_on_miss"};
+    const char *values[] = {kernel, device, source, fallback, k, tune_on_miss};
+    int bad = 0;
+    for (size_t o = 0; o < sizeof names / sizeof names[0]; o++) {
+        if (!values[o])
+            continue;
+        json_t *v = json_string(values[o]);
+        bad |= add_query(query, sizeof query, names[o], v) < 0;
+        json_decref(v);
+    }
     const char *key;
     json_t *value;
     json_object_foreach(problem, key, value) bad |= add_query(query, sizeof query, key, value) < 0;
@@ -110,6 +152,22 @@ int cli_best_main(int argc, char **argv)
     }
     if ((rc = cli_client_call(cl, "GET", path, NULL, &best, NULL)) != 0)
         goto done;
+    char how[1024];
+    if (cli_best_source_text(best, how, sizeof how) >= 0)
+        fprintf(stderr, "ktune best: %s\n", how);
+    const json_t *tom = json_object_get(best, "tune_on_miss");
+    if (json_is_object(tom))
+        fprintf(stderr, "ktune best: tune_on_miss: job %lld %s\n",
+                (long long)json_integer_value(json_object_get(tom, "job_id")),
+                json_is_true(json_object_get(tom, "queued")) ? "queued"
+                                                             : "was already queued or running");
+    if (verbose && strcmp(format, "json") == 0) {
+        /* The whole reply: source, provenance, model and candidates. */
+        json_dumpf(best, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        rc = CLI_EXIT_OK;
+        goto done;
+    }
     char *text = cli_render_best(best, format, &err);
     if (!text) {
         fprintf(stderr, "ktune: %s\n", err.message);

@@ -31,6 +31,50 @@ int cli_value_text(const json_t *v, int c_syntax, char *buf, size_t cap)
     return n;
 }
 
+static const char *best_source(const json_t *best)
+{
+    const char *s = json_string_value(json_object_get(best, "source"));
+    return s ? s : "measured"; /* servers before sources answered measurements only */
+}
+
+int cli_best_source_text(const json_t *best, char *buf, size_t cap)
+{
+    const char *source = best_source(best);
+    int n;
+    if (strcmp(source, "predicted") == 0) {
+        const json_t *m = json_object_get(best, "model");
+        n = snprintf(buf, cap, "predicted by model %lld (%s, version %lld), score %.4g",
+                     (long long)json_integer_value(json_object_get(m, "id")),
+                     json_is_string(json_object_get(m, "algorithm"))
+                         ? json_string_value(json_object_get(m, "algorithm"))
+                         : "?",
+                     (long long)json_integer_value(json_object_get(m, "version")),
+                     json_number_value(json_object_get(best, "score")));
+    } else if (strcmp(source, "nearest") == 0) {
+        const json_t *nb = json_object_get(best, "nearest");
+        char *problem = json_dumps(json_object_get(nb, "problem"),
+                                   JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        n = snprintf(buf, cap, "nearest tuned problem %s (distance %.3g, %g ms there)",
+                     problem ? problem : "?", json_number_value(json_object_get(nb, "distance")),
+                     json_number_value(json_object_get(nb, "time_ms")));
+        free(problem);
+    } else {
+        const json_t *pv = json_object_get(best, "provenance");
+        char noise[48] = "";
+        if (json_is_number(json_object_get(pv, "noise_cv")))
+            snprintf(noise, sizeof noise, ", noise %.2g%%",
+                     100 * json_number_value(json_object_get(pv, "noise_cv")));
+        n = snprintf(buf, cap, "measured %g ms (job %lld, trial %lld, %lld repeats%s)",
+                     json_number_value(json_object_get(best, "time_ms")),
+                     (long long)json_integer_value(json_object_get(best, "job_id")),
+                     (long long)json_integer_value(json_object_get(best, "trial_id")),
+                     (long long)json_integer_value(json_object_get(pv, "repeats")), noise);
+    }
+    if (n < 0 || (size_t)n >= cap)
+        return -1;
+    return n;
+}
+
 static int is_identifier(const char *s)
 {
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
@@ -71,7 +115,7 @@ static void comment_text(FILE *f, const char *s)
     }
 }
 
-static int render_flags(FILE *f, const json_t *config, kt_error *err)
+static int render_flags(FILE *f, const json_t *best, const json_t *config, kt_error *err)
 {
     const char *name;
     json_t *v;
@@ -96,6 +140,11 @@ static int render_flags(FILE *f, const json_t *config, kt_error *err)
                                 name);
         first = 0;
     }
+    /* An answer that was not measured says so, so a build can refuse or log it. */
+    if (strcmp(best_source(best), "predicted") == 0)
+        fprintf(f, "%s-DKTUNE_PREDICTED=1", first ? "" : " ");
+    else if (strcmp(best_source(best), "nearest") == 0)
+        fprintf(f, "%s-DKTUNE_NEAREST=1", first ? "" : " ");
     fputc('\n', f);
     return 0;
 }
@@ -115,12 +164,26 @@ static int render_header(FILE *f, const json_t *best, const json_t *config, kt_e
     comment_text(f, device ? device : "?");
     fprintf(f, ", problem ");
     comment_text(f, problem ? problem : "{}");
-    fprintf(f, ";\n * %g ms (job %lld, trial %lld). */\n",
-            json_number_value(json_object_get(best, "time_ms")),
-            (long long)json_integer_value(json_object_get(best, "job_id")),
-            (long long)json_integer_value(json_object_get(best, "trial_id")));
     free(problem);
+    const char *source = best_source(best);
+    if (strcmp(source, "measured") == 0) {
+        fprintf(f, ";\n * %g ms (job %lld, trial %lld). */\n",
+                json_number_value(json_object_get(best, "time_ms")),
+                (long long)json_integer_value(json_object_get(best, "job_id")),
+                (long long)json_integer_value(json_object_get(best, "trial_id")));
+    } else {
+        char how[512];
+        if (cli_best_source_text(best, how, sizeof how) < 0)
+            snprintf(how, sizeof how, "%s", source);
+        fprintf(f, ";\n * NOT MEASURED: ");
+        comment_text(f, how);
+        fprintf(f, ". */\n");
+    }
     fprintf(f, "#ifndef %s\n#define %s\n\n", guard, guard);
+    if (strcmp(source, "predicted") == 0)
+        fprintf(f, "#define KTUNE_PREDICTED 1\n");
+    else if (strcmp(source, "nearest") == 0)
+        fprintf(f, "#define KTUNE_NEAREST 1\n");
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)config, name, v)
@@ -161,7 +224,7 @@ char *cli_render_best(const json_t *best, const char *format, kt_error *err)
         rc = json_dumpf(config, f, JSON_COMPACT) == 0 ? 0 : -1;
         fputc('\n', f);
     } else if (strcmp(format, "flags") == 0) {
-        rc = render_flags(f, config, err);
+        rc = render_flags(f, best, config, err);
     } else {
         rc = render_header(f, best, config, err);
     }

@@ -1,6 +1,6 @@
 /* cli/ktune — main of the `ktune` command. Subcommands: bench (the benchmark harness for
  * searchers on replayed caches or a real device: service/bench/, bench_main.h); tune, jobs, job,
- * cancel, best, export and import talk to a ktuned (cli.h). */
+ * cancel, best, models, train, export and import talk to a ktuned (cli.h). */
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,7 +21,9 @@ static void ktune_usage(FILE *out)
                  "  tune    submit a tuning job; --wait follows it with a progress bar\n"
                  "  jobs    list jobs            job ID     one job in full\n"
                  "  cancel  cancel a job         best       the best configuration\n"
-                 "          (json, -D flags or a C header)\n"
+                 "          (json, -D flags or a C header; measured, predicted or nearest)\n"
+                 "  models  list models          models ID  one model with its metrics\n"
+                 "  train   train a predictor for a kernel on a device class (--wait)\n"
                  "  export  a job's trials as a Kernel Tuner cache or T4 results file\n"
                  "  import  a Kernel Tuner cache or T4 results file into the server\n"
                  "  (ktune <command> --help for each command's options)\n"
@@ -58,6 +60,10 @@ int main(int argc, char **argv)
         rc = cli_cancel_main(argc - 1, argv + 1);
     } else if (strcmp(argv[1], "best") == 0) {
         rc = cli_best_main(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "models") == 0) {
+        rc = cli_models_main(argc - 1, argv + 1);
+    } else if (strcmp(argv[1], "train") == 0) {
+        rc = cli_train_main(argc - 1, argv + 1);
     } else if (strcmp(argv[1], "export") == 0) {
         rc = cli_export_main(argc - 1, argv + 1);
     } else if (strcmp(argv[1], "import") == 0) {

@@ -71,6 +71,10 @@ static const config_option options[] = {
     {"--slow-factor", "KTUNE_SLOW_FACTOR", OPT_DOUBLE, offsetof(kt_config, slow_factor), 0, 0, 1e6,
      "CPU: give up on a configuration (status timeout) once one call of it takes longer than this "
      "many times the best time seen for its target; 0 waits for every call [0]"},
+    {"--model-retrain-after", "KTUNE_MODEL_RETRAIN_AFTER", OPT_LLONG,
+     offsetof(kt_config, model_retrain_after), 0, 0, 1e9,
+     "retrain a kernel's predictor on a device class once this many ok trials of it arrived since "
+     "its newest model's data; 0 = never [200]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -107,6 +111,7 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->min_seconds = 0.2;
     cfg->compile_timeout_s = 60;
     cfg->run_timeout_s = 60;
+    cfg->model_retrain_after = 200;
 }
 
 static int set_value(kt_config *cfg, const config_option *o, const char *value, const char *source,

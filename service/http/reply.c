@@ -97,6 +97,11 @@ void http_reply_json(http_response *res, int status, json_t *body_owned)
 
 void http_reply_error(http_response *res, const kt_error *err)
 {
+    http_reply_error_with(res, err, NULL, NULL);
+}
+
+void http_reply_error_with(http_response *res, const kt_error *err, const char *key, json_t *extra)
+{
     kt_code code = err ? err->code : KT_ERR_INTERNAL;
     if (code == KT_OK)
         code = KT_ERR_INTERNAL; /* an error reply with "ok" is a bug upstream; do not send 200 */
@@ -116,6 +121,8 @@ void http_reply_error(http_response *res, const kt_error *err)
         if (hint[0]) /* an empty hint is left out rather than sent as "" */
             json_object_set_new(inner, "hint", json_text(hint));
         json_object_set(outer, "error", inner);
+        if (key && extra)
+            json_object_set(outer, key, extra);
     }
     json_decref(inner);
     http_reply_json(res, status, outer);

@@ -79,6 +79,9 @@ json_t *http_parse_json_body(const http_request *req, kt_error *err);
 void http_reply_json(http_response *res, int status, json_t *body_owned); /* takes the reference */
 void http_reply_error(http_response *res,
                       const kt_error *err); /* {"error":{"code","message","hint"}} */
+/* The same with one more top-level member key: extra (borrowed; nothing added when NULL), e.g.
+ * {"error":{...},"tune_on_miss":{...}}. */
+void http_reply_error_with(http_response *res, const kt_error *err, const char *key, json_t *extra);
 void http_reply_text(http_response *res, int status, const char *content_type, const char *text);
 void http_response_add_header(http_response *res, const char *name, const char *value);
 

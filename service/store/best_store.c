@@ -3,12 +3,19 @@
 #include "store/db.h"
 #include "store/store_util.h"
 
-#define BEST_JSON_SQL                                                                              \
-    "json_build_object('kernel', b.kernel, 'device', b.device, 'device_class', b.device_class,"    \
+#define BEST_FIELDS_SQL                                                                            \
+    "'kernel', b.kernel, 'device', b.device, 'device_class', b.device_class,"                      \
     " 'kernel_hash', b.kernel_hash, 'toolchain', b.toolchain, 'problem', b.problem, 'config',"     \
     " b.config, 'time_ms', b.time_ms,"                                                             \
     " 'job_id', b.job_id, 'trial_id', b.trial_id, 'measured_at', b.measured_at, 'source', "        \
-    "'measured')"
+    "'measured'"
+#define BEST_JSON_SQL "json_build_object(" BEST_FIELDS_SQL ")"
+/* One entry with how it was measured: the best trial's repeats and noise (NULL for imported trials
+ * that did not record them). */
+#define BEST_PROVENANCE_JSON_SQL                                                                   \
+    "json_build_object(" BEST_FIELDS_SQL ", 'provenance', json_build_object('repeats', t.repeats," \
+    " 'noise_cv', t.noise_cv, 'job_id', b.job_id, 'trial_id', b.trial_id, 'measured_at',"          \
+    " b.measured_at))"
 
 best_offer best_offer_of_job_row(const PGresult *r, int row)
 {
@@ -52,7 +59,8 @@ json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err)
     const char *p[] = {key->kernel, key->device_class, key->kernel_hash, key->problem_key,
                        key->toolchain};
     json_t *out = store_query_json(c,
-                                   "SELECT " BEST_JSON_SQL " FROM best b WHERE b.kernel = $1"
+                                   "SELECT " BEST_PROVENANCE_JSON_SQL " FROM best b LEFT JOIN"
+                                   " trials t ON t.id = b.trial_id WHERE b.kernel = $1"
                                    " AND b.device_class = $2 AND b.kernel_hash = $3"
                                    " AND b.problem_key = $4 AND b.toolchain = $5",
                                    5, p, "nothing is known", err);
@@ -76,4 +84,19 @@ json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_c
         " ($1::text IS NULL OR kernel = $1) AND ($2::text IS NULL OR device_class = $2)"
         " ORDER BY measured_at DESC LIMIT $3) b",
         3, p, "no best entries", err);
+}
+
+json_t *best_store_problems_json(PGconn *c, const target_key *key, int limit, kt_error *err)
+{
+    store_num l;
+    const char *p[] = {key->kernel, key->device_class, key->kernel_hash, key->toolchain,
+                       store_ll(&l, limit)};
+    return store_query_json(
+        c,
+        "SELECT json_build_object('problems', COALESCE(json_agg(json_build_object('problem',"
+        " b.problem, 'config', b.config, 'time_ms', b.time_ms, 'job_id', b.job_id, 'trial_id',"
+        " b.trial_id, 'measured_at', b.measured_at) ORDER BY b.problem_key), '[]'::json)) FROM"
+        " (SELECT * FROM best WHERE kernel = $1 AND device_class = $2 AND kernel_hash = $3"
+        " AND toolchain = $4 ORDER BY problem_key LIMIT $5) b",
+        5, p, "no tuned problems", err);
 }

@@ -30,11 +30,17 @@ best_offer best_offer_of_job_row(const PGresult *r, int row);
  * lower (sql/003; the same condition as the job's own best, job_store_offer_best). */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 /* {"kernel","device","device_class","kernel_hash","toolchain","problem","config","time_ms","job_id",
- * "trial_id","measured_at","source"}; KT_ERR_NO_BEST when nothing is known for the whole key (its
- * toolchain included: an entry measured under another toolchain is not this key's). */
+ * "trial_id","measured_at","source":"measured","provenance":{"repeats","noise_cv","job_id",
+ * "trial_id","measured_at"}} (the best trial joined: repeats and noise_cv are null for imports that
+ * did not record them); KT_ERR_NO_BEST when nothing is known for the whole key (its toolchain
+ * included: an entry measured under another toolchain is not this key's). */
 json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err);
 /* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
                              kt_error *err);
+/* {"problems":[{"problem","config","time_ms","job_id","trial_id","measured_at"}...]}: every tuned
+ * problem of key's (kernel, device class, kernel hash, toolchain) — key.problem_key is ignored — by
+ * problem key, at most limit (the nearest-problem fallback of GET /v1/best reads them). */
+json_t *best_store_problems_json(PGconn *c, const target_key *key, int limit, kt_error *err);
 
 #endif

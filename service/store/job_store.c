@@ -499,3 +499,46 @@ out:
     free(text);
     return rc;
 }
+
+int job_store_create_unless_active(PGconn *c, const job_spec *s, long long *id_out, int *created,
+                                   kt_error *err)
+{
+    int rc = -1, began = 0;
+    PGresult *r = NULL;
+    const char *p[] = {s->key.kernel, s->key.device_class, s->key.kernel_hash, s->key.problem_key,
+                       s->key.toolchain};
+    *created = 0;
+    if (db_begin(c, err) < 0)
+        goto out;
+    began = 1;
+    /* Two requests for the same key serialise on this lock until commit: the second sees the
+     * first's job. */
+    if (db_run(c,
+               "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2 || chr(31) || $3"
+               " || chr(31) || $4 || chr(31) || $5, 10))",
+               5, p, err) < 0)
+        goto out;
+    r = db_exec(c,
+                "SELECT id FROM jobs WHERE kernel = $1 AND device_class = $2 AND kernel_hash = $3"
+                " AND problem_key = $4 AND toolchain = $5 AND status IN ('queued', 'running')"
+                " ORDER BY id LIMIT 1",
+                5, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) > 0) {
+        *id_out = store_get_ll(r, 0, 0);
+    } else {
+        if (job_store_create(c, s, id_out, err) < 0)
+            goto out;
+        *created = 1;
+    }
+    if (db_commit(c, err) < 0)
+        goto out;
+    began = 0;
+    rc = 0;
+out:
+    if (began)
+        db_rollback(c);
+    PQclear(r);
+    return rc;
+}

@@ -103,6 +103,12 @@ typedef struct job_page {
 } job_page;
 
 int job_store_create(PGconn *c, const job_spec *spec, long long *id_out, kt_error *err);
+/* The same, unless a queued or running job of spec's key (kernel, device class, kernel hash,
+ * toolchain, problem) exists: then *id_out is that job's id and *created 0. Serialised per key (an
+ * advisory lock in one transaction), so concurrent callers queue one job. Must not be called inside
+ * a transaction. */
+int job_store_create_unless_active(PGconn *c, const job_spec *spec, long long *id_out, int *created,
+                                   kt_error *err);
 /* Reads one job into *out (job_info_release it); KT_ERR_NOT_FOUND when absent. */
 int job_store_get(PGconn *c, long long id, job_info *out, kt_error *err);
 void job_info_release(job_info *j);

@@ -6,13 +6,13 @@
 
 #include "core/log.h"
 #include "core/clock.h"
+#include "store/model_store.h"
 #include "store/worker_store.h"
 #include "worker/job_driver.h"
 #include "worker/worker_internal.h"
 
 #define RUNNER_HEARTBEAT_MS 1000
 #define RUNNER_REAP_MS      2000
-#define RUNNER_STALE_S      30 /* a heartbeat older than this means the process is gone */
 #define RUNNER_TICK_MS      100
 
 typedef struct runner_state {
@@ -30,15 +30,18 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
     long long t = (long long)(kt_clock_ns() / 1000000u);
     if (force || t - st->last_heartbeat >= RUNNER_HEARTBEAT_MS) {
         st->last_heartbeat = t;
+        /* The models the trainer thread trains carry the same runner id: one heartbeat for the
+         * process's jobs and models, even while a training runs for minutes. */
         if (job_store_heartbeat(c, &w->me, &err) < 0 ||
+            model_store_heartbeat(c, &w->me, &err) < 0 ||
             worker_store_heartbeat(c, w->host, w->pid, &err) < 0)
             log_warn("heartbeat failed: %s", err.message);
     }
     if (force || t - st->last_reap >= RUNNER_REAP_MS) {
         st->last_reap = t;
-        int freed = job_store_release_dead(c, &w->me, RUNNER_STALE_S, &err);
+        int freed = job_store_release_dead(c, &w->me, WORKER_STALE_S, &err);
         int requeued =
-            freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, RUNNER_STALE_S, &err);
+            freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, WORKER_STALE_S, &err);
         if (freed < 0 || requeued < 0)
             log_warn("reaping dead runners and workers failed: %s", err.message);
         else if (freed > 0 || requeued > 0)

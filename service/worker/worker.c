@@ -98,6 +98,11 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
         goto fail;
     }
     w->runner_started = 1;
+    trainer_options topt = {
+        .db = opt->db, .cat = opt->cat, .me = &w->me, .retrain_after = opt->model_retrain_after};
+    w->trainer = trainer_start(&topt, err);
+    if (!w->trainer)
+        goto fail;
     for (int i = 0; i < opt->measurers; i++) {
         w->measurer_args[i].w = w;
         w->measurer_args[i].index = i;
@@ -121,6 +126,11 @@ void worker_system_wake(worker_system *w)
     worker_bump(w, &w->runner_gen);
 }
 
+void worker_system_wake_trainer(worker_system *w)
+{
+    trainer_wake(w->trainer);
+}
+
 void worker_system_stats(worker_system *w, worker_stats *out)
 {
     pthread_mutex_lock(&w->lock);
@@ -136,6 +146,7 @@ void worker_system_stop(worker_system *w)
     w->stopping = 1;
     pthread_cond_broadcast(&w->wake);
     pthread_mutex_unlock(&w->lock);
+    trainer_stop(w->trainer); /* a training under way is abandoned, its model let go */
     for (int i = 0; i < w->n_measurers_started; i++)
         pthread_join(w->measurer_threads[i], NULL);
     if (w->runner_started)

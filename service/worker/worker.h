@@ -1,6 +1,7 @@
 /* worker/worker — the threads that do the tuning inside ktuned: one runner thread that drives jobs
- * (asks searchers for batches, inserts them as pending trials, tells results back, ends jobs) and N
- * measurement threads that claim pending trials, measure them with a backend and store the results.
+ * (asks searchers for batches, inserts them as pending trials, tells results back, ends jobs), N
+ * measurement threads that claim pending trials, measure them with a backend and store the results,
+ * and one model trainer thread (worker/trainer.h) that trains queued models.
  * They meet only through the database, so any number of processes on any hosts can share the work,
  * and a job resumes after a crash by replaying its stored trials.
  *
@@ -18,8 +19,9 @@ typedef struct worker_system worker_system;
 typedef struct worker_options {
     db_pool *db;
     const catalog *cat;
-    int measurers; /* measurement threads */
-    int max_jobs;  /* jobs the runner drives at once */
+    int measurers;                 /* measurement threads */
+    int max_jobs;                  /* jobs the runner drives at once */
+    long long model_retrain_after; /* --model-retrain-after (worker/trainer.h); 0 = off */
 } worker_options;
 
 /* Counters of this process, for /metrics. */
@@ -32,6 +34,8 @@ typedef struct worker_stats {
 worker_system *worker_system_start(const worker_options *opt, kt_error *err);
 /* Tells the runner that a job was queued (it also polls, for jobs queued by other processes). */
 void worker_system_wake(worker_system *w);
+/* Tells the model trainer (worker/trainer.h) that a model was queued (it also polls). */
+void worker_system_wake_trainer(worker_system *w);
 void worker_system_stats(worker_system *w, worker_stats *out);
 /* Stops the threads: measurements under way finish and are stored, jobs are let go (still running,
  * to be resumed by the next runner). Frees w. */

@@ -9,7 +9,12 @@
 
 #include "store/job_store.h"
 #include "worker/target_cache.h"
+#include "worker/trainer.h"
 #include "worker/worker.h"
+
+/* A heartbeat older than this means the process is gone: the reaper's limit for jobs, trials and
+ * models. */
+#define WORKER_STALE_S 30
 
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
@@ -26,6 +31,7 @@ struct worker_system {
     char id[384]; /* "<host>:<pid>:<start ms>" — runner id and worker id prefix */
     runner_identity me;
     target_cache *targets; /* the jobs' targets, shared by the runner and the measurers */
+    trainer *trainer;      /* the model trainer thread; NULL until started */
     char **devices;        /* names of the catalog's devices, measured by this process */
     int n_devices;
 

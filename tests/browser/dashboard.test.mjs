@@ -120,7 +120,7 @@ describe("dashboard", { timeout: 1800000 }, () => {
     const res = await fetch(k.base + "/node_modules/chart.js/dist/chart.umd.min.js");
     assert.equal(res.status, 200, "Chart.js is not served: run npm ci in web/ (make deps does)");
     const page = await newPage();
-    for (const route of ["#/jobs", "#/compare", "#/best", "#/devices", `#/jobs/${bigId}`]) {
+    for (const route of ["#/jobs", "#/compare", "#/best", "#/models", "#/devices", `#/jobs/${bigId}`]) {
       await page.goto(`${k.base}/${route}`);
       await page.waitForFunction(() => !document.querySelector("#view > .loading"));
       await page.waitForLoadState("networkidle").catch(() => {});
@@ -299,6 +299,7 @@ describe("dashboard", { timeout: 1800000 }, () => {
       ["job-big", `#/jobs/${bigId}`, "#job-page[data-loaded=all]"],
       ["compare", `#/compare?jobs=${liveId},${cancelId}`, "#compare-chart"],
       ["best", "#/best", "#best-table tbody tr"],
+      ["models", "#/models", "#models-table tbody tr"],
       ["devices", "#/devices", "#devices-table tbody tr"],
     ];
     for (const [vp, size] of Object.entries(VIEWPORTS)) {

@@ -1,6 +1,7 @@
 """Integration: the `ktune` command against a real ktuned (started with an API token): tune --wait,
 jobs, job, best in its three formats, cancel, export in both formats, import of exported files and of a
-shared Kernel Tuner cache (round trips agree), and the exit codes and messages of bad input."""
+shared Kernel Tuner cache (round trips agree), models / train --wait / best of a prediction (its source
+on stderr, marked in the flags and header formats), and the exit codes and messages of bad input."""
 import gzip
 import json
 import os
@@ -29,7 +30,8 @@ class CliTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
-                       extra=["--workers", "2", "--api-token", TOKEN, "--max-evaluations", "50000"])
+                       extra=["--workers", "2", "--api-token", TOKEN, "--max-evaluations", "50000",
+                              "--kernels", os.path.join(ARGS.source_dir, "kernels")])
         cls.k.start()
         cls.tmp = tempfile.mkdtemp(prefix="ktune-cli-", dir="/tmp")
         cls.auth = {"Authorization": "Bearer " + TOKEN}
@@ -132,9 +134,73 @@ class CliTest(unittest.TestCase):
         self.assertEqual(status, 404, body)
         p = self.ktune("best", "--kernel", "pnpoly", "--device", "replay:pnpoly_kt-RTX_3090",
                        expect=NOT_FOUND)
-        self.assertIn("no configuration of kernel pnpoly is known", p.stderr)
-        self.assertIn("hint: tune it first", p.stderr)
+        self.assertIn("no measured or predicted configuration of kernel pnpoly is known", p.stderr)
+        self.assertIn("hint: tune it: POST /v1/tune", p.stderr)
         self.assertEqual(p.stdout, "")
+
+    def test_models_train_and_predicted_best(self):
+        # Four gemm problems "measured" on the cpu through imports (no measuring here): the default
+        # configuration with UNROLL 1, 2 and 4, one of them best per problem.
+        default = {"MR": 6, "NR": 64, "KC": 512, "MC": 192, "NC": 512, "UNROLL": 1, "PACK_A": 0, "LOOP": 1}
+        problems = [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 128, "K": 128},
+                    {"M": 256, "N": 256, "K": 256}, {"M": 512, "N": 512, "K": 512}]
+        for i, problem in enumerate(problems):
+            trials = [{"config": dict(default, UNROLL=u), "status": "ok",
+                       "time_ms": 1.0 + (j - i % 3) ** 2 + i} for j, u in enumerate((1, 2, 4))]
+            status, _, reply = self.k.post("/v1/imports", {"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                           "source": "kerneltuner", "trials": trials},
+                                           headers=self.auth)
+            self.assertEqual(status, 201, reply)
+        gemm = ["--kernel", "gemm", "--device", "cpu"]
+        p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", expect=NOT_FOUND)
+        self.assertIn("POST /v1/models", p.stderr)
+        p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", "--fallback", "nearest",
+                       "--format", "flags")
+        self.assertIn("nearest tuned problem", p.stderr)
+        self.assertTrue(p.stdout.rstrip().endswith("-DKTUNE_NEAREST=1"), p.stdout)
+        self.ktune("train", *gemm, "--algorithm", "nearest", token="wrong", expect=UNAUTHORIZED)
+        self.ktune("train", "--kernel", "gemm", expect=USAGE)
+        self.ktune("train", *gemm, "--device-class", "x", expect=USAGE)
+        p = self.ktune("train", *gemm, "--algorithm", "magic", expect=REJECTED)
+        self.assertIn("unknown algorithm 'magic'", p.stderr)
+        p = self.ktune("train", *gemm, "--algorithm", "nearest", "--wait")
+        first = p.stdout.split("\n")[0].split()
+        self.assertEqual((first[0], first[2]), ("model", "ready"), p.stdout)
+        model_id = int(first[1])
+        self.assertIn("training set       4 problems", p.stdout)
+        self.assertIn("held-out problems", p.stdout)
+        p = self.ktune("models", "--kernel", "gemm", "--status", "ready")
+        rows = [line.split() for line in p.stdout.splitlines()[1:]]
+        self.assertIn([str(model_id), "ready", "nearest", "1", "gemm"], [r[:5] for r in rows])
+        self.assertEqual(self.ktune("models", "--status", "failed").stdout.splitlines()[-1], "(no models)")
+        p = self.ktune("models", str(model_id), "--json")
+        self.assertEqual(json.loads(p.stdout)["id"], model_id)
+        self.ktune("models", "999999", expect=NOT_FOUND)
+        self.ktune("models", "abc", expect=USAGE)
+        self.ktune("models", "--status", "sleepy", expect=REJECTED)
+        # A problem never tuned: a prediction, marked as one in every format.
+        q = ["best", *gemm, "--problem", "M=100,N=100,K=100"]
+        p = self.ktune(*q)
+        self.assertIn("ktune best: predicted by model %d (nearest, version 1)" % model_id, p.stderr)
+        config = json.loads(p.stdout)
+        self.assertEqual(set(config), set(default))
+        flags = self.ktune(*q, "--format", "flags").stdout.split()
+        self.assertEqual(flags, ["-D%s=%s" % (k, v) for k, v in config.items()] + ["-DKTUNE_PREDICTED=1"])
+        header = self.ktune(*q, "--format", "header").stdout
+        self.assertIn("NOT MEASURED: predicted by model %d" % model_id, header)
+        self.assertIn("#define KTUNE_PREDICTED 1\n", header)
+        full = json.loads(self.ktune(*q, "--verbose", "--k", "2").stdout)
+        self.assertEqual((full["source"], len(full["candidates"])), ("predicted", 2))
+        self.ktune(*q, "--source", "measured", expect=NOT_FOUND)
+        self.ktune(*q, "--source", "guess", expect=USAGE)
+        self.ktune(*q, "--k", "0", expect=USAGE)
+        # A tuned problem: measured, with its provenance, unmarked.
+        p = self.ktune("best", *gemm, "--problem", "M=64,N=64,K=64", "--format", "flags")
+        self.assertIn("ktune best: measured 1 ms (job ", p.stderr)
+        self.assertNotIn("KTUNE_", p.stdout)
+        # tune_on_miss: a job queued once, named on stderr.
+        p = self.ktune(*q, "--tune-on-miss", "2", "--source", "measured", expect=NOT_FOUND)
+        self.assertIn("(tune_on_miss)", p.stderr)
 
     def test_token_and_unreachable(self):
         p = self.ktune("tune", *CONV, token="wrong", expect=UNAUTHORIZED)

@@ -190,6 +190,58 @@ static void test_progress_line(void **state)
     json_decref(job);
 }
 
+/* A prediction and a nearest answer are marked in every format but json; a measured one says its
+ * provenance. */
+static void test_render_best_sources(void **state)
+{
+    (void)state;
+    kt_error err;
+    char how[256];
+    json_t *best = load("{\"kernel\": \"gemm\", \"device\": \"cpu\", \"problem\": {\"M\": 64},"
+                        " \"config\": {\"MR\": 6}, \"source\": \"predicted\", \"score\": -0.25,"
+                        " \"model\": {\"id\": 4, \"algorithm\": \"seq2seq\", \"version\": 2}}");
+    char *s = cli_render_best(best, "flags", &err);
+    assert_string_equal(s, "-DMR=6 -DKTUNE_PREDICTED=1\n");
+    free(s);
+    s = cli_render_best(best, "header", &err);
+    assert_non_null(strstr(s, "NOT MEASURED: predicted by model 4 (seq2seq, version 2)"));
+    assert_non_null(strstr(s, "#define KTUNE_PREDICTED 1\n"));
+    assert_non_null(strstr(s, "#define KTUNE_MR 6\n"));
+    free(s);
+    s = cli_render_best(best, "json", &err);
+    assert_string_equal(s, "{\"MR\":6}\n");
+    free(s);
+    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_string_equal(how, "predicted by model 4 (seq2seq, version 2), score -0.25");
+    assert_int_equal(cli_best_source_text(best, how, 10), -1);
+
+    json_object_set_new(best, "source", json_string("nearest"));
+    json_object_set_new(best, "nearest",
+                        load("{\"problem\": {\"M\": 32}, \"distance\": 0.5,"
+                             " \"time_ms\": 2}"));
+    s = cli_render_best(best, "flags", &err);
+    assert_string_equal(s, "-DMR=6 -DKTUNE_NEAREST=1\n");
+    free(s);
+    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_string_equal(how, "nearest tuned problem {\"M\":32} (distance 0.5, 2 ms there)");
+
+    json_object_set_new(best, "source", json_string("measured"));
+    json_object_set_new(best, "time_ms", json_real(1.5));
+    json_object_set_new(best, "job_id", json_integer(3));
+    json_object_set_new(best, "trial_id", json_integer(9));
+    json_object_set_new(best, "provenance", load("{\"repeats\": 7, \"noise_cv\": 0.012}"));
+    s = cli_render_best(best, "flags", &err);
+    assert_string_equal(s, "-DMR=6\n");
+    free(s);
+    s = cli_render_best(best, "header", &err);
+    assert_null(strstr(s, "KTUNE_PREDICTED"));
+    assert_null(strstr(s, "NOT MEASURED"));
+    free(s);
+    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_string_equal(how, "measured 1.5 ms (job 3, trial 9, 7 repeats, noise 1.2%)");
+    json_decref(best);
+}
+
 static void test_render_best(void **state)
 {
     (void)state;
@@ -558,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_tune_arguments),
         cmocka_unit_test(test_progress_line),
         cmocka_unit_test(test_render_best),
+        cmocka_unit_test(test_render_best_sources),
         cmocka_unit_test(test_kerneltuner_round_trip),
         cmocka_unit_test(test_kerneltuner_import_plain_cache),
         cmocka_unit_test(test_t4_round_trip),

@@ -5,8 +5,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/rng.h"
@@ -99,6 +101,29 @@ static void fnv1a_matches_known_vectors(void **state)
     assert_true(x != y);
 }
 
+/* --model-retrain-after: default 200, 0 turns it off, the environment twin, negatives refused. */
+static void config_model_retrain_after(void **state)
+{
+    (void)state;
+    kt_config cfg;
+    kt_error err;
+    char arg0[] = "ktuned", flag[] = "--model-retrain-after", zero[] = "0", neg[] = "-1";
+    char *plain[] = {arg0, NULL}, *off[] = {arg0, flag, zero, NULL},
+         *bad[] = {arg0, flag, neg, NULL};
+    unsetenv("KTUNE_MODEL_RETRAIN_AFTER");
+    assert_int_equal(config_parse(&cfg, 1, plain, NULL, &err), 0);
+    assert_int_equal(cfg.model_retrain_after, 200);
+    assert_int_equal(config_parse(&cfg, 3, off, NULL, &err), 0);
+    assert_int_equal(cfg.model_retrain_after, 0);
+    setenv("KTUNE_MODEL_RETRAIN_AFTER", "50", 1);
+    assert_int_equal(config_parse(&cfg, 1, plain, NULL, &err), 0);
+    assert_int_equal(cfg.model_retrain_after, 50);
+    unsetenv("KTUNE_MODEL_RETRAIN_AFTER");
+    assert_int_equal(config_parse(&cfg, 3, bad, NULL, &err), -1);
+    assert_int_equal(err.code, KT_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "--model-retrain-after"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -108,6 +133,7 @@ int main(void)
         cmocka_unit_test(trial_status_names_round_trip),
         cmocka_unit_test(trial_cost_is_compile_plus_measure_seconds),
         cmocka_unit_test(fnv1a_matches_known_vectors),
+        cmocka_unit_test(config_model_retrain_after),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,36 @@
 // Best: a lookup form that asks /v1/best for a kernel, device and problem (the problem's fields
-// come from the catalog, prefilled with the recorded problem), and the best-known table from
+// come from the catalog, prefilled with the recorded problem) and shows how the answer was made
+// (measured, predicted by a model, or the nearest tuned problem), and the best-known table from
 // /v1/best/entries, filtered by kernel and device class (by the API) and by text (in the page),
 // sortable and paged.
 
 import { get, query } from "../api.js";
 import { DataTable } from "../table.js";
-import { h, clear, fmtMs, fmtTime, fmtObject, errorBox, copyText } from "../dom.js";
+import { h, clear, fmtMs, fmtNum, fmtTime, fmtObject, errorBox, copyText } from "../dom.js";
 
 // A problem value as a query argument: numbers as they are, lists comma-separated.
 function problemArg(v) {
   return Array.isArray(v) ? v.join(",") : String(v);
+}
+
+// How an answer was made: the measurement (job, repeats, noise), the model, or the nearest problem.
+function provenance(best) {
+  if (best.source === "predicted") {
+    const m = best.model || {};
+    return h(
+      "div",
+      {},
+      h("p", { class: "muted" }, "Not measured: predicted by ", h("a", { href: `#/models/${m.id}` }, `model #${m.id}`), ` (${m.algorithm}, version ${m.version}), score ${fmtNum(best.score)} · problem ${fmtObject(best.problem)}`),
+      best.candidates && best.candidates.length > 1 ? h("details", {}, h("summary", {}, `${best.candidates.length} candidates`), h("ol", { class: "mono" }, best.candidates.map((c) => h("li", {}, `${fmtObject(c.config)} (score ${fmtNum(c.score)})`)))) : null
+    );
+  }
+  if (best.source === "nearest") {
+    const n = best.nearest || {};
+    return h("p", { class: "muted" }, `Not measured for this problem: the best of the nearest tuned problem ${fmtObject(n.problem)} (log-distance ${fmtNum(n.distance)}, ${fmtMs(n.time_ms)} there, `, h("a", { href: `#/jobs/${n.job_id}` }, `job #${n.job_id}`), ")");
+  }
+  const p = best.provenance || {};
+  const how = [p.repeats != null ? `${p.repeats} repeats` : null, p.noise_cv != null ? `noise ${(p.noise_cv * 100).toFixed(1)}%` : null].filter(Boolean).join(", ");
+  return h("p", { class: "muted" }, `from `, h("a", { href: `#/jobs/${best.job_id}` }, `job #${best.job_id}`), `, measured ${fmtTime(best.measured_at)}${how ? " (" + how + ")" : ""} · problem ${fmtObject(best.problem)}`);
 }
 
 function lookupSection(kernels) {
@@ -43,12 +64,14 @@ function lookupSection(kernels) {
     h("label", {}, "Kernel", kernelSel),
     h("label", {}, "Device", deviceSel),
     problemBox,
+    h("label", { class: "check" }, h("input", { type: "checkbox", id: "lookup-nearest" }), "nearest tuned problem as a fallback"),
     h("button", { type: "submit" }, "Look up")
   );
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const params = { kernel: kernelSel.value, device: deviceSel.value };
     for (const input of problemBox.querySelectorAll("input")) if (input.value.trim() !== "") params[input.name.slice(8)] = input.value.trim();
+    if (form.querySelector("#lookup-nearest").checked) params.fallback = "nearest";
     const url = "/v1/best" + query(params);
     clear(out, h("p", { class: "loading" }, "Looking up…"));
     try {
@@ -58,12 +81,13 @@ function lookupSection(kernels) {
         out,
         h(
           "div",
-          { class: "lookup-hit", "data-found": "yes" },
-          h("div", { class: "best-line" }, h("span", { class: "big" }, fmtMs(best.time_ms)),
+          { class: "lookup-hit", "data-found": "yes", "data-source": best.source },
+          h("div", { class: "best-line" }, h("span", { class: "badge source-" + best.source }, best.source), best.source === "measured" ? h("span", { class: "big" }, fmtMs(best.time_ms)) : null,
             h("button", { type: "button", class: "small", onclick: async () => { copyMsg.textContent = (await copyText(JSON.stringify(best.config, null, 2))) ? "copied" : "could not copy"; } }, "Copy JSON"),
             copyMsg),
           h("pre", { class: "json" }, JSON.stringify(best.config, null, 2)),
-          h("p", { class: "muted" }, `from `, h("a", { href: `#/jobs/${best.job_id}` }, `job #${best.job_id}`), `, measured ${fmtTime(best.measured_at)} (${best.source}) · problem ${fmtObject(best.problem)}`),
+          provenance(best),
+          best.tune_on_miss ? h("p", { class: "muted" }, best.tune_on_miss.queued ? "queued " : "already tuning: ", h("a", { href: `#/jobs/${best.tune_on_miss.job_id}` }, `job #${best.tune_on_miss.job_id}`)) : null,
           h("p", { class: "muted mono" }, "GET " + url)
         )
       );

@@ -1,0 +1,439 @@
+/* store/model_store — the models table: queueing, reading, claiming and ending models. The training
+ * data and retrain queries are in model_data_store.c. See model_store.h. */
+#include "store/model_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+#include "store/store_util.h"
+
+/* The key columns in model_key order (less algorithm), as $-parameters from `first`. */
+#define MODEL_KEY_MATCH(alias, a, b, c, d, e)                                                      \
+    alias "kind = $" a " AND " alias "kernel = $" b " AND " alias "device_class = $" c             \
+          " AND " alias "kernel_hash = $" d " AND " alias "toolchain = $" e
+
+/* clang-format off */
+#define MODEL_JSON_SQL                                                                             \
+    "json_build_object('id', m.id, 'kind', m.kind, 'algorithm', m.algorithm, 'kernel', m.kernel,"  \
+    " 'device_class', m.device_class, 'kernel_hash', m.kernel_hash, 'toolchain', m.toolchain,"     \
+    " 'version', m.version, 'status', m.status, 'training', m.training, 'hyper', m.hyper,"         \
+    " 'metrics', m.metrics, 'error', m.error, 'size_bytes', octet_length(m.model),"                \
+    " 'format_version', m.format_version, 'reason', m.reason, 'attempts', m.attempts,"             \
+    " 'created_at', m.created_at, 'started_at', m.started_at, 'finished_at', m.finished_at)"
+/* clang-format on */
+
+int model_store_create(PGconn *c, const model_key *k, const json_t *hyper, const char *reason,
+                       long long *id_out, kt_error *err)
+{
+    int rc = -1;
+    char state[6] = "";
+    char *hyper_text = store_json_text(hyper);
+    const char *p[] = {k->kind,
+                       k->kernel,
+                       k->device_class,
+                       k->kernel_hash,
+                       k->toolchain,
+                       k->algorithm,
+                       hyper_text ? hyper_text : "{}",
+                       reason};
+    PGresult *r = db_exec(
+        c,
+        "SELECT id FROM models WHERE " MODEL_KEY_MATCH("", "1", "2", "3", "4", "5") " AND status = "
+                                                                                    "'training'",
+        5, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) > 0) {
+        kt_error_set(err, KT_ERR_CONFLICT,
+                     "model %s of kernel %s on device class %s is already training",
+                     PQgetvalue(r, 0, 0), k->kernel, k->device_class);
+        kt_error_hint(err, "wait for model %s (GET /v1/models/%s) before asking for another",
+                      PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+        goto out;
+    }
+    PQclear(r);
+    r = db_exec_state(
+        c,
+        "INSERT INTO models (kind, kernel, device_class, kernel_hash, toolchain, algorithm, hyper,"
+        " reason, status, version) SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, 'training',"
+        " COALESCE(max(version), 0) + 1 FROM models WHERE " MODEL_KEY_MATCH("", "1", "2", "3", "4",
+                                                                            "5") " RETURNING id",
+        8, p, state, err);
+    if (!r) {
+        /* Another create of the same key won the race (version or the one-training index). */
+        if (strcmp(state, "23505") == 0) {
+            kt_error_set(err, KT_ERR_CONFLICT,
+                         "a model of kernel %s on device class %s was queued at the same time",
+                         k->kernel, k->device_class);
+            kt_error_hint(err, "GET /v1/models?kernel=%s lists it", k->kernel);
+        }
+        goto out;
+    }
+    *id_out = store_get_ll(r, 0, 0);
+    rc = 0;
+out:
+    PQclear(r);
+    free(hyper_text);
+    return rc;
+}
+
+json_t *model_store_get_json(PGconn *c, long long id, kt_error *err)
+{
+    store_num n;
+    const char *p[] = {store_ll(&n, id)};
+    json_t *out = store_query_json(c, "SELECT " MODEL_JSON_SQL " FROM models m WHERE m.id = $1", 1,
+                                   p, "no such model", err);
+    if (!out && err && err->code == KT_ERR_NOT_FOUND) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no model with id %lld", id);
+        kt_error_hint(err, "GET /v1/models lists the models");
+    }
+    return out;
+}
+
+json_t *model_store_list_json(PGconn *c, const char *kernel, const char *device_class,
+                              const char *status, int limit, kt_error *err)
+{
+    store_num l;
+    if (limit < 1 || limit > 1000) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "limit %d is out of range", limit);
+        kt_error_hint(err, "a limit from 1 to 1000");
+        return NULL;
+    }
+    const char *p[] = {kernel, device_class, status, store_ll(&l, limit)};
+    return store_query_json(
+        c,
+        "SELECT json_build_object('models', COALESCE(json_agg(" MODEL_JSON_SQL
+        " ORDER BY m.id DESC), '[]'::json)) FROM (SELECT * FROM models WHERE"
+        " ($1::text IS NULL OR kernel = $1) AND ($2::text IS NULL OR device_class = $2)"
+        " AND ($3::text IS NULL OR status = $3) ORDER BY id DESC LIMIT $4) m",
+        4, p, "no models", err);
+}
+
+int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
+                             const char *device_class, const char *kernel_hash,
+                             const char *toolchain, int want_bytes, model_ready *out, kt_error *err)
+{
+    int rc = -1;
+    const char *p[] = {kind,
+                       kernel,
+                       device_class,
+                       kernel_hash,
+                       toolchain ? toolchain : "",
+                       want_bytes ? "t" : "f"};
+    memset(out, 0, sizeof *out);
+    PGresult *r = db_exec(c,
+                          "SELECT id, algorithm, version, CASE WHEN $6::boolean THEN model END"
+                          " FROM models WHERE " MODEL_KEY_MATCH(
+                              "", "1", "2", "3", "4", "5") " AND status = 'ready'"
+                                                           " ORDER BY version DESC LIMIT 1",
+                          6, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        rc = 0;
+        goto out;
+    }
+    out->id = store_get_ll(r, 0, 0);
+    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
+    out->version = (int)store_get_ll(r, 0, 2);
+    if (want_bytes && !PQgetisnull(r, 0, 3)) {
+        out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
+        if (!out->bytes) {
+            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+            goto out;
+        }
+    }
+    rc = 1;
+out:
+    PQclear(r);
+    if (rc < 0)
+        model_ready_release(out);
+    return rc;
+}
+
+void model_ready_release(model_ready *r)
+{
+    if (r->bytes)
+        PQfreemem(r->bytes);
+    memset(r, 0, sizeof *r);
+}
+
+void model_claim_release(model_claim *m)
+{
+    free(m->kind);
+    free(m->algorithm);
+    free(m->kernel);
+    free(m->device_class);
+    free(m->kernel_hash);
+    free(m->toolchain);
+    free(m->reason);
+    json_decref(m->hyper);
+    memset(m, 0, sizeof *m);
+}
+
+/* {"code","message","hint","reason"} as jsonb text (malloc'd). */
+static char *error_text(const kt_error *why, const char *reason)
+{
+    json_t *e = json_pack("{s:s,s:s,s:s,s:s}", "code", kt_error_code_name(why->code), "message",
+                          why->message, "hint", why->hint, "reason", reason ? reason : "failed");
+    char *text = store_json_text(e);
+    json_decref(e);
+    return text;
+}
+
+/* Fails the claimable models that used up their attempts. */
+static int fail_exhausted(PGconn *c, int stale_s, kt_error *err)
+{
+    store_num s, max;
+    kt_error why;
+    kt_error_set(&why, KT_ERR_INTERNAL,
+                 "training was started %d times and never finished (the process training it "
+                 "died each time)",
+                 MODEL_MAX_ATTEMPTS);
+    kt_error_hint(&why, "see the ktuned logs of the hosts that trained it; POST /v1/models queues "
+                        "a new one");
+    char *e = error_text(&why, "attempts");
+    const char *p[] = {store_ll(&s, stale_s), store_ll(&max, MODEL_MAX_ATTEMPTS), e};
+    int rc =
+        db_run(c,
+               "UPDATE models SET status = 'failed', error = $3::jsonb, finished_at = now(),"
+               " runner = NULL WHERE status = 'training' AND attempts >= $2 AND (runner IS NULL"
+               " OR runner_heartbeat < now() - make_interval(secs => $1))",
+               3, p, err);
+    free(e);
+    return rc;
+}
+
+int model_store_claim(PGconn *c, const runner_identity *me, int stale_s, model_claim *out,
+                      kt_error *err)
+{
+    int rc = -1;
+    store_num s;
+    PGresult *r = NULL;
+    memset(out, 0, sizeof *out);
+    if (fail_exhausted(c, stale_s, err) < 0)
+        goto out;
+    const char *p[] = {me->id, store_ll(&s, stale_s)};
+    r = db_exec(
+        c,
+        "UPDATE models m SET runner = $1, runner_heartbeat = now(), attempts = m.attempts + 1,"
+        " started_at = COALESCE(m.started_at, now()) FROM (SELECT id FROM models"
+        " WHERE status = 'training' AND (runner IS NULL"
+        " OR runner_heartbeat < now() - make_interval(secs => $2::int))"
+        " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) pick WHERE m.id = pick.id"
+        " RETURNING m.id, m.version, m.attempts, m.kind, m.algorithm, m.kernel,"
+        " m.device_class, m.kernel_hash, m.toolchain, m.reason, m.hyper",
+        2, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        rc = 0;
+        goto out;
+    }
+    out->id = store_get_ll(r, 0, 0);
+    out->version = (int)store_get_ll(r, 0, 1);
+    out->attempts = (int)store_get_ll(r, 0, 2);
+    out->kind = strdup(PQgetvalue(r, 0, 3));
+    out->algorithm = strdup(PQgetvalue(r, 0, 4));
+    out->kernel = strdup(PQgetvalue(r, 0, 5));
+    out->device_class = strdup(PQgetvalue(r, 0, 6));
+    out->kernel_hash = strdup(PQgetvalue(r, 0, 7));
+    out->toolchain = strdup(PQgetvalue(r, 0, 8));
+    out->reason = strdup(PQgetvalue(r, 0, 9));
+    out->hyper = store_get_json(r, 0, 10);
+    if (!out->kind || !out->algorithm || !out->kernel || !out->device_class || !out->kernel_hash ||
+        !out->toolchain || !out->reason) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+        model_claim_release(out);
+        goto out;
+    }
+    rc = 1;
+out:
+    PQclear(r);
+    return rc;
+}
+
+int model_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err)
+{
+    const char *p[] = {me->id};
+    return db_run(
+        c, "UPDATE models SET runner_heartbeat = now() WHERE runner = $1 AND status = 'training'",
+        1, p, err);
+}
+
+/* "<host>:<pid>:<start>": 1 with host (into buf) and pid, 0 when the id is not of that form. */
+static int parse_runner(const char *id, char *host, size_t cap, int *pid)
+{
+    const char *last = strrchr(id, ':');
+    if (!last || last == id)
+        return 0;
+    const char *p = last - 1;
+    while (p > id && *p != ':')
+        p--;
+    if (*p != ':' || (size_t)(p - id) >= cap)
+        return 0;
+    char *end = NULL;
+    long v = strtol(p + 1, &end, 10);
+    if (end != last || v <= 0 || v > 0x7fffffff)
+        return 0;
+    memcpy(host, id, (size_t)(p - id));
+    host[p - id] = '\0';
+    *pid = (int)v;
+    return 1;
+}
+
+int model_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, kt_error *err)
+{
+    int freed = -1;
+    store_num s;
+    const char *p1[] = {store_ll(&s, stale_s)};
+    PGresult *r =
+        db_exec(c,
+                "UPDATE models SET runner = NULL WHERE status = 'training' AND runner IS NOT NULL"
+                " AND runner_heartbeat < now() - make_interval(secs => $1) RETURNING id",
+                1, p1, err);
+    if (!r)
+        goto out;
+    freed = PQntuples(r);
+    PQclear(r);
+    /* Runners on this host are checked by pid, as job_store_release_dead does: a ktuned killed
+     * with -9 is noticed at once; my pid under another id is a previous incarnation. */
+    const char *p2[] = {me->id};
+    r = db_exec(
+        c,
+        "SELECT DISTINCT runner FROM models WHERE status = 'training' AND runner IS NOT NULL"
+        " AND runner <> $1",
+        1, p2, err);
+    if (!r) {
+        freed = -1;
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        char host[256];
+        int pid = 0;
+        const char *runner = PQgetvalue(r, i, 0);
+        if (!parse_runner(runner, host, sizeof host, &pid) || strcmp(host, me->host) != 0)
+            continue;
+        if (pid != me->pid && store_pid_alive(pid))
+            continue;
+        const char *p3[] = {runner};
+        PGresult *u = db_exec(c,
+                              "UPDATE models SET runner = NULL WHERE status = 'training' AND"
+                              " runner = $1 RETURNING id",
+                              1, p3, err);
+        if (!u) {
+            freed = -1;
+            goto out;
+        }
+        freed += PQntuples(u);
+        PQclear(u);
+    }
+out:
+    PQclear(r);
+    return freed;
+}
+
+int model_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err)
+{
+    const char *p[] = {me->id};
+    return db_run(c,
+                  "UPDATE models SET runner = NULL, attempts = greatest(attempts - 1, 0)"
+                  " WHERE runner = $1 AND status = 'training'",
+                  1, p, err);
+}
+
+/* "\x<hex>": the text form of a bytea parameter (malloc'd). */
+static char *bytea_hex(const unsigned char *bytes, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *out = malloc(2 * len + 3);
+    if (!out)
+        return NULL;
+    out[0] = '\\';
+    out[1] = 'x';
+    for (size_t i = 0; i < len; i++) {
+        out[2 + 2 * i] = digits[bytes[i] >> 4];
+        out[3 + 2 * i] = digits[bytes[i] & 15];
+    }
+    out[2 + 2 * len] = '\0';
+    return out;
+}
+
+int model_store_finish(PGconn *c, const runner_identity *me, long long id,
+                       const unsigned char *bytes, size_t len, int format_version,
+                       const json_t *metrics, const json_t *training, const json_t *hyper,
+                       kt_error *err)
+{
+    int rc = -1, began = 0;
+    store_num n, fv;
+    char *hex = NULL, *metrics_text = store_json_text(metrics);
+    char *training_text = store_json_text(training), *hyper_text = store_json_text(hyper);
+    PGresult *r = NULL;
+    if (len > MODEL_MAX_BYTES) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "model %lld is %zu bytes, more than %u", id, len,
+                     MODEL_MAX_BYTES);
+        kt_error_hint(err, "train with a smaller model (hyper \"hidden\") or fewer problems");
+        goto out;
+    }
+    hex = bytea_hex(bytes, len);
+    if (!hex) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory storing model %lld", id);
+        goto out;
+    }
+    if (db_begin(c, err) < 0)
+        goto out;
+    began = 1;
+    const char *p[] = {store_ll(&n, id), me->id,        hex,       store_ll(&fv, format_version),
+                       metrics_text,     training_text, hyper_text};
+    r = db_exec(c,
+                "UPDATE models SET status = 'ready', model = $3::bytea, format_version = $4,"
+                " metrics = $5::jsonb, training = COALESCE($6::jsonb, training),"
+                " hyper = COALESCE($7::jsonb, hyper), error = NULL, finished_at = now(),"
+                " runner = NULL WHERE id = $1 AND runner = $2 AND status = 'training'"
+                " RETURNING kind, kernel, device_class, kernel_hash, toolchain, version",
+                7, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is no longer trained by %s", id, me->id);
+        kt_error_hint(err, "another trainer claimed it after this one's heartbeat went stale");
+        goto out;
+    }
+    const char *q[] = {PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+                       PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 5)};
+    if (db_run(c,
+               "UPDATE models SET status = 'superseded' WHERE " MODEL_KEY_MATCH(
+                   "", "1", "2", "3", "4", "5") " AND status = 'ready' AND version < $6",
+               6, q, err) < 0 ||
+        db_commit(c, err) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0 && began)
+        db_rollback(c);
+    PQclear(r);
+    free(hex);
+    free(metrics_text);
+    free(training_text);
+    free(hyper_text);
+    return rc;
+}
+
+int model_store_fail(PGconn *c, const runner_identity *me, long long id, const kt_error *why,
+                     const char *reason, const json_t *training, kt_error *err)
+{
+    store_num n;
+    char *e = error_text(why, reason);
+    char *training_text = store_json_text(training);
+    const char *p[] = {store_ll(&n, id), me->id, e, training_text};
+    int rc = db_run(c,
+                    "UPDATE models SET status = 'failed', error = $3::jsonb,"
+                    " training = COALESCE($4::jsonb, training), finished_at = now(), runner = NULL"
+                    " WHERE id = $1 AND runner = $2 AND status = 'training'",
+                    4, p, err);
+    free(e);
+    free(training_text);
+    return rc;
+}

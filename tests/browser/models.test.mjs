@@ -1,0 +1,161 @@
+// Browser test of the dashboard's Models page: playwright-core drives Debian's chromium against a
+// live ktuned (real kernel catalog, cpu device) holding a ready model. Eight gemm problems are
+// "measured" through imports (no measuring: the page is what is tested), a `nearest` predictor is
+// trained on them (POST /v1/models) until ready, and then:
+// - #/models lists it (status, algorithm, version, key, training size);
+// - #/models/{id} shows its metrics and the held-out chart: one point per held-out problem whose
+//   predicted configuration was measured (predicted time against the best time), a y = x line of
+//   two points, and every held-out problem in the table (those not plotted marked so);
+// - a model trained from the page's form (with the API token) opens and is followed until ready;
+// - the Best page's lookup of a problem never tuned answers "predicted" and links the newest model;
+// - no console errors, nothing loaded from outside; screenshots at desktop and phone widths.
+//
+// Environment: KTUNE_KTUNED (the ktuned binary), KTUNE_SOURCE_DIR (the repository),
+// KTUNE_ARTIFACTS (screenshots; default <tmp>/ktune-browser-artifacts).
+
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Ktuned, launchBrowser } from "./fixture.mjs";
+
+const KTUNED = process.env.KTUNE_KTUNED;
+const SOURCE = process.env.KTUNE_SOURCE_DIR || path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const ARTIFACTS = process.env.KTUNE_ARTIFACTS || path.join(os.tmpdir(), "ktune-browser-artifacts");
+const TOKEN = "browser-models-token";
+const AUTH = { Authorization: "Bearer " + TOKEN };
+const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
+const DEFAULT = { MR: 6, NR: 64, KC: 512, MC: 192, NC: 512, UNROLL: 1, PACK_A: 0, LOOP: 1 };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe("models page", { timeout: 600000 }, () => {
+  let k, browser, model;
+
+  async function newPage(viewport = VIEWPORTS.desktop) {
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    page.errors = [];
+    page.on("console", (m) => m.type() === "error" && page.errors.push(m.text()));
+    page.on("pageerror", (e) => page.errors.push("uncaught: " + e.message));
+    page.on("request", (r) => {
+      if (!r.url().startsWith(k.base) && !r.url().startsWith("data:")) page.errors.push("request outside the service: " + r.url());
+    });
+    return page;
+  }
+
+  async function closePage(page) {
+    assert.deepEqual(page.errors, [], "console errors on the page");
+    await page.context().close();
+  }
+
+  before(async () => {
+    assert.ok(KTUNED, "KTUNE_KTUNED must name the ktuned binary");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    k = new Ktuned(KTUNED, SOURCE, { extra: ["--workers", "1", "--api-token", TOKEN, "--kernels", path.join(SOURCE, "kernels")] });
+    await k.start();
+    browser = await launchBrowser();
+    // Eight problems, each with the default configuration at UNROLL 1, 2 and 4; which one is best
+    // moves with the problem, so the nearest problem's best is measured for every problem.
+    const sizes = [32, 48, 64, 96, 128, 192, 256, 384];
+    for (const [i, n] of sizes.entries()) {
+      const trials = [1, 2, 4].map((u, j) => ({ config: { ...DEFAULT, UNROLL: u }, status: "ok", time_ms: n / 32 + ((j - (i % 3) + 3) % 3) * 0.1 * (n / 32) }));
+      const r = await k.api("POST", "/v1/imports", { kernel: "gemm", device: "cpu", problem: { M: n, N: n, K: n }, source: "kerneltuner", trials }, AUTH);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    const r = await k.api("POST", "/v1/models", { kernel: "gemm", device: "cpu", kind: "predictor", algorithm: "nearest" }, AUTH);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const deadline = Date.now() + 120000;
+    model = r.body;
+    while (model.status === "training" && Date.now() < deadline) {
+      await sleep(200);
+      model = (await k.api("GET", `/v1/models/${model.id}`)).body;
+    }
+    assert.equal(model.status, "ready", JSON.stringify(model));
+  });
+
+  after(async () => {
+    if (browser) await browser.close();
+    if (k) {
+      const rc = await k.stop().catch((e) => e.message);
+      k.cleanup();
+      assert.equal(rc, 0, "ktuned exited with " + rc + " on SIGTERM");
+    }
+  });
+
+  it("lists the model, shows its metrics and the held-out chart with y = x", async () => {
+    const heldout = model.metrics.heldout;
+    const plotted = heldout.filter((e) => typeof e.predicted_time_ms === "number").length;
+    assert.ok(heldout.length >= 1, "the model holds problems out: " + JSON.stringify(model.training));
+    for (const [name, viewport] of Object.entries(VIEWPORTS)) {
+      const page = await newPage(viewport);
+      await page.goto(`${k.base}/#/models`);
+      const row = page.locator(`#models-table tr[data-model="${model.id}"]`);
+      await row.waitFor();
+      const cells = await row.locator("td").allTextContents();
+      assert.deepEqual(cells.slice(0, 8), [`#${model.id}`, "ready", "nearest", "1", "gemm", model.device_class, "8", "24"]);
+      await page.screenshot({ path: path.join(ARTIFACTS, `models-${name}.png`), fullPage: true });
+      await row.locator("a").click();
+      await page.waitForSelector('#model-detail[data-status="ready"]');
+      const metrics = await page.locator("#model-metrics").textContent();
+      assert.match(metrics, /parameter accuracy/);
+      assert.match(metrics, new RegExp(`held-out problems${heldout.length}`));
+      assert.equal(await page.locator("#heldout-table tbody tr").count(), heldout.length);
+      assert.equal(await page.locator('#heldout-table tbody tr[data-plotted="yes"]').count(), plotted);
+      if (plotted) {
+        await page.waitForSelector(`#heldout[data-drawn="${plotted}"]`);
+        const sets = await page.evaluate(() => {
+          const c = window.Chart.getChart(document.getElementById("heldout-chart"));
+          return c.data.datasets.map((d) => d.data.map((p) => [p.x, p.y]));
+        });
+        assert.equal(sets.length, 2);
+        const want = heldout.filter((e) => typeof e.predicted_time_ms === "number").map((e) => [e.best_time_ms, e.predicted_time_ms]);
+        assert.deepEqual(sets[0], want);
+        assert.equal(sets[1].length, 2);
+        for (const [x, y] of sets[1]) assert.equal(x, y); // the y = x line
+      }
+      await page.screenshot({ path: path.join(ARTIFACTS, `model-${name}.png`), fullPage: true });
+      await closePage(page);
+    }
+  });
+
+  it("a model trained from the form opens and is followed until ready", async () => {
+    const page = await newPage();
+    await page.goto(`${k.base}/#/models`);
+    await page.click("#token summary");
+    await page.fill("#token-input", TOKEN);
+    await page.click("#token-form button");
+    await page.click("details.start > summary");
+    await page.waitForSelector('#train-kernel option[value="gemm"]', { state: "attached" });
+    await page.selectOption("#train-kernel", "gemm");
+    await page.selectOption("#train-device", "cpu");
+    await page.selectOption("#train-algorithm", "common");
+    await page.click("#train-form button[type=submit]");
+    await page.waitForFunction((old) => /^#\/models\/\d+$/.test(location.hash) && location.hash !== `#/models/${old}`, model.id);
+    const id = Number((await page.evaluate(() => location.hash)).split("/").pop());
+    await page.waitForSelector('#model-detail[data-status="ready"]', { timeout: 60000 });
+    const m = (await k.api("GET", `/v1/models/${id}`)).body;
+    assert.equal(m.algorithm, "common");
+    assert.match(await page.locator("#model-detail").textContent(), /predictor common, version 2/);
+    await closePage(page);
+  });
+
+  it("the Best lookup of a problem never tuned answers predicted and links the model", async () => {
+    const page = await newPage();
+    await page.goto(`${k.base}/#/best`);
+    await page.selectOption("#lookup-kernel", "gemm");
+    await page.selectOption("#lookup-device", "cpu");
+    await page.fill('input[name="problem:M"]', "100");
+    await page.click("#lookup-form button[type=submit]");
+    const hit = page.locator('#lookup-result [data-source="predicted"]');
+    await hit.waitFor();
+    // The newest ready model of the key answers: version 2, trained from the form.
+    const newest = (await k.api("GET", "/v1/models?kernel=gemm&status=ready&limit=1")).body.models[0];
+    assert.equal(newest.version, 2);
+    const older = (await k.api("GET", `/v1/models/${model.id}`)).body;
+    assert.equal(older.status, "superseded");
+    assert.match(await hit.textContent(), new RegExp(`predicted by model #${newest.id} \\(common, version 2\\)`));
+    assert.equal(await hit.locator(`a[href="#/models/${newest.id}"]`).count(), 1);
+    await closePage(page);
+  });
+});

@@ -1,0 +1,260 @@
+"""Integration: issue #10's first "Done when" item, on a fresh database with real CPU measurement.
+
+Tunes a handful of tiny `gemm` problems on the cpu device, then:
+- `/v1/best` with `fallback=nearest` and no model answers the nearest tuned problem (the one of least
+  log-distance, computed here too), and without it a miss is 404 `no_best`;
+- `POST /v1/models` (202, Location, 409 while one of the key trains, 401 without the token, 400s),
+  waits for the model to be `ready`; `GET /v1/models` and `GET /v1/models/{id}` show it;
+- `/v1/best` for a problem never tuned answers `"source": "predicted"` with the model, a score and
+  `k` candidates, and the configuration is valid for that problem: importing it as a measurement of
+  that problem is accepted (imports check every configuration against the problem's space), after
+  which the same lookup answers `measured`;
+- `?source=measured` for an untuned problem is 404; a tuned problem answers `measured` with its
+  provenance (repeats, noise) and `source=predicted` still asks the model;
+- `?tune_on_miss=N` on an untuned problem queues one job (401 without the token), a second lookup
+  names the same job with `queued: false`, and exactly one job of that problem exists; six misses sent
+  at once queue one job between them.
+"""
+import json
+import math
+import os
+import sys
+import threading
+import time
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+
+ARGS = parse_args()
+SOURCE = os.path.abspath(ARGS.source_dir)
+TOKEN = "models-test-token"
+AUTH = {"Authorization": "Bearer " + TOKEN}
+# Tiny problems: a trial is a compile (cached per configuration) and a few milliseconds of runs.
+TUNED = [{"M": m, "N": n, "K": k} for m, n, k in
+         ((16, 16, 16), (32, 32, 32), (64, 64, 64), (16, 64, 32), (64, 16, 48), (48, 48, 16))]
+UNTUNED = {"M": 40, "N": 24, "K": 56}
+EVALUATIONS = 6
+
+
+def best_path(problem, **options):
+    q = {"kernel": "gemm", "device": "cpu"}
+    q.update(problem)
+    q.update(options)
+    return "/v1/best?" + urllib.parse.urlencode(q)
+
+
+def log_distance(a, b):
+    return math.sqrt(sum((math.log1p(a[k]) - math.log1p(b[k])) ** 2 for k in a))
+
+
+class ModelsBestTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
+                       extra=["--kernels", os.path.join(SOURCE, "kernels"), "--workers", "1",
+                              "--min-seconds", "0.01", "--api-token", TOKEN])
+        cls.k.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.k.stop()
+        cls.k.cleanup()
+        assert rc == 0, "ktuned exited with %s on SIGTERM" % rc
+
+    def get(self, path, **kw):
+        return self.k.get(path, **kw)
+
+    def tune(self, problem, evaluations=EVALUATIONS):
+        status, _, job = self.k.post("/v1/tune", {"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                  "strategy": "random", "seed": 7,
+                                                  "budget": {"evaluations": evaluations}}, headers=AUTH)
+        self.assertEqual(status, 202, job)
+        return job["id"]
+
+    def wait_model(self, model_id, timeout=300):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, _, m = self.get("/v1/models/%d" % model_id)
+            self.assertEqual(status, 200, m)
+            if m["status"] != "training":
+                return m
+            time.sleep(0.2)
+        raise AssertionError("model %d still training after %ss" % (model_id, timeout))
+
+    def test_done_when(self):
+        # --- a handful of tuned problems ------------------------------------------------------
+        started = time.time()
+        jobs = [self.tune(p) for p in TUNED]
+        for jid in jobs:
+            job = self.k.wait_job(jid, timeout=600)
+            self.assertEqual(job["status"], "succeeded", job)
+            self.assertIsNotNone(job["best"], job)
+        print("\n  tuned %d problems x %d evaluations in %.1f s" % (len(TUNED), EVALUATIONS,
+                                                                   time.time() - started))
+
+        # --- measured, with provenance --------------------------------------------------------
+        status, _, best = self.get(best_path(TUNED[1]))
+        self.assertEqual(status, 200, best)
+        self.assertEqual(best["source"], "measured", best)
+        prov = best["provenance"]
+        self.assertEqual((prov["job_id"], prov["trial_id"]), (best["job_id"], best["trial_id"]))
+        self.assertGreaterEqual(prov["repeats"], 1)
+        self.assertGreaterEqual(prov["noise_cv"], 0)
+        self.assertEqual(best["toolchain"][:3], "gcc", best)
+
+        # --- no model yet: a miss, or the nearest tuned problem --------------------------------
+        status, _, miss = self.get(best_path(UNTUNED))
+        self.assertEqual((status, miss["error"]["code"]), (404, "no_best"), miss)
+        self.assertIn("POST /v1/models", miss["error"]["hint"])
+        status, _, near = self.get(best_path(UNTUNED, fallback="nearest"))
+        self.assertEqual((status, near["source"]), (200, "nearest"), near)
+        want = min(TUNED, key=lambda p: log_distance(UNTUNED, p))
+        self.assertEqual(near["nearest"]["problem"], want)
+        self.assertAlmostEqual(near["nearest"]["distance"], log_distance(UNTUNED, want), places=9)
+        status, _, want_best = self.get(best_path(want))
+        self.assertEqual(near["config"], want_best["config"])
+        self.assertEqual(near["problem"], UNTUNED)
+        status, _, err = self.get(best_path(UNTUNED, fallback="nearest", source="measured"))
+        self.assertEqual((status, err["error"]["code"]), (400, "bad_request"), err)
+        status, _, err = self.get(best_path(UNTUNED, colour="red"))
+        self.assertEqual((status, err["error"]["code"]), (400, "bad_problem"), err)
+        self.assertIn("colour", err["error"]["message"])
+        for bad in ({"source": "guess"}, {"fallback": "far"}, {"k": "0"}, {"k": "21"}):
+            status, _, err = self.get(best_path(UNTUNED, **bad))
+            self.assertEqual((status, err["error"]["code"]), (400, "out_of_range"), (bad, err))
+
+        # --- POST /v1/models ------------------------------------------------------------------
+        body = {"kernel": "gemm", "device": "cpu", "kind": "predictor"}
+        status, _, err = self.k.post("/v1/models", body)
+        self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
+        for bad, code in ((dict(body, colour=1), "unknown_field"), (dict(body, kind="oracle"), "out_of_range"),
+                          (dict(body, algorithm="magic"), "out_of_range"),
+                          ({"kernel": "gemm"}, "missing_field"),
+                          (dict(body, device_class="cpu:nothing"), "bad_request"),
+                          ({"kernel": "gemm", "device_class": "cpu:nothing"}, "unknown_device"),
+                          (dict(body, device="cuda:7"), "unknown_device"),
+                          (dict(body, kernel="nope"), "unknown_kernel"),
+                          (dict(body, hyper=[1]), "wrong_type"), (dict(body, hyper={"top": "x"}), "wrong_type")):
+            status, _, err = self.k.post("/v1/models", bad, headers=AUTH)
+            self.assertEqual((status, err["error"]["code"]), (400, code), (bad, err))
+        started = time.time()
+        status, headers, model = self.k.post("/v1/models", body, headers=AUTH)
+        self.assertEqual(status, 202, model)
+        self.assertEqual(headers["location"], "/v1/models/%d" % model["id"])
+        self.assertEqual((model["kind"], model["kernel"], model["version"]), ("predictor", "gemm", 1), model)
+        self.assertEqual(model["device_class"], best["device_class"])
+        status, _, err = self.k.post("/v1/models", body, headers=AUTH)
+        if status == 409:  # the first is still training (it usually is)
+            self.assertEqual(err["error"]["code"], "conflict", err)
+        model = self.wait_model(model["id"])
+        self.assertEqual(model["status"], "ready", model)
+        print("  model %d (%s) ready in %.1f s: %s" % (model["id"], model["algorithm"], time.time() - started,
+                                                       json.dumps(model["metrics"], sort_keys=True)[:300]))
+        self.assertEqual(model["training"]["problems"], len(TUNED), model)
+        status, _, listed = self.get("/v1/models?kernel=gemm&status=ready")
+        self.assertEqual(status, 200, listed)
+        self.assertIn(model["id"], [m["id"] for m in listed["models"]])
+        status, _, listed = self.get("/v1/models?status=failed&device_class=" +
+                                     urllib.parse.quote(model["device_class"]))
+        self.assertNotIn(model["id"], [m["id"] for m in listed["models"]])
+        for path, code in (("/v1/models?status=sleepy", "out_of_range"), ("/v1/models?limit=0", "out_of_range"),
+                           ("/v1/models?colour=red", "unknown_field")):
+            status, _, err = self.get(path)
+            self.assertEqual((status, err["error"]["code"]), (400, code), (path, err))
+        for path in ("/v1/models/999999", "/v1/models/abc"):
+            status, _, err = self.get(path)
+            self.assertEqual((status, err["error"]["code"]), (404, "not_found"), (path, err))
+
+        # --- predicted for a problem never tuned -----------------------------------------------
+        started = time.perf_counter()
+        status, _, pred = self.get(best_path(UNTUNED, k=3))
+        first_ms = (time.perf_counter() - started) * 1000
+        self.assertEqual(status, 200, pred)
+        self.assertEqual(pred["source"], "predicted", pred)
+        self.assertEqual(pred["model"], {"id": model["id"], "algorithm": model["algorithm"],
+                                         "version": model["version"]})
+        self.assertEqual(pred["problem"], UNTUNED)
+        self.assertTrue(1 <= len(pred["candidates"]) <= 3, pred)
+        self.assertEqual(pred["candidates"][0]["config"], pred["config"])
+        self.assertEqual(pred["score"], pred["candidates"][0]["score"])
+        configs = [json.dumps(c["config"], sort_keys=True) for c in pred["candidates"]]
+        self.assertEqual(len(set(configs)), len(configs), configs)
+        cached, measured_ms = [], []
+        for _ in range(20):
+            started = time.perf_counter()
+            status, _, again = self.get(best_path(UNTUNED, k=3))
+            cached.append((time.perf_counter() - started) * 1000)
+            self.assertEqual((status, again["config"]), (200, pred["config"]))
+            started = time.perf_counter()
+            status, _, _ = self.get(best_path(TUNED[0]))
+            measured_ms.append((time.perf_counter() - started) * 1000)
+        print("  /v1/best latency (client side, median of 20): predicted first %.1f ms, cached %.1f ms;"
+              " measured %.1f ms" % (first_ms, sorted(cached)[10], sorted(measured_ms)[10]))
+        status, _, err = self.get(best_path(UNTUNED, source="measured"))
+        self.assertEqual((status, err["error"]["code"]), (404, "no_best"), err)
+        status, _, own = self.get(best_path(TUNED[0], source="predicted"))
+        self.assertEqual((status, own["source"]), (200, "predicted"), own)
+        status, _, tuned = self.get(best_path(TUNED[0]))
+        self.assertEqual((status, tuned["source"]), (200, "measured"), tuned)
+
+        # The prediction is valid for the problem: the server accepts it as a measurement of it (an
+        # import checks the configuration against the problem's space), and a measurement then wins.
+        status, _, imp = self.k.post("/v1/imports", {
+            "kernel": "gemm", "device": "cpu", "problem": UNTUNED, "source": "kerneltuner",
+            "trials": [{"config": pred["config"], "status": "ok", "time_ms": 0.5}]}, headers=AUTH)
+        self.assertEqual(status, 201, imp)
+        status, _, measured = self.get(best_path(UNTUNED))
+        self.assertEqual((status, measured["source"], measured["config"]), (200, "measured", pred["config"]))
+        broken = dict(pred["config"], MR=5)  # 5 is not among MR's values: the same check refuses it
+        status, _, err = self.k.post("/v1/imports", {
+            "kernel": "gemm", "device": "cpu", "problem": UNTUNED, "source": "kerneltuner",
+            "trials": [{"config": broken, "status": "ok", "time_ms": 0.5}]}, headers=AUTH)
+        self.assertEqual(status, 400, err)
+
+        # --- tune_on_miss queues once -----------------------------------------------------------
+        fresh = {"M": 8, "N": 8, "K": 8}
+        status, _, err = self.get(best_path(fresh, tune_on_miss=3))
+        self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
+        status, _, first = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
+        self.assertEqual((status, first["source"]), (200, "predicted"), first)
+        self.assertTrue(first["tune_on_miss"]["queued"], first)
+        jid = first["tune_on_miss"]["job_id"]
+        status, _, second = self.get(best_path(fresh, tune_on_miss=3, source="measured"), headers=AUTH)
+        job = self.k.wait_job(jid, timeout=600)
+        if status == 404:  # the job had not finished yet: a miss that names it
+            self.assertEqual(second["tune_on_miss"], {"job_id": jid, "queued": False}, second)
+            self.assertIn("job %d" % jid, second["error"]["hint"])
+        else:  # it finished in between: a measurement, nothing queued
+            self.assertEqual((status, second["source"]), (200, "measured"), second)
+            self.assertNotIn("tune_on_miss", second)
+        self.assertEqual((job["status"], job["budget"]["evaluations"], job["problem"]), ("succeeded", 3, fresh), job)
+        status, _, page = self.get("/v1/jobs?limit=100")
+        self.assertEqual([j["id"] for j in page["jobs"] if j["problem"] == fresh], [jid])
+        status, _, now = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
+        self.assertEqual((status, now["source"], now["job_id"]), (200, "measured", jid), now)
+        self.assertNotIn("tune_on_miss", now)
+        # Misses at the same moment queue one job between them (an advisory lock per key).
+        other = {"M": 12, "N": 20, "K": 28}
+        replies = [None] * 6
+
+        def ask(i):
+            replies[i] = self.get(best_path(other, tune_on_miss=2, source="measured"), headers=AUTH)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(replies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([r[0] for r in replies], [404] * len(replies), replies)
+        named = {r[2]["tune_on_miss"]["job_id"] for r in replies}
+        self.assertEqual(len(named), 1, replies)
+        self.assertEqual(sum(r[2]["tune_on_miss"]["queued"] for r in replies), 1, replies)
+        self.k.wait_job(named.pop(), timeout=600)
+        for bad in ("0", "1000001"):
+            status, _, err = self.get(best_path(fresh, tune_on_miss=bad), headers=AUTH)
+            self.assertEqual((status, err["error"]["code"]), (400, "out_of_range"), err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

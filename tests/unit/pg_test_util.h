@@ -1,0 +1,120 @@
+/* pg_test_util — a throw-away embedded PostgreSQL for unit tests that need a database: one
+ * cluster in a fresh /tmp folder per test group (initdb costs seconds), migrations applied, one
+ * connection held; and small SQL helpers that fail the test on an error. Static inline, for the
+ * store and worker tests. */
+#ifndef KT_TESTS_PG_TEST_UTIL_H
+#define KT_TESTS_PG_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/db.h"
+#include "store/migrate.h"
+#include "store/pg_cluster.h"
+
+typedef struct pg_fixture {
+    char root[64];
+    char data_dir[128];
+    pg_cluster *cluster;
+    db_pool *pool;
+    PGconn *c;
+} pg_fixture;
+
+static inline int pg_remove_entry(const char *path, const struct stat *st, int flag,
+                                  struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static inline int pg_group_setup(void **state)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    pg_fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->root, sizeof f->root, "/tmp/ktune-models-test-XXXXXX");
+    if (!mkdtemp(f->root)) {
+        free(f);
+        return -1;
+    }
+    chmod(f->root, 0755); /* as root, the postgres user must traverse it */
+    snprintf(f->data_dir, sizeof f->data_dir, "%s/data", f->root);
+    int count = 0;
+    const migration *migs = migrate_builtin(&count);
+    f->cluster = pg_cluster_start(f->data_dir, &err);
+    if (f->cluster)
+        f->pool = db_pool_new(pg_cluster_conninfo(f->cluster), 2, &err);
+    if (f->pool)
+        f->c = db_acquire(f->pool, 5000, &err);
+    if (!f->c || migrate_apply(f->c, migs, count, &err) < 0) {
+        fprintf(stderr, "group setup: %s (hint: %s)\n", err.message, err.hint);
+        if (f->c)
+            db_release(f->pool, f->c);
+        db_pool_free(f->pool);
+        pg_cluster_stop(f->cluster);
+        nftw(f->root, pg_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static inline int pg_group_teardown(void **state)
+{
+    pg_fixture *f = *state;
+    db_release(f->pool, f->c);
+    db_pool_free(f->pool);
+    pg_cluster_stop(f->cluster);
+    nftw(f->root, pg_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static inline void sql(PGconn *c, const char *text)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    if (db_run(c, text, 0, NULL, &err) < 0)
+        fail_msg("%s: %s", text, err.message);
+}
+
+static inline long long sql_ll(PGconn *c, const char *text)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    PGresult *r = db_exec(c, text, 0, NULL, &err);
+    if (!r || PQntuples(r) < 1)
+        fail_msg("%s: %s", text, err.message);
+    long long v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+static inline void sql_text(PGconn *c, const char *text, char *out, size_t cap)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    PGresult *r = db_exec(c, text, 0, NULL, &err);
+    if (!r || PQntuples(r) < 1)
+        fail_msg("%s: %s", text, err.message);
+    snprintf(out, cap, "%s", PQgetisnull(r, 0, 0) ? "<null>" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+}
+
+#endif
