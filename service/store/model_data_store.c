@@ -47,8 +47,8 @@ int model_store_training_data(PGconn *c, const char *kernel, const char *device_
     /* The newest ok trial first: the rows below stop there, so a retrain check that compares
      * against max_trial_id never misses a trial that landed while this one was read. */
     r = db_exec(c,
-                "SELECT max(t.id) FROM trials t JOIN jobs j ON j.id = t.job_id"
-                " WHERE " JOBS_OF_KEY " AND t.status = 'ok'",
+                "SELECT max((SELECT max(t.id) FROM trials t WHERE t.job_id = j.id"
+                " AND t.status = 'ok')) FROM jobs j WHERE " JOBS_OF_KEY,
                 4, key, err);
     if (!r)
         goto out;
