@@ -157,12 +157,18 @@ static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, l
         goto done;
     }
     if (catalog_reopen(svc->cat, &job.target.key, job.target.problem, target, err) < 0) {
-        /* The kernel's source (or dataset) changed since the job was made: its space is another. */
+        /* The kernel's source (or dataset) changed since the job was made: its space is another;
+         * or the device's toolchain did: the job's results are another toolchain's. */
         if (err->code == KT_ERR_CONFLICT)
             kt_error_hint(err,
                           "job %lld was imported for kernel source %s; import these trials as "
                           "a new job (without \"job\")",
                           *id, job.target.key.kernel_hash);
+        else if (err->code == KT_ERR_TOOLCHAIN_CHANGED)
+            kt_error_hint(err,
+                          "job %lld was imported for toolchain '%.130s'; import these trials as "
+                          "a new job (without \"job\")",
+                          *id, job.target.key.toolchain);
         goto done;
     }
     rc = 0;

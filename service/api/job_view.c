@@ -49,13 +49,14 @@ json_t *job_view_json(const job_info *j, kt_error *err)
                                            (json_int_t)j->best_trial_id)
                                : json_null();
     json_t *out = json_pack(
-        "{s:I,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:I,"
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:I,"
         "s:{s:o,s:o},s:{s:I,s:I,s:o,s:o},s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:s,s:s}}",
         "id", (json_int_t)j->id, "status", j->status, "kernel", j->target.key.kernel, "device",
         j->target.key.device, "device_class", j->target.key.device_class, "kernel_hash",
-        j->target.key.kernel_hash, "problem", json_or_null(j->target.problem), "strategy",
-        j->strategy, "strategy_options", json_or_null(j->options), "seed", (json_int_t)j->seed,
-        "budget", "evaluations",
+        j->target.key.kernel_hash, "toolchain",
+        j->target.key.toolchain ? j->target.key.toolchain : "", "problem",
+        json_or_null(j->target.problem), "strategy", j->strategy, "strategy_options",
+        json_or_null(j->options), "seed", (json_int_t)j->seed, "budget", "evaluations",
         j->budget_evaluations > 0 ? json_integer((json_int_t)j->budget_evaluations) : json_null(),
         "seconds", j->budget_seconds > 0 ? pg_double(j->budget_seconds) : json_null(), "progress",
         "trials", (json_int_t)j->trials_done, "space_size", (json_int_t)j->space_size,

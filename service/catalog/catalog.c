@@ -218,13 +218,17 @@ static int set_measure_options(catalog *c, const catalog_real_options *opt, kt_e
     return 0;
 }
 
-/* Every available device gets the lock a backend holds while it measures on it. */
+/* Every available device gets the lock a backend holds while it measures on it; each must name its
+ * class and toolchain (the results key). */
 static int give_locks(catalog *c, kt_error *err)
 {
     for (int i = 0; i < c->n_devs; i++) {
         catalog_device *d = &c->devs[i];
         if (!d->available || d->lock)
             continue;
+        if (!d->klass || !d->toolchain)
+            return kt_error_set(err, KT_ERR_CONFIG, "device %s has no %s", d->name,
+                                d->klass ? "toolchain" : "device class");
         d->lock = malloc(sizeof *d->lock);
         if (!d->lock || pthread_mutex_init(d->lock, NULL) != 0) {
             free(d->lock);
@@ -240,6 +244,7 @@ void catalog_devices_free(catalog_device *devs, int n)
     for (int i = 0; devs && i < n; i++) {
         free(devs[i].reason);
         free(devs[i].klass);
+        free(devs[i].toolchain);
         free(devs[i].description_text);
         if (devs[i].lock) {
             pthread_mutex_destroy(devs[i].lock);

@@ -81,7 +81,9 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
  * gives the same key. Errors: those of catalog_resolve; KT_ERR_CONFLICT when the kernel's source
  * (or dataset) changed since (kernel_hash differs); KT_ERR_UNKNOWN_DEVICE when the device is now of
  * another class (results would be keyed under the wrong one); KT_ERR_BAD_PROBLEM when the problem
- * no longer has the same canonical form. */
+ * no longer has the same canonical form; KT_ERR_TOOLCHAIN_CHANGED when the device's toolchain
+ * (compiler, CUDA driver or NVRTC version) is not the stored key's (a NULL stored toolchain
+ * included). */
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err);
 

@@ -19,8 +19,10 @@ typedef struct catalog_device {
     kspec_kind kind;
     int ordinal; /* N of cuda:N; 0 for cpu */
     int available;
-    char *reason;           /* why it is not available, else NULL */
-    char *klass;            /* "cpu:<model>:<vector_bits>", "cuda:<name>:sm_<cc>"; results key */
+    char *reason;    /* why it is not available, else NULL */
+    char *klass;     /* "cpu:<model>:<vector_bits>", "cuda:<name>:sm_<cc>"; results key */
+    char *toolchain; /* the probe's "toolchain" ("gcc 12.2.0", "cuda driver 13.0, nvrtc 13.0");
+                      * results key; required when available (catalog_new_real checks) */
     char *description_text; /* the runner's probe ("device" object), compact JSON */
     kspec_limits limits;    /* in kernel_spec_limit_names order */
     pthread_mutex_t *lock; /* set by the catalog for available devices: one measurement at a time */

@@ -17,6 +17,7 @@ struct replay_dataset {
     char *problem_display; /* the same, spaced for messages ("[4096, 4096]") */
     char *file;
     char kernel_hash[17]; /* FNV-1a 64 of the dataset definition, hex */
+    char *toolchain;      /* the file's "toolchain" string, else "recorded" (results key) */
     space *sp;
     int explicit_space;     /* 1 when the space is the cache's key list (no `restrictions`) */
     replay_record *records; /* sorted by id, one per recorded configuration valid in sp */

@@ -16,10 +16,10 @@ json_t *catalog_devices_json(const catalog *c)
                                  ds->file, "configurations", (json_int_t)ds->n_records, "valid",
                                  (json_int_t)ds->n_valid);
         json_decref(problem);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:o, s:[s]}", "name", ds->device,
-                                             "kind", "replay", "class", ds->device, "available", 1,
-                                             "description", desc ? desc : json_object(), "kernels",
-                                             ds->kernel));
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:[s]}", "name", ds->device, "kind",
+                           "replay", "class", ds->device, "toolchain", ds->toolchain, "available",
+                           1, "description", desc ? desc : json_object(), "kernels", ds->kernel));
     }
     for (int i = 0; arr && c && i < c->n_devs; i++) {
         const catalog_device *d = &c->devs[i];
@@ -29,10 +29,11 @@ json_t *catalog_devices_json(const catalog *c)
                 json_array_append_new(kernels, json_string(c->specs[s]->name));
         }
         json_t *desc = json_loads(d->description_text, 0, NULL);
-        json_t *dev = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "name", d->name, "kind",
-                                kernel_spec_kind_name(d->kind), "class", d->klass, "available",
-                                d->available, "description", desc ? desc : json_object(), "kernels",
-                                kernels ? kernels : json_array());
+        json_t *dev =
+            json_pack("{s:s, s:s, s:s, s:s?, s:b, s:o, s:o}", "name", d->name, "kind",
+                      kernel_spec_kind_name(d->kind), "class", d->klass, "toolchain", d->toolchain,
+                      "available", d->available, "description", desc ? desc : json_object(),
+                      "kernels", kernels ? kernels : json_array());
         if (dev && d->reason)
             json_object_set_new(dev, "reason", json_string(d->reason));
         json_array_append_new(arr, dev);

@@ -139,7 +139,12 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
         kt_error_prefix(err, "kernel %s on %s", k->name, d->name);
         goto out;
     }
-    out->key = (target_key){k->name, d->name, d->klass, k->variants[d->kind].hash, problem_key};
+    out->key = (target_key){.kernel = k->name,
+                            .device = d->name,
+                            .device_class = d->klass,
+                            .kernel_hash = k->variants[d->kind].hash,
+                            .problem_key = problem_key,
+                            .toolchain = d->toolchain};
     out->problem = canon;
     out->sp = sp;
     out->owns_space = sp != NULL;
@@ -197,7 +202,12 @@ static int resolve(const catalog *c, const char *kernel, const char *device, con
         goto out;
     }
     /* A replay device is its own class: results recorded on one GPU are keyed by that dataset. */
-    out->key = (target_key){ds->kernel, ds->device, ds->device, ds->kernel_hash, problem_key};
+    out->key = (target_key){.kernel = ds->kernel,
+                            .device = ds->device,
+                            .device_class = ds->device,
+                            .kernel_hash = ds->kernel_hash,
+                            .problem_key = problem_key,
+                            .toolchain = ds->toolchain};
     out->sp = with_space ? ds->sp : NULL; /* borrowed either way: nothing to build */
     out->problem = canon;
     canon = NULL;
@@ -236,7 +246,17 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
     else if (strcmp(now->problem_key, stored->problem_key) != 0)
         kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem %.200s of kernel %s now reads %.200s",
                      stored->problem_key, stored->kernel, now->problem_key);
-    else
+    else if (!stored->toolchain || strcmp(now->toolchain, stored->toolchain) != 0) {
+        kt_error_set(err, KT_ERR_TOOLCHAIN_CHANGED,
+                     "the toolchain of device %s changed (results of kernel %s were measured "
+                     "with '%.130s', it is now '%.130s')",
+                     stored->device, stored->kernel, stored->toolchain ? stored->toolchain : "",
+                     now->toolchain);
+        kt_error_hint(err,
+                      "results measured under another compiler or driver are not mixed with "
+                      "this one's: tune the problem again as a new job (it is keyed by '%.130s')",
+                      now->toolchain);
+    } else
         return 0;
     target_release(out);
     return -1;

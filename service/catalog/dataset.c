@@ -319,6 +319,7 @@ void dataset_free(replay_dataset *ds)
     free(ds->kernel);
     free(ds->gpu);
     free(ds->recorded_kernel);
+    free(ds->toolchain);
     free(ds->problem_text);
     free(ds->problem_display);
     free(ds->file);
@@ -329,6 +330,30 @@ static char *string_field(const json_t *root, const char *key)
 {
     const char *s = json_string_value(json_object_get(root, key));
     return strndup(s ? s : "", 256);
+}
+
+/* The toolchain the dataset was measured with: its "toolchain" string (1..TARGET_TOOLCHAIN_MAX
+ * printable ASCII characters), or "recorded" when the file names none. -1 with why when the field
+ * is there but not such a string. */
+static int load_toolchain(replay_dataset *ds, const json_t *root, char *why, size_t why_cap)
+{
+    const json_t *v = json_object_get(root, "toolchain");
+    const char *t = json_string_value(v);
+    size_t n = t ? strlen(t) : 0;
+    int ok = !v || (n > 0 && n <= TARGET_TOOLCHAIN_MAX);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = t[i] >= 0x20 && t[i] < 0x7f;
+    if (!ok) {
+        snprintf(why, why_cap, "toolchain must be a string of 1-%d printable characters",
+                 TARGET_TOOLCHAIN_MAX);
+        return -1;
+    }
+    ds->toolchain = strdup(t ? t : "recorded");
+    if (!ds->toolchain) {
+        snprintf(why, why_cap, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 /* Names, the recorded problem and the other descriptive fields. */
@@ -396,7 +421,8 @@ replay_dataset *dataset_load(const char *path, const char *fallback_name, char *
         snprintf(why, why_cap, "out of memory");
         goto out;
     }
-    if (load_header(ds, root, path, fallback_name, why, why_cap) < 0)
+    if (load_header(ds, root, path, fallback_name, why, why_cap) < 0 ||
+        load_toolchain(ds, root, why, why_cap) < 0)
         goto out;
     params = build_params(root, &keys, why, why_cap);
     if (!params)

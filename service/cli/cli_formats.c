@@ -40,12 +40,13 @@ static double num_or(const json_t *v, double def)
     return json_is_number(v) ? json_number_value(v) : def;
 }
 
-/* {"job", "kernel", "device", "device_class", "problem"} of the job, for imports to find it. */
+/* {"job", "kernel", "device", "device_class", "kernel_hash", "toolchain", "problem", "strategy"} of
+ * the job: imports find the target in it, and it says what measured the trials. */
 static json_t *ktune_meta(const json_t *job)
 {
     json_t *m = json_object();
-    static const char *const keys[] = {"kernel",      "device",  "device_class",
-                                       "kernel_hash", "problem", "strategy"};
+    static const char *const keys[] = {"kernel",    "device",  "device_class", "kernel_hash",
+                                       "toolchain", "problem", "strategy"};
     json_object_set(m, "job", json_object_get(job, "id"));
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(job, keys[i]);

@@ -157,9 +157,10 @@ static void job_details(const json_t *j)
            str_or(json_object_get(j, "status"), "?"));
     if (json_is_string(json_object_get(j, "stop_reason")))
         printf(" (%s)", json_string_value(json_object_get(j, "stop_reason")));
-    printf("\nkernel    %s on %s (class %s)\n", str_or(json_object_get(j, "kernel"), "?"),
-           str_or(json_object_get(j, "device"), "?"),
-           str_or(json_object_get(j, "device_class"), "?"));
+    printf("\nkernel    %s on %s (class %s, toolchain %s)\n",
+           str_or(json_object_get(j, "kernel"), "?"), str_or(json_object_get(j, "device"), "?"),
+           str_or(json_object_get(j, "device_class"), "?"),
+           str_or(json_object_get(j, "toolchain"), "?"));
     printf("problem   %s\n", problem ? problem : "{}");
     free(problem);
     printf("strategy  %s, seed %lld\n", str_or(json_object_get(j, "strategy"), "?"),

@@ -1,7 +1,8 @@
 /* core/target_key — the identity of a tuning target, by which every stored result is keyed: the
  * kernel, the device it is measured on, the device class results are shared across (the device
- * model), the hash of the kernel's source (or of a replay dataset's definition) and the canonical
- * problem. One type for every room: the catalog fills it when it resolves a request
+ * model), the hash of the kernel's source (or of a replay dataset's definition), the toolchain that
+ * builds and runs it (a result measured under another compiler or driver is another result) and the
+ * canonical problem. One type for every room: the catalog fills it when it resolves a request
  * (catalog/target.h), the store writes it with jobs, imports and best entries and reads it back
  * (job_store_target), the API and the worker pass it on.
  *
@@ -10,6 +11,8 @@
 #ifndef KT_CORE_TARGET_KEY_H
 #define KT_CORE_TARGET_KEY_H
 
+#define TARGET_TOOLCHAIN_MAX 128 /* bytes of a toolchain, NUL excluded */
+
 typedef struct target_key {
     const char *kernel; /* "gemm", "convolution" */
     const char *device; /* "cpu", "cuda:0", "replay:convolution_milo-A4000" */
@@ -17,6 +20,11 @@ typedef struct target_key {
         *device_class;       /* "cpu:<model>:<vector bits>", "cuda:<name>:sm_<cc>", replay device */
     const char *kernel_hash; /* 16 hex digits: the kernel's source, or the dataset's definition */
     const char *problem_key; /* the canonical problem as compact JSON with sorted keys */
+    /* Last, so that an initializer by position written before it existed still compiles as it
+     * meant: "gcc 12.2.0" (cpu: the compiler), "cuda driver 13.0, nvrtc 13.0" (cuda: driver and
+     * NVRTC), "recorded" (a replay dataset, or the toolchain the dataset records). Printable
+     * ASCII, 1..TARGET_TOOLCHAIN_MAX bytes. */
+    const char *toolchain;
 } target_key;
 
 #endif

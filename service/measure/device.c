@@ -1,7 +1,8 @@
 /* measure/device — finds the real devices by asking ktune-runner: one probe of `cpu`, then of
  * `cuda:0`, `cuda:1`, ... until the runner refuses one. The probe's device object becomes the
- * device's description, its limits the constants of the kernels' restrictions, and its model the
- * device class that results are keyed by. Creates the runners' cache folder first. */
+ * device's description, its limits the constants of the kernels' restrictions, its model the
+ * device class and its toolchain the toolchain that results are keyed by. Creates the runners'
+ * cache folder first. */
 #include "measure/device.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/target_key.h"
 #include "measure/runner_client.h"
 
 #define DEVICE_PROBE_TIMEOUT_S 60.0
@@ -120,6 +122,23 @@ static void fill_limits(catalog_device *d, const json_t *desc)
     }
 }
 
+/* The probe's "toolchain" when it is 1..TARGET_TOOLCHAIN_MAX printable ASCII characters, else
+ * "unknown" (logged): results are then keyed under "unknown". */
+static const char *probe_toolchain(const char *device, const json_t *desc)
+{
+    const char *t = json_string_value(json_object_get(desc, "toolchain"));
+    size_t n = t ? strlen(t) : 0;
+    int ok = n > 0 && n <= TARGET_TOOLCHAIN_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = t[i] >= 0x20 && t[i] < 0x7f;
+    if (ok)
+        return t;
+    log_warn("device %s: the runner's probe has no usable toolchain (1-%d printable characters); "
+             "its results are keyed under toolchain \"unknown\"",
+             device, TARGET_TOOLCHAIN_MAX);
+    return "unknown";
+}
+
 static int set_available(catalog_device *d, const char *name, kspec_kind kind, int ordinal,
                          json_t *desc, int cpu_core)
 {
@@ -141,8 +160,9 @@ static int set_available(catalog_device *d, const char *name, kspec_kind kind, i
                  (long long)json_integer_value(json_object_get(desc, "compute_capability")));
     }
     d->klass = strdup(klass);
+    d->toolchain = strdup(probe_toolchain(name, desc));
     d->description_text = json_dumps(desc, JSON_COMPACT | JSON_SORT_KEYS);
-    return d->klass && d->description_text ? 0 : -1;
+    return d->klass && d->toolchain && d->description_text ? 0 : -1;
 }
 
 /* mkdir -p for the cache folder (mode 0755). */
@@ -232,7 +252,8 @@ out:
         for (int i = 0; i < count; i++)
             log_info("device %s: %s%s%s", devs[i].name,
                      devs[i].available ? devs[i].klass : "not available: ",
-                     devs[i].available ? "" : devs[i].reason, "");
+                     devs[i].available ? ", toolchain " : devs[i].reason,
+                     devs[i].available ? devs[i].toolchain : "");
     }
     return rc;
 }

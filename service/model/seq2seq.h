@@ -58,7 +58,9 @@ seq2seq *seq2seq_new(int token_dim, int n_params, const int *n_values, const seq
                      uint64_t seed, kt_error *err);
 void seq2seq_free(seq2seq *m);
 
-/* Trains on n examples (teacher forcing, weighted cross-entropy summed over the steps); returns
+/* Trains on n examples (teacher forcing, weighted cross-entropy summed over the steps) for at most
+ * hyper.epochs epochs: it stops early when the epoch's loss has not fallen by 0.1% below its best
+ * for 20 epochs (converged; seq2seq_epochs_run says how many ran). Returns
  * 0, -1 with err (KT_ERR_BAD_REQUEST naming the example and field: no examples, a token count out
  * of [1, SEQ2SEQ_MAX_TOKENS], a non-finite token, a target value out of its list, a weight not
  * finite and > 0). Deterministic for a seed: the order of the minibatches is drawn from an rng
@@ -83,6 +85,8 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
 int seq2seq_token_dim(const seq2seq *m);
 int seq2seq_num_params(const seq2seq *m);
 seq2seq_hyper seq2seq_get_hyper(const seq2seq *m);
+/* Epochs the last seq2seq_train ran (at most hyper.epochs; fewer when it converged early). */
+int seq2seq_epochs_run(const seq2seq *m);
 
 /* For gradient checks and tests: every weight as one flat index space (encoder GRU, decoder GRU,
  * output layers), and the training loss of n examples without L2 (sum over examples of weight *

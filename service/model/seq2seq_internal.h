@@ -7,7 +7,9 @@
 #include "learn/gru.h"
 #include "model/seq2seq.h"
 
-#define SEQ2SEQ_CLIP 5.0 /* gradient norm clip of each block's Adam */
+#define SEQ2SEQ_CLIP            5.0  /* gradient norm clip of each block's Adam */
+#define SEQ2SEQ_PATIENCE        20   /* epochs without improvement before training stops */
+#define SEQ2SEQ_MIN_IMPROVEMENT 1e-3 /* relative fall of the epoch loss that counts */
 
 struct seq2seq {
     int token_dim, n_params, hidden, total_values, max_values;
@@ -15,6 +17,7 @@ struct seq2seq {
     seq2seq_hyper hyper;
     uint64_t seed;
     long train_calls;
+    int epochs_run; /* by the last seq2seq_train (early stop) */
     learn_gru *enc; /* token_dim -> H, SEQ2SEQ_MAX_TOKENS steps; its 1-output head is unused */
     learn_gru *dec; /* one-hot of total_values + 1 (the last: start) -> H, n_params steps */
     /* Output layers, one flat vector (params) and its gradient: Wc [H x 2H] | bc [H] | Wo [V x H]
@@ -38,6 +41,8 @@ struct seq2seq {
  * drawn from seed; NULL out of memory. */
 seq2seq *seq2seq_alloc(int token_dim, int n_params, const int *n_values, const seq2seq_hyper *h,
                        uint64_t seed);
+/* How many weights a model of these sizes has (seq2seq_num_weights before allocating it). */
+size_t seq2seq_weight_count(int token_dim, int hidden, int total_values);
 /* Validates examples for m (KT_ERR_BAD_REQUEST naming the first bad one). */
 int seq2seq_check_examples(const seq2seq *m, const seq2seq_example *ex, int n, kt_error *err);
 /* Validates and defaults a hyper (NULL: every default) into *out. */

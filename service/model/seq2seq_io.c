@@ -53,8 +53,11 @@ int seq2seq_save(const seq2seq *m, strbuf *out, kt_error *err)
         goto fail;
     return 0;
 fail:
-    return kt_error_set(err, out->failed == STRBUF_TOO_LONG ? KT_ERR_BAD_REQUEST : KT_ERR_NO_MEMORY,
-                        "the seq2seq model does not fit in the output buffer");
+    kt_error_set(err, out->failed == STRBUF_TOO_LONG ? KT_ERR_BAD_REQUEST : KT_ERR_NO_MEMORY,
+                 "the seq2seq model (%zu weights) does not fit in the output buffer", n_w);
+    kt_error_hint(err, "give a buffer of at least %zu bytes",
+                  64 + 4 * (size_t)m->n_params + 8 * n_w);
+    return -1;
 }
 
 /* A cursor over the buffer: reads fail (and stay failed) past the end. */
@@ -91,6 +94,7 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
     int n_values[SEQ2SEQ_MAX_PARAMS];
     if (!buf || !pos || *pos > len) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "no seq2seq model to read");
+        kt_error_hint(err, "give bytes written by seq2seq_save and a position inside them");
         goto fail;
     }
     reader r = {buf, len, *pos, 0};
@@ -121,6 +125,7 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
         h.hidden < 1 || h.epochs < 1 || h.batch < 1 || !(h.lr > 0) || !(h.l2 > 0) ||
         train_calls > (uint64_t)1 << 40) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "the seq2seq model's sizes are not valid");
+        kt_error_hint(err, "the buffer is corrupted: retrain the model");
         goto fail;
     }
     for (uint64_t p = 0; p < n_params; p++)
@@ -128,11 +133,27 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
     uint64_t n_w = get_u64(&r, 8);
     if (r.short_read)
         goto truncated;
+    /* The weights must all be in the buffer before anything is allocated for them: a corrupted
+     * size cannot make the load allocate more than the buffer holds. */
+    uint64_t total = 0;
+    for (uint64_t p = 0; p < n_params; p++)
+        total += (uint64_t)n_values[p];
+    if (total <= SEQ2SEQ_MAX_TOTAL_VALUES && h.hidden <= SEQ2SEQ_MAX_HIDDEN &&
+        n_w != seq2seq_weight_count((int)token_dim, h.hidden, (int)total)) {
+        kt_error_set(
+            err, KT_ERR_BAD_REQUEST, "the seq2seq model has %llu weights, its sizes say %zu",
+            (unsigned long long)n_w, seq2seq_weight_count((int)token_dim, h.hidden, (int)total));
+        kt_error_hint(err, "the buffer is corrupted: retrain the model");
+        goto fail;
+    }
+    if ((r.len - r.pos) / 8 < n_w)
+        goto truncated;
     kt_error inner;
     m = seq2seq_new((int)token_dim, (int)n_params, n_values, &h, seed, &inner);
     if (!m) {
         kt_error_set(err, inner.code == KT_ERR_NO_MEMORY ? KT_ERR_NO_MEMORY : KT_ERR_BAD_REQUEST,
                      "the seq2seq model is not valid: %s", inner.message);
+        kt_error_hint(err, "the buffer is corrupted: retrain the model");
         goto fail;
     }
     m->train_calls = (long)train_calls;
@@ -140,14 +161,14 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "the seq2seq model has %llu weights, its sizes say %zu",
                      (unsigned long long)n_w, seq2seq_num_weights(m));
+        kt_error_hint(err, "the buffer is corrupted: retrain the model");
         goto fail;
     }
-    if ((r.len - r.pos) / 8 < n_w)
-        goto truncated;
     for (uint64_t i = 0; i < n_w; i++) {
         double w = get_f64(&r);
         if (!isfinite(w)) {
             kt_error_set(err, KT_ERR_BAD_REQUEST, "the seq2seq model has a non-finite weight");
+            kt_error_hint(err, "the buffer is corrupted: retrain the model");
             goto fail;
         }
         *seq2seq_weight(m, (size_t)i) = w;

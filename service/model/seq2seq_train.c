@@ -1,6 +1,7 @@
 /* model/seq2seq_train — seq2seq_train: epochs of shuffled minibatches, each one Adam step per
  * weight block (encoder GRU, decoder GRU, output layers) on the mean weighted cross-entropy of the
  * batch plus L2. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/rng.h"
@@ -45,7 +46,11 @@ int seq2seq_train(seq2seq *m, const seq2seq_example *ex, int n, kt_error *err)
     for (int i = 0; i < n; i++)
         order[i] = i;
     int batch = m->hyper.batch < n ? m->hyper.batch : n;
-    for (int epoch = 0; epoch < m->hyper.epochs; epoch++) {
+    double best = INFINITY;
+    int stale = 0;
+    m->epochs_run = 0;
+    for (int epoch = 0; epoch < m->hyper.epochs && stale < SEQ2SEQ_PATIENCE; epoch++) {
+        double epoch_loss = 0.0;
         for (int i = n - 1; i > 0; i--) { /* Fisher-Yates */
             int j = (int)kt_rng_below(&rng, (uint64_t)i + 1), t = order[i];
             order[i] = order[j];
@@ -55,13 +60,21 @@ int seq2seq_train(seq2seq *m, const seq2seq_example *ex, int n, kt_error *err)
             int end = start + batch < n ? start + batch : n;
             seq2seq_zero_grad(m);
             for (int i = start; i < end; i++)
-                seq2seq_example_backward(m, &ex[order[i]]);
+                epoch_loss += seq2seq_example_backward(m, &ex[order[i]]);
             for (int b = 0; b < 3; b++) {
                 finish_grads(grads[b], params[b], sizes[b], 1.0 / (double)(end - start),
                              m->hyper.l2);
                 learn_adam_step(&adam[b], params[b], grads[b]);
             }
         }
+        /* Converged: the loss (summed over the epoch as it went) stopped falling. */
+        if (epoch_loss < best * (1.0 - SEQ2SEQ_MIN_IMPROVEMENT)) {
+            best = epoch_loss;
+            stale = 0;
+        } else {
+            stale++;
+        }
+        m->epochs_run++;
     }
     ret = 0;
     goto out;

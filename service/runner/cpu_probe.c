@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/target_key.h"
+
 #define CPUINFO_LINE_MAX (64 * 1024)
 
 /* Flags reported by the probe, in this order, when /proc/cpuinfo lists them (x86 "flags", Arm
@@ -179,6 +181,72 @@ static void read_caches(cpu_info *info)
     }
 }
 
+/* The version token at p: starts with a digit, then digits, letters, '.', '+', '-', '_' (at most
+ * 63 of them, copied into tok); 0 when p holds none. */
+static int version_token(const char *p, char *tok, size_t cap)
+{
+    size_t n = 0;
+    if (!p || *p < '0' || *p > '9')
+        return 0;
+    while (p[n] &&
+           strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-_", p[n]) &&
+           n + 1 < cap)
+        n++;
+    if (p[n] && p[n] != ' ' && p[n] != '\t')
+        return 0; /* too long, or another character inside the token */
+    memcpy(tok, p, n);
+    tok[n] = '\0';
+    return 1;
+}
+
+/* The first token of line[0..len) that starts with a digit, after position from. */
+static int first_version(const char *line, size_t from, size_t len, char *tok, size_t cap)
+{
+    for (size_t i = from; i < len; i++) {
+        if ((i == from || line[i - 1] == ' ') && version_token(line + i, tok, cap))
+            return 1;
+    }
+    return 0;
+}
+
+void runner_cpu_toolchain(const char *version_output, char *out, size_t cap)
+{
+    char line[RUNNER_TEXT_MAX], tok[64];
+    const char *text = version_output ? version_output : "";
+    size_t len = strcspn(text, "\n");
+    const char *family = NULL;
+    int found = 0;
+
+    if (len > TARGET_TOOLCHAIN_MAX) /* the longest toolchain a key holds */
+        len = TARGET_TOOLCHAIN_MAX;
+    for (size_t i = 0; i < len; i++) /* the key is printable ASCII */
+        line[i] = text[i] >= 0x20 && text[i] < 0x7f ? text[i] : '?';
+    while (len > 0 && line[len - 1] == ' ')
+        len--;
+    line[len] = '\0';
+    if (len == 0) {
+        snprintf(out, cap, "unknown");
+        return;
+    }
+    if (strstr(line, "clang")) {
+        /* "Debian clang version 14.0.6", "clang version 17.0.6 (https://...)" */
+        family = "clang";
+        const char *v = strstr(line, "version ");
+        found = v && version_token(v + strlen("version "), tok, sizeof tok);
+    } else if (strstr(line, "gcc") || strstr(line, "GCC") ||
+               strstr(text, "Free Software Foundation")) {
+        /* "<program> (<package version>) <version> [<date>] [(<more>)]": "cc (Debian 12.2.0-14)
+         * 12.2.0", "gcc (GCC) 13.2.1 20230801", "cc (GCC) 8.5.0 20210514 (Red Hat 8.5.0-20)" */
+        family = "gcc";
+        const char *paren = strchr(line, ')');
+        found = first_version(line, paren ? (size_t)(paren - line) + 1 : 0, len, tok, sizeof tok);
+    }
+    if (family && found)
+        snprintf(out, cap, "%s %s", family, tok);
+    else
+        snprintf(out, cap, "%s", line);
+}
+
 static void read_compiler(cpu_info *info)
 {
     char out[1024];
@@ -186,9 +254,11 @@ static void read_compiler(cpu_info *info)
     char *argv[] = {(char *)"cc", (char *)"--version", NULL};
     kt_error err;
     info->compiler[0] = '\0';
+    snprintf(info->toolchain, sizeof info->toolchain, "unknown");
     if (cpu_run_command(argv, 10.0, out, sizeof out, &ws, &err) != 0 || !WIFEXITED(ws) ||
         WEXITSTATUS(ws) != 0)
         return;
+    runner_cpu_toolchain(out, info->toolchain, sizeof info->toolchain);
     out[strcspn(out, "\n")] = '\0';
     copy_text(info->compiler, sizeof info->compiler, out);
 }
@@ -226,11 +296,11 @@ json_t *cpu_probe_json(const runner *r)
                                                 "type", c->caches[i].type, "bytes",
                                                 (json_int_t)c->caches[i].bytes));
     const char *blas = openblas_get_config();
-    return json_pack("{s:s, s:s, s:i, s:o, s:i, s:I, s:I, s:I, s:o, s:o, s:o, s:s}", "kind", "cpu",
-                     "model", c->model, "cores", c->cores, "isa", isa, "vector_bits",
-                     c->vector_bits, "l1d_bytes", (json_int_t)c->l1d_bytes, "l2_bytes",
-                     (json_int_t)c->l2_bytes, "l3_bytes", (json_int_t)c->l3_bytes, "caches", caches,
-                     "compiler", runner_json_text(c->compiler, strlen(c->compiler)), "cpu_core",
-                     r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas",
-                     blas ? blas : "");
+    return json_pack(
+        "{s:s, s:s, s:i, s:o, s:i, s:I, s:I, s:I, s:o, s:o, s:s, s:o, s:s}", "kind", "cpu", "model",
+        c->model, "cores", c->cores, "isa", isa, "vector_bits", c->vector_bits, "l1d_bytes",
+        (json_int_t)c->l1d_bytes, "l2_bytes", (json_int_t)c->l2_bytes, "l3_bytes",
+        (json_int_t)c->l3_bytes, "caches", caches, "compiler",
+        runner_json_text(c->compiler, strlen(c->compiler)), "toolchain", c->toolchain, "cpu_core",
+        r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas", blas ? blas : "");
 }

@@ -23,6 +23,12 @@ json_t *cuda_device_probe(cuda_device *d);
 json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *cache_dir);
 void cuda_device_close(cuda_device *d);
 
+/* The toolchain CUDA results are keyed by (the probe's "toolchain"): the driver's version
+ * (cuDriverGetVersion: 13000 -> "13.0"; 0 = unknown) and NVRTC's ("13.0", NULL when NVRTC is not
+ * available): "cuda driver 13.0, nvrtc 13.0", "cuda driver 12.4, no nvrtc". Writes at most cap
+ * bytes (NUL included, cap > 0). */
+void cuda_toolchain_text(int driver_version, const char *nvrtc_version, char *out, size_t cap);
+
 /* NVRTC only, no driver or device needed: compiles source_path with defines (object of name ->
  * integer) for sm_<arch> (e.g. 80, 90) into PTX (*ptx malloc'd, caller frees). Returns 0; -1 with
  * log filled (compile errors), or -2 when NVRTC itself is not available (log says why). */

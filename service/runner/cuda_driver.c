@@ -240,6 +240,19 @@ out:
     return d;
 }
 
+void cuda_toolchain_text(int driver_version, const char *nvrtc_version, char *out, size_t cap)
+{
+    char driver[32];
+    if (driver_version > 0)
+        snprintf(driver, sizeof driver, "%d.%d", driver_version / 1000, driver_version % 1000 / 10);
+    else
+        snprintf(driver, sizeof driver, "unknown");
+    if (nvrtc_version)
+        snprintf(out, cap, "cuda driver %s, nvrtc %.32s", driver, nvrtc_version);
+    else
+        snprintf(out, cap, "cuda driver %s, no nvrtc", driver);
+}
+
 json_t *cuda_device_probe(cuda_device *d)
 {
     json_t *o = json_pack(
@@ -248,7 +261,7 @@ json_t *cuda_device_probe(cuda_device *d)
         d->max_threads_per_block, "max_shared_memory_per_block", d->max_shared_optin,
         "max_registers_per_block", d->max_registers_per_block, "warp_size", d->warp_size,
         "driver_version", d->driver_version);
-    char ver[32];
+    char ver[32], toolchain[96];
     if (!o)
         goto out;
     if (d->nvrtc_ok) {
@@ -257,6 +270,8 @@ json_t *cuda_device_probe(cuda_device *d)
     } else {
         json_object_set_new(o, "nvrtc_error", json_string(d->nvrtc_reason));
     }
+    cuda_toolchain_text(d->driver_version, d->nvrtc_ok ? ver : NULL, toolchain, sizeof toolchain);
+    json_object_set_new(o, "toolchain", json_string(toolchain));
 out:
     return o;
 }

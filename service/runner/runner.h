@@ -77,7 +77,8 @@ typedef struct cpu_info {
     long long l1d_bytes, l2_bytes, l3_bytes;
     int n_caches;
     cpu_cache_desc caches[RUNNER_MAX_CACHES];
-    char compiler[RUNNER_TEXT_MAX]; /* `cc --version` first line; empty when cc did not run */
+    char compiler[RUNNER_TEXT_MAX];  /* `cc --version` first line; empty when cc did not run */
+    char toolchain[RUNNER_TEXT_MAX]; /* "gcc 12.2.0" (runner_cpu_toolchain); "unknown" without cc */
 } cpu_info;
 
 /* Per (kernel, problem) state: buffers, their inputs filled, reference outputs computed. */
@@ -146,6 +147,12 @@ int runner_is_identifier(const char *s);
 void cpu_info_read(cpu_info *info);
 /* The probe reply's "device" object. */
 json_t *cpu_probe_json(const runner *r);
+/* The toolchain results are keyed by, from the whole output of `cc --version`: "<family>
+ * <version>" ("gcc 12.2.0", "clang 14.0.6"; family from the text: "clang" when it names clang,
+ * "gcc" when it names gcc/GCC or the Free Software Foundation), else the first line as it is (at
+ * most TARGET_TOOLCHAIN_MAX characters, bytes outside printable ASCII as '?'); "unknown" for empty
+ * output. Writes at most cap bytes (NUL included, cap > 0). */
+void runner_cpu_toolchain(const char *version_output, char *out, size_t cap);
 
 /* ---- cpu_compile.c ---- */
 

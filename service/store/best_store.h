@@ -1,6 +1,6 @@
 /* store/best_store — the best table: the best known configuration per (kernel, device class, kernel
- * hash, problem). Offers are made inside the transaction that records a trial, so the best table
- * never names a trial that does not exist. */
+ * hash, toolchain, problem). Offers are made inside the transaction that records a trial, so the
+ * best table never names a trial that does not exist. */
 #ifndef KT_STORE_BEST_STORE_H
 #define KT_STORE_BEST_STORE_H
 
@@ -11,24 +11,27 @@
 #include "core/target_key.h"
 
 typedef struct best_offer {
-    target_key key; /* the best table's key is (kernel, device_class, kernel_hash, problem_key) */
+    target_key key; /* the best table's key is (kernel, device_class, kernel_hash, toolchain,
+                     * problem_key) */
     const char *problem_json, *config_json;
     double time_ms;
     long long job_id, trial_id;
 } best_offer;
 
 /* The columns a statement returns, in this order, for best_offer_of_job_row. */
-#define BEST_JOB_KEY_COLUMNS "kernel, device_class, kernel_hash, problem_key, problem, device"
+#define BEST_JOB_KEY_COLUMNS                                                                       \
+    "kernel, device_class, kernel_hash, problem_key, problem, device, toolchain"
 
-/* An offer keyed by a job's row: o's key and problem_json point into r's row (columns 0-5 as
+/* An offer keyed by a job's row: o's key and problem_json point into r's row (columns 0-6 as
  * BEST_JOB_KEY_COLUMNS, owned by r); the caller sets config_json, time_ms, job_id and trial_id. */
 best_offer best_offer_of_job_row(const PGresult *r, int row);
 
 /* Inserts, or replaces the entry when ktune_improves_best(time_ms, the entry's time_ms): strictly
  * lower (sql/003; the same condition as the job's own best, job_store_offer_best). */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
-/* {"kernel","device","device_class","kernel_hash","problem","config","time_ms","job_id","trial_id",
- * "measured_at"}; KT_ERR_NO_BEST when nothing is known. */
+/* {"kernel","device","device_class","kernel_hash","toolchain","problem","config","time_ms","job_id",
+ * "trial_id","measured_at","source"}; KT_ERR_NO_BEST when nothing is known for the whole key (its
+ * toolchain included: an entry measured under another toolchain is not this key's). */
 json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err);
 /* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,

@@ -10,7 +10,7 @@
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
 #define JOB_TARGET_COLUMNS(prefix)                                                                 \
     prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
-           "problem_key, " prefix "problem"
+           "problem_key, " prefix "problem, " prefix "toolchain"
 
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
@@ -38,10 +38,11 @@ static int job_target_of_row(const PGresult *r, int row, int col, job_target *t)
         .device_class = dup_value(r, row, col + 2),
         .kernel_hash = dup_value(r, row, col + 3),
         .problem_key = dup_value(r, row, col + 4),
+        .toolchain = dup_value(r, row, col + 6),
     };
     t->problem = store_get_json(r, row, col + 5);
     return t->key.kernel && t->key.device && t->key.device_class && t->key.kernel_hash &&
-                   t->key.problem_key && t->problem
+                   t->key.problem_key && t->key.toolchain && t->problem
                ? 0
                : -1;
 }
@@ -58,24 +59,24 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->id = store_get_ll(r, row, 0);
     j->status = dup_value(r, row, 1);
     int target_ok = job_target_of_row(r, row, 2, &j->target) == 0;
-    j->strategy = dup_value(r, row, 8);
-    j->options = store_get_json(r, row, 9);
-    j->seed = store_get_ll(r, row, 10);
-    j->budget_evaluations = store_get_ll(r, row, 11);
-    j->budget_seconds = PQgetisnull(r, row, 12) ? 0 : store_get_double(r, row, 12);
-    j->trials_done = store_get_ll(r, row, 13);
-    j->space_size = store_get_ll(r, row, 14);
-    j->clock_seconds = store_get_double(r, row, 15);
-    j->has_best = !PQgetisnull(r, row, 17);
-    j->best_trial_id = store_get_ll(r, row, 16);
-    j->best_time_ms = store_get_double(r, row, 17);
-    j->best_config = store_get_json(r, row, 18);
-    j->stop_reason = dup_or_null(r, row, 19);
-    j->error = store_get_json(r, row, 20);
-    j->created_at = dup_or_null(r, row, 21);
-    j->started_at = dup_or_null(r, row, 22);
-    j->finished_at = dup_or_null(r, row, 23);
-    j->elapsed_seconds = store_get_double(r, row, 24);
+    j->strategy = dup_value(r, row, 9);
+    j->options = store_get_json(r, row, 10);
+    j->seed = store_get_ll(r, row, 11);
+    j->budget_evaluations = store_get_ll(r, row, 12);
+    j->budget_seconds = PQgetisnull(r, row, 13) ? 0 : store_get_double(r, row, 13);
+    j->trials_done = store_get_ll(r, row, 14);
+    j->space_size = store_get_ll(r, row, 15);
+    j->clock_seconds = store_get_double(r, row, 16);
+    j->has_best = !PQgetisnull(r, row, 18);
+    j->best_trial_id = store_get_ll(r, row, 17);
+    j->best_time_ms = store_get_double(r, row, 18);
+    j->best_config = store_get_json(r, row, 19);
+    j->stop_reason = dup_or_null(r, row, 20);
+    j->error = store_get_json(r, row, 21);
+    j->created_at = dup_or_null(r, row, 22);
+    j->started_at = dup_or_null(r, row, 23);
+    j->finished_at = dup_or_null(r, row, 24);
+    j->elapsed_seconds = store_get_double(r, row, 25);
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -121,16 +122,17 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         store_ll(&size, (long long)s->space_size),
         s->finished_as,
         s->finished_as ? "succeeded" : "queued",
+        s->key.toolchain,
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
         c,
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-        " space_size, stop_reason, status, started_at, finished_at) SELECT $1, $2, $3, $4, $5,"
-        " $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at"
+        " space_size, stop_reason, status, started_at, finished_at, toolchain) SELECT $1, $2, $3,"
+        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16"
         " FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t RETURNING id",
-        15, p, err);
+        16, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -288,12 +290,12 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         memset(row, 0, sizeof *row);
         row->id = store_get_ll(r, i, 0);
         job_target_of_row(r, i, 1, &row->target);
-        row->strategy = dup_value(r, i, 7);
-        row->options = store_get_json(r, i, 8);
-        row->seed = (uint64_t)store_get_ll(r, i, 9);
-        row->budget_evaluations = store_get_ll(r, i, 10);
-        row->budget_seconds = PQgetisnull(r, i, 11) ? 0 : store_get_double(r, i, 11);
-        row->batch_size = (int)store_get_ll(r, i, 12);
+        row->strategy = dup_value(r, i, 8);
+        row->options = store_get_json(r, i, 9);
+        row->seed = (uint64_t)store_get_ll(r, i, 10);
+        row->budget_evaluations = store_get_ll(r, i, 11);
+        row->budget_seconds = PQgetisnull(r, i, 12) ? 0 : store_get_double(r, i, 12);
+        row->batch_size = (int)store_get_ll(r, i, 13);
     }
 out:
     PQclear(r);
@@ -307,6 +309,7 @@ void job_target_release(job_target *t)
     free((char *)t->key.device_class);
     free((char *)t->key.kernel_hash);
     free((char *)t->key.problem_key);
+    free((char *)t->key.toolchain);
     json_decref(t->problem);
     memset(t, 0, sizeof *t);
 }

@@ -28,8 +28,9 @@ typedef struct job_target {
     json_t *problem;
 } job_target;
 
-/* A new job: where it belongs (key and problem as catalog_resolve gave them, borrowed), what
- * searches it and its budget. */
+/* A new job: where it belongs (key and problem as catalog_resolve gave them, borrowed; every key
+ * string is required, the toolchain included: the columns are NOT NULL), what searches it and its
+ * budget. */
 typedef struct job_spec {
     target_key key;
     const json_t *problem;
@@ -68,7 +69,7 @@ typedef struct runner_identity {
 typedef struct job_info {
     long long id;
     char *status;
-    job_target target; /* kernel, device, device class, kernel hash, problem */
+    job_target target; /* kernel, device, device class, kernel hash, toolchain, problem */
     char *strategy;
     json_t *options;
     long long seed;

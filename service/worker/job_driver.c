@@ -155,10 +155,13 @@ int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const ru
         target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem, &why);
     if (!d->target) {
         kt_error_prefix(&why, "cannot resume job %lld", d->row.id);
-        /* The catalog gives another kernel hash: the space the stored trials index is gone. */
+        /* The catalog gives another kernel hash: the space the stored trials index is gone; another
+         * toolchain: the stored trials were measured under another compiler or driver. */
         rc = end_job(d, c, "failed",
-                     why.code == KT_ERR_CONFLICT ? "kernel_changed" : "target_unavailable", &why,
-                     err);
+                     why.code == KT_ERR_CONFLICT            ? "kernel_changed"
+                     : why.code == KT_ERR_TOOLCHAIN_CHANGED ? "toolchain_changed"
+                                                            : "target_unavailable",
+                     &why, err);
         goto out;
     }
     d->search = searcher_new(d->row.strategy, d->target->sp, d->row.options, d->row.seed, &why);

@@ -37,10 +37,10 @@ typedef struct job_driver {
 
 /* Opens the job (row is moved into the driver): its stored target through targets (shared with the
  * measurers, held until job_driver_close), then replays its trials and queues the next batch. A job
- * that cannot be driven (its kernel changed: kernel_changed; its kernel or device vanished:
- * target_unavailable; its strategy options are refused; the replay diverged) is ended as failed in
- * the database and the driver comes back ended. Returns -1 only on database errors (the job is left
- * for a later attempt). */
+ * that cannot be driven (its kernel changed: kernel_changed; its device's toolchain changed:
+ * toolchain_changed; its kernel or device vanished: target_unavailable; its strategy options are
+ * refused; the replay diverged) is ended as failed in the database and the driver comes back ended.
+ * Returns -1 only on database errors (the job is left for a later attempt). */
 int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const runner_identity *me,
                     PGconn *c, kt_error *err);
 /* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors.

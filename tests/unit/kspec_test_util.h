@@ -63,10 +63,11 @@ static const char CUDA_JSON[] =
     " \"block\": [\"T\", \"1\", 1], \"grid\": [\"(n*m + T - 1)//T\", \"1\", \"1\"],"
     " \"shared_bytes\": \"4*T\", \"default\": {\"T\": 128}}";
 
-/* A fake ktune-runner: answers probes (a cpu with a 256-byte L1; a GPU as cuda:0 when KT_FAKE_CUDA
- * is set, else no CUDA) and measures by the parameter U: 1 ok (0.1 s of "work"), 2 SIGSEGV, 4
- * hangs, 8 wrong_result (or, when the request has a call limit, SIGALRM as the runner's timer).
- * Logs every line it gets and the work intervals into its cache folder. */
+/* A fake ktune-runner: answers probes (a cpu with a 256-byte L1, toolchain "gcc 12.9.1"; a GPU as
+ * cuda:0 when KT_FAKE_CUDA is set, with KT_FAKE_CUDA's value as its toolchain unless it is "1":
+ * then the probe has none; else no CUDA) and measures by the parameter U: 1 ok (0.1 s of "work"), 2
+ * SIGSEGV, 4 hangs, 8 wrong_result (or, when the request has a call limit, SIGALRM as the runner's
+ * timer). Logs every line it gets and the work intervals into its cache folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
@@ -85,12 +86,15 @@ static const char FAKE_RUNNER[] =
     "        if dev == 'cpu':\n"
     "            rep = {'ok': True, 'device': {'model': 'Fake CPU @ 3.0GHz', 'cores': 4,\n"
     "                   'isa': ['avx2'], 'vector_bits': 256, 'l1d_bytes': 256,\n"
-    "                   'l2_bytes': 1048576, 'l3_bytes': 8388608, 'compiler': 'cc 12'}}\n"
+    "                   'l2_bytes': 1048576, 'l3_bytes': 8388608, 'compiler': 'cc 12',\n"
+    "                   'toolchain': 'gcc 12.9.1'}}\n"
     "        elif dev == 'cuda:0' and os.environ.get('KT_FAKE_CUDA'):\n"
     "            rep = {'ok': True, 'device': {'name': 'Fake GPU 80GB', 'compute_capability': 90,\n"
     "                   'sms': 132, 'memory_bytes': 85899345920, 'max_threads_per_block': 1024,\n"
     "                   'max_shared_memory_per_block': 49152, 'max_registers_per_block': 65536,\n"
     "                   'warp_size': 32, 'driver_version': 12040}}\n"
+    "            if os.environ['KT_FAKE_CUDA'] != '1':\n"
+    "                rep['device']['toolchain'] = os.environ['KT_FAKE_CUDA']\n"
     "        else:\n"
     "            rep = {'ok': False, 'reason': 'no CUDA driver (libcuda.so.1 not found)'}\n"
     "    else:\n"

@@ -16,8 +16,12 @@ static job_info queued_job(void)
     memset(&j, 0, sizeof j);
     j.id = 42;
     j.status = "queued";
-    j.target.key = (target_key){"convolution", "replay:convolution_milo-A4000",
-                                "replay:convolution_milo-A4000", "abc", "{}"};
+    j.target.key = (target_key){"convolution",
+                                "replay:convolution_milo-A4000",
+                                "replay:convolution_milo-A4000",
+                                "abc",
+                                "{}",
+                                "recorded"};
     j.strategy = "random";
     j.target.problem = json_object();
     j.options = json_object();
@@ -45,6 +49,9 @@ static void job_document_has_links_and_null_best(void **state)
     assert_string_equal(json_string_value(json_object_get(links, "trials")), "/v1/jobs/42/trials");
     assert_true(json_is_null(json_object_get(doc, "best")));
     assert_true(json_is_null(json_object_get(doc, "stop_reason")));
+    /* The whole key is shown, the toolchain included. */
+    assert_string_equal(json_string_value(json_object_get(doc, "kernel_hash")), "abc");
+    assert_string_equal(json_string_value(json_object_get(doc, "toolchain")), "recorded");
     json_t *budget = json_object_get(doc, "budget");
     assert_true(json_is_null(json_object_get(budget, "evaluations")));
     /* 30.0 was written 30 by PostgreSQL: an integer; 12.5 a real. */

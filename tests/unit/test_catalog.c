@@ -30,6 +30,7 @@ static void catalog_finds_three_devices(void **state)
         assert_non_null(d);
         assert_string_equal(json_string_value(json_object_get(d, "kind")), "replay");
         assert_string_equal(json_string_value(json_object_get(d, "class")), names[i]);
+        assert_string_equal(json_string_value(json_object_get(d, "toolchain")), "recorded");
         assert_true(json_is_true(json_object_get(d, "available")));
         assert_string_equal(json_string_value(json_array_get(json_object_get(d, "kernels"), 0)),
                             kernels[i]);
@@ -80,6 +81,8 @@ static void resolve_canonicalises_the_problem(void **state)
         assert_string_equal(t.key.device, CONV);
         assert_string_equal(t.key.device_class, CONV);
         assert_int_equal(strlen(t.key.kernel_hash), 16);
+        /* A dataset that records no toolchain is keyed by "recorded". */
+        assert_string_equal(t.key.toolchain, "recorded");
         assert_int_equal(space_count(t.sp), 4362);
         assert_true(json_is_array(json_object_get(t.problem, "problem_size")));
         target_release(&t);
@@ -106,6 +109,7 @@ static void resolve_key_is_the_key_without_a_space(void **state)
     assert_string_equal(key.key.problem_key, full.key.problem_key);
     assert_string_equal(key.key.kernel_hash, full.key.kernel_hash);
     assert_string_equal(key.key.device_class, full.key.device_class);
+    assert_string_equal(key.key.toolchain, full.key.toolchain);
     assert_true(json_equal(key.problem, full.problem));
     target_release(&key);
     json_t *p = json_pack("{s:[ii]}", "problem_size", 1, 2);
@@ -143,6 +147,24 @@ static void reopen_checks_the_stored_key(void **state)
     stored.problem_key = "{\"problem_size\":[1,2]}";
     assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    /* Results measured under another toolchain are another key's: the stored job is refused, with
+     * both toolchains named and a hint. */
+    stored = made.key;
+    stored.toolchain = "gcc 11.4.0";
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
+    assert_int_equal(kt_error_http_status(err.code), 409);
+    assert_string_equal(kt_error_code_name(err.code), "toolchain_changed");
+    assert_non_null(strstr(err.message, "'gcc 11.4.0'"));
+    assert_non_null(strstr(err.message, "'recorded'"));
+    assert_true(err.hint[0] != '\0');
+    assert_null(again.problem);
+    stored.toolchain = ""; /* a job stored before sql/004 */
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
+    stored.toolchain = NULL;
+    assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
     stored = made.key;
     stored.device = "replay:nothing-here";
     assert_int_equal(catalog_reopen(c, &stored, made.problem, &again, &err), -1);
@@ -200,6 +222,60 @@ static void bad_files_are_skipped(void **state)
     assert_int_equal(catalog_num_devices(c), 1);
     json_t *devs = catalog_devices_json(c);
     assert_non_null(find_by(devs, "name", "replay:good"));
+    json_decref(devs);
+    catalog_free(c);
+    rm_dir(dir);
+}
+
+/* Writes <name>.json: the plain cache with space name_A and the given toolchain JSON value. */
+static void write_with_toolchain(const char *dir, const char *name, const char *toolchain)
+{
+    char text[4096], file[64], space[64];
+    snprintf(space, sizeof space, "%s_A", name);
+    snprintf(file, sizeof file, "%s.json", name);
+    snprintf(text, sizeof text, "{\"space\": \"%s\", \"toolchain\": %s, %s", space, toolchain,
+             plain_cache + 1);
+    write_file(dir, file, text, 0);
+}
+
+/* A dataset may record the toolchain it was measured with: that is its key's toolchain; one that
+ * is not a short printable string makes the file unusable (skipped like any bad file). */
+static void dataset_toolchain_is_recorded_or_its_own(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt_toolchain_XXXXXX";
+    char tc[TARGET_TOOLCHAIN_MAX + 8];
+    make_dir(dir);
+    write_with_toolchain(dir, "own", "\"cuda driver 12.4, nvrtc 12.4\"");
+    write_with_toolchain(dir, "empty", "\"\"");
+    write_with_toolchain(dir, "number", "12");
+    write_with_toolchain(dir, "control", "\"gcc\\t12\"");
+    memset(tc, 'x', sizeof tc);
+    tc[0] = '"';
+    tc[TARGET_TOOLCHAIN_MAX + 2] = '"';
+    tc[TARGET_TOOLCHAIN_MAX + 3] = '\0'; /* one character too many */
+    write_with_toolchain(dir, "long", tc);
+    tc[TARGET_TOOLCHAIN_MAX + 1] = '"';
+    tc[TARGET_TOOLCHAIN_MAX + 2] = '\0'; /* the longest accepted */
+    write_with_toolchain(dir, "longest", tc);
+
+    catalog *c = open_catalog(dir, 0);
+    assert_int_equal(catalog_num_devices(c), 2);
+    target t;
+    resolve_ok(c, "own", "replay:own_A", &t);
+    assert_string_equal(t.key.toolchain, "cuda driver 12.4, nvrtc 12.4");
+    target_release(&t);
+    resolve_ok(c, "longest", "replay:longest_A", &t);
+    assert_int_equal(strlen(t.key.toolchain), TARGET_TOOLCHAIN_MAX);
+    target_release(&t);
+    json_t *devs = catalog_devices_json(c);
+    assert_string_equal(
+        json_string_value(json_object_get(find_by(devs, "name", "replay:own_A"), "toolchain")),
+        "cuda driver 12.4, nvrtc 12.4");
+    assert_null(find_by(devs, "name", "replay:empty_A"));
+    assert_null(find_by(devs, "name", "replay:number_A"));
+    assert_null(find_by(devs, "name", "replay:long_A"));
+    assert_null(find_by(devs, "name", "replay:control_A"));
     json_decref(devs);
     catalog_free(c);
     rm_dir(dir);
@@ -292,6 +368,7 @@ int main(void)
         cmocka_unit_test(resolve_key_is_the_key_without_a_space),
         cmocka_unit_test(reopen_checks_the_stored_key),
         cmocka_unit_test(bad_files_are_skipped),
+        cmocka_unit_test(dataset_toolchain_is_recorded_or_its_own),
         cmocka_unit_test(missing_folder_is_config_error),
         cmocka_unit_test(both_folders_keep_first_of_duplicates),
         cmocka_unit_test(every_shared_space_loads),

@@ -330,6 +330,7 @@ static catalog_device *handed_devices(int *n)
     d[0].kind = KSPEC_CPU;
     d[0].available = 1;
     d[0].klass = strdup("cpu:Handed_CPU:256");
+    d[0].toolchain = strdup("gcc 12.2.0");
     d[0].description_text = strdup("{\"model\": \"Handed CPU\"}");
     d[0].limits = CPU_LIMITS;
     snprintf(d[1].name, sizeof d[1].name, "cuda");
@@ -371,13 +372,29 @@ static void catalog_takes_handed_devices(void **state)
     assert_int_equal(json_array_size(devs), 2);
     json_t *d0 = json_array_get(devs, 0);
     assert_string_equal(json_string_value(json_object_get(d0, "class")), "cpu:Handed_CPU:256");
+    assert_string_equal(json_string_value(json_object_get(d0, "toolchain")), "gcc 12.2.0");
+    assert_true(json_is_null(json_object_get(json_array_get(devs, 1), "toolchain")));
     assert_string_equal(json_string_value(json_array_get(json_object_get(d0, "kernels"), 0)),
                         "vadd");
     json_decref(devs);
     target t;
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
     assert_string_equal(t.key.device_class, "cpu:Handed_CPU:256");
+    assert_string_equal(t.key.toolchain, "gcc 12.2.0");
     assert_true(t.owns_space);
+    target_release(&t);
+    /* The key-only resolution and a reopen give the same toolchain; another one is refused. */
+    assert_int_equal(catalog_resolve_key(c, "vadd", "cpu", NULL, &t, &err), 0);
+    assert_string_equal(t.key.toolchain, "gcc 12.2.0");
+    target_key stored = t.key;
+    stored.toolchain = "clang 17.0.6";
+    target again;
+    assert_int_equal(catalog_reopen(c, &stored, t.problem, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
+    assert_non_null(strstr(err.message, "clang 17.0.6"));
+    stored.toolchain = "gcc 12.2.0";
+    assert_int_equal(catalog_reopen(c, &stored, t.problem, &again, &err), 0);
+    target_release(&again);
     target_release(&t);
     catalog_free(c);
 
@@ -396,6 +413,14 @@ static void catalog_takes_handed_devices(void **state)
     handed = handed_devices(&n);
     assert_null(catalog_new_real(&opt, &real, handed, n, &err));
     assert_int_equal(err.code, KT_ERR_CONFIG);
+    /* An available device must say its toolchain: results are keyed by it. */
+    real.min_repeats = 0;
+    handed = handed_devices(&n);
+    free(handed[0].toolchain);
+    handed[0].toolchain = NULL;
+    assert_null(catalog_new_real(&opt, &real, handed, n, &err));
+    assert_int_equal(err.code, KT_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "toolchain"));
 }
 int main(void)
 {

@@ -253,7 +253,9 @@ static void test_render_best(void **state)
 /* A job with one trial of each status, as the API returns them. */
 static const char *job_text =
     "{\"id\": 7, \"kernel\": \"k\", \"device\": \"replay:k_x\", \"device_class\": \"replay:k_x\","
-    " \"kernel_hash\": \"abc\", \"problem\": {\"problem_size\": [8, 8]}, \"strategy\": \"random\"}";
+    " \"kernel_hash\": \"abc\", \"toolchain\": \"recorded\", \"problem\": {\"problem_size\": [8, "
+    "8]},"
+    " \"strategy\": \"random\"}";
 static const char *trials_text =
     "["
     "{\"id\": 1, \"config\": {\"x\": 1, \"f\": 0.5}, \"status\": \"ok\", \"time_ms\": 2.25,"
@@ -306,6 +308,10 @@ static void test_kerneltuner_round_trip(void **state)
     assert_json(json_object_get(doc, "tune_params"), "{\"x\": [1, 2, 3], \"f\": [0.5, 1.0]}");
     assert_json(json_object_get(doc, "problem_size"), "[8, 8]");
     assert_json(json_object_get(doc, "restrictions"), "[\"x > 0\"]");
+    /* The job's key goes with the export, its toolchain included: what measured these trials. */
+    const json_t *meta = json_object_get(doc, "ktune");
+    assert_string_equal(json_string_value(json_object_get(meta, "kernel_hash")), "abc");
+    assert_string_equal(json_string_value(json_object_get(meta, "toolchain")), "recorded");
     const json_t *cache = json_object_get(doc, "cache");
     assert_int_equal(json_object_size(cache), 6);
     const json_t *rec = json_object_get(cache, "1,0.5"); /* Python's key: floats as repr */

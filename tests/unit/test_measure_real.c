@@ -81,6 +81,7 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_true(json_is_true(json_object_get(cpu, "available")));
     assert_string_equal(json_string_value(json_object_get(cpu, "class")),
                         "cpu:Fake_CPU_3.0GHz:256");
+    assert_string_equal(json_string_value(json_object_get(cpu, "toolchain")), "gcc 12.9.1");
     json_t *desc = json_object_get(cpu, "description");
     assert_string_equal(json_string_value(json_object_get(desc, "model")), "Fake CPU @ 3.0GHz");
     assert_int_equal(json_integer_value(json_object_get(desc, "l1d_bytes")), 256);
@@ -114,6 +115,7 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_int_equal(space_count(t.sp), 8);
     assert_string_equal(t.key.problem_key, "{\"m\":4,\"n\":32}");
     assert_string_equal(t.key.device_class, "cpu:Fake_CPU_3.0GHz:256");
+    assert_string_equal(t.key.toolchain, "gcc 12.9.1"); /* the runner's probe says it */
     assert_int_equal(strlen(t.key.kernel_hash), 16);
     /* The key alone (a lookup) is the same key, and no space is built for it. */
     target k;
@@ -125,6 +127,7 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_string_equal(k.key.problem_key, t.key.problem_key);
     assert_string_equal(k.key.device_class, t.key.device_class);
     assert_string_equal(k.key.kernel_hash, t.key.kernel_hash);
+    assert_string_equal(k.key.toolchain, t.key.toolchain);
     target_release(&k);
     pj = json_loads("{\"n\": 0}", 0, NULL);
     assert_int_equal(catalog_resolve_key(c, "vadd", "cpu", pj, &k, &err), -1);
@@ -421,6 +424,8 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
     kt_error err;
     assert_int_equal(catalog_resolve(c, "vadd", "cuda:0", NULL, &t, &err), 0);
     assert_string_equal(t.key.device_class, "cuda:Fake_GPU_80GB:sm_90");
+    /* This fake GPU's probe names no toolchain: its results are keyed under "unknown". */
+    assert_string_equal(t.key.toolchain, "unknown");
     backend *b = backend_open(c, "cuda:0", &err);
     assert_non_null(b);
     json_t *cfg = json_pack("{s:i}", "T", 64);
@@ -440,6 +445,22 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
     assert_int_equal(json_integer_value(json_object_get(req, "shared_bytes")), 256);
     json_decref(req);
     backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+
+    /* A probe that names the toolchain keys the GPU's results by it; one with control characters
+     * is not usable and the results are keyed under "unknown". */
+    setenv("KT_FAKE_CUDA", "cuda driver 12.4, nvrtc 12.4", 1);
+    c = open_real(f, f->runner);
+    assert_int_equal(catalog_resolve_key(c, "vadd", "cuda:0", NULL, &t, &err), 0);
+    assert_string_equal(t.key.toolchain, "cuda driver 12.4, nvrtc 12.4");
+    target_release(&t);
+    catalog_free(c);
+    setenv("KT_FAKE_CUDA", "cuda\tdriver", 1);
+    c = open_real(f, f->runner);
+    unsetenv("KT_FAKE_CUDA");
+    assert_int_equal(catalog_resolve_key(c, "vadd", "cuda:0", NULL, &t, &err), 0);
+    assert_string_equal(t.key.toolchain, "unknown");
     target_release(&t);
     catalog_free(c);
 }

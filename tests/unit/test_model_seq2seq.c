@@ -13,11 +13,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/rng.h"
 #include "model/beam.h"
 #include "model/seq2seq.h"
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double rel_err(double a, double b)
 {
@@ -110,6 +118,19 @@ static int argmax(const double *v, int n)
     return best;
 }
 
+/* The beam's scorer over a model and one problem's tokens. */
+typedef struct problem_ctx {
+    seq2seq *m;
+    const double *tokens;
+    int n_tokens;
+} problem_ctx;
+
+static int model_scorer(void *ctx, const int *prefix, int len, double *logp)
+{
+    problem_ctx *p = ctx;
+    return seq2seq_next_logp(p->m, p->tokens, p->n_tokens, prefix, len, logp);
+}
+
 static void learns_a_toy_mapping(void **state)
 {
     (void)state;
@@ -149,6 +170,44 @@ static void learns_a_toy_mapping(void **state)
     printf("toy mapping: held-out per-parameter accuracy %.3f, perfect %d/16, trained in %.2f s\n",
            acc, perfect, secs);
     assert_true(acc >= 0.95);
+
+    /* The constrained beam over the trained model: a restriction that forbids some of the best
+     * answers (p1 != 0 when p0 is 2 or 3), so every result is valid and the top one is the best
+     * valid answer (width 4 keeps every p0, so the beam is exhaustive here); the model is
+     * confident, so where greedy's answer is valid it is that best one. */
+    json_error_t je;
+    json_t *params = json_loads("[{\"name\":\"p0\",\"values\":[0,1,2,3]},"
+                                "{\"name\":\"p1\",\"values\":[0,1,2]}]",
+                                0, &je);
+    json_t *restr = json_loads("[\"p0 < 2 or p1 != 0\"]", 0, &je);
+    space *sp = space_new(params, restr, NULL, NULL, &err);
+    assert_non_null(sp);
+    int blocked = 0;
+    for (int c = 0; c < 64; c++) {
+        problem_ctx pc = {m, all[c].tokens, 3};
+        int out[5 * 2], greedy[2];
+        double score[5];
+        int n = beam_search(2, nv, model_scorer, &pc, BEAM_CONSTRAINED, 4, sp, 5, out, score);
+        assert_int_equal(n, 5);
+        for (int i = 0; i < n; i++) {
+            config_id id;
+            assert_int_equal(space_encode(sp, out + 2 * i, &id), 0);
+        }
+        assert_int_equal(
+            beam_search(2, nv, model_scorer, &pc, BEAM_GREEDY, 1, NULL, 1, greedy, NULL), 1);
+        config_id id;
+        if (space_encode(sp, greedy, &id) == 0)
+            assert_memory_equal(out, greedy, sizeof greedy);
+        else
+            blocked++;
+    }
+    printf("constrained beam on the toy model: %d of 64 greedy answers invalid, every beam result "
+           "valid\n",
+           blocked);
+    assert_true(blocked > 0);
+    space_free(sp);
+    json_decref(params);
+    json_decref(restr);
     seq2seq_free(m);
 }
 
@@ -241,6 +300,25 @@ static void save_load_round_trip(void **state)
     pos = 3;
     assert_null(seq2seq_load(copy, b.len, &pos, &err));
     assert_non_null(strstr(err.message, "format 9"));
+    /* Every single-byte corruption of the first model either loads or is refused cleanly. */
+    int refused = 0, loaded = 0;
+    for (size_t at = 3; at < 3 + one; at += at < 3 + 128 ? 1 : 97) {
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(copy, buf, b.len);
+            copy[at] ^= (unsigned char)(1u << bit);
+            pos = 3;
+            seq2seq *c = seq2seq_load(copy, 3 + one, &pos, &err);
+            if (c) {
+                loaded++;
+                assert_int_equal(pos, 3 + one);
+                seq2seq_free(c);
+            } else {
+                refused++;
+                assert_true(err.code == KT_ERR_BAD_REQUEST || err.code == KT_ERR_NO_MEMORY);
+            }
+        }
+    }
+    assert_true(refused > 0 && loaded > 0);
     free(copy);
     strbuf_release(&b);
     seq2seq_free(l2);
@@ -302,19 +380,6 @@ static void bounds_and_bad_examples(void **state)
     seq2seq_free(NULL);
 }
 
-/* The beam's scorer over a model and one problem's tokens. */
-typedef struct problem_ctx {
-    seq2seq *m;
-    const double *tokens;
-    int n_tokens;
-} problem_ctx;
-
-static int model_scorer(void *ctx, const int *prefix, int len, double *logp)
-{
-    problem_ctx *p = ctx;
-    return seq2seq_next_logp(p->m, p->tokens, p->n_tokens, prefix, len, logp);
-}
-
 /* The issue's sizes: gemm has 8 parameters of <= 9 values; ~40 problems of up to 8 examples; 3-7
  * problem arguments as tokens. Default hyper-parameters (hidden 64, 300 epochs). */
 static void training_time_at_gemm_sizes(void **state)
@@ -342,9 +407,9 @@ static void training_time_at_gemm_sizes(void **state)
     kt_error err;
     seq2seq *m = seq2seq_new(D, P, nv, NULL, 1, &err);
     assert_non_null(m);
-    double t0 = kt_clock_s();
+    double t0 = kt_clock_s(), c0 = cpu_s();
     assert_int_equal(seq2seq_train(m, ex, NPROB * PER, &err), 0);
-    double secs = kt_clock_s() - t0;
+    double secs = kt_clock_s() - t0, cpu = cpu_s() - c0;
     /* Training-set fit of the best configurations, greedy. */
     int correct = 0;
     double logp[9];
@@ -364,9 +429,10 @@ static void training_time_at_gemm_sizes(void **state)
     assert_int_equal(beam_search(P, nv, model_scorer, &pc, BEAM_FREE, 32, NULL, 10, out, score),
                      10);
     double beam_ms = (kt_clock_s() - t1) * 1e3;
-    printf("gemm sizes (%d examples, hidden 64, 300 epochs): trained in %.2f s, best-config "
-           "training accuracy %.3f; beam width 32 top 10 in %.1f ms\n",
-           NPROB * PER, secs, (double)correct / (NPROB * P), beam_ms);
+    printf("gemm sizes (%d examples, hidden 64, at most 300 epochs): %d epochs in %.2f s (%.2f s "
+           "CPU), best-config training accuracy %.3f; beam width 32 top 10 in %.1f ms\n",
+           NPROB * PER, seq2seq_epochs_run(m), secs, cpu, (double)correct / (NPROB * P), beam_ms);
+    assert_true(seq2seq_epochs_run(m) >= 1 && seq2seq_epochs_run(m) <= 300);
     seq2seq_free(m);
 }
 

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/target_key.h"
+#include "runner/runner.h"
 
 #define REPLY_MAX (256 * 1024)
 
@@ -327,12 +329,63 @@ static void probe_reports_the_cpu(void **state)
     assert_true(bits == 128 || bits == 256 || bits == 512);
     assert_true(num(d, "l1d_bytes") >= 0 && num(d, "l2_bytes") >= 0 && num(d, "l3_bytes") >= 0);
     assert_true(strlen(json_string_value(json_object_get(d, "compiler"))) > 0);
-    printf("probe: %s, %d cores, %d-bit vectors, %zu isa flags, compiler '%s'\n",
+    /* The toolchain is the compiler's family and version, read from the same `cc --version`: the
+     * version is the one on the compiler line. */
+    const char *toolchain = json_string_value(json_object_get(d, "toolchain"));
+    assert_non_null(toolchain);
+    const char *space = strchr(toolchain, ' ');
+    assert_true(strncmp(toolchain, "gcc ", 4) == 0 || strncmp(toolchain, "clang ", 6) == 0);
+    assert_non_null(strstr(json_string_value(json_object_get(d, "compiler")), space + 1));
+    printf("probe: %s, %d cores, %d-bit vectors, %zu isa flags, compiler '%s', toolchain '%s'\n",
            json_string_value(json_object_get(d, "model")), (int)num(d, "cores"), bits,
            json_array_size(json_object_get(d, "isa")),
-           json_string_value(json_object_get(d, "compiler")));
+           json_string_value(json_object_get(d, "compiler")), toolchain);
     json_decref(r);
     assert_int_equal(client_stop(c, 5000), 0); /* EOF on stdin: exit status 0 */
+}
+
+/* `cc --version` outputs as distributions write them, and what the key makes of each. */
+static void toolchain_of_version_output(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"cc (Debian 12.2.0-14+deb12u1) 12.2.0\nCopyright (C) 2022 Free Software Foundation, "
+         "Inc.\n",
+         "gcc 12.2.0"},
+        {"gcc (GCC) 13.2.1 20230801\n", "gcc 13.2.1"},
+        {"gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0\n", "gcc 11.4.0"},
+        {"cc (GCC) 8.5.0 20210514 (Red Hat 8.5.0-20)\n", "gcc 8.5.0"},
+        {"Debian clang version 14.0.6\nTarget: x86_64-pc-linux-gnu\n", "clang 14.0.6"},
+        {"clang version 17.0.6 (https://github.com/llvm/llvm-project 6009708b4367)\n",
+         "clang 17.0.6"},
+        {"Apple clang version 15.0.0 (clang-1500.1.0.2.5)\n", "clang 15.0.0"},
+        /* an unknown compiler: its first line, as it is */
+        {"icx (ICX) 2024.0.0\n", "icx (ICX) 2024.0.0"},
+        {"tcc version 0.9.27 (x86_64 Linux)  \n", "tcc version 0.9.27 (x86_64 Linux)"},
+        /* gcc named but no version: the line */
+        {"gcc (GCC) snapshot\n", "gcc (GCC) snapshot"},
+        /* control bytes never reach the key */
+        {"weird\tcc\x01 1.0\n", "weird?cc? 1.0"},
+        {"", "unknown"},
+        {"\n", "unknown"},
+    };
+    char out[RUNNER_TEXT_MAX];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        runner_cpu_toolchain(cases[i][0], out, sizeof out);
+        assert_string_equal(out, cases[i][1]);
+    }
+    runner_cpu_toolchain(NULL, out, sizeof out);
+    assert_string_equal(out, "unknown");
+    /* A small buffer gets a truncated, terminated text. */
+    char tiny[6];
+    runner_cpu_toolchain("gcc (GCC) 13.2.1\n", tiny, sizeof tiny);
+    assert_string_equal(tiny, "gcc 1");
+    /* A line longer than a key's toolchain is cut to the longest one, never overrun. */
+    char longline[2 * RUNNER_TEXT_MAX];
+    memset(longline, 'a', sizeof longline - 1);
+    longline[sizeof longline - 1] = '\0';
+    runner_cpu_toolchain(longline, out, sizeof out);
+    assert_int_equal(strlen(out), TARGET_TOOLCHAIN_MAX);
 }
 
 static void measure_scale_is_ok_and_cached(void **state)
@@ -629,6 +682,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(probe_reports_the_cpu, setup, teardown),
+        cmocka_unit_test(toolchain_of_version_output),
         cmocka_unit_test_setup_teardown(measure_scale_is_ok_and_cached, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_kernel_gives_wrong_result, setup, teardown),
         cmocka_unit_test_setup_teardown(noncompile_gives_compile_error_with_log, setup, teardown),

@@ -248,7 +248,31 @@ static void probe_has_the_limits(void **state)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         assert_true(json_integer_value(json_object_get(dev, fields[i])) > 0);
     assert_non_null(json_string_value(json_object_get(dev, "name")));
+    /* The toolchain results are keyed by: this driver's and NVRTC's versions. */
+    char want[96];
+    cuda_toolchain_text((int)json_integer_value(json_object_get(dev, "driver_version")),
+                        json_string_value(json_object_get(dev, "nvrtc_version")), want,
+                        sizeof want);
+    assert_string_equal(json_string_value(json_object_get(dev, "toolchain")), want);
     json_decref(dev);
+}
+
+/* The toolchain text of driver and NVRTC versions; no device needed. */
+static void toolchain_names_driver_and_nvrtc(void **state)
+{
+    (void)state;
+    char out[96];
+    cuda_toolchain_text(13000, "13.0", out, sizeof out);
+    assert_string_equal(out, "cuda driver 13.0, nvrtc 13.0");
+    cuda_toolchain_text(12040, "12.4", out, sizeof out);
+    assert_string_equal(out, "cuda driver 12.4, nvrtc 12.4");
+    cuda_toolchain_text(12020, NULL, out, sizeof out);
+    assert_string_equal(out, "cuda driver 12.2, no nvrtc");
+    cuda_toolchain_text(0, "11.8", out, sizeof out);
+    assert_string_equal(out, "cuda driver unknown, nvrtc 11.8");
+    char tiny[12];
+    cuda_toolchain_text(13000, "13.0", tiny, sizeof tiny);
+    assert_string_equal(tiny, "cuda driver");
 }
 
 static void scale_is_ok_then_cached(void **state)
@@ -356,6 +380,7 @@ int main(void)
         cmocka_unit_test(open_bad_ordinal_fails),
         cmocka_unit_test(runner_process_reports_cuda_state),
         cmocka_unit_test(probe_has_the_limits),
+        cmocka_unit_test(toolchain_names_driver_and_nvrtc),
         cmocka_unit_test(scale_is_ok_then_cached),
         cmocka_unit_test(gemm_small_is_verified),
         cmocka_unit_test(impossible_launch_is_invalid),

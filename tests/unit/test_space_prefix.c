@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "space/space.h"
 
 static json_t *jparse(const char *text)
@@ -232,6 +233,118 @@ static void edge_cases(void **state)
     space_free(sp);
 }
 
+/* The shared Kernel Tuner spaces (real restrictions, several groups): every valid configuration's
+ * prefixes, and random and near-miss prefixes (a valid prefix with its last value changed), against
+ * the set of prefixes of the enumerated valid configurations. Files are read through gzip -dc
+ * (kt_space does not link zlib); a missing file is skipped with a message. */
+static json_t *load_gz(const char *name)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, KT_SHARED_DATA_DIR "/gpu-spaces/%s.json.gz", name);
+    FILE *probe = fopen(path, "rb");
+    if (!probe)
+        return NULL;
+    fclose(probe);
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    json_t *doc = json_loadf(f, 0, NULL);
+    assert_int_equal(pclose(f), 0);
+    assert_non_null(doc);
+    return doc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_dataset_prefixes(const char *name)
+{
+    json_t *doc = load_gz(name);
+    if (!doc) {
+        printf("%s: not found, skipped\n", name);
+        return;
+    }
+    json_t *params = json_array();
+    size_t i;
+    const json_t *key;
+    json_array_foreach(json_object_get(doc, "tune_params_keys"), i, key)
+    {
+        json_t *vals = json_object_get(json_object_get(doc, "tune_params"), json_string_value(key));
+        json_array_append_new(params, json_pack("{s:O, s:O}", "name", key, "values", vals));
+    }
+    kt_error err;
+    space *sp = space_new(params, json_object_get(doc, "restrictions"), NULL, NULL, &err);
+    json_decref(params);
+    json_decref(doc);
+    assert_non_null(sp);
+    int P = space_num_params(sp), nv[64], idx[64];
+    assert_true(P <= 64);
+    for (int p = 0; p < P; p++)
+        nv[p] = space_param_num_values(sp, p);
+    uint64_t n = space_count(sp);
+    uint64_t *keys = malloc((size_t)n * sizeof *keys);
+    assert_non_null(keys);
+    kt_rng rng;
+    kt_rng_seed(&rng, 99);
+    long checked = 0, feasible = 0;
+    for (int len = 1; len <= P; len++) {
+        for (uint64_t id = 0; id < n; id++) { /* mixed-radix key of the first len indices */
+            assert_int_equal(space_decode(sp, id, idx), 0);
+            uint64_t k = 0;
+            for (int p = 0; p < len; p++)
+                k = k * (uint64_t)nv[p] + (uint64_t)idx[p];
+            keys[id] = k;
+            if (id % 97 == 0) { /* a valid configuration's prefix is feasible */
+                assert_int_equal(space_prefix_feasible(sp, idx, len), 1);
+                checked++;
+                feasible++;
+            }
+        }
+        qsort(keys, (size_t)n, sizeof *keys, cmp_u64);
+        for (int trial = 0; trial < 400; trial++) {
+            if (trial % 2) { /* random */
+                for (int p = 0; p < len; p++)
+                    idx[p] = (int)kt_rng_below(&rng, (uint64_t)nv[p]);
+            } else { /* near miss */
+                space_decode(sp, space_sample(sp, &rng), idx);
+                idx[len - 1] = (int)kt_rng_below(&rng, (uint64_t)nv[len - 1]);
+            }
+            uint64_t k = 0;
+            for (int p = 0; p < len; p++)
+                k = k * (uint64_t)nv[p] + (uint64_t)idx[p];
+            int want = bsearch(&k, keys, (size_t)n, sizeof *keys, cmp_u64) != NULL;
+            int got = space_prefix_feasible(sp, idx, len);
+            if (got != want)
+                fail_msg("%s: prefix of length %d: feasible %d, enumeration %d", name, len, got,
+                         want);
+            checked++;
+            feasible += got;
+        }
+    }
+    printf("%s: %d parameters, %d groups, %llu configs: %ld prefixes checked, %ld feasible\n", name,
+           P, space_num_groups(sp), (unsigned long long)n, checked, feasible);
+    if ((double)n < space_raw_size(sp)) /* restricted: both answers occurred */
+        assert_true(feasible < checked);
+    else
+        assert_int_equal(feasible, checked);
+    free(keys);
+    space_free(sp);
+}
+
+static void shared_spaces_match_enumeration(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "gemm_clblast-RTX_2080_Ti", "convolution_kt-RTX_2080_Ti", "convolution_milo-A4000",
+        "dedispersion_milo-A4000",  "pnpoly_kt-RTX_3090",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_dataset_prefixes(names[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +352,7 @@ int main(void)
         cmocka_unit_test(problem_dependent_restrictions_match_brute_force),
         cmocka_unit_test(explicit_space_matches_brute_force),
         cmocka_unit_test(edge_cases),
+        cmocka_unit_test(shared_spaces_match_enumeration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

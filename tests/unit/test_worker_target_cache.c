@@ -85,6 +85,11 @@ static void reopen_errors_pass_through(void **state)
     assert_null(target_cache_open(tc, 9, &changed, made.problem, &err));
     assert_int_equal(err.code, KT_ERR_CONFLICT);
     assert_null(target_cache_find(tc, 9));
+    changed = made.key;
+    changed.toolchain = "gcc 9.9.9"; /* measured under another compiler */
+    assert_null(target_cache_open(tc, 9, &changed, made.problem, &err));
+    assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
+    assert_null(target_cache_find(tc, 9));
     target_cache_free(tc);
     target_release(&made);
     catalog_free(c);
