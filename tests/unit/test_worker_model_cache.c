@@ -45,7 +45,8 @@ static long long store_ready_model(PGconn *c, const target *t, const char *kind)
     strbuf bytes;
     strbuf_init(&bytes, MODEL_MAX_BYTES);
     assert_int_equal(predictor_save(p, &bytes, &err), 0);
-    model_key k = {"predictor", kind, t->key.kernel, t->key.device_class, t->key.kernel_hash, ""};
+    model_key k = {"predictor",     kind, t->key.kernel, t->key.device_class, t->key.kernel_hash,
+                   t->key.toolchain};
     long long id = 0;
     model_claim m;
     assert_int_equal(model_store_create(c, &k, NULL, "requested", &id, &err), 0);
@@ -146,7 +147,8 @@ static void trainer_refuses_a_changed_kernel_and_an_unserved_class(void **state)
     model_claim m = {.id = 1,
                      .kernel = "pnpoly",
                      .device_class = (char *)t.key.device_class,
-                     .kernel_hash = (char *)t.key.kernel_hash};
+                     .kernel_hash = (char *)t.key.kernel_hash,
+                     .toolchain = (char *)t.key.toolchain};
     trainer_target tt;
     const char *reason = NULL;
     assert_int_equal(trainer_open_target(cat, &m, &tt, &reason, &err), 0);
