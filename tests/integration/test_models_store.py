@@ -13,7 +13,9 @@ runner), and the trainer thread of ktuned claims and trains them:
 - a clean stop during a training does not wait for it: the model is let go (the attempt not counted) and
   the next start trains it;
 - with two ktuned on one database, a kill -9 of the one training a model makes the other claim it at
-  once (its runner's pid is gone) and finish it.
+  once (its runner's pid is gone) and finish it;
+- where GET /v1/best predicts (the models API), a restarted ktuned answers an untuned problem with the
+  stored model (loaded from its bytes in the database).
 """
 import itertools
 import json
@@ -25,7 +27,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
 
 ARGS = parse_args()
 KERNELS = os.path.join(ARGS.source_dir, "kernels")
@@ -251,6 +253,23 @@ class ModelsStoreTest(unittest.TestCase):
                 self.k.start()  # the class's ktuned again, for the tests after this one
         finally:
             other.cleanup()
+    def test_7_a_restarted_ktuned_predicts_with_the_stored_model(self):
+        status, _, _ = self.k.get("/v1/models")
+        if status != 200:
+            self.skipTest("no /v1/models here: GET /v1/best's predictions come with the models API")
+        ready = int(self.psql("SELECT id FROM models WHERE status = 'ready' AND kernel = 'gemm'"
+                              " AND kernel_hash = '%s' AND toolchain = '%s'" % (self.gemm["hash"], self.toolchain)))
+        untuned = best_query("gemm", "cpu", M=200, N=200, K=200)
+        names = {p["name"] for p in self.gemm["parameters"]}
+        for when in ("before", "after"):
+            status, _, body = self.k.get(untuned)
+            self.assertEqual((status, body.get("source")), (200, "predicted"), body)
+            self.assertEqual(body["model"]["id"], ready, body)
+            self.assertEqual(set(body["config"]), names)
+            if when == "before":
+                self.assertEqual(self.k.stop(), 0)
+                self.k.start()  # a new process: model_cache loads the model's bytes from the database
+
 
 def valid_configs(dev, description):
     """Every configuration of the kernel's space on this device (restrictions are Python expressions
