@@ -13,8 +13,8 @@
 
 #define MODEL_KIND_PREDICTOR "predictor"
 #define MODEL_CACHE_BUCKETS  1024
-/* The key's toolchain. */
-#define KEY_TOOLCHAIN(t) ((t)->key.toolchain ? (t)->key.toolchain : "")
+/* The key's toolchain (merged with i10-toolchain: core/target_key.h has it). */
+#define TARGET_TOOLCHAIN(t) ((t)->key.toolchain)
 
 /* A loaded model. users: callers between lookup and the end of their predict (never freed while
  * above 0); lock: held around predictor_predict. */
@@ -159,7 +159,7 @@ static loaded_model *load_model(model_cache *mc, PGconn *c, const target *t, kt_
     loaded_model *m = NULL;
     int found =
         model_store_latest_ready(c, MODEL_KIND_PREDICTOR, t->key.kernel, t->key.device_class,
-                                 t->key.kernel_hash, KEY_TOOLCHAIN(t), 1, &r, err);
+                                 t->key.kernel_hash, TARGET_TOOLCHAIN(t), 1, &r, err);
     if (found <= 0)
         return NULL;
     predictor *p = r.bytes ? predictor_load(r.bytes, r.len, err) : NULL;
@@ -248,7 +248,7 @@ int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json
      * matches. One indexed query per call, no bytes. */
     int found =
         model_store_latest_ready(c, MODEL_KIND_PREDICTOR, t->key.kernel, t->key.device_class,
-                                 t->key.kernel_hash, KEY_TOOLCHAIN(t), 0, &latest, err);
+                                 t->key.kernel_hash, TARGET_TOOLCHAIN(t), 0, &latest, err);
     if (found <= 0) {
         rc = found;
         goto out;
