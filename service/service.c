@@ -175,7 +175,8 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                            .cat = svc->cat,
                            .measurers = cfg->workers,
                            .max_jobs = cfg->max_jobs,
-                           .model_retrain_after = cfg->model_retrain_after};
+                           .model_retrain_after = cfg->model_retrain_after,
+                           .model_train_delay_s = cfg->model_train_delay_s};
     svc->workers = worker_system_start(&wopt, err);
     if (!svc->workers)
         goto fail;

@@ -26,6 +26,9 @@ CREATE UNIQUE INDEX models_one_training_idx ON models (kind, kernel, device_clas
 -- The newest ready model of a key (model_store_latest_ready, once per /v1/best miss).
 CREATE INDEX models_ready_idx ON models (kind, kernel, device_class, kernel_hash, toolchain, version DESC)
   WHERE status = 'ready';
--- The training data of a key: ok trials of the key's jobs (store/model_store.c training query).
+-- The ok trials of a key's jobs (store/model_data_store.c): the training data, its newest trial id
+-- (a backward index lookup per job) and the retrain check (per job, the ids above a model's
+-- max_trial_id: a range of this index, not every ok trial of the job). Measured on 100 jobs x 2,000
+-- trials of one key: newest id 473 -> 5 ms, retrain count 66 -> 7 ms, with (job_id, time_ms) before.
 CREATE INDEX models_jobs_key_idx ON jobs (kernel, device_class, kernel_hash);
-CREATE INDEX models_trials_ok_idx ON trials (job_id, time_ms) WHERE status = 'ok';
+CREATE INDEX models_trials_ok_idx ON trials (job_id, id) WHERE status = 'ok';

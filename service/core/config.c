@@ -75,6 +75,10 @@ static const config_option options[] = {
      offsetof(kt_config, model_retrain_after), 0, 0, 1e9,
      "retrain a kernel's predictor on a device class once this many ok trials of it arrived since "
      "its newest model's data; 0 = never [200]"},
+    {"--model-train-delay-s", "KTUNE_MODEL_TRAIN_DELAY_S", OPT_DOUBLE,
+     offsetof(kt_config, model_train_delay_s), 0, 0, 3600,
+     "testing: hold every model training this many seconds at least before it is stored, so that "
+     "a kill during training can be exercised [0]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

@@ -32,6 +32,7 @@ typedef struct kt_config {
     double run_timeout_s;      /* --run-timeout-s, KTUNE_RUN_TIMEOUT_S: before any ok result */
     double slow_factor;        /* --slow-factor, KTUNE_SLOW_FACTOR: 0 off */
     long long model_retrain_after; /* --model-retrain-after, KTUNE_MODEL_RETRAIN_AFTER: 0 off */
+    double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     int help;         /* --help given */

@@ -8,13 +8,10 @@
 #include "store/model_store.h"
 #include "store/store_util.h"
 
-/* The jobs (alias j) of a key: kernel $1, device_class $2, kernel_hash $3, toolchain $4. jobs has
- * no toolchain column until sql/004 (the toolchain helper's); reading it through to_jsonb keeps
- * this statement valid before and after it ('' before).
- * TODO(toolchain merge): once sql/004 is in, write "j.toolchain = $4" here. */
+/* The jobs (alias j) of a key: kernel $1, device_class $2, kernel_hash $3, toolchain $4 (sql/004).
+ */
 #define JOBS_OF_KEY                                                                                \
-    "j.kernel = $1 AND j.device_class = $2 AND j.kernel_hash = $3"                                 \
-    " AND COALESCE(to_jsonb(j) ->> 'toolchain', '') = $4"
+    "j.kernel = $1 AND j.device_class = $2 AND j.kernel_hash = $3 AND j.toolchain = $4"
 
 void model_training_data_release(model_training_data *d)
 {
@@ -47,8 +44,8 @@ int model_store_training_data(PGconn *c, const char *kernel, const char *device_
     /* The newest ok trial first: the rows below stop there, so a retrain check that compares
      * against max_trial_id never misses a trial that landed while this one was read. */
     r = db_exec(c,
-                "SELECT max(t.id) FROM trials t JOIN jobs j ON j.id = t.job_id"
-                " WHERE " JOBS_OF_KEY " AND t.status = 'ok'",
+                "SELECT max((SELECT max(t.id) FROM trials t WHERE t.job_id = j.id"
+                " AND t.status = 'ok')) FROM jobs j WHERE " JOBS_OF_KEY,
                 4, key, err);
     if (!r)
         goto out;
@@ -168,7 +165,7 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
         " OR (o.status = 'failed' AND o.reason = 'retrain' AND o.version > n.version)))"
         " AND (SELECT count(*) FROM trials t JOIN jobs j ON j.id = t.job_id WHERE"
         " j.kernel = n.kernel AND j.device_class = n.device_class AND j.kernel_hash = n.kernel_hash"
-        " AND COALESCE(to_jsonb(j) ->> 'toolchain', '') = n.toolchain AND t.status = 'ok'"
+        " AND j.toolchain = n.toolchain AND t.status = 'ok'"
         " AND t.id > COALESCE((n.training ->> 'max_trial_id')::bigint, 0)) >= $1)"
         " INSERT INTO models (kind, algorithm, kernel, device_class, kernel_hash, toolchain,"
         " version, status, hyper, reason) SELECT d.kind, d.algorithm, d.kernel, d.device_class,"

@@ -38,6 +38,7 @@ typedef struct train_job {
     json_t *hyper;
     uint64_t seed;
     predictor *result;
+    double seconds; /* predictor_train's own time (the testing hold not counted) */
     kt_error err;
 } train_job;
 
@@ -62,9 +63,12 @@ static void *train_main(void *arg)
     train_job *j = arg;
     kt_error err;
     kt_error_clear(&err);
+    uint64_t t0 = kt_clock_ns();
     predictor *p = predictor_train(j->kind, j->ts, j->hyper, j->seed, &err);
+    double seconds = (double)kt_clock_since_ns(t0) / 1e9;
     pthread_mutex_lock(&j->lock);
     j->result = p;
+    j->seconds = seconds;
     j->err = err;
     j->done = 1;
     pthread_cond_broadcast(&j->done_cv);
@@ -85,7 +89,8 @@ static int stopping(trainer *t)
  * predictor (caller frees), NULL with err when training failed, NULL with *abandoned when the
  * trainer is stopping (the helper finishes alone and frees what it holds). Takes ts. */
 static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts,
-                                  const json_t *hyper, uint64_t seed, int *abandoned, kt_error *err)
+                                  const json_t *hyper, uint64_t seed, int *abandoned,
+                                  double *seconds, kt_error *err)
 {
     predictor *p = NULL;
     pthread_attr_t attr;
@@ -113,16 +118,20 @@ static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts
         kt_error_set(err, KT_ERR_INTERNAL, "cannot start a training thread");
         goto out;
     }
+    /* --model-train-delay-s (testing) holds a finished training as if it were still running. */
+    uint64_t hold_until = kt_clock_ns() + (uint64_t)(t->opt.train_delay_s * 1e9);
     pthread_mutex_lock(&j->lock);
-    while (!j->done && !*abandoned) {
-        struct timespec deadline = kt_clock_deadline(TRAINER_POLL_MS);
+    while ((!j->done || kt_clock_ns() < hold_until) && !*abandoned) {
+        /* Once done nothing signals: the wait is then a 100 ms sleep of the hold. */
+        struct timespec deadline = kt_clock_deadline(j->done ? 100 : TRAINER_POLL_MS);
         pthread_cond_timedwait(&j->done_cv, &j->lock, &deadline);
-        if (!j->done && stopping(t))
+        if (stopping(t))
             *abandoned = 1;
     }
-    if (j->done) {
+    if (j->done && !*abandoned) {
         p = j->result;
         j->result = NULL;
+        *seconds = j->seconds;
         if (!p)
             *err = j->err;
     }
@@ -248,8 +257,8 @@ static void train_one(trainer *t, const model_claim *m)
     json_object_set_new(training, "train_problems", json_integer(n_train));
     json_object_set_new(training, "test_problems", json_integer(n_test));
     json_object_set_new(training, "attempt", json_integer(m->attempts));
-    long long t0 = (long long)(kt_clock_ns() / 1000000u);
-    p = train_on_helper(t, m->algorithm, train, m->hyper, seed, &abandoned, &err);
+    double train_s = 0;
+    p = train_on_helper(t, m->algorithm, train, m->hyper, seed, &abandoned, &train_s, &err);
     train = NULL; /* taken by train_on_helper */
     if (abandoned) {
         log_info("model %lld: training abandoned (stopping); the next trainer starts it again",
@@ -258,15 +267,15 @@ static void train_one(trainer *t, const model_claim *m)
     }
     if (!p)
         goto fail;
-    long long t1 = (long long)(kt_clock_ns() / 1000000u);
+    uint64_t t1 = kt_clock_ns();
     metrics = evaluate(p, test, &tt, &err);
     if (!metrics) {
         reason = "evaluate_failed";
         goto fail;
     }
-    long long t2 = (long long)(kt_clock_ns() / 1000000u);
-    json_object_set_new(metrics, "train_seconds", json_real((double)(t1 - t0) / 1000.0));
-    json_object_set_new(metrics, "evaluate_seconds", json_real((double)(t2 - t1) / 1000.0));
+    json_object_set_new(metrics, "train_seconds", json_real(train_s));
+    json_object_set_new(metrics, "evaluate_seconds",
+                        json_real((double)kt_clock_since_ns(t1) / 1e9));
     if (store_model(t, m, p, metrics, training, &err) == 0)
         goto out;
     reason = err.code == KT_ERR_CONFLICT ? NULL : "store_failed";

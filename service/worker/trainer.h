@@ -6,7 +6,8 @@
  *
  * Training one model (trainer.c):
  *   1. the catalog must still offer the model's kernel on a device of its class with the same
- *      kernel hash, else the model fails as "kernel_changed" (or "target_unavailable");
+ *      kernel hash and toolchain, else the model fails as "kernel_changed" / "toolchain_changed"
+ *      (or "target_unavailable");
  *   2. model_store_training_data: per problem the `top` (hyper "top", [8]) fastest ok trials;
  *   3. a training_set of the kernel's parameters, split by problem (a held-out quarter);
  *   4. predictor_train(algorithm, train quarters, hyper, seed) on a helper thread, so that a stop
@@ -16,6 +17,10 @@
  *      of the key superseded, one transaction).
  * Every failure ends the model as 'failed' with an error JSON (code, message, hint, reason), never
  * the process.
+ *
+ * Testing: --model-train-delay-s S holds each training S seconds at least before the model is
+ * stored (claimed, heart-beating, no bytes: as a long training looks), so that a kill or a stop
+ * during training can be exercised whatever the predictor's speed. 0 (the default) in production.
  *
  * Retrain: every TRAINER_RETRAIN_CHECK_MS, when retrain_after > 0, model_store_queue_retrains
  * queues a new version (reason 'retrain') for keys whose newest ready model has retrain_after new
@@ -43,6 +48,7 @@ typedef struct trainer_options {
     const catalog *cat;
     const runner_identity *me;
     long long retrain_after; /* --model-retrain-after: new ok trials of a key; 0 = off */
+    double train_delay_s;    /* --model-train-delay-s (testing): a training is held this long */
 } trainer_options;
 
 trainer *trainer_start(const trainer_options *opt, kt_error *err);

@@ -63,6 +63,15 @@ int trainer_open_target(const catalog *cat, const model_claim *m, trainer_target
         trainer_target_release(out);
         return -1;
     }
+    if (strcmp(out->def.key.toolchain ? out->def.key.toolchain : "", m->toolchain) != 0) {
+        *reason = "toolchain_changed";
+        kt_error_set(err, KT_ERR_TOOLCHAIN_CHANGED,
+                     "the toolchain of %s changed since the model was queued (%s, now %s)",
+                     out->device, m->toolchain, out->def.key.toolchain);
+        kt_error_hint(err, "queue a new model: it learns from the trials of the current toolchain");
+        trainer_target_release(out);
+        return -1;
+    }
     return 0;
 }
 

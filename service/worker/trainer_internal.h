@@ -23,7 +23,8 @@ typedef struct trainer_target {
 } trainer_target;
 
 /* 0, or -1 with err and *reason "target_unavailable" (no device of the class offers the kernel
- * here) or "kernel_changed" (the catalog's kernel hash differs from the model's). */
+ * here), "kernel_changed" (the catalog's kernel hash differs from the model's) or
+ * "toolchain_changed" (the device's toolchain differs from the model's). */
 int trainer_open_target(const catalog *cat, const model_claim *m, trainer_target *out,
                         const char **reason, kt_error *err);
 void trainer_target_release(trainer_target *t);

@@ -98,8 +98,11 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
         goto fail;
     }
     w->runner_started = 1;
-    trainer_options topt = {
-        .db = opt->db, .cat = opt->cat, .me = &w->me, .retrain_after = opt->model_retrain_after};
+    trainer_options topt = {.db = opt->db,
+                            .cat = opt->cat,
+                            .me = &w->me,
+                            .retrain_after = opt->model_retrain_after,
+                            .train_delay_s = opt->model_train_delay_s};
     w->trainer = trainer_start(&topt, err);
     if (!w->trainer)
         goto fail;

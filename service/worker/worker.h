@@ -22,6 +22,7 @@ typedef struct worker_options {
     int measurers;                 /* measurement threads */
     int max_jobs;                  /* jobs the runner drives at once */
     long long model_retrain_after; /* --model-retrain-after (worker/trainer.h); 0 = off */
+    double model_train_delay_s;    /* --model-train-delay-s (testing, worker/trainer.h); 0 = none */
 } worker_options;
 
 /* Counters of this process, for /metrics. */

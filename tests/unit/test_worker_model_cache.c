@@ -147,7 +147,8 @@ static void trainer_refuses_a_changed_kernel_and_an_unserved_class(void **state)
     model_claim m = {.id = 1,
                      .kernel = "pnpoly",
                      .device_class = (char *)t.key.device_class,
-                     .kernel_hash = (char *)t.key.kernel_hash};
+                     .kernel_hash = (char *)t.key.kernel_hash,
+                     .toolchain = (char *)t.key.toolchain};
     trainer_target tt;
     const char *reason = NULL;
     assert_int_equal(trainer_open_target(cat, &m, &tt, &reason, &err), 0);
