@@ -251,7 +251,7 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
     for (int m = 0; m < 3; m++) {
         json_t *mk = json_object();
         for (int j = 0; mk && j < BP_NK; j++) {
-            char key[8];
+            char key[16];
             if (m == 0 && bp_ks[j] > 1)
                 continue;
             snprintf(key, sizeof key, "%d", bp_ks[j]);

@@ -383,7 +383,7 @@ static int parse_tolerance(const json_t *req, runner_measure_req *q, kt_error *e
 static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
 {
     /* a default never conflicts with the other bound given explicitly */
-    long long minr, maxr;
+    long long minr = 0, maxr = 0;
     if (get_int(req, "max_repeats", 1, RUNNER_REPEATS_CAP, 100, &maxr, err) < 0 ||
         get_int(req, "min_repeats", 1, RUNNER_REPEATS_CAP, maxr < 5 ? maxr : 5, &minr, err) < 0)
         return -1;
