@@ -5,8 +5,9 @@
  * An answer says how it was made ("source"): "measured" (the best table, with the trial's
  * provenance) always wins; on a miss, "predicted" (the newest ready model of the key through the
  * process's model cache) or, with fallback=nearest, "nearest" (the nearest tuned problem of the
- * same key whose configuration is valid here). Only the measured path is key-only; the others build
- * the problem's space (catalog_resolve) to decode and check configurations. */
+ * same key whose configuration is valid here). A measured answer and a cached prediction are
+ * key-only (catalog_resolve_key); the problem's space (catalog_resolve) is built only when a model
+ * must run (a prediction not cached yet) or a nearest answer must be checked against it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,8 @@ static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long
     return 0;
 }
 
-/* The newest ready model's answer for the full target t: 1 (*out), 0 none, -1 err. */
+/* The newest ready model's answer for t: 1 (*out), 0 none, -1 err, MODEL_CACHE_NEEDS_SPACE when t
+ * is key-only and the answer is not cached. */
 static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t **out,
                      kt_error *err)
 {
@@ -283,12 +285,18 @@ void api_best_get(void *app, const http_request *req, http_response *res)
             goto fail;
     }
     if (q.from != BEST_FROM_MEASURED) {
-        if (catalog_resolve(svc->cat, kernel, device, a.problem, &full, &err) < 0)
-            goto fail;
-        have_full = 1;
-        int got = predicted(svc, c, &full, (int)q.k, &answer, &err);
-        if (got == 0 && q.nearest)
-            got = nearest(c, &full, &answer, &err);
+        /* A cached prediction needs no space: the key first, the space only when a model must
+         * run or the nearest answer must be checked against it. */
+        int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
+        if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
+            if (catalog_resolve(svc->cat, kernel, device, a.problem, &full, &err) < 0)
+                goto fail;
+            have_full = 1;
+            if (got == MODEL_CACHE_NEEDS_SPACE)
+                got = predicted(svc, c, &full, (int)q.k, &answer, &err);
+            if (got == 0 && q.nearest)
+                got = nearest(c, &full, &answer, &err);
+        }
         if (got < 0)
             goto fail;
     }

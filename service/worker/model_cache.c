@@ -238,10 +238,9 @@ int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json
     model_ready latest;
     predictor_candidate cands[MODEL_CACHE_MAX_K];
     *out = NULL;
-    if (k < 1 || k > MODEL_CACHE_MAX_K || !t || !t->sp) {
+    if (k < 1 || k > MODEL_CACHE_MAX_K || !t) {
         kt_error_set(err, k < 1 || k > MODEL_CACHE_MAX_K ? KT_ERR_OUT_OF_RANGE : KT_ERR_INTERNAL,
-                     "a prediction needs k from 1 to %d and a target with its space",
-                     MODEL_CACHE_MAX_K);
+                     "a prediction needs k from 1 to %d and a target", MODEL_CACHE_MAX_K);
         goto out;
     }
     /* The newest ready model of the target's own key: a model of another kernel hash never
@@ -269,6 +268,12 @@ int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json
         if (rc < 0)
             kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory copying a prediction");
         pthread_mutex_unlock(&mc->lock);
+        goto out;
+    }
+    if (!t->sp) {
+        /* Not cached, and the model needs the space to decode: the caller resolves it. */
+        pthread_mutex_unlock(&mc->lock);
+        rc = MODEL_CACHE_NEEDS_SPACE;
         goto out;
     }
     m = use_model(mc, latest.id);

@@ -37,13 +37,16 @@ typedef struct model_cache model_cache; /* one per process (struct service) */
 model_cache *model_cache_new(const catalog *cat);
 void model_cache_free(model_cache *mc);
 
-/* The prediction for target t (resolved with its space, t->sp not NULL): the newest ready model of
- * t's key loaded (once per model id, from the bytes), its top-k (1..MODEL_CACHE_MAX_K) for t's
- * problem, cached per (model id, problem key, k) until a newer model is ready. Fills *out (a new
- * reference, the caller's to change):
+/* The prediction for target t: the newest ready model of t's key loaded (once per model id, from
+ * the bytes), its top-k (1..MODEL_CACHE_MAX_K) for t's problem, cached per (model id, problem key,
+ * k) until a newer model is ready. Fills *out (a new reference, the caller's to change):
  *   {"model":{"id","algorithm","version"},"config":{...},"score":x,"candidates":[{"config","score"}...]}
  * Returns 1 predicted, 0 no ready model (or it yields no valid candidate), -1 error (the model's
- * bytes do not load, a database error, k out of range). Thread-safe. */
+ * bytes do not load, a database error, k out of range), MODEL_CACHE_NEEDS_SPACE when t has no
+ * space (a key-only target, catalog_resolve_key) and the prediction is not cached: a cached answer
+ * needs no space, so a lookup asks with the key only first and resolves the space only for this.
+ * Thread-safe. */
+#define MODEL_CACHE_NEEDS_SPACE 2
 int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json_t **out,
                         kt_error *err);
 

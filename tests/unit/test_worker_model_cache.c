@@ -100,6 +100,19 @@ static void predictions_come_from_the_stored_model_and_are_cached(void **state)
     assert_int_equal(st.loads, 1);
     assert_int_equal(st.misses, 1);
     assert_int_equal(st.hits, 1);
+    /* A key-only target (no space): the cached answer still comes; an uncached k needs the space. */
+    target key_only = t;
+    key_only.sp = NULL;
+    assert_int_equal(model_cache_predict(mc, f->c, &key_only, 3, &out, &err), 1);
+    assert_non_null(json_object_get(out, "config"));
+    json_decref(out);
+    out = NULL;
+    assert_int_equal(model_cache_predict(mc, f->c, &key_only, 2, &out, &err),
+                     MODEL_CACHE_NEEDS_SPACE);
+    assert_null(out);
+    model_cache_stats_get(mc, &st);
+    assert_int_equal(st.hits, 2);
+    assert_int_equal(st.misses, 1);
 
     /* Another kernel hash (the kernel changed since the model was trained): never this model. */
     target changed = t;
