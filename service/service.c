@@ -177,14 +177,16 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                            .max_jobs = cfg->max_jobs,
                            .model_retrain_after = cfg->model_retrain_after,
                            .model_train_delay_s = cfg->model_train_delay_s};
-    svc->workers = worker_system_start(&wopt, err);
-    if (!svc->workers)
-        goto fail;
+    /* Before the workers: their job drivers ask it for the predictor's top-k of a warm start. */
     svc->models = model_cache_new(svc->cat);
     if (!svc->models) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating the model cache");
         goto fail;
     }
+    wopt.models = svc->models;
+    svc->workers = worker_system_start(&wopt, err);
+    if (!svc->workers)
+        goto fail;
     http_server_options hopt = {
         .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
     svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models};

@@ -56,11 +56,13 @@ static json_t *history_view(const job_info *j)
                                                  json_object_get(s, "relation"), "configurations",
                                                  json_object_get(s, "configurations")));
     }
-    return json_pack(
-        "{s:s, s:b, s:I, s:I, s:I, s:o}", "mode", j->history ? j->history : "none", "recorded",
-        u != NULL, "seeded", (json_int_t)json_integer_value(json_object_get(u, "seeded")),
-        "seeded_measured", (json_int_t)j->seeded_measured, "prior_trials",
-        (json_int_t)json_integer_value(json_object_get(u, "prior_trials")), "sources", sources);
+    const json_t *model = json_object_get(u, "model");
+    return json_pack("{s:s, s:b, s:I, s:I, s:I, s:o, s:O}", "mode",
+                     j->history ? j->history : "none", "recorded", u != NULL, "seeded",
+                     (json_int_t)json_integer_value(json_object_get(u, "seeded")),
+                     "seeded_measured", (json_int_t)j->seeded_measured, "prior_trials",
+                     (json_int_t)json_integer_value(json_object_get(u, "prior_trials")), "sources",
+                     sources, "model", json_is_object(model) ? model : json_null());
 }
 
 json_t *job_view_json(const job_info *j, kt_error *err)

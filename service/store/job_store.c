@@ -17,8 +17,9 @@
  * of the seeded configurations (the first trials of the job) were measured. */
 #define JOB_HISTORY_COLUMNS                                                                        \
     "j.history, CASE WHEN j.history_used IS NULL THEN NULL ELSE jsonb_build_object('sources',"     \
-    " j.history_used -> 'sources', 'seeded', jsonb_array_length(j.history_used -> 'first'),"       \
-    " 'prior_trials', jsonb_array_length(j.history_used -> 'prior')) END AS history_used,"         \
+    " j.history_used -> 'sources', 'model', j.history_used -> 'model', 'seeded',"                  \
+    " jsonb_array_length(j.history_used -> 'first'), 'prior_trials',"                              \
+    " jsonb_array_length(j.history_used -> 'prior')) END AS history_used,"                         \
     " (SELECT count(*) FROM trials ht WHERE ht.job_id = j.id AND ht.done_seq IS NOT NULL"          \
     " AND ht.seq <= COALESCE(jsonb_array_length(j.history_used -> 'first'), 0)) AS "               \
     "seeded_measured"

@@ -134,8 +134,8 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
     }
 }
 
-int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const runner_identity *me,
-                    PGconn *c, kt_error *err)
+int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_cache *models,
+                    const runner_identity *me, PGconn *c, kt_error *err)
 {
     int rc = -1;
     trial_row *rows = NULL;
@@ -174,7 +174,7 @@ int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const ru
     }
     /* Warm start: the recorded history (gathered and recorded on the first open), before the
      * replay, so that a resumed searcher sees exactly what the first one saw. */
-    if (warm_start_prepare(c, &d->row, d->target->sp, &ws, err) < 0 ||
+    if (warm_start_prepare(c, &d->row, d->target, models, &ws, err) < 0 ||
         searcher_set_history(d->search, &ws.h, err) < 0)
         goto out;
     if (trial_store_load(c, d->row.id, 0, &rows, &n_rows, err) < 0)

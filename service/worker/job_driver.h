@@ -13,6 +13,7 @@
 
 #include "search/searcher.h"
 #include "store/job_store.h"
+#include "worker/model_cache.h"
 #include "worker/target_cache.h"
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
@@ -40,9 +41,11 @@ typedef struct job_driver {
  * that cannot be driven (its kernel changed: kernel_changed; its device's toolchain changed:
  * toolchain_changed; its kernel or device vanished: target_unavailable; its strategy options are
  * refused; the replay diverged) is ended as failed in the database and the driver comes back ended.
+ * A job with history "auto" opened for the first time gathers its warm start
+ * (worker/warm_start.h), with models' prediction for the target when models is not NULL.
  * Returns -1 only on database errors (the job is left for a later attempt). */
-int job_driver_open(job_driver *d, job_row *row, target_cache *targets, const runner_identity *me,
-                    PGconn *c, kt_error *err);
+int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_cache *models,
+                    const runner_identity *me, PGconn *c, kt_error *err);
 /* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors.
  */
 int job_driver_step(job_driver *d, PGconn *c, kt_error *err);

@@ -69,7 +69,7 @@ static void claim_jobs(runner_state *st, PGconn *c)
     for (int i = 0; i < n; i++) {
         job_driver *d = &st->jobs[st->n_jobs];
         long long id = rows[i].id;
-        int rc = job_driver_open(d, &rows[i], w->targets, &w->me, c, &err);
+        int rc = job_driver_open(d, &rows[i], w->targets, w->opt.models, &w->me, c, &err);
         if (rc < 0) {
             log_warn("job %lld could not be opened: %s", id, err.message);
             job_driver_close(d);

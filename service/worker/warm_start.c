@@ -156,7 +156,7 @@ static int has_config(const json_t *list, const json_t *config)
 }
 
 json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *problem, const space *sp,
-                          kt_error *err)
+                          const json_t *predicted, kt_error *err)
 {
     history_sources all;
     ranked_source *rank = NULL;
@@ -215,10 +215,23 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
             json_array_extend(prior, per[n]);
         n++;
     }
-    /* PREDICTOR TOP-K (issue #10, models-store's worker/model_cache.h): once merged, the
-     * predictor's top-k for this target (model_cache_predict(mc, c, t, k, &pred, err), its
-     * "candidates") go at the head of `first` here, as {"config","time_ms":null,"source":-1},
-     * before the sources' interleaved best below. This is the only place that builds `first`. */
+    /* The predictor's top-k for this problem head `first` (source -1, no time), then the sources'
+     * interleaved best. This is the only place that builds `first`. */
+    size_t pi;
+    json_t *cand;
+    json_array_foreach(json_object_get(predicted, "candidates"), pi, cand)
+    {
+        const json_t *config = json_object_get(cand, "config");
+        config_id id;
+        kt_error ignored;
+        if (json_array_size(first) >= WARM_PREDICTED)
+            break;
+        if (!config || space_config_from_json(sp, config, &id, &ignored) < 0 ||
+            has_config(first, config))
+            continue;
+        json_array_append_new(
+            first, json_pack("{s:O, s:n, s:i}", "config", config, "time_ms", "source", -1));
+    }
     for (size_t r = 0, any = 1; any && json_array_size(first) < WARM_FIRST; r++) {
         any = 0;
         for (int s = 0; s < n && json_array_size(first) < WARM_FIRST; s++) {
@@ -230,7 +243,8 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
             }
         }
     }
-    res = json_pack("{s:O, s:O, s:O}", "first", first, "prior", prior, "sources", srcs);
+    res = json_pack("{s:O, s:O, s:O, s:O*}", "first", first, "prior", prior, "sources", srcs,
+                    "model", json_object_get(predicted, "model"));
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory gathering history");
 out:
@@ -244,10 +258,11 @@ out:
     return res;
 }
 
-int warm_start_prepare(PGconn *c, const job_row *row, const space *sp, warm_start *ws,
-                       kt_error *err)
+int warm_start_prepare(PGconn *c, const job_row *row, const target *t, model_cache *models,
+                       warm_start *ws, kt_error *err)
 {
-    json_t *gathered = NULL;
+    const space *sp = t->sp;
+    json_t *gathered = NULL, *predicted = NULL;
     const json_t *used = row->history_used;
     int rc = -1, stored = 0;
 
@@ -257,7 +272,11 @@ int warm_start_prepare(PGconn *c, const job_row *row, const space *sp, warm_star
         goto out;
     }
     if (!used) {
-        gathered = warm_start_gather(c, &row->target.key, row->target.problem, sp, err);
+        kt_error why;
+        kt_error_clear(&why);
+        if (models && model_cache_predict(models, c, t, WARM_PREDICTED, &predicted, &why) < 0)
+            log_warn("job %lld: no prediction for its warm start: %s", row->id, why.message);
+        gathered = warm_start_gather(c, &row->target.key, row->target.problem, sp, predicted, err);
         if (!gathered || job_store_set_history_used(c, row->id, gathered, &stored, err) < 0)
             goto out;
         if (!stored) { /* recorded meanwhile by an earlier run: never two histories for a job */
@@ -273,6 +292,7 @@ int warm_start_prepare(PGconn *c, const job_row *row, const space *sp, warm_star
     }
     rc = warm_start_from_used(used, sp, ws, err);
 out:
+    json_decref(predicted);
     json_decref(gathered);
     return rc;
 }

@@ -5,10 +5,11 @@
  *   ranked by relation (0: the same problem on another device class; 1: another problem on the
  *   same class; 2: another problem on another class), then by problem distance (nearest first),
  *   at most WARM_MAX_SOURCES;
- * - first: the sources' fastest configurations, interleaved by rank across the ranked sources
- *   (source 0's best, source 1's best, ..., source 0's second, ...), WARM_FIRST in all, each mapped
- *   into the job's space by parameter names and values (configurations that are not valid there
- *   are dropped);
+ * - first: the predictor's top WARM_PREDICTED for this problem when a model of the job's key is
+ *   ready (worker/model_cache.h; "source": -1), then the sources' fastest configurations,
+ *   interleaved by rank across the ranked sources (source 0's best, source 1's best, ..., source
+ *   0's second, ...), WARM_FIRST in all, each mapped into the job's space by parameter names and
+ *   values (configurations that are not valid there are dropped);
  * - prior: the relation-0 sources' ok trials (up to WARM_PRIOR_PER_SOURCE each, WARM_MAX_PRIOR in
  *   all), per source, for strategies that fit a prior (auto: search/README.md).
  *
@@ -27,10 +28,13 @@
 #include "core/error.h"
 #include "search/searcher.h"
 #include "space/space.h"
+#include "catalog/target.h"
 #include "store/job_store.h"
+#include "worker/model_cache.h"
 
 #define WARM_MAX_SOURCES      8
 #define WARM_FIRST            8    /* the bench's choice too (bench/README.md, warm starts) */
+#define WARM_PREDICTED        4    /* of WARM_FIRST: the predictor's top-k, when a model is ready */
 #define WARM_FIRST_PER_SOURCE 8    /* fastest configurations read per source for first */
 #define WARM_PRIOR_PER_SOURCE 1000 /* ok trials read per relation-0 source for the prior */
 #define WARM_MAX_PRIOR        3000 /* prior trials in all (they are recorded with the job) */
@@ -42,17 +46,21 @@ typedef struct warm_start {
     int *prior_source;
 } warm_start;
 
-/* For a job row: history "none" gives an empty ws; "auto" uses row->history_used when it is set,
- * else gathers it (warm_start_gather), records it with job_store_set_history_used and uses it.
+/* For a job row and its target t (with its space): history "none" gives an empty ws; "auto" uses
+ * row->history_used when it is set, else gathers it (warm_start_gather, with the prediction of
+ * models for t when models is not NULL and a model is ready; a prediction that fails is logged
+ * and left out, never the job's failure), records it with job_store_set_history_used and uses it.
  * 0, or -1 with err (database errors). */
-int warm_start_prepare(PGconn *c, const job_row *row, const space *sp, warm_start *ws,
-                       kt_error *err);
+int warm_start_prepare(PGconn *c, const job_row *row, const target *t, model_cache *models,
+                       warm_start *ws, kt_error *err);
 /* What the store knows for the job's target, as the JSON recorded in jobs.history_used:
  * {"first":[{"config","time_ms","source"}],"prior":[{"config","time_ms","source"}],
- *  "sources":[{"device_class","problem_key","relation","distance","configurations"}]}
- * (configurations valid in sp only). New reference, NULL with err. */
+ *  "sources":[{"device_class","problem_key","relation","distance","configurations"}],
+ *  "model":{"id","algorithm","version"}|null}
+ * (configurations valid in sp only). predicted: a model_cache_predict answer (its "model" and
+ * "candidates" are read) or NULL. New reference, NULL with err. */
 json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *problem, const space *sp,
-                          kt_error *err);
+                          const json_t *predicted, kt_error *err);
 /* The searcher history of a recorded history_used (invalid entries skipped). 0, or -1 (memory). */
 int warm_start_from_used(const json_t *used, const space *sp, warm_start *ws, kt_error *err);
 void warm_start_release(warm_start *ws);

@@ -13,6 +13,7 @@
 #include "catalog/catalog.h"
 #include "core/error.h"
 #include "store/db.h"
+#include "worker/model_cache.h"
 
 typedef struct worker_system worker_system;
 
@@ -23,6 +24,7 @@ typedef struct worker_options {
     int max_jobs;                  /* jobs the runner drives at once */
     long long model_retrain_after; /* --model-retrain-after (worker/trainer.h); 0 = off */
     double model_train_delay_s;    /* --model-train-delay-s (testing, worker/trainer.h); 0 = none */
+    model_cache *models;           /* borrowed, may be NULL: the predictor's top-k in warm starts */
 } worker_options;
 
 /* Counters of this process, for /metrics. */

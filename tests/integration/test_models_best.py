@@ -13,7 +13,8 @@ Tunes a handful of tiny `gemm` problems on the cpu device, then:
   provenance (repeats, noise) and `source=predicted` still asks the model;
 - `?tune_on_miss=N` on an untuned problem queues one job (401 without the token), a second lookup
   names the same job with `queued: false`, and exactly one job of that problem exists; six misses sent
-  at once queue one job between them.
+  at once queue one job between them;
+- that job's warm start (history "auto") names the model and measures its top prediction first.
 """
 import json
 import math
@@ -230,6 +231,13 @@ class ModelsBestTest(unittest.TestCase):
             self.assertEqual((status, second["source"]), (200, "measured"), second)
             self.assertNotIn("tune_on_miss", second)
         self.assertEqual((job["status"], job["budget"]["evaluations"], job["problem"]), ("succeeded", 3, fresh), job)
+        # Its warm start (history "auto") began with the model's top-k for the problem.
+        self.assertEqual(job["history"]["model"], first["model"], job["history"])
+        self.assertGreaterEqual(job["history"]["seeded"], 1, job["history"])
+        status, _, top4 = self.get(best_path(fresh, k=4, source="predicted"))
+        status, _, page = self.get("/v1/jobs/%d/trials" % jid)
+        by_seq = sorted(page["trials"], key=lambda t: t["seq"])
+        self.assertEqual(by_seq[0]["config"], top4["candidates"][0]["config"], (by_seq, top4))
         status, _, page = self.get("/v1/jobs?limit=100")
         self.assertEqual([j["id"] for j in page["jobs"] if j["problem"] == fresh], [jid])
         status, _, now = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
