@@ -100,7 +100,7 @@ static void predictions_come_from_the_stored_model_and_are_cached(void **state)
     assert_int_equal(st.loads, 1);
     assert_int_equal(st.misses, 1);
     assert_int_equal(st.hits, 1);
-    /* A key-only target (no space): the cached answer still comes; an uncached k needs the space. */
+    /* A key-only target (no space): the cached answer still comes; an uncached k needs it. */
     target key_only = t;
     key_only.sp = NULL;
     assert_int_equal(model_cache_predict(mc, f->c, &key_only, 3, &out, &err), 1);
