@@ -172,6 +172,10 @@ describe("dashboard", { timeout: 1800000 }, () => {
     assert.equal(job.status, "succeeded");
     assert.match(await page.textContent("#trials-table .pager-info"), new RegExp(`of ${job.progress.trials.toLocaleString("en")}`));
     assert.equal(await page.textContent("#best-config"), JSON.stringify(job.best.config, null, 2));
+    // The warm start and the toolchain of the job are shown as the API gives them.
+    const fields = await page.textContent("#job-page .fields");
+    assert.match(fields, new RegExp(`warm start${job.history.mode === "auto" ? "auto: " + job.history.seeded + " seeded" : "none"}`));
+    assert.ok(fields.includes("toolchain" + job.toolchain), fields);
     await closePage(page);
   });
 

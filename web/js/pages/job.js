@@ -14,6 +14,17 @@ import { h, clear, fmtMs, fmtDuration, fmtTime, fmtObject, statusBadge, progress
 
 const POLL_MS = 1000;
 
+// The warm start as one line: what history seeded the search with (GET /v1/jobs/{id} "history").
+function historyText(hist) {
+  if (!hist || hist.mode === "none") return "none (cold start)";
+  if (!hist.recorded) return "auto (gathered when the job starts)";
+  const parts = [`${hist.seeded} seeded, ${hist.seeded_measured} measured`];
+  if (hist.model) parts.push(`model #${hist.model.id} ${hist.model.algorithm} v${hist.model.version}`);
+  parts.push(`${hist.sources.length} source${hist.sources.length === 1 ? "" : "s"}`);
+  if (hist.prior_trials) parts.push(`${hist.prior_trials} prior trials`);
+  return "auto: " + parts.join(", ");
+}
+
 function field(label, value, cls) {
   return h("div", { class: "field " + (cls || "") }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
@@ -193,6 +204,8 @@ export function mount(root, { id }) {
         field("problem", fmtObject(job.problem), "mono"),
         field("strategy", job.strategy + (job.strategy_options && Object.keys(job.strategy_options).length ? ` (${fmtObject(job.strategy_options)})` : "")),
         field("budget", budget || "–"),
+        field("warm start", historyText(job.history)),
+        field("toolchain", job.toolchain || "–", "mono"),
         field("progress", progressBar(p.fraction, `${p.trials.toLocaleString("en")} trials`), "progress-field"),
         field("space", p.space_size ? p.space_size.toLocaleString("en") + " configurations" : "–"),
         field("trials by status", counts || "–"),
