@@ -75,34 +75,42 @@ static int rep_exit_code(const kt_error *err)
     return status >= 400 && status < 500 ? 2 : 1;
 }
 
+/* A mode's start: its log level, then its JSON file. 0, or 2 (usage) when the file cannot be
+ * opened. */
+static int mode_begin(const char *log_level, const char *json_path, FILE **jf)
+{
+    kt_log_level level = KT_LOG_WARN;
+    if (log_level)
+        kt_log_parse_level(log_level, &level);
+    kt_log_init(level);
+    return bench_json_open(json_path, jf) < 0 ? 2 : 0;
+}
+
+/* A mode's exit code once res (NULL: err) is printed: the JSON file written and closed. */
+static int mode_end(json_t *res, kt_error *err, FILE **jf, const char *json_path)
+{
+    int rc = bench_finish(res, err, jf, json_path);
+    return res ? rc : rep_exit_code(err);
+}
+
 int bench_device_main(int argc, char **argv, const char *exe_dir)
 {
     bench_device_options opt;
     kt_error err;
-    kt_log_level level = KT_LOG_WARN;
     char msg[1024];
     json_t *res = NULL;
     FILE *jf = NULL;
-    int rc = 1;
-
-    int p = bench_device_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (p != 0) {
-        rc = bench_args_exit(p, msg);
+    int rc = bench_device_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (rc != 0) {
+        rc = bench_args_exit(rc, msg);
         goto out;
     }
-    if (opt.log_level)
-        kt_log_parse_level(opt.log_level, &level);
-    kt_log_init(level);
-    if (bench_json_open(opt.json_path, &jf) < 0) {
-        rc = 2;
+    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
         goto out;
-    }
     res = bench_device_run(&opt, exe_dir, stderr, &err);
     if (res)
         bench_device_print_table(res, stdout);
-    rc = bench_finish(res, &err, &jf, opt.json_path);
-    if (!res)
-        rc = rep_exit_code(&err);
+    rc = mode_end(res, &err, &jf, opt.json_path);
 out:
     if (jf)
         fclose(jf);
@@ -114,30 +122,20 @@ int bench_predict_main(int argc, char **argv, const char *exe_dir)
 {
     bench_predict_options opt;
     kt_error err;
-    kt_log_level level = KT_LOG_WARN;
     char msg[1024];
     json_t *res = NULL;
     FILE *jf = NULL;
-    int rc = 1;
-
-    int p = bench_predict_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (p != 0) {
-        rc = bench_args_exit(p, msg);
+    int rc = bench_predict_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (rc != 0) {
+        rc = bench_args_exit(rc, msg);
         goto out;
     }
-    if (opt.log_level)
-        kt_log_parse_level(opt.log_level, &level);
-    kt_log_init(level);
-    if (bench_json_open(opt.json_path, &jf) < 0) {
-        rc = 2;
+    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
         goto out;
-    }
     res = bench_predict_run(&opt, exe_dir, stderr, &err);
     if (res)
         bench_predict_print_table(res, stdout);
-    rc = bench_finish(res, &err, &jf, opt.json_path);
-    if (!res)
-        rc = rep_exit_code(&err);
+    rc = mode_end(res, &err, &jf, opt.json_path);
 out:
     if (jf)
         fclose(jf);
