@@ -208,9 +208,8 @@ static int ens_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *err
         strbuf_init(&one, (size_t)1 << 31);
         rc = predictor_save(st->m[i], &one, err);
         if (rc == 0 && (one.failed || pred_put_blob(bin, strbuf_str(&one), one.len) < 0 ||
-                        json_array_append_new(members, json_pack("{s:s, s:f}", "kind",
-                                                                 ens_kind[i], "weight",
-                                                                 p->ens_w[i])) != 0))
+                        json_array_append_new(members, json_pack("{s:s, s:f}", "kind", ens_kind[i],
+                                                                 "weight", p->ens_w[i])) != 0))
             rc = kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         strbuf_release(&one);
         if (rc < 0)

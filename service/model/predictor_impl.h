@@ -46,7 +46,8 @@ struct predictor {
 extern const pred_ops pred_nearest_ops, pred_common_ops, pred_xgb_ops, pred_seq2seq_ops,
     pred_ensemble_ops;
 
-/* The hyper-parameters of p (an ensemble) that member kind accepts: a new object, NULL no memory. */
+/* The hyper-parameters of p (an ensemble) that member kind accepts: a new object, NULL no memory.
+ */
 json_t *pred_member_hyper(const predictor *p, const char *kind);
 
 /* 1 when row (np value indices) is a valid configuration of sp (which has the model's layout). */

@@ -3,7 +3,8 @@
  * valid in the held-out problem's space, round-trips through save/load with identical predictions,
  * and evaluates to metrics in [0, 1]; training is deterministic for a seed; bad hyper-parameters,
  * another format version and damaged bytes are refused with clear errors; nearest picks the nearest
- * problem's best. */
+ * problem's best; the ensemble's top-5 holds every member's first choice, one member alone gives
+ * that member's list, and its bytes are checked member by member. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,7 +38,7 @@ static training_set *mt_set(const int (*shapes)[2], int n)
     return ts;
 }
 
-static const char *const kinds[] = {"nearest", "common", "xgb", "seq2seq"};
+static const char *const kinds[] = {"nearest", "common", "xgb", "seq2seq", "ensemble"};
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
 /* Small hyper-parameters so that the learned kinds train in a second. */
@@ -47,6 +48,8 @@ static json_t *small_hyper(const char *kind)
         return json_pack("{s:i, s:i}", "hidden", 16, "epochs", 60);
     if (strcmp(kind, "xgb") == 0)
         return json_pack("{s:i}", "rounds", 20);
+    if (strcmp(kind, "ensemble") == 0)
+        return json_pack("{s:i, s:i, s:i}", "hidden", 16, "epochs", 60, "rounds", 20);
     return json_object();
 }
 
@@ -347,6 +350,85 @@ static void training_is_deterministic(void **state)
     training_set_free(tr);
 }
 
+/* The ensemble: every member's first choice is in its top-5 (4 members + the fused best), its
+ * top-1 is one of the members' candidates; one member alone (the others' weights 0) gives that
+ * member's list; every weight 0 is refused; damaged member bytes are refused. */
+static void ensemble_fuses_its_members(void **state)
+{
+    (void)state;
+    static const char *const members[] = {"seq2seq", "nearest", "common", "xgb"};
+    training_set *tr = mt_set(train_shapes, N_TRAIN);
+    predictor *e = train_kind("ensemble", tr), *m[4];
+    kt_error err;
+    for (int i = 0; i < 4; i++)
+        m[i] = train_kind(members[i], tr);
+    for (int t = 0; t < N_TEST; t++) {
+        space *sp = mt_space(test_shapes[t][0], test_shapes[t][1]);
+        json_t *pr = mt_problem(test_shapes[t][0], test_shapes[t][1]);
+        predictor_candidate c[5], d[20];
+        int n = predictor_predict(e, pr, sp, 5, c, &err), top1_known = 0;
+        assert_int_equal(n, 5);
+        for (int i = 0; i < 4; i++) {
+            int nd = predictor_predict(m[i], pr, sp, 20, d, &err), found = 0;
+            assert_true(nd >= 1);
+            for (int j = 0; j < n; j++)
+                found += c[j].id == d[0].id; /* the member's favourite is in the top-5 */
+            assert_int_equal(found, 1);
+            for (int j = 0; j < nd; j++)
+                top1_known += c[0].id == d[j].id;
+            predictor_candidates_release(d, nd);
+        }
+        assert_true(top1_known >= 1);
+        predictor_candidates_release(c, n);
+        json_decref(pr);
+        space_free(sp);
+    }
+    /* nearest alone: the same list as nearest */
+    json_t *h = json_pack("{s:f, s:f, s:f}", "w_seq2seq", 0.0, "w_common", 0.0, "w_xgb", 0.0);
+    predictor *alone = predictor_train("ensemble", tr, h, 1, &err);
+    json_decref(h);
+    assert_non_null(alone);
+    space *sp = mt_space(100, 50);
+    json_t *pr = mt_problem(100, 50);
+    predictor_candidate a[10], b[10];
+    int na = predictor_predict(alone, pr, sp, 10, a, &err);
+    int nb = predictor_predict(m[1], pr, sp, 10, b, &err);
+    assert_true(na >= 1);
+    assert_int_equal(na, nb);
+    for (int j = 0; j < na; j++)
+        assert_true(a[j].id == b[j].id);
+    predictor_candidates_release(a, na);
+    predictor_candidates_release(b, nb);
+    /* its bytes hold only nearest: cut them anywhere and loading fails cleanly */
+    strbuf bytes;
+    strbuf_init(&bytes, 1 << 26);
+    assert_int_equal(predictor_save(alone, &bytes, &err), 0);
+    assert_non_null(strstr(bytes.data, "\"members\":[{\"kind\":\"nearest\""));
+    for (size_t cut = 0; cut < bytes.len; cut += 1 + bytes.len / 97) {
+        predictor *q = predictor_load((const unsigned char *)bytes.data, cut, &err);
+        assert_null(q);
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    }
+    strbuf_release(&bytes);
+    /* every weight 0 */
+    h = json_pack("{s:f, s:f, s:f, s:f}", "w_seq2seq", 0.0, "w_nearest", 0.0, "w_common", 0.0,
+                  "w_xgb", 0.0);
+    assert_null(predictor_train("ensemble", tr, h, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(h);
+    h = json_pack("{s:f}", "fuse_c", -1.0);
+    assert_null(predictor_train("ensemble", tr, h, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(h);
+    json_decref(pr);
+    space_free(sp);
+    predictor_free(alone);
+    for (int i = 0; i < 4; i++)
+        predictor_free(m[i]);
+    predictor_free(e);
+    training_set_free(tr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +438,7 @@ int main(void)
         cmocka_unit_test(training_is_deterministic),
         cmocka_unit_test(evaluate_skips_and_fails),
         cmocka_unit_test(one_problem_one_trial),
+        cmocka_unit_test(ensemble_fuses_its_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
