@@ -11,7 +11,15 @@
 
 #define PRED_MAGIC "ktune-model"
 
-enum { K_SEQ2SEQ = 1, K_NEAREST = 2, K_COMMON = 4, K_XGB = 8, K_ENSEMBLE = 16, K_ALL = 31 };
+enum {
+    K_SEQ2SEQ = 1,
+    K_NEAREST = 2,
+    K_COMMON = 4,
+    K_XGB = 8,
+    K_ENSEMBLE = 16,
+    K_LOCAL = 32,
+    K_ALL = 63
+};
 
 typedef struct pred_kind {
     const char *name;
@@ -20,9 +28,9 @@ typedef struct pred_kind {
 } pred_kind;
 
 static const pred_kind kinds[] = {
-    {"seq2seq", K_SEQ2SEQ, &pred_seq2seq_ops},    {"nearest", K_NEAREST, &pred_nearest_ops},
-    {"common", K_COMMON, &pred_common_ops},       {"xgb", K_XGB, &pred_xgb_ops},
-    {"ensemble", K_ENSEMBLE, &pred_ensemble_ops},
+    {"seq2seq", K_SEQ2SEQ, &pred_seq2seq_ops}, {"nearest", K_NEAREST, &pred_nearest_ops},
+    {"common", K_COMMON, &pred_common_ops},    {"xgb", K_XGB, &pred_xgb_ops},
+    {"local", K_LOCAL, &pred_local_ops},       {"ensemble", K_ENSEMBLE, &pred_ensemble_ops},
 };
 
 typedef struct hyper_key {
@@ -42,12 +50,16 @@ static const hyper_key hyper_keys[] = {
     {"lr", 0, 1e-6, 1, 0.003, K_SEQ2SEQ | K_ENSEMBLE, offsetof(predictor, lr)},
     {"rounds", 1, 1, 2000, 60, K_XGB | K_ENSEMBLE, offsetof(predictor, rounds)},
     {"depth", 1, 1, 16, 4, K_XGB | K_ENSEMBLE, offsetof(predictor, depth)},
+    /* local: neighbours voting, the ratio to a neighbour's best that still counts (tol) */
+    {"neighbours", 1, 1, 1000, 4, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_k)},
+    {"tol", 0, 0.001, 10, 0.10, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_tol)},
     /* ensemble: a member's weight (0: not trained), the fusion constant, the members' list length,
      * whether every member's first choice joins the top-k (predictor_ensemble.c) */
     {"w_seq2seq", 0, 0, 100, 1, K_ENSEMBLE, offsetof(predictor, ens_w[0])},
     {"w_nearest", 0, 0, 100, 1, K_ENSEMBLE, offsetof(predictor, ens_w[1])},
-    {"w_common", 0, 0, 100, 1, K_ENSEMBLE, offsetof(predictor, ens_w[2])},
+    {"w_common", 0, 0, 100, 0.5, K_ENSEMBLE, offsetof(predictor, ens_w[2])},
     {"w_xgb", 0, 0, 100, 1, K_ENSEMBLE, offsetof(predictor, ens_w[3])},
+    {"w_local", 0, 0, 100, 1, K_ENSEMBLE, offsetof(predictor, ens_w[4])},
     {"fuse_c", 0, 0, 1000, 10, K_ENSEMBLE, offsetof(predictor, ens_c)},
     {"list", 1, 1, PREDICTOR_MAX_K, 20, K_ENSEMBLE, offsetof(predictor, ens_list)},
     {"diverse", 1, 0, 1, 1, K_ENSEMBLE, offsetof(predictor, ens_diverse)},
@@ -58,7 +70,7 @@ static const hyper_key hyper_keys[] = {
 
 const char *predictor_kinds(void)
 {
-    return "seq2seq, nearest, common, xgb, ensemble";
+    return "seq2seq, nearest, common, xgb, local, ensemble";
 }
 
 /* The report's choice (tests/bench/results/predict-cpu-shapes.txt, every top-5 measured): on the
@@ -131,9 +143,10 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
             kt_error_hint(err, "accepted: top, next_weight, beam%s",
                           k->bit == K_SEQ2SEQ ? ", hidden, epochs, lr"
                           : k->bit == K_XGB   ? ", rounds, depth"
+                          : k->bit == K_LOCAL ? ", neighbours, tol"
                           : k->bit == K_ENSEMBLE
-                              ? ", hidden, epochs, lr, rounds, depth, w_seq2seq, w_nearest, "
-                                "w_common, w_xgb, fuse_c, list, diverse"
+                              ? ", hidden, epochs, lr, rounds, depth, neighbours, tol, w_seq2seq, "
+                                "w_nearest, w_common, w_xgb, w_local, fuse_c, list, diverse"
                               : "");
             return -1;
         }

@@ -38,7 +38,7 @@ typedef struct predictor_candidate {
     double score;   /* higher is better (log-probability for seq2seq and xgb) */
 } predictor_candidate;
 
-/* "seq2seq, nearest, common, xgb, ensemble" */
+/* "seq2seq, nearest, common, xgb, local, ensemble" */
 const char *predictor_kinds(void);
 /* The one that wins the report (service/bench/README.md, "--predict"). */
 const char *predictor_default_kind(void);

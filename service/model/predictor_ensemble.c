@@ -1,6 +1,7 @@
 /* model/predictor_ensemble — the ensemble behind the predictor facade (predictor_impl.h): trains
- * the base predictors whose weight is above 0 (hyper w_seq2seq, w_nearest, w_common, w_xgb [1
- * each]) on the same training set and seed, and fuses their ranked lists.
+ * the base predictors whose weight is above 0 (hyper w_seq2seq, w_nearest, w_xgb, w_local [1 each],
+ * w_common [0.5]: the one member blind to the problem, it counts half) on the same training set
+ * and seed, and fuses their ranked lists.
  *
  * Fusion: each member decodes its top `list` [20] (at least k) rows for the problem (constrained:
  * each valid in the space, so every fused row is valid too). A row's fused score is the weighted
@@ -8,9 +9,9 @@
  * a large constant counts the members that agree, a small one trusts each member's first rows).
  * Ties: the row first met going round the members rank by rank (members in kind order). The top-1
  * is the fused best (agreement between members). With diverse [1], the next slots go to each
- * member's own first choice not yet taken (members by weight, then kind order), so the top-k holds
- * every member's favourite; the rest is filled in fused order. Scores: the fused score, never
- * above the one before (best first).
+ * member's own first choice not yet taken (members by weight, then kind order), so the top-5 holds
+ * the favourite of every member but (when all six differ) the last; the rest is filled in fused
+ * order. Scores: the fused score, never above the one before (best first).
  *
  * Bytes: the meta line lists the members ({"kind", "weight"}); the payload is one length-prefixed
  * blob per member, each the member's own predictor_save bytes (read back with predictor_load, its
@@ -21,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENS_MEMBERS 4
+#define ENS_MEMBERS 5
 
-static const char *const ens_kind[ENS_MEMBERS] = {"seq2seq", "nearest", "common", "xgb"};
+static const char *const ens_kind[ENS_MEMBERS] = {"seq2seq", "nearest", "common", "xgb", "local"};
 
 typedef struct ens_state {
     predictor *m[ENS_MEMBERS]; /* NULL: weight 0 */

@@ -34,8 +34,12 @@ struct predictor {
     double lr;
     /* xgb */
     int rounds, depth;
-    /* ensemble: member weights (seq2seq, nearest, common, xgb), fusion constant, list, diverse */
-    double ens_w[4], ens_c;
+    /* local */
+    int loc_k;
+    double loc_tol;
+    /* ensemble: member weights (seq2seq, nearest, common, xgb, local), fusion constant, list,
+     * diverse */
+    double ens_w[5], ens_c;
     int ens_list, ens_diverse;
     json_t *params, *arg_names;
     int np, na;
@@ -44,7 +48,7 @@ struct predictor {
 };
 
 extern const pred_ops pred_nearest_ops, pred_common_ops, pred_xgb_ops, pred_seq2seq_ops,
-    pred_ensemble_ops;
+    pred_local_ops, pred_ensemble_ops;
 
 /* The hyper-parameters of p (an ensemble) that member kind accepts: a new object, NULL no memory.
  */
