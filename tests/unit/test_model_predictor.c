@@ -431,6 +431,68 @@ static void ensemble_fuses_its_members(void **state)
     training_set_free(tr);
 }
 
+/* local: a configuration near-best on three neighbours beats the nearest one's single best (which
+ * nearest picks); one beyond 1 + tol of every neighbour's best only fills. */
+static void local_votes_across_neighbours(void **state)
+{
+    (void)state;
+    json_t *params = mt_params(), *args = mt_arg_names();
+    kt_error err;
+    training_set *ts = training_set_new(params, args, &err);
+    static const char *const cfg[] = {
+        "{\"A\":4,\"B\":2,\"C\":1,\"D\":\"y\",\"E\":7}", /* X: (64, 64)'s best */
+        "{\"A\":2,\"B\":2,\"C\":1,\"D\":\"x\",\"E\":7}", /* Y: within 3% on all three */
+        "{\"A\":8,\"B\":1,\"C\":0,\"D\":\"z\",\"E\":7}", /* Z: (64, 128)'s best */
+        "{\"A\":1,\"B\":4,\"C\":0,\"D\":\"x\",\"E\":7}", /* W: (128, 64)'s best */
+        "{\"A\":1,\"B\":1,\"C\":0,\"D\":\"z\",\"E\":7}", /* V: 1.5x everywhere */
+    };
+    static const int shape[3][2] = {{64, 64}, {64, 128}, {128, 64}};
+    static const int best[3] = {0, 2, 3};
+    static const double y_ratio[3] = {1.03, 1.02, 1.01};
+    for (int i = 0; i < 3; i++) {
+        json_t *pr = mt_problem(shape[i][0], shape[i][1]);
+        int p = training_set_add_problem(ts, pr, &err);
+        json_t *b = json_loads(cfg[best[i]], 0, NULL), *y = json_loads(cfg[1], 0, NULL);
+        json_t *v = json_loads(cfg[4], 0, NULL);
+        assert_int_equal(training_set_add_trial(ts, p, b, 1.0), 1);
+        assert_int_equal(training_set_add_trial(ts, p, y, y_ratio[i]), 1);
+        assert_int_equal(training_set_add_trial(ts, p, v, 1.5), 1);
+        json_decref(b);
+        json_decref(y);
+        json_decref(v);
+        json_decref(pr);
+    }
+    json_t *q = mt_problem(70, 70);
+    space *sp = mt_space(70, 70);
+    predictor *loc = train_kind("local", ts), *near = train_kind("nearest", ts);
+    predictor_candidate c[5], d[1];
+    int n = predictor_predict(loc, q, sp, 5, c, &err);
+    assert_int_equal(predictor_predict(near, q, sp, 1, d, &err), 1);
+    json_t *x = json_loads(cfg[0], 0, NULL), *y = json_loads(cfg[1], 0, NULL);
+    json_t *v = json_loads(cfg[4], 0, NULL);
+    assert_true(json_equal(d[0].config, x)); /* nearest: (64, 64)'s best */
+    assert_int_equal(n, 5);
+    assert_true(json_equal(c[0].config, y)); /* local: the one good on all three */
+    assert_true(json_equal(c[4].config, v)); /* 1.5x: only as the fill, last */
+    assert_true(c[3].score > c[4].score);
+    predictor_candidates_release(c, n);
+    predictor_candidates_release(d, 1);
+    json_t *bad = json_pack("{s:i}", "neighbours", 0);
+    assert_null(predictor_train("local", ts, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+    json_decref(x);
+    json_decref(y);
+    json_decref(v);
+    json_decref(q);
+    space_free(sp);
+    predictor_free(loc);
+    predictor_free(near);
+    training_set_free(ts);
+    json_decref(params);
+    json_decref(args);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +503,7 @@ int main(void)
         cmocka_unit_test(evaluate_skips_and_fails),
         cmocka_unit_test(one_problem_one_trial),
         cmocka_unit_test(ensemble_fuses_its_members),
+        cmocka_unit_test(local_votes_across_neighbours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
