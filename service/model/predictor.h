@@ -49,8 +49,8 @@ int predictor_kind_exists(const char *kind);
  * "depth"; local: "neighbours" ([4]), "tol" ([0.10]); ensemble: all of those (passed to its
  * members) and "w_seq2seq", "w_nearest", "w_xgb", "w_local" (member weights [1]), "w_common"
  * ([0.5]) (0 leaves the member out), "fuse_c" ([10]), "list" ([20]), "diverse" ([1])
- * (model/predictor_ensemble.c). A training set with no problem (or no trial) is KT_ERR_BAD_REQUEST; an unknown kind
- * KT_ERR_BAD_OPTION. Deterministic for a seed. */
+ * (model/predictor_ensemble.c). A training set with no problem (or no trial) is KT_ERR_BAD_REQUEST;
+ * an unknown kind KT_ERR_BAD_OPTION. Deterministic for a seed. */
 predictor *predictor_train(const char *kind, const training_set *ts, const json_t *hyper,
                            uint64_t seed, kt_error *err);
 void predictor_free(predictor *p);
