@@ -406,6 +406,21 @@ static void ensemble_fuses_its_members(void **state)
     strbuf_init(&bytes, 1 << 26);
     assert_int_equal(predictor_save(alone, &bytes, &err), 0);
     assert_non_null(strstr(bytes.data, "\"members\":[{\"kind\":\"nearest\""));
+    {
+        /* a member whose kind is not the one its weight names is refused */
+        const char *at = strstr(bytes.data, "\"kind\":\"nearest\"");
+        strbuf bad;
+        strbuf_init(&bad, 1 << 26);
+        assert_int_equal(strbuf_append(&bad, bytes.data, (size_t)(at - bytes.data)), 0);
+        assert_int_equal(strbuf_append(&bad, "\"kind\":\"common\"", 15), 0);
+        assert_int_equal(strbuf_append(&bad, at + 16, bytes.len - (size_t)(at + 16 - bytes.data)),
+                         0);
+        assert_null(predictor_load((const unsigned char *)bad.data, bad.len, &err));
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+        if (!strstr(err.message, "not nearest"))
+            fail_msg("%s", err.message);
+        strbuf_release(&bad);
+    }
     for (size_t cut = 0; cut < bytes.len; cut += 1 + bytes.len / 97) {
         predictor *q = predictor_load((const unsigned char *)bytes.data, cut, &err);
         assert_null(q);
