@@ -34,7 +34,7 @@
 typedef struct bench_predict_options {
     const char *dirs[BENCH_PREDICT_MAX_DIRS]; /* --predict DIR... */
     int n_dirs;
-    char kinds[BENCH_PREDICT_MAX_KINDS][16]; /* --predictors [seq2seq,nearest,common,xgb] */
+    char kinds[BENCH_PREDICT_MAX_KINDS][16]; /* --predictors [all of predictor_kinds()] */
     int n_kinds;
     double test_fraction; /* --test-fraction [0.25] */
     uint64_t seed;        /* --seed [0]: the split and the training */

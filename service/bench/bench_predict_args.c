@@ -88,7 +88,7 @@ int bench_predict_parse_args(int argc, char **argv, bench_predict_options *opt, 
     memset(opt, 0, sizeof *opt);
     opt->test_fraction = 0.25;
     opt->cpu_core = BENCH_CPU_CORE_AUTO;
-    if (bench_predict_kinds("seq2seq,nearest,common,xgb", opt, msg, cap) < 0)
+    if (bench_predict_kinds("seq2seq,nearest,common,xgb,local,ensemble", opt, msg, cap) < 0)
         return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -38,7 +38,7 @@ typedef struct predictor_candidate {
     double score;   /* higher is better (log-probability for seq2seq and xgb) */
 } predictor_candidate;
 
-/* "seq2seq, nearest, common, xgb" */
+/* "seq2seq, nearest, common, xgb, local, ensemble" */
 const char *predictor_kinds(void);
 /* The one that wins the report (service/bench/README.md, "--predict"). */
 const char *predictor_default_kind(void);
@@ -46,8 +46,11 @@ int predictor_kind_exists(const char *kind);
 /* hyper: JSON object or NULL; unknown keys or bad values are KT_ERR_BAD_OPTION. Common keys:
  * "top" (trials per problem used, [8]), "next_weight" ([0.5]: weight of the i-th next-best is
  * next_weight^i), "beam" (beam width, [32]); seq2seq: "hidden", "epochs", "lr"; xgb: "rounds",
- * "depth". A training set with no problem (or no trial) is KT_ERR_BAD_REQUEST; an unknown kind
- * KT_ERR_BAD_OPTION. Deterministic for a seed. */
+ * "depth"; local: "neighbours" ([4]), "tol" ([0.10]); ensemble: all of those (passed to its
+ * members) and "w_seq2seq", "w_nearest", "w_xgb", "w_local" (member weights [1]), "w_common"
+ * ([0.5]) (0 leaves the member out), "fuse_c" ([10]), "list" ([20]), "diverse" ([1])
+ * (model/predictor_ensemble.c). A training set with no problem (or no trial) is KT_ERR_BAD_REQUEST;
+ * an unknown kind KT_ERR_BAD_OPTION. Deterministic for a seed. */
 predictor *predictor_train(const char *kind, const training_set *ts, const json_t *hyper,
                            uint64_t seed, kt_error *err);
 void predictor_free(predictor *p);

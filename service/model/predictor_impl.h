@@ -34,13 +34,25 @@ struct predictor {
     double lr;
     /* xgb */
     int rounds, depth;
+    /* local */
+    int loc_k;
+    double loc_tol;
+    /* ensemble: member weights (seq2seq, nearest, common, xgb, local), fusion constant, list,
+     * diverse */
+    double ens_w[5], ens_c;
+    int ens_list, ens_diverse;
     json_t *params, *arg_names;
     int np, na;
     int *nv;
     void *state;
 };
 
-extern const pred_ops pred_nearest_ops, pred_common_ops, pred_xgb_ops, pred_seq2seq_ops;
+extern const pred_ops pred_nearest_ops, pred_common_ops, pred_xgb_ops, pred_seq2seq_ops,
+    pred_local_ops, pred_ensemble_ops;
+
+/* The hyper-parameters of p (an ensemble) that member kind accepts: a new object, NULL no memory.
+ */
+json_t *pred_member_hyper(const predictor *p, const char *kind);
 
 /* 1 when row (np value indices) is a valid configuration of sp (which has the model's layout). */
 int pred_row_valid(const space *sp, const int *row);

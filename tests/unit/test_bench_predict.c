@@ -53,7 +53,7 @@ static void report_on_fixture(void **state)
     bench_predict_options o;
     kt_error err;
     opts(&o, FIXTURE);
-    assert_int_equal(o.n_kinds, 4);
+    assert_int_equal(o.n_kinds, 6);
     json_t *res = bench_predict_run(&o, NULL, NULL, &err);
     if (!res)
         fail_msg("bench_predict_run: %s (%s)", err.message, err.hint);
@@ -65,7 +65,7 @@ static void report_on_fixture(void **state)
     assert_int_equal(json_integer_value(json_object_get(res, "ok_trials")), 5 * 24);
     const json_t *preds = json_object_get(res, "predictors"), *p;
     const char *kind;
-    assert_int_equal(json_object_size(preds), 4);
+    assert_int_equal(json_object_size(preds), 6);
     json_object_foreach((json_t *)preds, kind, p)
     {
         assert_true(json_integer_value(json_object_get(p, "model_bytes")) > 0);

@@ -3,7 +3,8 @@
  * valid in the held-out problem's space, round-trips through save/load with identical predictions,
  * and evaluates to metrics in [0, 1]; training is deterministic for a seed; bad hyper-parameters,
  * another format version and damaged bytes are refused with clear errors; nearest picks the nearest
- * problem's best. */
+ * problem's best; the ensemble's top-5 holds every member's first choice, one member alone gives
+ * that member's list, and its bytes are checked member by member. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,7 +38,7 @@ static training_set *mt_set(const int (*shapes)[2], int n)
     return ts;
 }
 
-static const char *const kinds[] = {"nearest", "common", "xgb", "seq2seq"};
+static const char *const kinds[] = {"nearest", "common", "xgb", "seq2seq", "local", "ensemble"};
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
 /* Small hyper-parameters so that the learned kinds train in a second. */
@@ -47,6 +48,8 @@ static json_t *small_hyper(const char *kind)
         return json_pack("{s:i, s:i}", "hidden", 16, "epochs", 60);
     if (strcmp(kind, "xgb") == 0)
         return json_pack("{s:i}", "rounds", 20);
+    if (strcmp(kind, "ensemble") == 0)
+        return json_pack("{s:i, s:i, s:i}", "hidden", 16, "epochs", 60, "rounds", 20);
     return json_object();
 }
 
@@ -347,6 +350,164 @@ static void training_is_deterministic(void **state)
     training_set_free(tr);
 }
 
+/* The ensemble: the first choice of every member of weight 1 (seq2seq, nearest, xgb, local; common
+ * counts 0.5) is in its top-5 (after the fused best), its top-1 is one of the members' candidates;
+ * one member alone (the others' weights 0) gives that member's list; every weight 0 is refused;
+ * damaged member bytes are refused. */
+static void ensemble_fuses_its_members(void **state)
+{
+    (void)state;
+    static const char *const members[] = {"seq2seq", "nearest", "xgb", "local", "common"};
+    training_set *tr = mt_set(train_shapes, N_TRAIN);
+    predictor *e = train_kind("ensemble", tr), *m[5];
+    kt_error err;
+    for (int i = 0; i < 5; i++)
+        m[i] = train_kind(members[i], tr);
+    for (int t = 0; t < N_TEST; t++) {
+        space *sp = mt_space(test_shapes[t][0], test_shapes[t][1]);
+        json_t *pr = mt_problem(test_shapes[t][0], test_shapes[t][1]);
+        predictor_candidate c[5], d[20];
+        int n = predictor_predict(e, pr, sp, 5, c, &err), top1_known = 0;
+        assert_int_equal(n, 5);
+        for (int i = 0; i < 5; i++) {
+            int nd = predictor_predict(m[i], pr, sp, 20, d, &err), found = 0;
+            assert_true(nd >= 1);
+            for (int j = 0; j < n; j++)
+                found += c[j].id == d[0].id; /* the member's favourite is in the top-5 */
+            assert_int_equal(found, i < 4 ? 1 : found);
+            for (int j = 0; j < nd; j++)
+                top1_known += c[0].id == d[j].id;
+            predictor_candidates_release(d, nd);
+        }
+        assert_true(top1_known >= 1);
+        predictor_candidates_release(c, n);
+        json_decref(pr);
+        space_free(sp);
+    }
+    /* nearest alone: the same list as nearest */
+    json_t *h = json_pack("{s:f, s:f, s:f, s:f}", "w_seq2seq", 0.0, "w_common", 0.0, "w_xgb", 0.0,
+                          "w_local", 0.0);
+    predictor *alone = predictor_train("ensemble", tr, h, 1, &err);
+    json_decref(h);
+    assert_non_null(alone);
+    space *sp = mt_space(100, 50);
+    json_t *pr = mt_problem(100, 50);
+    predictor_candidate a[10], b[10];
+    int na = predictor_predict(alone, pr, sp, 10, a, &err);
+    int nb = predictor_predict(m[1], pr, sp, 10, b, &err); /* nearest */
+    assert_true(na >= 1);
+    assert_int_equal(na, nb);
+    for (int j = 0; j < na; j++)
+        assert_true(a[j].id == b[j].id);
+    predictor_candidates_release(a, na);
+    predictor_candidates_release(b, nb);
+    /* its bytes hold only nearest: cut them anywhere and loading fails cleanly */
+    strbuf bytes;
+    strbuf_init(&bytes, 1 << 26);
+    assert_int_equal(predictor_save(alone, &bytes, &err), 0);
+    assert_non_null(strstr(bytes.data, "\"members\":[{\"kind\":\"nearest\""));
+    {
+        /* a member whose kind is not the one its weight names is refused */
+        const char *at = strstr(bytes.data, "\"kind\":\"nearest\"");
+        strbuf bad;
+        strbuf_init(&bad, 1 << 26);
+        assert_int_equal(strbuf_append(&bad, bytes.data, (size_t)(at - bytes.data)), 0);
+        assert_int_equal(strbuf_append(&bad, "\"kind\":\"common\"", 15), 0);
+        assert_int_equal(strbuf_append(&bad, at + 16, bytes.len - (size_t)(at + 16 - bytes.data)),
+                         0);
+        assert_null(predictor_load((const unsigned char *)bad.data, bad.len, &err));
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+        if (!strstr(err.message, "not nearest"))
+            fail_msg("%s", err.message);
+        strbuf_release(&bad);
+    }
+    for (size_t cut = 0; cut < bytes.len; cut += 1 + bytes.len / 97) {
+        predictor *q = predictor_load((const unsigned char *)bytes.data, cut, &err);
+        assert_null(q);
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    }
+    strbuf_release(&bytes);
+    /* every weight 0 */
+    h = json_pack("{s:f, s:f, s:f, s:f, s:f}", "w_seq2seq", 0.0, "w_nearest", 0.0, "w_common", 0.0,
+                  "w_xgb", 0.0, "w_local", 0.0);
+    assert_null(predictor_train("ensemble", tr, h, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(h);
+    h = json_pack("{s:f}", "fuse_c", -1.0);
+    assert_null(predictor_train("ensemble", tr, h, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(h);
+    json_decref(pr);
+    space_free(sp);
+    predictor_free(alone);
+    for (int i = 0; i < 5; i++)
+        predictor_free(m[i]);
+    predictor_free(e);
+    training_set_free(tr);
+}
+
+/* local: a configuration near-best on three neighbours beats the nearest one's single best (which
+ * nearest picks); one beyond 1 + tol of every neighbour's best only fills. */
+static void local_votes_across_neighbours(void **state)
+{
+    (void)state;
+    json_t *params = mt_params(), *args = mt_arg_names();
+    kt_error err;
+    training_set *ts = training_set_new(params, args, &err);
+    static const char *const cfg[] = {
+        "{\"A\":4,\"B\":2,\"C\":1,\"D\":\"y\",\"E\":7}", /* X: (64, 64)'s best */
+        "{\"A\":2,\"B\":2,\"C\":1,\"D\":\"x\",\"E\":7}", /* Y: within 3% on all three */
+        "{\"A\":8,\"B\":1,\"C\":0,\"D\":\"z\",\"E\":7}", /* Z: (64, 128)'s best */
+        "{\"A\":1,\"B\":4,\"C\":0,\"D\":\"x\",\"E\":7}", /* W: (128, 64)'s best */
+        "{\"A\":1,\"B\":1,\"C\":0,\"D\":\"z\",\"E\":7}", /* V: 1.5x everywhere */
+    };
+    static const int shape[3][2] = {{64, 64}, {64, 128}, {128, 64}};
+    static const int best[3] = {0, 2, 3};
+    static const double y_ratio[3] = {1.03, 1.02, 1.01};
+    for (int i = 0; i < 3; i++) {
+        json_t *pr = mt_problem(shape[i][0], shape[i][1]);
+        int p = training_set_add_problem(ts, pr, &err);
+        json_t *b = json_loads(cfg[best[i]], 0, NULL), *y = json_loads(cfg[1], 0, NULL);
+        json_t *v = json_loads(cfg[4], 0, NULL);
+        assert_int_equal(training_set_add_trial(ts, p, b, 1.0), 1);
+        assert_int_equal(training_set_add_trial(ts, p, y, y_ratio[i]), 1);
+        assert_int_equal(training_set_add_trial(ts, p, v, 1.5), 1);
+        json_decref(b);
+        json_decref(y);
+        json_decref(v);
+        json_decref(pr);
+    }
+    json_t *q = mt_problem(70, 70);
+    space *sp = mt_space(70, 70);
+    predictor *loc = train_kind("local", ts), *near = train_kind("nearest", ts);
+    predictor_candidate c[5], d[1];
+    int n = predictor_predict(loc, q, sp, 5, c, &err);
+    assert_int_equal(predictor_predict(near, q, sp, 1, d, &err), 1);
+    json_t *x = json_loads(cfg[0], 0, NULL), *y = json_loads(cfg[1], 0, NULL);
+    json_t *v = json_loads(cfg[4], 0, NULL);
+    assert_true(json_equal(d[0].config, x)); /* nearest: (64, 64)'s best */
+    assert_int_equal(n, 5);
+    assert_true(json_equal(c[0].config, y)); /* local: the one good on all three */
+    assert_true(json_equal(c[4].config, v)); /* 1.5x: only as the fill, last */
+    assert_true(c[3].score > c[4].score);
+    predictor_candidates_release(c, n);
+    predictor_candidates_release(d, 1);
+    json_t *bad = json_pack("{s:i}", "neighbours", 0);
+    assert_null(predictor_train("local", ts, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+    json_decref(x);
+    json_decref(y);
+    json_decref(v);
+    json_decref(q);
+    space_free(sp);
+    predictor_free(loc);
+    predictor_free(near);
+    training_set_free(ts);
+    json_decref(params);
+    json_decref(args);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +517,8 @@ int main(void)
         cmocka_unit_test(training_is_deterministic),
         cmocka_unit_test(evaluate_skips_and_fails),
         cmocka_unit_test(one_problem_one_trial),
+        cmocka_unit_test(ensemble_fuses_its_members),
+        cmocka_unit_test(local_votes_across_neighbours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
