@@ -183,9 +183,9 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
     return 0;
 }
 
-/* A predictor of kind k with its layout copied from params / arg_names. */
+/* A predictor of kind k with its layout copied from params / arg_names / derived (NULL: none). */
 static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t *params,
-                           const json_t *arg_names, kt_error *err)
+                           const json_t *arg_names, const json_t *ddesc, kt_error *err)
 {
     predictor *p = calloc(1, sizeof *p);
     if (!p) {
@@ -204,6 +204,10 @@ static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t
     p->arg_names = json_deep_copy(arg_names);
     p->np = (int)json_array_size(params);
     p->na = (int)json_array_size(arg_names);
+    if (ddesc && !(p->dv = derived_new(ddesc, arg_names, err)))
+        goto fail;
+    p->nd = derived_count(p->dv);
+    p->nf = p->na + p->nd;
     p->nv = calloc((size_t)p->np, sizeof *p->nv);
     if (!p->params || !p->arg_names || !p->nv) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
@@ -227,6 +231,7 @@ void predictor_free(predictor *p)
     json_decref(p->hyper);
     json_decref(p->params);
     json_decref(p->arg_names);
+    derived_free(p->dv);
     free(p->nv);
     free(p);
 }
@@ -253,7 +258,8 @@ predictor *predictor_train(const char *kind, const training_set *ts, const json_
         kt_error_hint(err, "tune a few problems of this kernel on this device class first");
         goto fail;
     }
-    if (!(p = pred_new(k, hyper, training_set_params(ts), training_set_arg_names(ts), err)) ||
+    if (!(p = pred_new(k, hyper, training_set_params(ts), training_set_arg_names(ts),
+                       training_set_derived(ts), err)) ||
         p->ops->train(p, ts, seed, err) < 0)
         goto fail;
     return p;
@@ -262,10 +268,13 @@ fail:
     return NULL;
 }
 
-/* The problem's arguments in the model's order, as training_set_args_of. */
+/* The problem's arguments in the model's order, as training_set_args_of, then its derived values
+ * (out holds p->nf). */
 static int pred_args(const predictor *p, const json_t *problem, double *out, kt_error *err)
 {
-    return training_set_args_from(p->arg_names, problem, out, err);
+    if (training_set_args_from(p->arg_names, problem, out, err) < 0)
+        return -1;
+    return derived_eval(p->dv, out, out + p->na, err);
 }
 
 /* sp has the model's parameters: same names, order and values. */
@@ -351,7 +360,7 @@ int pred_training_rows(const predictor *p, const training_set *ts, int **prob, i
 int predictor_decode(predictor *p, const json_t *problem, const space *sp, predict_mode mode,
                      int width, int k, int *rows, double *score, kt_error *err)
 {
-    double args[TS_MAX_ARGS];
+    double args[PRED_MAX_FEATS];
     if (k < 1 || k > PREDICTOR_MAX_K)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "k must be 1-%d", PREDICTOR_MAX_K);
     if (mode == PREDICT_CONSTRAINED && !sp)
@@ -446,6 +455,10 @@ int predictor_save(const predictor *p, strbuf *out, kt_error *err)
     int rc = -1;
 
     strbuf_init(&bin, (size_t)1 << 31);
+    if (meta && p->dv && json_object_set(meta, "derived", (json_t *)derived_desc(p->dv)) < 0) {
+        json_decref(meta);
+        meta = NULL;
+    }
     if (!meta) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
@@ -501,9 +514,9 @@ predictor *predictor_load(const unsigned char *buf, size_t len, kt_error *err)
         kt_error_set(err, KT_ERR_BAD_REQUEST, "not a ktune model (no \"%s\" header)", PRED_MAGIC);
         goto fail;
     }
-    if (version != PREDICTOR_FORMAT_VERSION) {
-        kt_error_set(err, KT_ERR_BAD_REQUEST, "model format %d, this build reads %d", version,
-                     PREDICTOR_FORMAT_VERSION);
+    if (version < PREDICTOR_FORMAT_VERSION_MIN || version > PREDICTOR_FORMAT_VERSION) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "model format %d, this build reads %d-%d", version,
+                     PREDICTOR_FORMAT_VERSION_MIN, PREDICTOR_FORMAT_VERSION);
         kt_error_hint(err, "train the model again with this build");
         goto fail;
     }
@@ -517,7 +530,8 @@ predictor *predictor_load(const unsigned char *buf, size_t len, kt_error *err)
         goto fail;
     }
     if (!(p = pred_new(k, hyper, json_object_get(meta, "params"),
-                       json_object_get(meta, "arg_names"), err)) ||
+                       json_object_get(meta, "arg_names"),
+                       version >= 2 ? json_object_get(meta, "derived") : NULL, err)) ||
         p->ops->load(p, meta, buf + pos, len - pos, err) < 0) {
         kt_error_prefix(err, "loading a %s model", kind);
         goto fail;
