@@ -15,6 +15,9 @@
  * fractional position, the number of trailing zero bits of v (capped at 6) and the relative log2;
  * then the sum and the spread (max - min) of the arguments' log2.
  *
+ * The predictors give the problem's arguments followed by its derived values (model/derived.h) as
+ * args, n_args counting both: a derived value is one more token / feature group like an argument.
+ *
  * Pure functions, no allocation, thread-safe. */
 #ifndef KT_MODEL_PROBLEM_TOKENS_H
 #define KT_MODEL_PROBLEM_TOKENS_H
