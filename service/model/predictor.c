@@ -50,6 +50,9 @@ static const hyper_key hyper_keys[] = {
     {"lr", 0, 1e-6, 1, 0.003, K_SEQ2SEQ | K_ENSEMBLE, offsetof(predictor, lr)},
     {"rounds", 1, 1, 2000, 60, K_XGB | K_ENSEMBLE, offsetof(predictor, rounds)},
     {"depth", 1, 1, 16, 4, K_XGB | K_ENSEMBLE, offsetof(predictor, depth)},
+    /* the training set's derived features (model/derived.h) as extra inputs: 1 use, 0 drop
+     * (the default: no gain on the cpu-shapes report, service/model/README.md) */
+    {"derived", 1, 0, 1, 0, K_SEQ2SEQ | K_XGB | K_ENSEMBLE, offsetof(predictor, use_derived)},
     /* local: neighbours voting, the ratio to a neighbour's best that still counts (tol) */
     {"neighbours", 1, 1, 1000, 4, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_k)},
     {"tol", 0, 0.001, 10, 0.10, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_tol)},
@@ -143,11 +146,12 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
         if (!known) {
             kt_error_set(err, KT_ERR_BAD_OPTION, "%s: unknown hyper-parameter '%s'", k->name, key);
             kt_error_hint(err, "accepted: top, next_weight, beam%s",
-                          k->bit == K_SEQ2SEQ ? ", hidden, epochs, lr"
-                          : k->bit == K_XGB   ? ", rounds, depth"
+                          k->bit == K_SEQ2SEQ ? ", hidden, epochs, lr, derived"
+                          : k->bit == K_XGB   ? ", rounds, depth, derived"
                           : k->bit == K_LOCAL ? ", neighbours, tol"
                           : k->bit == K_ENSEMBLE
-                              ? ", hidden, epochs, lr, rounds, depth, neighbours, tol, w_seq2seq, "
+                              ? ", hidden, epochs, lr, rounds, depth, derived, neighbours, tol, "
+                                "w_seq2seq, "
                                 "w_nearest, w_common, w_xgb, w_local, fuse_c, list, diverse"
                               : "");
             return -1;
@@ -204,7 +208,7 @@ static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t
     p->arg_names = json_deep_copy(arg_names);
     p->np = (int)json_array_size(params);
     p->na = (int)json_array_size(arg_names);
-    if (ddesc && !(p->dv = derived_new(ddesc, arg_names, err)))
+    if (ddesc && p->use_derived && !(p->dv = derived_new(ddesc, arg_names, err)))
         goto fail;
     p->nd = derived_count(p->dv);
     p->nf = p->na + p->nd;

@@ -52,6 +52,7 @@ struct predictor {
      * the nd derived values; nf = na + nd is what the feature-based kinds (xgb, seq2seq) read */
     derived *dv;
     int nd, nf;
+    int use_derived; /* hyper "derived": keep the set's derived features (else dv stays NULL) */
     int *nv;
     void *state;
 };

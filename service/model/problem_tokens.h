@@ -31,5 +31,11 @@ void problem_tokens(const double *args, int n_args, double *out);
 int problem_features_dim(int n_args);
 /* problem_features_dim(n_args) floats into out. */
 void problem_features(const double *args, int n_args, float *out);
+/* With derived values: args holds n_args arguments then n_derived derived values; the row is
+ * problem_features of the arguments alone (unchanged by the derived values), then per derived value
+ * its log2, fractional position and trailing zero bits (capped at 6):
+ * problem_features_derived_dim = 4 * n_args + 2 + 3 * n_derived floats. */
+int problem_features_derived_dim(int n_args, int n_derived);
+void problem_features_derived(const double *args, int n_args, int n_derived, float *out);
 
 #endif

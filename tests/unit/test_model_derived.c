@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/derived.h"
 #include "model/predictor.h"
+#include "model/problem_tokens.h"
 
 #include "model_test_util.h"
 
@@ -42,6 +44,18 @@ static void values_of_a_known_problem(void **state)
     const double odd[] = {1, 1, 6, 7, 32, 5, 5};
     assert_int_equal(derived_eval(d, odd, v, &err), 0);
     assert_true(v[3] == 3.5); /* Python's true division */
+    /* xgb's row: the arguments' features unchanged, then log2 / fraction / trailing zeros each */
+    double all[11];
+    float f0[4 * 7 + 2], f[4 * 7 + 2 + 3 * 4];
+    memcpy(all, args, sizeof args);
+    assert_int_equal(derived_eval(d, args, all + 7, &err), 0);
+    assert_int_equal(problem_features_derived_dim(7, 4), 42);
+    problem_features(args, 7, f0);
+    problem_features_derived(all, 7, 4, f);
+    assert_memory_equal(f, f0, sizeof f0);
+    assert_true(f[30] == 10.0f && f[31] == 0.0f && f[32] == 6.0f); /* input 1024 */
+    assert_true(f[33] == (float)log2(4704.0) && f[35] == 5.0f);    /* output 6*28*28 = 147*32 */
+    assert_true(f[39] == 4.0f && f[40] == 0.0f && f[41] == 4.0f);  /* half 16 */
     assert_int_equal(derived_count(NULL), 0);
     assert_int_equal(derived_eval(NULL, args, v, &err), 0);
     derived_free(d);
@@ -148,14 +162,15 @@ static const int test_shapes[][2] = {{6, 6}, {100, 50}, {700, 300}};
 #define N_TEST  ((int)(sizeof test_shapes / sizeof test_shapes[0]))
 
 /* Small hyper-parameters so that the learned kinds train in a second (NULL: the defaults). */
-static json_t *small_hyper(const char *kind)
+static json_t *small_hyper(const char *kind, int use_derived)
 {
     if (strcmp(kind, "seq2seq") == 0)
-        return json_pack("{s:i, s:i}", "hidden", 16, "epochs", 40);
+        return json_pack("{s:i, s:i, s:i}", "hidden", 16, "epochs", 40, "derived", use_derived);
     if (strcmp(kind, "xgb") == 0)
-        return json_pack("{s:i}", "rounds", 10);
+        return json_pack("{s:i, s:i}", "rounds", 10, "derived", use_derived);
     if (strcmp(kind, "ensemble") == 0)
-        return json_pack("{s:i, s:i, s:i}", "hidden", 16, "epochs", 40, "rounds", 10);
+        return json_pack("{s:i, s:i, s:i, s:i}", "hidden", 16, "epochs", 40, "rounds", 10,
+                         "derived", use_derived);
     return NULL;
 }
 
@@ -202,20 +217,27 @@ static void models_round_trip(void **state)
     training_set *with = mt_derived_set(mt_derived, train_shapes, N_TRAIN);
     kt_error err;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        json_t *h = small_hyper(kinds[k]);
+        json_t *h = small_hyper(kinds[k], 1), *h0 = small_hyper(kinds[k], 0);
         predictor *p = predictor_train(kinds[k], with, h, 1, &err);
         predictor *o = predictor_train(kinds[k], plain, h, 1, &err);
-        if (!p || !o)
+        predictor *z = predictor_train(kinds[k], with, h0, 1, &err);
+        if (!p || !o || !z)
             fail_msg("train %s: %s", kinds[k], err.message);
-        strbuf bp, bo;
+        strbuf bp, bo, bz;
         predictor *q = reload(p, &bp, NULL);
         predictor *r = reload(o, &bo, NULL);
+        predictor *y = reload(z, &bz, NULL);
+        /* "derived": 0 drops them: the model is the one trained without (but its hyper line) */
+        assert_null(strstr(bz.data, "\"derived\":["));
+        assert_non_null(strstr(bz.data, "\"derived\":0"));
+        same_predictions(z, y);
+        same_predictions(z, r);
         /* the derived description travels in the meta line; the plain model has none */
         assert_true(strncmp(bp.data, "ktune-model 2 ", 14) == 0);
         assert_non_null(strstr(bp.data, "\"derived\":[{\"name\":\"area\",\"expr\":\"M*N\"}"));
-        assert_null(strstr(bo.data, "\"derived\""));
-        if (strcmp(kinds[k], "xgb") == 0) { /* 4 features per value and 2 more: 2 or 4 values */
-            assert_non_null(strstr(bp.data, "\"features\":18"));
+        assert_null(strstr(bo.data, "\"derived\":["));
+        if (strcmp(kinds[k], "xgb") == 0) { /* 4 per argument and 2 more, 3 per derived value */
+            assert_non_null(strstr(bp.data, "\"features\":16"));
             assert_non_null(strstr(bo.data, "\"features\":10"));
         } else if (strcmp(kinds[k], "seq2seq") == 0) { /* one-hot of 2 or 4 tokens, then 10 */
             assert_non_null(strstr(bp.data, "\"token_dim\":14"));
@@ -238,7 +260,11 @@ static void models_round_trip(void **state)
         predictor_free(q);
         predictor_free(o);
         predictor_free(r);
+        predictor_free(z);
+        predictor_free(y);
+        strbuf_release(&bz);
         json_decref(h);
+        json_decref(h0);
     }
     training_set_free(plain);
     training_set_free(with);
@@ -260,7 +286,7 @@ static void format_1_still_loads(void **state)
     json_t *h = NULL;
     kt_error err;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        h = small_hyper(kinds[k]);
+        h = small_hyper(kinds[k], 0);
         predictor *p = predictor_train(kinds[k], plain, h, 1, &err);
         if (!p)
             fail_msg("train %s: %s", kinds[k], err.message);
@@ -274,7 +300,7 @@ static void format_1_still_loads(void **state)
     }
     /* a format-1 model never reads "derived" (a format-2 field): trained with derived features,
      * relabelled 1, its xgb boosters see fewer features than the meta says and it is refused */
-    h = json_pack("{s:i}", "rounds", 10);
+    h = small_hyper("xgb", 1);
     predictor *p = predictor_train("xgb", with, h, 1, &err);
     assert_non_null(p);
     strbuf b;
