@@ -50,9 +50,11 @@ static const hyper_key hyper_keys[] = {
     {"lr", 0, 1e-6, 1, 0.003, K_SEQ2SEQ | K_ENSEMBLE, offsetof(predictor, lr)},
     {"rounds", 1, 1, 2000, 60, K_XGB | K_ENSEMBLE, offsetof(predictor, rounds)},
     {"depth", 1, 1, 16, 4, K_XGB | K_ENSEMBLE, offsetof(predictor, depth)},
-    /* the training set's derived features (model/derived.h) as extra inputs: 1 use, 0 drop
-     * (the default: no gain on the cpu-shapes report, service/model/README.md) */
-    {"derived", 1, 0, 1, 0, K_SEQ2SEQ | K_XGB | K_ENSEMBLE, offsetof(predictor, use_derived)},
+    /* the training set's derived features (model/derived.h) as extra inputs: 1 use (the
+     * default: the cpu-shapes report's ensemble gains on conv2d, service/model/README.md), 0 drop
+     */
+    {"derived", 1, 0, 1, 1, K_SEQ2SEQ | K_XGB | K_NEAREST | K_LOCAL | K_ENSEMBLE,
+     offsetof(predictor, use_derived)},
     /* local: neighbours voting, the ratio to a neighbour's best that still counts (tol) */
     {"neighbours", 1, 1, 1000, 4, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_k)},
     {"tol", 0, 0.001, 10, 0.10, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_tol)},
@@ -146,9 +148,10 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
         if (!known) {
             kt_error_set(err, KT_ERR_BAD_OPTION, "%s: unknown hyper-parameter '%s'", k->name, key);
             kt_error_hint(err, "accepted: top, next_weight, beam%s",
-                          k->bit == K_SEQ2SEQ ? ", hidden, epochs, lr, derived"
-                          : k->bit == K_XGB   ? ", rounds, depth, derived"
-                          : k->bit == K_LOCAL ? ", neighbours, tol"
+                          k->bit == K_SEQ2SEQ   ? ", hidden, epochs, lr, derived"
+                          : k->bit == K_XGB     ? ", rounds, depth, derived"
+                          : k->bit == K_LOCAL   ? ", neighbours, tol, derived"
+                          : k->bit == K_NEAREST ? ", derived"
                           : k->bit == K_ENSEMBLE
                               ? ", hidden, epochs, lr, rounds, depth, derived, neighbours, tol, "
                                 "w_seq2seq, "

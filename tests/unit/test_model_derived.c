@@ -171,6 +171,8 @@ static json_t *small_hyper(const char *kind, int use_derived)
     if (strcmp(kind, "ensemble") == 0)
         return json_pack("{s:i, s:i, s:i, s:i}", "hidden", 16, "epochs", 40, "rounds", 10,
                          "derived", use_derived);
+    if (strcmp(kind, "nearest") == 0 || strcmp(kind, "local") == 0)
+        return json_pack("{s:i}", "derived", use_derived);
     return NULL;
 }
 
@@ -212,7 +214,7 @@ static predictor *reload(const predictor *p, strbuf *bytes, void (*edit)(strbuf 
 static void models_round_trip(void **state)
 {
     (void)state;
-    static const char *const kinds[] = {"xgb", "seq2seq", "ensemble"};
+    static const char *const kinds[] = {"xgb", "seq2seq", "nearest", "local", "ensemble"};
     training_set *plain = mt_derived_set(NULL, train_shapes, N_TRAIN);
     training_set *with = mt_derived_set(mt_derived, train_shapes, N_TRAIN);
     kt_error err;
