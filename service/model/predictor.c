@@ -79,11 +79,10 @@ const char *predictor_kinds(void)
 }
 
 /* The report's choice (tests/bench/results/predict-cpu-shapes.txt, every top-5 measured): on the
- * cpu-shapes caches (43 + 43 problems, seeds 0-4 pooled) the ensemble has the highest share on
- * both of the issue's targets on gemm, is second on conv2d (seq2seq's top-1, xgb's top-5 one or
- * two problems of 55 ahead), and over both kernels paired leads on top-1, ties xgb on top-5 with
- * the lowest mean ratio and the smallest worst case (1.99x). It costs the sum of its members
- * (seq2seq's training dominates: ~9 CPU s). */
+ * cpu-shapes caches (43 + 43 problems, seeds 0-4 pooled) the ensemble with derived features leads
+ * over both kernels paired on both of the issue's targets (top-1 0.75, top-5 0.86) with the lowest
+ * mean ratio and a worst top-1 of 2.35x. It costs the sum of its members (seq2seq's training
+ * dominates: ~11-15 CPU s). */
 const char *predictor_default_kind(void)
 {
     return "ensemble";
