@@ -223,10 +223,14 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
             json_t *names = json_array();
             for (int a = 0; ks && names && a < ks->n_args; a++)
                 json_array_append_new(names, json_string(ks->args[a].name));
+            json_t *derived = ks ? kernel_spec_derived_json(ks) : NULL;
             d->all = training_set_new_from_space(t.sp, names, err);
             d->failed = d->all ? training_set_new_from_space(t.sp, names, err) : NULL;
             json_decref(names);
-            if (!d->failed)
+            /* the spec's buffer sizes and FLOPs as features (model/derived.h) */
+            int drc = d->failed ? training_set_set_derived(d->all, derived, err) : -1;
+            json_decref(derived);
+            if (drc < 0)
                 goto out;
             for (size_t i = 0; i < 2; i++) {
                 const char *field = i == 0 ? "device_class" : "kernel_hash";

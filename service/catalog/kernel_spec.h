@@ -112,6 +112,10 @@ int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_probl
                         kt_error *err);
 /* The canonical problem object: every argument in spec order (new reference). */
 json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p);
+/* What the spec derives from a problem, as expressions of its arguments for the predictors'
+ * derived features (model/derived.h): [{"name": <buffer>, "expr": <its elements>}, ... in buffer
+ * order, then {"name": "flops", "expr": <flops>}] (new reference, NULL: out of memory). */
+json_t *kernel_spec_derived_json(const kernel_spec *k);
 /* The space of a variant for a problem on a device: the variant's parameters and restrictions with
  * the problem arguments and the device limits as constants. The caller owns it. */
 space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,

@@ -273,3 +273,18 @@ json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p)
     }
     return o;
 }
+
+json_t *kernel_spec_derived_json(const kernel_spec *k)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i <= k->n_buffers; i++) {
+        const char *name = i < k->n_buffers ? k->buffers[i].name : "flops";
+        const char *text = i < k->n_buffers ? k->buffers[i].elements.text : k->flops.text;
+        json_t *o = json_pack("{s:s, s:s}", "name", name, "expr", text);
+        if (!o || json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}

@@ -50,6 +50,11 @@ static const hyper_key hyper_keys[] = {
     {"lr", 0, 1e-6, 1, 0.003, K_SEQ2SEQ | K_ENSEMBLE, offsetof(predictor, lr)},
     {"rounds", 1, 1, 2000, 60, K_XGB | K_ENSEMBLE, offsetof(predictor, rounds)},
     {"depth", 1, 1, 16, 4, K_XGB | K_ENSEMBLE, offsetof(predictor, depth)},
+    /* the training set's derived features (model/derived.h) as extra inputs: 1 use (the
+     * default: the cpu-shapes report's ensemble gains on conv2d, service/model/README.md), 0 drop
+     */
+    {"derived", 1, 0, 1, 1, K_SEQ2SEQ | K_XGB | K_NEAREST | K_LOCAL | K_ENSEMBLE,
+     offsetof(predictor, use_derived)},
     /* local: neighbours voting, the ratio to a neighbour's best that still counts (tol) */
     {"neighbours", 1, 1, 1000, 4, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_k)},
     {"tol", 0, 0.001, 10, 0.10, K_LOCAL | K_ENSEMBLE, offsetof(predictor, loc_tol)},
@@ -74,11 +79,10 @@ const char *predictor_kinds(void)
 }
 
 /* The report's choice (tests/bench/results/predict-cpu-shapes.txt, every top-5 measured): on the
- * cpu-shapes caches (43 + 43 problems, seeds 0-4 pooled) the ensemble has the highest share on
- * both of the issue's targets on gemm, is second on conv2d (seq2seq's top-1, xgb's top-5 one or
- * two problems of 55 ahead), and over both kernels paired leads on top-1, ties xgb on top-5 with
- * the lowest mean ratio and the smallest worst case (1.99x). It costs the sum of its members
- * (seq2seq's training dominates: ~9 CPU s). */
+ * cpu-shapes caches (43 + 43 problems, seeds 0-4 pooled) the ensemble with derived features leads
+ * over both kernels paired on both of the issue's targets (top-1 0.75, top-5 0.86) with the lowest
+ * mean ratio and a worst top-1 of 2.35x. It costs the sum of its members (seq2seq's training
+ * dominates: ~11-15 CPU s). */
 const char *predictor_default_kind(void)
 {
     return "ensemble";
@@ -143,11 +147,13 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
         if (!known) {
             kt_error_set(err, KT_ERR_BAD_OPTION, "%s: unknown hyper-parameter '%s'", k->name, key);
             kt_error_hint(err, "accepted: top, next_weight, beam%s",
-                          k->bit == K_SEQ2SEQ ? ", hidden, epochs, lr"
-                          : k->bit == K_XGB   ? ", rounds, depth"
-                          : k->bit == K_LOCAL ? ", neighbours, tol"
+                          k->bit == K_SEQ2SEQ   ? ", hidden, epochs, lr, derived"
+                          : k->bit == K_XGB     ? ", rounds, depth, derived"
+                          : k->bit == K_LOCAL   ? ", neighbours, tol, derived"
+                          : k->bit == K_NEAREST ? ", derived"
                           : k->bit == K_ENSEMBLE
-                              ? ", hidden, epochs, lr, rounds, depth, neighbours, tol, w_seq2seq, "
+                              ? ", hidden, epochs, lr, rounds, depth, derived, neighbours, tol, "
+                                "w_seq2seq, "
                                 "w_nearest, w_common, w_xgb, w_local, fuse_c, list, diverse"
                               : "");
             return -1;
@@ -183,9 +189,9 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
     return 0;
 }
 
-/* A predictor of kind k with its layout copied from params / arg_names. */
+/* A predictor of kind k with its layout copied from params / arg_names / derived (NULL: none). */
 static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t *params,
-                           const json_t *arg_names, kt_error *err)
+                           const json_t *arg_names, const json_t *ddesc, kt_error *err)
 {
     predictor *p = calloc(1, sizeof *p);
     if (!p) {
@@ -204,6 +210,10 @@ static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t
     p->arg_names = json_deep_copy(arg_names);
     p->np = (int)json_array_size(params);
     p->na = (int)json_array_size(arg_names);
+    if (ddesc && p->use_derived && !(p->dv = derived_new(ddesc, arg_names, err)))
+        goto fail;
+    p->nd = derived_count(p->dv);
+    p->nf = p->na + p->nd;
     p->nv = calloc((size_t)p->np, sizeof *p->nv);
     if (!p->params || !p->arg_names || !p->nv) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
@@ -227,6 +237,7 @@ void predictor_free(predictor *p)
     json_decref(p->hyper);
     json_decref(p->params);
     json_decref(p->arg_names);
+    derived_free(p->dv);
     free(p->nv);
     free(p);
 }
@@ -253,7 +264,8 @@ predictor *predictor_train(const char *kind, const training_set *ts, const json_
         kt_error_hint(err, "tune a few problems of this kernel on this device class first");
         goto fail;
     }
-    if (!(p = pred_new(k, hyper, training_set_params(ts), training_set_arg_names(ts), err)) ||
+    if (!(p = pred_new(k, hyper, training_set_params(ts), training_set_arg_names(ts),
+                       training_set_derived(ts), err)) ||
         p->ops->train(p, ts, seed, err) < 0)
         goto fail;
     return p;
@@ -262,10 +274,13 @@ fail:
     return NULL;
 }
 
-/* The problem's arguments in the model's order, as training_set_args_of. */
+/* The problem's arguments in the model's order, as training_set_args_of, then its derived values
+ * (out holds p->nf). */
 static int pred_args(const predictor *p, const json_t *problem, double *out, kt_error *err)
 {
-    return training_set_args_from(p->arg_names, problem, out, err);
+    if (training_set_args_from(p->arg_names, problem, out, err) < 0)
+        return -1;
+    return derived_eval(p->dv, out, out + p->na, err);
 }
 
 /* sp has the model's parameters: same names, order and values. */
@@ -351,7 +366,7 @@ int pred_training_rows(const predictor *p, const training_set *ts, int **prob, i
 int predictor_decode(predictor *p, const json_t *problem, const space *sp, predict_mode mode,
                      int width, int k, int *rows, double *score, kt_error *err)
 {
-    double args[TS_MAX_ARGS];
+    double args[PRED_MAX_FEATS];
     if (k < 1 || k > PREDICTOR_MAX_K)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "k must be 1-%d", PREDICTOR_MAX_K);
     if (mode == PREDICT_CONSTRAINED && !sp)
@@ -446,6 +461,10 @@ int predictor_save(const predictor *p, strbuf *out, kt_error *err)
     int rc = -1;
 
     strbuf_init(&bin, (size_t)1 << 31);
+    if (meta && p->dv && json_object_set(meta, "derived", (json_t *)derived_desc(p->dv)) < 0) {
+        json_decref(meta);
+        meta = NULL;
+    }
     if (!meta) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
@@ -501,9 +520,9 @@ predictor *predictor_load(const unsigned char *buf, size_t len, kt_error *err)
         kt_error_set(err, KT_ERR_BAD_REQUEST, "not a ktune model (no \"%s\" header)", PRED_MAGIC);
         goto fail;
     }
-    if (version != PREDICTOR_FORMAT_VERSION) {
-        kt_error_set(err, KT_ERR_BAD_REQUEST, "model format %d, this build reads %d", version,
-                     PREDICTOR_FORMAT_VERSION);
+    if (version < PREDICTOR_FORMAT_VERSION_MIN || version > PREDICTOR_FORMAT_VERSION) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "model format %d, this build reads %d-%d", version,
+                     PREDICTOR_FORMAT_VERSION_MIN, PREDICTOR_FORMAT_VERSION);
         kt_error_hint(err, "train the model again with this build");
         goto fail;
     }
@@ -517,7 +536,8 @@ predictor *predictor_load(const unsigned char *buf, size_t len, kt_error *err)
         goto fail;
     }
     if (!(p = pred_new(k, hyper, json_object_get(meta, "params"),
-                       json_object_get(meta, "arg_names"), err)) ||
+                       json_object_get(meta, "arg_names"),
+                       version >= 2 ? json_object_get(meta, "derived") : NULL, err)) ||
         p->ops->load(p, meta, buf + pos, len - pos, err) < 0) {
         kt_error_prefix(err, "loading a %s model", kind);
         goto fail;

@@ -78,10 +78,16 @@ int predictor_decode(predictor *p, const json_t *problem, const space *sp, predi
 int predictor_num_params(const predictor *p);
 
 /* Bytes with a format header ("ktune-model", format version, kind) that predictor_load reads back;
- * a buffer of another format version is KT_ERR_BAD_REQUEST "model format N, this build reads M".
+ * a buffer of a format version outside [MIN, VERSION] is KT_ERR_BAD_REQUEST "model format N, this
+ * build reads M".
  * Layout: "ktune-model <version> <kind>\n", the hyper JSON line, a meta JSON line (parameters,
  * argument names, the kind's small data), then the kind's binary payload. */
-#define PREDICTOR_FORMAT_VERSION 1
+#define PREDICTOR_FORMAT_VERSION 2
+/* The oldest version predictor_load reads: format 1 is format 2 without derived features (its meta
+ * line has no "derived"), so its models load and predict as they did. Format 2's meta line may
+ * hold "derived" (the training set's derived-feature description, re-evaluated per problem at
+ * predict time: the caller gives only the problem's arguments). */
+#define PREDICTOR_FORMAT_VERSION_MIN 1
 int predictor_save(const predictor *p, strbuf *out, kt_error *err);
 predictor *predictor_load(const unsigned char *buf, size_t len, kt_error *err);
 

@@ -9,13 +9,18 @@
 #ifndef KT_MODEL_PREDICTOR_IMPL_H
 #define KT_MODEL_PREDICTOR_IMPL_H
 
+#include "model/derived.h"
 #include "model/predictor.h"
+
+/* Values of decode's args at most: the arguments and the derived features. */
+#define PRED_MAX_FEATS (TS_MAX_ARGS + DERIVED_MAX)
 
 typedef struct pred_ops {
     const char *name;
     int (*train)(predictor *p, const training_set *ts, uint64_t seed, kt_error *err);
-    /* args: the problem (num_args numbers). Up to k rows into rows (k * np), scores into score,
-     * best first; CONSTRAINED keeps only rows valid in sp. Returns how many, -1 with err. */
+    /* args: the problem (num_args numbers, then the derived values: nf in all). Up to k rows into
+     * rows (k * np), scores into score, best first; CONSTRAINED keeps only rows valid in sp.
+     * Returns how many, -1 with err. */
     int (*decode)(predictor *p, const double *args, const space *sp, predict_mode mode, int width,
                   int k, int *rows, double *score, kt_error *err);
     int (*save)(const predictor *p, json_t *meta, strbuf *bin, kt_error *err);
@@ -43,6 +48,11 @@ struct predictor {
     int ens_list, ens_diverse;
     json_t *params, *arg_names;
     int np, na;
+    /* derived features (model/derived.h; NULL none): decode's args hold the na arguments, then
+     * the nd derived values; nf = na + nd is what the feature-based kinds (xgb, seq2seq) read */
+    derived *dv;
+    int nd, nf;
+    int use_derived; /* hyper "derived": keep the set's derived features (else dv stays NULL) */
     int *nv;
     void *state;
 };

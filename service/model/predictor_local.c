@@ -60,7 +60,7 @@ static local_state *local_alloc(predictor *p, int n, int total)
         return NULL;
     p->state = st;
     st->n = n;
-    st->lg = malloc(nn * (size_t)p->na * sizeof *st->lg);
+    st->lg = malloc(nn * (size_t)p->nf * sizeof *st->lg);
     st->off = calloc(nn + 1, sizeof *st->off);
     st->rows = malloc(nt * (size_t)p->np * sizeof *st->rows);
     st->rat = malloc(nt * sizeof *st->rat);
@@ -95,8 +95,8 @@ static int local_train(predictor *p, const training_set *ts, uint64_t seed, kt_e
             continue;
         training_set_trial(ts, i, 0, &best);
         const double *a = training_set_problem_args(ts, i);
-        for (int q = 0; q < p->na; q++)
-            st->lg[(size_t)j * (size_t)p->na + (size_t)q] = log2(a[q] < 1 ? 1 : a[q]);
+        for (int q = 0; q < p->nf; q++)
+            st->lg[(size_t)j * (size_t)p->nf + (size_t)q] = log2(a[q] < 1 ? 1 : a[q]);
         st->off[j] = at;
         for (int r = 0; r < t && r < LOCAL_POOL; r++, at++) {
             double ms;
@@ -143,9 +143,9 @@ static int local_decode(predictor *p, const double *args, const space *sp, predi
     int nk = p->loc_k < st->n ? p->loc_k : st->n, nc = 0, n = 0;
     for (int i = 0; i < st->n; i++) {
         double s = 0;
-        for (int q = 0; q < p->na; q++) {
+        for (int q = 0; q < p->nf; q++) {
             double x =
-                st->lg[(size_t)i * (size_t)p->na + (size_t)q] - log2(args[q] < 1 ? 1 : args[q]);
+                st->lg[(size_t)i * (size_t)p->nf + (size_t)q] - log2(args[q] < 1 ? 1 : args[q]);
             s += x * x;
         }
         st->dist[i] = sqrt(s);
@@ -205,8 +205,8 @@ static int local_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *e
     json_t *probs = json_array();
     for (int i = 0; probs && i < st->n; i++) {
         json_t *lg = json_array(), *rows = json_array(), *rat = json_array();
-        for (int q = 0; lg && q < p->na; q++)
-            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->na + (size_t)q]));
+        for (int q = 0; lg && q < p->nf; q++)
+            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->nf + (size_t)q]));
         for (int r = st->off[i]; rows && rat && r < st->off[i + 1]; r++) {
             json_t *row = json_array();
             for (int q = 0; row && q < p->np; q++)
@@ -244,11 +244,11 @@ static int local_load(predictor *p, const json_t *meta, const unsigned char *bin
     for (int i = 0; i < n; i++) {
         const json_t *o = json_array_get(probs, (size_t)i), *lg = json_object_get(o, "log2_args");
         const json_t *rows = json_object_get(o, "rows"), *rat = json_object_get(o, "ratios");
-        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->na || !json_is_array(rows) ||
+        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->nf || !json_is_array(rows) ||
             !json_is_array(rat) || json_array_size(rat) != json_array_size(rows))
             return kt_error_set(err, KT_ERR_BAD_REQUEST, "local model: bad problem %d", i);
-        for (int q = 0; q < p->na; q++)
-            st->lg[(size_t)i * (size_t)p->na + (size_t)q] =
+        for (int q = 0; q < p->nf; q++)
+            st->lg[(size_t)i * (size_t)p->nf + (size_t)q] =
                 json_number_value(json_array_get(lg, (size_t)q));
         st->off[i] = at;
         for (size_t r = 0; r < json_array_size(rows); r++, at++) {

@@ -18,7 +18,8 @@
 typedef struct s2s_state {
     seq2seq *m;
     int dim;
-    double tokens[TS_MAX_ARGS * (TS_MAX_ARGS + PROBLEM_TOKEN_FEATURES)]; /* the decoded problem */
+    double tokens[PRED_MAX_FEATS *
+                  (PRED_MAX_FEATS + PROBLEM_TOKEN_FEATURES)]; /* the decoded problem */
 } s2s_state;
 
 static void s2s_destroy(predictor *p)
@@ -34,9 +35,9 @@ static void s2s_destroy(predictor *p)
 static int s2s_train(predictor *p, const training_set *ts, uint64_t seed, kt_error *err)
 {
     int *prob = NULL, *rank = NULL, n = pred_training_rows(p, ts, &prob, &rank), rc = -1, m = 0;
-    int np_sets = training_set_num_problems(ts), dim = problem_tokens_dim(p->na);
+    int np_sets = training_set_num_problems(ts), dim = problem_tokens_dim(p->nf);
     double *tok =
-        malloc((size_t)(np_sets ? np_sets : 1) * (size_t)p->na * (size_t)dim * sizeof *tok);
+        malloc((size_t)(np_sets ? np_sets : 1) * (size_t)p->nf * (size_t)dim * sizeof *tok);
     seq2seq_example *ex = malloc((size_t)(n > 0 ? n : 1) * sizeof *ex);
     s2s_state *st = calloc(1, sizeof *st);
     if (n < 0 || !tok || !ex || !st) {
@@ -45,14 +46,14 @@ static int s2s_train(predictor *p, const training_set *ts, uint64_t seed, kt_err
     }
     st->dim = dim;
     for (int i = 0; i < np_sets; i++)
-        problem_tokens(training_set_problem_args(ts, i), p->na,
-                       tok + (size_t)i * (size_t)p->na * (size_t)dim);
+        problem_tokens(training_set_problem_args(ts, i), p->nf,
+                       tok + (size_t)i * (size_t)p->nf * (size_t)dim);
     for (int i = 0; i < n; i++) {
         double w = pow(p->next_weight, rank[i]);
         if (!(w > 0))
             continue;
-        ex[m].tokens = tok + (size_t)prob[i] * (size_t)p->na * (size_t)dim;
-        ex[m].n_tokens = p->na;
+        ex[m].tokens = tok + (size_t)prob[i] * (size_t)p->nf * (size_t)dim;
+        ex[m].n_tokens = p->nf;
         ex[m].target = training_set_trial(ts, prob[i], rank[i], NULL);
         ex[m++].weight = w;
     }
@@ -79,14 +80,14 @@ static int s2s_scorer(void *ctx, const int *prefix, int len, double *logp)
 {
     predictor *p = ctx;
     s2s_state *st = p->state;
-    return seq2seq_next_logp(st->m, st->tokens, p->na, prefix, len, logp);
+    return seq2seq_next_logp(st->m, st->tokens, p->nf, prefix, len, logp);
 }
 
 static int s2s_decode(predictor *p, const double *args, const space *sp, predict_mode mode,
                       int width, int k, int *rows, double *score, kt_error *err)
 {
     s2s_state *st = p->state;
-    problem_tokens(args, p->na, st->tokens);
+    problem_tokens(args, p->nf, st->tokens);
     beam_mode bm = mode == PREDICT_GREEDY ? BEAM_GREEDY
                    : mode == PREDICT_FREE ? BEAM_FREE
                                           : BEAM_CONSTRAINED;
@@ -115,7 +116,7 @@ static int s2s_load(predictor *p, const json_t *meta, const unsigned char *bin, 
     if (!st)
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     p->state = st;
-    st->dim = problem_tokens_dim(p->na);
+    st->dim = problem_tokens_dim(p->nf);
     if (json_integer_value(json_object_get(meta, "token_dim")) != st->dim)
         return kt_error_set(err, KT_ERR_BAD_REQUEST, "seq2seq model: another token layout");
     if (!(st->m = seq2seq_load(bin, len, &pos, err)))

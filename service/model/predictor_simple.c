@@ -48,7 +48,7 @@ static near_state *near_alloc(const predictor *p, int n, int total)
     if (!st)
         return NULL;
     st->n = n;
-    st->lg = malloc((size_t)(n ? n : 1) * (size_t)p->na * sizeof *st->lg);
+    st->lg = malloc((size_t)(n ? n : 1) * (size_t)p->nf * sizeof *st->lg);
     st->off = calloc((size_t)n + 1, sizeof *st->off);
     st->rows = malloc((size_t)(total ? total : 1) * (size_t)p->np * sizeof *st->rows);
     if (!st->lg || !st->off || !st->rows) {
@@ -79,8 +79,8 @@ static int near_train(predictor *p, const training_set *ts, uint64_t seed, kt_er
         if (t == 0)
             continue;
         const double *a = training_set_problem_args(ts, i);
-        for (int q = 0; q < p->na; q++)
-            st->lg[(size_t)j * (size_t)p->na + (size_t)q] = near_log2(a[q]);
+        for (int q = 0; q < p->nf; q++)
+            st->lg[(size_t)j * (size_t)p->nf + (size_t)q] = near_log2(a[q]);
         st->off[j] = at;
         for (int r = 0; r < t && r < p->top; r++, at++)
             memcpy(st->rows + (size_t)at * (size_t)p->np, training_set_trial(ts, i, r, NULL),
@@ -116,8 +116,8 @@ static int near_decode(predictor *p, const double *args, const space *sp, predic
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     for (int i = 0; i < st->n; i++) {
         double s = 0;
-        for (int q = 0; q < p->na; q++) {
-            double x = st->lg[(size_t)i * (size_t)p->na + (size_t)q] - near_log2(args[q]);
+        for (int q = 0; q < p->nf; q++) {
+            double x = st->lg[(size_t)i * (size_t)p->nf + (size_t)q] - near_log2(args[q]);
             s += x * x;
         }
         d[i].d = sqrt(s);
@@ -174,8 +174,8 @@ static int near_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *er
     json_t *probs = json_array();
     for (int i = 0; probs && i < st->n; i++) {
         json_t *lg = json_array(), *rows = json_array();
-        for (int q = 0; lg && q < p->na; q++)
-            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->na + (size_t)q]));
+        for (int q = 0; lg && q < p->nf; q++)
+            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->nf + (size_t)q]));
         for (int r = st->off[i]; rows && r < st->off[i + 1]; r++)
             json_array_append_new(rows,
                                   pred_int_array(st->rows + (size_t)r * (size_t)p->np, p->np));
@@ -209,10 +209,10 @@ static int near_load(predictor *p, const json_t *meta, const unsigned char *bin,
     for (int i = 0; i < n; i++) {
         const json_t *o = json_array_get(probs, (size_t)i), *lg = json_object_get(o, "log2_args");
         const json_t *rows = json_object_get(o, "rows");
-        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->na || !json_is_array(rows))
+        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->nf || !json_is_array(rows))
             return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad problem %d", i);
-        for (int q = 0; q < p->na; q++)
-            st->lg[(size_t)i * (size_t)p->na + (size_t)q] =
+        for (int q = 0; q < p->nf; q++)
+            st->lg[(size_t)i * (size_t)p->nf + (size_t)q] =
                 json_number_value(json_array_get(lg, (size_t)q));
         st->off[i] = at;
         for (size_t r = 0; r < json_array_size(rows); r++, at++) {

@@ -60,7 +60,7 @@ static xgbp_state *xgbp_alloc(predictor *p)
     if (!st)
         return NULL;
     p->state = st;
-    st->fdim = problem_features_dim(p->na);
+    st->fdim = problem_features_derived_dim(p->na, p->nd);
     st->b = calloc((size_t)p->np, sizeof *st->b);
     st->voff = calloc((size_t)p->np, sizeof *st->voff);
     for (int q = 0; st->voff && q < p->np; q++) {
@@ -131,8 +131,8 @@ static int xgbp_train(predictor *p, const training_set *ts, uint64_t seed, kt_er
     if (!x || !w || !label)
         goto oom;
     for (int i = 0; i < n; i++) {
-        problem_features(training_set_problem_args(ts, prob[i]), p->na,
-                         x + (size_t)i * (size_t)st->fdim);
+        problem_features_derived(training_set_problem_args(ts, prob[i]), p->na, p->nd,
+                                 x + (size_t)i * (size_t)st->fdim);
         w[i] = (float)pow(p->next_weight, rank[i]);
     }
     if (xgbp_check(XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)st->fdim, NAN, &dm, 1),
@@ -177,11 +177,11 @@ static int xgbp_decode(predictor *p, const double *args, const space *sp, predic
                        int width, int k, int *rows, double *score, kt_error *err)
 {
     xgbp_state *st = p->state;
-    float f[4 * TS_MAX_ARGS + 2];
+    float f[4 * PRED_MAX_FEATS + 2];
     DMatrixHandle dm = NULL;
     int rc = -1;
 
-    problem_features(args, p->na, f);
+    problem_features_derived(args, p->na, p->nd, f);
     if (xgbp_check(XGDMatrixCreateFromMat_omp(f, 1, (bst_ulong)st->fdim, NAN, &dm, 1),
                    "XGDMatrixCreateFromMat", err) < 0)
         goto out;

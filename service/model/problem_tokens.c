@@ -65,6 +65,23 @@ int problem_features_dim(int n_args)
     return 4 * n_args + 2;
 }
 
+int problem_features_derived_dim(int n_args, int n_derived)
+{
+    return problem_features_dim(n_args) + 3 * n_derived;
+}
+
+void problem_features_derived(const double *args, int n_args, int n_derived, float *out)
+{
+    problem_features(args, n_args, out);
+    float *d = out + problem_features_dim(n_args);
+    for (int i = 0; i < n_derived; i++) {
+        double x = args[n_args + i], v = x < 1 ? 1 : x, e = pt_floor_pow2(v);
+        d[3 * i] = (float)pt_log2(v);
+        d[3 * i + 1] = (float)((v - e) / e);
+        d[3 * i + 2] = (float)pt_trailing_zeros(x);
+    }
+}
+
 void problem_features(const double *args, int n_args, float *out)
 {
     double mean = pt_mean_log2(args, n_args), sum = 0, lo = INFINITY, hi = -INFINITY;

@@ -15,6 +15,9 @@
  * fractional position, the number of trailing zero bits of v (capped at 6) and the relative log2;
  * then the sum and the spread (max - min) of the arguments' log2.
  *
+ * The predictors give the problem's arguments followed by its derived values (model/derived.h) as
+ * args, n_args counting both: a derived value is one more token / feature group like an argument.
+ *
  * Pure functions, no allocation, thread-safe. */
 #ifndef KT_MODEL_PROBLEM_TOKENS_H
 #define KT_MODEL_PROBLEM_TOKENS_H
@@ -28,5 +31,11 @@ void problem_tokens(const double *args, int n_args, double *out);
 int problem_features_dim(int n_args);
 /* problem_features_dim(n_args) floats into out. */
 void problem_features(const double *args, int n_args, float *out);
+/* With derived values: args holds n_args arguments then n_derived derived values; the row is
+ * problem_features of the arguments alone (unchanged by the derived values), then per derived value
+ * its log2, fractional position and trailing zero bits (capped at 6):
+ * problem_features_derived_dim = 4 * n_args + 2 + 3 * n_derived floats. */
+int problem_features_derived_dim(int n_args, int n_derived);
+void problem_features_derived(const double *args, int n_args, int n_derived, float *out);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "core/array.h"
 #include "core/hash.h"
+#include "model/derived.h"
 
 typedef struct ts_problem {
     json_t *problem; /* canonical: every argument in arg order */
@@ -26,6 +27,7 @@ struct training_set {
     json_t *params, *arg_names;
     int np, na;
     int *nv;
+    derived *dv; /* NULL: no derived features */
     ts_problem *probs;
     size_t n, cap;
 };
@@ -167,6 +169,7 @@ void training_set_free(training_set *ts)
         ts_problem_release(&ts->probs[i]);
     free(ts->probs);
     free(ts->nv);
+    derived_free(ts->dv);
     json_decref(ts->params);
     json_decref(ts->arg_names);
     free(ts);
@@ -210,14 +213,40 @@ int training_set_args_of(const training_set *ts, const json_t *problem, double *
     return training_set_args_from(ts->arg_names, problem, out, err);
 }
 
+int training_set_set_derived(training_set *ts, const json_t *desc, kt_error *err)
+{
+    if (ts->n > 0)
+        return kt_error_set(err, KT_ERR_INTERNAL, "training_set_set_derived after a problem");
+    derived *d = desc ? derived_new(desc, ts->arg_names, err) : NULL;
+    if (desc && !d)
+        return -1;
+    derived_free(ts->dv);
+    ts->dv = derived_count(d) > 0 ? d : NULL;
+    if (!ts->dv)
+        derived_free(d);
+    return 0;
+}
+
+const json_t *training_set_derived(const training_set *ts)
+{
+    return derived_desc(ts->dv);
+}
+
+int training_set_num_derived(const training_set *ts)
+{
+    return derived_count(ts->dv);
+}
+
 int training_set_add_problem(training_set *ts, const json_t *problem, kt_error *err)
 {
-    double args[TS_MAX_ARGS];
+    double args[TS_MAX_ARGS + DERIVED_MAX];
     ts_problem pr;
     int rc = -1;
 
     memset(&pr, 0, sizeof pr);
-    if (training_set_args_of(ts, problem, args, err) < 0)
+    int nf = ts->na + derived_count(ts->dv);
+    if (training_set_args_of(ts, problem, args, err) < 0 ||
+        derived_eval(ts->dv, args, args + ts->na, err) < 0)
         goto out;
     if (!(pr.problem = json_object()))
         goto oom;
@@ -241,10 +270,10 @@ int training_set_add_problem(training_set *ts, const json_t *problem, kt_error *
                      TS_MAX_PROBLEMS);
         goto out;
     }
-    if (!(pr.args = malloc((size_t)ts->na * sizeof *pr.args)) ||
+    if (!(pr.args = malloc((size_t)nf * sizeof *pr.args)) ||
         KT_ARRAY_GROW(ts->probs, ts->cap, ts->n + 1, TS_MAX_PROBLEMS) < 0)
         goto oom;
-    memcpy(pr.args, args, (size_t)ts->na * sizeof *pr.args);
+    memcpy(pr.args, args, (size_t)nf * sizeof *pr.args);
     ts->probs[ts->n] = pr;
     memset(&pr, 0, sizeof pr);
     rc = (int)ts->n++;
@@ -513,6 +542,9 @@ int training_set_split(const training_set *ts, double test_fraction, uint64_t se
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
+    if (training_set_set_derived(*train, training_set_derived(ts), err) < 0 ||
+        training_set_set_derived(*test, training_set_derived(ts), err) < 0)
+        goto out;
     uint64_t h0 = kt_fnv1a(KT_FNV1A_OFFSET, &seed, sizeof seed);
     for (size_t i = 0; i < n; i++) {
         rank[i].h = kt_fnv1a(h0, ts->probs[i].key, strlen(ts->probs[i].key));

@@ -33,8 +33,16 @@ training_set *training_set_new(const json_t *params, const json_t *arg_names, kt
 /* The same parameters as sp (space_param_name / space_param_value_json). */
 training_set *training_set_new_from_space(const space *sp, const json_t *arg_names, kt_error *err);
 void training_set_free(training_set *ts);
+/* Derived features (model/derived.h: [{"name", "expr"}] of the problem arguments, e.g. the spec's
+ * buffer element counts and FLOPs; kernel_spec_derived_json builds it), evaluated for every problem
+ * added from then on; NULL or [] for none (the default). Only before the first problem
+ * (KT_ERR_INTERNAL after); errors as derived_new. Splits carry them. */
+int training_set_set_derived(training_set *ts, const json_t *desc, kt_error *err);
+const json_t *training_set_derived(const training_set *ts); /* borrowed; NULL: none */
+int training_set_num_derived(const training_set *ts);
 /* Adds a problem (object with every argument as a finite number, no other key); returns its
- * index, or -1 with err (KT_ERR_BAD_PROBLEM naming the argument; KT_ERR_OUT_OF_RANGE past
+ * index, or -1 with err (KT_ERR_BAD_PROBLEM naming the argument or the derived feature that
+ * cannot be evaluated; KT_ERR_OUT_OF_RANGE past
  * TS_MAX_PROBLEMS). The same problem (same canonical arguments) added twice returns the first
  * index. */
 int training_set_add_problem(training_set *ts, const json_t *problem, kt_error *err);
@@ -50,7 +58,8 @@ const json_t *training_set_params(const training_set *ts);           /* borrowed
 const json_t *training_set_arg_names(const training_set *ts);        /* borrowed */
 const json_t *training_set_problem(const training_set *ts, int p);   /* borrowed */
 const char *training_set_problem_key(const training_set *ts, int p); /* compact, sorted keys */
-/* Problem p's arguments as numbers, in arg_names order (training_set_num_args of them). */
+/* Problem p's arguments as numbers, in arg_names order (training_set_num_args of them), followed by
+ * its derived values (training_set_num_derived of them). */
 const double *training_set_problem_args(const training_set *ts, int p);
 /* The arguments of any problem object in arg_names order into out (num_args doubles); 0, or -1
  * with err (KT_ERR_BAD_PROBLEM) as training_set_add_problem would refuse it. */

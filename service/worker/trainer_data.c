@@ -105,8 +105,15 @@ training_set *trainer_training_set(const trainer_target *t, const model_claim *m
                                    const model_training_data *data, int *added, kt_error *err)
 {
     json_t *names = arg_names(t, m->kernel);
+    const kernel_spec *k = catalog_find_kernel(t->cat, m->kernel);
+    json_t *derived = k ? kernel_spec_derived_json(k) : NULL; /* model/derived.h */
     training_set *ts = training_set_new_from_space(t->def.sp, names, err);
+    if (ts && training_set_set_derived(ts, derived, err) < 0) {
+        training_set_free(ts);
+        ts = NULL;
+    }
     json_decref(names);
+    json_decref(derived);
     *added = 0;
     for (int i = 0; ts && i < data->n; i++) {
         const model_trial_row *row = &data->rows[i];

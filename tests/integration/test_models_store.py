@@ -127,7 +127,7 @@ class ModelsStoreTest(unittest.TestCase):
         self.assertEqual(m["status"], "ready", m)
         self.assertEqual((m["attempts"], m["runner"], m["error"]), (1, None, None))
         self.assertGreater(m["size_bytes"], 0)
-        self.assertEqual(m["format_version"], 1)
+        self.assertEqual(m["format_version"], 2)  # PREDICTOR_FORMAT_VERSION (model/predictor.h)
         t = m["training"]
         self.assertEqual(t["problems"], len(PROBLEMS))
         self.assertEqual(t["train_problems"] + t["test_problems"], len(PROBLEMS))

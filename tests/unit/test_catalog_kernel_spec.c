@@ -206,6 +206,13 @@ static void problems_are_validated(void **state)
     json_decref(canon);
     assert_int_equal(kernel_spec_problem(k, NULL, &p, &err), 0);
     assert_int_equal(p.values[1], 4);
+    /* the predictors' derived features: every buffer's elements, then the flops */
+    json_t *dj = kernel_spec_derived_json(k);
+    text = json_dumps(dj, JSON_COMPACT);
+    assert_string_equal(text, "[{\"name\":\"x\",\"expr\":\"n*m\"},{\"name\":\"y\",\"expr\":"
+                              "\"n*m\"},{\"name\":\"flops\",\"expr\":\"2*n*m\"}]");
+    free(text);
+    json_decref(dj);
     kernel_spec_free(k);
 }
 

@@ -226,12 +226,15 @@ static void refusals(void **state)
     strbuf b;
     strbuf_init(&b, 1 << 24);
     assert_int_equal(predictor_save(p, &b, &err), 0);
-    assert_true(strncmp(b.data, "ktune-model 1 common\n", 21) == 0);
+    assert_true(strncmp(b.data, "ktune-model 2 common\n", 21) == 0);
     b.data[12] = '9';
     assert_null(predictor_load((unsigned char *)b.data, b.len, &err));
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
-    assert_string_equal(err.message, "model format 9, this build reads 1");
-    b.data[12] = '1';
+    assert_string_equal(err.message, "model format 9, this build reads 1-2");
+    b.data[12] = '0';
+    assert_null(predictor_load((unsigned char *)b.data, b.len, &err));
+    assert_string_equal(err.message, "model format 0, this build reads 1-2");
+    b.data[12] = '2';
     b.data[0] = 'x';
     assert_null(predictor_load((unsigned char *)b.data, b.len, &err));
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
