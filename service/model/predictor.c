@@ -554,3 +554,29 @@ out:
     json_decref(meta);
     return p;
 }
+
+json_t *pred_int_array(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) {
+        if (json_array_append_new(a, json_integer(v[i])) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+int pred_read_ints(const json_t *a, int n, const int *lim, int *out)
+{
+    if (!json_is_array(a) || json_array_size(a) != (size_t)n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= (lim ? lim[i] : 1 << 30))
+            return -1;
+        out[i] = (int)json_integer_value(v);
+    }
+    return 0;
+}

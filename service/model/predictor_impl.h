@@ -79,4 +79,10 @@ int pred_put_blob(strbuf *bin, const void *data, size_t n);
 int pred_get_blob(const unsigned char *bin, size_t len, size_t *pos, const unsigned char **data,
                   size_t *n, kt_error *err);
 
+/* Value-index rows in a model's meta: n integers as a JSON array (new reference, NULL when out of
+ * memory), and back: pred_read_ints reads an array of n integers each in [0, lim[i]) (lim NULL:
+ * >= 0) into out; 0, or -1 when a is not such an array. */
+json_t *pred_int_array(const int *v, int n);
+int pred_read_ints(const json_t *a, int n, const int *lim, int *out);
+
 #endif

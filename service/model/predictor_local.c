@@ -208,10 +208,8 @@ static int local_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *e
         for (int q = 0; lg && q < p->nf; q++)
             json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->nf + (size_t)q]));
         for (int r = st->off[i]; rows && rat && r < st->off[i + 1]; r++) {
-            json_t *row = json_array();
-            for (int q = 0; row && q < p->np; q++)
-                json_array_append_new(row, json_integer(st->rows[(size_t)r * (size_t)p->np + q]));
-            json_array_append_new(rows, row);
+            json_array_append_new(rows,
+                                  pred_int_array(st->rows + (size_t)r * (size_t)p->np, p->np));
             json_array_append_new(rat, json_real(st->rat[r]));
         }
         json_t *o = lg && rows && rat
@@ -252,18 +250,11 @@ static int local_load(predictor *p, const json_t *meta, const unsigned char *bin
                 json_number_value(json_array_get(lg, (size_t)q));
         st->off[i] = at;
         for (size_t r = 0; r < json_array_size(rows); r++, at++) {
-            const json_t *row = json_array_get(rows, r);
             double x = json_number_value(json_array_get(rat, r));
-            if (!json_is_array(row) || json_array_size(row) != (size_t)p->np || !(x >= 1) ||
-                !isfinite(x))
+            if (!(x >= 1) || !isfinite(x) ||
+                pred_read_ints(json_array_get(rows, r), p->np, p->nv,
+                               st->rows + (size_t)at * (size_t)p->np) < 0)
                 return kt_error_set(err, KT_ERR_BAD_REQUEST, "local model: bad row");
-            for (int q = 0; q < p->np; q++) {
-                const json_t *v = json_array_get(row, (size_t)q);
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) >= p->nv[q])
-                    return kt_error_set(err, KT_ERR_BAD_REQUEST, "local model: bad row");
-                st->rows[(size_t)at * (size_t)p->np + (size_t)q] = (int)json_integer_value(v);
-            }
             st->rat[at] = x;
         }
     }
