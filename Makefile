@@ -42,8 +42,11 @@ rooms-check: deps
 	@python3 tools/check_rooms.py --rules $(BUILD)/room_rules.txt --root .
 
 # Benchmarks: speed figures as ratios against references measured in the same run.
+# The script benches (tests/bench/bench_*.py: several million trials, tune bursts) run after the
+# C ones, each against a real ktuned.
 bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
+	@for s in tests/bench/bench_*.py; do echo "== $$s" && python3 "$$s" --ktuned $(BUILD)/ktuned --source-dir . || exit 1; done
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
