@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Bench: a database of several million trials stays fast to page and to look up (issue 11,
 Scale-out). A real ktuned on an external PostgreSQL (bench_pg.PgServer, --database-url) whose tables
-are filled with SQL (tests/bench/fill_trials.sql): one job of --big-job trials (default 1,000,000)
-and --jobs finished jobs of 1,000 trials (default 3,000: 4 M trials in all), VACUUM ANALYZEd; one
-short replay job gives /v1/best a real entry. Then, on one keep-alive connection, each request
+are filled with SQL (tests/bench/fill_trials.sql): one job of --big-job trials (default 1,000,000),
+--jobs finished jobs of 1,000 trials (default 3,000: 4 M trials in all), and --small-jobs jobs of 2
+trials (default 100,000: as many best-table entries), VACUUM ANALYZEd; one short replay job gives
+/v1/best a real entry. Then, on one keep-alive connection, each request
 --repeat times: GET /v1/jobs/{big}/trials?after=N (the first, middle and last page of the big job,
 JSON and compact, 1,000 rows), GET /v1/jobs (first page, a page deep in the list, by status),
 GET /v1/jobs/{big}, GET /v1/best (hit), GET /v1/best/entries, GET /metrics and GET /healthz as the
@@ -50,6 +51,8 @@ def main():
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--jobs", type=int, default=3000, help="finished jobs of 1,000 trials [3000]")
     ap.add_argument("--big-job", type=int, default=1000000, help="trials of the one big job [1000000]")
+    ap.add_argument("--small-jobs", type=int, default=100000,
+                    help="jobs of 2 trials, each a problem of its own: best-table entries [100000]")
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
     fill_sql = os.path.join(args.source_dir, "tests", "bench", "fill_trials.sql")
@@ -64,17 +67,20 @@ def main():
             t0 = time.time()
             pg.psql("SELECT pg_temp.ktune_bench_fill(1, %d, 1)" % args.big_job, file=fill_sql)
             pg.psql("SELECT pg_temp.ktune_bench_fill(%d, 1000, 2)" % args.jobs, file=fill_sql)
+            if args.small_jobs:
+                pg.psql("SELECT pg_temp.ktune_bench_fill(%d, 2, 3)" % args.small_jobs, file=fill_sql)
             pg.psql("VACUUM (ANALYZE) jobs, trials, best")
             fill_s = time.time() - t0
             n_trials = int(pg.psql("SELECT count(*) FROM trials"))
             n_jobs = int(pg.psql("SELECT count(*) FROM jobs"))
             size = pg.psql("SELECT pg_size_pretty(pg_total_relation_size('trials'))")
+            n_best = int(pg.psql("SELECT count(*) FROM best"))
             big = int(pg.psql("SELECT id FROM jobs WHERE trials_done = %d ORDER BY id LIMIT 1" % args.big_job))
             lo, hi = map(int, pg.psql("SELECT min(done_seq) || ' ' || max(done_seq) FROM trials WHERE job_id = %d"
                                       % big).split())
             mid_id = int(pg.psql("SELECT id FROM jobs ORDER BY id OFFSET %d LIMIT 1" % (n_jobs // 2)))
-            print("tables: %d trials (%s with indexes), %d jobs; big job %d has %d trials; filled in %.0f s"
-                  % (n_trials, size, n_jobs, big, args.big_job, fill_s))
+            print("tables: %d trials (%s with indexes), %d jobs, %d best entries; big job %d has %d trials;"
+                  " filled in %.0f s" % (n_trials, size, n_jobs, n_best, big, args.big_job, fill_s))
             print("%-58s %9s %9s %10s" % ("request (%d times each, one keep-alive connection)" % args.repeat,
                                          "median ms", "p90 ms", "bytes"))
             conn = http.client.HTTPConnection(k.address, timeout=120)
@@ -106,7 +112,10 @@ def main():
                 ("GET /v1/jobs?status=succeeded&limit=500", "/v1/jobs?status=succeeded&limit=500", jobs_n(500, n_jobs)),
                 ("GET /v1/best (hit)", "/v1/best?" + q, lambda b: b.get("source") == "measured" or
                  (_ for _ in ()).throw(AssertionError(b))),
-                ("GET /v1/best/entries", "/v1/best/entries", any_ok),
+                ("GET /v1/best/entries (newest 50)", "/v1/best/entries", any_ok),
+                ("GET /v1/best/entries?kernel=gemm", "/v1/best/entries?kernel=gemm", any_ok),
+                ("GET /v1/best/entries?kernel=gemm&device_class=bench-gpu",
+                 "/v1/best/entries?kernel=gemm&device_class=bench-gpu", any_ok),
                 ("GET /metrics", "/metrics", None),
             ]
             for title, path, check in cases:
