@@ -157,6 +157,10 @@ class Checker:
             if KINDS[kind][1] and d["metadata"].get("namespace") not in namespaces:
                 self.err(where, "metadata.namespace %r is not a Namespace defined here"
                          % d["metadata"].get("namespace"))
+            if kind in ("ConfigMap", "Secret"):
+                for key in list(d.get("data") or {}) + list(d.get("stringData") or {}):
+                    if key.startswith("KTUNE_") and key not in envs:
+                        self.err(where, "key %r is not a ktuned setting" % key)
         workloads = {k: v for k, v in objs.items() if k[0] in WORKLOADS}
         for (kind, name), (fname, d) in workloads.items():
             self.check_workload("%s: %s/%s" % (fname, kind, name), kind, d, objs, envs, settings)
@@ -465,6 +469,10 @@ BREAKS = [
     ("an env name that is no ktuned setting", "KTUNE_WORKER_COUNT",
      lambda r: edit_yaml(r, "deploy/k8s/config.yaml", lambda d: d[0]["data"]
                          .update({"KTUNE_WORKER_COUNT": "2"}))),
+    ("a container env name that is no ktuned setting", "'KTUNE_WORKER'",
+     lambda r: replace_text(r, "deploy/k8s/worker-gpu.yaml", "- name: KTUNE_WORKERS", "- name: KTUNE_WORKER")),
+    ("a compose env name that is no ktuned setting", "KTUNE_LISTEN_ADDR",
+     lambda r: replace_text(r, "deploy/compose.yaml", "  KTUNE_LISTEN: 0.0.0.0:8080", "  KTUNE_LISTEN_ADDR: 0.0.0.0:8080")),
     ("a bad --role", "--role",
      lambda r: edit_yaml(r, "deploy/k8s/worker-cpu.yaml", lambda d: first_container(d, "Deployment")
                          .update({"args": ["--role", "measurer"]}))),
