@@ -1,12 +1,16 @@
 /* Bench of the database cost per trial as the tables grow (issue 11, "Database cost per trial flat
- * as data grows"): the per-trial work of one job's life — trial_store_insert_batch (a batch of 8),
- * trial_store_claim and trial_store_complete for each trial, trial_store_load of the batch — timed
- * with the real store functions on a real (embedded, temporary) PostgreSQL, first with 1,000
- * trials in the tables and then, in the same run, after filling them to 200,000 (and optionally
- * more: argv[1] = the larger size) with tests/bench/fill_trials.sql (SQL generate_series: finished
- * jobs, trials and best rows of realistic shape), ANALYZEd as autovacuum would. Prints ms/trial per
- * operation at each size, the ratio large/small, and the plans of the per-trial queries at the
- * large size. Asserts nothing (a timed figure, not a test). About a minute. */
+ * as data grows"): the per-trial work of a job's life — trial_store_insert_batch (a batch of 8),
+ * trial_store_claim and trial_store_complete for each trial, trial_store_load of the batch — with
+ * the real store functions on a real PostgreSQL (embedded, in a temporary folder), in one run, at
+ * two sizes: two databases of the one server, "ktune" with 1,000 trials in its tables and
+ * "ktune_large" with 200,000 (argv[1] sets another large size), filled by SQL generate_series
+ * (tests/bench/fill_trials.sql: finished jobs, trials and best rows of realistic shape) and VACUUM
+ * ANALYZEd as autovacuum would. Rounds of 96 trials (a fresh job each) alternate between the two
+ * databases, so that changes of the machine's load hit both sizes alike. Prints ms per trial per
+ * operation (median and fastest round) at each size and the ratio large/small; the buffer accesses
+ * per trial at each size (pg_stat_database), a measure of the database's work that other load on
+ * the machine does not change; and the plans of the per-trial queries at the large size. Asserts
+ * nothing (a figure, not a test). One to two minutes. */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +83,19 @@ static int fill(PGconn *c, long long n, int tag)
     if (sql_ll(c, q) != (n / per) * per)
         return -1;
     return run_sql(c, "VACUUM (ANALYZE) jobs, trials, best");
+}
+
+/* Buffer accesses (shared blocks hit or read) of the database so far, as the statistics collector
+ * has them once this session flushed its own counters: a measure of the database's work that the
+ * machine's other load does not change, unlike time. Autovacuum is off in the bench's databases
+ * (main), so only the bench's own sessions count. -1 on error. */
+static long long blocks_touched(PGconn *c)
+{
+    if (run_sql(c, "SELECT pg_stat_force_next_flush()") < 0 ||
+        run_sql(c, "SELECT pg_stat_clear_snapshot()") < 0)
+        return -1;
+    return sql_ll(c, "SELECT blks_hit + blks_read FROM pg_stat_database"
+                     " WHERE datname = current_database()");
 }
 
 /* A running job of its own problem, as the runner has it after job_store_claim. */
@@ -269,7 +286,10 @@ static PGconn *open_db(pg_cluster *cluster, PGconn *admin, const char *dbname, d
     PGconn *c = *pool ? db_acquire(*pool, 5000, err) : NULL;
     int n_migs = 0;
     const migration *migs = migrate_builtin(&n_migs);
-    if (c && (migrate_apply(c, migs, n_migs, err) < 0 || run_sql(c, fill_sql) < 0)) {
+    if (c && (migrate_apply(c, migs, n_migs, err) < 0 || run_sql(c, fill_sql) < 0 ||
+              run_sql(c, "ALTER TABLE trials SET (autovacuum_enabled = false)") < 0 ||
+              run_sql(c, "ALTER TABLE jobs SET (autovacuum_enabled = false)") < 0 ||
+              run_sql(c, "ALTER TABLE best SET (autovacuum_enabled = false)") < 0)) {
         db_release(*pool, c);
         c = NULL;
     }
@@ -326,8 +346,11 @@ int main(int argc, char **argv)
     printf("database time per trial (ms): insert_batch/%d + claim + complete + load/%d; rounds of "
            "%d trials (a fresh job each), %d per size alternating\n",
            BATCH, BATCH, MEASURED_TRIALS, ROUNDS);
+    long long s_blocks = blocks_touched(sc), l_blocks = blocks_touched(lc);
     if (measure(sc, lc, &round_no, &small, &big, &small_min, &big_min) < 0)
         goto out;
+    s_blocks = blocks_touched(sc) - s_blocks;
+    l_blocks = blocks_touched(lc) - l_blocks;
     long long s_to = sql_ll(sc, "SELECT count(*) FROM trials");
     long long l_to = sql_ll(lc, "SELECT count(*) FROM trials");
     printf("median round:\n");
@@ -338,6 +361,10 @@ int main(int argc, char **argv)
     printf("ratio large/small: insert %.2f, claim %.2f, complete %.2f, load %.2f, total %.2f\n",
            big.insert / small.insert, big.claim / small.claim, big.complete / small.complete,
            big.load / small.load, total(&big) / total(&small));
+    double per = (double)ROUNDS * MEASURED_TRIALS;
+    printf("buffer accesses per trial (pg_stat_database blks_hit + blks_read over all rounds; "
+           "independent of the machine's load): small %.1f, large %.1f, ratio %.2f\n",
+           (double)s_blocks / per, (double)l_blocks / per, (double)l_blocks / (double)s_blocks);
     printf("fastest round (least disturbed by other load on the machine):\n");
     printf("%-6s %15s  %8s  %8s  %8s  %8s  %9s\n", "size", "trials in tables", "insert", "claim",
            "complete", "load", "total");
