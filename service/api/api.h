@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "core/config.h"
 #include "http/server.h"
+#include "lookup/best_cache.h"
 #include "store/db.h"
 #include "worker/model_cache.h"
 #include "worker/worker.h"
@@ -23,6 +24,7 @@ typedef struct api_context {
     worker_system *workers;
     http_server *http;   /* for the server's own metrics */
     model_cache *models; /* the process's loaded models and predictions (worker/model_cache.h) */
+    best_cache *best;    /* GET /v1/best answers (lookup/best_cache.h); NULL: no cache */
 } api_context;
 
 const http_route *api_routes(void);

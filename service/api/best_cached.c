@@ -1,0 +1,92 @@
+/* api/best_cached — see best_cached.h. */
+#include "api/best_cached.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int append(char *buf, size_t cap, size_t *len, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > cap)
+        return -1;
+    memcpy(buf + *len, s, n + 1); /* the NUL is the separator */
+    *len += n + 1;
+    return 0;
+}
+
+size_t best_request_key(char *buf, size_t cap, const char *kernel, const char *device, char source,
+                        int nearest, long long k, const best_param *params, int n_params)
+{
+    char opts[48];
+    int order[64];
+    size_t len = 0;
+    if (n_params < 0 || n_params > (int)(sizeof order / sizeof order[0]))
+        return 0;
+    snprintf(opts, sizeof opts, "%c%c%lld", source, nearest ? 'n' : '-', k);
+    if (append(buf, cap, &len, kernel) < 0 || append(buf, cap, &len, device) < 0 ||
+        append(buf, cap, &len, opts) < 0)
+        return 0;
+    /* Insertion sort by name (a few arguments; names are unique: repeated ones are not cached). */
+    for (int i = 0; i < n_params; i++) {
+        int j = i;
+        while (j > 0 && strcmp(params[order[j - 1]].name, params[i].name) > 0) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    for (int i = 0; i < n_params; i++) {
+        const best_param *p = &params[order[i]];
+        if (append(buf, cap, &len, p->name) < 0 || append(buf, cap, &len, p->value) < 0)
+            return 0;
+    }
+    return len;
+}
+
+/* Sets res's status, type and body (body taken over), keeping headers added before. */
+static void set_reply(http_response *res, int status, char *body, size_t len)
+{
+    free(res->content_type);
+    free(res->body);
+    res->status = status;
+    res->content_type = strdup("application/json");
+    res->body = body;
+    res->body_len = len;
+    if (!res->content_type) {
+        free(res->body);
+        res->body = NULL;
+        res->body_len = 0;
+        res->status = 500;
+    }
+}
+
+static void add_etag(const http_request *req, http_response *res, const char *etag)
+{
+    http_response_add_header(res, "ETag", etag);
+    http_response_add_header(res, "Cache-Control", "no-cache");
+    if (best_cache_etag_matches(http_header(req, "If-None-Match"), etag)) {
+        /* 304: the headers a 200 would have had, no body */
+        free(res->body);
+        res->body = NULL;
+        res->body_len = 0;
+        res->status = 304;
+    }
+}
+
+void best_reply_cached(const http_request *req, http_response *res, best_cache_hit *hit)
+{
+    set_reply(res, hit->status, hit->body, hit->body_len);
+    hit->body = NULL;
+    if (res->status == 200)
+        add_etag(req, res, hit->etag);
+}
+
+void best_reply_etag(const http_request *req, http_response *res)
+{
+    if (res->status != 200 || !res->body)
+        return;
+    char etag[32];
+    best_cache_etag(res->body, res->body_len, etag);
+    add_etag(req, res, etag);
+}
