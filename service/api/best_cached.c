@@ -1,7 +1,6 @@
 /* api/best_cached — see best_cached.h. */
 #include "api/best_cached.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +17,21 @@ static int append(char *buf, size_t cap, size_t *len, const char *s)
 size_t best_request_key(char *buf, size_t cap, const char *kernel, const char *device, char source,
                         int nearest, long long k, const best_param *params, int n_params)
 {
-    char opts[48];
+    char opts[32];
     int order[64];
     size_t len = 0;
-    if (n_params < 0 || n_params > (int)(sizeof order / sizeof order[0]))
+    if (n_params < 0 || n_params > (int)(sizeof order / sizeof order[0]) || k < 0)
         return 0;
-    snprintf(opts, sizeof opts, "%c%c%lld", source, nearest ? 'n' : '-', k);
+    /* "<source><fallback><k>", written by hand: this runs on every lookup */
+    char digits[24];
+    int nd = 0;
+    for (unsigned long long v = (unsigned long long)k; nd == 0 || v; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    opts[0] = source;
+    opts[1] = nearest ? 'n' : '-';
+    for (int i = 0; i < nd; i++)
+        opts[2 + i] = digits[nd - 1 - i];
+    opts[2 + nd] = '\0';
     if (append(buf, cap, &len, kernel) < 0 || append(buf, cap, &len, device) < 0 ||
         append(buf, cap, &len, opts) < 0)
         return 0;
@@ -61,10 +69,24 @@ static void set_reply(http_response *res, int status, char *body, size_t len)
     }
 }
 
+/* The ETag and Cache-Control lines, appended to the headers res holds (written directly: the
+ * etag is ours, quoted hex, so there is nothing to check; this runs on every lookup). */
+static void add_etag_headers(http_response *res, const char *etag)
+{
+    static const char pre[] = "ETag: ", post[] = "\r\nCache-Control: no-cache\r\n";
+    size_t had = res->extra_headers ? strlen(res->extra_headers) : 0, n = strlen(etag);
+    char *h = realloc(res->extra_headers, had + sizeof pre - 1 + n + sizeof post);
+    if (!h)
+        return; /* no ETag: the reply is still right, only not revalidatable */
+    memcpy(h + had, pre, sizeof pre - 1);
+    memcpy(h + had + sizeof pre - 1, etag, n);
+    memcpy(h + had + sizeof pre - 1 + n, post, sizeof post);
+    res->extra_headers = h;
+}
+
 static void add_etag(const http_request *req, http_response *res, const char *etag)
 {
-    http_response_add_header(res, "ETag", etag);
-    http_response_add_header(res, "Cache-Control", "no-cache");
+    add_etag_headers(res, etag);
     if (best_cache_etag_matches(http_header(req, "If-None-Match"), etag)) {
         /* 304: the headers a 200 would have had, no body */
         free(res->body);
