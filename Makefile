@@ -44,6 +44,7 @@ rooms-check: deps
 # Benchmarks: speed figures as ratios against references measured in the same run.
 bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
+	@echo "== tests/bench/bench_best_wrk.py" && python3 tests/bench/bench_best_wrk.py --ktuned $(BUILD)/ktuned --source-dir .
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
