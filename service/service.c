@@ -194,6 +194,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
      * LISTENs (and keeps true from then on). */
     if (cfg->best_cache_entries > 0) {
         svc->best = best_cache_new((size_t)cfg->best_cache_entries, SERVICE_BEST_CACHE_BYTES);
+        api_best_cache_init(svc->best);
         svc->best_listen = svc->best ? best_listen_start(svc->best, svc->conninfo, err) : NULL;
         if (!svc->best_listen) {
             if (!svc->best)

@@ -28,5 +28,8 @@ typedef struct api_context {
 } api_context;
 
 const http_route *api_routes(void);
+/* Makes the /v1/best cache keep each answer as a reply prepared for the server (sent with no copy);
+ * call once after best_cache_new, before the server starts. */
+void api_best_cache_init(best_cache *c);
 
 #endif

@@ -24,6 +24,7 @@
 #include "api/api_internal.h"
 #include "api/best_cached.h"
 #include "api/best_nearest.h"
+#include "http/prepared.h"
 #include "api/handlers.h"
 
 #define BEST_LIST_DEFAULT     100
@@ -283,6 +284,7 @@ static int from_cache(api_context *svc, const http_request *req, http_response *
         return 0;
     if (q->tune_on_miss && !(hit.flags & BEST_CACHE_MEASURED)) {
         free(hit.body);
+        http_prepared_release(hit.attach);
         return 0;
     }
     best_reply_cached(req, res, &hit);
@@ -390,7 +392,7 @@ store:
     flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);
     if (qlen && flags >= 0 && (res->status == 200 || res->status == 404) && res->body)
         best_cache_put(svc->best, &ticket, qkey, qlen, &key_only.key, (unsigned)flags, res->status,
-                       res->body, res->body_len);
+                       res->body, res->body_len, best_prepare(res));
     best_reply_etag(req, res);
     goto out;
 fail:

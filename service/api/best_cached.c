@@ -1,8 +1,28 @@
 /* api/best_cached — see best_cached.h. */
 #include "api/best_cached.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "api/api.h"
+#include "http/prepared.h"
+
+static void prepared_retain(void *p)
+{
+    http_prepared_retain(p);
+}
+
+static void prepared_release(void *p)
+{
+    http_prepared_release(p);
+}
+
+void api_best_cache_init(best_cache *c)
+{
+    if (c)
+        best_cache_set_attach_ops(c, prepared_retain, prepared_release);
+}
 
 static int append(char *buf, size_t cap, size_t *len, const char *s)
 {
@@ -96,8 +116,35 @@ static void add_etag(const http_request *req, http_response *res, const char *et
     }
 }
 
+void *best_prepare(const http_response *res)
+{
+    char headers[128];
+    size_t n = 0;
+    if (res->status == 200) {
+        char etag[32];
+        best_cache_etag(res->body, res->body_len, etag);
+        n = (size_t)snprintf(headers, sizeof headers, "ETag: %s\r\nCache-Control: no-cache\r\n",
+                             etag);
+    }
+    return http_prepared_new(res->status, "application/json", n ? headers : NULL, res->body,
+                             res->body_len);
+}
+
 void best_reply_cached(const http_request *req, http_response *res, best_cache_hit *hit)
 {
+    if (hit->attach) {
+        const char *inm = hit->status == 200 ? http_header(req, "If-None-Match") : NULL;
+        if (!inm || !best_cache_etag_matches(inm, hit->etag)) {
+            http_reply_prepared(res, hit->attach); /* the reply made once, sent as it is */
+            hit->attach = NULL;
+            return;
+        }
+        http_prepared_release(hit->attach); /* a 304: made here, it has no body */
+        hit->attach = NULL;
+        set_reply(res, 304, NULL, 0);
+        add_etag(req, res, hit->etag);
+        return;
+    }
     set_reply(res, hit->status, hit->body, hit->body_len);
     hit->body = NULL;
     if (res->status == 200)

@@ -23,8 +23,13 @@ typedef struct best_param {
 size_t best_request_key(char *buf, size_t cap, const char *kernel, const char *device, char source,
                         int nearest, long long k, const best_param *params, int n_params);
 
-/* Replies with a cached entry (hit->body is taken over): a 200 with its ETag, or 304 when
- * If-None-Match names it; a negative entry as the 404 it was. */
+/* The reply res holds (a fresh 200 or 404, before best_reply_etag) prepared once for the server,
+ * with its ETag and Cache-Control for a 200: an attachment for best_cache_put; NULL when out of
+ * memory (the entry is then stored without one and replies are built from its body). */
+void *best_prepare(const http_response *res);
+
+/* Replies with a cached entry (hit->attach or hit->body is taken over): a 200 with its ETag, or 304
+ * when If-None-Match names it; a negative entry as the 404 it was. */
 void best_reply_cached(const http_request *req, http_response *res, best_cache_hit *hit);
 
 /* Adds the ETag of res's fresh 200 body (and Cache-Control: no-cache: clients revalidate), and

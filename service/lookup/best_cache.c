@@ -31,6 +31,7 @@ typedef struct bc_entry {
     int status;
     size_t qlen, body_len, cost;
     char *qkey, *problem_key, *body; /* one allocation with the entry */
+    void *attach;                    /* one reference, or NULL */
     char etag[32];
 } bc_entry;
 
@@ -54,6 +55,8 @@ struct best_cache {
     _Atomic uint64_t stripe_gen[BC_STRIPES];
     _Atomic uint64_t hits, misses, fills, fills_dropped, invalidated, flushes, evicted;
     _Atomic int synced;
+    void (*retain)(void *);
+    void (*release)(void *);
 };
 
 static size_t pow2_at_least(size_t n)
@@ -179,7 +182,15 @@ static void entry_remove(best_cache *c, bc_entry *e)
     }
     c->count--;
     c->bytes -= e->cost;
+    if (e->attach && c->release)
+        c->release(e->attach);
     free(e);
+}
+
+void best_cache_set_attach_ops(best_cache *c, void (*retain)(void *), void (*release)(void *))
+{
+    c->retain = retain;
+    c->release = release;
 }
 
 int best_cache_get(best_cache *c, const char *qkey, size_t qlen, best_cache_hit *out)
@@ -189,7 +200,15 @@ int best_cache_get(best_cache *c, const char *qkey, size_t qlen, best_cache_hit 
     memset(out, 0, sizeof *out);
     pthread_rwlock_rdlock(&c->lock);
     bc_entry *e = *entry_slot(c, qkey, qlen, h);
-    if (e) {
+    if (e && e->attach && c->retain) {
+        c->retain(e->attach); /* no copy: the attachment is the reply */
+        out->attach = e->attach;
+        out->body_len = e->body_len;
+        out->status = e->status;
+        out->flags = e->flags;
+        memcpy(out->etag, e->etag, sizeof out->etag);
+        rc = 1;
+    } else if (e) {
         out->body = malloc(e->body_len + 1);
         if (out->body) {
             memcpy(out->body, e->body, e->body_len);
@@ -292,7 +311,7 @@ static int entry_link(best_cache *c, bc_entry *e, const char *gkey, size_t klen,
 
 int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, size_t qlen,
                    const target_key *key, unsigned flags, int status, const char *body,
-                   size_t body_len)
+                   size_t body_len, void *attach)
 {
     char gkey[BC_GROUP_KEY_MX];
     uint64_t gh = 0;
@@ -301,11 +320,17 @@ int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, 
     if (klen == 0 || qlen == 0 || qlen > BEST_CACHE_KEY_MAX || body_len > BEST_CACHE_BODY_MAX ||
         !key->problem_key) {
         atomic_fetch_add_explicit(&c->fills_dropped, 1, memory_order_relaxed);
+        if (attach && c->release)
+            c->release(attach);
         return 0;
     }
     bc_entry *e = entry_new(qkey, qlen, key->problem_key, flags, status, body, body_len);
-    if (!e)
+    if (!e) {
+        if (attach && c->release)
+            c->release(attach);
         return -1;
+    }
+    e->attach = attach;
     int rc = 0;
     pthread_rwlock_wrlock(&c->lock);
     if (e->cost > c->max_bytes ||
@@ -319,6 +344,8 @@ int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, 
         rc = 1;
     }
     pthread_rwlock_unlock(&c->lock);
+    if (e && e->attach && c->release)
+        c->release(e->attach);
     free(e);
     atomic_fetch_add_explicit(rc == 1 ? &c->fills : &c->fills_dropped, 1, memory_order_relaxed);
     return rc;

@@ -38,10 +38,12 @@ enum {
 
 typedef struct best_cache best_cache;
 
-/* A cached reply, copied out: body is malloc'd (the caller frees it), etag NUL-terminated. */
+/* A cached reply, copied out: the entry's attachment with a reference taken (the caller releases
+ * it), or when it has none the body, malloc'd (the caller frees it); etag NUL-terminated. */
 typedef struct best_cache_hit {
     int status; /* 200, or 404 for a negative entry */
     unsigned flags;
+    void *attach;
     char *body;
     size_t body_len;
     char etag[32];
@@ -63,6 +65,10 @@ typedef struct best_cache_stats {
 /* max_entries >= 1, max_bytes >= 1; NULL when out of memory. */
 best_cache *best_cache_new(size_t max_entries, size_t max_bytes);
 void best_cache_free(best_cache *c);
+/* Entries may carry an attachment (e.g. the reply prepared for the server, http/prepared.h),
+ * reference-counted through these two (called under the cache's lock: keep them short). Set once,
+ * before the first put. */
+void best_cache_set_attach_ops(best_cache *c, void (*retain)(void *), void (*release)(void *));
 
 /* Copies the entry of the normalized request qkey (qlen bytes) into *out: 1 hit, 0 miss, -1 out of
  * memory (counted as a miss). */
@@ -72,10 +78,11 @@ int best_cache_get(best_cache *c, const char *qkey, size_t qlen, best_cache_hit 
 best_cache_ticket best_cache_ticket_take(best_cache *c, const target_key *key);
 /* Stores a reply made from key (its kernel, device_class, kernel_hash, toolchain, problem_key are
  * copied) unless an invalidation of key or a flush came after the ticket was taken. Returns 1
- * stored, 0 dropped (a race lost, too large), -1 out of memory. etag: best_cache_etag of body. */
+ * stored, 0 dropped (a race lost, too large), -1 out of memory. etag: best_cache_etag of body.
+ * attach (or NULL): its reference is taken over, released when the entry goes or is not stored. */
 int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, size_t qlen,
                    const target_key *key, unsigned flags, int status, const char *body,
-                   size_t body_len);
+                   size_t body_len, void *attach);
 
 /* A best row of (kernel, device_class, kernel_hash, toolchain, problem_key) changed: drops its
  * entries for that problem and the BEST_CACHE_WHOLE_KEY entries of the key. With models set (a

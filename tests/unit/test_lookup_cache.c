@@ -30,7 +30,7 @@ static int fill(best_cache *c, const char *q, target_key k, unsigned flags, int 
                 const char *body)
 {
     best_cache_ticket t = best_cache_ticket_take(c, &k);
-    return best_cache_put(c, &t, q, strlen(q), &k, flags, status, body, strlen(body));
+    return best_cache_put(c, &t, q, strlen(q), &k, flags, status, body, strlen(body), NULL);
 }
 
 static int has(best_cache *c, const char *q)
@@ -167,18 +167,21 @@ static void test_fill_that_raced_is_dropped(void **state)
     best_cache_ticket t = best_cache_ticket_take(c, &a);
     best_cache_ticket t_other = best_cache_ticket_take(c, &other);
     best_cache_invalidate(c, "gemm", "cpu:x", "0123456789abcdef", "gcc 12", "A", 0);
-    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2), 0);
+    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
+                     0);
     assert_false(has(c, "qa"));
     /* another key's fill is not held up (unless it shares the stripe: then it is only refilled) */
-    int rc = best_cache_put(c, &t_other, "qo", 2, &other, BEST_CACHE_MEASURED, 200, "{}", 2);
+    int rc = best_cache_put(c, &t_other, "qo", 2, &other, BEST_CACHE_MEASURED, 200, "{}", 2, NULL);
     assert_true(rc == 1 || rc == 0);
     /* a flush drops every fill under way */
     t = best_cache_ticket_take(c, &a);
     best_cache_flush(c);
-    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2), 0);
+    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
+                     0);
     /* a fresh ticket fills */
     t = best_cache_ticket_take(c, &a);
-    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2), 1);
+    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
+                     1);
     best_cache_stats st;
     best_cache_stats_get(c, &st);
     assert_true(st.fills_dropped >= 2);

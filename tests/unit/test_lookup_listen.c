@@ -44,7 +44,7 @@ static void fill(best_cache *c, const char *q, const char *problem, unsigned fla
 {
     target_key k = key_of(problem);
     best_cache_ticket t = best_cache_ticket_take(c, &k);
-    assert_int_equal(best_cache_put(c, &t, q, strlen(q), &k, flags, 200, "{}", 2), 1);
+    assert_int_equal(best_cache_put(c, &t, q, strlen(q), &k, flags, 200, "{}", 2, NULL), 1);
 }
 
 static int has(best_cache *c, const char *q)
