@@ -299,6 +299,65 @@ static void test_etags(void **state)
     assert_false(best_cache_etag_matches(list, e1));
 }
 
+static int live_refs;
+
+static void count_retain(void *p)
+{
+    (void)p;
+    live_refs++;
+}
+
+static void count_release(void *p)
+{
+    (void)p;
+    live_refs--;
+}
+
+static void test_attachments_are_counted(void **state)
+{
+    (void)state;
+    best_cache *c = best_cache_new(2, 1 << 20);
+    best_cache_set_attach_ops(c, count_retain, count_release);
+    target_key a = key_of("gemm", "cpu:x", "A");
+    static int token;
+    live_refs = 1; /* the reference handed to the put */
+    best_cache_ticket t = best_cache_ticket_take(c, &a);
+    assert_int_equal(best_cache_put(c, &t, "q1", 2, &a, 0, 200, "{}", 2, &token), 1);
+    assert_int_equal(live_refs, 1);
+    best_cache_hit h;
+    assert_int_equal(best_cache_get(c, "q1", 2, &h), 1);
+    assert_ptr_equal(h.attach, &token); /* no copy of the body when there is an attachment */
+    assert_null(h.body);
+    assert_int_equal(h.body_len, 2);
+    assert_int_equal(live_refs, 2);
+    count_release(h.attach);
+    /* dropped: invalidated, evicted, replaced, a race lost, flushed, freed — each releases once */
+    best_cache_invalidate(c, "gemm", "cpu:x", "0123456789abcdef", "gcc 12", "A", 0);
+    assert_int_equal(live_refs, 0);
+    for (int i = 0; i < 3; i++) { /* the third evicts the first */
+        char q[8];
+        snprintf(q, sizeof q, "e%d", i);
+        live_refs++;
+        t = best_cache_ticket_take(c, &a);
+        best_cache_put(c, &t, q, strlen(q), &a, 0, 200, "{}", 2, &token);
+    }
+    assert_int_equal(live_refs, 2);
+    live_refs++;
+    t = best_cache_ticket_take(c, &a);
+    best_cache_put(c, &t, "e2", 2, &a, 0, 200, "{}", 2, &token); /* replaces e2 */
+    assert_int_equal(live_refs, 2);
+    live_refs++;
+    t = best_cache_ticket_take(c, &a);
+    best_cache_flush(c);
+    assert_int_equal(best_cache_put(c, &t, "e3", 2, &a, 0, 200, "{}", 2, &token), 0);
+    assert_int_equal(live_refs, 0);
+    live_refs++;
+    t = best_cache_ticket_take(c, &a);
+    best_cache_put(c, &t, "e4", 2, &a, 0, 200, "{}", 2, &token);
+    best_cache_free(c);
+    assert_int_equal(live_refs, 0);
+}
+
 typedef struct race_arg {
     best_cache *c;
     int stop_after;
@@ -349,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_flush_and_notifications),
         cmocka_unit_test(test_bounds_evict_oldest),
         cmocka_unit_test(test_etags),
+        cmocka_unit_test(test_attachments_are_counted),
         cmocka_unit_test(test_concurrent_lookups_fills_invalidations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
