@@ -197,12 +197,37 @@ static void test_reconnect_flushes_everything(void **state)
     wait_gone(f->cache, "p6");
 }
 
+/* No database at all: the cache stays unsynced and keeps answering, the listener retries, and a
+ * stop is prompt. */
+static void test_no_database_unsynced_and_prompt_stop(void **state)
+{
+    (void)state;
+    kt_error err;
+    kt_error_clear(&err);
+    best_cache *c = best_cache_new(10, 1 << 20);
+    best_listen *l =
+        best_listen_start(c, "host=/nonexistent-ktune-socket-dir port=5432 dbname=x user=x", &err);
+    assert_non_null(l);
+    fill(c, "q", "P", BEST_CACHE_MEASURED);
+    sleep_ms(400); /* a few attempts */
+    best_cache_stats st;
+    best_cache_stats_get(c, &st);
+    assert_int_equal(st.synced, 0);
+    assert_int_equal(st.flushes, 0); /* never connected: nothing was lost, nothing flushed */
+    assert_true(has(c, "q"));
+    double t0 = now_s();
+    best_listen_stop(l);
+    assert_true(now_s() - t0 < 1.0);
+    best_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_best_writes_invalidate),
         cmocka_unit_test(test_models_invalidate_predictions),
         cmocka_unit_test(test_reconnect_flushes_everything),
+        cmocka_unit_test(test_no_database_unsynced_and_prompt_stop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
