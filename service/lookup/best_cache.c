@@ -333,7 +333,9 @@ int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, 
     e->attach = attach;
     int rc = 0;
     pthread_rwlock_wrlock(&c->lock);
-    if (e->cost > c->max_bytes ||
+    /* Unsynced (no listener yet, or its connection broke): nothing new is stored, since no change
+     * could be heard to drop it; what is there was true when the database was last heard. */
+    if (e->cost > c->max_bytes || !atomic_load(&c->synced) ||
         atomic_load_explicit(&c->flush_gen, memory_order_relaxed) != t->flush_gen ||
         atomic_load_explicit(&c->stripe_gen[t->stripe], memory_order_relaxed) != t->stripe_gen) {
         rc = 0; /* an invalidation came after the database was read: that answer may be old */

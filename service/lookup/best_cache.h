@@ -77,7 +77,8 @@ int best_cache_get(best_cache *c, const char *qkey, size_t qlen, best_cache_hit 
 /* Taken before the database is read for a fill of key (its problem_key is not used). */
 best_cache_ticket best_cache_ticket_take(best_cache *c, const target_key *key);
 /* Stores a reply made from key (its kernel, device_class, kernel_hash, toolchain, problem_key are
- * copied) unless an invalidation of key or a flush came after the ticket was taken. Returns 1
+ * copied) unless an invalidation of key or a flush came after the ticket was taken, or the cache is
+ * unsynced (best_cache_set_synced; a new cache is unsynced until its listener LISTENs). Returns 1
  * stored, 0 dropped (a race lost, too large), -1 out of memory. etag: best_cache_etag of body.
  * attach (or NULL): its reference is taken over, released when the entry goes or is not stored. */
 int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, size_t qlen,
@@ -94,7 +95,8 @@ size_t best_cache_invalidate(best_cache *c, const char *kernel, const char *devi
 /* Drops everything (notifications may have been lost). */
 void best_cache_flush(best_cache *c);
 /* The listener's state: 0 when its connection broke (cached answers are still served: they are
- * what was true when the database was last heard), 1 once it LISTENs again (after a flush). */
+ * what was true when the database was last heard; nothing new is stored), 1 once it LISTENs again
+ * (after a flush). */
 void best_cache_set_synced(best_cache *c, int synced);
 void best_cache_stats_get(best_cache *c, best_cache_stats *out);
 

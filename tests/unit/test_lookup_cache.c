@@ -15,6 +15,15 @@
 #include "lookup/best_cache.h"
 #include "lookup/best_listen.h"
 
+/* A cache as its listener leaves it once it LISTENs: synced. */
+static best_cache *cache_new(size_t entries, size_t bytes)
+{
+    best_cache *c = best_cache_new(entries, bytes);
+    if (c)
+        best_cache_set_synced(c, 1);
+    return c;
+}
+
 static target_key key_of(const char *kernel, const char *cls, const char *problem)
 {
     return (target_key){.kernel = kernel,
@@ -44,7 +53,7 @@ static int has(best_cache *c, const char *q)
 static void test_fill_and_hit(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(100, 1 << 20);
+    best_cache *c = cache_new(100, 1 << 20);
     assert_non_null(c);
     best_cache_hit h;
     assert_int_equal(best_cache_get(c, "q1", 2, &h), 0);
@@ -81,7 +90,7 @@ static void test_fill_and_hit(void **state)
 static void test_invalidate_by_key(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(100, 1 << 20);
+    best_cache *c = cache_new(100, 1 << 20);
     target_key a = key_of("gemm", "cpu:x", "A"), b = key_of("gemm", "cpu:x", "B"),
                other_class = key_of("gemm", "cpu:y", "A"),
                other_kernel = key_of("conv", "cpu:x", "A");
@@ -129,7 +138,7 @@ static void test_invalidate_by_key(void **state)
 static void test_negative_entries(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(100, 1 << 20);
+    best_cache *c = cache_new(100, 1 << 20);
     target_key a = key_of("gemm", "cpu:x", "A");
     const char *no_best = "{\"error\":{\"code\":\"no_best\"}}";
     /* source=measured: depends on A's best row only */
@@ -161,7 +170,7 @@ static void test_negative_entries(void **state)
 static void test_fill_that_raced_is_dropped(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(100, 1 << 20);
+    best_cache *c = cache_new(100, 1 << 20);
     target_key a = key_of("gemm", "cpu:x", "A"), other = key_of("conv", "cpu:x", "A");
     /* ticket, then a change of the key is notified, then the (maybe old) answer comes back */
     best_cache_ticket t = best_cache_ticket_take(c, &a);
@@ -178,6 +187,18 @@ static void test_fill_that_raced_is_dropped(void **state)
     best_cache_flush(c);
     assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
                      0);
+    /* unsynced (the listener's connection broke): entries stay and are served, nothing is stored */
+    t = best_cache_ticket_take(c, &a);
+    assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
+                     1);
+    best_cache_set_synced(c, 0);
+    assert_true(has(c, "qa"));
+    t = best_cache_ticket_take(c, &a);
+    assert_int_equal(best_cache_put(c, &t, "qb", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
+                     0);
+    assert_false(has(c, "qb"));
+    best_cache_set_synced(c, 1);
+    best_cache_flush(c);
     /* a fresh ticket fills */
     t = best_cache_ticket_take(c, &a);
     assert_int_equal(best_cache_put(c, &t, "qa", 2, &a, BEST_CACHE_MEASURED, 200, "{}", 2, NULL),
@@ -191,7 +212,7 @@ static void test_fill_that_raced_is_dropped(void **state)
 static void test_flush_and_notifications(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(100, 1 << 20);
+    best_cache *c = cache_new(100, 1 << 20);
     target_key a = key_of("gemm", "cpu:x", "{\"K\":1,\"M\":2}");
     target_key b = key_of("gemm", "cpu:x", "B");
     fill(c, "qa", a, BEST_CACHE_MEASURED, 200, "{}");
@@ -237,7 +258,7 @@ static void test_flush_and_notifications(void **state)
 static void test_bounds_evict_oldest(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(3, 1 << 20);
+    best_cache *c = cache_new(3, 1 << 20);
     target_key a = key_of("gemm", "cpu:x", "A");
     fill(c, "q1", a, 0, 200, "{}");
     fill(c, "q2", a, 0, 200, "{}");
@@ -247,7 +268,7 @@ static void test_bounds_evict_oldest(void **state)
     assert_true(has(c, "q2") && has(c, "q3") && has(c, "q4"));
     best_cache_free(c);
     /* bytes: each entry costs its key, problem key, body and a fixed overhead */
-    c = best_cache_new(1000, 1000);
+    c = cache_new(1000, 1000);
     char body[400];
     memset(body, 'x', sizeof body - 1);
     body[sizeof body - 1] = '\0';
@@ -316,7 +337,7 @@ static void count_release(void *p)
 static void test_attachments_are_counted(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(2, 1 << 20);
+    best_cache *c = cache_new(2, 1 << 20);
     best_cache_set_attach_ops(c, count_retain, count_release);
     target_key a = key_of("gemm", "cpu:x", "A");
     static int token;
@@ -379,7 +400,7 @@ static void *reader(void *p)
 static void test_concurrent_lookups_fills_invalidations(void **state)
 {
     (void)state;
-    best_cache *c = best_cache_new(40, 1 << 20); /* fewer than the requests: eviction too */
+    best_cache *c = cache_new(40, 1 << 20); /* fewer than the requests: eviction too */
     race_arg r = {c, 20000};
     pthread_t t[3];
     for (int i = 0; i < 3; i++)
