@@ -132,23 +132,21 @@ void *best_prepare(const http_response *res)
 
 void best_reply_cached(const http_request *req, http_response *res, best_cache_hit *hit)
 {
-    if (hit->attach) {
-        const char *inm = hit->status == 200 ? http_header(req, "If-None-Match") : NULL;
-        if (!inm || !best_cache_etag_matches(inm, hit->etag)) {
-            http_reply_prepared(res, hit->attach); /* the reply made once, sent as it is */
-            hit->attach = NULL;
-            return;
-        }
+    if (!hit->attach) {
+        set_reply(res, hit->status, hit->body, hit->body_len);
+        hit->body = NULL;
+        if (res->status == 200)
+            add_etag(req, res, hit->etag);
+    } else if (hit->status != 200 ||
+               !best_cache_etag_matches(http_header(req, "If-None-Match"), hit->etag)) {
+        http_reply_prepared(res, hit->attach); /* the reply made once, sent as it is */
+        hit->attach = NULL;
+    } else {
         http_prepared_release(hit->attach); /* a 304: made here, it has no body */
         hit->attach = NULL;
         set_reply(res, 304, NULL, 0);
         add_etag(req, res, hit->etag);
-        return;
     }
-    set_reply(res, hit->status, hit->body, hit->body_len);
-    hit->body = NULL;
-    if (res->status == 200)
-        add_etag(req, res, hit->etag);
 }
 
 void best_reply_etag(const http_request *req, http_response *res)

@@ -315,39 +315,38 @@ int best_cache_put(best_cache *c, const best_cache_ticket *t, const char *qkey, 
 {
     char gkey[BC_GROUP_KEY_MX];
     uint64_t gh = 0;
+    int rc = 0;
+    bc_entry *e = NULL;
     size_t klen =
         group_key(gkey, key->kernel, key->device_class, key->kernel_hash, key->toolchain, &gh);
     if (klen == 0 || qlen == 0 || qlen > BEST_CACHE_KEY_MAX || body_len > BEST_CACHE_BODY_MAX ||
-        !key->problem_key) {
-        atomic_fetch_add_explicit(&c->fills_dropped, 1, memory_order_relaxed);
-        if (attach && c->release)
-            c->release(attach);
-        return 0;
-    }
-    bc_entry *e = entry_new(qkey, qlen, key->problem_key, flags, status, body, body_len);
+        !key->problem_key)
+        goto out; /* not cacheable: dropped */
+    e = entry_new(qkey, qlen, key->problem_key, flags, status, body, body_len);
     if (!e) {
-        if (attach && c->release)
-            c->release(attach);
-        return -1;
+        rc = -1;
+        goto out;
     }
-    e->attach = attach;
-    int rc = 0;
     pthread_rwlock_wrlock(&c->lock);
     /* Unsynced (no listener yet, or its connection broke): nothing new is stored, since no change
-     * could be heard to drop it; what is there was true when the database was last heard. */
+     * could be heard to drop it; what is there was true when the database was last heard. An
+     * invalidation or flush after the ticket: the answer may be older than the change. */
     if (e->cost > c->max_bytes || !atomic_load(&c->synced) ||
         atomic_load_explicit(&c->flush_gen, memory_order_relaxed) != t->flush_gen ||
         atomic_load_explicit(&c->stripe_gen[t->stripe], memory_order_relaxed) != t->stripe_gen) {
-        rc = 0; /* an invalidation came after the database was read: that answer may be old */
+        rc = 0;
     } else if (entry_link(c, e, gkey, klen, gh) < 0) {
         rc = -1;
     } else {
+        e->attach = attach; /* the entry holds the reference now */
+        attach = NULL;
         e = NULL;
         rc = 1;
     }
     pthread_rwlock_unlock(&c->lock);
-    if (e && e->attach && c->release)
-        c->release(e->attach);
+out:
+    if (attach && c->release)
+        c->release(attach);
     free(e);
     atomic_fetch_add_explicit(rc == 1 ? &c->fills : &c->fills_dropped, 1, memory_order_relaxed);
     return rc;

@@ -161,28 +161,33 @@ static void *listen_main(void *arg)
 
 best_listen *best_listen_start(best_cache *cache, const char *conninfo, kt_error *err)
 {
+    int pipe_ok = 0, rc = 0;
     best_listen *l = calloc(1, sizeof *l);
     if (!l) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting the /v1/best listener");
-        return NULL;
+        goto fail;
     }
     l->cache = cache;
     l->conninfo = conninfo;
-    if (pipe2(l->stop_pipe, O_CLOEXEC) != 0) {
+    pipe_ok = pipe2(l->stop_pipe, O_CLOEXEC) == 0;
+    if (!pipe_ok) {
         kt_error_set(err, KT_ERR_INTERNAL, "pipe for the /v1/best listener: %s", strerror(errno));
-        free(l);
-        return NULL;
+        goto fail;
     }
-    int rc = pthread_create(&l->thread, NULL, listen_main, l);
+    rc = pthread_create(&l->thread, NULL, listen_main, l);
     if (rc != 0) {
         kt_error_set(err, KT_ERR_INTERNAL, "cannot start the /v1/best listener thread: %s",
                      strerror(rc));
-        close(l->stop_pipe[0]);
-        close(l->stop_pipe[1]);
-        free(l);
-        return NULL;
+        goto fail;
     }
     return l;
+fail:
+    if (pipe_ok) {
+        close(l->stop_pipe[0]);
+        close(l->stop_pipe[1]);
+    }
+    free(l);
+    return NULL;
 }
 
 void best_listen_stop(best_listen *l)
