@@ -223,6 +223,16 @@ void service_stop(service *svc)
         http_server_free(svc->http);
     }
     best_listen_stop(svc->best_listen); /* after HTTP: no lookup is left */
+    if (svc->best) {
+        best_cache_stats st;
+        best_cache_stats_get(svc->best, &st);
+        log_info("lookup: /v1/best cache: %llu hits, %llu misses, %llu fills (%llu dropped), %llu "
+                 "invalidated, %llu flushes, %llu evicted",
+                 (unsigned long long)st.hits, (unsigned long long)st.misses,
+                 (unsigned long long)st.fills, (unsigned long long)st.fills_dropped,
+                 (unsigned long long)st.invalidated, (unsigned long long)st.flushes,
+                 (unsigned long long)st.evicted);
+    }
     best_cache_free(svc->best);
     worker_system_stop(svc->workers);
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
