@@ -10,6 +10,7 @@ packages=(
   postgresql
   chromium
   python3-yaml
+  wrk nginx-light
 )
 
 missing=()

@@ -14,6 +14,9 @@
 
 #define SERVICE_MAX_DATASET_DIRS 32
 #define SERVICE_MAX_KERNEL_DIRS  32
+/* Bytes of cached /v1/best answers at most (keys and bodies); --best-cache-entries bounds the
+ * count. */
+#define SERVICE_BEST_CACHE_BYTES ((size_t)256 << 20)
 
 /* With real measurement, reserves the measuring core: the calling (main) thread, and so every
  * thread and process started after it, runs on the other cores. Resolves --cpu-core's automatic
@@ -187,9 +190,22 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     svc->workers = worker_system_start(&wopt, err);
     if (!svc->workers)
         goto fail;
+    /* Before HTTP: its first /v1/best may fill the cache, which the listener flushes once it
+     * LISTENs (and keeps true from then on). */
+    if (cfg->best_cache_entries > 0) {
+        svc->best = best_cache_new((size_t)cfg->best_cache_entries, SERVICE_BEST_CACHE_BYTES);
+        api_best_cache_init(svc->best);
+        svc->best_listen = svc->best ? best_listen_start(svc->best, svc->conninfo, err) : NULL;
+        if (!svc->best_listen) {
+            if (!svc->best)
+                kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating the /v1/best cache");
+            goto fail;
+        }
+    }
     http_server_options hopt = {
         .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
-    svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models};
+    svc->api =
+        (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best};
     svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
@@ -206,6 +222,18 @@ void service_stop(service *svc)
         http_server_stop(svc->http);
         http_server_free(svc->http);
     }
+    best_listen_stop(svc->best_listen); /* after HTTP: no lookup is left */
+    if (svc->best) {
+        best_cache_stats st;
+        best_cache_stats_get(svc->best, &st);
+        log_info("lookup: /v1/best cache: %llu hits, %llu misses, %llu fills (%llu dropped), %llu "
+                 "invalidated, %llu flushes, %llu evicted",
+                 (unsigned long long)st.hits, (unsigned long long)st.misses,
+                 (unsigned long long)st.fills, (unsigned long long)st.fills_dropped,
+                 (unsigned long long)st.invalidated, (unsigned long long)st.flushes,
+                 (unsigned long long)st.evicted);
+    }
+    best_cache_free(svc->best);
     worker_system_stop(svc->workers);
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
     catalog_free(svc->cat);

@@ -13,6 +13,8 @@
 #include "core/version.h"
 #include "core/error.h"
 #include "http/server.h"
+#include "lookup/best_cache.h"
+#include "lookup/best_listen.h"
 #include "store/db.h"
 #include "store/pg_cluster.h"
 #include "worker/model_cache.h"
@@ -25,7 +27,9 @@ typedef struct service {
     db_pool *db;
     catalog *cat;
     worker_system *workers;
-    model_cache *models; /* loaded models and their predictions, owned */
+    model_cache *models;      /* loaded models and their predictions, owned */
+    best_cache *best;         /* GET /v1/best answers, owned; NULL with --best-cache-entries 0 */
+    best_listen *best_listen; /* keeps best true across processes (LISTEN/NOTIFY), owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
 } service;

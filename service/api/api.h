@@ -11,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "core/config.h"
 #include "http/server.h"
+#include "lookup/best_cache.h"
 #include "store/db.h"
 #include "worker/model_cache.h"
 #include "worker/worker.h"
@@ -23,8 +24,12 @@ typedef struct api_context {
     worker_system *workers;
     http_server *http;   /* for the server's own metrics */
     model_cache *models; /* the process's loaded models and predictions (worker/model_cache.h) */
+    best_cache *best;    /* GET /v1/best answers (lookup/best_cache.h); NULL: no cache */
 } api_context;
 
 const http_route *api_routes(void);
+/* Makes the /v1/best cache keep each answer as a reply prepared for the server (sent with no copy);
+ * call once after best_cache_new, before the server starts. */
+void api_best_cache_init(best_cache *c);
 
 #endif

@@ -7,7 +7,12 @@
  * process's model cache) or, with fallback=nearest, "nearest" (the nearest tuned problem of the
  * same key whose configuration is valid here). A measured answer and a cached prediction are
  * key-only (catalog_resolve_key); the problem's space (catalog_resolve) is built only when a model
- * must run (a prediction not cached yet) or a nearest answer must be checked against it. */
+ * must run (a prediction not cached yet) or a nearest answer must be checked against it.
+ *
+ * Before any of that, the process's answer cache (lookup/best_cache.h, through api/best_cached.h):
+ * the reply bytes made for the same normalized request, kept until a NOTIFY of the best or models
+ * table says its key changed; a hit builds no JSON and reads no table. 200s carry an ETag (304 for
+ * an If-None-Match that names it), cached or not. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +22,9 @@
 #include "store/best_store.h"
 #include "worker/model_cache.h"
 #include "api/api_internal.h"
+#include "api/best_cached.h"
 #include "api/best_nearest.h"
+#include "http/prepared.h"
 #include "api/handlers.h"
 
 #define BEST_LIST_DEFAULT     100
@@ -71,26 +78,51 @@ static const char *const best_options[] = {"kernel", "device",       "source", "
                                            "k",      "tune_on_miss", NULL};
 enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
 
-/* One pass over the query: the options by exact name, every other parameter a problem argument. */
+/* One pass over the query: the options by exact name, every other parameter a problem argument
+ * (borrowed from the request; JSON is made of them only when the cache cannot answer). A repeated
+ * parameter keeps its last value, and the request is not cached. */
 typedef struct best_args {
     const char *opt[OPT_COUNT];
-    json_t *problem;
+    best_param param[BEST_MAX_PROBLEM_ARGS];
     int count;
+    int repeated;
 } best_args;
 
 static int collect_arg(void *ctx, const char *key, const char *value)
 {
     best_args *a = ctx;
+    value = value ? value : "";
     for (int i = 0; i < OPT_COUNT; i++) {
         if (strcmp(key, best_options[i]) == 0) {
-            a->opt[i] = value ? value : "";
+            a->repeated |= a->opt[i] != NULL;
+            a->opt[i] = value;
             return 0;
         }
     }
-    if (++a->count > BEST_MAX_PROBLEM_ARGS)
+    for (int i = 0; i < a->count; i++) {
+        if (strcmp(a->param[i].name, key) == 0) {
+            a->repeated = 1;
+            a->param[i].value = value;
+            return 0;
+        }
+    }
+    if (a->count == BEST_MAX_PROBLEM_ARGS)
         return 1;
-    json_object_set_new(a->problem, key, value_from_text(value ? value : ""));
+    a->param[a->count++] = (best_param){key, value};
     return 0;
+}
+
+/* The problem arguments as a JSON object (numbers, lists of numbers, strings); NULL: no memory. */
+static json_t *problem_of(const best_args *a)
+{
+    json_t *problem = json_object();
+    for (int i = 0; problem && i < a->count; i++) {
+        if (json_object_set_new(problem, a->param[i].name, value_from_text(a->param[i].value))) {
+            json_decref(problem);
+            return NULL;
+        }
+    }
+    return problem;
 }
 
 typedef enum { BEST_FROM_ANY, BEST_FROM_MEASURED, BEST_FROM_PREDICTED } best_from;
@@ -230,18 +262,50 @@ static void no_best(const target *t, const best_query *q, const json_t *queued, 
             t->key.kernel, t->key.device, t->key.problem_key, t->key.kernel, t->key.device);
 }
 
+/* What a fresh answer depends on (lookup/best_cache.h), or -1 when it must not be cached: it
+ * carries what a tune_on_miss did (queueing is done per request). */
+static int answer_flags(const best_query *q, int measured, int got_nearest, const json_t *queued)
+{
+    if (queued || (q->tune_on_miss && !measured))
+        return -1;
+    if (measured)
+        return BEST_CACHE_MEASURED;
+    return (q->from != BEST_FROM_MEASURED ? BEST_CACHE_MODELS : 0) |
+           (q->nearest || got_nearest ? BEST_CACHE_WHOLE_KEY : 0);
+}
+
+/* The cached reply of the request into res: 1 answered, 0 not (a miss, or a tune_on_miss request
+ * whose cached answer is not a measurement: that miss must queue its job). */
+static int from_cache(api_context *svc, const http_request *req, http_response *res,
+                      const best_query *q, const char *qkey, size_t qlen)
+{
+    best_cache_hit hit;
+    if (!svc->best || qlen == 0 || best_cache_get(svc->best, qkey, qlen, &hit) != 1)
+        return 0;
+    if (q->tune_on_miss && !(hit.flags & BEST_CACHE_MEASURED)) {
+        free(hit.body);
+        http_prepared_release(hit.attach);
+        return 0;
+    }
+    best_reply_cached(req, res, &hit);
+    return 1;
+}
+
 void api_best_get(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    best_args a = {.problem = json_object()};
+    best_args a = {0};
     const char *kernel = NULL, *device = NULL;
     target key_only, full;
-    int have_key = 0, have_full = 0, found = 0;
+    int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags;
     best_query q;
-    json_t *answer = NULL, *queued = NULL;
+    json_t *answer = NULL, *queued = NULL, *problem = NULL;
     PGconn *c = NULL;
+    char qkey[BEST_CACHE_KEY_MAX];
+    size_t qlen = 0;
+    best_cache_ticket ticket = {0};
     if (http_query_each(req, collect_arg, &a)) {
         kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
                      BEST_MAX_PROBLEM_ARGS);
@@ -259,12 +323,25 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     if (parse_options(svc, &a, &q, &err) < 0)
         goto fail;
+    /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
+    if (svc->best && !a.repeated)
+        qlen = best_request_key(qkey, sizeof qkey, kernel, device, "amp"[q.from], q.nearest, q.k,
+                                a.param, a.count);
+    if (from_cache(svc, req, res, &q, qkey, qlen))
+        goto out;
+    problem = problem_of(&a);
+    if (!problem) {
+        kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
+        goto fail;
+    }
     /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
-    if (catalog_resolve_key(svc->cat, kernel, device, a.problem, &key_only, &err) < 0)
+    if (catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err) < 0)
         goto fail;
     have_key = 1;
+    if (qlen) /* before the database is read: a change notified from now on drops this fill */
+        ticket = best_cache_ticket_take(svc->best, &key_only.key);
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
@@ -289,13 +366,15 @@ void api_best_get(void *app, const http_request *req, http_response *res)
          * run or the nearest answer must be checked against it. */
         int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
         if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
-            if (catalog_resolve(svc->cat, kernel, device, a.problem, &full, &err) < 0)
+            if (catalog_resolve(svc->cat, kernel, device, problem, &full, &err) < 0)
                 goto fail;
             have_full = 1;
             if (got == MODEL_CACHE_NEEDS_SPACE)
                 got = predicted(svc, c, &full, (int)q.k, &answer, &err);
-            if (got == 0 && q.nearest)
+            if (got == 0 && q.nearest) {
                 got = nearest(c, &full, &answer, &err);
+                got_nearest = got > 0;
+            }
         }
         if (got < 0)
             goto fail;
@@ -303,12 +382,18 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (!answer) {
         no_best(&key_only, &q, queued, &err);
         http_reply_error_with(res, &err, "tune_on_miss", queued);
-        goto out;
+        goto store;
     }
     if (queued)
         json_object_set(answer, "tune_on_miss", queued);
 reply:
     http_reply_json(res, 200, json_incref(answer));
+store:
+    flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);
+    if (qlen && flags >= 0 && (res->status == 200 || res->status == 404) && res->body)
+        best_cache_put(svc->best, &ticket, qkey, qlen, &key_only.key, (unsigned)flags, res->status,
+                       res->body, res->body_len, best_prepare(res));
+    best_reply_etag(req, res);
     goto out;
 fail:
     api_fail(res, &err);
@@ -320,7 +405,7 @@ out:
         target_release(&key_only);
     json_decref(answer);
     json_decref(queued);
-    json_decref(a.problem);
+    json_decref(problem);
 }
 
 void api_best_list(void *app, const http_request *req, http_response *res)

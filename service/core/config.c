@@ -79,6 +79,10 @@ static const config_option options[] = {
      offsetof(kt_config, model_train_delay_s), 0, 0, 3600,
      "testing: hold every model training this many seconds at least before it is stored, so that "
      "a kill during training can be exercised [0]"},
+    {"--best-cache-entries", "KTUNE_BEST_CACHE_ENTRIES", OPT_INT,
+     offsetof(kt_config, best_cache_entries), 0, 0, 10000000,
+     "GET /v1/best answers kept in memory (invalidated through LISTEN/NOTIFY); 0 = no cache "
+     "[100000]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -97,6 +101,7 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->workers = 2;
     cfg->max_jobs = 8;
     cfg->http_threads = 4;
+    cfg->best_cache_entries = 100000;
     cfg->max_evaluations = 1000000;
     cfg->max_seconds = 604800;
     char path[PATH_MAX];

@@ -23,6 +23,7 @@ typedef struct kt_config {
     int workers;               /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
+    int best_cache_entries;    /* --best-cache-entries, KTUNE_BEST_CACHE_ENTRIES: 0 = no cache */
     int cpu_core;              /* --cpu-core, KTUNE_CPU_CORE: -1 none, or CONFIG_CPU_CORE_AUTO */
     int min_repeats;           /* --min-repeats, KTUNE_MIN_REPEATS: timed runs per measurement */
     long long max_evaluations; /* --max-evaluations, KTUNE_MAX_EVALUATIONS: budget cap per job */

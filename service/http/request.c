@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "http/prepared.h"
 
 typedef struct req_state {
     uint64_t t0_ns; /* kt_clock_ns at the first call */
@@ -167,12 +168,22 @@ static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const
             reply_code(&res, KT_ERR_METHOD_NOT_ALLOWED, "method %s is not allowed here", method);
         }
     }
+    /* A reply made once and kept by the handler (http/prepared.h): queued as it is. */
+    http_prepared *prepared = http_response_take_prepared(&res);
+    if (!mr && prepared) {
+        mr = http_prepared_response(prepared);
+        status = http_prepared_status(prepared);
+    }
     if (!mr)
         mr = to_mhd(&req, &res, &status);
-    if (!mr)
+    if (!mr) {
+        http_prepared_release(prepared);
         goto out;
+    }
     ok = MHD_queue_response(conn, (unsigned)status, mr);
-    MHD_destroy_response(mr);
+    if (!prepared || mr != http_prepared_response(prepared))
+        MHD_destroy_response(mr);
+    http_prepared_release(prepared); /* MHD holds its own reference while it sends it */
     uint64_t ns = kt_clock_since_ns(st->t0_ns);
     http_metrics_count(&s->metrics, route_index, method, status, ns);
     char printable[256];

@@ -37,7 +37,8 @@ typedef struct http_response {
     char *content_type; /* owned */
     char *body;         /* owned, malloc'd */
     size_t body_len;
-    char *extra_headers; /* owned, "Name: value\r\n"... or NULL */
+    char *extra_headers;            /* owned, "Name: value\r\n"... or NULL */
+    struct http_prepared *prepared; /* owned: sent instead of the above (http/prepared.h) */
 } http_response;
 
 typedef void (*http_handler_fn)(void *app, const http_request *req, http_response *res);

@@ -308,6 +308,10 @@ class ServedTest(unittest.TestCase):
         query = {"kernel": job["kernel"], "device": job["device"], "problem_size": "4096,4096"}
         status, _, best = self.call("GET", "/v1/best", query=query)
         self.assertEqual((status, best["kernel"]), (200, job["kernel"]), best)
+        # the same lookup again is answered from memory; its ETag gets a 304 without a body
+        status, headers, _ = self.call("GET", "/v1/best", query=query)
+        status, _, body = self.call("GET", "/v1/best", query=query, headers={"If-None-Match": headers["etag"]})
+        self.assertEqual((status, body), (304, ""))
         status, _, entries = self.call("GET", "/v1/best/entries", query={"kernel": job["kernel"], "limit": 3})
         self.assertEqual((status, len(entries["best"]) >= 1), (200, True))
         for path in ("/v1/kernels", "/v1/devices", "/v1/strategies", "/v1/workers", "/healthz", "/metrics"):
@@ -496,7 +500,8 @@ class ServedTest(unittest.TestCase):
         for method, path, query, body in (
                 ("POST", "/v1/tune", None, conv), ("GET", "/v1/jobs", None, None), ("GET", "/v1/jobs/{id}", None, None),
                 ("DELETE", "/v1/jobs/{id}", None, None), ("GET", "/v1/jobs/{id}/trials", None, None),
-                ("GET", "/v1/best", conv, None), ("GET", "/v1/best/entries", None, None),
+                # k=7: a lookup never asked before (answers already in memory are still served)
+                ("GET", "/v1/best", dict(conv, k=7), None), ("GET", "/v1/best/entries", None, None),
                 ("GET", "/v1/workers", None, None), ("GET", "/v1/models", None, None),
                 ("GET", "/v1/models/{id}", None, None),
                 ("POST", "/v1/models", None, {"kernel": "gemm", "device": "cpu"})) + (
