@@ -28,6 +28,8 @@ typedef struct service {
     model_cache *models; /* loaded models and their predictions, owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
+
+    pg_supervisor *pg_supervisor; /* restarts pg when its postmaster dies; NULL without pg */
 } service;
 
 /* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP.
