@@ -158,11 +158,14 @@ static int reconnect(db_pool *p, int slot, kt_error *err)
     int was_down = p->down;
     double down_s = (double)kt_clock_since_ns(p->down_since_ns) / 1e9;
     if (!ok) {
-        if (!p->down)
+        if (!p->down) {
             p->down_since_ns = now;
+            p->down_gen++;
+        }
         p->down = 1;
         snprintf(p->down_msg, sizeof p->down_msg, "%s", why.message);
     } else {
+        p->down_gen += p->down;
         p->down = 0;
     }
     pthread_mutex_unlock(&p->mu);

@@ -18,12 +18,14 @@ struct db_pool {
     /* Outage state, under mu: set by the first reconnection that fails, cleared by one that works.
      */
     int down;
+    unsigned long down_gen; /* bumped when down changes: db_pool_probe's cache is then stale */
     uint64_t down_since_ns, last_try_ns;
     char down_msg[KT_ERROR_MESSAGE_MAX];
     /* db_pool_probe's cache, under probe_mu (held while probing: one probe at a time). */
     pthread_mutex_t probe_mu;
     char watch_dir[PATH_MAX]; /* the embedded cluster's data directory, or "" */
     uint64_t probe_at_ns;     /* 0: never probed */
+    unsigned long probe_gen;  /* down_gen when probed */
     db_state probe_state;
     kt_error probe_err;
 };

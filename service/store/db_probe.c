@@ -56,6 +56,7 @@ static db_state probe_dir(const char *dir, kt_error *err)
     if (sv.f_flag & ST_RDONLY) {
         kt_error_set(err, KT_ERR_STORAGE_FULL, "the database's data directory %s is read-only",
                      dir);
+        kt_error_hint(err, "remount it read-write; ktuned starts the database again by itself");
         return DB_STATE_READ_ONLY;
     }
     long long free_bytes = (long long)sv.f_bavail * (long long)sv.f_frsize;
@@ -63,6 +64,7 @@ static db_state probe_dir(const char *dir, kt_error *err)
         kt_error_set(err, KT_ERR_STORAGE_FULL,
                      "the database's disk is full: %lld MiB free in %s, %lld MiB needed",
                      free_bytes >> 20, dir, DB_MIN_FREE_BYTES >> 20);
+        kt_error_hint(err, "free space on that disk; jobs resume by themselves");
         return DB_STATE_FULL;
     }
     return DB_STATE_OK;
@@ -92,13 +94,16 @@ db_state db_pool_probe(db_pool *p, kt_error *err)
     kt_error_clear(&why);
     db_state s;
     pthread_mutex_lock(&p->probe_mu);
-    if (p->probe_at_ns &&
+    pthread_mutex_lock(&p->mu);
+    unsigned long gen = p->down_gen; /* an outage that began or ended since: probe again */
+    pthread_mutex_unlock(&p->mu);
+    if (p->probe_at_ns && gen == p->probe_gen &&
         kt_clock_since_ns(p->probe_at_ns) < (uint64_t)DB_PROBE_CACHE_MS * 1000000u)
         goto out;
     s = probe_dir(p->watch_dir, &why);
     if (s == DB_STATE_OK)
         s = probe_server(p, &why);
-    if (s != p->probe_state && p->probe_at_ns) {
+    if (s != p->probe_state) {
         if (s == DB_STATE_OK)
             log_warn("database writable again (was %s)", db_state_name(p->probe_state));
         else
@@ -107,6 +112,9 @@ db_state db_pool_probe(db_pool *p, kt_error *err)
     p->probe_state = s;
     p->probe_err = why;
     p->probe_at_ns = kt_clock_ns();
+    pthread_mutex_lock(&p->mu);
+    p->probe_gen = p->down_gen;
+    pthread_mutex_unlock(&p->mu);
 out:
     s = p->probe_state;
     if (s != DB_STATE_OK && err)
