@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "model/predictor.h"
+#include "worker/fault_log.h"
 #include "worker/trainer_internal.h"
 #include "worker/worker_internal.h"
 
@@ -323,14 +324,16 @@ static void *trainer_main(void *arg)
     trainer *t = arg;
     unsigned long seen = 0;
     long long last_retrain = 0;
+    fault_log db_log = {0}; /* the database away: one line per outage, not one per poll */
     while (!stopping(t)) {
         kt_error err;
         kt_error_clear(&err);
         PGconn *c = db_acquire(t->opt.db, 5000, &err);
         int trained = 0;
         if (!c) {
-            log_warn("trainer: %s", err.message);
+            fault_log_fail(&db_log, "trainer", err.message);
         } else {
+            fault_log_ok(&db_log, "trainer");
             long long now = (long long)(kt_clock_ns() / 1000000u);
             if (t->opt.retrain_after > 0 && now - last_retrain >= TRAINER_RETRAIN_CHECK_MS) {
                 last_retrain = now;
