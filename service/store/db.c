@@ -50,8 +50,13 @@ static void log_notice(void *arg, const char *message)
 PGconn *db_connect(const char *conninfo, kt_error *err)
 {
     /* application_name comes first so that one given in conninfo (expanded from dbname) wins. */
-    const char *const keys[] = {"application_name", "connect_timeout", "dbname", NULL};
-    const char *const vals[] = {"ktuned", DB_CONNECT_TIMEOUT, conninfo, NULL};
+    /* Over TCP, a server host that vanished without a reset is noticed within ~10 s (keepalives,
+     * tcp_user_timeout) instead of the kernel's minutes; unix sockets ignore these. */
+    const char *const keys[] = {
+        "application_name", "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout", "dbname",          NULL};
+    const char *const vals[] = {"ktuned", DB_CONNECT_TIMEOUT, "5", "2", "2",
+                                "10000",  conninfo,           NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (!conn) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating a database connection");

@@ -213,7 +213,7 @@ class ExternalTest(FaultsDbBase):
         k = None
         try:
             subprocess.run(as_postgres([os.path.join(PG_BIN, "initdb"), "-D", pgdata, "-U", "ktune",
-                                        "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]),
+                                        "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=True, timeout=120)
             pg_ctl(pgdata, "-l", os.path.join(root, "pg.log"), "-w", "-o", opts, "start", check=True)
             url = "host=%s port=%s dbname=postgres user=ktune" % (sock, port)
