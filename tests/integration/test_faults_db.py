@@ -198,6 +198,34 @@ class EmbeddedTest(FaultsDbBase):
 
 
 class ExternalTest(FaultsDbBase):
+    def check_open_failures_retried(self, k, url):
+        """Jobs whose driver cannot be opened (the first batch of trials cannot be stored: PostgreSQL
+        says disk_full, as a full disk does) are let go and opened again once it can, never left
+        `running` undriven (the hostile test's 14 jobs "never opened")."""
+        psql = [os.path.join(PG_BIN, "psql"), "-v", "ON_ERROR_STOP=1", "-qAt", "-d", url, "-c"]
+        subprocess.run(psql + ["CREATE FUNCTION faults_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                               " RAISE EXCEPTION 'could not extend file: No space left on device'"
+                               " USING ERRCODE = 'disk_full'; END $$;"
+                               " CREATE TRIGGER faults_full BEFORE INSERT ON trials"
+                               " FOR EACH ROW EXECUTE FUNCTION faults_full()"], check=True, timeout=30)
+        ids = []
+        for seed in (21, 22, 23):
+            status, _, job = k.post("/v1/tune", {"kernel": "convolution", "device": DEVICE, "strategy": "random",
+                                                 "budget": {"evaluations": 10}, "seed": seed})
+            self.assertEqual(status, 202, job)
+            ids.append(job["id"])
+        time.sleep(2.5)  # the runner claims them and fails to open them, more than once
+        for jid in ids:
+            status, _, job = k.get("/v1/jobs/%d" % jid)
+            self.assertEqual(job["progress"]["trials"], 0, job)
+        subprocess.run(psql + ["DROP TRIGGER faults_full ON trials"], check=True, timeout=30)
+        for jid in ids:
+            final = self.wait_job_tolerant(k, jid, 30)
+            self.assertEqual((final["status"], final["progress"]["trials"]), ("succeeded", 10), final)
+        with open(k.log_path, "rb") as f:
+            log = f.read().decode(errors="replace")
+        self.assertIn("No space left on device", log)
+
     def test_external_stop_immediate_then_start(self):
         if PG_BIN is None:
             self.skipTest("no PostgreSQL server binaries under /usr/lib/postgresql")
@@ -225,6 +253,7 @@ class ExternalTest(FaultsDbBase):
             self.check_outage(k, jid)
             pg_ctl(pgdata, "-l", os.path.join(root, "pg.log"), "-w", "-o", opts, "start", check=True)
             self.check_finished(k, jid)
+            self.check_open_failures_retried(k, url)
             self.assertEqual(k.stop(), 0)
         except Exception:
             if k:
