@@ -5,7 +5,9 @@
  * Faults: a result that cannot be stored (database down, disk full) is held in memory and stored
  * again, waiting 100 ms doubling to 2 s between attempts, until it is stored or the process stops
  * (then the trial stays claimed by a worker that is gone, and the reaper of the next process hands
- * it back); the thread claims nothing meanwhile, so at most one result per thread is held. A claim
+ * it back); the thread claims nothing meanwhile, so at most one result per thread is held. A server
+ * that answers but refuses the result MEASURER_REFUSALS times (not for space) gets it recorded as
+ * runtime_error with the refusal instead, so that no trial waits forever. A claim
  * that failed may have been stored with its reply lost: before its next claim the thread hands
  * back every trial still claimed in its name. Failures are logged once per streak (fault_log.h).
  */
@@ -22,6 +24,8 @@
 #include "worker/worker_internal.h"
 
 #define MEASURER_IDLE_MS 200
+/* Refusals of one result by a healthy server before it is recorded as runtime_error instead. */
+#define MEASURER_REFUSALS 10
 
 typedef struct measurer {
     worker_system *w;
@@ -123,17 +127,30 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         log_warn("trial %lld of job %lld: %s", claim->id, claim->job_id, err.message);
     }
     target_cache_release(m->w->targets, t);
-    int stored = -1;
+    int stored = -1, refused = 0;
     /* The result is held until it is stored: never dropped because the database is away. */
     for (;;) {
         kt_error_clear(&err);
         PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
+        int healthy = 0;
         if (c) {
             stored = trial_store_complete(c, claim, m->id, &r, &err);
+            healthy = PQstatus(c) == CONNECTION_OK;
             db_release(m->w->opt.db, c);
         }
         if (stored >= 0)
             break;
+        /* A server that answers and keeps refusing this result (not for space): record the
+         * refusal as the trial's result rather than hold the trial forever. */
+        if (healthy && err.code == KT_ERR_DATABASE && ++refused == MEASURER_REFUSALS) {
+            log_warn("trial %lld: the database refused its result %d times (%s); recording it as "
+                     "runtime_error",
+                     claim->id, refused, err.message);
+            trial_result_release(&r);
+            trial_result_init(&r);
+            r.status = TRIAL_RUNTIME_ERROR;
+            r.extras = json_pack("{s:s,s:s}", "error", "database", "message", err.message);
+        }
         char what[sizeof m->id + 64];
         snprintf(what, sizeof what, "worker %s: storing trial %lld", m->id, claim->id);
         fault_log_fail(&m->log, what, err.message);
