@@ -298,7 +298,7 @@ out:
 }
 
 /* Frees the models of dead processes, claims one and trains it; 1 when one was trained. */
-static int claim_and_train(trainer *t, PGconn **c)
+static int claim_and_train(trainer *t, PGconn **c, fault_log *db_log)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -308,7 +308,9 @@ static int claim_and_train(trainer *t, PGconn **c)
         log_info("recovered %d models from trainers that are gone", freed);
     int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, WORKER_STALE_S, &m, &err);
     if (got < 0)
-        log_warn("trainer: claiming models failed: %s", err.message);
+        fault_log_fail(db_log, "trainer: claiming models", err.message);
+    else
+        fault_log_ok(db_log, "trainer");
     if (got <= 0)
         return 0;
     /* No connection is held while training. */
@@ -333,7 +335,6 @@ static void *trainer_main(void *arg)
         if (!c) {
             fault_log_fail(&db_log, "trainer", err.message);
         } else {
-            fault_log_ok(&db_log, "trainer");
             long long now = (long long)(kt_clock_ns() / 1000000u);
             if (t->opt.retrain_after > 0 && now - last_retrain >= TRAINER_RETRAIN_CHECK_MS) {
                 last_retrain = now;
@@ -343,7 +344,7 @@ static void *trainer_main(void *arg)
                 else if (queued > 0)
                     log_info("trainer: %d models queued for retraining", queued);
             }
-            trained = claim_and_train(t, &c);
+            trained = claim_and_train(t, &c, &db_log);
             if (c)
                 db_release(t->opt.db, c);
         }
