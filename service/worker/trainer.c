@@ -327,6 +327,7 @@ static void *trainer_main(void *arg)
     unsigned long seen = 0;
     long long last_retrain = 0;
     fault_log db_log = {0}; /* the database away: one line per outage, not one per poll */
+    int lost_claim = 0; /* a model may be claimed in my name that nothing trains (a lost reply) */
     while (!stopping(t)) {
         kt_error err;
         kt_error_clear(&err);
@@ -344,12 +345,22 @@ static void *trainer_main(void *arg)
                 else if (queued > 0)
                     log_info("trainer: %d models queued for retraining", queued);
             }
-            trained = claim_and_train(t, &c, &db_log);
+            /* Nothing trains now: a model still claimed in my name is one whose claim's reply
+             * was lost; let it go for the next claim. */
+            if (lost_claim && model_store_release_mine(c, t->opt.me, &err) >= 0)
+                lost_claim = 0;
+            trained = lost_claim ? 0 : claim_and_train(t, &c, &db_log);
+            if (c && PQstatus(c) != CONNECTION_OK)
+                lost_claim = 1;
             if (c)
                 db_release(t->opt.db, c);
         }
-        if (trained)
+        if (trained) {
+            /* Its result or failure may not have been stored (the database away): then the model
+             * is still claimed in my name, and is let go before the next claim. */
+            lost_claim = 1;
             continue; /* another one may be waiting */
+        }
         pthread_mutex_lock(&t->lock);
         struct timespec deadline = kt_clock_deadline(TRAINER_POLL_MS);
         while (t->gen == seen && !t->stopping) {
