@@ -7,7 +7,9 @@
   the job runner does not spin (CPU of ktuned and lines of its log during the outage are bounded),
   /v1/best keeps answering when the lookup cache exists; afterwards the job finishes with all trials.
 - External (`--database-url`): a separate cluster (initdb as user postgres) stopped -m immediate and
-  started again: the same, without supervision.
+  started again: the same, without supervision. Then jobs whose first batch cannot be stored (a
+  trigger raises disk_full on trials, as a full disk does) are let go and opened again once it can,
+  never left `running` undriven.
 """
 import glob
 import os
