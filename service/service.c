@@ -111,6 +111,12 @@ static int start_database(service *svc, kt_error *err)
         return -1;
     log_info("database ready (%s, %d migrations applied now)", svc->pg ? "embedded" : "external",
              applied);
+    if (svc->pg) {
+        /* /healthz and new jobs watch the cluster's disk; a dead postmaster is restarted. */
+        db_pool_watch_dir(svc->db, pg_cluster_pgdata(svc->pg));
+        if (!(svc->pg_supervisor = pg_supervisor_start(svc->pg, err)))
+            return -1;
+    }
     return 0;
 }
 
@@ -238,6 +244,7 @@ void service_stop(service *svc)
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
     catalog_free(svc->cat);
     db_pool_free(svc->db);
+    pg_supervisor_stop(svc->pg_supervisor); /* before the server stops: no restart of it */
     pg_cluster_stop(svc->pg);
     free(svc->conninfo);
     memset(svc, 0, sizeof *svc);

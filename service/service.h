@@ -32,6 +32,8 @@ typedef struct service {
     best_listen *best_listen; /* keeps best true across processes (LISTEN/NOTIFY), owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
+
+    pg_supervisor *pg_supervisor; /* restarts pg when its postmaster dies; NULL without pg */
 } service;
 
 /* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP.

@@ -11,20 +11,19 @@
 #include "api/api_internal.h"
 #include "api/handlers.h"
 
+/* 200 when the database takes writes; else 503 with "database": "down" | "full" | "read_only"
+ * (db_pool_probe: a write probe and the data directory's free space, cached for a second). */
 void api_healthz(void *app, const http_request *req, http_response *res)
 {
     (void)req;
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    PGconn *c = db_acquire(svc->db, 2000, &err);
-    int ok = c && db_run(c, "SELECT 1", 0, NULL, &err) == 0;
-    if (c)
-        db_release(svc->db, c);
-    if (!ok) {
+    db_state s = db_pool_probe(svc->db, &err);
+    if (s != DB_STATE_OK) {
         http_reply_json(res, 503,
-                        json_pack("{s:s,s:s,s:s}", "status", "unavailable", "database", "down",
-                                  "reason", err.message));
+                        json_pack("{s:s,s:s,s:s,s:s}", "status", "unavailable", "database",
+                                  db_state_name(s), "reason", err.message, "hint", err.hint));
         return;
     }
     http_reply_json(res, 200,

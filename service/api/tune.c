@@ -54,6 +54,9 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
         .space_size = space_count(target.sp),
         .history = t->history,
     };
+    /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
+    if (db_pool_check_writable(svc->db, err) < 0)
+        goto out;
     if (unless_active) {
         if (job_store_create_unless_active(c, &spec, id_out, created, err) < 0)
             goto out;

@@ -11,14 +11,20 @@
 
 #include "core/log.h"
 #include "core/clock.h"
+#include "store/db_internal.h"
 
-struct db_pool {
-    pthread_mutex_t mu;
-    pthread_cond_t freed; /* signalled by db_release; waits use CLOCK_MONOTONIC */
-    int size;
-    PGconn **conns;
-    unsigned char *busy;
-};
+/* While the database is down, one reconnection attempt per this many ms (by whichever thread asks
+ * first); the other acquires fail at once with the last error. */
+#define DB_RETRY_MS 250
+/* libpq's connect_timeout (seconds, its minimum is 2): a server that does not answer fails an
+ * acquire within about this, never hangs it. A conninfo that sets its own wins. */
+#define DB_CONNECT_TIMEOUT "2"
+
+#define DB_OUTAGE_HINT                                                                             \
+    "the database is down or restarting; ktuned reconnects by itself: retry in a few seconds "     \
+    "(GET /healthz says when it is back)"
+#define DB_STORAGE_HINT                                                                            \
+    "free space on the database's disk or make it writable again; ktuned resumes by itself"
 
 /* Copies a libpq message into err as one line: the first line, without trailing blanks. */
 static void set_db_error(kt_error *err, const char *prefix, const char *msg)
@@ -44,8 +50,13 @@ static void log_notice(void *arg, const char *message)
 PGconn *db_connect(const char *conninfo, kt_error *err)
 {
     /* application_name comes first so that one given in conninfo (expanded from dbname) wins. */
-    const char *const keys[] = {"application_name", "dbname", NULL};
-    const char *const vals[] = {"ktuned", conninfo, NULL};
+    /* Over TCP, a server host that vanished without a reset is noticed within ~10 s (keepalives,
+     * tcp_user_timeout) instead of the kernel's minutes; unix sockets ignore these. */
+    const char *const keys[] = {
+        "application_name", "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout", "dbname",          NULL};
+    const char *const vals[] = {"ktuned", DB_CONNECT_TIMEOUT, "5", "2", "2",
+                                "10000",  conninfo,           NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (!conn) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating a database connection");
@@ -75,6 +86,7 @@ db_pool *db_pool_new(const char *conninfo, int size, kt_error *err)
     p->size = size;
     kt_clock_cond_init(&p->freed); /* db_acquire's deadlines are monotonic */
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->probe_mu, NULL);
     for (int i = 0; i < size; i++) {
         if (!(p->conns[i] = db_connect(conninfo, err)))
             goto out;
@@ -105,6 +117,7 @@ void db_pool_free(db_pool *p)
     }
     pthread_cond_destroy(&p->freed);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->probe_mu);
     free(p->conns);
     free(p->busy);
     free(p);
@@ -120,6 +133,68 @@ static void notice_dead_connection(PGconn *conn)
         if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0 || !PQconsumeInput(conn))
             break;
     }
+}
+
+/* Resets the broken connection of slot (held by the caller). While the database is down, attempts
+ * are spaced DB_RETRY_MS apart across the pool and the others fail at once, and the log gets one
+ * line when an outage starts and one when it ends, never one per attempt. */
+static int reconnect(db_pool *p, int slot, kt_error *err)
+{
+    PGconn *conn = p->conns[slot];
+    uint64_t now = kt_clock_ns();
+    pthread_mutex_lock(&p->mu);
+    int wait = p->down && now - p->last_try_ns < (uint64_t)DB_RETRY_MS * 1000000u;
+    if (wait)
+        kt_error_set(err, KT_ERR_DATABASE, "%s", p->down_msg);
+    else
+        p->last_try_ns = now;
+    pthread_mutex_unlock(&p->mu);
+    if (wait) {
+        kt_error_hint(err, DB_OUTAGE_HINT);
+        return -1;
+    }
+    PQreset(conn);
+    int ok = PQstatus(conn) == CONNECTION_OK;
+    kt_error why;
+    kt_error_clear(&why);
+    if (!ok)
+        set_db_error(&why, "database unreachable: ", PQerrorMessage(conn));
+    pthread_mutex_lock(&p->mu);
+    int was_down = p->down;
+    double down_s = (double)kt_clock_since_ns(p->down_since_ns) / 1e9;
+    if (!ok) {
+        if (!p->down) {
+            p->down_since_ns = now;
+            p->down_gen++;
+        }
+        p->down = 1;
+        snprintf(p->down_msg, sizeof p->down_msg, "%s", why.message);
+    } else {
+        p->down_gen += p->down;
+        p->down = 0;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!ok) {
+        if (!was_down)
+            log_warn("%s; answering 503 until it is back, reconnecting every %d ms", why.message,
+                     DB_RETRY_MS);
+        kt_error_set(err, KT_ERR_DATABASE, "%s", why.message);
+        kt_error_hint(err, DB_OUTAGE_HINT);
+        return -1;
+    }
+    if (was_down)
+        log_warn("database connection recovered after %.1f s", down_s);
+    else
+        log_debug("database connection %d was broken; reconnected", slot);
+    return 0;
+}
+
+int db_pool_down(db_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int down = p->down;
+    pthread_mutex_unlock(&p->mu);
+    return down;
 }
 
 PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
@@ -152,15 +227,9 @@ PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
     conn = p->conns[slot];
     if (PQstatus(conn) == CONNECTION_OK)
         notice_dead_connection(conn);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        log_warn("database connection %d is broken; reconnecting", slot);
-        PQreset(conn);
-        if (PQstatus(conn) != CONNECTION_OK) {
-            set_db_error(err, "database connection lost and could not be re-established: ",
-                         PQerrorMessage(conn));
-            db_release(p, conn);
-            conn = NULL;
-        }
+    if (PQstatus(conn) != CONNECTION_OK && reconnect(p, slot, err) < 0) {
+        db_release(p, conn);
+        conn = NULL;
     }
 out:
     return conn;
@@ -191,6 +260,20 @@ void db_release(db_pool *p, PGconn *conn)
         log_warn("db_release of a connection that is not acquired from this pool");
 }
 
+/* A full or read-only disk becomes KT_ERR_STORAGE_FULL (507); a connection lost in the statement
+ * gets the outage hint. sqlstate may be NULL. */
+static void classify_error(PGconn *conn, const char *sqlstate, kt_error *err)
+{
+    if (!err)
+        return;
+    if (db_state_of(sqlstate, err->message) != DB_STATE_OK) {
+        err->code = KT_ERR_STORAGE_FULL;
+        kt_error_hint(err, DB_STORAGE_HINT);
+    } else if (PQstatus(conn) != CONNECTION_OK) {
+        kt_error_hint(err, DB_OUTAGE_HINT);
+    }
+}
+
 PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
                         char sqlstate[6], kt_error *err)
 {
@@ -202,6 +285,7 @@ PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char 
         return res;
     if (!res) {
         set_db_error(err, "", PQerrorMessage(conn));
+        classify_error(conn, NULL, err);
         goto out;
     }
     const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -215,6 +299,7 @@ PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char 
         kt_error_set(err, KT_ERR_DATABASE, "unexpected result %s", PQresStatus(st));
     if (hint)
         kt_error_hint(err, "%s", hint);
+    classify_error(conn, state, err);
     if (sqlstate && state)
         snprintf(sqlstate, 6, "%s", state);
 out:

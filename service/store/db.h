@@ -2,6 +2,12 @@
  * that run parameterised statements and turn libpq failures into kt_error (KT_ERR_DATABASE). A
  * connection that broke is reset when it is next acquired.
  *
+ * Outages: while the server is unreachable, db_acquire fails fast (one reconnection attempt per
+ * 250 ms for the whole pool, libpq's connect_timeout 2 s) with KT_ERR_DATABASE and a hint, and logs
+ * one line when the outage starts and one ("recovered after N s") when it ends. A statement that
+ * fails because the disk is full or read-only is KT_ERR_STORAGE_FULL (507). db_pool_probe says
+ * whether the database takes writes (for /healthz and before creating jobs).
+ *
  * Lifecycle: db_pool_new -> (db_acquire -> db_exec* -> db_release)* -> db_pool_free. */
 #ifndef KT_STORE_DB_H
 #define KT_STORE_DB_H
@@ -33,6 +39,27 @@ int db_begin(PGconn *conn, kt_error *err);
 /* -1 also when the server rolled the transaction back because a statement in it had failed. */
 int db_commit(PGconn *conn, kt_error *err);
 void db_rollback(PGconn *conn); /* best effort, never fails */
+
+/* 1 while an outage is under way (the last reconnection attempt failed), else 0. */
+int db_pool_down(db_pool *p);
+
+/* What db_pool_probe found. */
+typedef enum { DB_STATE_OK, DB_STATE_DOWN, DB_STATE_FULL, DB_STATE_READ_ONLY } db_state;
+/* "ok", "down", "full", "read_only" (the /healthz "database" field). */
+const char *db_state_name(db_state s);
+/* The embedded cluster's data directory (copied): db_pool_probe also reads its free space and mount
+ * flags (statvfs), so a full or read-only disk is reported before PostgreSQL fails on it. */
+void db_pool_watch_dir(db_pool *p, const char *dir);
+/* Whether the database takes writes: the watched directory (read-only mount; free space under
+ * DB_MIN_FREE_BYTES) and a write probe (a transaction that takes a transaction id, committed: fails
+ * on a read-only or unreachable server). Cached for DB_PROBE_CACHE_MS, one probe at a time; at
+ * most ~2 s when the server does not answer. err gets the reason when not DB_STATE_OK. */
+db_state db_pool_probe(db_pool *p, kt_error *err);
+#define DB_MIN_FREE_BYTES (48ll << 20) /* three WAL segments */
+#define DB_PROBE_CACHE_MS 1000
+/* For writes the caller would rather refuse than start: -1 with KT_ERR_STORAGE_FULL when the
+ * probe says full or read-only, KT_ERR_DATABASE when down; else 0. */
+int db_pool_check_writable(db_pool *p, kt_error *err);
 
 /* LISTEN/NOTIFY: a dedicated connection (not from the pool) for waiting on notifications. */
 PGconn *db_connect(const char *conninfo, kt_error *err);

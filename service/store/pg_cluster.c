@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "store/pg_cluster_internal.h"
 
 #define PG_PORT          "5432"
 #define PG_SOCKET_NAME   "/.s.PGSQL." PG_PORT
@@ -710,4 +711,27 @@ void pg_cluster_stop(pg_cluster *c)
     if (c->socket_is_tmp)
         rmdir(c->socket_dir);
     free(c);
+}
+
+/* ---- for the supervisor (pg_supervise.c, pg_cluster_internal.h) ---- */
+
+int pg_cluster_server_alive(pg_cluster *c)
+{
+    return server_running(c);
+}
+
+int pg_cluster_server_start(pg_cluster *c, kt_error *err)
+{
+    if (start_server(c, err) != 0)
+        return -1;
+    if (wait_ready(c) != 0) {
+        set_tail_error(c, err, "the embedded postgresql does not accept connections", -1);
+        return -1;
+    }
+    return 0;
+}
+
+const char *pg_cluster_pgdata(const pg_cluster *c)
+{
+    return c->pgdata;
 }

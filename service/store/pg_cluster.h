@@ -23,4 +23,20 @@ const char *pg_cluster_conninfo(const pg_cluster *c);
 /* Stops the server (fast shutdown) and frees c. NULL is a no-op. */
 void pg_cluster_stop(pg_cluster *c);
 
+/* Supervision (store/pg_supervise.c). pg_cluster_check_restart: when the postmaster is gone
+ * (killed, crashed, stopped by hand) starts it again (pg_ctl start -w) on the same socket. Returns
+ * 0 when it was running, 1 when it was restarted, -1 when it could not be (err: the tail of pg.log,
+ * e.g. a full disk). Not thread-safe on the same c: call it from one thread. pg_supervisor_start
+ * runs it in a thread every PG_SUPERVISE_MS (after a failed restart, waiting 1 s doubling to 8 s),
+ * logging one line per death, per failing streak and per recovery; pg_supervisor_stop (NULL is a
+ * no-op) joins that thread and must come before pg_cluster_stop. c is borrowed and must outlive the
+ * supervisor. */
+#define PG_SUPERVISE_MS 500
+/* <data_dir>/pg, the cluster's files (watched for free space by db_pool_watch_dir). */
+const char *pg_cluster_pgdata(const pg_cluster *c);
+typedef struct pg_supervisor pg_supervisor;
+int pg_cluster_check_restart(pg_cluster *c, kt_error *err);
+pg_supervisor *pg_supervisor_start(pg_cluster *c, kt_error *err);
+void pg_supervisor_stop(pg_supervisor *s);
+
 #endif

@@ -1,6 +1,15 @@
 /* A measurement thread: claims pending trials of this process's devices, measures each with the
  * backend of its device and stores the result. Backends are opened per thread; targets come from
  * the process's target cache (target_cache.h), shared with the job runner.
+ *
+ * Faults: a result that cannot be stored (database down, disk full) is held in memory and stored
+ * again, waiting 100 ms doubling to 2 s between attempts, until it is stored or the process stops
+ * (then the trial stays claimed by a worker that is gone, and the reaper of the next process hands
+ * it back); the thread claims nothing meanwhile, so at most one result per thread is held. A server
+ * that answers but refuses the result MEASURER_REFUSALS times (not for space) gets it recorded as
+ * runtime_error with the refusal instead, so that no trial waits forever. A claim
+ * that failed may have been stored with its reply lost: before its next claim the thread hands
+ * back every trial still claimed in its name. Failures are logged once per streak (fault_log.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,18 +17,38 @@
 
 #include "core/log.h"
 #include "measure/backend.h"
+#include "store/fault_store.h"
 #include "store/trial_store.h"
 #include "store/worker_store.h"
+#include "worker/fault_log.h"
 #include "worker/worker_internal.h"
 
 #define MEASURER_IDLE_MS 200
+/* Refusals of one result by a healthy server before it is recorded as runtime_error instead. */
+#define MEASURER_REFUSALS 10
 
 typedef struct measurer {
     worker_system *w;
     char id[448];
     backend **backends; /* one per device of w, opened on first use */
     long long trials_done;
+    int requeue;   /* a claim failed: its trial may be claimed in our name with the reply lost */
+    fault_log log; /* the database failing for this thread */
 } measurer;
+
+/* Whether err is the database being down or unable to write: worth waiting for. */
+static int db_fault(const kt_error *err)
+{
+    return err->code == KT_ERR_DATABASE || err->code == KT_ERR_STORAGE_FULL;
+}
+
+/* Waits the retry delay of the current streak; 0, or -1 when the system stops meanwhile. */
+static int retry_wait(measurer *m)
+{
+    const unsigned long never = 0; /* a generation nobody bumps: only stop wakes it */
+    worker_wait(m->w, &never, 0, fault_log_retry_ms(&m->log));
+    return worker_stopping(m->w) ? -1 : 0;
+}
 
 static backend *backend_for(measurer *m, const char *device, kt_error *err)
 {
@@ -73,11 +102,21 @@ static void measure_claim(measurer *m, const trial_claim *claim)
     trial_result r;
     trial_result_init(&r);
     const target *t = NULL;
-    PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
-    if (c) {
-        t = target_for(m, c, claim->job_id, &err);
-        db_release(m->w->opt.db, c);
+    for (;;) {
+        PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
+        if (c) {
+            t = target_for(m, c, claim->job_id, &err);
+            db_release(m->w->opt.db, c);
+        }
+        if (t || !db_fault(&err))
+            break;
+        fault_log_fail(&m->log, m->id, err.message);
+        if (retry_wait(m) < 0)
+            break; /* stopping: the trial is handed back when this process is gone */
+        kt_error_clear(&err);
     }
+    if (!t && db_fault(&err))
+        goto out;
     backend *b = t ? backend_for(m, claim->device, &err) : NULL;
     if (!b || backend_measure(b, t, claim->cid, &r, &err) < 0) {
         trial_result_release(&r);
@@ -88,15 +127,42 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         log_warn("trial %lld of job %lld: %s", claim->id, claim->job_id, err.message);
     }
     target_cache_release(m->w->targets, t);
-    kt_error_clear(&err);
-    int stored = -1;
-    c = db_acquire(m->w->opt.db, 30000, &err);
-    if (c) {
-        stored = trial_store_complete(c, claim, m->id, &r, &err);
-        db_release(m->w->opt.db, c);
+    int stored = -1, refused = 0;
+    /* The result is held until it is stored: never dropped because the database is away. */
+    for (;;) {
+        kt_error_clear(&err);
+        PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
+        int healthy = 0;
+        if (c) {
+            stored = trial_store_complete(c, claim, m->id, &r, &err);
+            healthy = PQstatus(c) == CONNECTION_OK;
+            db_release(m->w->opt.db, c);
+        }
+        if (stored >= 0)
+            break;
+        /* A server that answers and keeps refusing this result (not for space): record the
+         * refusal as the trial's result rather than hold the trial forever. */
+        if (healthy && err.code == KT_ERR_DATABASE && ++refused == MEASURER_REFUSALS) {
+            log_warn("trial %lld: the database refused its result %d times (%s); recording it as "
+                     "runtime_error",
+                     claim->id, refused, err.message);
+            trial_result_release(&r);
+            trial_result_init(&r);
+            r.status = TRIAL_RUNTIME_ERROR;
+            r.extras = json_pack("{s:s,s:s}", "error", "database", "message", err.message);
+        }
+        char what[sizeof m->id + 64];
+        snprintf(what, sizeof what, "worker %s: storing trial %lld", m->id, claim->id);
+        fault_log_fail(&m->log, what, err.message);
+        if (retry_wait(m) < 0) {
+            log_warn("trial %lld: result not stored before shutdown (%s); the trial is handed "
+                     "back when this process is gone",
+                     claim->id, err.message);
+            break;
+        }
     }
-    if (stored < 0)
-        log_warn("trial %lld: storing the result failed: %s", claim->id, err.message);
+    if (stored >= 0)
+        fault_log_ok(&m->log, m->id);
     if (stored == 1) {
         m->trials_done++;
         pthread_mutex_lock(&m->w->lock);
@@ -104,6 +170,7 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         m->w->stats.measure_seconds += trial_cost_seconds(&r);
         pthread_mutex_unlock(&m->w->lock);
     }
+out:
     trial_result_release(&r);
 }
 
@@ -126,17 +193,30 @@ void *measurer_main(void *arg)
     while (!worker_stopping(w) && m.backends) {
         kt_error_clear(&err);
         c = db_acquire(w->opt.db, 5000, &err);
-        if (!c) {
-            seen = worker_wait(w, &w->queued_gen, seen, MEASURER_IDLE_MS);
+        trial_claim claim;
+        int got = -1;
+        if (c && m.requeue) {
+            int n = fault_store_requeue_claims(c, m.id, &err);
+            if (n > 0)
+                log_warn("worker %s: handed back %d trials claimed while the database failed", m.id,
+                         n);
+            m.requeue = n < 0;
+        }
+        if (c && !m.requeue) {
+            got = trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim,
+                                    &err);
+            m.requeue = got < 0 && PQstatus(c) != CONNECTION_OK;
+        }
+        if (c)
+            db_release(w->opt.db, c);
+        if (got < 0) {
+            fault_log_fail(&m.log, m.id, err.message);
+            if (retry_wait(&m) == 0)
+                seen = worker_wait(w, &w->queued_gen, seen, 0);
             continue;
         }
-        trial_claim claim;
-        int got =
-            trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim, &err);
-        db_release(w->opt.db, c);
-        if (got <= 0) {
-            if (got < 0)
-                log_warn("worker %s: claim failed: %s", m.id, err.message);
+        fault_log_ok(&m.log, m.id);
+        if (got == 0) {
             seen = worker_wait(w, &w->queued_gen, seen, MEASURER_IDLE_MS);
             continue;
         }

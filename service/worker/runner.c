@@ -1,33 +1,86 @@
 /* The runner thread: claims jobs, drives each with a job_driver, heart-beats this process's jobs
- * and workers, and reaps the jobs and trials of processes that died. */
+ * and workers, and reaps the jobs and trials of processes that died.
+ *
+ * Faults: when no connection can be had, or a statement fails, the runner waits (doubling from
+ * 100 ms to 2 s: never a spin) and logs once per streak (fault_log.h). After a failure that lost
+ * the connection (an outage) its drivers may be stale — a claim whose reply was lost, a job another
+ * process took over while this one could not heart-beat — so it re-syncs from the database: closes
+ * every driver, lets go of every job it holds (job_store_release_mine) and claims them again, which
+ * resumes each by replaying its stored trials. A job whose driver cannot be opened (the database
+ * failed in the middle) is let go at once and claimed again after a pause, never left claimed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/log.h"
 #include "core/clock.h"
+#include "store/fault_store.h"
 #include "store/model_store.h"
 #include "store/worker_store.h"
+#include "worker/fault_log.h"
 #include "worker/job_driver.h"
 #include "worker/worker_internal.h"
 
 #define RUNNER_HEARTBEAT_MS 1000
 #define RUNNER_REAP_MS      2000
 #define RUNNER_TICK_MS      100
+#define RUNNER_ACQUIRE_MS   2000
+/* After a job could not be opened: no claims for this long (the job is claimed again after it). */
+#define RUNNER_OPEN_PAUSE_MS 1000
 
 typedef struct runner_state {
     worker_system *w;
     job_driver *jobs;
     int n_jobs;
     long long last_heartbeat, last_reap;
+    long long claim_after; /* ms: no claims before (a job could not be opened) */
+    int resync;            /* the connection was lost: drivers may be stale */
+    int failed;            /* something failed in this round */
+    char why[KT_ERROR_MESSAGE_MAX + 128];
+    fault_log log;
 } runner_state;
+
+static long long now_ms(void)
+{
+    return (long long)(kt_clock_ns() / 1000000u);
+}
+
+/* Records a failure of this round; the fault log reports it once per streak. */
+static void round_failed(runner_state *st, const char *what, const kt_error *err)
+{
+    if (!st->failed)
+        snprintf(st->why, sizeof st->why, "%s: %s", what, err->message);
+    st->failed = 1;
+}
+
+/* Drops every driver and lets go of every job this runner holds: claim_jobs takes them back and
+ * reopens them from the database. */
+static int resync(runner_state *st, PGconn *c)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    if (job_store_release_mine(c, &st->w->me, &err) < 0) {
+        round_failed(st, "letting go of jobs to re-sync", &err);
+        return -1;
+    }
+    if (st->n_jobs > 0)
+        log_warn("runner: re-syncing %d jobs from the database after a lost connection",
+                 st->n_jobs);
+    for (int i = 0; i < st->n_jobs; i++)
+        job_driver_close(&st->jobs[i]);
+    st->n_jobs = 0;
+    st->resync = 0;
+    st->last_heartbeat = st->last_reap = 0; /* heart-beat and reap at once */
+    return 0;
+}
 
 static void housekeeping(runner_state *st, PGconn *c, int force)
 {
     worker_system *w = st->w;
     kt_error err;
     kt_error_clear(&err);
-    long long t = (long long)(kt_clock_ns() / 1000000u);
+    long long t = now_ms();
     if (force || t - st->last_heartbeat >= RUNNER_HEARTBEAT_MS) {
         st->last_heartbeat = t;
         /* The models the trainer thread trains carry the same runner id: one heartbeat for the
@@ -35,7 +88,7 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
         if (job_store_heartbeat(c, &w->me, &err) < 0 ||
             model_store_heartbeat(c, &w->me, &err) < 0 ||
             worker_store_heartbeat(c, w->host, w->pid, &err) < 0)
-            log_warn("heartbeat failed: %s", err.message);
+            round_failed(st, "heartbeat", &err);
     }
     if (force || t - st->last_reap >= RUNNER_REAP_MS) {
         st->last_reap = t;
@@ -43,7 +96,7 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
         int requeued =
             freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, WORKER_STALE_S, &err);
         if (freed < 0 || requeued < 0)
-            log_warn("reaping dead runners and workers failed: %s", err.message);
+            round_failed(st, "reaping dead runners and workers", &err);
         else if (freed > 0 || requeued > 0)
             log_info("recovered %d jobs and %d trials from processes that are gone", freed,
                      requeued);
@@ -56,7 +109,7 @@ static void claim_jobs(runner_state *st, PGconn *c)
 {
     worker_system *w = st->w;
     int room = w->opt.max_jobs - st->n_jobs;
-    if (room <= 0)
+    if (room <= 0 || now_ms() < st->claim_after)
         return;
     job_row *rows = calloc((size_t)room, sizeof *rows);
     if (!rows)
@@ -64,15 +117,24 @@ static void claim_jobs(runner_state *st, PGconn *c)
     kt_error err;
     kt_error_clear(&err);
     int n = job_store_claim(c, &w->me, room, rows, &err);
-    if (n < 0)
-        log_warn("claiming jobs failed: %s", err.message);
+    if (n < 0) {
+        round_failed(st, "claiming jobs", &err);
+        st->resync = 1; /* the claim may have been stored with its reply lost */
+    }
     for (int i = 0; i < n; i++) {
         job_driver *d = &st->jobs[st->n_jobs];
         long long id = rows[i].id;
         int rc = job_driver_open(d, &rows[i], w->targets, w->opt.models, &w->me, c, &err);
         if (rc < 0) {
-            log_warn("job %lld could not be opened: %s", id, err.message);
+            /* Never left claimed and undriven: let it go, claim it again after a pause. */
+            char what[64];
+            snprintf(what, sizeof what, "opening job %lld", id);
+            round_failed(st, what, &err);
             job_driver_close(d);
+            st->claim_after = now_ms() + RUNNER_OPEN_PAUSE_MS;
+            kt_error_clear(&err);
+            if (fault_store_release_job(c, &w->me, id, &err) < 0)
+                st->resync = 1;
             continue;
         }
         log_info("job %lld: driving (%s on %s, %s)", id, d->row.target.key.kernel,
@@ -93,8 +155,11 @@ static void step_jobs(runner_state *st, PGconn *c)
     for (int i = 0; i < st->n_jobs;) {
         job_driver *d = &st->jobs[i];
         int rc = job_driver_step(d, c, &err);
-        if (rc < 0)
-            log_warn("job %lld: step failed: %s", d->row.id, err.message);
+        if (rc < 0) {
+            char what[64];
+            snprintf(what, sizeof what, "job %lld: step", d->row.id);
+            round_failed(st, what, &err);
+        }
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(st->w, &st->w->queued_gen);
         if (rc == JOB_DRIVER_ENDED) {
@@ -120,22 +185,42 @@ void *runner_main(void *arg)
     while (!worker_stopping(w)) {
         kt_error err;
         kt_error_clear(&err);
-        PGconn *c = db_acquire(w->opt.db, 5000, &err);
+        st.failed = 0;
+        PGconn *c = db_acquire(w->opt.db, RUNNER_ACQUIRE_MS, &err);
         if (!c) {
-            log_warn("runner: %s", err.message);
-            worker_wait(w, &w->runner_gen, seen_runner, 1000);
-            continue;
+            round_failed(&st, "no database connection", &err);
+            if (db_pool_down(w->opt.db))
+                st.resync = 1; /* an outage, not a busy pool */
+        } else {
+            if (!st.resync || resync(&st, c) == 0) {
+                housekeeping(&st, c, first);
+                first = 0;
+                claim_jobs(&st, c);
+                step_jobs(&st, c);
+            }
+            if (PQstatus(c) != CONNECTION_OK)
+                st.resync = 1; /* lost in the middle: what was written is unknown */
+            db_release(w->opt.db, c);
         }
-        housekeeping(&st, c, first);
-        first = 0;
-        claim_jobs(&st, c);
-        step_jobs(&st, c);
-        db_release(w->opt.db, c);
         pthread_mutex_lock(&w->lock);
         w->stats.active_jobs = st.n_jobs;
         pthread_mutex_unlock(&w->lock);
-        /* Sleep until a trial finishes or a job is queued; the timeout covers other processes. */
-        seen_runner = worker_wait(w, &w->runner_gen, seen_runner, RUNNER_TICK_MS);
+        int tick = RUNNER_TICK_MS;
+        if (st.failed) {
+            fault_log_fail(&st.log, "runner", st.why);
+            tick = fault_log_retry_ms(&st.log);
+        } else {
+            fault_log_ok(&st.log, "runner");
+        }
+        /* Sleep until a trial finishes or a job is queued; the timeout covers other processes.
+         * While failing, wake-ups are ignored: the wait is the retry delay (no spin). */
+        if (st.failed) {
+            const unsigned long never = 0; /* a generation nobody bumps: only stop wakes it */
+            worker_wait(w, &never, 0, tick);
+            seen_runner = worker_wait(w, &w->runner_gen, seen_runner, 0);
+        } else {
+            seen_runner = worker_wait(w, &w->runner_gen, seen_runner, tick);
+        }
     }
     kt_error err;
     kt_error_clear(&err);

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "model/predictor.h"
+#include "worker/fault_log.h"
 #include "worker/trainer_internal.h"
 #include "worker/worker_internal.h"
 
@@ -297,7 +298,7 @@ out:
 }
 
 /* Frees the models of dead processes, claims one and trains it; 1 when one was trained. */
-static int claim_and_train(trainer *t, PGconn **c)
+static int claim_and_train(trainer *t, PGconn **c, fault_log *db_log)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -307,7 +308,9 @@ static int claim_and_train(trainer *t, PGconn **c)
         log_info("recovered %d models from trainers that are gone", freed);
     int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, WORKER_STALE_S, &m, &err);
     if (got < 0)
-        log_warn("trainer: claiming models failed: %s", err.message);
+        fault_log_fail(db_log, "trainer: claiming models", err.message);
+    else
+        fault_log_ok(db_log, "trainer");
     if (got <= 0)
         return 0;
     /* No connection is held while training. */
@@ -323,13 +326,15 @@ static void *trainer_main(void *arg)
     trainer *t = arg;
     unsigned long seen = 0;
     long long last_retrain = 0;
+    fault_log db_log = {0}; /* the database away: one line per outage, not one per poll */
+    int lost_claim = 0; /* a model may be claimed in my name that nothing trains (a lost reply) */
     while (!stopping(t)) {
         kt_error err;
         kt_error_clear(&err);
         PGconn *c = db_acquire(t->opt.db, 5000, &err);
         int trained = 0;
         if (!c) {
-            log_warn("trainer: %s", err.message);
+            fault_log_fail(&db_log, "trainer", err.message);
         } else {
             long long now = (long long)(kt_clock_ns() / 1000000u);
             if (t->opt.retrain_after > 0 && now - last_retrain >= TRAINER_RETRAIN_CHECK_MS) {
@@ -340,12 +345,22 @@ static void *trainer_main(void *arg)
                 else if (queued > 0)
                     log_info("trainer: %d models queued for retraining", queued);
             }
-            trained = claim_and_train(t, &c);
+            /* Nothing trains now: a model still claimed in my name is one whose claim's reply
+             * was lost; let it go for the next claim. */
+            if (lost_claim && model_store_release_mine(c, t->opt.me, &err) >= 0)
+                lost_claim = 0;
+            trained = lost_claim ? 0 : claim_and_train(t, &c, &db_log);
+            if (c && PQstatus(c) != CONNECTION_OK)
+                lost_claim = 1;
             if (c)
                 db_release(t->opt.db, c);
         }
-        if (trained)
+        if (trained) {
+            /* Its result or failure may not have been stored (the database away): then the model
+             * is still claimed in my name, and is let go before the next claim. */
+            lost_claim = 1;
             continue; /* another one may be waiting */
+        }
         pthread_mutex_lock(&t->lock);
         struct timespec deadline = kt_clock_deadline(TRAINER_POLL_MS);
         while (t->gen == seen && !t->stopping) {

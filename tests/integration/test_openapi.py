@@ -491,6 +491,9 @@ class ServedTest(unittest.TestCase):
         cmd = [pg_ctl, "-D", pg, "-m", "immediate", "-w", "stop"]
         if os.geteuid() == 0:
             cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        # ktuned restarts a stopped embedded server (store/pg_supervise.c): without its configuration
+        # file it cannot, and the database stays down for the rest of this test.
+        os.rename(os.path.join(pg, "postgresql.conf"), os.path.join(pg, "postgresql.conf.down"))
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         status, _, reply = self.call("GET", "/healthz")
@@ -518,7 +521,8 @@ class ServedTest(unittest.TestCase):
         missing = []
         for path, method, op in operations():
             for status in op["responses"]:
-                if status != "500" and (path, method, status) not in self.exercised:
+                # 507 needs a full disk: tests/integration/test_faults_disk.py produces it.
+                if status not in ("500", "507") and (path, method, status) not in self.exercised:
                     missing.append("%s %s %s" % (method.upper(), path, status))
         self.assertEqual(missing, [], "documented but never produced by the real server")
 
