@@ -26,5 +26,8 @@ typedef struct api_context {
 } api_context;
 
 const http_route *api_routes(void);
+/* The routes of a worker process (--role worker): /healthz and /metrics only (Kubernetes probes,
+ * Prometheus); workers is set, the rest of the API is served by API processes. */
+const http_route *api_probe_routes(void);
 
 #endif

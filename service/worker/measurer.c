@@ -131,8 +131,11 @@ void *measurer_main(void *arg)
             continue;
         }
         trial_claim claim;
-        int got =
-            trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim, &err);
+        trial_claim_devices devs = {.names = (const char *const *)w->devices,
+                                    .classes = (const char *const *)w->classes,
+                                    .toolchains = (const char *const *)w->toolchains,
+                                    .n = w->n_devices};
+        int got = trial_store_claim(c, m.id, &devs, &claim, &err);
         db_release(w->opt.db, c);
         if (got <= 0) {
             if (got < 0)

@@ -302,10 +302,10 @@ static int claim_and_train(trainer *t, PGconn **c)
     kt_error err;
     kt_error_clear(&err);
     model_claim m;
-    int freed = model_store_release_dead(*c, t->opt.me, WORKER_STALE_S, &err);
+    int freed = model_store_release_dead(*c, t->opt.me, t->opt.stale_s, &err);
     if (freed > 0)
         log_info("recovered %d models from trainers that are gone", freed);
-    int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, WORKER_STALE_S, &m, &err);
+    int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, t->opt.stale_s, &m, &err);
     if (got < 0)
         log_warn("trainer: claiming models failed: %s", err.message);
     if (got <= 0)
