@@ -40,6 +40,7 @@ typedef struct job_spec {
     long long budget_evaluations; /* 0 = no limit on evaluations */
     double budget_seconds;        /* 0 = no limit on time */
     int batch_size;
+    int parallel; /* "parallel" (sql/009): 1..64, 0 = none (imports) */
     uint64_t space_size;
     const char *finished_as; /* NULL: queued for a runner; else the stop reason of a job that is
                               * made finished ("imported": import_store, its trials come with it) */
@@ -93,6 +94,7 @@ typedef struct job_info {
     json_t *history_used;      /* a summary of what was recorded, NULL until the driver recorded it:
                                 * {"sources":[...],"seeded":n,"prior_trials":n} */
     long long seeded_measured; /* trials of the seeded (first) configurations with a final status */
+    int parallel;              /* "parallel" asked (sql/009); 0 when NULL (older jobs, imports) */
 } job_info;
 
 /* A page of jobs, newest first. */
