@@ -78,10 +78,9 @@ static uint64_t fresh_seed(void)
 
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {"kernel",   "device",           "problem",
-                                         "strategy", "strategy_options", "budget",
-                                         "seed",     "history",          "parallel",
-                                         NULL};
+    static const char *const fields[] = {"kernel",           "device", "problem", "strategy",
+                                         "strategy_options", "budget", "seed",    "history",
+                                         "parallel",         NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;

@@ -373,6 +373,18 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
     return rc;
 }
 
+int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err)
+{
+    store_num n;
+    const char *p[] = {store_ll(&n, id), me->id};
+    PGresult *r = db_exec(c, "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2", 2, p, err);
+    if (!r)
+        return -1;
+    int mine = PQntuples(r) == 1;
+    PQclear(r);
+    return mine;
+}
+
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err)
 {

@@ -149,6 +149,10 @@ void job_row_release(job_row *r);
 /* "running" while this runner drives it; anything else means stop driving it. */
 int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error *err);
 /* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL). */
+/* 1 when job id is driven by me (jobs.runner = me->id), 0 when not: my lease ran out (a pause
+ * longer than --lease-s) and the job was released, maybe claimed by another process; -1 on error.
+ */
+int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err);
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
 /* Lets go of every running job I drive (clean shutdown): another runner, or my successor, resumes
