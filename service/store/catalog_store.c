@@ -73,8 +73,10 @@ int catalog_store_fleet_heartbeat(PGconn *c, const char *runner, kt_error *err)
 int catalog_store_fleet_leave(PGconn *c, const char *runner, kt_error *err)
 {
     const char *p[] = {runner};
-    return db_run(c, "UPDATE fleet_devices SET heartbeat_at = 'epoch' WHERE runner = $1", 1, p,
-                  err);
+    /* A day old: not live for any lease (--lease-s is at most an hour), kept for the retention. */
+    return db_run(
+        c, "UPDATE fleet_devices SET heartbeat_at = now() - interval '1 day' WHERE runner = $1", 1,
+        p, err);
 }
 
 json_t *catalog_store_fleet_json(PGconn *c, double lease_s, kt_error *err)

@@ -305,7 +305,9 @@ static int claim_and_train(trainer *t, PGconn **c)
     int freed = model_store_release_dead(*c, t->opt.me, t->opt.stale_s, &err);
     if (freed > 0)
         log_info("recovered %d models from trainers that are gone", freed);
-    int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, t->opt.stale_s, &m, &err);
+    int got = freed < 0 ? -1
+                        : model_store_claim_served(*c, t->opt.me, t->opt.stale_s, t->opt.classes,
+                                                   &m, &err);
     if (got < 0)
         log_warn("trainer: claiming models failed: %s", err.message);
     if (got <= 0)

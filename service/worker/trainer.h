@@ -50,6 +50,8 @@ typedef struct trainer_options {
     long long retrain_after; /* --model-retrain-after: new ok trials of a key; 0 = off */
     double train_delay_s;    /* --model-train-delay-s (testing): a training is held this long */
     int stale_s;             /* the lease (--lease-s) in seconds: the reaper's limit */
+    const char *classes;     /* JSON array text of the classes this process serves (borrowed; NULL:
+                              * any): models of classes others serve are left to them */
 } trainer_options;
 
 trainer *trainer_start(const trainer_options *opt, kt_error *err);

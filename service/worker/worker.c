@@ -73,6 +73,13 @@ static int collect_devices(worker_system *w, kt_error *err)
         w->devices[w->n_devices++] = strdup(name);
     }
     json_decref(devs);
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < w->n_devices; i++)
+        json_array_append_new(arr, json_string(w->classes[i]));
+    w->classes_json = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!w->classes_json)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing devices");
     return 0;
 }
 
@@ -117,7 +124,8 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
                             .me = &w->me,
                             .retrain_after = opt->model_retrain_after,
                             .train_delay_s = opt->model_train_delay_s,
-                            .stale_s = worker_stale_s(opt)};
+                            .stale_s = worker_stale_s(opt),
+                            .classes = w->classes_json};
     w->trainer = trainer_start(&topt, err);
     if (!w->trainer)
         goto fail;
@@ -182,6 +190,7 @@ void worker_system_stop(worker_system *w)
     free(w->devices);
     free(w->classes);
     free(w->toolchains);
+    free(w->classes_json);
     free(w->measurer_threads);
     free(w->measurer_args);
     target_cache_free(w->targets); /* after the threads: no user is left */

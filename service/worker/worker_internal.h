@@ -36,6 +36,7 @@ struct worker_system {
     char **classes;        /* their classes and toolchains (trial claims match the job's) */
     char **toolchains;
     int n_devices;
+    char *classes_json; /* the classes as a JSON array text, for the trainer's claims */
 
     pthread_mutex_t lock;
     pthread_cond_t wake;
