@@ -9,6 +9,7 @@ packages=(
   libxgboost-dev libcurl4-openssl-dev
   postgresql
   chromium
+  iproute2 util-linux
 )
 
 missing=()

@@ -269,8 +269,8 @@ class MultiHostTest(unittest.TestCase):
         self.assertIn(REPLAY, [d["name"] for d in devices["devices"]])
         # A worker answers probes and scrapes, nothing else.
         w = self.workers[0]
-        self.assertEqual(w.get("/healthz")[0], 200)
-        self.assertEqual(w.get("/metrics")[0], 200)
+        self.assertEqual(w.get("/healthz", headers=AUTH)[0], 200)
+        self.assertEqual(w.get("/metrics", headers=AUTH)[0], 200)
         self.assertEqual(self.get("/v1/devices", k=w)[0], 404)
         # The API measures nothing itself.
         _, _, metrics = self.get("/metrics")
