@@ -32,7 +32,8 @@ TOKEN = "multihost-test-token"
 AUTH = {"Authorization": "Bearer " + TOKEN}
 LEASE_S = 2
 TAG = "kt%d" % (os.getpid() % 10000)  # interface and namespace names stay under 15 characters
-SUBNET = "10.%d.%d" % (100 + os.getpid() % 100, (os.getpid() // 100) % 250)
+# 198.18.0.0/15 is reserved for network tests (RFC 2544): no real network of the machine uses it.
+SUBNET = "198.%d.%d" % (18 + os.getpid() % 2, (os.getpid() // 2) % 250)
 PG_BIN = (sorted(glob.glob("/usr/lib/postgresql/*/bin")) or [""])[-1]
 
 
