@@ -299,6 +299,19 @@ class MultiHostTest(unittest.TestCase):
         job = self.tune({"kernel": "pnpoly", "device": REPLAY, "budget": {"evaluations": budget},
                          "history": "none", "parallel": 4, "seed": 11})
         self.assertEqual(job["parallel"], 4, job)
+        # While it runs, how many of its trials are measured at once: never more than the batch of
+        # 4, and more than one host's 2 threads could take alone.
+        most, deadline = 0, time.time() + 40
+        while time.time() < deadline:
+            counts = self.pg.query("SELECT count(*) FILTER (WHERE status = 'running'),"
+                                   " (SELECT status FROM jobs WHERE id = %d) FROM trials"
+                                   " WHERE job_id = %d" % (job["id"], job["id"]))
+            most = max(most, int(counts[0][0]))
+            if counts[0][1] != "running" and counts[0][1] != "queued":
+                break
+        print("multihost: parallel 4: at most %d trials measured at once" % most, file=sys.stderr)
+        self.assertLessEqual(most, 4)
+        self.assertGreaterEqual(most, 3)
         job = self.wait_job(job["id"])
         trials = self.check_complete(job, budget)
         self.assertEqual({host_of(t["worker"]) for t in trials}, {"worker-1", "worker-2"})
