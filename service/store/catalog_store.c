@@ -94,6 +94,7 @@ json_t *catalog_store_fleet_json(PGconn *c, double lease_s, kt_error *err)
         " make_interval(secs => $1)), '{}') AS hosts,"
         " bool_or(heartbeat_at > now() - make_interval(secs => $1)) AS live"
         " FROM fleet_devices WHERE kind IN ('cpu', 'cuda')"
-        " GROUP BY name, class, toolchain, record -> 'limits', record -> 'ordinal') g",
+        " GROUP BY name, class, toolchain, record -> 'limits', record -> 'ordinal'"
+        " ORDER BY name, class LIMIT 1024) g",
         1, p, "no fleet devices", err);
 }

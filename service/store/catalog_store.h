@@ -26,9 +26,10 @@ int catalog_store_fleet_heartbeat(PGconn *c, const char *runner, kt_error *err);
 /* A clean stop: runner's rows are no longer live (kept: stored jobs of their class still reopen).
  */
 int catalog_store_fleet_leave(PGconn *c, const char *runner, kt_error *err);
-/* The fleet as catalog_fleet_update takes it: [{"record":{...},"hosts":[live hosts],"live":b}],
- * one element per distinct record of a cpu or cuda device; a row is live when its heartbeat is
- * younger than lease_s. New reference, or NULL with err. */
+/* The fleet as catalog_fleet_update takes it (at most 1024 elements):
+ * [{"record":{...},"hosts":[live hosts],"live":b}], one element per distinct record of a cpu or
+ * cuda device; a row is live when its heartbeat is younger than lease_s. New reference, or NULL
+ * with err. */
 json_t *catalog_store_fleet_json(PGconn *c, double lease_s, kt_error *err);
 
 #endif

@@ -57,7 +57,10 @@ int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *
  * clock), offers it to the job's best and to the best table (job_store_offer_best,
  * best_store_offer) and notifies channel ktune_trials with the job id (no listener yet: issue 11's
  * /v1/best lookup cache will invalidate on it). Returns 1, or 0 when the claim
- * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). */
+ * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). The
+ * claim holds only while the trial is 'running' under worker, the id that claimed it: a worker
+ * whose lease ran out (the trial handed back, perhaps claimed and measured by another) records
+ * nothing and counts nothing. */
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *r, kt_error *err);
 
