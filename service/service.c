@@ -16,7 +16,7 @@
 #define SERVICE_MAX_DATASET_DIRS 32
 #define SERVICE_MAX_KERNEL_DIRS  32
 #define SERVICE_FLEET_PERIOD_S   2.0  /* the catalog's copy of the fleet's devices is this fresh */
-#define SERVICE_FLEET_WAIT_MS    2000 /* a fleet read waits this long for a connection */
+#define SERVICE_FLEET_WAIT_MS    1000 /* a fleet read waits this long for a connection */
 
 /* --role api: HTTP only; worker: measuring, job driving and training, HTTP for probes only. */
 static int measures(const service *svc)
