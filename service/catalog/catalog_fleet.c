@@ -120,11 +120,22 @@ static json_t *copy_hosts(const json_t *hosts)
     return out;
 }
 
+/* Frees the strings of a parsed record that did not become an entry. */
+static void record_free(catalog_device *d)
+{
+    free(d->klass);
+    free(d->toolchain);
+    free(d->description_text);
+    memset(d, 0, sizeof *d);
+}
+
 /* Merges one row under the write lock; -1 only when out of memory. */
 static int merge_row(catalog_fleet *f, const json_t *row)
 {
     catalog_device d;
     const char *why = NULL;
+    catalog_fleet_entry *e = NULL, *made = NULL;
+    int rc = 0;
     const json_t *rec = json_object_get(row, "record");
     const char *kind = json_string_value(json_object_get(rec, "kind"));
     if (kind && strcmp(kind, "replay") == 0)
@@ -133,43 +144,39 @@ static int merge_row(catalog_fleet *f, const json_t *row)
         log_warn("fleet: a device record is skipped: %s", why);
         return strcmp(why, "out of memory") == 0 ? -1 : 0;
     }
-    catalog_fleet_entry *e = NULL;
     for (int i = 0; i < f->n && !e; i++)
         e = same_device(&f->e[i]->dev, &d) ? f->e[i] : NULL;
-    if (e) {
-        free(d.klass);
-        free(d.toolchain);
-        free(d.description_text);
-    } else {
-        if (f->n >= CATALOG_FLEET_MAX) {
-            log_warn("fleet: more than %d device records; %s (%s) is ignored", CATALOG_FLEET_MAX,
-                     d.name, d.klass);
-            free(d.klass);
-            free(d.toolchain);
-            free(d.description_text);
-            return 0;
+    if (!e && f->n >= CATALOG_FLEET_MAX) {
+        log_warn("fleet: more than %d device records; %s (%s) is ignored", CATALOG_FLEET_MAX,
+                 d.name, d.klass);
+        goto out;
+    }
+    if (!e) {
+        made = calloc(1, sizeof *made);
+        if (!made || KT_ARRAY_GROW(f->e, f->cap, (size_t)f->n + 1, CATALOG_FLEET_MAX) < 0) {
+            rc = -1;
+            goto out;
         }
-        e = calloc(1, sizeof *e);
-        if (!e || KT_ARRAY_GROW(f->e, f->cap, (size_t)f->n + 1, CATALOG_FLEET_MAX) < 0) {
-            free(e);
-            free(d.klass);
-            free(d.toolchain);
-            free(d.description_text);
-            return -1;
-        }
-        e->dev = d;
-        f->e[f->n++] = e;
-        log_info("fleet: device %s of class %s (%s) registered by workers", d.name, d.klass,
-                 d.toolchain);
+        made->dev = d;
+        memset(&d, 0, sizeof d); /* the entry owns the strings now */
+        f->e[f->n++] = e = made;
+        made = NULL;
+        log_info("fleet: device %s of class %s (%s) registered by workers", e->dev.name,
+                 e->dev.klass, e->dev.toolchain);
     }
     json_t *hosts = copy_hosts(json_object_get(row, "hosts"));
-    if (!hosts)
-        return -1;
+    if (!hosts) {
+        rc = -1;
+        goto out;
+    }
     json_decref(e->hosts);
     e->hosts = hosts;
     e->live = json_is_true(json_object_get(row, "live")) && json_array_size(hosts) > 0;
     e->present = 1;
-    return 0;
+out:
+    free(made);
+    record_free(&d);
+    return rc;
 }
 
 int catalog_fleet_update(const catalog *c, const json_t *rows, kt_error *err)
