@@ -11,6 +11,7 @@ packages=(
   chromium
   python3-yaml
   wrk nginx-light
+  iproute2 util-linux
 )
 
 missing=()

@@ -73,8 +73,13 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "127.0.0.1");
     char host[300];
     snprintf(host, sizeof host, "%s:%d", name, http_server_port(svc.http));
-    log_info("ktuned %s ready: dashboard at http://%s/ , API at http://%s/v1/", KTUNE_VERSION, host,
-             host);
+    if (strcmp(cfg.role, "worker") == 0)
+        log_info("ktuned %s ready (role worker): probes at http://%s/healthz and /metrics",
+                 KTUNE_VERSION, host);
+    else
+        log_info("ktuned %s ready (role %s): dashboard at http://%s/ , API at http://%s/v1/",
+                 KTUNE_VERSION, cfg.role, host, host);
+    /* Parsed by scripts and tests (tests/integration/ktuned_fixture.py): keep the form. */
     printf("ktuned ready: dashboard http://%s/\n", host);
     fflush(stdout);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "catalog/catalog_fleet.h"
 #include "core/log.h"
 #include "measure/device.h"
 #include "store/catalog_store.h"
@@ -17,6 +18,27 @@
 /* Bytes of cached /v1/best answers at most (keys and bodies); --best-cache-entries bounds the
  * count. */
 #define SERVICE_BEST_CACHE_BYTES ((size_t)256 << 20)
+#define SERVICE_FLEET_PERIOD_S   2.0  /* the catalog's copy of the fleet's devices is this fresh */
+#define SERVICE_FLEET_WAIT_MS    1000 /* a fleet read waits this long for a connection */
+
+/* --role api: HTTP only; worker: measuring, job driving and training, HTTP for probes only. */
+static int measures(const service *svc)
+{
+    return strcmp(svc->cfg.role, "api") != 0;
+}
+
+/* The catalog's fleet source (catalog_fleet.h): the devices workers registered, read from the
+ * table with a connection of the pool. */
+static int fleet_fetch(void *ctx, json_t **rows, kt_error *err)
+{
+    service *svc = ctx;
+    PGconn *c = db_acquire(svc->db, SERVICE_FLEET_WAIT_MS, err);
+    if (!c)
+        return -1;
+    *rows = catalog_store_fleet_json(c, svc->cfg.lease_s, err);
+    db_release(svc->db, c);
+    return *rows ? 0 : -1;
+}
 
 /* With real measurement, reserves the measuring core: the calling (main) thread, and so every
  * thread and process started after it, runs on the other cores. Resolves --cpu-core's automatic
@@ -25,7 +47,7 @@ static int pin_service(service *svc, kt_error *err)
 {
     cpu_set_t set;
     int core = svc->cfg.cpu_core, n;
-    if (!svc->cfg.kernels[0] || core == -1) {
+    if (!svc->cfg.kernels[0] || core == -1 || !measures(svc)) {
         svc->cfg.cpu_core = -1;
         return 0;
     }
@@ -81,6 +103,21 @@ static int split_dirs(char *buf, const char **dirs, int max, const char *flag, k
     return n;
 }
 
+/* A process paused inside a transaction (SIGSTOP, a frozen VM, a network partition) would hold its
+ * row locks for ever, and every other process's reaper would wait on them: the lease would never
+ * run out. The server ends such a session after the lease (libpq reads PGOPTIONS when the
+ * connection string sets no options; set before the pool and any thread exist). */
+static void limit_idle_transactions(const service *svc)
+{
+    char opt[96];
+    if (getenv("PGOPTIONS"))
+        return;
+    snprintf(opt, sizeof opt, "-c idle_in_transaction_session_timeout=%lld",
+             (long long)(svc->cfg.lease_s * 1000));
+    if (setenv("PGOPTIONS", opt, 0) != 0)
+        log_warn("cannot limit idle transactions to the lease: %s", strerror(errno));
+}
+
 static int start_database(service *svc, kt_error *err)
 {
     const char *conninfo = svc->cfg.database_url;
@@ -93,8 +130,10 @@ static int start_database(service *svc, kt_error *err)
         conninfo = pg_cluster_conninfo(svc->pg);
     }
     svc->conninfo = strdup(conninfo);
-    /* Every measurement thread, HTTP thread and the runner may hold one connection at once. */
-    int pool = svc->cfg.workers + svc->cfg.http_threads + 4;
+    limit_idle_transactions(svc);
+    /* Every measurement thread, HTTP thread and the runner may hold one connection at once (an
+     * API process has no measurement threads). */
+    int pool = (measures(svc) ? svc->cfg.workers : 0) + svc->cfg.http_threads + 4;
     svc->db = db_pool_new(svc->conninfo, pool, err);
     if (!svc->db) {
         kt_error_prefix(err, "connecting to the database");
@@ -149,14 +188,17 @@ static int start_catalog(service *svc, kt_error *err)
                                  .slow_factor = svc->cfg.slow_factor};
     if (real.min_seconds == 0)
         real.min_seconds = 1e-9; /* 0 in the catalog means "the default" */
-    /* The devices are probed (ktune-runner) before the catalog, which takes the records. */
+    /* The devices are probed (ktune-runner) before the catalog, which takes the records. An API
+     * process probes none: it knows the devices of the fleet (catalog_fleet.h) and loads the
+     * kernel specs and datasets only to validate requests and build spaces. */
     catalog_device *devs = NULL;
     int n_devs = 0;
-    if (device_discover(&real, &devs, &n_devs, err) < 0)
+    if (measures(svc) && device_discover(&real, &devs, &n_devs, err) < 0)
         return -1;
     svc->cat = catalog_new_real(&opt, &real, devs, n_devs, err);
     if (!svc->cat)
         return -1;
+    catalog_fleet_set_source(svc->cat, fleet_fetch, svc, SERVICE_FLEET_PERIOD_S);
     PGconn *c = db_acquire(svc->db, 10000, err);
     if (!c)
         return -1;
@@ -193,12 +235,14 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
         goto fail;
     }
     wopt.models = svc->models;
-    svc->workers = worker_system_start(&wopt, err);
-    if (!svc->workers)
+    wopt.lease_s = cfg->lease_s;
+    svc->workers = measures(svc) ? worker_system_start(&wopt, err) : NULL;
+    if (measures(svc) && !svc->workers)
         goto fail;
+    int api = strcmp(cfg->role, "worker") != 0;
     /* Before HTTP: its first /v1/best may fill the cache, which the listener flushes once it
-     * LISTENs (and keeps true from then on). */
-    if (cfg->best_cache_entries > 0) {
+     * LISTENs (and keeps true from then on). A worker serves no /v1/best. */
+    if (api && cfg->best_cache_entries > 0) {
         svc->best = best_cache_new((size_t)cfg->best_cache_entries, SERVICE_BEST_CACHE_BYTES);
         api_best_cache_init(svc->best);
         svc->best_listen = svc->best ? best_listen_start(svc->best, svc->conninfo, err) : NULL;
@@ -208,11 +252,12 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
             goto fail;
         }
     }
-    http_server_options hopt = {
-        .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
+    http_server_options hopt = {.listen = svc->cfg.listen,
+                                .web_root = api ? svc->cfg.web_dir : "",
+                                .threads = cfg->http_threads};
     svc->api =
         (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best};
-    svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
+    svc->http = http_server_new(api ? api_routes() : api_probe_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
         goto fail;

@@ -31,5 +31,8 @@ const http_route *api_routes(void);
 /* Makes the /v1/best cache keep each answer as a reply prepared for the server (sent with no copy);
  * call once after best_cache_new, before the server starts. */
 void api_best_cache_init(best_cache *c);
+/* The routes of a worker process (--role worker): /healthz and /metrics only (Kubernetes probes,
+ * Prometheus); workers is set, the rest of the API is served by API processes. */
+const http_route *api_probe_routes(void);
 
 #endif

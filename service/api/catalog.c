@@ -1,6 +1,7 @@
 /* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures.
  */
 #include "catalog/catalog.h"
+#include "catalog/catalog_fleet.h"
 #include "search/searcher.h"
 #include "store/worker_store.h"
 #include "api/api_internal.h"
@@ -29,7 +30,8 @@ void api_devices(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
     if (no_query(req, res) == 0)
-        http_reply_json(res, 200, json_pack("{s:o}", "devices", catalog_devices_json(svc->cat)));
+        http_reply_json(res, 200,
+                        json_pack("{s:o}", "devices", catalog_fleet_devices_json(svc->cat)));
 }
 
 void api_strategies(void *app, const http_request *req, http_response *res)

@@ -94,6 +94,12 @@ json_t *job_view_json(const job_info *j, kt_error *err)
         /* PostgreSQL's EXTRACT gives numeric, always written with decimals: a real. */
         isfinite(j->elapsed_seconds) ? json_real(j->elapsed_seconds) : json_null(), "links", "self",
         self, "trials", trials);
+    /* "parallel" (sql/009): configurations measured at once; null for older jobs and imports. */
+    if (out && json_object_set_new(out, "parallel",
+                                   j->parallel > 0 ? json_integer(j->parallel) : json_null()) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
     if (out && json_object_set_new(out, "history", history_view(j)) < 0) {
         json_decref(out);
         out = NULL;

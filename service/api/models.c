@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/catalog_fleet.h"
 #include "model/predictor.h"
 #include "store/model_store.h"
 #include "worker/worker.h"
@@ -44,7 +45,7 @@ static int has_kernel(const json_t *device, const char *kernel)
 static int device_of_class(const catalog *cat, const char *kernel, const char *device_class,
                            char *name, size_t cap, kt_error *err)
 {
-    json_t *devs = catalog_devices_json(cat);
+    json_t *devs = catalog_fleet_devices_json(cat); /* the fleet's too: an API process has none */
     char classes[512] = "";
     size_t used = 0;
     int rc = -1;

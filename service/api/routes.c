@@ -23,7 +23,19 @@ static const http_route routes[] = {
     {NULL, NULL, NULL},
 };
 
+/* A worker process (--role worker) serves only what probes and scrapers ask. */
+static const http_route probe_routes[] = {
+    {"GET", "/healthz", api_healthz},
+    {"GET", "/metrics", api_metrics},
+    {NULL, NULL, NULL},
+};
+
 const http_route *api_routes(void)
 {
     return routes;
+}
+
+const http_route *api_probe_routes(void)
+{
+    return probe_routes;
 }

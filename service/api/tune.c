@@ -24,6 +24,9 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     int resolved = 0;
     searcher *probe = NULL;
     *created = 0;
+    int parallel = t->parallel > 0                         ? t->parallel
+                   : svc->cfg->workers > TUNE_MAX_PARALLEL ? TUNE_MAX_PARALLEL
+                                                           : svc->cfg->workers;
     if (catalog_resolve(svc->cat, t->kernel, t->device, t->problem, &target, err) < 0)
         goto out;
     resolved = 1;
@@ -45,11 +48,13 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
         .seed = t->seed,
         .budget_evaluations = t->evaluations,
         .budget_seconds = t->seconds,
-        /* Strategies that learn get one configuration per worker per batch (results feed the
-         * next); the others get large batches, saving a driver round trip per few trials, unless
-         * a seconds budget is set (a batch may overrun it). */
-        .batch_size = searcher_learns(t->strategy) || t->seconds > 0 ? svc->cfg->workers
-                      : svc->cfg->workers > TUNE_OPEN_LOOP_BATCH     ? svc->cfg->workers
+        /* Strategies that learn get "parallel" configurations per batch (results feed the next;
+         * by default one per measurement thread of this process); the others get large
+         * batches, saving a driver round trip per few trials, unless a seconds budget is set (a
+         * batch may overrun it). Every worker of the class may claim a batch's trials. */
+        .parallel = parallel,
+        .batch_size = searcher_learns(t->strategy) || t->seconds > 0 ? parallel
+                      : parallel > TUNE_OPEN_LOOP_BATCH              ? parallel
                                                                      : TUNE_OPEN_LOOP_BATCH,
         .space_size = space_count(target.sp),
         .history = t->history,

@@ -78,9 +78,9 @@ static uint64_t fresh_seed(void)
 
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {"kernel",   "device",           "problem",
-                                         "strategy", "strategy_options", "budget",
-                                         "seed",     "history",          NULL};
+    static const char *const fields[] = {"kernel",           "device", "problem", "strategy",
+                                         "strategy_options", "budget", "seed",    "history",
+                                         "parallel",         NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -118,6 +118,19 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'strategy_options' must be an object");
     if (parse_budget(cfg, json_object_get(body, "budget"), t, err) < 0)
         return -1;
+    json_t *par = json_object_get(body, "parallel");
+    if (par && !json_is_null(par)) {
+        if (!json_is_integer(par))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'parallel' must be an integer");
+        if (json_integer_value(par) < 1 || json_integer_value(par) > TUNE_MAX_PARALLEL) {
+            kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'parallel' must be 1 to %d, not %lld",
+                         TUNE_MAX_PARALLEL, (long long)json_integer_value(par));
+            kt_error_hint(err, "parallel is how many configurations are measured at once, by as "
+                               "many workers of the device class");
+            return -1;
+        }
+        t->parallel = (int)json_integer_value(par);
+    }
     json_t *seed = json_object_get(body, "seed");
     if (seed && !json_is_null(seed)) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0)

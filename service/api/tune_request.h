@@ -13,6 +13,7 @@
 #define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100
 #define TUNE_DEFAULT_HISTORY     "auto"
+#define TUNE_MAX_PARALLEL        64
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
@@ -21,9 +22,11 @@ typedef struct tune_request {
     double seconds;                  /* 0 = no time limit */
     uint64_t seed;                   /* given, or fresh when absent */
     const char *history;             /* "auto" (warm start from history, the default) or "none" */
+    int parallel; /* "parallel": configurations per batch measured at once, 1..64; 0 = not given */
 } tune_request;
 
-/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range,
+/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (parallel
+ * outside 1..TUNE_MAX_PARALLEL included),
  * unknown_strategy, budget_too_large (out_of_range also for a history not "auto" or "none") — each
  * message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);

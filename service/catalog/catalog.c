@@ -386,6 +386,11 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
         goto out;
     }
     c->replay_speed = opt->replay_speed;
+    c->fleet = catalog_fleet_new();
+    if (!c->fleet) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
     if (use_real && devs && n_devs > 0) {
         c->devs = devs;
         c->n_devs = n_devs;
@@ -424,5 +429,6 @@ void catalog_free(catalog *c)
     catalog_devices_free(c->devs, c->n_devs);
     free(c->runner);
     free(c->cache_dir);
+    catalog_fleet_free(c->fleet);
     free(c);
 }

@@ -7,6 +7,11 @@
  * The catalog never starts a process: with real measurement the caller probes the devices first
  * (measure/device.h: device_discover) and hands the records to catalog_new_real.
  *
+ * Devices served by worker processes elsewhere (roles, issue #11) are known from the fleet
+ * (catalog/catalog_fleet.h): the one part that changes after start-up, behind its own lock;
+ * catalog_resolve and catalog_reopen use them for device names this process does not serve (or, on
+ * reopen, serves with another class or toolchain than the stored key's).
+ *
  * Lifecycle: [device_discover ->] catalog_new / catalog_new_real -> catalog_resolve / lookups /
  * *_json (any thread) -> catalog_free (after every target is released and every backend closed). */
 #ifndef KT_CATALOG_CATALOG_H
@@ -77,17 +82,19 @@ int catalog_resolve(const catalog *c, const char *kernel, const char *device, co
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
                         const json_t *problem, target *out, kt_error *err);
 /* Opens a target stored earlier (a job's, resolved when the job was made): resolves the stored
- * kernel and device with the stored problem, space included, and checks that the catalog still
- * gives the same key. Errors: those of catalog_resolve; KT_ERR_CONFLICT when the kernel's source
- * (or dataset) changed since (kernel_hash differs); KT_ERR_UNKNOWN_DEVICE when the device is now of
- * another class (results would be keyed under the wrong one); KT_ERR_BAD_PROBLEM when the problem
- * no longer has the same canonical form; KT_ERR_TOOLCHAIN_CHANGED when the device's toolchain
- * (compiler, CUDA driver or NVRTC version) is not the stored key's (a NULL stored toolchain
- * included). */
+ * kernel and device with the stored problem, space included (on this process's device when its
+ * class and toolchain are the stored key's, else on the fleet's record of that class and
+ * toolchain), and checks that the catalog still gives the same key. Errors: those of
+ * catalog_resolve; KT_ERR_CONFLICT when the kernel's source (or dataset) changed since (kernel_hash
+ * differs); KT_ERR_UNKNOWN_DEVICE when the device is now of another class (results would be keyed
+ * under the wrong one); KT_ERR_BAD_PROBLEM when the problem no longer has the same canonical form;
+ * KT_ERR_TOOLCHAIN_CHANGED when the device's toolchain (compiler, CUDA driver or NVRTC version) is
+ * not the stored key's (a NULL stored toolchain included). */
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err);
 
-/* GET /v1/devices:
+/* This process's own devices (what it registers and measures on; the fleet's are in
+ * catalog_fleet_devices_json):
  * [{"name","kind","class","available","reason"?,"description":{...},"kernels":[...]}] */
 json_t *catalog_devices_json(const catalog *c);
 /* GET /v1/kernels:

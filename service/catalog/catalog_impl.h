@@ -5,7 +5,11 @@
 #ifndef KT_CATALOG_CATALOG_IMPL_H
 #define KT_CATALOG_CATALOG_IMPL_H
 
+#include <pthread.h>
+#include <stdint.h>
+
 #include "catalog/catalog.h"
+#include "catalog/catalog_fleet.h"
 
 struct replay_dataset {
     char *name;            /* "convolution_milo-A4000": the `space` key or the file name */
@@ -26,6 +30,28 @@ struct replay_dataset {
     uint64_t n_cache;       /* entries in the file's cache */
 };
 
+/* A device known from the fleet (catalog_fleet.h). dev is immutable once added (available, no
+ * lock: this process does not measure on it); hosts, live and present change under the fleet lock.
+ */
+typedef struct catalog_fleet_entry {
+    catalog_device dev;
+    json_t *hosts; /* array of host names serving it (live ones), owned; read under the lock */
+    int live;      /* a live row serves it (heartbeat within the lease) */
+    int present;   /* in the table at the last refresh (live or not) */
+} catalog_fleet_entry;
+
+typedef struct catalog_fleet {
+    pthread_rwlock_t lock;   /* guards n, e's contents' hosts / live / present */
+    catalog_fleet_entry **e; /* append-only: entries live until catalog_free */
+    int n;
+    size_t cap;
+    pthread_mutex_t refresh; /* one fetch at a time; guards the times below */
+    catalog_fleet_fetch fetch;
+    void *ctx;
+    double period_s;
+    uint64_t last_ns, last_try_ns; /* last successful fetch, last attempt (0: never) */
+} catalog_fleet;
+
 struct catalog {
     replay_dataset **ds;
     int n;
@@ -41,6 +67,7 @@ struct catalog {
     int n_specs;
     size_t cap_specs;
     long long *counts; /* [spec * n_devs + dev]: configurations for the default problem; -1 none */
+    catalog_fleet *fleet; /* devices known from the fleet; mutable behind its lock */
 };
 
 /* 1 when device d can run kernel k (available, and k has a variant of its kind). */
@@ -49,5 +76,19 @@ int catalog_offers(const catalog_device *d, const kernel_spec *k);
  * file records none; NULL when out of memory. Parsed from text so that threads never share a
  * json_t. */
 json_t *catalog_canonical_problem(const replay_dataset *ds);
+
+catalog_fleet *catalog_fleet_new(void);
+void catalog_fleet_free(catalog_fleet *f);
+/* A fleet device named name: with klass NULL the live one served by the most hosts (refreshing
+ * first when the copy is old, or on a miss); with klass and toolchain the one present with exactly
+ * those (a stored job's). NULL when none. The record stays valid until catalog_free. */
+const catalog_device *catalog_fleet_find(const catalog *c, const char *name, const char *klass,
+                                         const char *toolchain);
+/* The live pick for name from the copy already fetched (no refresh), or NULL. */
+const catalog_device *catalog_fleet_find_known(const catalog *c, const char *name);
+/* Up to max names of live fleet devices this process does not serve itself (stable pointers). */
+int catalog_fleet_names(const catalog *c, const char **names, int max);
+/* One device's JSON for /v1/devices (kernels offered from this catalog's specs). */
+json_t *catalog_real_device_json(const catalog *c, const catalog_device *d);
 
 #endif

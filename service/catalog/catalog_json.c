@@ -4,6 +4,24 @@
 
 #include <string.h>
 
+json_t *catalog_real_device_json(const catalog *c, const catalog_device *d)
+{
+    json_t *kernels = json_array();
+    for (int s = 0; kernels && s < c->n_specs; s++) {
+        if (catalog_offers(d, c->specs[s]))
+            json_array_append_new(kernels, json_string(c->specs[s]->name));
+    }
+    json_t *desc = json_loads(d->description_text ? d->description_text : "{}", 0, NULL);
+    json_t *dev =
+        json_pack("{s:s, s:s, s:s, s:s?, s:b, s:o, s:o}", "name", d->name, "kind",
+                  kernel_spec_kind_name(d->kind), "class", d->klass, "toolchain", d->toolchain,
+                  "available", d->available, "description", desc ? desc : json_object(), "kernels",
+                  kernels ? kernels : json_array());
+    if (dev && d->reason)
+        json_object_set_new(dev, "reason", json_string(d->reason));
+    return dev;
+}
+
 json_t *catalog_devices_json(const catalog *c)
 {
     json_t *arr = json_array();
@@ -21,23 +39,8 @@ json_t *catalog_devices_json(const catalog *c)
                            "replay", "class", ds->device, "toolchain", ds->toolchain, "available",
                            1, "description", desc ? desc : json_object(), "kernels", ds->kernel));
     }
-    for (int i = 0; arr && c && i < c->n_devs; i++) {
-        const catalog_device *d = &c->devs[i];
-        json_t *kernels = json_array();
-        for (int s = 0; kernels && s < c->n_specs; s++) {
-            if (catalog_offers(d, c->specs[s]))
-                json_array_append_new(kernels, json_string(c->specs[s]->name));
-        }
-        json_t *desc = json_loads(d->description_text, 0, NULL);
-        json_t *dev =
-            json_pack("{s:s, s:s, s:s, s:s?, s:b, s:o, s:o}", "name", d->name, "kind",
-                      kernel_spec_kind_name(d->kind), "class", d->klass, "toolchain", d->toolchain,
-                      "available", d->available, "description", desc ? desc : json_object(),
-                      "kernels", kernels ? kernels : json_array());
-        if (dev && d->reason)
-            json_object_set_new(dev, "reason", json_string(d->reason));
-        json_array_append_new(arr, dev);
-    }
+    for (int i = 0; arr && c && i < c->n_devs; i++)
+        json_array_append_new(arr, catalog_real_device_json(c, &c->devs[i]));
     return arr;
 }
 
@@ -60,10 +63,10 @@ static json_t *kernel_device_json(const replay_dataset *ds)
                      "configurations", (json_int_t)space_count(ds->sp));
 }
 
-static json_t *real_kernel_device_json(const catalog *c, int s, int d)
+/* count: configurations of the default problem, -1 when not counted (a fleet device). */
+static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_device *dev,
+                                       long long count)
 {
-    const kernel_spec *k = c->specs[s];
-    const catalog_device *dev = &c->devs[d];
     const kspec_variant *v = &k->variants[dev->kind];
     kspec_problem p;
     json_t *args = json_array(), *prs = json_array();
@@ -79,7 +82,6 @@ static json_t *real_kernel_device_json(const catalog *c, int s, int d)
     json_t *params = json_loads(v->params_text, 0, NULL);
     json_t *restr = json_loads(v->restrictions_text, 0, NULL);
     json_t *def = json_loads(v->default_text, 0, NULL);
-    long long count = c->counts ? c->counts[s * c->n_devs + d] : -1;
     json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "device", dev->name,
                           "problem", problem ? problem : json_object(), "problem_arguments",
                           args ? args : json_array(), "problem_restrictions",
@@ -114,7 +116,17 @@ static void add_real_kernel(const catalog *c, json_t *arr, int s)
     json_t *devs = json_object_get(entry, "devices");
     for (int d = 0; d < c->n_devs; d++) {
         if (catalog_offers(&c->devs[d], k))
-            json_array_append_new(devs, real_kernel_device_json(c, s, d));
+            json_array_append_new(
+                devs, real_kernel_device_json(k, &c->devs[d],
+                                              c->counts ? c->counts[s * c->n_devs + d] : -1));
+    }
+    /* Devices known from the fleet (catalog_fleet.h): the copy already fetched, not refreshed. */
+    const char *names[CATALOG_FLEET_MAX];
+    int n = catalog_fleet_names(c, names, CATALOG_FLEET_MAX);
+    for (int i = 0; i < n; i++) {
+        const catalog_device *d = catalog_fleet_find_known(c, names[i]);
+        if (d && catalog_offers(d, k))
+            json_array_append_new(devs, real_kernel_device_json(k, d, -1));
     }
 }
 

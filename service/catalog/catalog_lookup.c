@@ -26,26 +26,33 @@ double catalog_replay_speed(const catalog *c)
     return c ? c->replay_speed : 0.0;
 }
 
-/* The name of the i-th usable device: real available devices first, then replay devices. */
-static const char *usable_device(const catalog *c, int i)
+/* The name of the i-th usable device: real available devices first, then replay devices, then
+ * the fleet's (names[0..n_fleet), catalog_fleet_names). */
+static const char *usable_device(const catalog *c, int i, const char *const *fleet, int n_fleet)
 {
     for (int d = 0; c && d < c->n_devs; d++) {
         if (c->devs[d].available && i-- == 0)
             return c->devs[d].name;
     }
-    return c && i < c->n ? c->ds[i]->device : NULL;
+    if (c && i < c->n)
+        return c->ds[i]->device;
+    i -= c ? c->n : 0;
+    return i < n_fleet ? fleet[i] : NULL;
 }
 
 void catalog_device_hint(const catalog *c, char *buf, size_t cap)
 {
     size_t len;
     int n = 0;
-    while (usable_device(c, n))
+    const char *fleet[CATALOG_FLEET_MAX];
+    int n_fleet = catalog_fleet_names(c, fleet, CATALOG_FLEET_MAX);
+    while (usable_device(c, n, fleet, n_fleet))
         n++;
     int w = snprintf(buf, cap, "%s", n ? "devices: " : "no devices are loaded");
     len = w > 0 ? (size_t)w : 0;
     for (int i = 0; i < n && i < CATALOG_HINT_DEVICES && len < cap; i++) {
-        w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", usable_device(c, i));
+        w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "",
+                     usable_device(c, i, fleet, n_fleet));
         len += w > 0 ? (size_t)w : 0;
     }
     if (n > CATALOG_HINT_DEVICES && len < cap)

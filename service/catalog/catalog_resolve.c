@@ -159,13 +159,37 @@ out:
     return rc;
 }
 
+/* The real device a name resolves to: this process's own when it serves it (and, for a stored key
+ * want, with the key's class and toolchain), else the fleet's (catalog_fleet.h: for want, the
+ * record of exactly its class and toolchain; for a request, the live one most hosts serve), else
+ * this process's unavailable one, or NULL. */
+static const catalog_device *real_device_for(const catalog *c, const char *device,
+                                             const target_key *want)
+{
+    const catalog_device *local = catalog_find_real(c, device);
+    const catalog_device *f = NULL;
+    if (!device)
+        return NULL;
+    if (want) {
+        if (local && local->available && strcmp(local->klass, want->device_class) == 0 &&
+            want->toolchain && strcmp(local->toolchain, want->toolchain) == 0)
+            return local;
+        f = catalog_fleet_find(c, device, want->device_class, want->toolchain);
+        if (f || local)
+            return f ? f : local; /* local: reopen reports what changed */
+    } else if (local && local->available)
+        return local;
+    f = catalog_fleet_find(c, device, NULL, NULL);
+    return f ? f : local;
+}
+
 static int resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
-                   int with_space, target *out, kt_error *err)
+                   int with_space, const target_key *want, target *out, kt_error *err)
 {
     json_t *canon = NULL;
     int rc = -1;
     const replay_dataset *ds = catalog_find_replay(c, device);
-    const catalog_device *rd = ds ? NULL : catalog_find_real(c, device);
+    const catalog_device *rd = ds ? NULL : real_device_for(c, device, want);
 
     char *problem_key = NULL;
     memset(out, 0, sizeof *out);
@@ -222,19 +246,19 @@ out:
 int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
                     target *out, kt_error *err)
 {
-    return resolve(c, kernel, device, problem, 1, out, err);
+    return resolve(c, kernel, device, problem, 1, NULL, out, err);
 }
 
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
                         const json_t *problem, target *out, kt_error *err)
 {
-    return resolve(c, kernel, device, problem, 0, out, err);
+    return resolve(c, kernel, device, problem, 0, NULL, out, err);
 }
 
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err)
 {
-    if (catalog_resolve(c, stored->kernel, stored->device, problem, out, err) < 0)
+    if (resolve(c, stored->kernel, stored->device, problem, 1, stored, out, err) < 0)
         return -1;
     const target_key *now = &out->key;
     if (strcmp(now->kernel_hash, stored->kernel_hash) != 0)

@@ -25,7 +25,7 @@ static void tune_usage(FILE *f)
     fprintf(f, "usage: ktune tune --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
                "                  [--strategy S] [--budget-evaluations N] [--budget-seconds S]\n"
                "                  [--option NAME=V]... [--seed N] [--history auto|none]\n"
-               "                  [--json FILE|-] [--wait]\n"
+               "                  [--parallel N] [--json FILE|-] [--wait]\n"
                "\n"
                "Submits a tuning job (POST /v1/tune) and prints its id on stdout. --json reads\n"
                "a request body to start from; options override its fields. A problem value with\n"
@@ -34,6 +34,8 @@ static void tune_usage(FILE *f)
                "summary; the exit code says how the job ended (Ctrl-C leaves it running).\n"
                "--history none starts the search cold (default auto: first measure what\n"
                "results of the same kernel on other devices and problems suggest).\n"
+               "--parallel N (1..64): configurations measured at once, by as many workers\n"
+               "of the device class on any hosts (default: the server's --workers).\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -155,6 +157,14 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
                 goto done;
             }
             json_object_set_new(flags, "seed", json_integer(n));
+        } else if ((m = cli_opt(argc, argv, &i, "--parallel", &v))) {
+            if (m < 0)
+                goto done;
+            if (cli_parse_ll(v, 1, 64, &n) < 0) {
+                fprintf(stderr, "ktune: --parallel must be a whole number from 1 to 64\n");
+                goto done;
+            }
+            json_object_set_new(flags, "parallel", json_integer(n));
         } else if ((m = cli_opt(argc, argv, &i, "--json", &v))) {
             if (m < 0)
                 goto done;

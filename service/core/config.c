@@ -83,6 +83,12 @@ static const config_option options[] = {
      offsetof(kt_config, best_cache_entries), 0, 0, 10000000,
      "GET /v1/best answers kept in memory (invalidated through LISTEN/NOTIFY); 0 = no cache "
      "[100000]"},
+    {"--role", "KTUNE_ROLE", STR(role),
+     "what this process does: api (HTTP API only: no measuring, no job driving, no training), "
+     "worker (measures, drives jobs, trains; HTTP serves /healthz and /metrics only) or all [all]"},
+    {"--lease-s", "KTUNE_LEASE_S", OPT_DOUBLE, offsetof(kt_config, lease_s), 0, 1, 3600,
+     "seconds without a heartbeat after which a process's jobs, trials, models and devices are "
+     "handed to others (its lease) [10]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -121,6 +127,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->compile_timeout_s = 60;
     cfg->run_timeout_s = 60;
     cfg->model_retrain_after = 200;
+    snprintf(cfg->role, sizeof cfg->role, "all");
+    cfg->lease_s = 10;
 }
 
 static int set_value(kt_config *cfg, const config_option *o, const char *value, const char *source,
@@ -201,6 +209,12 @@ int config_parse(kt_config *cfg, int argc, char **argv, const char *exe_dir, kt_
         return kt_error_set(err, KT_ERR_CONFIG,
                             "--log-level must be debug, info, warn or error, not '%s'",
                             cfg->log_level);
+    if (strcmp(cfg->role, "api") != 0 && strcmp(cfg->role, "worker") != 0 &&
+        strcmp(cfg->role, "all") != 0) {
+        kt_error_set(err, KT_ERR_CONFIG, "--role must be api, worker or all, not '%s'", cfg->role);
+        kt_error_hint(err, "api serves the HTTP API only; worker measures; all does both");
+        return -1;
+    }
     return 0;
 }
 

@@ -36,6 +36,8 @@ typedef struct kt_config {
     double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
+    char role[16];    /* --role, KTUNE_ROLE: "api", "worker" or "all" (checked) */
+    double lease_s;   /* --lease-s, KTUNE_LEASE_S: heartbeat age after which work is handed back */
     int help;         /* --help given */
     int version;      /* --version given */
 } kt_config;

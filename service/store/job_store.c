@@ -33,7 +33,8 @@
     " j.best_trial_id, j.best_time_ms, j.best_config, j.stop_reason, j.error,"                     \
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
-    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS
+    " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS   \
+    ", j.parallel AS parallel"
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -101,6 +102,8 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     int history_ok = read_history(r, row, &j->history, &j->history_used) == 0;
     int sm = PQfnumber(r, "seeded_measured");
     j->seeded_measured = sm >= 0 ? store_get_ll(r, row, sm) : 0;
+    int par = PQfnumber(r, "parallel");
+    j->parallel = par >= 0 && !PQgetisnull(r, row, par) ? (int)store_get_ll(r, row, par) : 0;
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -129,7 +132,7 @@ void job_info_release(job_info *j)
 int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *err)
 {
     int rc = -1;
-    store_num seed, evals, secs, batch, size;
+    store_num seed, evals, secs, batch, size, par;
     char *problem = store_json_text(s->problem);
     char *options = store_json_text(s->options);
     const char *p[] = {
@@ -150,17 +153,18 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         s->finished_as ? "succeeded" : "queued",
         s->key.toolchain,
         s->history ? s->history : "none",
+        s->parallel > 0 ? store_ll(&par, s->parallel) : NULL,
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
         c,
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-        " space_size, stop_reason, status, started_at, finished_at, toolchain, history) SELECT $1, "
-        "$2, $3,"
-        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16, $17"
-        " FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t RETURNING id",
-        17, p, err);
+        " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel)"
+        " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16,"
+        " $17, $18 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t"
+        " RETURNING id",
+        18, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -367,6 +371,18 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
         snprintf(status, cap, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     return rc;
+}
+
+int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err)
+{
+    store_num n;
+    const char *p[] = {store_ll(&n, id), me->id};
+    PGresult *r = db_exec(c, "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2", 2, p, err);
+    if (!r)
+        return -1;
+    int mine = PQntuples(r) == 1;
+    PQclear(r);
+    return mine;
 }
 
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,

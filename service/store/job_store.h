@@ -40,6 +40,7 @@ typedef struct job_spec {
     long long budget_evaluations; /* 0 = no limit on evaluations */
     double budget_seconds;        /* 0 = no limit on time */
     int batch_size;
+    int parallel; /* "parallel" (sql/009): 1..64, 0 = none (imports) */
     uint64_t space_size;
     const char *finished_as; /* NULL: queued for a runner; else the stop reason of a job that is
                               * made finished ("imported": import_store, its trials come with it) */
@@ -93,6 +94,7 @@ typedef struct job_info {
     json_t *history_used;      /* a summary of what was recorded, NULL until the driver recorded it:
                                 * {"sources":[...],"seeded":n,"prior_trials":n} */
     long long seeded_measured; /* trials of the seeded (first) configurations with a final status */
+    int parallel;              /* "parallel" asked (sql/009); 0 when NULL (older jobs, imports) */
 } job_info;
 
 /* A page of jobs, newest first. */
@@ -147,6 +149,10 @@ void job_row_release(job_row *r);
 /* "running" while this runner drives it; anything else means stop driving it. */
 int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error *err);
 /* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL). */
+/* 1 when job id is driven by me (jobs.runner = me->id), 0 when not: my lease ran out (a pause
+ * longer than --lease-s) and the job was released, maybe claimed by another process; -1 on error.
+ */
+int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err);
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
 /* Lets go of every running job I drive (clean shutdown): another runner, or my successor, resumes

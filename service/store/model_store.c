@@ -209,23 +209,34 @@ static int fail_exhausted(PGconn *c, int stale_s, kt_error *err)
 int model_store_claim(PGconn *c, const runner_identity *me, int stale_s, model_claim *out,
                       kt_error *err)
 {
+    return model_store_claim_served(c, me, stale_s, NULL, out, err);
+}
+
+int model_store_claim_served(PGconn *c, const runner_identity *me, int stale_s, const char *classes,
+                             model_claim *out, kt_error *err)
+{
     int rc = -1;
     store_num s;
     PGresult *r = NULL;
     memset(out, 0, sizeof *out);
     if (fail_exhausted(c, stale_s, err) < 0)
         goto out;
-    const char *p[] = {me->id, store_ll(&s, stale_s)};
+    const char *p[] = {me->id, store_ll(&s, stale_s), classes};
+    /* With classes: a model of a class some live process serves (fleet_devices, sql/009) is left
+     * to such a process; one nobody serves is taken, to be failed as target_unavailable. */
     r = db_exec(
         c,
         "UPDATE models m SET runner = $1, runner_heartbeat = now(), attempts = m.attempts + 1,"
-        " started_at = COALESCE(m.started_at, now()) FROM (SELECT id FROM models"
+        " started_at = COALESCE(m.started_at, now()) FROM (SELECT id FROM models md"
         " WHERE status = 'training' AND (runner IS NULL"
         " OR runner_heartbeat < now() - make_interval(secs => $2::int))"
+        " AND ($3::jsonb IS NULL OR md.device_class IN (SELECT jsonb_array_elements_text($3))"
+        " OR NOT EXISTS (SELECT 1 FROM fleet_devices f WHERE f.class = md.device_class"
+        " AND f.heartbeat_at > now() - make_interval(secs => $2::int)))"
         " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) pick WHERE m.id = pick.id"
         " RETURNING m.id, m.version, m.attempts, m.kind, m.algorithm, m.kernel,"
         " m.device_class, m.kernel_hash, m.toolchain, m.reason, m.hyper",
-        2, p, err);
+        3, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {

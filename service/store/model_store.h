@@ -87,6 +87,11 @@ void model_claim_release(model_claim *m);
  * {"code":"internal","reason":"attempts",...}. */
 int model_store_claim(PGconn *c, const runner_identity *me, int stale_s, model_claim *out,
                       kt_error *err);
+/* The same for a process serving the device classes of classes (a JSON array text; NULL: any):
+ * a model of another class that a live process of the fleet serves (fleet_devices, sql/009) is
+ * left to it; one of a class nobody serves is claimed (and fails as target_unavailable). */
+int model_store_claim_served(PGconn *c, const runner_identity *me, int stale_s, const char *classes,
+                             model_claim *out, kt_error *err);
 /* Heartbeat of every model I train. */
 int model_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err);
 /* Frees 'training' models whose runner is gone: stale heartbeat (older than stale_s), or a runner

@@ -89,22 +89,27 @@ void trial_row_release(trial_row *r)
     trial_result_release(&r->result);
 }
 
-int trial_store_claim(PGconn *c, const char *worker, const char *const *devices, int n_devices,
+int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *devices,
                       trial_claim *out, kt_error *err)
 {
     int rc = -1;
     json_t *arr = json_array();
-    for (int i = 0; i < n_devices; i++)
-        json_array_append_new(arr, json_string(devices[i]));
+    for (int i = 0; arr && i < devices->n; i++)
+        json_array_append_new(arr, json_pack("[s,s,s]", devices->names[i], devices->classes[i],
+                                             devices->toolchains[i]));
     char *devs = store_json_text(arr);
-    const char *p[] = {worker, devs};
-    PGresult *r = db_exec(c,
-                          "UPDATE trials t SET status = 'running', worker = $1, claimed_at = now()"
-                          " FROM (SELECT id FROM trials WHERE status = 'pending' AND device IN"
-                          " (SELECT jsonb_array_elements_text($2::jsonb)) ORDER BY id LIMIT 1"
-                          " FOR UPDATE SKIP LOCKED) pick WHERE t.id = pick.id"
-                          " RETURNING t.id, t.job_id, t.config_id, t.device",
-                          2, p, err);
+    const char *p[] = {worker, devs ? devs : "[]"};
+    /* A trial goes only to a worker serving its job's device with the job's class and toolchain:
+     * "cpu" on two hosts with different processors are two classes (sql/009). */
+    PGresult *r =
+        db_exec(c,
+                "UPDATE trials t SET status = 'running', worker = $1, claimed_at = now()"
+                " FROM (SELECT pt.id FROM trials pt JOIN jobs j ON j.id = pt.job_id"
+                " WHERE pt.status = 'pending' AND (pt.device, j.device_class, j.toolchain)"
+                " IN (SELECT d->>0, d->>1, d->>2 FROM jsonb_array_elements($2::jsonb) d)"
+                " ORDER BY pt.id LIMIT 1 FOR UPDATE OF pt SKIP LOCKED) pick"
+                " WHERE t.id = pick.id RETURNING t.id, t.job_id, t.config_id, t.device",
+                2, p, err);
     if (!r)
         goto out;
     rc = 0;

@@ -40,16 +40,27 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
                      kt_error *err);
 void trial_row_release(trial_row *r);
 
-/* Worker side: claims the oldest pending trial of one of the devices; returns 1 (claimed), 0
- * (none). */
-int trial_store_claim(PGconn *c, const char *worker, const char *const *devices, int n_devices,
+/* The devices a worker serves: names[i] of class classes[i] built by toolchains[i] (borrowed). */
+typedef struct trial_claim_devices {
+    const char *const *names;
+    const char *const *classes;
+    const char *const *toolchains;
+    int n;
+} trial_claim_devices;
+
+/* Worker side: claims the oldest pending trial whose job's (device, device_class, toolchain) is
+ * one of devices'; returns 1 (claimed), 0 (none). */
+int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *devices,
                       trial_claim *out, kt_error *err);
 /* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once);
  * in the same transaction counts it in its job (trials_done, and the charge added to the job's
  * clock), offers it to the job's best and to the best table (job_store_offer_best,
  * best_store_offer) and notifies channel ktune_trials with the job id (no listener yet: issue 11's
  * /v1/best lookup cache will invalidate on it). Returns 1, or 0 when the claim
- * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). */
+ * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). The
+ * claim holds only while the trial is 'running' under worker, the id that claimed it: a worker
+ * whose lease ran out (the trial handed back, perhaps claimed and measured by another) records
+ * nothing and counts nothing. */
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *r, kt_error *err);
 

@@ -202,6 +202,15 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
         d->ended = 1;
         return JOB_DRIVER_ENDED;
     }
+    /* A pause longer than the lease (--lease-s) let the reaper of another process release the
+     * job: whoever claims it resumes it by replay; this driver lets go. */
+    int mine = job_store_is_mine(c, d->row.id, d->me, err);
+    if (mine <= 0) {
+        if (mine == 0)
+            log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
+        d->ended = mine == 0;
+        return mine == 0 ? JOB_DRIVER_ENDED : -1;
+    }
     trial_row *rows = NULL;
     int n_rows = 0;
     if (trial_store_load(c, d->row.id, (int)d->told, &rows, &n_rows, err) < 0)

@@ -203,8 +203,11 @@ void *measurer_main(void *arg)
             m.requeue = n < 0;
         }
         if (c && !m.requeue) {
-            got = trial_store_claim(c, m.id, (const char *const *)w->devices, w->n_devices, &claim,
-                                    &err);
+            trial_claim_devices devs = {.names = (const char *const *)w->devices,
+                                        .classes = (const char *const *)w->classes,
+                                        .toolchains = (const char *const *)w->toolchains,
+                                        .n = w->n_devices};
+            got = trial_store_claim(c, m.id, &devs, &claim, &err);
             m.requeue = got < 0 && PQstatus(c) != CONNECTION_OK;
         }
         if (c)

@@ -16,6 +16,8 @@
 #include "core/log.h"
 #include "core/clock.h"
 #include "store/fault_store.h"
+#include "catalog/catalog_fleet.h"
+#include "store/catalog_store.h"
 #include "store/model_store.h"
 #include "store/worker_store.h"
 #include "worker/fault_log.h"
@@ -39,6 +41,7 @@ typedef struct runner_state {
     int failed;            /* something failed in this round */
     char why[KT_ERROR_MESSAGE_MAX + 128];
     fault_log log;
+    int fleet_registered; /* this process's devices are in fleet_devices */
 } runner_state;
 
 static long long now_ms(void)
@@ -75,6 +78,22 @@ static int resync(runner_state *st, PGconn *c)
     return 0;
 }
 
+/* Registers this process's devices in the fleet (catalog_store.h), so that API processes and the
+ * runners of other hosts list and resolve them; retried at every heartbeat until it succeeds. */
+static void register_fleet(runner_state *st, PGconn *c)
+{
+    worker_system *w = st->w;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *records = catalog_fleet_records_json(w->opt.cat);
+    if (records && catalog_store_fleet_register(c, w->host, w->id, records, &err) == 0)
+        st->fleet_registered = 1;
+    else
+        log_warn("registering this host's devices in the fleet failed: %s",
+                 records ? err.message : "out of memory");
+    json_decref(records);
+}
+
 static void housekeeping(runner_state *st, PGconn *c, int force)
 {
     worker_system *w = st->w;
@@ -85,16 +104,19 @@ static void housekeeping(runner_state *st, PGconn *c, int force)
         st->last_heartbeat = t;
         /* The models the trainer thread trains carry the same runner id: one heartbeat for the
          * process's jobs and models, even while a training runs for minutes. */
+        if (!st->fleet_registered)
+            register_fleet(st, c);
         if (job_store_heartbeat(c, &w->me, &err) < 0 ||
             model_store_heartbeat(c, &w->me, &err) < 0 ||
-            worker_store_heartbeat(c, w->host, w->pid, &err) < 0)
+            worker_store_heartbeat(c, w->host, w->pid, &err) < 0 ||
+            catalog_store_fleet_heartbeat(c, w->id, &err) < 0)
             round_failed(st, "heartbeat", &err);
     }
     if (force || t - st->last_reap >= RUNNER_REAP_MS) {
         st->last_reap = t;
-        int freed = job_store_release_dead(c, &w->me, WORKER_STALE_S, &err);
+        int freed = job_store_release_dead(c, &w->me, WORKER_STALE_S(w), &err);
         int requeued =
-            freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, WORKER_STALE_S, &err);
+            freed < 0 ? -1 : worker_store_reap(c, w->host, w->pid, w->id, WORKER_STALE_S(w), &err);
         if (freed < 0 || requeued < 0)
             round_failed(st, "reaping dead runners and workers", &err);
         else if (freed > 0 || requeued > 0)
@@ -226,8 +248,9 @@ void *runner_main(void *arg)
     kt_error_clear(&err);
     PGconn *c = db_acquire(w->opt.db, 5000, &err);
     if (c) {
-        if (job_store_release_mine(c, &w->me, &err) < 0)
-            log_warn("runner: letting go of jobs failed: %s", err.message);
+        if (job_store_release_mine(c, &w->me, &err) < 0 ||
+            catalog_store_fleet_leave(c, w->id, &err) < 0)
+            log_warn("runner: letting go of jobs and devices failed: %s", err.message);
         db_release(w->opt.db, c);
     }
     for (int i = 0; i < st.n_jobs; i++)

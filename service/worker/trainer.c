@@ -303,10 +303,12 @@ static int claim_and_train(trainer *t, PGconn **c, fault_log *db_log)
     kt_error err;
     kt_error_clear(&err);
     model_claim m;
-    int freed = model_store_release_dead(*c, t->opt.me, WORKER_STALE_S, &err);
+    int freed = model_store_release_dead(*c, t->opt.me, t->opt.stale_s, &err);
     if (freed > 0)
         log_info("recovered %d models from trainers that are gone", freed);
-    int got = freed < 0 ? -1 : model_store_claim(*c, t->opt.me, WORKER_STALE_S, &m, &err);
+    int got = freed < 0 ? -1
+                        : model_store_claim_served(*c, t->opt.me, t->opt.stale_s, t->opt.classes,
+                                                   &m, &err);
     if (got < 0)
         fault_log_fail(db_log, "trainer: claiming models", err.message);
     else

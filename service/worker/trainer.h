@@ -1,7 +1,7 @@
 /* worker/trainer — the thread of a ktuned that trains models (store/model_store.h) in the
  * background. Any ktuned sharing the database may train any queued model: models are claimed like
  * jobs (FOR UPDATE SKIP LOCKED, runner = this process's runner id, heartbeats by the runner thread,
- * the reaper's staleness limit WORKER_STALE_S,
+ * the reaper's staleness limit, the lease --lease-s (trainer_options.stale_s),
  * a model whose process died is claimed again with attempts + 1, at most MODEL_MAX_ATTEMPTS).
  *
  * Training one model (trainer.c):
@@ -49,6 +49,9 @@ typedef struct trainer_options {
     const runner_identity *me;
     long long retrain_after; /* --model-retrain-after: new ok trials of a key; 0 = off */
     double train_delay_s;    /* --model-train-delay-s (testing): a training is held this long */
+    int stale_s;             /* the lease (--lease-s) in seconds: the reaper's limit */
+    const char *classes;     /* JSON array text of the classes this process serves (borrowed; NULL:
+                              * any): models of classes others serve are left to them */
 } trainer_options;
 
 trainer *trainer_start(const trainer_options *opt, kt_error *err);

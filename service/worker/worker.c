@@ -1,6 +1,7 @@
 #include "worker/worker_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,20 @@ int worker_stopping(worker_system *w)
     return s;
 }
 
+int worker_stale_s(const worker_options *opt)
+{
+    double l = opt->lease_s > 0 ? opt->lease_s : WORKER_LEASE_DEFAULT_S;
+    return l < 1 ? 1 : (int)ceil(l);
+}
+
 static int collect_devices(worker_system *w, kt_error *err)
 {
     json_t *devs = catalog_devices_json(w->opt.cat);
     size_t n = json_array_size(devs);
     w->devices = calloc(n > 0 ? n : 1, sizeof *w->devices);
-    if (!w->devices) {
+    w->classes = calloc(n > 0 ? n : 1, sizeof *w->classes);
+    w->toolchains = calloc(n > 0 ? n : 1, sizeof *w->toolchains);
+    if (!w->devices || !w->classes || !w->toolchains) {
         json_decref(devs);
         return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing devices");
     }
@@ -55,10 +64,22 @@ static int collect_devices(worker_system *w, kt_error *err)
         if (json_is_false(json_object_get(d, "available")))
             continue;
         const char *name = json_string_value(json_object_get(d, "name"));
-        if (name)
-            w->devices[w->n_devices++] = strdup(name);
+        const char *klass = json_string_value(json_object_get(d, "class"));
+        const char *tool = json_string_value(json_object_get(d, "toolchain"));
+        if (!name || !klass)
+            continue;
+        w->classes[w->n_devices] = strdup(klass);
+        w->toolchains[w->n_devices] = strdup(tool ? tool : "");
+        w->devices[w->n_devices++] = strdup(name);
     }
     json_decref(devs);
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < w->n_devices; i++)
+        json_array_append_new(arr, json_string(w->classes[i]));
+    w->classes_json = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    if (!w->classes_json)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing devices");
     return 0;
 }
 
@@ -102,7 +123,9 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
                             .cat = opt->cat,
                             .me = &w->me,
                             .retrain_after = opt->model_retrain_after,
-                            .train_delay_s = opt->model_train_delay_s};
+                            .train_delay_s = opt->model_train_delay_s,
+                            .stale_s = worker_stale_s(opt),
+                            .classes = w->classes_json};
     w->trainer = trainer_start(&topt, err);
     if (!w->trainer)
         goto fail;
@@ -126,16 +149,21 @@ fail:
 
 void worker_system_wake(worker_system *w)
 {
-    worker_bump(w, &w->runner_gen);
+    if (w)
+        worker_bump(w, &w->runner_gen);
 }
 
 void worker_system_wake_trainer(worker_system *w)
 {
-    trainer_wake(w->trainer);
+    if (w)
+        trainer_wake(w->trainer);
 }
 
 void worker_system_stats(worker_system *w, worker_stats *out)
 {
+    memset(out, 0, sizeof *out);
+    if (!w)
+        return;
     pthread_mutex_lock(&w->lock);
     *out = w->stats;
     pthread_mutex_unlock(&w->lock);
@@ -154,9 +182,15 @@ void worker_system_stop(worker_system *w)
         pthread_join(w->measurer_threads[i], NULL);
     if (w->runner_started)
         pthread_join(w->runner_thread, NULL);
-    for (int i = 0; i < w->n_devices; i++)
+    for (int i = 0; i < w->n_devices; i++) {
         free(w->devices[i]);
+        free(w->classes[i]);
+        free(w->toolchains[i]);
+    }
     free(w->devices);
+    free(w->classes);
+    free(w->toolchains);
+    free(w->classes_json);
     free(w->measurer_threads);
     free(w->measurer_args);
     target_cache_free(w->targets); /* after the threads: no user is left */

@@ -25,7 +25,11 @@ typedef struct worker_options {
     long long model_retrain_after; /* --model-retrain-after (worker/trainer.h); 0 = off */
     double model_train_delay_s;    /* --model-train-delay-s (testing, worker/trainer.h); 0 = none */
     model_cache *models;           /* borrowed, may be NULL: the predictor's top-k in warm starts */
+    double lease_s; /* --lease-s: a process silent this long loses its jobs, trials, models and
+                     * devices to the others (the reaper's limit); 0 = WORKER_LEASE_DEFAULT_S */
 } worker_options;
+
+#define WORKER_LEASE_DEFAULT_S 10
 
 /* Counters of this process, for /metrics. */
 typedef struct worker_stats {
@@ -39,6 +43,8 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err);
 void worker_system_wake(worker_system *w);
 /* Tells the model trainer (worker/trainer.h) that a model was queued (it also polls). */
 void worker_system_wake_trainer(worker_system *w);
+/* w may be NULL (an API process, --role api, has no workers): the wakes do nothing and the stats
+ * are zeros; the workers of other processes poll the database. */
 void worker_system_stats(worker_system *w, worker_stats *out);
 /* Stops the threads: measurements under way finish and are stored, jobs are let go (still running,
  * to be resumed by the next runner). Frees w. */

@@ -12,9 +12,9 @@
 #include "worker/trainer.h"
 #include "worker/worker.h"
 
-/* A heartbeat older than this means the process is gone: the reaper's limit for jobs, trials and
- * models. */
-#define WORKER_STALE_S 30
+/* The reaper's limit for jobs, trials and models (a heartbeat older than this means the process
+ * is gone): the lease, --lease-s, in whole seconds. */
+#define WORKER_STALE_S(w) worker_stale_s(&(w)->opt)
 
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
@@ -33,7 +33,10 @@ struct worker_system {
     target_cache *targets; /* the jobs' targets, shared by the runner and the measurers */
     trainer *trainer;      /* the model trainer thread; NULL until started */
     char **devices;        /* names of the catalog's devices, measured by this process */
+    char **classes;        /* their classes and toolchains (trial claims match the job's) */
+    char **toolchains;
     int n_devices;
+    char *classes_json; /* the classes as a JSON array text, for the trainer's claims */
 
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -58,5 +61,7 @@ unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned l
                           int timeout_ms);
 void worker_bump(worker_system *w, unsigned long *gen);
 int worker_stopping(worker_system *w);
+/* The lease in whole seconds (at least 1). */
+int worker_stale_s(const worker_options *opt);
 
 #endif

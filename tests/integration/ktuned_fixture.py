@@ -31,8 +31,16 @@ def parse_args():
 
 
 class Ktuned:
-    def __init__(self, binary, source_dir, data_dir=None, extra=(), env=None):
+    """netns: run inside that network namespace (`ip netns exec NS`, root only); hostname: with its
+    own UTS namespace and that host name (`unshare --uts`), so that processes in several
+    namespaces of one machine look like several hosts; listen: the --listen address."""
+
+    def __init__(self, binary, source_dir, data_dir=None, extra=(), env=None, netns=None,
+                 hostname=None, listen="127.0.0.1:0"):
         self.binary = binary
+        self.netns = netns
+        self.hostname = hostname
+        self.listen = listen
         self.source_dir = source_dir
         self.own_data_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="ktune-it-", dir="/tmp")
@@ -44,9 +52,15 @@ class Ktuned:
         self.log_path = os.path.join(self.data_dir, "ktuned.log")
 
     def start(self, timeout=90):
-        args = [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir,
+        args = [self.binary, "--listen", self.listen, "--data-dir", self.data_dir,
                 "--datasets", os.path.join(self.source_dir, "datasets"),
                 "--web-dir", os.path.join(self.source_dir, "web")] + self.extra
+        # Each wrapper execs the next, so self.proc.pid stays ktuned's pid (kill9, signals).
+        if self.hostname:
+            args = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"',
+                    self.hostname] + args
+        if self.netns:
+            args = ["ip", "netns", "exec", self.netns] + args
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, env=self.env)
         deadline = time.time() + timeout

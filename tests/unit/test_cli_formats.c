@@ -111,6 +111,8 @@ static void test_tune_arguments(void **state)
                     "7",
                     "--history",
                     "none",
+                    "--parallel",
+                    "8",
                     "--wait",
                     "--server",
                     "http://h:1/",
@@ -120,12 +122,11 @@ static void test_tune_arguments(void **state)
     int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
     assert_int_equal(cli_tune_parse(argc, argv, &conn, &a), 0);
     assert_true(a.wait);
-    assert_json(
-        a.body,
-        "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
-        " \"seed\": 7, \"history\": \"none\", \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
-        " \"strategy_options\": {\"x\": 1},"
-        " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
+    assert_json(a.body, "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
+                        " \"seed\": 7, \"history\": \"none\", \"parallel\": 8,"
+                        " \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
+                        " \"strategy_options\": {\"x\": 1},"
+                        " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
     assert_string_equal(conn.server, "http://h:1");
     assert_string_equal(conn.token, "t0k");
     cli_tune_args_release(&a);
@@ -136,6 +137,9 @@ static void test_tune_arguments(void **state)
     char *bad_budget[] = {"tune", "--kernel", "k", "--device", "d", "--budget-evaluations",
                           "0",    NULL};
     assert_int_equal(cli_tune_parse(7, bad_budget, &conn, &a), CLI_EXIT_USAGE);
+    cli_tune_args_release(&a);
+    char *bad_parallel[] = {"tune", "--kernel", "k", "--device", "d", "--parallel", "65", NULL};
+    assert_int_equal(cli_tune_parse(7, bad_parallel, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);
     char *no_value[] = {"tune", "--kernel", NULL};
     assert_int_equal(cli_tune_parse(2, no_value, &conn, &a), CLI_EXIT_USAGE);
