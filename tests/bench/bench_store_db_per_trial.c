@@ -143,7 +143,9 @@ static int round_once(PGconn *c, int round_no, timing *t)
     long long job = new_job(c, round_no);
     if (job < 0)
         return -1;
-    const char *devices[] = {DEVICE};
+    const char *devices[] = {DEVICE}, *classes[] = {"bench-gpu"}, *toolchains[] = {"recorded"};
+    trial_claim_devices devs = {
+        .names = devices, .classes = classes, .toolchains = toolchains, .n = 1};
     int rc = -1;
     for (int first = 1; first <= MEASURED_TRIALS; first += BATCH) {
         config_id ids[BATCH];
@@ -165,7 +167,7 @@ static int round_once(PGconn *c, int round_no, timing *t)
         for (int i = 0; i < BATCH; i++) {
             trial_claim claim;
             t0 = kt_clock_s();
-            int got = trial_store_claim(c, WORKER, devices, 1, &claim, &err);
+            int got = trial_store_claim(c, WORKER, &devs, &claim, &err);
             t->claim += kt_clock_s() - t0;
             if (got != 1) {
                 if (got == 0)
