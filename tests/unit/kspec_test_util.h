@@ -66,8 +66,10 @@ static const char CUDA_JSON[] =
 /* A fake ktune-runner: answers probes (a cpu with a 256-byte L1, toolchain "gcc 12.9.1"; a GPU as
  * cuda:0 when KT_FAKE_CUDA is set, with KT_FAKE_CUDA's value as its toolchain unless it is "1":
  * then the probe has none; else no CUDA) and measures by the parameter U: 1 ok (0.1 s of "work"), 2
- * SIGSEGV, 4 hangs, 8 wrong_result (or, when the request has a call limit, SIGALRM as the runner's
- * timer). Logs every line it gets and the work intervals into its cache folder. */
+ * SIGSEGV, 4 hangs (after starting a child `sleep 600` whose pid it writes to hang_child.pid in its
+ * cache folder: what a kill must reach too), 8 wrong_result (or, when the request has a call limit,
+ * SIGALRM as the runner's timer). Logs every line it gets and the work intervals into its cache
+ * folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
@@ -102,6 +104,10 @@ static const char FAKE_RUNNER[] =
     "        if u == 2:\n"
     "            os.kill(os.getpid(), signal.SIGSEGV)\n"
     "        if u == 4:\n"
+    "            import subprocess\n"
+    "            child = subprocess.Popen(['sleep', '600'])\n"
+    "            with open(os.path.join(cache, 'hang_child.pid'), 'w') as f:\n"
+    "                f.write(str(child.pid))\n"
     "            time.sleep(600)\n"
     "        if u == 8 and req.get('call_limit_s'):\n"
     "            os.kill(os.getpid(), signal.SIGALRM)\n"
