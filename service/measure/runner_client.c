@@ -244,6 +244,20 @@ static void reap(runner_client *r, double grace_s, runner_end *end)
     close_fds(r);
 }
 
+/* A runner that ended while idle (killed from outside between two calls) is reaped here, so that
+ * the next call starts a fresh one instead of blaming its request for a death it did not cause. */
+static void notice_idle_death(runner_client *r)
+{
+    int status = 0;
+    if (!runner_client_running(r) || waitpid(r->pid, &status, WNOHANG) != r->pid)
+        return;
+    log_warn("runner %s (pid %d) ended while idle (%s %d); starting a new one", r->device,
+             (int)r->pid, WIFSIGNALED(status) ? "signal" : "exit code",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    r->pid = 0;
+    close_fds(r);
+}
+
 void runner_client_kill(runner_client *r)
 {
     if (!runner_client_running(r))
@@ -393,6 +407,7 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
         rc = RUNNER_STOPPED; /* nothing was asked of the runner: it stays */
         goto out;
     }
+    notice_idle_death(r);
     if (runner_client_start(r, err) < 0)
         goto out;
     id = ++r->next_id;

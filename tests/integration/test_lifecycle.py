@@ -56,24 +56,6 @@ class LifecycleTest(unittest.TestCase):
             time.sleep(0.02)
         return None
 
-    def runner_pids(self):
-        """ktune-runner processes whose parent is this ktuned."""
-        pids = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    stat = f.read()
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if b"ktune-runner" in cmd and int(fields[1]) == self.k.proc.pid and fields[0] != "Z":
-                pids.append(int(d))
-        return pids
-
     def test_cancel_stops_a_hanging_measurement(self):
         k = self.k
         status, _, job = k.post("/v1/tune", {"kernel": "hang", "device": "cpu",
@@ -84,7 +66,7 @@ class LifecycleTest(unittest.TestCase):
             lambda ws: any(w["status"] == "measuring" and w["current_trial"] for w in ws), 30)
         self.assertIsNotNone(measuring, "no worker started measuring the hang job: %s" % self.workers())
         time.sleep(1.5)  # compiled (a fraction of a second) and spinning in the kernel
-        hanging = self.runner_pids()
+        hanging = self.k.children("ktune-runner")
         self.assertTrue(hanging, "no ktune-runner under ktuned while it measures")
 
         t0 = time.time()
@@ -97,9 +79,8 @@ class LifecycleTest(unittest.TestCase):
         self.assertIsNotNone(idle, "the worker never became idle")
         self.assertLess(held, STOP_WITHIN_S, "the hanging measurement held the device %.1f s after "
                         "the cancel" % held)
-        for pid in hanging:  # the runner that spun in the kernel is gone (killed and reaped)
-            self.assertFalse(os.path.exists("/proc/%d" % pid) and pid in self.runner_pids(),
-                             "runner %d still runs" % pid)
+        left = set(hanging) & set(self.k.children("ktune-runner"))
+        self.assertFalse(left, "the runner that spun in the kernel still runs")
 
         # Nothing is recorded for the cancelled job: no timeout trial, counters unchanged.
         time.sleep(0.3)
