@@ -328,18 +328,6 @@ static void slow_factor_gives_up_on_slow_calls(void **state)
     catalog_free(c);
 }
 
-typedef struct stop_clock {
-    double at; /* say stop from this kt_clock_s on */
-    int asked;
-} stop_clock;
-
-static int stop_at(void *arg)
-{
-    stop_clock *s = arg;
-    s->asked++;
-    return kt_clock_s() >= s->at;
-}
-
 /* The pid the fake runner's hanging measure wrote, or 0. */
 static int hang_child_pid(const fixture *f)
 {
@@ -352,6 +340,26 @@ static int hang_child_pid(const fixture *f)
         text[0] = '\0';
     fclose(fp);
     return (int)strtol(text, NULL, 10);
+}
+
+/* Says stop once the fake runner hangs (its child's pid written; stop_always: at once), and
+ * remembers when it first said so. */
+typedef struct stop_when_hanging {
+    const fixture *f;
+    int always;
+    int asked;
+    double said_at; /* kt_clock_s of the first stop, 0 before */
+} stop_when_hanging;
+
+static int stop_hanging(void *arg)
+{
+    stop_when_hanging *s = arg;
+    s->asked++;
+    if (!s->always && hang_child_pid(s->f) <= 0)
+        return 0;
+    if (s->said_at == 0)
+        s->said_at = kt_clock_s();
+    return 1;
 }
 
 /* 1 while pid runs (exists and is not a zombie). */
@@ -371,9 +379,10 @@ static int process_runs(int pid)
     return runs;
 }
 
-/* A stop check that says stop after 0.5 s ends a hanging measurement at once (the deadline is
- * 3.5 s): BACKEND_STOPPED, nothing in out, the runner's process group killed (its child too); a
- * check that says stop before the call sends nothing; the next measure starts a new runner. */
+/* A stop check that says stop once the runner hangs ends the measurement within a second (the
+ * deadline is 3.5 s): BACKEND_STOPPED, nothing in out, the runner's process group killed (its child
+ * too); a check that says stop before the call sends nothing; the next measure starts a new runner.
+ */
 static void stop_check_gives_up_a_hanging_measurement(void **state)
 {
     fixture *f = *state;
@@ -384,25 +393,26 @@ static void stop_check_gives_up_a_hanging_measurement(void **state)
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
     backend *b = backend_open(c, "cpu", &err);
     assert_non_null(b);
-    stop_clock s = {.at = kt_clock_s() + 0.5};
-    backend_set_stop(b, stop_at, &s);
-    double t0 = kt_clock_s();
+    stop_when_hanging s = {.f = f};
+    backend_set_stop(b, stop_hanging, &s);
     assert_int_equal(backend_measure(b, &t, config_of(t.sp, 4, 16), &r, &err), BACKEND_STOPPED);
-    double took = kt_clock_s() - t0;
-    assert_true(took >= 0.45 && took < 1.5);
-    assert_true(s.asked >= 3);
+    double after_stop = kt_clock_s() - s.said_at;
+    assert_true(s.said_at > 0 && after_stop < 1.0);
+    assert_true(s.asked >= 1);
     assert_int_equal(r.status, TRIAL_PENDING);
     assert_null(r.extras);
     int child = hang_child_pid(f);
     assert_true(child > 0);
-    for (int i = 0; i < 100 && process_runs(child); i++)
+    for (int i = 0; i < 200 && process_runs(child); i++)
         usleep(10000);
     assert_false(process_runs(child));
 
     /* Told to stop before it starts: nothing is sent. */
     json_t *before = last_request(f);
-    s.at = 0;
+    stop_when_hanging now = {.f = f, .always = 1};
+    backend_set_stop(b, stop_hanging, &now);
     assert_int_equal(backend_measure(b, &t, config_of(t.sp, 1, 32), &r, &err), BACKEND_STOPPED);
+    assert_int_equal(now.asked, 1);
     json_t *after = last_request(f);
     assert_true(json_equal(before, after));
     json_decref(before);
