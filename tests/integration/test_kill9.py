@@ -3,7 +3,8 @@
 Replay jobs (slowed with --replay-speed so that they last) and small real cpu gemm jobs run while a
 seeded random schedule kills, at random moments, with SIGKILL:
 - ktuned itself (then restarted on the same data dir: it resumes the jobs by replay);
-- a ktune-runner measuring on the cpu (ktuned notices, records that trial, starts a new runner);
+- a ktune-runner measuring on the cpu (ktuned notices, measures that trial again on a new runner;
+  one killed while idle is replaced before the next trial);
 - the embedded PostgreSQL's postmaster, then ktuned a moment later (ktuned restarts the cluster on
   its next start; a supervisor that restarts it under a live ktuned is not this test's subject).
 At least 20 kills in all. Afterwards every job has ended, and the database holds exactly what was
@@ -232,8 +233,8 @@ class Kill9Test(unittest.TestCase):
                     self.assertEqual((status, reason), ("succeeded", "budget_evaluations"), line)
                     self.assertEqual(n, budget, line)
                 else:
-                    # A killed runner makes its trial a runtime_error; a job all of whose trials were
-                    # killed has no best and fails. Otherwise it measured its whole budget.
+                    # A trial whose runner was killed twice is a runtime_error; a job all of whose
+                    # trials were has no best and fails. Otherwise it measured its whole budget.
                     self.assertIn((status, reason), (("succeeded", "budget_evaluations"),
                                                      ("succeeded", "space_exhausted"),
                                                      ("failed", "no_ok_trial")), line)
@@ -246,9 +247,10 @@ class Kill9Test(unittest.TestCase):
                 else:
                     self.assertEqual((n_ok, best), (0, ""), line)
         self.assertEqual(seen, set(self.jobs))
-        # Only a killed runner makes a gemm trial a runtime_error (with SIGKILL).
+        # A gemm trial whose runner is killed is measured again on a new runner: only a second kill
+        # of the same trial's runner makes it a runtime_error (SIGKILL).
         runner_kills = sum(1 for kk, _ in self.kills if kk == "ktune-runner")
-        self.assertLessEqual(cpu_crashed, runner_kills)
+        self.assertLessEqual(cpu_crashed, runner_kills // 2)
         print("jobs: " + ", ".join(summary))
 
 

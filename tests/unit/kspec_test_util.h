@@ -68,8 +68,9 @@ static const char CUDA_JSON[] =
  * then the probe has none; else no CUDA) and measures by the parameter U: 1 ok (0.1 s of "work"), 2
  * SIGSEGV, 4 hangs (after starting a child `sleep 600` whose pid it writes to hang_child.pid in its
  * cache folder: what a kill must reach too), 8 wrong_result (or, when the request has a call limit,
- * SIGALRM as the runner's timer). Logs every line it gets and the work intervals into its cache
- * folder. */
+ * SIGALRM as the runner's timer); while a file kill_next in its cache folder holds a count N > 0 it
+ * SIGKILLs itself on the next N measures (a kill from outside). Logs every line it gets and the work
+ * intervals into its cache folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
@@ -100,6 +101,14 @@ static const char FAKE_RUNNER[] =
     "        else:\n"
     "            rep = {'ok': False, 'reason': 'no CUDA driver (libcuda.so.1 not found)'}\n"
     "    else:\n"
+    "        kill_next = os.path.join(cache, 'kill_next')\n"
+    "        if os.path.exists(kill_next):\n"
+    "            left = int(open(kill_next).read() or '1')\n"
+    "            if left <= 1:\n"
+    "                os.remove(kill_next)\n"
+    "            else:\n"
+    "                open(kill_next, 'w').write(str(left - 1))\n"
+    "            os.kill(os.getpid(), signal.SIGKILL)\n"
     "        u = req['defines'].get('U', 1)\n"
     "        if u == 2:\n"
     "            os.kill(os.getpid(), signal.SIGSEGV)\n"

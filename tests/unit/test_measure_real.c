@@ -427,6 +427,37 @@ static void stop_check_gives_up_a_hanging_measurement(void **state)
     catalog_free(c);
 }
 
+/* A runner killed with SIGKILL (from outside) is not blamed on the configuration at once: the
+ * measure runs again on a new runner; a second SIGKILL is the trial's runtime_error. */
+static void a_runner_killed_from_outside_is_measured_again(void **state)
+{
+    fixture *f = *state;
+    catalog *c = open_real(f, f->runner);
+    target t;
+    kt_error err;
+    trial_result r;
+    assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
+    backend *b = backend_open(c, "cpu", &err);
+    assert_non_null(b);
+    write_file(f->cache, "kill_next", "1");
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_OK);
+    assert_string_equal(json_string_value(json_object_get(r.extras, "retried_after")), "SIGKILL");
+    trial_result_release(&r);
+    write_file(f->cache, "kill_next", "2");
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_RUNTIME_ERROR);
+    assert_string_equal(json_string_value(json_object_get(r.extras, "signal_name")), "SIGKILL");
+    trial_result_release(&r);
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_OK);
+    assert_null(json_object_get(r.extras, "retried_after"));
+    trial_result_release(&r);
+    backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+}
+
 typedef struct par_arg {
     const catalog *c;
     const target *t;
@@ -573,6 +604,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(backend_maps_runner_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(slow_factor_gives_up_on_slow_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(stop_check_gives_up_a_hanging_measurement, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_runner_killed_from_outside_is_measured_again, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(one_measurement_at_a_time_per_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(fake_cuda_device_gets_launch_geometry, setup, teardown),
     };
