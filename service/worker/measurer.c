@@ -77,7 +77,9 @@ void worker_system_job_ended(worker_system *w, long long job_id)
     if (!w)
         return;
     pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < w->n_measurers_started; i++) {
+    /* Every slot, started or not (a slot not started holds job 0): the count of started threads
+     * is written by worker_system_start without the lock. */
+    for (int i = 0; i < w->opt.measurers; i++) {
         if (job_id > 0 && w->measurer_args[i].job_id == job_id)
             w->measurer_args[i].stop = 1;
     }

@@ -4,6 +4,7 @@
   stops the measurement within about a second: the worker is idle again, the runner's process group
   was killed, the device serves the next job at once, and no trial is recorded for the cancelled job
   (before: the kernel held the device until the run timeout, then a `timeout` trial was recorded).
+- The same when another process cancels the job in the shared database.
 - A job whose only trial crashed ends `failed` (`no_ok_trial`, error `measure` counting the statuses),
   never `succeeded` with `best: null`.
 """
@@ -100,6 +101,35 @@ class LifecycleTest(unittest.TestCase):
         self.assertLess(time.time() - t1, RUN_TIMEOUT_S / 2)
         status, _, seen = k.get("/v1/jobs/%d" % jid)
         self.assertEqual((seen["status"], seen["progress"]["trials"]), ("cancelled", 0), seen)
+
+    def test_cancel_by_another_process_stops_the_measurement(self):
+        """The cancel another ktuned sharing the database makes (job_store_cancel's statements, run
+        here with psql): this process sees it (its runner thread, or the measurer's query every
+        0.5 s) and stops the measurement the same way."""
+        k = self.k
+        status, _, job = k.post("/v1/tune", {"kernel": "hang", "device": "cpu", "problem": {"n": 2048},
+                                             "strategy": "exhaustive", "budget": {"evaluations": 5}})
+        self.assertEqual(status, 202, job)
+        jid = job["id"]
+        measuring = self.wait_workers(
+            lambda ws: any(w["status"] == "measuring" and w["current_trial"] for w in ws), 30)
+        self.assertIsNotNone(measuring, "no worker started measuring the hang job")
+        time.sleep(1.5)
+        t0 = time.time()
+        k.psql("BEGIN; UPDATE jobs SET status = 'cancelled', stop_reason = 'cancelled',"
+               " finished_at = now() WHERE id = %d; DELETE FROM trials WHERE job_id = %d"
+               " AND status IN ('pending', 'running'); COMMIT" % (jid, jid))
+        idle = self.wait_workers(lambda ws: all(w["status"] == "idle" for w in ws),
+                                 RUN_TIMEOUT_S + 15)
+        held = time.time() - t0
+        print("the measurement stopped %.2f s after another process's cancel" % held)
+        self.assertIsNotNone(idle, "the worker never became idle")
+        self.assertLess(held, STOP_WITHIN_S + 1.0)  # + psql's start, + the 0.5 s poll
+        time.sleep(0.3)
+        status, _, seen = k.get("/v1/jobs/%d" % jid)
+        self.assertEqual((seen["status"], seen["progress"]["trials"]), ("cancelled", 0), seen)
+        self.assertEqual(k.all_trials(jid), [])
+        self.assertEqual(k.psql("SELECT count(*) FROM trials WHERE job_id = %d" % jid), "0")
 
     def test_job_whose_only_trial_crashed_fails(self):
         k = self.k
