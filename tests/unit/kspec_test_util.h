@@ -69,8 +69,8 @@ static const char CUDA_JSON[] =
  * SIGSEGV, 4 hangs (after starting a child `sleep 600` whose pid it writes to hang_child.pid in its
  * cache folder: what a kill must reach too), 8 wrong_result (or, when the request has a call limit,
  * SIGALRM as the runner's timer); while a file kill_next in its cache folder holds a count N > 0 it
- * SIGKILLs itself on the next N measures (a kill from outside). Logs every line it gets and the work
- * intervals into its cache folder. */
+ * SIGKILLs itself on the next N measures (a kill from outside). Logs every line it gets and the
+ * work intervals into its cache folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
