@@ -133,6 +133,6 @@ void api_job_cancel(void *app, const http_request *req, http_response *res)
     api_db_release(svc, c);
     if (!job)
         return api_fail(res, &err);
-    worker_system_wake(svc->workers);
+    worker_system_job_ended(svc->workers, id); /* stops its measurement under way; wakes */
     http_reply_json(res, 200, job);
 }

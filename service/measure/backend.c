@@ -9,7 +9,8 @@
 typedef struct backend_ops {
     const char *kind;
     void *(*open)(const catalog *c, const char *device, kt_error *err);
-    int (*measure)(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
+    int (*measure)(void *impl, const target *t, config_id id, const backend_stop *stop,
+                   trial_result *out, kt_error *err);
     void (*close)(void *impl);
 } backend_ops;
 
@@ -23,6 +24,7 @@ static const char *const planned_kinds[] = {"cpu", "cuda", "hip", "opencl"};
 struct backend {
     const backend_ops *ops;
     void *impl;
+    backend_stop stop;
 };
 
 /* The kind named by a device: "cuda:0" -> "cuda", "cpu" -> "cpu". */
@@ -103,7 +105,15 @@ int backend_measure(backend *b, const target *t, config_id id, trial_result *out
             trial_result_init(out);
         return kt_error_set(err, KT_ERR_INTERNAL, "no backend to measure with");
     }
-    return b->ops->measure(b->impl, t, id, out, err);
+    return b->ops->measure(b->impl, t, id, &b->stop, out, err);
+}
+
+void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)
+{
+    if (!b)
+        return;
+    b->stop.fn = fn;
+    b->stop.arg = fn ? arg : NULL;
 }
 
 void backend_close(backend *b)

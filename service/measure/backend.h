@@ -3,8 +3,8 @@
  * failure of a kernel is a trial status; only a failure of the backend itself (not of the kernel)
  * returns -1.
  *
- * Lifecycle: backend_open -> backend_measure* -> backend_close. The catalog must outlive the
- * backend. */
+ * Lifecycle: backend_open -> [backend_set_stop] -> backend_measure* -> backend_close. The catalog
+ * must outlive the backend. */
 #ifndef KT_MEASURE_BACKEND_H
 #define KT_MEASURE_BACKEND_H
 
@@ -13,6 +13,14 @@
 #include "catalog/catalog.h"
 
 typedef struct backend backend;
+
+/* backend_measure's return when its stop check said stop (see backend_set_stop). */
+#define BACKEND_STOPPED 1
+
+/* A stop check: non-zero when the measurement under way is no longer wanted (its job was
+ * cancelled). Asked on the measuring thread, about every 100 ms while a measurement waits; it must
+ * be quick. */
+typedef int (*backend_stop_fn)(void *arg);
 
 /* device: a catalog device name. Errors: KT_ERR_UNKNOWN_DEVICE (hint lists devices),
  * KT_ERR_NOT_IMPLEMENTED for a kind that is planned but not built ("cpu", "cuda:0", "hip:0",
@@ -25,6 +33,11 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err);
  * verification_time + benchmark_time), so a budget in seconds means what it would have meant there;
  * with catalog_options.replay_speed > 0 the call also sleeps speed x that time (at most 10 s). */
 int backend_measure(backend *b, const target *t, config_id id, trial_result *out, kt_error *err);
+/* Sets (fn NULL: clears) the stop check asked by the following measures; arg is borrowed. When it
+ * says stop, backend_measure gives up within about 100 ms (a real backend kills its runner's
+ * process group; replay stops sleeping) and returns BACKEND_STOPPED with out empty (status pending,
+ * nothing to record). */
+void backend_set_stop(backend *b, backend_stop_fn fn, void *arg);
 void backend_close(backend *b);
 
 #endif

@@ -1,6 +1,7 @@
 /* measure/backend_impl — internal to measure/: the entry points of the backend kinds that backend.c
  * dispatches to (replay.c, real_backend.c). Each open returns the kind's state, or NULL with err
- * set; measure fills out as backend_measure does; close frees the state. The catalog must outlive
+ * set; measure fills out as backend_measure does, asking stop (may be NULL: never) while it waits
+ * and returning BACKEND_STOPPED when it said stop; close frees the state. The catalog must outlive
  * it. */
 #ifndef KT_MEASURE_BACKEND_IMPL_H
 #define KT_MEASURE_BACKEND_IMPL_H
@@ -8,14 +9,22 @@
 #include "catalog/catalog.h"
 #include "measure/backend.h"
 
+/* The stop check backend_set_stop gave (fn NULL: none). */
+typedef struct backend_stop {
+    backend_stop_fn fn;
+    void *arg;
+} backend_stop;
+
 /* Replay backend (replay.c). */
 void *replay_open(const catalog *c, const char *device, kt_error *err);
-int replay_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
+int replay_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                   trial_result *out, kt_error *err);
 void replay_close(void *impl);
 
 /* Real backend for cpu and cuda:N (real_backend.c). */
 void *real_open(const catalog *c, const char *device, kt_error *err);
-int real_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err);
+int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                 trial_result *out, kt_error *err);
 void real_close(void *impl);
 
 #endif

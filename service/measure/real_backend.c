@@ -3,7 +3,11 @@
  * kernel spec, the problem and the configuration, holds the device's mutex (one measurement at a
  * time per device), and waits for the reply with a deadline: compile timeout + a run timeout scaled
  * from the best time seen for the target. A runner that overruns is killed (timeout), one that dies
- * is reaped (runtime_error with the signal); the next measure starts a new one. */
+ * is reaped (runtime_error with the signal); the next measure starts a new one. While it waits the
+ * runner client asks the backend's stop check: a measurement whose job was cancelled kills the
+ * runner's process group and records nothing (BACKEND_STOPPED). A runner killed with SIGKILL from
+ * outside is not blamed on the configuration at once: the measure is repeated once on a new runner.
+ */
 #include "measure/backend_impl.h"
 
 #include <math.h>
@@ -244,7 +248,8 @@ static int map_reply(real_backend *b, json_t *reply, trial_result *out, kt_error
     return 0;
 }
 
-int real_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err)
+int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                 trial_result *out, kt_error *err)
 {
     real_backend *b = impl;
     const kernel_spec *k = NULL;
@@ -299,12 +304,31 @@ int real_measure(void *impl, const target *t, config_id id, trial_result *out, k
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
         b->restart = 0;
     }
+    runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
     int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+    int retried = 0;
+    if (got == RUNNER_DIED && end.signal == SIGKILL) {
+        /* SIGKILL does not come from the kernel's own faults (those are SIGSEGV, SIGBUS, ...): an
+         * operator, a kill -9 of the runner, the OOM killer. Measured once more on a new runner
+         * before it counts against the configuration; a second SIGKILL is its result. */
+        log_warn("%s on %s, configuration %llu: the runner was killed (SIGKILL); measuring again",
+                 k->name, b->dev->name, (unsigned long long)id);
+        retried = 1;
+        got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+    }
+    runner_client_set_stop(b->runner, NULL, NULL);
     pthread_mutex_unlock(b->dev->lock);
     switch (got) {
+    case RUNNER_STOPPED:
+        log_info("%s on %s, configuration %llu: stopped after %.1f s (no longer wanted)", k->name,
+                 b->dev->name, (unsigned long long)id, end.waited_s);
+        rc = BACKEND_STOPPED;
+        goto out;
     case RUNNER_REPLY:
         if (map_reply(b, reply, out, err) < 0)
             goto out;
+        if (retried && out->extras)
+            json_object_set_new(out->extras, "retried_after", json_string("SIGKILL"));
         if (out->status == TRIAL_OK && seen && (seen->best_ms <= 0 || out->time_ms < seen->best_ms))
             seen->best_ms = out->time_ms;
         break;

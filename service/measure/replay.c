@@ -9,7 +9,8 @@
 
 #include "space/space.h"
 
-#define REPLAY_MAX_SLEEP_MS 10000.0 /* per trial, whatever the recorded cost and speed */
+#define REPLAY_MAX_SLEEP_MS  10000.0 /* per trial, whatever the recorded cost and speed */
+#define REPLAY_STOP_SLICE_MS 100.0   /* with a stop check, sleeps are cut into slices this long */
 
 typedef struct replay_backend {
     const replay_dataset *ds;
@@ -34,16 +35,29 @@ void *replay_open(const catalog *c, const char *device, kt_error *err)
     return b;
 }
 
-static void sleep_ms(double ms)
+static void sleep_exactly_ms(double ms)
 {
-    if (!(ms > 0))
-        return;
-    if (ms > REPLAY_MAX_SLEEP_MS)
-        ms = REPLAY_MAX_SLEEP_MS;
     long long ns = (long long)(ms * 1e6);
     struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* Sleeps ms (at most REPLAY_MAX_SLEEP_MS); 1 when the stop check said stop first. */
+static int sleep_ms(double ms, const backend_stop *stop)
+{
+    if (!(ms > 0))
+        return 0;
+    if (ms > REPLAY_MAX_SLEEP_MS)
+        ms = REPLAY_MAX_SLEEP_MS;
+    while (ms > 0) {
+        double slice = stop && stop->fn && ms > REPLAY_STOP_SLICE_MS ? REPLAY_STOP_SLICE_MS : ms;
+        sleep_exactly_ms(slice);
+        ms -= slice;
+        if (ms > 0 && stop && stop->fn && stop->fn(stop->arg))
+            return 1;
+    }
+    return 0;
 }
 
 static json_t *recorded_time_json(const replay_record *r)
@@ -58,7 +72,8 @@ static json_t *recorded_time_json(const replay_record *r)
     }
 }
 
-int replay_measure(void *impl, const target *t, config_id id, trial_result *out, kt_error *err)
+int replay_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                   trial_result *out, kt_error *err)
 {
     replay_backend *b = impl;
     const replay_dataset *ds = b->ds;
@@ -85,8 +100,11 @@ int replay_measure(void *impl, const target *t, config_id id, trial_result *out,
     out->compile_ms = r->compile_ms;
     out->measure_ms = r->measure_ms;
     out->extras = json_pack("{s:b, s:o}", "replay", 1, "recorded_time", recorded_time_json(r));
-    if (b->speed > 0)
-        sleep_ms(b->speed * (r->compile_ms + r->measure_ms));
+    if (b->speed > 0 && sleep_ms(b->speed * (r->compile_ms + r->measure_ms), stop)) {
+        trial_result_release(out);
+        trial_result_init(out);
+        return BACKEND_STOPPED;
+    }
     return 0;
 }
 

@@ -1,7 +1,8 @@
-/* measure/runner_client — spawns ktune-runner with fork/exec, talks one JSON line each way with
- * poll() deadlines, and kills or reaps it. stdin is a socket (writes use MSG_NOSIGNAL, so a dead
- * runner never raises SIGPIPE in the caller), stdout a pipe, stderr inherited. An exec failure is
- * reported through a close-on-exec status pipe. */
+/* measure/runner_client — spawns ktune-runner with fork/exec in a process group of its own, talks
+ * one JSON line each way with poll() deadlines (sliced to ask the stop check), and kills (the whole
+ * group) or reaps it. stdin is a socket (writes use MSG_NOSIGNAL, so a dead runner never raises
+ * SIGPIPE in the caller), stdout a pipe, stderr inherited. An exec failure is reported through a
+ * close-on-exec status pipe. */
 #include "measure/runner_client.h"
 
 #include <errno.h>
@@ -36,6 +37,8 @@ struct runner_client {
     long long next_id;
     char *buf; /* bytes read but not consumed */
     size_t len, cap;
+    runner_stop_fn stop; /* NULL: no stop check */
+    void *stop_arg;
 };
 
 const char *runner_signal_name(int sig, char *buf, size_t cap)
@@ -96,6 +99,9 @@ static void child_exec(int in_fd, int out_fd, int status_fd, int max_fd, pid_t p
     int e;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
+    /* Its own process group, so that a kill reaches whatever it started too (the parent sets it as
+     * well: whichever runs first wins the race). */
+    setpgid(0, 0);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0)
         goto fail;
     fcntl(0, F_SETFD, 0);
@@ -166,6 +172,7 @@ int runner_client_start(runner_client *r, kt_error *err)
     }
     if (pid == 0)
         child_exec(in[1], out[1], st[1], max_fd, parent, argv);
+    setpgid(pid, pid); /* EACCES once it has exec'd: then the child did it already */
     close(in[1]);
     close(out[1]);
     close(st[1]);
@@ -200,6 +207,14 @@ out:
     return rc;
 }
 
+/* SIGKILL to the runner's process group and to the runner itself (in case the group was not made).
+ */
+static void kill_group(pid_t pid)
+{
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+}
+
 /* Waits for the runner to end (killing it after grace_s) and records how it ended. */
 static void reap(runner_client *r, double grace_s, runner_end *end)
 {
@@ -213,7 +228,7 @@ static void reap(runner_client *r, double grace_s, runner_end *end)
         if (got != 0 && !(got < 0 && errno == EINTR))
             break;
         if (kt_clock_s() >= until) {
-            kill(r->pid, SIGKILL);
+            kill_group(r->pid);
             while ((got = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR)
                 ;
             break;
@@ -229,11 +244,25 @@ static void reap(runner_client *r, double grace_s, runner_end *end)
     close_fds(r);
 }
 
+/* A runner that ended while idle (killed from outside between two calls) is reaped here, so that
+ * the next call starts a fresh one instead of blaming its request for a death it did not cause. */
+static void notice_idle_death(runner_client *r)
+{
+    int status = 0;
+    if (!runner_client_running(r) || waitpid(r->pid, &status, WNOHANG) != r->pid)
+        return;
+    log_warn("runner %s (pid %d) ended while idle (%s %d); starting a new one", r->device,
+             (int)r->pid, WIFSIGNALED(status) ? "signal" : "exit code",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    r->pid = 0;
+    close_fds(r);
+}
+
 void runner_client_kill(runner_client *r)
 {
     if (!runner_client_running(r))
         return;
-    kill(r->pid, SIGKILL);
+    kill_group(r->pid);
     reap(r, 10.0, NULL);
 }
 
@@ -266,20 +295,50 @@ static int remaining_ms(double deadline)
     return left > 3600.0 ? 3600 * 1000 : (int)(left * 1000.0) + 1;
 }
 
-/* 1 written, 0 the deadline passed, -1 the runner is gone. */
+void runner_client_set_stop(runner_client *r, runner_stop_fn fn, void *arg)
+{
+    r->stop = fn;
+    r->stop_arg = fn ? arg : NULL;
+}
+
+static int stop_asked(runner_client *r)
+{
+    return r->stop && r->stop(r->stop_arg) != 0;
+}
+
+enum { WAIT_DEADLINE = 0, WAIT_READY = 1, WAIT_STOPPED = 2, WAIT_ERROR = -1 };
+
+/* Polls fd for events until it is ready, the deadline passes or the stop check says stop; with a
+ * stop check the poll is sliced into RUNNER_STOP_POLL_MS pieces. */
+static int wait_fd(runner_client *r, int fd, short events, double deadline)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int ms = remaining_ms(deadline);
+        if (ms == 0)
+            return WAIT_DEADLINE;
+        if (r->stop && ms > RUNNER_STOP_POLL_MS)
+            ms = RUNNER_STOP_POLL_MS;
+        int pr = poll(&p, 1, ms);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return WAIT_ERROR;
+        if (pr > 0)
+            return WAIT_READY;
+        if (stop_asked(r))
+            return WAIT_STOPPED;
+    }
+}
+
+/* 1 written, 0 the deadline passed, 2 the stop check said stop, -1 the runner is gone. */
 static int write_all(runner_client *r, const char *data, size_t n, double deadline)
 {
     size_t done = 0;
     while (done < n) {
-        struct pollfd p = {.fd = r->in_fd, .events = POLLOUT};
-        int ms = remaining_ms(deadline);
-        if (ms == 0)
-            return 0;
-        int pr = poll(&p, 1, ms);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0)
-            return 0;
+        int wr = wait_fd(r, r->in_fd, POLLOUT, deadline);
+        if (wr != WAIT_READY)
+            return wr;
         ssize_t w = send(r->in_fd, data + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
             continue;
@@ -290,7 +349,8 @@ static int write_all(runner_client *r, const char *data, size_t n, double deadli
     return 1;
 }
 
-/* Reads until buf holds a full line. 1 line ready, 0 deadline, -1 EOF or error, -2 too long. */
+/* Reads until buf holds a full line. 1 line ready, 0 deadline, 2 stopped, -1 EOF or error, -2 too
+ * long. */
 static int read_line(runner_client *r, double deadline)
 {
     for (;;) {
@@ -302,17 +362,9 @@ static int read_line(runner_client *r, double deadline)
         if (KT_ARRAY_GROW(r->buf, r->cap, r->len + RUNNER_READ_CHUNK,
                           RUNNER_MAX_LINE + RUNNER_READ_CHUNK) != 0)
             return -1;
-        struct pollfd p = {.fd = r->out_fd, .events = POLLIN};
-        int ms = remaining_ms(deadline);
-        if (ms == 0)
-            return 0;
-        int pr = poll(&p, 1, ms);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr == 0)
-            return 0;
-        if (pr < 0)
-            return -1;
+        int wr = wait_fd(r, r->out_fd, POLLIN, deadline);
+        if (wr != WAIT_READY)
+            return wr;
         ssize_t got = read(r->out_fd, r->buf + r->len, r->cap - r->len);
         if (got < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
@@ -351,6 +403,11 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
     *reply = NULL;
     memset(end, 0, sizeof *end);
     end->exit_code = -1;
+    if (stop_asked(r)) {
+        rc = RUNNER_STOPPED; /* nothing was asked of the runner: it stays */
+        goto out;
+    }
+    notice_idle_death(r);
     if (runner_client_start(r, err) < 0)
         goto out;
     id = ++r->next_id;
@@ -362,6 +419,11 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
     size_t n = strlen(line);
     line[n] = '\n'; /* json_dumps leaves room for the NUL, which becomes the newline */
     int w = write_all(r, line, n + 1, deadline);
+    if (w == WAIT_STOPPED) {
+        runner_client_kill(r);
+        rc = RUNNER_STOPPED;
+        goto out;
+    }
     if (w == 0) {
         runner_client_kill(r);
         rc = RUNNER_DEADLINE;
@@ -374,6 +436,11 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
     }
     for (;;) {
         int got = read_line(r, deadline);
+        if (got == WAIT_STOPPED) {
+            runner_client_kill(r);
+            rc = RUNNER_STOPPED;
+            goto out;
+        }
         if (got == 0) {
             runner_client_kill(r);
             rc = RUNNER_DEADLINE;

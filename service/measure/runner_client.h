@@ -1,7 +1,10 @@
 /* measure/runner_client — one ktune-runner child process (service/runner/PROTOCOL.md): spawned with
- * pipes (its stderr is ktuned's, every other descriptor closed, killed by the kernel if the thread
- * that started it ends), one JSON request written and its reply awaited with a deadline; a runner
- * that overruns is killed, one that dies is reaped, and the next call starts a fresh one.
+ * pipes in its own process group (its stderr is ktuned's, every other descriptor closed, killed by
+ * the kernel if the thread that started it ends), one JSON request written and its reply awaited
+ * with a deadline; a runner that overruns is killed, one that dies is reaped, and the next call
+ * starts a fresh one. While it waits the client asks a stop check (runner_client_set_stop) every
+ * RUNNER_STOP_POLL_MS: when it says stop (the trial's job was cancelled) the runner's process group
+ * is killed at once.
  *
  * Lifecycle: runner_client_new -> runner_client_call* -> runner_client_free (stops the process).
  * One client per thread; the thread that starts the runner must outlive it. */
@@ -24,7 +27,15 @@ typedef struct runner_spawn {
     int cpu_core;          /* --cpu-core, or -1 for none */
 } runner_spawn;
 
-typedef enum { RUNNER_REPLY = 0, RUNNER_DEADLINE, RUNNER_DIED } runner_outcome;
+typedef enum { RUNNER_REPLY = 0, RUNNER_DEADLINE, RUNNER_DIED, RUNNER_STOPPED } runner_outcome;
+
+/* How often a waiting call asks the stop check. */
+#define RUNNER_STOP_POLL_MS 100
+
+/* A stop check: returns non-zero when the call under way should be given up (its result is no
+ * longer wanted). Called on the calling thread only, while waiting, at most every
+ * RUNNER_STOP_POLL_MS; it must be quick (it may do one cheap query now and then). */
+typedef int (*runner_stop_fn)(void *arg);
 
 /* How a call ended. */
 typedef struct runner_end {
@@ -38,14 +49,20 @@ runner_client *runner_client_new(const runner_spawn *opt, kt_error *err);
 int runner_client_running(const runner_client *r);
 /* Starts the process if it is not running. Errors: KT_ERR_MEASURE (cannot be executed). */
 int runner_client_start(runner_client *r, kt_error *err);
+/* Sets (or, with fn NULL, clears) the stop check of the following calls; arg is borrowed and must
+ * stay valid while calls use it. */
+void runner_client_set_stop(runner_client *r, runner_stop_fn fn, void *arg);
 /* Starts the runner if needed, sets request's "id", writes it and waits at most timeout_s for the
  * reply with that id. Returns the outcome: RUNNER_REPLY with *reply set (new reference);
  * RUNNER_DEADLINE (the runner was killed) or RUNNER_DIED (it ended; reaped) with end filled, after
- * which the next call starts a new runner. -1 with err set when the runner cannot be started or
- * broke the protocol (it is then killed). */
+ * which the next call starts a new runner; RUNNER_STOPPED when the stop check said stop (asked once
+ * before the request is written, then while waiting): a runner working on the request had its
+ * process group killed and was reaped (one asked before the request stays), end->waited_s is
+ * filled. -1 with err set when the runner cannot be started or broke the protocol (it is then
+ * killed). */
 int runner_client_call(runner_client *r, json_t *request, double timeout_s, json_t **reply,
                        runner_end *end, kt_error *err);
-/* SIGKILL and reap; nothing when not running. */
+/* SIGKILL to the runner's process group, and reap; nothing when not running. */
 void runner_client_kill(runner_client *r);
 /* Closes the runner's stdin, waits up to grace_s for it to exit, then kills it. */
 void runner_client_stop(runner_client *r, double grace_s);

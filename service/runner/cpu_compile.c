@@ -3,7 +3,8 @@
  * -march=native depends on it), the flags, the sorted defines and the source bytes. A binary is
  * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
  * partial file. The compiler runs with fork/execvp (no shell) under a deadline that kills its whole
- * process group. */
+ * process group, and dies with the runner (PR_SET_PDEATHSIG): a runner killed by ktuned (a cancel,
+ * a deadline) leaves no compiler behind. */
 #include "core/hash.h"
 #include "runner/runner.h"
 
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,9 +50,11 @@ static void tail_append(char *acc, size_t *len, size_t keep, const char *data, s
 }
 
 /* In the child between fork and exec: async-signal-safe calls only. */
-static void child_exec(char *const argv[], int devnull, int out_fd)
+static void child_exec(char *const argv[], int devnull, int out_fd, pid_t parent)
 {
     setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
     signal(SIGPIPE, SIG_DFL);
     if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
         dup2(out_fd, STDERR_FILENO) < 0)
@@ -79,13 +83,14 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
         kt_error_set(err, KT_ERR_IO, "cannot run %s: %s", argv[0], strerror(errno));
         goto out;
     }
+    pid_t parent = getpid();
     pid = fork();
     if (pid < 0) {
         kt_error_set(err, KT_ERR_IO, "cannot run %s: fork: %s", argv[0], strerror(errno));
         goto out;
     }
     if (pid == 0)
-        child_exec(argv, devnull, fds[1]);
+        child_exec(argv, devnull, fds[1], parent);
     setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
     close(fds[1]);
     fds[1] = -1;

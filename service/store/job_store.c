@@ -276,7 +276,10 @@ int job_store_cancel(PGconn *c, long long id, kt_error *err)
                          PQgetvalue(r, 0, 0));
         goto out;
     }
-    if (db_run(c, "DELETE FROM trials WHERE job_id = $1 AND status = 'pending'", 1, p, err) < 0)
+    /* Its unfinished trials go: pending ones are never measured, running ones record nothing (their
+     * measurement is stopped, and trial_store_complete finds no row). */
+    if (db_run(c, "DELETE FROM trials WHERE job_id = $1 AND status IN ('pending', 'running')", 1, p,
+               err) < 0)
         goto out;
     if (db_commit(c, err) < 0)
         goto out;
@@ -397,11 +400,15 @@ int job_store_finish(PGconn *c, const runner_identity *me, long long id, const c
         json_decref(e);
     }
     const char *p[] = {store_ll(&n, id), me->id, status, stop_reason, error_text};
-    int rc = db_run(
-        c,
-        "UPDATE jobs SET status = $3, stop_reason = $4, error = $5::jsonb, finished_at = now(),"
-        " updated_at = now(), runner = NULL WHERE id = $1 AND runner = $2 AND status = 'running'",
-        5, p, err);
+    /* An ended job keeps no unfinished trial (a failed job may have some queued). */
+    int rc =
+        db_run(c,
+               "WITH ended AS (UPDATE jobs SET status = $3, stop_reason = $4, error = $5::jsonb,"
+               " finished_at = now(), updated_at = now(), runner = NULL"
+               " WHERE id = $1 AND runner = $2 AND status = 'running' RETURNING id)"
+               " DELETE FROM trials WHERE job_id IN (SELECT id FROM ended)"
+               " AND status IN ('pending', 'running')",
+               5, p, err);
     free(error_text);
     return rc;
 }

@@ -119,7 +119,8 @@ void job_info_release(job_info *j);
 int job_store_list(PGconn *c, const char *status, long long before, int limit, job_page *out,
                    kt_error *err);
 void job_page_release(job_page *p);
-/* Cancels a queued or running job and deletes its pending trials. KT_ERR_NOT_FOUND, or
+/* Cancels a queued or running job and deletes its pending and running trials (a measurement under
+ * way records nothing: trial_store_complete). KT_ERR_NOT_FOUND, or
  * KT_ERR_CONFLICT when the job already ended (message says how). */
 int job_store_cancel(PGconn *c, long long id, kt_error *err);
 /* {"queued": n, "running": n, ...} with every status present. */
@@ -148,11 +149,12 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
 void job_row_release(job_row *r);
 /* "running" while this runner drives it; anything else means stop driving it. */
 int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error *err);
-/* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL). */
 /* 1 when job id is driven by me (jobs.runner = me->id), 0 when not: my lease ran out (a pause
  * longer than --lease-s) and the job was released, maybe claimed by another process; -1 on error.
  */
 int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err);
+/* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL); its pending
+ * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
 /* Lets go of every running job I drive (clean shutdown): another runner, or my successor, resumes

@@ -130,7 +130,7 @@ out:
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *res, kt_error *err)
 {
-    int rc = -1;
+    int rc = -1, in_tx = 0;
     PGresult *r = NULL;
     char *config = NULL;
     char *extras = store_json_text(res->extras);
@@ -140,11 +140,31 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
     double measure_ms = isfinite(res->measure_ms) ? res->measure_ms : 0;
     if (db_begin(c, err) < 0)
         goto out;
+    in_tx = 1;
     /* Lock the job before taking done_seq, so that within a job done_seq order is commit order: a
-     * poller reading ?after=N never sees N+1 committed while N is still to come. */
+     * poller reading ?after=N never sees N+1 committed while N is still to come. The lock also
+     * orders this against job_store_cancel / job_store_finish: a job that no longer runs records
+     * nothing more (no timeout trial after a cancel), and the trial is removed if still there. */
     const char *pl[] = {store_ll(&jid, claim->job_id)};
-    if (db_run(c, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1, pl, err) < 0)
+    r = db_exec(c, "SELECT status FROM jobs WHERE id = $1 FOR UPDATE", 1, pl, err);
+    if (!r)
         goto out;
+    if (PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "running") != 0) {
+        PQclear(r);
+        r = NULL;
+        store_num did;
+        const char *pd[] = {store_ll(&did, claim->id), worker};
+        if (db_run(c, "DELETE FROM trials WHERE id = $1 AND worker = $2 AND status = 'running'", 2,
+                   pd, err) < 0)
+            goto out;
+        in_tx = 0;
+        if (db_commit(c, err) < 0)
+            goto out;
+        rc = 0; /* the job no longer runs: nothing to record */
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
     /* The charge is computed here, once, by the one rule; the trial keeps it and the job's clock
      * adds the same value. */
     const char *p[] = {
@@ -196,15 +216,55 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
     const char *pn[] = {jid.text};
     if (db_run(c, "SELECT pg_notify('ktune_trials', $1)", 1, pn, err) < 0)
         goto out;
+    in_tx = 0;
     if (db_commit(c, err) < 0)
         goto out;
     rc = 1;
 out:
-    if (rc != 1)
+    if (in_tx)
         db_rollback(c);
     PQclear(r);
     free(config);
     free(extras);
+    return rc;
+}
+
+int trial_store_claim_live(PGconn *c, const trial_claim *claim, const char *worker, kt_error *err)
+{
+    store_num tid;
+    const char *p[] = {store_ll(&tid, claim->id), worker};
+    PGresult *r = db_exec(c,
+                          "SELECT 1 FROM trials t JOIN jobs j ON j.id = t.job_id"
+                          " WHERE t.id = $1 AND t.worker = $2 AND t.status = 'running'"
+                          " AND j.status = 'running'",
+                          2, p, err);
+    int rc = r ? PQntuples(r) == 1 : -1;
+    PQclear(r);
+    return rc;
+}
+
+int trial_store_release(PGconn *c, const trial_claim *claim, const char *worker, kt_error *err)
+{
+    int rc = -1;
+    store_num tid;
+    const char *p[] = {store_ll(&tid, claim->id), worker};
+    /* One statement: the job's status decides between deleting and handing back, seen at once. */
+    PGresult *r =
+        db_exec(c,
+                "WITH t AS (SELECT t.id, j.status = 'running' AS job_runs FROM trials t"
+                " JOIN jobs j ON j.id = t.job_id WHERE t.id = $1 AND t.worker = $2"
+                " AND t.status = 'running' FOR UPDATE OF t),"
+                " gone AS (DELETE FROM trials WHERE id IN (SELECT id FROM t WHERE NOT job_runs)"
+                " RETURNING id),"
+                " back AS (UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL"
+                " WHERE id IN (SELECT id FROM t WHERE job_runs) RETURNING id)"
+                " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM back)",
+                2, p, err);
+    if (!r)
+        goto out;
+    rc = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
+out:
+    PQclear(r);
     return rc;
 }
 

@@ -55,14 +55,24 @@ int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *
 /* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once);
  * in the same transaction counts it in its job (trials_done, and the charge added to the job's
  * clock), offers it to the job's best and to the best table (job_store_offer_best,
- * best_store_offer) and notifies channel ktune_trials with the job id (no listener yet: issue 11's
- * /v1/best lookup cache will invalidate on it). Returns 1, or 0 when the claim
- * was lost (the trial was requeued meanwhile, or its job cancelled and the trial deleted). The
+ * best_store_offer) and notifies channel ktune_trials with the job id (for
+ * external listeners; the /v1/best cache listens on ktune_best, sent by sql/007's trigger). Returns 1, or 0 when the claim
+ * was lost: the trial was requeued meanwhile, or its job no longer runs (cancelled or ended; the
+ * trial deleted by job_store_cancel / job_store_finish, or deleted here): then nothing is recorded,
+ * the job's counters, clock and best are unchanged. The
  * claim holds only while the trial is 'running' under worker, the id that claimed it: a worker
  * whose lease ran out (the trial handed back, perhaps claimed and measured by another) records
  * nothing and counts nothing. */
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *r, kt_error *err);
+/* A long measurement's check: 1 while the trial is still running under worker and its job running,
+ * 0 when not (the job cancelled or ended, the trial requeued or deleted), -1 on a database error.
+ */
+int trial_store_claim_live(PGconn *c, const trial_claim *claim, const char *worker, kt_error *err);
+/* Lets go of a claimed trial whose measurement was given up: deleted when its job no longer runs,
+ * else handed back as pending (another measurement takes it). Nothing is recorded in the job.
+ * Returns 1 when the trial was deleted or handed back, 0 when the claim was already lost. */
+int trial_store_release(PGconn *c, const trial_claim *claim, const char *worker, kt_error *err);
 
 /* API: {"trials":[...], "next_after": N, "job_status": s} — finished trials with done_seq > after,
  * in finishing order, at most limit. KT_ERR_NOT_FOUND when the job does not exist. */

@@ -21,6 +21,30 @@ static int end_job(job_driver *d, PGconn *c, const char *status, const char *rea
     return JOB_DRIVER_ENDED;
 }
 
+/* The end of a job whose search is over (reason: why it stopped): succeeded when a trial ran
+ * correctly; when none is ok the job has no best, and it fails saying what became of its trials. */
+static int end_search(job_driver *d, PGconn *c, const char *reason, kt_error *err)
+{
+    if (d->told_by_status[TRIAL_OK] > 0)
+        return end_job(d, c, "succeeded", reason, NULL, err);
+    kt_error why;
+    char counts[KT_ERROR_MESSAGE_MAX] = "";
+    size_t len = 0;
+    for (int s = 0; s < TRIAL__STATUS_COUNT && len < sizeof counts; s++) {
+        if (d->told_by_status[s] > 0)
+            len += (size_t)snprintf(counts + len, sizeof counts - len, "%s%lld %s", len ? ", " : "",
+                                    d->told_by_status[s], trial_status_name((trial_status)s));
+    }
+    kt_error_set(&why, KT_ERR_MEASURE,
+                 "no configuration ran correctly: %s (%lld trial%s, stopped by %s)",
+                 d->told ? counts : "none was measured", d->told, d->told == 1 ? "" : "s", reason);
+    kt_error_hint(&why,
+                  "each trial's extras say why it failed (GET /v1/jobs/%lld/trials); check "
+                  "the kernel, the problem and the device",
+                  d->row.id);
+    return end_job(d, c, "failed", "no_ok_trial", &why, err);
+}
+
 /* How many configurations the next batch may hold under the budget; 0 when the budget is spent. */
 static int next_batch_size(const job_driver *d, const char **reason)
 {
@@ -82,11 +106,11 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
                     return end_job(d, c, "failed", "resume_diverged", &why, err);
                 }
                 int exhausted = (uint64_t)d->told >= space_count(d->target->sp);
-                return end_job(d, c, "succeeded",
-                               k == 0      ? reason
-                               : exhausted ? "space_exhausted"
-                                           : "strategy_finished",
-                               NULL, err);
+                return end_search(d, c,
+                                  k == 0      ? reason
+                                  : exhausted ? "space_exhausted"
+                                              : "strategy_finished",
+                                  err);
             }
             d->batch_inserted = 0;
         }
@@ -114,6 +138,8 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
                 /* The charge as stored with the trial: the driver reads the clock, it does not
                  * price trials itself. */
                 d->clock_seconds += rows[pos + i].charged_seconds;
+                if (results[i].status < TRIAL__STATUS_COUNT)
+                    d->told_by_status[results[i].status]++;
             }
             searcher_tell(d->search, d->batch, results, d->batch_n);
             free(results);

@@ -30,7 +30,8 @@ typedef struct job_driver {
      * every finished trial); the driver needs it as of the batch boundary it is at, which differs
      * from the row while a resumed job replays trials past that boundary. */
     double clock_seconds;
-    config_id *batch; /* the batch asked for and not yet told */
+    long long told_by_status[TRIAL__STATUS_COUNT]; /* the told trials (seqs 1..told) per status */
+    config_id *batch;                              /* the batch asked for and not yet told */
     int batch_n;
     int batch_inserted;
     int ended;
@@ -38,6 +39,9 @@ typedef struct job_driver {
 
 /* Opens the job (row is moved into the driver): its stored target through targets (shared with the
  * measurers, held until job_driver_close), then replays its trials and queues the next batch. A job
+ * that ends (budget spent, space exhausted, strategy finished) succeeds when at least one of its
+ * trials is ok; with none ok it fails (stop_reason "no_ok_trial", error KT_ERR_MEASURE counting the
+ * statuses), never succeeds without a best. A job
  * that cannot be driven (its kernel changed: kernel_changed; its device's toolchain changed:
  * toolchain_changed; its kernel or device vanished: target_unavailable; its strategy options are
  * refused; the replay diverged) is ended as failed in the database and the driver comes back ended.

@@ -10,11 +10,18 @@
  * runtime_error with the refusal instead, so that no trial waits forever. A claim
  * that failed may have been stored with its reply lost: before its next claim the thread hands
  * back every trial still claimed in its name. Failures are logged once per streak (fault_log.h).
- */
+ *
+ * Cancel: while a trial is measured, the backend asks measure_should_stop about every 100 ms; it
+ * says stop when this process flagged the trial's job as ended (worker_system_job_ended: the cancel
+ * handler, or the runner seeing the job end) or, checked every MEASURER_STOP_POLL_S, when the
+ * database says the claim is no longer live (the job cancelled or ended by another process, or the
+ * trial taken back). A stopped measurement records nothing: the claim is let go
+ * (trial_store_release). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "measure/backend.h"
 #include "store/fault_store.h"
@@ -23,17 +30,22 @@
 #include "worker/fault_log.h"
 #include "worker/worker_internal.h"
 
-#define MEASURER_IDLE_MS 200
+#define MEASURER_IDLE_MS         200
+#define MEASURER_STOP_POLL_S     0.5 /* how often a long measurement asks the database */
+#define MEASURER_STOP_ACQUIRE_MS 100 /* a busy pool skips that check rather than waiting */
 /* Refusals of one result by a healthy server before it is recorded as runtime_error instead. */
 #define MEASURER_REFUSALS 10
 
 typedef struct measurer {
     worker_system *w;
+    measurer_arg *slot; /* this thread's job_id / stop, guarded by w->lock */
     char id[448];
     backend **backends; /* one per device of w, opened on first use */
     long long trials_done;
     int requeue;   /* a claim failed: its trial may be claimed in our name with the reply lost */
     fault_log log; /* the database failing for this thread */
+    const trial_claim *claim; /* the trial being measured, for measure_should_stop */
+    double last_poll;         /* kt_clock_s of the last database check */
 } measurer;
 
 /* Whether err is the database being down or unable to write: worth waiting for. */
@@ -50,13 +62,87 @@ static int retry_wait(measurer *m)
     return worker_stopping(m->w) ? -1 : 0;
 }
 
+/* The backends' stop check (backend_set_stop); see the top of the file. A database that cannot be
+ * reached is no reason to stop. */
+static int measure_should_stop(void *arg)
+{
+    measurer *m = arg;
+    pthread_mutex_lock(&m->w->lock);
+    int stop = m->slot->stop;
+    pthread_mutex_unlock(&m->w->lock);
+    if (stop || !m->claim)
+        return stop;
+    double now = kt_clock_s();
+    if (now - m->last_poll < MEASURER_STOP_POLL_S)
+        return 0;
+    m->last_poll = now;
+    kt_error err;
+    kt_error_clear(&err);
+    PGconn *c = db_acquire(m->w->opt.db, MEASURER_STOP_ACQUIRE_MS, &err);
+    if (!c)
+        return 0;
+    int live = trial_store_claim_live(c, m->claim, m->id, &err);
+    db_release(m->w->opt.db, c);
+    if (live != 0)
+        return 0;
+    log_info("trial %lld of job %lld: its job no longer runs; measurement stopped", m->claim->id,
+             m->claim->job_id);
+    return 1;
+}
+
+/* Marks the trial this thread starts (claim) or ends (NULL) measuring. */
+static void measuring(measurer *m, const trial_claim *claim)
+{
+    pthread_mutex_lock(&m->w->lock);
+    m->slot->job_id = claim ? claim->job_id : 0;
+    m->slot->stop = 0;
+    pthread_mutex_unlock(&m->w->lock);
+    m->claim = claim;
+    m->last_poll = kt_clock_s();
+}
+
+void worker_system_job_ended(worker_system *w, long long job_id)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    /* Every slot, started or not (a slot not started holds job 0): the count of started threads
+     * is written by worker_system_start without the lock. */
+    for (int i = 0; i < w->opt.measurers; i++) {
+        if (job_id > 0 && w->measurer_args[i].job_id == job_id)
+            w->measurer_args[i].stop = 1;
+    }
+    w->runner_gen++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* A stopped measurement: the claim is let go (the trial deleted when its job no longer runs, else
+ * handed back as pending); nothing is recorded. */
+static void let_go(measurer *m, const trial_claim *claim)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    int done = -1;
+    PGconn *c = db_acquire(m->w->opt.db, 30000, &err);
+    if (c) {
+        done = trial_store_release(c, claim, m->id, &err);
+        db_release(m->w->opt.db, c);
+    }
+    if (done < 0)
+        log_warn("trial %lld: letting go of the claim failed (the reaper will): %s", claim->id,
+                 err.message);
+}
+
 static backend *backend_for(measurer *m, const char *device, kt_error *err)
 {
     for (int i = 0; i < m->w->n_devices; i++) {
         if (strcmp(m->w->devices[i], device) != 0)
             continue;
-        if (!m->backends[i])
+        if (!m->backends[i]) {
             m->backends[i] = backend_open(m->w->opt.cat, device, err);
+            backend_set_stop(m->backends[i], measure_should_stop, m);
+        }
         return m->backends[i];
     }
     kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is not served by this process", device);
@@ -94,7 +180,8 @@ static void set_state(measurer *m, const char *status, long long trial)
 }
 
 /* Measures one claimed trial; every failure becomes the trial's status, never the thread's end. No
- * database connection is held while measuring. */
+ * database connection is held while measuring. A measurement stopped because its job no longer runs
+ * stores nothing (let_go). */
 static void measure_claim(measurer *m, const trial_claim *claim)
 {
     kt_error err;
@@ -118,7 +205,15 @@ static void measure_claim(measurer *m, const trial_claim *claim)
     if (!t && db_fault(&err))
         goto out;
     backend *b = t ? backend_for(m, claim->device, &err) : NULL;
-    if (!b || backend_measure(b, t, claim->cid, &r, &err) < 0) {
+    measuring(m, claim);
+    int measured = b ? backend_measure(b, t, claim->cid, &r, &err) : -1;
+    measuring(m, NULL);
+    if (measured == BACKEND_STOPPED) {
+        target_cache_release(m->w->targets, t);
+        let_go(m, claim); /* nothing to store */
+        goto out;
+    }
+    if (measured < 0) {
         trial_result_release(&r);
         trial_result_init(&r);
         r.status = TRIAL_RUNTIME_ERROR;
@@ -176,9 +271,9 @@ out:
 
 void *measurer_main(void *arg)
 {
-    const measurer_arg *a = arg;
+    measurer_arg *a = arg;
     worker_system *w = a->w;
-    measurer m = {.w = w};
+    measurer m = {.w = w, .slot = a};
     snprintf(m.id, sizeof m.id, "%s/%d", w->id, a->index);
     m.backends = calloc((size_t)(w->n_devices > 0 ? w->n_devices : 1), sizeof *m.backends);
     kt_error err;

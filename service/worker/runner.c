@@ -185,6 +185,7 @@ static void step_jobs(runner_state *st, PGconn *c)
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(st->w, &st->w->queued_gen);
         if (rc == JOB_DRIVER_ENDED) {
+            worker_system_job_ended(st->w, d->row.id); /* a measurement of it under way stops */
             job_driver_close(d);
             st->jobs[i] = st->jobs[--st->n_jobs];
             continue;

@@ -41,6 +41,11 @@ typedef struct worker_stats {
 worker_system *worker_system_start(const worker_options *opt, kt_error *err);
 /* Tells the runner that a job was queued (it also polls, for jobs queued by other processes). */
 void worker_system_wake(worker_system *w);
+/* Tells the measurement threads that job_id no longer runs (cancelled, or ended): a measurement of
+ * one of its trials under way is given up within about 100 ms (its runner killed) and records
+ * nothing. Measurements of jobs ended by another process are given up too, seen by a query every
+ * 500 ms. Also wakes the runner. Any thread. */
+void worker_system_job_ended(worker_system *w, long long job_id);
 /* Tells the model trainer (worker/trainer.h) that a model was queued (it also polls). */
 void worker_system_wake_trainer(worker_system *w);
 /* w may be NULL (an API process, --role api, has no workers): the wakes do nothing and the stats

@@ -22,6 +22,10 @@
 typedef struct measurer_arg {
     struct worker_system *w;
     int index;
+    /* Guarded by w->lock: the job of the trial the thread is measuring (0: none) and whether it was
+     * told to give that measurement up (worker_system_job_ended). */
+    long long job_id;
+    int stop;
 } measurer_arg;
 
 struct worker_system {

@@ -122,6 +122,44 @@ class Ktuned:
         if self.own_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    def psql(self, sql, timeout=60):
+        """Runs sql on the embedded database with psql over its unix socket; returns psql -At's output
+        (one row a line, columns separated by |). Raises RuntimeError with psql's message on failure."""
+        conninfo = "host=%s port=5432 dbname=ktune user=ktune" % os.path.join(self.data_dir, "pg-socket")
+        out = subprocess.run(["psql", conninfo, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+                             capture_output=True, text=True, timeout=timeout)
+        if out.returncode != 0:
+            raise RuntimeError("psql failed: %s" % out.stderr.strip())
+        return out.stdout.strip()
+
+    def postmaster_pid(self):
+        """The embedded PostgreSQL's postmaster pid (postmaster.pid), or None."""
+        try:
+            with open(os.path.join(self.data_dir, "pg", "postmaster.pid")) as f:
+                return int(f.readline())
+        except (OSError, ValueError):
+            return None
+
+    def children(self, name):
+        """Pids of this ktuned's live child processes whose command line contains name."""
+        if not self.proc:
+            return []
+        pids = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    stat = f.read()
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if name.encode() in cmd and int(fields[1]) == self.proc.pid and fields[0] not in "ZX":
+                pids.append(int(d))
+        return pids
+
     def __enter__(self):
         return self.start()
 

@@ -1,8 +1,8 @@
 """Integration: real measurement on the cpu device. ktuned probes the machine through ktune-runner
 (GET /v1/devices), tunes kernels/gemm end to end (a Done-when item of the real-measurement issue), and
 survives the test kernels that crash, hang and compute wrong answers (tests/kernels/): each of those
-jobs succeeds with every trial runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps
-answering. A problem out of range is a 400 bad_problem."""
+jobs ends failed (`no_ok_trial`: no configuration ran correctly, so there is no best) with every trial
+runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps answering. A problem out of range is a 400 bad_problem."""
 import os
 import sys
 import time
@@ -50,10 +50,16 @@ class MeasureCpuTest(unittest.TestCase):
         return job, self.k.all_trials(job["id"])
 
     def misbehaving_job(self, kernel, expect_status):
-        """Exhaustive over the kernel's few configurations: the job succeeds, every trial fails."""
+        """Exhaustive over the kernel's few configurations: every trial fails, so the job fails
+        (never succeeded with best null), its error counting the trials' statuses."""
         job, trials = self.run_job({"kernel": kernel, "device": "cpu", "strategy": "exhaustive",
                                     "budget": {"evaluations": 10}})
-        self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "space_exhausted"), job)
+        self.assertEqual((job["status"], job["stop_reason"], job["best"]),
+                         ("failed", "no_ok_trial", None), job)
+        self.assertEqual(job["error"]["code"], "measure", job)
+        self.assertIn("no configuration ran correctly: %d %s" % (len(trials), expect_status),
+                      job["error"]["message"])
+        self.assertIn("space_exhausted", job["error"]["message"])
         self.assertTrue(trials, job)
         for t in trials:
             self.assertEqual(t["status"], expect_status, t)

@@ -66,8 +66,11 @@ static const char CUDA_JSON[] =
 /* A fake ktune-runner: answers probes (a cpu with a 256-byte L1, toolchain "gcc 12.9.1"; a GPU as
  * cuda:0 when KT_FAKE_CUDA is set, with KT_FAKE_CUDA's value as its toolchain unless it is "1":
  * then the probe has none; else no CUDA) and measures by the parameter U: 1 ok (0.1 s of "work"), 2
- * SIGSEGV, 4 hangs, 8 wrong_result (or, when the request has a call limit, SIGALRM as the runner's
- * timer). Logs every line it gets and the work intervals into its cache folder. */
+ * SIGSEGV, 4 hangs (after starting a child `sleep 600` whose pid it writes to hang_child.pid in its
+ * cache folder: what a kill must reach too), 8 wrong_result (or, when the request has a call limit,
+ * SIGALRM as the runner's timer); while a file kill_next in its cache folder holds a count N > 0 it
+ * SIGKILLs itself on the next N measures (a kill from outside). Logs every line it gets and the
+ * work intervals into its cache folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
@@ -98,10 +101,22 @@ static const char FAKE_RUNNER[] =
     "        else:\n"
     "            rep = {'ok': False, 'reason': 'no CUDA driver (libcuda.so.1 not found)'}\n"
     "    else:\n"
+    "        kill_next = os.path.join(cache, 'kill_next')\n"
+    "        if os.path.exists(kill_next):\n"
+    "            left = int(open(kill_next).read() or '1')\n"
+    "            if left <= 1:\n"
+    "                os.remove(kill_next)\n"
+    "            else:\n"
+    "                open(kill_next, 'w').write(str(left - 1))\n"
+    "            os.kill(os.getpid(), signal.SIGKILL)\n"
     "        u = req['defines'].get('U', 1)\n"
     "        if u == 2:\n"
     "            os.kill(os.getpid(), signal.SIGSEGV)\n"
     "        if u == 4:\n"
+    "            import subprocess\n"
+    "            child = subprocess.Popen(['sleep', '600'])\n"
+    "            with open(os.path.join(cache, 'hang_child.pid'), 'w') as f:\n"
+    "                f.write(str(child.pid))\n"
     "            time.sleep(600)\n"
     "        if u == 8 and req.get('call_limit_s'):\n"
     "            os.kill(os.getpid(), signal.SIGALRM)\n"

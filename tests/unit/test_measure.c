@@ -279,6 +279,45 @@ static void replay_speed_sleeps(void **state)
     rm_dir(dir);
 }
 
+static int stop_now(void *arg)
+{
+    (*(int *)arg)++;
+    return 1;
+}
+
+/* With a stop check that says stop, a replay sleep of seconds is cut short (within a 100 ms slice)
+ * and nothing is returned. */
+static void replay_sleep_stops_when_asked(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt_measure_XXXXXX";
+    make_dir(dir);
+    write_file(dir, "slow_one.json",
+               "{\"tune_params\": {\"a\": [1]}, \"cache\": {\"1\": {\"a\": 1, \"time\": 1.0,"
+               " \"compile_time\": 5000, \"verification_time\": 0, \"benchmark_time\": 0}}}",
+               0);
+    catalog *c = open_catalog(dir, 1.0); /* 5 s of sleep */
+    target t;
+    trial_result r;
+    kt_error err;
+    int asked = 0;
+    resolve_ok(c, "slow", "replay:slow_one", &t);
+    backend *b = backend_open(c, "replay:slow_one", NULL);
+    backend_set_stop(b, stop_now, &asked);
+    double t0 = kt_clock_s();
+    assert_int_equal(backend_measure(b, &t, 0, &r, &err), BACKEND_STOPPED);
+    double dt = kt_clock_s() - t0;
+    assert_true(dt < 1.0);
+    assert_int_equal(asked, 1);
+    assert_int_equal(r.status, TRIAL_PENDING);
+    assert_null(r.extras);
+    trial_result_release(&r);
+    backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+    rm_dir(dir);
+}
+
 int main(void)
 {
     kt_log_init(KT_LOG_WARN); /* the skipped-file warnings stay visible */
@@ -290,6 +329,7 @@ int main(void)
         cmocka_unit_test(plain_cache_gives_explicit_space),
         cmocka_unit_test(unrecorded_config_is_invalid),
         cmocka_unit_test(replay_speed_sleeps),
+        cmocka_unit_test(replay_sleep_stops_when_asked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

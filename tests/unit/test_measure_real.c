@@ -328,6 +328,136 @@ static void slow_factor_gives_up_on_slow_calls(void **state)
     catalog_free(c);
 }
 
+/* The pid the fake runner's hanging measure wrote, or 0. */
+static int hang_child_pid(const fixture *f)
+{
+    char path[200], text[32] = "";
+    snprintf(path, sizeof path, "%s/hang_child.pid", f->cache);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    if (!fgets(text, sizeof text, fp))
+        text[0] = '\0';
+    fclose(fp);
+    return (int)strtol(text, NULL, 10);
+}
+
+/* Says stop once the fake runner hangs (its child's pid written; stop_always: at once), and
+ * remembers when it first said so. */
+typedef struct stop_when_hanging {
+    const fixture *f;
+    int always;
+    int asked;
+    double said_at; /* kt_clock_s of the first stop, 0 before */
+} stop_when_hanging;
+
+static int stop_hanging(void *arg)
+{
+    stop_when_hanging *s = arg;
+    s->asked++;
+    if (!s->always && hang_child_pid(s->f) <= 0)
+        return 0;
+    if (s->said_at == 0)
+        s->said_at = kt_clock_s();
+    return 1;
+}
+
+/* 1 while pid runs (exists and is not a zombie). */
+static int process_runs(int pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    int runs = 1;
+    if (fgets(line, sizeof line, fp)) {
+        const char *close = strrchr(line, ')');
+        runs = !(close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
+    }
+    fclose(fp);
+    return runs;
+}
+
+/* A stop check that says stop once the runner hangs ends the measurement within a second (the
+ * deadline is 3.5 s): BACKEND_STOPPED, nothing in out, the runner's process group killed (its child
+ * too); a check that says stop before the call sends nothing; the next measure starts a new runner.
+ */
+static void stop_check_gives_up_a_hanging_measurement(void **state)
+{
+    fixture *f = *state;
+    catalog *c = open_real(f, f->runner);
+    target t;
+    kt_error err;
+    trial_result r;
+    assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
+    backend *b = backend_open(c, "cpu", &err);
+    assert_non_null(b);
+    stop_when_hanging s = {.f = f};
+    backend_set_stop(b, stop_hanging, &s);
+    assert_int_equal(backend_measure(b, &t, config_of(t.sp, 4, 16), &r, &err), BACKEND_STOPPED);
+    double after_stop = kt_clock_s() - s.said_at;
+    assert_true(s.said_at > 0 && after_stop < 1.0);
+    assert_true(s.asked >= 1);
+    assert_int_equal(r.status, TRIAL_PENDING);
+    assert_null(r.extras);
+    int child = hang_child_pid(f);
+    assert_true(child > 0);
+    for (int i = 0; i < 200 && process_runs(child); i++)
+        usleep(10000);
+    assert_false(process_runs(child));
+
+    /* Told to stop before it starts: nothing is sent. */
+    json_t *before = last_request(f);
+    stop_when_hanging now = {.f = f, .always = 1};
+    backend_set_stop(b, stop_hanging, &now);
+    assert_int_equal(backend_measure(b, &t, config_of(t.sp, 1, 32), &r, &err), BACKEND_STOPPED);
+    assert_int_equal(now.asked, 1);
+    json_t *after = last_request(f);
+    assert_true(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+
+    backend_set_stop(b, NULL, NULL);
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_OK);
+    trial_result_release(&r);
+    backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+}
+
+/* A runner killed with SIGKILL (from outside) is not blamed on the configuration at once: the
+ * measure runs again on a new runner; a second SIGKILL is the trial's runtime_error. */
+static void a_runner_killed_from_outside_is_measured_again(void **state)
+{
+    fixture *f = *state;
+    catalog *c = open_real(f, f->runner);
+    target t;
+    kt_error err;
+    trial_result r;
+    assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
+    backend *b = backend_open(c, "cpu", &err);
+    assert_non_null(b);
+    write_file(f->cache, "kill_next", "1");
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_OK);
+    assert_string_equal(json_string_value(json_object_get(r.extras, "retried_after")), "SIGKILL");
+    trial_result_release(&r);
+    write_file(f->cache, "kill_next", "2");
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_RUNTIME_ERROR);
+    assert_string_equal(json_string_value(json_object_get(r.extras, "signal_name")), "SIGKILL");
+    trial_result_release(&r);
+    measure(b, &t, 1, 32, &r);
+    assert_int_equal(r.status, TRIAL_OK);
+    assert_null(json_object_get(r.extras, "retried_after"));
+    trial_result_release(&r);
+    backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+}
+
 typedef struct par_arg {
     const catalog *c;
     const target *t;
@@ -473,6 +603,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(missing_runner_leaves_devices_unavailable, setup, teardown),
         cmocka_unit_test_setup_teardown(backend_maps_runner_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(slow_factor_gives_up_on_slow_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(stop_check_gives_up_a_hanging_measurement, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_runner_killed_from_outside_is_measured_again, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(one_measurement_at_a_time_per_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(fake_cuda_device_gets_launch_geometry, setup, teardown),
     };
