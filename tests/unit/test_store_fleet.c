@@ -171,6 +171,8 @@ static void trials_go_to_workers_of_the_jobs_class_and_late_results_are_refused(
     r.status = TRIAL_OK;
     r.time_ms = 1.0;
     r.repeats = 1;
+    /* Results are recorded only while the job runs (trial_store_complete checks it). */
+    sql(f->c, "UPDATE jobs SET status = 'running'");
     /* The late result of the first claim records nothing; the holder's does, once. */
     assert_int_equal(trial_store_complete(f->c, &t, "hostA:1:1/0", &r, &err), 0);
     char worker[64];

@@ -43,12 +43,14 @@ static void empty_tables(PGconn *c)
 
 static trial_claim claim_one(PGconn *c)
 {
-    const char *devices[] = {"dev"};
+    const char *devices[] = {"dev"}, *classes[] = {"class"}, *toolchains[] = {"tc"};
+    trial_claim_devices devs = {
+        .names = devices, .classes = classes, .toolchains = toolchains, .n = 1};
     trial_claim claim;
     kt_error err;
     kt_error_clear(&err);
     memset(&claim, 0, sizeof claim);
-    if (trial_store_claim(c, WORKER, devices, 1, &claim, &err) != 1)
+    if (trial_store_claim(c, WORKER, &devs, &claim, &err) != 1)
         fail_msg("claim: %s", err.message);
     return claim;
 }
