@@ -9,7 +9,7 @@ request) as a second reference. Each server gets a 1 s warm-up, then the rounds 
 p50/p99 latency, errors (socket errors and non-2xx replies) and the ratio ktuned / nginx per round.
 
   python3 tests/bench/bench_best_wrk.py --ktuned build/ktuned --source-dir . \\
-      [--duration 8] [--rounds 3] [--connections 64] [--threads 2] [--cpus 0] [--http-threads 4] \\
+      [--duration 5] [--rounds 6] [--connections 64] [--threads 2] [--cpus 0] [--http-threads 4] \\
       [--out tests/bench/results/v1-best-wrk.txt]
 
 --cpus pins every process of the bench (ktuned, its PostgreSQL, nginx, wrk) to those cores
@@ -191,8 +191,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ktuned", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--duration", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--http-threads", type=int, default=0, help="ktuned --http-threads (0: its default)")
