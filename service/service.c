@@ -187,8 +187,13 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     svc->workers = worker_system_start(&wopt, err);
     if (!svc->workers)
         goto fail;
-    http_server_options hopt = {
-        .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
+    http_server_options hopt = {.listen = svc->cfg.listen,
+                                .web_root = svc->cfg.web_dir,
+                                .threads = cfg->http_threads,
+                                .heavy = api_heavy_routes(),
+                                .max_connections = cfg->max_connections,
+                                .max_connections_per_ip = cfg->max_connections_per_ip,
+                                .header_timeout_s = cfg->http_header_timeout_s};
     svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models};
     svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;

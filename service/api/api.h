@@ -26,5 +26,8 @@ typedef struct api_context {
 } api_context;
 
 const http_route *api_routes(void);
+/* Patterns of the heavy routes (long or large replies: trial pages, imports, the best table),
+ * NULL-ended, for http_server_options.heavy: they never take every HTTP thread. */
+const char *const *api_heavy_routes(void);
 
 #endif

@@ -25,12 +25,17 @@ void api_reply_job(http_response *res, int status, json_t *body, long long id);
 /* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed
  * (NULL-ended). */
 int api_check_query(const http_request *req, const char *const *allowed, kt_error *err);
-/* Parses a decimal integer in [min, max] from a query argument; absent -> *out = def. */
+/* Parses a decimal integer in [min, max] from a query argument (strict: [-]digits only, no '+',
+ * spaces, hex); absent -> *out = def. */
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
                  long long def, long long *out, kt_error *err);
 /* The same for a value already read (s NULL: absent); key names it in the error. */
 int api_parse_ll(const char *key, const char *s, long long min, long long max, long long def,
                  long long *out, kt_error *err);
+/* A number written in a query string (len bytes of s): 1 with *i for a decimal integer
+ * ([-]digits, at most 18), 2 with *d for a decimal fraction ([-]digits[.digits][e[+-]digits],
+ * finite), 0 for anything else (hex, '+', spaces, inf, nan: not a number, so a string). */
+int api_number_text(const char *s, size_t len, long long *i, double *d);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);

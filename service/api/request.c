@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,15 +84,63 @@ int api_check_query(const http_request *req, const char *const *allowed, kt_erro
     return -1;
 }
 
+/* Strict decimal: an optional '-' then 1 to 18 digits, nothing else (no '+', spaces, hex, octal
+ * or exponent). */
 static int parse_ll(const char *s, long long *out)
 {
+    const char *p = s;
+    int neg = *p == '-';
+    if (neg)
+        p++;
+    size_t n = strspn(p, "0123456789");
+    if (n == 0 || n > 18 || p[n] != '\0')
+        return -1;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (p[i] - '0');
+    *out = neg ? -v : v;
+    return 0;
+}
+
+int api_number_text(const char *s, size_t len, long long *i, double *d)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (parse_ll(buf, i) == 0)
+        return 1;
+    /* A decimal fraction: [-]digits[.digits][e[+-]digits], as JSON writes numbers. */
+    const char *p = buf + (buf[0] == '-');
+    size_t intd = strspn(p, "0123456789");
+    if (intd == 0)
+        return 0;
+    p += intd;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        if (frac == 0)
+            return 0;
+        p += 1 + frac;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        size_t ed = strspn(p, "0123456789");
+        if (ed == 0 || ed > 3)
+            return 0;
+        p += ed;
+    }
+    if (*p != '\0')
+        return 0;
     char *end = NULL;
     errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0')
-        return -1;
-    *out = v;
-    return 0;
+    double v = strtod(buf, &end);
+    if (errno || *end != '\0' || !isfinite(v))
+        return 0;
+    *d = v;
+    return 2;
 }
 
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
@@ -111,6 +160,7 @@ int api_parse_ll(const char *key, const char *s, long long min, long long max, l
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                      "query parameter %s must be an integer from %lld to %lld, not '%.40s'", key,
                      min, max, s);
+        kt_error_hint(err, "write it in decimal digits, without '+', spaces or a base prefix");
         return -1;
     }
     return 0;

@@ -27,3 +27,11 @@ const http_route *api_routes(void)
 {
     return routes;
 }
+
+static const char *const heavy[] = {"/v1/jobs/{id}/trials", "/v1/imports", "/v1/best/entries",
+                                    NULL};
+
+const char *const *api_heavy_routes(void)
+{
+    return heavy;
+}

@@ -23,6 +23,11 @@ typedef struct kt_config {
     int workers;               /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
+    int max_connections;        /* --max-connections, KTUNE_MAX_CONNECTIONS: HTTP, at once */
+    int max_connections_per_ip; /* --max-connections-per-ip, KTUNE_MAX_CONNECTIONS_PER_IP */
+    double http_header_timeout_s;  /* --http-header-timeout-s, KTUNE_HTTP_HEADER_TIMEOUT_S */
+    long long max_queued_jobs;     /* --max-queued-jobs, KTUNE_MAX_QUEUED_JOBS: all clients */
+    long long max_queued_evaluations; /* --max-queued-evaluations, KTUNE_MAX_QUEUED_EVALUATIONS */
     int cpu_core;              /* --cpu-core, KTUNE_CPU_CORE: -1 none, or CONFIG_CPU_CORE_AUTO */
     int min_repeats;           /* --min-repeats, KTUNE_MIN_REPEATS: timed runs per measurement */
     long long max_evaluations; /* --max-evaluations, KTUNE_MAX_EVALUATIONS: budget cap per job */
