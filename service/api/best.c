@@ -35,7 +35,9 @@ static json_t *scalar_from_text(const char *s, size_t len)
     long long i;
     double d;
     int kind = api_number_text(s, len, &i, &d);
-    return kind == 1 ? json_integer(i) : kind == 2 ? json_real(d) : json_stringn(s, len);
+    json_t *v = kind == 1 ? json_integer(i) : kind == 2 ? json_real(d) : json_stringn(s, len);
+    /* Not UTF-8: a replacement character, so the argument is refused rather than left out. */
+    return v ? v : json_string("\xef\xbf\xbd");
 }
 
 /* "4096" -> 4096, "4096,4096" -> [4096, 4096], "abc" -> "abc". */

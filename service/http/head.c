@@ -57,14 +57,14 @@ void http_fields_add(http_fields *f, const char *name, size_t nlen, const char *
 int http_fields_verdict(const http_fields *f, kt_error *err)
 {
     if (f->count > HTTP_MAX_HEADERS) {
-        kt_error_set(err, KT_ERR_HEADERS_TOO_LARGE,
-                     "the request has more than %d header fields", HTTP_MAX_HEADERS);
+        kt_error_set(err, KT_ERR_HEADERS_TOO_LARGE, "the request has more than %d header fields",
+                     HTTP_MAX_HEADERS);
         kt_error_hint(err, "send fewer headers");
         return -1;
     }
     if (f->bytes > HTTP_MAX_HEADER_BYTES) {
-        kt_error_set(err, KT_ERR_HEADERS_TOO_LARGE,
-                     "the request's header fields exceed %d bytes", HTTP_MAX_HEADER_BYTES);
+        kt_error_set(err, KT_ERR_HEADERS_TOO_LARGE, "the request's header fields exceed %d bytes",
+                     HTTP_MAX_HEADER_BYTES);
         kt_error_hint(err, "send shorter headers");
         return -1;
     }
@@ -93,6 +93,32 @@ int http_fields_verdict(const http_fields *f, kt_error *err)
         return -1;
     }
     return 0;
+}
+
+int http_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n = c < 0x80             ? 0
+                : (c & 0xe0) == 0xc0 ? 1
+                : (c & 0xf0) == 0xe0 ? 2
+                : (c & 0xf8) == 0xf0 ? 3
+                                     : -1;
+        if (n < 0 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4))
+            return 0;
+        unsigned cp = n == 0 ? c : c & (0x3fu >> n);
+        p++;
+        for (int i = 0; i < n; i++, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (*p & 0x3fu);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+    }
+    return 1;
 }
 
 int http_version_check(const char *version, kt_error *err)

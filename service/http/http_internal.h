@@ -109,6 +109,9 @@ void http_fields_add(http_fields *f, const char *name, size_t nlen, const char *
 /* 0, or -1 with err: 431 headers_too_large (count, bytes), 400 bad_request (two Content-Length,
  * Content-Length with Transfer-Encoding, a malformed length, a coding other than chunked). */
 int http_fields_verdict(const http_fields *f, kt_error *err);
+/* 1 when s (NUL-ended) is well-formed UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF), else 0. */
+int http_utf8_valid(const char *s);
 /* 0 for "HTTP/1.0" and "HTTP/1.1", else -1 with 505 http_version_not_supported. */
 int http_version_check(const char *version, kt_error *err);
 /* Checks the first n bytes a connection sent (raw). 1: a complete head (request line and header

@@ -274,14 +274,18 @@ typedef struct arg_walk {
     const char *keys[HTTP_MAX_QUERY_PARAMS + 1];
     int n;
     const char *repeated;
+    const char *not_utf8;
 } arg_walk;
 
 static enum MHD_Result walk_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                 const char *value)
 {
     (void)kind;
-    (void)value;
     arg_walk *w = cls;
+    if (!http_utf8_valid(key) || (value && !http_utf8_valid(value))) {
+        w->not_utf8 = key;
+        return MHD_NO;
+    }
     for (int i = 0; i < w->n; i++) {
         if (strcmp(w->keys[i], key) == 0) {
             w->repeated = key;
@@ -317,8 +321,13 @@ static int check_edges(struct MHD_Connection *conn, const char *version, req_sta
         return -1;
     arg_walk aw;
     aw.n = 0;
-    aw.repeated = NULL;
+    aw.repeated = aw.not_utf8 = NULL;
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, walk_arg, &aw);
+    if (aw.not_utf8) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "a query parameter is not valid UTF-8");
+        kt_error_hint(err, "percent-encode the UTF-8 bytes of names and values");
+        return -1;
+    }
     if (aw.repeated) {
         char printable[64];
         http_printable(printable, sizeof printable, aw.repeated);
