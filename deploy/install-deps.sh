@@ -9,6 +9,7 @@ packages=(
   libxgboost-dev libcurl4-openssl-dev
   postgresql
   chromium
+  clang libclang-rt-14-dev
 )
 
 missing=()

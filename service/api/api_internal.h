@@ -22,6 +22,13 @@ void api_fail(http_response *res, const kt_error *err);
 /* Replies status with body (the reference is taken over) about job id, with its Location. */
 void api_reply_job(http_response *res, int status, json_t *body, long long id);
 
+/* 1 when key is one of allowed (NULL-ended); api_join_list writes "a, b, c" into buf (cut at
+ * cap). (fields.c, with the other pure helpers) */
+int api_in_list(const char *key, const char *const *allowed);
+void api_join_list(const char *const *items, char *buf, size_t cap);
+/* Strict decimal: an optional '-' and 1 to 18 digits, nothing else (no '+', spaces, hex, octal,
+ * exponent). 0, or -1. */
+int api_decimal_ll(const char *s, long long *out);
 /* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed
  * (NULL-ended). */
 int api_check_query(const http_request *req, const char *const *allowed, kt_error *err);

@@ -199,8 +199,9 @@ static http_worker *pick_worker(http_server *s)
     return best;
 }
 
-/* Looks at what the connection sent so far; hands it over, refuses it, or keeps waiting. */
-static void examine(http_server *s, pending *p)
+/* Looks at what the connection sent so far; hands it over, refuses it, or keeps waiting (unless
+ * the client has shut down its side: hung_up, from the epoll event). */
+static void examine(http_server *s, pending *p, int hung_up)
 {
     http_gate *g = s->gate;
     ssize_t n = recv(p->fd, g->peek, GATE_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
@@ -217,8 +218,11 @@ static void examine(http_server *s, pending *p)
         refuse(g, p, &err);
         return;
     }
-    if (rc == 0)
-        return; /* wait for the rest (edge-triggered: each arrival wakes us) */
+    if (rc == 0) {
+        if (hung_up)
+            pending_drop(g, p, 1); /* a head that cannot complete any more */
+        return;                    /* wait for the rest (edge-triggered: each arrival wakes us) */
+    }
     http_worker *w = pick_worker(s);
     int fd = p->fd;
     struct sockaddr_storage ss = p->ss;
@@ -279,7 +283,7 @@ static void accept_all(http_server *s)
             g->head->prev = p;
         g->head = p;
         g->n_pending++;
-        examine(s, p); /* the head is often there already */
+        examine(s, p, 0); /* the head is often there already */
     }
 }
 
@@ -318,7 +322,8 @@ static void *gate_main(void *arg)
             else if (evs[i].data.ptr == &tag_listen)
                 accept_all(s);
             else
-                examine(s, evs[i].data.ptr);
+                examine(s, evs[i].data.ptr,
+                        (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
         }
         if (stop)
             break;
