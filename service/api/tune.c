@@ -82,7 +82,8 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
         .space_size = space_count(target.sp),
         .history = t->history,
     };
-    long long space = spec.space_size > (uint64_t)INT64_MAX ? INT64_MAX : (long long)spec.space_size;
+    long long space =
+        spec.space_size > (uint64_t)INT64_MAX ? INT64_MAX : (long long)spec.space_size;
     long long want = t->evaluations > 0 ? t->evaluations : JOB_SECONDS_ONLY_EVALUATIONS;
     long long share = want < space ? want : space;
     if (admit(svc, c, share, err) < 0)

@@ -25,8 +25,8 @@ typedef struct tune_request {
 } tune_request;
 
 /* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range,
- * unknown_strategy, budget_too_large (out_of_range also for budget.seconds below TUNE_MIN_SECONDS, for a history not "auto" or "none") — each
- * message names the field and what is accepted. */
+ * unknown_strategy, budget_too_large (out_of_range also for budget.seconds below TUNE_MIN_SECONDS,
+ * for a history not "auto" or "none") — each message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
 /* A request with every default (strategy, options, seed fresh) but kernel, device, problem
  * (borrowed) and an evaluation budget the caller validated: the job GET /v1/best?tune_on_miss

@@ -39,8 +39,8 @@ static const config_option options[] = {
      "jobs this process drives at once [8]"},
     {"--http-threads", "KTUNE_HTTP_THREADS", OPT_INT, offsetof(kt_config, http_threads), 0, 1, 256,
      "HTTP server threads [4]"},
-    {"--max-connections", "KTUNE_MAX_CONNECTIONS", OPT_INT, offsetof(kt_config, max_connections),
-     0, 16, 1000000,
+    {"--max-connections", "KTUNE_MAX_CONNECTIONS", OPT_INT, offsetof(kt_config, max_connections), 0,
+     16, 1000000,
      "HTTP connections open at once; more are closed unanswered (kept within the open files "
      "limit) [4096]"},
     {"--max-connections-per-ip", "KTUNE_MAX_CONNECTIONS_PER_IP", OPT_INT,

@@ -23,11 +23,6 @@ typedef struct kt_config {
     int workers;               /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
-    int max_connections;        /* --max-connections, KTUNE_MAX_CONNECTIONS: HTTP, at once */
-    int max_connections_per_ip; /* --max-connections-per-ip, KTUNE_MAX_CONNECTIONS_PER_IP */
-    double http_header_timeout_s;  /* --http-header-timeout-s, KTUNE_HTTP_HEADER_TIMEOUT_S */
-    long long max_queued_jobs;     /* --max-queued-jobs, KTUNE_MAX_QUEUED_JOBS: all clients */
-    long long max_queued_evaluations; /* --max-queued-evaluations, KTUNE_MAX_QUEUED_EVALUATIONS */
     int cpu_core;              /* --cpu-core, KTUNE_CPU_CORE: -1 none, or CONFIG_CPU_CORE_AUTO */
     int min_repeats;           /* --min-repeats, KTUNE_MIN_REPEATS: timed runs per measurement */
     long long max_evaluations; /* --max-evaluations, KTUNE_MAX_EVALUATIONS: budget cap per job */
@@ -40,8 +35,18 @@ typedef struct kt_config {
     double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
-    int help;         /* --help given */
-    int version;      /* --version given */
+
+    /* Admission (issue #11): HTTP connections (--max-connections, --max-connections-per-ip),
+     * the header deadline (--http-header-timeout-s), jobs and evaluations queued by all clients
+     * (--max-queued-jobs, --max-queued-evaluations); each with its KTUNE_<NAME> twin. */
+    int max_connections;
+    int max_connections_per_ip;
+    double http_header_timeout_s;
+    long long max_queued_jobs;
+    long long max_queued_evaluations;
+
+    int help;    /* --help given */
+    int version; /* --version given */
 } kt_config;
 
 /* cpu_core's default: the last core this process may use, when it may use 2 or more. */

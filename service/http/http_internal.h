@@ -173,7 +173,7 @@ struct http_server {
     /* admission */
     int max_connections, max_connections_per_ip;
     double header_timeout_s;
-    http_worker *workers; /* threads of them */
+    http_worker *workers;       /* threads of them */
     unsigned char *route_heavy; /* per route: 1 when its pattern is in the options' heavy list */
     int heavy_limit;            /* heavy handlers at once: threads - 2, at least 1 */
     atomic_int heavy_running;

@@ -22,10 +22,10 @@ typedef struct req_state {
     char *scratch; /* path parameter captures */
     /* measured by http_on_uri on the raw target */
     int target_too_long;
-    int query_params;   /* how many the raw query string has */
-    int query_cut;      /* the query was cut off (over a limit): MHD parsed none of it */
-    int started;        /* the first call of the access handler has been */
-    int refused;        /* answered with refusal, closing the connection */
+    int query_params; /* how many the raw query string has */
+    int query_cut;    /* the query was cut off (over a limit): MHD parsed none of it */
+    int started;      /* the first call of the access handler has been */
+    int refused;      /* answered with refusal, closing the connection */
     kt_error refusal;
 } req_state;
 
@@ -304,8 +304,7 @@ static int check_edges(struct MHD_Connection *conn, const char *version, req_sta
     if (http_version_check(version, err) < 0)
         return -1;
     if (st->target_too_long) {
-        kt_error_set(err, KT_ERR_URI_TOO_LONG, "the request target exceeds %d bytes",
-                     HTTP_MAX_URL);
+        kt_error_set(err, KT_ERR_URI_TOO_LONG, "the request target exceeds %d bytes", HTTP_MAX_URL);
         kt_error_hint(err, "shorten the path and query string");
         return -1;
     }

@@ -105,7 +105,7 @@ static int exchange(const void *data, size_t size)
         }
         buf[got] = '\0';
         if (got >= 12 && strncmp(buf, "HTTP/1.", 7) == 0)
-            status = atoi(buf + 9);
+            status = (int)strtol(buf + 9, NULL, 10);
     }
     close(fd);
     return status;

@@ -37,9 +37,8 @@ static void h_heavy(void *app, const http_request *req, http_response *res)
 }
 
 static const http_route edge_routes[] = {
-    {"GET", "/v1/items/{id}", h_item}, {"POST", "/v1/echo", h_echo},
-    {"GET", "/v1/query", h_query},     {"GET", "/v1/heavy", h_heavy},
-    {"GET", "/healthz", h_health},     {NULL, NULL, NULL},
+    {"GET", "/v1/items/{id}", h_item}, {"POST", "/v1/echo", h_echo},  {"GET", "/v1/query", h_query},
+    {"GET", "/v1/heavy", h_heavy},     {"GET", "/healthz", h_health}, {NULL, NULL, NULL},
 };
 static const char *const heavy_patterns[] = {"/v1/heavy", NULL};
 
@@ -103,9 +102,10 @@ static void two_content_lengths_are_refused_and_closed(void **state)
 {
     fixture *f = *state;
     /* With the first length winning, "GET /v1/items/smuggled" would be read as a second request. */
-    static const char raw[] = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                              "Content-Length: 2\r\nContent-Length: 45\r\n\r\n"
-                              "{}GET /v1/items/smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char raw[] =
+        "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2\r\nContent-Length: 45\r\n\r\n"
+        "{}GET /v1/items/smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
     hc_resp r;
     int closed = 0;
     assert_int_equal(send_read(f, raw, sizeof raw - 1, &r, &closed), 0);
@@ -125,9 +125,10 @@ static void two_content_lengths_are_refused_and_closed(void **state)
 static void transfer_encoding_with_content_length_is_refused(void **state)
 {
     fixture *f = *state;
-    static const char raw[] = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                              "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n"
-                              "2\r\n{}\r\n0\r\n\r\nGET /v1/items/smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char raw[] =
+        "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n"
+        "2\r\n{}\r\n0\r\n\r\nGET /v1/items/smuggled HTTP/1.1\r\nHost: t\r\n\r\n";
     hc_resp r;
     int closed = 0;
     assert_int_equal(send_read(f, raw, sizeof raw - 1, &r, &closed), 0);
@@ -136,7 +137,8 @@ static void transfer_encoding_with_content_length_is_refused(void **state)
     assert_true(closed);
     assert_int_equal(atomic_load(&f->app.calls), 0);
     /* A transfer coding other than chunked has no length a proxy agrees on. */
-    static const char gz[] = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n{}";
+    static const char gz[] =
+        "POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n{}";
     assert_int_equal(send_read(f, gz, sizeof gz - 1, &r, &closed), 0);
     assert_error(&r, 400, "bad_request", "Transfer-Encoding");
     hc_resp_free(&r);
@@ -273,7 +275,8 @@ static void slow_headers_are_cut_at_the_deadline(void **state)
     fixture *f = start(0, 0, 1.0);
     hc_conn c;
     assert_int_equal(hc_connect(&c, f->port), 0);
-    static const char req[] = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    static const char req[] =
+        "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     double t0 = now_s();
     int closed = 0;
     for (size_t i = 0; i < sizeof req - 1 && now_s() - t0 < 6; i++) {
@@ -384,8 +387,8 @@ static void *call_heavy(void *arg)
 {
     heavy_call *h = arg;
     hc_resp r;
-    h->status = hc_request(h->port, "GET /v1/heavy HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 ? r.status
-                                                                                          : -1;
+    h->status =
+        hc_request(h->port, "GET /v1/heavy HTTP/1.1\r\nHost: t\r\n\r\n", &r) == 0 ? r.status : -1;
     hc_resp_free(&r);
     return NULL;
 }
