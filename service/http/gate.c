@@ -169,7 +169,8 @@ static void refuse(http_gate *g, pending *p, const kt_error *err)
                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
                       "%zu\r\nConnection: close\r\n\r\n",
                       res.status, kt_error_code_name(err->code), res.body_len);
-    while (recv(p->fd, g->peek, GATE_PEEK_MAX, MSG_DONTWAIT) > 0) {
+    /* At most a few buffers: a client streaming bytes must not hold the accepting thread. */
+    for (int i = 0; i < 4 && recv(p->fd, g->peek, GATE_PEEK_MAX, MSG_DONTWAIT) > 0; i++) {
     }
     if (hn > 0 && (size_t)hn < sizeof head && send(p->fd, head, (size_t)hn, MSG_NOSIGNAL) == hn &&
         res.body)

@@ -22,7 +22,7 @@
 /* Connection memory of libmicrohttpd (its default is 32 KiB): large enough that ktune's own limits
  * (HTTP_MAX_URL, HTTP_MAX_HEADER_BYTES, HTTP_MAX_HEADERS) are always reached first and answered
  * in JSON; MHD zeroes it between requests, so it is not made larger than needed. */
-#define HTTP_CONN_MEMORY (128 * 1024)
+#define HTTP_CONN_MEMORY (64 * 1024)
 #define HTTP_FD_RESERVE  256 /* open files kept for everything but connections */
 
 /* ---- lifecycle ---- */
