@@ -148,8 +148,15 @@ class HostileTest(unittest.TestCase):
             self.json_error(status, body, 400, "out_of_range")
         status, _, body = self.k.get("/v1/jobs?limit=5")
         self.assertEqual(status, 200, body)
-        status, _, body = self.k.get(best_query(GEMM["kernel"], GEMM["device"], M="0x40"))
-        self.json_error(status, body, 400, "bad_problem")
+        # The CPU gemm kernel's M: hexadecimal was read as 64 before.
+        status, _, body = self.k.get(best_query("gemm", "cpu", M="0x40", N="64", K="64"))
+        err = self.json_error(status, body, 400, "bad_problem")
+        self.assertIn("M", err["message"])
+        for m in ("+64", "64.0e0x", "inf", "nan"):
+            status, _, body = self.k.get(best_query("gemm", "cpu", M=m, N="64", K="64"))
+            self.json_error(status, body, 400, "bad_problem")
+        status, _, body = self.k.get(best_query("gemm", "cpu", M="64", N="64", K="64"))
+        self.assertNotEqual(status, 400, body)  # decimal is fine: a miss (404) or a prediction
         status, _, body = self.k.get(best_query(CONV["kernel"], CONV["device"], problem_size="+4096,4096"))
         self.json_error(status, body, 400, "bad_problem")
 
@@ -268,12 +275,12 @@ class HostileTest(unittest.TestCase):
         self.cancel_all(accepted)
 
     def test_heavy_pages_leave_healthz_fast(self):
-        status, _, job = self.k.post("/v1/tune", dict(CONV, strategy="random", budget={"evaluations": 600},
+        status, _, job = self.k.post("/v1/tune", dict(CONV, strategy="random", budget={"evaluations": 400},
                                                       seed=7))
         if status == 429:  # the cap test's jobs are still draining
             time.sleep(2)
             status, _, job = self.k.post("/v1/tune", dict(CONV, strategy="random",
-                                                          budget={"evaluations": 600}, seed=7))
+                                                          budget={"evaluations": 400}, seed=7))
         self.assertEqual(status, 202, job)
         self.k.wait_job(job["id"], timeout=120)
         stop = threading.Event()
