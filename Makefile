@@ -45,6 +45,12 @@ rooms-check: deps
 bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 
+# The long fuzz run (tests/fuzz/README.md): every libFuzzer target for FUZZ_SECONDS (an hour each).
+FUZZ_SECONDS ?= 3600
+.PHONY: fuzz
+fuzz: deps
+	tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

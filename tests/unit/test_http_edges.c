@@ -15,6 +15,7 @@
 
 #include "http_test_client.h"
 #include "http_test_app.h"
+#include "http/http_internal.h"
 
 /* ---- a heavy route that blocks until released, and a fixture with options ---- */
 
@@ -94,6 +95,65 @@ static int send_read(fixture *f, const char *raw, size_t n, hc_resp *r, int *clo
     }
     hc_close(&c);
     return rc;
+}
+
+/* ---- heads, pure (http_head_check: what the gate decides on a connection's first head) ---- */
+
+static void heads_are_checked_before_any_server(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *head;
+        int rc;
+        kt_code code;
+    } cases[] = {
+        {"GET /v1/jobs HTTP/1.1\r\nHost: t\r\n\r\n", 1, KT_OK},
+        {"GET /v1/jobs HTTP/1.0\n\n", 1, KT_OK},
+        {"GET /v1/jobs HTTP/1.1\r\nHost: t\r\n", 0, KT_OK},
+        {"GET /v1/jo", 0, KT_OK},
+        {"GET /v1/jobs HTTP/2.0\r\n\r\n", -1, KT_ERR_HTTP_VERSION},
+        {"GET /v1/jobs HTTP/1.2\r\n", -1, KT_ERR_HTTP_VERSION},
+        {"GET /v1/jobs HTTX/1.1\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"GET /v1/jobs\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"G(T /v1/jobs HTTP/1.1\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"GET /v1/\x01 HTTP/1.1\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"GET /a HTTP/1.1\r\nNoColon\r\n\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"GET /a HTTP/1.1\r\n folded: x\r\n\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"POST /a HTTP/1.1\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n", -1,
+         KT_ERR_BAD_REQUEST},
+        {"POST /a HTTP/1.1\r\nContent-Length: +1\r\n\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n", -1,
+         KT_ERR_BAD_REQUEST},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -1, KT_ERR_BAD_REQUEST},
+        {"POST /a HTTP/1.1\r\nTransfer-Encoding:  Chunked \r\n\r\n", 1, KT_OK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kt_error err;
+        kt_error_clear(&err);
+        int rc = http_head_check(cases[i].head, strlen(cases[i].head), &err);
+        if (rc != cases[i].rc || (rc < 0 && err.code != cases[i].code))
+            fail_msg("case %zu (%s): rc %d, %s '%s'", i, cases[i].head, rc,
+                     kt_error_code_name(err.code), err.message);
+    }
+    /* Sizes: the target and the header section. */
+    size_t cap = HTTP_MAX_URL + HTTP_MAX_HEADER_BYTES + 1024;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    memset(buf, 'a', cap);
+    memcpy(buf, "GET /", 5);
+    kt_error err;
+    assert_int_equal(http_head_check(buf, HTTP_MAX_URL + 100, &err), -1);
+    assert_int_equal(err.code, KT_ERR_URI_TOO_LONG);
+    int n = snprintf(buf, cap, "GET / HTTP/1.1\r\nX: ");
+    assert_int_equal(http_head_check(buf, (size_t)n + HTTP_MAX_HEADER_BYTES + 512, &err), -1);
+    assert_int_equal(err.code, KT_ERR_HEADERS_TOO_LARGE);
+    free(buf);
+    assert_true(http_utf8_valid("abc \xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80"));
+    assert_false(http_utf8_valid("\xff\xfe"));
+    assert_false(http_utf8_valid("\xc0\xaf"));         /* overlong '/' */
+    assert_false(http_utf8_valid("\xed\xa0\x80"));     /* a surrogate */
+    assert_false(http_utf8_valid("\xf4\x90\x80\x80")); /* past U+10FFFF */
+    assert_false(http_utf8_valid("\xe4\xb8"));         /* cut short */
 }
 
 /* ---- request smuggling ---- */
@@ -437,6 +497,7 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, edge_setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(heads_are_checked_before_any_server),
         T(two_content_lengths_are_refused_and_closed),
         T(transfer_encoding_with_content_length_is_refused),
         T(long_targets_get_json_414),
