@@ -19,11 +19,12 @@
 #define HTTP_MAX_JSON_DEPTH  32            /* deeper bodies get 400 json_too_deep */
 #define HTTP_MAX_PATH_PARAMS 4
 /* Request edges, answered in the JSON error shape before any handler runs (http/README.md): */
-#define HTTP_MAX_URL          8192  /* request target with its query; longer: 414 uri_too_long */
-#define HTTP_MAX_QUERY_PARAMS 64    /* more: 400 bad_request; a repeated name: 400 bad_request */
-#define HTTP_MAX_HEADERS      64    /* header fields; more: 431 headers_too_large */
-#define HTTP_MAX_HEADER_BYTES 16384 /* names + values of all fields; more: 431 headers_too_large   \
-                                     */
+#define HTTP_MAX_URL          8192 /* request target with its query; longer: 414 uri_too_long */
+#define HTTP_MAX_QUERY_PARAMS 64   /* more: 400 bad_request; a repeated name: 400 bad_request */
+#define HTTP_MAX_HEADERS      64   /* header fields; more: 431 headers_too_large */
+#define HTTP_MAX_HEADER_BYTES                                                                      \
+    16384 /* names + values of all fields; more: 431 headers_too_large                             \
+           */
 
 typedef struct http_server http_server;
 
