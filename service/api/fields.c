@@ -32,17 +32,16 @@ void api_join_list(const char *const *items, char *buf, size_t cap)
 
 int api_decimal_ll(const char *s, long long *out)
 {
-    const char *p = s;
-    int neg = *p == '-';
-    if (neg)
-        p++;
+    const char *p = s + (*s == '-');
     size_t n = strspn(p, "0123456789");
-    if (n == 0 || n > 18 || p[n] != '\0')
+    if (n == 0 || n > 19 || p[n] != '\0')
         return -1;
-    long long v = 0;
-    for (size_t i = 0; i < n; i++)
-        v = v * 10 + (p[i] - '0');
-    *out = neg ? -v : v;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10); /* digits only by now: no sign, space or base left */
+    if (errno || *end != '\0')
+        return -1;
+    *out = v;
     return 0;
 }
 
