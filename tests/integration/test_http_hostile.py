@@ -21,6 +21,8 @@ from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
 ARGS = parse_args()
 CONV = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"}
 GEMM = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
+# Timing bounds are looser for the sanitizer build (make test-asan: build-asan/ktuned).
+SLOW = 3.0 if "asan" in os.path.abspath(ARGS.ktuned) else 1.0
 
 # (path, parameter) pairs that filter by name: an unknown name is an empty list, not an error.
 FILTERS = {("/v1/best/entries", "kernel"), ("/v1/best/entries", "device"), ("/v1/models", "kernel")}
@@ -318,8 +320,8 @@ class HostileTest(unittest.TestCase):
         self.assertIn(200, statuses)
         # Timing on a shared machine (ktuned, PostgreSQL and these 16 readers on one core under
         # make test): the median says whether /healthz waits for the pages; the worst is loose.
-        self.assertLess(took[len(took) // 2], 0.25)
-        self.assertLess(took[-1], 3.0)
+        self.assertLess(took[len(took) // 2], 0.25 * SLOW)
+        self.assertLess(took[-1], 3.0 * SLOW)
 
 
 if __name__ == "__main__":
