@@ -23,7 +23,6 @@ typedef struct req_state {
     /* measured by http_on_uri on the raw target */
     int target_too_long;
     int query_params; /* how many the raw query string has */
-    int query_cut;    /* the query was cut off (over a limit): MHD parsed none of it */
     int started;      /* the first call of the access handler has been */
     int refused;      /* answered with refusal, closing the connection */
     kt_error refusal;
@@ -249,9 +248,10 @@ void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         st->query_params = n;
         if (st->target_too_long || n > HTTP_MAX_QUERY_PARAMS) {
             /* MHD parses the arguments from the byte after '?' once this returns: an empty string
-             * there keeps it from spending connection memory on what will be refused anyway. */
+             * there keeps it from spending connection memory on what will be refused anyway. uri
+             * points into MHD's read buffer (libmicrohttpd 0.9.75, connection.c
+             * parse_initial_message_line), writable; const only in the callback's type. */
             q[1] = '\0';
-            st->query_cut = 1;
         }
     }
     return st;
