@@ -48,6 +48,12 @@ bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 	@for s in tests/bench/bench_*.py; do echo "== $$s" && python3 "$$s" --ktuned $(BUILD)/ktuned --source-dir . || exit 1; done
 
+# The long fuzz run (tests/fuzz/README.md): every libFuzzer target for FUZZ_SECONDS (an hour each).
+FUZZ_SECONDS ?= 3600
+.PHONY: fuzz
+fuzz: deps
+	tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

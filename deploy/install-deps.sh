@@ -12,6 +12,7 @@ packages=(
   python3-yaml
   wrk nginx-light
   iproute2 util-linux
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -254,7 +254,11 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     }
     http_server_options hopt = {.listen = svc->cfg.listen,
                                 .web_root = api ? svc->cfg.web_dir : "",
-                                .threads = cfg->http_threads};
+                                .threads = cfg->http_threads,
+                                .heavy = api_heavy_routes(),
+                                .max_connections = cfg->max_connections,
+                                .max_connections_per_ip = cfg->max_connections_per_ip,
+                                .header_timeout_s = cfg->http_header_timeout_s};
     svc->api =
         (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best};
     svc->http = http_server_new(api ? api_routes() : api_probe_routes(), &svc->api, &hopt, err);

@@ -34,5 +34,8 @@ void api_best_cache_init(best_cache *c);
 /* The routes of a worker process (--role worker): /healthz and /metrics only (Kubernetes probes,
  * Prometheus); workers is set, the rest of the API is served by API processes. */
 const http_route *api_probe_routes(void);
+/* Patterns of the heavy routes (long or large replies: trial pages, imports, the best table),
+ * NULL-ended, for http_server_options.heavy: they never take every HTTP thread. */
+const char *const *api_heavy_routes(void);
 
 #endif

@@ -22,15 +22,27 @@ void api_fail(http_response *res, const kt_error *err);
 /* Replies status with body (the reference is taken over) about job id, with its Location. */
 void api_reply_job(http_response *res, int status, json_t *body, long long id);
 
+/* 1 when key is one of allowed (NULL-ended); api_join_list writes "a, b, c" into buf (cut at
+ * cap). (fields.c, with the other pure helpers) */
+int api_in_list(const char *key, const char *const *allowed);
+void api_join_list(const char *const *items, char *buf, size_t cap);
+/* Strict decimal: an optional '-' and 1 to 19 digits within long long, nothing else (no '+',
+ * spaces, hex, octal, exponent). 0, or -1. */
+int api_decimal_ll(const char *s, long long *out);
 /* Fails (400 unknown_field, listing allowed) when the query has an argument not in allowed
  * (NULL-ended). */
 int api_check_query(const http_request *req, const char *const *allowed, kt_error *err);
-/* Parses a decimal integer in [min, max] from a query argument; absent -> *out = def. */
+/* Parses a decimal integer in [min, max] from a query argument (strict: [-]digits only, no '+',
+ * spaces, hex); absent -> *out = def. */
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
                  long long def, long long *out, kt_error *err);
 /* The same for a value already read (s NULL: absent); key names it in the error. */
 int api_parse_ll(const char *key, const char *s, long long min, long long max, long long def,
                  long long *out, kt_error *err);
+/* A number written in a query string (len bytes of s): 1 with *i for a decimal integer
+ * (api_decimal_ll), 2 with *d for a decimal fraction ([-]digits[.digits][e[+-]digits],
+ * finite), 0 for anything else (hex, '+', spaces, inf, nan: not a number, so a string). */
+int api_number_text(const char *s, size_t len, long long *i, double *d);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);

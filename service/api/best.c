@@ -35,23 +35,16 @@
 /* Tuned problems of a key read for the nearest fallback. */
 #define BEST_NEAREST_MAX 10000
 
+/* Strictly decimal (api_number_text): "0x40", "+5", " 5" stay strings, which the catalog refuses
+ * for a numeric argument. */
 static json_t *scalar_from_text(const char *s, size_t len)
 {
-    char buf[64];
-    if (len == 0 || len >= sizeof buf)
-        return json_stringn(s, len);
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    char *end = NULL;
-    errno = 0;
-    long long i = strtoll(buf, &end, 10);
-    if (!errno && *end == '\0')
-        return json_integer(i);
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (!errno && *end == '\0')
-        return json_real(d);
-    return json_stringn(s, len);
+    long long i;
+    double d;
+    int kind = api_number_text(s, len, &i, &d);
+    json_t *v = kind == 1 ? json_integer(i) : kind == 2 ? json_real(d) : json_stringn(s, len);
+    /* Not UTF-8: a replacement character, so the argument is refused rather than left out. */
+    return v ? v : json_string("\xef\xbf\xbd");
 }
 
 /* "4096" -> 4096, "4096,4096" -> [4096, 4096], "abc" -> "abc". */

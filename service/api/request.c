@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,27 +36,6 @@ void api_reply_job(http_response *res, int status, json_t *body, long long id)
     http_response_add_header(res, "Location", location);
 }
 
-static int in_list(const char *key, const char *const *allowed)
-{
-    for (int i = 0; allowed[i]; i++) {
-        if (strcmp(key, allowed[i]) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-static void join_list(const char *const *items, char *buf, size_t cap)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; items[i] && used < cap; i++) {
-        int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", items[i]);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-}
-
 typedef struct query_check {
     const char *const *allowed;
     const char *bad;
@@ -65,7 +45,7 @@ static int query_check_one(void *ctx, const char *key, const char *value)
 {
     (void)value;
     query_check *q = ctx;
-    if (in_list(key, q->allowed))
+    if (api_in_list(key, q->allowed))
         return 0;
     q->bad = key;
     return 1;
@@ -77,21 +57,10 @@ int api_check_query(const http_request *req, const char *const *allowed, kt_erro
     if (!http_query_each(req, query_check_one, &q))
         return 0;
     char list[512];
-    join_list(allowed, list, sizeof list);
+    api_join_list(allowed, list, sizeof list);
     kt_error_set(err, KT_ERR_UNKNOWN_FIELD, "unknown query parameter '%.100s'", q.bad);
     kt_error_hint(err, "accepted: %s", allowed[0] ? list : "none");
     return -1;
-}
-
-static int parse_ll(const char *s, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0')
-        return -1;
-    *out = v;
-    return 0;
 }
 
 int api_query_ll(const http_request *req, const char *key, long long min, long long max,
@@ -107,10 +76,11 @@ int api_parse_ll(const char *key, const char *s, long long min, long long max, l
         *out = def;
         return 0;
     }
-    if (parse_ll(s, out) < 0 || *out < min || *out > max) {
+    if (api_decimal_ll(s, out) < 0 || *out < min || *out > max) {
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                      "query parameter %s must be an integer from %lld to %lld, not '%.40s'", key,
                      min, max, s);
+        kt_error_hint(err, "write it in decimal digits, without '+', spaces or a base prefix");
         return -1;
     }
     return 0;
@@ -119,48 +89,11 @@ int api_parse_ll(const char *key, const char *s, long long min, long long max, l
 int api_path_id(const http_request *req, int index, const char *what, long long *out, kt_error *err)
 {
     const char *s = index < req->n_params ? req->params[index] : NULL;
-    if (!s || parse_ll(s, out) < 0 || *out <= 0) {
+    if (!s || api_decimal_ll(s, out) < 0 || *out <= 0) {
         kt_error_set(err, KT_ERR_NOT_FOUND, "no %s '%.40s'", what, s ? s : "");
         kt_error_hint(err, "%s ids are positive integers", what);
         return -1;
     }
-    return 0;
-}
-
-int api_check_fields(const json_t *obj, const char *const *allowed, const char *where,
-                     kt_error *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        if (in_list(key, allowed))
-            continue;
-        char list[512];
-        join_list(allowed, list, sizeof list);
-        kt_error_set(err, KT_ERR_UNKNOWN_FIELD, "unknown field '%.100s' in %s", key, where);
-        kt_error_hint(err, "accepted fields: %s", list);
-        return -1;
-    }
-    return 0;
-}
-
-int api_get_string(const json_t *obj, const char *key, int required, size_t max, const char **out,
-                   kt_error *err)
-{
-    json_t *v = json_object_get(obj, key);
-    *out = NULL;
-    if (!v || json_is_null(v)) {
-        if (required)
-            return kt_error_set(err, KT_ERR_MISSING_FIELD, "field '%s' is required", key);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be a string", key);
-    if (json_string_length(v) == 0 || json_string_length(v) > max)
-        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be 1 to %zu characters long",
-                            key, max);
-    *out = json_string_value(v);
     return 0;
 }
 

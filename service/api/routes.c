@@ -39,3 +39,11 @@ const http_route *api_probe_routes(void)
 {
     return probe_routes;
 }
+
+static const char *const heavy[] = {"/v1/jobs/{id}/trials", "/v1/imports", "/v1/best/entries",
+                                    NULL};
+
+const char *const *api_heavy_routes(void)
+{
+    return heavy;
+}

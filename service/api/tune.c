@@ -1,4 +1,5 @@
 /* POST /v1/tune — validates a tuning request field by field and queues a job. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,33 @@
 
 /* Batch size of jobs whose strategy does not learn from results (random, exhaustive). */
 #define TUNE_OPEN_LOOP_BATCH 64
+
+/* The global admission of new jobs (all clients together): 0, or -1 with 429 too_many_requests
+ * (the caller adds Retry-After). A job's share: its budget, or its space size when smaller (as in
+ * job_store_queue_load). Checked before the insert, not with it: concurrent submissions may pass
+ * a limit by at most one job per HTTP thread. */
+static int admit(const api_context *svc, PGconn *c, long long evaluations, kt_error *err)
+{
+    long long queued = 0, pending = 0;
+    if (job_store_queue_load(c, &queued, &pending, err) < 0)
+        return -1;
+    if (queued >= svc->cfg->max_queued_jobs) {
+        kt_error_set(err, KT_ERR_TOO_MANY_REQUESTS, "%lld jobs are queued already (at most %lld)",
+                     queued, svc->cfg->max_queued_jobs);
+        kt_error_hint(err, "retry once jobs have started (see GET /v1/jobs?status=queued), or "
+                           "start ktuned with a larger --max-queued-jobs");
+        return -1;
+    }
+    if (pending + evaluations > svc->cfg->max_queued_evaluations) {
+        kt_error_set(err, KT_ERR_TOO_MANY_REQUESTS,
+                     "%lld evaluations are queued already; %lld more would pass the limit of %lld",
+                     pending, evaluations, svc->cfg->max_queued_evaluations);
+        kt_error_hint(err, "ask for a smaller budget, retry once jobs have finished, or start "
+                           "ktuned with a larger --max-queued-evaluations");
+        return -1;
+    }
+    return 0;
+}
 
 int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unless_active,
                    long long *id_out, int *created, kt_error *err)
@@ -62,6 +90,12 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
     if (db_pool_check_writable(svc->db, err) < 0)
         goto out;
+    long long space =
+        spec.space_size > (uint64_t)INT64_MAX ? INT64_MAX : (long long)spec.space_size;
+    long long want = t->evaluations > 0 ? t->evaluations : JOB_SECONDS_ONLY_EVALUATIONS;
+    long long share = want < space ? want : space;
+    if (admit(svc, c, share, err) < 0)
+        goto out;
     if (unless_active) {
         if (job_store_create_unless_active(c, &spec, id_out, created, err) < 0)
             goto out;
@@ -105,6 +139,8 @@ void api_tune(void *app, const http_request *req, http_response *res)
     api_reply_job(res, 202, json_incref(job), id);
     goto out;
 fail:
+    if (err.code == KT_ERR_TOO_MANY_REQUESTS)
+        http_response_add_header(res, "Retry-After", "5");
     api_fail(res, &err);
 out:
     api_db_release(svc, c);

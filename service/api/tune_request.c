@@ -48,8 +48,12 @@ static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request
         if (!json_is_number(sec))
             return kt_error_set(err, KT_ERR_WRONG_TYPE, "budget.seconds must be a number");
         t->seconds = json_number_value(sec);
-        if (!(t->seconds > 0) || !isfinite(t->seconds))
-            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "budget.seconds must be greater than 0");
+        if (!isfinite(t->seconds) || !(t->seconds >= TUNE_MIN_SECONDS)) {
+            kt_error_set(err, KT_ERR_OUT_OF_RANGE, "budget.seconds must be at least %g, not %g",
+                         TUNE_MIN_SECONDS, t->seconds);
+            kt_error_hint(err, "a time budget is given in seconds, e.g. 600 for ten minutes");
+            return -1;
+        }
         if (t->seconds > cfg->max_seconds) {
             kt_error_set(err, KT_ERR_BUDGET_TOO_LARGE,
                          "budget.seconds %g exceeds the maximum of %g", t->seconds,

@@ -14,6 +14,7 @@
 #define TUNE_DEFAULT_EVALUATIONS 100
 #define TUNE_DEFAULT_HISTORY     "auto"
 #define TUNE_MAX_PARALLEL        64
+#define TUNE_MIN_SECONDS         0.001 /* smaller budget.seconds values are refused (out_of_range) */
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
@@ -26,9 +27,9 @@ typedef struct tune_request {
 } tune_request;
 
 /* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (parallel
- * outside 1..TUNE_MAX_PARALLEL included),
- * unknown_strategy, budget_too_large (out_of_range also for a history not "auto" or "none") — each
- * message names the field and what is accepted. */
+ * outside 1..TUNE_MAX_PARALLEL, budget.seconds below TUNE_MIN_SECONDS, a history not "auto" or
+ * "none"), unknown_strategy, budget_too_large — each message names the field and what is
+ * accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
 /* A request with every default (strategy, options, seed fresh) but kernel, device, problem
  * (borrowed) and an evaluation budget the caller validated: the job GET /v1/best?tune_on_miss

@@ -39,6 +39,23 @@ static const config_option options[] = {
      "jobs this process drives at once [8]"},
     {"--http-threads", "KTUNE_HTTP_THREADS", OPT_INT, offsetof(kt_config, http_threads), 0, 1, 256,
      "HTTP server threads [4]"},
+    {"--max-connections", "KTUNE_MAX_CONNECTIONS", OPT_INT, offsetof(kt_config, max_connections), 0,
+     16, 1000000,
+     "HTTP connections open at once; more are closed unanswered (kept within the open files "
+     "limit) [4096]"},
+    {"--max-connections-per-ip", "KTUNE_MAX_CONNECTIONS_PER_IP", OPT_INT,
+     offsetof(kt_config, max_connections_per_ip), 0, 1, 1000000,
+     "HTTP connections open at once from one client address [2048]"},
+    {"--http-header-timeout-s", "KTUNE_HTTP_HEADER_TIMEOUT_S", OPT_DOUBLE,
+     offsetof(kt_config, http_header_timeout_s), 0, 0.5, 3600,
+     "seconds a connection has to send a request's headers (and idle keep-alive connections "
+     "stay open); a quarter of it while more than half of --max-connections are open [10]"},
+    {"--max-queued-jobs", "KTUNE_MAX_QUEUED_JOBS", OPT_LLONG, offsetof(kt_config, max_queued_jobs),
+     0, 1, 1e9, "jobs waiting to start, all clients together; more get 429 [1000]"},
+    {"--max-queued-evaluations", "KTUNE_MAX_QUEUED_EVALUATIONS", OPT_LLONG,
+     offsetof(kt_config, max_queued_evaluations), 0, 1, 1e15,
+     "evaluations queued and running jobs may still make, all clients together; a job that "
+     "would pass it gets 429 [10000000]"},
     {"--max-evaluations", "KTUNE_MAX_EVALUATIONS", OPT_LLONG, offsetof(kt_config, max_evaluations),
      0, 1, 1e12, "largest evaluation budget a job may ask for [1000000]"},
     {"--max-seconds", "KTUNE_MAX_SECONDS", OPT_DOUBLE, offsetof(kt_config, max_seconds), 0, 1e-3,
@@ -108,6 +125,11 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->max_jobs = 8;
     cfg->http_threads = 4;
     cfg->best_cache_entries = 100000;
+    cfg->max_connections = 4096;
+    cfg->max_connections_per_ip = 2048;
+    cfg->http_header_timeout_s = 10;
+    cfg->max_queued_jobs = 1000;
+    cfg->max_queued_evaluations = 10000000;
     cfg->max_evaluations = 1000000;
     cfg->max_seconds = 604800;
     char path[PATH_MAX];

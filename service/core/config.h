@@ -38,8 +38,18 @@ typedef struct kt_config {
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     char role[16];    /* --role, KTUNE_ROLE: "api", "worker" or "all" (checked) */
     double lease_s;   /* --lease-s, KTUNE_LEASE_S: heartbeat age after which work is handed back */
-    int help;         /* --help given */
-    int version;      /* --version given */
+
+    /* Admission (issue #11): HTTP connections (--max-connections, --max-connections-per-ip),
+     * the header deadline (--http-header-timeout-s), jobs and evaluations queued by all clients
+     * (--max-queued-jobs, --max-queued-evaluations); each with its KTUNE_<NAME> twin. */
+    int max_connections;
+    int max_connections_per_ip;
+    double http_header_timeout_s;
+    long long max_queued_jobs;
+    long long max_queued_evaluations;
+
+    int help;    /* --help given */
+    int version; /* --version given */
 } kt_config;
 
 /* cpu_core's default: the last core this process may use, when it may use 2 or more. */

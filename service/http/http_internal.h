@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -26,8 +27,6 @@ typedef struct http_addr {
 } http_addr;
 
 int http_listen_parse(const char *listen, http_addr *out, kt_error *err);
-/* Binds a throw-away socket to addr to learn why the daemon could not; returns the errno or 0. */
-int http_listen_probe(const http_addr *addr);
 
 /* ---- router (router.c) ---- */
 
@@ -95,6 +94,57 @@ void http_printable(char *dst, size_t cap, const char *s);
 /* Frees what the response owns and zeroes it. */
 void http_response_clear(http_response *res);
 
+/* ---- request heads (head.c): pure checks shared by the gate and the access handler ---- */
+
+/* What the header fields of one request add up to. */
+typedef struct http_fields {
+    int count;
+    size_t bytes; /* names + values */
+    int n_content_length, bad_content_length;
+    int n_transfer_encoding, bad_transfer_encoding;
+} http_fields;
+
+void http_fields_init(http_fields *f);
+void http_fields_add(http_fields *f, const char *name, size_t nlen, const char *value, size_t vlen);
+/* 0, or -1 with err: 431 headers_too_large (count, bytes), 400 bad_request (two Content-Length,
+ * Content-Length with Transfer-Encoding, a malformed length, a coding other than chunked). */
+int http_fields_verdict(const http_fields *f, kt_error *err);
+/* 1 when s (NUL-ended) is well-formed UTF-8 (no overlongs, surrogates or code points past
+ * U+10FFFF), else 0. */
+int http_utf8_valid(const char *s);
+/* 0 for "HTTP/1.0" and "HTTP/1.1", else -1 with 505 http_version_not_supported. */
+int http_version_check(const char *version, kt_error *err);
+/* Checks the first n bytes a connection sent (raw). 1: a complete head (request line and header
+ * fields up to the blank line), acceptable; 0: incomplete, acceptable so far; -1 with err: 400
+ * (malformed line or field, framing above), 414 (target over HTTP_MAX_URL), 431, 505. */
+int http_head_check(const char *buf, size_t n, kt_error *err);
+
+/* ---- admission (gate.c): ktune's own listening socket ----
+ * One thread accepts, counts connections (total and per client address), holds each new one
+ * until its first head has arrived whole (http_head_check, within the header deadline; a bad
+ * head is answered in JSON and closed) and hands it to the least busy worker: one MHD daemon
+ * with one thread, no listening socket of its own. A worker's connections are counted down by
+ * http_gate_conn_closed (MHD's NOTIFY_CONNECTION). */
+
+typedef struct http_worker {
+    struct http_server *server;
+    struct MHD_Daemon *daemon;
+    atomic_int conns; /* connections handed to this worker and not closed yet */
+    atomic_int heavy; /* heavy handlers running on its thread */
+} http_worker;
+
+typedef struct http_gate http_gate;
+
+/* Binds s->addr, learns the port, starts the gate thread. Errors: KT_ERR_CONFIG naming why. */
+int http_gate_start(struct http_server *s, kt_error *err);
+/* Stops accepting and closes the connections still held by the gate. */
+void http_gate_stop(struct http_server *s);
+void http_gate_free(struct http_server *s);
+/* A connection handed to a worker ended (its address counted down). */
+void http_gate_conn_closed(struct http_server *s, const struct sockaddr *addr);
+/* Connections open (held by the gate or handed to a worker). */
+int http_gate_open_connections(struct http_server *s);
+
 /* ---- the request lifecycle (request.c): MHD's access handler and completion callback ---- */
 
 enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -102,6 +152,11 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
                                size_t *upload_data_size, void **con_cls);
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                        enum MHD_RequestTerminationCode toe);
+/* MHD's URI log callback: measures the raw request target (length, query parameters) before MHD
+ * parses the query, and cuts the query off when it is over the limits (so that MHD never runs out
+ * of connection memory on it); the access handler then refuses the request. Returns the
+ * per-request state (*con_cls). */
+void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
 /* ---- the server (server.c) ---- */
 
@@ -113,9 +168,17 @@ struct http_server {
     char *web_root_real; /* realpath of the web root, or NULL */
     int threads;
     http_addr addr;
-    struct MHD_Daemon *daemon;
     int port;
     http_metrics metrics;
+    /* admission */
+    int max_connections, max_connections_per_ip;
+    double header_timeout_s;
+    http_worker *workers;       /* threads of them */
+    unsigned char *route_heavy; /* per route: 1 when its pattern is in the options' heavy list */
+    int heavy_limit;            /* heavy handlers at once: threads - 2, at least 1 */
+    atomic_int heavy_running;
+    http_gate *gate;
+    int started;
 };
 
 #endif

@@ -98,20 +98,3 @@ int http_listen_parse(const char *listen, http_addr *out, kt_error *err)
     }
     return 0;
 }
-
-int http_listen_probe(const http_addr *addr)
-{
-    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return errno;
-    int one = 1;
-    int rc = 0;
-    /* Same socket options as the daemon, so the probe fails for the same reason. */
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (addr->ipv6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) != 0)
-        rc = errno;
-    close(fd);
-    return rc;
-}

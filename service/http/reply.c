@@ -108,7 +108,7 @@ void http_reply_error_with(http_response *res, const kt_error *err, const char *
     int status = kt_error_http_status(code);
     const char *message = (err && err->message[0]) ? err->message : kt_error_default_message(code);
     const char *hint = err ? err->hint : "";
-    if (status >= 500) {
+    if (status >= 500 && code != KT_ERR_HTTP_VERSION) { /* 505 is the client's doing */
         char printable[KT_ERROR_MESSAGE_MAX];
         http_printable(printable, sizeof printable, message);
         log_error("http: %d %s: %s", status, kt_error_code_name(code), printable);

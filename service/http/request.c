@@ -1,6 +1,9 @@
-/* One request through MHD's access handler: first call allocates the state, data calls buffer the
- * body (capped; the excess is read and dropped so the connection stays usable), the last call
- * routes, runs the handler or serves a file, queues the reply, counts it and logs it. */
+/* One request through MHD's access handler: the URI log callback allocates the state and measures
+ * the raw target; the first call checks the request's edges (version, target, query, header
+ * fields and framing: a refusal is answered at once and closes the connection); data calls
+ * buffer the body (capped; the excess is read and dropped so the connection stays usable); the
+ * last call routes, runs the handler (heavy routes under their limit) or serves a file, queues
+ * the reply, counts it and logs it. */
 #include "http/http_internal.h"
 
 #include <stdio.h>
@@ -18,6 +21,12 @@ typedef struct req_state {
     int no_memory;
     int answered;
     char *scratch; /* path parameter captures */
+    /* measured by http_on_uri on the raw target */
+    int target_too_long;
+    int query_params; /* how many the raw query string has */
+    int started;      /* the first call of the access handler has been */
+    int refused;      /* answered with refusal, closing the connection */
+    kt_error refusal;
 } req_state;
 
 static void body_append(req_state *st, const char *data, size_t n)
@@ -115,9 +124,32 @@ static struct MHD_Response *to_mhd(const http_request *req, http_response *res, 
     return mr;
 }
 
-static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const char *url,
+/* Runs a heavy route's handler when fewer than heavy_limit run, else replies 429. */
+static void run_heavy(http_worker *w, const http_route *route, const http_request *req,
+                      http_response *res)
+{
+    http_server *s = w->server;
+    if (atomic_fetch_add(&s->heavy_running, 1) >= s->heavy_limit) {
+        atomic_fetch_sub(&s->heavy_running, 1);
+        kt_error err;
+        kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS,
+                     "%d heavy requests (trial pages, imports, exports) are running; retry shortly",
+                     s->heavy_limit);
+        kt_error_hint(&err, "retry after the Retry-After seconds, or page with a smaller limit");
+        http_response_add_header(res, "Retry-After", "1");
+        http_reply_error(res, &err);
+        return;
+    }
+    atomic_fetch_add(&w->heavy, 1);
+    route->handler(s->app, req, res);
+    atomic_fetch_sub(&w->heavy, 1);
+    atomic_fetch_sub(&s->heavy_running, 1);
+}
+
+static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const char *url,
                               const char *method, req_state *st)
 {
+    http_server *s = w->server;
     enum MHD_Result ok = MHD_NO;
     http_request req;
     http_response res;
@@ -141,7 +173,10 @@ static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const
                               sizeof allow);
     if (m == HTTP_MATCH_NONE)
         route_index = HTTP_ROUTE_UNMATCHED;
-    if (st->too_large) {
+    if (st->refused) {
+        http_response_add_header(&res, "Connection", "close");
+        http_reply_error(&res, &st->refusal);
+    } else if (st->too_large) {
         kt_error err;
         kt_error_set(&err, KT_ERR_BODY_TOO_LARGE, "the request body exceeds %d bytes",
                      HTTP_MAX_BODY);
@@ -150,6 +185,8 @@ static enum MHD_Result answer(http_server *s, struct MHD_Connection *conn, const
         kt_error err;
         kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory while reading the request body");
         http_reply_error(&res, &err);
+    } else if (m == HTTP_MATCH_OK && s->route_heavy[route_index]) {
+        run_heavy(w, &s->routes[route_index], &req, &res);
     } else if (m == HTTP_MATCH_OK) {
         s->routes[route_index].handler(s->app, &req, &res);
     } else if (m == HTTP_MATCH_METHOD) {
@@ -194,25 +231,149 @@ out:
     return ok;
 }
 
+static req_state *state_new(void)
+{
+    req_state *st = calloc(1, sizeof *st);
+    if (st) {
+        st->t0_ns = kt_clock_ns();
+        strbuf_init(&st->body, HTTP_MAX_BODY);
+    }
+    return st;
+}
+
+void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    req_state *st = state_new();
+    if (!st || !uri)
+        return st;
+    st->target_too_long = strlen(uri) > HTTP_MAX_URL;
+    char *q = strchr(uri, '?');
+    if (q) {
+        int n = 0;
+        for (const char *p = q + 1; *p; p++) {
+            if (*p != '&' && (p == q + 1 || p[-1] == '&'))
+                n++;
+        }
+        st->query_params = n;
+        if (st->target_too_long || n > HTTP_MAX_QUERY_PARAMS) {
+            /* MHD parses the arguments from the byte after '?' once this returns: an empty string
+             * there keeps it from spending connection memory on what will be refused anyway. uri
+             * points into MHD's read buffer (libmicrohttpd 0.9.75, connection.c
+             * parse_initial_message_line), writable; const only in the callback's type. */
+            q[1] = '\0';
+        }
+    }
+    return st;
+}
+
+typedef struct field_walk {
+    http_fields f;
+} field_walk;
+
+static enum MHD_Result walk_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    field_walk *w = cls;
+    http_fields_add(&w->f, key, key_size, value ? value : "", value ? value_size : 0);
+    return MHD_YES;
+}
+
+typedef struct arg_walk {
+    const char *keys[HTTP_MAX_QUERY_PARAMS + 1];
+    int n;
+    const char *repeated;
+    const char *not_utf8;
+} arg_walk;
+
+static enum MHD_Result walk_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    arg_walk *w = cls;
+    if (!http_utf8_valid(key) || (value && !http_utf8_valid(value))) {
+        w->not_utf8 = key;
+        return MHD_NO;
+    }
+    for (int i = 0; i < w->n; i++) {
+        if (strcmp(w->keys[i], key) == 0) {
+            w->repeated = key;
+            return MHD_NO;
+        }
+    }
+    if (w->n < HTTP_MAX_QUERY_PARAMS + 1)
+        w->keys[w->n++] = key;
+    return MHD_YES;
+}
+
+/* The edges every request passes before its body is read; 0, or -1 with st->refusal set. */
+static int check_edges(struct MHD_Connection *conn, const char *version, req_state *st)
+{
+    kt_error *err = &st->refusal;
+    if (http_version_check(version, err) < 0)
+        return -1;
+    if (st->target_too_long) {
+        kt_error_set(err, KT_ERR_URI_TOO_LONG, "the request target exceeds %d bytes", HTTP_MAX_URL);
+        kt_error_hint(err, "shorten the path and query string");
+        return -1;
+    }
+    if (st->query_params > HTTP_MAX_QUERY_PARAMS) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "the query string has %d parameters; at most %d",
+                     st->query_params, HTTP_MAX_QUERY_PARAMS);
+        return -1;
+    }
+    field_walk fw;
+    http_fields_init(&fw.f);
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, walk_field, &fw);
+    if (http_fields_verdict(&fw.f, err) < 0)
+        return -1;
+    arg_walk aw;
+    aw.n = 0;
+    aw.repeated = aw.not_utf8 = NULL;
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, walk_arg, &aw);
+    if (aw.not_utf8) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "a query parameter is not valid UTF-8");
+        kt_error_hint(err, "percent-encode the UTF-8 bytes of names and values");
+        return -1;
+    }
+    if (aw.repeated) {
+        char printable[64];
+        http_printable(printable, sizeof printable, aw.repeated);
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "query parameter '%s' is given more than once",
+                     printable);
+        kt_error_hint(err, "give each parameter once");
+        return -1;
+    }
+    return 0;
+}
+
 enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
 {
-    http_server *s = cls;
+    http_worker *w = cls;
     req_state *st = *con_cls;
-    (void)version;
     if (!st) {
-        st = calloc(1, sizeof *st);
+        st = state_new();
         if (!st)
             return MHD_NO;
-        st->t0_ns = kt_clock_ns();
-        strbuf_init(&st->body, HTTP_MAX_BODY);
         *con_cls = st;
+    }
+    if (!st->started) {
+        st->started = 1;
+        if (check_edges(conn, version, st) < 0) {
+            /* Answered before the body is read: the connection closes after the reply, so a body
+             * framed two ways is never read as a next request. */
+            st->refused = 1;
+            return answer(w, conn, url, method, st);
+        }
         if (declared_too_large(conn)) {
             /* Refused before reading any of it; MHD closes the connection after this reply, since
              * the unread body would otherwise be taken for the next request. */
             st->too_large = 1;
-            return answer(s, conn, url, method, st);
+            return answer(w, conn, url, method, st);
         }
         return MHD_YES;
     }
@@ -224,7 +385,7 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
     }
     if (st->answered)
         return MHD_YES;
-    return answer(s, conn, url, method, st);
+    return answer(w, conn, url, method, st);
 }
 
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

@@ -1,6 +1,7 @@
-/* The server object and its MHD daemon: options checked in http_server_new, the daemon started with
- * an internal thread pool (epoll where available), bind failures explained via a probe socket, and
- * percent-decoding that keeps "%00" as written. The per-request lifecycle lives in request.c. */
+/* The server object and its workers: options checked in http_server_new; one MHD daemon per
+ * thread (epoll, no listening socket: gate.c accepts and hands connections over), the open files
+ * limit raised for the connection limit, bind failures explained, and percent-decoding that keeps
+ * "%00" as written. The per-request lifecycle lives in request.c. */
 #include "http/http_internal.h"
 
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -17,12 +19,11 @@
 
 #define HTTP_DEFAULT_THREADS 4
 #define HTTP_MAX_THREADS     256
-#define HTTP_IDLE_TIMEOUT_S  60u /* idle keep-alive connections are closed after this */
-/* Per-connection memory (request line, headers, reply header): libmicrohttpd zeroes all of it for
- * every request, so its default of 32 KiB cost 11% of the CPU of a cached GET /v1/best; 16 KiB
- * measured 17% less CPU per request (tests/bench/results/v1-best-wrk.txt). Headers that do not fit
- * get 431. */
-#define HTTP_CONNECTION_MEMORY ((size_t)16 * 1024)
+/* Connection memory of libmicrohttpd (its default is 32 KiB): large enough that ktune's own limits
+ * (HTTP_MAX_URL, HTTP_MAX_HEADER_BYTES, HTTP_MAX_HEADERS) are always reached first and answered
+ * in JSON; MHD zeroes it between requests, so it is not made larger than needed. */
+#define HTTP_CONN_MEMORY (64 * 1024)
+#define HTTP_FD_RESERVE  256 /* open files kept for everything but connections */
 
 /* ---- lifecycle ---- */
 
@@ -52,6 +53,30 @@ http_server *http_server_new(const http_route *routes, void *app, const http_ser
                      s->threads, HTTP_MAX_THREADS);
         goto out;
     }
+    s->max_connections =
+        opt->max_connections > 0 ? opt->max_connections : HTTP_DEFAULT_MAX_CONNECTIONS;
+    s->max_connections_per_ip = opt->max_connections_per_ip > 0
+                                    ? opt->max_connections_per_ip
+                                    : HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP;
+    s->header_timeout_s =
+        opt->header_timeout_s > 0 ? opt->header_timeout_s : HTTP_DEFAULT_HEADER_TIMEOUT_S;
+    s->heavy_limit = s->threads > 3 ? s->threads - 2 : 1;
+    s->route_heavy = calloc((size_t)s->n_routes + 1, 1);
+    if (!s->route_heavy) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    for (int i = 0; opt->heavy && opt->heavy[i]; i++) {
+        int found = 0;
+        for (int r = 0; r < s->n_routes; r++) {
+            if (strcmp(routes[r].pattern, opt->heavy[i]) == 0)
+                s->route_heavy[r] = found = 1;
+        }
+        if (!found) {
+            kt_error_set(err, KT_ERR_CONFIG, "http: heavy route %s is not a route", opt->heavy[i]);
+            goto out;
+        }
+    }
     if (opt->web_root && opt->web_root[0]) {
         struct stat st;
         s->web_root_real = realpath(opt->web_root, NULL);
@@ -76,10 +101,15 @@ out:
 
 void http_server_stop(http_server *s)
 {
-    if (!s || !s->daemon)
+    if (!s || !s->started)
         return;
-    MHD_stop_daemon(s->daemon); /* joins the worker threads: no handler runs after this */
-    s->daemon = NULL;
+    http_gate_stop(s); /* no new connections */
+    for (int i = 0; i < s->threads; i++) {
+        if (s->workers[i].daemon)
+            MHD_stop_daemon(s->workers[i].daemon); /* joins its thread: no handler runs after */
+        s->workers[i].daemon = NULL;
+    }
+    s->started = 0;
 }
 
 void http_server_free(http_server *s)
@@ -87,6 +117,9 @@ void http_server_free(http_server *s)
     if (!s)
         return;
     http_server_stop(s);
+    http_gate_free(s);
+    free(s->workers);
+    free(s->route_heavy);
     http_metrics_destroy(&s->metrics);
     free(s->listen);
     free(s->web_root_real);
@@ -158,46 +191,92 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
+/* MHD's connection notifications: a closed connection is counted down in the gate. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    http_worker *w = cls;
+    (void)socket_context;
+    if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
+        return;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    atomic_fetch_sub(&w->conns, 1);
+    http_gate_conn_closed(w->server, ci ? ci->client_addr : NULL);
+}
+
+/* Raises the soft open files limit to the hard one and keeps max_connections within it. */
+static void fit_open_files(http_server *s)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_info("http: open files limit raised from %llu to %llu", (unsigned long long)was,
+                     (unsigned long long)rl.rlim_max);
+        else
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)s->max_connections + HTTP_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > HTTP_FD_RESERVE + 16 ? (int)(rl.rlim_cur - HTTP_FD_RESERVE) : 16;
+        log_warn("http: %d connections do not fit the open files limit (%llu); serving at most %d",
+                 s->max_connections, (unsigned long long)rl.rlim_cur, fit);
+        s->max_connections = fit;
+    }
+}
+
 int http_server_start(http_server *s, kt_error *err)
 {
     if (!s)
         return kt_error_set(err, KT_ERR_INTERNAL, "http: no server");
-    if (s->daemon)
+    if (s->started)
         return 0;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    fit_open_files(s);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+                     MHD_USE_NO_LISTEN_SOCKET;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
-    uint16_t port;
-    if (s->addr.ipv6) {
-        flags |= MHD_USE_IPv6;
-        port = ntohs(((const struct sockaddr_in6 *)&s->addr.ss)->sin6_port);
-    } else {
-        port = ntohs(((const struct sockaddr_in *)&s->addr.ss)->sin_port);
+    unsigned timeout = (unsigned)(s->header_timeout_s + 0.999);
+    free(s->workers);
+    s->workers = calloc((size_t)s->threads, sizeof *s->workers);
+    if (!s->workers)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    s->started = 1; /* from here http_server_stop undoes what was started */
+    for (int i = 0; i < s->threads; i++) {
+        http_worker *w = &s->workers[i];
+        w->server = s;
+        /* Idle keep-alive connections (and stalled transfers) are closed after the header
+         * deadline; the gate enforces it for a connection's first request. */
+        // clang-format off
+        w->daemon = MHD_start_daemon(flags, 0, NULL, NULL, http_on_access, w,
+                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+                                     MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, s,
+                                     MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
+                                     MHD_OPTION_URI_LOG_CALLBACK, http_on_uri, s,
+                                     MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+                                     MHD_OPTION_END);
+        // clang-format on
+        if (!w->daemon) {
+            http_server_stop(s);
+            return kt_error_set(err, KT_ERR_CONFIG,
+                                "could not start the HTTP server's thread %d (see the log)", i);
+        }
     }
-    /* A pool size of 1 makes MHD warn; 0 means the one internal thread. */
-    unsigned pool = s->threads > 1 ? (unsigned)s->threads : 0;
-    // clang-format off
-    s->daemon = MHD_start_daemon(flags, port, NULL, NULL, http_on_access, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-                                 MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&s->addr.ss,
-                                 MHD_OPTION_THREAD_POOL_SIZE, pool,
-                                 MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, s,
-                                 MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONNECTION_MEMORY,
-                                 MHD_OPTION_END);
-    // clang-format on
-    if (!s->daemon) {
-        int e = http_listen_probe(&s->addr);
-        if (e)
-            kt_error_set(err, KT_ERR_CONFIG, "cannot listen on %s: %s", s->listen, strerror(e));
-        else
-            kt_error_set(err, KT_ERR_CONFIG, "could not start the HTTP server on %s (see the log)",
-                         s->listen);
+    if (http_gate_start(s, err) != 0) {
+        http_server_stop(s);
+        http_gate_free(s);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : port;
-    log_info("http: listening on %s (port %d, %d threads%s%s)", s->listen, s->port, s->threads,
-             s->web_root_real ? ", web root " : "", s->web_root_real ? s->web_root_real : "");
+    log_info("http: listening on %s (port %d, %d threads, at most %d connections, %d per "
+             "address, header deadline %.3g s%s%s)",
+             s->listen, s->port, s->threads, s->max_connections, s->max_connections_per_ip,
+             s->header_timeout_s, s->web_root_real ? ", web root " : "",
+             s->web_root_real ? s->web_root_real : "");
     return 0;
 }

@@ -18,6 +18,13 @@
 #define HTTP_MAX_BODY        (1024 * 1024) /* bytes; larger bodies get 413 body_too_large */
 #define HTTP_MAX_JSON_DEPTH  32            /* deeper bodies get 400 json_too_deep */
 #define HTTP_MAX_PATH_PARAMS 4
+/* Request edges, answered in the JSON error shape before any handler runs (http/README.md): */
+#define HTTP_MAX_URL          8192 /* request target with its query; longer: 414 uri_too_long */
+#define HTTP_MAX_QUERY_PARAMS 64   /* more: 400 bad_request; a repeated name: 400 bad_request */
+#define HTTP_MAX_HEADERS      64   /* header fields; more: 431 headers_too_large */
+#define HTTP_MAX_HEADER_BYTES                                                                      \
+    16384 /* names + values of all fields; more: 431 headers_too_large                             \
+           */
 
 typedef struct http_server http_server;
 
@@ -53,7 +60,25 @@ typedef struct http_server_options {
     const char *listen;   /* "127.0.0.1:8080", "[::1]:8080", ":8080" */
     const char *web_root; /* folder of static files served for paths no route matches, or NULL */
     int threads;          /* worker threads of the server [4] */
+    /* Patterns of heavy routes (long or large: trial pages, imports, exports), NULL-ended, or
+     * NULL: at most threads - 2 of their handlers run at once (at least 1); beyond, 429
+     * too_many_requests with Retry-After, so that light routes (/healthz, /v1/best) always find a
+     * thread. Borrowed. */
+    const char *const *heavy;
+    /* Admission (0 = default): connections at once [HTTP_DEFAULT_MAX_CONNECTIONS, at most what
+     * RLIMIT_NOFILE leaves], per client address [HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP]; beyond,
+     * new connections are closed unanswered. header_timeout_s: a connection that has not sent a
+     * request's full headers this long after it opened or after its previous reply is closed
+     * [HTTP_DEFAULT_HEADER_TIMEOUT_S; a quarter of it, at least 1 s, while more than half of
+     * max_connections are open]. */
+    int max_connections;
+    int max_connections_per_ip;
+    double header_timeout_s;
 } http_server_options;
+
+#define HTTP_DEFAULT_MAX_CONNECTIONS        4096
+#define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 2048
+#define HTTP_DEFAULT_HEADER_TIMEOUT_S       10.0
 
 /* routes: array terminated by an entry whose method is NULL. */
 http_server *http_server_new(const http_route *routes, void *app, const http_server_options *opt,

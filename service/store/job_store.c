@@ -566,3 +566,22 @@ out:
     PQclear(r);
     return rc;
 }
+
+int job_store_queue_load(PGconn *c, long long *queued_jobs, long long *pending_evaluations,
+                         kt_error *err)
+{
+    /* jobs_status_id_idx: only the unfinished jobs are read. */
+    PGresult *r = db_exec(
+        c,
+        "SELECT count(*) FILTER (WHERE status = 'queued'), "
+        "coalesce(sum(greatest(least(coalesce(budget_evaluations, " JOB_SECONDS_ONLY_EVALUATIONS_SQL
+        "), space_size) - trials_done, 0)), "
+        "0)::bigint FROM jobs WHERE status IN ('queued', 'running')",
+        0, NULL, err);
+    if (!r)
+        return -1;
+    *queued_jobs = store_get_ll(r, 0, 0);
+    *pending_evaluations = store_get_ll(r, 0, 1);
+    PQclear(r);
+    return 0;
+}

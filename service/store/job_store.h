@@ -165,4 +165,12 @@ int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err);
  * host whose pid is not alive. Returns how many were freed. */
 int job_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, kt_error *err);
 
+/* The load of the queue, for admission (api/tune.c): jobs queued, and the evaluations queued
+ * and running jobs may still make: the smaller of budget and space size, less trials done; a job
+ * with only a seconds budget counts as JOB_SECONDS_ONLY_EVALUATIONS (at most its space size). */
+#define JOB_SECONDS_ONLY_EVALUATIONS     1000
+#define JOB_SECONDS_ONLY_EVALUATIONS_SQL "1000"
+int job_store_queue_load(PGconn *c, long long *queued_jobs, long long *pending_evaluations,
+                         kt_error *err);
+
 #endif

@@ -139,7 +139,7 @@ static inline int setup(void **state)
     assert_non_null(f);
     kt_error err;
     kt_error_clear(&err);
-    http_server_options opt = {"127.0.0.1:0", NULL, 4};
+    http_server_options opt = {.listen = "127.0.0.1:0", .threads = 4};
     f->s = http_server_new(routes, &f->app, &opt, &err);
     assert_non_null(f->s);
     f->app.server = f->s;

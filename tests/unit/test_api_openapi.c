@@ -495,10 +495,13 @@ static void budget_bounds_match_the_parser(void **state)
                      KT_ERR_BUDGET_TOO_LARGE);
     json_t *sec = json_object_get(props, "seconds");
     double sec_max = json_number_value(json_object_get(sec, "maximum"));
-    assert_true(json_number_value(json_object_get(sec, "exclusiveMinimum")) == 0);
+    double sec_min = json_number_value(json_object_get(sec, "minimum"));
+    assert_true(sec_min == TUNE_MIN_SECONDS);
     assert_true(sec_max == cfg.max_seconds);
     assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", sec_max)), KT_OK);
-    assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", 1e-6)), KT_OK);
+    assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", sec_min)), KT_OK);
+    assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", sec_min * 0.9)),
+                     KT_ERR_OUT_OF_RANGE);
     assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", 0.0)), KT_ERR_OUT_OF_RANGE);
     assert_int_equal(parse_budget(json_pack("{s:f}", "seconds", sec_max * 1.001)),
                      KT_ERR_BUDGET_TOO_LARGE);

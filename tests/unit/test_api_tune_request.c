@@ -101,6 +101,11 @@ static void refuses_each_bad_field(void **state)
          "evaluations"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":0}}", KT_ERR_OUT_OF_RANGE,
          "seconds"},
+        /* #11: a budget of 1e-300 s was accepted and queued a job that could never measure */
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":1e-300}}", KT_ERR_OUT_OF_RANGE,
+         "seconds"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":0.0009}}", KT_ERR_OUT_OF_RANGE,
+         "0.001"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"seconds\":3601}}",
          KT_ERR_BUDGET_TOO_LARGE, "3600"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"hours\":1}}", KT_ERR_UNKNOWN_FIELD,

@@ -83,7 +83,7 @@ static int setup(void **state)
 
     kt_error err;
     kt_error_clear(&err);
-    http_server_options opt = {"127.0.0.1:0", f->root, 2};
+    http_server_options opt = {.listen = "127.0.0.1:0", .web_root = f->root, .threads = 2};
     f->s = http_server_new(routes, NULL, &opt, &err);
     assert_non_null(f->s);
     assert_int_equal(http_server_start(f->s, &err), 0);

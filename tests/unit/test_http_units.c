@@ -28,7 +28,7 @@ static const http_route routes[] = {
 
 static http_server *make(const char *listen, const char *web_root, kt_error *err)
 {
-    http_server_options opt = {listen, web_root, 2};
+    http_server_options opt = {.listen = listen, .web_root = web_root, .threads = 2};
     kt_error_clear(err);
     return http_server_new(routes, NULL, &opt, err);
 }
@@ -61,7 +61,7 @@ static void bad_listen_strings_are_config_errors(void **state)
             assert_non_null(strstr(err.message, bad[i]));
     }
     kt_error err;
-    http_server_options opt = {NULL, NULL, 2};
+    http_server_options opt = {.listen = NULL, .threads = 2};
     assert_null(http_server_new(routes, NULL, &opt, &err));
     assert_int_equal(err.code, KT_ERR_CONFIG);
     const char *good[] = {":0", "127.0.0.1:0", "localhost:0", "[::1]:0", "0.0.0.0:8080"};
@@ -105,7 +105,7 @@ static void bad_routes_and_options_are_refused(void **state)
         {{"GET", "/a/{b}{c}", h_ok}, {NULL, NULL, NULL}},
         {{"GET", "/{a}/{b}/{c}/{d}/{e}", h_ok}, {NULL, NULL, NULL}},
     };
-    http_server_options opt = {"127.0.0.1:0", NULL, 2};
+    http_server_options opt = {.listen = "127.0.0.1:0", .threads = 2};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kt_error err;
         kt_error_clear(&err);
@@ -121,7 +121,7 @@ static void bad_routes_and_options_are_refused(void **state)
     assert_non_null(strstr(err.message, "/nonexistent/kt/web"));
     assert_null(make("127.0.0.1:0", "/etc/hostname", &err)); /* a file, not a folder */
     assert_int_equal(err.code, KT_ERR_CONFIG);
-    http_server_options many = {"127.0.0.1:0", NULL, 100000};
+    http_server_options many = {.listen = "127.0.0.1:0", .threads = 100000};
     assert_null(http_server_new(routes, NULL, &many, &err));
     assert_int_equal(err.code, KT_ERR_CONFIG);
 }
@@ -130,7 +130,7 @@ static void start_stop_cycles_and_all_interfaces(void **state)
 {
     (void)state;
     kt_error err;
-    http_server_options opt = {":0", NULL, 1}; /* one thread: no pool */
+    http_server_options opt = {.listen = ":0", .threads = 1}; /* one thread: no pool */
     http_server *s = http_server_new(routes, NULL, &opt, &err);
     assert_non_null(s);
     for (int round = 0; round < 3; round++) {
