@@ -255,7 +255,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     http_server_options hopt = {.listen = svc->cfg.listen,
                                 .web_root = api ? svc->cfg.web_dir : "",
                                 .threads = cfg->http_threads,
-                                .heavy = api_heavy_routes(),
+                                .heavy = api ? api_heavy_routes() : NULL,
                                 .max_connections = cfg->max_connections,
                                 .max_connections_per_ip = cfg->max_connections_per_ip,
                                 .header_timeout_s = cfg->http_header_timeout_s};
