@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "store/pg_auth.h"
 
 #define PG_PORT          "5432"
 #define PG_SOCKET_NAME   "/.s.PGSQL." PG_PORT
@@ -41,7 +42,10 @@ struct pg_cluster {
     char log_path[PATH_MAX];   /* <data_dir>/pg.log */
     char socket_dir[PATH_MAX]; /* <data_dir>/pg-socket, or a mkdtemp dir under /tmp */
     int socket_is_tmp;         /* socket_dir is a private /tmp dir: removed after stop */
-    char conninfo[PATH_MAX + 128];
+    char conninfo[PATH_MAX + 192];
+    char admin_secret[PG_AUTH_SECRET_SIZE]; /* ktune_admin's password (pg_auth.h) */
+    char ktune_secret[PG_AUTH_SECRET_SIZE]; /* the service role's password */
+    int legacy; /* a cluster of an older ktuned: trust auth, superuser ktune (upgraded at start) */
     int as_postgres; /* we are root: children switch to the postgres user */
     uid_t uid;
     gid_t gid;
@@ -404,13 +408,19 @@ static void conninfo_add(char *out, size_t size, const char *key, const char *va
     out[n] = '\0';
 }
 
-static void build_conninfo(pg_cluster *c, char *out, size_t size, const char *dbname)
+/* user/password NULL: only the socket (for pings and pg_auth_upgrade_legacy's base). */
+static void build_conninfo(pg_cluster *c, char *out, size_t size, const char *dbname,
+                           const char *user, const char *password)
 {
     out[0] = '\0';
     conninfo_add(out, size, "host", c->socket_dir);
     conninfo_add(out, size, "port", PG_PORT);
-    conninfo_add(out, size, "dbname", dbname);
-    conninfo_add(out, size, "user", "ktune");
+    if (dbname)
+        conninfo_add(out, size, "dbname", dbname);
+    if (user)
+        conninfo_add(out, size, "user", user);
+    if (password && password[0])
+        conninfo_add(out, size, "password", password);
 }
 
 /* Waits until the server at socket_dir accepts connections (it may still be starting up). */
@@ -419,7 +429,7 @@ static int wait_ready(pg_cluster *c)
     char info[sizeof c->conninfo];
     for (int i = 0; i < PG_READY_SECONDS * 10; i++) {
         if (read_pid_file_socket_dir(c, c->socket_dir, sizeof c->socket_dir) == 0) {
-            build_conninfo(c, info, sizeof info, "postgres");
+            build_conninfo(c, info, sizeof info, "postgres", PG_AUTH_ADMIN_ROLE, NULL);
             if (PQping(info) == PQPING_OK)
                 return 0;
         }
@@ -436,8 +446,11 @@ static int choose_socket_dir(pg_cluster *c, kt_error *err)
     char dir[PATH_MAX];
     if (path_join(dir, sizeof dir, c->data_dir, "/pg-socket") == 0 &&
         strlen(dir) + strlen(PG_SOCKET_NAME) <= PG_SOCKET_MAX && safe_unquoted(dir)) {
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        /* Private: only the cluster's user (and root) may reach the socket (issue #11). */
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
             return kt_error_set(err, KT_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+        if (chmod(dir, 0700) != 0)
+            return kt_error_set(err, KT_ERR_IO, "cannot make %s private: %s", dir, strerror(errno));
         snprintf(c->socket_dir, sizeof c->socket_dir, "%s", dir);
         c->socket_is_tmp = 0;
     } else {
@@ -530,65 +543,188 @@ static int start_server(pg_cluster *c, kt_error *err)
     return 0;
 }
 
-static int init_cluster(pg_cluster *c, kt_error *err)
+/* The secrets of pg_auth.h: generated when the cluster is created; a cluster that exists without
+ * the admin secret was made by an older ktuned (trust authentication): c->legacy. */
+static int load_secrets(pg_cluster *c, int exists, kt_error *err)
 {
     char path[PATH_MAX];
-    if (path_join(path, sizeof path, c->pgdata, "/PG_VERSION") != 0)
+    if (path_join(path, sizeof path, c->data_dir, PG_AUTH_ADMIN_FILE) != 0)
         return kt_error_set(err, KT_ERR_CONFIG, "data directory path too long: %s", c->data_dir);
-    if (is_file(path))
+    int rc = pg_auth_secret(path, !exists, c->admin_secret, sizeof c->admin_secret, err);
+    if (rc < 0)
+        return -1;
+    c->legacy = rc == 1;
+    if (path_join(path, sizeof path, c->data_dir, PG_AUTH_KTUNE_FILE) != 0 ||
+        pg_auth_secret(path, 1, c->ktune_secret, sizeof c->ktune_secret, err) != 0)
+        return -1;
+    return 0;
+}
+
+static int init_cluster(pg_cluster *c, kt_error *err)
+{
+    char path[PATH_MAX], pwfile[PATH_MAX], pwopt[PATH_MAX + 16];
+    int rc = -1;
+    if (path_join(path, sizeof path, c->pgdata, "/PG_VERSION") != 0 ||
+        path_join(pwfile, sizeof pwfile, c->data_dir, "/pg-initdb.pw") != 0 ||
+        snprintf(pwopt, sizeof pwopt, "--pwfile=%s", pwfile) >= (int)sizeof pwopt)
+        return kt_error_set(err, KT_ERR_CONFIG, "data directory path too long: %s", c->data_dir);
+    int exists = is_file(path);
+    if (load_secrets(c, exists, err) != 0)
+        return -1;
+    if (exists)
         return 0;
-    char *argv[] = {c->initdb, "-D",   c->pgdata,          "-U", "ktune", "--auth=trust",
-                    "-E",      "UTF8", "--locale=C.UTF-8", NULL};
+    /* initdb (as postgres) reads the superuser's password from a file: a short-lived copy it owns.
+     */
+    unlink(pwfile);
+    int fd = open(pwfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t len = strlen(c->admin_secret);
+    if (fd < 0 || write(fd, c->admin_secret, len) != (ssize_t)len ||
+        (c->as_postgres && fchown(fd, c->uid, c->gid) != 0)) {
+        kt_error_set(err, KT_ERR_IO, "cannot write %s: %s", pwfile, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto out;
+    }
+    close(fd);
+    char *argv[] = {c->initdb,
+                    "-D",
+                    c->pgdata,
+                    "-U",
+                    PG_AUTH_ADMIN_ROLE,
+                    pwopt,
+                    "--auth-local=scram-sha-256",
+                    "--auth-host=reject",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                    NULL};
     log_info("creating the embedded postgresql cluster in %s", c->pgdata);
     int st = run_child(c, argv, c->log_path);
     if (st != 0) {
         set_tail_error(c, err, "initdb failed", st);
-        return -1;
-    }
-    return 0;
-}
-
-static int ensure_database(pg_cluster *c, kt_error *err)
-{
-    char info[sizeof c->conninfo];
-    int rc = -1;
-    PGresult *res = NULL;
-    build_conninfo(c, info, sizeof info, "postgres");
-    conninfo_add(info, sizeof info, "application_name", "ktuned");
-    PGconn *conn = PQconnectdb(info);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        kt_error_set(err, KT_ERR_DATABASE, "cannot connect to the embedded postgresql: %s",
-                     PQerrorMessage(conn));
         goto out;
-    }
-    const char *params[] = {"ktune"};
-    res = PQexecParams(conn, "SELECT 1 FROM pg_database WHERE datname = $1", 1, NULL, params, NULL,
-                       NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        kt_error_set(err, KT_ERR_DATABASE, "cannot list databases: %s", PQresultErrorMessage(res));
-        goto out;
-    }
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        res = PQexec(conn, "CREATE DATABASE ktune");
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        /* 42P04: another ktuned created it between our check and now. */
-        if (PQresultStatus(res) != PGRES_COMMAND_OK && !(state && strcmp(state, "42P04") == 0)) {
-            kt_error_set(err, KT_ERR_DATABASE, "cannot create database ktune: %s",
-                         PQresultErrorMessage(res));
-            goto out;
-        }
-        log_info("created database ktune");
     }
     rc = 0;
 out:
-    if (rc != 0 && err) {
-        /* libpq messages end with a newline; keep the error on one line. */
-        err->message[strcspn(err->message, "\n")] = '\0';
+    unlink(pwfile);
+    return rc;
+}
+
+static PGconn *connect_as(pg_cluster *c, const char *dbname, const char *user, const char *password,
+                          kt_error *err)
+{
+    char info[sizeof c->conninfo];
+    build_conninfo(c, info, sizeof info, dbname, user, password);
+    conninfo_add(info, sizeof info, "application_name", "ktuned-setup");
+    PGconn *conn = PQconnectdb(info);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        kt_error_set(err, KT_ERR_DATABASE, "cannot connect to the embedded postgresql as %s: %s",
+                     user, PQerrorMessage(conn));
+        if (err)
+            err->message[strcspn(err->message, "\n")] = '\0';
+        PQfinish(conn);
+        return NULL;
     }
+    return conn;
+}
+
+static int set_admin_password(PGconn *conn, const char *secret, kt_error *err)
+{
+    char sql[256];
+    char *lit = PQescapeLiteral(conn, secret, strlen(secret));
+    if (!lit)
+        return kt_error_set(err, KT_ERR_DATABASE, "upgrade: %s", PQerrorMessage(conn));
+    snprintf(sql, sizeof sql, "ALTER ROLE " PG_AUTH_ADMIN_ROLE " PASSWORD %s", lit);
+    PQfreemem(lit);
+    PGresult *res = PQexec(conn, sql);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        kt_error_set(err, KT_ERR_DATABASE, "upgrade: %s", PQresultErrorMessage(res));
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+/* A cluster of an older ktuned (still on trust authentication): its superuser `ktune` becomes
+ * ktune_admin with a generated password. The secret is written under a .new name first and takes
+ * its place once the role has it, so an interrupted upgrade is resumed at the next start. */
+static int upgrade_legacy(pg_cluster *c, kt_error *err)
+{
+    char path[PATH_MAX], pending[PATH_MAX], base[sizeof c->conninfo];
+    int rc = -1;
+    PGconn *conn = NULL;
+    PGresult *res = NULL;
+    if (path_join(path, sizeof path, c->data_dir, PG_AUTH_ADMIN_FILE) != 0 ||
+        path_join(pending, sizeof pending, path, ".new") != 0)
+        return kt_error_set(err, KT_ERR_CONFIG, "data directory path too long: %s", c->data_dir);
+    if (pg_auth_secret(pending, 1, c->admin_secret, sizeof c->admin_secret, err) != 0)
+        return -1;
+    build_conninfo(c, base, sizeof base, NULL, NULL, NULL);
+    conn = connect_as(c, "postgres", "ktune", NULL, NULL);
+    res = conn ? PQexec(conn, "SELECT oid = 10 FROM pg_roles WHERE rolname = 'ktune'") : NULL;
+    int boot = res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+               strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    if (boot) {
+        if (pg_auth_upgrade_legacy(conn, base, c->admin_secret, err) != 0)
+            goto out;
+    } else {
+        /* Renamed by an upgrade that stopped before its secret was kept: set the password again. */
+        PQfinish(conn);
+        if (!(conn = connect_as(c, "postgres", PG_AUTH_ADMIN_ROLE, NULL, err))) {
+            kt_error_hint(err,
+                          "the cluster in %s has neither the superuser ktune of older versions "
+                          "nor " PG_AUTH_ADMIN_ROLE,
+                          c->pgdata);
+            goto out;
+        }
+        if (set_admin_password(conn, c->admin_secret, err) != 0)
+            goto out;
+    }
+    if (rename(pending, path) != 0) {
+        kt_error_set(err, KT_ERR_IO, "cannot rename %s: %s", pending, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
     PQclear(res);
     PQfinish(conn);
     return rc;
+}
+
+/* pg_hba.conf (password logins only) is rewritten at every start and the server told to reload it,
+ * which also upgrades a server started by an older ktuned that is still running. Then, as
+ * ktune_admin: the service role, its database, and (for upgraded clusters) its tables. */
+static int setup_auth(pg_cluster *c, kt_error *err)
+{
+    int rc = -1;
+    PGconn *admin = NULL;
+    if (c->legacy && upgrade_legacy(c, err) != 0)
+        return -1;
+    if (pg_auth_write_hba(c->pgdata, c->as_postgres, c->uid, c->gid, err) != 0)
+        return -1;
+    char *argv[] = {c->pg_ctl, "-D", c->pgdata, "reload", NULL};
+    if (run_child(c, argv, c->log_path) != 0)
+        log_warn("pg_ctl reload failed; see %s", c->log_path);
+    if (!(admin = connect_as(c, "postgres", PG_AUTH_ADMIN_ROLE, c->admin_secret, err)) ||
+        pg_auth_ensure_service(admin, c->ktune_secret, err) != 0)
+        goto out;
+    PQfinish(admin);
+    if (!(admin = connect_as(c, "ktune", PG_AUTH_ADMIN_ROLE, c->admin_secret, err)) ||
+        pg_auth_own_objects(admin, err) != 0)
+        goto out;
+    rc = 0;
+out:
+    PQfinish(admin);
+    return rc;
+}
+
+/* The socket directory is private to the cluster's user (root reaches it anyway); also for a server
+ * started by an older ktuned, whose directory was 0755. */
+static int make_socket_private(const pg_cluster *c, kt_error *err)
+{
+    if (chmod(c->socket_dir, 0700) != 0)
+        return kt_error_set(err, KT_ERR_IO, "cannot make %s private: %s", c->socket_dir,
+                            strerror(errno));
+    return chown_to_postgres(c, c->socket_dir, err);
 }
 
 static int prepare_dirs(pg_cluster *c, const char *data_dir, kt_error *err)
@@ -674,9 +810,9 @@ pg_cluster *pg_cluster_start(const char *data_dir, kt_error *err)
     char own[PATH_MAX];
     c->socket_is_tmp = path_join(own, sizeof own, c->data_dir, "/pg-socket") != 0 ||
                        strcmp(own, c->socket_dir) != 0;
-    if (ensure_database(c, err) != 0)
+    if (make_socket_private(c, err) != 0 || setup_auth(c, err) != 0)
         goto out;
-    build_conninfo(c, c->conninfo, sizeof c->conninfo, "ktune");
+    build_conninfo(c, c->conninfo, sizeof c->conninfo, "ktune", PG_AUTH_SERVICE, c->ktune_secret);
     ok = 1;
 out:
     if (!ok) {

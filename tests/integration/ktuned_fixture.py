@@ -108,6 +108,26 @@ class Ktuned:
         if self.own_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    # --- the embedded PostgreSQL (password logins only on a private socket; store/pg_auth.h) ------
+    def pg_secret(self, role="ktune"):
+        """The generated password of the service role `ktune` or of the superuser `ktune_admin`."""
+        name = "pg-ktune.secret" if role == "ktune" else "pg-admin.secret"
+        with open(os.path.join(self.data_dir, name)) as f:
+            return f.read().strip()
+
+    def pg_conninfo(self, dbname="ktune", role="ktune"):
+        """libpq conninfo for psql or --database-url, password included."""
+        return "host=%s port=5432 dbname=%s user=%s password=%s" % (
+            os.path.join(self.data_dir, "pg-socket"), dbname, role, self.pg_secret(role))
+
+    def psql(self, sql, role="ktune", dbname="ktune", check=True):
+        """Runs SQL with psql on the embedded cluster; returns stdout (unaligned, tuples only)."""
+        out = subprocess.run(["psql", "-X", self.pg_conninfo(dbname, role), "-v", "ON_ERROR_STOP=1",
+                              "-At", "-c", sql], capture_output=True, text=True, timeout=60)
+        if check and out.returncode != 0:
+            raise AssertionError("psql failed: %s" % out.stderr)
+        return out.stdout.strip() if check else out
+
     def __enter__(self):
         return self.start()
 
