@@ -169,7 +169,11 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     /* Before any thread or child process exists, so that all of them inherit the affinity. */
     if (pin_service(svc, err) < 0)
         goto fail;
-    if (start_database(svc, err) < 0 || start_catalog(svc, err) < 0)
+    if (start_database(svc, err) < 0)
+        goto fail;
+    /* The listen rule (no token: loopback only) is checked before anything is served. */
+    if (!(svc->tokens = api_token_cache_new(&svc->cfg, svc->db, err)) ||
+        start_catalog(svc, err) < 0)
         goto fail;
     worker_options wopt = {.db = svc->db,
                            .cat = svc->cat,
@@ -189,7 +193,8 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
         goto fail;
     http_server_options hopt = {
         .listen = svc->cfg.listen, .web_root = svc->cfg.web_dir, .threads = cfg->http_threads};
-    svc->api = (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models};
+    svc->api =
+        (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->tokens};
     svc->http = http_server_new(api_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
@@ -208,6 +213,7 @@ void service_stop(service *svc)
     }
     worker_system_stop(svc->workers);
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
+    api_token_cache_free(svc->tokens);
     catalog_free(svc->cat);
     db_pool_free(svc->db);
     pg_cluster_stop(svc->pg);

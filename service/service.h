@@ -25,7 +25,8 @@ typedef struct service {
     db_pool *db;
     catalog *cat;
     worker_system *workers;
-    model_cache *models; /* loaded models and their predictions, owned */
+    model_cache *models;     /* loaded models and their predictions, owned */
+    api_token_cache *tokens; /* API tokens and the listen rule (api/tokens.c), owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
 } service;

@@ -38,6 +38,12 @@ class Ktuned:
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="ktune-it-", dir="/tmp")
         os.chmod(self.data_dir, 0o755)
         self.extra = list(extra)
+        # With --api-token, GETs made without explicit headers send it (reads need a token once any
+        # token exists); writes, and calls with headers given, send only what they pass.
+        self.token = None
+        for i, a in enumerate(self.extra[:-1]):
+            if a == "--api-token":
+                self.token = self.extra[i + 1]
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
         self.address = None
@@ -140,6 +146,8 @@ class Ktuned:
         own = conn is None
         conn = conn or http.client.HTTPConnection(self.address, timeout=60)
         hdrs = dict(headers or {})
+        if headers is None and self.token and method == "GET":
+            hdrs["Authorization"] = "Bearer " + self.token
         data = raw
         if body is not None:
             data = json.dumps(body).encode()
