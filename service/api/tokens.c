@@ -34,7 +34,7 @@ struct api_token_cache {
     int refreshing, stale;
     int has_startup; /* --api-token given: its hash, an admin token */
     unsigned char startup[KT_SHA256_SIZE];
-    int loopback, allow_insecure; /* the listen rule, kept for DELETE of the last token */
+    int loopback, allow_insecure; /* the listen rule, kept for when the last token is deleted */
 };
 
 static const char *const scope_names[] = {"read", "tune", "admin"};
@@ -293,6 +293,11 @@ int api_authorize(api_context *svc, const http_request *req, http_response *res,
                  scope_names[scope]);
         return deny(res, KT_ERR_UNAUTHORIZED, scope, what);
     }
+    /* Every token was deleted while a non-loopback address is served: fail closed (a restart
+     * with --api-token, or on loopback, opens it again). */
+    if (svc->tokens && !svc->tokens->loopback && !svc->tokens->allow_insecure)
+        return deny(res, KT_ERR_UNAUTHORIZED, scope,
+                    "no API token exists and this service listens on a non-loopback address");
     if (scope > API_SCOPE_READ && foreign_origin(req))
         return deny(res, KT_ERR_FORBIDDEN, scope,
                     "a write from another site (Origin or Sec-Fetch-Site) is refused");
@@ -446,26 +451,10 @@ void api_token_delete(void *app, const http_request *req, http_response *res)
         goto fail;
     if (!(c = api_db_acquire(svc, res)))
         return;
-    api_token_cache *t = svc->tokens;
-    if (t) {
-        cache_reload(t, c, NULL);
-        pthread_mutex_lock(&t->mu);
-        int last = !t->has_startup && t->n == 1 && t->rows[0].id == id;
-        int exposed = !t->loopback && !t->allow_insecure;
-        pthread_mutex_unlock(&t->mu);
-        if (last && exposed) {
-            kt_error_set(&err, KT_ERR_CONFLICT,
-                         "token %lld is the last one, and this service listens on a "
-                         "non-loopback address: without it, anyone reaching it could do anything",
-                         id);
-            kt_error_hint(&err, "create another admin token first (POST /v1/tokens)");
-            goto fail;
-        }
-    }
     if (token_store_delete(c, id, &err) < 0)
         goto fail;
-    if (t)
-        cache_reload(t, c, NULL);
+    if (svc->tokens)
+        cache_reload(svc->tokens, c, NULL);
     log_info("API token %lld deleted", id);
     http_reply_json(res, 200, json_pack("{s:I,s:b}", "id", (json_int_t)id, "deleted", 1));
     goto done;
