@@ -169,6 +169,14 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     /* Before any thread or child process exists, so that all of them inherit the affinity. */
     if (pin_service(svc, err) < 0)
         goto fail;
+    /* ktune-runner reads its user from the environment (runner/privileges.h): started by a root
+     * ktuned, it switches to this user before it compiles or runs a kernel. Set before any thread
+     * exists (setenv is not thread-safe). */
+    if (setenv("KTUNE_RUNNER_USER", svc->cfg.runner_user, 1) != 0) {
+        kt_error_set(err, KT_ERR_CONFIG, "cannot pass --runner-user to the runners: %s",
+                     strerror(errno));
+        goto fail;
+    }
     if (start_database(svc, err) < 0)
         goto fail;
     /* The listen rule (no token: loopback only) is checked before anything is served. */

@@ -204,10 +204,12 @@ class CliTest(unittest.TestCase):
 
     def test_token_and_unreachable(self):
         p = self.ktune("tune", *CONV, token="wrong", expect=UNAUTHORIZED)
-        self.assertIn("this request needs the API token", p.stderr)
+        self.assertIn("the API token is not valid", p.stderr)
         p = self.ktune("cancel", "1", token=None, expect=UNAUTHORIZED)
         self.assertIn("Authorization: Bearer", p.stderr)
-        self.ktune("jobs", token=None)  # reading needs no token
+        # Reading needs a token too once one exists (issue #11); any scope will do.
+        p = self.ktune("jobs", token=None, expect=UNAUTHORIZED)
+        self.assertIn("needs an API token of scope read", p.stderr)
         p = self.ktune("jobs", server="http://127.0.0.1:1", expect=UNREACHABLE)
         self.assertIn("cannot reach ktuned at http://127.0.0.1:1", p.stderr)
         self.ktune("jobs", "--server", "http://127.0.0.1:1", "--timeout", "5", expect=UNREACHABLE)

@@ -216,7 +216,7 @@ class ModelsBestTest(unittest.TestCase):
 
         # --- tune_on_miss queues once -----------------------------------------------------------
         fresh = {"M": 8, "N": 8, "K": 8}
-        status, _, err = self.get(best_path(fresh, tune_on_miss=3))
+        status, _, err = self.get(best_path(fresh, tune_on_miss=3), headers={})  # no token at all
         self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
         status, _, first = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
         self.assertEqual((status, first["source"]), (200, "predicted"), first)
