@@ -1,9 +1,9 @@
 /* store/pg_cluster — the embedded PostgreSQL: a private cluster in <data_dir>/pg, listening only on
- * a unix socket inside the data dir (a 0700 folder), admitting only password logins (store/pg_auth.h:
- * the service role `ktune` is no superuser). Created with initdb on first use, started if not already
- * running (a server left running by a killed ktuned is reused), stopped by pg_cluster_stop. When
- * the process runs as root, initdb and the server run as the unprivileged user `postgres` (initdb
- * refuses root).
+ * a unix socket inside the data dir (a 0700 folder), admitting only password logins
+ * (store/pg_auth.h: the service role `ktune` is no superuser). Created with initdb on first use,
+ * started if not already running (a server left running by a killed ktuned is reused), stopped by
+ * pg_cluster_stop. When the process runs as root, initdb and the server run as the unprivileged
+ * user `postgres` (initdb refuses root).
  *
  * Lifecycle: pg_cluster_start -> pg_cluster_conninfo -> pg_cluster_stop (stops the server, frees).
  */

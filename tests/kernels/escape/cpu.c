@@ -1,7 +1,8 @@
 /* Test kernel "escape": computes y = 2*x, and tries two things only root may do: create a file in
  * /etc (root's 0755 folder) and setuid(0). It returns 0 (the trial is `ok`) when either worked, and
  * 1 (`invalid`) when both were refused, as they are for a runner that dropped its privileges
- * (runner/privileges.h). tests/integration/test_security_runner.py removes the file if it appears. */
+ * (runner/privileges.h). tests/integration/test_security_runner.py removes the file if it appears.
+ */
 #include <fcntl.h>
 #include <unistd.h>
 
