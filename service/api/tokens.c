@@ -32,6 +32,7 @@ struct api_token_cache {
     int n;
     uint64_t loaded_ns;
     int refreshing, stale;
+    int failing;     /* the last reload failed (logged once until one succeeds) */
     int has_startup; /* --api-token given: its hash, an admin token */
     unsigned char startup[KT_SHA256_SIZE];
     int loopback, allow_insecure; /* the listen rule, kept for when the last token is deleted */
@@ -88,12 +89,15 @@ static void cache_refresh(api_token_cache *t)
         return;
     kt_error err;
     kt_error_clear(&err);
-    if (cache_reload(t, NULL, &err) < 0)
-        log_warn("cannot reload the API tokens (the last ones loaded stay in force): %s",
-                 err.message);
+    int failed = cache_reload(t, NULL, &err) < 0;
     pthread_mutex_lock(&t->mu);
+    int first = failed && !t->failing;
+    t->failing = failed;
     t->refreshing = 0;
     pthread_mutex_unlock(&t->mu);
+    if (first) /* once per outage, not once a second */
+        log_warn("cannot reload the API tokens (the last ones loaded stay in force): %s",
+                 err.message);
 }
 
 static int cache_any(api_token_cache *t)
