@@ -162,7 +162,9 @@ int pg_auth_ensure_service(PGconn *admin, const char *ktune_secret, kt_error *er
 {
     static const char create_role[] =
         "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ktune') THEN "
-        "CREATE ROLE ktune LOGIN; END IF; END $$";
+        "CREATE ROLE ktune LOGIN; END IF; "
+        "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; " /* a concurrent start */
+        "END $$";
     static const char restrict_role[] =
         "ALTER ROLE ktune LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS";
     /* The default roles that reach outside the database; the service role holds none of them. */
