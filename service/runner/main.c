@@ -231,8 +231,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "ktune-runner: %s\n", why);
         return 2;
     }
-    if (geteuid() != getuid() || getuid() == 0)
-        log_warn("ktune-runner: still uid %u / euid %u", (unsigned)getuid(), (unsigned)geteuid());
     signal(SIGPIPE, SIG_IGN); /* a closed stdout becomes a write error, then a clean exit */
     if (r.cpu_core >= 0) {
         cpu_set_t set;
