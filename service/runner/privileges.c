@@ -63,6 +63,23 @@ out:
     return rc;
 }
 
+/* The address space this process already holds (VmSize), in bytes; 0 when unknown. Under
+ * AddressSanitizer it is terabytes of shadow memory reserved before main. */
+static long long address_space_now(void)
+{
+    char line[256];
+    long long kib = 0;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmSize: %lld kB", &kib) == 1)
+            break;
+    }
+    fclose(f);
+    return kib * 1024;
+}
+
 static int become(const char *name, const char *cache_dir, char *msg, size_t size)
 {
     struct passwd pw, *found = NULL;
@@ -114,9 +131,10 @@ int runner_harden(const char *user, const char *cache_dir, int cuda, char *msg, 
     long long ram = pages > 0 && page > 0 ? (long long)pages * page : 0;
     int bad = set_limit(RLIMIT_CORE, 0) != 0 || set_limit(RLIMIT_NOFILE, RUNNER_NOFILE) != 0 ||
               set_limit(RLIMIT_FSIZE, (rlim_t)RUNNER_FSIZE_BYTES) != 0;
+    /* What the process holds already (libraries, a sanitizer's shadow) plus the machine's RAM. */
+    long long as = address_space_now() + (ram > RUNNER_AS_MIN_BYTES ? ram : RUNNER_AS_MIN_BYTES);
     if (!bad && !cuda)
-        bad = set_limit(RLIMIT_AS,
-                        (rlim_t)(ram > RUNNER_AS_MIN_BYTES ? ram : RUNNER_AS_MIN_BYTES)) != 0;
+        bad = set_limit(RLIMIT_AS, (rlim_t)as) != 0;
     if (bad) {
         snprintf(msg, size, "cannot set the runner's resource limits: %s", strerror(errno));
         return -1;

@@ -10,11 +10,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define RUNNER_DEFAULT_USER  "nobody"
-#define RUNNER_NOFILE        1024        /* open files */
-#define RUNNER_FSIZE_BYTES   (1LL << 30) /* largest file a kernel or the compiler writes */
-#define RUNNER_AS_MIN_BYTES  (4LL << 30) /* address space (CPU device): RAM, at least this */
-#define RUNNER_CPU_DEFAULT_S 600         /* CPU seconds per request without its timeouts */
+#define RUNNER_DEFAULT_USER "nobody"
+#define RUNNER_NOFILE       1024        /* open files */
+#define RUNNER_FSIZE_BYTES  (1LL << 30) /* largest file a kernel or the compiler writes */
+/* CPU device: RLIMIT_AS = the address space held at start + the RAM, at least this much. */
+#define RUNNER_AS_MIN_BYTES  (4LL << 30)
+#define RUNNER_CPU_DEFAULT_S 600 /* CPU seconds per request without its timeouts */
 
 /* user: NULL or "" = RUNNER_DEFAULT_USER; only used when the effective uid is 0. cuda: the device
  * is a GPU (no address-space limit: the CUDA driver reserves far more than it uses). Returns 0, or
