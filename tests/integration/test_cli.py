@@ -194,9 +194,9 @@ class CliTest(unittest.TestCase):
         self.ktune(*q, "--source", "measured", expect=NOT_FOUND)
         self.ktune(*q, "--source", "guess", expect=USAGE)
         self.ktune(*q, "--k", "0", expect=USAGE)
-        # A tuned problem: measured, with its provenance, unmarked.
+        # A known problem (imported, issue #11 says so): with its provenance, unmarked.
         p = self.ktune("best", *gemm, "--problem", "M=64,N=64,K=64", "--format", "flags")
-        self.assertIn("ktune best: measured 1 ms (job ", p.stderr)
+        self.assertIn("ktune best: imported 1 ms (job ", p.stderr)  # those problems came from imports
         self.assertNotIn("KTUNE_", p.stdout)
         # tune_on_miss: a job queued once, named on stderr.
         p = self.ktune(*q, "--tune-on-miss", "2", "--source", "measured", expect=NOT_FOUND)
