@@ -220,7 +220,19 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     /* Before any thread or child process exists, so that all of them inherit the affinity. */
     if (pin_service(svc, err) < 0)
         goto fail;
-    if (start_database(svc, err) < 0 || start_catalog(svc, err) < 0)
+    /* ktune-runner reads its user from the environment (runner/privileges.h): started by a root
+     * ktuned, it switches to this user before it compiles or runs a kernel. Set before any thread
+     * exists (setenv is not thread-safe). */
+    if (setenv("KTUNE_RUNNER_USER", svc->cfg.runner_user, 1) != 0) {
+        kt_error_set(err, KT_ERR_CONFIG, "cannot pass --runner-user to the runners: %s",
+                     strerror(errno));
+        goto fail;
+    }
+    if (start_database(svc, err) < 0)
+        goto fail;
+    /* The listen rule (no token: loopback only) is checked before anything is served. */
+    if (!(svc->tokens = api_token_cache_new(&svc->cfg, svc->db, err)) ||
+        start_catalog(svc, err) < 0)
         goto fail;
     worker_options wopt = {.db = svc->db,
                            .cat = svc->cat,
@@ -260,7 +272,8 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                                 .max_connections_per_ip = cfg->max_connections_per_ip,
                                 .header_timeout_s = cfg->http_header_timeout_s};
     svc->api =
-        (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best};
+        (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best,
+                      svc->tokens};
     svc->http = http_server_new(api ? api_routes() : api_probe_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)
@@ -291,6 +304,7 @@ void service_stop(service *svc)
     best_cache_free(svc->best);
     worker_system_stop(svc->workers);
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
+    api_token_cache_free(svc->tokens);
     catalog_free(svc->cat);
     db_pool_free(svc->db);
     pg_supervisor_stop(svc->pg_supervisor); /* before the server stops: no restart of it */

@@ -30,6 +30,7 @@ typedef struct service {
     model_cache *models;      /* loaded models and their predictions, owned */
     best_cache *best;         /* GET /v1/best answers, owned; NULL with --best-cache-entries 0 */
     best_listen *best_listen; /* keeps best true across processes (LISTEN/NOTIFY), owned */
+    api_token_cache *tokens;  /* API tokens and the listen rule (api/tokens.c), owned */
     http_server *http;
     api_context api; /* what the handlers see: the rooms above, borrowed */
 

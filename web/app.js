@@ -74,6 +74,9 @@ function tokenForm() {
     setToken(input.value.trim());
     details.querySelector("summary").textContent = getToken() ? "API token ✓" : "API token";
     details.open = false;
+    // A view that failed (e.g. 401: reads need a token once one exists) is loaded again with it.
+    const boxes = [...document.querySelectorAll("#view .error-box")];
+    if (boxes.some((b) => b.textContent.startsWith("unauthorized"))) route();
   });
 }
 

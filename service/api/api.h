@@ -16,6 +16,19 @@
 #include "worker/model_cache.h"
 #include "worker/worker.h"
 
+/* The API tokens this process knows (api/tokens.c): the --api-token's hash and a snapshot of the
+ * api_tokens table, reloaded at most every API_TOKENS_REFRESH_MS, so that authorising a request
+ * costs no SQL. Thread-safe. */
+typedef struct api_token_cache api_token_cache;
+
+/* Loads the tokens and checks the listen rule: with no token at all (no --api-token, an empty
+ * api_tokens table) only a loopback --listen address is served, unless --allow-insecure-listen
+ * (KT_ERR_CONFIG otherwise); logs which mode the service is in. */
+api_token_cache *api_token_cache_new(const kt_config *cfg, db_pool *db, kt_error *err);
+void api_token_cache_free(api_token_cache *t); /* NULL is a no-op */
+/* "token" when any token exists (requests need one), else "none" (loopback only, or insecure). */
+const char *api_token_cache_mode(api_token_cache *t);
+
 /* The rooms the handlers use, borrowed from the process that owns them. */
 typedef struct api_context {
     const kt_config *cfg;
@@ -25,6 +38,7 @@ typedef struct api_context {
     http_server *http;   /* for the server's own metrics */
     model_cache *models; /* the process's loaded models and predictions (worker/model_cache.h) */
     best_cache *best;    /* GET /v1/best answers (lookup/best_cache.h); NULL: no cache */
+    api_token_cache *tokens; /* API tokens (api/tokens.c); NULL: no token exists, nothing checked */
 } api_context;
 
 const http_route *api_routes(void);

@@ -54,9 +54,25 @@ int api_check_fields(const json_t *obj, const char *const *allowed, const char *
  * error. */
 int api_get_string(const json_t *obj, const char *key, int required, size_t max, const char **out,
                    kt_error *err);
-/* With an API token configured, POST and DELETE need "Authorization: Bearer <token>". Returns 0
- * when allowed, else replies 401 and returns -1. */
-int api_authorize(api_context *svc, const http_request *req, http_response *res);
+/* Scopes nest: admin includes tune includes read. */
+typedef enum { API_SCOPE_READ, API_SCOPE_TUNE, API_SCOPE_ADMIN } api_scope;
+/* Whether the request may do what needs scope. When any token exists (--api-token or the
+ * api_tokens table) every request needs "Authorization: Bearer <token>" of that scope or a wider
+ * one; with none, every request is allowed except a write (tune/admin) whose Origin (or
+ * Sec-Fetch-Site) says another site sent it. A token that is presented must be valid. Returns 0
+ * when allowed, else replies 401 unauthorized / 403 forbidden and returns -1. routes.c calls it
+ * with each route's scope; handlers call it again where the body asks for more (an import that
+ * replaces measurements, GET /v1/best?tune_on_miss). */
+int api_authorize(api_context *svc, const http_request *req, http_response *res, api_scope scope);
+/* Who a request comes from, for the per-token job cap: "token:<id>", "startup" (--api-token) or
+ * "anonymous". Call after api_authorize allowed it. */
+void api_caller(api_context *svc, const http_request *req, char *out, size_t size);
+/* --max-queued-jobs-per-token: 0 when the caller may queue one more job (out = its api_caller),
+ * else replies 429 too_many_requests with Retry-After and returns -1. After a job is created, tag
+ * it with api_job_quota_tag (a failure to tag is logged, not fatal). */
+int api_job_quota(api_context *svc, PGconn *c, const http_request *req, http_response *res,
+                  char *out, size_t size);
+void api_job_quota_tag(PGconn *c, long long job_id, const char *submitter);
 
 /* Queues a job for a validated tune request (tune.c; POST /v1/tune and GET /v1/best?tune_on_miss):
  * resolves the target with its space, checks the strategy's options and that the space is not

@@ -348,11 +348,16 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     answer = NULL;
     kt_error_clear(&err);
     if (!found && q.tune_on_miss) {
-        /* Queueing is a write: it needs the token (a hit never does). */
-        if (api_authorize(svc, req, res) < 0)
+        /* Queueing is a write: it needs scope tune (a hit only read) and counts against the
+         * caller's job cap. */
+        char who[32];
+        if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0 ||
+            api_job_quota(svc, c, req, res, who, sizeof who) < 0)
             goto out;
         if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, &queued, &err) < 0)
             goto fail;
+        if (json_is_true(json_object_get(queued, "queued")))
+            api_job_quota_tag(c, json_integer_value(json_object_get(queued, "job_id")), who);
     }
     if (q.from != BEST_FROM_MEASURED) {
         /* A cached prediction needs no space: the key first, the space only when a model must

@@ -19,7 +19,11 @@ void api_kernels(void *app, const http_request *req, http_response *res); /* cat
 void api_devices(void *app, const http_request *req, http_response *res);
 void api_strategies(void *app, const http_request *req, http_response *res);
 void api_workers(void *app, const http_request *req, http_response *res);
-void api_import(void *app, const http_request *req, http_response *res);  /* import.c */
+void api_import(void *app, const http_request *req, http_response *res); /* import.c */
+void api_import_delete(void *app, const http_request *req, http_response *res);
+void api_tokens_create(void *app, const http_request *req, http_response *res); /* tokens.c */
+void api_tokens_list(void *app, const http_request *req, http_response *res);
+void api_token_delete(void *app, const http_request *req, http_response *res);
 void api_openapi(void *app, const http_request *req, http_response *res); /* openapi.c */
 void api_healthz(void *app, const http_request *req, http_response *res); /* health.c */
 void api_metrics(void *app, const http_request *req, http_response *res);

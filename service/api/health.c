@@ -26,9 +26,12 @@ void api_healthz(void *app, const http_request *req, http_response *res)
                                   db_state_name(s), "reason", err.message, "hint", err.hint));
         return;
     }
+    /* "auth": "token" when requests need an API token, "none" (loopback only, or
+     * --allow-insecure-listen) when no token exists (api/tokens.c). */
     http_reply_json(res, 200,
-                    json_pack("{s:s,s:s,s:s,s:i}", "status", "ok", "database", "ok", "version",
-                              KTUNE_VERSION, "devices", catalog_num_devices(svc->cat)));
+                    json_pack("{s:s,s:s,s:s,s:i,s:s}", "status", "ok", "database", "ok", "version",
+                              KTUNE_VERSION, "devices", catalog_num_devices(svc->cat), "auth",
+                              api_token_cache_mode(svc->tokens)));
 }
 
 /* The metrics page is capped so that a bug cannot grow it without bound. */

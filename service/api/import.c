@@ -4,12 +4,19 @@
  * body holds at most 1 MiB, so a large file comes in several requests: the first creates the job
  * (201), the next ones name it ({"job": id, "trials": [...]}, 200). Every trial is checked against
  * the target's space before anything is stored; each request is one transaction. The reply is
- * {"job": <the job as GET /v1/jobs/{id} shows it>, "inserted": n, "duplicates": n}. */
+ * {"job": <the job as GET /v1/jobs/{id} shows it>, "inserted": n, "duplicates": n}.
+ *
+ * Imported results are second to this service's own (issue #11): their best entries say
+ * "source": "imported", any measurement replaces them, and they replace a measurement only when
+ * the request says "replace_measured": true (admin scope). An import job is removed, with its
+ * trials and best entries, by DELETE /v1/imports/{id} (admin; the next best trial of each key comes
+ * back). A time_ms must lie in [IMPORT_MIN_MS, IMPORT_MAX_MS]: 1e-300 ms is no measurement. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "core/log.h"
 #include "core/trial.h"
 #include "space/space.h"
 #include "store/import_store.h"
@@ -24,6 +31,8 @@
 /* Bound of time_ms, compile_ms, measure_ms (a year in ms) and noise_cv: sums over 100,000 trials
  * stay far inside float8, so the job's totals never overflow in SQL. */
 #define IMPORT_MAX_MS 3.2e10
+/* A nanosecond: no kernel launch measures less; smaller (subnormal, 1e-300) times are refused. */
+#define IMPORT_MIN_MS 1e-6
 #define IMPORT_MAX_CV 1e6
 
 /* A finite number in [0, max], or def when absent or null. */
@@ -79,10 +88,13 @@ static int check_trial(const space *sp, const json_t *t, int i, json_t *out, kt_
     double time_ms = NAN;
     if (st == TRIAL_OK) {
         if (!json_is_number(time) || !isfinite(json_number_value(time)) ||
-            json_number_value(time) <= 0 || json_number_value(time) > IMPORT_MAX_MS)
-            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                                "%s.time_ms must be a number > 0 and <= %g for status ok", where,
-                                IMPORT_MAX_MS);
+            json_number_value(time) < IMPORT_MIN_MS || json_number_value(time) > IMPORT_MAX_MS) {
+            kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                         "%s.time_ms must be a number from %g to %g (milliseconds) for status ok",
+                         where, IMPORT_MIN_MS, IMPORT_MAX_MS);
+            kt_error_hint(err, "times are in milliseconds; a Kernel Tuner cache's \"time\" is too");
+            return -1;
+        }
         time_ms = json_number_value(time);
     } else if (time && !json_is_null(time)) {
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
@@ -135,7 +147,7 @@ static int check_trials(const space *sp, const json_t *trials, json_t *out, kt_e
 static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, long long *id,
                               target *target, kt_error *err)
 {
-    static const char *const fields[] = {"job", "trials", NULL};
+    static const char *const fields[] = {"job", "trials", "replace_measured", NULL};
     if (api_check_fields(body, fields, "an import that adds to a job", err) < 0)
         return -1;
     json_t *jv = json_object_get(body, "job");
@@ -179,21 +191,30 @@ done:
 
 void api_import(void *app, const http_request *req, http_response *res)
 {
-    static const char *const fields[] = {"kernel", "device", "problem", "source", "trials", NULL};
+    static const char *const fields[] = {"kernel", "device",           "problem", "source",
+                                         "trials", "replace_measured", NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    json_t *body = NULL, *rows = json_array(), *job = NULL;
+    json_t *body = NULL, *rows = json_array(), *job = NULL, *replace = NULL;
     target target;
     int resolved = 0;
     PGconn *c = NULL;
     long long id = 0;
     const char *kernel = NULL, *device = NULL, *source = NULL;
-    if (api_authorize(svc, req, res) < 0)
+    if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0)
         goto out;
     body = http_parse_json_body(req, &err);
     if (!body)
         goto fail;
+    replace = json_object_get(body, "replace_measured");
+    if (replace && !json_is_boolean(replace)) {
+        kt_error_set(&err, KT_ERR_WRONG_TYPE, "field 'replace_measured' must be true or false");
+        goto fail;
+    }
+    /* Outranking this service's own measurements is an admin's decision. */
+    if (json_is_true(replace) && api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
+        goto out;
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
@@ -224,6 +245,7 @@ void api_import(void *app, const http_request *req, http_response *res)
         .problem = target.problem,
         .source = source,
         .space_size = space_count(target.sp),
+        .replace_measured = json_is_true(replace),
     };
     import_counts counts;
     int created = id == 0;
@@ -243,4 +265,38 @@ out:
     json_decref(job);
     json_decref(rows);
     json_decref(body);
+}
+
+/* DELETE /v1/imports/{id} (admin, routes.c): the import job, its trials and its best entries. */
+void api_import_delete(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    PGconn *c = NULL;
+    long long id;
+    import_removed removed;
+    if (api_path_id(req, 0, "import job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        goto fail;
+    if (!(c = api_db_acquire(svc, res)))
+        return;
+    if (import_store_remove(c, id, &removed, &err) < 0) {
+        if (err.code == KT_ERR_CONFLICT)
+            kt_error_hint(&err, "a tuning job is cancelled with DELETE /v1/jobs/%lld", id);
+        goto fail;
+    }
+    log_info("import job %lld removed: %lld trials, %lld best entries (%lld put back from other "
+             "jobs)",
+             id, removed.trials, removed.best_removed, removed.best_restored);
+    http_reply_json(res, 200,
+                    json_pack("{s:I,s:b,s:I,s:I,s:I}", "job", (json_int_t)id, "removed", 1,
+                              "trials", (json_int_t)removed.trials, "best_removed",
+                              (json_int_t)removed.best_removed, "best_restored",
+                              (json_int_t)removed.best_restored));
+    goto done;
+fail:
+    api_fail(res, &err);
+done:
+    api_db_release(svc, c);
 }

@@ -120,7 +120,7 @@ void api_job_cancel(void *app, const http_request *req, http_response *res)
     kt_error err;
     kt_error_clear(&err);
     long long id;
-    if (api_authorize(svc, req, res) < 0)
+    if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0)
         return;
     if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
         return api_fail(res, &err);

@@ -113,7 +113,7 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     int resolved = 0;
     long long id = 0;
     PGconn *c = NULL;
-    if (api_authorize(svc, req, res) < 0)
+    if (api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
         goto out;
     body = http_parse_json_body(req, &err);
     if (!body || api_check_fields(body, fields, "the model request", &err) < 0 ||

@@ -97,30 +97,4 @@ int api_path_id(const http_request *req, int index, const char *what, long long 
     return 0;
 }
 
-int api_authorize(api_context *svc, const http_request *req, http_response *res)
-{
-    if (!svc->cfg->api_token[0])
-        return 0;
-    const char *h = http_header(req, "Authorization");
-    const char *prefix = "Bearer ";
-    size_t plen = strlen(prefix);
-    int ok = 0;
-    if (h && strncmp(h, prefix, plen) == 0) {
-        /* Compare in constant time over the token's length. */
-        const char *given = h + plen;
-        size_t n = strlen(svc->cfg->api_token);
-        unsigned diff = strlen(given) != n;
-        for (size_t i = 0; i < n && given[i]; i++)
-            diff |= (unsigned char)(given[i] ^ svc->cfg->api_token[i]);
-        ok = diff == 0;
-    }
-    if (ok)
-        return 0;
-    kt_error err;
-    kt_error_set(&err, KT_ERR_UNAUTHORIZED, "this request needs the API token");
-    kt_error_hint(
-        &err,
-        "send the header 'Authorization: Bearer <token>' with the token ktuned was started with");
-    http_reply_error(res, &err);
-    return -1;
-}
+/* api_authorize: api/tokens.c (with the token cache it reads). */

@@ -125,16 +125,19 @@ void api_tune(void *app, const http_request *req, http_response *res)
     tune_request t;
     long long id = 0;
     int created = 0;
-    if (api_authorize(svc, req, res) < 0)
+    char who[32];
+    if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0)
         goto out;
     body = http_parse_json_body(req, &err);
     if (!body || tune_request_parse(svc->cfg, body, &t, &err) < 0)
         goto fail;
     c = api_db_acquire(svc, res);
-    if (!c)
+    if (!c || api_job_quota(svc, c, req, res, who, sizeof who) < 0)
         goto out;
-    if (api_tune_queue(svc, c, &t, 0, &id, &created, &err) < 0 ||
-        !(job = job_view_get(c, id, &err)))
+    if (api_tune_queue(svc, c, &t, 0, &id, &created, &err) < 0)
+        goto fail;
+    api_job_quota_tag(c, id, who);
+    if (!(job = job_view_get(c, id, &err)))
         goto fail;
     api_reply_job(res, 202, json_incref(job), id);
     goto out;

@@ -64,7 +64,9 @@ int cli_best_source_text(const json_t *best, char *buf, size_t cap)
         if (json_is_number(json_object_get(pv, "noise_cv")))
             snprintf(noise, sizeof noise, ", noise %.2g%%",
                      100 * json_number_value(json_object_get(pv, "noise_cv")));
-        n = snprintf(buf, cap, "measured %g ms (job %lld, trial %lld, %lld repeats%s)",
+        /* "measured" here, or "imported" (POST /v1/imports: measured elsewhere, issue #11). */
+        n = snprintf(buf, cap, "%s %g ms (job %lld, trial %lld, %lld repeats%s)",
+                     strcmp(source, "imported") == 0 ? "imported" : "measured",
                      json_number_value(json_object_get(best, "time_ms")),
                      (long long)json_integer_value(json_object_get(best, "job_id")),
                      (long long)json_integer_value(json_object_get(best, "trial_id")),
@@ -166,8 +168,9 @@ static int render_header(FILE *f, const json_t *best, const json_t *config, kt_e
     comment_text(f, problem ? problem : "{}");
     free(problem);
     const char *source = best_source(best);
-    if (strcmp(source, "measured") == 0) {
-        fprintf(f, ";\n * %g ms (job %lld, trial %lld). */\n",
+    if (strcmp(source, "measured") == 0 || strcmp(source, "imported") == 0) {
+        fprintf(f, ";\n * %s%g ms (job %lld, trial %lld). */\n",
+                strcmp(source, "imported") == 0 ? "imported (measured elsewhere): " : "",
                 json_number_value(json_object_get(best, "time_ms")),
                 (long long)json_integer_value(json_object_get(best, "job_id")),
                 (long long)json_integer_value(json_object_get(best, "trial_id")));

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-typedef enum { OPT_STRING, OPT_INT, OPT_LLONG, OPT_DOUBLE } opt_kind;
+/* OPT_BOOL: an int 0/1; the flag alone means 1 (--flag=0 or an env value 0/1 also work). */
+typedef enum { OPT_STRING, OPT_INT, OPT_LLONG, OPT_DOUBLE, OPT_BOOL } opt_kind;
 
 typedef struct config_option {
     const char *flag;
@@ -31,7 +32,19 @@ static const config_option options[] = {
     {"--web-dir", "KTUNE_WEB_DIR", STR(web_dir),
      "folder of the dashboard's static files [<install>/web]"},
     {"--api-token", "KTUNE_API_TOKEN", STR(api_token),
-     "when set, POST and DELETE requests need 'Authorization: Bearer <token>'"},
+     "an admin API token (scopes read, tune, admin) given at start-up; when any token exists "
+     "every request but /healthz and static files needs 'Authorization: Bearer <token>'"},
+    {"--allow-insecure-listen", "KTUNE_ALLOW_INSECURE_LISTEN", OPT_BOOL,
+     offsetof(kt_config, allow_insecure_listen), 0, 0, 1,
+     "serve a non-loopback --listen address although no API token exists (anyone reaching it may "
+     "tune and import) [off]"},
+    {"--max-queued-jobs-per-token", "KTUNE_MAX_QUEUED_JOBS_PER_TOKEN", OPT_INT,
+     offsetof(kt_config, max_queued_jobs_per_token), 0, 1, 1000000,
+     "queued + running jobs one token (or all untokened callers together) may have; more get 429 "
+     "[100]"},
+    {"--runner-user", "KTUNE_RUNNER_USER", STR(runner_user),
+     "when ktuned runs as root, the user ktune-runner switches to before it compiles or runs a "
+     "kernel [nobody]"},
     {"--log-level", "KTUNE_LOG_LEVEL", STR(log_level), "debug, info, warn or error [info]"},
     {"--workers", "KTUNE_WORKERS", OPT_INT, offsetof(kt_config, workers), 0, 1, 256,
      "measurement worker threads [2]"},
@@ -151,12 +164,24 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->model_retrain_after = 200;
     snprintf(cfg->role, sizeof cfg->role, "all");
     cfg->lease_s = 10;
+    cfg->max_queued_jobs_per_token = 100;
+    snprintf(cfg->runner_user, sizeof cfg->runner_user, "nobody");
 }
 
 static int set_value(kt_config *cfg, const config_option *o, const char *value, const char *source,
                      kt_error *err)
 {
     char *base = (char *)cfg + o->offset;
+    if (o->kind == OPT_BOOL) {
+        int on = strcmp(value, "1") == 0 || strcmp(value, "true") == 0 || strcmp(value, "yes") == 0;
+        int off =
+            strcmp(value, "0") == 0 || strcmp(value, "false") == 0 || strcmp(value, "no") == 0;
+        if (!on && !off)
+            return kt_error_set(err, KT_ERR_CONFIG, "%s must be 1 or 0 (true or false), not '%s'",
+                                source, value);
+        *(int *)base = on;
+        return 0;
+    }
     if (o->kind == OPT_STRING) {
         if (strlen(value) >= o->size)
             return kt_error_set(err, KT_ERR_CONFIG, "%s is too long (at most %zu characters)",
@@ -215,6 +240,8 @@ int config_parse(kt_config *cfg, int argc, char **argv, const char *exe_dir, kt_
             kt_error_hint(err, "run ktuned --help for the list of options");
             return -1;
         }
+        if (!value && o->kind == OPT_BOOL)
+            value = "1";
         if (!value) {
             if (a + 1 >= argc)
                 return kt_error_set(err, KT_ERR_CONFIG, "option %s needs a value", o->flag);

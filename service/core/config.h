@@ -15,8 +15,12 @@ typedef struct kt_config {
     char database_url[2048];   /* --database-url, KTUNE_DATABASE_URL; empty = embedded cluster */
     char datasets[4096];       /* --datasets, KTUNE_DATASETS: comma-separated folders */
     char web_dir[PATH_MAX];    /* --web-dir, KTUNE_WEB_DIR */
-    char api_token[256];       /* --api-token, KTUNE_API_TOKEN: required for POST/DELETE when set */
-    char log_level[16];        /* --log-level, KTUNE_LOG_LEVEL */
+    char api_token[256];       /* --api-token, KTUNE_API_TOKEN: an admin token given at start-up */
+    int allow_insecure_listen; /* --allow-insecure-listen: non-loopback --listen with no token */
+    int max_queued_jobs_per_token; /* --max-queued-jobs-per-token: queued+running jobs, 429 beyond
+                                    */
+    char runner_user[64];          /* --runner-user: ktune-runner's user when ktuned is root */
+    char log_level[16];            /* --log-level, KTUNE_LOG_LEVEL */
     char kernels[4096];        /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
     char runner[PATH_MAX];     /* --runner, KTUNE_RUNNER: the ktune-runner binary */
     char cache_dir[PATH_MAX];  /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */

@@ -263,13 +263,22 @@ static int json_nesting(const char *p, size_t n, int limit)
 
 json_t *http_parse_json_body(const http_request *req, kt_error *err)
 {
-    const char *ct = http_header(req, "Content-Type");
+    /* Required of every request that came over HTTP (issue #11): a cross-site form or fetch
+     * without it needs no CORS preflight. A request built in-process has no headers to check. */
+    const char *ct = req ? http_header(req, "Content-Type") : NULL;
+    if (!ct && req && req->conn) {
+        kt_error_set(err, KT_ERR_UNSUPPORTED_MEDIA,
+                     "the request has no Content-Type; the body must be application/json");
+        kt_error_hint(err, "send the header 'Content-Type: application/json'");
+        return NULL;
+    }
     if (ct && !is_json_media(ct)) {
         char printable[128];
         http_printable(printable, sizeof printable, ct);
         kt_error_set(err, KT_ERR_UNSUPPORTED_MEDIA,
                      "Content-Type \"%s\" is not accepted; the body must be application/json",
                      printable);
+        kt_error_hint(err, "send the header 'Content-Type: application/json'");
         return NULL;
     }
     if (!req || !req->body || req->body_len == 0) {

@@ -95,7 +95,8 @@ int http_query_each(const http_request *req,
                     int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 const char *http_header(const http_request *req, const char *name);
 
-/* Parses the body as a JSON object (checks Content-Type when present, size, nesting depth). Returns
+/* Parses the body as a JSON object (Content-Type must be application/json, a missing one is
+ * refused; size, nesting depth). Returns
  * a new reference or NULL with err set (KT_ERR_BAD_JSON, KT_ERR_JSON_TOO_DEEP,
  * KT_ERR_UNSUPPORTED_MEDIA). */
 json_t *http_parse_json_body(const http_request *req, kt_error *err);

@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "runner/privileges.h"
 #include "runner/runner.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
-          "                    [--log-level debug|info|warn|error]\n"
+          "                    [--log-level debug|info|warn|error] [--user NAME]\n"
+          "Started as root, it switches to --user (else $KTUNE_RUNNER_USER, else nobody) before\n"
+          "it compiles or runs anything, and always sets no-new-privs and resource limits.\n"
           "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
           "(see service/runner/PROTOCOL.md).\n",
           f);
@@ -65,7 +68,7 @@ static int make_dirs(const char *path)
     return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) && access(buf, W_OK | X_OK) == 0 ? 0 : -1;
 }
 
-static void parse_args(int argc, char **argv, runner *r)
+static void parse_args(int argc, char **argv, runner *r, const char **user)
 {
     const char *device = NULL, *cache = NULL, *level = "info";
     for (int i = 1; i < argc; i++) {
@@ -86,6 +89,8 @@ static void parse_args(int argc, char **argv, runner *r)
                 die_usage("--cpu-core must be a core number (got '%s')", v);
         } else if (strcmp(a, "--log-level") == 0)
             level = v;
+        else if (strcmp(a, "--user") == 0)
+            *user = v;
         else
             die_usage("unknown argument '%s'", a);
     }
@@ -110,8 +115,10 @@ static void parse_args(int argc, char **argv, runner *r)
 
 static json_t *probe(runner *r, kt_error *err)
 {
+    /* "process": who the runner runs as and its limits (runner/privileges.h). */
     if (r->cuda_ordinal < 0)
-        return json_pack("{s:b, s:o}", "ok", 1, "device", cpu_probe_json(r));
+        return json_pack("{s:b, s:o, s:o}", "ok", 1, "device", cpu_probe_json(r), "process",
+                         runner_process_json());
     if (!r->cuda)
         return json_pack("{s:b, s:s, s:s}", "ok", 0, "reason", r->cuda_reason, "error",
                          r->cuda_reason);
@@ -120,13 +127,20 @@ static json_t *probe(runner *r, kt_error *err)
         kt_error_set(err, KT_ERR_MEASURE, "the CUDA probe failed");
         return NULL;
     }
-    return json_pack("{s:b, s:o}", "ok", 1, "device", dev);
+    return json_pack("{s:b, s:o, s:o}", "ok", 1, "device", dev, "process", runner_process_json());
 }
 
 static json_t *measure(runner *r, const json_t *req, kt_error *err)
 {
     json_t *reply = NULL;
     runner_measure_req *q = NULL;
+    /* A backstop under the backend's wall-clock deadlines: twice the request's own timeouts. */
+    json_t *ct = json_object_get(req, "compile_timeout_s"),
+           *ms = json_object_get(req, "max_seconds");
+    double budget = json_is_number(ct) && json_is_number(ms)
+                        ? 2 * (json_number_value(ct) + json_number_value(ms)) + 60
+                        : 0;
+    runner_cpu_budget(budget > RUNNER_CPU_DEFAULT_S ? budget : RUNNER_CPU_DEFAULT_S);
     if (r->cuda_ordinal >= 0) {
         if (!r->cuda) {
             reply = runner_status_reply("runtime_error", 0.0);
@@ -209,7 +223,14 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.cuda_ordinal = -1;
     r.cpu_core = -1;
-    parse_args(argc, argv, &r);
+    const char *user = getenv("KTUNE_RUNNER_USER");
+    parse_args(argc, argv, &r, &user);
+    /* Before anything is compiled or run: never as root (issue #11). */
+    char why[512];
+    if (runner_harden(user, r.cache_dir, r.cuda_ordinal >= 0, why, sizeof why) != 0) {
+        fprintf(stderr, "ktune-runner: %s\n", why);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN); /* a closed stdout becomes a write error, then a clean exit */
     if (r.cpu_core >= 0) {
         cpu_set_t set;

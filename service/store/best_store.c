@@ -8,7 +8,7 @@
     " 'kernel_hash', b.kernel_hash, 'toolchain', b.toolchain, 'problem', b.problem, 'config',"     \
     " b.config, 'time_ms', b.time_ms,"                                                             \
     " 'job_id', b.job_id, 'trial_id', b.trial_id, 'measured_at', b.measured_at, 'source', "        \
-    "'measured'"
+    "b.origin"
 #define BEST_JSON_SQL "json_build_object(" BEST_FIELDS_SQL ")"
 /* One entry with how it was measured: the best trial's repeats and noise (NULL for imported trials
  * that did not record them). */
@@ -36,22 +36,78 @@ best_offer best_offer_of_job_row(const PGresult *r, int row)
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
 {
     store_num t, j, tr;
-    const char *p[] = {o->key.kernel,           o->key.device_class,
-                       o->key.kernel_hash,      o->key.problem_key,
-                       o->problem_json,         o->key.device,
-                       o->config_json,          store_double(&t, o->time_ms),
-                       store_ll(&j, o->job_id), store_ll(&tr, o->trial_id),
-                       o->key.toolchain};
+    const char *p[] = {o->key.kernel,
+                       o->key.device_class,
+                       o->key.kernel_hash,
+                       o->key.problem_key,
+                       o->problem_json,
+                       o->key.device,
+                       o->config_json,
+                       store_double(&t, o->time_ms),
+                       store_ll(&j, o->job_id),
+                       store_ll(&tr, o->trial_id),
+                       o->key.toolchain,
+                       o->imported ? "imported" : "measured",
+                       o->replace_measured ? "true" : "false"};
+    /* The origin rule of sql/008: measured beats imported; imported beats measured only when
+     * asked; within one origin, ktune_improves_best. */
     return db_run(
         c,
         "INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,"
-        " time_ms, job_id, trial_id, toolchain) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7::json,"
-        " $8, $9, $10, $11)"
+        " time_ms, job_id, trial_id, toolchain, origin) VALUES ($1, $2, $3, $4, $5::jsonb, $6,"
+        " $7::json, $8, $9, $10, $11, $12)"
         " ON CONFLICT (kernel, device_class, kernel_hash, toolchain, problem_key) DO UPDATE SET"
         " problem = EXCLUDED.problem, device = EXCLUDED.device, config = EXCLUDED.config,"
         " time_ms = EXCLUDED.time_ms, job_id = EXCLUDED.job_id, trial_id = EXCLUDED.trial_id,"
-        " measured_at = now() WHERE ktune_improves_best(EXCLUDED.time_ms, best.time_ms)",
-        11, p, err);
+        " origin = EXCLUDED.origin, measured_at = now() WHERE CASE"
+        " WHEN EXCLUDED.origin = 'measured' THEN best.origin = 'imported'"
+        "   OR ktune_improves_best(EXCLUDED.time_ms, best.time_ms)"
+        " ELSE (best.origin = 'imported' OR $13::boolean)"
+        "   AND ktune_improves_best(EXCLUDED.time_ms, best.time_ms) END",
+        13, p, err);
+}
+
+int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long long *restored,
+                          kt_error *err)
+{
+    store_num j;
+    const char *p[] = {store_ll(&j, job_id), NULL};
+    PGresult *keys = NULL, *back = NULL;
+    int rc = -1;
+    keys = db_exec(c,
+                   "WITH gone AS (DELETE FROM best WHERE job_id = $1 RETURNING kernel,"
+                   " device_class, kernel_hash, toolchain, problem_key)"
+                   " SELECT count(*), COALESCE(json_agg(json_build_array(kernel, device_class,"
+                   " kernel_hash, toolchain, problem_key)), '[]'::json) FROM gone",
+                   1, p, err);
+    if (!keys)
+        goto out;
+    *removed = store_get_ll(keys, 0, 0);
+    p[1] = PQgetvalue(keys, 0, 1);
+    back = db_exec(
+        c,
+        "INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,"
+        " time_ms, job_id, trial_id, toolchain, origin)"
+        " SELECT DISTINCT ON (j.kernel, j.device_class, j.kernel_hash, j.toolchain, j.problem_key)"
+        " j.kernel, j.device_class, j.kernel_hash, j.problem_key, j.problem, j.device, t.config,"
+        " t.time_ms, j.id, t.id, j.toolchain,"
+        " CASE WHEN j.strategy = 'import' THEN 'imported' ELSE 'measured' END"
+        " FROM json_array_elements($2::json) k JOIN jobs j ON j.kernel = k->>0"
+        " AND j.device_class = k->>1 AND j.kernel_hash = k->>2 AND j.toolchain = k->>3"
+        " AND j.problem_key = k->>4 JOIN trials t ON t.job_id = j.id"
+        " WHERE j.id <> $1 AND t.status = 'ok' AND t.time_ms IS NOT NULL"
+        " ORDER BY j.kernel, j.device_class, j.kernel_hash, j.toolchain, j.problem_key,"
+        " j.strategy = 'import', t.time_ms, t.id"
+        " ON CONFLICT DO NOTHING RETURNING 1",
+        2, p, err);
+    if (!back)
+        goto out;
+    *restored = PQntuples(back);
+    rc = 0;
+out:
+    PQclear(back);
+    PQclear(keys);
+    return rc;
 }
 
 json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err)

@@ -16,6 +16,8 @@ typedef struct best_offer {
     const char *problem_json, *config_json;
     double time_ms;
     long long job_id, trial_id;
+    int imported;         /* from POST /v1/imports: the entry's origin is 'imported' (sql/008) */
+    int replace_measured; /* imported and allowed to replace a measured entry (admin asked) */
 } best_offer;
 
 /* The columns a statement returns, in this order, for best_offer_of_job_row. */
@@ -26,11 +28,20 @@ typedef struct best_offer {
  * BEST_JOB_KEY_COLUMNS, owned by r); the caller sets config_json, time_ms, job_id and trial_id. */
 best_offer best_offer_of_job_row(const PGresult *r, int row);
 
-/* Inserts, or replaces the entry when ktune_improves_best(time_ms, the entry's time_ms): strictly
- * lower (sql/003; the same condition as the job's own best, job_store_offer_best). */
+/* Inserts, or replaces the entry: a measured offer replaces an imported entry always, and a
+ * measured one when ktune_improves_best(time_ms, the entry's time_ms): strictly lower (sql/003; the
+ * same condition as the job's own best, job_store_offer_best). An imported offer replaces an
+ * imported entry when it improves on it, and a measured entry only with replace_measured (and when
+ * it improves on it). */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
+/* Removes the entries naming job job_id and puts back, for each of their keys, the best remaining
+ * trial of another job of that key (a measured one before any imported one, then the fastest,
+ * the earliest on ties), if there is one. Call inside the transaction that removes the job's
+ * trials, after removing them. */
+int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long long *restored,
+                          kt_error *err);
 /* {"kernel","device","device_class","kernel_hash","toolchain","problem","config","time_ms","job_id",
- * "trial_id","measured_at","source":"measured","provenance":{"repeats","noise_cv","job_id",
+ * "trial_id","measured_at","source":"measured"|"imported","provenance":{"repeats","noise_cv","job_id",
  * "trial_id","measured_at"}} (the best trial joined: repeats and noise_cv are null for imports that
  * did not record them); KT_ERR_NO_BEST when nothing is known for the whole key (its toolchain
  * included: an entry measured under another toolchain is not this key's). */

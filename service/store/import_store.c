@@ -52,7 +52,7 @@ static int lock_job(PGconn *c, long long id, kt_error *err)
 /* Recounts the job's trials and clock from its trials (the clock: the sum of their
  * charged_seconds), offers the job's fastest ok trial (earliest on ties) to the job's best and to
  * the best table. */
-static int refresh_job(PGconn *c, long long id, kt_error *err)
+static int refresh_job(PGconn *c, long long id, int replace_measured, kt_error *err)
 {
     int rc = -1;
     store_num n;
@@ -79,6 +79,8 @@ static int refresh_job(PGconn *c, long long id, kt_error *err)
         offer.time_ms = store_get_double(fastest, 0, 1);
         offer.job_id = id;
         offer.trial_id = store_get_ll(fastest, 0, 0);
+        offer.imported = 1;
+        offer.replace_measured = replace_measured;
         if (job_store_offer_best(c, id, offer.trial_id, offer.time_ms, offer.config_json, err) <
                 0 ||
             best_store_offer(c, &offer, err) < 0)
@@ -150,7 +152,7 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
         goto out;
     counts->inserted = PQntuples(r);
     counts->duplicates = n - counts->inserted;
-    if (refresh_job(c, id, err) < 0 || db_commit(c, err) < 0)
+    if (refresh_job(c, id, t->replace_measured, err) < 0 || db_commit(c, err) < 0)
         goto out;
     begun = 0;
     *job_id = id;
@@ -162,5 +164,37 @@ out:
     free(trials_text);
     free(charges_text);
     json_decref(charges);
+    return rc;
+}
+
+int import_store_remove(PGconn *c, long long job_id, import_removed *out, kt_error *err)
+{
+    int rc = -1, begun = 0;
+    store_num n;
+    const char *p[] = {store_ll(&n, job_id)};
+    PGresult *r = NULL;
+    memset(out, 0, sizeof *out);
+    if (db_begin(c, err) < 0)
+        goto out;
+    begun = 1;
+    if (lock_job(c, job_id, err) < 0 ||
+        best_store_forget_job(c, job_id, &out->best_removed, &out->best_restored, err) < 0)
+        goto out;
+    /* The trials go with the job (ON DELETE CASCADE); counted first for the reply. */
+    r = db_exec(c,
+                "WITH t AS (SELECT count(*) AS n FROM trials WHERE job_id = $1),"
+                " j AS (DELETE FROM jobs WHERE id = $1) SELECT n FROM t",
+                1, p, err);
+    if (!r)
+        goto out;
+    out->trials = store_get_ll(r, 0, 0);
+    if (db_commit(c, err) < 0)
+        goto out;
+    begun = 0;
+    rc = 0;
+out:
+    if (begun)
+        db_rollback(c);
+    PQclear(r);
     return rc;
 }

@@ -24,6 +24,7 @@ typedef struct import_target {
     const json_t *problem; /* the canonical problem */
     const char *source;    /* "kerneltuner", "t4", ... recorded as strategy_options.source */
     uint64_t space_size;
+    int replace_measured; /* the best of these trials may replace a measured best entry (admin) */
 } import_target;
 
 typedef struct import_counts {
@@ -37,5 +38,16 @@ typedef struct import_counts {
  * KT_ERR_CONFLICT otherwise). A configuration already in the job is skipped and counted. */
 int import_store_add(PGconn *c, const import_target *t, const json_t *trials, long long *job_id,
                      import_counts *counts, kt_error *err);
+
+typedef struct import_removed {
+    long long trials;        /* the job's trials, removed with it */
+    long long best_removed;  /* best entries that named the job */
+    long long best_restored; /* of those keys, how many got another job's best trial back */
+} import_removed;
+
+/* Removes import job job_id, its trials and its best entries (best_store_forget_job puts back the
+ * next best trial of each key), in one transaction. KT_ERR_NOT_FOUND when there is no such job,
+ * KT_ERR_CONFLICT when it is a tuning job. */
+int import_store_remove(PGconn *c, long long job_id, import_removed *out, kt_error *err);
 
 #endif

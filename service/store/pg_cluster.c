@@ -1,64 +1,35 @@
-/* store/pg_cluster — see pg_cluster.h. Children (initdb, pg_ctl) are run with fork/execv and argv
- * arrays, never through a shell of ours; their output goes to <data_dir>/pg.log. As root they run
- * as `postgres`. */
+/* store/pg_cluster — see pg_cluster.h: the data and socket folders, the server's lifecycle. The
+ * children it runs (pg_cluster_proc.c) and who may log in (pg_cluster_auth.c) are beside it. */
 #include "store/pg_cluster.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <libpq-fe.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "store/pg_auth.h"
+#include "store/pg_cluster_impl.h"
 #include "store/pg_cluster_internal.h"
-
-#define PG_PORT          "5432"
-#define PG_SOCKET_NAME   "/.s.PGSQL." PG_PORT
-#define PG_SOCKET_MAX    107 /* sizeof(sockaddr_un.sun_path) - 1 on Linux */
-#define PG_GROUPS_MAX    64
-#define PG_READY_SECONDS 60
-#define PG_LOG_TAIL      5
-#define PG_BIN_ROOT      "/usr/lib/postgresql"
-
-struct pg_cluster {
-    char data_dir[PATH_MAX];   /* absolute */
-    char bindir[PATH_MAX];     /* holds initdb, pg_ctl, postgres */
-    char initdb[PATH_MAX];     /* <bindir>/initdb */
-    char pg_ctl[PATH_MAX];     /* <bindir>/pg_ctl */
-    char pgdata[PATH_MAX];     /* <data_dir>/pg */
-    char pid_file[PATH_MAX];   /* <pgdata>/postmaster.pid */
-    char log_path[PATH_MAX];   /* <data_dir>/pg.log */
-    char socket_dir[PATH_MAX]; /* <data_dir>/pg-socket, or a mkdtemp dir under /tmp */
-    int socket_is_tmp;         /* socket_dir is a private /tmp dir: removed after stop */
-    char conninfo[PATH_MAX + 128];
-    int as_postgres; /* we are root: children switch to the postgres user */
-    uid_t uid;
-    gid_t gid;
-    gid_t groups[PG_GROUPS_MAX];
-    int n_groups;
-};
 
 /* ---- small helpers ---- */
 
-static int path_join(char *out, size_t size, const char *a, const char *b)
+int pgc_path_join(char *out, size_t size, const char *a, const char *b)
 {
     int n = snprintf(out, size, "%s%s", a, b);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;
 }
 
-static int is_file(const char *path)
+int pgc_is_file(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -150,218 +121,13 @@ static void file_tail(const char *path, int lines, char *out, size_t size)
     }
 }
 
-static void set_tail_error(const pg_cluster *c, kt_error *err, const char *what, int status)
+void pgc_set_tail_error(const pg_cluster *c, kt_error *err, const char *what, int status)
 {
     char tail[400];
     file_tail(c->log_path, PG_LOG_TAIL, tail, sizeof tail);
     kt_error_set(err, KT_ERR_DATABASE, "%s (exit status %d); %s ends: %s", what, status,
                  c->log_path, tail[0] ? tail : "(empty)");
     kt_error_hint(err, "read %s for the full output of the embedded postgresql", c->log_path);
-}
-
-/* ---- running children as the cluster's user ---- */
-
-static int wait_child(pid_t pid)
-{
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return -1;
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* In the child after fork: only async-signal-safe calls (the service may have threads). */
-static void child_become_user(const pg_cluster *c, const char *cwd)
-{
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL); /* the service may block signals for its own threads */
-    signal(SIGPIPE, SIG_DFL);
-    if (c->as_postgres) {
-        if (setgroups((size_t)c->n_groups, c->groups) != 0 || setgid(c->gid) != 0 ||
-            setuid(c->uid) != 0)
-            _exit(126);
-    }
-    if (chdir(cwd) != 0)
-        _exit(126);
-}
-
-/* Runs argv (argv[0] an absolute path), stdin from /dev/null, stdout and stderr appended to
- * out_path (or /dev/null when NULL). Returns the exit status, or -1 when it could not run or was
- * killed. */
-static int run_child(const pg_cluster *c, char *const argv[], const char *out_path)
-{
-    int status = -1;
-    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int out_fd = out_path ? open(out_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640) : -1;
-    if (null_fd < 0 || (out_path && out_fd < 0)) {
-        log_error("cannot open %s: %s", out_path ? out_path : "/dev/null", strerror(errno));
-        goto out;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        log_error("fork: %s", strerror(errno));
-        goto out;
-    }
-    if (pid == 0) {
-        int o = out_fd >= 0 ? out_fd : null_fd;
-        if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(o, STDOUT_FILENO) < 0 ||
-            dup2(o, STDERR_FILENO) < 0)
-            _exit(126);
-        /* dup2 onto the same fd (the service had 0-2 closed) keeps close-on-exec: clear it. */
-        for (int fd = 0; fd < 3; fd++)
-            fcntl(fd, F_SETFD, 0);
-        /* Keep the service's sockets and files (an HTTP listener, pool connections) out of the
-         * postmaster, which outlives this process. */
-        close_range(3, ~0U, 0);
-        child_become_user(c, c->data_dir);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    status = wait_child(pid);
-out:
-    if (null_fd >= 0)
-        close(null_fd);
-    if (out_fd >= 0)
-        close(out_fd);
-    return status;
-}
-
-/* Whether the postgres user can reach data_dir (e.g. not when it lies under root's 0700 home). */
-static int postgres_can_traverse(const pg_cluster *c)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return 0;
-    if (pid == 0) {
-        child_become_user(c, "/");
-        _exit(access(c->data_dir, X_OK) == 0 ? 0 : 1);
-    }
-    return wait_child(pid) == 0;
-}
-
-static int chown_to_postgres(const pg_cluster *c, const char *path, kt_error *err)
-{
-    if (!c->as_postgres || chown(path, c->uid, c->gid) == 0)
-        return 0;
-    return kt_error_set(err, KT_ERR_IO, "cannot hand %s to the postgres user: %s", path,
-                        strerror(errno));
-}
-
-static int resolve_postgres_user(pg_cluster *c, kt_error *err)
-{
-    struct passwd pw, *found = NULL;
-    char buf[16384];
-    if (getpwnam_r("postgres", &pw, buf, sizeof buf, &found) != 0 || !found) {
-        kt_error_set(
-            err, KT_ERR_CONFIG,
-            "running as root, but there is no user postgres to run the embedded postgresql "
-            "as (initdb refuses root)");
-        kt_error_hint(err,
-                      "install the server (apt-get install -y postgresql creates the user), or "
-                      "run ktuned as an unprivileged user");
-        return -1;
-    }
-    c->as_postgres = 1;
-    c->uid = pw.pw_uid;
-    c->gid = pw.pw_gid;
-    int n = PG_GROUPS_MAX;
-    if (getgrouplist(pw.pw_name, pw.pw_gid, c->groups, &n) < 0) {
-        /* More groups than we keep: the primary group is all the server needs. */
-        c->groups[0] = pw.pw_gid;
-        n = 1;
-    }
-    c->n_groups = n;
-    return 0;
-}
-
-/* ---- locating the server binaries ---- */
-
-static int bindir_complete(const char *dir)
-{
-    static const char *const names[] = {"/postgres", "/initdb", "/pg_ctl"};
-    char path[PATH_MAX];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (path_join(path, sizeof path, dir, names[i]) != 0 || access(path, X_OK) != 0)
-            return 0;
-    }
-    return 1;
-}
-
-/* "15" -> 150000, "9.6" -> 90600; -1 for names that are not versions. */
-static long version_rank(const char *name)
-{
-    char *end;
-    long major = strtol(name, &end, 10);
-    long minor = 0;
-    if (end == name || major < 0 || major > 1000)
-        return -1;
-    if (*end == '.') {
-        const char *m = end + 1;
-        minor = strtol(m, &end, 10);
-        if (end == m || minor < 0 || minor > 99)
-            return -1;
-    }
-    return *end ? -1 : major * 10000 + minor * 100;
-}
-
-static int set_bindir(pg_cluster *c, const char *dir)
-{
-    if (!bindir_complete(dir) ||
-        snprintf(c->bindir, sizeof c->bindir, "%s", dir) >= (int)sizeof c->bindir ||
-        path_join(c->initdb, sizeof c->initdb, dir, "/initdb") != 0 ||
-        path_join(c->pg_ctl, sizeof c->pg_ctl, dir, "/pg_ctl") != 0)
-        return -1;
-    return 0;
-}
-
-static int find_bindir(pg_cluster *c, kt_error *err)
-{
-    const char *over = getenv("KTUNE_PG_BINDIR");
-    if (over && over[0]) {
-        if (set_bindir(c, over) == 0)
-            return 0;
-        kt_error_set(err, KT_ERR_CONFIG,
-                     "postgresql server binaries (postgres, initdb, pg_ctl) not found in "
-                     "KTUNE_PG_BINDIR=%s",
-                     over);
-        kt_error_hint(err,
-                      "install them: apt-get install -y postgresql (or unset KTUNE_PG_BINDIR)");
-        return -1;
-    }
-    char dir[PATH_MAX];
-    /* A cluster made by version N must run under version N: prefer it when it is installed. */
-    char version_file[PATH_MAX], version[32] = "";
-    if (path_join(version_file, sizeof version_file, c->pgdata, "/PG_VERSION") == 0) {
-        FILE *f = fopen(version_file, "re");
-        if (f) {
-            if (fgets(version, sizeof version, f))
-                version[strcspn(version, "\r\n")] = '\0';
-            fclose(f);
-        }
-    }
-    if (version[0] && version_rank(version) >= 0 &&
-        snprintf(dir, sizeof dir, PG_BIN_ROOT "/%s/bin", version) < (int)sizeof dir &&
-        set_bindir(c, dir) == 0)
-        return 0;
-    long best = -1;
-    DIR *d = opendir(PG_BIN_ROOT);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        long rank = version_rank(e->d_name);
-        if (rank > best &&
-            snprintf(dir, sizeof dir, PG_BIN_ROOT "/%s/bin", e->d_name) < (int)sizeof dir &&
-            set_bindir(c, dir) == 0)
-            best = rank;
-    }
-    if (d)
-        closedir(d);
-    if (best >= 0)
-        return 0;
-    kt_error_set(err, KT_ERR_CONFIG,
-                 "postgresql server binaries not found under " PG_BIN_ROOT "/*/bin");
-    kt_error_hint(err, "install them: apt-get install -y postgresql");
-    return -1;
 }
 
 /* ---- the server ---- */
@@ -387,7 +153,7 @@ static int read_pid_file_socket_dir(const pg_cluster *c, char *out, size_t size)
 }
 
 /* Appends key=value to a conninfo, single-quoting the value when it needs it. */
-static void conninfo_add(char *out, size_t size, const char *key, const char *value)
+void pgc_conninfo_add(char *out, size_t size, const char *key, const char *value)
 {
     size_t n = strlen(out);
     int quote = !safe_unquoted(value);
@@ -405,13 +171,19 @@ static void conninfo_add(char *out, size_t size, const char *key, const char *va
     out[n] = '\0';
 }
 
-static void build_conninfo(pg_cluster *c, char *out, size_t size, const char *dbname)
+/* user/password NULL: only the socket (for pings and pg_auth_upgrade_legacy's base). */
+void pgc_build_conninfo(pg_cluster *c, char *out, size_t size, const char *dbname, const char *user,
+                        const char *password)
 {
     out[0] = '\0';
-    conninfo_add(out, size, "host", c->socket_dir);
-    conninfo_add(out, size, "port", PG_PORT);
-    conninfo_add(out, size, "dbname", dbname);
-    conninfo_add(out, size, "user", "ktune");
+    pgc_conninfo_add(out, size, "host", c->socket_dir);
+    pgc_conninfo_add(out, size, "port", PG_PORT);
+    if (dbname)
+        pgc_conninfo_add(out, size, "dbname", dbname);
+    if (user)
+        pgc_conninfo_add(out, size, "user", user);
+    if (password && password[0])
+        pgc_conninfo_add(out, size, "password", password);
 }
 
 /* Waits until the server at socket_dir accepts connections (it may still be starting up). */
@@ -420,7 +192,7 @@ static int wait_ready(pg_cluster *c)
     char info[sizeof c->conninfo];
     for (int i = 0; i < PG_READY_SECONDS * 10; i++) {
         if (read_pid_file_socket_dir(c, c->socket_dir, sizeof c->socket_dir) == 0) {
-            build_conninfo(c, info, sizeof info, "postgres");
+            pgc_build_conninfo(c, info, sizeof info, "postgres", PG_AUTH_ADMIN_ROLE, NULL);
             if (PQping(info) == PQPING_OK)
                 return 0;
         }
@@ -435,10 +207,13 @@ static int wait_ready(pg_cluster *c)
 static int choose_socket_dir(pg_cluster *c, kt_error *err)
 {
     char dir[PATH_MAX];
-    if (path_join(dir, sizeof dir, c->data_dir, "/pg-socket") == 0 &&
+    if (pgc_path_join(dir, sizeof dir, c->data_dir, "/pg-socket") == 0 &&
         strlen(dir) + strlen(PG_SOCKET_NAME) <= PG_SOCKET_MAX && safe_unquoted(dir)) {
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        /* Private: only the cluster's user (and root) may reach the socket (issue #11). */
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
             return kt_error_set(err, KT_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+        if (chmod(dir, 0700) != 0)
+            return kt_error_set(err, KT_ERR_IO, "cannot make %s private: %s", dir, strerror(errno));
         snprintf(c->socket_dir, sizeof c->socket_dir, "%s", dir);
         c->socket_is_tmp = 0;
     } else {
@@ -451,7 +226,7 @@ static int choose_socket_dir(pg_cluster *c, kt_error *err)
         log_info("postgresql socket path under %s is too long or unusual; using %s", c->data_dir,
                  c->socket_dir);
     }
-    return chown_to_postgres(c, c->socket_dir, err);
+    return pgc_chown_to_postgres(c, c->socket_dir, err);
 }
 
 /* The pid on the first line of a postgres lock file, or -1. */
@@ -523,73 +298,12 @@ static int start_server(pg_cluster *c, kt_error *err)
     char *argv[] = {c->pg_ctl, "-D", c->pgdata, "-l", c->log_path, "-w",
                     "-t",      "60", "-o",      opts, "start",     NULL};
     log_info("starting the embedded postgresql in %s", c->pgdata);
-    int st = run_child(c, argv, c->log_path);
+    int st = pgc_run_child(c, argv, c->log_path);
     if (st != 0) {
-        set_tail_error(c, err, "the embedded postgresql server did not start", st);
+        pgc_set_tail_error(c, err, "the embedded postgresql server did not start", st);
         return -1;
     }
     return 0;
-}
-
-static int init_cluster(pg_cluster *c, kt_error *err)
-{
-    char path[PATH_MAX];
-    if (path_join(path, sizeof path, c->pgdata, "/PG_VERSION") != 0)
-        return kt_error_set(err, KT_ERR_CONFIG, "data directory path too long: %s", c->data_dir);
-    if (is_file(path))
-        return 0;
-    char *argv[] = {c->initdb, "-D",   c->pgdata,          "-U", "ktune", "--auth=trust",
-                    "-E",      "UTF8", "--locale=C.UTF-8", NULL};
-    log_info("creating the embedded postgresql cluster in %s", c->pgdata);
-    int st = run_child(c, argv, c->log_path);
-    if (st != 0) {
-        set_tail_error(c, err, "initdb failed", st);
-        return -1;
-    }
-    return 0;
-}
-
-static int ensure_database(pg_cluster *c, kt_error *err)
-{
-    char info[sizeof c->conninfo];
-    int rc = -1;
-    PGresult *res = NULL;
-    build_conninfo(c, info, sizeof info, "postgres");
-    conninfo_add(info, sizeof info, "application_name", "ktuned");
-    PGconn *conn = PQconnectdb(info);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        kt_error_set(err, KT_ERR_DATABASE, "cannot connect to the embedded postgresql: %s",
-                     PQerrorMessage(conn));
-        goto out;
-    }
-    const char *params[] = {"ktune"};
-    res = PQexecParams(conn, "SELECT 1 FROM pg_database WHERE datname = $1", 1, NULL, params, NULL,
-                       NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        kt_error_set(err, KT_ERR_DATABASE, "cannot list databases: %s", PQresultErrorMessage(res));
-        goto out;
-    }
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        res = PQexec(conn, "CREATE DATABASE ktune");
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        /* 42P04: another ktuned created it between our check and now. */
-        if (PQresultStatus(res) != PGRES_COMMAND_OK && !(state && strcmp(state, "42P04") == 0)) {
-            kt_error_set(err, KT_ERR_DATABASE, "cannot create database ktune: %s",
-                         PQresultErrorMessage(res));
-            goto out;
-        }
-        log_info("created database ktune");
-    }
-    rc = 0;
-out:
-    if (rc != 0 && err) {
-        /* libpq messages end with a newline; keep the error on one line. */
-        err->message[strcspn(err->message, "\n")] = '\0';
-    }
-    PQclear(res);
-    PQfinish(conn);
-    return rc;
 }
 
 static int prepare_dirs(pg_cluster *c, const char *data_dir, kt_error *err)
@@ -606,9 +320,9 @@ static int prepare_dirs(pg_cluster *c, const char *data_dir, kt_error *err)
     int n = snprintf(c->data_dir, sizeof c->data_dir, "%s", abs);
     free(abs);
     if (n < 0 || (size_t)n >= sizeof c->data_dir || !safe_in_double_quotes(c->data_dir) ||
-        path_join(c->pgdata, sizeof c->pgdata, c->data_dir, "/pg") != 0 ||
-        path_join(c->pid_file, sizeof c->pid_file, c->pgdata, "/postmaster.pid") != 0 ||
-        path_join(c->log_path, sizeof c->log_path, c->data_dir, "/pg.log") != 0) {
+        pgc_path_join(c->pgdata, sizeof c->pgdata, c->data_dir, "/pg") != 0 ||
+        pgc_path_join(c->pid_file, sizeof c->pid_file, c->pgdata, "/postmaster.pid") != 0 ||
+        pgc_path_join(c->log_path, sizeof c->log_path, c->data_dir, "/pg.log") != 0) {
         kt_error_set(err, KT_ERR_CONFIG, "data directory %s is too long or holds one of \" \\ $ `",
                      data_dir);
         kt_error_hint(err, "pg_ctl passes it through a shell; choose a plainer --data-dir");
@@ -620,9 +334,9 @@ static int prepare_dirs(pg_cluster *c, const char *data_dir, kt_error *err)
 static int prepare_for_user(pg_cluster *c, kt_error *err)
 {
     if (geteuid() == 0) {
-        if (resolve_postgres_user(c, err) != 0)
+        if (pgc_resolve_postgres_user(c, err) != 0)
             return -1;
-        if (!postgres_can_traverse(c)) {
+        if (!pgc_postgres_can_traverse(c)) {
             kt_error_set(err, KT_ERR_CONFIG,
                          "running as root, the embedded postgresql runs as user postgres, which "
                          "cannot reach %s (a parent directory is not searchable by it)",
@@ -638,7 +352,8 @@ static int prepare_for_user(pg_cluster *c, kt_error *err)
     if (fd < 0)
         return kt_error_set(err, KT_ERR_IO, "cannot open %s: %s", c->log_path, strerror(errno));
     close(fd);
-    if (chown_to_postgres(c, c->pgdata, err) != 0 || chown_to_postgres(c, c->log_path, err) != 0)
+    if (pgc_chown_to_postgres(c, c->pgdata, err) != 0 ||
+        pgc_chown_to_postgres(c, c->log_path, err) != 0)
         return -1;
     return 0;
 }
@@ -651,8 +366,8 @@ pg_cluster *pg_cluster_start(const char *data_dir, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         return NULL;
     }
-    if (prepare_dirs(c, data_dir, err) != 0 || find_bindir(c, err) != 0 ||
-        prepare_for_user(c, err) != 0 || init_cluster(c, err) != 0)
+    if (prepare_dirs(c, data_dir, err) != 0 || pgc_find_bindir(c, err) != 0 ||
+        prepare_for_user(c, err) != 0 || pgc_init_cluster(c, err) != 0)
         goto out;
     /* A server left by a ktuned that died without stopping it is reused, on the socket it uses. */
     int running = server_running(c);
@@ -669,15 +384,16 @@ pg_cluster *pg_cluster_start(const char *data_dir, kt_error *err)
             rmdir(c->socket_dir);
     }
     if (wait_ready(c) != 0) {
-        set_tail_error(c, err, "the embedded postgresql does not accept connections", -1);
+        pgc_set_tail_error(c, err, "the embedded postgresql does not accept connections", -1);
         goto out;
     }
     char own[PATH_MAX];
-    c->socket_is_tmp = path_join(own, sizeof own, c->data_dir, "/pg-socket") != 0 ||
+    c->socket_is_tmp = pgc_path_join(own, sizeof own, c->data_dir, "/pg-socket") != 0 ||
                        strcmp(own, c->socket_dir) != 0;
-    if (ensure_database(c, err) != 0)
+    if (pgc_make_socket_private(c, err) != 0 || pgc_setup_auth(c, err) != 0)
         goto out;
-    build_conninfo(c, c->conninfo, sizeof c->conninfo, "ktune");
+    pgc_build_conninfo(c, c->conninfo, sizeof c->conninfo, "ktune", PG_AUTH_SERVICE,
+                       c->ktune_secret);
     ok = 1;
 out:
     if (!ok) {
@@ -699,9 +415,9 @@ void pg_cluster_stop(pg_cluster *c)
 {
     if (!c)
         return;
-    if (is_file(c->pid_file)) {
+    if (pgc_is_file(c->pid_file)) {
         char *argv[] = {c->pg_ctl, "-D", c->pgdata, "-m", "fast", "-w", "stop", NULL};
-        int st = run_child(c, argv, c->log_path);
+        int st = pgc_run_child(c, argv, c->log_path);
         if (st != 0)
             log_warn("stopping the embedded postgresql failed (exit status %d); see %s", st,
                      c->log_path);
@@ -725,7 +441,7 @@ int pg_cluster_server_start(pg_cluster *c, kt_error *err)
     if (start_server(c, err) != 0)
         return -1;
     if (wait_ready(c) != 0) {
-        set_tail_error(c, err, "the embedded postgresql does not accept connections", -1);
+        pgc_set_tail_error(c, err, "the embedded postgresql does not accept connections", -1);
         return -1;
     }
     return 0;

@@ -29,7 +29,7 @@ const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe("dashboard", { timeout: 1800000 }, () => {
-  let k, browser, dsDir;
+  let k, browser, dsDir, readToken;
   let bigId, bigPosted, bigJob;
   let liveId, cancelId;
   const shots = [];
@@ -41,9 +41,14 @@ describe("dashboard", { timeout: 1800000 }, () => {
   }
 
   // A page that records console errors and uncaught exceptions; `expected` lists regular
-  // expressions of errors a step provokes on purpose (the 401 of a cancel without the token).
+  // expressions of errors a step provokes on purpose (the 403 of a cancel with a read token).
   async function newPage(viewport = VIEWPORTS.desktop) {
     const ctx = await browser.newContext({ viewport });
+    // Reads need a token once one exists: every page starts with a read-only one (the admin token is
+    // typed into the token form where a step needs more).
+    await ctx.addInitScript((t) => {
+      if (!localStorage.getItem("ktune.apiToken")) localStorage.setItem("ktune.apiToken", t);
+    }, readToken);
     const page = await ctx.newPage();
     page.errors = [];
     page.expected = [];
@@ -96,6 +101,9 @@ describe("dashboard", { timeout: 1800000 }, () => {
       extra: ["--workers", "2", "--api-token", TOKEN, "--max-evaluations", "200000", "--replay-speed", "0"],
     });
     await k.start();
+    const made = await k.api("POST", "/v1/tokens", { name: "dashboard reader", scope: "read" }, AUTH);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    readToken = made.body.token;
     browser = await launchBrowser();
     // The 100,000-trial job runs while the other tests do; the last test opens it.
     bigPosted = Date.now();
@@ -179,7 +187,7 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await closePage(page);
   });
 
-  it("cancel needs the API token and works with it", async () => {
+  it("cancel needs a token of scope tune and works with it", async () => {
     const r = await k.api("POST", "/v1/tune", { kernel: "pnpoly", device: "replay:pnpoly_kt-RTX_3090", strategy: "random", budget: { evaluations: 4000 }, seed: 3 }, AUTH);
     assert.equal(r.status, 202);
     cancelId = r.body.id;
@@ -187,11 +195,11 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await page.goto(`${k.base}/#/jobs`);
     const button = page.locator(`#jobs-table tr[data-id="${cancelId}"] button.cancel`);
     await button.waitFor();
-    // Without the token: the service answers 401 and the page says so.
-    page.expected.push(/status of 401/);
+    // With the read-only token every page starts with: the service answers 403 and the page says so.
+    page.expected.push(/status of 403/);
     await button.click();
     await page.waitForSelector("#jobs-action-msg .error-box");
-    assert.match(await page.textContent("#jobs-action-msg .error-box"), /unauthorized/);
+    assert.match(await page.textContent("#jobs-action-msg .error-box"), /forbidden/);
     page.expected.pop();
     await page.click("#token summary");
     await page.fill("#token-input", TOKEN);

@@ -64,6 +64,10 @@ export class Ktuned {
     this.dataDir = fs.mkdtempSync(path.join("/tmp", "ktune-browser-"));
     fs.chmodSync(this.dataDir, 0o755);
     this.extra = extra;
+    // With --api-token, GETs made without an Authorization header send it: reads need a token once
+    // one exists (issue #11). Writes send only what the test passes.
+    const at = extra.indexOf("--api-token");
+    this.token = at >= 0 ? extra[at + 1] : null;
     this.datasets = [...datasets, path.join(sourceDir, "datasets")];
     this.proc = null;
     this.address = null;
@@ -135,9 +139,10 @@ export class Ktuned {
   }
 
   async api(method, p, body, headers = {}) {
+    const auth = method === "GET" && this.token && !headers.Authorization ? { Authorization: "Bearer " + this.token } : {};
     const res = await fetch(this.base + p, {
       method,
-      headers: { ...(body ? { "Content-Type": "application/json" } : {}), ...headers },
+      headers: { ...(body ? { "Content-Type": "application/json" } : {}), ...auth, ...headers },
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();

@@ -30,10 +30,15 @@ const DEFAULT = { MR: 6, NR: 64, KC: 512, MC: 192, NC: 512, UNROLL: 1, PACK_A: 0
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe("models page", { timeout: 600000 }, () => {
-  let k, browser, model;
+  let k, browser, model, readToken;
 
   async function newPage(viewport = VIEWPORTS.desktop) {
     const ctx = await browser.newContext({ viewport });
+    // Reads need a token once one exists: every page starts with a read-only one (the admin token is
+    // typed into the token form where a step needs more).
+    await ctx.addInitScript((t) => {
+      if (!localStorage.getItem("ktune.apiToken")) localStorage.setItem("ktune.apiToken", t);
+    }, readToken);
     const page = await ctx.newPage();
     page.errors = [];
     page.on("console", (m) => m.type() === "error" && page.errors.push(m.text()));
@@ -54,6 +59,9 @@ describe("models page", { timeout: 600000 }, () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     k = new Ktuned(KTUNED, SOURCE, { extra: ["--workers", "1", "--api-token", TOKEN, "--kernels", path.join(SOURCE, "kernels")] });
     await k.start();
+    const made = await k.api("POST", "/v1/tokens", { name: "dashboard reader", scope: "read" }, AUTH);
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    readToken = made.body.token;
     browser = await launchBrowser();
     // Eight problems, each with the default configuration at UNROLL 1, 2 and 4; which one is best
     // moves with the problem, so the nearest problem's best is measured for every problem.

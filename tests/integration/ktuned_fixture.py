@@ -46,6 +46,12 @@ class Ktuned:
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="ktune-it-", dir="/tmp")
         os.chmod(self.data_dir, 0o755)
         self.extra = list(extra)
+        # With --api-token, GETs made without explicit headers send it (reads need a token once any
+        # token exists); writes, and calls with headers given, send only what they pass.
+        self.token = None
+        for i, a in enumerate(self.extra[:-1]):
+            if a == "--api-token":
+                self.token = self.extra[i + 1]
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
         self.address = None
@@ -122,15 +128,25 @@ class Ktuned:
         if self.own_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def psql(self, sql, timeout=60):
-        """Runs sql on the embedded database with psql over its unix socket; returns psql -At's output
-        (one row a line, columns separated by |). Raises RuntimeError with psql's message on failure."""
-        conninfo = "host=%s port=5432 dbname=ktune user=ktune" % os.path.join(self.data_dir, "pg-socket")
-        out = subprocess.run(["psql", conninfo, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
-                             capture_output=True, text=True, timeout=timeout)
-        if out.returncode != 0:
-            raise RuntimeError("psql failed: %s" % out.stderr.strip())
-        return out.stdout.strip()
+    # --- the embedded PostgreSQL (password logins only on a private socket; store/pg_auth.h) ------
+    def pg_secret(self, role="ktune"):
+        """The generated password of the service role `ktune` or of the superuser `ktune_admin`."""
+        name = "pg-ktune.secret" if role == "ktune" else "pg-admin.secret"
+        with open(os.path.join(self.data_dir, name)) as f:
+            return f.read().strip()
+
+    def pg_conninfo(self, dbname="ktune", role="ktune"):
+        """libpq conninfo for psql or --database-url, password included."""
+        return "host=%s port=5432 dbname=%s user=%s password=%s" % (
+            os.path.join(self.data_dir, "pg-socket"), dbname, role, self.pg_secret(role))
+
+    def psql(self, sql, role="ktune", dbname="ktune", check=True):
+        """Runs SQL with psql on the embedded cluster; returns stdout (unaligned, tuples only)."""
+        out = subprocess.run(["psql", "-X", self.pg_conninfo(dbname, role), "-v", "ON_ERROR_STOP=1",
+                              "-At", "-c", sql], capture_output=True, text=True, timeout=60)
+        if check and out.returncode != 0:
+            raise AssertionError("psql failed: %s" % out.stderr)
+        return out.stdout.strip() if check else out
 
     def postmaster_pid(self):
         """The embedded PostgreSQL's postmaster pid (postmaster.pid), or None."""
@@ -172,6 +188,8 @@ class Ktuned:
         own = conn is None
         conn = conn or http.client.HTTPConnection(self.address, timeout=60)
         hdrs = dict(headers or {})
+        if headers is None and self.token and method == "GET":
+            hdrs["Authorization"] = "Bearer " + self.token
         data = raw
         if body is not None:
             data = json.dumps(body).encode()

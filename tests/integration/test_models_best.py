@@ -200,14 +200,15 @@ class ModelsBestTest(unittest.TestCase):
         status, _, tuned = self.get(best_path(TUNED[0]))
         self.assertEqual((status, tuned["source"]), (200, "measured"), tuned)
 
-        # The prediction is valid for the problem: the server accepts it as a measurement of it (an
-        # import checks the configuration against the problem's space), and a measurement then wins.
+        # The prediction is valid for the problem: the server accepts it as a result of it (an
+        # import checks the configuration against the problem's space), and that result then wins
+        # over the prediction; it says it was imported (issue #11), not measured here.
         status, _, imp = self.k.post("/v1/imports", {
             "kernel": "gemm", "device": "cpu", "problem": UNTUNED, "source": "kerneltuner",
             "trials": [{"config": pred["config"], "status": "ok", "time_ms": 0.5}]}, headers=AUTH)
         self.assertEqual(status, 201, imp)
         status, _, measured = self.get(best_path(UNTUNED))
-        self.assertEqual((status, measured["source"], measured["config"]), (200, "measured", pred["config"]))
+        self.assertEqual((status, measured["source"], measured["config"]), (200, "imported", pred["config"]))
         broken = dict(pred["config"], MR=5)  # 5 is not among MR's values: the same check refuses it
         status, _, err = self.k.post("/v1/imports", {
             "kernel": "gemm", "device": "cpu", "problem": UNTUNED, "source": "kerneltuner",
@@ -216,7 +217,7 @@ class ModelsBestTest(unittest.TestCase):
 
         # --- tune_on_miss queues once -----------------------------------------------------------
         fresh = {"M": 8, "N": 8, "K": 8}
-        status, _, err = self.get(best_path(fresh, tune_on_miss=3))
+        status, _, err = self.get(best_path(fresh, tune_on_miss=3), headers={})  # no token at all
         self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
         status, _, first = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
         self.assertEqual((status, first["source"]), (200, "predicted"), first)

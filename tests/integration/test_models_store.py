@@ -87,7 +87,7 @@ class ModelsStoreTest(unittest.TestCase):
         assert status == 201, body
 
     def psql(self, sql):
-        conninfo = "host=%s port=5432 dbname=ktune user=ktune" % os.path.join(self.k.data_dir, "pg-socket")
+        conninfo = self.k.pg_conninfo()
         out = subprocess.run(["psql", conninfo, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -229,7 +229,7 @@ class ModelsStoreTest(unittest.TestCase):
         print("\nclean stop during training took %.1f s" % stop_seconds, file=sys.stderr)
 
     def test_6_another_ktuned_takes_over_a_training_whose_process_died(self):
-        conninfo = "host=%s port=5432 dbname=ktune user=ktune" % os.path.join(self.k.data_dir, "pg-socket")
+        conninfo = self.k.pg_conninfo()
         other = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=EXTRA + ["--database-url", conninfo])
         try:
             other.start()  # a second ktuned on the same database: two trainers compete

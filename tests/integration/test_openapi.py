@@ -138,7 +138,7 @@ class ServedTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
-                       extra=["--workers", "2", "--api-token", TOKEN,
+                       extra=["--workers", "2", "--api-token", TOKEN, "--max-queued-jobs-per-token", "8",
                               "--kernels", os.path.join(ARGS.source_dir, "kernels")])
         cls.k.start()
         cls.done_job = None
@@ -159,8 +159,8 @@ class ServedTest(unittest.TestCase):
         if query:
             path += "?" + urllib.parse.urlencode(query)
         hdrs = dict(headers or {})
-        if token and method in ("POST", "DELETE"):
-            hdrs["Authorization"] = "Bearer " + TOKEN
+        if token:
+            hdrs.setdefault("Authorization", "Bearer " + TOKEN)
         status, rhdrs, payload = self.k.request(method, path, body=body, raw=raw, headers=hdrs)
         self.check(method, template, status, rhdrs, payload)
         return status, rhdrs, payload
@@ -278,16 +278,22 @@ class ServedTest(unittest.TestCase):
 
     def test_e_tokens_are_required_where_documented(self):
         job = self.finished_job()
+        status, _, made = self.call("POST", "/v1/tokens", body={"name": "openapi reader", "scope": "read"})
+        self.assertEqual(status, 201, made)
+        read = "Bearer " + made["token"]
         for path, method, op in operations():
-            concrete = path.replace("{id}", str(job["id"]))
+            # Token ids are not job ids: DELETE /v1/tokens/{id} must not remove the reader.
+            concrete = path.replace("{id}", "999999" if path.startswith("/v1/tokens/") else str(job["id"]))
             body = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"} if method == "post" else None
             with self.subTest(op="%s %s" % (method, path)):
-                for auth in (None, "Bearer wrong-token", "Bearer " + TOKEN):
+                for auth in (None, "Bearer wrong-token", read, "Bearer " + TOKEN):
                     hdrs = {"Authorization": auth} if auth else {}
                     status, headers, reply = self.k.request(method.upper(), concrete, body=body, headers=hdrs)
                     self.check(method.upper(), path, status, headers, reply)
-                    refused = bool(op.get("security")) and auth != "Bearer " + TOKEN
-                    self.assertEqual(status == 401, refused, (auth, reply))
+                    guarded = bool(op.get("security"))
+                    self.assertEqual(status == 401, guarded and auth in (None, "Bearer wrong-token"), (auth, reply))
+                    narrow = guarded and auth == read and op.get("x-scope") != "read"
+                    self.assertEqual(status == 403, narrow, (auth, reply))
 
     # --- reading ------------------------------------------------------------------------------
     def test_f_reads_of_a_finished_job(self):
@@ -439,7 +445,7 @@ class ServedTest(unittest.TestCase):
         self.assertEqual((status, best["source"], best["provenance"]["job_id"]), (200, "measured", best["job_id"]))
         # A miss that would queue work needs the token; with it, the job is named in the reply.
         miss = {"kernel": "gemm", "device": "cpu", "M": 96, "N": 80, "K": 72}
-        status, _, reply = self.call("GET", "/v1/best", query=dict(miss, tune_on_miss=1))
+        status, _, reply = self.call("GET", "/v1/best", query=dict(miss, tune_on_miss=1), token=False)
         self.assertEqual((status, reply["error"]["code"]), (401, "unauthorized"), reply)
         status, _, reply = self.call("GET", "/v1/best", query=dict(miss, tune_on_miss=1, source="measured"),
                                      headers={"Authorization": "Bearer " + TOKEN})
@@ -483,6 +489,64 @@ class ServedTest(unittest.TestCase):
         self.check("POST", "/v1/models", status, {"content-type": "application/json"}, json.loads(reply))
         self.assertEqual(status, 413)
 
+    def test_l_tokens_imports_and_job_caps_as_documented(self):
+        # Tokens: made, listed, refused, revoked.
+        status, _, made = self.call("POST", "/v1/tokens", body={"name": "openapi tuner", "scope": "tune"})
+        self.assertEqual(status, 201, made)
+        tune = {"Authorization": "Bearer " + made["token"]}
+        status, _, listing = self.call("GET", "/v1/tokens")
+        self.assertIn(made["id"], [t["id"] for t in listing["tokens"]])
+        self.assertEqual(self.call("GET", "/v1/tokens", query={"colour": "red"})[0], 400)
+        for bad in ({"name": "x", "scope": "root"}, {"name": "x"}, {"name": "x", "scope": "read", "colour": 1}):
+            self.assertEqual(self.call("POST", "/v1/tokens", body=bad)[0], 400, bad)
+        self.assertEqual(self.call("POST", "/v1/tokens", raw=b"x", headers={"Content-Type": "text/plain"})[0], 415)
+        big = b'{"name": "' + b"x" * (1024 * 1024 + 10) + b'"}'
+        head = (b"POST /v1/tokens HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\nContent-Length: %d\r\n\r\n")
+        status, body = self.k.raw(head % len(big) + big, body_too=True)
+        self.check("POST", "/v1/tokens", status, {"content-type": "application/json"}, json.loads(body))
+        self.assertEqual(status, 413)
+        self.k.psql("INSERT INTO api_tokens (name, scope, secret_hash) SELECT 'filler', 'read', "
+                    "sha256(('filler' || g)::bytea) FROM generate_series(1, 1000) g")
+        status, _, reply = self.call("POST", "/v1/tokens", body={"name": "one too many", "scope": "read"})
+        self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
+        self.k.psql("DELETE FROM api_tokens WHERE name = 'filler'")
+        status, _, victim = self.call("POST", "/v1/tokens", body={"name": "short lived", "scope": "read"})
+        self.assertEqual(self.call("DELETE", "/v1/tokens/{id}", {"id": victim["id"]})[0], 200)
+        self.assertEqual(self.call("DELETE", "/v1/tokens/{id}", {"id": victim["id"]})[0], 404)
+        # Removing an import.
+        examples = DOC["paths"]["/v1/imports"]["post"]["requestBody"]["content"]["application/json"]["examples"]
+        status, _, imp = self.call("POST", "/v1/imports", body=deref(examples["create"])["value"])
+        self.assertEqual(status, 201, imp)
+        self.assertEqual(self.call("DELETE", "/v1/imports/{id}", {"id": imp["job"]["id"]}, {"x": 1})[0], 400)
+        status, _, gone = self.call("DELETE", "/v1/imports/{id}", {"id": imp["job"]["id"]})
+        self.assertEqual((status, gone["removed"]), (200, True), gone)
+        self.assertEqual(self.call("DELETE", "/v1/imports/{id}", {"id": imp["job"]["id"]})[0], 404)
+        self.assertEqual(self.call("DELETE", "/v1/imports/{id}", {"id": self.finished_job()["id"]})[0], 409)
+        # The job cap of the tune token (8): 429 with Retry-After, on POST /v1/tune and on a miss
+        # that would queue; a read token cannot queue on a miss at all.
+        long_job = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
+                    "budget": {"evaluations": 17956}}
+        ids = []
+        for _ in range(8):
+            status, _, job = self.call("POST", "/v1/tune", body=long_job, headers=tune)
+            self.assertEqual(status, 202, job)
+            ids.append(job["id"])
+        status, headers, reply = self.call("POST", "/v1/tune", body=long_job, headers=tune)
+        self.assertEqual((status, reply["error"]["code"]), (429, "too_many_requests"), reply)
+        self.assertIn("retry-after", headers)
+        miss = {"kernel": "gemm", "device": "cpu", "M": 100, "N": 84, "K": 76, "tune_on_miss": 1}
+        status, _, reply = self.call("GET", "/v1/best", query=miss, headers=tune)
+        self.assertEqual(status, 429, reply)
+        status, _, reply = self.call("GET", "/v1/best", query=miss, headers={"Authorization": "Bearer wrong"})
+        self.assertEqual(status, 401, reply)
+        status, _, reader = self.call("POST", "/v1/tokens", body={"name": "openapi reader 2", "scope": "read"})
+        status, _, reply = self.call("GET", "/v1/best", query=miss,
+                                     headers={"Authorization": "Bearer " + reader["token"]})
+        self.assertEqual((status, reply["error"]["code"]), (403, "forbidden"), reply)
+        for jid in ids:
+            self.assertIn(self.call("DELETE", "/v1/jobs/{id}", {"id": jid})[0], (200, 409))
+
     # --- the database goes away ---------------------------------------------------------------
     def test_y_database_down_is_503(self):
         self.finished_job()
@@ -507,7 +571,9 @@ class ServedTest(unittest.TestCase):
                 ("GET", "/v1/best", dict(conv, k=7), None), ("GET", "/v1/best/entries", None, None),
                 ("GET", "/v1/workers", None, None), ("GET", "/v1/models", None, None),
                 ("GET", "/v1/models/{id}", None, None),
-                ("POST", "/v1/models", None, {"kernel": "gemm", "device": "cpu"})) + (
+                ("POST", "/v1/models", None, {"kernel": "gemm", "device": "cpu"}),
+                ("POST", "/v1/tokens", None, {"name": "x", "scope": "read"}), ("GET", "/v1/tokens", None, None),
+                ("DELETE", "/v1/tokens/{id}", None, None), ("DELETE", "/v1/imports/{id}", None, None)) + (
                 (("POST", "/v1/imports", None, deref(DOC["paths"]["/v1/imports"]["post"]["requestBody"]["content"]
                                                  ["application/json"]["examples"]["create"])["value"]),)
                 if "/v1/imports" in DOC["paths"] else ()):

@@ -47,7 +47,8 @@ class ToolchainTest(unittest.TestCase):
                "-p", "5432", "-U", "ktune", "-d", "ktune"]
         for i, p in enumerate(params, 1):
             cmd += ["-v", "p%d=%s" % (i, p)]
-        out = subprocess.run(cmd, input=statement, capture_output=True, text=True, check=True).stdout
+        env = dict(os.environ, PGPASSWORD=self.k.pg_secret())
+        out = subprocess.run(cmd, input=statement, capture_output=True, text=True, check=True, env=env).stdout
         return [line.split("\t") for line in out.splitlines() if line]
 
     def run_job(self, body, timeout=150):

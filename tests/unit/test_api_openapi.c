@@ -286,8 +286,10 @@ static void refs_resolve(void **state)
     json_decref(doc);
 }
 
-/* api_authorize guards POST and DELETE when --api-token is set: exactly those operations say so. */
-static void tokens_guard_writes(void **state)
+/* api_authorize (api/tokens.c, routes.c): once a token exists every operation but /healthz and
+ * /v1/openapi.json needs one; each names its scope (x-scope) and documents 401, and 403 where a
+ * narrower token can be refused. */
+static void tokens_guard_operations(void **state)
 {
     (void)state;
     json_t *doc = load_doc();
@@ -298,23 +300,38 @@ static void tokens_guard_writes(void **state)
     assert_null(json_object_get(doc, "security"));
     const char *path, *key;
     json_t *item, *op;
+    int admin = 0;
     json_object_foreach(json_object_get(doc, "paths"), path, item)
     {
         json_object_foreach(item, key, op)
         {
             if (!is_method(key))
                 continue;
-            int writes = strcmp(key, "post") == 0 || strcmp(key, "delete") == 0;
+            int open = strcmp(path, "/healthz") == 0 || strcmp(path, "/v1/openapi.json") == 0;
             json_t *sec = json_object_get(op, "security");
             int guarded = json_array_size(sec) == 1 &&
                           json_object_get(json_array_get(sec, 0), "apiToken") != NULL;
-            if (writes != guarded)
-                fail_msg("%s %s: security must be [{\"apiToken\": []}] exactly on POST and DELETE",
+            if (open == guarded)
+                fail_msg("%s %s: security must be [{\"apiToken\": []}] on every operation but "
+                         "/healthz and /v1/openapi.json",
                          key, path);
-            if (guarded && !json_object_get(json_object_get(op, "responses"), "401"))
+            const char *scope = json_string_value(json_object_get(op, "x-scope"));
+            if (guarded && (!scope || (strcmp(scope, "read") != 0 && strcmp(scope, "tune") != 0 &&
+                                       strcmp(scope, "admin") != 0)))
+                fail_msg("%s %s: a guarded operation names its x-scope", key, path);
+            if (guarded && strcmp(key, "get") != 0 && strcmp(scope, "read") == 0)
+                fail_msg("%s %s: a write needs more than scope read", key, path);
+            admin += guarded && strcmp(scope, "admin") == 0;
+            json_t *responses = json_object_get(op, "responses");
+            if (guarded && !json_object_get(responses, "401"))
                 fail_msg("%s %s: a guarded operation documents 401", key, path);
+            /* 403: a token of too narrow a scope (GET /v1/best?tune_on_miss needs tune). */
+            if (guarded && (strcmp(scope, "read") != 0 || strcmp(path, "/v1/best") == 0) &&
+                !json_object_get(responses, "403"))
+                fail_msg("%s %s: an operation beyond scope read documents 403", key, path);
         }
     }
+    assert_true(admin >= 5); /* models, the three token routes, removing imports */
     json_decref(doc);
 }
 
@@ -566,7 +583,7 @@ int main(void)
         cmocka_unit_test(every_operation_is_registered),
         cmocka_unit_test(operations_are_complete),
         cmocka_unit_test(refs_resolve),
-        cmocka_unit_test(tokens_guard_writes),
+        cmocka_unit_test(tokens_guard_operations),
         cmocka_unit_test(error_codes_match_errors_def),
         cmocka_unit_test(tune_fields_match_the_parser),
         cmocka_unit_test(tune_limits_and_defaults_match_the_parser),

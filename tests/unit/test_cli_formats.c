@@ -243,6 +243,14 @@ static void test_render_best_sources(void **state)
     free(s);
     assert_true(cli_best_source_text(best, how, sizeof how) > 0);
     assert_string_equal(how, "measured 1.5 ms (job 3, trial 9, 7 repeats, noise 1.2%)");
+    /* An imported entry (issue #11) says so, and is no prediction. */
+    json_object_set_new(best, "source", json_string("imported"));
+    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_string_equal(how, "imported 1.5 ms (job 3, trial 9, 7 repeats, noise 1.2%)");
+    s = cli_render_best(best, "header", &err);
+    assert_non_null(strstr(s, "imported (measured elsewhere): 1.5 ms (job 3, trial 9)"));
+    assert_null(strstr(s, "NOT MEASURED"));
+    free(s);
     json_decref(best);
 }
 

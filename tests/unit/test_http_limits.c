@@ -20,12 +20,14 @@ static void post_json_is_echoed(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(r.body, "{\"echo\":{\"a\":[1,2,{\"b\":\"c\"}]}}\n");
     hc_resp_free(&r);
-    /* Parameters and case of the media type do not matter; no Content-Type at all is fine. */
+    /* Parameters and case of the media type do not matter; a missing Content-Type is refused
+     * (issue #11: without it a cross-site page could post without a CORS preflight). */
     post(f, "/v1/echo", "Application/JSON; charset=utf-8", "{\"k\":\"v\"}", &r);
     assert_int_equal(r.status, 200);
     hc_resp_free(&r);
     post(f, "/v1/echo", NULL, "{\"k\":\"v\"}", &r);
-    assert_int_equal(r.status, 200);
+    assert_int_equal(r.status, 415);
+    assert_non_null(strstr(r.body, "\"unsupported_media_type\""));
     hc_resp_free(&r);
 }
 

@@ -145,9 +145,23 @@ static void start_creates_cluster_and_database(void **state)
 
     const char *info = pg_cluster_conninfo(f->cluster);
     char expect[256];
-    snprintf(expect, sizeof expect, "host=%s/pg-socket port=5432 dbname=ktune user=ktune",
-             f->data_dir);
-    assert_string_equal(info, expect);
+    snprintf(expect, sizeof expect,
+             "host=%s/pg-socket port=5432 dbname=ktune user=ktune password=", f->data_dir);
+    assert_memory_equal(info, expect,
+                        strlen(expect)); /* then the 48 hex characters of the secret */
+    assert_int_equal(strlen(info), strlen(expect) + 48);
+
+    /* Issue #11: private socket directory, secrets readable by this user only. */
+    snprintf(path, sizeof path, "%s/pg-socket", f->data_dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    snprintf(path, sizeof path, "%s/pg-ktune.secret", f->data_dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+    snprintf(path, sizeof path, "%s/pg-admin.secret", f->data_dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
 
     kt_error err;
     PGconn *conn = db_connect(info, &err);
@@ -158,6 +172,20 @@ static void start_creates_cluster_and_database(void **state)
     assert_string_equal(value, "ktune");
     query_value(conn, "SELECT current_setting('application_name')", 0, NULL, value, sizeof value);
     assert_string_equal(value, "ktuned");
+    /* The service role is no superuser and cannot reach outside the database. */
+    query_value(conn, "SELECT rolsuper::text FROM pg_roles WHERE rolname = current_user", 0, NULL,
+                value, sizeof value);
+    assert_string_equal(value, "false");
+    query_value(conn, "SELECT pg_has_role('pg_execute_server_program', 'MEMBER')::text", 0, NULL,
+                value, sizeof value);
+    assert_string_equal(value, "false");
+    /* A password is required: the same conninfo without it is refused. */
+    char nopass[256];
+    snprintf(nopass, sizeof nopass, "host=%s/pg-socket port=5432 dbname=ktune user=ktune",
+             f->data_dir);
+    PGconn *bad = PQconnectdb(nopass);
+    assert_int_not_equal(PQstatus(bad), CONNECTION_OK);
+    PQfinish(bad);
     query_value(conn, "SHOW listen_addresses", 0, NULL, value, sizeof value);
     assert_string_equal(value, "");
     query_value(conn, "SHOW max_connections", 0, NULL, value, sizeof value);

@@ -1,5 +1,5 @@
 // The API client: JSON requests to ktuned's /v1 (same origin, nothing from outside), the API token
-// (kept in localStorage, sent as a Bearer header on POST and DELETE), errors as ApiError with the
+// (kept in localStorage, sent as a Bearer header on every request), errors as ApiError with the
 // service's code, message and hint, and a count of requests in flight for the loading indicator.
 
 const TOKEN_KEY = "ktune.apiToken";
@@ -49,7 +49,7 @@ export async function request(method, path, body, { signal, quiet } = {}) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const token = getToken();
-  if (token && method !== "GET") headers.Authorization = "Bearer " + token;
+  if (token) headers.Authorization = "Bearer " + token; // reads need one too once any token exists
   if (!quiet) setInFlight(1);
   try {
     const res = await fetch(path, {

@@ -30,7 +30,9 @@ function provenance(best) {
   }
   const p = best.provenance || {};
   const how = [p.repeats != null ? `${p.repeats} repeats` : null, p.noise_cv != null ? `noise ${(p.noise_cv * 100).toFixed(1)}%` : null].filter(Boolean).join(", ");
-  return h("p", { class: "muted" }, `from `, h("a", { href: `#/jobs/${best.job_id}` }, `job #${best.job_id}`), `, measured ${fmtTime(best.measured_at)}${how ? " (" + how + ")" : ""} · problem ${fmtObject(best.problem)}`);
+  // "imported": measured elsewhere and sent with POST /v1/imports; any measurement here replaces it.
+  const what = best.source === "imported" ? "imported" : "measured";
+  return h("p", { class: "muted" }, `from `, h("a", { href: `#/jobs/${best.job_id}` }, `job #${best.job_id}`), `, ${what} ${fmtTime(best.measured_at)}${how ? " (" + how + ")" : ""} · problem ${fmtObject(best.problem)}`);
 }
 
 function lookupSection(kernels) {
@@ -82,7 +84,7 @@ function lookupSection(kernels) {
         h(
           "div",
           { class: "lookup-hit", "data-found": "yes", "data-source": best.source },
-          h("div", { class: "best-line" }, h("span", { class: "badge source-" + best.source }, best.source), best.source === "measured" ? h("span", { class: "big" }, fmtMs(best.time_ms)) : null,
+          h("div", { class: "best-line" }, h("span", { class: "badge source-" + best.source }, best.source), best.source === "measured" || best.source === "imported" ? h("span", { class: "big" }, fmtMs(best.time_ms)) : null,
             h("button", { type: "button", class: "small", onclick: async () => { copyMsg.textContent = (await copyText(JSON.stringify(best.config, null, 2))) ? "copied" : "could not copy"; } }, "Copy JSON"),
             copyMsg),
           h("pre", { class: "json" }, JSON.stringify(best.config, null, 2)),
