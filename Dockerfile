@@ -41,6 +41,8 @@ COPY kernels kernels
 RUN ln -s /opt/ktune/bin/ktune /usr/local/bin/ktune
 # With KTUNE_DATABASE_URL unset, ktuned runs an embedded PostgreSQL in /var/lib/ktune as user postgres.
 RUN mkdir -p /var/lib/ktune && chmod 755 /var/lib/ktune
+# Listening on every address needs a token: docker run -e KTUNE_API_TOKEN=<secret> ... (without one
+# ktuned refuses to start on 0.0.0.0 and says so; --allow-insecure-listen overrides, for a private network).
 ENV KTUNE_LISTEN=0.0.0.0:8080 KTUNE_DATA_DIR=/var/lib/ktune
 EXPOSE 8080
 VOLUME /var/lib/ktune

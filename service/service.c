@@ -271,9 +271,8 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                                 .max_connections = cfg->max_connections,
                                 .max_connections_per_ip = cfg->max_connections_per_ip,
                                 .header_timeout_s = cfg->http_header_timeout_s};
-    svc->api =
-        (api_context){&svc->cfg, svc->db, svc->cat, svc->workers, NULL, svc->models, svc->best,
-                      svc->tokens};
+    svc->api = (api_context){&svc->cfg, svc->db,     svc->cat,  svc->workers,
+                             NULL,      svc->models, svc->best, svc->tokens};
     svc->http = http_server_new(api ? api_routes() : api_probe_routes(), &svc->api, &hopt, err);
     svc->api.http = svc->http;
     if (!svc->http || http_server_start(svc->http, err) < 0)

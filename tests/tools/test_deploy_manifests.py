@@ -36,9 +36,6 @@ import tempfile
 
 import yaml
 
-# Settings contracted in /work INTERFACES.md (issue 11) whose config.c entry may land in another
-# branch of the same issue: accepted while absent from config.c, checked like the others once there.
-CONTRACTED_SETTINGS = {"--role": "KTUNE_ROLE"}
 ROLES = {"api", "worker", "all"}
 
 KINDS = {
@@ -63,11 +60,9 @@ def image_name(image):
 
 
 def ktuned_settings(root):
-    """{flag: env} from config.c's option table, plus the contracted ones not yet there."""
+    """{flag: env} from config.c's option table."""
     text = open(os.path.join(root, "service/core/config.c")).read()
     found = dict(re.findall(r'\{"(--[a-z0-9-]+)",\s*"(KTUNE_[A-Z0-9_]+)"', text))
-    for flag, env in CONTRACTED_SETTINGS.items():
-        found.setdefault(flag, env)
     return found
 
 
