@@ -107,7 +107,7 @@ static void add_etag_headers(http_response *res, const char *etag)
 static void add_etag(const http_request *req, http_response *res, const char *etag)
 {
     add_etag_headers(res, etag);
-    if (best_cache_etag_matches(http_header(req, "If-None-Match"), etag)) {
+    if (http_etag_matches(http_header(req, "If-None-Match"), etag)) {
         /* 304: the headers a 200 would have had, no body */
         free(res->body);
         res->body = NULL;
@@ -138,7 +138,7 @@ void best_reply_cached(const http_request *req, http_response *res, best_cache_h
         if (res->status == 200)
             add_etag(req, res, hit->etag);
     } else if (hit->status != 200 ||
-               !best_cache_etag_matches(http_header(req, "If-None-Match"), hit->etag)) {
+               !http_etag_matches(http_header(req, "If-None-Match"), hit->etag)) {
         http_reply_prepared(res, hit->attach); /* the reply made once, sent as it is */
         hit->attach = NULL;
     } else {

@@ -6,28 +6,6 @@
 #include "api/handlers.h"
 #include "api/openapi.h"
 
-/* Whether an If-None-Match value ("*", or a comma-separated list of possibly weak ETags) names
- * etag. Weak comparison, as RFC 9110 asks for If-None-Match. */
-static int etag_listed(const char *header, const char *etag)
-{
-    size_t n = strlen(etag);
-    const char *p = header;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        if (*p == '\0')
-            return 0;
-        if (*p == '*')
-            return 1;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        if (strncmp(p, etag, n) == 0 &&
-            (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t'))
-            return 1;
-        p += strcspn(p, ",");
-    }
-}
-
 void api_openapi(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {NULL};
@@ -41,7 +19,7 @@ void api_openapi(void *app, const http_request *req, http_response *res)
     http_response_add_header(res, "ETag", etag);
     /* The document changes only with the binary: an hour, then revalidate with the ETag. */
     http_response_add_header(res, "Cache-Control", "public, max-age=3600");
-    if (if_none_match && etag_listed(if_none_match, etag)) {
+    if (http_etag_matches(if_none_match, etag)) {
         http_reply_text(res, 304, "application/json", "");
         return;
     }

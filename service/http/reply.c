@@ -310,3 +310,26 @@ json_t *http_parse_json_body(const http_request *req, kt_error *err)
     }
     return j;
 }
+
+int http_etag_matches(const char *if_none_match, const char *etag)
+{
+    /* etag is quoted; a listed one may be weak (W/"...") */
+    size_t n = strlen(etag);
+    const char *p = if_none_match;
+    if (!p)
+        return 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            return 0;
+        if (*p == '*')
+            return 1;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        if (strncmp(p, etag, n) == 0 &&
+            (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t'))
+            return 1;
+        p += strcspn(p, ",");
+    }
+}

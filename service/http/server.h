@@ -94,6 +94,9 @@ const char *http_query(const http_request *req, const char *key);
 int http_query_each(const http_request *req,
                     int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 const char *http_header(const http_request *req, const char *name);
+/* Whether an If-None-Match value ("*", or a comma-separated list of ETags, weak or strong) names
+ * etag, a quoted strong ETag (weak comparison, RFC 9110); 0 for NULL. */
+int http_etag_matches(const char *if_none_match, const char *etag);
 
 /* Parses the body as a JSON object (Content-Type must be application/json, a missing one is
  * refused; size, nesting depth). Returns

@@ -419,26 +419,3 @@ void best_cache_etag(const char *body, size_t len, char out[32])
     snprintf(out, 32, "\"%016llx-%llx\"", (unsigned long long)h,
              (unsigned long long)(len & 0xffffffffu));
 }
-
-int best_cache_etag_matches(const char *if_none_match, const char *etag)
-{
-    /* etag is quoted; a listed one may be weak (W/"...") */
-    size_t n = strlen(etag);
-    const char *p = if_none_match;
-    if (!p)
-        return 0;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        if (*p == '\0')
-            return 0;
-        if (*p == '*')
-            return 1;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        if (strncmp(p, etag, n) == 0 &&
-            (p[n] == '\0' || p[n] == ',' || p[n] == ' ' || p[n] == '\t'))
-            return 1;
-        p += strcspn(p, ",");
-    }
-}

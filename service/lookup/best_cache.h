@@ -103,8 +103,6 @@ void best_cache_stats_get(best_cache *c, best_cache_stats *out);
 /* The strong ETag of a body: "\"" 16 hex digits of its FNV-1a hash, then "-" and its length in
  * hex "\"". The same bytes give the same ETag in every process. out: at least 32 bytes. */
 void best_cache_etag(const char *body, size_t len, char out[32]);
-/* Whether an If-None-Match value ("*", or a comma-separated list of ETags, weak or strong) names
- * etag (weak comparison, RFC 9110). */
-int best_cache_etag_matches(const char *if_none_match, const char *etag);
+/* If-None-Match is matched against it by http_etag_matches (http/server.h). */
 
 #endif

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "http/http_internal.h"
@@ -360,6 +361,25 @@ static void router_edges(void **state)
     assert_string_equal(http_static_content_type("/x.map"), "application/json");
 }
 
+/* If-None-Match against a quoted strong ETag: lists, weak tags, "*", and no prefix matches. */
+static void etags_match_if_none_match(void **state)
+{
+    (void)state;
+    const char *e1 = "\"cbf29ce484222325-7\"", *e3 = "\"00000000000000aa-7\"";
+    char list[128];
+    assert_true(http_etag_matches(e1, e1));
+    snprintf(list, sizeof list, "%s, %s", e3, e1);
+    assert_true(http_etag_matches(list, e1));
+    snprintf(list, sizeof list, "W/%s", e1);
+    assert_true(http_etag_matches(list, e1)); /* weak comparison */
+    assert_true(http_etag_matches("*", e1));
+    assert_false(http_etag_matches(e3, e1));
+    assert_false(http_etag_matches("", e1));
+    assert_false(http_etag_matches(NULL, e1));
+    snprintf(list, sizeof list, "%.*sX\"", (int)strlen(e1) - 1, e1); /* a longer tag */
+    assert_false(http_etag_matches(list, e1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +392,7 @@ int main(void)
         cmocka_unit_test(replies_fill_the_response),
         cmocka_unit_test(metrics_escape_labels_and_cap_entries),
         cmocka_unit_test(router_edges),
+        cmocka_unit_test(etags_match_if_none_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
