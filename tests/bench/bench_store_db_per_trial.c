@@ -26,6 +26,7 @@
 #include "store/db.h"
 #include "store/job_store.h"
 #include "store/migrate.h"
+#include "store/pg_auth.h"
 #include "store/pg_cluster.h"
 #include "store/trial_store.h"
 
@@ -278,7 +279,7 @@ static PGconn *open_db(pg_cluster *cluster, PGconn *admin, const char *dbname, d
 {
     char info[1024], q[128];
     if (admin) {
-        snprintf(q, sizeof q, "CREATE DATABASE %s", dbname);
+        snprintf(q, sizeof q, "CREATE DATABASE %s OWNER ktune", dbname);
         if (run_sql(admin, q) < 0)
             return NULL;
     }
@@ -328,8 +329,22 @@ int main(int argc, char **argv)
      * large count; rounds alternate between them. */
     if (cluster)
         sc = open_db(cluster, NULL, "ktune", &small_pool, fill_sql, &err);
-    if (sc)
-        lc = open_db(cluster, sc, "ktune_large", &large_pool, fill_sql, &err);
+    /* The service role may not create databases: the cluster's superuser does, for it. */
+    char admin_secret[PG_AUTH_SECRET_SIZE], admin_info[1024], secret_path[160];
+    PGconn *admin = NULL;
+    snprintf(secret_path, sizeof secret_path, "%s" PG_AUTH_ADMIN_FILE, data);
+    if (sc && pg_auth_secret(secret_path, 0, admin_secret, sizeof admin_secret, &err) == 0) {
+        snprintf(admin_info, sizeof admin_info,
+                 "%s dbname=postgres user=" PG_AUTH_ADMIN_ROLE " password=%s",
+                 pg_cluster_conninfo(cluster), admin_secret);
+        admin = PQconnectdb(admin_info);
+        if (PQstatus(admin) != CONNECTION_OK)
+            kt_error_set(&err, KT_ERR_DATABASE, "admin connection: %s", PQerrorMessage(admin));
+        else
+            lc = open_db(cluster, admin, "ktune_large", &large_pool, fill_sql, &err);
+    }
+    if (admin)
+        PQfinish(admin);
     if (!sc || !lc) {
         fprintf(stderr, "bench: setup: %s (hint: %s)\n", err.message, err.hint);
         goto out;
@@ -378,8 +393,10 @@ int main(int argc, char **argv)
            sql_ll(lc, "SELECT count(*) FROM best"));
     printf("plans at %lld trials:\n", l_from);
     explain(lc, "claim (trial_store_claim's pick)",
-            "SELECT id FROM trials WHERE status = 'pending' AND device IN ('" DEVICE "')"
-            " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED");
+            "SELECT pt.id FROM trials pt JOIN jobs j ON j.id = pt.job_id WHERE pt.status ="
+            " 'pending' AND (pt.device, j.device_class, j.toolchain) IN (SELECT d->>0, d->>1,"
+            " d->>2 FROM jsonb_array_elements('[[\"" DEVICE "\", \"bench-gpu\", \"recorded\"]]'"
+            "::jsonb) d) ORDER BY pt.id LIMIT 1 FOR UPDATE OF pt SKIP LOCKED");
     explain(lc, "load (trial_store_load)",
             "SELECT seq FROM trials WHERE job_id = 5 AND seq > 8 ORDER BY seq");
     explain(lc, "best offer's conflict target (best_store_offer)",
