@@ -47,6 +47,8 @@ describe("dashboard", { timeout: 1800000 }, () => {
     // Reads need a token once one exists: every page starts with a read-only one (the admin token is
     // typed into the token form where a step needs more).
     await ctx.addInitScript((t) => {
+      // about:blank (between routes) has no storage of its own: only the dashboard's pages.
+      if (location.protocol !== "http:") return;
       if (!localStorage.getItem("ktune.apiToken")) localStorage.setItem("ktune.apiToken", t);
     }, readToken);
     const page = await ctx.newPage();
