@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -162,7 +163,8 @@ static int setup(void **state)
     if (!f)
         return -1;
     snprintf(f->dir, sizeof f->dir, "/tmp/kt_bench_dev_XXXXXX");
-    if (!mkdtemp(f->dir))
+    /* Searchable by all: a root runner measures as --runner-user (nobody), in f->bin. */
+    if (!mkdtemp(f->dir) || chmod(f->dir, 0755) != 0)
         return -1;
     snprintf(f->cache, sizeof f->cache, "%s/measure.jsonl", f->dir);
     snprintf(f->bin, sizeof f->bin, "%s/bin", f->dir);
