@@ -109,6 +109,9 @@ void http_server_stop(http_server *s)
             MHD_stop_daemon(s->workers[i].daemon); /* joins its thread: no handler runs after */
         s->workers[i].daemon = NULL;
     }
+    /* After the daemons: their connections' close callbacks count down the gate's addresses. A
+     * later http_server_start makes a new gate. */
+    http_gate_free(s);
     s->started = 0;
 }
 
