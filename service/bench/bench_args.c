@@ -11,30 +11,33 @@
 
 static void bench_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
-            "                   [--include-failed] [--json FILE] [--kt-reference FILE]\n"
-            "                   [--history PATH... [--history-first N]\n"
-            "                    [--history-shuffle | --history-invert]]\n"
-            "\n"
-            "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
-            "each strategy on each, in process, with Kernel Tuner's tune_cache protocol.\n"
-            "  --spaces PATH...     cache files or folders (one or more; repeatable)\n"
-            "  --strategies LIST    comma-separated strategy names (%s)\n"
-            "  --budget N           distinct evaluations per run, 1-%d [400]\n"
-            "  --seeds N            seeds 0..N-1 per strategy and space, 1-%d [20]\n"
-            "  --include-failed     keep failed configurations in the space (they find nothing)\n"
-            "  --json FILE          write everything, per-seed curves included, to FILE\n"
-            "  --kt-reference FILE  Kernel Tuner reference (kerneltuner-dev/summary.csv)\n"
-            "  --history PATH...    warm starts: each strategy also runs as <name>+history with\n"
-            "                       the history of the spaces of the same kernel and parameters\n"
-            "                       (never the space itself); printed warm against cold\n"
-            "  --history-first N    history configurations measured first, 0-%d [%d]\n"
-            "  --history-shuffle    shuffle the history's times (a history without information)\n"
-            "  --history-invert     history times t -> 1/t (a history that misleads)\n"
-            "Exit codes: 0 done, 1 failure, 2 usage error.\n",
-            searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_HISTORY_MAX_FIRST,
-            BENCH_HISTORY_DEFAULT_FIRST);
+    fprintf(
+        out,
+        "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
+        "                   [--batch N] [--include-failed] [--json FILE] [--kt-reference FILE]\n"
+        "                   [--history PATH... [--history-first N]\n"
+        "                    [--history-shuffle | --history-invert]]\n"
+        "\n"
+        "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
+        "each strategy on each, in process, with Kernel Tuner's tune_cache protocol.\n"
+        "  --spaces PATH...     cache files or folders (one or more; repeatable)\n"
+        "  --strategies LIST    comma-separated strategy names (%s)\n"
+        "  --budget N           distinct evaluations per run, 1-%d [400]\n"
+        "  --seeds N            seeds 0..N-1 per strategy and space, 1-%d [20]\n"
+        "  --batch N            configurations asked for, evaluated and told at once, 1-%d\n"
+        "                       [1]; figures also against rounds (one ask + tell each)\n"
+        "  --include-failed     keep failed configurations in the space (they find nothing)\n"
+        "  --json FILE          write everything, per-seed curves included, to FILE\n"
+        "  --kt-reference FILE  Kernel Tuner reference (kerneltuner-dev/summary.csv)\n"
+        "  --history PATH...    warm starts: each strategy also runs as <name>+history with\n"
+        "                       the history of the spaces of the same kernel and parameters\n"
+        "                       (never the space itself); printed warm against cold\n"
+        "  --history-first N    history configurations measured first, 0-%d [%d]\n"
+        "  --history-shuffle    shuffle the history's times (a history without information)\n"
+        "  --history-invert     history times t -> 1/t (a history that misleads)\n"
+        "Exit codes: 0 done, 1 failure, 2 usage error.\n",
+        searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_MAX_BATCH,
+        BENCH_HISTORY_MAX_FIRST, BENCH_HISTORY_DEFAULT_FIRST);
     bench_device_usage(out);
     bench_predict_usage(out);
 }
@@ -46,6 +49,7 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
     memset(opt, 0, sizeof *opt);
     opt->budget = 400;
     opt->seeds = 20;
+    opt->batch = 1;
     opt->history_first = BENCH_HISTORY_DEFAULT_FIRST;
     msg[0] = '\0';
     for (int i = 1; i < argc; i++) {
@@ -78,8 +82,9 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
                 goto out;
             }
         } else if (strcmp(a, "--strategies") == 0 || strcmp(a, "--budget") == 0 ||
-                   strcmp(a, "--seeds") == 0 || strcmp(a, "--json") == 0 ||
-                   strcmp(a, "--kt-reference") == 0 || strcmp(a, "--history-first") == 0) {
+                   strcmp(a, "--seeds") == 0 || strcmp(a, "--batch") == 0 ||
+                   strcmp(a, "--json") == 0 || strcmp(a, "--kt-reference") == 0 ||
+                   strcmp(a, "--history-first") == 0) {
             if (!val) {
                 snprintf(msg, cap, "%s needs a value", a);
                 goto out;
@@ -96,6 +101,9 @@ int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_
             } else if (strcmp(a, "--history-first") == 0) {
                 if (bench_int_flag(a, val, 0, BENCH_HISTORY_MAX_FIRST, &opt->history_first, msg,
                                    cap) < 0)
+                    goto out;
+            } else if (strcmp(a, "--batch") == 0) {
+                if (bench_int_flag(a, val, 1, BENCH_MAX_BATCH, &opt->batch, msg, cap) < 0)
                     goto out;
             } else if (strcmp(a, "--seeds") == 0) {
                 if (bench_int_flag(a, val, 1, BENCH_MAX_SEEDS, &opt->seeds, msg, cap) < 0)

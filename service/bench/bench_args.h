@@ -8,6 +8,8 @@
 
 #include "bench/bench_parse.h"
 
+#define BENCH_MAX_BATCH 256 /* --batch: configurations asked for and told at once */
+
 typedef struct bench_options {
     const char *spaces[BENCH_MAX_SPACES]; /* files or folders (folders: their *.json[.gz]) */
     int n_spaces;
@@ -15,11 +17,14 @@ typedef struct bench_options {
     int n_strategies;
     int budget;         /* distinct evaluations per run, 1..BENCH_MAX_BUDGET */
     int seeds;          /* seeds 0..seeds-1, 1..BENCH_MAX_SEEDS */
+    int batch;          /* configurations asked for and told at once, 1..BENCH_MAX_BATCH [1] */
     int include_failed; /* 1: failed configurations are in the space (evaluations finding nothing)
                          */
     int curves;         /* 1: per-seed curves in the result JSON */
-    const char *json_path;    /* --json, or NULL */
-    const char *kt_reference; /* --kt-reference, or NULL for the default */
+    const char *json_path; /* --json, or NULL */
+    /* --kt-reference; bench_main puts the default (shared/data/kerneltuner-dev/summary.csv next to
+     * the build) here when it exists. bench_run: NULL = no Kernel Tuner comparison. */
+    const char *kt_reference;
     /* Warm starts (bench_history.h): --history files or folders; each strategy then also runs
      * warm ("<strategy>+history") on every space that has related history. */
     const char *history[BENCH_MAX_SPACES];

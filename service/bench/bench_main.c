@@ -180,6 +180,7 @@ int bench_main(int argc, char **argv, const char *exe_dir)
         if (w > 0 && (size_t)w < sizeof ref_path && access(ref_path, R_OK) == 0)
             ref = ref_path;
     }
+    opt.kt_reference = ref; /* bench_run compares with it, per space and on average */
     if (bench_json_open(opt.json_path, &jf) < 0)
         goto out;
     res = bench_run(&opt, &err);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BENCH_CSV_LINE 1024
+#include "bench/bench_kt.h"
 
 static void bench_print_number(FILE *out, const json_t *v, const char *fmt, int width)
 {
@@ -37,7 +37,7 @@ static void bench_print_header(const json_t *result, FILE *out)
         snprintf(h, sizeof h, "%llds", (long long)json_integer_value(v));
         fprintf(out, " %6s", h);
     }
-    fprintf(out, " | %8s %5s | %9s\n", "s->5%", "succ", "ovh us");
+    fprintf(out, " | %8s %5s | %9s | %6s %9s\n", "s->5%", "succ", "ovh us", "score", "ovh@400");
 }
 
 static void bench_print_row(const json_t *result, const char *name, const json_t *st, FILE *out)
@@ -73,120 +73,116 @@ static void bench_print_row(const json_t *result, const char *name, const json_t
     bench_print_number(out, json_object_get(c, "success_rate"), "%*.2f", 5);
     fprintf(out, " | ");
     bench_print_number(out, json_object_get(st, "overhead_us"), "%*.2f", 9);
+    fprintf(out, " | ");
+    bench_print_number(out, json_object_get(st, "score"), "%*.3f", 6);
+    fputc(' ', out);
+    bench_print_number(out, json_object_get(st, "overhead_at_400_us"), "%*.1f", 9);
     fputc('\n', out);
 }
 
-/* Reads summary.csv (set,space,strategy,budget,mean_fraction) into {strategy: {space: {budget:
- * f}}}. NULL when the file cannot be read. */
-static json_t *bench_read_reference(const char *path)
+/* Two rows under a table: the best Kernel Tuner fraction per checkpoint (best: {"<cp>":
+ * {"strategy","fraction"}}), and which strategy gave it. what: "best strategy per budget" etc. */
+static void bench_print_kt_rows(const json_t *result, const json_t *best, const char *what,
+                                FILE *out)
 {
-    FILE *f = fopen(path, "r");
-    json_t *ref = NULL;
-    char line[BENCH_CSV_LINE];
-
-    if (!f)
-        goto out;
-    ref = json_object();
-    while (ref && fgets(line, sizeof line, f)) {
-        char *fields[5], *save = NULL, *tok = strtok_r(line, ",\r\n", &save);
-        int n = 0;
-        while (tok && n < 5) {
-            fields[n++] = tok;
-            tok = strtok_r(NULL, ",\r\n", &save);
-        }
-        char *end = NULL;
-        double x = n == 5 ? strtod(fields[4], &end) : NAN;
-        if (n != 5 || !end || *end || !isfinite(x))
-            continue; /* the header, or a malformed line */
-        json_t *st = json_object_get(ref, fields[2]);
-        if (!st) {
-            st = json_object();
-            json_object_set_new(ref, fields[2], st);
-        }
-        json_t *sp = json_object_get(st, fields[1]);
-        if (!sp) {
-            sp = json_object();
-            json_object_set_new(st, fields[1], sp);
-        }
-        json_object_set_new(sp, fields[3], json_real(x));
-    }
-out:
-    if (f)
-        fclose(f);
-    return ref;
-}
-
-/* The best Kernel Tuner strategy at budget key, mean over the result's spaces (a strategy counts
- * only when it has every space at that budget). Returns the mean, or -1 when none has them all. */
-static double bench_ref_best(const json_t *ref, const json_t *spaces, const char *key, char *name,
-                             size_t cap)
-{
-    double best = -1;
-    const char *sname;
-    json_t *st;
-
-    snprintf(name, cap, "-");
-    json_object_foreach((json_t *)ref, sname, st)
-    {
-        double sum = 0;
-        size_t n = 0, j;
-        json_t *sp;
-        json_array_foreach(spaces, j, sp)
-        {
-            const char *spn = json_string_value(json_object_get(sp, "name"));
-            const json_t *v = json_object_get(json_object_get(st, spn), key);
-            if (!json_is_number(v))
-                break;
-            sum += json_number_value(v);
-            n++;
-        }
-        if (n > 0 && n == json_array_size(spaces) && sum / (double)n > best) {
-            best = sum / (double)n;
-            snprintf(name, cap, "%s", sname);
-        }
-    }
-    return best;
-}
-
-/* Two rows: the best Kernel Tuner mean fraction per checkpoint, and which strategy gave it. */
-static void bench_print_reference(const json_t *result, const char *path, FILE *out)
-{
-    json_t *ref = bench_read_reference(path);
-    const json_t *spaces = json_object_get(result, "spaces");
     const json_t *cps = json_object_get(result, "checkpoints");
-    char names[64][32];
     size_t i, n = 0;
     json_t *cp;
+    char key[24];
 
-    if (!ref) {
-        fprintf(out, "Kernel Tuner reference %s: cannot read (%s)\n", path, strerror(errno));
-        goto out;
-    }
     fprintf(out, "%-14s", "KT best");
     json_array_foreach(cps, i, cp)
     {
-        char key[24];
         snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-        double best = bench_ref_best(ref, spaces, key, names[i < 64 ? i : 63], sizeof names[0]);
-        if (best >= 0) {
-            fprintf(out, " %7.4f", best);
-            n++;
-        } else {
-            fprintf(out, " %7s", "-");
-        }
+        const json_t *b = json_object_get(best, key);
+        fputc(' ', out);
+        bench_print_number(out, json_object_get(b, "fraction"), "%*.4f", 7);
+        n += b != NULL;
     }
-    fprintf(out, "   (Kernel Tuner 1.4.0, %s)\n", n ? "best strategy per budget" : "no figures");
-    if (n) {
-        fprintf(out, "  KT strategy:");
-        json_array_foreach(cps, i, cp)
-        {
-            fprintf(out, "%s @%lld %s", i ? "," : "", (long long)json_integer_value(cp),
-                    names[i < 64 ? i : 63]);
-        }
-        fputc('\n', out);
+    fprintf(out, "   (Kernel Tuner 1.4.0, %s)\n", n ? what : "no figures");
+    if (!n)
+        return;
+    fprintf(out, "  KT strategy:");
+    json_array_foreach(cps, i, cp)
+    {
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(best, key), "strategy"));
+        fprintf(out, "%s @%s %s", i ? "," : "", key, name ? name : "-");
     }
+    fputc('\n', out);
+}
+
+/* The mean Kernel Tuner rows: from the result, or (a result made without a reference) from
+ * kt_reference read here. */
+static void bench_print_reference(const json_t *result, const char *kt_reference, FILE *out)
+{
+    const json_t *path = json_object_get(result, "kt_reference");
+    json_t *ref = NULL, *best = NULL;
+    const char *what = "best strategy per budget, mean over the spaces";
+
+    if (path) {
+        const json_t *e = json_object_get(result, "kt_error");
+        if (e) {
+            fprintf(out, "Kernel Tuner reference %s: cannot read (%s)\n", json_string_value(path),
+                    json_string_value(e));
+            goto out;
+        }
+        bench_print_kt_rows(result, json_object_get(result, "kt_best"), what, out);
+        goto out;
+    }
+    if (!kt_reference)
+        goto out;
+    ref = bench_kt_read(kt_reference);
+    if (!ref) {
+        fprintf(out, "Kernel Tuner reference %s: cannot read (%s)\n", kt_reference,
+                strerror(errno));
+        goto out;
+    }
+    best = bench_kt_mean_best(ref, json_object_get(result, "spaces"),
+                              json_object_get(result, "checkpoints"));
+    bench_print_kt_rows(result, best, what, out);
 out:
     json_decref(ref);
+    json_decref(best);
+}
+
+/* --batch > 1: the fractions against rounds (one ask + tell each), one row per strategy. */
+static void bench_print_rounds(const json_t *result, const json_t *strategies, FILE *out)
+{
+    const json_t *rcs = json_object_get(result, "round_checkpoints");
+    const char *name;
+    json_t *st, *v;
+    size_t i;
+    char key[24];
+
+    if (json_integer_value(json_object_get(result, "batch")) <= 1)
+        return;
+    fprintf(out, "  against rounds of %lld:\n%-14s",
+            (long long)json_integer_value(json_object_get(result, "batch")), "strategy");
+    json_array_foreach(rcs, i, v)
+    {
+        snprintf(key, sizeof key, "@r%lld", (long long)json_integer_value(v));
+        fprintf(out, " %7s", key);
+    }
+    fprintf(out, " | %8s %5s\n", "r->5%", "succ");
+    json_object_foreach((json_t *)strategies, name, st)
+    {
+        fprintf(out, "%-14.14s", name);
+        json_array_foreach(rcs, i, v)
+        {
+            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
+            fputc(' ', out);
+            bench_print_number(out, json_object_get(json_object_get(st, "rounds_fraction"), key),
+                               "%*.4f", 7);
+        }
+        const json_t *r = json_object_get(st, "rounds_to_5pct");
+        fprintf(out, " | ");
+        bench_print_number(out, json_object_get(r, "median"), "%*.1f", 8);
+        fputc(' ', out);
+        bench_print_number(out, json_object_get(r, "success_rate"), "%*.2f", 5);
+        fputc('\n', out);
+    }
 }
 
 /* --history: warm against cold per strategy, over the spaces that have history. */
@@ -245,12 +241,18 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
             "  @N: mean fraction of optimum after N evaluations; ev->5%%: median evaluations to "
             "within 5%% (succ: share of seeds)\n"
             "  Ns: mean fraction at N s of recorded compile+benchmark time; s->5%%: median "
-            "seconds to within 5%%; ovh us: searcher time per proposal\n\n",
+            "seconds to within 5%%; ovh us: searcher time per proposal\n"
+            "  score: autotuning-methodology score over time (0 = calculated random search, 1 = "
+            "optimum); ovh@400: ovh us over the asks made at 350-399 results\n"
+            "  batch %lld: each round asks for up to %lld configurations, evaluates them and tells "
+            "them\n\n",
             (long long)json_integer_value(json_object_get(result, "budget")),
             (long long)json_integer_value(json_object_get(result, "seeds")),
             json_is_true(json_object_get(result, "include_failed"))
                 ? "failed configurations included"
-                : "valid configurations only");
+                : "valid configurations only",
+            (long long)json_integer_value(json_object_get(result, "batch")),
+            (long long)json_integer_value(json_object_get(result, "batch")));
     json_array_foreach(spaces, i, sp)
     {
         fprintf(out, "%s: %lld configurations (%lld valid), optimum %.4f ms\n",
@@ -261,13 +263,25 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
         bench_print_header(result, out);
         json_object_foreach(json_object_get(sp, "strategies"), name, st)
             bench_print_row(result, name, st, out);
+        if (json_object_get(sp, "kt_best"))
+            bench_print_kt_rows(result, json_object_get(sp, "kt_best"),
+                                "best strategy per budget on this space", out);
+        const json_t *sr = json_object_get(sp, "score_range");
+        fprintf(out,
+                "  score over %.1f - %.1f s of recorded time (random search: %lld - %lld "
+                "evaluations)\n",
+                json_number_value(json_object_get(sr, "t_start_s")),
+                json_number_value(json_object_get(sr, "t_end_s")),
+                (long long)json_integer_value(json_object_get(sr, "fevals_start")),
+                (long long)json_integer_value(json_object_get(sr, "fevals_end")));
+        bench_print_rounds(result, json_object_get(sp, "strategies"), out);
         fputc('\n', out);
     }
     fprintf(out, "mean over %zu spaces\n", json_array_size(spaces));
     bench_print_header(result, out);
     json_object_foreach(json_object_get(result, "averages"), name, st)
         bench_print_row(result, name, st, out);
-    if (kt_reference)
-        bench_print_reference(result, kt_reference, out);
+    bench_print_reference(result, kt_reference, out);
+    bench_print_rounds(result, json_object_get(result, "averages"), out);
     bench_print_warm(result, out);
 }

@@ -2,6 +2,7 @@
  * computes the results as JSON (see bench_run.h). */
 #include "bench/bench_run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,7 +12,10 @@
 
 #include "search/searcher.h"
 #include "bench/bench_history.h"
+#include "bench/bench_kt.h"
+#include "bench/bench_score.h"
 #include "bench/bench_space.h"
+#include "bench/bench_summary.h"
 
 #define BENCH_WITHIN 1.05 /* "within 5% of the optimum": best <= 1.05 * optimum */
 
@@ -23,11 +27,16 @@ static const int bench_clock_list[] = {60, 300, 900, 1800, 3600}; /* seconds of 
 /* One run (strategy, seed): the curves over len = min(budget, n) evaluations, carried forward. */
 typedef struct bench_curve {
     int len;
-    int evals; /* distinct evaluations actually made */
+    int evals;  /* distinct evaluations actually made */
+    int rounds; /* asks that proposed something (each followed by one tell) */
     double *best;
-    double *cum_s;
-    double overhead_ns;
+    double *cum_s;      /* recorded cost (s) up to each evaluation */
+    double *clock_s;    /* cum_s plus the searcher's own time so far (the score's clock) */
+    int *round_end;     /* evaluations made after each round (rounds entries) */
+    double overhead_ns; /* searcher time in ask + tell, all calls */
     int proposals;
+    double ovh400_ns; /* the same over the rounds asked once 350-399 results were told */
+    int ovh400_proposals;
 } bench_curve;
 
 /* ---- runs ---- */
@@ -36,25 +45,51 @@ static void bench_curve_free(bench_curve *c)
 {
     free(c->best);
     free(c->cum_s);
+    free(c->clock_s);
+    free(c->round_end);
     memset(c, 0, sizeof *c);
 }
 
-/* One strategy, one seed: ask 1, tell 1, until budget or the searcher stops. hist: a warm start
- * (searcher_set_history), or NULL. */
+/* Evaluates configuration id of bs into r (the replay), updating the run's best and cost. */
+static void bench_evaluate(const bench_space *bs, config_id id, trial_result *r, double *best,
+                           double *cum)
+{
+    trial_result_init(r);
+    if (isnan(bs->time[id])) {
+        r->status = TRIAL_RUNTIME_ERROR;
+    } else {
+        r->status = TRIAL_OK;
+        r->time_ms = bs->time[id];
+        r->repeats = 1;
+        if (r->time_ms < *best)
+            *best = r->time_ms;
+    }
+    r->compile_ms = bs->cost_s[id] * 1000.0;
+    *cum += bs->cost_s[id];
+}
+
+/* One strategy, one seed: ask up to batch, evaluate, tell them, until budget or the searcher
+ * stops (the last ask cut to the budget). hist: a warm start (searcher_set_history), or NULL. */
 static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t seed, int budget,
-                         const searcher_history *hist, bench_curve *c, kt_error *err)
+                         int batch, const searcher_history *hist, bench_curve *c, kt_error *err)
 {
     searcher *s = NULL;
     unsigned char *seen = NULL;
+    config_id *ids = NULL;
+    trial_result *res = NULL;
     int rc = -1;
-    double best = INFINITY, cum = 0;
+    double best = INFINITY, cum = 0, ovh_s = 0;
 
     memset(c, 0, sizeof *c);
     c->len = (uint64_t)budget < bs->n ? budget : (int)bs->n;
     c->best = malloc((size_t)c->len * sizeof *c->best);
     c->cum_s = malloc((size_t)c->len * sizeof *c->cum_s);
+    c->clock_s = malloc((size_t)c->len * sizeof *c->clock_s);
+    c->round_end = malloc((size_t)c->len * sizeof *c->round_end);
+    ids = malloc((size_t)batch * sizeof *ids);
+    res = malloc((size_t)batch * sizeof *res);
     seen = calloc(bs->n, 1);
-    if (!c->best || !c->cum_s || !seen) {
+    if (!c->best || !c->cum_s || !c->clock_s || !c->round_end || !ids || !res || !seen) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -68,49 +103,57 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
         goto out;
     }
     while (c->evals < c->len) {
-        config_id id;
+        int want = batch < c->len - c->evals ? batch : c->len - c->evals, told = c->evals;
         uint64_t t0 = kt_clock_ns();
-        int k = searcher_ask(s, &id, 1);
-        c->overhead_ns += (double)kt_clock_since_ns(t0);
+        int k = searcher_ask(s, ids, want);
+        double ask_ns = (double)kt_clock_since_ns(t0);
+        c->overhead_ns += ask_ns;
         if (k <= 0)
             break;
-        c->proposals++;
-        if (id >= bs->n || seen[id]) {
-            kt_error_set(err, KT_ERR_INTERNAL,
-                         "strategy %s on %s, seed %llu: configuration %llu %s at evaluation %d",
-                         strategy, bs->name, (unsigned long long)seed, (unsigned long long)id,
-                         id >= bs->n ? "is outside the space" : "proposed twice", c->evals + 1);
+        if (k > want) {
+            kt_error_set(err, KT_ERR_INTERNAL, "strategy %s on %s: %d proposals for an ask of %d",
+                         strategy, bs->name, k, want);
             goto out;
         }
-        seen[id] = 1;
-        trial_result r;
-        trial_result_init(&r);
-        if (isnan(bs->time[id])) {
-            r.status = TRIAL_RUNTIME_ERROR;
-        } else {
-            r.status = TRIAL_OK;
-            r.time_ms = bs->time[id];
-            r.repeats = 1;
-            if (r.time_ms < best)
-                best = r.time_ms;
+        c->proposals += k;
+        for (int j = 0; j < k; j++) {
+            config_id id = ids[j];
+            if (id >= bs->n || seen[id]) {
+                kt_error_set(err, KT_ERR_INTERNAL,
+                             "strategy %s on %s, seed %llu: configuration %llu %s at evaluation %d",
+                             strategy, bs->name, (unsigned long long)seed, (unsigned long long)id,
+                             id >= bs->n ? "is outside the space" : "proposed twice", c->evals + 1);
+                goto out;
+            }
+            seen[id] = 1;
+            bench_evaluate(bs, id, &res[j], &best, &cum);
+            c->best[c->evals] = best;
+            c->cum_s[c->evals] = cum;
+            c->clock_s[c->evals] = cum + ovh_s + ask_ns / 1e9;
+            c->evals++;
         }
-        r.compile_ms = bs->cost_s[id] * 1000.0;
-        cum += bs->cost_s[id];
         t0 = kt_clock_ns();
-        searcher_tell(s, &id, &r, 1);
-        c->overhead_ns += (double)kt_clock_since_ns(t0);
-        c->best[c->evals] = best;
-        c->cum_s[c->evals] = cum;
-        c->evals++;
+        searcher_tell(s, ids, res, k);
+        double round_ns = ask_ns + (double)kt_clock_since_ns(t0);
+        c->overhead_ns += round_ns - ask_ns;
+        ovh_s += round_ns / 1e9;
+        if (told >= 350 && told < 400) {
+            c->ovh400_ns += round_ns;
+            c->ovh400_proposals += k;
+        }
+        c->round_end[c->rounds++] = c->evals;
     }
     for (int k = c->evals; k < c->len; k++) { /* stopped early: carry the last best forward */
         c->best[k] = best;
         c->cum_s[k] = cum;
+        c->clock_s[k] = cum + ovh_s;
     }
     rc = 0;
 out:
     searcher_free(s);
     free(seen);
+    free(ids);
+    free(res);
     if (rc < 0)
         bench_curve_free(c);
     return rc;
@@ -155,228 +198,195 @@ static json_t *bench_median_json(double *v, int n, int seeds)
                      "success_rate", (double)n / seeds);
 }
 
-/* Runs all seeds of one strategy on one space and summarises them. */
-static json_t *bench_strategy_on_space(const bench_options *opt, const bench_space *bs,
-                                       const char *strategy, const searcher_history *hist,
-                                       const json_t *checkpoints, kt_error *err)
-{
-    bench_curve *curves = calloc((size_t)opt->seeds, sizeof *curves);
-    double *evals_ok = calloc((size_t)opt->seeds, sizeof *evals_ok);
-    double *clock_ok = calloc((size_t)opt->seeds, sizeof *clock_ok);
-    json_t *res = NULL, *o = json_object(), *fr = json_object(), *cf = json_object();
-    json_t *runs = json_array();
-    int n_ok = 0, done = 0;
-    double ns = 0, proposals = 0;
-    size_t i;
-    json_t *cp;
+/* What the runs on one space share. */
+typedef struct bench_space_ctx {
+    const bench_options *opt;
+    const bench_space *bs;
+    const bench_score_range *score; /* the methodology score's range and baseline */
+    const json_t *checkpoints;      /* evaluations */
+    const json_t *round_checkpoints;
+    int batch;
+} bench_space_ctx;
 
-    if (!curves || !evals_ok || !clock_ok || !o || !fr || !cf || !runs) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    for (done = 0; done < opt->seeds; done++) {
-        if (bench_run_one(bs, strategy, (uint64_t)done, opt->budget, hist, &curves[done], err) < 0)
-            goto out;
-    }
-    json_array_foreach(checkpoints, i, cp)
+/* Best after n rounds (n > 0), the last best when the run made fewer. */
+static double bench_best_at_round(const bench_curve *c, int n)
+{
+    if (c->rounds == 0)
+        return INFINITY;
+    return c->best[c->round_end[(n < c->rounds ? n : c->rounds) - 1] - 1];
+}
+
+/* {"<checkpoint>": mean fraction over seeds} of a list of integers; at(c, n) the best. */
+static json_t *bench_fraction_at(const bench_space_ctx *x, const bench_curve *curves,
+                                 const json_t *list, double (*at)(const bench_curve *, int))
+{
+    json_t *o = json_object(), *cp;
+    size_t i;
+    json_array_foreach(list, i, cp)
     {
         int b = (int)json_integer_value(cp);
         double sum = 0;
-        for (int s = 0; s < opt->seeds; s++) {
-            int k = (b < curves[s].len ? b : curves[s].len) - 1;
-            sum += bench_frac(bs->optimum, curves[s].best[k]);
-        }
-        char key[16];
+        for (int s = 0; s < x->opt->seeds; s++)
+            sum += bench_frac(x->bs->optimum, at(&curves[s], b));
+        char key[24];
         snprintf(key, sizeof key, "%d", b);
-        json_object_set_new(fr, key, json_real(sum / opt->seeds));
+        json_object_set_new(o, key, json_real(sum / x->opt->seeds));
     }
-    for (int t = 0; t < BENCH_N_CLOCK; t++) {
-        double sum = 0;
-        for (int s = 0; s < opt->seeds; s++)
-            sum += bench_frac(bs->optimum, bench_best_at_clock(&curves[s], bench_clock_list[t]));
-        char key[16];
-        snprintf(key, sizeof key, "%d", bench_clock_list[t]);
-        json_object_set_new(cf, key, json_real(sum / opt->seeds));
+    return o;
+}
+
+static double bench_best_at_eval(const bench_curve *c, int n)
+{
+    return c->best[(n < c->len ? n : c->len) - 1];
+}
+
+static double bench_best_at_clock_int(const bench_curve *c, int t)
+{
+    return bench_best_at_clock(c, (double)t);
+}
+
+/* The methodology score of the runs into o ("score", "score_beyond"). */
+static int bench_score_into(const bench_space_ctx *x, const bench_curve *curves, json_t *o)
+{
+    int n = x->opt->seeds, rc = -1;
+    const double **best = calloc((size_t)n, sizeof *best);
+    const double **clock = calloc((size_t)n, sizeof *clock);
+    int *evals = calloc((size_t)n, sizeof *evals);
+    double beyond = NAN;
+    if (!best || !clock || !evals)
+        goto out;
+    for (int s = 0; s < n; s++) {
+        best[s] = curves[s].best;
+        clock[s] = curves[s].clock_s;
+        evals[s] = curves[s].evals;
     }
-    for (int s = 0; s < opt->seeds; s++) {
+    double score = bench_score_runs(x->score, n, best, clock, evals, &beyond);
+    json_object_set_new(o, "score", bench_real_or_null(score, 1));
+    json_object_set_new(o, "score_beyond", bench_real_or_null(beyond, 1));
+    rc = 0;
+out:
+    free(best);
+    free(clock);
+    free(evals);
+    return rc;
+}
+
+/* The per-seed record of a run (--json with curves). */
+static json_t *bench_run_json(const bench_curve *c, int seed)
+{
+    json_t *b = json_array(), *cu = json_array();
+    for (int k = 0; b && cu && k < c->len; k++) {
+        json_array_append_new(b, bench_real_or_null(c->best[k], 1));
+        json_array_append_new(cu, json_real(c->cum_s[k]));
+    }
+    return json_pack("{s:i, s:i, s:i, s:o*, s:o*}", "seed", seed, "evaluations", c->evals, "rounds",
+                     c->rounds, "best_so_far", b, "cum_cost_s", cu);
+}
+
+/* The figures of one strategy's runs on one space (see bench_run.h). NULL without memory. */
+static json_t *bench_figures(const bench_space_ctx *x, const bench_curve *curves)
+{
+    int seeds = x->opt->seeds, n_ok = 0, n_round_ok = 0, props400 = 0;
+    double *evals_ok = calloc((size_t)seeds, sizeof *evals_ok);
+    double *clock_ok = calloc((size_t)seeds, sizeof *clock_ok);
+    double *rounds_ok = calloc((size_t)seeds, sizeof *rounds_ok);
+    double ns = 0, proposals = 0, ns400 = 0;
+    json_t *o = json_object(), *runs = json_array(), *clocks = json_array(), *res = NULL;
+
+    if (!evals_ok || !clock_ok || !rounds_ok || !o || !runs || !clocks)
+        goto out;
+    for (int t = 0; t < BENCH_N_CLOCK; t++)
+        json_array_append_new(clocks, json_integer(bench_clock_list[t]));
+    for (int s = 0; s < seeds; s++) {
         const bench_curve *c = &curves[s];
         ns += c->overhead_ns;
         proposals += c->proposals;
+        ns400 += c->ovh400_ns;
+        props400 += c->ovh400_proposals;
         for (int k = 0; k < c->evals; k++) {
-            if (c->best[k] <= BENCH_WITHIN * bs->optimum) {
+            if (c->best[k] <= BENCH_WITHIN * x->bs->optimum) {
                 evals_ok[n_ok] = k + 1;
                 clock_ok[n_ok] = c->cum_s[k];
                 n_ok++;
                 break;
             }
         }
-        if (opt->curves) {
-            json_t *b = json_array(), *cu = json_array();
-            for (int k = 0; b && cu && k < c->len; k++) {
-                json_array_append_new(b, bench_real_or_null(c->best[k], 1));
-                json_array_append_new(cu, json_real(c->cum_s[k]));
+        for (int r = 0; r < c->rounds; r++) {
+            if (c->best[c->round_end[r] - 1] <= BENCH_WITHIN * x->bs->optimum) {
+                rounds_ok[n_round_ok++] = r + 1;
+                break;
             }
-            json_array_append_new(runs,
-                                  json_pack("{s:i, s:i, s:o*, s:o*}", "seed", s, "evaluations",
-                                            c->evals, "best_so_far", b, "cum_cost_s", cu));
         }
+        if (x->opt->curves)
+            json_array_append_new(runs, bench_run_json(c, s));
     }
-    json_object_set(o, "fraction", fr);
-    json_object_set_new(o, "evals_to_5pct", bench_median_json(evals_ok, n_ok, opt->seeds));
-    json_object_set(o, "clock_fraction", cf);
-    json_object_set_new(o, "clock_to_5pct_s", bench_median_json(clock_ok, n_ok, opt->seeds));
+    json_object_set_new(o, "fraction",
+                        bench_fraction_at(x, curves, x->checkpoints, bench_best_at_eval));
+    json_object_set_new(o, "evals_to_5pct", bench_median_json(evals_ok, n_ok, seeds));
+    json_object_set_new(o, "clock_fraction",
+                        bench_fraction_at(x, curves, clocks, bench_best_at_clock_int));
+    json_object_set_new(o, "clock_to_5pct_s", bench_median_json(clock_ok, n_ok, seeds));
     json_object_set_new(o, "overhead_us", json_real(proposals > 0 ? ns / proposals / 1e3 : 0));
-    if (opt->curves)
+    json_object_set_new(o, "overhead_at_400_us",
+                        bench_real_or_null(props400 ? ns400 / props400 / 1e3 : 0, props400));
+    json_object_set_new(o, "rounds_fraction",
+                        bench_fraction_at(x, curves, x->round_checkpoints, bench_best_at_round));
+    json_object_set_new(o, "rounds_to_5pct", bench_median_json(rounds_ok, n_round_ok, seeds));
+    if (bench_score_into(x, curves, o) < 0)
+        goto out;
+    if (x->opt->curves)
         json_object_set(o, "runs", runs);
     res = o;
     o = NULL;
 out:
-    for (int s = 0; curves && s < done; s++)
-        bench_curve_free(&curves[s]);
-    free(curves);
     free(evals_ok);
     free(clock_ok);
+    free(rounds_ok);
     json_decref(o);
-    json_decref(fr);
-    json_decref(cf);
     json_decref(runs);
+    json_decref(clocks);
     return res;
 }
 
-/* Mean of a numeric field over spaces (nulls skipped); null when none. */
-static json_t *bench_mean_of(const json_t *spaces, const char *strategy, const char *group,
-                             const char *key)
+/* Runs all seeds of one strategy on one space and summarises them. */
+static json_t *bench_strategy_on_space(const bench_space_ctx *x, const char *strategy,
+                                       const searcher_history *hist, kt_error *err)
 {
-    double sum = 0;
-    int n = 0;
-    size_t i;
-    json_t *sp;
-    json_array_foreach(spaces, i, sp)
-    {
-        const json_t *st = json_object_get(json_object_get(sp, "strategies"), strategy);
-        const json_t *v =
-            group ? json_object_get(json_object_get(st, group), key) : json_object_get(st, key);
-        if (json_is_number(v)) {
-            sum += json_number_value(v);
-            n++;
-        }
-    }
-    return n ? json_real(sum / n) : json_null();
-}
+    bench_curve *curves = calloc((size_t)x->opt->seeds, sizeof *curves);
+    json_t *res = NULL;
+    int done = 0;
 
-/* The result name of a strategy run warm. */
-static void bench_warm_name(const char *strategy, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%s+history", strategy);
-}
-
-static json_t *bench_averages(const bench_options *opt, const json_t *spaces,
-                              const json_t *checkpoints, json_t **summary_out)
-{
-    json_t *avg = json_object(), *summary = json_object();
-    int n_runs = opt->n_strategies * (opt->n_history > 0 ? 2 : 1);
-    for (int r = 0; avg && summary && r < n_runs; r++) {
-        char warm[80];
-        const char *name = opt->strategies[r % opt->n_strategies];
-        if (r >= opt->n_strategies) {
-            bench_warm_name(name, warm, sizeof warm);
-            name = warm;
-        }
-        json_t *fr = json_object(), *cf = json_object();
-        size_t i;
-        json_t *cp;
-        json_array_foreach(checkpoints, i, cp)
-        {
-            char key[16];
-            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-            json_object_set_new(fr, key, bench_mean_of(spaces, name, "fraction", key));
-        }
-        for (int t = 0; t < BENCH_N_CLOCK; t++) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", bench_clock_list[t]);
-            json_object_set_new(cf, key, bench_mean_of(spaces, name, "clock_fraction", key));
-        }
-        json_object_set_new(summary, name, json_copy(fr));
-        json_object_set_new(
-            avg, name,
-            json_pack("{s:o, s:{s:o, s:o}, s:o, s:{s:o, s:o}, s:o}", "fraction", fr,
-                      "evals_to_5pct", "median",
-                      bench_mean_of(spaces, name, "evals_to_5pct", "median"), "success_rate",
-                      bench_mean_of(spaces, name, "evals_to_5pct", "success_rate"),
-                      "clock_fraction", cf, "clock_to_5pct_s", "median",
-                      bench_mean_of(spaces, name, "clock_to_5pct_s", "median"), "success_rate",
-                      bench_mean_of(spaces, name, "clock_to_5pct_s", "success_rate"), "overhead_us",
-                      bench_mean_of(spaces, name, NULL, "overhead_us")));
+    if (!curves) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
     }
-    *summary_out = summary;
-    return avg;
-}
-
-/* Warm against cold, each averaged over the spaces that have history only:
- * {"spaces":[names],"first":n,"times":"as
- * recorded"|"shuffled"|"inverted","strategies":{"<s>":{"cold":{"10":f,...},"warm":{...}}}}
- */
-static json_t *bench_warm_summary(const bench_options *opt, const json_t *spaces,
-                                  const json_t *checkpoints)
-{
-    json_t *with = json_array(), *strat = json_object();
-    size_t i;
-    json_t *sp;
-    json_array_foreach(spaces, i, sp)
-    {
-        if (json_array_size(json_object_get(sp, "history")) > 0)
-            json_array_append(with, json_object_get(sp, "name"));
+    for (done = 0; done < x->opt->seeds; done++) {
+        if (bench_run_one(x->bs, strategy, (uint64_t)done, x->opt->budget, x->batch, hist,
+                          &curves[done], err) < 0)
+            goto out;
     }
-    for (int s = 0; strat && s < opt->n_strategies; s++) {
-        char warm[80];
-        bench_warm_name(opt->strategies[s], warm, sizeof warm);
-        json_t *cold_f = json_object(), *warm_f = json_object();
-        size_t k;
-        json_t *cp;
-        json_array_foreach(checkpoints, k, cp)
-        {
-            char key[16];
-            double sc = 0, sw = 0;
-            int n = 0;
-            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-            json_array_foreach(spaces, i, sp)
-            {
-                const json_t *st = json_object_get(sp, "strategies");
-                const json_t *w =
-                    json_object_get(json_object_get(json_object_get(st, warm), "fraction"), key);
-                const json_t *c = json_object_get(
-                    json_object_get(json_object_get(st, opt->strategies[s]), "fraction"), key);
-                if (json_is_number(w) && json_is_number(c)) {
-                    sw += json_number_value(w);
-                    sc += json_number_value(c);
-                    n++;
-                }
-            }
-            json_object_set_new(cold_f, key, n ? json_real(sc / n) : json_null());
-            json_object_set_new(warm_f, key, n ? json_real(sw / n) : json_null());
-        }
-        json_object_set_new(strat, opt->strategies[s],
-                            json_pack("{s:o, s:o}", "cold", cold_f, "warm", warm_f));
-    }
-    return json_pack("{s:o, s:i, s:s, s:o}", "spaces", with, "first", opt->history_first, "times",
-                     opt->history_shuffle  ? "shuffled"
-                     : opt->history_invert ? "inverted"
-                                           : "as recorded",
-                     "strategies", strat);
+    res = bench_figures(x, curves);
+    if (!res)
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    for (int s = 0; curves && s < done; s++)
+        bench_curve_free(&curves[s]);
+    free(curves);
+    return res;
 }
 
 /* The strategies on one loaded space: cold, and warm where its history is not empty. */
-static int bench_space_strategies(const bench_options *opt, const bench_space *bs,
-                                  const bench_history *hist, const json_t *checkpoints,
+static int bench_space_strategies(const bench_space_ctx *x, const bench_history *hist,
                                   json_t *entry, kt_error *err)
 {
+    const bench_options *opt = x->opt;
     bench_seed seed;
     json_t *strats = json_object_get(entry, "strategies");
     int rc = -1, warm = 0;
 
     memset(&seed, 0, sizeof seed);
     if (opt->n_history > 0) {
-        if (bench_history_for(hist, bs, opt->history_first, &seed, err) < 0)
+        if (bench_history_for(hist, x->bs, opt->history_first, &seed, err) < 0)
             goto out;
         json_object_set(entry, "history", seed.sources);
         json_object_set_new(entry, "history_first", json_integer(seed.h.n_first));
@@ -389,8 +399,8 @@ static int bench_space_strategies(const bench_options *opt, const bench_space *b
         snprintf(key, sizeof key, "%s", name);
         if (r >= opt->n_strategies)
             bench_warm_name(name, key, sizeof key);
-        json_t *res = bench_strategy_on_space(
-            opt, bs, name, r >= opt->n_strategies ? &seed.h : NULL, checkpoints, err);
+        json_t *res =
+            bench_strategy_on_space(x, name, r >= opt->n_strategies ? &seed.h : NULL, err);
         if (!res)
             goto out;
         json_object_set_new(strats, key, res);
@@ -401,38 +411,14 @@ out:
     return rc;
 }
 
-json_t *bench_run(const bench_options *opt, kt_error *err)
+/* The checkpoint lists: evaluations (25 ... 400 up to the budget, plus the budget; 10 first with
+ * --history) and rounds (5, 10, 25 ... up to ceil(budget / batch), plus that). */
+static void bench_checkpoint_lists(const bench_options *opt, int batch, json_t *checkpoints,
+                                   json_t *round_checkpoints)
 {
-    json_t *paths = NULL, *spaces = json_array(), *checkpoints = json_array(),
-           *clocks = json_array();
-    json_t *res = NULL, *summary = NULL, *avg = NULL;
-    bench_space bs;
-    bench_history hist;
-    int have_budget = 0;
-    size_t i;
-    json_t *p;
+    static const int round_list[] = {5, 10, 25, 50, 100, 200, 400};
+    int have_budget = 0, max_rounds = (opt->budget + batch - 1) / batch, have_rounds = 0;
 
-    memset(&bs, 0, sizeof bs);
-    memset(&hist, 0, sizeof hist);
-    kt_error_clear(err);
-    if (!spaces || !checkpoints || !clocks) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    if (opt->budget < 1 || opt->budget > BENCH_MAX_BUDGET || opt->seeds < 1 ||
-        opt->seeds > BENCH_MAX_SEEDS || opt->n_strategies < 1 || opt->n_spaces < 1) {
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                     "budget 1-%d, seeds 1-%d, at least one strategy and one space",
-                     BENCH_MAX_BUDGET, BENCH_MAX_SEEDS);
-        goto out;
-    }
-    for (int s = 0; s < opt->n_strategies; s++) {
-        if (!searcher_exists(opt->strategies[s])) {
-            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'", opt->strategies[s]);
-            kt_error_hint(err, "strategies: %s", searcher_names());
-            goto out;
-        }
-    }
     if (opt->n_history > 0 && opt->budget > 10) /* warm starts are judged early too */
         json_array_append_new(checkpoints, json_integer(10));
     for (int k = 0; k < BENCH_N_STD; k++) {
@@ -442,8 +428,104 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
     }
     if (!have_budget)
         json_array_append_new(checkpoints, json_integer(opt->budget));
+    for (size_t k = 0; k < sizeof round_list / sizeof round_list[0]; k++) {
+        if (round_list[k] <= max_rounds)
+            json_array_append_new(round_checkpoints, json_integer(round_list[k]));
+        have_rounds |= round_list[k] == max_rounds;
+    }
+    if (!have_rounds)
+        json_array_append_new(round_checkpoints, json_integer(max_rounds));
+}
+
+/* Loads one space, runs every strategy on it and appends its entry to spaces. */
+static int bench_one_space(bench_space_ctx *x, const char *path, const bench_history *hist,
+                           const json_t *kt_ref, json_t *spaces, kt_error *err)
+{
+    bench_space bs;
+    bench_score_range sr;
+    int rc = -1;
+
+    memset(&sr, 0, sizeof sr);
+    if (bench_space_load(path, x->opt->include_failed, &bs, err) < 0)
+        goto out;
+    if (bench_score_range_init(&bs, &sr, err) < 0)
+        goto out;
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:o, s:o}", "name", bs.name, "file", bs.file,
+                          "n_configs", (json_int_t)bs.n, "n_valid", (json_int_t)bs.valid,
+                          "optimum_ms", bs.optimum, "strategies", json_object(), "score_range",
+                          bench_score_range_json(&sr));
+    if (!o || json_array_append_new(spaces, o) < 0) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (kt_ref)
+        json_object_set_new(o, "kt_best", bench_kt_space_best(kt_ref, bs.name, x->checkpoints));
+    x->bs = &bs;
+    x->score = &sr;
+    rc = bench_space_strategies(x, hist, o, err);
+out:
+    x->bs = NULL;
+    x->score = NULL;
+    bench_score_range_free(&sr);
+    bench_space_free(&bs);
+    return rc;
+}
+
+/* The Kernel Tuner reference into res: "kt_reference" (the file), "kt_strategies", "kt_best"
+ * (mean over the spaces), or "kt_error" when it cannot be read. */
+static void bench_kt_into(json_t *res, const char *path, const json_t *ref, int read_errno,
+                          const json_t *spaces, const json_t *checkpoints)
+{
+    if (!path)
+        return;
+    json_object_set_new(res, "kt_reference", json_string(path));
+    if (!ref) {
+        json_object_set_new(res, "kt_error", json_string(strerror(read_errno)));
+        return;
+    }
+    json_object_set_new(res, "kt_strategies", json_integer((json_int_t)bench_kt_strategies(ref)));
+    json_object_set_new(res, "kt_best", bench_kt_mean_best(ref, spaces, checkpoints));
+}
+
+json_t *bench_run(const bench_options *opt, kt_error *err)
+{
+    json_t *paths = NULL, *spaces = json_array(), *checkpoints = json_array(),
+           *clocks = json_array(), *rounds = json_array(), *kt_ref = NULL;
+    json_t *res = NULL, *summary = NULL, *avg = NULL;
+    bench_history hist;
+    int batch = opt->batch > 0 ? opt->batch : 1, kt_errno = 0;
+    bench_space_ctx x = {opt, NULL, NULL, checkpoints, rounds, batch};
+    size_t i;
+    json_t *p;
+
+    memset(&hist, 0, sizeof hist);
+    kt_error_clear(err);
+    if (!spaces || !checkpoints || !clocks || !rounds) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (opt->budget < 1 || opt->budget > BENCH_MAX_BUDGET || opt->seeds < 1 ||
+        opt->seeds > BENCH_MAX_SEEDS || opt->n_strategies < 1 || opt->n_spaces < 1 ||
+        batch > BENCH_MAX_BATCH) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "budget 1-%d, seeds 1-%d, batch 1-%d, at least one strategy and one space",
+                     BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_MAX_BATCH);
+        goto out;
+    }
+    for (int s = 0; s < opt->n_strategies; s++) {
+        if (!searcher_exists(opt->strategies[s])) {
+            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'", opt->strategies[s]);
+            kt_error_hint(err, "strategies: %s", searcher_names());
+            goto out;
+        }
+    }
+    bench_checkpoint_lists(opt, batch, checkpoints, rounds);
     for (int t = 0; t < BENCH_N_CLOCK; t++)
         json_array_append_new(clocks, json_integer(bench_clock_list[t]));
+    if (opt->kt_reference) {
+        kt_ref = bench_kt_read(opt->kt_reference);
+        kt_errno = errno;
+    }
     paths = bench_space_paths(opt->spaces, opt->n_spaces, err);
     if (!paths)
         goto out;
@@ -455,37 +537,28 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
         goto out;
     json_array_foreach(paths, i, p)
     {
-        if (bench_space_load(json_string_value(p), opt->include_failed, &bs, err) < 0)
+        if (bench_one_space(&x, json_string_value(p), &hist, kt_ref, spaces, err) < 0)
             goto out;
-        json_t *strats = json_object();
-        json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:o*}", "name", bs.name, "file", bs.file,
-                              "n_configs", (json_int_t)bs.n, "n_valid", (json_int_t)bs.valid,
-                              "optimum_ms", bs.optimum, "strategies", strats);
-        if (!o) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-            goto out;
-        }
-        json_array_append_new(spaces, o);
-        if (bench_space_strategies(opt, &bs, &hist, checkpoints, o, err) < 0)
-            goto out;
-        bench_space_free(&bs);
     }
-    avg = bench_averages(opt, spaces, checkpoints, &summary);
-    res =
-        json_pack("{s:i, s:i, s:b, s:O, s:O, s:O, s:O, s:O}", "budget", opt->budget, "seeds",
-                  opt->seeds, "include_failed", opt->include_failed, "checkpoints", checkpoints,
-                  "clock_budgets_s", clocks, "spaces", spaces, "summary", summary, "averages", avg);
+    avg = bench_averages(opt, spaces, checkpoints, clocks, rounds, &summary);
+    res = json_pack("{s:i, s:i, s:i, s:b, s:O, s:O, s:O, s:O, s:O, s:O}", "budget", opt->budget,
+                    "seeds", opt->seeds, "batch", batch, "include_failed", opt->include_failed,
+                    "checkpoints", checkpoints, "round_checkpoints", rounds, "clock_budgets_s",
+                    clocks, "spaces", spaces, "summary", summary, "averages", avg);
     if (res && opt->n_history > 0)
         json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
+    if (res)
+        bench_kt_into(res, opt->kt_reference, kt_ref, kt_errno, spaces, checkpoints);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
-    bench_space_free(&bs);
     bench_history_free(&hist);
     json_decref(paths);
     json_decref(spaces);
     json_decref(checkpoints);
     json_decref(clocks);
+    json_decref(rounds);
+    json_decref(kt_ref);
     json_decref(summary);
     json_decref(avg);
     return res;
