@@ -147,6 +147,33 @@ out:
     json_decref(best);
 }
 
+/* The score's time range of a space, and how much of it the runs did not reach. */
+static void bench_print_score_range(const json_t *sp, FILE *out)
+{
+    const json_t *sr = json_object_get(sp, "score_range");
+    const char *name;
+    json_t *st;
+    double beyond = 0;
+
+    fprintf(out,
+            "  score over %.1f - %.1f s of recorded time (random search: %lld - %lld evaluations)",
+            json_number_value(json_object_get(sr, "t_start_s")),
+            json_number_value(json_object_get(sr, "t_end_s")),
+            (long long)json_integer_value(json_object_get(sr, "fevals_start")),
+            (long long)json_integer_value(json_object_get(sr, "fevals_end")));
+    json_object_foreach(json_object_get(sp, "strategies"), name, st)
+    {
+        double b = json_number_value(json_object_get(st, "score_beyond"));
+        beyond = b > beyond ? b : beyond;
+    }
+    if (beyond > 0.005)
+        fprintf(out,
+                "; up to %.0f%% of it after a run's last evaluation (its best carried: a "
+                "larger --budget reaches further)",
+                100.0 * beyond);
+    fputc('\n', out);
+}
+
 /* --batch > 1: the fractions against rounds (one ask + tell each), one row per strategy. */
 static void bench_print_rounds(const json_t *result, const json_t *strategies, FILE *out)
 {
@@ -266,14 +293,7 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
         if (json_object_get(sp, "kt_best"))
             bench_print_kt_rows(result, json_object_get(sp, "kt_best"),
                                 "best strategy per budget on this space", out);
-        const json_t *sr = json_object_get(sp, "score_range");
-        fprintf(out,
-                "  score over %.1f - %.1f s of recorded time (random search: %lld - %lld "
-                "evaluations)\n",
-                json_number_value(json_object_get(sr, "t_start_s")),
-                json_number_value(json_object_get(sr, "t_end_s")),
-                (long long)json_integer_value(json_object_get(sr, "fevals_start")),
-                (long long)json_integer_value(json_object_get(sr, "fevals_end")));
+        bench_print_score_range(sp, out);
         bench_print_rounds(result, json_object_get(sp, "strategies"), out);
         fputc('\n', out);
     }

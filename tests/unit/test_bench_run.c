@@ -12,14 +12,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench/bench_main.h"
+#include "bench/bench_report.h"
 #include "bench/bench_run.h"
 
 typedef struct fixture {
     char dir[64];
     char file[128];
+    char fast[128]; /* fast-first.json: the same times, the optimum first in id order */
+    char csv[128];  /* a Kernel Tuner summary.csv for tiny-cache */
 } fixture;
 
 /* x = 1..6; x = 3 failed; times 4, 2, -, 1.5, 1, 3 ms; every configuration costs 20 s. */
@@ -33,6 +37,32 @@ static const char *cache_text =
     "  \"5\": {\"x\": 5, \"time\": 1.0, \"compile_time\": 10000, \"verification_time\": 10000},\n"
     "  \"6\": {\"x\": 6, \"time\": 3.0, \"compile_time\": 20000}}}\n";
 
+/* x = 1..5; times 1, 4, 2, 3, 1.5 ms (the optimum first); every configuration costs 20 s. */
+static const char *fast_text =
+    "{\"tune_params_keys\": [\"x\"], \"tune_params\": {\"x\": [1, 2, 3, 4, 5]},\n"
+    " \"cache\": {\n"
+    "  \"1\": {\"x\": 1, \"time\": 1.0, \"compile_time\": 20000},\n"
+    "  \"2\": {\"x\": 2, \"time\": 4.0, \"compile_time\": 20000},\n"
+    "  \"3\": {\"x\": 3, \"time\": 2.0, \"compile_time\": 20000},\n"
+    "  \"4\": {\"x\": 4, \"time\": 3.0, \"compile_time\": 20000},\n"
+    "  \"5\": {\"x\": 5, \"time\": 1.5, \"compile_time\": 20000}}}\n";
+
+static const char *csv_text = "set,space,strategy,budget,mean_fraction\n"
+                              "DEV,tiny-cache,alpha,25,0.5\n"
+                              "DEV,tiny-cache,beta,25,0.75\n"
+                              "DEV,tiny-cache,alpha,50,0.9\n"
+                              "DEV,other,beta,50,1.0\n"
+                              "a malformed line\n";
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return -1;
+    fputs(text, out);
+    return fclose(out);
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -42,11 +72,13 @@ static int setup(void **state)
     if (!mkdtemp(f->dir))
         return -1;
     snprintf(f->file, sizeof f->file, "%s/tiny-cache.json", f->dir);
-    FILE *out = fopen(f->file, "w");
-    if (!out)
+    snprintf(f->fast, sizeof f->fast, "%s/fast/fast-first.json", f->dir);
+    snprintf(f->csv, sizeof f->csv, "%s/summary.csv", f->dir);
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s/fast", f->dir);
+    if (write_file(f->file, cache_text) < 0 || mkdir(sub, 0700) != 0 ||
+        write_file(f->fast, fast_text) < 0 || write_file(f->csv, csv_text) < 0)
         return -1;
-    fputs(cache_text, out);
-    fclose(out);
     *state = f;
     return 0;
 }
@@ -54,7 +86,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    char sub[96];
+    snprintf(sub, sizeof sub, "%s/fast", f->dir);
     unlink(f->file);
+    unlink(f->fast);
+    unlink(f->csv);
+    rmdir(sub);
     rmdir(f->dir);
     free(f);
     return 0;
@@ -188,6 +225,162 @@ static void test_summary_shape(void **state)
     json_decref(res);
 }
 
+/* The methodology score by hand. Both caches: valid times 1, 1.5, 2, 3, 4 ms (median 2), every
+ * evaluation 20 s. Range: the 1% target 1 + 0.99 = 1.99 has 3 slower configurations, ceil(3 / (5 +
+ * 1 - 3)) = 1 evaluation; the 95% target 1.05 has 4 slower, ceil(4 / 2) = 2: 20 - 40 s, 10,000
+ * points t_j = 20 + 20 j / 9999. Baseline: m = round(t / 20) draws, rank round(6 / (m + 1)): m = 1
+ * (j <= 4999) -> rank 3, 2 ms; m = 2 (j >= 5000) -> rank 2, 1.5 ms. The first evaluation ends at
+ * 20 s plus the searcher's (non-zero) time, after t_0 and before t_1; the second after 40 s. */
+static void test_score_exact(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+
+    /* tiny-cache in id order: 4 ms first, the curve stays at 4 (the worst) over the whole range:
+     * 5000 points of (4 - 2) / (1 - 2) = -2 and 5000 of (4 - 1.5) / (1 - 1.5) = -5 */
+    opts(&o, f->file, "exhaustive", 25, 2);
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *sp = json_array_get(json_object_get(res, "spaces"), 0);
+    const json_t *sr = json_object_get(sp, "score_range");
+    assert_int_equal(json_integer_value(json_object_get(sr, "fevals_start")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sr, "fevals_end")), 2);
+    assert_float_equal(num(sr, NULL, "t_start_s"), 20.0, 1e-9);
+    assert_float_equal(num(sr, NULL, "t_end_s"), 40.0, 1e-9);
+    assert_float_equal(num(sr, NULL, "time_per_eval_s"), 20.0, 1e-9);
+    assert_float_equal(num(sr, NULL, "median_ms"), 2.0, 1e-12);
+    const json_t *st = strat(res, "exhaustive");
+    assert_true(num(st, NULL, "overhead_us") > 0);
+    assert_float_equal(num(st, NULL, "score"), -3.5, 1e-12);
+    assert_float_equal(num(st, NULL, "score_beyond"), 0.0, 1e-12);
+    assert_float_equal(num(json_object_get(res, "averages"), "exhaustive", "score"), -3.5, 1e-12);
+    json_decref(res);
+
+    /* fast-first: the optimum at the first evaluation; only t_0 (nothing found: the worst, -2)
+     * is not 1: (9999 - 2) / 10000 */
+    opts(&o, f->fast, "exhaustive", 25, 3);
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_float_equal(num(strat(res, "exhaustive"), NULL, "score"), 0.9997, 1e-12);
+    json_decref(res);
+
+    /* include-failed: x = 3 (failed, 20 s) joins the space: 6 draws per 5 valid evaluations,
+     * 120 / 5 = 24 s per valid evaluation; the range scales by 6 / 5: 24 - 48 s */
+    opts(&o, f->file, "exhaustive", 25, 1);
+    o.include_failed = 1;
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    sr = json_object_get(json_array_get(json_object_get(res, "spaces"), 0), "score_range");
+    assert_float_equal(num(sr, NULL, "time_per_eval_s"), 24.0, 1e-9);
+    assert_float_equal(num(sr, NULL, "t_start_s"), 24.0, 1e-9);
+    assert_float_equal(num(sr, NULL, "t_end_s"), 48.0, 1e-9);
+    json_decref(res);
+}
+
+/* --batch: ask 3, evaluate, tell 3; the last ask cut to the budget. */
+static void test_batch_rounds(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+
+    /* budget 4, batch 3: round 1 = x 1, 2, 4 (best 1.5), round 2 = x 5 (1): 2 rounds */
+    opts(&o, f->file, "exhaustive", 4, 2);
+    o.batch = 3;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_int_equal(json_integer_value(json_object_get(res, "batch")), 3);
+    const json_t *rcs = json_object_get(res, "round_checkpoints");
+    assert_int_equal(json_array_size(rcs), 1);
+    assert_int_equal(json_integer_value(json_array_get(rcs, 0)), 2);
+    const json_t *st = strat(res, "exhaustive");
+    const json_t *run = json_array_get(json_object_get(st, "runs"), 0);
+    assert_int_equal(json_integer_value(json_object_get(run, "rounds")), 2);
+    assert_int_equal(json_integer_value(json_object_get(run, "evaluations")), 4);
+    const double want[] = {4, 2, 1.5, 1};
+    for (size_t i = 0; i < 4; i++)
+        assert_float_equal(
+            json_number_value(json_array_get(json_object_get(run, "best_so_far"), i)), want[i],
+            1e-12);
+    assert_float_equal(num(st, "fraction", "4"), 1.0, 1e-12);
+    assert_float_equal(num(st, "rounds_fraction", "2"), 1.0, 1e-12);
+    assert_float_equal(num(st, "rounds_to_5pct", "median"), 2.0, 1e-12);
+    assert_float_equal(num(st, "evals_to_5pct", "median"), 4.0, 1e-12);
+    json_decref(res);
+
+    /* budget 3, batch 2: round 1 = x 1, 2 (best 2), round 2 = x 4 (1.5) */
+    opts(&o, f->file, "exhaustive", 3, 1);
+    o.batch = 2;
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    st = strat(res, "exhaustive");
+    assert_float_equal(num(st, "rounds_fraction", "2"), 1.0 / 1.5, 1e-12);
+    assert_float_equal(num(st, "rounds_to_5pct", "success_rate"), 0.0, 1e-12);
+    assert_true(json_is_null(json_object_get(json_object_get(st, "rounds_to_5pct"), "median")));
+    json_decref(res);
+
+    /* budget 25, batch 1: rounds are evaluations; 5, 10, 25 rounds, the space has 5 */
+    opts(&o, f->file, "exhaustive", 25, 1);
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_int_equal(json_array_size(json_object_get(res, "round_checkpoints")), 3);
+    st = strat(res, "exhaustive");
+    assert_float_equal(num(st, "rounds_fraction", "5"), 1.0, 1e-12);
+    assert_float_equal(num(st, "rounds_to_5pct", "median"), 4.0, 1e-12);
+    assert_true(json_is_null(json_object_get(st, "overhead_at_400_us"))); /* < 350 results */
+    json_decref(res);
+}
+
+/* The Kernel Tuner reference: the best strategy per budget per space and over the spaces. */
+static void test_kt_reference(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    opts(&o, f->file, "exhaustive", 50, 1);
+    o.kt_reference = f->csv;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_int_equal(json_integer_value(json_object_get(res, "kt_strategies")), 2);
+    const json_t *sp = json_array_get(json_object_get(res, "spaces"), 0);
+    const json_t *best = json_object_get(sp, "kt_best");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(best, "25"), "strategy")),
+                        "beta");
+    assert_float_equal(num(best, "25", "fraction"), 0.75, 1e-12);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(best, "50"), "strategy")),
+                        "alpha");
+    assert_float_equal(num(best, "50", "fraction"), 0.9, 1e-12);
+    assert_true(json_equal(best, json_object_get(res, "kt_best"))); /* one space: the same */
+    json_decref(res);
+
+    /* two spaces: fast-first is in no strategy's rows, so no mean; per space only tiny-cache */
+    o.spaces[1] = f->fast;
+    o.n_spaces = 2;
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_int_equal(json_object_size(json_object_get(res, "kt_best")), 0);
+    sp = json_array_get(json_object_get(res, "spaces"), 1);
+    assert_int_equal(json_object_size(json_object_get(sp, "kt_best")), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    bench_print_table(res, NULL, mem);
+    fclose(mem);
+    assert_non_null(strstr(text, "KT strategy: @25 beta, @50 alpha"));
+    assert_non_null(strstr(text, "score over 20.0 - 40.0 s"));
+    free(text);
+    json_decref(res);
+
+    /* an unreadable reference is reported, not fatal */
+    o.kt_reference = "/nonexistent/summary.csv";
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_true(json_is_string(json_object_get(res, "kt_error")));
+    json_decref(res);
+}
+
 static int parse(const char *line, bench_options *o)
 {
     char buf[512], *argv[32], msg[256], *save = NULL;
@@ -221,6 +414,13 @@ static void test_arguments(void **state)
     assert_int_equal(parse("bench --spaces a --strategies random", &o), 0);
     assert_int_equal(o.budget, 400);
     assert_int_equal(o.seeds, 20);
+    assert_int_equal(o.batch, 1);
+    assert_int_equal(parse("bench --spaces a --strategies random --batch 16", &o), 0);
+    assert_int_equal(o.batch, 16);
+    assert_int_equal(parse("bench --spaces a --strategies random --batch 256", &o), 0);
+    assert_int_equal(parse("bench --spaces a --strategies random --batch 0", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --batch 257", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --batch", &o), -1);
     assert_int_equal(parse("bench --help", &o), 1);
     assert_int_equal(parse("bench --strategies random", &o), -1);
     assert_int_equal(parse("bench --spaces a", &o), -1);
@@ -297,6 +497,25 @@ static void test_random_pnpoly(void **state)
     json_decref(res);
 }
 
+/* random on pnpoly, budget 400, 20 seeds: the searcher time at 350-399 results is measured, and
+ * random search scores about 0 against the calculated random search (seeded: deterministic). */
+static void test_random_score_pnpoly(void **state)
+{
+    (void)state;
+    bench_options o;
+    kt_error err;
+    opts(&o, KT_SOURCE_DIR "/datasets/pnpoly_kt-RTX_3090.json.gz", "random", 400, 20);
+    o.curves = 0;
+    json_t *res = bench_run(&o, &err);
+    if (!res)
+        fail_msg("%s", err.message);
+    const json_t *st = strat(res, "random");
+    assert_true(num(st, NULL, "overhead_at_400_us") >= 0);
+    double score = num(st, NULL, "score");
+    assert_true(score > -0.1 && score < 0.1);
+    json_decref(res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,7 +523,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_include_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_score_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_rounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kt_reference, setup, teardown),
         cmocka_unit_test(test_random_pnpoly),
+        cmocka_unit_test(test_random_score_pnpoly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
