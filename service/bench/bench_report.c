@@ -270,16 +270,20 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
             "  Ns: mean fraction at N s of recorded compile+benchmark time; s->5%%: median "
             "seconds to within 5%%; ovh us: searcher time per proposal\n"
             "  score: autotuning-methodology score over time (0 = calculated random search, 1 = "
-            "optimum); ovh@400: ovh us over the asks made at 350-399 results\n"
-            "  batch %lld: each round asks for up to %lld configurations, evaluates them and tells "
-            "them\n\n",
+            "optimum); ovh@400: ovh us over the asks made at 350-399 results\n",
             (long long)json_integer_value(json_object_get(result, "budget")),
             (long long)json_integer_value(json_object_get(result, "seeds")),
             json_is_true(json_object_get(result, "include_failed"))
                 ? "failed configurations included"
-                : "valid configurations only",
-            (long long)json_integer_value(json_object_get(result, "batch")),
-            (long long)json_integer_value(json_object_get(result, "batch")));
+                : "valid configurations only");
+    long long batch = (long long)json_integer_value(json_object_get(result, "batch"));
+    if (batch > 1)
+        fprintf(out,
+                "  batch %lld: each round asks for up to %lld configurations, evaluates them and "
+                "tells them; @rN: mean fraction after N rounds, r->5%%: median rounds to within "
+                "5%%\n",
+                batch, batch);
+    fputc('\n', out);
     json_array_foreach(spaces, i, sp)
     {
         fprintf(out, "%s: %lld configurations (%lld valid), optimum %.4f ms\n",
