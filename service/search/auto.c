@@ -41,6 +41,11 @@ enum {
 /* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
  * a-priori value with this many observations' worth of weight. */
 #define PRIOR_BETA_WEIGHT 2.0
+/* Log times above this quantile of the successes are fitted as equal to it (once CLIP_MIN_OK
+ * succeeded): the surrogate then ranks the good part of the space instead of modelling how slow
+ * the slow part is (search/README.md, auto). */
+#define CLIP_QUANTILE 0.5
+enum { CLIP_MIN_OK = 4 };
 #define LONG_STALL                                                                                 \
     30 /* results without improvement after which the local walk ignores the model                 \
         */
@@ -82,6 +87,13 @@ typedef struct auto_state {
     int has_pending;
     config_id pending; /* a restart: becomes current once told */
     int since_imp;     /* results told since the best last improved */
+    /* Batches (constant liar): proposals not told yet are fitted as if they had failed while the
+     * next proposals are chosen, so a batch spreads out instead of
+     * crowding where the model is best. The lies sit at o[n .. n + n_lie) during an ask only. */
+    double clip;       /* clip level of the log-time targets (INFINITY: none yet) */
+    int n_lie;         /* lies appended after the n told results */
+    config_id *out_id; /* outstanding proposals: asked, not told yet */
+    int n_out, out_cap;
     /* History: a prior fitted on related targets' per-source-normalised log times. */
     auto_prior prior;
     int has_prior; /* prior.usable */
@@ -110,6 +122,7 @@ static void auto_destroy(void *state)
     free(st->fill);
     auto_prior_free(&st->prior);
     free(st->pp);
+    free(st->out_id);
     free(st);
 }
 
@@ -124,6 +137,7 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
     st->explore = searcher_option_number(&auto_options[OPT_EXPLORATION], options);
     st->best_i = -1;
     st->cur_i = -1;
+    st->clip = INFINITY;
     int np = space_num_params(sp);
     st->np = np;
     size_t pn = (size_t)(np > 0 ? np : 1);
@@ -195,10 +209,36 @@ static double predict_f(const auto_state *st, const int *f)
     return s;
 }
 
-/* log-time targets: failures a finite penalty above the slowest success. */
-static double target(double t, double worst)
+/* log-time targets, clipped at st->clip; failures a finite penalty above it. */
+static double target(const auto_state *st, double t, double worst)
 {
-    return t >= SEARCH_BAD_SCORE ? worst : log(t > 1e-12 ? t : 1e-12);
+    if (t >= SEARCH_BAD_SCORE)
+        return worst;
+    double y = log(t > 1e-12 ? t : 1e-12);
+    return y < st->clip ? y : st->clip;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* st->clip: the CLIP_QUANTILE of the successes' log times (INFINITY below CLIP_MIN_OK of them, or
+ * out of memory: no clipping). */
+static void fit_cap(auto_state *st, int n_ok)
+{
+    st->clip = INFINITY;
+    double *ys = n_ok >= CLIP_MIN_OK ? malloc((size_t)n_ok * sizeof *ys) : NULL;
+    if (!ys)
+        return;
+    int k = 0;
+    for (int i = 0; i < st->n; i++)
+        if (st->o[i].t < SEARCH_BAD_SCORE)
+            ys[k++] = log(st->o[i].t > 1e-12 ? st->o[i].t : 1e-12);
+    qsort(ys, (size_t)k, sizeof *ys, cmp_double);
+    st->clip = ys[(int)(CLIP_QUANTILE * (k - 1))];
+    free(ys);
 }
 
 /* The surrogate: ridge regression of log time on the one-hot features and, with a prior, on the
@@ -227,20 +267,27 @@ static void fit(auto_state *st)
         st->fitted = st->has_prior;
         return;
     }
+    fit_cap(st, n_ok);
+    if (isfinite(st->clip))
+        worst = st->clip;
     worst += 0.5 * (worst - best) + 0.5;
+    /* The lies (outstanding proposals of a batch) are fitted as failures: constant liar at the
+     * most pessimistic level, which pushes the rest of the batch furthest from them. */
+    double lie = worst;
+    int tot = st->n + st->n_lie;
     double mean = 0, pbar = 0;
-    for (int i = 0; i < st->n; i++) {
-        mean += target(st->o[i].t, worst);
+    for (int i = 0; i < tot; i++) {
+        mean += i < st->n ? target(st, st->o[i].t, worst) : lie;
         pbar += st->has_prior ? st->pp[i] : 0;
     }
-    mean /= st->n;
-    pbar /= st->n;
+    mean /= tot;
+    pbar /= tot;
     st->mean = mean;
     st->pbar = pbar;
     memset(st->w, 0, (size_t)m * sizeof *st->w);
     memset(st->a, 0, (size_t)m * m * sizeof *st->a);
-    for (int i = 0; i < st->n; i++) {
-        double y = target(st->o[i].t, worst) - mean;
+    for (int i = 0; i < tot; i++) {
+        double y = (i < st->n ? target(st, st->o[i].t, worst) : lie) - mean;
         const int *f = st->fidx + (size_t)i * np;
         for (int p = 0; p < np; p++)
             st->w[f[p]] += y;
@@ -267,7 +314,7 @@ static void fit(auto_state *st)
     auto_solve_spd(st->a, st->w, m);
     st->beta = m > nf ? st->w[nf] : 0;
     for (int i = 0; i < st->n; i++)
-        st->resid[i] = target(st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
+        st->resid[i] = target(st, st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
     st->fitted = 1;
 }
 
@@ -448,31 +495,121 @@ static int propose_prior_top(auto_state *st, config_id *out)
     return 0;
 }
 
+/* Room for one more observation (told result or lie): 0, or -1 out of memory. */
+static int obs_reserve(auto_state *st)
+{
+    int need = st->n + st->n_lie + 1;
+    if (need <= st->cap)
+        return 0;
+    /* Four arrays share one capacity: it is stored only once all four have grown. */
+    size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)need, INT_MAX);
+    size_t row = (size_t)(st->np > 0 ? st->np : 1) * sizeof *st->fidx;
+    if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
+        kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
+        kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0 ||
+        kt_array_resize((void **)&st->pp, cap, sizeof *st->pp) != 0)
+        return -1;
+    st->cap = (int)cap;
+    return 0;
+}
+
+static void xtx_add(auto_state *st, const int *f, double d)
+{
+    for (int p = 0; p < st->np; p++)
+        for (int q = 0; q < st->np; q++)
+            st->xtx[(size_t)f[p] * st->nf + f[q]] += d;
+}
+
+/* Appends a lie for id (an outstanding proposal) after the told results; 0 when it could not
+ * (no memory, id does not decode): the batch is then merely less spread out. */
+static int lie_push(auto_state *st, config_id id)
+{
+    if (st->np > 256 || obs_reserve(st) < 0)
+        return 0;
+    int i = st->n + st->n_lie;
+    int *f = st->fidx + (size_t)i * st->np;
+    if (features(st, id, f) < 0)
+        return 0;
+    st->o[i].id = id;
+    st->o[i].t = SEARCH_BAD_SCORE; /* unused: fit gives lies the lie value */
+    st->resid[i] = 0;
+    st->pp[i] = prior_f(st, f);
+    xtx_add(st, f, 1);
+    st->n_lie++;
+    return 1;
+}
+
+static void lie_pop_all(auto_state *st)
+{
+    for (int i = st->n; i < st->n + st->n_lie; i++)
+        xtx_add(st, st->fidx + (size_t)i * st->np, -1);
+    st->n_lie = 0;
+}
+
+/* Records id as outstanding (asked, not told); 0, or -1 out of memory (then it is not). */
+static int outstanding_add(auto_state *st, config_id id)
+{
+    if (st->n_out == st->out_cap) {
+        size_t cap = kt_array_next_cap((size_t)st->out_cap, (size_t)st->n_out + 1, INT_MAX);
+        if (cap == 0 || kt_array_resize((void **)&st->out_id, cap, sizeof *st->out_id) != 0)
+            return -1;
+        st->out_cap = (int)cap;
+    }
+    st->out_id[st->n_out++] = id;
+    return 0;
+}
+
+static void outstanding_remove(auto_state *st, config_id id)
+{
+    for (int k = 0; k < st->n_out; k++) {
+        if (st->out_id[k] == id) {
+            st->out_id[k] = st->out_id[--st->n_out];
+            return;
+        }
+    }
+}
+
+/* One proposal into *out: 1, 0 when nothing is left, -1 out of memory. */
+static int propose_one(auto_state *st, config_id *out)
+{
+    int rc;
+    if (st->proposed < st->initial || !st->fitted)
+        return (rc = propose_prior_top(st, out)) != 0 ? rc
+               : st->n_fill < st->initial
+                   ? propose_fill(st, out)
+                   : search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (kt_rng_uniform(&st->rng) < st->explore)
+        return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (st->since_imp >= STALL && (rc = propose_local(st, out)) != 0)
+        return rc;
+    return propose_model(st, out);
+}
+
+/* Proposals not told yet (this batch's earlier ones, and earlier asks' still outstanding) join the
+ * fit as lies while the rest of the batch is chosen; the lies are gone when ask returns. At batch
+ * 1 with nothing outstanding no lie is ever fitted: the proposals are those of one-by-one. */
 static int auto_ask(void *state, config_id *out, int max)
 {
     auto_state *st = state;
     int n = 0;
-    if (st->dirty) {
-        fit(st);
-        st->dirty = 0;
-    }
+    for (int k = 0; k < st->n_out; k++)
+        st->dirty |= lie_push(st, st->out_id[k]);
     while (n < max) {
-        int rc;
-        if (st->proposed < st->initial || !st->fitted)
-            rc = (rc = propose_prior_top(st, &out[n])) != 0 ? rc
-                 : st->n_fill < st->initial
-                     ? propose_fill(st, &out[n])
-                     : search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        else if (kt_rng_uniform(&st->rng) < st->explore)
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        else if (st->since_imp >= STALL && (rc = propose_local(st, &out[n])) != 0)
-            ;
-        else
-            rc = propose_model(st, &out[n]);
+        if (st->dirty) {
+            fit(st);
+            st->dirty = 0;
+        }
+        int rc = propose_one(st, &out[n]);
         if (rc <= 0)
             break;
         st->proposed++;
+        if (outstanding_add(st, out[n]) == 0 && n + 1 < max && st->fitted)
+            st->dirty |= lie_push(st, out[n]);
         n++;
+    }
+    if (st->n_lie > 0) {
+        lie_pop_all(st);
+        st->dirty = 1;
     }
     return n;
 }
@@ -482,17 +619,9 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     auto_state *st = state;
     int np = st->np;
     for (int i = 0; i < n; i++) {
-        if (st->n == st->cap) {
-            /* Three arrays share one capacity: it is stored only once all three have grown. */
-            size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
-            size_t row = (size_t)(np > 0 ? np : 1) * sizeof *st->fidx;
-            if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
-                kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
-                kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0 ||
-                kt_array_resize((void **)&st->pp, cap, sizeof *st->pp) != 0)
-                return; /* out of memory: the result is not learnt from */
-            st->cap = (int)cap;
-        }
+        outstanding_remove(st, ids[i]);
+        if (obs_reserve(st) < 0)
+            return; /* out of memory: the result is not learnt from */
         int *f = st->fidx + (size_t)st->n * np;
         if (np > 256 || features(st, ids[i], f) < 0)
             continue;
@@ -512,9 +641,7 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
             st->has_pending = 0;
         }
         st->n++;
-        for (int p = 0; p < np; p++)
-            for (int q = 0; q < np; q++)
-                st->xtx[(size_t)f[p] * st->nf + f[q]] += 1;
+        xtx_add(st, f, 1);
         st->dirty = 1;
     }
 }
