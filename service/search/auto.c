@@ -6,11 +6,15 @@
  * as a finite penalty above the slowest success. The pool holds random samples and the ADJACENT,
  * HAMMING and PAIR_SCALE neighbours of the best few configurations; a neighbour's prediction is
  * corrected by part of its origin's residual, so interactions the additive model misses still
- * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
- * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
- * local search), since the model's order has evidently stopped helping there. With a warm-start
- * history (searcher_set_history), a prior fitted on related targets (search/auto_prior.h) joins the
- * surrogate as one more column and replaces the space-filling start (search/README.md). */
+ * steer the walk around the incumbent. The targets are clipped at the median success's log time
+ * (the model ranks the good half instead of modelling how slow the slow half is). Proposals asked
+ * but not yet told (a batch, or earlier asks still outstanding) are fitted as failures while the
+ * next are chosen (constant liar), so a batch spreads out. With probability `exploration` a
+ * proposal is random. After LONG_STALL results without a new best, the local walk takes neighbours
+ * in random order (iterated local search), since the model's order has evidently stopped helping
+ * there. With a warm-start history (searcher_set_history), a prior fitted on related targets
+ * (search/auto_prior.h) joins the surrogate as one more column and replaces the space-filling start
+ * (search/README.md). */
 #include "search/search_set.h"
 #include "search/auto_prior.h"
 

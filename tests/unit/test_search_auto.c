@@ -158,11 +158,11 @@ static void batches_cost_little_quality(void **state)
 }
 
 /* Time per proposal once 350-400 results are told (batch 1), on the tiling space: under 2 ms in an
- * optimised build (~0.7 ms), under 8 ms unoptimised or sanitised (~2.6 ms in Debug). */
+ * optimised build (~0.7 ms), under 20 ms unoptimised or sanitised (~2.6 ms in Debug). */
 #ifdef NDEBUG
 #define OVERHEAD_LIMIT_US 2000.0
 #else
-#define OVERHEAD_LIMIT_US 8000.0
+#define OVERHEAD_LIMIT_US 20000.0
 #endif
 static void overhead_at_400_results(void **state)
 {
