@@ -15,11 +15,10 @@
  * there. With a warm-start history (searcher_set_history), a prior fitted on related targets
  * (search/auto_prior.h) joins the surrogate as one more column and replaces the space-filling start
  * (search/README.md). */
-#include "search/search_set.h"
-#include "search/auto_prior.h"
+#include "search/auto_impl.h"
 
-#include <math.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,78 +32,6 @@ static const searcher_option auto_options[N_OPTS] = {
     {"exploration", SEARCHER_OPT_NUMBER, "0.15", 0, 1, NULL,
      "probability that a model-guided proposal is a random configuration instead"},
 };
-
-enum {
-    MAX_FEATURES = 256, /* one-hot columns of the surrogate */
-    POOL_RANDOM = 128,  /* random samples scored per proposal */
-    TOP_K = 3,          /* best configurations whose neighbours join the pool */
-    FILL_CANDIDATES = 16,
-    STALL = 5, /* results without improvement before local search takes over */
-};
-#define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
-/* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
- * a-priori value with this many observations' worth of weight. */
-#define PRIOR_BETA_WEIGHT 2.0
-/* Log times above this quantile of the successes are fitted as equal to it (once CLIP_MIN_OK
- * succeeded): the surrogate then ranks the good part of the space instead of modelling how slow
- * the slow part is (search/README.md, auto). */
-#define CLIP_QUANTILE 0.5
-enum { CLIP_MIN_OK = 4 };
-#define LONG_STALL                                                                                 \
-    30 /* results without improvement after which the local walk ignores the model                 \
-        */
-
-typedef struct obs {
-    config_id id;
-    double t; /* search_score */
-} obs;
-
-typedef struct auto_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
-    int initial;
-    double explore;
-    int np;        /* parameters */
-    int nf;        /* features */
-    int *nv;       /* values per parameter */
-    int *nb;       /* buckets per parameter */
-    int *off;      /* first feature of each parameter */
-    int *idx;      /* decode scratch */
-    int *fidx;     /* the observations' features, np per observation */
-    obs *o;        /* told results */
-    int n, cap;    /* observations */
-    int proposed;  /* proposals made */
-    int dirty;     /* results told since the last fit */
-    double *xtx;   /* nf * nf, accumulated */
-    double *a;     /* nf * nf, factorised */
-    double *w;     /* nf weights */
-    double mean;   /* intercept */
-    double *resid; /* per observation: y - prediction at the last fit */
-    int fitted;
-    config_id *scratch;
-    int scratch_cap;
-    int *fill; /* value indices of the space-filling proposals, np each */
-    int n_fill;
-    int best_i; /* observation with the best score, -1 none */
-    int cur_i;  /* the local search's current configuration, -1 none */
-    int has_pending;
-    config_id pending; /* a restart: becomes current once told */
-    int since_imp;     /* results told since the best last improved */
-    /* Batches (constant liar): proposals not told yet are fitted as if they had failed while the
-     * next proposals are chosen, so a batch spreads out instead of
-     * crowding where the model is best. The lies sit at o[n .. n + n_lie) during an ask only. */
-    double clip;       /* clip level of the log-time targets (INFINITY: none yet) */
-    int n_lie;         /* lies appended after the n told results */
-    config_id *out_id; /* outstanding proposals: asked, not told yet */
-    int n_out, out_cap;
-    /* History: a prior fitted on related targets' per-source-normalised log times. */
-    auto_prior prior;
-    int has_prior; /* prior.usable */
-    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations */
-    double pbar;
-    double *pp; /* per observation: its prior value */
-} auto_state;
 
 static void auto_destroy(void *state)
 {
@@ -127,6 +54,7 @@ static void auto_destroy(void *state)
     auto_prior_free(&st->prior);
     free(st->pp);
     free(st->out_id);
+    free(st->ok_y);
     free(st);
 }
 
@@ -179,147 +107,6 @@ oom:
     auto_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     return NULL;
-}
-
-static int bucket(const auto_state *st, int p, int v)
-{
-    if (st->nb[p] == st->nv[p])
-        return v;
-    return (int)((long long)v * st->nb[p] / st->nv[p]);
-}
-
-/* Features of id into f (np entries). -1 if id does not decode. */
-static int features(auto_state *st, config_id id, int *f)
-{
-    if (space_decode(st->sp, id, st->idx) < 0)
-        return -1;
-    for (int p = 0; p < st->np; p++)
-        f[p] = st->off[p] + bucket(st, p, st->idx[p]);
-    return 0;
-}
-
-static double prior_f(const auto_state *st, const int *f)
-{
-    return st->has_prior ? auto_prior_value(&st->prior, f, st->np) : 0;
-}
-
-static double predict_f(const auto_state *st, const int *f)
-{
-    double s = st->mean;
-    for (int p = 0; p < st->np; p++)
-        s += st->w[f[p]];
-    if (st->has_prior)
-        s += st->beta * (prior_f(st, f) - st->pbar);
-    return s;
-}
-
-/* log-time targets, clipped at st->clip; failures a finite penalty above it. */
-static double target(const auto_state *st, double t, double worst)
-{
-    if (t >= SEARCH_BAD_SCORE)
-        return worst;
-    double y = log(t > 1e-12 ? t : 1e-12);
-    return y < st->clip ? y : st->clip;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* st->clip: the CLIP_QUANTILE of the successes' log times (INFINITY below CLIP_MIN_OK of them, or
- * out of memory: no clipping). */
-static void fit_cap(auto_state *st, int n_ok)
-{
-    st->clip = INFINITY;
-    double *ys = n_ok >= CLIP_MIN_OK ? malloc((size_t)n_ok * sizeof *ys) : NULL;
-    if (!ys)
-        return;
-    int k = 0;
-    for (int i = 0; i < st->n; i++)
-        if (st->o[i].t < SEARCH_BAD_SCORE)
-            ys[k++] = log(st->o[i].t > 1e-12 ? st->o[i].t : 1e-12);
-    qsort(ys, (size_t)k, sizeof *ys, cmp_double);
-    st->clip = ys[(int)(CLIP_QUANTILE * (k - 1))];
-    free(ys);
-}
-
-/* The surrogate: ridge regression of log time on the one-hot features and, with a prior, on the
- * prior's (centred) value, whose coefficient is pulled towards beta0 rather than 0: a prior that
- * transfers keeps steering, one the told results contradict is fitted away. */
-static void fit(auto_state *st)
-{
-    int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
-    double worst = -INFINITY, best = INFINITY;
-    int n_ok = 0;
-    for (int i = 0; i < st->n; i++) {
-        if (st->o[i].t < SEARCH_BAD_SCORE) {
-            double y = log(st->o[i].t > 1e-12 ? st->o[i].t : 1e-12);
-            worst = y > worst ? y : worst;
-            best = y < best ? y : best;
-            n_ok++;
-        }
-    }
-    st->fitted = 0;
-    if (n_ok == 0) {
-        /* Nothing measured yet: the prior alone ranks the candidates. */
-        st->mean = 0;
-        st->pbar = 0;
-        st->beta = 1;
-        memset(st->w, 0, (size_t)nf * sizeof *st->w);
-        st->fitted = st->has_prior;
-        return;
-    }
-    fit_cap(st, n_ok);
-    if (isfinite(st->clip))
-        worst = st->clip;
-    worst += 0.5 * (worst - best) + 0.5;
-    /* The lies (outstanding proposals of a batch) are fitted as failures: constant liar at the
-     * most pessimistic level, which pushes the rest of the batch furthest from them. */
-    double lie = worst;
-    int tot = st->n + st->n_lie;
-    double mean = 0, pbar = 0;
-    for (int i = 0; i < tot; i++) {
-        mean += i < st->n ? target(st, st->o[i].t, worst) : lie;
-        pbar += st->has_prior ? st->pp[i] : 0;
-    }
-    mean /= tot;
-    pbar /= tot;
-    st->mean = mean;
-    st->pbar = pbar;
-    memset(st->w, 0, (size_t)m * sizeof *st->w);
-    memset(st->a, 0, (size_t)m * m * sizeof *st->a);
-    for (int i = 0; i < tot; i++) {
-        double y = (i < st->n ? target(st, st->o[i].t, worst) : lie) - mean;
-        const int *f = st->fidx + (size_t)i * np;
-        for (int p = 0; p < np; p++)
-            st->w[f[p]] += y;
-        if (m > nf) {
-            double pc = st->pp[i] - pbar;
-            st->w[nf] += y * pc;
-            for (int p = 0; p < np; p++) {
-                st->a[(size_t)nf * m + f[p]] += pc;
-                st->a[(size_t)f[p] * m + nf] += pc;
-            }
-            st->a[(size_t)nf * m + nf] += pc * pc;
-        }
-    }
-    double lambda = 1.0;
-    for (int i = 0; i < nf; i++)
-        for (int j = 0; j < nf; j++)
-            st->a[(size_t)i * m + j] = st->xtx[(size_t)i * nf + j];
-    for (int i = 0; i < nf; i++)
-        st->a[(size_t)i * m + i] += lambda;
-    if (m > nf) {
-        st->a[(size_t)nf * m + nf] += PRIOR_BETA_WEIGHT;
-        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0;
-    }
-    auto_solve_spd(st->a, st->w, m);
-    st->beta = m > nf ? st->w[nf] : 0;
-    for (int i = 0; i < st->n; i++)
-        st->resid[i] = target(st, st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
-    st->fitted = 1;
 }
 
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
@@ -393,9 +180,9 @@ static int propose_model(auto_state *st, config_id *out)
             m += space_neighbours(st->sp, origin, kinds[q], st->scratch + m, st->scratch_cap - m);
         for (int i = 0; i < m; i++) {
             config_id id = st->scratch[i];
-            if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+            if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
                 continue;
-            double pr = predict_f(st, fp) + r + 1e-9 * kt_rng_uniform(&st->rng);
+            double pr = auto_predict(st, fp) + r + 1e-9 * kt_rng_uniform(&st->rng);
             if (pr < best_pred) {
                 best_pred = pr;
                 best_id = id;
@@ -407,9 +194,9 @@ static int propose_model(auto_state *st, config_id *out)
     int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
     for (int k = 0; k < n_top; k++) {
         config_id id = st->prior.top[k];
-        if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
             continue;
-        double pr = predict_f(st, fp);
+        double pr = auto_predict(st, fp);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -418,9 +205,9 @@ static int propose_model(auto_state *st, config_id *out)
     }
     for (int c = 0; c < POOL_RANDOM; c++) {
         config_id id = space_sample(st->sp, &st->rng);
-        if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
             continue;
-        double pr = predict_f(st, fp);
+        double pr = auto_predict(st, fp);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -455,12 +242,12 @@ static int propose_local(auto_state *st, config_id *out)
     int nc = 0;
     for (int i = 0; i < m; i++) {
         config_id id = st->scratch[i];
-        if (search_set_has(&st->visited, id) || features(st, id, f) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, f) < 0)
             continue;
         /* After a long stall the model's order is evidently misleading here: walk at random. */
-        double pr = st->since_imp >= LONG_STALL
-                        ? kt_rng_uniform(&st->rng)
-                        : (st->fitted ? predict_f(st, f) + r : 0) + 1e-9 * kt_rng_uniform(&st->rng);
+        double pr = st->since_imp >= LONG_STALL ? kt_rng_uniform(&st->rng)
+                                                : (st->fitted ? auto_predict(st, f) + r : 0) +
+                                                      1e-9 * kt_rng_uniform(&st->rng);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -497,57 +284,6 @@ static int propose_prior_top(auto_state *st, config_id *out)
         return 1;
     }
     return 0;
-}
-
-/* Room for one more observation (told result or lie): 0, or -1 out of memory. */
-static int obs_reserve(auto_state *st)
-{
-    int need = st->n + st->n_lie + 1;
-    if (need <= st->cap)
-        return 0;
-    /* Four arrays share one capacity: it is stored only once all four have grown. */
-    size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)need, INT_MAX);
-    size_t row = (size_t)(st->np > 0 ? st->np : 1) * sizeof *st->fidx;
-    if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
-        kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
-        kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0 ||
-        kt_array_resize((void **)&st->pp, cap, sizeof *st->pp) != 0)
-        return -1;
-    st->cap = (int)cap;
-    return 0;
-}
-
-static void xtx_add(auto_state *st, const int *f, double d)
-{
-    for (int p = 0; p < st->np; p++)
-        for (int q = 0; q < st->np; q++)
-            st->xtx[(size_t)f[p] * st->nf + f[q]] += d;
-}
-
-/* Appends a lie for id (an outstanding proposal) after the told results; 0 when it could not
- * (no memory, id does not decode): the batch is then merely less spread out. */
-static int lie_push(auto_state *st, config_id id)
-{
-    if (st->np > 256 || obs_reserve(st) < 0)
-        return 0;
-    int i = st->n + st->n_lie;
-    int *f = st->fidx + (size_t)i * st->np;
-    if (features(st, id, f) < 0)
-        return 0;
-    st->o[i].id = id;
-    st->o[i].t = SEARCH_BAD_SCORE; /* unused: fit gives lies the lie value */
-    st->resid[i] = 0;
-    st->pp[i] = prior_f(st, f);
-    xtx_add(st, f, 1);
-    st->n_lie++;
-    return 1;
-}
-
-static void lie_pop_all(auto_state *st)
-{
-    for (int i = st->n; i < st->n + st->n_lie; i++)
-        xtx_add(st, st->fidx + (size_t)i * st->np, -1);
-    st->n_lie = 0;
 }
 
 /* Records id as outstanding (asked, not told); 0, or -1 out of memory (then it is not). */
@@ -597,10 +333,10 @@ static int auto_ask(void *state, config_id *out, int max)
     auto_state *st = state;
     int n = 0;
     for (int k = 0; k < st->n_out; k++)
-        st->dirty |= lie_push(st, st->out_id[k]);
+        st->dirty |= auto_lie_push(st, st->out_id[k]);
     while (n < max) {
         if (st->dirty) {
-            fit(st);
+            auto_fit(st);
             st->dirty = 0;
         }
         int rc = propose_one(st, &out[n]);
@@ -608,11 +344,11 @@ static int auto_ask(void *state, config_id *out, int max)
             break;
         st->proposed++;
         if (outstanding_add(st, out[n]) == 0 && n + 1 < max && st->fitted)
-            st->dirty |= lie_push(st, out[n]);
+            st->dirty |= auto_lie_push(st, out[n]);
         n++;
     }
     if (st->n_lie > 0) {
-        lie_pop_all(st);
+        auto_lie_pop_all(st);
         st->dirty = 1;
     }
     return n;
@@ -624,15 +360,13 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     int np = st->np;
     for (int i = 0; i < n; i++) {
         outstanding_remove(st, ids[i]);
-        if (obs_reserve(st) < 0)
+        if (auto_obs_reserve(st) < 0)
             return; /* out of memory: the result is not learnt from */
         int *f = st->fidx + (size_t)st->n * np;
-        if (np > 256 || features(st, ids[i], f) < 0)
+        if (np > 256 || auto_features(st, ids[i], f) < 0)
             continue;
         st->o[st->n].id = ids[i];
         st->o[st->n].t = search_score(&r[i]);
-        st->resid[st->n] = 0;
-        st->pp[st->n] = prior_f(st, f);
         if (st->best_i < 0 || st->o[st->n].t < st->o[st->best_i].t) {
             st->best_i = st->n;
             st->since_imp = 0;
@@ -644,15 +378,14 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
             st->cur_i = st->n;
             st->has_pending = 0;
         }
-        st->n++;
-        xtx_add(st, f, 1);
+        auto_obs_add(st);
         st->dirty = 1;
     }
 }
 
 static int auto_features_cb(void *ctx, config_id id, int *f)
 {
-    return features(ctx, id, f);
+    return auto_features(ctx, id, f);
 }
 
 /* The history: the first ids are proposed by searcher.c (marked visited here; they replace as many
