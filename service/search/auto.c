@@ -255,7 +255,11 @@ static int propose_local(auto_state *st, config_id *out)
         nc++;
     }
     if (nc == 0) {
-        int rc = propose_model(st, out);
+        /* A local optimum: the model's pick near the best, or after a long stall (the model's
+         * basin is evidently used up) a restart from a random configuration. */
+        int rc = st->since_imp >= LONG_STALL
+                     ? search_random_unvisited(st->sp, &st->visited, &st->rng, out)
+                     : propose_model(st, out);
         if (rc > 0) {
             st->has_pending = 1;
             st->pending = *out;
