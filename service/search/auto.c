@@ -26,6 +26,12 @@
 
 enum { OPT_INITIAL, OPT_EXPLORATION, N_OPTS };
 
+/* Restarts (after LONG_STALL results without a new best, at a local optimum). */
+enum {
+    RESTART_CANDIDATES = 8, /* random configurations a restart chooses from */
+    RESTART_AWAY = 8,       /* best results a restart keeps away from */
+};
+
 static const searcher_option auto_options[N_OPTS] = {
     {"initial", SEARCHER_OPT_INTEGER, "10", 1, 1000, NULL,
      "space-filling configurations proposed before the model guides the search"},
@@ -109,6 +115,37 @@ oom:
     return NULL;
 }
 
+/* The k best told results (by score, best first) into top: how many (at most k). */
+static int best_observations(const auto_state *st, int *top, int k)
+{
+    int nt = 0;
+    for (int i = 0; i < st->n; i++) {
+        int j = nt < k ? nt++ : k;
+        if (j == k) {
+            if (st->o[i].t >= st->o[top[k - 1]].t)
+                continue;
+            j = k - 1;
+        }
+        while (j > 0 && st->o[top[j - 1]].t > st->o[i].t) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = i;
+    }
+    return nt;
+}
+
+/* Squared distance of value indices a and b, each parameter scaled to [0, 1]. */
+static double index_distance(const auto_state *st, const int *a, const int *b)
+{
+    double d = 0;
+    for (int p = 0; p < st->np; p++) {
+        double x = st->nv[p] > 1 ? (double)(a[p] - b[p]) / (st->nv[p] - 1) : 0;
+        d += x * x;
+    }
+    return d;
+}
+
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
  * FILL_CANDIDATES random unvisited configurations. */
 static int propose_fill(auto_state *st, config_id *out)
@@ -122,12 +159,7 @@ static int propose_fill(auto_state *st, config_id *out)
             continue;
         double dmin = INFINITY;
         for (int k = 0; k < st->n_fill; k++) {
-            const int *g = st->fill + (size_t)k * np;
-            double d = 0;
-            for (int p = 0; p < np; p++) {
-                double x = st->nv[p] > 1 ? (double)(st->idx[p] - g[p]) / (st->nv[p] - 1) : 0;
-                d += x * x;
-            }
+            double d = index_distance(st, st->idx, st->fill + (size_t)k * np);
             dmin = d < dmin ? d : dmin;
         }
         if (dmin > best_d) {
@@ -153,21 +185,8 @@ static int propose_model(auto_state *st, config_id *out)
     int *fp = np <= 256 ? f : NULL;
     if (!fp)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    /* Best TOP_K observations (by score). */
-    int top[TOP_K], nt = 0;
-    for (int i = 0; i < st->n; i++) {
-        int j = nt < TOP_K ? nt++ : TOP_K;
-        if (j == TOP_K) {
-            if (st->o[i].t >= st->o[top[TOP_K - 1]].t)
-                continue;
-            j = TOP_K - 1;
-        }
-        while (j > 0 && st->o[top[j - 1]].t > st->o[i].t) {
-            top[j] = top[j - 1];
-            j--;
-        }
-        top[j] = i;
-    }
+    int top[TOP_K];
+    int nt = best_observations(st, top, TOP_K);
     double best_pred = INFINITY;
     config_id best_id = 0;
     for (int k = 0; k < nt; k++) {
@@ -222,6 +241,39 @@ static int propose_model(auto_state *st, config_id *out)
     return 1;
 }
 
+/* A restart of the local walk: of RESTART_CANDIDATES random unvisited configurations, the farthest
+ * (value-index distance) from the RESTART_AWAY best results, i.e. out of the basins already
+ * explored. 1 with *out proposed, 0 nothing left, -1 out of memory. */
+static int propose_restart(auto_state *st, config_id *out)
+{
+    int top[RESTART_AWAY], g[256];
+    int nt = st->np <= 256 ? best_observations(st, top, RESTART_AWAY) : 0;
+    config_id best_id = 0;
+    double best_d = -1;
+    for (int c = 0; c < RESTART_CANDIDATES && nt > 0; c++) {
+        config_id id = space_sample(st->sp, &st->rng);
+        if (search_set_has(&st->visited, id) || space_decode(st->sp, id, st->idx) < 0)
+            continue;
+        double dmin = INFINITY;
+        for (int k = 0; k < nt; k++) {
+            if (space_decode(st->sp, st->o[top[k]].id, g) < 0)
+                continue;
+            double d = index_distance(st, st->idx, g);
+            dmin = d < dmin ? d : dmin;
+        }
+        if (dmin > best_d) {
+            best_d = dmin;
+            best_id = id;
+        }
+    }
+    if (best_d < 0)
+        return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (search_set_add(&st->visited, best_id) < 0)
+        return -1;
+    *out = best_id;
+    return 1;
+}
+
 /* Local search from the current configuration: its unvisited neighbour (ADJACENT, HAMMING,
  * PAIR_SCALE) predicted fastest. When none is left (a local optimum), the model's pick becomes
  * the next current once told. */
@@ -256,10 +308,8 @@ static int propose_local(auto_state *st, config_id *out)
     }
     if (nc == 0) {
         /* A local optimum: the model's pick near the best, or after a long stall (the model's
-         * basin is evidently used up) a restart from a random configuration. */
-        int rc = st->since_imp >= LONG_STALL
-                     ? search_random_unvisited(st->sp, &st->visited, &st->rng, out)
-                     : propose_model(st, out);
+         * basin is evidently used up) a restart away from the best results. */
+        int rc = st->since_imp >= LONG_STALL ? propose_restart(st, out) : propose_model(st, out);
         if (rc > 0) {
             st->has_pending = 1;
             st->pending = *out;
