@@ -10,11 +10,13 @@
  * (the model ranks the good half instead of modelling how slow the slow half is). Proposals asked
  * but not yet told (a batch, or earlier asks still outstanding) are fitted as failures while the
  * next are chosen (constant liar), so a batch spreads out. With probability `exploration` a
- * proposal is random. After LONG_STALL results without a new best, the local walk takes neighbours
- * in random order (iterated local search), since the model's order has evidently stopped helping
- * there. With a warm-start history (searcher_set_history), a prior fitted on related targets
- * (search/auto_prior.h) joins the surrogate as one more column and replaces the space-filling start
- * (search/README.md). */
+ * proposal is random. After STALL results without a new best, a local walk from the current
+ * configuration takes its neighbours (model order); after LONG_STALL, in random order, and a
+ * used-up neighbourhood restarts the walk away from the explored basins (iterated local search),
+ * since the model's order has evidently stopped helping there. The surrogate lives in
+ * search/auto_model.c. With a warm-start history (searcher_set_history), a prior fitted on related
+ * targets (search/auto_prior.h) joins the surrogate as one more column and replaces the
+ * space-filling start (search/README.md). */
 #include "search/auto_impl.h"
 
 #include <limits.h>
