@@ -6,16 +6,21 @@
  * as a finite penalty above the slowest success. The pool holds random samples and the ADJACENT,
  * HAMMING and PAIR_SCALE neighbours of the best few configurations; a neighbour's prediction is
  * corrected by part of its origin's residual, so interactions the additive model misses still
- * steer the walk around the incumbent. With probability `exploration` a proposal is random. After
- * LONG_STALL results without a new best, the local walk takes neighbours in random order (iterated
- * local search), since the model's order has evidently stopped helping there. With a warm-start
- * history (searcher_set_history), a prior fitted on related targets (search/auto_prior.h) joins the
- * surrogate as one more column and replaces the space-filling start (search/README.md). */
-#include "search/search_set.h"
-#include "search/auto_prior.h"
+ * steer the walk around the incumbent. The targets are clipped at the median success's log time
+ * (the model ranks the good half instead of modelling how slow the slow half is). Proposals asked
+ * but not yet told (a batch, or earlier asks still outstanding) are fitted as failures while the
+ * next are chosen (constant liar), so a batch spreads out. With probability `exploration` a
+ * proposal is random. After STALL results without a new best, a local walk from the current
+ * configuration takes its neighbours (model order); after LONG_STALL, in random order, and a
+ * used-up neighbourhood restarts the walk away from the explored basins (iterated local search),
+ * since the model's order has evidently stopped helping there. The surrogate lives in
+ * search/auto_model.c. With a warm-start history (searcher_set_history), a prior fitted on related
+ * targets (search/auto_prior.h) joins the surrogate as one more column and replaces the
+ * space-filling start (search/README.md). */
+#include "search/auto_impl.h"
 
-#include <math.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,72 +28,18 @@
 
 enum { OPT_INITIAL, OPT_EXPLORATION, N_OPTS };
 
+/* Restarts (after LONG_STALL results without a new best, at a local optimum). */
+enum {
+    RESTART_CANDIDATES = 8, /* random configurations a restart chooses from */
+    RESTART_AWAY = 8,       /* best results a restart keeps away from */
+};
+
 static const searcher_option auto_options[N_OPTS] = {
     {"initial", SEARCHER_OPT_INTEGER, "10", 1, 1000, NULL,
      "space-filling configurations proposed before the model guides the search"},
     {"exploration", SEARCHER_OPT_NUMBER, "0.15", 0, 1, NULL,
      "probability that a model-guided proposal is a random configuration instead"},
 };
-
-enum {
-    MAX_FEATURES = 256, /* one-hot columns of the surrogate */
-    POOL_RANDOM = 128,  /* random samples scored per proposal */
-    TOP_K = 3,          /* best configurations whose neighbours join the pool */
-    FILL_CANDIDATES = 16,
-    STALL = 5, /* results without improvement before local search takes over */
-};
-#define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
-/* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
- * a-priori value with this many observations' worth of weight. */
-#define PRIOR_BETA_WEIGHT 2.0
-#define LONG_STALL                                                                                 \
-    30 /* results without improvement after which the local walk ignores the model                 \
-        */
-
-typedef struct obs {
-    config_id id;
-    double t; /* search_score */
-} obs;
-
-typedef struct auto_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
-    int initial;
-    double explore;
-    int np;        /* parameters */
-    int nf;        /* features */
-    int *nv;       /* values per parameter */
-    int *nb;       /* buckets per parameter */
-    int *off;      /* first feature of each parameter */
-    int *idx;      /* decode scratch */
-    int *fidx;     /* the observations' features, np per observation */
-    obs *o;        /* told results */
-    int n, cap;    /* observations */
-    int proposed;  /* proposals made */
-    int dirty;     /* results told since the last fit */
-    double *xtx;   /* nf * nf, accumulated */
-    double *a;     /* nf * nf, factorised */
-    double *w;     /* nf weights */
-    double mean;   /* intercept */
-    double *resid; /* per observation: y - prediction at the last fit */
-    int fitted;
-    config_id *scratch;
-    int scratch_cap;
-    int *fill; /* value indices of the space-filling proposals, np each */
-    int n_fill;
-    int best_i; /* observation with the best score, -1 none */
-    int cur_i;  /* the local search's current configuration, -1 none */
-    int has_pending;
-    config_id pending; /* a restart: becomes current once told */
-    int since_imp;     /* results told since the best last improved */
-    /* History: a prior fitted on related targets' per-source-normalised log times. */
-    auto_prior prior;
-    int has_prior; /* prior.usable */
-    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations */
-    double pbar;
-    double *pp; /* per observation: its prior value */
-} auto_state;
 
 static void auto_destroy(void *state)
 {
@@ -110,6 +61,8 @@ static void auto_destroy(void *state)
     free(st->fill);
     auto_prior_free(&st->prior);
     free(st->pp);
+    free(st->out_id);
+    free(st->ok_y);
     free(st);
 }
 
@@ -124,6 +77,7 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
     st->explore = searcher_option_number(&auto_options[OPT_EXPLORATION], options);
     st->best_i = -1;
     st->cur_i = -1;
+    st->clip = INFINITY;
     int np = space_num_params(sp);
     st->np = np;
     size_t pn = (size_t)(np > 0 ? np : 1);
@@ -163,112 +117,35 @@ oom:
     return NULL;
 }
 
-static int bucket(const auto_state *st, int p, int v)
+/* The k best told results (by score, best first) into top: how many (at most k). */
+static int best_observations(const auto_state *st, int *top, int k)
 {
-    if (st->nb[p] == st->nv[p])
-        return v;
-    return (int)((long long)v * st->nb[p] / st->nv[p]);
-}
-
-/* Features of id into f (np entries). -1 if id does not decode. */
-static int features(auto_state *st, config_id id, int *f)
-{
-    if (space_decode(st->sp, id, st->idx) < 0)
-        return -1;
-    for (int p = 0; p < st->np; p++)
-        f[p] = st->off[p] + bucket(st, p, st->idx[p]);
-    return 0;
-}
-
-static double prior_f(const auto_state *st, const int *f)
-{
-    return st->has_prior ? auto_prior_value(&st->prior, f, st->np) : 0;
-}
-
-static double predict_f(const auto_state *st, const int *f)
-{
-    double s = st->mean;
-    for (int p = 0; p < st->np; p++)
-        s += st->w[f[p]];
-    if (st->has_prior)
-        s += st->beta * (prior_f(st, f) - st->pbar);
-    return s;
-}
-
-/* log-time targets: failures a finite penalty above the slowest success. */
-static double target(double t, double worst)
-{
-    return t >= SEARCH_BAD_SCORE ? worst : log(t > 1e-12 ? t : 1e-12);
-}
-
-/* The surrogate: ridge regression of log time on the one-hot features and, with a prior, on the
- * prior's (centred) value, whose coefficient is pulled towards beta0 rather than 0: a prior that
- * transfers keeps steering, one the told results contradict is fitted away. */
-static void fit(auto_state *st)
-{
-    int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
-    double worst = -INFINITY, best = INFINITY;
-    int n_ok = 0;
+    int nt = 0;
     for (int i = 0; i < st->n; i++) {
-        if (st->o[i].t < SEARCH_BAD_SCORE) {
-            double y = log(st->o[i].t > 1e-12 ? st->o[i].t : 1e-12);
-            worst = y > worst ? y : worst;
-            best = y < best ? y : best;
-            n_ok++;
+        int j = nt < k ? nt++ : k;
+        if (j == k) {
+            if (st->o[i].t >= st->o[top[k - 1]].t)
+                continue;
+            j = k - 1;
         }
-    }
-    st->fitted = 0;
-    if (n_ok == 0) {
-        /* Nothing measured yet: the prior alone ranks the candidates. */
-        st->mean = 0;
-        st->pbar = 0;
-        st->beta = 1;
-        memset(st->w, 0, (size_t)nf * sizeof *st->w);
-        st->fitted = st->has_prior;
-        return;
-    }
-    worst += 0.5 * (worst - best) + 0.5;
-    double mean = 0, pbar = 0;
-    for (int i = 0; i < st->n; i++) {
-        mean += target(st->o[i].t, worst);
-        pbar += st->has_prior ? st->pp[i] : 0;
-    }
-    mean /= st->n;
-    pbar /= st->n;
-    st->mean = mean;
-    st->pbar = pbar;
-    memset(st->w, 0, (size_t)m * sizeof *st->w);
-    memset(st->a, 0, (size_t)m * m * sizeof *st->a);
-    for (int i = 0; i < st->n; i++) {
-        double y = target(st->o[i].t, worst) - mean;
-        const int *f = st->fidx + (size_t)i * np;
-        for (int p = 0; p < np; p++)
-            st->w[f[p]] += y;
-        if (m > nf) {
-            double pc = st->pp[i] - pbar;
-            st->w[nf] += y * pc;
-            for (int p = 0; p < np; p++) {
-                st->a[(size_t)nf * m + f[p]] += pc;
-                st->a[(size_t)f[p] * m + nf] += pc;
-            }
-            st->a[(size_t)nf * m + nf] += pc * pc;
+        while (j > 0 && st->o[top[j - 1]].t > st->o[i].t) {
+            top[j] = top[j - 1];
+            j--;
         }
+        top[j] = i;
     }
-    double lambda = 1.0;
-    for (int i = 0; i < nf; i++)
-        for (int j = 0; j < nf; j++)
-            st->a[(size_t)i * m + j] = st->xtx[(size_t)i * nf + j];
-    for (int i = 0; i < nf; i++)
-        st->a[(size_t)i * m + i] += lambda;
-    if (m > nf) {
-        st->a[(size_t)nf * m + nf] += PRIOR_BETA_WEIGHT;
-        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0;
+    return nt;
+}
+
+/* Squared distance of value indices a and b, each parameter scaled to [0, 1]. */
+static double index_distance(const auto_state *st, const int *a, const int *b)
+{
+    double d = 0;
+    for (int p = 0; p < st->np; p++) {
+        double x = st->nv[p] > 1 ? (double)(a[p] - b[p]) / (st->nv[p] - 1) : 0;
+        d += x * x;
     }
-    auto_solve_spd(st->a, st->w, m);
-    st->beta = m > nf ? st->w[nf] : 0;
-    for (int i = 0; i < st->n; i++)
-        st->resid[i] = target(st->o[i].t, worst) - predict_f(st, st->fidx + (size_t)i * np);
-    st->fitted = 1;
+    return d;
 }
 
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
@@ -284,12 +161,7 @@ static int propose_fill(auto_state *st, config_id *out)
             continue;
         double dmin = INFINITY;
         for (int k = 0; k < st->n_fill; k++) {
-            const int *g = st->fill + (size_t)k * np;
-            double d = 0;
-            for (int p = 0; p < np; p++) {
-                double x = st->nv[p] > 1 ? (double)(st->idx[p] - g[p]) / (st->nv[p] - 1) : 0;
-                d += x * x;
-            }
+            double d = index_distance(st, st->idx, st->fill + (size_t)k * np);
             dmin = d < dmin ? d : dmin;
         }
         if (dmin > best_d) {
@@ -315,21 +187,8 @@ static int propose_model(auto_state *st, config_id *out)
     int *fp = np <= 256 ? f : NULL;
     if (!fp)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    /* Best TOP_K observations (by score). */
-    int top[TOP_K], nt = 0;
-    for (int i = 0; i < st->n; i++) {
-        int j = nt < TOP_K ? nt++ : TOP_K;
-        if (j == TOP_K) {
-            if (st->o[i].t >= st->o[top[TOP_K - 1]].t)
-                continue;
-            j = TOP_K - 1;
-        }
-        while (j > 0 && st->o[top[j - 1]].t > st->o[i].t) {
-            top[j] = top[j - 1];
-            j--;
-        }
-        top[j] = i;
-    }
+    int top[TOP_K];
+    int nt = best_observations(st, top, TOP_K);
     double best_pred = INFINITY;
     config_id best_id = 0;
     for (int k = 0; k < nt; k++) {
@@ -342,9 +201,9 @@ static int propose_model(auto_state *st, config_id *out)
             m += space_neighbours(st->sp, origin, kinds[q], st->scratch + m, st->scratch_cap - m);
         for (int i = 0; i < m; i++) {
             config_id id = st->scratch[i];
-            if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+            if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
                 continue;
-            double pr = predict_f(st, fp) + r + 1e-9 * kt_rng_uniform(&st->rng);
+            double pr = auto_predict(st, fp) + r + 1e-9 * kt_rng_uniform(&st->rng);
             if (pr < best_pred) {
                 best_pred = pr;
                 best_id = id;
@@ -356,9 +215,9 @@ static int propose_model(auto_state *st, config_id *out)
     int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
     for (int k = 0; k < n_top; k++) {
         config_id id = st->prior.top[k];
-        if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
             continue;
-        double pr = predict_f(st, fp);
+        double pr = auto_predict(st, fp);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -367,9 +226,9 @@ static int propose_model(auto_state *st, config_id *out)
     }
     for (int c = 0; c < POOL_RANDOM; c++) {
         config_id id = space_sample(st->sp, &st->rng);
-        if (search_set_has(&st->visited, id) || features(st, id, fp) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
             continue;
-        double pr = predict_f(st, fp);
+        double pr = auto_predict(st, fp);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -377,6 +236,39 @@ static int propose_model(auto_state *st, config_id *out)
         nc++;
     }
     if (nc == 0)
+        return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (search_set_add(&st->visited, best_id) < 0)
+        return -1;
+    *out = best_id;
+    return 1;
+}
+
+/* A restart of the local walk: of RESTART_CANDIDATES random unvisited configurations, the farthest
+ * (value-index distance) from the RESTART_AWAY best results, i.e. out of the basins already
+ * explored. 1 with *out proposed, 0 nothing left, -1 out of memory. */
+static int propose_restart(auto_state *st, config_id *out)
+{
+    int top[RESTART_AWAY], g[256];
+    int nt = st->np <= 256 ? best_observations(st, top, RESTART_AWAY) : 0;
+    config_id best_id = 0;
+    double best_d = -1;
+    for (int c = 0; c < RESTART_CANDIDATES && nt > 0; c++) {
+        config_id id = space_sample(st->sp, &st->rng);
+        if (search_set_has(&st->visited, id) || space_decode(st->sp, id, st->idx) < 0)
+            continue;
+        double dmin = INFINITY;
+        for (int k = 0; k < nt; k++) {
+            if (space_decode(st->sp, st->o[top[k]].id, g) < 0)
+                continue;
+            double d = index_distance(st, st->idx, g);
+            dmin = d < dmin ? d : dmin;
+        }
+        if (dmin > best_d) {
+            best_d = dmin;
+            best_id = id;
+        }
+    }
+    if (best_d < 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     if (search_set_add(&st->visited, best_id) < 0)
         return -1;
@@ -404,12 +296,12 @@ static int propose_local(auto_state *st, config_id *out)
     int nc = 0;
     for (int i = 0; i < m; i++) {
         config_id id = st->scratch[i];
-        if (search_set_has(&st->visited, id) || features(st, id, f) < 0)
+        if (search_set_has(&st->visited, id) || auto_features(st, id, f) < 0)
             continue;
         /* After a long stall the model's order is evidently misleading here: walk at random. */
-        double pr = st->since_imp >= LONG_STALL
-                        ? kt_rng_uniform(&st->rng)
-                        : (st->fitted ? predict_f(st, f) + r : 0) + 1e-9 * kt_rng_uniform(&st->rng);
+        double pr = st->since_imp >= LONG_STALL ? kt_rng_uniform(&st->rng)
+                                                : (st->fitted ? auto_predict(st, f) + r : 0) +
+                                                      1e-9 * kt_rng_uniform(&st->rng);
         if (pr < best_pred) {
             best_pred = pr;
             best_id = id;
@@ -417,7 +309,9 @@ static int propose_local(auto_state *st, config_id *out)
         nc++;
     }
     if (nc == 0) {
-        int rc = propose_model(st, out);
+        /* A local optimum: the model's pick near the best, or after a long stall (the model's
+         * basin is evidently used up) a restart away from the best results. */
+        int rc = st->since_imp >= LONG_STALL ? propose_restart(st, out) : propose_model(st, out);
         if (rc > 0) {
             st->has_pending = 1;
             st->pending = *out;
@@ -448,31 +342,70 @@ static int propose_prior_top(auto_state *st, config_id *out)
     return 0;
 }
 
+/* Records id as outstanding (asked, not told); 0, or -1 out of memory (then it is not). */
+static int outstanding_add(auto_state *st, config_id id)
+{
+    if (st->n_out == st->out_cap) {
+        size_t cap = kt_array_next_cap((size_t)st->out_cap, (size_t)st->n_out + 1, INT_MAX);
+        if (cap == 0 || kt_array_resize((void **)&st->out_id, cap, sizeof *st->out_id) != 0)
+            return -1;
+        st->out_cap = (int)cap;
+    }
+    st->out_id[st->n_out++] = id;
+    return 0;
+}
+
+static void outstanding_remove(auto_state *st, config_id id)
+{
+    for (int k = 0; k < st->n_out; k++) {
+        if (st->out_id[k] == id) {
+            st->out_id[k] = st->out_id[--st->n_out];
+            return;
+        }
+    }
+}
+
+/* One proposal into *out: 1, 0 when nothing is left, -1 out of memory. */
+static int propose_one(auto_state *st, config_id *out)
+{
+    int rc;
+    if (st->proposed < st->initial || !st->fitted)
+        return (rc = propose_prior_top(st, out)) != 0 ? rc
+               : st->n_fill < st->initial
+                   ? propose_fill(st, out)
+                   : search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (kt_rng_uniform(&st->rng) < st->explore)
+        return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    if (st->since_imp >= STALL && (rc = propose_local(st, out)) != 0)
+        return rc;
+    return propose_model(st, out);
+}
+
+/* Proposals not told yet (this batch's earlier ones, and earlier asks' still outstanding) join the
+ * fit as lies while the rest of the batch is chosen; the lies are gone when ask returns. At batch
+ * 1 with nothing outstanding no lie is ever fitted: the proposals are those of one-by-one. */
 static int auto_ask(void *state, config_id *out, int max)
 {
     auto_state *st = state;
     int n = 0;
-    if (st->dirty) {
-        fit(st);
-        st->dirty = 0;
-    }
+    for (int k = 0; k < st->n_out; k++)
+        st->dirty |= auto_lie_push(st, st->out_id[k]);
     while (n < max) {
-        int rc;
-        if (st->proposed < st->initial || !st->fitted)
-            rc = (rc = propose_prior_top(st, &out[n])) != 0 ? rc
-                 : st->n_fill < st->initial
-                     ? propose_fill(st, &out[n])
-                     : search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        else if (kt_rng_uniform(&st->rng) < st->explore)
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        else if (st->since_imp >= STALL && (rc = propose_local(st, &out[n])) != 0)
-            ;
-        else
-            rc = propose_model(st, &out[n]);
+        if (st->dirty) {
+            auto_fit(st);
+            st->dirty = 0;
+        }
+        int rc = propose_one(st, &out[n]);
         if (rc <= 0)
             break;
         st->proposed++;
+        if (outstanding_add(st, out[n]) == 0 && n + 1 < max && st->fitted)
+            st->dirty |= auto_lie_push(st, out[n]);
         n++;
+    }
+    if (st->n_lie > 0) {
+        auto_lie_pop_all(st);
+        st->dirty = 1;
     }
     return n;
 }
@@ -482,24 +415,14 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
     auto_state *st = state;
     int np = st->np;
     for (int i = 0; i < n; i++) {
-        if (st->n == st->cap) {
-            /* Three arrays share one capacity: it is stored only once all three have grown. */
-            size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
-            size_t row = (size_t)(np > 0 ? np : 1) * sizeof *st->fidx;
-            if (cap == 0 || kt_array_resize((void **)&st->o, cap, sizeof *st->o) != 0 ||
-                kt_array_resize((void **)&st->fidx, cap, row) != 0 ||
-                kt_array_resize((void **)&st->resid, cap, sizeof *st->resid) != 0 ||
-                kt_array_resize((void **)&st->pp, cap, sizeof *st->pp) != 0)
-                return; /* out of memory: the result is not learnt from */
-            st->cap = (int)cap;
-        }
+        outstanding_remove(st, ids[i]);
+        if (auto_obs_reserve(st) < 0)
+            return; /* out of memory: the result is not learnt from */
         int *f = st->fidx + (size_t)st->n * np;
-        if (np > 256 || features(st, ids[i], f) < 0)
+        if (np > 256 || auto_features(st, ids[i], f) < 0)
             continue;
         st->o[st->n].id = ids[i];
         st->o[st->n].t = search_score(&r[i]);
-        st->resid[st->n] = 0;
-        st->pp[st->n] = prior_f(st, f);
         if (st->best_i < 0 || st->o[st->n].t < st->o[st->best_i].t) {
             st->best_i = st->n;
             st->since_imp = 0;
@@ -511,17 +434,14 @@ static void auto_tell(void *state, const config_id *ids, const trial_result *r, 
             st->cur_i = st->n;
             st->has_pending = 0;
         }
-        st->n++;
-        for (int p = 0; p < np; p++)
-            for (int q = 0; q < np; q++)
-                st->xtx[(size_t)f[p] * st->nf + f[q]] += 1;
+        auto_obs_add(st);
         st->dirty = 1;
     }
 }
 
 static int auto_features_cb(void *ctx, config_id id, int *f)
 {
-    return features(ctx, id, f);
+    return auto_features(ctx, id, f);
 }
 
 /* The history: the first ids are proposed by searcher.c (marked visited here; they replace as many
