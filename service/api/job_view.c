@@ -74,10 +74,11 @@ static json_t *final_pick_view(const job_info *j)
     if (j->final_remeasure <= 0)
         return json_null();
     json_t *v = j->final_pick ? json_deep_copy(j->final_pick) : json_object();
-    const char *state = j->final_pick                       ? "picked"
-                        : j->final_measured > 0             ? "measuring"
-                        : strcmp(j->status, "running") == 0 ? "pending"
-                                                            : "not_made";
+    int open = strcmp(j->status, "queued") == 0 || strcmp(j->status, "running") == 0;
+    const char *state = j->final_pick                   ? "picked"
+                        : open && j->final_measured > 0 ? "measuring"
+                        : open                          ? "pending"
+                                                        : "not_made";
     if (v &&
         (json_object_set_new(v, "state", json_string(state)) < 0 ||
          json_object_set_new(v, "count", json_integer(j->final_remeasure)) < 0 ||
