@@ -9,10 +9,12 @@ median.
 
 Printed per job: the search's fastest configuration and its single time (what the job would have
 reported without the pick), the pick's winner, its re-measured median, min-max and spread
-((max - min) / median), and each candidate's median. Then the verdict: the three picks AGREE (one
-configuration), or their winners lie WITHIN THE NOISE (the min-max ranges of their re-measurements
-overlap, and the medians differ by at most the largest spread), or NOT; the same for the search's
-fastest without the pick, for comparison. Exits 1 only when a job fails or a pick is missing (the
+((max - min) / median), and each candidate's median; where each winner stood in every job's search;
+the job-to-job drift (configurations re-measured in several jobs: how far apart their medians are).
+Then the verdict: the three picks AGREE (one configuration), or their winners lie WITHIN THE NOISE
+(every two winners' medians differ by at most the noise: the larger of the winners' spreads and
+the job-to-job drift; winners re-measured side by side in one job are compared there too), or NOT;
+the same for the search's fastest without the pick, for comparison. Exits 1 only when a job fails or a pick is missing (the
 verdict is a measurement, not a test). Full run (`make bench`): gemm 384^3, budget 30, 3 x 5
 re-measurements, a few minutes; `--quick`: gemm 128^3, budget 8, 3 x 3, under a minute.
 
@@ -46,34 +48,58 @@ def run_job(k, args, seed, timeout):
     return job, k.all_trials(job["id"]), time.time() - t0
 
 
-def within_noise(a, b):
-    """Two re-measured winners are within the noise of each other: their min-max ranges overlap
-    and their medians differ by at most the larger spread."""
-    overlap = a["min_ms"] <= b["max_ms"] and b["min_ms"] <= a["max_ms"]
-    diff = abs(a["median_ms"] - b["median_ms"]) / min(a["median_ms"], b["median_ms"])
-    return overlap and diff <= max(a["spread"], b["spread"]), diff
+def drift_between_jobs(jobs_cands):
+    """The job-to-job noise: for each configuration re-measured in two or more jobs, the relative
+    range of its medians across them; returns (largest, [lines])."""
+    by_config = {}
+    for cands in jobs_cands:
+        for c in cands:
+            if c["median_ms"]:
+                by_config.setdefault(c["config_id"], []).append(c["median_ms"])
+    worst, lines = 0.0, []
+    for cid, meds in sorted(by_config.items()):
+        if len(meds) < 2:
+            continue
+        d = (max(meds) - min(meds)) / min(meds)
+        worst = max(worst, d)
+        lines.append("config %d: medians %s (%.1f%% apart)"
+                     % (cid, " / ".join("%.5f" % m for m in meds), 100 * d))
+    return worst, lines
 
 
-def verdict(label, winners, key):
-    """winners: [(config_id, record)]; prints and returns the verdict line."""
+def verdict(label, winners, jobs_cands):
+    """winners: [(config_id, its candidate record in its job)]. AGREE: one configuration. WITHIN
+    THE NOISE: every two winners' medians differ by at most the noise, the larger of the winners'
+    own spreads ((max - min) / median over the rounds) and the job-to-job drift of configurations
+    re-measured in several jobs; where two winners were re-measured side by side (interleaved) in
+    one job, that comparison is shown too. Else NOT within the noise."""
     ids = [w[0] for w in winners]
     if len(set(ids)) == 1:
         line = "%s: AGREE (all three: config %d)" % (label, ids[0])
-    else:
-        pairs, worst = [], 0.0
-        ok_all = True
-        for i in range(len(winners)):
-            for j in range(i + 1, len(winners)):
-                if ids[i] == ids[j]:
-                    continue
-                ok, diff = within_noise(key(winners[i][1]), key(winners[j][1]))
-                ok_all &= ok
-                worst = max(worst, diff)
-                pairs.append("%d vs %d: %+.1f%%%s" % (ids[i], ids[j], 100 * diff,
-                                                     "" if ok else " (outside)"))
-        line = "%s: %s (%d distinct configurations; medians differ %s)" % (
-            label, "WITHIN THE NOISE" if ok_all else "NOT within the noise",
-            len(set(ids)), "; ".join(pairs))
+        print(line)
+        return line
+    drift, _ = drift_between_jobs(jobs_cands)
+    noise = max([drift] + [w[1]["spread"] or 0 for w in winners])
+    pairs, ok_all = [], True
+    for i in range(len(winners)):
+        for j in range(i + 1, len(winners)):
+            a, b = winners[i], winners[j]
+            if a[0] == b[0]:
+                continue
+            diff = abs(a[1]["median_ms"] - b[1]["median_ms"]) / min(a[1]["median_ms"],
+                                                                     b[1]["median_ms"])
+            ok_all &= diff <= noise
+            side = []
+            for k, cands in enumerate(jobs_cands):
+                m = {c["config_id"]: c["median_ms"] for c in cands if c["median_ms"]}
+                if a[0] in m and b[0] in m:
+                    side.append("side by side in job %d: %d %+.1f%% vs %d"
+                                % (k + 1, a[0], 100 * (m[a[0]] / m[b[0]] - 1), b[0]))
+            pairs.append("%d vs %d: %.1f%%%s" % (a[0], b[0], 100 * diff,
+                                                 " (" + "; ".join(side) + ")" if side else ""))
+    line = "%s: %s (%d distinct configurations; noise %.1f%%; medians apart: %s)" % (
+        label, "WITHIN THE NOISE" if ok_all else "NOT within the noise", len(set(ids)),
+        100 * noise, "; ".join(pairs))
     print(line)
     return line
 
@@ -110,7 +136,7 @@ def main():
               "re-measure %d x %d rounds" % (args.size, cpu["class"], cpu["toolchain"] if "toolchain"
                                               in cpu else "", args.strategy, args.seeds,
                                               args.budget, args.count, args.rounds))
-        picks, searches = [], []
+        picks, searches, searched, jobs_cands = [], [], [], []
         for i in range(3):
             seed = 1 if args.seeds == "same" else 1 + i
             job, trials, secs = run_job(k, args, seed, timeout=60 + 30 * args.budget)
@@ -121,8 +147,10 @@ def main():
                 failed = True
                 continue
             search = [t for t in trials if t["final_round"] is None and t["status"] == "ok"]
+            searched.append({t["config_id"]: t["time_ms"] for t in search})
             fastest = min(search, key=lambda t: (t["time_ms"], t["seq"]))
             cands = pick["candidates"]
+            jobs_cands.append(cands)
             w = pick["winner"]
             statuses = {}
             for t in trials:
@@ -154,8 +182,24 @@ def main():
             # figures are known when it was a candidate (it always is: the fastest is first).
             searches.append((fastest["config_id"], cands[0]))
         if len(picks) == 3:
-            verdict("final picks", picks, lambda r: r)
-            verdict("search's fastest (no pick)", searches, lambda r: r)
+            # Where each job's winner stood in every job's search: a configuration the pick never
+            # saw (not measured, or outside a search's top --count) cannot be picked there.
+            for cid in sorted({p[0] for p in picks}):
+                where = []
+                for i, times in enumerate(searched):
+                    if cid not in times:
+                        where.append("job %d: not measured" % (i + 1))
+                        continue
+                    rank = 1 + sum(1 for t in times.values() if t < times[cid])
+                    where.append("job %d: %.5f ms, rank %d of %d" % (i + 1, times[cid], rank,
+                                                                    len(times)))
+                print("config %d in the searches: %s" % (cid, "; ".join(where)))
+            drift, lines = drift_between_jobs(jobs_cands)
+            if lines:
+                print("job-to-job drift (configurations re-measured in several jobs): %.1f%% at most;"
+                      " %s" % (100 * drift, "; ".join(lines)))
+            verdict("final picks", picks, jobs_cands)
+            verdict("search's fastest (no pick)", searches, jobs_cands)
     finally:
         k.stop()
         k.cleanup()
