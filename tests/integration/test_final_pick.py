@@ -52,21 +52,22 @@ class FinalPickTest(unittest.TestCase):
         self.assertEqual(job["final_pick"]["state"], "pending", job)
         return job["id"]
 
-    def check_pick(self, job, trials, in_order=True, rounds=ROUNDS):
+    def check_pick(self, job, trials, in_order=True, rounds=ROUNDS, budget=BUDGET,
+                   reason="budget_evaluations"):
         """Everything the final pick promises, from the job and its trials. in_order: the
         re-measurements finished in the order queued (not after a crash: the trial a dead process
         was measuring is handed back by the reaper, after the next one was claimed)."""
-        self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "budget_evaluations"), job)
+        self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", reason), job)
         search = sorted((t for t in trials if t["final_round"] is None), key=lambda t: t["seq"])
         again = sorted((t for t in trials if t["final_round"] is not None), key=lambda t: t["seq"])
         # The search measured its budget; the re-measurements are not evaluations.
-        self.assertEqual([t["seq"] for t in search], list(range(1, BUDGET + 1)))
-        self.assertEqual(job["progress"]["trials"], BUDGET, job)
+        self.assertEqual([t["seq"] for t in search], list(range(1, budget + 1)))
+        self.assertEqual(job["progress"]["trials"], budget, job)
         ok = [t for t in search if t["status"] == "ok"]
         self.assertGreaterEqual(len(ok), COUNT, search)
         cands = sorted(ok, key=lambda t: (t["time_ms"], t["seq"]))[:COUNT]
         # Numbered after the search, round-major, each round rotated by one.
-        self.assertEqual([t["seq"] for t in again], list(range(BUDGET + 1, BUDGET + 1 + COUNT * rounds)))
+        self.assertEqual([t["seq"] for t in again], list(range(budget + 1, budget + 1 + COUNT * rounds)))
         want = [(cands[(r + i) % COUNT]["config_id"], r + 1) for r in range(rounds) for i in range(COUNT)]
         self.assertEqual([(t["config_id"], t["final_round"]) for t in again], want)
         for t in again:
@@ -105,7 +106,7 @@ class FinalPickTest(unittest.TestCase):
                           " count(*) FILTER (WHERE t.final_round IS NOT NULL)"
                           " FROM jobs j JOIN trials t ON t.job_id = j.id WHERE j.id = %d"
                           " GROUP BY j.id" % job["id"]).split("|")
-        self.assertEqual(row, [str(BUDGET), "t", str(COUNT * rounds)])
+        self.assertEqual(row, [str(budget), "t", str(COUNT * rounds)])
         return cands[w], medians[w]
 
     def test_a_pick_by_median_shown_and_served(self):
@@ -190,15 +191,21 @@ class FinalPickParallelTest(FinalPickTest):
     def setUpClass(cls):
         if not os.path.exists(GEMM_SPEC):
             raise unittest.SkipTest("kernels/gemm/spec.json does not exist")
+        kernels = os.path.join(SOURCE, "kernels") + "," + os.path.join(SOURCE, "tests", "kernels")
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
-                       extra=["--workers", "2", "--min-seconds", "0.02"])
+                       extra=["--workers", "2", "--min-seconds", "0.02", "--kernels", kernels])
         cls.k.start()
 
     def test_a_pick_by_median_shown_and_served(self):
-        jid = self.submit(64, seed=13, parallel=2)
-        job = self.k.wait_job(jid, timeout=40)
-        trials = self.k.all_trials(jid)
-        self.check_pick(job, trials, in_order=False)
+        # The small `scale` kernel (3 configurations, cheap to compile), searched exhaustively.
+        status, _, job = self.k.post("/v1/tune", {
+            "kernel": "scale", "device": "cpu", "problem": {"n": 65536}, "strategy": "exhaustive",
+            "budget": {"evaluations": 10}, "history": "none", "parallel": 2,
+            "final_remeasure": 3, "final_rounds": 4})
+        self.assertEqual(status, 202, job)
+        job = self.k.wait_job(job["id"], timeout=40)
+        self.check_pick(job, self.k.all_trials(job["id"]), in_order=False, rounds=4, budget=3,
+                        reason="space_exhausted")
 
     def test_b_kill9_while_re_measuring(self):
         self.skipTest("covered with one measuring thread")
