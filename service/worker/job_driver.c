@@ -29,7 +29,10 @@ static int final_start(job_driver *d, PGconn *c, const char *reason, kt_error *e
  * best, and it fails saying what became of its trials. */
 static int end_search(job_driver *d, PGconn *c, const char *reason, kt_error *err)
 {
-    if (d->told_by_status[TRIAL_OK] > 0 && d->row.final_remeasure > 0 && d->row.final_rounds > 0)
+    /* The bounds are the table's CHECKs (sql/012); the pick's arrays are sized by them. */
+    if (d->told_by_status[TRIAL_OK] > 0 && d->row.final_remeasure > 0 &&
+        d->row.final_remeasure <= FINAL_PICK_MAX_COUNT && d->row.final_rounds > 0 &&
+        d->row.final_rounds <= FINAL_PICK_MAX_ROUNDS)
         return final_start(d, c, reason, err);
     if (d->told_by_status[TRIAL_OK] > 0)
         return end_job(d, c, "succeeded", reason, NULL, err);
@@ -176,8 +179,8 @@ static int diverged(job_driver *d, PGconn *c, const char *what, int seq, kt_erro
     return end_job(d, c, "failed", "resume_diverged", &why, err);
 }
 
-/* Queues the re-measurements (or, after a resume, finds them queued) and waits for them. The
- * queued trials are seqs told+1 ... in final_pick_order's order. */
+/* Inserts the re-measurements as pending trials, seqs told+1 ... in final_pick_order's order
+ * (rows already stored are kept: pick_store_insert). */
 static int final_queue(job_driver *d, PGconn *c, kt_error *err)
 {
     int rc = -1, rounds = d->row.final_rounds, n = d->n_cand * rounds;
@@ -190,9 +193,7 @@ static int final_queue(job_driver *d, PGconn *c, kt_error *err)
         cids[i] = d->cands[order_cand[i]].cid;
         configs[i] = space_config_json(d->target->sp, cids[i]);
         if (!configs[i]) {
-            kt_error_set(err, KT_ERR_INTERNAL,
-                         "a candidate of the final pick, id %llu, is outside "
-                         "the space",
+            kt_error_set(err, KT_ERR_INTERNAL, "final pick candidate %llu is outside the space",
                          (unsigned long long)cids[i]);
             goto out;
         }
