@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/pick_store.h"
 #include "store/store_util.h"
 
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
@@ -24,15 +25,6 @@
     " AND ht.seq <= COALESCE(jsonb_array_length(j.history_used -> 'first'), 0)) AS "               \
     "seeded_measured"
 
-/* The final pick (sql/012), read by name (read_final): how many re-measured and how many rounds,
- * the recorded pick, and while it is not recorded how many re-measurements are done (they are few:
- * at most 8 x 16). */
-#define JOB_FINAL_COLUMNS                                                                          \
-    "j.final_remeasure AS final_remeasure, j.final_rounds AS final_rounds, j.final_pick AS"        \
-    " final_pick, CASE WHEN j.final_remeasure > 0 AND j.final_pick IS NULL THEN (SELECT count(*)"  \
-    " FROM trials ft WHERE ft.job_id = j.id AND ft.final_round IS NOT NULL AND ft.done_seq IS NOT" \
-    " NULL) ELSE 0 END AS final_measured"
-
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
 /* clang-format off */
@@ -43,7 +35,7 @@
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
     " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS   \
-    ", j.parallel AS parallel, " JOB_FINAL_COLUMNS
+    ", j.parallel AS parallel, " PICK_JOB_COLUMNS
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -83,17 +75,6 @@ static int read_history(const PGresult *r, int row, char **history, json_t **use
     return *history ? 0 : -1;
 }
 
-/* The JOB_FINAL_COLUMNS of row into j, found by name; absent columns leave zeros. */
-static void read_final(const PGresult *r, int row, job_info *j)
-{
-    int n = PQfnumber(r, "final_remeasure"), k = PQfnumber(r, "final_rounds"),
-        p = PQfnumber(r, "final_pick"), m = PQfnumber(r, "final_measured");
-    j->final_remeasure = n >= 0 ? (int)store_get_ll(r, row, n) : 0;
-    j->final_rounds = k >= 0 ? (int)store_get_ll(r, row, k) : 0;
-    j->final_pick = p >= 0 ? store_get_json(r, row, p) : NULL;
-    j->final_measured = m >= 0 ? store_get_ll(r, row, m) : 0;
-}
-
 /* Fills j from a row of JOB_INFO_COLUMNS; 0, or -1 (err set) when out of memory. */
 static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
 {
@@ -124,7 +105,7 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->seeded_measured = sm >= 0 ? store_get_ll(r, row, sm) : 0;
     int par = PQfnumber(r, "parallel");
     j->parallel = par >= 0 && !PQgetisnull(r, row, par) ? (int)store_get_ll(r, row, par) : 0;
-    read_final(r, row, j);
+    pick_store_read_job(r, row, j);
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);

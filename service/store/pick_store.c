@@ -8,6 +8,16 @@
 #include "store/db.h"
 #include "store/store_util.h"
 
+void pick_store_read_job(const PGresult *r, int row, job_info *j)
+{
+    int n = PQfnumber(r, "final_remeasure"), k = PQfnumber(r, "final_rounds"),
+        p = PQfnumber(r, "final_pick"), m = PQfnumber(r, "final_measured");
+    j->final_remeasure = n >= 0 ? (int)store_get_ll(r, row, n) : 0;
+    j->final_rounds = k >= 0 ? (int)store_get_ll(r, row, k) : 0;
+    j->final_pick = p >= 0 ? store_get_json(r, row, p) : NULL;
+    j->final_measured = m >= 0 ? store_get_ll(r, row, m) : 0;
+}
+
 int pick_store_load(PGconn *c, long long job_id, int remeasures, pick_trial **out, int *n,
                     kt_error *err)
 {

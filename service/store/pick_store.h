@@ -18,6 +18,20 @@
 #include "space/space.h"
 #include "store/job_store.h"
 
+/* The final pick's columns of a jobs row aliased j, for job_store's reads (job_store_get,
+ * job_store_list), read by name with pick_store_read_job: how many re-measured and how many
+ * rounds, the recorded pick, and while it is not recorded how many re-measurements are done (they
+ * are few: at most 8 x 16). */
+#define PICK_JOB_COLUMNS                                                                           \
+    "j.final_remeasure AS final_remeasure, j.final_rounds AS final_rounds, j.final_pick AS"        \
+    " final_pick, CASE WHEN j.final_remeasure > 0 AND j.final_pick IS NULL THEN (SELECT count(*)"  \
+    " FROM trials ft WHERE ft.job_id = j.id AND ft.final_round IS NOT NULL AND ft.done_seq IS NOT" \
+    " NULL) ELSE 0 END AS final_measured"
+
+/* Fills j's final_* fields from the PICK_JOB_COLUMNS of row r (absent columns leave zeros and
+ * NULL); final_pick is a new reference job_info_release drops. */
+void pick_store_read_job(const PGresult *r, int row, job_info *j);
+
 /* A trial of a job as the pick reads it. */
 typedef struct pick_trial {
     long long id;
