@@ -139,7 +139,9 @@ class MeasureCpuTest(unittest.TestCase):
         job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": 4096},
                                     "strategy": "exhaustive", "budget": {"evaluations": 10}})
         self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "space_exhausted"), job)
-        self.assertEqual(sorted(t["status"] for t in trials), ["ok"] * 3)
+        # The 3 configurations, then the final pick's 3 x 5 re-measurements (on by default).
+        self.assertEqual(sorted(t["status"] for t in trials if t["final_round"] is None), ["ok"] * 3)
+        self.assertEqual(sorted(t["status"] for t in trials if t["final_round"]), ["ok"] * 15)
         status, _, best = self.k.get(best_query("scale", "cpu", n=4096))
         self.assertEqual(status, 200, best)
 
