@@ -20,6 +20,11 @@ re-measurements, a few minutes; `--quick`: gemm 128^3, budget 8, 3 x 3, under a 
 
   python3 tests/bench/bench_final_pick.py --ktuned build/ktuned --source-dir . [--quick]
       [--size N] [--budget N] [--count N] [--rounds N] [--seeds same|distinct] [--cpu-core N]
+      [--warmup N]
+
+--warmup N runs a throwaway job of N evaluations (gemm at half the size, no pick) first: with
+--cpu-core 0 the measuring core is shared with ktuned and the database it has just created, whose
+start-up work otherwise slows job 1's first trials only.
 """
 import argparse
 import os
@@ -115,6 +120,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--strategy", default="random")
     ap.add_argument("--seeds", choices=["same", "distinct"], default="same")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="evaluations of a throwaway job (another problem, no pick) run first, so "
+                         "that ktuned's and its new database's start-up work is over before job 1 "
+                         "[0: none]")
     ap.add_argument("--cpu-core", type=int, default=None,
                     help="ktuned's --cpu-core (default: ktuned's own, the last core)")
     args = ap.parse_args()
@@ -136,14 +145,24 @@ def main():
               "re-measure %d x %d rounds" % (args.size, cpu["class"], cpu["toolchain"] if "toolchain"
                                               in cpu else "", args.strategy, args.seeds,
                                               args.budget, args.count, args.rounds))
+        if args.warmup > 0:
+            n = max(8, args.size // 2)
+            status, _, warm = k.post("/v1/tune", {
+                "kernel": "gemm", "device": "cpu", "problem": {"M": n, "N": n, "K": n},
+                "strategy": "random", "seed": 99, "history": "none", "final_remeasure": 0,
+                "budget": {"evaluations": args.warmup}})
+            t0 = time.time()
+            warm = k.wait_job(warm["id"], timeout=60 + 30 * args.warmup)
+            print("warm-up job: gemm %d^3, %d evaluations, %s in %.0f s (not reported)"
+                  % (n, args.warmup, warm["status"], time.time() - t0))
         picks, searches, searched, jobs_cands = [], [], [], []
         for i in range(3):
             seed = 1 if args.seeds == "same" else 1 + i
             job, trials, secs = run_job(k, args, seed, timeout=60 + 30 * args.budget)
             pick = job.get("final_pick") or {}
             if job["status"] != "succeeded" or pick.get("state") != "picked":
-                print("job %d: %s, pick %s: %s" % (job["id"], job["status"], pick.get("state"),
-                                                    job.get("error")))
+                print("job %d (id %d): %s, pick %s: %s" % (i + 1, job["id"], job["status"],
+                                                            pick.get("state"), job.get("error")))
                 failed = True
                 continue
             search = [t for t in trials if t["final_round"] is None and t["status"] == "ok"]
@@ -156,8 +175,8 @@ def main():
             for t in trials:
                 if t["final_round"] is None:
                     statuses[t["status"]] = statuses.get(t["status"], 0) + 1
-            print("job %d (seed %d, %.0f s, %d evaluations %s + %d re-measurements):"
-                  % (job["id"], seed, secs, job["progress"]["trials"],
+            print("job %d (id %d, seed %d, %.0f s, %d evaluations %s + %d re-measurements):"
+                  % (i + 1, job["id"], seed, secs, job["progress"]["trials"],
                      ", ".join("%d %s" % (v, s) for s, v in sorted(statuses.items())),
                      sum(1 for t in trials if t["final_round"] is not None)))
             print("  search's fastest: config %d at %.5f ms (one measurement)"
