@@ -65,6 +65,32 @@ static json_t *history_view(const job_info *j)
                      sources, "model", json_is_object(model) ? model : json_null());
 }
 
+/* "final_pick": null when the job re-measures nothing; else the count and rounds asked for, and
+ * either the recorded pick (worker/final_pick.h: candidates with their re-measured times, median
+ * and spread, the winner) with "state": "picked", or "measuring" / "pending" with how many
+ * re-measurements are done. */
+static json_t *final_pick_view(const job_info *j)
+{
+    if (j->final_remeasure <= 0)
+        return json_null();
+    json_t *v = j->final_pick ? json_deep_copy(j->final_pick) : json_object();
+    int open = strcmp(j->status, "queued") == 0 || strcmp(j->status, "running") == 0;
+    const char *state = j->final_pick                   ? "picked"
+                        : open && j->final_measured > 0 ? "measuring"
+                        : open                          ? "pending"
+                                                        : "not_made";
+    if (v &&
+        (json_object_set_new(v, "state", json_string(state)) < 0 ||
+         json_object_set_new(v, "count", json_integer(j->final_remeasure)) < 0 ||
+         json_object_set_new(v, "rounds", json_integer(j->final_rounds)) < 0 ||
+         (!j->final_pick &&
+          json_object_set_new(v, "measured", json_integer((json_int_t)j->final_measured)) < 0))) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
 json_t *job_view_json(const job_info *j, kt_error *err)
 {
     char self[64], trials[80];
@@ -97,6 +123,11 @@ json_t *job_view_json(const job_info *j, kt_error *err)
     /* "parallel" (sql/009): configurations measured at once; null for older jobs and imports. */
     if (out && json_object_set_new(out, "parallel",
                                    j->parallel > 0 ? json_integer(j->parallel) : json_null()) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    json_t *pick = out ? final_pick_view(j) : NULL;
+    if (out && (!pick || json_object_set_new(out, "final_pick", pick) < 0)) {
         json_decref(out);
         out = NULL;
     }

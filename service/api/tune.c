@@ -2,11 +2,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "catalog/catalog.h"
 #include "search/searcher.h"
 #include "space/space.h"
 #include "store/job_store.h"
+#include "worker/final_pick.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
@@ -62,6 +64,20 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     probe = searcher_new(t->strategy, target.sp, t->options, t->seed, err);
     if (!probe)
         goto out;
+    /* The final pick: on by default where a measurement is real; a replayed time is the same
+     * every time, so asking to re-measure one is refused. */
+    int measures = strncmp(target.key.device, "replay:", 7) != 0;
+    int final_remeasure = t->final_remeasure >= 0 ? t->final_remeasure
+                          : measures              ? FINAL_PICK_DEFAULT_COUNT
+                                                  : 0;
+    if (final_remeasure > 0 && !measures) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "field 'final_remeasure' must be 0 on replay device %s, not %d", t->device,
+                     final_remeasure);
+        kt_error_hint(err, "a replay device answers every measurement with the recorded time, so "
+                           "re-measuring changes nothing; leave final_remeasure out or send 0");
+        goto out;
+    }
     if (space_count(target.sp) == 0) {
         kt_error_set(err, KT_ERR_BAD_SPACE,
                      "kernel %s on %s has no valid configuration for this problem", t->kernel,
@@ -86,6 +102,8 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
                                                                      : TUNE_OPEN_LOOP_BATCH,
         .space_size = space_count(target.sp),
         .history = t->history,
+        .final_remeasure = final_remeasure,
+        .final_rounds = t->final_rounds > 0 ? t->final_rounds : FINAL_PICK_DEFAULT_ROUNDS,
     };
     /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
     if (db_pool_check_writable(svc->db, err) < 0)

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "search/searcher.h"
+#include "worker/final_pick.h"
 #include "core/clock.h"
 #include "api/api_internal.h"
 
@@ -70,6 +71,26 @@ static int parse_budget(const kt_config *cfg, const json_t *budget, tune_request
     return 0;
 }
 
+/* An optional integer field name of body in lo..hi into *out; -1 when absent or null. */
+static int parse_count(const json_t *body, const char *name, int lo, int hi, int *out,
+                       const char *hint, kt_error *err)
+{
+    json_t *v = json_object_get(body, name);
+    *out = -1;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be an integer", name);
+    if (json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be %d to %d, not %lld", name, lo,
+                     hi, (long long)json_integer_value(v));
+        kt_error_hint(err, "%s", hint);
+        return -1;
+    }
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
 static uint64_t fresh_seed(void)
 {
     uint64_t seed = 0;
@@ -82,9 +103,9 @@ static uint64_t fresh_seed(void)
 
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {"kernel",           "device", "problem", "strategy",
-                                         "strategy_options", "budget", "seed",    "history",
-                                         "parallel",         NULL};
+    static const char *const fields[] = {
+        "kernel", "device",  "problem",  "strategy",        "strategy_options", "budget",
+        "seed",   "history", "parallel", "final_remeasure", "final_rounds",     NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -135,6 +156,14 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         }
         t->parallel = (int)json_integer_value(par);
     }
+    if (parse_count(body, "final_remeasure", 0, FINAL_PICK_MAX_COUNT, &t->final_remeasure,
+                    "final_remeasure is how many of the fastest configurations are measured again "
+                    "once the budget is spent, the winner taken by their median (0 = none)",
+                    err) < 0 ||
+        parse_count(body, "final_rounds", 1, FINAL_PICK_MAX_ROUNDS, &t->final_rounds,
+                    "final_rounds is how many times each of them is measured again, interleaved",
+                    err) < 0)
+        return -1;
     json_t *seed = json_object_get(body, "seed");
     if (seed && !json_is_null(seed)) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0)
@@ -158,4 +187,6 @@ void tune_request_budgeted(const char *kernel, const char *device, const json_t 
     t->history = TUNE_DEFAULT_HISTORY;
     t->evaluations = evaluations;
     t->seed = fresh_seed();
+    t->final_remeasure = -1;
+    t->final_rounds = -1;
 }

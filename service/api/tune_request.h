@@ -24,12 +24,17 @@ typedef struct tune_request {
     uint64_t seed;                   /* given, or fresh when absent */
     const char *history;             /* "auto" (warm start from history, the default) or "none" */
     int parallel; /* "parallel": configurations per batch measured at once, 1..64; 0 = not given */
+    /* The final pick (worker/final_pick.h): "final_remeasure", configurations re-measured once the
+     * budget is spent, 0..8 (0 = off); "final_rounds", how many times each, 1..16. -1 = not given:
+     * api_tune_queue fills the defaults (3 and 5 on cpu and cuda devices, 0 on replay devices,
+     * where a measurement is a recorded time and re-measuring it tells nothing). */
+    int final_remeasure, final_rounds;
 } tune_request;
 
 /* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (parallel
- * outside 1..TUNE_MAX_PARALLEL, budget.seconds below TUNE_MIN_SECONDS, a history not "auto" or
- * "none"), unknown_strategy, budget_too_large — each message names the field and what is
- * accepted. */
+ * outside 1..TUNE_MAX_PARALLEL, final_remeasure outside 0..8, final_rounds outside 1..16,
+ * budget.seconds below TUNE_MIN_SECONDS, a history not "auto" or "none"), unknown_strategy,
+ * budget_too_large — each message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
 /* A request with every default (strategy, options, seed fresh) but kernel, device, problem
  * (borrowed) and an evaluation budget the caller validated: the job GET /v1/best?tune_on_miss

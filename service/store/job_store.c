@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/pick_store.h"
 #include "store/store_util.h"
 
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
@@ -34,7 +35,7 @@
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
     " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS   \
-    ", j.parallel AS parallel"
+    ", j.parallel AS parallel, " PICK_JOB_COLUMNS
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -104,6 +105,7 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->seeded_measured = sm >= 0 ? store_get_ll(r, row, sm) : 0;
     int par = PQfnumber(r, "parallel");
     j->parallel = par >= 0 && !PQgetisnull(r, row, par) ? (int)store_get_ll(r, row, par) : 0;
+    pick_store_read_job(r, row, j);
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -126,13 +128,14 @@ void job_info_release(job_info *j)
     free(j->finished_at);
     free(j->history);
     json_decref(j->history_used);
+    json_decref(j->final_pick);
     memset(j, 0, sizeof *j);
 }
 
 int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *err)
 {
     int rc = -1;
-    store_num seed, evals, secs, batch, size, par;
+    store_num seed, evals, secs, batch, size, par, fr, fk;
     char *problem = store_json_text(s->problem);
     char *options = store_json_text(s->options);
     const char *p[] = {
@@ -154,17 +157,20 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         s->key.toolchain,
         s->history ? s->history : "none",
         s->parallel > 0 ? store_ll(&par, s->parallel) : NULL,
+        store_ll(&fr, s->final_remeasure > 0 ? s->final_remeasure : 0),
+        store_ll(&fk, s->final_remeasure > 0 ? s->final_rounds : 0),
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
         c,
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
-        " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel)"
+        " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel,"
+        " final_remeasure, final_rounds)"
         " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16,"
-        " $17, $18 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END AS at) t"
-        " RETURNING id",
-        18, p, err);
+        " $17, $18, $19, $20 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END"
+        " AS at) t RETURNING id",
+        20, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -315,7 +321,8 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         " OR (status = 'running' AND runner IS NULL) ORDER BY id LIMIT $4"
         " FOR UPDATE SKIP LOCKED) pick WHERE j.id = pick.id RETURNING j.id, " JOB_TARGET_COLUMNS(
             "j.") ", j.strategy, j.strategy_options, j.seed, j.budget_evaluations,"
-                  " j.budget_seconds, j.batch_size, j.history, j.history_used",
+                  " j.budget_seconds, j.batch_size, j.history, j.history_used,"
+                  " j.final_remeasure, j.final_rounds",
         4, p, err);
     if (!r)
         goto out;
@@ -332,6 +339,8 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         row->budget_seconds = PQgetisnull(r, i, 12) ? 0 : store_get_double(r, i, 12);
         row->batch_size = (int)store_get_ll(r, i, 13);
         read_history(r, i, &row->history, &row->history_used);
+        row->final_remeasure = (int)store_get_ll(r, i, 16);
+        row->final_rounds = (int)store_get_ll(r, i, 17);
     }
 out:
     PQclear(r);

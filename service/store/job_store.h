@@ -45,6 +45,8 @@ typedef struct job_spec {
     const char *finished_as; /* NULL: queued for a runner; else the stop reason of a job that is
                               * made finished ("imported": import_store, its trials come with it) */
     const char *history;     /* "auto" or "none"; NULL is "none" (imports) */
+    int final_remeasure;     /* the final pick (sql/012): configurations re-measured, 0 = none */
+    int final_rounds;        /* rounds of re-measurement, 0 when final_remeasure is 0 */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -59,6 +61,8 @@ typedef struct job_row {
     int batch_size;
     char *history;        /* "auto" or "none" */
     json_t *history_used; /* what the driver seeded the searcher with (sql/006), NULL: not yet */
+    int final_remeasure;  /* the final pick (sql/012): configurations re-measured, 0 = none */
+    int final_rounds;
 } job_row;
 
 /* Identity of the process driving jobs. */
@@ -95,6 +99,10 @@ typedef struct job_info {
                                 * {"sources":[...],"seeded":n,"prior_trials":n} */
     long long seeded_measured; /* trials of the seeded (first) configurations with a final status */
     int parallel;              /* "parallel" asked (sql/009); 0 when NULL (older jobs, imports) */
+    int final_remeasure;       /* the final pick (sql/012): configurations re-measured, 0 = none */
+    int final_rounds;
+    json_t *final_pick;       /* jobs.final_pick once recorded (worker/final_pick.h), else NULL */
+    long long final_measured; /* re-measurements with a final status while final_pick is NULL */
 } job_info;
 
 /* A page of jobs, newest first. */

@@ -53,7 +53,7 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
         db_exec(c,
                 "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv,"
                 " COALESCE(charged_seconds, 0) FROM trials WHERE job_id = $1 AND seq > $2"
-                " ORDER BY seq",
+                " AND final_round IS NULL ORDER BY seq",
                 2, p, err);
     if (!r)
         goto out;
@@ -183,7 +183,8 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
                 "UPDATE trials SET status = $3, time_ms = $4, repeats = $5, compile_ms = $6,"
                 " measure_ms = $7, noise_cv = $8, extras = $9::jsonb, charged_seconds = $10,"
                 " finished_at = now(), done_seq = nextval('trials_done_seq')"
-                " WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING config",
+                " WHERE id = $1 AND worker = $2 AND status = 'running'"
+                " RETURNING config, final_round IS NOT NULL",
                 10, p, err);
     if (!r)
         goto out;
@@ -192,22 +193,30 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
         goto out;
     }
     config = strdup(PQgetvalue(r, 0, 0));
+    /* A re-measurement of the final pick (sql/012) is charged to the job's clock like any trial,
+     * but it is no evaluation of the budget (trials_done) and no candidate for a best on its own:
+     * the driver records the pick's winner (store/pick_store.h). */
+    int remeasure = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     PQclear(r);
-    const char *pj[] = {jid.text, charged.text};
-    r = db_exec(c,
-                "UPDATE jobs SET trials_done = trials_done + 1, clock_seconds = clock_seconds + $2,"
-                " updated_at = now() WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS,
-                2, pj, err);
+    const char *pj[] = {jid.text, charged.text, remeasure ? "0" : "1"};
+    r = db_exec(
+        c,
+        "UPDATE jobs SET trials_done = trials_done + $3, clock_seconds = clock_seconds + $2,"
+        " updated_at = now() WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS ", final_remeasure",
+        3, pj, err);
     if (!r)
         goto out;
-    if (ok && PQntuples(r) == 1) {
+    if (ok && !remeasure && PQntuples(r) == 1) {
+        /* A job that re-measures its fastest configurations at the end offers the best table only
+         * its pick: a single lucky time of its search would replace a better entry. */
+        int picks = strcmp(PQgetvalue(r, 0, 7), "0") != 0;
         best_offer offer = best_offer_of_job_row(r, 0);
         offer.config_json = config;
         offer.time_ms = res->time_ms;
         offer.job_id = claim->job_id;
         offer.trial_id = claim->id;
         if (job_store_offer_best(c, claim->job_id, claim->id, res->time_ms, config, err) < 0 ||
-            best_store_offer(c, &offer, err) < 0)
+            (!picks && best_store_offer(c, &offer, err) < 0))
             goto out;
     }
     /* Nothing LISTENs on ktune_trials yet; issue 11's /v1/best lookup cache will, to drop what a
@@ -283,7 +292,8 @@ json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int 
         " t.done_seq, 'config_id', t.config_id, 'config', t.config, 'status', t.status, 'time_ms', "
         "t.time_ms,"
         " 'repeats', t.repeats, 'compile_ms', t.compile_ms, 'measure_ms', t.measure_ms, 'noise_cv',"
-        " t.noise_cv, 'extras', t.extras, 'worker', t.worker, 'finished_at', t.finished_at)"
+        " t.noise_cv, 'extras', t.extras, 'worker', t.worker, 'finished_at', t.finished_at,"
+        " 'final_round', t.final_round)"
         " ORDER BY t.done_seq) FROM page t), '[]'::json),"
         " 'next_after', COALESCE((SELECT max(done_seq) FROM page), $2))"
         " FROM jobs j WHERE j.id = $1",

@@ -34,8 +34,8 @@ typedef struct trial_claim {
  * configs[i] is the JSON object of ids[i]. */
 int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
                              const config_id *ids, json_t *const *configs, int n, kt_error *err);
-/* Trials of a job with seq > after_seq in seq order; *out is malloc'd (release each row, then
- * free). */
+/* Trials of the job's search (not the final pick's re-measurements: store/pick_store.h) with
+ * seq > after_seq in seq order; *out is malloc'd (release each row, then free). */
 int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
                      kt_error *err);
 void trial_row_release(trial_row *r);
@@ -55,7 +55,9 @@ int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *
 /* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once);
  * in the same transaction counts it in its job (trials_done, and the charge added to the job's
  * clock), offers it to the job's best and to the best table (job_store_offer_best,
- * best_store_offer) and notifies channel ktune_trials with the job id (for
+ * best_store_offer; a job with final_remeasure > 0 offers the best table only its final pick, and
+ * a re-measurement, trials.final_round set, is added to the clock only: not to trials_done, to
+ * no best) and notifies channel ktune_trials with the job id (for
  * external listeners; the /v1/best cache listens on ktune_best, sent by sql/007's trigger). Returns
  * 1, or 0 when the claim was lost: the trial was requeued meanwhile, or its job no longer runs
  * (cancelled or ended; the trial deleted by job_store_cancel / job_store_finish, or deleted here):

@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "space/space.h"
+#include "store/pick_store.h"
 #include "store/trial_store.h"
 #include "worker/warm_start.h"
 
@@ -21,10 +22,18 @@ static int end_job(job_driver *d, PGconn *c, const char *status, const char *rea
     return JOB_DRIVER_ENDED;
 }
 
+static int final_start(job_driver *d, PGconn *c, const char *reason, kt_error *err);
+
 /* The end of a job whose search is over (reason: why it stopped): succeeded when a trial ran
- * correctly; when none is ok the job has no best, and it fails saying what became of its trials. */
+ * correctly (after the final pick when the job asked for one); when none is ok the job has no
+ * best, and it fails saying what became of its trials. */
 static int end_search(job_driver *d, PGconn *c, const char *reason, kt_error *err)
 {
+    /* The bounds are the table's CHECKs (sql/012); the pick's arrays are sized by them. */
+    if (d->told_by_status[TRIAL_OK] > 0 && d->row.final_remeasure > 0 &&
+        d->row.final_remeasure <= FINAL_PICK_MAX_COUNT && d->row.final_rounds > 0 &&
+        d->row.final_rounds <= FINAL_PICK_MAX_ROUNDS)
+        return final_start(d, c, reason, err);
     if (d->told_by_status[TRIAL_OK] > 0)
         return end_job(d, c, "succeeded", reason, NULL, err);
     kt_error why;
@@ -160,6 +169,148 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
     }
 }
 
+/* ---- the final pick (worker/final_pick.h) ---- */
+
+static int diverged(job_driver *d, PGconn *c, const char *what, int seq, kt_error *err)
+{
+    kt_error why;
+    kt_error_set(&why, KT_ERR_INTERNAL, "resume diverged at re-measurement trial %d: %s", seq,
+                 what);
+    return end_job(d, c, "failed", "resume_diverged", &why, err);
+}
+
+/* Inserts the re-measurements as pending trials, seqs told+1 ... in final_pick_order's order
+ * (rows already stored are kept: pick_store_insert). */
+static int final_queue(job_driver *d, PGconn *c, kt_error *err)
+{
+    int rc = -1, rounds = d->row.final_rounds, n = d->n_cand * rounds;
+    int order_cand[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    int order_round[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    config_id cids[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    json_t *configs[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS] = {0};
+    final_pick_order(d->n_cand, rounds, order_cand, order_round);
+    for (int i = 0; i < n; i++) {
+        cids[i] = d->cands[order_cand[i]].cid;
+        configs[i] = space_config_json(d->target->sp, cids[i]);
+        if (!configs[i]) {
+            kt_error_set(err, KT_ERR_INTERNAL, "final pick candidate %llu is outside the space",
+                         (unsigned long long)cids[i]);
+            goto out;
+        }
+    }
+    rc = pick_store_insert(c, d->row.id, d->row.target.key.device, (int)d->told + 1, cids,
+                           order_round, configs, n, err);
+out:
+    for (int i = 0; i < n; i++)
+        json_decref(configs[i]);
+    return rc;
+}
+
+/* One look at the re-measurements: waiting while some are unfinished; when all are final the
+ * winner is recorded and the job ends with the search's stop reason. */
+static int final_step(job_driver *d, PGconn *c, kt_error *err)
+{
+    int rc = -1, rounds = d->row.final_rounds, n = d->n_cand * rounds, n_rows = 0;
+    pick_trial *rows = NULL;
+    json_t *pick = NULL;
+    int order_cand[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    int order_round[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    final_sample samples[FINAL_PICK_MAX_COUNT * FINAL_PICK_MAX_ROUNDS];
+    final_pick_order(d->n_cand, rounds, order_cand, order_round);
+    if (pick_store_load(c, d->row.id, 1, &rows, &n_rows, err) < 0)
+        goto out;
+    int final = 0;
+    for (int i = 0; i < n_rows; i++) {
+        const pick_trial *t = &rows[i];
+        if (i >= n || t->seq != d->told + 1 + i || t->cid != d->cands[order_cand[i]].cid ||
+            t->round != order_round[i]) {
+            rc = diverged(d, c,
+                          i >= n ? "more re-measurements stored than the pick makes"
+                                 : "it does not re-measure the candidate of that place",
+                          t->seq, err);
+            goto out;
+        }
+        samples[i] = (final_sample){.candidate = order_cand[i],
+                                    .round = t->round,
+                                    .trial_id = t->id,
+                                    .status = t->status,
+                                    .time_ms = t->time_ms};
+        final += trial_status_is_final(t->status);
+    }
+    if (n_rows < n) { /* a crash between the end of the search and the insert */
+        rc = final_queue(d, c, err) < 0 ? -1 : JOB_DRIVER_QUEUED;
+        goto out;
+    }
+    if (final < n) {
+        rc = JOB_DRIVER_WAITING;
+        goto out;
+    }
+    final_outcome o;
+    int w = final_pick_choose(d->cands, d->n_cand, samples, n, rounds, &o);
+    pick = final_pick_json(d->cands, d->n_cand, samples, n, rounds, &o);
+    if (!pick) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory recording the pick of job %lld",
+                     d->row.id);
+        goto out;
+    }
+    int recorded =
+        pick_store_record(c, d->me, d->row.id, w >= 0 ? o.scores[w].median_trial_id : 0, pick, err);
+    if (recorded < 0)
+        goto out;
+    if (recorded == 0) { /* cancelled, or handed on: whoever has it decides */
+        d->ended = 1;
+        rc = JOB_DRIVER_ENDED;
+        goto out;
+    }
+    if (w >= 0)
+        log_info("job %lld: final pick config %llu, median %.6g ms of %d re-measurements",
+                 d->row.id, (unsigned long long)d->cands[w].cid, o.scores[w].median_ms, rounds);
+    else
+        log_warn("job %lld: no candidate of the final pick measured ok in all %d rounds; the "
+                 "search's best stays",
+                 d->row.id, rounds);
+    rc = end_job(d, c, "succeeded", d->final_reason, NULL, err);
+out:
+    json_decref(pick);
+    free(rows);
+    return rc;
+}
+
+/* The search is over (reason) with an ok trial: choose the candidates from the stored search
+ * trials (the told ones: seqs 1..told), queue their re-measurements, and go on in final_step. */
+static int final_start(job_driver *d, PGconn *c, const char *reason, kt_error *err)
+{
+    int rc = -1, n_rows = 0;
+    pick_trial *rows = NULL;
+    final_trial *trials = NULL;
+    if (pick_store_load(c, d->row.id, 0, &rows, &n_rows, err) < 0)
+        goto out;
+    trials = calloc(n_rows > 0 ? (size_t)n_rows : 1, sizeof *trials);
+    if (!trials) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory choosing the final pick of job %lld",
+                     d->row.id);
+        goto out;
+    }
+    int n = 0;
+    for (int i = 0; i < n_rows; i++)
+        if (rows[i].seq <= d->told)
+            trials[n++] = (final_trial){.trial_id = rows[i].id,
+                                        .seq = rows[i].seq,
+                                        .cid = rows[i].cid,
+                                        .status = rows[i].status,
+                                        .time_ms = rows[i].time_ms};
+    d->n_cand = final_pick_candidates(trials, n, d->row.final_remeasure, d->cands);
+    d->final_phase = 1;
+    d->final_reason = reason;
+    log_info("job %lld: search over (%s), re-measuring %d configurations %d times", d->row.id,
+             reason, d->n_cand, d->row.final_rounds);
+    rc = final_step(d, c, err);
+out:
+    free(trials);
+    free(rows);
+    return rc;
+}
+
 int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_cache *models,
                     const runner_identity *me, PGconn *c, kt_error *err)
 {
@@ -237,6 +388,8 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
         d->ended = mine == 0;
         return mine == 0 ? JOB_DRIVER_ENDED : -1;
     }
+    if (d->final_phase)
+        return final_step(d, c, err);
     trial_row *rows = NULL;
     int n_rows = 0;
     if (trial_store_load(c, d->row.id, (int)d->told, &rows, &n_rows, err) < 0)

@@ -5,6 +5,13 @@
  * searcher's state exactly: a job resumed after a crash measures no configuration twice and loses
  * none.
  *
+ * When the search of a job with final_remeasure > 0 is over and a trial is ok, the driver queues
+ * the final pick's re-measurements (trials numbered after the search's, final_round set: they are
+ * not told to the searcher and not counted as evaluations), waits for them like a batch, records
+ * the winner by their median (store/pick_store.h) and only then ends the job. A job resumed in
+ * that phase replays its search, computes the same candidates from the stored trials, finds its
+ * re-measurements stored (inserting them again is harmless) and checks them against the order.
+ *
  * Lifecycle: job_driver_open (takes over row) -> job_driver_step* -> job_driver_close. */
 #ifndef KT_WORKER_JOB_DRIVER_H
 #define KT_WORKER_JOB_DRIVER_H
@@ -13,6 +20,7 @@
 
 #include "search/searcher.h"
 #include "store/job_store.h"
+#include "worker/final_pick.h"
 #include "worker/model_cache.h"
 #include "worker/target_cache.h"
 
@@ -35,6 +43,12 @@ typedef struct job_driver {
     int batch_n;
     int batch_inserted;
     int ended;
+    /* The final pick (worker/final_pick.h): once the search is over, a job with final_remeasure > 0
+     * and an ok trial re-measures its candidates before it ends with final_reason. */
+    int final_phase;
+    const char *final_reason; /* the search's stop reason (a literal) */
+    final_candidate cands[FINAL_PICK_MAX_COUNT];
+    int n_cand;
 } job_driver;
 
 /* Opens the job (row is moved into the driver): its stored target through targets (shared with the

@@ -11,7 +11,10 @@ At least 20 kills in all. Afterwards every job has ended, and the database holds
 measured: no job queued or running, no trial pending or running, per job trials_done = its final
 trials = its budget when it succeeded on the budget, seqs 1..n without a gap, every configuration
 at most once (UNIQUE (job_id, config_id) and one ok row per configuration), the job clock = the sum
-of its trials' charges, and the job's best = its fastest ok trial.
+of its trials' charges, and the job's best = its fastest ok trial. A cpu job ends with the final
+pick (issue 12): its re-measurements (final_round set) are numbered after the search without a gap,
+once per configuration and round, counted in the clock but not in trials_done, and its best is the
+pick's winner.
 
 --seed N (or KTUNE_KILL9_SEED) replays a schedule; the seed is printed first.
 """
@@ -197,28 +200,42 @@ class Kill9Test(unittest.TestCase):
         self.assertEqual(k.psql("SELECT count(*) FROM trials WHERE status IN ('pending', 'running')"),
                          "0", k.psql("SELECT id, job_id, status, worker FROM trials"
                                      " WHERE status IN ('pending', 'running')"))
-        # Every configuration at most once per job, and one ok row per (job, configuration).
+        # Every configuration at most once per job (the final pick's re-measurements once per
+        # round), and one ok row per (job, configuration, round).
         self.assertEqual(k.psql("SELECT count(*) FROM (SELECT job_id, config_id FROM trials"
-                                " GROUP BY 1, 2 HAVING count(*) > 1) d"), "0")
+                                " GROUP BY 1, 2, final_round HAVING count(*) > 1) d"), "0")
         self.assertEqual(k.psql("SELECT count(*) FROM (SELECT job_id, config_id FROM trials"
-                                " WHERE status = 'ok' GROUP BY 1, 2 HAVING count(*) <> 1) d"), "0")
+                                " WHERE status = 'ok' GROUP BY 1, 2, final_round"
+                                " HAVING count(*) <> 1) d"), "0")
+        # Per job, over the search's trials (s) unless said: the re-measurements of the final pick
+        # (cpu jobs: 3 configurations x 5 rounds by default) are numbered after them, count in the
+        # clock but not in trials_done, and the best is the pick's winner when it has one.
         rows = k.psql(
             "SELECT j.id, j.status, COALESCE(j.stop_reason, ''), j.trials_done,"
-            " COALESCE(j.budget_evaluations, 0), count(t.id), COALESCE(max(t.seq), 0),"
-            " count(DISTINCT t.config_id), count(t.id) FILTER (WHERE t.status = 'ok'),"
+            " COALESCE(j.budget_evaluations, 0), count(t.id) FILTER (WHERE s),"
+            " COALESCE(max(t.seq) FILTER (WHERE s), 0),"
+            " count(DISTINCT t.config_id) FILTER (WHERE s),"
+            " count(t.id) FILTER (WHERE s AND t.status = 'ok'),"
             " round(abs(j.clock_seconds - COALESCE(sum(t.charged_seconds), 0))::numeric, 6),"
             " COALESCE(j.best_time_ms::text, ''),"
-            " COALESCE((min(t.time_ms) FILTER (WHERE t.status = 'ok'))::text, ''),"
-            " count(t.id) FILTER (WHERE t.status = 'runtime_error')"
-            " FROM jobs j LEFT JOIN trials t ON t.job_id = j.id GROUP BY j.id ORDER BY j.id")
+            " COALESCE((CASE WHEN j.final_pick ->> 'winner_trial_id' IS NOT NULL THEN (SELECT"
+            " w.time_ms FROM trials w WHERE w.job_id = j.id"
+            " AND w.id = (j.final_pick ->> 'winner_trial_id')::bigint)"
+            " ELSE min(t.time_ms) FILTER (WHERE s AND t.status = 'ok') END)::text, ''),"
+            " count(t.id) FILTER (WHERE s AND t.status = 'runtime_error'),"
+            " count(t.id) FILTER (WHERE NOT s), COALESCE(max(t.seq), 0),"
+            " j.final_remeasure * j.final_rounds, j.final_remeasure, j.final_pick IS NOT NULL"
+            " FROM jobs j LEFT JOIN LATERAL (SELECT *, final_round IS NULL AS s FROM trials"
+            " WHERE job_id = j.id) t ON true GROUP BY j.id ORDER BY j.id")
         seen = set()
         summary = []
         cpu_crashed = 0
         for line in rows.splitlines():
             (jid, status, reason, done, budget, n, max_seq, distinct, n_ok, clock_diff, best,
-             fastest, crashed) = line.split("|")
-            jid, done, budget, n, max_seq, distinct, n_ok, crashed = map(
-                int, (jid, done, budget, n, max_seq, distinct, n_ok, crashed))
+             fastest, crashed, n_again, max_seq_all, per_round, count, picked) = line.split("|")
+            jid, done, budget, n, max_seq, distinct, n_ok, crashed, n_again, max_seq_all = map(
+                int, (jid, done, budget, n, max_seq, distinct, n_ok, crashed, n_again, max_seq_all))
+            per_round, count = int(per_round), int(count)
             seen.add(jid)
             summary.append("%d:%s/%s %d/%d%s" % (jid, status, reason, n, budget,
                                                  " (%d runtime_error)" % crashed if crashed else ""))
@@ -228,6 +245,11 @@ class Kill9Test(unittest.TestCase):
                 self.assertEqual(max_seq, n, "a gap in the job's seqs: a trial was lost")
                 self.assertEqual(distinct, n, "a configuration was measured twice")
                 self.assertEqual(float(clock_diff), 0.0, "the job clock is not its trials' charges")
+                self.assertEqual(max_seq_all, n + n_again, "a gap in the seqs of the final pick")
+                if status == "succeeded" and count > 0:
+                    # The pick was made and re-measured each candidate in every round.
+                    self.assertEqual((picked, n_again), ("t", min(count, n_ok) * per_round // count),
+                                     line)
                 device = self.jobs[jid]["device"]
                 if device.startswith("replay:"):
                     self.assertEqual((status, reason), ("succeeded", "budget_evaluations"), line)

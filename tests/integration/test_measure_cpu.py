@@ -113,8 +113,10 @@ class MeasureCpuTest(unittest.TestCase):
             print("skipped: %s does not exist yet (the CPU gemm kernel is not in the tree)" % GEMM_SPEC)
             self.skipTest("kernels/gemm/spec.json does not exist yet")
         problem = {"M": 1024, "N": 1024, "K": 1024}
+        # Without the final pick (test_final_pick.py tests it): the best is the fastest trial.
         job, trials = self.run_job({"kernel": "gemm", "device": "cpu", "problem": problem,
-                                    "strategy": "random", "budget": {"evaluations": 4}, "seed": 1},
+                                    "strategy": "random", "budget": {"evaluations": 4}, "seed": 1,
+                                    "final_remeasure": 0},
                                    timeout=170)
         self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "budget_evaluations"), job)
         self.assertEqual(len(trials), 4)
@@ -137,7 +139,9 @@ class MeasureCpuTest(unittest.TestCase):
         job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": 4096},
                                     "strategy": "exhaustive", "budget": {"evaluations": 10}})
         self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "space_exhausted"), job)
-        self.assertEqual(sorted(t["status"] for t in trials), ["ok"] * 3)
+        # The 3 configurations, then the final pick's 3 x 5 re-measurements (on by default).
+        self.assertEqual(sorted(t["status"] for t in trials if t["final_round"] is None), ["ok"] * 3)
+        self.assertEqual(sorted(t["status"] for t in trials if t["final_round"]), ["ok"] * 15)
         status, _, best = self.k.get(best_query("scale", "cpu", n=4096))
         self.assertEqual(status, 200, best)
 

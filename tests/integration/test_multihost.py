@@ -287,7 +287,8 @@ class MultiHostTest(unittest.TestCase):
             self.assertIn("parallel", err["error"]["message"])
         # A cpu job queued on the API, measured by the workers.
         job = self.tune({"kernel": "scale", "device": "cpu", "budget": {"evaluations": 2},
-                         "history": "none", "parallel": 2, "problem": {"n": 4096}})
+                         "history": "none", "parallel": 2, "problem": {"n": 4096},
+                         "final_remeasure": 0})
         self.assertEqual((job["device_class"], job["parallel"]), (cpu["class"], 2), job)
         job = self.wait_job(job["id"])
         trials = self.check_complete(job, 2)

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <string.h>
 
@@ -161,6 +162,61 @@ static void unknown_strategy_hint_lists_the_valid_ones(void **state)
     assert_non_null(strstr(err.hint, "exhaustive"));
 }
 
+/* The final pick's options: absent or null is -1 (api_tune_queue fills the per-device default),
+ * 0..8 and 1..16 accepted, anything else a 400 naming the field with a hint. */
+static void final_pick_options(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\"}", &t, &err), KT_OK);
+    assert_int_equal(t.final_remeasure, -1);
+    assert_int_equal(t.final_rounds, -1);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"final_remeasure\":null,"
+                           "\"final_rounds\":null}",
+                           &t, &err),
+                     KT_OK);
+    assert_int_equal(t.final_remeasure, -1);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"final_remeasure\":0,"
+                           "\"final_rounds\":16}",
+                           &t, &err),
+                     KT_OK);
+    assert_int_equal(t.final_remeasure, 0);
+    assert_int_equal(t.final_rounds, 16);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"final_remeasure\":8,"
+                           "\"final_rounds\":1}",
+                           &t, &err),
+                     KT_OK);
+    assert_int_equal(t.final_remeasure, 8);
+    assert_int_equal(t.final_rounds, 1);
+    static const struct {
+        const char *field;
+        const char *value;
+        kt_code code;
+    } bad[] = {
+        {"final_remeasure", "9", KT_ERR_OUT_OF_RANGE},
+        {"final_remeasure", "-1", KT_ERR_OUT_OF_RANGE},
+        {"final_remeasure", "\"3\"", KT_ERR_WRONG_TYPE},
+        {"final_remeasure", "1.5", KT_ERR_WRONG_TYPE},
+        {"final_rounds", "0", KT_ERR_OUT_OF_RANGE},
+        {"final_rounds", "17", KT_ERR_OUT_OF_RANGE},
+        {"final_rounds", "true", KT_ERR_WRONG_TYPE},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[160];
+        snprintf(body, sizeof body, "{\"kernel\":\"k\",\"device\":\"d\",\"%s\":%s}", bad[i].field,
+                 bad[i].value);
+        assert_int_equal(parse(body, &t, &err), bad[i].code);
+        assert_non_null(strstr(err.message, bad[i].field));
+        if (bad[i].code == KT_ERR_OUT_OF_RANGE)
+            assert_true(err.hint[0] != '\0');
+    }
+    /* The budgeted request of tune_on_miss leaves the defaults to the device too. */
+    tune_request_budgeted("k", "cpu", NULL, 5, &t);
+    assert_int_equal(t.final_remeasure, -1);
+    assert_int_equal(t.final_rounds, -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +226,7 @@ int main(void)
         cmocka_unit_test(refuses_each_bad_field),
         cmocka_unit_test(unknown_strategy_hint_lists_the_valid_ones),
         cmocka_unit_test(history_is_auto_or_none),
+        cmocka_unit_test(final_pick_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
