@@ -51,7 +51,7 @@
 #define CB 64
 #endif
 #ifndef ORDER
-#define ORDER 0
+#define ORDER 1
 #endif
 #ifndef PACK
 #define PACK 0
