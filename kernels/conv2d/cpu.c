@@ -22,7 +22,8 @@
  * Vectors: VEC floats, at most the machine's widest (16 with AVX-512F, 8 with AVX, 4 otherwise: GCC
  * vector extensions, so SSE, NEON or scalar code elsewhere); with AVX-512VL 256-bit vectors also
  * have 32 registers. The register budget (restrictions, by vector_bits) is TK*NV accumulators + NV
- * input vectors + 1 broadcast <= 32 vector registers (AVX-512) or 16 (AVX2 and narrower).
+ * input vectors + 1 broadcast + 1 spare for the compiler <= 32 vector registers (AVX-512) or 16
+ * (AVX2 and narrower): with no spare, GCC spills (TK 4 × NV 3 on AVX2 runs at half speed).
  *
  * Parameters (-D defines):
  *   TK      output channels per register tile
@@ -42,10 +43,10 @@
 #include <stdlib.h>
 
 #ifndef TK
-#define TK 4
+#define TK 6
 #endif
 #ifndef NV
-#define NV 3
+#define NV 2
 #endif
 #ifndef CB
 #define CB 64
@@ -57,7 +58,7 @@
 #define PACK 0
 #endif
 #ifndef UNROLL
-#define UNROLL 1
+#define UNROLL 2
 #endif
 #ifndef PACK_IN
 #define PACK_IN 0
