@@ -2,16 +2,16 @@
  *
  * Loops, outer to inner: jc over N in NC-column blocks; pc over K in KC-deep blocks, packing B's
  * KC×NC block into NR-column panels (k-major, zero-padded, 4 KiB-aligned; PACK_B=1) or reading B
- * in place (PACK_B=0: only a last narrower panel is packed); ic over M in MC-row blocks, packing A's
- * MC×KC block into MR-row panels (PACK_A=1) or reading A in place (PACK_A=0); then the macro-kernel
- * walks the MR×NR tiles of the block (order: LOOP) and calls the micro-kernel, which keeps an MR×NR
- * tile of C in MR·NR/VW vector registers (explicit intrinsics: AVX-512 with VW = 16 floats, AVX2 +
- * FMA with VW = 8; GCC vectors of 4 floats elsewhere) over the KC-long inner product (per k step:
- * NR/VW vector loads of B, MR broadcasts of A, MR·NR/VW FMAs; UNROLL steps per loop iteration,
- * prefetching the B panel PF_B steps and the A sliver PF_A steps ahead) and then writes (first K
- * block) or adds (later blocks) the tile to C. Edges: M and N tails run on zero-padded panels (A
- * slivers are copied when A is read in place) and are written back element by element; a last K
- * block shorter than KC runs fewer steps.
+ * in place (PACK_B=0: only a last narrower panel is packed); ic over M in MC-row blocks, packing
+ * A's MC×KC block into MR-row panels (PACK_A=1) or reading A in place (PACK_A=0); then the
+ * macro-kernel walks the MR×NR tiles of the block (order: LOOP) and calls the micro-kernel, which
+ * keeps an MR×NR tile of C in MR·NR/VW vector registers (explicit intrinsics: AVX-512 with VW = 16
+ * floats, AVX2 + FMA with VW = 8; GCC vectors of 4 floats elsewhere) over the KC-long inner product
+ * (per k step: NR/VW vector loads of B, MR broadcasts of A, MR·NR/VW FMAs; UNROLL steps per loop
+ * iteration, prefetching the B panel PF_B steps and the A sliver PF_A steps ahead) and then writes
+ * (first K block) or adds (later blocks) the tile to C. Edges: M and N tails run on zero-padded
+ * panels (A slivers are copied when A is read in place) and are written back element by element; a
+ * last K block shorter than KC runs fewer steps.
  *
  * Parameters (-D defines):
  *   MR      rows of the register tile
@@ -70,37 +70,37 @@
 #if defined(__AVX512F__)
 #define VW 16
 typedef __m512 vreg;
-#define V_ZERO()         _mm512_setzero_ps()
-#define V_LOAD(p)        _mm512_load_ps(p)
-#define V_LOADU(p)       _mm512_loadu_ps(p)
-#define V_STOREU(p, v)   _mm512_storeu_ps(p, v)
-#define V_BCAST(p)       _mm512_set1_ps(*(p))
-#define V_FMA(a, b, c)   _mm512_fmadd_ps(a, b, c)
-#define V_ADD(a, b)      _mm512_add_ps(a, b)
+#define V_ZERO()       _mm512_setzero_ps()
+#define V_LOAD(p)      _mm512_load_ps(p)
+#define V_LOADU(p)     _mm512_loadu_ps(p)
+#define V_STOREU(p, v) _mm512_storeu_ps(p, v)
+#define V_BCAST(p)     _mm512_set1_ps(*(p))
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_ADD(a, b)    _mm512_add_ps(a, b)
 #elif defined(__AVX2__) && defined(__FMA__)
-#define VW 8
+#define VW             8
 typedef __m256 vreg;
-#define V_ZERO()         _mm256_setzero_ps()
-#define V_LOAD(p)        _mm256_load_ps(p)
-#define V_LOADU(p)       _mm256_loadu_ps(p)
-#define V_STOREU(p, v)   _mm256_storeu_ps(p, v)
-#define V_BCAST(p)       _mm256_broadcast_ss(p)
-#define V_FMA(a, b, c)   _mm256_fmadd_ps(a, b, c)
-#define V_ADD(a, b)      _mm256_add_ps(a, b)
+#define V_ZERO()       _mm256_setzero_ps()
+#define V_LOAD(p)      _mm256_load_ps(p)
+#define V_LOADU(p)     _mm256_loadu_ps(p)
+#define V_STOREU(p, v) _mm256_storeu_ps(p, v)
+#define V_BCAST(p)     _mm256_broadcast_ss(p)
+#define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_ADD(a, b)    _mm256_add_ps(a, b)
 #else /* any other target: GCC/Clang vectors of 4 floats (SSE, NEON, or scalar code) */
-#define VW 4
+#define VW             4
 typedef float vreg __attribute__((vector_size(16), aligned(16)));
 typedef float vregu __attribute__((vector_size(16), aligned(4), may_alias));
-#define V_ZERO()         ((vreg){0})
-#define V_LOAD(p)        (*(const vreg *)(p))
-#define V_LOADU(p)       ((vreg)(*(const vregu *)(p)))
-#define V_STOREU(p, v)   (*(vregu *)(p) = (v))
-#define V_BCAST(p)       ((vreg){0} + *(p))
-#define V_FMA(a, b, c)   ((a) * (b) + (c))
-#define V_ADD(a, b)      ((a) + (b))
+#define V_ZERO()       ((vreg){0})
+#define V_LOAD(p)      (*(const vreg *)(p))
+#define V_LOADU(p)     ((vreg)(*(const vregu *)(p)))
+#define V_STOREU(p, v) (*(vregu *)(p) = (v))
+#define V_BCAST(p)     ((vreg){0} + *(p))
+#define V_FMA(a, b, c) ((a) * (b) + (c))
+#define V_ADD(a, b)    ((a) + (b))
 #endif
 
-#define NV (NR / VW) /* vectors per row of the register tile */
+#define NV  (NR / VW) /* vectors per row of the register tile */
 #define MCE (MC / MR * MR)
 #define NCE (NC / NR * NR)
 
@@ -276,9 +276,10 @@ micro_kernel(long kc, const float *restrict a, long a_i, long a_k, const float *
 /* One MR×NR tile at (ir, jr) of the current (ic, pc, jc) block. ap: the packed A block (PACK_A=1)
  * or scratch for one sliver (PACK_A=0); a: A at (ic, pc); bp: the packed B block (or its packed
  * edge panel when PACK_B=0); b: B at (pc, jc). */
-static inline __attribute__((always_inline)) void
-tile(const float *a, long lda, const float *ap, const float *b, long ldb, const float *bp, float *c,
-     long ldc, long ir, long jr, long mc, long nc, long kc, int first)
+static inline __attribute__((always_inline)) void tile(const float *a, long lda, const float *ap,
+                                                       const float *b, long ldb, const float *bp,
+                                                       float *c, long ldc, long ir, long jr,
+                                                       long mc, long nc, long kc, int first)
 {
     long mr = min_l(MR, mc - ir), nr = min_l(NR, nc - jr);
     float *pc = c + ir * ldc + jr;

@@ -181,8 +181,7 @@ static int load_config(kspec_loader *L, const kspec_variant *v, const json_t *de
     }
     for (int i = 0; i < v->n_params; i++) {
         if (!json_object_get(def, v->param_names[i]))
-            return kspec_bad(L, "%s is not valid: it lacks parameter %s", where,
-                             v->param_names[i]);
+            return kspec_bad(L, "%s is not valid: it lacks parameter %s", where, v->param_names[i]);
     }
     if (!(*text = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS)))
         return kspec_bad(L, "out of memory");
@@ -221,8 +220,7 @@ static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, cons
         if (i + 1 < n && !when)
             return kspec_bad(L, "%s.when: missing (only the last entry may leave it out)", field);
         if (i + 1 == n && when)
-            return kspec_bad(L,
-                             "%s.when: the last entry is the fallback and has no \"when\"",
+            return kspec_bad(L, "%s.when: the last entry is the fallback and has no \"when\"",
                              field);
         v->n_defaults = (int)i + 1; /* kernel_spec_free releases what is set so far */
         char wfield[160];
@@ -231,8 +229,10 @@ static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, cons
                      kspec_parse_expr(L, &v->default_when[i], when, wfield, &en) < 0))
             return json_is_string(when)
                        ? -1
-                       : kspec_bad(L, "%s must be an expression (a string) over the device "
-                                      "limits", wfield);
+                       : kspec_bad(L,
+                                   "%s must be an expression (a string) over the device "
+                                   "limits",
+                                   wfield);
         const json_t *cfg = kspec_need(L, e, field, "config");
         char cfield[160];
         snprintf(cfield, sizeof cfield, "%s.config", field);

@@ -4,9 +4,9 @@
  * CPU's limits: the space of each problem and the default configuration for this ISA) tuned by
  * `auto` for KT_BENCH_EVALS (default 300) evaluations measured by the runner, the default
  * configuration first (told to auto like its own proposal), and (d) the best of RANDOM_EVALS random
- * configurations (the `random` searcher), for the tuning gain. Per size (1024³, 2048³) it prints the
- * best tuned, the default, the best random and OpenBLAS GFLOP/s (re-measured in alternating rounds
- * with more repeats), the peak, and the ratios tuned/OpenBLAS, tuned/peak, tuned/default and
+ * configurations (the `random` searcher), for the tuning gain. Per size (1024³, 2048³) it prints
+ * the best tuned, the default, the best random and OpenBLAS GFLOP/s (re-measured in alternating
+ * rounds with more repeats), the peak, and the ratios tuned/OpenBLAS, tuned/peak, tuned/default and
  * tuned/random. The runner and this process are pinned to core 1 (core 0 on a one-core machine);
  * compiled kernels are cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster. Asserts
  * nothing. */
@@ -424,8 +424,8 @@ static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits 
 {
     json_t *tol = json_pack("{s:f, s:f}", "rtol", ks->rtol, "atol", ks->atol);
     const char *source = ks->variants[KSPEC_CPU].source;
-    json_t *problem = json_pack("{s:I, s:I, s:I}", "M", (json_int_t)n, "N", (json_int_t)n, "K",
-                                (json_int_t)n);
+    json_t *problem =
+        json_pack("{s:I, s:I, s:I}", "M", (json_int_t)n, "N", (json_int_t)n, "K", (json_int_t)n);
     json_t *def_cfg = json_loads(kernel_spec_default(ks, KSPEC_CPU, lim), 0, NULL);
     kspec_problem prob;
     kt_error err;

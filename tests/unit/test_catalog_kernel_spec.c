@@ -171,10 +171,11 @@ static void default_list_picks_by_device_limits(void **state)
 {
     fixture *f = *state;
     const char *plain = "\"default\": {\"U\": 1, \"B\": 16}";
-    char *s = edited(plain, "\"default\": [{\"when\": \"l1d_bytes >= 4096\", \"config\": {\"U\": 1, "
-                            "\"B\": 64}}, {\"when\": \"vector_bits >= 256 and cores > 2\", "
-                            "\"config\": {\"U\": 2, \"B\": 32}}, {\"config\": {\"U\": 4, \"B\": "
-                            "16}}]");
+    char *s =
+        edited(plain, "\"default\": [{\"when\": \"l1d_bytes >= 4096\", \"config\": {\"U\": 1, "
+                      "\"B\": 64}}, {\"when\": \"vector_bits >= 256 and cores > 2\", "
+                      "\"config\": {\"U\": 2, \"B\": 32}}, {\"config\": {\"U\": 4, \"B\": "
+                      "16}}]");
     write_file(f->dir, "spec.json", s);
     kernel_spec *k = load_ok(f->dir, &CPU_LIMITS); /* L1 256 bytes, 4 cores, 256 bits */
     const kspec_variant *v = &k->variants[KSPEC_CPU];
@@ -200,10 +201,11 @@ static void default_list_picks_by_device_limits(void **state)
     kernel_spec_free(k);
     /* refused: the picked entry is not valid on the device (B*4 <= l1d_bytes), a "when" on the
      * last entry, none on an earlier one, an unknown name, a bad config, an empty list */
-    expect_skip_edit(f, plain,
-                     "\"default\": [{\"when\": \"cores >= 4\", \"config\": {\"U\": 1, \"B\": 128}}, "
-                     "{\"config\": {\"U\": 1, \"B\": 16}}]",
-                     "default is not valid for the default problem", "restriction 1");
+    expect_skip_edit(
+        f, plain,
+        "\"default\": [{\"when\": \"cores >= 4\", \"config\": {\"U\": 1, \"B\": 128}}, "
+        "{\"config\": {\"U\": 1, \"B\": 16}}]",
+        "default is not valid for the default problem", "restriction 1");
     expect_skip_edit(f, plain,
                      "\"default\": [{\"when\": \"cores >= 4\", \"config\": {\"U\": 1, \"B\": 16}}]",
                      "default[0].when: the last entry is the fallback", NULL);
