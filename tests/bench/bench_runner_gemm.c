@@ -5,11 +5,11 @@
  * `auto` for KT_BENCH_EVALS (default 300) evaluations measured by the runner, the default
  * configuration first (told to auto like its own proposal), and (d) the best of RANDOM_EVALS random
  * configurations (the `random` searcher), for the tuning gain. Per size (1024³, 2048³) it prints
- * the best tuned, the default, the best random and OpenBLAS GFLOP/s (re-measured in alternating
- * rounds with more repeats), the peak, and the ratios tuned/OpenBLAS, tuned/peak, tuned/default and
- * tuned/random. The runner and this process are pinned to core 1 (core 0 on a one-core machine);
- * compiled kernels are cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster. Asserts
- * nothing. */
+ * the tuned (the best of auto's top TOP re-measured), the default, the best random and OpenBLAS
+ * GFLOP/s (re-measured in alternating rounds with more repeats: the best round, and the median of
+ * rounds), the peak, and the ratios tuned/OpenBLAS, tuned/peak, tuned/default and tuned/random. The
+ * runner and this process are pinned to core 1 (core 0 on a one-core machine); compiled kernels are
+ * cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster. Asserts nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -40,6 +40,7 @@
 #define CALL_TIMEOUT_S 300
 #define ROUNDS         5  /* alternating re-measure rounds of tuned, default, random and OpenBLAS */
 #define RANDOM_EVALS   30 /* evaluations of the random search the tuning gain is measured against */
+#define TOP            3  /* auto's best configurations re-measured (the best of them is "tuned") */
 
 /* ---- (a) FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
 
@@ -337,8 +338,11 @@ static double measure(runner_proc *p, const char *source, long n, json_t *define
 /* The configurations measured by one search: the best and the counts. */
 typedef struct search_out {
     config_id best;
-    double best_gf;  /* 0 when none was ok */
-    double first_gf; /* the first configuration's (search figure; 0 when not ok) */
+    double best_gf;     /* 0 when none was ok */
+    double first_gf;    /* the first configuration's (search figure; 0 when not ok) */
+    config_id top[TOP]; /* the n_top best, best first */
+    double top_gf[TOP];
+    int n_top;
     int done, ok, failed;
 } search_out;
 
@@ -384,6 +388,15 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
                     o->best_gf = gf;
                     o->best = ids[i];
                 }
+                int at = o->n_top < TOP ? o->n_top++ : TOP - 1; /* insert into the top list */
+                if (at < TOP - 1 || gf > o->top_gf[at]) {
+                    for (; at > 0 && o->top_gf[at - 1] < gf; at--) {
+                        o->top[at] = o->top[at - 1];
+                        o->top_gf[at] = o->top_gf[at - 1];
+                    }
+                    o->top[at] = ids[i];
+                    o->top_gf[at] = gf;
+                }
             } else {
                 trial_status ts;
                 res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
@@ -409,12 +422,13 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-static void print_config(const char *label, double again, double search_gf, const space *sp,
-                         config_id id)
+static void print_config(const char *label, double again, double med, double search_gf,
+                         const space *sp, config_id id)
 {
     json_t *cfg = space_config_json(sp, id);
     char *txt = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-    printf("  %-9s %7.2f GFLOP/s (search %.2f)  %s\n", label, again, search_gf, txt ? txt : "?");
+    printf("  %-9s %7.2f GFLOP/s (median %.2f, search %.2f)  %s\n", label, again, med, search_gf,
+           txt ? txt : "?");
     free(txt);
     json_decref(cfg);
 }
@@ -453,44 +467,67 @@ static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits 
     }
     double def_gf = tuned.first_gf;
 
-    /* re-measure the tuned best, the default, the random best and OpenBLAS in alternating rounds
-     * (medians over rounds), so that a slow phase of the machine hits all four alike */
+    /* Re-measure auto's top configurations, the default, the random best and OpenBLAS in
+     * alternating rounds, so that a slow phase of the machine hits all alike. Each figure of a
+     * round is the runner's median over its repeats; a candidate's figure is its best round (other
+     * processes on the core only ever slow a round down), the median of rounds is printed too. */
     measure_opts careful = {5, 1000, 0.6, 5.0};
-    json_t *best_cfg = space_config_json(sp, tuned.best);
-    json_t *rnd_cfg = space_config_json(sp, rnd.best);
-    double blas_r[ROUNDS], best_r[ROUNDS], def_r[ROUNDS], rnd_r[ROUNDS];
+    config_id cand[TOP + 2];
+    int n_cand = 0, def_at = -1, rnd_at = -1;
+    for (int i = 0; i < tuned.n_top; i++)
+        cand[n_cand++] = tuned.top[i];
+    for (int pass = 0; pass < 2; pass++) {
+        config_id want = pass == 0 ? def_id : rnd.best;
+        int at = -1;
+        for (int i = 0; i < n_cand && at < 0; i++)
+            at = cand[i] == want ? i : -1;
+        if (at < 0) {
+            at = n_cand;
+            cand[n_cand++] = want;
+        }
+        *(pass == 0 ? &def_at : &rnd_at) = at;
+    }
+    double r[TOP + 2][ROUNDS], blas_r[ROUNDS];
     char status[64];
     for (int k = 0; k < ROUNDS; k++) {
         blas_r[k] = openblas_gflops(n, careful.min_seconds);
-        best_r[k] = measure(p, source, n, best_cfg, tol, &careful, status, sizeof status);
-        def_r[k] = tuned.best == def_id
-                       ? best_r[k]
-                       : measure(p, source, n, def_cfg, tol, &careful, status, sizeof status);
-        rnd_r[k] = rnd.best == tuned.best
-                       ? best_r[k]
-                       : measure(p, source, n, rnd_cfg, tol, &careful, status, sizeof status);
+        for (int i = 0; i < n_cand; i++) {
+            json_t *cfg = space_config_json(sp, cand[i]);
+            r[i][k] = measure(p, source, n, cfg, tol, &careful, status, sizeof status);
+            json_decref(cfg);
+        }
     }
-    json_decref(best_cfg);
-    json_decref(rnd_cfg);
-    double blas = median(blas_r, ROUNDS), best_again = median(best_r, ROUNDS),
-           def_again = median(def_r, ROUNDS), rnd_again = median(rnd_r, ROUNDS);
+    double best_of[TOP + 2], med_of[TOP + 2];
+    for (int i = 0; i < n_cand; i++) {
+        med_of[i] = median(r[i], ROUNDS); /* sorts r[i] */
+        best_of[i] = r[i][ROUNDS - 1];
+    }
+    double blas_med = median(blas_r, ROUNDS), blas = blas_r[ROUNDS - 1];
+    int t = 0; /* tuned: the best of auto's top, re-measured */
+    for (int i = 1; i < tuned.n_top; i++)
+        t = best_of[i] > best_of[t] ? i : t;
     printf("gemm %ldx%ldx%ld (one core): auto %d evaluations (%d ok, %d failed) in %.0f s, the "
            "default first; random %d evaluations (%d ok) in %.0f s; space of %llu "
            "configurations\n",
            n, n, n, tuned.done, tuned.ok, tuned.failed, tune_s, rnd.done, rnd.ok, random_s,
            (unsigned long long)space_count(sp));
-    print_config("tuned", best_again, tuned.best_gf, sp, tuned.best);
-    print_config("default", def_again, def_gf, sp, def_id);
-    print_config("random30", rnd_again, rnd.best_gf, sp, rnd.best);
-    printf("  OpenBLAS  %7.2f GFLOP/s (cblas_sgemm, 1 thread)\n", blas);
-    printf("  (tuned, default, random30 and OpenBLAS: medians of %d alternating rounds of >= %.1f "
-           "s each)\n",
-           ROUNDS, careful.min_seconds);
+    print_config("tuned", best_of[t], med_of[t], tuned.top_gf[t], sp, cand[t]);
+    print_config("default", best_of[def_at], med_of[def_at], def_gf, sp, def_id);
+    print_config("random30", best_of[rnd_at], med_of[rnd_at], rnd.best_gf, sp, rnd.best);
+    printf("  OpenBLAS  %7.2f GFLOP/s (median %.2f; cblas_sgemm, 1 thread)\n", blas, blas_med);
+    printf("  (best of %d alternating rounds of >= %.1f s each, median of the rounds in brackets; "
+           "tuned = the best of auto's top %d re-measured)\n",
+           ROUNDS, careful.min_seconds, tuned.n_top);
     printf("  peak      %7.2f GFLOP/s\n", peak);
     printf("  tuned/OpenBLAS %.3f   tuned/peak %.3f   tuned/default %.3f   tuned/random30 %.3f\n",
-           blas > 0 ? best_again / blas : 0.0, peak > 0 ? best_again / peak : 0.0,
-           def_again > 0 ? best_again / def_again : 0.0,
-           rnd_again > 0 ? best_again / rnd_again : 0.0);
+           blas > 0 ? best_of[t] / blas : 0.0, peak > 0 ? best_of[t] / peak : 0.0,
+           best_of[def_at] > 0 ? best_of[t] / best_of[def_at] : 0.0,
+           best_of[rnd_at] > 0 ? best_of[t] / best_of[rnd_at] : 0.0);
+    printf(
+        "  (medians of rounds: tuned/OpenBLAS %.3f   tuned/default %.3f   tuned/random30 %.3f)\n",
+        blas_med > 0 ? med_of[t] / blas_med : 0.0,
+        med_of[def_at] > 0 ? med_of[t] / med_of[def_at] : 0.0,
+        med_of[rnd_at] > 0 ? med_of[t] / med_of[rnd_at] : 0.0);
     fflush(stdout);
 out:
     json_decref(tol);
