@@ -229,6 +229,33 @@ static void default_list_picks_by_device_limits(void **state)
     kernel_spec_free(load_ok(f->dir, &CPU_LIMITS));
 }
 
+/* The catalog's gemm (kernels/gemm/spec.json) loads on CPUs of every ISA and cache shape: the
+ * default its list gives each (kernel_spec_load checks it against the device's space) is valid. */
+static void gemm_default_is_valid_on_every_isa(void **state)
+{
+    (void)state;
+    static const struct {
+        kspec_limits lim;
+        const char *want; /* a fragment of the default picked */
+    } cpus[] = {
+        {{{2, 32768, 1048576, 33554432, 512}},
+         "\"KC\":512,\"LOOP\":1,\"MC\":192,\"MR\":6,\"NC\":512,\"NR\":64"},
+        {{{8, 49152, 524288, 8388608, 512}}, "\"NC\":256,\"NR\":64"},
+        {{{4, 32768, 262144, 6291456, 256}}, "\"NC\":256,\"NR\":16"},
+        {{{16, 32768, 1048576, 16777216, 256}}, "\"NC\":512,\"NR\":16"},
+        {{{4, 32768, 262144, 0, 128}}, "\"NR\":8"},
+        {{{1, 0, 0, 0, 512}}, "\"NR\":64"}, /* caches unknown */
+        {{{1, 0, 0, 0, 128}}, "\"NR\":8"},
+    };
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+        kernel_spec *k = load_ok(KT_SOURCE_DIR "/kernels/gemm", &cpus[i].lim);
+        const char *def = kernel_spec_default(k, KSPEC_CPU, &cpus[i].lim);
+        if (!strstr(def, cpus[i].want))
+            fail_msg("cpu %zu: default %s lacks %s", i, def, cpus[i].want);
+        kernel_spec_free(k);
+    }
+}
+
 static void problems_are_validated(void **state)
 {
     fixture *f = *state;
@@ -501,6 +528,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(valid_spec_loads, setup, teardown),
         cmocka_unit_test_setup_teardown(each_error_is_skipped_with_its_message, setup, teardown),
         cmocka_unit_test_setup_teardown(default_list_picks_by_device_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(gemm_default_is_valid_on_every_isa, setup, teardown),
         cmocka_unit_test_setup_teardown(problems_are_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(space_sees_problem_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(cuda_json_is_the_cuda_variant, setup, teardown),
