@@ -81,7 +81,7 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
                                                                   : json_object();
     json_t *params = json_loads(v->params_text, 0, NULL);
     json_t *restr = json_loads(v->restrictions_text, 0, NULL);
-    json_t *def = json_loads(v->default_text, 0, NULL);
+    json_t *def = json_loads(kernel_spec_default(k, dev->kind, &dev->limits), 0, NULL);
     json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "device", dev->name,
                           "problem", problem ? problem : json_object(), "problem_arguments",
                           args ? args : json_array(), "problem_restrictions",

@@ -124,16 +124,15 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, u
                      ks ? ks : "(not a string)");
 }
 
-/* The default configuration must be a configuration of the space of the default problem and of the
- * test problem on a device with these limits. */
+/* The default configuration for a device with these limits (kernel_spec_default) must be a
+ * configuration of the space of the default problem and of the test problem on it. */
 static int check_default(kspec_loader *L, const kernel_spec *k, kspec_kind kind,
                          const kspec_limits *lim, const char *where)
 {
-    const kspec_variant *v = &k->variants[kind];
     kspec_problem p;
     kt_error e;
     space *sp = NULL;
-    json_t *def = json_loads(v->default_text, 0, NULL), *tp = NULL;
+    json_t *def = json_loads(kernel_spec_default(k, kind, lim), 0, NULL), *tp = NULL;
     int rc = -1;
 
     if (!def) {
@@ -338,6 +337,10 @@ void kernel_spec_free(kernel_spec *k)
         free(v->params_text);
         free(v->restrictions_text);
         free(v->default_text);
+        for (int i = 0; i < v->n_defaults; i++) {
+            kspec_expr_release(&v->default_when[i]);
+            free(v->default_texts[i]);
+        }
         for (int i = 0; i < 3; i++) {
             kspec_expr_release(&v->block[i]);
             kspec_expr_release(&v->grid[i]);

@@ -23,6 +23,7 @@
 #define KSPEC_MAX_EXPR_LEN     4096        /* characters of one expression */
 #define KSPEC_MAX_FILE_BYTES   (1 << 20)   /* spec.json, cuda.json and every source file */
 #define KSPEC_MAX_LIMITS       8           /* device limits of one kind */
+#define KSPEC_MAX_DEFAULTS     8           /* entries of a "default" list */
 #define KSPEC_MAX_ELEMENTS     (1LL << 34) /* elements of one buffer */
 
 typedef enum { KSPEC_CPU = 0, KSPEC_CUDA, KSPEC_N_KINDS } kspec_kind;
@@ -59,7 +60,13 @@ typedef struct kspec_variant {
     char param_names[KSPEC_MAX_PARAMS][KSPEC_MAX_NAME + 1];
     char *params_text;       /* JSON array [{"name","values"}] for space_new */
     char *restrictions_text; /* JSON array of strings */
-    char *default_text;      /* JSON object parameter -> value */
+    char *default_text;      /* JSON object parameter -> value (of a list: its last entry) */
+    /* "default" as a list of {"when": expression over the device limits, "config": {...}}: the
+     * entries in order (default_when[i].text NULL: no "when", the last entry only); 0 entries for
+     * a plain object. kernel_spec_default picks one for a device. */
+    int n_defaults;
+    kspec_expr default_when[KSPEC_MAX_DEFAULTS]; /* slots: the device limits, in limit-name order */
+    char *default_texts[KSPEC_MAX_DEFAULTS];     /* JSON object parameter -> value */
     kspec_expr block[3], grid[3],
         shared_bytes; /* CUDA; slots: parameters, then problem arguments */
     char hash[17]; /* FNV-1a 64 (hex) of the spec files, this variant's source and the reference */
@@ -104,6 +111,10 @@ const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
 kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
                               char *why, size_t why_cap);
 void kernel_spec_free(kernel_spec *k);
+/* The default configuration (compact JSON object, owned by k) of a variant on a device with these
+ * limits: the plain "default" object, or the config of the first entry of a "default" list whose
+ * "when" holds for lim (lim NULL, or no "when" holding: the list's last entry, which has none). */
+const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const kspec_limits *lim);
 
 /* Validates a request's problem (NULL or JSON null: all defaults): an object of argument ->
  * integer, each in its range, every problem restriction holding. Errors: KT_ERR_BAD_PROBLEM naming

@@ -153,38 +153,112 @@ static int load_restrictions(kspec_loader *L, const kernel_spec *k, kspec_kind k
     return 0;
 }
 
-static int load_default(kspec_loader *L, kspec_variant *v, const json_t *def, const json_t *params,
-                        const char *where)
+/* One configuration object: every parameter named once with one of its values. *text: compact
+ * JSON, sorted keys (malloc'd). */
+static int load_config(kspec_loader *L, const kspec_variant *v, const json_t *def,
+                       const json_t *params, const char *where, char **text)
 {
     const char *key;
     json_t *val;
     if (!json_is_object(def))
-        return kspec_bad(L, "%s.default must be an object of parameter -> value", where);
+        return kspec_bad(L, "%s must be an object of parameter -> value", where);
     json_object_foreach((json_t *)def, key, val)
     {
         int p = -1;
         for (int i = 0; i < v->n_params && p < 0; i++)
             p = strcmp(v->param_names[i], key) == 0 ? i : -1;
         if (p < 0)
-            return kspec_bad(L, "%s.default names '%.64s', which is not a parameter", where, key);
+            return kspec_bad(L, "%s names '%.64s', which is not a parameter", where, key);
         const json_t *vals = json_object_get(json_array_get(params, (size_t)p), "values");
         int found = 0;
         for (size_t a = 0; a < json_array_size(vals) && !found; a++)
             found = json_is_integer(val) &&
                     json_integer_value(val) == json_integer_value(json_array_get(vals, a));
         if (!found)
-            return kspec_bad(
-                L, "%s.default is not valid: %s is not one of the values of parameter %s", where,
-                json_is_integer(val) ? "its value" : "a non-integer value", key);
+            return kspec_bad(L, "%s is not valid: %s is not one of the values of parameter %s",
+                             where, json_is_integer(val) ? "its value" : "a non-integer value",
+                             key);
     }
     for (int i = 0; i < v->n_params; i++) {
         if (!json_object_get(def, v->param_names[i]))
-            return kspec_bad(L, "%s.default is not valid: it lacks parameter %s", where,
-                             v->param_names[i]);
+            return kspec_bad(L, "%s is not valid: it lacks parameter %s", where, v->param_names[i]);
     }
-    if (!(v->default_text = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS)))
+    if (!(*text = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS)))
         return kspec_bad(L, "out of memory");
     return 0;
+}
+
+/* "default": a configuration object, or a list of 1 to KSPEC_MAX_DEFAULTS entries {"when":
+ * expression over the device limits, "config": object}, the last without "when" (the fallback
+ * when none holds), the others with one. */
+static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, const json_t *def,
+                        const json_t *params, const char *where)
+{
+    static const char *const fields[] = {"when", "config", NULL};
+    char field[128];
+    snprintf(field, sizeof field, "%s.default", where);
+    if (!json_is_array(def))
+        return load_config(L, v, def, params, field, &v->default_text);
+    size_t n = json_array_size(def);
+    if (n < 1 || n > KSPEC_MAX_DEFAULTS)
+        return kspec_bad(L,
+                         "%s must be a configuration object or a list of 1 to %d entries "
+                         "{\"when\": expression, \"config\": object}",
+                         field, KSPEC_MAX_DEFAULTS);
+    int n_limits = 0;
+    const char *const *limit_names = kernel_spec_limit_names(kind, &n_limits);
+    expr_names en = {.n_params = n_limits, .params = limit_names};
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(def, i);
+        snprintf(field, sizeof field, "%s.default[%zu]", where, i);
+        if (!json_is_object(e))
+            return kspec_bad(L, "%s must be an object {\"when\": expression, \"config\": object}",
+                             field);
+        if (kspec_check_fields(L, e, field, fields) < 0)
+            return -1;
+        const json_t *when = json_object_get(e, "when");
+        if (i + 1 < n && !when)
+            return kspec_bad(L, "%s.when: missing (only the last entry may leave it out)", field);
+        if (i + 1 == n && when)
+            return kspec_bad(L, "%s.when: the last entry is the fallback and has no \"when\"",
+                             field);
+        v->n_defaults = (int)i + 1; /* kernel_spec_free releases what is set so far */
+        char wfield[160];
+        snprintf(wfield, sizeof wfield, "%s.when", field);
+        if (when && (!json_is_string(when) ||
+                     kspec_parse_expr(L, &v->default_when[i], when, wfield, &en) < 0))
+            return json_is_string(when)
+                       ? -1
+                       : kspec_bad(L,
+                                   "%s must be an expression (a string) over the device "
+                                   "limits",
+                                   wfield);
+        const json_t *cfg = kspec_need(L, e, field, "config");
+        char cfield[160];
+        snprintf(cfield, sizeof cfield, "%s.config", field);
+        if (!cfg || load_config(L, v, cfg, params, cfield, &v->default_texts[i]) < 0)
+            return -1;
+    }
+    if (!(v->default_text = strdup(v->default_texts[n - 1])))
+        return kspec_bad(L, "out of memory");
+    return 0;
+}
+
+const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const kspec_limits *lim)
+{
+    const kspec_variant *v = &k->variants[kind];
+    if (v->n_defaults == 0 || !lim)
+        return v->default_text;
+    expr_value slots[KSPEC_MAX_LIMITS];
+    int n_limits = 0;
+    kernel_spec_limit_names(kind, &n_limits);
+    for (int i = 0; i < n_limits; i++)
+        slots[i] = (expr_value){.type = EXPR_INT, .u.i = lim->v[i]};
+    for (int i = 0; i + 1 < v->n_defaults; i++) {
+        if (expr_test(v->default_when[i].e, slots) == 1)
+            return v->default_texts[i];
+    }
+    return v->default_text;
 }
 
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
@@ -228,7 +302,7 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
     const json_t *def = kspec_need(L, obj, where, "default");
     if (!def)
         return -1;
-    return load_default(L, v, def, params, where);
+    return load_default(L, kind, v, def, params, where);
 }
 
 space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,

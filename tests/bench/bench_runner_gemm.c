@@ -1,12 +1,15 @@
 /* Bench of the CPU gemm kernel (kernels/gemm) through ktune-runner, the issue's Done-when figure:
  * on one core, (a) the FMA peak (a register-only FMA loop at the widest vector width), (b) OpenBLAS
- * single-threaded sgemm, (c) the gemm space (kernels/gemm/spec.json, constants = problem + CPU
- * limits read like the runner) searched by the random searcher for KT_BENCH_EVALS (default 300)
- * evaluations measured by the runner, the spec's default configuration first. Per size (1024³,
- * 2048³) it prints the best and default GFLOP/s (re-measured with more repeats), OpenBLAS, the peak
- * and the ratios tuned/OpenBLAS and tuned/peak. The runner and this process are pinned to the same
- * core; compiled kernels are cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster.
- * Asserts nothing. */
+ * single-threaded sgemm, (c) the gemm space (kernels/gemm/spec.json loaded by the catalog with this
+ * CPU's limits: the space of each problem and the default configuration for this ISA) tuned by
+ * `auto` for KT_BENCH_EVALS (default 300) evaluations measured by the runner, the default
+ * configuration first (told to auto like its own proposal), and (d) the best of RANDOM_EVALS random
+ * configurations (the `random` searcher), for the tuning gain. Per size (1024³, 2048³) it prints
+ * the tuned (the best of auto's top TOP re-measured), the default, the best random and OpenBLAS
+ * GFLOP/s (re-measured in alternating rounds with more repeats: the best round, and the median of
+ * rounds), the peak, and the ratios tuned/OpenBLAS, tuned/peak, tuned/default and tuned/random. The
+ * runner and this process are pinned to core 1 (core 0 on a one-core machine); compiled kernels are
+ * cached in $TMPDIR/ktune-bench-runner-gemm so reruns are faster. Asserts nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -24,6 +27,7 @@
 
 #include <cblas.h>
 
+#include "catalog/kernel_spec.h"
 #include "core/clock.h"
 #include "runner/runner.h"
 #include "search/searcher.h"
@@ -34,7 +38,9 @@
 #define BATCH          8
 #define REPLY_MAX      (1 << 20)
 #define CALL_TIMEOUT_S 300
-#define ROUNDS         5 /* alternating re-measure rounds of best, default and OpenBLAS */
+#define ROUNDS         7  /* alternating re-measure rounds of tuned, default, random and OpenBLAS */
+#define RANDOM_EVALS   30 /* evaluations of the random search the tuning gain is measured against */
+#define TOP            3  /* auto's best configurations re-measured (the best of them is "tuned") */
 
 /* ---- (a) FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
 
@@ -329,64 +335,41 @@ static double measure(runner_proc *p, const char *source, long n, json_t *define
     return gf;
 }
 
-/* The gemm space with constants M, N, K = n and the CPU limits. */
-static space *gemm_space(const json_t *cpu_variant, const cpu_info *ci, long n)
-{
-    json_t *constants =
-        json_pack("{s:I, s:I, s:I, s:i, s:I, s:I, s:I, s:i}", "M", (json_int_t)n, "N",
-                  (json_int_t)n, "K", (json_int_t)n, "cores", ci->cores, "l1d_bytes",
-                  (json_int_t)ci->l1d_bytes, "l2_bytes", (json_int_t)ci->l2_bytes, "l3_bytes",
-                  (json_int_t)ci->l3_bytes, "vector_bits", ci->vector_bits);
-    kt_error err;
-    space *sp = space_new(json_object_get(cpu_variant, "parameters"),
-                          json_object_get(cpu_variant, "restrictions"), constants, NULL, &err);
-    if (!sp)
-        printf("  cannot build the gemm space: %s\n", err.message);
-    json_decref(constants);
-    return sp;
-}
+/* The configurations measured by one search: the best and the counts. */
+typedef struct search_out {
+    config_id best;
+    double best_gf;     /* 0 when none was ok */
+    double first_gf;    /* the first configuration's (search figure; 0 when not ok) */
+    config_id top[TOP]; /* the n_top best, best first */
+    double top_gf[TOP];
+    int n_top;
+    int done, ok, failed;
+} search_out;
 
-static void tune_size(runner_proc *p, const json_t *spec, const cpu_info *ci, long n, int evals,
-                      double peak)
+/* Measures evals configurations proposed by strategy (seed SEARCH_SEED) on sp at n³; first (or
+ * NULL): a configuration proposed before the strategy's own and told to it (searcher history). */
+static int search(runner_proc *p, const char *source, json_t *tol, const space *sp, long n,
+                  const char *strategy, int evals, const config_id *first, search_out *o)
 {
-    const json_t *cpu = json_object_get(json_object_get(spec, "variants"), "cpu");
-    json_t *tol = json_object_get(spec, "tolerance");
-    char source[1024];
-    snprintf(source, sizeof source, "%s/kernels/gemm/%s", KT_SOURCE_DIR,
-             json_string_value(json_object_get(cpu, "source")));
-    space *sp = gemm_space(cpu, ci, n);
-    if (!sp)
-        return;
     kt_error err;
-    config_id def_id;
-    if (space_config_from_json(sp, json_object_get(cpu, "default"), &def_id, &err) < 0) {
-        printf("  the default configuration is not valid here: %s\n", err.message);
-        space_free(sp);
-        return;
-    }
-    searcher *s = searcher_new("random", sp, NULL, SEARCH_SEED, &err);
+    searcher *s = searcher_new(strategy, sp, NULL, SEARCH_SEED, &err);
     if (!s) {
-        printf("  cannot start the random searcher: %s\n", err.message);
-        space_free(sp);
-        return;
+        printf("  cannot start the %s searcher: %s\n", strategy, err.message);
+        return -1;
+    }
+    searcher_history h = {.first = first, .n_first = first ? 1 : 0};
+    if (first && searcher_set_history(s, &h, &err) < 0) {
+        printf("  cannot give %s the default first: %s\n", strategy, err.message);
+        searcher_free(s);
+        return -1;
     }
     measure_opts quick =
         n <= 1024 ? (measure_opts){3, 10, 0.1, 1.0} : (measure_opts){2, 5, 0.3, 1.5};
-    measure_opts careful = {5, 1000, 0.6, 5.0};
+    memset(o, 0, sizeof *o);
     char status[64];
-    double t0 = kt_clock_s();
-
-    /* the default first, then the searcher's proposals */
-    json_t *def_cfg = space_config_json(sp, def_id);
-    double def_gf = measure(p, source, n, def_cfg, tol, &quick, status, sizeof status);
-    double best_gf = def_gf;
-    config_id best_id = def_id;
-    int done = 1, ok = def_gf > 0, failed = def_gf > 0 ? 0 : 1;
-    if (def_gf <= 0)
-        printf("  default configuration: %s\n", status);
-    while (done < evals) {
+    while (o->done < evals) {
         config_id ids[BATCH];
-        int want = evals - done < BATCH ? evals - done : BATCH;
+        int want = evals - o->done < BATCH ? evals - o->done : BATCH;
         int got = searcher_ask(s, ids, want);
         if (got == 0)
             break;
@@ -394,72 +377,166 @@ static void tune_size(runner_proc *p, const json_t *spec, const cpu_info *ci, lo
         for (int i = 0; i < got; i++) {
             json_t *cfg = space_config_json(sp, ids[i]);
             double gf = measure(p, source, n, cfg, tol, &quick, status, sizeof status);
-            json_decref(cfg);
             trial_result_init(&res[i]);
+            if (first && ids[i] == *first)
+                o->first_gf = gf;
             if (gf > 0) {
                 res[i].status = TRIAL_OK;
                 res[i].time_ms = 2.0 * (double)n * n * n / (gf * 1e9) * 1e3;
-                ok++;
-                if (gf > best_gf) {
-                    best_gf = gf;
-                    best_id = ids[i];
+                o->ok++;
+                if (gf > o->best_gf) {
+                    o->best_gf = gf;
+                    o->best = ids[i];
+                }
+                int at = o->n_top < TOP ? o->n_top++ : TOP - 1; /* insert into the top list */
+                if (at < TOP - 1 || gf > o->top_gf[at]) {
+                    for (; at > 0 && o->top_gf[at - 1] < gf; at--) {
+                        o->top[at] = o->top[at - 1];
+                        o->top_gf[at] = o->top_gf[at - 1];
+                    }
+                    o->top[at] = ids[i];
+                    o->top_gf[at] = gf;
                 }
             } else {
                 trial_status ts;
                 res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
-                failed++;
-                json_t *bad = space_config_json(sp, ids[i]);
-                char *txt = json_dumps(bad, JSON_COMPACT);
+                o->failed++;
+                char *txt = json_dumps(cfg, JSON_COMPACT);
                 printf("  %s: %s\n", txt ? txt : "?", status);
                 free(txt);
-                json_decref(bad);
             }
+            json_decref(cfg);
         }
         searcher_tell(s, ids, res, got);
         for (int i = 0; i < got; i++)
             trial_result_release(&res[i]);
-        done += got;
+        o->done += got;
     }
-    double search_s = kt_clock_s() - t0;
+    searcher_free(s);
+    return 0;
+}
 
-    /* re-measure the best, the default and OpenBLAS in alternating rounds (medians over rounds),
-     * so that a slow phase of the machine hits all three alike */
-    json_t *best_cfg = space_config_json(sp, best_id);
-    double blas_r[ROUNDS], best_r[ROUNDS], def_r[ROUNDS];
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
+static void print_config(const char *label, double again, double med, double search_gf,
+                         const space *sp, config_id id)
+{
+    json_t *cfg = space_config_json(sp, id);
+    char *txt = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+    printf("  %-9s %7.2f GFLOP/s (median %.2f, search %.2f)  %s\n", label, again, med, search_gf,
+           txt ? txt : "?");
+    free(txt);
+    json_decref(cfg);
+}
+
+static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits *lim, long n,
+                      int evals, double *peak)
+{
+    json_t *tol = json_pack("{s:f, s:f}", "rtol", ks->rtol, "atol", ks->atol);
+    const char *source = ks->variants[KSPEC_CPU].source;
+    json_t *problem =
+        json_pack("{s:I, s:I, s:I}", "M", (json_int_t)n, "N", (json_int_t)n, "K", (json_int_t)n);
+    json_t *def_cfg = json_loads(kernel_spec_default(ks, KSPEC_CPU, lim), 0, NULL);
+    kspec_problem prob;
+    kt_error err;
+    space *sp = NULL;
+    config_id def_id;
+    if (!tol || !problem || !def_cfg || kernel_spec_problem(ks, problem, &prob, &err) < 0 ||
+        !(sp = kernel_spec_space(ks, KSPEC_CPU, &prob, lim, &err)) ||
+        space_config_from_json(sp, def_cfg, &def_id, &err) < 0) {
+        printf("  gemm %ld^3: no space or no valid default here: %s\n", n, err.message);
+        goto out;
+    }
+    double t0 = kt_clock_s();
+    search_out tuned, rnd;
+    if (search(p, source, tol, sp, n, "auto", evals, &def_id, &tuned) < 0)
+        goto out;
+    double tune_s = kt_clock_s() - t0;
+    t0 = kt_clock_s();
+    if (search(p, source, tol, sp, n, "random", RANDOM_EVALS, NULL, &rnd) < 0)
+        goto out;
+    double random_s = kt_clock_s() - t0;
+    if (tuned.ok == 0 || rnd.ok == 0) {
+        printf("  gemm %ld^3: no configuration measured ok (auto %d, random %d)\n", n, tuned.ok,
+               rnd.ok);
+        goto out;
+    }
+    double def_gf = tuned.first_gf;
+
+    /* Re-measure auto's top configurations, the default, the random best and OpenBLAS in
+     * alternating rounds, so that a slow phase of the machine hits all alike. Each figure of a
+     * round is the runner's median over its repeats; a candidate's figure is its best round (other
+     * processes on the core only ever slow a round down), the median of rounds is printed too. */
+    measure_opts careful = {5, 1000, 0.6, 5.0};
+    config_id cand[TOP + 2];
+    int n_cand = 0, def_at = -1, rnd_at = -1;
+    for (int i = 0; i < tuned.n_top; i++)
+        cand[n_cand++] = tuned.top[i];
+    for (int pass = 0; pass < 2; pass++) {
+        config_id want = pass == 0 ? def_id : rnd.best;
+        int at = -1;
+        for (int i = 0; i < n_cand && at < 0; i++)
+            at = cand[i] == want ? i : -1;
+        if (at < 0) {
+            at = n_cand;
+            cand[n_cand++] = want;
+        }
+        *(pass == 0 ? &def_at : &rnd_at) = at;
+    }
+    const char *what;
+    double again = fma_peak(&what); /* the peak again: a busy core at the start only lowers it */
+    if (again > *peak)
+        *peak = again;
+    double r[TOP + 2][ROUNDS], blas_r[ROUNDS];
+    char status[64];
     for (int k = 0; k < ROUNDS; k++) {
         blas_r[k] = openblas_gflops(n, careful.min_seconds);
-        best_r[k] = measure(p, source, n, best_cfg, tol, &careful, status, sizeof status);
-        def_r[k] = best_id == def_id
-                       ? best_r[k]
-                       : measure(p, source, n, def_cfg, tol, &careful, status, sizeof status);
+        for (int i = 0; i < n_cand; i++) {
+            json_t *cfg = space_config_json(sp, cand[i]);
+            r[i][k] = measure(p, source, n, cfg, tol, &careful, status, sizeof status);
+            json_decref(cfg);
+        }
     }
-    qsort(blas_r, ROUNDS, sizeof(double), cmp_double);
-    qsort(best_r, ROUNDS, sizeof(double), cmp_double);
-    qsort(def_r, ROUNDS, sizeof(double), cmp_double);
-    double blas = blas_r[ROUNDS / 2], best_again = best_r[ROUNDS / 2],
-           def_again = def_r[ROUNDS / 2];
-    char *best_txt = json_dumps(best_cfg, JSON_COMPACT);
-    char *def_txt = json_dumps(def_cfg, JSON_COMPACT);
-    double tuned = best_again > def_again ? best_again : def_again;
-    printf("gemm %ldx%ldx%ld (one core): %d evaluations (%d ok, %d failed) in %.0f s\n", n, n, n,
-           done, ok, failed, search_s);
-    printf("  best      %7.2f GFLOP/s (search %.2f)  %s\n", best_again, best_gf,
-           best_txt ? best_txt : "?");
-    printf("  default   %7.2f GFLOP/s (search %.2f)  %s\n", def_again, def_gf,
-           def_txt ? def_txt : "?");
-    printf("  OpenBLAS  %7.2f GFLOP/s (cblas_sgemm, 1 thread)\n", blas);
-    printf("  (best, default and OpenBLAS: medians of %d alternating rounds of >= %.1f s each)\n",
-           ROUNDS, careful.min_seconds);
-    printf("  peak      %7.2f GFLOP/s\n", peak);
-    printf("  tuned/OpenBLAS %.3f   tuned/peak %.3f   (tuned = the better re-measured of best "
-           "and default)\n",
-           blas > 0 ? tuned / blas : 0.0, peak > 0 ? tuned / peak : 0.0);
+    double best_of[TOP + 2], med_of[TOP + 2];
+    for (int i = 0; i < n_cand; i++) {
+        med_of[i] = median(r[i], ROUNDS); /* sorts r[i] */
+        best_of[i] = r[i][ROUNDS - 1];
+    }
+    double blas_med = median(blas_r, ROUNDS), blas = blas_r[ROUNDS - 1];
+    int t = 0; /* tuned: the best of auto's top, re-measured */
+    for (int i = 1; i < tuned.n_top; i++)
+        t = best_of[i] > best_of[t] ? i : t;
+    printf("gemm %ldx%ldx%ld (one core): auto %d evaluations (%d ok, %d failed) in %.0f s, the "
+           "default first; random %d evaluations (%d ok) in %.0f s; space of %llu "
+           "configurations\n",
+           n, n, n, tuned.done, tuned.ok, tuned.failed, tune_s, rnd.done, rnd.ok, random_s,
+           (unsigned long long)space_count(sp));
+    print_config("tuned", best_of[t], med_of[t], tuned.top_gf[t], sp, cand[t]);
+    print_config("default", best_of[def_at], med_of[def_at], def_gf, sp, def_id);
+    print_config("random30", best_of[rnd_at], med_of[rnd_at], rnd.best_gf, sp, rnd.best);
+    printf("  OpenBLAS  %7.2f GFLOP/s (median %.2f; cblas_sgemm, 1 thread)\n", blas, blas_med);
+    printf("  (best of %d alternating rounds of >= %.1f s each, median of the rounds in brackets; "
+           "tuned = the best of auto's top %d re-measured)\n",
+           ROUNDS, careful.min_seconds, tuned.n_top);
+    printf("  peak      %7.2f GFLOP/s (the best of the runs so far)\n", *peak);
+    printf("  tuned/OpenBLAS %.3f   tuned/peak %.3f   tuned/default %.3f   tuned/random30 %.3f\n",
+           blas > 0 ? best_of[t] / blas : 0.0, *peak > 0 ? best_of[t] / *peak : 0.0,
+           best_of[def_at] > 0 ? best_of[t] / best_of[def_at] : 0.0,
+           best_of[rnd_at] > 0 ? best_of[t] / best_of[rnd_at] : 0.0);
+    printf(
+        "  (medians of rounds: tuned/OpenBLAS %.3f   tuned/default %.3f   tuned/random30 %.3f)\n",
+        blas_med > 0 ? med_of[t] / blas_med : 0.0,
+        med_of[def_at] > 0 ? med_of[t] / med_of[def_at] : 0.0,
+        med_of[rnd_at] > 0 ? med_of[t] / med_of[rnd_at] : 0.0);
     fflush(stdout);
-    free(best_txt);
-    free(def_txt);
-    json_decref(best_cfg);
+out:
+    json_decref(tol);
+    json_decref(problem);
     json_decref(def_cfg);
-    searcher_free(s);
     space_free(sp);
 }
 
@@ -498,17 +575,19 @@ int main(void)
            blas1, blas2);
     fflush(stdout);
 
-    char path[1024];
-    snprintf(path, sizeof path, "%s/kernels/gemm/spec.json", KT_SOURCE_DIR);
-    json_error_t jerr;
-    json_t *spec = json_load_file(path, 0, &jerr);
+    /* the catalog's view of the spec on this CPU: its limits choose the default (per ISA) */
+    kspec_limits lim = {{ci.cores, ci.l1d_bytes, ci.l2_bytes, ci.l3_bytes, ci.vector_bits}};
+    const kspec_limits *limits[KSPEC_N_KINDS] = {&lim, NULL};
+    char dir[1024], why[1024];
+    snprintf(dir, sizeof dir, "%s/kernels/gemm", KT_SOURCE_DIR);
+    kernel_spec *spec = kernel_spec_load(dir, limits, why, sizeof why);
     if (!spec) {
-        printf("cannot read %s: %s\n", path, jerr.text);
+        printf("cannot load %s: %s\n", dir, why);
         return 0;
     }
 #ifndef KT_RUNNER_PATH
     printf("no ktune-runner target in this build: the tuning part is skipped\n");
-    json_decref(spec);
+    kernel_spec_free(spec);
     return 0;
 #else
     runner_proc p = {.to = -1, .from = -1, .core = core};
@@ -519,7 +598,7 @@ int main(void)
     if (!p.buf || runner_start(&p) < 0) {
         printf("cannot start %s\n", KT_RUNNER_PATH);
         free(p.buf);
-        json_decref(spec);
+        kernel_spec_free(spec);
         return 0;
     }
     json_t *probe = json_pack("{s:i, s:s}", "id", 0, "op", "probe");
@@ -530,18 +609,19 @@ int main(void)
         json_decref(r);
         runner_stop(&p, 1);
         free(p.buf);
-        json_decref(spec);
+        kernel_spec_free(spec);
         return 0;
     }
     json_decref(r);
-    printf("random search, %d evaluations per size, seed %d, runner on core %d, cache %s\n", evals,
-           SEARCH_SEED, core, p.cache);
+    printf("auto: %d evaluations per size (the default first), random: %d, seed %d, runner on core "
+           "%d, cache %s\n",
+           evals, RANDOM_EVALS, SEARCH_SEED, core, p.cache);
     fflush(stdout);
-    tune_size(&p, spec, &ci, 1024, evals, peak);
-    tune_size(&p, spec, &ci, 2048, evals, peak);
+    tune_size(&p, spec, &lim, 1024, evals, &peak);
+    tune_size(&p, spec, &lim, 2048, evals, &peak);
     runner_stop(&p, 0);
     free(p.buf);
-    json_decref(spec);
+    kernel_spec_free(spec);
     return 0;
 #endif
 }

@@ -26,7 +26,7 @@ const ARTIFACTS = process.env.KTUNE_ARTIFACTS || path.join(os.tmpdir(), "ktune-b
 const TOKEN = "browser-models-token";
 const AUTH = { Authorization: "Bearer " + TOKEN };
 const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
-const DEFAULT = { MR: 6, NR: 64, KC: 512, MC: 192, NC: 512, UNROLL: 1, PACK_A: 0, LOOP: 1 };
+const DEFAULT = { MR: 6, NR: 64, KC: 512, MC: 192, NC: 512, UNROLL: 1, PF_A: 0, PF_B: 0, PACK_A: 0, PACK_B: 1, LOOP: 1 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe("models page", { timeout: 600000 }, () => {

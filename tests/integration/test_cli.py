@@ -141,7 +141,8 @@ class CliTest(unittest.TestCase):
     def test_models_train_and_predicted_best(self):
         # Four gemm problems "measured" on the cpu through imports (no measuring here): the default
         # configuration with UNROLL 1, 2 and 4, one of them best per problem.
-        default = {"MR": 6, "NR": 64, "KC": 512, "MC": 192, "NC": 512, "UNROLL": 1, "PACK_A": 0, "LOOP": 1}
+        default = {"MR": 6, "NR": 64, "KC": 512, "MC": 192, "NC": 512, "UNROLL": 1, "PF_A": 0, "PF_B": 0,
+                   "PACK_A": 0, "PACK_B": 1, "LOOP": 1}
         problems = [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 128, "K": 128},
                     {"M": 256, "N": 256, "K": 256}, {"M": 512, "N": 512, "K": 512}]
         for i, problem in enumerate(problems):

@@ -164,6 +164,98 @@ static void each_error_is_skipped_with_its_message(void **state)
     kernel_spec_free(load_ok(f->dir, &CPU_LIMITS));
 }
 
+/* "default" as a list of {"when", "config"}: the first entry whose "when" holds on the device's
+ * limits is its default (the last, without "when", when none holds or no limits are known); each
+ * entry is validated, the chosen one against the device's space. */
+static void default_list_picks_by_device_limits(void **state)
+{
+    fixture *f = *state;
+    const char *plain = "\"default\": {\"U\": 1, \"B\": 16}";
+    char *s =
+        edited(plain, "\"default\": [{\"when\": \"l1d_bytes >= 4096\", \"config\": {\"U\": 1, "
+                      "\"B\": 64}}, {\"when\": \"vector_bits >= 256 and cores > 2\", "
+                      "\"config\": {\"U\": 2, \"B\": 32}}, {\"config\": {\"U\": 4, \"B\": "
+                      "16}}]");
+    write_file(f->dir, "spec.json", s);
+    kernel_spec *k = load_ok(f->dir, &CPU_LIMITS); /* L1 256 bytes, 4 cores, 256 bits */
+    const kspec_variant *v = &k->variants[KSPEC_CPU];
+    assert_int_equal(v->n_defaults, 3);
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, &CPU_LIMITS), "{\"B\":32,\"U\":2}");
+    kspec_limits big_l1 = CPU_LIMITS, small = CPU_LIMITS;
+    big_l1.v[1] = 32768;
+    small.v[0] = 2;
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, &big_l1), "{\"B\":64,\"U\":1}");
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, &small), "{\"B\":16,\"U\":4}");
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, NULL), "{\"B\":16,\"U\":4}");
+    assert_string_equal(v->default_text, "{\"B\":16,\"U\":4}");
+    kernel_spec_free(k);
+    k = load_ok(f->dir, NULL); /* no limits: values only */
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, NULL), "{\"B\":16,\"U\":4}");
+    kernel_spec_free(k);
+    free(s);
+    /* the plain object keeps working */
+    write_file(f->dir, "spec.json", VALID_SPEC);
+    k = load_ok(f->dir, &CPU_LIMITS);
+    assert_int_equal(k->variants[KSPEC_CPU].n_defaults, 0);
+    assert_string_equal(kernel_spec_default(k, KSPEC_CPU, &CPU_LIMITS), "{\"B\":16,\"U\":1}");
+    kernel_spec_free(k);
+    /* refused: the picked entry is not valid on the device (B*4 <= l1d_bytes), a "when" on the
+     * last entry, none on an earlier one, an unknown name, a bad config, an empty list */
+    expect_skip_edit(
+        f, plain,
+        "\"default\": [{\"when\": \"cores >= 4\", \"config\": {\"U\": 1, \"B\": 128}}, "
+        "{\"config\": {\"U\": 1, \"B\": 16}}]",
+        "default is not valid for the default problem", "restriction 1");
+    expect_skip_edit(f, plain,
+                     "\"default\": [{\"when\": \"cores >= 4\", \"config\": {\"U\": 1, \"B\": 16}}]",
+                     "default[0].when: the last entry is the fallback", NULL);
+    expect_skip_edit(f, plain,
+                     "\"default\": [{\"config\": {\"U\": 1, \"B\": 16}}, {\"config\": {\"U\": 1, "
+                     "\"B\": 16}}]",
+                     "default[0].when: missing", NULL);
+    expect_skip_edit(f, plain,
+                     "\"default\": [{\"when\": \"U > 1\", \"config\": {\"U\": 1, \"B\": 16}}, "
+                     "{\"config\": {\"U\": 1, \"B\": 16}}]",
+                     "default[0].when", "unknown name 'U'");
+    expect_skip_edit(f, plain,
+                     "\"default\": [{\"when\": 7, \"config\": {\"U\": 1, \"B\": 16}}, "
+                     "{\"config\": {\"U\": 1, \"B\": 16}}]",
+                     "default[0].when must be an expression", NULL);
+    expect_skip_edit(f, plain, "\"default\": [{\"config\": {\"U\": 3, \"B\": 16}}]",
+                     "default[0].config is not valid", "parameter U");
+    expect_skip_edit(f, plain, "\"default\": [{\"config\": {\"U\": 1, \"B\": 16}, \"if\": 1}]",
+                     "default[0]: unknown field 'if'", NULL);
+    expect_skip_edit(f, plain, "\"default\": []", "list of 1 to 8 entries", NULL);
+    kernel_spec_free(load_ok(f->dir, &CPU_LIMITS));
+}
+
+/* The catalog's gemm (kernels/gemm/spec.json) loads on CPUs of every ISA and cache shape: the
+ * default its list gives each (kernel_spec_load checks it against the device's space) is valid. */
+static void gemm_default_is_valid_on_every_isa(void **state)
+{
+    (void)state;
+    static const struct {
+        kspec_limits lim;
+        const char *want; /* a fragment of the default picked */
+    } cpus[] = {
+        {{{2, 32768, 1048576, 33554432, 512}},
+         "\"KC\":512,\"LOOP\":1,\"MC\":192,\"MR\":6,\"NC\":512,\"NR\":64"},
+        {{{8, 49152, 524288, 8388608, 512}}, "\"NC\":256,\"NR\":64"},
+        {{{4, 32768, 262144, 6291456, 256}}, "\"NC\":256,\"NR\":16"},
+        {{{16, 32768, 1048576, 16777216, 256}}, "\"NC\":512,\"NR\":16"},
+        {{{4, 32768, 262144, 0, 128}}, "\"NR\":8"},
+        {{{1, 0, 0, 0, 512}}, "\"NR\":64"}, /* caches unknown */
+        {{{1, 0, 0, 0, 128}}, "\"NR\":8"},
+    };
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+        kernel_spec *k = load_ok(KT_SOURCE_DIR "/kernels/gemm", &cpus[i].lim);
+        const char *def = kernel_spec_default(k, KSPEC_CPU, &cpus[i].lim);
+        if (!strstr(def, cpus[i].want))
+            fail_msg("cpu %zu: default %s lacks %s", i, def, cpus[i].want);
+        kernel_spec_free(k);
+    }
+}
+
 static void problems_are_validated(void **state)
 {
     fixture *f = *state;
@@ -435,6 +527,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(valid_spec_loads, setup, teardown),
         cmocka_unit_test_setup_teardown(each_error_is_skipped_with_its_message, setup, teardown),
+        cmocka_unit_test_setup_teardown(default_list_picks_by_device_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(gemm_default_is_valid_on_every_isa, setup, teardown),
         cmocka_unit_test_setup_teardown(problems_are_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(space_sees_problem_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(cuda_json_is_the_cuda_variant, setup, teardown),

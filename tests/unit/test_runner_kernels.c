@@ -274,6 +274,46 @@ static json_t *base_request(const json_t *spec, const char *dir, const problem_a
     return req;
 }
 
+/* The variant's default configuration on this CPU (borrowed): the "default" object, or of a list
+ * (kernels/README.md) the config of the first entry whose "when" holds on the probed limits. */
+static const json_t *default_config(const json_t *cpu, const json_t *limits)
+{
+    const json_t *def = json_object_get(cpu, "default");
+    if (!json_is_array(def))
+        return def;
+    const char *names[8];
+    expr_value values[8];
+    int n = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)limits, key, val)
+    {
+        assert_true(n < 8);
+        names[n] = key;
+        values[n++] = (expr_value){.type = EXPR_INT, .u.i = json_integer_value(val)};
+    }
+    expr_names en = {.n_consts = n, .const_names = names, .const_values = values};
+    size_t i;
+    json_t *e;
+    json_array_foreach(def, i, e)
+    {
+        const json_t *when = json_object_get(e, "when");
+        if (!when)
+            return json_object_get(e, "config");
+        kt_error err;
+        kt_error_clear(&err);
+        expr *x = expr_parse(json_string_value(when), &en, 4096, &err);
+        if (!x)
+            fail_msg("default[%zu].when: %s", i, err.message);
+        int holds = expr_test(x, NULL);
+        expr_free(x);
+        if (holds == 1)
+            return json_object_get(e, "config");
+    }
+    fail_msg("the default list has no entry for this CPU");
+    return NULL;
+}
+
 /* Measures the default and RANDOM_CONFIGS random valid configurations; returns how many. */
 static int check_kernel(runner_proc *p, const char *dir, const json_t *spec)
 {
@@ -294,7 +334,7 @@ static int check_kernel(runner_proc *p, const char *dir, const json_t *spec)
         fail_msg("%s: the cpu space has no valid configuration on this CPU", name);
     config_id ids[1 + RANDOM_CONFIGS];
     int n = 0;
-    if (space_config_from_json(sp, json_object_get(cpu, "default"), &ids[n++], &err) < 0)
+    if (space_config_from_json(sp, default_config(cpu, p->constants), &ids[n++], &err) < 0)
         fail_msg("%s: the default configuration is not valid here: %s", name, err.message);
     kt_rng rng;
     kt_rng_seed(&rng, 20240611);
