@@ -27,7 +27,7 @@ static const searcher_option bo_options[N_OPTS] = {
      "space-filling configurations proposed before the surrogate guides the search"},
     {"pool", SEARCHER_OPT_INTEGER, "192", 1, 4096, NULL,
      "random configurations scored per proposal, besides the neighbours of the best ones"},
-    {"max_train", SEARCHER_OPT_INTEGER, "192", 16, 1024, NULL,
+    {"max_train", SEARCHER_OPT_INTEGER, "128", 16, 1024, NULL,
      "observations the surrogate is fitted on at most (the best half and a spread of the rest)"},
     {"acquisition", SEARCHER_OPT_STRING, "\"ei\"", 0, 0, "ei|lcb",
      "ei: expected improvement of log time; lcb: lower confidence bound mean - 2 sd"},

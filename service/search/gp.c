@@ -36,6 +36,7 @@ struct gp {
     double loglik;
     int n, cap;
     int *x;        /* cap * np */
+    int *xt;       /* np * cap: the same, parameter-major (vectorisable kernel rows) */
     double *ys;    /* cap standardised targets */
     double *L;     /* cap * cap, lower triangle, row-major, leading dimension cap */
     double *alpha; /* (R + eta I)^-1 ys */
@@ -55,6 +56,7 @@ void gp_free(gp *g)
     free(g->tab);
     free(g->ls);
     free(g->x);
+    free(g->xt);
     free(g->ys);
     free(g->L);
     free(g->alpha);
@@ -159,15 +161,22 @@ double gp_loglik(const gp *g)
     return g->loglik;
 }
 
-/* Correlation of rows a and b under the tables tab. */
-static double corr(const gp *g, const double *tab, const int *a, const int *b)
+/* r[j] = correlation of row a with stored point j, j < n (parameter-major: vectorisable). */
+static void corr_row(const gp *g, const int *a, int n, double *restrict r)
 {
-    double r = 1;
+    for (int j = 0; j < n; j++)
+        r[j] = 1;
     for (int p = 0; p < g->np; p++) {
-        int d = a[p] - b[p];
-        r *= tab[g->toff[p] + (d < 0 ? -d : d)];
+        const double *t = g->tab + g->toff[p];
+        const int *restrict xp = g->xt + (size_t)p * g->cap;
+        int v = a[p];
+        if (g->nv[p] < 2)
+            continue;
+        for (int j = 0; j < n; j++) {
+            int d = v - xp[j];
+            r[j] *= t[d < 0 ? -d : d];
+        }
     }
-    return r;
 }
 
 /* In-place Cholesky of the lower triangle of the n x n row-major a (leading dimension lda):
@@ -344,6 +353,13 @@ static int reserve(gp *g, int want)
     if (!x)
         return -1;
     g->x = x;
+    int *xt = malloc(c * (size_t)g->np * sizeof *xt);
+    if (!xt)
+        return -1;
+    for (int p = 0; p < g->np; p++)
+        memcpy(xt + (size_t)p * c, g->xt + (size_t)p * g->cap, (size_t)g->n * sizeof *xt);
+    free(g->xt);
+    g->xt = xt;
     double *ys = realloc(g->ys, c * sizeof *ys);
     if (!ys)
         return -1;
@@ -374,9 +390,7 @@ static int factor(gp *g)
     for (int attempt = 0; attempt < 6; attempt++) {
         for (int i = 0; i < n; i++) {
             double *li = g->L + (size_t)i * lda;
-            const int *a = g->x + (size_t)i * g->np;
-            for (int j = 0; j < i; j++)
-                li[j] = corr(g, g->tab, a, g->x + (size_t)j * g->np);
+            corr_row(g, g->x + (size_t)i * g->np, i, li);
             li[i] = 1 + g->eta;
         }
         if (cholesky(g->L, n, lda) == 0)
@@ -406,6 +420,9 @@ int gp_fit(gp *g, const int *x, const double *y, int n, unsigned flags, kt_error
     if (reserve(g, n) < 0)
         goto oom;
     memcpy(g->x, x, (size_t)n * (size_t)g->np * sizeof *x);
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < g->np; p++)
+            g->xt[(size_t)p * g->cap + i] = x[(size_t)i * g->np + p];
     double mean = 0, var = 0;
     for (int i = 0; i < n; i++)
         mean += y[i];
@@ -448,13 +465,14 @@ int gp_add(gp *g, const int *x, double y)
             return -1;
     int lda = g->cap;
     double *row = g->L + (size_t)n * lda;
-    for (int j = 0; j < n; j++)
-        row[j] = corr(g, g->tab, x, g->x + (size_t)j * g->np);
+    corr_row(g, x, n, row);
     cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, n, g->L, lda, row, 1);
     double d2 = 1 + g->eta - cblas_ddot(n, row, 1, row, 1);
     double floor_ = g->eta * 1e-3 + 1e-12;
     row[n] = sqrt(d2 > floor_ ? d2 : floor_);
     memcpy(g->x + (size_t)n * g->np, x, (size_t)g->np * sizeof *x);
+    for (int p = 0; p < g->np; p++)
+        g->xt[(size_t)p * lda + n] = x[p];
     g->ys[n] = (y - g->ym) / g->ysd;
     g->n = n + 1;
     chol_solve(g->L, g->n, lda, g->ys, g->alpha);
@@ -485,13 +503,8 @@ int gp_predict(gp *g, const int *x, int m, double *mean, double *var)
         int mc = m - c0 < CHUNK ? m - c0 : CHUNK;
         for (int i = 0; i < mc; i++) {
             double *ri = g->buf + (size_t)i * n;
-            const int *a = x + (size_t)(c0 + i) * np;
-            double s = 0;
-            for (int j = 0; j < n; j++) {
-                ri[j] = corr(g, g->tab, a, g->x + (size_t)j * np);
-                s += ri[j] * g->alpha[j];
-            }
-            mean[c0 + i] = g->ym + g->ysd * s;
+            corr_row(g, x + (size_t)(c0 + i) * np, n, ri);
+            mean[c0 + i] = g->ym + g->ysd * cblas_ddot(n, ri, 1, g->alpha, 1);
         }
         if (!var)
             continue;
