@@ -162,8 +162,8 @@ static double row_dist(const bo_state *st, const int *a, const int *b)
     double d = 0;
     for (int p = 0; p < st->np; p++) {
         double x = st->kind[p] == GP_CATEGORICAL ? (a[p] != b[p])
-                   : st->nv[p] > 1                ? (double)(a[p] - b[p]) / (st->nv[p] - 1)
-                                                  : 0;
+                   : st->nv[p] > 1               ? (double)(a[p] - b[p]) / (st->nv[p] - 1)
+                                                 : 0;
         d += x * x;
     }
     return d;

@@ -85,7 +85,8 @@ static void fill_tables(const gp *g, const double *ls, double *tab)
         double *t = tab + g->toff[p];
         int nv = g->nv[p];
         for (int d = 0; d < nv; d++) {
-            double dist = g->kind[p] == GP_CATEGORICAL ? (d > 0) : (nv > 1 ? (double)d / (nv - 1) : 0);
+            double dist =
+                g->kind[p] == GP_CATEGORICAL ? (d > 0) : (nv > 1 ? (double)d / (nv - 1) : 0);
             t[d] = isinf(ls[p]) || d == 0 ? 1.0 : m52(dist / ls[p]);
         }
     }
@@ -100,9 +101,11 @@ gp *gp_new(int np, const int *nv, const gp_kind *kind, kt_error *err)
         return NULL;
     }
     for (int p = 0; p < np; p++) {
-        if (nv[p] < 1 || nv[p] > GP_MAX_VALUES || (kind[p] != GP_ORDINAL && kind[p] != GP_CATEGORICAL)) {
-            kt_error_set(err, KT_ERR_BAD_REQUEST, "gp: parameter %d has %d values (1..%d) or a bad kind", p,
-                         nv[p], GP_MAX_VALUES);
+        if (nv[p] < 1 || nv[p] > GP_MAX_VALUES ||
+            (kind[p] != GP_ORDINAL && kind[p] != GP_CATEGORICAL)) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST,
+                         "gp: parameter %d has %d values (1..%d) or a bad kind", p, nv[p],
+                         GP_MAX_VALUES);
             return NULL;
         }
     }

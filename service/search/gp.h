@@ -4,10 +4,10 @@
  * strategy of search/.
  *
  * Kernel: a product of per-parameter kernels, k(a, b) = s2 * prod_p m52(d_p(a_p, b_p) / l_p), with
- * m52 the Matern-5/2 correlation, d_p = |i - j| / (values - 1) for an ordinal parameter (numbers: the
- * list order) and d_p = [i != j] for a categorical one (strings), so a categorical parameter is an
- * exponentiated Hamming distance. Each parameter's correlation depends only on |i - j| (or i != j),
- * so it is a table of at most `values` entries: a kernel evaluation is np table reads and
+ * m52 the Matern-5/2 correlation, d_p = |i - j| / (values - 1) for an ordinal parameter (numbers:
+ * the list order) and d_p = [i != j] for a categorical one (strings), so a categorical parameter is
+ * an exponentiated Hamming distance. Each parameter's correlation depends only on |i - j| (or i !=
+ * j), so it is a table of at most `values` entries: a kernel evaluation is np table reads and
  * multiplications, no exp.
  *
  * Targets are standardised (mean, deviation) inside; s2 is the profile-likelihood estimate; a
@@ -29,7 +29,7 @@
 #include "core/error.h"
 
 typedef enum {
-    GP_ORDINAL = 0,  /* values in a meaningful order (numbers): distance by index */
+    GP_ORDINAL = 0, /* values in a meaningful order (numbers): distance by index */
     GP_CATEGORICAL, /* unordered values (strings): distance 0 or 1 */
 } gp_kind;
 

@@ -29,7 +29,7 @@ static void catalog_lists_every_strategy(void **state)
 {
     (void)state;
     json_t *cat = searcher_catalog_json();
-    assert_int_equal(json_array_size(cat), 10);
+    assert_int_equal(json_array_size(cat), 11);
     char joined[256] = "";
     size_t len = 0;
     for (size_t i = 0; i < json_array_size(cat); i++) {
