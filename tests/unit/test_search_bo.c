@@ -187,12 +187,17 @@ static void bo_beats_random(void **state)
     (void)state;
     space *sp = space_10k();
     double q1 = quality("bo", sp, 40, 1), q4 = quality("bo", sp, 40, 4),
-           qr = quality("random", sp, 40, 1);
-    printf("bo: mean fraction of optimum after 40 evaluations %.3f (batches of 4: %.3f), random "
-           "%.3f\n",
-           q1, q4, qr);
+           q16 = quality("bo", sp, 40, 16), qr = quality("random", sp, 40, 1);
+    double e1 = quality("bo", sp, 20, 1), e4 = quality("bo", sp, 20, 4),
+           er = quality("random", sp, 20, 1);
+    printf("bo: mean fraction of optimum after 40 evaluations %.3f (batches of 4: %.3f, of 16: "
+           "%.3f), random %.3f; after 20: %.3f (batches of 4: %.3f), random %.3f\n",
+           q1, q4, q16, qr, e1, e4, er);
     assert_true(q1 > qr + 0.1);
     assert_true(q4 > qr + 0.1);
+    assert_true(q16 > qr + 0.05);
+    assert_true(e1 > er + 0.05);
+    assert_true(e4 > er + 0.05);
     assert_true(q1 >= 0.9);
     space_free(sp);
 }
