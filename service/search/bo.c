@@ -36,6 +36,7 @@ static const searcher_option bo_options[N_OPTS] = {
 enum {
     TOP_K = 3,            /* best configurations whose neighbours join the pool */
     FILL_CANDIDATES = 24, /* random candidates per space-filling proposal */
+    MAX_NEIGHBOURS = 256, /* neighbours of the best in the pool at most (the best's first) */
 };
 #define LCB_KAPPA 2.0
 
@@ -329,10 +330,10 @@ static int propose_model(bo_state *st, double best, config_id *out)
         }
         top[j] = i;
     }
-    for (int k = 0; k < nt; k++) {
+    for (int k = 0; k < nt && nc < MAX_NEIGHBOURS; k++) {
         for (int q = 0; q < 3; q++) {
             int m = space_neighbours(st->sp, st->oid[top[k]], kinds[q], st->nb, st->nb_cap);
-            for (int i = 0; i < m; i++)
+            for (int i = 0; i < m && nc < MAX_NEIGHBOURS; i++)
                 pool_add(st, &nc, st->nb[i]);
         }
     }

@@ -43,7 +43,7 @@ struct gp {
     double *buf;   /* CHUNK * cap prediction scratch */
     /* Hyper-parameter search scratch (GP_HYPER_MAX points). */
     double *hk, *hy, *hw, *htab, *hls;
-    unsigned short *hd; /* per pair and parameter: the table index */
+    unsigned short *hd; /* per pair j < i (row i at i (i - 1) / 2) and parameter: table index */
 };
 
 void gp_free(gp *g)
@@ -235,7 +235,7 @@ static double hyper_loglik(gp *g, int m, const double *ls, double eta)
     for (int i = 0; i < m; i++) {
         double *ki = g->hk + (size_t)i * m;
         for (int j = 0; j < i; j++) {
-            const unsigned short *d = g->hd + ((size_t)i * m + j) * np;
+            const unsigned short *d = g->hd + ((size_t)i * (i - 1) / 2 + j) * np;
             double r = 1;
             for (int p = 0; p < np; p++)
                 r *= g->htab[g->toff[p] + d[p]];
@@ -266,7 +266,7 @@ static int hyper_search(gp *g, int n)
         g->hk = malloc(h * h * sizeof *g->hk);
         g->hy = malloc(h * sizeof *g->hy);
         g->hw = malloc(h * sizeof *g->hw);
-        g->hd = malloc(h * h * (size_t)np * sizeof *g->hd);
+        g->hd = malloc(h * (h - 1) / 2 * (size_t)np * sizeof *g->hd);
         if (!g->hk || !g->hy || !g->hw || !g->hd)
             return -1;
     }
@@ -286,7 +286,7 @@ static int hyper_search(gp *g, int n)
         g->hy[i] = (g->ys[(long long)i * n / m] - mean) / sd;
         for (int j = 0; j < i; j++) {
             const int *b = g->x + (size_t)((long long)j * n / m) * np;
-            unsigned short *d = g->hd + ((size_t)i * m + j) * np;
+            unsigned short *d = g->hd + ((size_t)i * (i - 1) / 2 + j) * np;
             for (int p = 0; p < np; p++) {
                 int e = a[p] - b[p];
                 d[p] = (unsigned short)(e < 0 ? -e : e);
