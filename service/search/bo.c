@@ -37,6 +37,7 @@ enum {
     TOP_K = 3,            /* best configurations whose neighbours join the pool */
     FILL_CANDIDATES = 24, /* random candidates per space-filling proposal */
     MAX_NEIGHBOURS = 256, /* neighbours of the best in the pool at most (the best's first) */
+    MAX_LIES = 256,       /* pending proposals the GP is conditioned on at most (bounds memory) */
 };
 #define LCB_KAPPA 2.0
 
@@ -286,7 +287,7 @@ static int fit(bo_state *st, double *best)
     }
     *best = lo;
     int row[GP_MAX_PARAMS];
-    for (int i = 0; i < st->n_pend; i++) {
+    for (int i = 0; i < st->n_pend && i < MAX_LIES; i++) {
         double mu;
         if (space_decode(st->sp, st->pend[i], row) < 0 || gp_predict(st->g, row, 1, &mu, NULL) < 0)
             continue;
@@ -357,7 +358,8 @@ static int propose_model(bo_state *st, double best, config_id *out)
         return -1;
     *out = st->cid[pick];
     /* Kriging believer: the pick's predicted mean stands in for its result. */
-    gp_add(st->g, st->cx + (size_t)pick * st->np, st->cmean[pick]);
+    if (gp_count(st->g) < st->max_train + MAX_LIES)
+        gp_add(st->g, st->cx + (size_t)pick * st->np, st->cmean[pick]);
     return 1;
 }
 

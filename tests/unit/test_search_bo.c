@@ -245,6 +245,29 @@ static void bo_deterministic_distinct(void **state)
     space_free(sp);
 }
 
+/* A batch far larger than the lies the GP takes (MAX_LIES) after a few results, with everything
+ * still pending at the next ask: distinct valid proposals, as many as asked. */
+static void bo_large_batches(void **state)
+{
+    (void)state;
+    space *sp = space_10k();
+    objective o = {sp, NULL, 0};
+    enum { N = 20 + 400 + 100 };
+    config_id *ids = malloc(N * sizeof *ids);
+    trial_result r[20];
+    assert_non_null(ids);
+    searcher *s = searcher_new("bo", sp, NULL, 3, NULL);
+    assert_int_equal(searcher_ask(s, ids, 20), 20);
+    evaluate(&o, ids, r, 20);
+    searcher_tell(s, ids, r, 20);
+    assert_int_equal(searcher_ask(s, ids + 20, 400), 400);
+    assert_int_equal(searcher_ask(s, ids + 420, 100), 100);
+    assert_distinct_valid(ids, N, space_count(sp));
+    searcher_free(s);
+    free(ids);
+    space_free(sp);
+}
+
 static void bo_options_validated(void **state)
 {
     (void)state;
@@ -311,9 +334,13 @@ static void bo_overhead_at_400(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(gp_predicts_held_out_points), cmocka_unit_test(gp_lies_and_truncate),
-        cmocka_unit_test(gp_rejects_bad_input),        cmocka_unit_test(bo_beats_random),
-        cmocka_unit_test(bo_deterministic_distinct),   cmocka_unit_test(bo_options_validated),
+        cmocka_unit_test(gp_predicts_held_out_points),
+        cmocka_unit_test(gp_lies_and_truncate),
+        cmocka_unit_test(gp_rejects_bad_input),
+        cmocka_unit_test(bo_beats_random),
+        cmocka_unit_test(bo_deterministic_distinct),
+        cmocka_unit_test(bo_options_validated),
+        cmocka_unit_test(bo_large_batches),
         cmocka_unit_test(bo_overhead_at_400),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
