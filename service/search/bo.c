@@ -276,9 +276,9 @@ static int fit(bo_state *st, double *best)
         k++;
     }
     unsigned flags = 0;
-    if (k >= st->next_hyper) {
+    if (n >= st->next_hyper) { /* told results, not the (capped) training set */
         flags = GP_FIT_HYPER;
-        st->next_hyper = k + (k / 6 > 3 ? k / 6 : 3);
+        st->next_hyper = n + (n / 6 > 3 ? n / 6 : 3);
     }
     kt_error err;
     if (gp_fit(st->g, st->tx, st->ty, k, flags, &err) < 0) {
