@@ -20,7 +20,8 @@
 static void registry_lists_new_strategies(void **state)
 {
     (void)state;
-    const char *names[] = {"anneal", "greedy_ils", "genetic", "auto", "gbfs", "xgb", "rnn", "na2c"};
+    const char *names[] = {"anneal", "greedy_ils", "genetic", "auto", "gbfs",
+                           "xgb",    "rnn",        "na2c",    "bo"};
     const int n_names = (int)(sizeof names / sizeof names[0]);
     json_t *cat = searcher_catalog_json();
     int found = 0;
@@ -189,6 +190,8 @@ static void bad_options_rejected(void **state)
         : strcmp(name, "rnn") == 0
             ? "{\"hidden\": 16, \"learning_rate\": 0.01, \"batch\": 8, \"entropy\": 0.1,"
               " \"temperature\": 1.5, \"baseline_decay\": 0.5, \"resample\": 3}"
+        : strcmp(name, "bo") == 0
+            ? "{\"initial\": 5, \"pool\": 64, \"max_train\": 32, \"acquisition\": \"lcb\"}"
             : "{\"initial\": 5, \"exploration\": 0.3}";
     json_t *o = json_loads(good, 0, NULL);
     searcher *s = searcher_new(name, sp, o, 1, &err);
@@ -206,7 +209,7 @@ static void bad_options_rejected(void **state)
  * (under ASan most of all), so their own test files run a shorter overhead check. */
 static int trains_a_model(const char *name)
 {
-    const char *const list[] = {"xgb", "na2c", "rnn"};
+    const char *const list[] = {"xgb", "na2c", "rnn", "bo"};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         if (strcmp(name, list[i]) == 0)
             return 1;
@@ -266,7 +269,7 @@ static void finds_optimum_neighbourhood(void **state)
         cmocka_unit_test_prestate(fn, (void *)"gbfs"),                                             \
         cmocka_unit_test_prestate(fn, (void *)"xgb"),                                              \
         cmocka_unit_test_prestate(fn, (void *)"rnn"),                                              \
-        cmocka_unit_test_prestate(fn, (void *)"na2c")
+        cmocka_unit_test_prestate(fn, (void *)"na2c"), cmocka_unit_test_prestate(fn, (void *)"bo")
 
 int main(void)
 {
