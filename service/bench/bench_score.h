@@ -50,9 +50,9 @@ json_t *bench_score_range_json(const bench_score_range *r);
  * (recorded cost plus searcher time). At each of the BENCH_SCORE_POINTS times t the runs' curve
  * is the valid time at their mean rank (0 = the optimum; before a run's first valid result its
  * rank is the worst), rounded; the score is the mean over t of (curve - baseline) / (optimum -
- * baseline), over the t whose baseline is above the optimum. *beyond (optional): the share of (run, point) pairs later than the run's last
- * evaluation (the run's last best carried forward). NAN when no point has a baseline above the
- * optimum (nothing to standardise) or n < 1. */
+ * baseline), over the t whose baseline is above the optimum. *beyond (optional): the share of (run,
+ * point) pairs later than the run's last evaluation (the run's last best carried forward). NAN when
+ * no point has a baseline above the optimum (nothing to standardise) or n < 1. */
 double bench_score_runs(const bench_score_range *r, int n, const double *const *best,
                         const double *const *clock_s, const int *evals, double *beyond);
 
