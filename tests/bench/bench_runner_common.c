@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "search/searcher.h"
 
 /* ---- the FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
 
@@ -306,4 +307,21 @@ double brc_measure_call(runner_proc *p, json_t *req, double flops, double timeou
     }
     json_decref(r);
     return gf;
+}
+
+int brc_trial_result(trial_result *res, double gf, double flops, const char *status,
+                     const json_t *cfg)
+{
+    trial_result_init(res);
+    if (gf > 0) {
+        res->status = TRIAL_OK;
+        res->time_ms = flops / (gf * 1e9) * 1e3;
+        return 1;
+    }
+    trial_status ts;
+    res->status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
+    char *txt = json_dumps(cfg, JSON_COMPACT);
+    printf("  %s: %s\n", txt ? txt : "?", status);
+    free(txt);
+    return 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "runner/runner.h"
+#include "search/searcher.h"
 
 #define BRC_REPLY_MAX (1 << 20) /* the longest reply line the runner may send */
 
@@ -81,5 +82,11 @@ json_t *brc_runner_call(runner_proc *p, json_t *req, double timeout_s);
  * error, or "no reply") in status. A runner that did not answer is restarted for the next call. */
 double brc_measure_call(runner_proc *p, json_t *req, double flops, double timeout_s, char *status,
                         size_t status_cap);
+
+/* Fills *res (initialised here; the caller releases it) with one measurement of cfg for the
+ * searcher: ok at flops / gf when gf > 0, else the status parsed (a runtime error when it is no
+ * trial status), printing "  <cfg>: <status>". Returns 1 when ok, 0 when not. */
+int brc_trial_result(trial_result *res, double gf, double flops, const char *status,
+                     const json_t *cfg);
 
 #endif

@@ -207,22 +207,14 @@ static double search(const shape_ctx *x, space *sp, const char *strategy, uint64
         for (int i = 0; i < got; i++) {
             json_t *cfg = space_config_json(sp, ids[i]);
             double gf = measure(x, cfg, &quick, status, sizeof status);
-            trial_result_init(&res[i]);
-            if (gf > 0) {
-                res[i].status = TRIAL_OK;
-                res[i].time_ms = flops_of(x->pr) / (gf * 1e9) * 1e3;
+            if (brc_trial_result(&res[i], gf, flops_of(x->pr), status, cfg)) {
                 ++*n_ok;
                 if (gf > best_gf) {
                     best_gf = gf;
                     *best = ids[i];
                 }
             } else {
-                trial_status ts;
-                res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
                 ++*n_failed;
-                char *txt = json_dumps(cfg, JSON_COMPACT);
-                printf("  %s: %s\n", txt ? txt : "?", status);
-                free(txt);
             }
             json_decref(cfg);
         }

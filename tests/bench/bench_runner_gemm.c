@@ -138,12 +138,9 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
         for (int i = 0; i < got; i++) {
             json_t *cfg = space_config_json(sp, ids[i]);
             double gf = measure(p, source, n, cfg, tol, &quick, status, sizeof status);
-            trial_result_init(&res[i]);
             if (first && ids[i] == *first)
                 o->first_gf = gf;
-            if (gf > 0) {
-                res[i].status = TRIAL_OK;
-                res[i].time_ms = 2.0 * (double)n * n * n / (gf * 1e9) * 1e3;
+            if (brc_trial_result(&res[i], gf, 2.0 * (double)n * n * n, status, cfg)) {
                 o->ok++;
                 if (gf > o->best_gf) {
                     o->best_gf = gf;
@@ -159,12 +156,7 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
                     o->top_gf[at] = gf;
                 }
             } else {
-                trial_status ts;
-                res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
                 o->failed++;
-                char *txt = json_dumps(cfg, JSON_COMPACT);
-                printf("  %s: %s\n", txt ? txt : "?", status);
-                free(txt);
             }
             json_decref(cfg);
         }
