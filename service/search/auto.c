@@ -148,32 +148,40 @@ static double index_distance(const auto_state *st, const int *a, const int *b)
     return d;
 }
 
+/* Of candidates random configurations, the unvisited one farthest from the n points pts (decoded
+ * value indices, np each; minimum normalised index distance) in *best_id; returns its distance
+ * (INFINITY when n is 0), or -1 when no candidate was unvisited. */
+static double farthest_unvisited(auto_state *st, int candidates, const int *pts, int n,
+                                 config_id *best_id)
+{
+    double best_d = -1;
+    for (int c = 0; c < candidates; c++) {
+        config_id id = space_sample(st->sp, &st->rng);
+        if (search_set_has(&st->visited, id) || space_decode(st->sp, id, st->idx) < 0)
+            continue;
+        double dmin = INFINITY;
+        for (int k = 0; k < n; k++) {
+            double d = index_distance(st, st->idx, pts + (size_t)k * st->np);
+            dmin = d < dmin ? d : dmin;
+        }
+        if (dmin > best_d) {
+            best_d = dmin;
+            *best_id = id;
+        }
+    }
+    return best_d;
+}
+
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
  * FILL_CANDIDATES random unvisited configurations. */
 static int propose_fill(auto_state *st, config_id *out)
 {
     config_id best_id = 0;
-    double best_d = -1;
-    int np = st->np;
-    for (int c = 0; c < FILL_CANDIDATES; c++) {
-        config_id id = space_sample(st->sp, &st->rng);
-        if (search_set_has(&st->visited, id) || space_decode(st->sp, id, st->idx) < 0)
-            continue;
-        double dmin = INFINITY;
-        for (int k = 0; k < st->n_fill; k++) {
-            double d = index_distance(st, st->idx, st->fill + (size_t)k * np);
-            dmin = d < dmin ? d : dmin;
-        }
-        if (dmin > best_d) {
-            best_d = dmin;
-            best_id = id;
-        }
-    }
-    if (best_d < 0)
+    if (farthest_unvisited(st, FILL_CANDIDATES, st->fill, st->n_fill, &best_id) < 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     if (search_set_add(&st->visited, best_id) < 0)
         return -1;
-    space_decode(st->sp, best_id, st->fill + (size_t)st->n_fill * np);
+    space_decode(st->sp, best_id, st->fill + (size_t)st->n_fill * st->np);
     st->n_fill++;
     *out = best_id;
     return 1;
@@ -248,27 +256,12 @@ static int propose_model(auto_state *st, config_id *out)
  * explored. 1 with *out proposed, 0 nothing left, -1 out of memory. */
 static int propose_restart(auto_state *st, config_id *out)
 {
-    int top[RESTART_AWAY], g[256];
+    int top[RESTART_AWAY], away[RESTART_AWAY * 256], n_away = 0;
     int nt = st->np <= 256 ? best_observations(st, top, RESTART_AWAY) : 0;
+    for (int k = 0; k < nt; k++) /* those that do not decode are left out */
+        n_away += space_decode(st->sp, st->o[top[k]].id, away + (size_t)n_away * st->np) == 0;
     config_id best_id = 0;
-    double best_d = -1;
-    for (int c = 0; c < RESTART_CANDIDATES && nt > 0; c++) {
-        config_id id = space_sample(st->sp, &st->rng);
-        if (search_set_has(&st->visited, id) || space_decode(st->sp, id, st->idx) < 0)
-            continue;
-        double dmin = INFINITY;
-        for (int k = 0; k < nt; k++) {
-            if (space_decode(st->sp, st->o[top[k]].id, g) < 0)
-                continue;
-            double d = index_distance(st, st->idx, g);
-            dmin = d < dmin ? d : dmin;
-        }
-        if (dmin > best_d) {
-            best_d = dmin;
-            best_id = id;
-        }
-    }
-    if (best_d < 0)
+    if (nt == 0 || farthest_unvisited(st, RESTART_CANDIDATES, away, n_away, &best_id) < 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     if (search_set_add(&st->visited, best_id) < 0)
         return -1;

@@ -17,7 +17,8 @@
     " 'noise_cv', t.noise_cv, 'job_id', b.job_id, 'trial_id', b.trial_id, 'measured_at',"          \
     " b.measured_at))"
 
-best_offer best_offer_of_job_row(const PGresult *r, int row)
+best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, long long trial_id,
+                                 double time_ms, const char *config_json)
 {
     return (best_offer){
         .key =
@@ -30,6 +31,10 @@ best_offer best_offer_of_job_row(const PGresult *r, int row)
                 .toolchain = PQgetvalue(r, row, 6),
             },
         .problem_json = PQgetvalue(r, row, 4),
+        .config_json = config_json,
+        .time_ms = time_ms,
+        .job_id = job_id,
+        .trial_id = trial_id,
     };
 }
 

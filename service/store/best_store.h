@@ -24,9 +24,11 @@ typedef struct best_offer {
 #define BEST_JOB_KEY_COLUMNS                                                                       \
     "kernel, device_class, kernel_hash, problem_key, problem, device, toolchain"
 
-/* An offer keyed by a job's row: o's key and problem_json point into r's row (columns 0-6 as
- * BEST_JOB_KEY_COLUMNS, owned by r); the caller sets config_json, time_ms, job_id and trial_id. */
-best_offer best_offer_of_job_row(const PGresult *r, int row);
+/* The offer of trial trial_id of job job_id (time_ms, config_json: borrowed) keyed by the job's
+ * row: its key and problem_json point into r's row (columns 0-6 as BEST_JOB_KEY_COLUMNS, owned by
+ * r); imported and replace_measured are 0 (the caller sets them for imports). */
+best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, long long trial_id,
+                                 double time_ms, const char *config_json);
 
 /* Inserts, or replaces the entry: a measured offer replaces an imported entry always, and a
  * measured one when ktune_improves_best(time_ms, the entry's time_ms): strictly lower (sql/003; the

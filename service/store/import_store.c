@@ -74,11 +74,9 @@ static int refresh_job(PGconn *c, long long id, int replace_measured, kt_error *
     if (!fastest)
         goto out;
     if (PQntuples(r) == 1 && PQntuples(fastest) == 1) {
-        best_offer offer = best_offer_of_job_row(r, 0);
-        offer.config_json = PQgetvalue(fastest, 0, 2);
-        offer.time_ms = store_get_double(fastest, 0, 1);
-        offer.job_id = id;
-        offer.trial_id = store_get_ll(fastest, 0, 0);
+        best_offer offer =
+            best_offer_of_job_row(r, 0, id, store_get_ll(fastest, 0, 0),
+                                  store_get_double(fastest, 0, 1), PQgetvalue(fastest, 0, 2));
         offer.imported = 1;
         offer.replace_measured = replace_measured;
         if (job_store_offer_best(c, id, offer.trial_id, offer.time_ms, offer.config_json, err) <

@@ -156,11 +156,9 @@ int pick_store_record(PGconn *c, const runner_identity *me, long long job_id,
     if (!job)
         goto out;
     if (PQntuples(job) == 1 && !PQgetisnull(job, 0, 7)) {
-        best_offer offer = best_offer_of_job_row(job, 0);
-        offer.trial_id = store_get_ll(job, 0, 7);
-        offer.time_ms = store_get_double(job, 0, 8);
-        offer.config_json = PQgetvalue(job, 0, 9);
-        offer.job_id = job_id;
+        best_offer offer =
+            best_offer_of_job_row(job, 0, job_id, store_get_ll(job, 0, 7),
+                                  store_get_double(job, 0, 8), PQgetvalue(job, 0, 9));
         if (best_store_offer(c, &offer, err) < 0)
             goto out;
     }

@@ -210,11 +210,8 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
         /* A job that re-measures its fastest configurations at the end offers the best table only
          * its pick: a single lucky time of its search would replace a better entry. */
         int picks = strcmp(PQgetvalue(r, 0, 7), "0") != 0;
-        best_offer offer = best_offer_of_job_row(r, 0);
-        offer.config_json = config;
-        offer.time_ms = res->time_ms;
-        offer.job_id = claim->job_id;
-        offer.trial_id = claim->id;
+        best_offer offer =
+            best_offer_of_job_row(r, 0, claim->job_id, claim->id, res->time_ms, config);
         if (job_store_offer_best(c, claim->job_id, claim->id, res->time_ms, config, err) < 0 ||
             (!picks && best_store_offer(c, &offer, err) < 0))
             goto out;

@@ -29,6 +29,7 @@
 
 #include <cblas.h>
 
+#include "bench_runner_common.h"
 #include "core/clock.h"
 #include "runner/runner.h"
 #include "search/searcher.h"
@@ -39,7 +40,6 @@
 #define SEARCH_SEED    20261123
 #define RANDOM_SEED    777
 #define BATCH          4
-#define REPLY_MAX      (1 << 20)
 #define CALL_TIMEOUT_S 300
 #define ROUNDS         7 /* alternating re-measure rounds of best, default and im2col + sgemm */
 
@@ -57,82 +57,7 @@ static double flops_of(const long *pr)
     return 2.0 * (double)pr[0] * (double)pr[2] * P * Q * (double)pr[1] * (double)(pr[5] * pr[6]);
 }
 
-/* ---- the one-core FMA peak (for scale): 12 independent accumulators at the widest width ---- */
-
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
-
-#define FMA_LOOP(T, W)                                                                             \
-    T a[12], m = {0}, d = {0};                                                                     \
-    m += 0.9999999f + seed;                                                                        \
-    d += 1e-7f + seed;                                                                             \
-    for (int i = 0; i < 12; i++)                                                                   \
-        a[i] = d * (float)(i + 1);                                                                 \
-    for (long n = 0; n < iters; n++) {                                                             \
-        _Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = a[i] * m + d;                 \
-        __asm__ volatile("" : "+x"(m), "+x"(d));                                                   \
-    }                                                                                              \
-    float t = 0.0f;                                                                                \
-    for (int i = 0; i < 12; i++)                                                                   \
-        for (int j = 0; j < (W); j++)                                                              \
-            t += a[i][j];                                                                          \
-    return t
-
-__attribute__((target("avx512f,fma"), optimize("fp-contract=fast", "O3"), noinline)) static float
-fma_512(long iters, float seed)
-{
-    FMA_LOOP(v16, 16);
-}
-
-__attribute__((target("avx2,fma"), optimize("fp-contract=fast", "O3"), noinline)) static float
-fma_256(long iters, float seed)
-{
-    FMA_LOOP(v8, 8);
-}
-
-/* GFLOP/s, best of 5 runs of about 0.2 s; 0 without AVX2 and FMA. */
-static double fma_peak(void)
-{
-    volatile float zero = 0.0f;
-    float (*loop)(long, float) = NULL;
-    int width = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
-        loop = fma_512;
-        width = 16;
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        loop = fma_256;
-        width = 8;
-    }
-#endif
-    if (!loop)
-        return 0.0;
-    long iters = 1000000;
-    double t0 = kt_clock_s();
-    float sink = loop(iters, zero);
-    double t = kt_clock_s() - t0;
-    iters = (long)(iters * 0.2 / (t > 1e-6 ? t : 1e-6));
-    double best = 0.0;
-    for (int rep = 0; rep < 5; rep++) {
-        t0 = kt_clock_s();
-        sink += loop(iters, zero);
-        t = kt_clock_s() - t0;
-        double gf = (double)iters * 12.0 * width * 2.0 / t / 1e9;
-        best = gf > best ? gf : best;
-    }
-    if (sink == 12345.0f) /* never true; keeps sink alive */
-        printf(" ");
-    return best;
-}
-
 /* ---- im2col + OpenBLAS sgemm ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct baseline {
     float *in, *w, *col, *out;
@@ -147,25 +72,15 @@ static void baseline_free(baseline *b)
     memset(b, 0, sizeof *b);
 }
 
-static float *random_floats(long n, unsigned *state)
-{
-    float *p = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64);
-    for (long i = 0; p && i < n; i++) {
-        *state = *state * 1664525u + 1013904223u;
-        p[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
-    }
-    return p;
-}
-
 static int baseline_new(baseline *b, const long *pr)
 {
     long N = pr[0], C = pr[1], K = pr[2], H = pr[3], W = pr[4], R = pr[5], S = pr[6];
     long PQ = (H - R + 1) * (W - S + 1);
     unsigned st = 4242;
-    b->in = random_floats(N * C * H * W, &st);
-    b->w = random_floats(K * C * R * S, &st);
-    b->col = random_floats(C * R * S * PQ, &st);
-    b->out = random_floats(N * K * PQ, &st);
+    b->in = brc_random_floats(N * C * H * W, &st);
+    b->w = brc_random_floats(K * C * R * S, &st);
+    b->col = brc_random_floats(C * R * S * PQ, &st);
+    b->out = brc_random_floats(N * K * PQ, &st);
     if (b->in && b->w && b->col && b->out)
         return 0;
     baseline_free(b);
@@ -204,120 +119,9 @@ static double baseline_gflops(const baseline *b, const long *pr, double min_s)
         baseline_run(b, pr);
         times[k++] = kt_clock_s() - t0;
     }
-    qsort(times, (size_t)k, sizeof *times, cmp_double);
+    qsort(times, (size_t)k, sizeof *times, brc_cmp_double);
     return flops_of(pr) / times[k / 2] / 1e9;
 }
-
-/* ---- the runner ---- */
-
-typedef struct runner_proc {
-    pid_t pid;
-    int to, from;
-    char *buf;
-    size_t len;
-    int core;
-    char cache[512];
-} runner_proc;
-
-static int runner_start(runner_proc *p)
-{
-#ifdef KT_RUNNER_PATH
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) < 0)
-        return -1;
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        return -1;
-    }
-    char core[16];
-    snprintf(core, sizeof core, "%d", p->core);
-    p->pid = fork();
-    if (p->pid == 0) {
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", p->cache,
-              "--cpu-core", core, "--log-level", "warn", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    if (p->pid < 0) {
-        close(in[1]);
-        close(out[0]);
-        return -1;
-    }
-    p->to = in[1];
-    p->from = out[0];
-    p->len = 0;
-    return 0;
-#else
-    (void)p;
-    return -1;
-#endif
-}
-
-static void runner_stop(runner_proc *p, int force)
-{
-    if (p->to < 0)
-        return;
-    if (force)
-        kill(p->pid, SIGKILL);
-    close(p->to);
-    close(p->from);
-    waitpid(p->pid, NULL, 0);
-    p->to = p->from = -1;
-}
-
-/* Sends req (one line) and returns the reply object, or NULL when the runner died or did not answer
- * within timeout_s (it is then killed; the caller restarts it). */
-static json_t *runner_call(runner_proc *p, json_t *req, double timeout_s)
-{
-    char *line = json_dumps(req, JSON_COMPACT);
-    if (!line)
-        return NULL;
-    size_t n = strlen(line), off = 0;
-    line[n] = '\n'; /* replaces the NUL; n + 1 bytes go out */
-    int ok = 1;
-    while (off < n + 1) {
-        ssize_t w = write(p->to, line + off, n + 1 - off);
-        if (w <= 0) {
-            ok = 0;
-            break;
-        }
-        off += (size_t)w;
-    }
-    free(line);
-    double deadline = kt_clock_s() + timeout_s;
-    while (ok) {
-        char *nl = memchr(p->buf, '\n', p->len);
-        if (nl) {
-            json_t *reply = json_loadb(p->buf, (size_t)(nl - p->buf), 0, NULL);
-            size_t used = (size_t)(nl - p->buf) + 1;
-            memmove(p->buf, p->buf + used, p->len - used);
-            p->len -= used;
-            return reply;
-        }
-        double left = deadline - kt_clock_s();
-        if (left <= 0 || p->len >= REPLY_MAX)
-            break;
-        struct pollfd pfd = {.fd = p->from, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (pr <= 0)
-            continue;
-        ssize_t got = read(p->from, p->buf + p->len, REPLY_MAX - p->len);
-        if (got <= 0)
-            break;
-        p->len += (size_t)got;
-    }
-    runner_stop(p, 1);
-    return NULL;
-}
-
-typedef struct measure_opts {
-    int min_repeats, max_repeats;
-    double min_seconds, max_seconds;
-} measure_opts;
 
 /* What every measure request of one shape shares. */
 typedef struct shape_ctx {
@@ -353,29 +157,7 @@ static double measure(const shape_ctx *x, json_t *defines, const measure_opts *o
         "kind", "c", "source", x->reference, "tolerance", x->tolerance, "flops", flops_of(pr),
         "min_repeats", o->min_repeats, "max_repeats", o->max_repeats, "min_seconds", o->min_seconds,
         "max_seconds", o->max_seconds, "compile_timeout_s", 120.0);
-    double gf = 0.0;
-    snprintf(status, status_cap, "no reply");
-    if (!req || (x->p->to < 0 && runner_start(x->p) < 0)) {
-        json_decref(req);
-        return 0.0;
-    }
-    json_t *r = runner_call(x->p, req, CALL_TIMEOUT_S);
-    json_decref(req);
-    if (!r) {
-        runner_start(x->p); /* the next call gets a fresh runner */
-        return 0.0;
-    }
-    const char *st = json_string_value(json_object_get(r, "status"));
-    if (!st)
-        st = json_string_value(json_object_get(r, "error"));
-    snprintf(status, status_cap, "%s", st ? st : "?");
-    if (st && strcmp(st, "ok") == 0) {
-        double ms = json_number_value(json_object_get(r, "time_ms"));
-        if (ms > 0)
-            gf = flops_of(pr) / (ms * 1e-3) / 1e9;
-    }
-    json_decref(r);
-    return gf;
+    return brc_measure_call(x->p, req, flops_of(pr), CALL_TIMEOUT_S, status, status_cap);
 }
 
 /* The conv2d space with constants = the problem and the CPU limits. */
@@ -425,22 +207,14 @@ static double search(const shape_ctx *x, space *sp, const char *strategy, uint64
         for (int i = 0; i < got; i++) {
             json_t *cfg = space_config_json(sp, ids[i]);
             double gf = measure(x, cfg, &quick, status, sizeof status);
-            trial_result_init(&res[i]);
-            if (gf > 0) {
-                res[i].status = TRIAL_OK;
-                res[i].time_ms = flops_of(x->pr) / (gf * 1e9) * 1e3;
+            if (brc_trial_result(&res[i], gf, flops_of(x->pr), status, cfg)) {
                 ++*n_ok;
                 if (gf > best_gf) {
                     best_gf = gf;
                     *best = ids[i];
                 }
             } else {
-                trial_status ts;
-                res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
                 ++*n_failed;
-                char *txt = json_dumps(cfg, JSON_COMPACT);
-                printf("  %s: %s\n", txt ? txt : "?", status);
-                free(txt);
             }
             json_decref(cfg);
         }
@@ -513,10 +287,10 @@ static int tune_shape(runner_proc *p, const json_t *spec, const cpu_info *ci, co
                    : rnd_id == best_id ? best_r[k]
                                        : measure(&x, rnd_cfg, &careful, status, sizeof status);
     }
-    qsort(rnd_r, ROUNDS, sizeof(double), cmp_double);
-    qsort(blas_r, ROUNDS, sizeof(double), cmp_double);
-    qsort(best_r, ROUNDS, sizeof(double), cmp_double);
-    qsort(def_r, ROUNDS, sizeof(double), cmp_double);
+    qsort(rnd_r, ROUNDS, sizeof(double), brc_cmp_double);
+    qsort(blas_r, ROUNDS, sizeof(double), brc_cmp_double);
+    qsort(best_r, ROUNDS, sizeof(double), brc_cmp_double);
+    qsort(def_r, ROUNDS, sizeof(double), brc_cmp_double);
     out->blas = blas_r[ROUNDS - 1];
     out->def = def_r[ROUNDS - 1];
     out->tuned = best_r[ROUNDS - 1] > out->def ? best_r[ROUNDS - 1] : out->def;
@@ -554,31 +328,16 @@ out:
 
 int main(void)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int core = ncpu > 1 ? 1 : 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
-        printf("cannot pin to core %d: %s (measuring unpinned)\n", core, strerror(errno));
+    int core = brc_pin_core();
     openblas_set_num_threads(1);
-    int evals = EVALS_DEFAULT;
-    const char *ev = getenv("KT_BENCH_CONV_EVALS");
-    if (ev) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(ev, &end, 10);
-        if (errno || end == ev || *end != '\0' || v < 1 || v > 100000)
-            printf("KT_BENCH_CONV_EVALS=%s is not an integer in 1..100000 (using %d)\n", ev, evals);
-        else
-            evals = (int)v;
-    }
+    int evals =
+        brc_env_evals("KT_BENCH_CONV_EVALS", EVALS_DEFAULT, 100000, "an integer in 1..100000");
     cpu_info ci;
     cpu_info_read(&ci);
-    printf("CPU: %s, core %d, vector %d bits, L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", ci.model,
-           core, ci.vector_bits, ci.l1d_bytes >> 10, ci.l2_bytes >> 10, ci.l3_bytes >> 10);
-    fma_peak(); /* warm-up: the clock ramps up */
-    printf("FMA peak: %.2f GFLOP/s (one core, widest vectors)\n", fma_peak());
+    brc_print_cpu(&ci, core);
+    const char *what;
+    brc_fma_peak(&what); /* warm-up: the clock ramps up */
+    printf("FMA peak: %.2f GFLOP/s (one core, widest vectors)\n", brc_fma_peak(&what));
     char path[1024];
     snprintf(path, sizeof path, "%s/kernels/conv2d/spec.json", KT_SOURCE_DIR);
     json_error_t jerr;
@@ -592,14 +351,8 @@ int main(void)
     json_decref(spec);
     return 0;
 #else
-    runner_proc p = {.to = -1, .from = -1, .core = core};
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p.cache, sizeof p.cache, "%s/ktune-bench-runner-conv2d", tmp && *tmp ? tmp : "/tmp");
-    mkdir(p.cache, 0700);
-    p.buf = malloc(REPLY_MAX);
-    if (!p.buf || runner_start(&p) < 0) {
-        printf("cannot start %s\n", KT_RUNNER_PATH);
-        free(p.buf);
+    runner_proc p;
+    if (brc_runner_open(&p, core, "conv2d") < 0) {
         json_decref(spec);
         return 0;
     }
@@ -622,8 +375,7 @@ int main(void)
         printf("summary: tuned >= 1.2x im2col+sgemm at %d of %d shapes; geometric means: "
                "tuned/default %.3f, tuned/random30 %.3f\n",
                wins, n, exp(gain_def / n), exp(gain_rnd / n));
-    runner_stop(&p, 0);
-    free(p.buf);
+    brc_runner_close(&p, 0);
     json_decref(spec);
     return 0;
 #endif

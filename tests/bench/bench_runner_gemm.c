@@ -27,6 +27,7 @@
 
 #include <cblas.h>
 
+#include "bench_runner_common.h"
 #include "catalog/kernel_spec.h"
 #include "core/clock.h"
 #include "runner/runner.h"
@@ -36,125 +37,19 @@
 #define EVALS_DEFAULT  300
 #define SEARCH_SEED    20240611
 #define BATCH          8
-#define REPLY_MAX      (1 << 20)
 #define CALL_TIMEOUT_S 300
 #define ROUNDS         7  /* alternating re-measure rounds of tuned, default, random and OpenBLAS */
 #define RANDOM_EVALS   30 /* evaluations of the random search the tuning gain is measured against */
 #define TOP            3  /* auto's best configurations re-measured (the best of them is "tuned") */
 
-/* ---- (a) FMA peak: 16 independent accumulators, one FMA each per iteration ---- */
-
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v4 __attribute__((vector_size(16)));
-
-#define ACC16(X)                                                                                   \
-    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-
-/* iters iterations of 16 FMAs on vectors of type T (W floats); returns a value that depends on all
- * accumulators so nothing is optimised away. m and d pass through an empty asm each iteration so
- * the compiler cannot fold the recurrence. */
-#define DECL_ACC(i) __typeof__(m) a##i = d * (float)(i + 1);
-#define STEP_ACC(i) a##i = a##i * m + d;
-#define SUM_ACC(i)  s += a##i;
-#define FMA_LOOP(T, W)                                                                             \
-    T m = {0}, d = {0};                                                                            \
-    m += 0.9999999f + seed;                                                                        \
-    d += 1e-7f + seed;                                                                             \
-    ACC16(DECL_ACC)                                                                                \
-    for (long n = 0; n < iters; n++) {                                                             \
-        ACC16(STEP_ACC)                                                                            \
-        __asm__ volatile("" : "+x"(m), "+x"(d));                                                   \
-    }                                                                                              \
-    T s = {0};                                                                                     \
-    ACC16(SUM_ACC)                                                                                 \
-    float t = 0.0f;                                                                                \
-    for (int i = 0; i < (W); i++)                                                                  \
-        t += s[i];                                                                                 \
-    return t
-
-__attribute__((target("avx512f,fma"), optimize("fp-contract=fast"), noinline)) static float
-fma_loop_512(long iters, float seed)
-{
-    FMA_LOOP(v16, 16);
-}
-
-__attribute__((target("avx2,fma"), optimize("fp-contract=fast"), noinline)) static float
-fma_loop_256(long iters, float seed)
-{
-    FMA_LOOP(v8, 8);
-}
-
-/* Baseline x86-64 (SSE) or another architecture: multiply and add. */
-__attribute__((noinline)) static float fma_loop_128(long iters, float seed)
-{
-    FMA_LOOP(v4, 4);
-}
-
-/* GFLOP/s of the best of several ~0.3 s runs; *what names the path. */
-static double fma_peak(const char **what)
-{
-    volatile float zero = 0.0f;
-    float (*loop)(long, float) = fma_loop_128;
-    int width = 4;
-    *what = "128-bit mul+add";
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
-        loop = fma_loop_512;
-        width = 16;
-        *what = "AVX-512 FMA, 16 zmm accumulators";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        loop = fma_loop_256;
-        width = 8;
-        *what = "AVX2 FMA, 16 ymm accumulators";
-    }
-#endif
-    long iters = 1000000;
-    double t0 = kt_clock_s();
-    float sink = loop(iters, zero);
-    double t = kt_clock_s() - t0; /* calibrate: aim at 0.3 s per run */
-    iters = (long)(iters * 0.3 / (t > 1e-6 ? t : 1e-6));
-    double best = 0.0;
-    for (int rep = 0; rep < 7; rep++) {
-        t0 = kt_clock_s();
-        sink += loop(iters, zero);
-        t = kt_clock_s() - t0;
-        double gf = (double)iters * 16.0 * width * 2.0 / t / 1e9;
-        if (gf > best)
-            best = gf;
-    }
-    if (sink == 12345.0f) /* never true; keeps sink alive */
-        printf(" ");
-    return best;
-}
-
 /* ---- (b) OpenBLAS ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static float *random_matrix(long n, unsigned *state)
-{
-    float *p = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) / 64 * 64);
-    if (!p)
-        return NULL;
-    for (long i = 0; i < n; i++) {
-        *state = *state * 1664525u + 1013904223u;
-        p[i] = (float)(*state >> 8) / 8388608.0f - 1.0f;
-    }
-    return p;
-}
 
 /* Median GFLOP/s of single-threaded cblas_sgemm at n³ over at least min_s seconds (>= 5 calls). */
 static double openblas_gflops(long n, double min_s)
 {
     unsigned st = 12345;
-    float *a = random_matrix(n * n, &st), *b = random_matrix(n * n, &st);
-    float *c = random_matrix(n * n, &st);
+    float *a = brc_random_floats(n * n, &st), *b = brc_random_floats(n * n, &st);
+    float *c = brc_random_floats(n * n, &st);
     double gf = 0.0;
     if (a && b && c) {
         openblas_set_num_threads(1);
@@ -169,7 +64,7 @@ static double openblas_gflops(long n, double min_s)
                         (int)n, b, (int)n, 0.0f, c, (int)n);
             times[k++] = kt_clock_s() - t0;
         }
-        qsort(times, (size_t)k, sizeof *times, cmp_double);
+        qsort(times, (size_t)k, sizeof *times, brc_cmp_double);
         gf = 2.0 * (double)n * n * n / times[k / 2] / 1e9;
     }
     free(a);
@@ -179,118 +74,6 @@ static double openblas_gflops(long n, double min_s)
 }
 
 /* ---- (c) the runner ---- */
-
-typedef struct runner_proc {
-    pid_t pid;
-    int to, from;
-    char *buf;
-    size_t len;
-    int core;
-    char cache[512];
-} runner_proc;
-
-static int runner_start(runner_proc *p)
-{
-#ifdef KT_RUNNER_PATH
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) < 0)
-        return -1;
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        close(in[0]);
-        close(in[1]);
-        return -1;
-    }
-    char core[16];
-    snprintf(core, sizeof core, "%d", p->core);
-    p->pid = fork();
-    if (p->pid == 0) {
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", p->cache,
-              "--cpu-core", core, "--log-level", "warn", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    if (p->pid < 0) {
-        close(in[1]);
-        close(out[0]);
-        return -1;
-    }
-    p->to = in[1];
-    p->from = out[0];
-    p->len = 0;
-    return 0;
-#else
-    (void)p;
-    return -1;
-#endif
-}
-
-static void runner_stop(runner_proc *p, int force)
-{
-    if (p->to < 0)
-        return;
-    if (force)
-        kill(p->pid, SIGKILL);
-    close(p->to);
-    close(p->from);
-    waitpid(p->pid, NULL, 0);
-    p->to = p->from = -1;
-}
-
-/* Sends req (one line) and returns the reply object, or NULL when the runner died or did not answer
- * within timeout_s (it is then killed; the caller restarts it). */
-static json_t *runner_call(runner_proc *p, json_t *req, double timeout_s)
-{
-    char *line = json_dumps(req, JSON_COMPACT);
-    if (!line)
-        return NULL;
-    size_t n = strlen(line);
-    line[n] = '\n'; /* replaces the NUL; n + 1 bytes go out */
-    size_t off = 0;
-    int ok = 1;
-    while (off < n + 1) {
-        ssize_t w = write(p->to, line + off, n + 1 - off);
-        if (w <= 0) {
-            ok = 0;
-            break;
-        }
-        off += (size_t)w;
-    }
-    free(line);
-    double deadline = kt_clock_s() + timeout_s;
-    while (ok) {
-        char *nl = memchr(p->buf, '\n', p->len);
-        if (nl) {
-            json_t *reply = json_loadb(p->buf, (size_t)(nl - p->buf), 0, NULL);
-            size_t used = (size_t)(nl - p->buf) + 1;
-            memmove(p->buf, p->buf + used, p->len - used);
-            p->len -= used;
-            return reply;
-        }
-        double left = deadline - kt_clock_s();
-        if (left <= 0 || p->len >= REPLY_MAX)
-            break;
-        struct pollfd pfd = {.fd = p->from, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
-        ssize_t got = read(p->from, p->buf + p->len, REPLY_MAX - p->len);
-        if (got <= 0)
-            break;
-        p->len += (size_t)got;
-    }
-    runner_stop(p, 1);
-    return NULL;
-}
-
-typedef struct measure_opts {
-    int min_repeats, max_repeats;
-    double min_seconds, max_seconds;
-} measure_opts;
 
 /* Measures one configuration (defines: object) at n³; returns GFLOP/s, 0 when not ok (status in
  * *status). Restarts the runner when it died. */
@@ -310,29 +93,7 @@ static double measure(runner_proc *p, const char *source, long n, json_t *define
         "buffers", buffers, "reference", "kind", "openblas_sgemm", "tolerance", tolerance, "flops",
         2.0 * (double)n * n * n, "min_repeats", o->min_repeats, "max_repeats", o->max_repeats,
         "min_seconds", o->min_seconds, "max_seconds", o->max_seconds, "compile_timeout_s", 120.0);
-    double gf = 0.0;
-    snprintf(status, status_cap, "no reply");
-    if (p->to < 0 && runner_start(p) < 0) {
-        json_decref(req);
-        return 0.0;
-    }
-    json_t *r = req ? runner_call(p, req, CALL_TIMEOUT_S) : NULL;
-    json_decref(req);
-    if (!r) {
-        runner_start(p); /* the next call gets a fresh runner */
-        return 0.0;
-    }
-    const char *st = json_string_value(json_object_get(r, "status"));
-    if (!st)
-        st = json_string_value(json_object_get(r, "error"));
-    snprintf(status, status_cap, "%s", st ? st : "?");
-    if (st && strcmp(st, "ok") == 0) {
-        double ms = json_number_value(json_object_get(r, "time_ms"));
-        if (ms > 0)
-            gf = 2.0 * (double)n * n * n / (ms * 1e-3) / 1e9;
-    }
-    json_decref(r);
-    return gf;
+    return brc_measure_call(p, req, 2.0 * (double)n * n * n, CALL_TIMEOUT_S, status, status_cap);
 }
 
 /* The configurations measured by one search: the best and the counts. */
@@ -377,12 +138,9 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
         for (int i = 0; i < got; i++) {
             json_t *cfg = space_config_json(sp, ids[i]);
             double gf = measure(p, source, n, cfg, tol, &quick, status, sizeof status);
-            trial_result_init(&res[i]);
             if (first && ids[i] == *first)
                 o->first_gf = gf;
-            if (gf > 0) {
-                res[i].status = TRIAL_OK;
-                res[i].time_ms = 2.0 * (double)n * n * n / (gf * 1e9) * 1e3;
+            if (brc_trial_result(&res[i], gf, 2.0 * (double)n * n * n, status, cfg)) {
                 o->ok++;
                 if (gf > o->best_gf) {
                     o->best_gf = gf;
@@ -398,12 +156,7 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
                     o->top_gf[at] = gf;
                 }
             } else {
-                trial_status ts;
-                res[i].status = trial_status_parse(status, &ts) == 0 ? ts : TRIAL_RUNTIME_ERROR;
                 o->failed++;
-                char *txt = json_dumps(cfg, JSON_COMPACT);
-                printf("  %s: %s\n", txt ? txt : "?", status);
-                free(txt);
             }
             json_decref(cfg);
         }
@@ -418,7 +171,7 @@ static int search(runner_proc *p, const char *source, json_t *tol, const space *
 
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    qsort(v, (size_t)n, sizeof(double), brc_cmp_double);
     return v[n / 2];
 }
 
@@ -488,7 +241,8 @@ static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits 
         *(pass == 0 ? &def_at : &rnd_at) = at;
     }
     const char *what;
-    double again = fma_peak(&what); /* the peak again: a busy core at the start only lowers it */
+    double again =
+        brc_fma_peak(&what); /* the peak again: a busy core at the start only lowers it */
     if (again > *peak)
         *peak = again;
     double r[TOP + 2][ROUNDS], blas_r[ROUNDS];
@@ -542,33 +296,16 @@ out:
 
 int main(void)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int core = ncpu > 1 ? 1 : 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(core, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
-        printf("cannot pin to core %d: %s (measuring unpinned)\n", core, strerror(errno));
-    int evals = EVALS_DEFAULT;
-    const char *ev = getenv("KT_BENCH_EVALS");
-    if (ev) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(ev, &end, 10);
-        if (errno || end == ev || *end != '\0' || v < 1 || v > INT_MAX)
-            printf("KT_BENCH_EVALS=%s is not a positive integer (using %d)\n", ev, evals);
-        else
-            evals = (int)v;
-    }
-
+    int core = brc_pin_core();
+    int evals = brc_env_evals("KT_BENCH_EVALS", EVALS_DEFAULT, INT_MAX, "a positive integer");
     cpu_info ci;
     cpu_info_read(&ci);
-    printf("CPU: %s, core %d, vector %d bits, L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", ci.model,
-           core, ci.vector_bits, ci.l1d_bytes >> 10, ci.l2_bytes >> 10, ci.l3_bytes >> 10);
+    brc_print_cpu(&ci, core);
 
     const char *what;
-    fma_peak(&what); /* warm-up: the core's clock ramps up over the first fraction of a second */
-    double peak = fma_peak(&what);
+    brc_fma_peak(
+        &what); /* warm-up: the core's clock ramps up over the first fraction of a second */
+    double peak = brc_fma_peak(&what);
     printf("FMA peak: %.2f GFLOP/s (%s, best of 7 runs)\n", peak, what);
     double blas1 = openblas_gflops(1024, 2.0), blas2 = openblas_gflops(2048, 3.0);
     printf("OpenBLAS sgemm, 1 thread: %.2f GFLOP/s at 1024^3, %.2f GFLOP/s at 2048^3 (medians)\n",
@@ -590,25 +327,18 @@ int main(void)
     kernel_spec_free(spec);
     return 0;
 #else
-    runner_proc p = {.to = -1, .from = -1, .core = core};
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p.cache, sizeof p.cache, "%s/ktune-bench-runner-gemm", tmp && *tmp ? tmp : "/tmp");
-    mkdir(p.cache, 0700);
-    p.buf = malloc(REPLY_MAX);
-    if (!p.buf || runner_start(&p) < 0) {
-        printf("cannot start %s\n", KT_RUNNER_PATH);
-        free(p.buf);
+    runner_proc p;
+    if (brc_runner_open(&p, core, "gemm") < 0) {
         kernel_spec_free(spec);
         return 0;
     }
     json_t *probe = json_pack("{s:i, s:s}", "id", 0, "op", "probe");
-    json_t *r = runner_call(&p, probe, 60);
+    json_t *r = brc_runner_call(&p, probe, 60);
     json_decref(probe);
     if (!r || !json_is_true(json_object_get(r, "ok"))) {
         printf("the runner did not answer the probe\n");
         json_decref(r);
-        runner_stop(&p, 1);
-        free(p.buf);
+        brc_runner_close(&p, 1);
         kernel_spec_free(spec);
         return 0;
     }
@@ -619,8 +349,7 @@ int main(void)
     fflush(stdout);
     tune_size(&p, spec, &lim, 1024, evals, &peak);
     tune_size(&p, spec, &lim, 2048, evals, &peak);
-    runner_stop(&p, 0);
-    free(p.buf);
+    brc_runner_close(&p, 0);
     kernel_spec_free(spec);
     return 0;
 #endif

@@ -1,7 +1,8 @@
 /* pg_test_util — a throw-away embedded PostgreSQL for unit tests that need a database: one
  * cluster in a fresh /tmp folder per test group (initdb costs seconds), migrations applied, one
- * connection held; and small SQL helpers that fail the test on an error. Static inline, for the
- * store and worker tests. */
+ * connection held; and small SQL helpers that fail the test on an error; and the jobs/trials
+ * fixture of the store tests (pg_empty_jobs, pg_add_trials, pg_claim_one, pg_job_ll). Static
+ * inline, for the store and worker tests. */
 #ifndef KT_TESTS_PG_TEST_UTIL_H
 #define KT_TESTS_PG_TEST_UTIL_H
 
@@ -21,6 +22,7 @@
 #include "store/db.h"
 #include "store/migrate.h"
 #include "store/pg_cluster.h"
+#include "store/trial_store.h"
 
 typedef struct pg_fixture {
     char root[64];
@@ -115,6 +117,52 @@ static inline void sql_text(PGconn *c, const char *text, char *out, size_t cap)
         fail_msg("%s: %s", text, err.message);
     snprintf(out, cap, "%s", PQgetisnull(r, 0, 0) ? "<null>" : PQgetvalue(r, 0, 0));
     PQclear(r);
+}
+
+/* The value of the SQL expression expr over job's row of jobs, as an integer. */
+static inline long long pg_job_ll(PGconn *c, long long job, const char *expr)
+{
+    char text[256];
+    snprintf(text, sizeof text, "SELECT %s FROM jobs WHERE id = %lld", expr, job);
+    return sql_ll(c, text);
+}
+
+/* Empties best, trials and jobs: each test starts with no job and no trial (claims take the
+ * oldest pending trial of any job). */
+static inline void pg_empty_jobs(PGconn *c)
+{
+    sql(c, "DELETE FROM best");
+    sql(c, "DELETE FROM trials");
+    sql(c, "DELETE FROM jobs");
+}
+
+/* Inserts n pending trials of job: seqs and config ids 1..n, configs {"a": i}, device 'dev'. */
+static inline void pg_add_trials(PGconn *c, long long job, int n)
+{
+    char text[256];
+    for (int i = 1; i <= n; i++) {
+        snprintf(text, sizeof text,
+                 "INSERT INTO trials (job_id, seq, config_id, config, device) VALUES"
+                 " (%lld, %d, %d, '{\"a\": %d}', 'dev')",
+                 job, i, i, i);
+        sql(c, text);
+    }
+}
+
+/* Claims one trial as worker for device 'dev' (class 'class', toolchain 'tc'); fails the test when
+ * none is claimed. The claim is a plain value (nothing to free). */
+static inline trial_claim pg_claim_one(PGconn *c, const char *worker)
+{
+    const char *devices[] = {"dev"}, *classes[] = {"class"}, *toolchains[] = {"tc"};
+    trial_claim_devices devs = {
+        .names = devices, .classes = classes, .toolchains = toolchains, .n = 1};
+    trial_claim claim;
+    kt_error err;
+    kt_error_clear(&err);
+    memset(&claim, 0, sizeof claim);
+    if (trial_store_claim(c, worker, &devs, &claim, &err) != 1)
+        fail_msg("claim: %s", err.message);
+    return claim;
 }
 
 #endif

@@ -28,41 +28,14 @@ static long long picking_job(PGconn *c, int n, int count, int rounds)
              " %d) RETURNING id",
              n, count, rounds);
     long long job = sql_ll(c, text);
-    for (int i = 1; i <= n; i++) {
-        snprintf(text, sizeof text,
-                 "INSERT INTO trials (job_id, seq, config_id, config, device) VALUES"
-                 " (%lld, %d, %d, '{\"a\": %d}', 'dev')",
-                 job, i, i, i);
-        sql(c, text);
-    }
+    pg_add_trials(c, job, n);
     return job;
-}
-
-static void empty_tables(PGconn *c)
-{
-    sql(c, "DELETE FROM best");
-    sql(c, "DELETE FROM trials");
-    sql(c, "DELETE FROM jobs");
-}
-
-static trial_claim claim_one(PGconn *c)
-{
-    const char *devices[] = {"dev"}, *classes[] = {"class"}, *toolchains[] = {"tc"};
-    trial_claim_devices devs = {
-        .names = devices, .classes = classes, .toolchains = toolchains, .n = 1};
-    trial_claim claim;
-    kt_error err;
-    kt_error_clear(&err);
-    memset(&claim, 0, sizeof claim);
-    if (trial_store_claim(c, WORKER, &devs, &claim, &err) != 1)
-        fail_msg("claim: %s", err.message);
-    return claim;
 }
 
 /* Claims the oldest pending trial and completes it ok in ms (1 s charged); returns its id. */
 static long long measure(PGconn *c, double ms)
 {
-    trial_claim t = claim_one(c);
+    trial_claim t = pg_claim_one(c, WORKER);
     trial_result r;
     trial_result_init(&r);
     r.status = TRIAL_OK;
@@ -77,25 +50,18 @@ static long long measure(PGconn *c, double ms)
     return t.id;
 }
 
-static long long job_ll(PGconn *c, long long job, const char *expr)
-{
-    char text[256];
-    snprintf(text, sizeof text, "SELECT %s FROM jobs WHERE id = %lld", expr, job);
-    return sql_ll(c, text);
-}
-
 static void remeasurements_are_trials_outside_the_budget(void **state)
 {
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = picking_job(f->c, 2, 2, 2);
     long long a = measure(f->c, 2.0);
     measure(f->c, 3.0);
     /* The job's best follows its search; the best table waits for the pick. */
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 2);
-    assert_int_equal(job_ll(f->c, job, "best_trial_id"), a);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 2);
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), a);
     assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best"), 0);
 
     pick_trial *rows = NULL;
@@ -139,19 +105,19 @@ static void remeasurements_are_trials_outside_the_budget(void **state)
     long long b1 = measure(f->c, 2.5);
     measure(f->c, 2.4);
     measure(f->c, 2.7);
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 2);
-    assert_int_equal(job_ll(f->c, job, "round(clock_seconds)"), 6);
-    assert_int_equal(job_ll(f->c, job, "best_trial_id"), a);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 2);
+    assert_int_equal(pg_job_ll(f->c, job, "round(clock_seconds)"), 6);
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), a);
     assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best"), 0);
 
     /* The store records whichever re-measurement the driver names (worker/final_pick.h decides). */
     json_t *pick = json_pack("{s:i}", "winner", 1);
     assert_int_equal(pick_store_record(f->c, &ME, job, b1, pick, &err), 1);
     json_decref(pick);
-    assert_int_equal(job_ll(f->c, job, "best_trial_id"), b1);
-    assert_int_equal(job_ll(f->c, job, "round(best_time_ms * 10)"), 25);
-    assert_int_equal(job_ll(f->c, job, "(best_config->>'a')::int"), 2);
-    assert_int_equal(job_ll(f->c, job, "(final_pick->>'winner')::int"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), b1);
+    assert_int_equal(pg_job_ll(f->c, job, "round(best_time_ms * 10)"), 25);
+    assert_int_equal(pg_job_ll(f->c, job, "(best_config->>'a')::int"), 2);
+    assert_int_equal(pg_job_ll(f->c, job, "(final_pick->>'winner')::int"), 1);
     char text[200];
     snprintf(text, sizeof text, "SELECT count(*) FROM best WHERE trial_id = %lld AND job_id = %lld",
              b1, job);
@@ -163,14 +129,14 @@ static void without_a_winner_the_search_best_is_offered(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = picking_job(f->c, 1, 1, 1);
     long long a = measure(f->c, 2.0);
     json_t *pick = json_pack("{s:n}", "winner");
     assert_int_equal(pick_store_record(f->c, &ME, job, 0, pick, &err), 1);
     json_decref(pick);
-    assert_int_equal(job_ll(f->c, job, "best_trial_id"), a);
-    assert_int_equal(job_ll(f->c, job, "(final_pick IS NOT NULL)::int"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), a);
+    assert_int_equal(pg_job_ll(f->c, job, "(final_pick IS NOT NULL)::int"), 1);
     char text[200];
     snprintf(text, sizeof text, "SELECT count(*) FROM best WHERE trial_id = %lld", a);
     assert_int_equal(sql_ll(f->c, text), 1);
@@ -181,18 +147,18 @@ static void only_the_driver_records_and_only_a_remeasurement_wins(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = picking_job(f->c, 1, 1, 1);
     long long a = measure(f->c, 2.0);
     json_t *pick = json_pack("{s:i}", "winner", 0);
     /* Another runner's driver (its lease ran out): nothing written. */
     const runner_identity them = {"hostB:2:200", "hostB", 2};
     assert_int_equal(pick_store_record(f->c, &them, job, 0, pick, &err), 0);
-    assert_int_equal(job_ll(f->c, job, "(final_pick IS NULL)::int"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "(final_pick IS NULL)::int"), 1);
     /* A search trial is no re-measurement: refused, nothing written. */
     assert_int_equal(pick_store_record(f->c, &ME, job, a, pick, &err), -1);
     assert_int_equal(err.code, KT_ERR_INTERNAL);
-    assert_int_equal(job_ll(f->c, job, "(final_pick IS NULL)::int"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "(final_pick IS NULL)::int"), 1);
     assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best"), 0);
     json_decref(pick);
     /* The connection is usable: no transaction was left open. */

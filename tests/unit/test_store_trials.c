@@ -16,50 +16,14 @@ static const runner_identity ME = {"hostA:1:100", "hostA", 1};
 /* A running job driven by ME with n pending trials (configs 1..n, seqs 1..n). */
 static long long running_job(PGconn *c, int n)
 {
-    char text[640];
     long long job = sql_ll(
         c, "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
            " toolchain, strategy, seed, budget_evaluations, batch_size, space_size, status, runner,"
            " runner_host, runner_pid, runner_heartbeat, started_at) VALUES ('k', 'dev', 'class',"
            " 'h', '{\"n\": 1}', '{\"n\":1}', 'tc', 'random', 1, 10, 4, 100, 'running',"
            " 'hostA:1:100', 'hostA', 1, now(), now()) RETURNING id");
-    for (int i = 1; i <= n; i++) {
-        snprintf(text, sizeof text,
-                 "INSERT INTO trials (job_id, seq, config_id, config, device) VALUES"
-                 " (%lld, %d, %d, '{\"a\": %d}', 'dev')",
-                 job, i, i, i);
-        sql(c, text);
-    }
+    pg_add_trials(c, job, n);
     return job;
-}
-
-/* Each test starts with no job and no trial (claims take the oldest pending trial of any job). */
-static void empty_tables(PGconn *c)
-{
-    sql(c, "DELETE FROM best");
-    sql(c, "DELETE FROM trials");
-    sql(c, "DELETE FROM jobs");
-}
-
-static trial_claim claim_one(PGconn *c)
-{
-    const char *devices[] = {"dev"}, *classes[] = {"class"}, *toolchains[] = {"tc"};
-    trial_claim_devices devs = {
-        .names = devices, .classes = classes, .toolchains = toolchains, .n = 1};
-    trial_claim claim;
-    kt_error err;
-    kt_error_clear(&err);
-    memset(&claim, 0, sizeof claim);
-    if (trial_store_claim(c, WORKER, &devs, &claim, &err) != 1)
-        fail_msg("claim: %s", err.message);
-    return claim;
-}
-
-static long long job_ll(PGconn *c, long long job, const char *expr)
-{
-    char text[256];
-    snprintf(text, sizeof text, "SELECT %s FROM jobs WHERE id = %lld", expr, job);
-    return sql_ll(c, text);
 }
 
 static long long trials_where(PGconn *c, long long job, const char *cond)
@@ -87,12 +51,12 @@ static void complete_after_cancel_records_nothing(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = running_job(f->c, 3);
-    trial_claim a = claim_one(f->c), b = claim_one(f->c);
+    trial_claim a = pg_claim_one(f->c, WORKER), b = pg_claim_one(f->c, WORKER);
     trial_result ok = result(TRIAL_OK, 2.0), timeout = result(TRIAL_TIMEOUT, 0);
     assert_int_equal(trial_store_complete(f->c, &a, WORKER, &ok, &err), 1);
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 1);
     assert_int_equal(trial_store_claim_live(f->c, &b, WORKER, &err), 1);
 
     /* The cancel deletes the pending and the running trial; the finished one stays. */
@@ -103,9 +67,9 @@ static void complete_after_cancel_records_nothing(void **state)
 
     /* The measurement of b ends as a timeout after the cancel: nothing is recorded. */
     assert_int_equal(trial_store_complete(f->c, &b, WORKER, &timeout, &err), 0);
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 1);
-    assert_int_equal(job_ll(f->c, job, "round(clock_seconds * 1000)"), 1000);
-    assert_int_equal(job_ll(f->c, job, "best_trial_id"), a.id);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "round(clock_seconds * 1000)"), 1000);
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), a.id);
     assert_int_equal(trials_where(f->c, job, "status = 'timeout'"), 0);
     assert_int_equal(trial_store_release(f->c, &b, WORKER, &err), 0);
     /* The connection is usable: no transaction was left open. */
@@ -119,17 +83,17 @@ static void complete_after_the_job_ended_records_nothing(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = running_job(f->c, 2);
-    trial_claim a = claim_one(f->c);
+    trial_claim a = pg_claim_one(f->c, WORKER);
     char text[256];
     snprintf(text, sizeof text, "UPDATE jobs SET status = 'failed' WHERE id = %lld", job);
     sql(f->c, text);
     assert_int_equal(trial_store_claim_live(f->c, &a, WORKER, &err), 0);
     trial_result ok = result(TRIAL_OK, 1.0);
     assert_int_equal(trial_store_complete(f->c, &a, WORKER, &ok, &err), 0);
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 0);
-    assert_int_equal(job_ll(f->c, job, "(best_trial_id IS NULL)::int"), 1);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 0);
+    assert_int_equal(pg_job_ll(f->c, job, "(best_trial_id IS NULL)::int"), 1);
     assert_int_equal(trials_where(f->c, job, "status = 'running'"), 0);
     snprintf(text, sizeof text, "SELECT count(*) FROM trials WHERE id = %lld", a.id);
     assert_int_equal(sql_ll(f->c, text), 0);
@@ -141,14 +105,14 @@ static void release_hands_back_or_deletes(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = running_job(f->c, 2);
-    trial_claim a = claim_one(f->c);
+    trial_claim a = pg_claim_one(f->c, WORKER);
     /* The job still runs: the trial goes back to pending and can be claimed again. */
     assert_int_equal(trial_store_release(f->c, &a, WORKER, &err), 1);
     assert_int_equal(trials_where(f->c, job, "status = 'pending'"), 2);
     assert_int_equal(trial_store_claim_live(f->c, &a, WORKER, &err), 0);
-    trial_claim again = claim_one(f->c);
+    trial_claim again = pg_claim_one(f->c, WORKER);
     assert_int_equal(again.id, a.id);
     /* Another worker's release of it changes nothing. */
     assert_int_equal(trial_store_release(f->c, &again, "hostB:2:200/0", &err), 0);
@@ -160,7 +124,7 @@ static void release_hands_back_or_deletes(void **state)
     assert_int_equal(trial_store_release(f->c, &again, WORKER, &err), 1);
     assert_int_equal(trials_where(f->c, job, "true"), 1);
     assert_int_equal(trials_where(f->c, job, "status = 'running'"), 0);
-    assert_int_equal(job_ll(f->c, job, "trials_done"), 0);
+    assert_int_equal(pg_job_ll(f->c, job, "trials_done"), 0);
 }
 
 static void finish_deletes_unfinished_trials(void **state)
@@ -168,12 +132,12 @@ static void finish_deletes_unfinished_trials(void **state)
     pg_fixture *f = *state;
     kt_error err;
     kt_error_clear(&err);
-    empty_tables(f->c);
+    pg_empty_jobs(f->c);
     long long job = running_job(f->c, 3);
-    trial_claim a = claim_one(f->c);
+    trial_claim a = pg_claim_one(f->c, WORKER);
     trial_result bad = result(TRIAL_RUNTIME_ERROR, 0);
     assert_int_equal(trial_store_complete(f->c, &a, WORKER, &bad, &err), 1);
-    (void)claim_one(f->c);
+    (void)pg_claim_one(f->c, WORKER);
     kt_error why;
     kt_error_set(&why, KT_ERR_INTERNAL, "resume diverged");
     assert_int_equal(job_store_finish(f->c, &ME, job, "failed", "resume_diverged", &why, &err), 0);
