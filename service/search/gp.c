@@ -359,7 +359,7 @@ static int reserve(gp *g, int want)
     int *xt = malloc(c * (size_t)g->np * sizeof *xt);
     if (!xt)
         return -1;
-    for (int p = 0; p < g->np; p++)
+    for (int p = 0; g->n > 0 && p < g->np; p++) /* nothing to keep before the first fit */
         memcpy(xt + (size_t)p * c, g->xt + (size_t)p * g->cap, (size_t)g->n * sizeof *xt);
     free(g->xt);
     g->xt = xt;
