@@ -1,8 +1,9 @@
 /* accel/accel_kernel — the loop nests the accelerator runs and their mapping spaces: `cnn_layer`
  * (dims N, K, C, P, Q, R, S from arguments N, K, C, P, Q, R, S, stride: P and Q are the OUTPUT rows
  * and columns, Table 1's "H, W" as in the paper's Timeloop problems; the input has
- * (P - 1) * stride + R rows) and `mttkrp` (dims I, J, K, L). A problem is validated from a request's
- * JSON (arguments, or {"preset": "<name>"} for the paper's Table 1 layers) into canonical form.
+ * (P - 1) * stride + R rows) and `mttkrp` (dims I, J, K, L). A problem is validated from a
+ * request's JSON (arguments, or {"preset": "<name>"} for the paper's Table 1 layers) into canonical
+ * form.
  *
  * The mapping space of a (problem, device), built on the space engine so that every strategy works
  * on it unchanged. Parameters (the names are the contract; the surrogate and tests rely on them):
