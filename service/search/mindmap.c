@@ -391,11 +391,12 @@ static int best_neighbour(mindmap_state *st, config_id id, config_id *out)
 static int gradient_step(mindmap_state *st, mm_chain *c, config_id *out)
 {
     surrogate_predict(st->m, st->pf, c->x, st->grad);
+    double scale = st->lr / surrogate_objective_sd(st->m);
     for (int i = 0; i < st->W; i++) {
         double g = st->grad[i];
         if (!isfinite(g))
             continue;
-        double x = c->x[i] - st->lr * st->sd[i] * st->sd[i] * g;
+        double x = c->x[i] - scale * st->sd[i] * st->sd[i] * g;
         c->x[i] = x < st->lo[i] ? st->lo[i] : x > st->hi[i] ? st->hi[i] : x;
     }
     config_id id;

@@ -6,7 +6,7 @@
  *   "KSUR" | u32 format (1) | u32 n_pf, n_params, n_out, n_hidden, activation |
  *   u32 hidden[n_hidden] | per parameter: u32 name_len, name, u32 numeric, u32 n_cats, per
  *   category u32 len, key | f64 in_mean[n_in], in_sd[n_in], out_mean[n_out], out_sd[n_out],
- *   obj_w[n_out] | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before it. */
+ *   obj_w[n_out], obj_sd | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before it. */
 #include "search/surrogate_impl.h"
 
 #include <math.h>
@@ -323,6 +323,7 @@ static int surrogate_finish(surrogate *s, uint64_t seed, kt_error *err)
         s->in_sd[i] = 1;
     for (int k = 0; k < s->n_out; k++)
         s->out_sd[k] = 1;
+    s->obj_sd = 1;
     return 0;
 }
 
@@ -422,6 +423,11 @@ int surrogate_num_outputs(const surrogate *s)
 int surrogate_num_problem_features(const surrogate *s)
 {
     return s->n_pf;
+}
+
+double surrogate_objective_sd(const surrogate *s)
+{
+    return s->obj_sd;
 }
 
 const double *surrogate_config_mean(const surrogate *s)
@@ -630,6 +636,7 @@ int surrogate_save(const surrogate *s, strbuf *out, kt_error *err)
         put_f64(out, s->out_sd[k]);
     for (int k = 0; k < s->n_out; k++)
         put_f64(out, s->obj_w[k]);
+    put_f64(out, s->obj_sd);
     put_uint(out, (uint64_t)n_w, 8);
     const double *w = learn_mlp_params(s->mlp);
     for (size_t i = 0; i < n_w; i++)
@@ -778,6 +785,7 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
         s->out_sd[k] = get_f64(&r);
     for (int k = 0; k < s->n_out; k++)
         s->obj_w[k] = get_f64(&r);
+    s->obj_sd = get_f64(&r);
     uint64_t n_w = get_uint(&r, 8);
     if (r.bad || n_w != learn_mlp_num_params(s->mlp) || (r.len - r.pos) / 8 != n_w ||
         (r.len - r.pos) % 8 != 0)
@@ -798,6 +806,8 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
         if (!isfinite(w[i]))
             goto corrupt;
     }
+    if (!(s->obj_sd > 0) || !isfinite(s->obj_sd))
+        goto corrupt;
     return s;
 corrupt:
     kt_error_set(err, KT_ERR_BAD_REQUEST, "the surrogate's bytes are not valid");

@@ -101,6 +101,9 @@ const double *surrogate_config_mean(const surrogate *s);
 const double *surrogate_config_sd(const surrogate *s);
 /* Predicted objectives of n configurations (x: n rows of config features) of one problem, in
  * blocks through the batched forward. Returns 0, or -1 out of memory. */
+/* Deviation of the objective (ln units) over the training samples: mindmap's gradient steps
+ * measure the objective in it, as the outputs are whitened. */
+double surrogate_objective_sd(const surrogate *s);
 int surrogate_predict_batch(surrogate *s, const double *pf, const double *x, int n, double *out);
 
 #endif

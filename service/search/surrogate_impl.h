@@ -42,6 +42,7 @@ struct surrogate {
     double *in_mean, *in_sd; /* n_in each */
     double out_mean[SURROGATE_MAX_OUTPUTS], out_sd[SURROGATE_MAX_OUTPUTS];
     double obj_w[SURROGATE_MAX_OUTPUTS];
+    double obj_sd; /* deviation of the objective over the training samples (1 if constant) */
     learn_mlp *mlp;
     double *rows; /* SURROGATE_PREDICT_BLOCK x n_in scratch */
     double *dx;   /* n_in */

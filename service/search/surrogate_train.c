@@ -84,7 +84,7 @@ static void whitening(train_ctx *c)
     surrogate *s = c->s;
     int n_in = s->n_in, n = c->n_train;
     double *sum = s->in_mean, *sq = s->in_sd; /* accumulate in place */
-    double osum[SURROGATE_MAX_OUTPUTS] = {0}, osq[SURROGATE_MAX_OUTPUTS] = {0};
+    double osum[SURROGATE_MAX_OUTPUTS] = {0}, osq[SURROGATE_MAX_OUTPUTS] = {0}, fsum = 0, fsq = 0;
     memset(sum, 0, (size_t)n_in * sizeof *sum);
     memset(sq, 0, (size_t)n_in * sizeof *sq);
     for (int t = 0; t < n; t++) {
@@ -104,11 +104,17 @@ static void whitening(train_ctx *c)
             sq[f] += v * v;
         }
         const double *m = d->meta + i * (size_t)d->n_out;
+        double f = 0;
         for (int k = 0; k < s->n_out; k++) {
             osum[k] += m[k];
             osq[k] += m[k] * m[k];
+            f += s->obj_w[k] * m[k];
         }
+        fsum += f;
+        fsq += f * f;
     }
+    double fmean = fsum / n, fvar = fsq / n - fmean * fmean;
+    s->obj_sd = fvar > 1e-18 ? sqrt(fvar) : 1.0;
     for (int k = 0; k < n_in; k++) {
         double mean = sum[k] / n, var = sq[k] / n - mean * mean;
         s->in_mean[k] = mean;
