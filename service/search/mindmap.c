@@ -36,9 +36,9 @@
 
 #include "search/search_set.h"
 
-#define MM_BAD_F        1e30    /* f of a failed result: any injection replaces it */
-#define MM_MAX_ROWS     200000  /* space_nearest_valid's per-group scan cap */
-#define MM_SCAN_LIMIT   200000  /* random-valid fallback: ids scanned after the random draws */
+#define MM_BAD_F          1e30   /* f of a failed result: any injection replaces it */
+#define MM_MAX_ROWS       200000 /* space_nearest_valid's per-group scan cap */
+#define MM_SCAN_LIMIT     200000 /* random-valid fallback: ids scanned after the random draws */
 #define MM_MAX_NEIGHBOURS 4096
 
 static const searcher_option mindmap_options[] = {
@@ -62,8 +62,18 @@ static const searcher_option mindmap_options[] = {
      "random draws for a valid unvisited mapping before scanning for one"},
 };
 
-enum { O_LR, O_INJECT, O_T0, O_ANNEAL_EVERY, O_ANNEAL_FACTOR, O_CHAINS, O_STEPS, O_REPAIR,
-       O_TRIES, N_OPTIONS };
+enum {
+    O_LR,
+    O_INJECT,
+    O_T0,
+    O_ANNEAL_EVERY,
+    O_ANNEAL_FACTOR,
+    O_CHAINS,
+    O_STEPS,
+    O_REPAIR,
+    O_TRIES,
+    N_OPTIONS
+};
 
 typedef struct mm_param {
     int off, width, n;
@@ -188,7 +198,9 @@ static int mindmap_set_surrogate(void *state, surrogate *m, const double *pf, in
         return -1;
     int W = surrogate_config_width(m), P = st->P;
     st->max_nb = space_max_neighbours(st->sp, SPACE_NEIGHBOURS_HAMMING);
-    st->max_nb = st->max_nb < 1 ? 1 : st->max_nb > MM_MAX_NEIGHBOURS ? MM_MAX_NEIGHBOURS : st->max_nb;
+    st->max_nb = st->max_nb < 1                   ? 1
+                 : st->max_nb > MM_MAX_NEIGHBOURS ? MM_MAX_NEIGHBOURS
+                                                  : st->max_nb;
     st->par = calloc((size_t)P, sizeof *st->par);
     st->chains = calloc((size_t)st->n_chains, sizeof *st->chains);
     st->lo = malloc((size_t)W * sizeof *st->lo);
@@ -443,8 +455,8 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
         if (gradient_step(st, c, &id))
             goto found;
     }
-    if (best_neighbour(st, c->cur, &id) ||
-        (st->best_known && best_neighbour(st, st->best, &id)) || random_valid(st, &id))
+    if (best_neighbour(st, c->cur, &id) || (st->best_known && best_neighbour(st, st->best, &id)) ||
+        random_valid(st, &id))
         goto found;
     return 0;
 found:

@@ -4,8 +4,9 @@
  * (p2 * p3 >= 4096). A surrogate is trained on problems other than the searched ones. Checked: no
  * proposal without a surrogate, the registry's flags and options, refusal of a surrogate of other
  * parameters or after an ask, never an oracle-invalid configuration nor a repeat (batches, several
- * chains, failures told), determinism and resume by replay, and search quality: within 100
- * evaluations, the mean over 10 seeds of optimum / best found, against random. */
+ * chains, failures told), a warm start's first ids, determinism and resume by replay, and search
+ * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,8 +140,8 @@ static searcher *mm_searcher(const space *sp, surrogate *m, const problem *pb,
 }
 
 /* Proposes up to want ids in batches; every result told (every fail_every-th as a failure). */
-static int run(searcher *s, const space *sp, const problem *pb, config_id *ids, int want,
-               int batch, int fail_every)
+static int run(searcher *s, const space *sp, const problem *pb, config_id *ids, int want, int batch,
+               int fail_every)
 {
     trial_result r[64];
     int total = 0;
@@ -283,6 +284,25 @@ static void valid_and_distinct(void **state)
     json_decref(chains);
 }
 
+/* A warm start's first ids come first, in order, and are never proposed again. */
+static void warm_start_first_ids(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    problem pb = make_problem(31337);
+    const config_id first[] = {5, 17, 5, 42};
+    searcher_history h = {first, 4, NULL, NULL, NULL, 0};
+    searcher *s = mm_searcher(sp, fx->m, &pb, NULL, 8);
+    assert_int_equal(searcher_set_history(s, &h, NULL), 0);
+    config_id ids[200];
+    assert_int_equal(run(s, sp, &pb, ids, 200, 3, 0), 200);
+    assert_int_equal(ids[0], 5);
+    assert_int_equal(ids[1], 17);
+    assert_int_equal(ids[2], 42);
+    assert_distinct_valid(ids, 200, space_count(sp));
+    searcher_free(s);
+}
+
 static void deterministic_and_resumable(void **state)
 {
     const fixture *fx = *state;
@@ -378,9 +398,8 @@ static void beats_random(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(registry_and_refusals),
-        cmocka_unit_test(valid_and_distinct),
-        cmocka_unit_test(deterministic_and_resumable),
+        cmocka_unit_test(registry_and_refusals), cmocka_unit_test(valid_and_distinct),
+        cmocka_unit_test(warm_start_first_ids),  cmocka_unit_test(deterministic_and_resumable),
         cmocka_unit_test(beats_random),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
