@@ -768,12 +768,26 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
     s->act = (learn_activation)act;
     for (int l = 0; l < s->n_hidden; l++) {
         uint64_t h = get_uint(&r, 4);
-        if (h < 1 || h > 65536)
+        if (h < 1 || h > 4096)
             goto corrupt;
         s->hidden[l] = (int)h;
     }
     s->n_params = (int)n_params;
     if (read_params(&r, s) < 0)
+        goto corrupt;
+    /* Every double the sizes imply must be in the buffer before the network is allocated: sizes
+     * cannot make the load allocate more than the bytes hold. */
+    uint64_t width = 0, doubles = 0;
+    for (int j = 0; j < s->n_params; j++)
+        width += s->params[j].numeric ? 1 : (uint64_t)s->params[j].n_cats;
+    uint64_t prev = (uint64_t)s->n_pf + width;
+    doubles = 2 * prev + 3 * (uint64_t)s->n_out + 1;
+    for (int l = 0; l <= s->n_hidden; l++) {
+        uint64_t next = l < s->n_hidden ? (uint64_t)s->hidden[l] : (uint64_t)s->n_out;
+        doubles += (prev + 1) * next;
+        prev = next;
+    }
+    if ((r.len - r.pos) / 8 < doubles)
         goto corrupt;
     if (surrogate_finish(s, 0, err) < 0)
         goto fail;
