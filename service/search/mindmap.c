@@ -60,6 +60,9 @@ static const searcher_option mindmap_options[] = {
      "oracle checks when repairing an invalid projection or picking a neighbour"},
     {"sample_tries", SEARCHER_OPT_INTEGER, "1000", 1, 10000000, NULL,
      "random draws for a valid unvisited mapping before scanning for one"},
+    {"neighbours", SEARCHER_OPT_INTEGER, "4096", 1, MM_MAX_NEIGHBOURS, NULL,
+     "unvisited neighbours (a random subset) whose objective the surrogate predicts when the "
+     "gradient steps find nothing new"},
 };
 
 enum {
@@ -72,6 +75,7 @@ enum {
     O_STEPS,
     O_REPAIR,
     O_TRIES,
+    O_NEIGHBOURS,
     N_OPTIONS
 };
 
@@ -92,7 +96,7 @@ typedef struct mindmap_state {
     const space *sp;
     kt_rng rng;
     double lr, t0, anneal_factor, temp;
-    int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries;
+    int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries, n_predict;
     surrogate *m;
     double pf[SURROGATE_MAX_PROBLEM_FEATURES];
     int P, W;
@@ -135,6 +139,7 @@ static void *mindmap_create(const space *sp, const json_t *options, uint64_t see
     st->max_steps = (int)searcher_option_number(&mindmap_options[O_STEPS], options);
     st->repair_checks = (int)searcher_option_number(&mindmap_options[O_REPAIR], options);
     st->sample_tries = (int)searcher_option_number(&mindmap_options[O_TRIES], options);
+    st->n_predict = (int)searcher_option_number(&mindmap_options[O_NEIGHBOURS], options);
     st->temp = st->t0;
     st->P = space_num_params(sp);
     return st;
@@ -391,6 +396,15 @@ static int best_neighbour(mindmap_state *st, config_id id, config_id *out)
     int n = fresh_neighbours(st, id);
     if (n == 0)
         return 0;
+    if (n > st->n_predict) { /* a random subset: the batched forward is the cost */
+        for (int i = 0; i < st->n_predict; i++) {
+            int j = i + (int)kt_rng_below(&st->rng, (uint64_t)(n - i));
+            config_id t = st->nb[i];
+            st->nb[i] = st->nb[j];
+            st->nb[j] = t;
+        }
+        n = st->n_predict;
+    }
     for (int i = 0; i < n; i++)
         encode_id(st, st->nb[i], st->cand_x + (size_t)i * (size_t)st->W);
     if (surrogate_predict_batch(st->m, st->pf, st->cand_x, n, st->cand_f) < 0)
