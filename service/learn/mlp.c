@@ -142,9 +142,12 @@ const double *learn_mlp_forward(learn_mlp *m, const double *x, int batch)
         double *z = m->acts[l + 1];
         for (int r = 0; r < batch; r++)
             memcpy(z + (size_t)r * (size_t)out, b, (size_t)out * sizeof *b);
-        /* Z = A W + 1 b^T */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0, m->acts[l], in,
-                    w, out, 1.0, z, out);
+        /* Z = A W + 1 b^T (one row: z = W^T a + b, a matrix-vector product) */
+        if (batch == 1)
+            cblas_dgemv(CblasRowMajor, CblasTrans, in, out, 1.0, w, out, m->acts[l], 1, 1.0, z, 1);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0, m->acts[l],
+                        in, w, out, 1.0, z, out);
         if (l + 1 == m->n_layers)
             break; /* linear output */
         size_t n = (size_t)batch * (size_t)out;
@@ -188,6 +191,42 @@ int learn_mlp_backward(learn_mlp *m, const double *dout)
         /* D_prev = (D W^T) * act'(A), where A = act(Z) is what the layer below produced */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w, out,
                     0.0, dprev, in);
+        const double *a = m->acts[l];
+        size_t n = (size_t)batch * (size_t)in;
+        if (m->activation == LEARN_ACT_TANH) {
+            for (size_t i = 0; i < n; i++)
+                dprev[i] *= 1.0 - a[i] * a[i];
+        } else {
+            for (size_t i = 0; i < n; i++)
+                dprev[i] = a[i] > 0 ? dprev[i] : 0;
+        }
+        double *t = d;
+        d = dprev;
+        dprev = t;
+    }
+    return 0;
+}
+
+int learn_mlp_input_grad(learn_mlp *m, const double *dout, double *dx)
+{
+    int batch = m->batch;
+    if (batch < 1)
+        return -1;
+    int top = m->n_layers;
+    double *d = m->delta[0], *dprev = m->delta[1];
+    memcpy(d, dout, (size_t)batch * (size_t)m->sizes[top] * sizeof *d);
+    for (int l = top - 1; l >= 0; l--) {
+        int in = m->sizes[l], out = m->sizes[l + 1];
+        const double *w = m->params + m->w_off[l];
+        /* D_prev = D W^T, then (below the first layer) times act'(A); one row: W d */
+        if (batch == 1)
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, in, out, 1.0, w, out, d, 1, 0.0,
+                        l == 0 ? dx : dprev, 1);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w,
+                        out, 0.0, l == 0 ? dx : dprev, in);
+        if (l == 0)
+            break;
         const double *a = m->acts[l];
         size_t n = (size_t)batch * (size_t)in;
         if (m->activation == LEARN_ACT_TANH) {

@@ -1,14 +1,14 @@
 /* search/surrogate — Mind Mappings' differentiable surrogate (issue 13): an MLP from (problem,
  * configuration) to a backend's normalised meta-statistics, trained offline across many problems of
  * one kernel and device class, then frozen; `mindmap` descends its gradient with respect to the
- * configuration. Generic over spaces: a configuration is encoded per parameter by name, so spaces of
- * different problems (different value lists) share one encoding:
- *   numeric parameter -> one feature, log2(1 + |v|) with v's sign;
- *   string / boolean parameter -> one-hot over the values seen in training (an unseen value: zeros).
- * A problem is encoded by surrogate_problem_features (numeric arguments in name order, ln(1 + v)).
- * Inputs and outputs are whitened with the training set's means and deviations; the loss is Huber.
- * The objective is a weighted sum of the (unwhitened) outputs, weights given with the data
- * (for accel: ln(edp / minimum edp) = ln energy + ln cycles entries).
+ * configuration. Generic over spaces: a configuration is encoded per parameter by name, so spaces
+ * of different problems (different value lists) share one encoding: numeric parameter -> one
+ * feature, log2(1 + |v|) with v's sign; string / boolean parameter -> one-hot over the values seen
+ * in training (an unseen value: zeros). A problem is encoded by surrogate_problem_features (numeric
+ * arguments in name order, ln(1 + v)). Inputs and outputs are whitened with the training set's
+ * means and deviations; the loss is Huber. The objective is a weighted sum of the (unwhitened)
+ * outputs, weights given with the data (for accel: ln(edp / minimum edp) = ln energy + ln cycles
+ * entries).
  *
  * Lifecycle: surrogate_data_new -> surrogate_data_add* -> surrogate_train -> surrogate_save /
  * surrogate_predict / surrogate_encode -> surrogate_free; or surrogate_load -> ... -> free.
@@ -50,12 +50,12 @@ void surrogate_data_free(surrogate_data *d);
 typedef struct surrogate_options {
     int hidden[SURROGATE_MAX_HIDDEN]; /* hidden layer widths; n_hidden 0 = {256, 256, 128} */
     int n_hidden;
-    int epochs;            /* [40] */
-    int batch;             /* [128] */
-    double lr;             /* Adam [1e-3], x0.1 at 50% and 75% of the epochs */
-    double huber_delta;    /* [1.0], on whitened outputs */
-    double test_fraction;  /* [0.2] of the problems held out */
-    double max_seconds;    /* [0 = none] stop early (metrics say so) */
+    int epochs;           /* [40] */
+    int batch;            /* [128] */
+    double lr;            /* Adam [1e-3], x0.1 at 50% and 75% of the epochs */
+    double huber_delta;   /* [1.0], on whitened outputs */
+    double test_fraction; /* [0.2] of the problems held out */
+    double max_seconds;   /* [0 = none] stop early (metrics say so) */
     uint64_t seed;
 } surrogate_options;
 
@@ -86,5 +86,24 @@ double surrogate_predict(surrogate *s, const double *pf, const double *x, double
 /* All outputs (unwhitened meta-statistics) into out[n_outputs]. */
 int surrogate_predict_meta(surrogate *s, const double *pf, const double *x, double *out);
 int surrogate_num_outputs(const surrogate *s);
+
+/* Additions (helper C): */
+/* Problem features the surrogate was trained with (surrogate_problem_features' count). */
+int surrogate_num_problem_features(const surrogate *s);
+/* 0 when every parameter of sp is one of the surrogate's (by name) with a value kind it encodes
+ * (numeric parameter: every value a number), and sp has every parameter of the surrogate; else
+ * -1 with KT_ERR_BAD_REQUEST naming the first mismatch. */
+int surrogate_check_space(const surrogate *s, const space *sp, kt_error *err);
+/* The training set's mean and deviation of each config feature (surrogate_config_width entries,
+ * owned by the surrogate): the whitening that gradient steps and projection distances are
+ * measured in. */
+const double *surrogate_config_mean(const surrogate *s);
+const double *surrogate_config_sd(const surrogate *s);
+/* Predicted objectives of n configurations (x: n rows of config features) of one problem, in
+ * blocks through the batched forward. Returns 0, or -1 out of memory. */
+/* Deviation of the objective (ln units) over the training samples: mindmap's gradient steps
+ * measure the objective in it, as the outputs are whitened. */
+double surrogate_objective_sd(const surrogate *s);
+int surrogate_predict_batch(surrogate *s, const double *pf, const double *x, int n, double *out);
 
 #endif
