@@ -37,6 +37,21 @@ export function fmtMs(v) {
   return String(Number(v.toPrecision(4))) + " ms"; // 4 significant digits, no trailing zeros
 }
 
+// What a trial's time_ms means on a device: milliseconds everywhere except on the analytical
+// accelerators (`accel:<name>`), where the model reports the energy-delay product divided by the
+// algorithmic minimum (1 = the bound; issue 13).
+export function objectiveOf(device) {
+  return typeof device === "string" && device.startsWith("accel:")
+    ? { title: "EDP / minimum EDP", short: "EDP/min", fmt: fmtRatio }
+    : { title: "time (ms)", short: "time", fmt: fmtMs };
+}
+
+// A ratio to a bound with 4 significant digits: "5.321×".
+export function fmtRatio(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "–";
+  return String(Number(v.toPrecision(4))) + "×";
+}
+
 export function fmtNum(v, digits = 4) {
   if (v === null || v === undefined || !Number.isFinite(v)) return "–";
   return Number.isInteger(v) ? v.toLocaleString("en") : v.toPrecision(digits);

@@ -6,7 +6,7 @@
 
 import { get, query } from "../api.js";
 import { DataTable } from "../table.js";
-import { h, clear, fmtMs, fmtNum, fmtTime, fmtObject, errorBox, copyText } from "../dom.js";
+import { h, clear, fmtMs, objectiveOf, fmtNum, fmtTime, fmtObject, errorBox, copyText } from "../dom.js";
 
 // A problem value as a query argument: numbers as they are, lists comma-separated.
 function problemArg(v) {
@@ -84,7 +84,7 @@ function lookupSection(kernels) {
         h(
           "div",
           { class: "lookup-hit", "data-found": "yes", "data-source": best.source },
-          h("div", { class: "best-line" }, h("span", { class: "badge source-" + best.source }, best.source), best.source === "measured" || best.source === "imported" ? h("span", { class: "big" }, fmtMs(best.time_ms)) : null,
+          h("div", { class: "best-line" }, h("span", { class: "badge source-" + best.source }, best.source), best.source === "measured" || best.source === "imported" ? h("span", { class: "big" }, objectiveOf(params.device).fmt(best.time_ms)) : null,
             h("button", { type: "button", class: "small", onclick: async () => { copyMsg.textContent = (await copyText(JSON.stringify(best.config, null, 2))) ? "copied" : "could not copy"; } }, "Copy JSON"),
             copyMsg),
           h("pre", { class: "json" }, JSON.stringify(best.config, null, 2)),
@@ -111,7 +111,7 @@ function browseSection(kernels) {
       { key: "kernel", label: "kernel", value: (i) => rows[i].kernel, render: (i) => rows[i].kernel },
       { key: "device", label: "device", cls: "mono", value: (i) => rows[i].device, render: (i) => rows[i].device },
       { key: "problem", label: "problem", cls: "mono opt", value: (i) => fmtObject(rows[i].problem), render: (i) => fmtObject(rows[i].problem) },
-      { key: "time", label: "time", cls: "num", value: (i) => rows[i].time_ms, render: (i) => fmtMs(rows[i].time_ms) },
+      { key: "time", label: "time", cls: "num", value: (i) => rows[i].time_ms, render: (i) => objectiveOf(rows[i].device).fmt(rows[i].time_ms) },
       { key: "config", label: "configuration", cls: "mono", value: (i) => fmtObject(rows[i].config), render: (i) => fmtObject(rows[i].config) },
       { key: "job", label: "job", cls: "num", value: (i) => rows[i].job_id, render: (i) => h("a", { href: `#/jobs/${rows[i].job_id}` }, "#" + rows[i].job_id) },
       { key: "at", label: "measured", cls: "opt", value: (i) => rows[i].measured_at, render: (i) => fmtTime(rows[i].measured_at) },

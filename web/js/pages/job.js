@@ -10,7 +10,7 @@ import { get, del } from "../api.js";
 import { TrialSet } from "../trials.js";
 import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, paramPoints, color, FAIL_COLOR } from "../charts.js";
 import { DataTable } from "../table.js";
-import { h, clear, fmtMs, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
+import { h, clear, fmtMs, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
 
 const POLL_MS = 1000;
 
@@ -33,6 +33,8 @@ export function mount(root, { id }) {
   const ts = new TrialSet(id);
   const state = { xMode: "evals", logY: true, showTrials: true, param: null };
   let job = null;
+  // time_ms means milliseconds, or EDP over its minimum on an accel device (dom.js objectiveOf).
+  const objective = () => objectiveOf(job && job.device);
   let alive = true;
   let timer = null;
   let convChart = null, paramChart = null;
@@ -84,7 +86,7 @@ export function mount(root, { id }) {
       { key: "n", label: "#", title: "order of finishing", cls: "num", value: (i) => i, render: (i) => i + 1 },
       { key: "seq", label: "proposed", cls: "num opt", title: "proposal order", value: (i) => ts.seq[i], render: (i) => ts.seq[i] },
       { key: "status", label: "status", value: (i) => ts.status[i], render: (i) => statusBadge(ts.status[i]) },
-      { key: "time", label: "time", cls: "num", value: (i) => ts.time[i], render: (i) => fmtMs(ts.time[i]) },
+      { key: "time", label: objective().short, cls: "num", value: (i) => ts.time[i], render: (i) => objective().fmt(ts.time[i]) },
       { key: "compile", label: "compile", cls: "num opt", value: (i) => ts.compile[i], render: (i) => fmtMs(ts.compile[i]) },
       { key: "measure", label: "measure", cls: "num opt", value: (i) => ts.measure[i], render: (i) => fmtMs(ts.measure[i]) },
       { key: "finished", label: "at", cls: "num opt", title: "seconds since the job started", value: (i) => ts.finished[i], render: (i) => fmtDuration(ts.finished[i] - t0()) },
@@ -138,9 +140,9 @@ export function mount(root, { id }) {
 
   function tooltipLabel(ctx) {
     const p = ctx.raw;
-    if (!p || p.i === undefined) return `${ctx.dataset.label}: ${fmtMs(p && p.y)}`;
+    if (!p || p.i === undefined) return `${ctx.dataset.label}: ${objective().fmt(p && p.y)}`;
     const i = p.i;
-    const t = ts.status[i] === "ok" ? fmtMs(ts.time[i]) : ts.status[i];
+    const t = ts.status[i] === "ok" ? objective().fmt(ts.time[i]) : ts.status[i];
     return `#${i + 1} ${t} — ${fmtObject(ts.configs[i])}`;
   }
 
@@ -161,7 +163,7 @@ export function mount(root, { id }) {
       if (tp.ok.length + tp.failed.length < ts.n) note = `${ts.n.toLocaleString("en")} trials; showing ${(tp.ok.length + tp.failed.length).toLocaleString("en")} (fastest and slowest of each run of trials, failures sampled).`;
     }
     convNote.textContent = note;
-    const opts = { xTitle: mode === "time" ? "seconds since the job started" : "evaluations", yTitle: "time (ms)", logY: state.logY, label: tooltipLabel };
+    const opts = { xTitle: mode === "time" ? "seconds since the job started" : "evaluations", yTitle: objective().title, logY: state.logY, label: tooltipLabel };
     if (!convChart) convChart = makeChart(convCanvas, datasets, opts);
     else updateChart(convChart, datasets, opts);
     drawParam();
@@ -183,7 +185,7 @@ export function mount(root, { id }) {
       { label: "fastest per value", data: pp.bestLine, showLine: true, borderColor: color(2), backgroundColor: color(2), borderWidth: 2, pointRadius: 3, order: 0 },
       { label: "trials (ok)", data: pp.points, borderColor: color(3, 0.4), backgroundColor: color(3, 0.3), pointRadius: 2, order: 1 },
     ];
-    const opts = { xTitle: state.param, yTitle: "time (ms)", logY: state.logY, xLabels: pp.labels, label: tooltipLabel };
+    const opts = { xTitle: state.param, yTitle: objective().title, logY: state.logY, xLabels: pp.labels, label: tooltipLabel };
     if (!paramChart) paramChart = makeChart(paramCanvas, datasets, opts);
     else updateChart(paramChart, datasets, opts);
     paramNote.textContent = pp.points.length ? `${pp.bestLine.length} values; ${pp.points.length.toLocaleString("en")} points drawn.` : "No ok trials yet.";
@@ -223,7 +225,7 @@ export function mount(root, { id }) {
         : null,
       h("a", { class: "button-link small", href: `#/compare?jobs=${job.id}` }, "Compare…"));
     if (job.best) {
-      bestTime.textContent = fmtMs(job.best.time_ms);
+      bestTime.textContent = objective().fmt(job.best.time_ms);
       bestBox.textContent = JSON.stringify(job.best.config, null, 2);
     }
     copyBtn.disabled = !job.best;
