@@ -107,7 +107,7 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
  * "accel:<name>:<16 hex digits of accel_device_hash>", kernel_hash accel_kernel_hash as 16 hex
  * digits, toolchain CATALOG_ACCEL_TOOLCHAIN and the canonical problem (presets expanded: a preset
  * and its arguments are the same problem_key); the target owns its space (accel_space_new). */
-#define CATALOG_ACCEL_TOOLCHAIN "ktune accel model 1"
+#define CATALOG_ACCEL_TOOLCHAIN ACCEL_MODEL_VERSION /* "ktune accel model 1" */
 /* The most meta-statistics a problem has (accel_meta: every level and tensor, then 3). */
 #define CATALOG_ACCEL_META_MAX (ACCEL_LEVELS * ACCEL_MAX_TENSORS + 3)
 
