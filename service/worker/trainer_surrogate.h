@@ -27,7 +27,7 @@
  *   samples      valid (problem, mapping) samples  [60000]  100 .. 2000000
  *   problems     problems sampled                  [200]    2 .. 100000
  *   epochs                                         [40]     1 .. 1000
- *   hidden       hidden layer widths   [[256, 256, 128]]   1 .. 8 layers of 1 .. 1024
+ *   hidden       hidden layer widths   [[256, 256, 128]]   1 .. 7 layers of 1 .. 1024
  *   batch                                          [128]    1 .. 65536
  *   lr           Adam's learning rate              [0.001]  (0, 1]
  *   seed         any integer >= 0  [derived from the model's id and version]
@@ -50,6 +50,7 @@
 #define TRAINER_SURROGATE_MAX_PROBLEMS    100000
 #define TRAINER_SURROGATE_MAX_EPOCHS      1000
 #define TRAINER_SURROGATE_MAX_WIDTH       1024
+#define TRAINER_SURROGATE_MAX_LAYERS      (SURROGATE_MAX_HIDDEN - 1) /* surrogate_train's limit */
 #define TRAINER_SURROGATE_MAX_SECONDS     86400
 #define TRAINER_SURROGATE_TRIES_PER_SAMPLE 50 /* random draws per valid sample wanted, at most */
 

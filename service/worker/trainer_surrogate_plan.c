@@ -71,10 +71,10 @@ static int get_hidden(const json_t *hyper, trainer_surrogate_plan *p, kt_error *
     if (!v)
         return 0;
     size_t n = json_array_size(v);
-    if (!json_is_array(v) || n < 1 || n > SURROGATE_MAX_HIDDEN) {
+    if (!json_is_array(v) || n < 1 || n > TRAINER_SURROGATE_MAX_LAYERS) {
         kt_error_set(err, json_is_array(v) ? KT_ERR_OUT_OF_RANGE : KT_ERR_WRONG_TYPE,
                      "hyper.hidden must be an array of 1 to %d layer widths",
-                     SURROGATE_MAX_HIDDEN);
+                     TRAINER_SURROGATE_MAX_LAYERS);
         kt_error_hint(err, "e.g. \"hidden\": [256, 256, 128] (widths from 1 to %d)",
                       TRAINER_SURROGATE_MAX_WIDTH);
         return -1;

@@ -93,7 +93,7 @@ static void out_of_range_values_are_refused(void **state)
     refused("{\"epochs\": 0}", KT_ERR_OUT_OF_RANGE, "epochs");
     refused("{\"epochs\": 1001}", KT_ERR_OUT_OF_RANGE, "epochs");
     refused("{\"hidden\": []}", KT_ERR_OUT_OF_RANGE, "hidden");
-    refused("{\"hidden\": [1,1,1,1,1,1,1,1,1]}", KT_ERR_OUT_OF_RANGE, "hidden");
+    refused("{\"hidden\": [1,1,1,1,1,1,1,1]}", KT_ERR_OUT_OF_RANGE, "hidden");
     refused("{\"hidden\": [64, 0]}", KT_ERR_OUT_OF_RANGE, "hidden[1]");
     refused("{\"hidden\": [1025]}", KT_ERR_OUT_OF_RANGE, "hidden[0]");
     refused("{\"hidden\": [1024, 1024, 1024, 1024, 1024, 1024]}", KT_ERR_OUT_OF_RANGE, "hidden");
