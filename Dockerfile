@@ -30,14 +30,16 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
       gcc libc6-dev postgresql ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/ktune
-# bin/ beside kernels/, datasets/ and web/: ktuned's defaults (<install>/kernels, <install>/datasets,
-# <install>/web, <dir of ktuned>/ktune-runner) find them with no flag.
+# bin/ beside kernels/, datasets/, accel/ and web/: ktuned's defaults (<install>/kernels,
+# <install>/datasets, <install>/accel/devices.json, <install>/web, <dir of ktuned>/ktune-runner)
+# find them with no flag.
 COPY --from=build /src/build/ktuned bin/ktuned
 COPY --from=build /src/build/ktune-runner bin/ktune-runner
 COPY --from=build /src/build/ktune bin/ktune
 COPY --from=build /src/web web
 COPY datasets datasets
 COPY kernels kernels
+COPY accel accel
 RUN ln -s /opt/ktune/bin/ktune /usr/local/bin/ktune
 # With KTUNE_DATABASE_URL unset, ktuned runs an embedded PostgreSQL in /var/lib/ktune as user postgres.
 RUN mkdir -p /var/lib/ktune && chmod 755 /var/lib/ktune

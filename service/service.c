@@ -174,8 +174,12 @@ static int start_catalog(service *svc, kt_error *err)
         snprintf(cache, sizeof cache, "%s", svc->cfg.cache_dir);
     else if (snprintf(cache, sizeof cache, "%s/cache", svc->cfg.data_dir) >= (int)sizeof cache)
         return kt_error_set(err, KT_ERR_CONFIG, "--data-dir is too long for the cache folder");
-    catalog_options opt = {
-        .dataset_dirs = dirs, .n_dataset_dirs = n, .replay_speed = svc->cfg.replay_speed};
+    /* The accel devices file is config, not probed: every role loads it (an API process resolves
+     * accel targets itself; accel devices never go through the fleet). */
+    catalog_options opt = {.dataset_dirs = dirs,
+                           .n_dataset_dirs = n,
+                           .replay_speed = svc->cfg.replay_speed,
+                           .accel_devices_path = svc->cfg.accel_devices};
     catalog_real_options real = {.kernel_dirs = kdirs,
                                  .n_kernel_dirs = nk,
                                  .runner = svc->cfg.runner,

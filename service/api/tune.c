@@ -88,18 +88,22 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
         goto out;
     if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, &target, err) < 0)
         goto out;
-    /* The final pick: on by default where a measurement is real; a replayed time is the same
-     * every time, so asking to re-measure one is refused. */
-    int measures = strncmp(target.key.device, "replay:", 7) != 0;
+    /* The final pick: on by default where a measurement is real; a replayed time (or an accel
+     * device's cost model) is the same every time, so asking to re-measure one is refused. */
+    int measures = !tune_device_deterministic(target.key.device);
     int final_remeasure = t->final_remeasure >= 0 ? t->final_remeasure
                           : measures              ? FINAL_PICK_DEFAULT_COUNT
                                                   : 0;
     if (final_remeasure > 0 && !measures) {
+        int replay = strncmp(target.key.device, "replay:", 7) == 0;
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                     "field 'final_remeasure' must be 0 on replay device %s, not %d", t->device,
-                     final_remeasure);
-        kt_error_hint(err, "a replay device answers every measurement with the recorded time, so "
-                           "re-measuring changes nothing; leave final_remeasure out or send 0");
+                     "field 'final_remeasure' must be 0 on %s device %s, not %d",
+                     replay ? "replay" : "accel", t->device, final_remeasure);
+        kt_error_hint(err,
+                      "%s, so re-measuring changes nothing; leave final_remeasure out or send 0",
+                      replay ? "a replay device answers every measurement with the recorded time"
+                             : "an accel device's cost model gives a mapping the same cost every "
+                               "time");
         goto out;
     }
     if (space_count(target.sp) == 0) {

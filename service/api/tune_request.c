@@ -190,3 +190,8 @@ void tune_request_budgeted(const char *kernel, const char *device, const json_t 
     t->final_remeasure = -1;
     t->final_rounds = -1;
 }
+
+int tune_device_deterministic(const char *device)
+{
+    return device && (strncmp(device, "replay:", 7) == 0 || strncmp(device, "accel:", 6) == 0);
+}

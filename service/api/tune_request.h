@@ -26,8 +26,9 @@ typedef struct tune_request {
     int parallel; /* "parallel": configurations per batch measured at once, 1..64; 0 = not given */
     /* The final pick (worker/final_pick.h): "final_remeasure", configurations re-measured once the
      * budget is spent, 0..8 (0 = off); "final_rounds", how many times each, 1..16. -1 = not given:
-     * api_tune_queue fills the defaults (3 and 5 on cpu and cuda devices, 0 on replay devices,
-     * where a measurement is a recorded time and re-measuring it tells nothing). */
+     * api_tune_queue fills the defaults (3 and 5 on cpu and cuda devices, 0 on replay and accel
+     * devices, where a measurement is a recorded time or the cost model's answer and re-measuring
+     * it tells nothing: tune_device_deterministic). */
     int final_remeasure, final_rounds;
 } tune_request;
 
@@ -41,5 +42,9 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
  * queues. */
 void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
                            long long evaluations, tune_request *t);
+/* 1 when the device gives a configuration the same result every time: "replay:..." (a recorded
+ * time) and "accel:..." (the cost model). Such a job's final_remeasure defaults to 0, and more is
+ * refused (out_of_range). */
+int tune_device_deterministic(const char *device);
 
 #endif

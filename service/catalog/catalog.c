@@ -1,6 +1,7 @@
 /* catalog/catalog — the registry: scans the dataset folders into replay devices and, with kernel
  * folders, takes the probed real devices and loads the kernel specs (with the space size of each
- * kernel's default problem on each device); catalog_free. Lookups are in catalog_lookup.c,
+ * kernel's default problem on each device), loads the accel devices file (catalog_accel.c);
+ * catalog_free. Lookups are in catalog_lookup.c,
  * resolution in catalog_resolve.c, the JSON views in catalog_json.c. */
 #include "catalog/catalog_impl.h"
 
@@ -405,6 +406,8 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
     }
     if (use_real && real_init(c, real, err) < 0)
         goto out;
+    if (catalog_accel_load(c, opt->accel_devices_path, err) < 0)
+        goto out;
     ok = 1;
 out:
     catalog_devices_free(devs, devs ? n_devs : 0); /* the devices not taken */
@@ -430,5 +433,6 @@ void catalog_free(catalog *c)
     free(c->runner);
     free(c->cache_dir);
     catalog_fleet_free(c->fleet);
+    catalog_accel_free(c);
     free(c);
 }

@@ -4,6 +4,9 @@
  * becomes a tuning target with its space. Built once at start-up, then read-only and shared by all
  * threads. Replay targets borrow the catalog's spaces; cpu / cuda targets own theirs.
  *
+ * Accel devices ("accel:<name>", issue 13) come from a devices file (catalog_options): analytical
+ * accelerator cost models evaluated in process; their targets own their spaces.
+ *
  * The catalog never starts a process: with real measurement the caller probes the devices first
  * (measure/device.h: device_discover) and hands the records to catalog_new_real.
  *
@@ -21,7 +24,10 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "space/space.h"
+#include "accel/accel_device.h"
+#include "accel/accel_kernel.h"
 #include "catalog/catalog_device.h"
 #include "catalog/dataset.h"
 #include "catalog/kernel_spec.h"
@@ -33,6 +39,10 @@ typedef struct catalog_options {
     const char *const *dataset_dirs; /* folders scanned for *.json and *.json.gz */
     int n_dataset_dirs;
     double replay_speed; /* replay sleeps speed x recorded seconds per trial; 0 = no sleep */
+    /* The accel devices file (accel/accel_device.h: analytical accelerators, served in process as
+     * "accel:<name>"); NULL or "" = none. Config, not probed: every role loads it. A file that
+     * cannot be loaded is KT_ERR_CONFIG. */
+    const char *accel_devices_path;
 } catalog_options;
 
 /* Real measurement (devices cpu and cuda:N), for catalog_new_real; zero numbers take the defaults
@@ -92,6 +102,32 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
  * not the stored key's (a NULL stored toolchain included). */
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err);
+
+/* Accel devices ("accel:<name>", catalog_accel.c): a target's key is kernel, device, class
+ * "accel:<name>:<16 hex digits of accel_device_hash>", kernel_hash accel_kernel_hash as 16 hex
+ * digits, toolchain CATALOG_ACCEL_TOOLCHAIN and the canonical problem (presets expanded: a preset
+ * and its arguments are the same problem_key); the target owns its space (accel_space_new). */
+#define CATALOG_ACCEL_TOOLCHAIN "ktune accel model 1"
+/* The most meta-statistics a problem has (accel_meta: every level and tensor, then 3). */
+#define CATALOG_ACCEL_META_MAX (ACCEL_LEVELS * ACCEL_MAX_TENSORS + 3)
+
+/* The accel device behind a name ("accel:mindmap"), or NULL (not an accel device of this catalog).
+ * Owned by the catalog. */
+const accel_device *catalog_find_accel(const catalog *c, const char *device);
+/* The problem of an accel target (parsed from its problem_key: no json_t is shared). 0, or -1 with
+ * KT_ERR_BAD_REQUEST when t is not a target of an accel device of c. Any thread. */
+int catalog_accel_problem(const catalog *c, const target *t, accel_problem *out, kt_error *err);
+/* A random problem of the kernel's training distribution (accel_problem_sample), canonical JSON
+ * (new reference), for surrogate training. KT_ERR_NOT_IMPLEMENTED when device is not an accel
+ * device (no cost model to train on), KT_ERR_UNKNOWN_KERNEL when it does not offer kernel. */
+json_t *catalog_sample_problem(const catalog *c, const char *kernel, const char *device,
+                               kt_rng *rng, kt_error *err);
+/* Evaluates configuration id of an accel target with the cost model: 1 valid (meta[0..*n_out) the
+ * meta-statistics of accel_meta and, when objective_w is not NULL, objective_w[0..*n_out) the
+ * weights of accel_meta_objective), 0 invalid (the mapping breaks a limit), -1 with err (not an
+ * accel target, an id outside the space, cap too small). Any thread. */
+int catalog_accel_meta(const catalog *c, const target *t, config_id id, double *meta, int cap,
+                       double *objective_w, int *n_out, kt_error *err);
 
 /* This process's own devices (what it registers and measures on; the fleet's are in
  * catalog_fleet_devices_json):

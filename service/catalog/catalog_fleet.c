@@ -138,8 +138,8 @@ static int merge_row(catalog_fleet *f, const json_t *row)
     int rc = 0;
     const json_t *rec = json_object_get(row, "record");
     const char *kind = json_string_value(json_object_get(rec, "kind"));
-    if (kind && strcmp(kind, "replay") == 0)
-        return 0; /* replay devices are resolved from this process's own datasets */
+    if (kind && (strcmp(kind, "replay") == 0 || strcmp(kind, "accel") == 0))
+        return 0; /* replay and accel devices resolve from this process's own datasets and file */
     if (parse_record(rec, &d, &why) < 0) {
         log_warn("fleet: a device record is skipped: %s", why);
         return strcmp(why, "out of memory") == 0 ? -1 : 0;
@@ -318,6 +318,7 @@ json_t *catalog_fleet_records_json(const catalog *c)
                                              d->toolchain, "limits", limits_json(d), "description",
                                              desc ? desc : json_object()));
     }
+    catalog_accel_records_json(c, arr);
     return arr;
 }
 

@@ -36,16 +36,18 @@ typedef int (*catalog_fleet_fetch)(void *ctx, json_t **rows, kt_error *err);
 /* Sets where fleet records come from and how old a copy may get (seconds > 0). Call once, before
  * other threads use the catalog. */
 void catalog_fleet_set_source(catalog *c, catalog_fleet_fetch fetch, void *ctx, double period_s);
-/* Merges rows (the fetch format) into the fleet: records of kinds cpu and cuda are taken, checked
- * (name, kind, ordinal, class, toolchain, every limit of the kind as an integer >= 0); a bad record
- * is skipped with a warning. Every record not in rows is marked gone. 0, or -1 when out of memory.
+/* Merges rows (the fetch format) into the fleet: records of kinds cpu and cuda are taken (replay
+ * and accel ones skipped), checked (name, kind, ordinal, class, toolchain, every limit of the kind
+ * as an integer >= 0); a bad record is skipped with a warning. Every record not in rows is marked
+ * gone. 0, or -1 when out of memory.
  */
 int catalog_fleet_update(const catalog *c, const json_t *rows, kt_error *err);
 /* Fetches and merges when the copy is older than the period (force: on a miss, rate-limited). A
  * failing fetch is logged and the old copy kept; returns 0 or -1. No-op without a source. */
 int catalog_fleet_refresh(const catalog *c, int force, kt_error *err);
 
-/* The records this process registers for its own available devices (real and replay):
+/* The records this process registers for its own available devices (real, replay and accel; the
+ * merge skips replay and accel records, which every process resolves from its own files):
  * [{"name","kind","ordinal","class","toolchain","limits":{...},"description":{...}}]. */
 json_t *catalog_fleet_records_json(const catalog *c);
 /* GET /v1/devices: catalog_devices_json (this process's devices) followed by the live fleet

@@ -52,6 +52,14 @@ typedef struct catalog_fleet {
     uint64_t last_ns, last_try_ns; /* last successful fetch, last attempt (0: never) */
 } catalog_fleet;
 
+/* An accel device of the devices file (catalog_accel.c): the parameters and the key strings its
+ * targets borrow. */
+typedef struct catalog_accel_dev {
+    accel_device dev;
+    char name[48];  /* "accel:<name>" */
+    char klass[72]; /* "accel:<name>:<16 hex digits>" */
+} catalog_accel_dev;
+
 struct catalog {
     replay_dataset **ds;
     int n;
@@ -68,6 +76,11 @@ struct catalog {
     size_t cap_specs;
     long long *counts; /* [spec * n_devs + dev]: configurations for the default problem; -1 none */
     catalog_fleet *fleet; /* devices known from the fleet; mutable behind its lock */
+    /* Accel devices (catalog_accel.c), from catalog_options.accel_devices_path. */
+    catalog_accel_dev *accel;
+    int n_accel;
+    char (*accel_hash)[17]; /* [accel kernel index]: accel_kernel_hash in hex (the key's) */
+    char **accel_kernels;   /* [kernel * n_accel + dev]: the /v1/kernels entry, compact JSON */
 };
 
 /* 1 when device d can run kernel k (available, and k has a variant of its kind). */
@@ -90,5 +103,20 @@ const catalog_device *catalog_fleet_find_known(const catalog *c, const char *nam
 int catalog_fleet_names(const catalog *c, const char **names, int max);
 /* One device's JSON for /v1/devices (kernels offered from this catalog's specs). */
 json_t *catalog_real_device_json(const catalog *c, const catalog_device *d);
+
+/* Accel devices (catalog_accel.c). Loads the devices file into c (path NULL or "": none); 0 or -1
+ * with KT_ERR_CONFIG. */
+int catalog_accel_load(catalog *c, const char *path, kt_error *err);
+void catalog_accel_free(catalog *c);
+/* The accel device entry of a name, or NULL. */
+const catalog_accel_dev *catalog_accel_find(const catalog *c, const char *device);
+/* catalog_resolve on an accel device (with_space 0: key and problem only). */
+int catalog_accel_resolve(const catalog *c, const catalog_accel_dev *a, const char *kernel,
+                          const json_t *problem, int with_space, target *out, kt_error *err);
+/* Appends the accel devices' /v1/devices entries, /v1/kernels entries (merged by kernel name),
+ * fleet records (kind "accel") to arr. */
+void catalog_accel_devices_json(const catalog *c, json_t *arr);
+void catalog_accel_kernels_json(const catalog *c, json_t *arr);
+void catalog_accel_records_json(const catalog *c, json_t *arr);
 
 #endif

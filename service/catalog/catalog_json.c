@@ -41,6 +41,7 @@ json_t *catalog_devices_json(const catalog *c)
     }
     for (int i = 0; arr && c && i < c->n_devs; i++)
         json_array_append_new(arr, catalog_real_device_json(c, &c->devs[i]));
+    catalog_accel_devices_json(c, arr);
     return arr;
 }
 
@@ -151,5 +152,6 @@ json_t *catalog_kernels_json(const catalog *c)
     }
     for (int s = 0; arr && c && s < c->n_specs; s++)
         add_real_kernel(c, arr, s);
+    catalog_accel_kernels_json(c, arr);
     return arr;
 }

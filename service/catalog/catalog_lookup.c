@@ -18,7 +18,7 @@ const replay_dataset *catalog_find_replay(const catalog *c, const char *device)
 
 int catalog_num_devices(const catalog *c)
 {
-    return c ? c->n + c->n_devs : 0;
+    return c ? c->n + c->n_devs + c->n_accel : 0;
 }
 
 double catalog_replay_speed(const catalog *c)
@@ -27,7 +27,7 @@ double catalog_replay_speed(const catalog *c)
 }
 
 /* The name of the i-th usable device: real available devices first, then replay devices, then
- * the fleet's (names[0..n_fleet), catalog_fleet_names). */
+ * accel devices, then the fleet's (names[0..n_fleet), catalog_fleet_names). */
 static const char *usable_device(const catalog *c, int i, const char *const *fleet, int n_fleet)
 {
     for (int d = 0; c && d < c->n_devs; d++) {
@@ -37,6 +37,9 @@ static const char *usable_device(const catalog *c, int i, const char *const *fle
     if (c && i < c->n)
         return c->ds[i]->device;
     i -= c ? c->n : 0;
+    if (c && i < c->n_accel)
+        return c->accel[i].name;
+    i -= c ? c->n_accel : 0;
     return i < n_fleet ? fleet[i] : NULL;
 }
 

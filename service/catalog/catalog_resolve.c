@@ -1,7 +1,7 @@
 /* catalog/catalog_resolve — turns a request's (kernel, device, problem) into a tuning target: a
  * replay device's recorded problem and space, or a real device's kernel spec with the problem
- * validated and (unless only the key is wanted) the space built for it; every error names what is
- * accepted. */
+ * validated and (unless only the key is wanted) the space built for it (an accel device's:
+ * catalog_accel.c); every error names what is accepted. */
 #include "catalog/catalog_impl.h"
 
 #include <stdio.h>
@@ -188,11 +188,14 @@ static int resolve(const catalog *c, const char *kernel, const char *device, con
 {
     json_t *canon = NULL;
     int rc = -1;
-    const replay_dataset *ds = catalog_find_replay(c, device);
-    const catalog_device *rd = ds ? NULL : real_device_for(c, device, want);
+    const catalog_accel_dev *ad = catalog_accel_find(c, device);
+    const replay_dataset *ds = ad ? NULL : catalog_find_replay(c, device);
+    const catalog_device *rd = ad || ds ? NULL : real_device_for(c, device, want);
 
     char *problem_key = NULL;
     memset(out, 0, sizeof *out);
+    if (ad)
+        return catalog_accel_resolve(c, ad, kernel, problem, with_space, out, err);
     if (rd)
         return resolve_real(c, rd, kernel, problem, with_space, out, err);
     const char *why = ds ? NULL : catalog_real_unavailable(c, device);

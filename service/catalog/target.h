@@ -6,8 +6,8 @@
  * Ownership: key.kernel, key.device, key.device_class, key.kernel_hash and key.toolchain are
  * borrowed from the catalog (valid until catalog_free); key.problem_key and problem are owned by
  * the target; sp is borrowed from the catalog for replay devices (one space per dataset) and owned
- * by the target for cpu / cuda devices (one space per problem), as owns_space says. A target is
- * read-only once made, so one may be shared by threads (worker/target_cache.h does). */
+ * by the target for cpu / cuda / accel devices (one space per problem), as owns_space says. A
+ * target is read-only once made, so one may be shared by threads (worker/target_cache.h does). */
 #ifndef KT_CATALOG_TARGET_H
 #define KT_CATALOG_TARGET_H
 

@@ -79,6 +79,9 @@ static const config_option options[] = {
     {"--kernels", "KTUNE_KERNELS", STR(kernels),
      "comma-separated folders of kernels (<dir>/<name>/spec.json) for the cpu and cuda devices; "
      "empty = none [<install>/kernels]"},
+    {"--accel-devices", "KTUNE_ACCEL_DEVICES", STR(accel_devices),
+     "the accel devices file (analytical accelerators served as accel:<name>); empty = none "
+     "[<install>/accel/devices.json]"},
     {"--runner", "KTUNE_RUNNER", STR(runner),
      "the ktune-runner binary that measures on cpu and cuda devices [<dir of "
      "ktuned>/ktune-runner]"},
@@ -128,6 +131,12 @@ static int dir_exists(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static void set_defaults(kt_config *cfg, const char *exe_dir)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -154,6 +163,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     snprintf(cfg->datasets, sizeof cfg->datasets, "%s", dir_exists(path) ? path : "./datasets");
     snprintf(path, sizeof path, "%s/../kernels", exe_dir ? exe_dir : ".");
     snprintf(cfg->kernels, sizeof cfg->kernels, "%s", dir_exists(path) ? path : "");
+    snprintf(path, sizeof path, "%s/../accel/devices.json", exe_dir ? exe_dir : ".");
+    snprintf(cfg->accel_devices, sizeof cfg->accel_devices, "%s", file_exists(path) ? path : "");
     snprintf(cfg->runner, sizeof cfg->runner, "%.*s/ktune-runner", PATH_MAX - 16,
              exe_dir ? exe_dir : ".");
     cfg->cpu_core = CONFIG_CPU_CORE_AUTO;

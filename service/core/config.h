@@ -21,10 +21,12 @@ typedef struct kt_config {
                                     */
     char runner_user[64];          /* --runner-user: ktune-runner's user when ktuned is root */
     char log_level[16];            /* --log-level, KTUNE_LOG_LEVEL */
-    char kernels[4096];        /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
-    char runner[PATH_MAX];     /* --runner, KTUNE_RUNNER: the ktune-runner binary */
-    char cache_dir[PATH_MAX];  /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */
-    int workers;               /* --workers, KTUNE_WORKERS: measurement threads */
+    char kernels[4096];           /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
+    char accel_devices[PATH_MAX]; /* --accel-devices, KTUNE_ACCEL_DEVICES: the accel devices file;
+                                   * "" = none */
+    char runner[PATH_MAX];        /* --runner, KTUNE_RUNNER: the ktune-runner binary */
+    char cache_dir[PATH_MAX];     /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */
+    int workers;                  /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
     int best_cache_entries;    /* --best-cache-entries, KTUNE_BEST_CACHE_ENTRIES: 0 = no cache */
@@ -62,7 +64,8 @@ typedef struct kt_config {
 /* Fills defaults, then the environment, then argv. Errors: KT_ERR_CONFIG naming the flag or
  * variable and what it accepts. exe_dir: folder of the running binary, used to find the default
  * web, dataset and kernel folders (<exe_dir>/../web, <exe_dir>/../datasets, <exe_dir>/../kernels)
- * when they exist, and the runner (<exe_dir>/ktune-runner). */
+ * and the accel devices file (<exe_dir>/../accel/devices.json) when they exist, and the runner
+ * (<exe_dir>/ktune-runner). */
 int config_parse(kt_config *cfg, int argc, char **argv, const char *exe_dir, kt_error *err);
 void config_usage(FILE *out);
 

@@ -17,6 +17,7 @@ typedef struct backend_ops {
 static const backend_ops backend_kinds[] = {
     {"replay", replay_open, replay_measure, replay_close},
     {"real", real_open, real_measure, real_close},
+    {"accel", accel_open, accel_measure, accel_close},
 };
 
 static const char *const planned_kinds[] = {"cpu", "cuda", "hip", "opencl"};
@@ -53,6 +54,8 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err)
         device = "";
     if (catalog_find_replay(c, device))
         ops = find_ops("replay");
+    else if (catalog_find_accel(c, device))
+        ops = find_ops("accel");
     const catalog_device *rd = ops ? NULL : catalog_find_real(c, device);
     if (rd && rd->available)
         ops = find_ops("real");
@@ -114,6 +117,13 @@ void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)
         return;
     b->stop.fn = fn;
     b->stop.arg = fn ? arg : NULL;
+}
+
+int backend_quick_check(const catalog *c, const target *t, config_id id)
+{
+    if (!t || !t->key.device || !catalog_find_accel(c, t->key.device))
+        return -1; /* cpu, cuda, replay: no check without measuring */
+    return accel_quick_check(c, t, id);
 }
 
 void backend_close(backend *b)

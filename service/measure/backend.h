@@ -3,6 +3,11 @@
  * failure of a kernel is a trial status; only a failure of the backend itself (not of the kernel)
  * returns -1.
  *
+ * Accel devices ("accel:<name>") are evaluated in process by the cost model: status ok with time_ms
+ * the objective (energy-delay product over the algorithmic minimum, >= 1; not milliseconds), or
+ * invalid with extras.reason; extras of an ok trial carry the model's statistics and "meta",
+ * "meta_objective", "meta_names" (measure/README.md).
+ *
  * Lifecycle: backend_open -> [backend_set_stop] -> backend_measure* -> backend_close. The catalog
  * must outlive the backend. */
 #ifndef KT_MEASURE_BACKEND_H
@@ -39,5 +44,11 @@ int backend_measure(backend *b, const target *t, config_id id, trial_result *out
  * nothing to record). */
 void backend_set_stop(backend *b, backend_stop_fn fn, void *arg);
 void backend_close(backend *b);
+
+/* Cheap validity check without measuring: 1 valid, 0 invalid, -1 the device has no such check
+ * (cpu, cuda, replay) or t is not a target of c's. accel: accel_evaluate's limits (the PEs used,
+ * every tile fitting its buffer allocation), the same answer backend_measure's status gives. Any
+ * thread; no backend needed. */
+int backend_quick_check(const catalog *c, const target *t, config_id id);
 
 #endif

@@ -1,8 +1,8 @@
 /* measure/backend_impl — internal to measure/: the entry points of the backend kinds that backend.c
- * dispatches to (replay.c, real_backend.c). Each open returns the kind's state, or NULL with err
- * set; measure fills out as backend_measure does, asking stop (may be NULL: never) while it waits
- * and returning BACKEND_STOPPED when it said stop; close frees the state. The catalog must outlive
- * it. */
+ * dispatches to (replay.c, real_backend.c, accel_backend.c). Each open returns the kind's state, or
+ * NULL with err set; measure fills out as backend_measure does, asking stop (may be NULL: never)
+ * while it waits and returning BACKEND_STOPPED when it said stop; close frees the state. The
+ * catalog must outlive it. */
 #ifndef KT_MEASURE_BACKEND_IMPL_H
 #define KT_MEASURE_BACKEND_IMPL_H
 
@@ -20,6 +20,14 @@ void *replay_open(const catalog *c, const char *device, kt_error *err);
 int replay_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
                    trial_result *out, kt_error *err);
 void replay_close(void *impl);
+
+/* Accel backend for accel:<name> (accel_backend.c): the cost model, in process. accel_quick_check
+ * is backend_quick_check's accel part (1 valid, 0 invalid, -1 not an accel target of c). */
+void *accel_open(const catalog *c, const char *device, kt_error *err);
+int accel_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                  trial_result *out, kt_error *err);
+void accel_close(void *impl);
+int accel_quick_check(const catalog *c, const target *t, config_id id);
 
 /* Real backend for cpu and cuda:N (real_backend.c). */
 void *real_open(const catalog *c, const char *device, kt_error *err);
