@@ -182,9 +182,10 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     if (surrogate && strncmp(device, "accel:", 6) != 0) {
         kt_error_set(&err, KT_ERR_BAD_REQUEST,
                      "device %.200s has no cost model for a surrogate to learn", device);
-        kt_error_hint(&err, "a surrogate learns a device's cost model, and only accel devices have "
-                            "one: name an accel:<name> device (GET /v1/devices, kind accel), or "
-                            "train a predictor (kind \"predictor\") for %.100s",
+        kt_error_hint(&err,
+                      "a surrogate learns a device's cost model, and only accel devices have "
+                      "one: name an accel:<name> device (GET /v1/devices, kind accel), or "
+                      "train a predictor (kind \"predictor\") for %.100s",
                       device);
         goto fail;
     }

@@ -53,9 +53,9 @@ static int admit(const api_context *svc, PGconn *c, long long evaluations, kt_er
 static int require_surrogate(PGconn *c, const tune_request *t, const target *tg, kt_error *err)
 {
     model_ready ready;
-    int found = model_store_latest_ready(c, TRAINER_SURROGATE_KIND, tg->key.kernel,
-                                         tg->key.device_class, tg->key.kernel_hash,
-                                         tg->key.toolchain, 0, &ready, err);
+    int found =
+        model_store_latest_ready(c, TRAINER_SURROGATE_KIND, tg->key.kernel, tg->key.device_class,
+                                 tg->key.kernel_hash, tg->key.toolchain, 0, &ready, err);
     if (found != 0)
         return found < 0 ? -1 : 0;
     kt_error_set(err, KT_ERR_NO_MODEL, "strategy %s needs a trained surrogate for %s on %s",

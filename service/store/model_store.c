@@ -153,26 +153,32 @@ out:
     return rc;
 }
 
+/* The newest ready model of kind $2 and key $3 .. $6 (model_store_job_model). */
+/* clang-format off */
+#define JOB_NEWEST_READY_SQL                                                                       \
+    "(SELECT id FROM models WHERE " MODEL_KEY_MATCH("", "2", "3", "4", "5", "6")                   \
+    " AND status = 'ready' ORDER BY version DESC LIMIT 1)"
+/* clang-format on */
+
 int model_store_job_model(PGconn *c, long long job_id, const char *kind, const char *kernel,
                           const char *device_class, const char *kernel_hash, const char *toolchain,
                           model_ready *out, kt_error *err)
 {
     int rc = -1;
     store_num j;
-    const char *p[] = {store_ll(&j, job_id), kind, kernel, device_class, kernel_hash,
-                       toolchain ? toolchain : ""};
+    const char *p[] = {store_ll(&j, job_id), kind,        kernel,
+                       device_class,         kernel_hash, toolchain ? toolchain : ""};
     memset(out, 0, sizeof *out);
     /* One statement: the recorded model, or the newest ready one recorded now (the job's row lock
      * makes a second first call find the first one's record). */
-    PGresult *r = db_exec(
-        c,
-        "WITH pick AS (UPDATE jobs SET surrogate_model_id = (SELECT id FROM models WHERE "
-        MODEL_KEY_MATCH("", "2", "3", "4", "5", "6") " AND status = 'ready'"
-        " ORDER BY version DESC LIMIT 1) WHERE id = $1 AND surrogate_model_id IS NULL"
-        " RETURNING surrogate_model_id)"
-        " SELECT m.id, m.algorithm, m.version, m.model FROM models m WHERE m.id = COALESCE("
-        "(SELECT surrogate_model_id FROM pick), (SELECT surrogate_model_id FROM jobs WHERE id = $1))",
-        6, p, err);
+    PGresult *r = db_exec(c,
+                          "WITH pick AS (UPDATE jobs SET surrogate_model_id = " JOB_NEWEST_READY_SQL
+                          " WHERE id = $1 AND surrogate_model_id IS NULL"
+                          " RETURNING surrogate_model_id)"
+                          " SELECT m.id, m.algorithm, m.version, m.model FROM models m"
+                          " WHERE m.id = COALESCE((SELECT surrogate_model_id FROM pick),"
+                          " (SELECT surrogate_model_id FROM jobs WHERE id = $1))",
+                          6, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {

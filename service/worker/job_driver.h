@@ -28,7 +28,7 @@
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
 
-/* The oracle's argument (searcher_set_oracle): on the heap, as drivers move in the runner's array. */
+/* The oracle's argument (searcher_set_oracle), on the heap: drivers move in the runner's array. */
 typedef struct job_oracle {
     const catalog *cat;
     const target *target;

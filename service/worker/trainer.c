@@ -89,8 +89,8 @@ const trainer_options *trainer_opts(const trainer *t)
     return &t->opt;
 }
 
-void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned,
-                            double *seconds, kt_error *err)
+void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned, double *seconds,
+                            kt_error *err)
 {
     void *result = NULL;
     pthread_attr_t attr;
@@ -192,7 +192,7 @@ static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts
 }
 
 void trainer_fail_model(trainer *t, const model_claim *m, const kt_error *why, const char *reason,
-                       const json_t *training)
+                        const json_t *training)
 {
     kt_error err;
     kt_error_clear(&err);

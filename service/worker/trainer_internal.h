@@ -58,8 +58,8 @@ typedef struct trainer_task {
  * finished one --model-train-delay-s, testing). Returns the result (the caller's), NULL with err
  * when the task failed, or NULL with *abandoned when the trainer is stopping (the helper finishes
  * alone and frees what it holds). *seconds: the task's own time. Takes task->arg. */
-void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned,
-                            double *seconds, kt_error *err);
+void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned, double *seconds,
+                            kt_error *err);
 
 /* Trains a claimed model of kind "surrogate" to 'ready' or 'failed' (trainer_surrogate.c; see
  * worker/trainer_surrogate.h). */

@@ -21,11 +21,11 @@
 
 /* What sampling drew. */
 typedef struct sample_stats {
-    int problems;      /* problems sampled with at least one valid mapping kept */
-    int skipped;       /* problems that could not be resolved or had no valid mapping */
-    long long draws;   /* mappings drawn */
-    long long valid;   /* of them valid (and kept) */
-    int out_of_time;   /* sampling stopped at its share of max_seconds */
+    int problems;    /* problems sampled with at least one valid mapping kept */
+    int skipped;     /* problems that could not be resolved or had no valid mapping */
+    long long draws; /* mappings drawn */
+    long long valid; /* of them valid (and kept) */
+    int out_of_time; /* sampling stopped at its share of max_seconds */
     double seconds;
 } sample_stats;
 
@@ -51,8 +51,7 @@ static int sample_problem(const catalog *cat, const target *pt, int index, long 
         config_id id = space_sample(pt->sp, rng);
         int n_meta = 0;
         st->draws++;
-        int valid =
-            catalog_accel_meta(cat, pt, id, meta, SURROGATE_MAX_OUTPUTS, w, &n_meta, err);
+        int valid = catalog_accel_meta(cat, pt, id, meta, SURROGATE_MAX_OUTPUTS, w, &n_meta, err);
         if (valid < 0)
             return -1;
         if (valid == 0)
@@ -113,8 +112,8 @@ static int sample(trainer *t, const model_claim *m, const trainer_target *tt,
         }
         json_decref(problem);
         long long left = plan->samples - st->valid;
-        int got = sample_problem(cat, &pt, i, per < left ? per : left, &rng, deadline, data, st,
-                                 err);
+        int got =
+            sample_problem(cat, &pt, i, per < left ? per : left, &rng, deadline, data, st, err);
         target_release(&pt);
         if (got < 0) {
             kt_error_prefix(err, "sampling mappings of %s", m->kernel);
@@ -214,8 +213,8 @@ static int store(trainer *t, const model_claim *m, const surrogate_result *r,
     rc = model_store_finish(c, o->me, m->id, (const unsigned char *)strbuf_str(&bytes), bytes.len,
                             TRAINER_SURROGATE_FORMAT, r->metrics, training, hyper, err);
     if (rc == 0)
-        log_info("model %lld ready: surrogate of %s on %s, version %d, %zu bytes", m->id,
-                 m->kernel, m->device_class, m->version, bytes.len);
+        log_info("model %lld ready: surrogate of %s on %s, version %d, %zu bytes", m->id, m->kernel,
+                 m->device_class, m->version, bytes.len);
 out:
     if (c)
         db_release(o->db, c);
@@ -259,8 +258,8 @@ void trainer_surrogate_train(trainer *t, const model_claim *m)
     if (trainer_surrogate_plan_parse(m->hyper, &plan, &err) < 0)
         goto fail;
     if (!plan.has_seed) {
-        plan.train.seed = ((uint64_t)m->id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)m->version) &
-                          (uint64_t)INT64_MAX;
+        plan.train.seed =
+            ((uint64_t)m->id * 0x9E3779B97F4A7C15ULL ^ (uint64_t)m->version) & (uint64_t)INT64_MAX;
         plan.has_seed = 1;
     }
     hyper = trainer_surrogate_plan_json(&plan);
@@ -271,12 +270,12 @@ void trainer_surrogate_train(trainer *t, const model_claim *m)
                  m->id);
         goto out;
     }
-    training = json_pack("{s:i, s:I, s:f, s:I, s:i, s:i, s:b, s:f}", "problems", st.problems,
-                         "samples", (json_int_t)st.valid, "valid_fraction",
-                         st.draws > 0 ? (double)st.valid / (double)st.draws : 0.0, "draws",
-                         (json_int_t)st.draws, "problems_skipped", st.skipped, "attempt",
-                         m->attempts, "sampling_out_of_time", st.out_of_time, "sample_seconds",
-                         st.seconds);
+    training =
+        json_pack("{s:i, s:I, s:f, s:I, s:i, s:i, s:b, s:f}", "problems", st.problems, "samples",
+                  (json_int_t)st.valid, "valid_fraction",
+                  st.draws > 0 ? (double)st.valid / (double)st.draws : 0.0, "draws",
+                  (json_int_t)st.draws, "problems_skipped", st.skipped, "attempt", m->attempts,
+                  "sampling_out_of_time", st.out_of_time, "sample_seconds", st.seconds);
     if (sampled < 0)
         goto fail;
     if (!data || st.valid < TRAINER_SURROGATE_MIN_SAMPLES || st.problems < 2) {
@@ -284,8 +283,9 @@ void trainer_surrogate_train(trainer *t, const model_claim *m)
                      "%lld valid mappings of %d problems were drawn (of %lld draws): too few to "
                      "train on",
                      st.valid, st.problems, st.draws);
-        kt_error_hint(&err, "at least %d samples of 2 problems: raise hyper max_seconds, or "
-                            "check the device's limits (most mappings invalid?)",
+        kt_error_hint(&err,
+                      "at least %d samples of 2 problems: raise hyper max_seconds, or "
+                      "check the device's limits (most mappings invalid?)",
                       TRAINER_SURROGATE_MIN_SAMPLES);
         goto fail;
     }

@@ -45,13 +45,13 @@
 /* models.format_version of a surrogate's bytes (surrogate_save checks its own version inside). */
 #define TRAINER_SURROGATE_FORMAT 1
 
-#define TRAINER_SURROGATE_MIN_SAMPLES     100
-#define TRAINER_SURROGATE_MAX_SAMPLES     2000000
-#define TRAINER_SURROGATE_MAX_PROBLEMS    100000
-#define TRAINER_SURROGATE_MAX_EPOCHS      1000
-#define TRAINER_SURROGATE_MAX_WIDTH       1024
-#define TRAINER_SURROGATE_MAX_LAYERS      (SURROGATE_MAX_HIDDEN - 1) /* surrogate_train's limit */
-#define TRAINER_SURROGATE_MAX_SECONDS     86400
+#define TRAINER_SURROGATE_MIN_SAMPLES      100
+#define TRAINER_SURROGATE_MAX_SAMPLES      2000000
+#define TRAINER_SURROGATE_MAX_PROBLEMS     100000
+#define TRAINER_SURROGATE_MAX_EPOCHS       1000
+#define TRAINER_SURROGATE_MAX_WIDTH        1024
+#define TRAINER_SURROGATE_MAX_LAYERS       (SURROGATE_MAX_HIDDEN - 1) /* surrogate_train's limit */
+#define TRAINER_SURROGATE_MAX_SECONDS      86400
 #define TRAINER_SURROGATE_TRIES_PER_SAMPLE 50 /* random draws per valid sample wanted, at most */
 
 /* What one training does: the parsed hyper-parameters. has_seed 0: the trainer derives one. */

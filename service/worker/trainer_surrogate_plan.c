@@ -16,13 +16,13 @@
 #define PLAN_MAX_BATCH           65536
 /* Weights between hidden layers: 4 Mi doubles, 32 MiB, half of what a stored model may be. */
 #define PLAN_MAX_HIDDEN_WEIGHTS (4 << 20)
-#define PLAN_KEYS "samples, problems, epochs, hidden, batch, lr, seed, max_seconds"
+#define PLAN_KEYS               "samples, problems, epochs, hidden, batch, lr, seed, max_seconds"
 
 static const int plan_default_hidden[] = {256, 256, 128};
 
 /* An integer member in [lo, hi] into *out (absent: untouched). */
-static int get_int(const json_t *hyper, const char *key, long long lo, long long hi,
-                   long long *out, kt_error *err)
+static int get_int(const json_t *hyper, const char *key, long long lo, long long hi, long long *out,
+                   kt_error *err)
 {
     const json_t *v = json_object_get(hyper, key);
     if (!v)
@@ -34,8 +34,7 @@ static int get_int(const json_t *hyper, const char *key, long long lo, long long
     }
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi) {
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "hyper.%s is %lld, out of range", key,
-                     (long long)x);
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "hyper.%s is %lld, out of range", key, (long long)x);
         kt_error_hint(err, "hyper.%s: an integer from %lld to %lld", key, lo, hi);
         return -1;
     }
@@ -176,10 +175,10 @@ json_t *trainer_surrogate_plan_json(const trainer_surrogate_plan *p)
     json_t *hidden = json_array();
     for (int i = 0; hidden && i < p->train.n_hidden; i++)
         json_array_append_new(hidden, json_integer(p->train.hidden[i]));
-    json_t *out = json_pack("{s:I, s:i, s:i, s:o, s:i, s:f, s:f}", "samples",
-                            (json_int_t)p->samples, "problems", p->problems, "epochs",
-                            p->train.epochs, "hidden", hidden, "batch", p->train.batch, "lr",
-                            p->train.lr, "max_seconds", p->max_seconds);
+    json_t *out =
+        json_pack("{s:I, s:i, s:i, s:o, s:i, s:f, s:f}", "samples", (json_int_t)p->samples,
+                  "problems", p->problems, "epochs", p->train.epochs, "hidden", hidden, "batch",
+                  p->train.batch, "lr", p->train.lr, "max_seconds", p->max_seconds);
     if (out && p->has_seed)
         json_object_set_new(out, "seed", json_integer((json_int_t)(p->train.seed & INT64_MAX)));
     return out;
