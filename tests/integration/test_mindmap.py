@@ -8,13 +8,16 @@
 - a mindmap job on cnn_layer (ResNet Conv_3) with a budget of 100 succeeds: 100 trials, every one a
   valid mapping (the oracle keeps invalid ones from being proposed), the best EDP over its minimum
   >= 1 and no worse than the best of the first 10 trials; the job records the surrogate it used;
+- `ktune train --kind surrogate --wait` trains a newer one and prints it;
 - the job resumed by replay (set running again with a larger budget) after a newer surrogate of the
   key is ready still replays through the recorded one and goes on; pointed at the newer one, the same
   resume diverges (the control);
 - a mindmap job on another accel device class (accel:mindmap-small) is refused: no model of that
   class.
 """
+import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -24,6 +27,7 @@ from ktuned_fixture import Ktuned, parse_args  # noqa: E402
 
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
+KTUNE = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune")
 DEVICES_FILE = os.path.join(SOURCE, "accel", "devices.json")
 DEVICE, SMALL = "accel:mindmap", "accel:mindmap-small"
 KERNEL = "cnn_layer"
@@ -184,8 +188,17 @@ class MindmapTest(unittest.TestCase):
         if job_id is None:
             self.skipTest("test_3 did not run")
         before = sorted(self.k.all_trials(job_id), key=lambda x: x["seq"])
-        # A newer surrogate of the key supersedes the job's one.
-        newer = self.wait_model(self.train(TINY_HYPER))
+        # A newer surrogate of the key supersedes the job's one (trained through the CLI).
+        env = dict(os.environ, KTUNE_SERVER="http://" + self.k.address)
+        env.pop("KTUNE_TOKEN", None)
+        p = subprocess.run([KTUNE, "train", "--kernel", KERNEL, "--device", DEVICE, "--kind",
+                            "surrogate", "--hyper", json.dumps(TINY_HYPER), "--wait"],
+                           env=env, capture_output=True, text=True, timeout=180)
+        self.assertEqual(p.returncode, 0, (p.stdout, p.stderr))
+        self.assertIn("algorithm          surrogate mlp", p.stdout)
+        self.assertIn("sampled problems", p.stdout)
+        self.assertIn("held-out spearman", p.stdout)
+        newer = self.wait_model(int(p.stdout.split()[1]))
         self.assertEqual(newer["status"], "ready", newer)
         status, _, old = self.k.get("/v1/models/%d" % mid)
         self.assertEqual(old["status"], "superseded", old)
