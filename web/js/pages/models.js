@@ -237,7 +237,7 @@ function detail(m, charts) {
           "training set",
           t.problems == null ? "–" : m.kind === "surrogate" ? `${t.problems} sampled problems, ${t.samples} valid mappings (${fmtShare(t.valid_fraction)} of those drawn)` : `${t.problems} problems, ${t.trials} trials`
         ),
-        field("measured from", t.from ? `${fmtTime(t.from)} to ${fmtTime(t.to)}` : "–"),
+        m.kind === "surrogate" ? null : field("measured from", t.from ? `${fmtTime(t.from)} to ${fmtTime(t.to)}` : "–"),
         field("hyper-parameters", fmtObject(m.hyper)),
         field("size", m.size_bytes != null ? `${m.size_bytes.toLocaleString("en")} bytes (format ${m.format_version})` : "–"),
         field("created", fmtTime(m.created_at)),
