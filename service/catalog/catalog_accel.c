@@ -67,7 +67,6 @@ static json_t *kernel_entry(const accel_kernel *k, const catalog_accel_dev *a, c
         json_array_append_new(restr, json_string(space_restriction_text(sp, r)));
     uint64_t count = sp ? space_count(sp) : 0;
     json_t *pj = problem ? problem : json_object();
-    problem = NULL;
     if (!o || !kj || !params || !restr || json_object_set(o, "problem", pj) < 0 ||
         json_object_set_new(o, "device", json_string(a->name)) < 0 ||
         set_copy(o, "problem_arguments", kj, 0) < 0 || set_copy(o, "presets", kj, 1) < 0 ||

@@ -27,7 +27,7 @@
 static inline catalog *open_catalog(const char *dir, double speed)
 {
     const char *dirs[] = {dir};
-    catalog_options opt = {dirs, 1, speed};
+    catalog_options opt = {.dataset_dirs = dirs, .n_dataset_dirs = 1, .replay_speed = speed};
     kt_error err;
     catalog *c = catalog_new(&opt, &err);
     if (!c)

@@ -217,6 +217,18 @@ static void final_pick_options(void **state)
     assert_int_equal(t.final_rounds, -1);
 }
 
+/* Replay and accel devices answer a configuration the same every time: no final re-measure. */
+static void deterministic_devices(void **state)
+{
+    (void)state;
+    assert_int_equal(tune_device_deterministic("replay:pnpoly_kt-RTX_3090"), 1);
+    assert_int_equal(tune_device_deterministic("accel:mindmap"), 1);
+    assert_int_equal(tune_device_deterministic("cpu"), 0);
+    assert_int_equal(tune_device_deterministic("cuda:0"), 0);
+    assert_int_equal(tune_device_deterministic("accel"), 0);
+    assert_int_equal(tune_device_deterministic(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +239,7 @@ int main(void)
         cmocka_unit_test(unknown_strategy_hint_lists_the_valid_ones),
         cmocka_unit_test(history_is_auto_or_none),
         cmocka_unit_test(final_pick_options),
+        cmocka_unit_test(deterministic_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

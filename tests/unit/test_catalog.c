@@ -285,7 +285,7 @@ static void missing_folder_is_config_error(void **state)
 {
     (void)state;
     const char *dirs[] = {DATASETS, "/nonexistent/kt_datasets"};
-    catalog_options opt = {dirs, 2, 0};
+    catalog_options opt = {.dataset_dirs = dirs, .n_dataset_dirs = 2};
     kt_error err;
     assert_null(catalog_new(&opt, &err));
     assert_int_equal(err.code, KT_ERR_CONFIG);
@@ -302,7 +302,7 @@ static void both_folders_keep_first_of_duplicates(void **state)
     if (access(GPU_SPACES, R_OK) != 0)
         skip();
     const char *dirs[] = {DATASETS, GPU_SPACES};
-    catalog_options opt = {dirs, 2, 0};
+    catalog_options opt = {.dataset_dirs = dirs, .n_dataset_dirs = 2};
     catalog *c = catalog_new(&opt, NULL);
     assert_non_null(c);
     assert_int_equal(catalog_num_devices(c), 8);

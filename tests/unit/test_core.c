@@ -124,6 +124,27 @@ static void config_model_retrain_after(void **state)
     assert_non_null(strstr(err.message, "--model-retrain-after"));
 }
 
+/* --accel-devices: <exe_dir>/../accel/devices.json when it exists (a built or installed ktuned
+ * beside the repository's accel/), else none; the flag wins. */
+static void config_accel_devices(void **state)
+{
+    (void)state;
+    kt_config cfg;
+    kt_error err;
+    char arg0[] = "ktuned", flag[] = "--accel-devices", file[] = "/tmp/devices.json", none[] = "";
+    char *plain[] = {arg0, NULL}, *given[] = {arg0, flag, file, NULL},
+         *off[] = {arg0, flag, none, NULL};
+    unsetenv("KTUNE_ACCEL_DEVICES");
+    assert_int_equal(config_parse(&cfg, 1, plain, KT_SOURCE_DIR "/service", &err), 0);
+    assert_string_equal(cfg.accel_devices, KT_SOURCE_DIR "/service/../accel/devices.json");
+    assert_int_equal(config_parse(&cfg, 1, plain, "/nonexistent/bin", &err), 0);
+    assert_string_equal(cfg.accel_devices, "");
+    assert_int_equal(config_parse(&cfg, 3, given, KT_SOURCE_DIR "/service", &err), 0);
+    assert_string_equal(cfg.accel_devices, "/tmp/devices.json");
+    assert_int_equal(config_parse(&cfg, 3, off, KT_SOURCE_DIR "/service", &err), 0);
+    assert_string_equal(cfg.accel_devices, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +154,7 @@ int main(void)
         cmocka_unit_test(trial_status_names_round_trip),
         cmocka_unit_test(trial_cost_is_compile_plus_measure_seconds),
         cmocka_unit_test(fnv1a_matches_known_vectors),
+        cmocka_unit_test(config_accel_devices),
         cmocka_unit_test(config_model_retrain_after),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
