@@ -6,7 +6,8 @@
  *   "KSUR" | u32 format (1) | u32 n_pf, n_params, n_out, n_hidden, activation |
  *   u32 hidden[n_hidden] | per parameter: u32 name_len, name, u32 numeric, u32 n_cats, per
  *   category u32 len, key | f64 in_mean[n_in], in_sd[n_in], out_mean[n_out], out_sd[n_out],
- *   obj_w[n_out], obj_sd | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before it. */
+ *   obj_w[n_out], obj_sd | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before
+ * it. */
 #include "search/surrogate_impl.h"
 
 #include <math.h>
@@ -259,7 +260,8 @@ int surrogate_data_add(surrogate_data *d, const double *problem_feat, int n_prob
                                     par->name);
             row[j] = surrogate_slog2(v);
         } else {
-            int c = surrogate_value_key(sp, p, idx[p], key, sizeof key) < 0 ? -1 : add_cat(par, key);
+            int c =
+                surrogate_value_key(sp, p, idx[p], key, sizeof key) < 0 ? -1 : add_cat(par, key);
             if (c < 0)
                 return kt_error_set(err, KT_ERR_BAD_REQUEST,
                                     "parameter '%.100s': more than %d distinct values or out of "
@@ -487,7 +489,7 @@ void surrogate_encode_value(const surrogate *s, const space *sp, int p, int v, d
     for (int k = 0; k < par->n_cats; k++)
         slice[k] = 0;
     int c = surrogate_value_key(sp, p, v, key, sizeof key) < 0 ? -1
-                                                                : surrogate_param_find_cat(par, key);
+                                                               : surrogate_param_find_cat(par, key);
     if (c >= 0)
         slice[c] = 1;
 }
@@ -713,8 +715,8 @@ static int read_params(reader *r, surrogate *s)
         surrogate_param *par = &s->params[j];
         par->name = get_text(r, SURROGATE_MAX_NAME);
         uint64_t numeric = get_uint(r, 4), n_cats = get_uint(r, 4);
-        if (r->bad || numeric > 1 || n_cats > SURROGATE_MAX_CATEGORIES ||
-            (numeric && n_cats) || (!numeric && !n_cats))
+        if (r->bad || numeric > 1 || n_cats > SURROGATE_MAX_CATEGORIES || (numeric && n_cats) ||
+            (!numeric && !n_cats))
             return -1;
         par->numeric = (int)numeric;
         par->cats = calloc((size_t)n_cats, sizeof *par->cats);
@@ -766,12 +768,26 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
     s->act = (learn_activation)act;
     for (int l = 0; l < s->n_hidden; l++) {
         uint64_t h = get_uint(&r, 4);
-        if (h < 1 || h > 65536)
+        if (h < 1 || h > 4096)
             goto corrupt;
         s->hidden[l] = (int)h;
     }
     s->n_params = (int)n_params;
     if (read_params(&r, s) < 0)
+        goto corrupt;
+    /* Every double the sizes imply must be in the buffer before the network is allocated: sizes
+     * cannot make the load allocate more than the bytes hold. */
+    uint64_t width = 0, doubles = 0;
+    for (int j = 0; j < s->n_params; j++)
+        width += s->params[j].numeric ? 1 : (uint64_t)s->params[j].n_cats;
+    uint64_t prev = (uint64_t)s->n_pf + width;
+    doubles = 2 * prev + 3 * (uint64_t)s->n_out + 1;
+    for (int l = 0; l <= s->n_hidden; l++) {
+        uint64_t next = l < s->n_hidden ? (uint64_t)s->hidden[l] : (uint64_t)s->n_out;
+        doubles += (prev + 1) * next;
+        prev = next;
+    }
+    if ((r.len - r.pos) / 8 < doubles)
         goto corrupt;
     if (surrogate_finish(s, 0, err) < 0)
         goto fail;

@@ -124,10 +124,11 @@ static void data_errors(void **state)
     meta[1] = NAN;
     assert_int_equal(surrogate_data_add(d, pf, 2, sp, 0, meta, 0, &err), -1);
     meta[1] = 0;
-    json_t *params = json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"q\",\"values\":[1]},"
-                                "{\"name\":\"c\",\"values\":[\"x\"]},"
-                                "{\"name\":\"d\",\"values\":[true]}]",
-                                0, NULL);
+    json_t *params =
+        json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"q\",\"values\":[1]},"
+                   "{\"name\":\"c\",\"values\":[\"x\"]},"
+                   "{\"name\":\"d\",\"values\":[true]}]",
+                   0, NULL);
     space *other = space_new(params, NULL, NULL, NULL, &err);
     assert_int_equal(surrogate_data_add(d, pf, 2, other, 0, meta, 0, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
@@ -220,10 +221,11 @@ static void trains_encodes_and_round_trips(void **state)
     assert_non_null(l);
 
     /* a space with another parameter set is refused */
-    json_t *params = json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"b\",\"values\":[1]},"
-                                "{\"name\":\"c\",\"values\":[\"x\"]},"
-                                "{\"name\":\"e\",\"values\":[true]}]",
-                                0, NULL);
+    json_t *params =
+        json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"b\",\"values\":[1]},"
+                   "{\"name\":\"c\",\"values\":[\"x\"]},"
+                   "{\"name\":\"e\",\"values\":[true]}]",
+                   0, NULL);
     space *other = space_new(params, NULL, NULL, NULL, &err);
     assert_int_equal(surrogate_check_space(s, other, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
