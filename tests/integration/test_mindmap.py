@@ -25,6 +25,11 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ktuned_fixture import Ktuned, parse_args  # noqa: E402
 
+try:
+    import jsonschema
+except ImportError:  # test_openapi requires it; here the schema check is a bonus
+    jsonschema = None
+
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
 KTUNE = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune")
@@ -37,6 +42,18 @@ SMALL_HYPER = {"samples": 3000, "problems": 30, "epochs": 8, "hidden": [64, 64],
 TINY_HYPER = {"samples": 600, "problems": 6, "epochs": 2, "hidden": [16], "seed": 4,
               "max_seconds": 60}
 BUDGET = 100
+with open(os.path.join(SOURCE, "service", "api", "openapi.json")) as f:
+    DOC = json.load(f)
+
+
+def schema_errors(name, instance):
+    """Errors of instance against components.schemas[name] of the OpenAPI document (refs resolved in
+    the document, as test_openapi.py does)."""
+    if jsonschema is None:
+        return []
+    root = {"$schema": "https://json-schema.org/draft/2020-12/schema", "components": DOC["components"],
+            "allOf": [{"$ref": "#/components/schemas/" + name}]}
+    return [e.message for e in jsonschema.Draft202012Validator(root).iter_errors(instance)]
 
 
 class MindmapTest(unittest.TestCase):
@@ -103,6 +120,7 @@ class MindmapTest(unittest.TestCase):
     def test_1_mindmap_without_a_surrogate_is_409_no_model(self):
         status, _, body = self.tune()
         self.assert_no_model(status, body, DEVICE)
+        self.assertEqual(schema_errors("Error", body), [])
         status, _, jobs = self.k.get("/v1/jobs")
         self.assertEqual(jobs["jobs"], [], "a refused job is not queued")
 
@@ -151,6 +169,7 @@ class MindmapTest(unittest.TestCase):
         metrics = m["metrics"]
         for key in ("test_objective_spearman", "test_objective_rmse", "train_huber", "test_huber"):
             self.assertIn(key, metrics)
+        self.assertEqual(schema_errors("Model", m), [])
         self.assertEqual(m["hyper"]["samples"], SMALL_HYPER["samples"])
         self.assertEqual(m["hyper"]["hidden"], SMALL_HYPER["hidden"])
         status, _, models = self.k.get("/v1/models")
