@@ -152,6 +152,26 @@ class AccelApiTest(unittest.TestCase):
         self.assertEqual((status, body["error"]["code"]), (400, "unknown_kernel"), body)
         self.assertIn("cnn_layer", body["error"]["hint"])
 
+    def test_f_api_role_loads_the_devices_file(self):
+        # An API process (no devices probed, no measuring) on the same database: it lists and resolves
+        # accel devices from its own file, and the first process's measurement threads measure its job.
+        api = Ktuned(ARGS.ktuned, ARGS.source_dir,
+                     extra=["--role", "api", "--database-url", self.k.pg_conninfo(), "--accel-devices", DEVICES])
+        try:
+            api.start()
+            status, _, body = api.get("/v1/devices")
+            names = {d["name"]: d for d in body["devices"]}
+            self.assertEqual(names[MINDMAP]["kind"], "accel", body)
+            self.assertNotIn("fleet", names[MINDMAP])
+            status, _, job = api.post("/v1/tune", {"kernel": "mttkrp", "device": MINDMAP,
+                                                   "problem": {"preset": "mttkrp_1"}, "strategy": "random",
+                                                   "budget": {"evaluations": 50}})
+            self.assertEqual(status, 202, job)
+            job = api.wait_job(job["id"], timeout=120)
+            self.assertEqual((job["status"], job["progress"]["trials"]), ("succeeded", 50), job)
+        finally:
+            api.cleanup()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

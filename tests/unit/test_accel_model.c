@@ -291,6 +291,42 @@ static void lower_bound_holds_on_random_valid_mappings(void **state)
     accel_devices_free(devs, nd);
 }
 
+/* Strided windows (stride above, equal to and below the filter size) and odd shapes: the lower
+ * bound's window rows, (P - 1) * min(stride, R) + R, still hold under every valid mapping. */
+static void lower_bound_holds_with_strides(void **state)
+{
+    (void)state;
+    int nd;
+    accel_device *devs = load_shipped(&nd);
+    static const char *const problems[] = {
+        "{\"N\":4,\"K\":32,\"C\":16,\"P\":14,\"Q\":14,\"R\":1,\"S\":1,\"stride\":2}",
+        "{\"N\":2,\"K\":64,\"C\":8,\"P\":12,\"Q\":10,\"R\":3,\"S\":2,\"stride\":4}",
+        "{\"N\":8,\"K\":16,\"C\":24,\"P\":9,\"Q\":9,\"R\":5,\"S\":5,\"stride\":2}",
+        "{\"N\":1,\"K\":96,\"C\":3,\"P\":55,\"Q\":55,\"R\":11,\"S\":11,\"stride\":4}",
+        "{\"N\":3,\"K\":5,\"C\":7,\"P\":4,\"Q\":6,\"R\":2,\"S\":3,\"stride\":3}"};
+    kt_rng rng;
+    kt_rng_seed(&rng, 31);
+    for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
+        for (int di = 0; di < nd; di++) {
+            accel_problem p;
+            problem_of("cnn_layer", problems[i], &p);
+            space *sp = space_of(&p, &devs[di]);
+            accel_stats lb, s;
+            accel_mapping m;
+            accel_lower_bound(&devs[di], &p, &lb);
+            for (int r = 0; r < 20000; r++) {
+                long long drawn = 0;
+                assert_true(random_valid(&p, &devs[di], sp, &rng, 100000, &m, &s, &drawn));
+                for (int l = 0; l < ACCEL_LEVELS; l++)
+                    for (int t = 0; t < 3; t++)
+                        assert_true(LE(lb.energy_pj[l][t], s.energy_pj[l][t]));
+                assert_true(LE(lb.edp, s.edp));
+            }
+            space_free(sp);
+        }
+    accel_devices_free(devs, nd);
+}
+
 /* The JSON view: valid (energies per level and tensor, the MACs, edp over the minimum) and not. */
 static void stats_json_shows_the_costs(void **state)
 {
@@ -448,6 +484,7 @@ int main(void)
         cmocka_unit_test(limits_make_mappings_invalid),
         cmocka_unit_test(reuse_and_tiles_are_monotone),
         cmocka_unit_test(lower_bound_holds_on_random_valid_mappings),
+        cmocka_unit_test(lower_bound_holds_with_strides),
         cmocka_unit_test(stats_json_shows_the_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
