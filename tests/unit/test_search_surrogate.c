@@ -214,6 +214,28 @@ static void trains_encodes_and_round_trips(void **state)
         assert_null(surrogate_load(b1.data, b1.len, &err));
         b1.data[at] ^= 0x10;
     }
+    /* sizes that promise more weights than the bytes hold, under a valid checksum: refused
+     * before anything is allocated for them (hidden[0] is the u32 at offset 28) */
+    {
+        assert_true(b1.len > 64);
+        unsigned char *copy = malloc(b1.len + 64);
+        assert_non_null(copy);
+        memcpy(copy, b1.data, b1.len);
+        copy[28] = 0x00;
+        copy[29] = 0x10; /* 4096 units */
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i + 8 < b1.len; i++) {
+            h ^= copy[i];
+            h *= 1099511628211ull;
+        }
+        for (int i = 0; i < 8; i++)
+            copy[b1.len - 8 + (size_t)i] = (unsigned char)(h >> (8 * i));
+        kt_error_clear(&err);
+        assert_null(surrogate_load(copy, b1.len, &err));
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+        assert_non_null(strstr(err.message, "not valid"));
+        free(copy);
+    }
     assert_null(surrogate_load("not a surrogate at all", 22, &err));
     assert_null(surrogate_load(NULL, 0, &err));
     surrogate_free(l);
