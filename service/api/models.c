@@ -1,6 +1,9 @@
 /* /v1/models — queue the training of a model for a key, list models, read one. Training happens in
  * the background (worker/trainer.c, any ktuned sharing the database); this file validates requests,
- * resolves the key through the catalog and reads the models table through store/model_store. */
+ * resolves the key through the catalog and reads the models table through store/model_store.
+ * Kinds: "predictor" (algorithm: predictor_kinds(); hyper numbers, checked by the training) and
+ * "surrogate" (algorithm "mlp"; an accel device only; hyper checked here in full:
+ * worker/trainer_surrogate.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +11,7 @@
 #include "catalog/catalog_fleet.h"
 #include "model/predictor.h"
 #include "store/model_store.h"
+#include "worker/trainer_surrogate.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
@@ -76,8 +80,15 @@ static int device_of_class(const catalog *cat, const char *kernel, const char *d
     return rc;
 }
 
-static int check_hyper(const json_t *hyper, kt_error *err)
+/* A predictor's algorithm (NULL: the default) and hyper (numbers, checked by the training). */
+static int check_predictor(const json_t *hyper, const char *algorithm, kt_error *err)
 {
+    if (algorithm && !predictor_kind_exists(algorithm)) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown algorithm '%.64s'", algorithm);
+        kt_error_hint(err, "algorithms: %s (default %s)", predictor_kinds(),
+                      predictor_default_kind());
+        return -1;
+    }
     if (!hyper || json_is_null(hyper))
         return 0;
     if (!json_is_object(hyper))
@@ -95,6 +106,24 @@ static int check_hyper(const json_t *hyper, kt_error *err)
             kt_error_hint(err, "e.g. {\"top\": 8, \"beam\": 32}; see GET /v1/openapi.json");
             return -1;
         }
+    }
+    return 0;
+}
+
+/* A surrogate's algorithm (NULL: mlp) and hyper, checked now: the whole plan of its training. */
+static int check_surrogate(const json_t *body, const char *algorithm, kt_error *err)
+{
+    trainer_surrogate_plan plan;
+    if (algorithm && strcmp(algorithm, TRAINER_SURROGATE_ALGORITHM) != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown surrogate algorithm '%.64s'", algorithm);
+        kt_error_hint(err, "a surrogate's algorithm: " TRAINER_SURROGATE_ALGORITHM
+                           " (the default; leave it out)");
+        return -1;
+    }
+    if (trainer_surrogate_plan_parse(json_object_get(body, "hyper"), &plan, err) < 0) {
+        if (!err->hint[0])
+            kt_error_hint(err, "see POST /v1/models in GET /v1/openapi.json");
+        return -1;
     }
     return 0;
 }
@@ -121,22 +150,22 @@ void api_models_create(void *app, const http_request *req, http_response *res)
         api_get_string(body, "device", 0, API_MAX_NAME, &device, &err) < 0 ||
         api_get_string(body, "device_class", 0, API_MAX_NAME, &device_class, &err) < 0 ||
         api_get_string(body, "kind", 0, API_MAX_NAME, &kind, &err) < 0 ||
-        api_get_string(body, "algorithm", 0, API_MAX_NAME, &algorithm, &err) < 0 ||
-        check_hyper(json_object_get(body, "hyper"), &err) < 0)
+        api_get_string(body, "algorithm", 0, API_MAX_NAME, &algorithm, &err) < 0)
         goto fail;
-    if (kind && strcmp(kind, MODEL_KIND) != 0) {
+    if (!kind)
+        kind = MODEL_KIND;
+    int surrogate = strcmp(kind, TRAINER_SURROGATE_KIND) == 0;
+    if (!surrogate && strcmp(kind, MODEL_KIND) != 0) {
         kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown model kind '%.64s'", kind);
-        kt_error_hint(&err, "kind: \"predictor\" (the only kind)");
+        kt_error_hint(&err, "kinds: \"predictor\" (the default: learns from tuned trials), "
+                            "\"surrogate\" (learns an accel device's cost model, for mindmap)");
         goto fail;
     }
+    if (surrogate ? check_surrogate(body, algorithm, &err) < 0
+                  : check_predictor(json_object_get(body, "hyper"), algorithm, &err) < 0)
+        goto fail;
     if (!algorithm)
-        algorithm = predictor_default_kind();
-    if (!predictor_kind_exists(algorithm)) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown algorithm '%.64s'", algorithm);
-        kt_error_hint(&err, "algorithms: %s (default %s)", predictor_kinds(),
-                      predictor_default_kind());
-        goto fail;
-    }
+        algorithm = surrogate ? TRAINER_SURROGATE_ALGORITHM : predictor_default_kind();
     if (!device == !device_class) {
         kt_error_set(&err, device ? KT_ERR_BAD_REQUEST : KT_ERR_MISSING_FIELD,
                      "give exactly one of 'device' and 'device_class'");
@@ -150,13 +179,23 @@ void api_models_create(void *app, const http_request *req, http_response *res)
             goto fail;
         device = class_device;
     }
+    if (surrogate && strncmp(device, "accel:", 6) != 0) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+                     "device %.200s has no cost model for a surrogate to learn", device);
+        kt_error_hint(&err,
+                      "a surrogate learns a device's cost model, and only accel devices have "
+                      "one: name an accel:<name> device (GET /v1/devices, kind accel), or "
+                      "train a predictor (kind \"predictor\") for %.100s",
+                      device);
+        goto fail;
+    }
     /* The key of the kernel on that device: its class, kernel hash and toolchain (the default
      * problem stands in; a model covers every problem of the key). */
     if (catalog_resolve_key(svc->cat, kernel, device, NULL, &t, &err) < 0)
         goto fail;
     resolved = 1;
     model_key mk = {
-        .kind = MODEL_KIND,
+        .kind = kind,
         .algorithm = algorithm,
         .kernel = t.key.kernel,
         .device_class = t.key.device_class,

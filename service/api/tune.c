@@ -8,7 +8,9 @@
 #include "search/searcher.h"
 #include "space/space.h"
 #include "store/job_store.h"
+#include "store/model_store.h"
 #include "worker/final_pick.h"
+#include "worker/trainer_surrogate.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
@@ -45,6 +47,26 @@ static int admit(const api_context *svc, PGconn *c, long long evaluations, kt_er
     return 0;
 }
 
+/* A strategy that searches through a surrogate (mindmap) needs a ready one of the target's key:
+ * 0, or -1 with 409 no_model (hint: the request that trains one) or a database error. The job
+ * records which one it uses when it starts (worker/job_driver.c). */
+static int require_surrogate(PGconn *c, const tune_request *t, const target *tg, kt_error *err)
+{
+    model_ready ready;
+    int found =
+        model_store_latest_ready(c, TRAINER_SURROGATE_KIND, tg->key.kernel, tg->key.device_class,
+                                 tg->key.kernel_hash, tg->key.toolchain, 0, &ready, err);
+    if (found != 0)
+        return found < 0 ? -1 : 0;
+    kt_error_set(err, KT_ERR_NO_MODEL, "strategy %s needs a trained surrogate for %s on %s",
+                 t->strategy, t->kernel, t->device);
+    kt_error_hint(err,
+                  "train one: POST /v1/models {\"kind\": \"surrogate\", \"kernel\": \"%s\", "
+                  "\"device\": \"%s\"}, then submit again once GET /v1/models/{id} says ready",
+                  t->kernel, t->device);
+    return -1;
+}
+
 int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unless_active,
                    long long *id_out, int *created, kt_error *err)
 {
@@ -63,6 +85,8 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     /* Building the searcher once checks the options now, not when the job starts. */
     probe = searcher_new(t->strategy, target.sp, t->options, t->seed, err);
     if (!probe)
+        goto out;
+    if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, &target, err) < 0)
         goto out;
     /* The final pick: on by default where a measurement is real; a replayed time (or an accel
      * device's cost model) is the same every time, so asking to re-measure one is refused. */

@@ -27,13 +27,16 @@ static void models_usage(FILE *f)
 static void train_usage(FILE *f)
 {
     fprintf(f, "usage: ktune train --kernel K (--device D | --device-class C)\n"
-               "                   [--algorithm A] [--hyper NAME=V[,NAME=V...]] [--wait] [--json]\n"
+               "                   [--kind predictor|surrogate] [--algorithm A]\n"
+               "                   [--hyper NAME=V[,NAME=V...]] [--wait] [--json]\n"
                "\n"
                "Queues the training of a predictor for the kernel on the device's class\n"
                "(POST /v1/models), from every problem tuned there. A: seq2seq, nearest, common,\n"
-               "xgb (the server's default when left out). --wait polls until the model is ready\n"
-               "(exit 0) or failed (exit 8) and prints it. A model of the same key that is\n"
-               "already training is refused (exit 4).\n"
+               "xgb (the server's default when left out). --kind surrogate trains an accel\n"
+               "device's cost model for the mindmap strategy instead (algorithm mlp; --hyper\n"
+               "samples=N,problems=N,epochs=N,max_seconds=S or JSON: '{\"hidden\": [64, 64]}').\n"
+               "--wait polls until the model is ready (exit 0) or failed (exit 8) and prints it.\n"
+               "A model of the same key that is already training is refused (exit 4).\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -108,7 +111,14 @@ static void model_details(const json_t *m)
            str_or(json_object_get(m, "toolchain"), ""));
     printf("hyper              %s\n", hyper ? hyper : "{}");
     free(hyper);
-    if (json_is_object(tr) && json_object_size(tr) > 0)
+    int surrogate = strcmp(str_or(json_object_get(m, "kind"), ""), "surrogate") == 0;
+    if (surrogate && json_is_object(tr) && json_object_size(tr) > 0)
+        printf("training set       %lld sampled problems, %lld valid mappings (%.1f%% of those "
+               "drawn)\n",
+               (long long)json_integer_value(json_object_get(tr, "problems")),
+               (long long)json_integer_value(json_object_get(tr, "samples")),
+               100 * json_number_value(json_object_get(tr, "valid_fraction")));
+    else if (json_is_object(tr) && json_object_size(tr) > 0)
         printf("training set       %lld problems, %lld trials (%s .. %s)\n",
                (long long)json_integer_value(json_object_get(tr, "problems")),
                (long long)json_integer_value(json_object_get(tr, "trials")),
@@ -117,7 +127,11 @@ static void model_details(const json_t *m)
         printf("size               %lld bytes (format %lld)\n",
                (long long)json_integer_value(json_object_get(m, "size_bytes")),
                (long long)json_integer_value(json_object_get(m, "format_version")));
-    if (json_is_object(metrics)) {
+    if (surrogate && json_is_object(metrics)) {
+        print_number("held-out spearman", json_object_get(metrics, "test_objective_spearman"), "");
+        print_number("held-out rmse", json_object_get(metrics, "test_objective_rmse"), " (ln)");
+        print_number("training seconds", json_object_get(metrics, "seconds"), " s");
+    } else if (json_is_object(metrics)) {
         printf("held-out problems  %lld (%lld with the predicted configuration measured)\n",
                (long long)json_integer_value(json_object_get(metrics, "problems")),
                (long long)json_integer_value(json_object_get(metrics, "measured")));
@@ -246,7 +260,7 @@ int cli_train_main(int argc, char **argv)
 {
     cli_conn conn;
     const char *kernel = NULL, *device = NULL, *device_class = NULL, *algorithm = NULL,
-               *hyper_text = NULL;
+               *hyper_text = NULL, *kind = "predictor";
     int wait = 0, json = 0, rc = CLI_EXIT_USAGE;
     json_t *body = NULL, *model = NULL;
     cli_client *cl = NULL;
@@ -261,6 +275,7 @@ int cli_train_main(int argc, char **argv)
             (m = cli_opt(argc, argv, &i, "--device", &device)) ||
             (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
             (m = cli_opt(argc, argv, &i, "--algorithm", &algorithm)) ||
+            (m = cli_opt(argc, argv, &i, "--kind", &kind)) ||
             (m = cli_opt(argc, argv, &i, "--hyper", &hyper_text))) {
             if (m < 0)
                 goto done;
@@ -279,7 +294,7 @@ int cli_train_main(int argc, char **argv)
                         "required (ktune train --help)\n");
         goto done;
     }
-    body = json_pack("{s:s, s:s}", "kernel", kernel, "kind", "predictor");
+    body = json_pack("{s:s, s:s}", "kernel", kernel, "kind", kind);
     json_object_set_new(body, device ? "device" : "device_class",
                         json_string(device ? device : device_class));
     if (algorithm)

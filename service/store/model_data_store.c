@@ -151,13 +151,15 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
 {
     store_num t;
     const char *p[] = {store_ll(&t, threshold)};
-    /* Per key, its newest ready model; the count of ok trials of the key's jobs above that model's
+    /* Per key, its newest ready predictor (surrogates learn from sampled mappings, not from trials:
+     * never retrained here); the count of ok trials of the key's jobs above that model's
      * max_trial_id; a new version when enough, nothing training and no retrain failed since. The
      * one-training index makes a race with another ktuned's check lose quietly (ON CONFLICT). */
     PGresult *r = db_exec(
         c,
         "WITH newest AS (SELECT DISTINCT ON (kind, kernel, device_class, kernel_hash, toolchain)"
-        " * FROM models WHERE status = 'ready' ORDER BY kind, kernel, device_class, kernel_hash,"
+        " * FROM models WHERE status = 'ready' AND kind = 'predictor'"
+        " ORDER BY kind, kernel, device_class, kernel_hash,"
         " toolchain, version DESC),"
         " due AS (SELECT n.* FROM newest n WHERE NOT EXISTS (SELECT 1 FROM models o WHERE"
         " o.kind = n.kind AND o.kernel = n.kernel AND o.device_class = n.device_class AND"

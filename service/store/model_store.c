@@ -153,6 +153,58 @@ out:
     return rc;
 }
 
+/* The newest ready model of kind $2 and key $3 .. $6 (model_store_job_model). */
+/* clang-format off */
+#define JOB_NEWEST_READY_SQL                                                                       \
+    "(SELECT id FROM models WHERE " MODEL_KEY_MATCH("", "2", "3", "4", "5", "6")                   \
+    " AND status = 'ready' ORDER BY version DESC LIMIT 1)"
+/* clang-format on */
+
+int model_store_job_model(PGconn *c, long long job_id, const char *kind, const char *kernel,
+                          const char *device_class, const char *kernel_hash, const char *toolchain,
+                          model_ready *out, kt_error *err)
+{
+    int rc = -1;
+    store_num j;
+    const char *p[] = {store_ll(&j, job_id), kind,        kernel,
+                       device_class,         kernel_hash, toolchain ? toolchain : ""};
+    memset(out, 0, sizeof *out);
+    /* One statement: the recorded model, or the newest ready one recorded now (the job's row lock
+     * makes a second first call find the first one's record). */
+    PGresult *r = db_exec(c,
+                          "WITH pick AS (UPDATE jobs SET surrogate_model_id = " JOB_NEWEST_READY_SQL
+                          " WHERE id = $1 AND surrogate_model_id IS NULL"
+                          " RETURNING surrogate_model_id)"
+                          " SELECT m.id, m.algorithm, m.version, m.model FROM models m"
+                          " WHERE m.id = COALESCE((SELECT surrogate_model_id FROM pick),"
+                          " (SELECT surrogate_model_id FROM jobs WHERE id = $1))",
+                          6, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        rc = 0;
+        goto out;
+    }
+    out->id = store_get_ll(r, 0, 0);
+    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
+    out->version = (int)store_get_ll(r, 0, 2);
+    if (PQgetisnull(r, 0, 3)) {
+        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
+        goto out;
+    }
+    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
+    if (!out->bytes) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+        goto out;
+    }
+    rc = 1;
+out:
+    PQclear(r);
+    if (rc < 0)
+        model_ready_release(out);
+    return rc;
+}
+
 void model_ready_release(model_ready *r)
 {
     if (r->bytes)

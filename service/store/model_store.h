@@ -68,6 +68,16 @@ int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
                              kt_error *err);
 void model_ready_release(model_ready *r);
 
+/* The model of kind a job searches through (jobs.surrogate_model_id, sql/013): the one recorded
+ * with job_id when there is one, else the newest ready model of kind for the key (kernel,
+ * device_class, kernel_hash, toolchain), recorded now in the same statement, so that every later
+ * call (a resume by replay) gets the same model even after a newer one superseded it. 1 found
+ * (out filled, bytes included), 0 none ready and none recorded (out zeroed). KT_ERR_INTERNAL when
+ * the recorded model has no bytes. */
+int model_store_job_model(PGconn *c, long long job_id, const char *kind, const char *kernel,
+                          const char *device_class, const char *kernel_hash, const char *toolchain,
+                          model_ready *out, kt_error *err);
+
 /* --- trainer side ------------------------------------------------------------------------------
  */
 

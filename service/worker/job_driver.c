@@ -4,9 +4,12 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "measure/backend.h"
 #include "space/space.h"
+#include "store/model_store.h"
 #include "store/pick_store.h"
 #include "store/trial_store.h"
+#include "worker/trainer_surrogate.h"
 #include "worker/warm_start.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
@@ -311,8 +314,61 @@ out:
     return rc;
 }
 
-int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_cache *models,
-                    const runner_identity *me, PGconn *c, kt_error *err)
+/* searcher_oracle_fn: the device's quick validity check of a configuration of the job's space. */
+static int oracle_check(void *arg, config_id id)
+{
+    const job_oracle *o = arg;
+    return backend_quick_check(o->cat, o->target, id);
+}
+
+/* Gives d's searcher the job's surrogate when its strategy needs one: 0 (done, or not needed),
+ * JOB_DRIVER_ENDED (the job failed: no model, or one that does not load or fit), -1 with err
+ * (database). */
+static int open_surrogate(job_driver *d, PGconn *c, kt_error *err)
+{
+    int rc = -1;
+    model_ready ready;
+    kt_error why;
+    kt_error_clear(&why);
+    const target_key *k = &d->row.target.key;
+    if (!searcher_needs_surrogate(d->row.strategy))
+        return 0;
+    int found = model_store_job_model(c, d->row.id, TRAINER_SURROGATE_KIND, k->kernel,
+                                      k->device_class, k->kernel_hash, k->toolchain, &ready, err);
+    if (found < 0)
+        return -1;
+    if (found == 0) {
+        kt_error_set(&why, KT_ERR_NO_MODEL, "strategy %s needs a trained surrogate for %s on %s",
+                     d->row.strategy, k->kernel, k->device);
+        kt_error_hint(&why,
+                      "train one: POST /v1/models {\"kind\": \"surrogate\", \"kernel\": "
+                      "\"%s\", \"device\": \"%s\"}, then submit the job again",
+                      k->kernel, k->device);
+        return end_job(d, c, "failed", "no_model", &why, err);
+    }
+    double pf[SURROGATE_MAX_PROBLEM_FEATURES];
+    int n_pf = surrogate_problem_features(d->target->problem, pf, SURROGATE_MAX_PROBLEM_FEATURES);
+    d->surrogate = surrogate_load(ready.bytes, ready.len, &why);
+    if (d->surrogate && n_pf < 0)
+        kt_error_set(&why, KT_ERR_BAD_PROBLEM, "the problem of job %lld has a non-numeric argument",
+                     d->row.id);
+    if (!d->surrogate || n_pf < 0 ||
+        searcher_set_surrogate(d->search, d->surrogate, pf, n_pf, &why) < 0) {
+        kt_error_prefix(&why, "surrogate model %lld", ready.id);
+        rc = end_job(d, c, "failed", "strategy_refused", &why, err);
+        goto out;
+    }
+    d->surrogate_id = ready.id;
+    log_info("job %lld: searching through surrogate model %lld (version %d)", d->row.id, ready.id,
+             ready.version);
+    rc = 0;
+out:
+    model_ready_release(&ready);
+    return rc;
+}
+
+int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cache *targets,
+                    model_cache *models, const runner_identity *me, PGconn *c, kt_error *err)
 {
     int rc = -1;
     trial_row *rows = NULL;
@@ -349,6 +405,17 @@ int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_ca
         rc = end_job(d, c, "failed", "strategy_refused", &why, err);
         goto out;
     }
+    d->oracle = malloc(sizeof *d->oracle);
+    if (!d->oracle) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for job %lld", d->row.id);
+        goto out;
+    }
+    *d->oracle = (job_oracle){.cat = cat, .target = d->target};
+    searcher_set_oracle(d->search, oracle_check, d->oracle);
+    rc = open_surrogate(d, c, err);
+    if (rc != 0)
+        goto out;
+    rc = -1;
     /* Warm start: the recorded history (gathered and recorded on the first open), before the
      * replay, so that a resumed searcher sees exactly what the first one saw. */
     if (warm_start_prepare(c, &d->row, d->target, models, &ws, err) < 0 ||
@@ -404,6 +471,8 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
 void job_driver_close(job_driver *d)
 {
     searcher_free(d->search);
+    surrogate_free(d->surrogate); /* after the searcher that borrowed it */
+    free(d->oracle);
     if (d->target) {
         target_cache_release(d->targets, d->target);
         target_cache_forget(d->targets, d->row.id);

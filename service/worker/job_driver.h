@@ -18,7 +18,9 @@
 
 #include <libpq-fe.h>
 
+#include "catalog/catalog.h"
 #include "search/searcher.h"
+#include "search/surrogate.h"
 #include "store/job_store.h"
 #include "worker/final_pick.h"
 #include "worker/model_cache.h"
@@ -26,11 +28,20 @@
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
 
+/* The oracle's argument (searcher_set_oracle), on the heap: drivers move in the runner's array. */
+typedef struct job_oracle {
+    const catalog *cat;
+    const target *target;
+} job_oracle;
+
 typedef struct job_driver {
     job_row row;
     target_cache *targets;
     const target *target; /* the job's, from targets (one per job per process) */
     searcher *search;
+    job_oracle *oracle;     /* owned: the device's quick validity check for the searcher */
+    surrogate *surrogate;   /* owned: the job's surrogate (strategies that need one), else NULL */
+    long long surrogate_id; /* its model id (jobs.surrogate_model_id), 0 when none */
     const runner_identity *me;
     long long told; /* trials told to the searcher: seqs 1..told */
     /* The job clock as of the told trials (seqs 1..told): the sum of their charged_seconds as
@@ -61,9 +72,17 @@ typedef struct job_driver {
  * refused; the replay diverged) is ended as failed in the database and the driver comes back ended.
  * A job with history "auto" opened for the first time gathers its warm start
  * (worker/warm_start.h), with models' prediction for the target when models is not NULL.
+ * Every searcher gets the device's quick validity check as its oracle (backend_quick_check on the
+ * job's target: the accel cost model's limits; -1, unknown, elsewhere). A strategy that needs a
+ * surrogate (searcher_needs_surrogate: mindmap) gets the job's surrogate model
+ * (model_store_job_model: the newest ready one of the key, recorded with the job on the first open
+ * and the same one on every resume), loaded from its bytes for this driver alone (its scratch is
+ * the searcher's); with none ready the job fails (stop_reason "no_model", error no_model with the
+ * request that trains one), and one that does not load or fit the space fails as
+ * "strategy_refused".
  * Returns -1 only on database errors (the job is left for a later attempt). */
-int job_driver_open(job_driver *d, job_row *row, target_cache *targets, model_cache *models,
-                    const runner_identity *me, PGconn *c, kt_error *err);
+int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cache *targets,
+                    model_cache *models, const runner_identity *me, PGconn *c, kt_error *err);
 /* Advances the job if its batch has finished. Returns a job_driver_state, or -1 on database errors.
  */
 int job_driver_step(job_driver *d, PGconn *c, kt_error *err);

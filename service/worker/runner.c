@@ -146,7 +146,8 @@ static void claim_jobs(runner_state *st, PGconn *c)
     for (int i = 0; i < n; i++) {
         job_driver *d = &st->jobs[st->n_jobs];
         long long id = rows[i].id;
-        int rc = job_driver_open(d, &rows[i], w->targets, w->opt.models, &w->me, c, &err);
+        int rc =
+            job_driver_open(d, &rows[i], w->opt.cat, w->targets, w->opt.models, &w->me, c, &err);
         if (rc < 0) {
             /* Never left claimed and undriven: let it go, claim it again after a pause. */
             char what[64];

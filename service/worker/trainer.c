@@ -14,6 +14,7 @@
 #include "model/predictor.h"
 #include "worker/fault_log.h"
 #include "worker/trainer_internal.h"
+#include "worker/trainer_surrogate.h"
 #include "worker/worker_internal.h"
 
 #define TRAINER_DEFAULT_TOP 8 /* the predictors' default "top" */
@@ -28,18 +29,16 @@ struct trainer {
     unsigned long gen; /* bumped by trainer_wake */
 };
 
-/* One predictor_train on its own thread. Shared by the trainer and the helper thread; the last of
- * the two to let go (refs) frees it, so a trainer that stops may abandon a training under way. */
+/* A task (trainer_internal.h) on its own thread. Shared by the trainer and the helper thread; the
+ * last of the two to let go (refs) frees it, so a trainer that stops may abandon a training under
+ * way. */
 typedef struct train_job {
     pthread_mutex_t lock;
     pthread_cond_t done_cv;
     int refs, done;
-    char *kind;
-    training_set *ts;
-    json_t *hyper;
-    uint64_t seed;
-    predictor *result;
-    double seconds; /* predictor_train's own time (the testing hold not counted) */
+    trainer_task task;
+    void *result;
+    double seconds; /* the task's own time (the testing hold not counted) */
     kt_error err;
 } train_job;
 
@@ -50,10 +49,9 @@ static void train_job_unref(train_job *j)
     pthread_mutex_unlock(&j->lock);
     if (!last)
         return;
-    predictor_free(j->result);
-    training_set_free(j->ts);
-    json_decref(j->hyper);
-    free(j->kind);
+    if (j->result)
+        j->task.free_result(j->result);
+    j->task.free_arg(j->task.arg);
     pthread_cond_destroy(&j->done_cv);
     pthread_mutex_destroy(&j->lock);
     free(j);
@@ -65,10 +63,10 @@ static void *train_main(void *arg)
     kt_error err;
     kt_error_clear(&err);
     uint64_t t0 = kt_clock_ns();
-    predictor *p = predictor_train(j->kind, j->ts, j->hyper, j->seed, &err);
+    void *result = j->task.run(j->task.arg, &err);
     double seconds = (double)kt_clock_since_ns(t0) / 1e9;
     pthread_mutex_lock(&j->lock);
-    j->result = p;
+    j->result = result;
     j->seconds = seconds;
     j->err = err;
     j->done = 1;
@@ -78,7 +76,7 @@ static void *train_main(void *arg)
     return NULL;
 }
 
-static int stopping(trainer *t)
+int trainer_stopping(trainer *t)
 {
     pthread_mutex_lock(&t->lock);
     int s = t->stopping;
@@ -86,30 +84,28 @@ static int stopping(trainer *t)
     return s;
 }
 
-/* Trains on a helper thread and waits for it, checking for a stop each second. Returns the
- * predictor (caller frees), NULL with err when training failed, NULL with *abandoned when the
- * trainer is stopping (the helper finishes alone and frees what it holds). Takes ts. */
-static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts,
-                                  const json_t *hyper, uint64_t seed, int *abandoned,
-                                  double *seconds, kt_error *err)
+const trainer_options *trainer_opts(const trainer *t)
 {
-    predictor *p = NULL;
+    return &t->opt;
+}
+
+void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned, double *seconds,
+                            kt_error *err)
+{
+    void *result = NULL;
     pthread_attr_t attr;
     pthread_t th;
     train_job *j = calloc(1, sizeof *j);
     *abandoned = 0;
-    if (!j || !(j->kind = strdup(kind))) {
-        free(j);
-        training_set_free(ts);
+    if (!j) {
+        task->free_arg(task->arg);
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting a training");
         return NULL;
     }
     pthread_mutex_init(&j->lock, NULL);
     kt_clock_cond_init(&j->done_cv);
     j->refs = 2;
-    j->ts = ts;
-    j->hyper = hyper ? json_deep_copy(hyper) : NULL;
-    j->seed = seed;
+    j->task = *task;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int started = pthread_create(&th, &attr, train_main, j) == 0;
@@ -126,25 +122,77 @@ static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts
         /* Once done nothing signals: the wait is then a 100 ms sleep of the hold. */
         struct timespec deadline = kt_clock_deadline(j->done ? 100 : TRAINER_POLL_MS);
         pthread_cond_timedwait(&j->done_cv, &j->lock, &deadline);
-        if (stopping(t))
+        if (trainer_stopping(t))
             *abandoned = 1;
     }
     if (j->done && !*abandoned) {
-        p = j->result;
+        result = j->result;
         j->result = NULL;
         *seconds = j->seconds;
-        if (!p)
+        if (!result)
             *err = j->err;
     }
     pthread_mutex_unlock(&j->lock);
 out:
     train_job_unref(j);
-    return p;
+    return result;
 }
 
-/* Ends the model as failed (logged); the store call's own failure is only logged. */
-static void fail_model(trainer *t, const model_claim *m, const kt_error *why, const char *reason,
-                       const json_t *training)
+/* One predictor_train: the task's argument (owned by the task). */
+typedef struct predictor_task {
+    char *kind;
+    training_set *ts;
+    json_t *hyper;
+    uint64_t seed;
+} predictor_task;
+
+static void *predictor_task_run(void *arg, kt_error *err)
+{
+    predictor_task *p = arg;
+    return predictor_train(p->kind, p->ts, p->hyper, p->seed, err);
+}
+
+static void predictor_task_free(void *arg)
+{
+    predictor_task *p = arg;
+    if (!p)
+        return;
+    training_set_free(p->ts);
+    json_decref(p->hyper);
+    free(p->kind);
+    free(p);
+}
+
+static void predictor_result_free(void *result)
+{
+    predictor_free(result);
+}
+
+/* Trains on a helper thread (trainer_run_on_helper). Takes ts. */
+static predictor *train_on_helper(trainer *t, const char *kind, training_set *ts,
+                                  const json_t *hyper, uint64_t seed, int *abandoned,
+                                  double *seconds, kt_error *err)
+{
+    predictor_task *p = calloc(1, sizeof *p);
+    *abandoned = 0;
+    if (!p || !(p->kind = strdup(kind))) {
+        free(p);
+        training_set_free(ts);
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory starting a training");
+        return NULL;
+    }
+    p->ts = ts;
+    p->hyper = hyper ? json_deep_copy(hyper) : NULL;
+    p->seed = seed;
+    trainer_task task = {.run = predictor_task_run,
+                         .free_arg = predictor_task_free,
+                         .free_result = predictor_result_free,
+                         .arg = p};
+    return trainer_run_on_helper(t, &task, abandoned, seconds, err);
+}
+
+void trainer_fail_model(trainer *t, const model_claim *m, const kt_error *why, const char *reason,
+                        const json_t *training)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -213,8 +261,8 @@ out:
     return rc;
 }
 
-/* Trains one claimed model to 'ready' or 'failed'. */
-static void train_one(trainer *t, const model_claim *m)
+/* Trains one claimed predictor to 'ready' or 'failed'. */
+static void train_predictor(trainer *t, const model_claim *m)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -228,7 +276,7 @@ static void train_one(trainer *t, const model_claim *m)
     log_info("model %lld: training %s of %s on %s (version %d, attempt %d, %s)", m->id,
              m->algorithm, m->kernel, m->device_class, m->version, m->attempts, m->reason);
     if (trainer_open_target(t->opt.cat, m, &tt, &reason, &err) < 0) {
-        fail_model(t, m, &err, reason, NULL);
+        trainer_fail_model(t, m, &err, reason, NULL);
         return;
     }
     reason = "train_failed";
@@ -285,7 +333,7 @@ static void train_one(trainer *t, const model_claim *m)
         goto out;
     }
 fail:
-    fail_model(t, m, &err, reason, training);
+    trainer_fail_model(t, m, &err, reason, training);
 out:
     json_decref(metrics);
     predictor_free(p);
@@ -295,6 +343,24 @@ out:
     json_decref(training);
     model_training_data_release(&data);
     trainer_target_release(&tt);
+}
+
+/* Trains one claimed model of any kind to 'ready' or 'failed'. */
+static void train_one(trainer *t, const model_claim *m)
+{
+    if (strcmp(m->kind, TRAINER_SURROGATE_KIND) == 0) {
+        trainer_surrogate_train(t, m);
+        return;
+    }
+    if (strcmp(m->kind, "predictor") == 0) {
+        train_predictor(t, m);
+        return;
+    }
+    kt_error err;
+    kt_error_set(&err, KT_ERR_BAD_REQUEST, "model %lld is of kind '%s', which nothing trains",
+                 m->id, m->kind);
+    kt_error_hint(&err, "kinds: predictor, surrogate (POST /v1/models)");
+    trainer_fail_model(t, m, &err, "unknown_kind", NULL);
 }
 
 /* Frees the models of dead processes, claims one and trains it; 1 when one was trained. */
@@ -330,7 +396,7 @@ static void *trainer_main(void *arg)
     long long last_retrain = 0;
     fault_log db_log = {0}; /* the database away: one line per outage, not one per poll */
     int lost_claim = 0; /* a model may be claimed in my name that nothing trains (a lost reply) */
-    while (!stopping(t)) {
+    while (!trainer_stopping(t)) {
         kt_error err;
         kt_error_clear(&err);
         PGconn *c = db_acquire(t->opt.db, 5000, &err);

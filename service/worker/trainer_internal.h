@@ -36,4 +36,33 @@ training_set *trainer_training_set(const trainer_target *t, const model_claim *m
  * catalog refuses is skipped (NULL, err untouched). */
 const space *trainer_space_for(void *ctx, const json_t *problem, kt_error *err);
 
+/* --- shared by trainer.c and trainer_surrogate.c -------------------------------------------- */
+
+const trainer_options *trainer_opts(const trainer *t);
+/* 1 once trainer_stop was called: a training under way lets go of its model. */
+int trainer_stopping(trainer *t);
+/* Ends the model as failed (logged) with why and reason; training (may be NULL) is stored with
+ * it. The store call's own failure is only logged. */
+void trainer_fail_model(trainer *t, const model_claim *m, const kt_error *why, const char *reason,
+                        const json_t *training);
+
+/* Work for a helper thread: run(arg, err) gives the result, or NULL with err. arg is freed with
+ * free_arg, and a result nobody took with free_result, by whichever thread lets go last. */
+typedef struct trainer_task {
+    void *(*run)(void *arg, kt_error *err);
+    void (*free_arg)(void *arg);
+    void (*free_result)(void *result);
+    void *arg;
+} trainer_task;
+/* Runs task on a helper thread and waits for it, checking for a stop each second (and holding a
+ * finished one --model-train-delay-s, testing). Returns the result (the caller's), NULL with err
+ * when the task failed, or NULL with *abandoned when the trainer is stopping (the helper finishes
+ * alone and frees what it holds). *seconds: the task's own time. Takes task->arg. */
+void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned, double *seconds,
+                            kt_error *err);
+
+/* Trains a claimed model of kind "surrogate" to 'ready' or 'failed' (trainer_surrogate.c; see
+ * worker/trainer_surrogate.h). */
+void trainer_surrogate_train(trainer *t, const model_claim *m);
+
 #endif

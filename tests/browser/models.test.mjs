@@ -8,6 +8,10 @@
 //   two points, and every held-out problem in the table (those not plotted marked so);
 // - a model trained from the page's form (with the API token) opens and is followed until ready;
 // - the Best page's lookup of a problem never tuned answers "predicted" and links the newest model;
+// - a surrogate (issue 13: kind surrogate of the accel device's cost model, small hyper through the
+//   API) is listed as "surrogate mlp" with its samples, and its page shows the sampled training set
+//   and the held-out fit instead of held-out predictions; the form's kind "surrogate" disables the
+//   algorithm;
 // - no console errors, nothing loaded from outside; screenshots at desktop and phone widths.
 //
 // Environment: KTUNE_KTUNED (the ktuned binary), KTUNE_SOURCE_DIR (the repository),
@@ -59,7 +63,7 @@ describe("models page", { timeout: 600000 }, () => {
   before(async () => {
     assert.ok(KTUNED, "KTUNE_KTUNED must name the ktuned binary");
     fs.mkdirSync(ARTIFACTS, { recursive: true });
-    k = new Ktuned(KTUNED, SOURCE, { extra: ["--workers", "1", "--api-token", TOKEN, "--kernels", path.join(SOURCE, "kernels")] });
+    k = new Ktuned(KTUNED, SOURCE, { extra: ["--workers", "1", "--api-token", TOKEN, "--kernels", path.join(SOURCE, "kernels"), "--accel-devices", path.join(SOURCE, "accel", "devices.json")] });
     await k.start();
     const made = await k.api("POST", "/v1/tokens", { name: "dashboard reader", scope: "read" }, AUTH);
     assert.equal(made.status, 201, JSON.stringify(made.body));
@@ -166,6 +170,38 @@ describe("models page", { timeout: 600000 }, () => {
     assert.equal(older.status, "superseded");
     assert.match(await hit.textContent(), new RegExp(`predicted by model #${newest.id} \\(common, version 2\\)`));
     assert.equal(await hit.locator(`a[href="#/models/${newest.id}"]`).count(), 1);
+    await closePage(page);
+  });
+
+  it("a surrogate shows its sampled training set and held-out fit", async () => {
+    const hyper = { samples: 2000, problems: 20, epochs: 4, hidden: [32, 32], seed: 1 };
+    const r = await k.api("POST", "/v1/models", { kind: "surrogate", kernel: "cnn_layer", device: "accel:mindmap", hyper }, AUTH);
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    let m = r.body;
+    const deadline = Date.now() + 120000;
+    while (m.status === "training" && Date.now() < deadline) {
+      await sleep(200);
+      m = (await k.api("GET", `/v1/models/${m.id}`)).body;
+    }
+    assert.equal(m.status, "ready", JSON.stringify(m));
+    const page = await newPage();
+    await page.goto(`${k.base}/#/models`);
+    const row = page.locator(`#models-table tr[data-model="${m.id}"]`);
+    await row.waitFor();
+    const cells = await row.locator("td").allTextContents();
+    assert.deepEqual(cells.slice(0, 8), [`#${m.id}`, "ready", "surrogate mlp", "1", "cnn_layer", m.device_class, String(m.training.problems), String(m.training.samples)]);
+    await page.click("details.start > summary");
+    await page.selectOption("#train-kind", "surrogate");
+    assert.equal(await page.locator("#train-algorithm").isDisabled(), true);
+    await row.locator("a").click();
+    await page.waitForSelector('#model-detail[data-status="ready"]');
+    const detail = await page.locator("#model-detail").textContent();
+    assert.match(detail, /surrogate mlp, version 1/);
+    assert.match(detail, new RegExp(`${m.training.problems} sampled problems, ${m.training.samples} valid mappings`));
+    const metrics = await page.locator("#model-metrics").textContent();
+    assert.match(metrics, /rank correlation \(Spearman\)/);
+    assert.equal(await page.locator("#heldout").count(), 0, "no held-out predictions for a surrogate");
+    await page.screenshot({ path: path.join(ARTIFACTS, "model-surrogate.png"), fullPage: true });
     await closePage(page);
   });
 });

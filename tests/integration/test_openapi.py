@@ -338,6 +338,12 @@ class ServedTest(unittest.TestCase):
                 self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), (method, path, jid))
         status, _, reply = self.call("DELETE", "/v1/jobs/{id}", {"id": self.finished_job()["id"]})
         self.assertEqual((status, reply["error"]["code"]), (409, "conflict"))
+        # A strategy that searches through a trained surrogate, none ready for the key: 409 no_model.
+        status, _, reply = self.call("POST", "/v1/tune", body={
+            "kernel": "convolution", "device": "replay:convolution_milo-A4000", "strategy": "mindmap",
+            "budget": {"evaluations": 5}})
+        self.assertEqual((status, reply["error"]["code"]), (409, "no_model"), reply)
+        self.assertIn('POST /v1/models {"kind": "surrogate"', reply["error"]["hint"])
 
     def test_h_query_parameters_are_enforced_as_documented(self):
         jid = self.finished_job()["id"]

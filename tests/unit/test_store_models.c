@@ -1,7 +1,8 @@
 /* store/model_store against a real embedded PostgreSQL (one cluster for the group, migrations
  * applied): versions and the 409 of a second training, claims with attempts and their limit, the
  * reaper's rules (stale heartbeat, dead pid on this host), finish superseding older models in one
- * transaction, the bytes round trip, the bounded training-data window, and the retrain check. */
+ * transaction, the bytes round trip, the bounded training-data window, the retrain check (never for
+ * surrogates), and the surrogate a job records and keeps (model_store_job_model). */
 #include "pg_test_util.h"
 
 #include "store/model_store.h"
@@ -298,6 +299,73 @@ static void retrain_is_queued_once_enough_new_trials_arrived(void **state)
     json_decref(hyper);
 }
 
+/* A ready model of kind for k5 / class-a / hash h with bytes b (claimed and finished by ME). */
+static long long ready_model(PGconn *c, const char *kind, const char *b)
+{
+    model_key k = {kind, "mlp", "k5", "class-a", "h", ""};
+    kt_error err;
+    model_claim m;
+    long long id = 0;
+    if (model_store_create(c, &k, NULL, "requested", &id, &err) < 0 ||
+        model_store_claim(c, &ME, 30, &m, &err) != 1)
+        fail_msg("ready_model: %s", err.message);
+    assert_int_equal(m.id, id);
+    model_claim_release(&m);
+    if (model_store_finish(c, &ME, id, (const unsigned char *)b, strlen(b), 1, NULL, NULL, NULL,
+                           &err) < 0)
+        fail_msg("ready_model: %s", err.message);
+    return id;
+}
+
+static void a_job_keeps_the_surrogate_it_started_with(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    model_ready r;
+    sql(f->c, "DELETE FROM models");
+    long long job = add_job(f->c, "h", 7), other = add_job(f->c, "h", 8);
+    /* None ready: 0, nothing recorded. */
+    assert_int_equal(
+        model_store_job_model(f->c, job, "surrogate", "k5", "class-a", "h", "", &r, &err), 0);
+    assert_int_equal(r.id, 0);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT count(*) FROM jobs WHERE surrogate_model_id IS NOT NULL");
+    assert_int_equal(sql_ll(f->c, q), 0);
+    /* A predictor of the key is not a surrogate. */
+    ready_model(f->c, "predictor", "p");
+    assert_int_equal(
+        model_store_job_model(f->c, job, "surrogate", "k5", "class-a", "h", "", &r, &err), 0);
+    long long s1 = ready_model(f->c, "surrogate", "first");
+    assert_int_equal(
+        model_store_job_model(f->c, job, "surrogate", "k5", "class-a", "h", "", &r, &err), 1);
+    assert_int_equal(r.id, s1);
+    assert_int_equal(r.len, 5);
+    assert_memory_equal(r.bytes, "first", 5);
+    model_ready_release(&r);
+    /* A newer one supersedes it: the job keeps the first (its bytes too); a new job takes the
+     * newer. */
+    long long s2 = ready_model(f->c, "surrogate", "second!");
+    assert_int_equal(
+        model_store_job_model(f->c, job, "surrogate", "k5", "class-a", "h", "", &r, &err), 1);
+    assert_int_equal(r.id, s1);
+    assert_memory_equal(r.bytes, "first", 5);
+    model_ready_release(&r);
+    assert_int_equal(
+        model_store_job_model(f->c, other, "surrogate", "k5", "class-a", "h", "", &r, &err), 1);
+    assert_int_equal(r.id, s2);
+    assert_int_equal(r.len, 7);
+    model_ready_release(&r);
+    snprintf(q, sizeof q, "SELECT surrogate_model_id FROM jobs WHERE id = %lld", job);
+    assert_int_equal(sql_ll(f->c, q), s1);
+    /* Surrogates learn no trials: never queued for a retrain, however many arrive. */
+    for (int i = 0; i < 5; i++)
+        add_trial(f->c, job, i + 1, i, 1.0 + i, "ok");
+    sql(f->c, "DELETE FROM models WHERE kind = 'predictor'");
+    assert_int_equal(model_store_queue_retrains(f->c, 1, &err), 0);
+    sql(f->c, "UPDATE jobs SET surrogate_model_id = NULL");
+    sql(f->c, "DELETE FROM models");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +375,7 @@ int main(void)
         cmocka_unit_test(finish_supersedes_older_models_and_keeps_the_bytes),
         cmocka_unit_test(training_data_is_the_best_few_per_problem),
         cmocka_unit_test(retrain_is_queued_once_enough_new_trials_arrived),
+        cmocka_unit_test(a_job_keeps_the_surrogate_it_started_with),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }

@@ -1,5 +1,6 @@
 // Models: the learned models of the service (GET /v1/models, polled every 2 s while one trains), a
-// form that trains one (POST /v1/models), and
+// form that trains one (POST /v1/models: a predictor, or a surrogate of an accel device's cost model
+// for the mindmap strategy), and
 // one model in full (#/models/{id}): its key, training set, hyper-parameters, held-out metrics, and
 // a chart of the measured time of the predicted configuration against the best measured time per
 // held-out problem (metrics.heldout; entries whose prediction was never measured are listed, not
@@ -27,9 +28,11 @@ function fmtShare(v) {
 // left empty, the server's default.
 const ALGORITHMS = ["seq2seq", "nearest", "common", "xgb"];
 
-// "Train a model": kernel and device from /v1/kernels, an algorithm; POST /v1/models (with the API
-// token when one is saved), then the new model's page.
+// "Train a model": kernel and device from /v1/kernels, a kind (a surrogate: accel devices only, its
+// algorithm is mlp), an algorithm; POST /v1/models (with the API token when one is saved), then the
+// new model's page.
 function trainForm() {
+  const kindSel = h("select", { name: "kind", id: "train-kind", "aria-label": "kind" }, h("option", { value: "predictor" }, "predictor"), h("option", { value: "surrogate" }, "surrogate (accel, mindmap)"));
   const kernelSel = h("select", { name: "kernel", id: "train-kernel", required: true, "aria-label": "kernel" });
   const deviceSel = h("select", { name: "device", id: "train-device", required: true, "aria-label": "device" });
   const algoSel = h("select", { name: "algorithm", id: "train-algorithm", "aria-label": "algorithm" }, h("option", { value: "" }, "(default)"), ALGORITHMS.map((a) => h("option", { value: a }, a)));
@@ -47,11 +50,14 @@ function trainForm() {
       fillDevices();
     })
     .catch((e) => clear(msg, errorBox(e)));
-  const form = h("form", { class: "inline-form", id: "train-form" }, h("label", {}, "Kernel", kernelSel), h("label", {}, "Device (its class)", deviceSel), h("label", {}, "Algorithm", algoSel), h("button", { type: "submit" }, "Train"), msg);
+  kindSel.addEventListener("change", () => {
+    algoSel.disabled = kindSel.value === "surrogate";
+  });
+  const form = h("form", { class: "inline-form", id: "train-form" }, h("label", {}, "Kernel", kernelSel), h("label", {}, "Device (its class)", deviceSel), h("label", {}, "Kind", kindSel), h("label", {}, "Algorithm", algoSel), h("button", { type: "submit" }, "Train"), msg);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const body = { kernel: kernelSel.value, device: deviceSel.value, kind: "predictor" };
-    if (algoSel.value) body.algorithm = algoSel.value;
+    const body = { kernel: kernelSel.value, device: deviceSel.value, kind: kindSel.value };
+    if (algoSel.value && kindSel.value === "predictor") body.algorithm = algoSel.value;
     try {
       const m = await post("/v1/models", body);
       location.hash = `#/models/${m.id}`;
@@ -59,14 +65,14 @@ function trainForm() {
       clear(msg, errorBox(err));
     }
   });
-  return h("details", { class: "card start" }, h("summary", {}, "Train a model"), h("p", { class: "muted" }, "From every problem tuned for the kernel on the device's class (same kernel source and toolchain)."), form);
+  return h("details", { class: "card start" }, h("summary", {}, "Train a model"), h("p", { class: "muted" }, "A predictor learns from every problem tuned for the kernel on the device's class (same kernel source and toolchain); a surrogate learns an accel device's cost model from sampled problems and mappings, for the mindmap strategy."), form);
 }
 
 function listTable(models) {
   const head = h(
     "tr",
     {},
-    ["id", "status", "algorithm", "version", "kernel", "device class", "problems", "trials", "created", "finished"].map((t, i) =>
+    ["id", "status", "algorithm", "version", "kernel", "device class", "problems", "trials / samples", "created", "finished"].map((t, i) =>
       h("th", { class: [0, 3, 6, 7].includes(i) ? "num" : i === 5 || i === 9 ? "opt" : i === 8 ? "opt2" : "" }, t)
     )
   );
@@ -76,12 +82,12 @@ function listTable(models) {
       { "data-model": m.id },
       h("td", { class: "num" }, h("a", { href: `#/models/${m.id}` }, "#" + m.id)),
       h("td", {}, statusBadge(m.status)),
-      h("td", {}, m.algorithm),
+      h("td", {}, m.kind === "surrogate" ? `surrogate ${m.algorithm}` : m.algorithm),
       h("td", { class: "num" }, String(m.version)),
       h("td", {}, m.kernel),
       h("td", { class: "mono opt" }, m.device_class),
       h("td", { class: "num" }, m.training && m.training.problems != null ? String(m.training.problems) : "–"),
-      h("td", { class: "num" }, m.training && m.training.trials != null ? String(m.training.trials) : "–"),
+      h("td", { class: "num" }, m.training && m.training.trials != null ? String(m.training.trials) : m.training && m.training.samples != null ? String(m.training.samples) : "–"),
       h("td", { class: "opt2" }, fmtTime(m.created_at)),
       h("td", { class: "opt" }, fmtTime(m.finished_at))
     )
@@ -102,7 +108,30 @@ export function heldoutPoints(heldout) {
   return points;
 }
 
+// A surrogate's metrics (search/surrogate.h): its fit on held-out problems, no held-out predictions.
+function surrogateMetricsSection(m) {
+  const x = m.metrics || {};
+  const known = ["test_objective_spearman", "test_objective_rmse", "test_huber", "train_huber"];
+  const extra = Object.entries(x).filter(([k, v]) => !known.includes(k) && (typeof v !== "object" || v === null));
+  return h(
+    "section",
+    { class: "card", id: "model-metrics" },
+    h("h2", {}, "Held-out fit (EDP over its minimum)"),
+    m.metrics
+      ? h(
+          "div",
+          { class: "fields" },
+          field("rank correlation (Spearman)", fmtNum(x.test_objective_spearman)),
+          field("objective RMSE (ln units)", fmtNum(x.test_objective_rmse)),
+          field("Huber loss, held out / trained", `${fmtNum(x.test_huber)} / ${fmtNum(x.train_huber)}`),
+          extra.map(([k, v]) => field(k.replace(/_/g, " "), typeof v === "number" ? fmtNum(v) : String(v)))
+        )
+      : h("p", { class: "muted" }, m.status === "training" ? "Training…" : "No metrics.")
+  );
+}
+
 function metricsSection(m) {
+  if (m.kind === "surrogate") return surrogateMetricsSection(m);
   const x = m.metrics || {};
   const known = ["problems", "measured", "param_accuracy", "perfect", "top1_ratio_median", "top1_within_1_10", "heldout"];
   const extra = Object.entries(x).filter(([k, v]) => !known.includes(k) && (typeof v !== "object" || v === null));
@@ -204,8 +233,11 @@ function detail(m, charts) {
         field("device class", m.device_class),
         field("kernel hash", m.kernel_hash),
         field("toolchain", m.toolchain || "–"),
-        field("training set", t.problems != null ? `${t.problems} problems, ${t.trials} trials` : "–"),
-        field("measured from", t.from ? `${fmtTime(t.from)} to ${fmtTime(t.to)}` : "–"),
+        field(
+          "training set",
+          t.problems == null ? "–" : m.kind === "surrogate" ? `${t.problems} sampled problems, ${t.samples} valid mappings (${fmtShare(t.valid_fraction)} of those drawn)` : `${t.problems} problems, ${t.trials} trials`
+        ),
+        m.kind === "surrogate" ? null : field("measured from", t.from ? `${fmtTime(t.from)} to ${fmtTime(t.to)}` : "–"),
         field("hyper-parameters", fmtObject(m.hyper)),
         field("size", m.size_bytes != null ? `${m.size_bytes.toLocaleString("en")} bytes (format ${m.format_version})` : "–"),
         field("created", fmtTime(m.created_at)),
@@ -215,7 +247,7 @@ function detail(m, charts) {
       )
     ),
     metricsSection(m),
-    m.metrics ? heldoutSection(m, charts) : null
+    m.metrics && m.kind !== "surrogate" ? heldoutSection(m, charts) : null
   );
 }
 
@@ -240,7 +272,7 @@ export function mount(root, { id }) {
       } else {
         const page = await get("/v1/models?limit=200", { quiet: !first });
         if (!alive) return;
-        clear(body, h("section", { class: "card" }, h("h2", {}, "Models"), h("p", { class: "muted" }, "Predictors trained from the tuned problems of a kernel on a device class; the newest ready one answers GET /v1/best for problems never tuned."), listTable(page.models)));
+        clear(body, h("section", { class: "card" }, h("h2", {}, "Models"), h("p", { class: "muted" }, "Predictors trained from the tuned problems of a kernel on a device class (the newest ready one answers GET /v1/best for problems never tuned), and surrogates of accel devices' cost models (mindmap jobs search through the newest ready one)."), listTable(page.models)));
         again = page.models.some((m) => m.status === "training");
       }
       clear(msg);
