@@ -30,7 +30,6 @@ const ARTIFACTS = process.env.KTUNE_ARTIFACTS || path.join(os.tmpdir(), "ktune-b
 const TOKEN = "browser-models-token";
 const AUTH = { Authorization: "Bearer " + TOKEN };
 const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
-const DEFAULT = { MR: 6, NR: 64, KC: 512, MC: 192, NC: 512, UNROLL: 1, PF_A: 0, PF_B: 0, PACK_A: 0, PACK_B: 1, LOOP: 1 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe("models page", { timeout: 600000 }, () => {
@@ -69,6 +68,12 @@ describe("models page", { timeout: 600000 }, () => {
     assert.equal(made.status, 201, JSON.stringify(made.body));
     readToken = made.body.token;
     browser = await launchBrowser();
+    // The cpu's default gemm configuration follows the probed ISA (a 512-bit one is invalid on an
+    // AVX2 machine): take it from GET /v1/kernels.
+    const kernels = (await k.api("GET", "/v1/kernels")).body;
+    const gemm = (Array.isArray(kernels) ? kernels : kernels.kernels).find((x) => x.name === "gemm");
+    const DEFAULT = gemm.devices.find((d) => d.device === "cpu").default;
+    assert.ok(DEFAULT && "UNROLL" in DEFAULT, "the cpu's default gemm configuration: " + JSON.stringify(DEFAULT));
     // Eight problems, each with the default configuration at UNROLL 1, 2 and 4; which one is best
     // moves with the problem, so the nearest problem's best is measured for every problem.
     const sizes = [32, 48, 64, 96, 128, 192, 256, 384];
