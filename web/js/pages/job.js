@@ -60,7 +60,7 @@ export function mount(root, { id }) {
     },
     "Copy JSON"
   );
-  const bestTime = h("span", { class: "big" }, "–");
+  const bestTime = h("span", { class: "big", id: "best-time" }, "–");
 
   // Chart controls.
   const xSel = h(
