@@ -204,6 +204,38 @@ int learn_mlp_backward(learn_mlp *m, const double *dout)
     return 0;
 }
 
+int learn_mlp_input_grad(learn_mlp *m, const double *dout, double *dx)
+{
+    int batch = m->batch;
+    if (batch < 1)
+        return -1;
+    int top = m->n_layers;
+    double *d = m->delta[0], *dprev = m->delta[1];
+    memcpy(d, dout, (size_t)batch * (size_t)m->sizes[top] * sizeof *d);
+    for (int l = top - 1; l >= 0; l--) {
+        int in = m->sizes[l], out = m->sizes[l + 1];
+        const double *w = m->params + m->w_off[l];
+        /* D_prev = D W^T, then (below the first layer) times act'(A) */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w, out,
+                    0.0, l == 0 ? dx : dprev, in);
+        if (l == 0)
+            break;
+        const double *a = m->acts[l];
+        size_t n = (size_t)batch * (size_t)in;
+        if (m->activation == LEARN_ACT_TANH) {
+            for (size_t i = 0; i < n; i++)
+                dprev[i] *= 1.0 - a[i] * a[i];
+        } else {
+            for (size_t i = 0; i < n; i++)
+                dprev[i] = a[i] > 0 ? dprev[i] : 0;
+        }
+        double *t = d;
+        d = dprev;
+        dprev = t;
+    }
+    return 0;
+}
+
 int learn_softmax(const double *z, const unsigned char *mask, int n, double *p)
 {
     double zmax = -INFINITY;

@@ -6,7 +6,8 @@
  * (n_out).
  *
  * Call order: learn_mlp_new -> (learn_mlp_forward [-> learn_mlp_backward -> step the params with
- * learn_mlp_params / learn_mlp_grads])* -> learn_mlp_free. backward uses what the last forward
+ * learn_mlp_params / learn_mlp_grads] [-> learn_mlp_input_grad])* -> learn_mlp_free. backward and
+ * input_grad use what the last forward
  * cached, so the two come in pairs. The network owns its weights, gradients and buffers; the
  * pointers it hands out stay valid until the next forward (outputs) or until free (params, grads).
  * Not thread-safe: one network, one thread at a time.
@@ -60,6 +61,11 @@ const double *learn_mlp_forward(learn_mlp *m, const double *x, int batch);
  * gradient vector with d loss / d weights summed over the batch (scale dout by 1/batch for a mean).
  * Returns 0, or -1 if no forward came first. */
 int learn_mlp_backward(learn_mlp *m, const double *dout);
+
+/* dx = d loss / d input for the rows of the last forward (batch x num_inputs), given dout as for
+ * backward; the weights' gradient vector is left as it was (the surrogate's gradient search
+ * descends on the inputs of a frozen network). Returns 0, or -1 if no forward came first. */
+int learn_mlp_input_grad(learn_mlp *m, const double *dout, double *dx);
 
 /* p = softmax(z) over the n entries whose mask is nonzero (mask NULL: all); masked entries get
  * p = 0. Returns the number of entries allowed; 0 (p all zero) when none is, or when z holds a

@@ -27,18 +27,19 @@ extern const searcher_vtable searcher_xgb_vtable;  /* search/xgb.c */
 extern const searcher_vtable searcher_rnn_vtable;  /* search/rnn.c */
 extern const searcher_vtable searcher_na2c_vtable; /* search/na2c.c */
 extern const searcher_vtable searcher_bo_vtable;   /* search/bo.c */
+extern const searcher_vtable searcher_mindmap_vtable; /* search/mindmap.c */
 
 static const searcher_vtable *const strategies[] = {
     &searcher_random_vtable,     &searcher_exhaustive_vtable, &searcher_anneal_vtable,
     &searcher_greedy_ils_vtable, &searcher_genetic_vtable,    &searcher_auto_vtable,
     &searcher_gbfs_vtable,       &searcher_xgb_vtable,        &searcher_rnn_vtable,
-    &searcher_na2c_vtable,       &searcher_bo_vtable,
+    &searcher_na2c_vtable,       &searcher_bo_vtable,         &searcher_mindmap_vtable,
 };
 #define N_STRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
 /* Kept in the table's order; a unit test checks that it matches. */
 static const char strategy_names[] =
-    "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo";
+    "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap";
 
 static const searcher_vtable *find_strategy(const char *name)
 {
@@ -55,6 +56,12 @@ int searcher_learns(const char *name)
 {
     const searcher_vtable *v = find_strategy(name);
     return v && v->tell != NULL;
+}
+
+int searcher_needs_surrogate(const char *name)
+{
+    const searcher_vtable *v = find_strategy(name);
+    return v && v->needs_surrogate;
 }
 
 int searcher_exists(const char *name)
@@ -386,6 +393,31 @@ out:
     free(prior_ms);
     free(prior_src);
     return rc;
+}
+
+void searcher_set_oracle(searcher *s, searcher_oracle_fn fn, void *arg)
+{
+    if (s && s->vt->set_oracle)
+        s->vt->set_oracle(s->state, fn, arg);
+}
+
+int searcher_set_surrogate(searcher *s, surrogate *m, const double *problem_feat, int n,
+                           kt_error *err)
+{
+    if (!s)
+        return kt_error_set(err, KT_ERR_BAD_REQUEST, "no searcher");
+    if (!s->vt->set_surrogate)
+        return 0;
+    if (s->asked) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "searcher %s: surrogate after the first ask",
+                     s->vt->name);
+        kt_error_hint(err, "set the surrogate right after searcher_new");
+        return -1;
+    }
+    if (!m || n < 0 || (n > 0 && !problem_feat))
+        return kt_error_set(err, KT_ERR_BAD_REQUEST, "searcher %s: no surrogate or features",
+                            s->vt->name);
+    return s->vt->set_surrogate(s->state, m, problem_feat, n, err);
 }
 
 int searcher_first_proposed(const searcher *s)

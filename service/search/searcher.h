@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/trial.h"
+#include "search/surrogate.h"
 #include "space/space.h"
 
 typedef struct searcher searcher;
@@ -66,6 +67,21 @@ int searcher_first_proposed(const searcher *s);
 int searcher_first_count(const searcher *s);
 void searcher_free(searcher *s);
 const char *searcher_name(const searcher *s);
+
+/* A cheap validity check of the device for a configuration of the searcher's space: 1 valid, 0
+ * invalid, -1 unknown (the device has no such check). */
+typedef int (*searcher_oracle_fn)(void *arg, config_id id); /* 1 valid, 0 invalid, -1 unknown */
+/* Optional cheap validity check of the device (accel: the cost model's limits), before ask. The
+ * searcher calls fn from the thread that asks; arg is borrowed. Strategies without a use for it
+ * ignore it (only mindmap uses it: it never proposes a configuration the oracle calls invalid). */
+void searcher_set_oracle(searcher *s, searcher_oracle_fn fn, void *arg);
+/* Strategies that need a trained surrogate (mindmap): 1. */
+int searcher_needs_surrogate(const char *name);
+/* Borrowed surrogate (outlives the searcher; the searcher uses it from one thread) and the
+ * problem's features (copied). KT_ERR_BAD_REQUEST when the space's parameters are not the
+ * surrogate's; a no-op for strategies that do not use one. Before the first ask. */
+int searcher_set_surrogate(searcher *s, surrogate *m, const double *problem_feat, int n,
+                           kt_error *err);
 
 /* 1 if the strategy's proposals depend on told results, 0 if they do not (random, exhaustive: any
  * batch size gives the same sequence) or the name is unknown. */

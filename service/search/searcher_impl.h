@@ -39,6 +39,13 @@ typedef struct searcher_vtable {
      * positive times, sources in range) before any ask; the arrays are borrowed for the call.
      * The strategy may mark the first ids as proposed (they are proposed by searcher.c). */
     int (*history)(void *state, const searcher_history *h, kt_error *err);
+    /* 1 for strategies that cannot ask without a surrogate (searcher_needs_surrogate). */
+    int needs_surrogate;
+    /* NULL for strategies without a use for a surrogate (searcher_set_surrogate is a no-op). Before
+     * any ask; fails (state unchanged) when the space is not the surrogate's. */
+    int (*set_surrogate)(void *state, surrogate *m, const double *pf, int n, kt_error *err);
+    /* NULL for strategies that ignore the oracle. */
+    void (*set_oracle)(void *state, searcher_oracle_fn fn, void *arg);
 } searcher_vtable;
 
 extern const searcher_vtable searcher_random_vtable;

@@ -87,4 +87,23 @@ double surrogate_predict(surrogate *s, const double *pf, const double *x, double
 int surrogate_predict_meta(surrogate *s, const double *pf, const double *x, double *out);
 int surrogate_num_outputs(const surrogate *s);
 
+/* Additions (helper C): */
+/* Problem features the surrogate was trained with (surrogate_problem_features' count). */
+int surrogate_num_problem_features(const surrogate *s);
+/* 0 when every parameter of sp is one of the surrogate's (by name) with a value kind it encodes
+ * (numeric parameter: every value a number), and sp has every parameter of the surrogate; else
+ * -1 with KT_ERR_BAD_REQUEST naming the first mismatch. */
+int surrogate_check_space(const surrogate *s, const space *sp, kt_error *err);
+/* The training set's mean and deviation of each config feature (surrogate_config_width entries,
+ * owned by the surrogate): the whitening that gradient steps and projection distances are
+ * measured in. */
+const double *surrogate_config_mean(const surrogate *s);
+const double *surrogate_config_sd(const surrogate *s);
+/* Predicted objectives of n configurations (x: n rows of config features) of one problem, in
+ * blocks through the batched forward. Returns 0, or -1 out of memory. */
+/* Deviation of the objective (ln units) over the training samples: mindmap's gradient steps
+ * measure the objective in it, as the outputs are whitened. */
+double surrogate_objective_sd(const surrogate *s);
+int surrogate_predict_batch(surrogate *s, const double *pf, const double *x, int n, double *out);
+
 #endif

@@ -121,4 +121,14 @@ int space_neighbours(const space *sp, config_id id, space_neighbour_kind kind, c
                      int max);
 int space_max_neighbours(const space *sp, space_neighbour_kind kind);
 
+/* The valid configuration minimising the sum over parameters of cost(arg, p, v), cost >= 0 finite,
+ * called once per (parameter, value): the projection of a point of a continuous encoding onto the
+ * space (search/mindmap.c). Groups are independent, so each group's valid sub-configurations are
+ * scanned on their own and the minimum is exact; a group with more than max_rows of them (0: no
+ * cap) is scanned on an even stride of max_rows rows plus the per-parameter minimum when that one
+ * is valid, and the answer is then approximate. Ties go to the lowest position. Returns 1 with *out
+ * set when exact, 0 with *out set when approximate, -1 for an empty space or out of memory. */
+int space_nearest_valid(const space *sp, double (*cost)(void *arg, int p, int v), void *arg,
+                        uint64_t max_rows, config_id *out);
+
 #endif

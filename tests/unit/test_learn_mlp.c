@@ -1,5 +1,6 @@
 /* Unit tests of learn/mlp: backward agrees with central finite differences on every weight (tanh
- * and relu, through a masked softmax head and a squared-error head), Adam fits a small smooth
+ * and relu, through a masked softmax head and a squared-error head), so does the input gradient
+ * on every input, Adam fits a small smooth
  * function with it, a seed fixes the network, and bad arguments are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,6 +115,68 @@ static void gradients_match_finite_differences(void **state)
     for (uint64_t seed = 1; seed <= 3; seed++) {
         gradient_check(LEARN_ACT_TANH, seed);
         gradient_check(LEARN_ACT_RELU, seed);
+    }
+}
+
+/* L = sum over rows and outputs of c_k * out_k (c fixed): learn_mlp_input_grad against central
+ * differences on every input of a 4-row batch, through 3 dense layers; the weights' gradient
+ * vector is left untouched. */
+static void input_grad_check(learn_activation act, uint64_t seed)
+{
+    enum { B = 4, IN = 6, OUT = 3 };
+    const int sizes[] = {IN, 9, 7, OUT};
+    kt_rng rng;
+    kt_rng_seed(&rng, seed);
+    learn_mlp *m = learn_mlp_new(3, sizes, act, &rng);
+    assert_non_null(m);
+    double x[B * IN], dout[B * OUT], dx[B * IN], c[OUT] = {0.7, -1.3, 0.4};
+    for (int i = 0; i < B * IN; i++)
+        x[i] = 2.0 * kt_rng_uniform(&rng) - 1.0;
+    for (int i = 0; i < B * OUT; i++)
+        dout[i] = c[i % OUT];
+    double *g = learn_mlp_grads(m);
+    for (size_t i = 0; i < learn_mlp_num_params(m); i++)
+        g[i] = 12345.0;
+    assert_non_null(learn_mlp_forward(m, x, B));
+    assert_int_equal(learn_mlp_input_grad(m, dout, dx), 0);
+    for (size_t i = 0; i < learn_mlp_num_params(m); i++)
+        assert_true(g[i] == 12345.0);
+    double worst = 0;
+    for (int i = 0; i < B * IN; i++) {
+        double keep = x[i], lo = 0, hi = 0, h = 1e-6;
+        x[i] = keep + h;
+        const double *o = learn_mlp_forward(m, x, B);
+        for (int k = 0; k < B * OUT; k++)
+            hi += c[k % OUT] * o[k];
+        x[i] = keep - h;
+        o = learn_mlp_forward(m, x, B);
+        for (int k = 0; k < B * OUT; k++)
+            lo += c[k % OUT] * o[k];
+        x[i] = keep;
+        double fd = (hi - lo) / (2 * h);
+        double rel = fabs(fd - dx[i]) / fmax(1e-3, fabs(fd) + fabs(dx[i]));
+        if (rel >= 1e-5)
+            fail_msg("input %d: input_grad %.10g, finite difference %.10g", i, dx[i], fd);
+        worst = rel > worst ? rel : worst;
+    }
+    printf("%s: input gradient, worst relative error %.2e\n",
+           act == LEARN_ACT_TANH ? "tanh" : "relu", worst);
+    learn_mlp_free(m);
+}
+
+static void input_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    kt_rng rng;
+    kt_rng_seed(&rng, 1);
+    const int sizes[] = {2, 3, 1};
+    learn_mlp *m = learn_mlp_new(2, sizes, LEARN_ACT_TANH, &rng);
+    double dout[1] = {1}, dx[2];
+    assert_int_equal(learn_mlp_input_grad(m, dout, dx), -1); /* no forward yet */
+    learn_mlp_free(m);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        input_grad_check(LEARN_ACT_TANH, seed);
+        input_grad_check(LEARN_ACT_RELU, seed);
     }
 }
 
@@ -254,6 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences),
+        cmocka_unit_test(input_gradient_matches_finite_differences),
         cmocka_unit_test(learns_smooth_function),
         cmocka_unit_test(deterministic_for_a_seed),
         cmocka_unit_test(bad_arguments_refused),

@@ -1,0 +1,387 @@
+/* Unit tests of the mindmap strategy (search/mindmap.c) on a synthetic space (five numeric
+ * parameters 1..256 in powers of two, one string parameter, a restriction) whose objective is a
+ * known smooth function of (problem, configuration), and a synthetic oracle that rejects a region
+ * (p2 * p3 >= 4096). A surrogate is trained on problems other than the searched ones. Checked: no
+ * proposal without a surrogate, the registry's flags and options, refusal of a surrogate of other
+ * parameters or after an ask, never an oracle-invalid configuration nor a repeat (batches, several
+ * chains, failures told), determinism and resume by replay, and search quality: within 100
+ * evaluations, the mean over 10 seeds of optimum / best found, against random. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "search/searcher.h"
+#include "search/surrogate.h"
+
+#include "search_test_util.h"
+
+enum { NP = 5, BUDGET = 100, SEEDS = 10 };
+
+static space *mm_space(void)
+{
+    const char *v = "[1,2,4,8,16,32,64,128,256]";
+    char params[1024];
+    snprintf(params, sizeof params,
+             "[{\"name\":\"p0\",\"values\":%s},{\"name\":\"p1\",\"values\":%s},"
+             "{\"name\":\"p2\",\"values\":%s},{\"name\":\"p3\",\"values\":%s},"
+             "{\"name\":\"p4\",\"values\":%s},"
+             "{\"name\":\"s\",\"values\":[\"u\",\"v\",\"w\",\"x\"]}]",
+             v, v, v, v, v);
+    return make_space(params, "[\"p0 * p1 <= 8192\"]");
+}
+
+typedef struct problem {
+    double n, m;
+    double t[NP]; /* optimum of each log2 p */
+    double pf[SURROGATE_MAX_PROBLEM_FEATURES];
+} problem;
+
+static problem make_problem(int k)
+{
+    problem pb;
+    pb.n = 4 + (k * 37) % 250;
+    pb.m = 2 + (k * 13) % 120;
+    double ln = log2(pb.n), lm = log2(pb.m);
+    pb.t[0] = 0.5 * ln + 1;
+    pb.t[1] = 6 - 0.4 * lm;
+    pb.t[2] = 1 + 0.3 * ln;
+    pb.t[3] = 2 + 0.25 * lm;
+    pb.t[4] = 7 - 0.3 * ln;
+    json_t *pj = json_pack("{s:f, s:f}", "n", pb.n, "m", pb.m);
+    assert_int_equal(surrogate_problem_features(pj, pb.pf, SURROGATE_MAX_PROBLEM_FEATURES), 2);
+    json_decref(pj);
+    return pb;
+}
+
+/* meta[0] + meta[1] = ln objective. */
+static void mm_meta(const space *sp, const problem *pb, config_id id, double *meta)
+{
+    int idx[NP + 1];
+    static const double cat[4] = {0.3, 0.0, 0.5, 0.2};
+    assert_int_equal(space_decode(sp, id, idx), 0);
+    meta[0] = meta[1] = 0;
+    for (int i = 0; i < NP; i++) {
+        double d = idx[i] - pb->t[i]; /* value index = log2 p */
+        meta[i < 3 ? 0 : 1] += 0.15 * d * d;
+    }
+    meta[1] += cat[idx[NP]];
+}
+
+static int mm_oracle(void *arg, config_id id)
+{
+    int idx[NP + 1];
+    if (space_decode(arg, id, idx) < 0)
+        return 0;
+    return idx[2] + idx[3] >= 12 ? 0 : 1;
+}
+
+static surrogate *mm_surrogate(const space *sp)
+{
+    const double w[2] = {1, 1};
+    kt_error err;
+    surrogate_data *d = surrogate_data_new(2, w, &err);
+    kt_rng rng;
+    kt_rng_seed(&rng, 77);
+    for (int k = 0; k < 80; k++) {
+        problem pb = make_problem(k);
+        for (int i = 0; i < 300;) {
+            config_id id = space_sample(sp, &rng);
+            if (!mm_oracle((void *)sp, id))
+                continue; /* the trainer keeps valid mappings only */
+            double meta[2];
+            mm_meta(sp, &pb, id, meta);
+            assert_int_equal(surrogate_data_add(d, pb.pf, 2, sp, id, meta, k, &err), 0);
+            i++;
+        }
+    }
+    surrogate_options o = {.hidden = {64, 64}, .n_hidden = 2, .epochs = 30, .seed = 1};
+    json_t *metrics = NULL;
+    surrogate *s = surrogate_train(d, &o, &metrics, &err);
+    if (!s)
+        fail_msg("surrogate_train: %s", err.message);
+    char *text = json_dumps(metrics, JSON_COMPACT);
+    printf("surrogate: %s\n", text);
+    free(text);
+    json_decref(metrics);
+    surrogate_data_free(d);
+    return s;
+}
+
+static void evaluate_mm(const space *sp, const problem *pb, const config_id *ids, trial_result *r,
+                        int n)
+{
+    for (int i = 0; i < n; i++) {
+        double meta[2];
+        trial_result_init(&r[i]);
+        mm_meta(sp, pb, ids[i], meta);
+        r[i].status = TRIAL_OK;
+        r[i].time_ms = exp(meta[0] + meta[1]);
+    }
+}
+
+static searcher *mm_searcher(const space *sp, surrogate *m, const problem *pb,
+                             const json_t *options, uint64_t seed)
+{
+    kt_error err;
+    searcher *s = searcher_new("mindmap", sp, options, seed, &err);
+    if (!s)
+        fail_msg("searcher_new: %s", err.message);
+    searcher_set_oracle(s, mm_oracle, (void *)sp);
+    assert_int_equal(searcher_set_surrogate(s, m, pb->pf, 2, &err), 0);
+    return s;
+}
+
+/* Proposes up to want ids in batches; every result told (every fail_every-th as a failure). */
+static int run(searcher *s, const space *sp, const problem *pb, config_id *ids, int want,
+               int batch, int fail_every)
+{
+    trial_result r[64];
+    int total = 0;
+    while (total < want) {
+        int ask = want - total < batch ? want - total : batch;
+        int n = searcher_ask(s, ids + total, ask);
+        assert_true(n >= 0 && n <= ask);
+        if (n == 0)
+            break;
+        evaluate_mm(sp, pb, ids + total, r, n);
+        for (int i = 0; fail_every && i < n; i++) {
+            if ((total + i) % fail_every == fail_every - 1) {
+                r[i].status = TRIAL_RUNTIME_ERROR;
+                r[i].time_ms = NAN;
+            }
+        }
+        searcher_tell(s, ids + total, r, n);
+        total += n;
+    }
+    return total;
+}
+
+/* The group's state: the space and a surrogate trained once for every test. */
+typedef struct fixture {
+    space *sp;
+    surrogate *m;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    assert_non_null(fx);
+    fx->sp = mm_space();
+    fx->m = mm_surrogate(fx->sp);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    surrogate_free(fx->m);
+    space_free(fx->sp);
+    free(fx);
+    return 0;
+}
+
+static void registry_and_refusals(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    assert_true(searcher_exists("mindmap"));
+    assert_true(searcher_needs_surrogate("mindmap"));
+    assert_false(searcher_needs_surrogate("random"));
+    assert_false(searcher_needs_surrogate("nope"));
+    assert_true(searcher_learns("mindmap"));
+    json_t *cat = searcher_catalog_json();
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(cat); i++) {
+        json_t *e = json_array_get(cat, i);
+        if (strcmp(json_string_value(json_object_get(e, "name")), "mindmap") != 0)
+            continue;
+        found = 1;
+        json_t *o = json_object_get(e, "options");
+        assert_true(json_real_value(json_object_get(json_object_get(o, "lr"), "default")) == 1.0);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(o, "inject_every"), "default")), 10);
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(o, "anneal_every"), "default")), 50);
+        assert_non_null(json_object_get(o, "t0"));
+        assert_non_null(json_object_get(o, "anneal_factor"));
+    }
+    assert_true(found);
+    json_decref(cat);
+
+    /* no surrogate: nothing to propose */
+    config_id ids[4];
+    searcher *s = searcher_new("mindmap", sp, NULL, 1, NULL);
+    assert_int_equal(searcher_ask(s, ids, 4), 0);
+    kt_error err;
+    problem pb = make_problem(5000);
+    assert_int_equal(searcher_set_surrogate(s, fx->m, pb.pf, 2, &err), -1); /* after ask */
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    searcher_free(s);
+
+    /* wrong feature count, other parameters */
+    s = searcher_new("mindmap", sp, NULL, 1, NULL);
+    assert_int_equal(searcher_set_surrogate(s, fx->m, pb.pf, 1, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    searcher_free(s);
+    space *other = space_10k();
+    s = searcher_new("mindmap", other, NULL, 1, NULL);
+    assert_int_equal(searcher_set_surrogate(s, fx->m, pb.pf, 2, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    assert_int_equal(searcher_ask(s, ids, 4), 0);
+    searcher_free(s);
+    /* other strategies: a no-op */
+    s = searcher_new("random", other, NULL, 1, NULL);
+    assert_int_equal(searcher_set_surrogate(s, fx->m, pb.pf, 2, &err), 0);
+    searcher_set_oracle(s, mm_oracle, other);
+    assert_int_equal(searcher_ask(s, ids, 4), 4);
+    searcher_free(s);
+    space_free(other);
+
+    json_t *bad = json_pack("{s:f}", "anneal_factor", 1.5);
+    assert_null(searcher_new("mindmap", sp, bad, 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    json_decref(bad);
+}
+
+/* Never an oracle-invalid configuration, never a repeat: one chain asked one at a time, batches
+ * of 7 with failures told, and 3 chains in batches of 5 asked before any tell. */
+static void valid_and_distinct(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    problem pb = make_problem(4242);
+    json_t *chains = json_pack("{s:i}", "chains", 3);
+    const struct {
+        const json_t *opts;
+        int batch, fail_every;
+    } runs[] = {{NULL, 1, 0}, {NULL, 7, 5}, {chains, 5, 0}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        config_id ids[600];
+        searcher *s = mm_searcher(sp, fx->m, &pb, runs[k].opts, 3 + k);
+        if (k == 2) { /* a batch before any result */
+            assert_int_equal(searcher_ask(s, ids, 5), 5);
+            trial_result r[5];
+            evaluate_mm(sp, &pb, ids, r, 5);
+            searcher_tell(s, ids, r, 5);
+            assert_int_equal(run(s, sp, &pb, ids + 5, 595, runs[k].batch, 0), 595);
+        } else {
+            assert_int_equal(run(s, sp, &pb, ids, 600, runs[k].batch, runs[k].fail_every), 600);
+        }
+        assert_distinct_valid(ids, 600, space_count(sp));
+        for (int i = 0; i < 600; i++)
+            assert_int_equal(mm_oracle(sp, ids[i]), 1);
+        searcher_free(s);
+    }
+    json_decref(chains);
+}
+
+static void deterministic_and_resumable(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    problem pb = make_problem(777);
+    const int sizes[] = {3, 17, 1, 4, 9, 30, 4, 4, 2, 25};
+    config_id a[128], b[128], c[128];
+    trial_result r[32];
+    searcher *sa = mm_searcher(sp, fx->m, &pb, NULL, 99);
+    searcher *sb = mm_searcher(sp, fx->m, &pb, NULL, 99);
+    searcher *sc = mm_searcher(sp, fx->m, &pb, NULL, 100);
+    int off = 0;
+    for (int i = 0; i < 10; i++) {
+        searcher *all[3] = {sa, sb, sc};
+        config_id *out[3] = {a + off, b + off, c + off};
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(searcher_ask(all[k], out[k], sizes[i]), sizes[i]);
+            evaluate_mm(sp, &pb, out[k], r, sizes[i]);
+            searcher_tell(all[k], out[k], r, sizes[i]);
+        }
+        off += sizes[i];
+    }
+    assert_memory_equal(a, b, (size_t)off * sizeof *a);
+    assert_memory_not_equal(a, c, (size_t)off * sizeof *a);
+    searcher_free(sa);
+    searcher_free(sb);
+    searcher_free(sc);
+}
+
+/* Best time among n results. */
+static double best_of(const trial_result *r, int n)
+{
+    double best = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (r[i].status == TRIAL_OK && r[i].time_ms < best)
+            best = r[i].time_ms;
+    return best;
+}
+
+/* The optimum of pb among oracle-valid configurations (brute force). */
+static double optimum(const space *sp, const problem *pb)
+{
+    double best = INFINITY, meta[2];
+    for (config_id id = 0; id < space_count(sp); id++) {
+        if (!mm_oracle((void *)sp, id))
+            continue;
+        mm_meta(sp, pb, id, meta);
+        best = fmin(best, exp(meta[0] + meta[1]));
+    }
+    return best;
+}
+
+static void beats_random(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    double q_mm = 0, q_rand = 0, worst_mm = 1, evals_sum = 0;
+    int within = 0;
+    for (int seed = 1; seed <= SEEDS; seed++) {
+        problem pb = make_problem(1000 + 7 * seed); /* not a training problem */
+        double opt = optimum(sp, &pb);
+        config_id ids[BUDGET];
+        trial_result r[BUDGET];
+        searcher *s = mm_searcher(sp, fx->m, &pb, NULL, (uint64_t)seed);
+        assert_int_equal(run(s, sp, &pb, ids, BUDGET, 1, 0), BUDGET);
+        evaluate_mm(sp, &pb, ids, r, BUDGET);
+        double qm = opt / best_of(r, BUDGET);
+        int first = BUDGET;
+        for (int i = BUDGET; i >= 1; i--)
+            first = best_of(r, i) <= opt * 1.0000001 ? i : first;
+        evals_sum += first;
+        searcher_free(s);
+        s = searcher_new("random", sp, NULL, (uint64_t)seed, NULL);
+        assert_int_equal(run(s, sp, &pb, ids, BUDGET, 1, 0), BUDGET);
+        evaluate_mm(sp, &pb, ids, r, BUDGET);
+        double qr = opt / best_of(r, BUDGET);
+        searcher_free(s);
+        printf("seed %d: optimum %.4f, mindmap %.3f (optimum at evaluation %d), random %.3f\n",
+               seed, opt, qm, first, qr);
+        q_mm += qm / SEEDS;
+        q_rand += qr / SEEDS;
+        worst_mm = fmin(worst_mm, qm);
+        within += qm >= 1 / 1.2;
+    }
+    printf("after %d evaluations, mean fraction of the optimum: mindmap %.3f (worst %.3f, %d of %d "
+           "seeds within 20%%, mean evaluations to the optimum %.1f), random %.3f\n",
+           BUDGET, q_mm, worst_mm, within, SEEDS, evals_sum / SEEDS, q_rand);
+    assert_true(q_mm > q_rand);
+    assert_true(q_mm >= 0.95);
+    assert_true(within >= 9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(registry_and_refusals),
+        cmocka_unit_test(valid_and_distinct),
+        cmocka_unit_test(deterministic_and_resumable),
+        cmocka_unit_test(beats_random),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
