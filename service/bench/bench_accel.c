@@ -77,7 +77,8 @@ static int ba_preset_runs(const bench_accel_options *opt, const ba_problem *bp, 
         int found = 0;
         for (int seed = 0; seed < opt->seeds; seed++) {
             ba_run *r = &runs[s * opt->seeds + seed];
-            if (ba_search(bp, opt->strategies[s], (uint64_t)seed, opt->budget, sur, r, err) < 0) {
+            if (ba_search(bp, opt->strategies[s], (uint64_t)seed, opt->budget, sur,
+                          opt->free_invalid, r, err) < 0) {
                 kt_error_prefix(err, "%s, %s, seed %d", name, opt->strategies[s], seed);
                 return -1;
             }

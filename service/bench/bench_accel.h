@@ -50,6 +50,7 @@ typedef struct bench_accel_options {
     int seeds;              /* --seeds [10]: 0..N-1 */
     int budget;             /* --budget [1000] cost-model evaluations per run */
     double eval_latency_ms; /* --eval-latency-ms [10]: the modelled clock's charge */
+    int free_invalid;       /* --free-invalid: invalid proposals cost no evaluation */
     /* phase 1 */
     int problems;                       /* --problems [200] per kernel */
     int samples;                        /* --samples [40000] valid mappings per kernel */

@@ -27,8 +27,9 @@ void bench_accel_usage(FILE *out)
             "\n"
             "usage: ktune bench --accel [--accel-devices FILE] [--accel-device NAME]\n"
             "                   [--presets LIST] [--strategies LIST] [--seeds N] [--budget N]\n"
-            "                   [--eval-latency-ms X] [--problems N] [--samples N] [--epochs N]\n"
-            "                   [--hidden W,W,...] [--train-max-s X] [--train-seed N]\n"
+            "                   [--eval-latency-ms X] [--free-invalid] [--problems N]\n"
+            "                   [--samples N] [--epochs N] [--hidden W,W,...]\n"
+            "                   [--train-max-s X] [--train-seed N]\n"
             "                   [--surrogate-cache DIR|none] [--json FILE]\n"
             "       ktune bench --accel-predict [--shapes N] [--predict-evals N]\n"
             "                   [--predict-strategy NAME] [--predictors LIST]\n"
@@ -46,6 +47,8 @@ void bench_accel_usage(FILE *out)
             "  --seeds N              seeds 0..N-1, 1-%d [10]\n"
             "  --budget N             cost-model evaluations per run, 1-%d [1000]\n"
             "  --eval-latency-ms X    modelled cost of one evaluation, >= 0 [10]\n"
+            "  --free-invalid         an invalid proposal costs no evaluation (a cheap validity\n"
+            "                         check for every strategy; default: it counts)\n"
             "  --problems N           training problems per kernel [200]\n"
             "  --samples N            valid training mappings per kernel [40000]\n"
             "  --epochs N             surrogate epochs [40]\n"
@@ -269,6 +272,10 @@ int bench_accel_parse_args(int argc, char **argv, bench_accel_options *opt, char
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             bench_accel_usage(out);
             return 1;
+        }
+        if (strcmp(a, "--free-invalid") == 0) {
+            opt->free_invalid = 1;
+            continue;
         }
         if (strcmp(a, "--accel") == 0 || strcmp(a, "--accel-predict") == 0) {
             opt->predict |= a[7] == '-';

@@ -19,7 +19,8 @@
 #include "space/space.h"
 #include "bench/bench_accel.h"
 
-#define BA_TOP 8 /* distinct valid mappings a run keeps (best first) */
+#define BA_TOP                   8   /* distinct valid mappings a run keeps (best first) */
+#define BA_MAX_REJECTED_PER_EVAL 100 /* --free-invalid: a run stops after budget x this */
 
 typedef struct ba_problem {
     const accel_device *dev;
@@ -43,6 +44,7 @@ typedef struct ba_run {
     int n;                 /* evaluations made (< budget: the searcher had nothing more) */
     int valid;             /* of them valid */
     long oracle_calls;     /* validity checks the searcher asked for (no budget) */
+    long rejected;         /* --free-invalid: invalid proposals told without an evaluation */
     double end_s;          /* wall seconds of the whole run */
     double searcher_s;     /* of which inside searcher_new / set_* / ask / tell */
     config_id top[BA_TOP]; /* the best distinct valid mappings, best first */
@@ -53,10 +55,12 @@ typedef struct ba_run {
 int ba_run_alloc(ba_run *r, int budget);
 void ba_run_release(ba_run *r);
 /* One run: strategy (batch 1, default options) with seed on bp for budget evaluations; sur: the
- * kernel's surrogate, given to strategies that need one (searcher_needs_surrogate). 0, or -1 with
- * err. */
+ * kernel's surrogate, given to strategies that need one (searcher_needs_surrogate).
+ * free_invalid: an invalid proposal is told (invalid) without counting as an evaluation (the
+ * cheap validity check a searcher without an oracle lacks; run->rejected counts them). 0, or -1
+ * with err. */
 int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int budget, surrogate *sur,
-              ba_run *run, kt_error *err);
+              int free_invalid, ba_run *run, kt_error *err);
 
 /* The devices file (opt's, or <exe_dir>/../accel/devices.json; *devs the caller's:
  * accel_devices_free) and opt's device in it (KT_ERR_UNKNOWN_DEVICE with the names). */

@@ -123,7 +123,7 @@ static int bap_load(const bench_accel_options *opt, const accel_device *d, bap_d
                 goto out;
             continue;
         }
-        if (ba_search(&s->bp, opt->predict_strategy, 0, opt->predict_evals, NULL, &run, err) < 0)
+        if (ba_search(&s->bp, opt->predict_strategy, 0, opt->predict_evals, NULL, 0, &run, err) < 0)
             goto out;
         dd->search_evals += run.n;
         if (run.n_top == 0 || bap_union_add(dd->params, s->bp.sp, err) < 0) {

@@ -155,6 +155,10 @@ void bench_accel_print_table(const json_t *res, FILE *out)
             "evaluations per run\n",
             json_string_value(jget(res, "device")), json_array_size(jget(res, "presets")),
             json_integer_value(jget(res, "seeds")), json_integer_value(jget(res, "budget")));
+    fprintf(out, "invalid mappings proposed: %s\n",
+            json_is_true(jget(res, "free_invalid"))
+                ? "rejected by the cheap validity check, no evaluation (--free-invalid)"
+                : "evaluated, told as invalid, counted in the budget");
     surrogates(res, out);
     json_array_foreach(jget(res, "checkpoints"), i, c)
     {
@@ -181,14 +185,15 @@ void bench_accel_print_table(const json_t *res, FILE *out)
              jnum(res, "eval_latency_ms"));
     iso_time(res, jget(res, "iso_time_modelled"), title, out);
     fprintf(out, "\ncosts per strategy (all presets and seeds)\n");
-    fprintf(out, "%-8s %8s %11s %10s %13s %13s\n", "strategy", "valid", "evaluations", "s/run",
-            "searcher ms", "oracle/run");
+    fprintf(out, "%-8s %8s %11s %10s %13s %13s %13s\n", "strategy", "valid", "evaluations", "s/run",
+            "searcher ms", "oracle/run", "rejected/run");
     json_array_foreach(strategies, i, st)
     {
         const json_t *e = jget(jget(res, "costs"), json_string_value(st));
-        fprintf(out, "%-8s %8.3f %11.0f %10.3f %13.4f %13.1f\n", json_string_value(st),
+        fprintf(out, "%-8s %8.3f %11.0f %10.3f %13.4f %13.1f %13.1f\n", json_string_value(st),
                 jnum(e, "valid_fraction"), jnum(e, "evaluations"), jnum(e, "wall_s_per_run"),
-                jnum(e, "searcher_ms_per_eval"), jnum(e, "oracle_checks_per_run"));
+                jnum(e, "searcher_ms_per_eval"), jnum(e, "oracle_checks_per_run"),
+                jnum(e, "rejected_per_run"));
     }
     fprintf(out, "(valid: share of the evaluations that were valid mappings; searcher ms: ask + "
                  "tell per evaluation, surrogate work included; oracle: validity checks the "

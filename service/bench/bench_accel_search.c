@@ -108,7 +108,7 @@ static void ba_top_add(ba_run *r, config_id id, double obj)
 }
 
 int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int budget, surrogate *sur,
-              ba_run *run, kt_error *err)
+              int free_invalid, ba_run *run, kt_error *err)
 {
     ba_oracle_ctx oc = {bp, 0};
     searcher *s = NULL;
@@ -116,6 +116,7 @@ int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int bud
     int rc = -1;
 
     run->n = run->valid = run->n_top = 0;
+    run->rejected = 0;
     if (!(s = searcher_new(strategy, bp->sp, NULL, seed, err)))
         goto out;
     searcher_set_oracle(s, ba_oracle, &oc);
@@ -149,6 +150,11 @@ int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int bud
         searcher_tell(s, &id, &tr, 1);
         double a3 = kt_clock_s();
         in_searcher += (a1 - a0) + (a3 - a2);
+        if (!v && free_invalid) { /* rejected by the cheap check: no budget */
+            if (++run->rejected > BA_MAX_REJECTED_PER_EVAL * (long)budget)
+                break;
+            continue;
+        }
         if (v) {
             run->valid++;
             best = obj < best ? obj : best;

@@ -239,7 +239,7 @@ static json_t *ba_costs(const ba_ctx *c)
 {
     json_t *o = json_object();
     for (int s = 0; o && s < c->opt->n_strategies; s++) {
-        long long evals = 0, valid = 0, oracle = 0;
+        long long evals = 0, valid = 0, oracle = 0, rejected = 0;
         double wall = 0, searcher = 0;
         int runs = 0;
         for (int p = 0; p < c->n_presets; p++) {
@@ -248,18 +248,20 @@ static json_t *ba_costs(const ba_ctx *c)
                 evals += r->n;
                 valid += r->valid;
                 oracle += r->oracle_calls;
+                rejected += r->rejected;
                 wall += r->end_s;
                 searcher += r->searcher_s;
                 runs++;
             }
         }
         json_object_set_new(o, c->opt->strategies[s],
-                            json_pack("{s:o, s:I, s:f, s:o, s:f}", "valid_fraction",
+                            json_pack("{s:o, s:I, s:f, s:o, s:f, s:f}", "valid_fraction",
                                       ba_num(evals ? (double)valid / (double)evals : NAN),
                                       "evaluations", (json_int_t)evals, "wall_s_per_run",
                                       runs ? wall / runs : 0.0, "searcher_ms_per_eval",
                                       ba_num(evals ? 1e3 * searcher / (double)evals : NAN),
-                                      "oracle_checks_per_run", runs ? (double)oracle / runs : 0.0));
+                                      "oracle_checks_per_run", runs ? (double)oracle / runs : 0.0,
+                                      "rejected_per_run", runs ? (double)rejected / runs : 0.0));
     }
     return o;
 }
