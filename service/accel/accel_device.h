@@ -17,15 +17,15 @@
 #define ACCEL_MAX_DEVICES 32
 
 typedef struct accel_device {
-    char name[32];                       /* "mindmap": the device is "accel:mindmap" */
-    int pes;                             /* processing elements (256) */
-    long long l1_bytes;                  /* private buffer per PE (65536) */
-    long long l2_bytes;                  /* shared buffer (524288) */
-    int l1_banks, l2_banks;              /* banks per buffer, allocated to tensors (8, 8) */
-    int word_bytes;                      /* bytes per datum (2) */
-    double clock_ghz;                    /* (1.0) */
-    double mac_pj;                       /* energy per multiply-accumulate */
-    double access_pj[ACCEL_LEVELS];      /* energy per word read or written, per level */
+    char name[32];                        /* "mindmap": the device is "accel:mindmap" */
+    int pes;                              /* processing elements (256) */
+    long long l1_bytes;                   /* private buffer per PE (65536) */
+    long long l2_bytes;                   /* shared buffer (524288) */
+    int l1_banks, l2_banks;               /* banks per buffer, allocated to tensors (8, 8) */
+    int word_bytes;                       /* bytes per datum (2) */
+    double clock_ghz;                     /* (1.0) */
+    double mac_pj;                        /* energy per multiply-accumulate */
+    double access_pj[ACCEL_LEVELS];       /* energy per word read or written, per level */
     double words_per_cycle[ACCEL_LEVELS]; /* bandwidth per level (L1: per PE) */
 } accel_device;
 

@@ -1,7 +1,9 @@
 /* accel/accel_kernel — the loop nests the accelerator runs and their mapping spaces: `cnn_layer`
- * (dims N, K, C, P, Q, R, S from arguments N, K, C, H, W, R, S, stride; P = (H - R) / stride + 1)
- * and `mttkrp` (dims I, J, K, L). A problem is validated from a request's JSON (arguments, or
- * {"preset": "<name>"} for the paper's Table 1 layers) into canonical form.
+ * (dims N, K, C, P, Q, R, S from arguments N, K, C, P, Q, R, S, stride: P and Q are the OUTPUT rows
+ * and columns, Table 1's "H, W" as in the paper's Timeloop problems; the input has
+ * (P - 1) * stride + R rows) and `mttkrp` (dims I, J, K, L). A problem is validated from a
+ * request's JSON (arguments, or {"preset": "<name>"} for the paper's Table 1 layers) into canonical
+ * form.
  *
  * The mapping space of a (problem, device), built on the space engine so that every strategy works
  * on it unchanged. Parameters (the names are the contract; the surrogate and tests rely on them):
@@ -67,7 +69,7 @@ void accel_problem_sample(const accel_kernel *k, kt_rng *rng, accel_problem *out
 space *accel_space_new(const accel_problem *p, const accel_device *d, kt_error *err);
 
 typedef struct accel_mapping {
-    long long factor[ACCEL_MAX_DIMS][4]; /* [dim][L1, PE, L2, DRAM]; product = dim */
+    long long factor[ACCEL_MAX_DIMS][4];     /* [dim][L1, PE, L2, DRAM]; product = dim */
     int order[ACCEL_LEVELS][ACCEL_MAX_DIMS]; /* per level (L1, L2, DRAM) dims outermost first */
     int banks[2][ACCEL_MAX_TENSORS];         /* [L1, L2][tensor] */
 } accel_mapping;

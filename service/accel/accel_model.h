@@ -12,12 +12,12 @@
 #include "accel/accel_kernel.h"
 
 typedef struct accel_stats {
-    int valid;       /* 0: reason says which limit the mapping breaks; the numbers are unset */
+    int valid; /* 0: reason says which limit the mapping breaks; the numbers are unset */
     char reason[160];
     double energy_pj[ACCEL_LEVELS][ACCEL_MAX_TENSORS]; /* access energy per level and tensor */
     double accesses[ACCEL_LEVELS][ACCEL_MAX_TENSORS];  /* words read + written */
-    double mac_pj;          /* compute energy */
-    double energy_pj_total; /* everything above */
+    double mac_pj;                                     /* compute energy */
+    double energy_pj_total;                            /* everything above */
     double cycles;
     double utilisation; /* PEs used / pes, in (0, 1] */
     double edp;         /* energy (J) x delay (s) */
