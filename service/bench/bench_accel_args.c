@@ -65,7 +65,7 @@ void bench_accel_usage(FILE *out)
 
 /* A comma-separated list into names[cap][width]; 0, or -1 with msg. */
 static int ba_list(const char *flag, const char *list, char *names, int width, int cap, int *n,
-                   char *msg, size_t mcap)
+                   int dups, char *msg, size_t mcap)
 {
     const char *p = list;
     *n = 0;
@@ -80,7 +80,7 @@ static int ba_list(const char *flag, const char *list, char *names, int width, i
         char *dst = names + (size_t)*n * (size_t)width;
         memcpy(dst, p, len);
         dst[len] = '\0';
-        for (int i = 0; i < *n; i++) {
+        for (int i = 0; !dups && i < *n; i++) {
             if (strcmp(names + (size_t)i * (size_t)width, dst) == 0) {
                 snprintf(msg, mcap, "%s: '%s' given twice", flag, dst);
                 return -1;
@@ -118,7 +118,7 @@ static int ba_hidden(const char *v, bench_accel_options *opt, char *msg, size_t 
 {
     char names[BENCH_ACCEL_MAX_HIDDEN][16];
     int n = 0;
-    if (ba_list("--hidden", v, &names[0][0], 16, BENCH_ACCEL_MAX_HIDDEN, &n, msg, cap) < 0)
+    if (ba_list("--hidden", v, &names[0][0], 16, BENCH_ACCEL_MAX_HIDDEN, &n, 1, msg, cap) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
         if (bench_int_flag("--hidden", names[i], 1, 4096, &opt->hidden[i], msg, cap) < 0)
@@ -170,7 +170,7 @@ static int ba_default_strategies(bench_accel_options *opt, char *msg, size_t cap
 static int ba_predictors(const char *v, bench_accel_options *opt, char *msg, size_t cap)
 {
     if (ba_list("--predictors", v, &opt->predictors[0][0], 16, BENCH_ACCEL_MAX_PREDICTORS,
-                &opt->n_predictors, msg, cap) < 0)
+                &opt->n_predictors, 0, msg, cap) < 0)
         return -1;
     for (int i = 0; i < opt->n_predictors; i++) {
         if (!predictor_kind_exists(opt->predictors[i])) {
@@ -195,8 +195,8 @@ static int ba_value(const char *a, const char *v, bench_accel_options *opt, char
         }
         snprintf(opt->device, sizeof opt->device, "%s", v);
     } else if (strcmp(a, "--presets") == 0)
-        return ba_list(a, v, &opt->presets[0][0], 32, BENCH_ACCEL_MAX_PRESETS, &opt->n_presets, msg,
-                       cap);
+        return ba_list(a, v, &opt->presets[0][0], 32, BENCH_ACCEL_MAX_PRESETS, &opt->n_presets, 0,
+                       msg, cap);
     else if (strcmp(a, "--strategies") == 0) {
         opt->n_strategies = 0;
         return bench_parse_strategy_list(v, opt->strategies, &opt->n_strategies, msg, cap);

@@ -40,11 +40,12 @@ typedef struct bap_data {
     bap_shape *shapes;
     int n;
     training_set *all;
-    json_t *params; /* the union lists */
+    json_t *params;      /* the union lists */
+    json_t *kernel_json; /* accel_kernel_json of cnn_layer */
     long long search_evals;
     double search_s;
     int uspace_failed;
-    char uspace_error[256];
+    char uspace_error[600];
 } bap_data;
 
 static int bap_dbl_cmp(const void *a, const void *b)
@@ -111,6 +112,8 @@ static int bap_load(const bench_accel_options *opt, const accel_device *d, bap_d
         goto out;
     }
     kj = accel_kernel_json(k);
+    dd->kernel_json = json_incref(kj);
+    dd->dev = d;
     json_array_foreach(json_object_get(kj, "problem_arguments"), i, a)
         json_array_append(arg_names, json_object_get(a, "name"));
     kt_rng_seed(&rng, opt->train_seed ^ 0x5eedULL);
@@ -175,6 +178,7 @@ static void bap_free(bap_data *dd)
     free(dd->shapes);
     training_set_free(dd->all);
     json_decref(dd->params);
+    json_decref(dd->kernel_json);
 }
 
 /* The shape of a training-set index, or NULL. */
@@ -187,21 +191,50 @@ static bap_shape *bap_shape_of(bap_data *dd, int ts_index)
     return NULL;
 }
 
-/* The union space of a shape (built on first use; NULL when the restrictions cannot be rebuilt,
- * the reason kept in dd). */
+/* The constants of a shape's restrictions: its dims by name, the device's banks, and the largest
+ * tile extent at L2 (the biggest allocation a tensor can get, every other tensor one bank, in
+ * words: accel_space.c's rule). bap_uspace checks that they are right: the union space must hold
+ * exactly as many valid configurations as the shape's own. */
+static json_t *bap_constants(const bap_data *dd, const bap_shape *s)
+{
+    const accel_device *d = dd->dev;
+    json_t *c = json_object(), *dn;
+    size_t i;
+    int nt = (int)json_array_size(json_object_get(dd->kernel_json, "tensors"));
+    double words = (double)d->l2_bytes / d->word_bytes * (d->l2_banks - (nt - 1)) / d->l2_banks;
+    json_array_foreach(json_object_get(dd->kernel_json, "dims"), i, dn)
+        json_object_set_new(c, json_string_value(dn), json_integer(s->bp.p.dim[i]));
+    json_object_set_new(c, "l1_banks", json_integer(d->l1_banks));
+    json_object_set_new(c, "l2_banks", json_integer(d->l2_banks));
+    json_object_set_new(c, "l2_extent_max", json_integer((json_int_t)floor(words)));
+    return c;
+}
+
+/* The union space of a shape (built on first use; NULL when it cannot be rebuilt or does not
+ * accept exactly the shape's configurations: the reason kept in dd, constrained decoding off). */
 static const space *bap_uspace(bap_data *dd, bap_shape *s)
 {
     if (s->uspace || dd->uspace_failed)
         return s->uspace;
-    json_t *r = json_array();
+    json_t *r = json_array(), *c = bap_constants(dd, s);
     kt_error err;
     for (int i = 0; r && i < space_num_restrictions(s->bp.sp); i++)
         json_array_append_new(r, json_string(space_restriction_text(s->bp.sp, i)));
-    if (!(s->uspace = space_new(dd->params, r, NULL, NULL, &err))) {
+    if (!(s->uspace = space_new(dd->params, r, c, NULL, &err))) {
         dd->uspace_failed = 1;
         snprintf(dd->uspace_error, sizeof dd->uspace_error, "%s", err.message);
+    } else if (space_count(s->uspace) != space_count(s->bp.sp)) {
+        dd->uspace_failed = 1;
+        snprintf(dd->uspace_error, sizeof dd->uspace_error,
+                 "the union lists under a shape's restrictions hold %llu configurations, the "
+                 "shape's space %llu",
+                 (unsigned long long)space_count(s->uspace),
+                 (unsigned long long)space_count(s->bp.sp));
+        space_free(s->uspace);
+        s->uspace = NULL;
     }
     json_decref(r);
+    json_decref(c);
     return s->uspace;
 }
 
@@ -221,7 +254,7 @@ typedef struct bap_acc {
     double acc[3][BAP_NK], perfect[3][BAP_NK], valid[3][BAP_NK];
     long emitted[3][BAP_NK];
     double *r1, *r5;
-    int n1, n5, n, invalid1;
+    int n1, n5, n, invalid1, none;
     double predict_s;
 } bap_acc;
 
@@ -290,8 +323,11 @@ static int bap_one_shape(bap_data *dd, predictor *p, bap_shape *s, int *rows, do
         }
         r5 = r < r5 ? r : r5;
     }
-    if (n > 0)
-        a->r5[a->n5++] = r5;
+    if (n == 0) { /* no prediction: a miss */
+        a->r1[a->n1++] = INFINITY;
+        a->none++;
+    }
+    a->r5[a->n5++] = r5;
     a->n++;
     return 0;
 }
@@ -334,13 +370,13 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
         }
         json_object_set_new(grid, bap_modes[m], mk);
     }
-    res = json_pack("{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i}, s:{s:o, s:o, s:i}}",
-                    "predictor", predictor_kind(p), "train_s", train_s, "model_bytes",
-                    (json_int_t)bytes, "predict_ms", a.n ? 1e3 * a.predict_s / a.n : 0.0,
-                    "decoding", grid, "hyper", predictor_hyper_json(p), "top1", "median",
-                    bap_median(a.r1, a.n1), "within_1_10", bap_share(a.r1, a.n1, 1.10), "n", a.n1,
-                    "invalid", a.invalid1, "top5", "median", bap_median(a.r5, a.n5), "within_1_05",
-                    bap_share(a.r5, a.n5, 1.05), "n", a.n5);
+    res = json_pack(
+        "{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i, s:i}, s:{s:o, s:o, s:i}}",
+        "predictor", predictor_kind(p), "train_s", train_s, "model_bytes", (json_int_t)bytes,
+        "predict_ms", a.n ? 1e3 * a.predict_s / a.n : 0.0, "decoding", grid, "hyper",
+        predictor_hyper_json(p), "top1", "median", bap_median(a.r1, a.n1), "within_1_10",
+        bap_share(a.r1, a.n1, 1.10), "n", a.n1, "invalid", a.invalid1, "none", a.none, "top5",
+        "median", bap_median(a.r5, a.n5), "within_1_05", bap_share(a.r5, a.n5, 1.05), "n", a.n5);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:

@@ -40,9 +40,9 @@ void bench_accel_predict_print_table(const json_t *res, FILE *out)
     fprintf(out, "\nheld-out shapes: EDP of the prediction / best EDP the search found "
                  "(targets of the learned-models issue: top-1 <= 1.10x on >= 80%%, best of "
                  "top-5 <= 1.05x on >= 90%%)\n");
-    fprintf(out, "%-9s %9s %8s %8s %5s %7s %8s %8s %5s %9s %10s %8s\n", "predictor", "top1 med",
-            "<=1.10x", "target", "n", "invalid", "top5 med", "<=1.05x", "n", "train s", "bytes",
-            "pred ms");
+    fprintf(out, "%-9s %9s %8s %8s %5s %7s %5s %8s %8s %5s %9s %10s %8s\n", "predictor", "top1 med",
+            "<=1.10x", "target", "n", "invalid", "none", "top5 med", "<=1.05x", "n", "train s",
+            "bytes", "pred ms");
     json_object_foreach((json_t *)preds, kind, p)
     {
         const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
@@ -54,8 +54,9 @@ void bench_accel_predict_print_table(const json_t *res, FILE *out)
         num(out, json_object_get(t1, "median"), " %*.3f", 9);
         num(out, w1, " %*.2f", 8);
         fprintf(out, " %8s", m1 && m5 ? "both met" : m1 ? "top1 met" : m5 ? "top5 met" : "missed");
-        fprintf(out, " %5lld %7lld", json_integer_value(json_object_get(t1, "n")),
-                json_integer_value(json_object_get(t1, "invalid")));
+        fprintf(out, " %5lld %7lld %5lld", json_integer_value(json_object_get(t1, "n")),
+                json_integer_value(json_object_get(t1, "invalid")),
+                json_integer_value(json_object_get(t1, "none")));
         num(out, json_object_get(t5, "median"), " %*.3f", 8);
         num(out, w5, " %*.2f", 8);
         fprintf(out, " %5lld %8.2fs %10lld %8.3f\n", json_integer_value(json_object_get(t5, "n")),
@@ -64,7 +65,8 @@ void bench_accel_predict_print_table(const json_t *res, FILE *out)
                 json_number_value(json_object_get(p, "predict_ms")));
     }
     fprintf(out, "(invalid: held-out shapes whose predicted top-1 is not a valid mapping of the "
-                 "shape; its ratio counts as infinite)\n");
+                 "shape; none: no valid candidate predicted; both count as misses, ratio infinite)"
+                 "\n");
     fprintf(out, "\nseed 001's metrics vs the search's best mapping: per-parameter accuracy / "
                  "perfect / valid share (k > 1: the best-matching of the k)\n");
     fprintf(out, "%-9s %-12s %20s %20s %20s\n", "predictor", "decoding", "k=1", "k=10", "k=100");
