@@ -11,7 +11,8 @@
 #include "search/searcher.h"
 #include "bench/bench_accel_impl.h"
 
-#define BA_MAX_POINTS 24
+#define BA_MAX_POINTS  24
+#define BA_TIME_POINTS 10 /* times of an iso-time table, at most (but for decades) */
 
 /* Mind Mappings' figures: how many times better MM's EDP was (Fig. 5 / 6 and the text). */
 static const struct {
@@ -162,14 +163,20 @@ static int ba_times(const ba_ctx *c, double lat_s, double *times, double *headli
     }
     if (!isfinite(lo) || !(lo > 0))
         return 0;
-    static const double steps[] = {1, 2, 5};
-    for (double dec = pow(10, floor(log10(lo))); dec <= hi * 10 && n < BA_MAX_POINTS - 1;
-         dec *= 10) {
-        for (int i = 0; i < 3 && n < BA_MAX_POINTS - 1; i++) {
-            double t = dec * steps[i];
-            if (t >= lo && t <= hi)
-                times[n++] = t;
+    /* 1, 2, 5 x 10^k; when that makes more than BA_TIME_POINTS, 1, 3 x 10^k; then decades */
+    static const double steps[3][3] = {{1, 2, 5}, {1, 3, 0}, {1, 0, 0}};
+    for (int g = 0; g < 3; g++) {
+        n = 0;
+        for (double dec = pow(10, floor(log10(lo))); dec <= hi * 10 && n < BA_MAX_POINTS - 1;
+             dec *= 10) {
+            for (int i = 0; i < 3 && steps[g][i] > 0 && n < BA_MAX_POINTS - 1; i++) {
+                double t = dec * steps[g][i];
+                if (t >= lo && t <= hi)
+                    times[n++] = t;
+            }
         }
+        if (n <= BA_TIME_POINTS)
+            break;
     }
     return n;
 }
