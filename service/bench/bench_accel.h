@@ -69,6 +69,7 @@ typedef struct bench_accel_options {
     double test_fraction;  /* --test-fraction [0.25] */
     const char *hyper;     /* --hyper JSON per predictor */
     const char *json_path; /* --json FILE */
+    const char *from_json; /* --from-json FILE: the tables of a saved --json result */
     const char *log_level;
 } bench_accel_options;
 

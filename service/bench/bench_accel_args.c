@@ -31,6 +31,7 @@ void bench_accel_usage(FILE *out)
             "                   [--samples N] [--epochs N] [--hidden W,W,...]\n"
             "                   [--train-max-s X] [--train-seed N]\n"
             "                   [--surrogate-cache DIR|none] [--json FILE]\n"
+            "       ktune bench --accel --from-json FILE   (the tables of a saved --json)\n"
             "       ktune bench --accel-predict [--shapes N] [--predict-evals N]\n"
             "                   [--predict-strategy NAME] [--predictors LIST]\n"
             "                   [--test-fraction F] [--hyper JSON] [--json FILE] ...\n"
@@ -254,7 +255,9 @@ static int ba_value(const char *a, const char *v, bench_accel_options *opt, char
             return -1;
         }
         opt->json_path = v;
-    } else if (strcmp(a, "--log-level") == 0)
+    } else if (strcmp(a, "--from-json") == 0)
+        opt->from_json = v;
+    else if (strcmp(a, "--log-level") == 0)
         opt->log_level = v;
     else
         return 1;

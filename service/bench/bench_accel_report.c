@@ -134,10 +134,16 @@ static void iso_time(const json_t *res, const json_t *block, const char *title, 
         labels[n] = lab[n];
         n++;
     }
-    fprintf(out,
-            "\n%s: best EDP / minimum at equal time; T = the longest time at which every "
-            "strategy's median run is still within its budget\n",
-            title);
+    if (json_is_true(jget(block, "surrogate_evaluations_free")))
+        fprintf(out,
+                "\n%s: best EDP / minimum at equal time; T = the median time %s needs for its "
+                "budget (the paper's iso-time: MM run until convergence)\n",
+                title, json_string_value(jget(res, "reference")));
+    else
+        fprintf(out,
+                "\n%s: best EDP / minimum at equal time; T = the longest time at which every "
+                "strategy's median run is still within its budget\n",
+                title);
     per_preset(res, block, labels, n, out);
     ratios(res, block, labels, n, "iso_time", out);
 }

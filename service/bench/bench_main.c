@@ -158,8 +158,15 @@ int bench_accel_main(int argc, char **argv, const char *exe_dir)
     }
     if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
         goto out;
-    res = opt.predict ? bench_accel_predict_run(&opt, exe_dir, stderr, &err)
-                      : bench_accel_run(&opt, exe_dir, stderr, &err);
+    if (opt.from_json) { /* the tables of a saved result: the mode is the file's */
+        json_error_t je;
+        if (!(res = json_load_file(opt.from_json, 0, &je)))
+            kt_error_set(&err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt.from_json, je.text);
+        opt.predict = res && strcmp(json_string_value(json_object_get(res, "mode")) ?: "",
+                                    "accel-predict") == 0;
+    } else
+        res = opt.predict ? bench_accel_predict_run(&opt, exe_dir, stderr, &err)
+                          : bench_accel_run(&opt, exe_dir, stderr, &err);
     if (res && opt.predict)
         bench_accel_predict_print_table(res, stdout);
     else if (res)
