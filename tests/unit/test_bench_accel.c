@@ -2,8 +2,9 @@
  * setting (1 preset, 2 seeds, budget 60, a 16-16 surrogate on 8 problems): the whole command runs
  * in seconds and prints its tables; every strategy's best EDP / minimum is >= 1 (the minimum is a
  * lower bound) and does not grow with evaluations; every run spends its budget; the second run
- * reads the surrogate from the cache and gives the same iso-iteration figures; the parser and the
- * run refuse what they must; the prediction report holds shares in [0, 1]. */
+ * reads the surrogate from the cache and gives the same iso-iteration figures; --from-json prints a
+ * saved result; the parser and the run refuse what they must; the prediction report holds shares
+ * in [0, 1]. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,6 +135,12 @@ static void accel_tiny_runs_and_caches(void **state)
     assert_non_null(strstr(text, "1.40x (SA)"));
     assert_non_null(strstr(text, "resnet_conv3"));
     free(text);
+
+    char saved[128]; /* --from-json prints the tables of a saved result */
+    snprintf(saved, sizeof saved, "%s/a.json", cache_dir);
+    assert_int_equal(json_dump_file(a, saved, JSON_COMPACT), 0);
+    char *re[] = {"bench", "--accel", "--from-json", saved};
+    assert_int_equal(bench_main(4, re, NULL), 0);
 
     json_t *b = bench_accel_run(&o, NULL, NULL, &err); /* the surrogate from the cache */
     if (!b)
