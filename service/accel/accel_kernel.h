@@ -33,6 +33,10 @@
 #include "space/space.h"
 #include "accel/accel_device.h"
 
+/* The model's version: part of accel_kernel_hash, and the results' toolchain string. Changing what
+ * the cost model computes changes it, so that no stored result of the old model is served. */
+#define ACCEL_MODEL_VERSION "ktune accel model 1"
+
 #define ACCEL_MAX_DIMS    7
 #define ACCEL_MAX_ARGS    8
 #define ACCEL_MAX_TENSORS 4

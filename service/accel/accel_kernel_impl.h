@@ -9,7 +9,6 @@
 
 #define ACCEL_MAX_PRESETS   8
 #define ACCEL_MAX_CLASSES   4
-#define ACCEL_MODEL_VERSION "ktune accel model 1"
 
 typedef struct accel_arg_def {
     const char *name;

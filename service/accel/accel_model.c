@@ -33,9 +33,13 @@ typedef struct loop {
 
 static const char *const level_names[ACCEL_LEVELS] = {"L1", "L2", "DRAM"};
 
+/* Marks out invalid with the reason; out NULL: a validity check only (no formatting: the check is
+ * run millions of times where most samples are invalid). Returns 0. */
 static int invalid(accel_stats *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int invalid(accel_stats *out, const char *fmt, ...)
 {
+    if (!out)
+        return 0;
     va_list ap;
     memset(out, 0, sizeof *out);
     va_start(ap, fmt);
@@ -120,8 +124,9 @@ static int check_mapping(const accel_device *d, const accel_problem *p, const ac
     return 1;
 }
 
-int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
-                   accel_stats *out)
+/* The model; out NULL: only the validity (1 / 0). */
+static int evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
+                    accel_stats *out)
 {
     const accel_kernel *k = p->kernel;
     const int nd = k->n_dims;
@@ -141,6 +146,8 @@ int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_ma
         macs *= (double)p->dim[i];
     }
     if (pes_used > d->pes) {
+        if (!out)
+            return 0;
         char buf[96];
         size_t used = 0;
         buf[0] = '\0';
@@ -172,6 +179,8 @@ int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_ma
                                m->banks[l][t], banks, cap);
         }
     }
+    if (!out)
+        return 1;
     loop seq[2 * ACCEL_MAX_DIMS], inner[ACCEL_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         int a = m->order[2][i], b = m->order[1][i], c = m->order[0][i];
@@ -220,6 +229,17 @@ int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_ma
     out->utilisation = pes_used / d->pes;
     out->edp = out->energy_pj_total * 1e-12 * (cycles / (d->clock_ghz * 1e9));
     return 1;
+}
+
+int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
+                   accel_stats *out)
+{
+    return evaluate(d, p, m, out);
+}
+
+int accel_mapping_valid(const accel_device *d, const accel_problem *p, const accel_mapping *m)
+{
+    return evaluate(d, p, m, NULL);
 }
 
 /* The words of tensor t every mapping touches at least once per level: its index space, a sliding

@@ -26,6 +26,9 @@ typedef struct accel_stats {
 /* Returns 1 (valid, out filled) or 0 (invalid: out->valid = 0, out->reason). */
 int accel_evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
                    accel_stats *out);
+/* The validity alone (1 valid, 0 invalid), as accel_evaluate decides it, without the reason or the
+ * costs: the cheap check behind backend_quick_check and valid-sample loops. */
+int accel_mapping_valid(const accel_device *d, const accel_problem *p, const accel_mapping *m);
 /* The algorithmic minimum: energy of moving every datum once per level plus the MACs, cycles of
  * all PEs busy; edp their product. out->valid = 1. */
 void accel_lower_bound(const accel_device *d, const accel_problem *p, accel_stats *out);

@@ -135,10 +135,17 @@ int accel_mapping_decode(const accel_problem *p, const space *sp, config_id id, 
     static const char *const ord[3] = {"L1", "L2", "DRAM"};
     if (space_num_params(sp) != np)
         return not_ours(p, err, "parameter count");
-    for (int d = 0; d < k->n_dims; d++)
-        for (int l = 0; l < 3; l++)
-            if (!named(sp, 3 * d + l, k->dims[d], lvl[l]))
-                return not_ours(p, err, "parameter names");
+    /* Cheap checks (decoding runs millions of times): the count, the first dim's and the buffers'
+     * names, the order lists' lengths and every dim's divisor list. */
+    for (int l = 0; l < 3; l++)
+        if (!named(sp, l, k->dims[0], lvl[l]))
+            return not_ours(p, err, "parameter names");
+    for (int d = 0; d < k->n_dims; d++) {
+        /* <d>_L2 lists every divisor of the dim: its last value is the dim */
+        int nv = space_param_num_values(sp, 3 * d + 2);
+        if (space_param_value_number(sp, 3 * d + 2, nv - 1) != (double)p->dim[d])
+            return not_ours(p, err, "dims");
+    }
     for (int l = 0; l < 3; l++)
         if (!named(sp, 3 * k->n_dims + l, "order_", ord[l]) ||
             space_param_num_values(sp, 3 * k->n_dims + l) != accel_num_orders(k))
