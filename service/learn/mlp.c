@@ -142,9 +142,12 @@ const double *learn_mlp_forward(learn_mlp *m, const double *x, int batch)
         double *z = m->acts[l + 1];
         for (int r = 0; r < batch; r++)
             memcpy(z + (size_t)r * (size_t)out, b, (size_t)out * sizeof *b);
-        /* Z = A W + 1 b^T */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0, m->acts[l], in,
-                    w, out, 1.0, z, out);
+        /* Z = A W + 1 b^T (one row: z = W^T a + b, a matrix-vector product) */
+        if (batch == 1)
+            cblas_dgemv(CblasRowMajor, CblasTrans, in, out, 1.0, w, out, m->acts[l], 1, 1.0, z, 1);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0, m->acts[l],
+                        in, w, out, 1.0, z, out);
         if (l + 1 == m->n_layers)
             break; /* linear output */
         size_t n = (size_t)batch * (size_t)out;
@@ -215,9 +218,13 @@ int learn_mlp_input_grad(learn_mlp *m, const double *dout, double *dx)
     for (int l = top - 1; l >= 0; l--) {
         int in = m->sizes[l], out = m->sizes[l + 1];
         const double *w = m->params + m->w_off[l];
-        /* D_prev = D W^T, then (below the first layer) times act'(A) */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w, out,
-                    0.0, l == 0 ? dx : dprev, in);
+        /* D_prev = D W^T, then (below the first layer) times act'(A); one row: W d */
+        if (batch == 1)
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, in, out, 1.0, w, out, d, 1, 0.0,
+                        l == 0 ? dx : dprev, 1);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w,
+                        out, 0.0, l == 0 ? dx : dprev, in);
         if (l == 0)
             break;
         const double *a = m->acts[l];

@@ -36,9 +36,9 @@
 
 #include "search/search_set.h"
 
-#define MM_BAD_F        1e30    /* f of a failed result: any injection replaces it */
-#define MM_MAX_ROWS     200000  /* space_nearest_valid's per-group scan cap */
-#define MM_SCAN_LIMIT   200000  /* random-valid fallback: ids scanned after the random draws */
+#define MM_BAD_F          1e30   /* f of a failed result: any injection replaces it */
+#define MM_MAX_ROWS       200000 /* space_nearest_valid's per-group scan cap */
+#define MM_SCAN_LIMIT     200000 /* random-valid fallback: ids scanned after the random draws */
 #define MM_MAX_NEIGHBOURS 4096
 
 static const searcher_option mindmap_options[] = {
@@ -60,10 +60,24 @@ static const searcher_option mindmap_options[] = {
      "oracle checks when repairing an invalid projection or picking a neighbour"},
     {"sample_tries", SEARCHER_OPT_INTEGER, "1000", 1, 10000000, NULL,
      "random draws for a valid unvisited mapping before scanning for one"},
+    {"neighbours", SEARCHER_OPT_INTEGER, "4096", 1, MM_MAX_NEIGHBOURS, NULL,
+     "unvisited neighbours (a random subset) whose objective the surrogate predicts when the "
+     "gradient steps find nothing new"},
 };
 
-enum { O_LR, O_INJECT, O_T0, O_ANNEAL_EVERY, O_ANNEAL_FACTOR, O_CHAINS, O_STEPS, O_REPAIR,
-       O_TRIES, N_OPTIONS };
+enum {
+    O_LR,
+    O_INJECT,
+    O_T0,
+    O_ANNEAL_EVERY,
+    O_ANNEAL_FACTOR,
+    O_CHAINS,
+    O_STEPS,
+    O_REPAIR,
+    O_TRIES,
+    O_NEIGHBOURS,
+    N_OPTIONS
+};
 
 typedef struct mm_param {
     int off, width, n;
@@ -82,7 +96,7 @@ typedef struct mindmap_state {
     const space *sp;
     kt_rng rng;
     double lr, t0, anneal_factor, temp;
-    int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries;
+    int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries, n_predict;
     surrogate *m;
     double pf[SURROGATE_MAX_PROBLEM_FEATURES];
     int P, W;
@@ -125,6 +139,7 @@ static void *mindmap_create(const space *sp, const json_t *options, uint64_t see
     st->max_steps = (int)searcher_option_number(&mindmap_options[O_STEPS], options);
     st->repair_checks = (int)searcher_option_number(&mindmap_options[O_REPAIR], options);
     st->sample_tries = (int)searcher_option_number(&mindmap_options[O_TRIES], options);
+    st->n_predict = (int)searcher_option_number(&mindmap_options[O_NEIGHBOURS], options);
     st->temp = st->t0;
     st->P = space_num_params(sp);
     return st;
@@ -188,7 +203,9 @@ static int mindmap_set_surrogate(void *state, surrogate *m, const double *pf, in
         return -1;
     int W = surrogate_config_width(m), P = st->P;
     st->max_nb = space_max_neighbours(st->sp, SPACE_NEIGHBOURS_HAMMING);
-    st->max_nb = st->max_nb < 1 ? 1 : st->max_nb > MM_MAX_NEIGHBOURS ? MM_MAX_NEIGHBOURS : st->max_nb;
+    st->max_nb = st->max_nb < 1                   ? 1
+                 : st->max_nb > MM_MAX_NEIGHBOURS ? MM_MAX_NEIGHBOURS
+                                                  : st->max_nb;
     st->par = calloc((size_t)P, sizeof *st->par);
     st->chains = calloc((size_t)st->n_chains, sizeof *st->chains);
     st->lo = malloc((size_t)W * sizeof *st->lo);
@@ -379,6 +396,15 @@ static int best_neighbour(mindmap_state *st, config_id id, config_id *out)
     int n = fresh_neighbours(st, id);
     if (n == 0)
         return 0;
+    if (n > st->n_predict) { /* a random subset: the batched forward is the cost */
+        for (int i = 0; i < st->n_predict; i++) {
+            int j = i + (int)kt_rng_below(&st->rng, (uint64_t)(n - i));
+            config_id t = st->nb[i];
+            st->nb[i] = st->nb[j];
+            st->nb[j] = t;
+        }
+        n = st->n_predict;
+    }
     for (int i = 0; i < n; i++)
         encode_id(st, st->nb[i], st->cand_x + (size_t)i * (size_t)st->W);
     if (surrogate_predict_batch(st->m, st->pf, st->cand_x, n, st->cand_f) < 0)
@@ -443,8 +469,8 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
         if (gradient_step(st, c, &id))
             goto found;
     }
-    if (best_neighbour(st, c->cur, &id) ||
-        (st->best_known && best_neighbour(st, st->best, &id)) || random_valid(st, &id))
+    if (best_neighbour(st, c->cur, &id) || (st->best_known && best_neighbour(st, st->best, &id)) ||
+        random_valid(st, &id))
         goto found;
     return 0;
 found:

@@ -21,12 +21,12 @@ struct searcher {
     unsigned char *first_told;
 };
 
-extern const searcher_vtable searcher_auto_vtable; /* search/auto.c */
-extern const searcher_vtable searcher_gbfs_vtable; /* search/gbfs.c */
-extern const searcher_vtable searcher_xgb_vtable;  /* search/xgb.c */
-extern const searcher_vtable searcher_rnn_vtable;  /* search/rnn.c */
-extern const searcher_vtable searcher_na2c_vtable; /* search/na2c.c */
-extern const searcher_vtable searcher_bo_vtable;   /* search/bo.c */
+extern const searcher_vtable searcher_auto_vtable;    /* search/auto.c */
+extern const searcher_vtable searcher_gbfs_vtable;    /* search/gbfs.c */
+extern const searcher_vtable searcher_xgb_vtable;     /* search/xgb.c */
+extern const searcher_vtable searcher_rnn_vtable;     /* search/rnn.c */
+extern const searcher_vtable searcher_na2c_vtable;    /* search/na2c.c */
+extern const searcher_vtable searcher_bo_vtable;      /* search/bo.c */
 extern const searcher_vtable searcher_mindmap_vtable; /* search/mindmap.c */
 
 static const searcher_vtable *const strategies[] = {

@@ -1,14 +1,14 @@
 /* search/surrogate — Mind Mappings' differentiable surrogate (issue 13): an MLP from (problem,
  * configuration) to a backend's normalised meta-statistics, trained offline across many problems of
  * one kernel and device class, then frozen; `mindmap` descends its gradient with respect to the
- * configuration. Generic over spaces: a configuration is encoded per parameter by name, so spaces of
- * different problems (different value lists) share one encoding:
- *   numeric parameter -> one feature, log2(1 + |v|) with v's sign;
- *   string / boolean parameter -> one-hot over the values seen in training (an unseen value: zeros).
- * A problem is encoded by surrogate_problem_features (numeric arguments in name order, ln(1 + v)).
- * Inputs and outputs are whitened with the training set's means and deviations; the loss is Huber.
- * The objective is a weighted sum of the (unwhitened) outputs, weights given with the data
- * (for accel: ln(edp / minimum edp) = ln energy + ln cycles entries).
+ * configuration. Generic over spaces: a configuration is encoded per parameter by name, so spaces
+ * of different problems (different value lists) share one encoding: numeric parameter -> one
+ * feature, log2(1 + |v|) with v's sign; string / boolean parameter -> one-hot over the values seen
+ * in training (an unseen value: zeros). A problem is encoded by surrogate_problem_features (numeric
+ * arguments in name order, ln(1 + v)). Inputs and outputs are whitened with the training set's
+ * means and deviations; the loss is Huber. The objective is a weighted sum of the (unwhitened)
+ * outputs, weights given with the data (for accel: ln(edp / minimum edp) = ln energy + ln cycles
+ * entries).
  *
  * Lifecycle: surrogate_data_new -> surrogate_data_add* -> surrogate_train -> surrogate_save /
  * surrogate_predict / surrogate_encode -> surrogate_free; or surrogate_load -> ... -> free.
@@ -50,12 +50,12 @@ void surrogate_data_free(surrogate_data *d);
 typedef struct surrogate_options {
     int hidden[SURROGATE_MAX_HIDDEN]; /* hidden layer widths; n_hidden 0 = {256, 256, 128} */
     int n_hidden;
-    int epochs;            /* [40] */
-    int batch;             /* [128] */
-    double lr;             /* Adam [1e-3], x0.1 at 50% and 75% of the epochs */
-    double huber_delta;    /* [1.0], on whitened outputs */
-    double test_fraction;  /* [0.2] of the problems held out */
-    double max_seconds;    /* [0 = none] stop early (metrics say so) */
+    int epochs;           /* [40] */
+    int batch;            /* [128] */
+    double lr;            /* Adam [1e-3], x0.1 at 50% and 75% of the epochs */
+    double huber_delta;   /* [1.0], on whitened outputs */
+    double test_fraction; /* [0.2] of the problems held out */
+    double max_seconds;   /* [0 = none] stop early (metrics say so) */
     uint64_t seed;
 } surrogate_options;
 

@@ -1,7 +1,8 @@
 /* search/surrogate_impl — internal to search/: the structs behind surrogate.h shared by
- * surrogate.c (encoding, data, save / load, prediction) and surrogate_train.c (whitening, Huber
- * loss, Adam, metrics). A configuration is stored per parameter as one double: a numeric
- * parameter's encoded value (sign(v) log2(1 + |v|)), a categorical parameter's category index
+ * surrogate.c (encoding, data, prediction), surrogate_io.c (save / load) and surrogate_train.c
+ * (whitening, Huber loss, Adam, metrics). A configuration is stored per parameter as one double: a
+ * numeric parameter's encoded value (sign(v) log2(1 + |v|)), a categorical parameter's category
+ * index
  * (-1: a value the surrogate never saw). */
 #ifndef KT_SEARCH_SURROGATE_IMPL_H
 #define KT_SEARCH_SURROGATE_IMPL_H
@@ -61,6 +62,9 @@ int surrogate_params_find(const surrogate_param *params, int n, const char *name
 void surrogate_params_free(surrogate_param *params, int n);
 /* Writes the whitened input row of a sample (pf raw, cfg as stored) into row[s->n_in]. */
 void surrogate_whiten_row(const surrogate *s, const double *pf, const double *cfg, double *row);
+/* Widths and offsets from s's parameters, the buffers and the network (weights from seed, whitening
+ * the identity): 0, or -1 with err. */
+int surrogate_finish(surrogate *s, uint64_t seed, kt_error *err);
 /* An untrained surrogate with the data's encoding (parameters copied, widths set) and the given
  * layer widths; weights from the seed. NULL with err. */
 surrogate *surrogate_new_from(const surrogate_data *d, const int *hidden, int n_hidden,

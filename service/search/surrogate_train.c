@@ -138,8 +138,7 @@ static void load_rows(train_ctx *c, const int *idx, int rows)
                              c->x + (size_t)r * (size_t)s->n_in);
         const double *m = d->meta + i * (size_t)d->n_out;
         for (int k = 0; k < s->n_out; k++)
-            c->y[(size_t)r * (size_t)s->n_out + (size_t)k] =
-                (m[k] - s->out_mean[k]) / s->out_sd[k];
+            c->y[(size_t)r * (size_t)s->n_out + (size_t)k] = (m[k] - s->out_mean[k]) / s->out_sd[k];
     }
 }
 
@@ -263,16 +262,16 @@ static int check_options(const surrogate_data *d, surrogate_options *o, kt_error
                             SURROGATE_MAX_HIDDEN - 1);
     for (int l = 0; l < o->n_hidden; l++) {
         if (o->hidden[l] < 1 || o->hidden[l] > 4096)
-            return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                                "hidden layer %d has %d units (1 to 4096)", l, o->hidden[l]);
+            return kt_error_set(err, KT_ERR_BAD_REQUEST, "hidden layer %d has %d units (1 to 4096)",
+                                l, o->hidden[l]);
     }
     o->epochs = o->epochs > 0 ? o->epochs : 40;
     o->batch = o->batch > 0 ? o->batch : 128;
     o->lr = o->lr > 0 ? o->lr : 1e-3;
     o->huber_delta = o->huber_delta > 0 ? o->huber_delta : 1.0;
     o->test_fraction = o->test_fraction > 0 ? o->test_fraction : 0.2;
-    if (o->epochs > 100000 || o->batch > 65536 || !(o->test_fraction < 1) ||
-        !isfinite(o->lr) || !isfinite(o->huber_delta) || o->max_seconds < 0)
+    if (o->epochs > 100000 || o->batch > 65536 || !(o->test_fraction < 1) || !isfinite(o->lr) ||
+        !isfinite(o->huber_delta) || o->max_seconds < 0)
         return kt_error_set(err, KT_ERR_BAD_REQUEST,
                             "surrogate options out of range (epochs %d, batch %d, "
                             "test_fraction %g, max_seconds %g)",
@@ -280,8 +279,8 @@ static int check_options(const surrogate_data *d, surrogate_options *o, kt_error
     return 0;
 }
 
-surrogate *surrogate_train(const surrogate_data *d, const surrogate_options *opts,
-                           json_t **metrics, kt_error *err)
+surrogate *surrogate_train(const surrogate_data *d, const surrogate_options *opts, json_t **metrics,
+                           kt_error *err)
 {
     surrogate_options o = opts ? *opts : (surrogate_options){0};
     train_ctx c = {0};
@@ -348,16 +347,16 @@ surrogate *surrogate_train(const surrogate_data *d, const surrogate_options *opt
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto fail;
         }
-        json_t *m = json_pack(
-            "{s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:o, s:o, s:I, s:b, s:f, s:I}", "samples",
-            (json_int_t)d->n, "problems", (json_int_t)c.n_probs, "test_problems",
-            (json_int_t)c.n_test_probs, "train_samples", (json_int_t)c.n_train, "test_samples",
-            (json_int_t)c.n_test, "train_huber", last_loss, "test_huber",
-            isfinite(th) ? json_real(th) : json_null(), "test_objective_rmse",
-            isfinite(rmse) ? json_real(rmse) : json_null(), "test_objective_spearman",
-            isfinite(rho) ? json_real(rho) : json_null(), "epochs", (json_int_t)epochs_done,
-            "stopped_early", stopped, "seconds", kt_clock_s() - t0, "parameters",
-            (json_int_t)learn_mlp_num_params(s->mlp));
+        json_t *m =
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:o, s:o, s:I, s:b, s:f, s:I}",
+                      "samples", (json_int_t)d->n, "problems", (json_int_t)c.n_probs,
+                      "test_problems", (json_int_t)c.n_test_probs, "train_samples",
+                      (json_int_t)c.n_train, "test_samples", (json_int_t)c.n_test, "train_huber",
+                      last_loss, "test_huber", isfinite(th) ? json_real(th) : json_null(),
+                      "test_objective_rmse", isfinite(rmse) ? json_real(rmse) : json_null(),
+                      "test_objective_spearman", isfinite(rho) ? json_real(rho) : json_null(),
+                      "epochs", (json_int_t)epochs_done, "stopped_early", stopped, "seconds",
+                      kt_clock_s() - t0, "parameters", (json_int_t)learn_mlp_num_params(s->mlp));
         if (!m) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto fail;

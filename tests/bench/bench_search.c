@@ -89,6 +89,10 @@ int main(void)
     for (size_t k = 0; k < json_array_size(cat); k++) {
         const char *name = json_string_value(json_object_get(json_array_get(cat, k), "name"));
         kt_error err;
+        if (searcher_needs_surrogate(name)) {
+            printf("%-12s skipped: needs a trained surrogate (test_search_mindmap)\n", name);
+            continue;
+        }
         searcher *s = searcher_new(name, sp, NULL, 2024, &err);
         if (!s) {
             printf("%-12s %s\n", name, err.message);

@@ -30,6 +30,10 @@ static void every_strategy_proposes_first_ids_first(void **state)
     config_id ids[200];
     for (size_t i = 0; i < json_array_size(cat); i++) {
         const char *name = json_string_value(json_object_get(json_array_get(cat, i), "name"));
+        /* mindmap proposes nothing without a trained surrogate of this space's parameters (it is
+         * checked with one, first ids included, in test_search_mindmap) */
+        if (searcher_needs_surrogate(name))
+            continue;
         kt_error err;
         searcher *s = searcher_new(name, sp, NULL, 7, &err);
         assert_non_null(s);

@@ -4,8 +4,9 @@
  * (p2 * p3 >= 4096). A surrogate is trained on problems other than the searched ones. Checked: no
  * proposal without a surrogate, the registry's flags and options, refusal of a surrogate of other
  * parameters or after an ask, never an oracle-invalid configuration nor a repeat (batches, several
- * chains, failures told), determinism and resume by replay, and search quality: within 100
- * evaluations, the mean over 10 seeds of optimum / best found, against random. */
+ * chains, failures told), a warm start's first ids, determinism and resume by replay, and search
+ * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/rng.h"
 #include "search/searcher.h"
@@ -74,15 +76,30 @@ static void mm_meta(const space *sp, const problem *pb, config_id id, double *me
     meta[1] += cat[idx[NP]];
 }
 
-static int mm_oracle(void *arg, config_id id)
+static int mm_valid(const space *sp, config_id id)
 {
     int idx[NP + 1];
-    if (space_decode(arg, id, idx) < 0)
+    if (space_decode(sp, id, idx) < 0)
         return 0;
     return idx[2] + idx[3] >= 12 ? 0 : 1;
 }
 
-static surrogate *mm_surrogate(const space *sp)
+/* The oracle the searcher is given: mm_valid, counting its calls and rejections. */
+typedef struct oracle_ctx {
+    const space *sp;
+    long calls, rejected;
+} oracle_ctx;
+
+static int mm_oracle(void *arg, config_id id)
+{
+    oracle_ctx *o = arg;
+    int ok = mm_valid(o->sp, id);
+    o->calls++;
+    o->rejected += !ok;
+    return ok;
+}
+
+static surrogate *mm_surrogate(const space *sp, const surrogate_options *opts)
 {
     const double w[2] = {1, 1};
     kt_error err;
@@ -93,7 +110,7 @@ static surrogate *mm_surrogate(const space *sp)
         problem pb = make_problem(k);
         for (int i = 0; i < 300;) {
             config_id id = space_sample(sp, &rng);
-            if (!mm_oracle((void *)sp, id))
+            if (!mm_valid(sp, id))
                 continue; /* the trainer keeps valid mappings only */
             double meta[2];
             mm_meta(sp, &pb, id, meta);
@@ -101,9 +118,8 @@ static surrogate *mm_surrogate(const space *sp)
             i++;
         }
     }
-    surrogate_options o = {.hidden = {64, 64}, .n_hidden = 2, .epochs = 30, .seed = 1};
     json_t *metrics = NULL;
-    surrogate *s = surrogate_train(d, &o, &metrics, &err);
+    surrogate *s = surrogate_train(d, opts, &metrics, &err);
     if (!s)
         fail_msg("surrogate_train: %s", err.message);
     char *text = json_dumps(metrics, JSON_COMPACT);
@@ -126,21 +142,22 @@ static void evaluate_mm(const space *sp, const problem *pb, const config_id *ids
     }
 }
 
-static searcher *mm_searcher(const space *sp, surrogate *m, const problem *pb,
-                             const json_t *options, uint64_t seed)
+/* A mindmap searcher with the surrogate and the oracle (o, which must outlive it). */
+static searcher *mm_searcher(oracle_ctx *o, surrogate *m, const problem *pb, const json_t *options,
+                             uint64_t seed)
 {
     kt_error err;
-    searcher *s = searcher_new("mindmap", sp, options, seed, &err);
+    searcher *s = searcher_new("mindmap", o->sp, options, seed, &err);
     if (!s)
         fail_msg("searcher_new: %s", err.message);
-    searcher_set_oracle(s, mm_oracle, (void *)sp);
+    searcher_set_oracle(s, mm_oracle, o);
     assert_int_equal(searcher_set_surrogate(s, m, pb->pf, 2, &err), 0);
     return s;
 }
 
 /* Proposes up to want ids in batches; every result told (every fail_every-th as a failure). */
-static int run(searcher *s, const space *sp, const problem *pb, config_id *ids, int want,
-               int batch, int fail_every)
+static int run(searcher *s, const space *sp, const problem *pb, config_id *ids, int want, int batch,
+               int fail_every)
 {
     trial_result r[64];
     int total = 0;
@@ -174,7 +191,8 @@ static int setup(void **state)
     fixture *fx = calloc(1, sizeof *fx);
     assert_non_null(fx);
     fx->sp = mm_space();
-    fx->m = mm_surrogate(fx->sp);
+    surrogate_options o = {.hidden = {64, 64}, .n_hidden = 2, .epochs = 30, .seed = 1};
+    fx->m = mm_surrogate(fx->sp, &o);
     *state = fx;
     return 0;
 }
@@ -240,8 +258,10 @@ static void registry_and_refusals(void **state)
     /* other strategies: a no-op */
     s = searcher_new("random", other, NULL, 1, NULL);
     assert_int_equal(searcher_set_surrogate(s, fx->m, pb.pf, 2, &err), 0);
-    searcher_set_oracle(s, mm_oracle, other);
+    oracle_ctx oc = {other, 0, 0};
+    searcher_set_oracle(s, mm_oracle, &oc);
     assert_int_equal(searcher_ask(s, ids, 4), 4);
+    assert_int_equal(oc.calls, 0); /* random ignores the oracle */
     searcher_free(s);
     space_free(other);
 
@@ -265,7 +285,9 @@ static void valid_and_distinct(void **state)
     } runs[] = {{NULL, 1, 0}, {NULL, 7, 5}, {chains, 5, 0}};
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         config_id ids[600];
-        searcher *s = mm_searcher(sp, fx->m, &pb, runs[k].opts, 3 + k);
+        oracle_ctx oc = {sp, 0, 0};
+        searcher *s = mm_searcher(&oc, fx->m, &pb, runs[k].opts, 3 + k);
+        double t0 = kt_clock_s();
         if (k == 2) { /* a batch before any result */
             assert_int_equal(searcher_ask(s, ids, 5), 5);
             trial_result r[5];
@@ -275,12 +297,37 @@ static void valid_and_distinct(void **state)
         } else {
             assert_int_equal(run(s, sp, &pb, ids, 600, runs[k].batch, runs[k].fail_every), 600);
         }
+        double dt = kt_clock_s() - t0;
         assert_distinct_valid(ids, 600, space_count(sp));
         for (int i = 0; i < 600; i++)
-            assert_int_equal(mm_oracle(sp, ids[i]), 1);
+            assert_int_equal(mm_valid(sp, ids[i]), 1);
+        printf("run %zu: 600 proposals, %.0f us each (evaluation included), %ld oracle calls, %ld "
+               "rejected\n",
+               k, dt * 1e6 / 600, oc.calls, oc.rejected);
+        assert_true(oc.rejected > 0); /* the oracle's region was reached and avoided */
         searcher_free(s);
     }
     json_decref(chains);
+}
+
+/* A warm start's first ids come first, in order, and are never proposed again. */
+static void warm_start_first_ids(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    problem pb = make_problem(31337);
+    const config_id first[] = {5, 17, 5, 42};
+    searcher_history h = {first, 4, NULL, NULL, NULL, 0};
+    oracle_ctx oc = {sp, 0, 0};
+    searcher *s = mm_searcher(&oc, fx->m, &pb, NULL, 8);
+    assert_int_equal(searcher_set_history(s, &h, NULL), 0);
+    config_id ids[200];
+    assert_int_equal(run(s, sp, &pb, ids, 200, 3, 0), 200);
+    assert_int_equal(ids[0], 5);
+    assert_int_equal(ids[1], 17);
+    assert_int_equal(ids[2], 42);
+    assert_distinct_valid(ids, 200, space_count(sp));
+    searcher_free(s);
 }
 
 static void deterministic_and_resumable(void **state)
@@ -291,9 +338,10 @@ static void deterministic_and_resumable(void **state)
     const int sizes[] = {3, 17, 1, 4, 9, 30, 4, 4, 2, 25};
     config_id a[128], b[128], c[128];
     trial_result r[32];
-    searcher *sa = mm_searcher(sp, fx->m, &pb, NULL, 99);
-    searcher *sb = mm_searcher(sp, fx->m, &pb, NULL, 99);
-    searcher *sc = mm_searcher(sp, fx->m, &pb, NULL, 100);
+    oracle_ctx oa = {sp, 0, 0}, ob = {sp, 0, 0}, oc = {sp, 0, 0};
+    searcher *sa = mm_searcher(&oa, fx->m, &pb, NULL, 99);
+    searcher *sb = mm_searcher(&ob, fx->m, &pb, NULL, 99);
+    searcher *sc = mm_searcher(&oc, fx->m, &pb, NULL, 100);
     int off = 0;
     for (int i = 0; i < 10; i++) {
         searcher *all[3] = {sa, sb, sc};
@@ -327,7 +375,7 @@ static double optimum(const space *sp, const problem *pb)
 {
     double best = INFINITY, meta[2];
     for (config_id id = 0; id < space_count(sp); id++) {
-        if (!mm_oracle((void *)sp, id))
+        if (!mm_valid(sp, id))
             continue;
         mm_meta(sp, pb, id, meta);
         best = fmin(best, exp(meta[0] + meta[1]));
@@ -346,7 +394,8 @@ static void beats_random(void **state)
         double opt = optimum(sp, &pb);
         config_id ids[BUDGET];
         trial_result r[BUDGET];
-        searcher *s = mm_searcher(sp, fx->m, &pb, NULL, (uint64_t)seed);
+        oracle_ctx oc = {sp, 0, 0};
+        searcher *s = mm_searcher(&oc, fx->m, &pb, NULL, (uint64_t)seed);
         assert_int_equal(run(s, sp, &pb, ids, BUDGET, 1, 0), BUDGET);
         evaluate_mm(sp, &pb, ids, r, BUDGET);
         double qm = opt / best_of(r, BUDGET);
@@ -375,13 +424,35 @@ static void beats_random(void **state)
     assert_true(within >= 9);
 }
 
+/* KT_MINDMAP_BENCH=1: the time per proposal with the issue's 256-256-128 surrogate (5 epochs
+ * only: the network's size, not its accuracy, sets the time), 1000 proposals one at a time. */
+static void overhead_with_issue_size_network(void **state)
+{
+    const fixture *fx = *state;
+    const char *on = getenv("KT_MINDMAP_BENCH");
+    if (!on || strcmp(on, "1") != 0)
+        skip();
+    surrogate_options o = {.epochs = 5, .seed = 1};
+    surrogate *m = mm_surrogate(fx->sp, &o);
+    problem pb = make_problem(99);
+    oracle_ctx oc = {fx->sp, 0, 0};
+    searcher *s = mm_searcher(&oc, m, &pb, NULL, 1);
+    config_id ids[1000];
+    double t0 = kt_clock_s();
+    clock_t c0 = clock(); /* CPU time: the machine may be shared */
+    assert_int_equal(run(s, fx->sp, &pb, ids, 1000, 1, 0), 1000);
+    printf("256-256-128 surrogate: %.0f us per proposal over 1000 (CPU time; wall %.0f us)\n",
+           (double)(clock() - c0) / CLOCKS_PER_SEC * 1e6 / 1000, (kt_clock_s() - t0) * 1e6 / 1000);
+    searcher_free(s);
+    surrogate_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(registry_and_refusals),
-        cmocka_unit_test(valid_and_distinct),
-        cmocka_unit_test(deterministic_and_resumable),
-        cmocka_unit_test(beats_random),
+        cmocka_unit_test(registry_and_refusals), cmocka_unit_test(valid_and_distinct),
+        cmocka_unit_test(warm_start_first_ids),  cmocka_unit_test(deterministic_and_resumable),
+        cmocka_unit_test(beats_random),          cmocka_unit_test(overhead_with_issue_size_network),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

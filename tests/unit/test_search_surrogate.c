@@ -124,10 +124,11 @@ static void data_errors(void **state)
     meta[1] = NAN;
     assert_int_equal(surrogate_data_add(d, pf, 2, sp, 0, meta, 0, &err), -1);
     meta[1] = 0;
-    json_t *params = json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"q\",\"values\":[1]},"
-                                "{\"name\":\"c\",\"values\":[\"x\"]},"
-                                "{\"name\":\"d\",\"values\":[true]}]",
-                                0, NULL);
+    json_t *params =
+        json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"q\",\"values\":[1]},"
+                   "{\"name\":\"c\",\"values\":[\"x\"]},"
+                   "{\"name\":\"d\",\"values\":[true]}]",
+                   0, NULL);
     space *other = space_new(params, NULL, NULL, NULL, &err);
     assert_int_equal(surrogate_data_add(d, pf, 2, other, 0, meta, 0, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
@@ -213,6 +214,28 @@ static void trains_encodes_and_round_trips(void **state)
         assert_null(surrogate_load(b1.data, b1.len, &err));
         b1.data[at] ^= 0x10;
     }
+    /* sizes that promise more weights than the bytes hold, under a valid checksum: refused
+     * before anything is allocated for them (hidden[0] is the u32 at offset 28) */
+    {
+        assert_true(b1.len > 64);
+        unsigned char *copy = malloc(b1.len + 64);
+        assert_non_null(copy);
+        memcpy(copy, b1.data, b1.len);
+        copy[28] = 0x00;
+        copy[29] = 0x10; /* 4096 units */
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i + 8 < b1.len; i++) {
+            h ^= copy[i];
+            h *= 1099511628211ull;
+        }
+        for (int i = 0; i < 8; i++)
+            copy[b1.len - 8 + (size_t)i] = (unsigned char)(h >> (8 * i));
+        kt_error_clear(&err);
+        assert_null(surrogate_load(copy, b1.len, &err));
+        assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+        assert_non_null(strstr(err.message, "not valid"));
+        free(copy);
+    }
     assert_null(surrogate_load("not a surrogate at all", 22, &err));
     assert_null(surrogate_load(NULL, 0, &err));
     surrogate_free(l);
@@ -220,10 +243,11 @@ static void trains_encodes_and_round_trips(void **state)
     assert_non_null(l);
 
     /* a space with another parameter set is refused */
-    json_t *params = json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"b\",\"values\":[1]},"
-                                "{\"name\":\"c\",\"values\":[\"x\"]},"
-                                "{\"name\":\"e\",\"values\":[true]}]",
-                                0, NULL);
+    json_t *params =
+        json_loads("[{\"name\":\"a\",\"values\":[1,2]},{\"name\":\"b\",\"values\":[1]},"
+                   "{\"name\":\"c\",\"values\":[\"x\"]},"
+                   "{\"name\":\"e\",\"values\":[true]}]",
+                   0, NULL);
     space *other = space_new(params, NULL, NULL, NULL, &err);
     assert_int_equal(surrogate_check_space(s, other, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);

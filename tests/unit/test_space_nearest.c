@@ -81,8 +81,8 @@ static void exact_on_restricted_spaces(void **state)
     check_against_brute_force(sp, 1);
     space_free(sp);
 
-    json_t *pj = json_loads("[{\"name\":\"a\",\"values\":[1,2,3]},{\"name\":\"b\",\"values\":[1,2]}]",
-                            0, NULL);
+    json_t *pj = json_loads(
+        "[{\"name\":\"a\",\"values\":[1,2,3]},{\"name\":\"b\",\"values\":[1,2]}]", 0, NULL);
     json_t *cj = json_loads("[[1,1],[3,2],[2,2]]", 0, NULL);
     sp = space_new_explicit(pj, cj, NULL);
     assert_non_null(sp);
