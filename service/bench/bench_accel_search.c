@@ -75,8 +75,8 @@ void ba_run_release(ba_run *r)
     r->best = r->t = NULL;
 }
 
-/* The oracle every searcher gets: the cost model's validity of id (1 / 0), -1 when id cannot be
- * decoded. Counted in the run. */
+/* The oracle every searcher gets: the cost model's validity of id (accel_mapping_valid: its limits
+ * only, no energy or cycles), 1 / 0, -1 when id cannot be decoded. Counted in the run. */
 typedef struct ba_oracle_ctx {
     const ba_problem *bp;
     long calls;
@@ -86,9 +86,11 @@ static int ba_oracle(void *arg, config_id id)
 {
     ba_oracle_ctx *c = arg;
     kt_error err;
-    double obj;
+    accel_mapping m;
     c->calls++;
-    return ba_evaluate(c->bp, id, &obj, NULL, &err);
+    if (accel_mapping_decode(&c->bp->p, c->bp->sp, id, &m, &err) < 0)
+        return -1;
+    return accel_mapping_valid(c->bp->dev, &c->bp->p, &m);
 }
 
 /* Keeps the BA_TOP best distinct valid mappings of the run, best first (ids are never repeated
