@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "search/searcher.h"
+#include "bench/bench_accel.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_history.h"
 #include "bench/bench_predict.h"
@@ -40,6 +41,7 @@ static void bench_usage(FILE *out)
         BENCH_HISTORY_MAX_FIRST, BENCH_HISTORY_DEFAULT_FIRST);
     bench_device_usage(out);
     bench_predict_usage(out);
+    bench_accel_usage(out);
 }
 
 int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out)

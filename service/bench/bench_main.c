@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "bench/bench_accel.h"
 #include "bench/bench_args.h"
 #include "bench/bench_device.h"
 #include "bench/bench_device_args.h"
@@ -143,6 +144,41 @@ out:
     return rc;
 }
 
+int bench_accel_main(int argc, char **argv, const char *exe_dir)
+{
+    bench_accel_options opt;
+    kt_error err;
+    char msg[1024];
+    json_t *res = NULL;
+    FILE *jf = NULL;
+    int rc = bench_accel_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (rc != 0) {
+        rc = bench_args_exit(rc, msg);
+        goto out;
+    }
+    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
+        goto out;
+    if (opt.from_json) { /* the tables of a saved result: the mode is the file's */
+        json_error_t je;
+        if (!(res = json_load_file(opt.from_json, 0, &je)))
+            kt_error_set(&err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt.from_json, je.text);
+        opt.predict = res && strcmp(json_string_value(json_object_get(res, "mode")) ?: "",
+                                    "accel-predict") == 0;
+    } else
+        res = opt.predict ? bench_accel_predict_run(&opt, exe_dir, stderr, &err)
+                          : bench_accel_run(&opt, exe_dir, stderr, &err);
+    if (res && opt.predict)
+        bench_accel_predict_print_table(res, stdout);
+    else if (res)
+        bench_accel_print_table(res, stdout);
+    rc = mode_end(res, &err, &jf, opt.json_path);
+out:
+    if (jf)
+        fclose(jf);
+    json_decref(res);
+    return rc;
+}
+
 int bench_main(int argc, char **argv, const char *exe_dir)
 {
     bench_options opt;
@@ -153,6 +189,10 @@ int bench_main(int argc, char **argv, const char *exe_dir)
     FILE *jf = NULL;
     int rc = 1;
 
+    if (bench_accel_wanted(argc, argv)) { /* --accel, --accel-predict: Mind Mappings' report */
+        rc = bench_accel_main(argc, argv, exe_dir);
+        goto out;
+    }
     if (bench_predict_wanted(argc, argv)) { /* --predict: the prediction report */
         rc = bench_predict_main(argc, argv, exe_dir);
         goto out;

@@ -1,6 +1,7 @@
 /* bench/bench_main — `ktune bench`: the subcommand as cli/ktune.c calls it. Parses the arguments,
- * runs (offline: bench_run.h, or with --device/--kernel: bench_device.h), prints the table
- * (bench_report.h, bench_device_report.h) and writes --json. The top of bench/: nothing in bench/
+ * runs (offline: bench_run.h, with --device/--kernel: bench_device.h, with --accel or
+ * --accel-predict: bench_accel.h), prints the table (bench_report.h, bench_device_report.h,
+ * bench_accel.h) and writes --json. The top of bench/: nothing in bench/
  * includes this header. */
 #ifndef KT_BENCH_MAIN_H
 #define KT_BENCH_MAIN_H
@@ -14,5 +15,8 @@ int bench_main(int argc, char **argv, const char *exe_dir);
 int bench_device_main(int argc, char **argv, const char *exe_dir);
 /* The prediction report alone (bench_main calls it when bench_predict_wanted: --predict). */
 int bench_predict_main(int argc, char **argv, const char *exe_dir);
+/* The accel report alone (bench_main calls it when bench_accel_wanted: --accel or
+ * --accel-predict; bench_accel.h). */
+int bench_accel_main(int argc, char **argv, const char *exe_dir);
 
 #endif
