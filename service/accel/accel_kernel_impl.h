@@ -7,8 +7,8 @@
 
 #include "accel/accel_kernel.h"
 
-#define ACCEL_MAX_PRESETS   8
-#define ACCEL_MAX_CLASSES   4
+#define ACCEL_MAX_PRESETS 8
+#define ACCEL_MAX_CLASSES 4
 
 typedef struct accel_arg_def {
     const char *name;
