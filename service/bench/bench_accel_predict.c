@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "model/predictor.h"
 #include "bench/bench_accel_impl.h"
+#include "bench/bench_ratio.h"
 
 #define BAP_TOP 5
 static const int bap_ks[] = {1, 10, 100};
@@ -47,12 +48,6 @@ typedef struct bap_data {
     int uspace_failed;
     char uspace_error[600];
 } bap_data;
-
-static int bap_dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Adds every value of sp's parameters to the union lists (numbers kept sorted, others in order). */
 static int bap_union_add(json_t *params, const space *sp, kt_error *err)
@@ -258,23 +253,6 @@ typedef struct bap_acc {
     double predict_s;
 } bap_acc;
 
-static json_t *bap_median(double *v, int n)
-{
-    if (n == 0)
-        return json_null();
-    qsort(v, (size_t)n, sizeof *v, bap_dbl_cmp);
-    double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return isfinite(m) ? json_real(m) : json_string("invalid");
-}
-
-static json_t *bap_share(const double *v, int n, double limit)
-{
-    int w = 0;
-    for (int i = 0; i < n; i++)
-        w += v[i] <= limit;
-    return n ? json_real((double)w / n) : json_null();
-}
-
 /* One held-out shape for predictor p: the grid and the ratios into a. */
 static int bap_one_shape(bap_data *dd, predictor *p, bap_shape *s, int *rows, double *score,
                          bap_acc *a, kt_error *err)
@@ -374,9 +352,10 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
         "{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i, s:i}, s:{s:o, s:o, s:i}}",
         "predictor", predictor_kind(p), "train_s", train_s, "model_bytes", (json_int_t)bytes,
         "predict_ms", a.n ? 1e3 * a.predict_s / a.n : 0.0, "decoding", grid, "hyper",
-        predictor_hyper_json(p), "top1", "median", bap_median(a.r1, a.n1), "within_1_10",
-        bap_share(a.r1, a.n1, 1.10), "n", a.n1, "invalid", a.invalid1, "none", a.none, "top5",
-        "median", bap_median(a.r5, a.n5), "within_1_05", bap_share(a.r5, a.n5, 1.05), "n", a.n5);
+        predictor_hyper_json(p), "top1", "median", bench_ratio_median(a.r1, a.n1, "invalid"),
+        "within_1_10", bench_ratio_share(a.r1, a.n1, 1.10), "n", a.n1, "invalid", a.invalid1,
+        "none", a.none, "top5", "median", bench_ratio_median(a.r5, a.n5, "invalid"), "within_1_05",
+        bench_ratio_share(a.r5, a.n5, 1.05), "n", a.n5);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:

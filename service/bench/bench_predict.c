@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "model/predictor.h"
 #include "bench/bench_predict_impl.h"
+#include "bench/bench_ratio.h"
 
 #define BP_TOP 5 /* the users' "best of the top 5" */
 
@@ -26,29 +27,6 @@ typedef struct bp_acc {
     int n1, n5, unmeasured1, unmeasured5, failed1, n;
     double predict_cpu_s; /* the top-5 predictions, summed */
 } bp_acc;
-
-static int bp_dbl_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static json_t *bp_median(double *v, int n)
-{
-    if (n == 0)
-        return json_null();
-    qsort(v, (size_t)n, sizeof *v, bp_dbl_cmp);
-    double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return isfinite(m) ? json_real(m) : json_string("inf");
-}
-
-static json_t *bp_share(const double *v, int n, double limit)
-{
-    int w = 0;
-    for (int i = 0; i < n; i++)
-        w += v[i] <= limit;
-    return n ? json_real((double)w / n) : json_null();
-}
 
 static json_t *bp_ratio_json(double r)
 {
@@ -270,10 +248,11 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         "s:{s:o, s:o, s:i, s:i}, s:O}",
         "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s, "predict_cpu_ms",
         a.n ? 1e3 * a.predict_cpu_s / a.n : 0.0, "model_bytes", (json_int_t)model_bytes, "hyper",
-        predictor_hyper_json(p), "decoding", grid, "top1", "median", bp_median(a.r1, a.n1),
-        "within_1_10", bp_share(a.r1, a.n1, 1.10), "measured", a.n1, "unmeasured", a.unmeasured1,
-        "failed", a.failed1, "top5", "median", bp_median(a.r5, a.n5), "within_1_05",
-        bp_share(a.r5, a.n5, 1.05), "measured", a.n5, "incomplete", a.unmeasured5, "heldout", per);
+        predictor_hyper_json(p), "decoding", grid, "top1", "median",
+        bench_ratio_median(a.r1, a.n1, "inf"), "within_1_10", bench_ratio_share(a.r1, a.n1, 1.10),
+        "measured", a.n1, "unmeasured", a.unmeasured1, "failed", a.failed1, "top5", "median",
+        bench_ratio_median(a.r5, a.n5, "inf"), "within_1_05", bench_ratio_share(a.r5, a.n5, 1.05),
+        "measured", a.n5, "incomplete", a.unmeasured5, "heldout", per);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
