@@ -179,7 +179,8 @@ static int start_catalog(service *svc, kt_error *err)
     catalog_options opt = {.dataset_dirs = dirs,
                            .n_dataset_dirs = n,
                            .replay_speed = svc->cfg.replay_speed,
-                           .accel_devices_path = svc->cfg.accel_devices};
+                           .accel_devices_path = svc->cfg.accel_devices,
+                           .networks_dir = svc->cfg.networks};
     catalog_real_options real = {.kernel_dirs = kdirs,
                                  .n_kernel_dirs = nk,
                                  .runner = svc->cfg.runner,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/catalog_neural.h"
 #include "core/log.h"
 #include "store/best_store.h"
 #include "worker/model_cache.h"
@@ -105,12 +106,19 @@ static int collect_arg(void *ctx, const char *key, const char *value)
     return 0;
 }
 
-/* The problem arguments as a JSON object (numbers, lists of numbers, strings); NULL: no memory. */
+/* The problem arguments as a JSON object (numbers, lists of numbers, strings; neural a JSON
+ * object); NULL: no memory. */
 static json_t *problem_of(const best_args *a)
 {
     json_t *problem = json_object();
     for (int i = 0; problem && i < a->count; i++) {
-        if (json_object_set_new(problem, a->param[i].name, value_from_text(a->param[i].value))) {
+        /* neural=<JSON object> (catalog/catalog_neural.h): the opt-in of a neural problem. */
+        json_t *v = strcmp(a->param[i].name, "neural") == 0
+                        ? json_loads(a->param[i].value, 0, NULL)
+                        : NULL;
+        if (!v)
+            v = value_from_text(a->param[i].value);
+        if (json_object_set_new(problem, a->param[i].name, v)) {
             json_decref(problem);
             return NULL;
         }
@@ -359,7 +367,9 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         if (json_is_true(json_object_get(queued, "queued")))
             api_job_quota_tag(c, json_integer_value(json_object_get(queued, "job_id")), who);
     }
-    if (q.from != BEST_FROM_MEASURED) {
+    /* A neural problem (issue 14) is answered by its measurements only: the models learn
+     * semantics-preserving configurations of plain problems. */
+    if (q.from != BEST_FROM_MEASURED && !key_only.neural) {
         /* A cached prediction needs no space: the key first, the space only when a model must
          * run or the nearest answer must be checked against it. */
         int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
@@ -377,6 +387,11 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         if (got < 0)
             goto fail;
     }
+    if (answer && catalog_neural_mark(svc->cat, &key_only, answer)) {
+        /* Never a configuration that changes the network to a caller that did not opt in. */
+        json_decref(answer);
+        answer = NULL;
+    }
     if (!answer) {
         no_best(&key_only, &q, queued, &err);
         http_reply_error_with(res, &err, "tune_on_miss", queued);
@@ -385,6 +400,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (queued)
         json_object_set(answer, "tune_on_miss", queued);
 reply:
+    catalog_neural_mark(svc->cat, &key_only, answer); /* "changes_network" of neural kernels */
     http_reply_json(res, 200, json_incref(answer));
 store:
     flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);

@@ -1,7 +1,8 @@
-/* /v1/kernels, /v1/devices, /v1/strategies, /v1/workers — what can be asked for, and who measures.
- */
+/* /v1/kernels, /v1/devices, /v1/networks, /v1/strategies, /v1/workers — what can be asked for, and
+ * who measures. */
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
+#include "catalog/catalog_neural.h"
 #include "search/searcher.h"
 #include "store/worker_store.h"
 #include "api/api_internal.h"
@@ -32,6 +33,13 @@ void api_devices(void *app, const http_request *req, http_response *res)
     if (no_query(req, res) == 0)
         http_reply_json(res, 200,
                         json_pack("{s:o}", "devices", catalog_fleet_devices_json(svc->cat)));
+}
+
+void api_networks(void *app, const http_request *req, http_response *res)
+{
+    api_context *svc = app;
+    if (no_query(req, res) == 0)
+        http_reply_json(res, 200, json_pack("{s:o}", "networks", catalog_networks_json(svc->cat)));
 }
 
 void api_strategies(void *app, const http_request *req, http_response *res)

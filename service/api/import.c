@@ -68,7 +68,8 @@ static int check_trial(const space *sp, const json_t *t, int i, json_t *out, kt_
         kt_error_prefix(err, "%s", where);
         return -1;
     }
-    if (trial_status_parse(status_name, &st) < 0 || !trial_status_is_final(st)) {
+    if (trial_status_parse(status_name, &st) < 0 || !trial_status_is_final(st) ||
+        st == TRIAL_ILLEGAL) { /* decided by ktune's legality check, never imported */
         kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s.status '%s' is not a final trial status", where,
                      status_name);
         kt_error_hint(err,

@@ -22,6 +22,7 @@ GUARDED(api_best_list, API_SCOPE_READ)
 GUARDED(api_models_list, API_SCOPE_READ)
 GUARDED(api_model_get, API_SCOPE_READ)
 GUARDED(api_kernels, API_SCOPE_READ)
+GUARDED(api_networks, API_SCOPE_READ)
 GUARDED(api_devices, API_SCOPE_READ)
 GUARDED(api_strategies, API_SCOPE_READ)
 GUARDED(api_workers, API_SCOPE_READ)
@@ -45,6 +46,7 @@ static const http_route routes[] = {
     {"GET", "/v1/models", api_models_list_guarded},
     {"GET", "/v1/models/{id}", api_model_get_guarded},
     {"GET", "/v1/kernels", api_kernels_guarded},
+    {"GET", "/v1/networks", api_networks_guarded},
     {"GET", "/v1/devices", api_devices_guarded},
     {"GET", "/v1/strategies", api_strategies_guarded},
     {"GET", "/v1/workers", api_workers_guarded},

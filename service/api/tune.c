@@ -79,9 +79,16 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     int parallel = t->parallel > 0                         ? t->parallel
                    : svc->cfg->workers > TUNE_MAX_PARALLEL ? TUNE_MAX_PARALLEL
                                                            : svc->cfg->workers;
-    if (catalog_resolve(svc->cat, t->kernel, t->device, t->problem, &target, err) < 0)
+    int oom;
+    json_t *problem = tune_request_problem(t, &oom);
+    if (oom) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
         goto out;
-    resolved = 1;
+    }
+    resolved = catalog_resolve(svc->cat, t->kernel, t->device, problem, &target, err) == 0;
+    json_decref(problem);
+    if (!resolved)
+        goto out;
     /* Building the searcher once checks the options now, not when the job starts. */
     probe = searcher_new(t->strategy, target.sp, t->options, t->seed, err);
     if (!probe)

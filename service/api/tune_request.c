@@ -101,11 +101,26 @@ static uint64_t fresh_seed(void)
     return seed & 0x7fffffffffffffffULL; /* stored as a non-negative bigint */
 }
 
+json_t *tune_request_problem(const tune_request *t, int *oom)
+{
+    *oom = 0;
+    if (!t->neural)
+        return t->problem ? json_incref((json_t *)t->problem) : NULL;
+    json_t *p = t->problem ? json_copy((json_t *)t->problem) : json_object();
+    if (!p || json_object_set(p, "neural", (json_t *)t->neural) < 0) {
+        json_decref(p);
+        *oom = 1;
+        return NULL;
+    }
+    return p;
+}
+
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
         "kernel", "device",  "problem",  "strategy",        "strategy_options", "budget",
-        "seed",   "history", "parallel", "final_remeasure", "final_rounds",     NULL};
+        "seed",   "history", "parallel", "final_remeasure", "final_rounds",     "neural",
+        NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -136,6 +151,19 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     if (t->problem && !json_is_object(t->problem))
         return kt_error_set(err, KT_ERR_WRONG_TYPE,
                             "field 'problem' must be an object of problem arguments");
+    t->neural = json_object_get(body, "neural");
+    if (t->neural && json_is_null(t->neural))
+        t->neural = NULL;
+    if (t->neural && !json_is_object(t->neural)) {
+        kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'neural' must be an object");
+        kt_error_hint(err, "{\"allow\": [\"group\"], \"network\": \"vgg_fm\", \"layer\": "
+                           "\"conv2\"}: transformations that change the network, judged by Fisher "
+                           "Potential (GET /v1/networks lists the networks)");
+        return -1;
+    }
+    if (t->neural && t->problem && json_object_get(t->problem, "neural"))
+        return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                            "give 'neural' once: as a field of the request or of its problem");
     t->options = json_object_get(body, "strategy_options");
     if (t->options && json_is_null(t->options))
         t->options = NULL;

@@ -19,6 +19,10 @@
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
     const json_t *problem, *options; /* NULL when absent */
+    /* "neural" (issue 14, catalog/catalog_neural.h): the opt-in to transformations that change
+     * the network, an object checked by the catalog; NULL when absent. The target's problem is
+     * problem with it as member "neural" (tune_request_problem). */
+    const json_t *neural;
     long long evaluations;           /* 0 = no evaluation limit */
     double seconds;                  /* 0 = no time limit */
     uint64_t seed;                   /* given, or fresh when absent */
@@ -42,6 +46,9 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
  * queues. */
 void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
                            long long evaluations, tune_request *t);
+/* The problem to resolve: t->problem, with t->neural as its "neural" member when given (new
+ * reference; NULL for no problem and no neural, or out of memory with *oom set). */
+json_t *tune_request_problem(const tune_request *t, int *oom);
 /* 1 when the device gives a configuration the same result every time: "replay:..." (a recorded
  * time) and "accel:..." (the cost model). Such a job's final_remeasure defaults to 0, and more is
  * refused (out_of_range). */

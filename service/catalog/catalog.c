@@ -406,7 +406,8 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
     }
     if (use_real && real_init(c, real, err) < 0)
         goto out;
-    if (catalog_accel_load(c, opt->accel_devices_path, err) < 0)
+    if (catalog_accel_load(c, opt->accel_devices_path, err) < 0 ||
+        catalog_networks_load(c, opt->networks_dir, err) < 0)
         goto out;
     ok = 1;
 out:
@@ -434,5 +435,7 @@ void catalog_free(catalog *c)
     free(c->cache_dir);
     catalog_fleet_free(c->fleet);
     catalog_accel_free(c);
+    nn_presets_free(c->networks);
+    nn_legality_free(c->legality);
     free(c);
 }

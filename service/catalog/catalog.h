@@ -43,6 +43,10 @@ typedef struct catalog_options {
      * "accel:<name>"); NULL or "" = none. Config, not probed: every role loads it. A file that
      * cannot be loaded is KT_ERR_CONFIG. */
     const char *accel_devices_path;
+    /* The preset networks of neural problems (catalog/catalog_neural.h: every *.json of the
+     * folder; its data/fashion-mnist-small is the small data set); NULL or "" = none. A folder
+     * that cannot be loaded is KT_ERR_CONFIG. */
+    const char *networks_dir;
 } catalog_options;
 
 /* Real measurement (devices cpu and cuda:N), for catalog_new_real; zero numbers take the defaults

@@ -10,6 +10,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
+#include "catalog/catalog_neural.h"
 
 struct replay_dataset {
     char *name;            /* "convolution_milo-A4000": the `space` key or the file name */
@@ -81,6 +82,10 @@ struct catalog {
     int n_accel;
     char (*accel_hash)[17]; /* [accel kernel index]: accel_kernel_hash in hex (the key's) */
     char **accel_kernels;   /* [kernel * n_accel + dev]: the /v1/kernels entry, compact JSON */
+    /* Neural transformations (catalog_neural.c): the preset networks of
+     * catalog_options.networks_dir (NULL: none) and the process's legality cache. */
+    nn_presets *networks;
+    nn_legality *legality;
 };
 
 /* 1 when device d can run kernel k (available, and k has a variant of its kind). */
@@ -103,6 +108,11 @@ const catalog_device *catalog_fleet_find_known(const catalog *c, const char *nam
 int catalog_fleet_names(const catalog *c, const char **names, int max);
 /* One device's JSON for /v1/devices (kernels offered from this catalog's specs). */
 json_t *catalog_real_device_json(const catalog *c, const catalog_device *d);
+
+/* Neural problems (catalog_neural.c): loads the preset networks of dir (NULL or "": none) and
+ * makes the legality cache (its small data set in <dir>/data/fashion-mnist-small). 0 or -1 with
+ * KT_ERR_CONFIG. */
+int catalog_networks_load(catalog *c, const char *dir, kt_error *err);
 
 /* Accel devices (catalog_accel.c). Loads the devices file into c (path NULL or "": none); 0 or -1
  * with KT_ERR_CONFIG. */

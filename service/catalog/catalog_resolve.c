@@ -109,7 +109,8 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
 {
     char list[KT_ERROR_HINT_MAX - 64];
     kspec_problem p;
-    json_t *canon = NULL;
+    json_t *canon = NULL, *plain = NULL, *neural_canon = NULL;
+    catalog_neural *neural = NULL;
     space *sp = NULL;
     char *problem_key = NULL;
     int rc = -1;
@@ -128,14 +129,19 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
         kt_error_hint(err, "device %s offers: %s", d->name, list);
         goto out;
     }
-    if (kernel_spec_problem(k, problem, &p, err) < 0)
+    /* A "neural" member (catalog_neural.h) is split off, checked and kept in the canonical
+     * problem: the transformations it allows widen the space. */
+    if (catalog_neural_parse(c, k, d->kind, problem, &plain, &neural, &neural_canon, err) < 0 ||
+        kernel_spec_problem(k, plain, &p, err) < 0)
         goto out;
     if (!(canon = kernel_spec_problem_json(k, &p)) ||
+        (neural_canon && json_object_set(canon, "neural", neural_canon) < 0) ||
         !(problem_key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    if (with_space && !(sp = kernel_spec_space(k, d->kind, &p, &d->limits, err))) {
+    if (with_space && !(sp = kernel_spec_space_neural(k, d->kind, &p, &d->limits,
+                                                      neural ? neural->allow_mask : 0, err))) {
         kt_error_prefix(err, "kernel %s on %s", k->name, d->name);
         goto out;
     }
@@ -148,12 +154,17 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     out->problem = canon;
     out->sp = sp;
     out->owns_space = sp != NULL;
+    out->neural = neural;
     problem_key = NULL;
     canon = NULL;
     sp = NULL;
+    neural = NULL;
     rc = 0;
 out:
     json_decref(canon);
+    json_decref(plain);
+    json_decref(neural_canon);
+    catalog_neural_free(neural);
     space_free(sp);
     free(problem_key);
     return rc;
@@ -297,5 +308,6 @@ void target_release(target *t)
     free((char *)t->key.problem_key); /* the one string of the key the target owns */
     if (t->owns_space)
         space_free((space *)t->sp);
+    catalog_neural_free(t->neural);
     memset(t, 0, sizeof *t);
 }

@@ -6,8 +6,9 @@
  * Ownership: key.kernel, key.device, key.device_class, key.kernel_hash and key.toolchain are
  * borrowed from the catalog (valid until catalog_free); key.problem_key and problem are owned by
  * the target; sp is borrowed from the catalog for replay devices (one space per dataset) and owned
- * by the target for cpu / cuda / accel devices (one space per problem), as owns_space says. A
- * target is read-only once made, so one may be shared by threads (worker/target_cache.h does). */
+ * by the target for cpu / cuda / accel devices (one space per problem), as owns_space says; neural
+ * (a problem that opted in to neural transformations, catalog/catalog_neural.h) is owned. A target
+ * is read-only once made, so one may be shared by threads (worker/target_cache.h does). */
 #ifndef KT_CATALOG_TARGET_H
 #define KT_CATALOG_TARGET_H
 
@@ -16,11 +17,14 @@
 #include "core/target_key.h"
 #include "space/space.h"
 
+typedef struct catalog_neural catalog_neural; /* catalog/catalog_neural.h */
+
 typedef struct target {
     target_key key;
     json_t *problem; /* canonical problem object: every argument, defaults filled */
     const space *sp; /* the space to search; NULL after catalog_resolve_key */
     int owns_space;  /* 1: sp is freed by target_release */
+    catalog_neural *neural; /* the problem's "neural" member parsed; NULL for a plain problem */
 } target;
 
 /* Frees what the target owns and zeroes it; NULL and zeroed targets are fine. */

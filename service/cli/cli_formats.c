@@ -22,6 +22,7 @@ static const status_names statuses[] = {
     {"runtime_error", "RuntimeFailedConfig", "runtime"},
     {"timeout", "RuntimeFailedConfig", "timeout"},
     {"wrong_result", "InvalidConfig", "correctness"},
+    {"illegal", "InvalidConfig", "constraints"},
     {"invalid", "InvalidConfig", "constraints"},
 };
 #define N_STATUSES (sizeof statuses / sizeof statuses[0])

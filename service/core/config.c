@@ -82,6 +82,9 @@ static const config_option options[] = {
     {"--accel-devices", "KTUNE_ACCEL_DEVICES", STR(accel_devices),
      "the accel devices file (analytical accelerators served as accel:<name>); empty = none "
      "[<install>/accel/devices.json]"},
+    {"--networks", "KTUNE_NETWORKS", STR(networks),
+     "folder of preset networks for neural problems (issue 14: *.json, and data/ with the small "
+     "Fashion-MNIST copy); empty = none [<install>/networks]"},
     {"--runner", "KTUNE_RUNNER", STR(runner),
      "the ktune-runner binary that measures on cpu and cuda devices [<dir of "
      "ktuned>/ktune-runner]"},
@@ -165,6 +168,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     snprintf(cfg->kernels, sizeof cfg->kernels, "%s", dir_exists(path) ? path : "");
     snprintf(path, sizeof path, "%s/../accel/devices.json", exe_dir ? exe_dir : ".");
     snprintf(cfg->accel_devices, sizeof cfg->accel_devices, "%s", file_exists(path) ? path : "");
+    snprintf(path, sizeof path, "%s/../networks", exe_dir ? exe_dir : ".");
+    snprintf(cfg->networks, sizeof cfg->networks, "%s", dir_exists(path) ? path : "");
     snprintf(cfg->runner, sizeof cfg->runner, "%.*s/ktune-runner", PATH_MAX - 16,
              exe_dir ? exe_dir : ".");
     cfg->cpu_core = CONFIG_CPU_CORE_AUTO;

@@ -24,6 +24,7 @@ typedef struct kt_config {
     char kernels[4096];           /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
     char accel_devices[PATH_MAX]; /* --accel-devices, KTUNE_ACCEL_DEVICES: the accel devices file;
                                    * "" = none */
+    char networks[PATH_MAX];      /* --networks, KTUNE_NETWORKS: preset networks; "" = none */
     char runner[PATH_MAX];        /* --runner, KTUNE_RUNNER: the ktune-runner binary */
     char cache_dir[PATH_MAX];     /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */
     int workers;                  /* --workers, KTUNE_WORKERS: measurement threads */

@@ -26,6 +26,7 @@ struct backend {
     const backend_ops *ops;
     void *impl;
     backend_stop stop;
+    const catalog *cat;
 };
 
 /* The kind named by a device: "cuda:0" -> "cuda", "cpu" -> "cpu". */
@@ -92,6 +93,7 @@ backend *backend_open(const catalog *c, const char *device, kt_error *err)
         goto out;
     }
     b->ops = ops;
+    b->cat = c;
     b->impl = ops->open(c, device, err);
     if (!b->impl) {
         free(b);
@@ -108,7 +110,15 @@ int backend_measure(backend *b, const target *t, config_id id, trial_result *out
             trial_result_init(out);
         return kt_error_set(err, KT_ERR_INTERNAL, "no backend to measure with");
     }
-    return b->ops->measure(b->impl, t, id, &b->stop, out, err);
+    /* A configuration that changes the network is judged first (neural problems, issue 14): an
+     * illegal one is never measured. */
+    catalog_neural_verdict v;
+    if (backend_legality(b->cat, t, id, &v, out) > 0)
+        return 0;
+    int rc = b->ops->measure(b->impl, t, id, &b->stop, out, err);
+    if (rc == 0 && v.changes)
+        backend_legality_extras(&v, t, out);
+    return rc;
 }
 
 void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)

@@ -7,6 +7,7 @@
 #define KT_MEASURE_BACKEND_IMPL_H
 
 #include "catalog/catalog.h"
+#include "catalog/catalog_neural.h"
 #include "measure/backend.h"
 
 /* The stop check backend_set_stop gave (fn NULL: none). */
@@ -34,5 +35,15 @@ void *real_open(const catalog *c, const char *device, kt_error *err);
 int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
                  trial_result *out, kt_error *err);
 void real_close(void *impl);
+
+/* The legality step of neural problems (legality.c). Judges configuration id of t when it changes
+ * the network (catalog_neural_check; v->changes says whether it does): returns 1 with out final
+ * (illegal with the verdict in extras, or runtime_error when the check itself failed: its data set
+ * missing, ...; the seconds it took charged as measure_ms), 0 when the configuration is to be
+ * measured (out initialised, v filled). */
+int backend_legality(const catalog *c, const target *t, config_id id, catalog_neural_verdict *v,
+                     trial_result *out);
+/* Adds a legal transformation's verdict to a measured result's extras. */
+void backend_legality_extras(const catalog_neural_verdict *v, const target *t, trial_result *out);
 
 #endif

@@ -119,6 +119,10 @@ training_set *trainer_training_set(const trainer_target *t, const model_claim *m
         const model_trial_row *row = &data->rows[i];
         kt_error why;
         kt_error_clear(&why);
+        /* A neural problem's (issue 14) configurations may change the network: the models learn
+         * semantics-preserving ones only, of plain problems. */
+        if (json_object_get(row->problem, "neural"))
+            continue;
         int p = training_set_add_problem(ts, row->problem, &why);
         if (p < 0) {
             /* A problem the current kernel no longer reads the same way: skipped, not fatal. */
