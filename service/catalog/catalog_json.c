@@ -94,6 +94,14 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
                             count >= 0 ? json_integer((json_int_t)count) : json_null());
     if (o && k->test_problem_text)
         json_object_set_new(o, "test_problem", json_loads(k->test_problem_text, 0, NULL));
+    if (o && kernel_spec_has_neural(k, dev->kind)) {
+        /* What a problem's "neural" member may allow (catalog/catalog_neural.h). */
+        json_t *names = json_array();
+        for (int i = 0; names && i < kernel_spec_neural_count(k, dev->kind); i++)
+            json_array_append_new(names, json_string(kernel_spec_neural_name(k, dev->kind, i)));
+        json_object_set_new(o, "neural", json_pack("{s:o}", "transformations",
+                                                   names ? names : json_array()));
+    }
     return o;
 }
 

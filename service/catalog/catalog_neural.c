@@ -279,6 +279,7 @@ int catalog_neural_check(const catalog *c, const target *t, config_id id,
 {
     int rc = -1;
     json_t *cfg = NULL;
+    nn_transform *per_conv = NULL;
     memset(out, 0, sizeof *out);
     out->t = nn_transform_identity();
     snprintf(out->describe, sizeof out->describe, "none");
@@ -293,12 +294,26 @@ int catalog_neural_check(const catalog *c, const target *t, config_id id,
         goto out;
     nn_transform_describe(&out->t, out->describe, (int)sizeof out->describe);
     out->changes = !nn_transform_is_identity(&out->t);
-    if (out->changes &&
-        nn_legality_check(c->legality, t->neural->net, t->neural->layer.index, &out->t,
+    if (!out->changes) {
+        rc = 0;
+        goto out;
+    }
+    if (nn_legality_check(c->legality, t->neural->net, t->neural->layer.index, &out->t,
                           t->neural->data, t->neural->threshold, &out->v, err) < 0)
         goto out;
+    int n = nn_network_conv_count(t->neural->net);
+    per_conv = malloc((size_t)n * sizeof *per_conv);
+    if (!per_conv) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        per_conv[i] = i == t->neural->layer.index ? out->t : nn_transform_identity();
+    out->params = nn_network_params(t->neural->net, per_conv);
+    out->params_original = nn_network_params(t->neural->net, NULL);
     rc = 0;
 out:
+    free(per_conv);
     json_decref(cfg);
     return rc;
 }

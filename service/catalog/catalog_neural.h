@@ -47,6 +47,7 @@ typedef struct catalog_neural_verdict {
     nn_transform t;       /* its transformation (the identity when changes is 0) */
     char describe[64];    /* nn_transform_describe */
     nn_verdict v;
+    long long params, params_original; /* the network's trainable parameters with it, without */
 } catalog_neural_verdict;
 
 /* The preset networks (NULL when no networks folder was given). */

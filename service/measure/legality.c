@@ -3,7 +3,9 @@
  * (catalog/catalog_neural.h); an illegal one ends as a trial of status illegal, counted, never
  * measured, and every judged trial carries its verdict in extras:
  *   {"transformation": "group", "fisher_ratio": r, "fisher": f, "fisher_original": f0,
- *    "legality_threshold": th, "legality_seconds": s, "legality_cached": bool} */
+ *    "legality_threshold": th, "legality_seconds": s, "legality_cached": bool,
+ *    "network_params": the network's parameters with this layer transformed,
+ *    "network_params_original": without} */
 #include "measure/backend_impl.h"
 
 #include <stdio.h>
@@ -17,10 +19,13 @@ static void put_verdict(const catalog_neural_verdict *v, const target *t, trial_
         out->extras = json_object();
     if (!out->extras)
         return;
-    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b}", "transformation", v->describe,
-                          "fisher_ratio", v->v.ratio, "fisher", v->v.fisher, "fisher_original",
-                          v->v.fisher_original, "legality_threshold", t->neural->threshold,
-                          "legality_seconds", v->v.seconds, "legality_cached", v->v.cached);
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:I, s:I}", "transformation",
+                          v->describe, "fisher_ratio", v->v.ratio, "fisher", v->v.fisher,
+                          "fisher_original", v->v.fisher_original, "legality_threshold",
+                          t->neural->threshold, "legality_seconds", v->v.seconds,
+                          "legality_cached", v->v.cached, "network_params",
+                          (json_int_t)v->params, "network_params_original",
+                          (json_int_t)v->params_original);
     if (o)
         json_object_update(out->extras, o);
     json_decref(o);
