@@ -1,7 +1,7 @@
 /* Unit tests of neural/nn_train: a small CNN trained on the shipped Fashion-MNIST copy (1000
- * training, 500 test images) for 5 epochs (lr 0.1, batch 32) reaches a test accuracy well above chance (10%) and its
- * loss falls; the same seed gives the same result; a grouped variant trains too; bad options and
- * data are refused. */
+ * training, 500 test images) for 5 epochs (lr 0.1, batch 32) reaches a test accuracy well above
+ * chance (10%) and its loss falls; the same seed gives the same result; a grouped variant trains
+ * too; bad options and data are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
