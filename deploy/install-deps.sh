@@ -13,6 +13,7 @@ packages=(
   wrk nginx-light
   iproute2 util-linux
   clang libclang-rt-14-dev
+  dataset-fashion-mnist
 )
 
 missing=()

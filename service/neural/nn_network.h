@@ -1,7 +1,7 @@
 /* neural/nn_network — a small CNN described as JSON (issue 14): what Fisher Potential is computed
  * on and what the validation trains. Stride-1 convolutions with padding, batch norm, ReLU, max /
  * average pooling, residual blocks, global average pooling, linear; softmax cross-entropy at the
- * end. Presets ship in networks/*.json (networks/README.md documents the format):
+ * end. Presets ship in networks/ (each .json file) (networks/README.md documents the format):
  *
  *   {"name": "vgg_fm", "input": [1, 28, 28], "classes": 10,
  *    "layers": [{"type": "conv", "name": "conv1", "out": 32, "kernel": 3, "pad": 1},
@@ -22,11 +22,11 @@
 #include "core/error.h"
 #include "neural/nn_transform.h"
 
-#define NN_MAX_LAYERS      128 /* layers of one network, residual bodies included */
-#define NN_MAX_CHANNELS    1024
-#define NN_MAX_INPUT_SIDE  256
-#define NN_NAME_MAX        64
-#define NN_MAX_PRESETS     32
+#define NN_MAX_LAYERS     128 /* layers of one network, residual bodies included */
+#define NN_MAX_CHANNELS   1024
+#define NN_MAX_INPUT_SIDE 256
+#define NN_NAME_MAX       64
+#define NN_MAX_PRESETS    32
 
 typedef struct nn_network nn_network;
 
@@ -65,6 +65,47 @@ int nn_network_find_conv(const nn_network *n, const char *name);
 int nn_network_transforms_valid(const nn_network *n, const nn_transform *per_conv, kt_error *err);
 /* Trainable parameters of the network with per_conv applied (NULL: original). -1 when invalid. */
 long long nn_network_params(const nn_network *n, const nn_transform *per_conv);
+
+/* The layers, flattened in forward order (added for the model and tests): a residual layer is
+ * followed by its body (`body` layers, nested residuals included), then the layer after the block.
+ */
+typedef enum nn_layer_kind {
+    NN_LAYER_CONV,
+    NN_LAYER_BATCHNORM,
+    NN_LAYER_RELU,
+    NN_LAYER_MAXPOOL,
+    NN_LAYER_AVGPOOL,
+    NN_LAYER_RESIDUAL,
+    NN_LAYER_GLOBAL_AVGPOOL,
+    NN_LAYER_FLATTEN,
+    NN_LAYER_LINEAR
+} nn_layer_kind;
+
+typedef struct nn_layer {
+    nn_layer_kind kind;
+    char name[NN_NAME_MAX + 1]; /* conv: its name; others: "" */
+    int out;                    /* conv, linear: output channels / units */
+    int kernel, pad;            /* conv (convs have no bias: batch norm follows them) */
+    int size;                   /* max/avg pool: window = stride */
+    int body;                   /* residual: the layers of its body that follow it */
+    int conv;                   /* conv: index among the convs; -1 otherwise */
+} nn_layer;
+
+/* A layer's output (or input) shape; flat after "flatten" (c units, h = w = 1). */
+typedef struct nn_shape {
+    int c, h, w;
+    int flat;
+} nn_shape;
+
+int nn_network_layer_count(const nn_network *n);
+const nn_layer *nn_network_layer(const nn_network *n, int i); /* NULL when out of range */
+nn_shape nn_network_input(const nn_network *n);
+int nn_network_classes(const nn_network *n);
+/* Shapes of every layer with per_conv applied (NULL: the original): in[i] / out[i] (each
+ * nn_network_layer_count entries; either may be NULL). A residual layer's out is the block's
+ * output. Returns 0, or -1 with err (KT_ERR_CONFIG naming the layer) when per_conv does not fit. */
+int nn_network_shapes(const nn_network *n, const nn_transform *per_conv, nn_shape *in,
+                      nn_shape *out, kt_error *err);
 
 /* The preset networks: every *.json in dir (at most NN_MAX_PRESETS), each file's "name" unique. */
 typedef struct nn_presets nn_presets;
