@@ -258,7 +258,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         goto out;
     }
     const json_t *problem = kspec_need(&L, root, "", "problem");
-    if (!problem || kspec_load_args(&L, k, problem) < 0 ||
+    if (!problem || kspec_load_args(&L, k, problem) < 0 || kspec_scan_neural(&L, k, root) < 0 ||
         kspec_load_problem_exprs(&L, k, root) < 0 || load_tolerance(&L, k, root) < 0 ||
         load_reference(&L, k, root, &ref_hash) < 0 || load_test_problem(&L, k, root) < 0)
         goto out;
@@ -341,6 +341,8 @@ void kernel_spec_free(kernel_spec *k)
             kspec_expr_release(&v->default_when[i]);
             free(v->default_texts[i]);
         }
+        for (int i = 0; i < v->n_trans; i++)
+            kspec_expr_release(&v->trans_when[i]);
         for (int i = 0; i < 3; i++) {
             kspec_expr_release(&v->block[i]);
             kspec_expr_release(&v->grid[i]);

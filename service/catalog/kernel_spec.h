@@ -25,6 +25,7 @@
 #define KSPEC_MAX_LIMITS       8           /* device limits of one kind */
 #define KSPEC_MAX_DEFAULTS     8           /* entries of a "default" list */
 #define KSPEC_MAX_ELEMENTS     (1LL << 34) /* elements of one buffer */
+#define KSPEC_MAX_NEURAL       8           /* neural parameters, and transformations, of a kernel */
 
 typedef enum { KSPEC_CPU = 0, KSPEC_CUDA, KSPEC_N_KINDS } kspec_kind;
 typedef enum { KSPEC_INPUT = 0, KSPEC_OUTPUT } kspec_role;
@@ -48,7 +49,7 @@ typedef struct kspec_arg {
 typedef struct kspec_buffer {
     char name[KSPEC_MAX_NAME + 1];
     kspec_role role;
-    kspec_expr elements; /* slots: the problem arguments */
+    kspec_expr elements; /* slots: the problem arguments, then the neural parameters */
 } kspec_buffer;
 
 typedef struct kspec_variant {
@@ -70,6 +71,15 @@ typedef struct kspec_variant {
     kspec_expr block[3], grid[3],
         shared_bytes; /* CUDA; slots: parameters, then problem arguments */
     char hash[17]; /* FNV-1a 64 (hex) of the spec files, this variant's source and the reference */
+    /* "neural" (kernels/README.md): the kernel's neural parameters (kernel_spec.neural_names) are
+     * parameters of this variant, neural_param[j] the index of the j-th; the transformations in
+     * order (bit i of a mask = transformation i), each applied when its "when" holds (slots: the
+     * variant's parameters). has_neural 0: no such section (n_trans 0). */
+    int has_neural;
+    int neural_param[KSPEC_MAX_NEURAL];
+    int n_trans;
+    char trans_names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1];
+    kspec_expr trans_when[KSPEC_MAX_NEURAL];
 } kspec_variant;
 
 typedef struct kernel_spec {
@@ -83,7 +93,13 @@ typedef struct kernel_spec {
     kspec_expr *problem_restrictions; /* slots: the problem arguments */
     int n_buffers;
     kspec_buffer buffers[KSPEC_MAX_BUFFERS];
-    kspec_expr flops; /* slots: the problem arguments */
+    kspec_expr flops; /* slots: the problem arguments, then the neural parameters */
+    /* The neural parameters named by the variants' "neural" sections (the same list in every
+     * variant that has one) and their identity values; buffers[].elements and flops see them after
+     * the problem arguments. n_neural 0: a kernel without neural transformations. */
+    int n_neural;
+    char neural_names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1];
+    long long neural_identity[KSPEC_MAX_NEURAL];
     double rtol, atol;
     kspec_ref_kind ref_kind;
     char *ref_source;        /* absolute path (KSPEC_REF_C), else NULL */
@@ -91,9 +107,13 @@ typedef struct kernel_spec {
     kspec_variant variants[KSPEC_N_KINDS];
 } kernel_spec;
 
-/* A validated problem: every argument (defaults filled) and what the spec derives from it. */
+/* A validated problem: every argument (defaults filled), the neural parameters' values (the
+ * identity's, or a configuration's: kernel_spec_problem_neural) and what the spec derives from
+ * them. A runner gets neural[] after values[] as extra problem arguments. */
 typedef struct kspec_problem {
     long long values[KSPEC_MAX_ARGS];
+    int n_neural; /* = kernel_spec.n_neural */
+    long long neural[KSPEC_MAX_NEURAL];
     long long elements[KSPEC_MAX_BUFFERS];
     double flops;
 } kspec_problem;
@@ -121,16 +141,48 @@ const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const ksp
  * the argument (and listing the accepted ones) or the restriction violated. */
 int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_problem *out,
                         kt_error *err);
+/* p with the neural parameters' values of configuration id of sp (a space of the variant: built by
+ * kernel_spec_space or kernel_spec_space_neural), and the buffers' elements and FLOPs recomputed
+ * for them (p as from kernel_spec_problem; a kernel without neural parameters leaves it as it is).
+ * Errors: KT_ERR_INTERNAL (id outside sp), KT_ERR_BAD_PROBLEM (a buffer size or the FLOP count
+ * invalid for these values). */
+int kernel_spec_problem_neural(const kernel_spec *k, kspec_kind kind, const space *sp, config_id id,
+                               kspec_problem *p, kt_error *err);
 /* The canonical problem object: every argument in spec order (new reference). */
 json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p);
 /* What the spec derives from a problem, as expressions of its arguments for the predictors'
  * derived features (model/derived.h): [{"name": <buffer>, "expr": <its elements>}, ... in buffer
- * order, then {"name": "flops", "expr": <flops>}] (new reference, NULL: out of memory). */
+ * order, then {"name": "flops", "expr": <flops>}] (new reference, NULL: out of memory). The neural
+ * parameters in an expression are replaced by their identity values (the features see only the
+ * problem arguments). */
 json_t *kernel_spec_derived_json(const kernel_spec *k);
 /* The space of a variant for a problem on a device: the variant's parameters and restrictions with
- * the problem arguments and the device limits as constants. The caller owns it. */
+ * the problem arguments and the device limits as constants. The caller owns it. For a variant with
+ * a "neural" section only its semantics-preserving configurations (the neural parameters at their
+ * identity values): kernel_spec_space_neural with allow_mask 0. */
 space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,
                          const kspec_limits *lim, kt_error *err);
+
+/* ---- neural transformations (the variant's "neural" section; kernel_spec_neural.c) ---- */
+
+/* 1 when the variant has a "neural" section. */
+int kernel_spec_has_neural(const kernel_spec *k, kspec_kind kind);
+/* Number of transformations (0 without a section) and the name of the i-th ("group", ...; NULL
+ * when i is out of range). */
+int kernel_spec_neural_count(const kernel_spec *k, kspec_kind kind);
+const char *kernel_spec_neural_name(const kernel_spec *k, kspec_kind kind, int i);
+/* The space like kernel_spec_space, restricted to configurations whose applied transformations are
+ * all in allow_mask (bit i = transformation i) and which, when not the identity, apply at least one
+ * transformation. allow_mask 0: only semantics-preserving configurations (what kernel_spec_space
+ * itself returns for a kernel with a neural section). Bits past the transformations are ignored; a
+ * variant without a section gives its plain space whatever the mask. */
+space *kernel_spec_space_neural(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,
+                                const kspec_limits *lim, unsigned allow_mask, kt_error *err);
+/* Bits of the transformations configuration id of sp applies (0: semantics-preserving; always 0
+ * for a variant without a section). -1 with err (KT_ERR_INTERNAL: id outside sp, sp not a space
+ * of the variant). */
+int kernel_spec_neural_applied(const kernel_spec *k, kspec_kind kind, const space *sp, config_id id,
+                               unsigned *mask, kt_error *err);
 /* The CUDA launch geometry of configuration id of sp (built by kernel_spec_space). Returns 0, or -1
  * with err set when an expression fails or gives a value out of range (block and grid >= 1,
  * shared_bytes >= 0). */

@@ -1,10 +1,11 @@
 /* catalog/kernel_spec_impl — internal to the kernel_spec*.c files of catalog/: the loader that
  * validates one spec file (the first error recorded in why as "<file>: <message>"), its field
  * checks (kernel_spec_fields.c) and the loaders of each part of a spec, called by kernel_spec_load
- * in this order: kspec_load_args, kspec_load_problem_exprs (kernel_spec_problem.c), then per
- * variant kspec_load_variant (kernel_spec_space.c), which calls kspec_load_geometry
- * (kernel_spec_launch.c) for cuda. Every loader fills the kernel_spec it is given; kernel_spec_free
- * releases what they allocated, also after a failure part-way. */
+ * in this order: kspec_load_args, kspec_scan_neural (kernel_spec_neural.c),
+ * kspec_load_problem_exprs (kernel_spec_problem.c), then per variant kspec_load_variant
+ * (kernel_spec_space.c), which calls kspec_load_neural and, for cuda, kspec_load_geometry
+ * (kernel_spec_launch.c). Every loader fills the kernel_spec it is given; kernel_spec_free releases
+ * what they allocated, also after a failure part-way. */
 #ifndef KT_CATALOG_KERNEL_SPEC_IMPL_H
 #define KT_CATALOG_KERNEL_SPEC_IMPL_H
 
@@ -51,6 +52,20 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr);
 int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root);
 /* An integral value: ints and bools, and reals that are whole and exact. 0, or -1 when not. */
 int kspec_value_to_ll(const expr_value *v, long long *out);
+/* kernel_spec_neural.c: the neural parameters and identity of the variants' "neural" sections in
+ * spec.json (before the buffers and flops, which see them), then per variant its section (after
+ * its parameters; obj NULL: none). */
+int kspec_scan_neural(kspec_loader *L, kernel_spec *k, const json_t *root);
+int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_variant *v,
+                      const json_t *obj, const char *where);
+/* Appends to restr (a JSON array of expressions) what keeps a variant's space to the configurations
+ * whose transformations are in allow_mask (kernel_spec_space_neural); nothing without a section. 0,
+ * -1 when out of memory. */
+int kspec_neural_restrict(const kernel_spec *k, kspec_kind kind, unsigned allow_mask,
+                          json_t *restr);
+/* text with every neural parameter name replaced by its identity value (malloc'd; NULL: out of
+ * memory). */
+char *kspec_neural_identity_text(const kernel_spec *k, const char *text);
 /* kernel_spec_space.c: one variant (where: "variants.cpu", "cuda"); its files hashed into *hash. */
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
                        const char *where, const kspec_limits *lim, uint64_t *hash);

@@ -62,20 +62,26 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
     return 0;
 }
 
-static void arg_names(const kernel_spec *k, const char **names)
+/* The names buffers and flops see: the problem arguments, then the neural parameters. */
+static int arg_names(const kernel_spec *k, const char **names)
 {
     for (int i = 0; i < k->n_args; i++)
         names[i] = k->args[i].name;
+    for (int j = 0; j < k->n_neural; j++)
+        names[k->n_args + j] = k->neural_names[j];
+    return k->n_args + k->n_neural;
 }
 
 int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root)
 {
     static const char *const bfields[] = {"name", "elements", "role", NULL};
-    const char *names[KSPEC_MAX_ARGS];
-    arg_names(k, names);
-    expr_names en = {.n_params = k->n_args, .params = names};
+    const char *names[KSPEC_MAX_ARGS + KSPEC_MAX_NEURAL];
+    int n_names = arg_names(k, names);
+    expr_names en = {.n_params = n_names, .params = names};
     char field[96];
 
+    /* problem restrictions see the problem arguments only */
+    en.n_params = k->n_args;
     const json_t *pr = json_object_get(root, "problem_restrictions");
     if (pr) {
         if (!json_is_array(pr) || json_array_size(pr) > KSPEC_MAX_RESTRICTIONS)
@@ -94,6 +100,7 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
         }
     }
 
+    en.n_params = n_names;
     const json_t *bufs = kspec_need(L, root, "", "buffers");
     if (!bufs)
         return -1;
@@ -173,6 +180,38 @@ static void accepted_args(const kernel_spec *k, char *buf, size_t cap)
     }
 }
 
+/* The buffers' elements and the FLOP count of p's arguments and neural values. */
+static int derive(const kernel_spec *k, kspec_problem *out, kt_error *err)
+{
+    expr_value slots[KSPEC_MAX_ARGS + KSPEC_MAX_NEURAL];
+    for (int i = 0; i < k->n_args; i++)
+        slots[i] = (expr_value){.type = EXPR_INT, .u.i = out->values[i]};
+    for (int j = 0; j < k->n_neural; j++)
+        slots[k->n_args + j] = (expr_value){.type = EXPR_INT, .u.i = out->neural[j]};
+    for (int i = 0; i < k->n_buffers; i++) {
+        expr_value r;
+        long long n = 0;
+        if (expr_eval(k->buffers[i].elements.e, slots, &r) < 0 || kspec_value_to_ll(&r, &n) < 0 ||
+            n < 1 || n > KSPEC_MAX_ELEMENTS)
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "for this problem buffer %s would have an invalid number of "
+                                "elements (%.200s must be an integer from 1 to %lld)",
+                                k->buffers[i].name, k->buffers[i].elements.text,
+                                (long long)KSPEC_MAX_ELEMENTS);
+        out->elements[i] = n;
+    }
+    expr_value f;
+    double fl = NAN;
+    if (expr_eval(k->flops.e, slots, &f) == 0)
+        fl = f.type == EXPR_FLOAT ? f.u.f : (f.type == EXPR_STR ? NAN : (double)f.u.i);
+    if (!isfinite(fl) || fl < 0)
+        return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                            "for this problem the FLOP count %.200s is not a number >= 0",
+                            k->flops.text);
+    out->flops = fl;
+    return 0;
+}
+
 int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_problem *out,
                         kt_error *err)
 {
@@ -238,28 +277,31 @@ int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_probl
             return -1;
         }
     }
-    for (int i = 0; i < k->n_buffers; i++) {
-        expr_value r;
-        long long n = 0;
-        if (expr_eval(k->buffers[i].elements.e, slots, &r) < 0 || kspec_value_to_ll(&r, &n) < 0 ||
-            n < 1 || n > KSPEC_MAX_ELEMENTS)
-            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
-                                "for this problem buffer %s would have an invalid number of "
-                                "elements (%.200s must be an integer from 1 to %lld)",
-                                k->buffers[i].name, k->buffers[i].elements.text,
-                                (long long)KSPEC_MAX_ELEMENTS);
-        out->elements[i] = n;
+    for (int j = 0; j < k->n_neural; j++)
+        out->neural[j] = k->neural_identity[j];
+    out->n_neural = k->n_neural;
+    return derive(k, out, err);
+}
+
+int kernel_spec_problem_neural(const kernel_spec *k, kspec_kind kind, const space *sp, config_id id,
+                               kspec_problem *p, kt_error *err)
+{
+    const kspec_variant *v = &k->variants[kind];
+    int idx[KSPEC_MAX_PARAMS];
+    if (k->n_neural == 0)
+        return 0;
+    if (!v->present || space_num_params(sp) != v->n_params || space_decode(sp, id, idx) < 0)
+        return kt_error_set(err, KT_ERR_INTERNAL,
+                            "configuration id %llu is not one of a %s space of kernel %s",
+                            (unsigned long long)id, kernel_spec_kind_name(kind), k->name);
+    for (int j = 0; j < k->n_neural; j++) {
+        int sp_index = v->has_neural ? space_param_index(sp, k->neural_names[j]) : -1;
+        p->neural[j] = sp_index < 0
+                           ? k->neural_identity[j]
+                           : (long long)space_param_value_number(sp, sp_index, idx[sp_index]);
     }
-    expr_value f;
-    double fl = NAN;
-    if (expr_eval(k->flops.e, slots, &f) == 0)
-        fl = f.type == EXPR_FLOAT ? f.u.f : (f.type == EXPR_STR ? NAN : (double)f.u.i);
-    if (!isfinite(fl) || fl < 0)
-        return kt_error_set(err, KT_ERR_BAD_PROBLEM,
-                            "for this problem the FLOP count %.200s is not a number >= 0",
-                            k->flops.text);
-    out->flops = fl;
-    return 0;
+    p->n_neural = k->n_neural;
+    return derive(k, p, err);
 }
 
 json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p)
@@ -279,8 +321,10 @@ json_t *kernel_spec_derived_json(const kernel_spec *k)
     json_t *a = json_array();
     for (int i = 0; a && i <= k->n_buffers; i++) {
         const char *name = i < k->n_buffers ? k->buffers[i].name : "flops";
-        const char *text = i < k->n_buffers ? k->buffers[i].elements.text : k->flops.text;
-        json_t *o = json_pack("{s:s, s:s}", "name", name, "expr", text);
+        char *text = kspec_neural_identity_text(k, i < k->n_buffers ? k->buffers[i].elements.text
+                                                                    : k->flops.text);
+        json_t *o = text ? json_pack("{s:s, s:s}", "name", name, "expr", text) : NULL;
+        free(text);
         if (!o || json_array_append_new(a, o) != 0) {
             json_decref(a);
             a = NULL;

@@ -264,11 +264,11 @@ const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const ksp
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
                        const char *where, const kspec_limits *lim, uint64_t *hash)
 {
-    static const char *const cpu_fields[] = {"source", "parameters", "restrictions", "default",
-                                             NULL};
-    static const char *const cuda_fields[] = {"source",       "entry",   "parameters",
-                                              "restrictions", "block",   "grid",
-                                              "shared_bytes", "default", NULL};
+    static const char *const cpu_fields[] = {"source",  "parameters", "restrictions",
+                                             "default", "neural",     NULL};
+    static const char *const cuda_fields[] = {"source", "entry", "parameters",   "restrictions",
+                                              "block",  "grid",  "shared_bytes", "default",
+                                              "neural", NULL};
     kspec_variant *v = &k->variants[kind];
 
     if (!json_is_object(obj))
@@ -297,6 +297,8 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
         return -1;
     if (load_restrictions(L, k, kind, v, json_object_get(obj, "restrictions"), where, lim) < 0)
         return -1;
+    if (kspec_load_neural(L, k, kind, v, json_object_get(obj, "neural"), where) < 0)
+        return -1;
     if (kind == KSPEC_CUDA && kspec_load_geometry(L, k, v, obj, where) < 0)
         return -1;
     const json_t *def = kspec_need(L, obj, where, "default");
@@ -307,6 +309,12 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
 
 space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,
                          const kspec_limits *lim, kt_error *err)
+{
+    return kernel_spec_space_neural(k, kind, p, lim, 0, err);
+}
+
+space *kernel_spec_space_neural(const kernel_spec *k, kspec_kind kind, const kspec_problem *p,
+                                const kspec_limits *lim, unsigned allow_mask, kt_error *err)
 {
     const kspec_variant *v = &k->variants[kind];
     json_t *params = NULL, *restr = NULL, *consts = NULL;
@@ -323,6 +331,10 @@ space *kernel_spec_space(const kernel_spec *k, kspec_kind kind, const kspec_prob
     restr = json_loads(v->restrictions_text, 0, NULL);
     consts = json_object();
     if (!params || !restr || !consts) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (kspec_neural_restrict(k, kind, allow_mask, restr) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }

@@ -7,7 +7,8 @@
  * runner client asks the backend's stop check: a measurement whose job was cancelled kills the
  * runner's process group and records nothing (BACKEND_STOPPED). A runner killed with SIGKILL from
  * outside is not blamed on the configuration at once: the measure is repeated once on a new runner.
- */
+ * A kernel with neural parameters (kernels/README.md) gets the configuration's values after the
+ * problem's arguments, with the buffers and FLOPs they give (kernel_spec_problem_neural). */
 #include "measure/backend_impl.h"
 
 #include <math.h>
@@ -143,6 +144,13 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
             json_array_append_new(names, json_string(k->args[i].name)) < 0)
             goto oom;
     }
+    /* the neural parameters' values follow (kernels/README.md, "neural"): the runner keys its
+     * buffers and reference by every argument */
+    for (int j = 0; j < p->n_neural; j++) {
+        if (json_array_append_new(problem, json_integer(p->neural[j])) < 0 ||
+            json_array_append_new(names, json_string(k->neural_names[j])) < 0)
+            goto oom;
+    }
     for (int i = 0; i < k->n_buffers; i++) {
         if (json_array_append_new(
                 bufs, json_pack("{s:s, s:I, s:s}", "name", k->buffers[i].name, "elements",
@@ -276,7 +284,8 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
                      (unsigned long long)id, (unsigned long long)space_count(t->sp));
         goto out;
     }
-    if (kernel_spec_problem(k, t->problem, &p, err) < 0)
+    if (kernel_spec_problem(k, t->problem, &p, err) < 0 ||
+        kernel_spec_problem_neural(k, b->dev->kind, t->sp, id, &p, err) < 0)
         goto out;
     reason[0] = '\0';
     req = build_request(b, k, t, id, &p, reason, sizeof reason, err);

@@ -17,7 +17,7 @@
 #define RUNNER_NAME_MAX         128       /* kernel, buffer and define names, NUL included */
 #define RUNNER_PATH_MAX         4096      /* source paths, NUL included */
 #define RUNNER_MAX_DEFINES      64
-#define RUNNER_MAX_PROBLEM      16
+#define RUNNER_MAX_PROBLEM      24 /* a kernel's arguments, then its neural parameters */
 #define RUNNER_MAX_BUFFERS      32
 #define RUNNER_LOG_MAX          4096         /* compiler output kept (the last bytes) */
 #define RUNNER_MAX_MEMORY_BYTES (8ULL << 30) /* buffers + reference copies per problem */

@@ -3,7 +3,13 @@
  * restrictions, constants = the problem arguments and the probed CPU limits) must measure `ok`
  * through ktune-runner on the spec's test_problem (else the defaults). The same check runs on the
  * good test kernels (tests/kernels/scale, naive_gemm) so that the harness itself is always
- * exercised. Needs kt_space linked next to kt_runner. */
+ * exercised. A kernel with a "neural" section (kernels/README.md) gets each configuration's
+ * neural values after the problem's arguments, and its buffers sized for them; for
+ * kernels/conv2d_neural every transformation kind is verified against its reference, and the
+ * reference itself against a naive loop written here from neural/nn_transform.h's formulas.
+ * Needs kt_space linked next to kt_runner. */
+#include <dlfcn.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,7 +36,8 @@
 #define REPLY_MAX       (256 * 1024)
 #define RANDOM_CONFIGS  5
 #define CALL_TIMEOUT_MS 300000
-#define MAX_ARGS        16
+#define MAX_ARGS        24
+#define NEURAL_PICKS    2 /* configurations verified per transformation kind */
 
 typedef struct runner_proc {
     pid_t pid;
@@ -314,6 +321,52 @@ static const json_t *default_config(const json_t *cpu, const json_t *limits)
     return NULL;
 }
 
+/* Measures configuration id of sp and expects ok: a kernel with a "neural" section gets the
+ * configuration's neural values after the problem's arguments (buffers and flops see them). */
+static void measure_ok(runner_proc *p, const char *dir, const json_t *spec, const problem_args *a0,
+                       const json_t *problem0, const json_t *names0, const space *sp, config_id id,
+                       int req_id, const char *note)
+{
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    const json_t *neural =
+        json_object_get(json_object_get(json_object_get(spec, "variants"), "cpu"), "neural");
+    json_t *defines = space_config_json(sp, id);
+    json_t *problem = json_deep_copy(problem0), *names = json_deep_copy(names0);
+    problem_args a = *a0;
+    size_t i;
+    json_t *pn;
+    json_array_foreach(json_object_get(neural, "parameters"), i, pn)
+    {
+        assert_true(a.n < MAX_ARGS);
+        json_t *v = json_object_get(defines, json_string_value(pn));
+        assert_true(json_is_integer(v));
+        a.names[a.n] = json_string_value(pn);
+        a.values[a.n++] = (expr_value){.type = EXPR_INT, .u.i = json_integer_value(v)};
+        json_array_append(problem, v);
+        json_array_append(names, pn);
+    }
+    json_t *req = base_request(spec, dir, &a, problem, names);
+    char *problem_text = json_dumps(problem, JSON_COMPACT);
+    char *def_text = json_dumps(defines, JSON_COMPACT);
+    json_object_set_new(req, "id", json_integer(req_id));
+    json_object_set_new(req, "defines", defines);
+    json_t *r = proc_call(p, req);
+    const char *status = json_string_value(json_object_get(r, "status"));
+    if (!status || strcmp(status, "ok") != 0) {
+        char *t = json_dumps(r, JSON_COMPACT);
+        fail_msg("%s %s %s: %s", name, problem_text, def_text, t ? t : "?");
+    }
+    json_t *gf = json_object_get(json_object_get(r, "extras"), "gflops");
+    printf("  %-12s %s %-48s ok  %9.4f ms  %7.2f GFLOP/s%s\n", name, problem_text, def_text,
+           json_number_value(json_object_get(r, "time_ms")), json_number_value(gf), note);
+    free(def_text);
+    free(problem_text);
+    json_decref(r);
+    json_decref(req);
+    json_decref(problem);
+    json_decref(names);
+}
+
 /* Measures the default and RANDOM_CONFIGS random valid configurations; returns how many. */
 static int check_kernel(runner_proc *p, const char *dir, const json_t *spec)
 {
@@ -347,32 +400,11 @@ static int check_kernel(runner_proc *p, const char *dir, const json_t *spec)
         if (!seen)
             ids[n++] = id;
     }
-    json_t *base = base_request(spec, dir, &a, problem, names);
-    char *problem_text = json_dumps(problem, JSON_COMPACT);
-    for (int k = 0; k < n; k++) {
-        json_t *req = json_deep_copy(base);
-        json_t *defines = space_config_json(sp, ids[k]);
-        char *def_text = json_dumps(defines, JSON_COMPACT);
-        json_object_set_new(req, "id", json_integer(k + 1));
-        json_object_set_new(req, "defines", defines);
-        json_t *r = proc_call(p, req);
-        const char *status = json_string_value(json_object_get(r, "status"));
-        if (!status || strcmp(status, "ok") != 0) {
-            char *t = json_dumps(r, JSON_COMPACT);
-            fail_msg("%s %s %s: %s", name, problem_text, def_text, t ? t : "?");
-        }
-        json_t *gf = json_object_get(json_object_get(r, "extras"), "gflops");
-        printf("  %-12s %s %-48s ok  %9.4f ms  %7.2f GFLOP/s%s\n", name, problem_text, def_text,
-               json_number_value(json_object_get(r, "time_ms")), json_number_value(gf),
-               k == 0 ? "  (default)" : "");
-        free(def_text);
-        json_decref(r);
-        json_decref(req);
-    }
+    for (int k = 0; k < n; k++)
+        measure_ok(p, dir, spec, &a, problem, names, sp, ids[k], k + 1,
+                   k == 0 ? "  (default)" : "");
     printf("%s: %d configuration(s) of %llu valid verified ok\n", name, n,
            (unsigned long long)space_count(sp));
-    free(problem_text);
-    json_decref(base);
     json_decref(problem);
     json_decref(names);
     json_decref(constants);
@@ -444,11 +476,228 @@ static void good_test_kernels_verify(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* ---- kernels/conv2d_neural: every transformation kind, and its reference ---- */
+
+static json_t *load_spec(const char *dir)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    json_error_t jerr;
+    json_t *spec = json_load_file(path, 0, &jerr);
+    if (!spec)
+        fail_msg("%s: %s (line %d)", path, jerr.text, jerr.line);
+    return spec;
+}
+
+/* For every transformation of conv2d_neural's "neural" section, NEURAL_PICKS random configurations
+ * applying it (and group + bottleneck together) measure ok against the reference of what they
+ * compute. */
+static void neural_transformations_verify(void **state)
+{
+    runner_proc *p = *state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/kernels/conv2d_neural", KT_SOURCE_DIR);
+    json_t *spec = load_spec(dir);
+    const json_t *cpu = json_object_get(json_object_get(spec, "variants"), "cpu");
+    const json_t *neural = json_object_get(cpu, "neural");
+    const json_t *trans = json_object_get(neural, "transformations");
+    problem_args a;
+    json_t *problem = json_array(), *names = json_array();
+    json_t *constants = json_deep_copy(p->constants);
+    read_problem(spec, &a, problem, names, constants);
+    kt_error err;
+    kt_error_clear(&err);
+    space *sp = space_new(json_object_get(cpu, "parameters"), json_object_get(cpu, "restrictions"),
+                          constants, NULL, &err);
+    if (!sp)
+        fail_msg("conv2d_neural: %s", err.message);
+    /* the transformations' "when" over the neural parameters */
+    const char *pnames[8];
+    int np = 0, pidx[8];
+    size_t i;
+    json_t *pn;
+    json_array_foreach(json_object_get(neural, "parameters"), i, pn)
+    {
+        pnames[np] = json_string_value(pn);
+        pidx[np] = space_param_index(sp, pnames[np]);
+        assert_true(pidx[np] >= 0);
+        np++;
+    }
+    expr_names en = {.n_params = np, .params = pnames};
+    size_t nt = json_array_size(trans);
+    assert_true(nt >= 5 && nt <= 8);
+    expr *when[8];
+    int picked[9] = {0};
+    for (size_t t = 0; t < nt; t++) {
+        when[t] = expr_parse(json_string_value(json_object_get(json_array_get(trans, t), "when")),
+                             &en, 4096, &err);
+        assert_non_null(when[t]);
+    }
+    kt_rng rng;
+    kt_rng_seed(&rng, 20261127);
+    int measured = 0, req_id = 100;
+    for (int tries = 0; tries < 20000; tries++) {
+        config_id id = space_sample(sp, &rng);
+        int idx[64];
+        assert_int_equal(space_decode(sp, id, idx), 0);
+        expr_value slots[8];
+        for (int j = 0; j < np; j++)
+            slots[j] =
+                (expr_value){.type = EXPR_INT,
+                             .u.i = (int64_t)space_param_value_number(sp, pidx[j], idx[pidx[j]])};
+        unsigned mask = 0;
+        for (size_t t = 0; t < nt; t++)
+            if (expr_test(when[t], slots) == 1)
+                mask |= 1u << t;
+        /* one slot per transformation applied alone, one for group + bottleneck (bits 0, 1) */
+        int slot = mask == 3u ? 8 : -1;
+        for (size_t t = 0; t < nt && slot < 0; t++)
+            slot = mask == 1u << t ? (int)t : -1;
+        if (slot < 0 || picked[slot] >= NEURAL_PICKS)
+            continue;
+        picked[slot]++;
+        char note[96];
+        snprintf(note, sizeof note, "  (%s)",
+                 slot == 8
+                     ? "group+bottleneck"
+                     : json_string_value(json_object_get(json_array_get(trans, slot), "name")));
+        measure_ok(p, dir, spec, &a, problem, names, sp, id, req_id++, note);
+        measured++;
+        if (measured == NEURAL_PICKS * ((int)nt + 1))
+            break;
+    }
+    for (size_t t = 0; t < nt; t++)
+        if (picked[t] < NEURAL_PICKS)
+            fail_msg("transformation %zu: only %d configuration(s) found", t, picked[t]);
+    assert_int_equal(picked[8], NEURAL_PICKS);
+    printf("conv2d_neural: %d configurations verified, %d per transformation kind\n", measured,
+           NEURAL_PICKS);
+    for (size_t t = 0; t < nt; t++)
+        expr_free(when[t]);
+    space_free(sp);
+    json_decref(problem);
+    json_decref(names);
+    json_decref(constants);
+    json_decref(spec);
+    int st = proc_finish(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* neural/nn_transform.h, written out here as its header states it (independently of reference.c):
+ * the input channel range of output element (k, y) and the offset of weight row k. */
+static void nn_inputs(long g, long b, long seq, long C, long K, long P, long k, long y, long *first,
+                      long *count)
+{
+    long Kp = K / b;
+    if (seq == 0) {
+        *count = C / g;
+        *first = (k / (Kp / g)) * *count;
+    } else if (seq == 1) {
+        *count = C / g;
+        *first = (y * g / P) * *count;
+    } else if (seq == 2) {
+        *count = C / g;
+        *first = ((k % 16) / (16 / g)) * *count;
+    } else if (k < Kp / 2) {
+        *count = C / g;
+        *first = (k / ((Kp / 2) / g)) * *count;
+    } else {
+        *count = C / (2 * g);
+        *first = ((k - Kp / 2) / ((Kp / 2) / (2 * g))) * *count;
+    }
+}
+
+static long nn_weight_offset(long g, long b, long seq, long C, long K, long RS, long k)
+{
+    long Kp = K / b;
+    if (seq != 3 || k < Kp / 2)
+        return k * (C / g) * RS;
+    return (Kp / 2) * (C / g) * RS + (k - Kp / 2) * (C / (2 * g)) * RS;
+}
+
+/* kernels/conv2d_neural/reference.c, compiled here, against a naive loop built on nn_inputs and
+ * nn_weight_offset, for every SEQ with groups and bottlenecks, on random inputs. */
+static void neural_reference_matches_naive(void **state)
+{
+    runner_proc *p = *state;
+    char src[1024], so[512], tail[256];
+    snprintf(src, sizeof src, "%s/kernels/conv2d_neural/reference.c", KT_SOURCE_DIR);
+    snprintf(so, sizeof so, "%s/neural_reference.so", p->cache);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O2 -fPIC -shared -o '%s' '%s' 2>&1", so, src);
+    FILE *cc = popen(cmd, "r");
+    assert_non_null(cc);
+    tail[0] = '\0';
+    while (fgets(tail, sizeof tail, cc))
+        ;
+    if (pclose(cc) != 0)
+        fail_msg("cc reference.c: %s", tail);
+    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    typedef int (*ref_fn)(float *const *, const long long *);
+    ref_fn ref = (ref_fn)dlsym(h, "ktune_reference");
+    assert_non_null(ref);
+    static const long cases[][3] = {{1, 1, 0}, {2, 1, 0}, {4, 2, 0}, {1, 4, 0}, {2, 1, 1},
+                                    {5, 1, 1}, {2, 1, 2}, {8, 2, 2}, {1, 1, 3}, {2, 2, 3}};
+    const long N = 2, C = 40, K = 64, H = 9, W = 7, R = 3, S = 2, P = H - R + 1, Q = W - S + 1;
+    kt_rng rng;
+    kt_rng_seed(&rng, 14);
+    float *in = malloc(sizeof(float) * (size_t)(N * C * H * W));
+    float *w = malloc(sizeof(float) * (size_t)(K * C * R * S));
+    float *out = malloc(sizeof(float) * (size_t)(N * K * P * Q));
+    assert_true(in && w && out);
+    for (long i = 0; i < N * C * H * W; i++)
+        in[i] = (float)((double)(kt_rng_next(&rng) >> 40) / 8388608.0 - 1.0);
+    for (long i = 0; i < K * C * R * S; i++)
+        w[i] = (float)((double)(kt_rng_next(&rng) >> 40) / 8388608.0 - 1.0);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        long g = cases[c][0], b = cases[c][1], seq = cases[c][2], Kp = K / b;
+        long long prob[10] = {N, C, K, H, W, R, S, g, b, seq};
+        for (long i = 0; i < N * Kp * P * Q; i++)
+            out[i] = NAN;
+        float *bufs[3] = {in, w, out};
+        assert_int_equal(ref(bufs, prob), 0);
+        double worst = 0;
+        for (long n = 0; n < N; n++)
+            for (long k = 0; k < Kp; k++)
+                for (long y = 0; y < P; y++)
+                    for (long x = 0; x < Q; x++) {
+                        long first, count;
+                        nn_inputs(g, b, seq, C, K, P, k, y, &first, &count);
+                        const float *wk = w + nn_weight_offset(g, b, seq, C, K, R * S, k);
+                        double sum = 0;
+                        for (long ci = 0; ci < count; ci++)
+                            for (long r = 0; r < R; r++)
+                                for (long s = 0; s < S; s++)
+                                    sum +=
+                                        (double)in[((n * C + first + ci) * H + y + r) * W + x + s] *
+                                        wk[(ci * R + r) * S + s];
+                        double got = out[((n * Kp + k) * P + y) * Q + x];
+                        double e = fabs(got - sum);
+                        if (!(e <= 1e-5 + 1e-5 * fabs(sum)))
+                            fail_msg("g %ld b %ld seq %ld: out[%ld][%ld][%ld][%ld] = %g, naive %g",
+                                     g, b, seq, n, k, y, x, got, sum);
+                        worst = e > worst ? e : worst;
+                    }
+        printf("  reference g %ld b %ld seq %ld: max |ref - naive| %.2g\n", g, b, seq, worst);
+    }
+    /* a transformation that does not apply is refused */
+    long long bad[10] = {N, C, K, H, W, R, S, 3, 1, 0}; /* C % 3 != 0 */
+    float *bufs[3] = {in, w, out};
+    assert_int_not_equal(ref(bufs, bad), 0);
+    dlclose(h);
+    free(in);
+    free(w);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(good_test_kernels_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(catalog_kernels_verify, setup, teardown),
+        cmocka_unit_test_setup_teardown(neural_transformations_verify, setup, teardown),
+        cmocka_unit_test_setup_teardown(neural_reference_matches_naive, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);
