@@ -1,5 +1,6 @@
 #include "service.h"
 
+#include <cblas.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -82,8 +83,14 @@ static int pin_service(service *svc, kt_error *err)
         CPU_CLR(core, &set);
         if (sched_setaffinity(0, sizeof set, &set) != 0)
             log_warn("cannot keep the service off core %d: %s", core, strerror(errno));
-        else
+        else {
             log_info("cpu measurements run on core %d; the service on the %d others", core, n - 1);
+            /* OpenBLAS sized its thread pool by every core: its threads (the legality check's
+             * Fisher Potential, model training) would share the service's cores with each other
+             * and spin; one per core the service has, unless OPENBLAS_NUM_THREADS says. */
+            if (!getenv("OPENBLAS_NUM_THREADS"))
+                openblas_set_num_threads(n - 1);
+        }
     }
     return 0;
 }

@@ -274,6 +274,19 @@ out:
     return rc;
 }
 
+int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem *out,
+                           kt_error *err)
+{
+    if (!json_object_get(t->problem, "neural"))
+        return kernel_spec_problem(k, t->problem, out, err);
+    json_t *plain = json_copy(t->problem);
+    int rc = plain && json_object_del(plain, "neural") == 0
+                 ? kernel_spec_problem(k, plain, out, err)
+                 : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    json_decref(plain);
+    return rc;
+}
+
 int catalog_neural_check(const catalog *c, const target *t, config_id id,
                          catalog_neural_verdict *out, kt_error *err)
 {

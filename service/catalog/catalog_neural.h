@@ -67,6 +67,11 @@ int catalog_neural_check(const catalog *c, const target *t, config_id id,
  * answers of other kernels are left as they are. */
 int catalog_neural_mark(const catalog *c, const target *t, json_t *answer);
 
+/* The kernel problem of a target of kernel k (kernel_spec_problem of its canonical problem, the
+ * "neural" member left out). */
+int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem *out,
+                           kt_error *err);
+
 /* Internal to the catalog (catalog_resolve.c): splits the request's "neural" member off problem,
  * validates it against kernel k's section and fills the problem's layer arguments; *plain is the
  * problem without it (new reference), *out the parsed member (caller frees with

@@ -284,7 +284,7 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
                      (unsigned long long)id, (unsigned long long)space_count(t->sp));
         goto out;
     }
-    if (kernel_spec_problem(k, t->problem, &p, err) < 0 ||
+    if (catalog_target_problem(k, t, &p, err) < 0 ||
         kernel_spec_problem_neural(k, b->dev->kind, t->sp, id, &p, err) < 0)
         goto out;
     reason[0] = '\0';

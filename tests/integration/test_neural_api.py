@@ -19,9 +19,10 @@ ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
 NETWORK = "vgg_fm"
 ALLOW = ["group", "bottleneck", "spatial_group", "unroll_group", "split_group"]
-# Low enough that some transformations of the layer pass and high enough that some fail (the
-# ratios of vgg_fm's layers on fashion-mnist-small: tests/bench/results/fisher-check.txt).
-THRESHOLD = float(os.environ.get("KT_NEURAL_TEST_THRESHOLD", "0.9"))
+# The paper's rule (a candidate's Fisher Potential at least the original's): on vgg_fm's conv2 and
+# the small data set the ratios of its transformations straddle 1 (0.90 to 1.18), so some are
+# judged illegal and some legal.
+THRESHOLD = float(os.environ.get("KT_NEURAL_TEST_THRESHOLD", "1.0"))
 EVALUATIONS = 40
 
 
