@@ -31,6 +31,7 @@
 #define CATALOG_NEURAL_DEFAULT_DATA      "fashion-mnist"
 #define CATALOG_NEURAL_DEFAULT_THRESHOLD 1.0
 #define CATALOG_NEURAL_MAX_THRESHOLD     10.0
+#define CATALOG_NEURAL_FISHER_SEEDS      3 /* initialisations averaged per Fisher Potential */
 
 struct catalog_neural {
     unsigned allow_mask;   /* bit i: the kernel's transformation i (kernel_spec_neural_name) */
