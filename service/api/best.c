@@ -113,9 +113,8 @@ static json_t *problem_of(const best_args *a)
     json_t *problem = json_object();
     for (int i = 0; problem && i < a->count; i++) {
         /* neural=<JSON object> (catalog/catalog_neural.h): the opt-in of a neural problem. */
-        json_t *v = strcmp(a->param[i].name, "neural") == 0
-                        ? json_loads(a->param[i].value, 0, NULL)
-                        : NULL;
+        json_t *v =
+            strcmp(a->param[i].name, "neural") == 0 ? json_loads(a->param[i].value, 0, NULL) : NULL;
         if (!v)
             v = value_from_text(a->param[i].value);
         if (json_object_set_new(problem, a->param[i].name, v)) {

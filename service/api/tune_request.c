@@ -118,9 +118,9 @@ json_t *tune_request_problem(const tune_request *t, int *oom)
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
-        "kernel", "device",  "problem",  "strategy",        "strategy_options", "budget",
-        "seed",   "history", "parallel", "final_remeasure", "final_rounds",     "neural",
-        NULL};
+        "kernel",       "device", "problem", "strategy", "strategy_options",
+        "budget",       "seed",   "history", "parallel", "final_remeasure",
+        "final_rounds", "neural", NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;

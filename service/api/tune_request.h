@@ -23,10 +23,10 @@ typedef struct tune_request {
      * the network, an object checked by the catalog; NULL when absent. The target's problem is
      * problem with it as member "neural" (tune_request_problem). */
     const json_t *neural;
-    long long evaluations;           /* 0 = no evaluation limit */
-    double seconds;                  /* 0 = no time limit */
-    uint64_t seed;                   /* given, or fresh when absent */
-    const char *history;             /* "auto" (warm start from history, the default) or "none" */
+    long long evaluations; /* 0 = no evaluation limit */
+    double seconds;        /* 0 = no time limit */
+    uint64_t seed;         /* given, or fresh when absent */
+    const char *history;   /* "auto" (warm start from history, the default) or "none" */
     int parallel; /* "parallel": configurations per batch measured at once, 1..64; 0 = not given */
     /* The final pick (worker/final_pick.h): "final_remeasure", configurations re-measured once the
      * budget is spent, 0..8 (0 = off); "final_rounds", how many times each, 1..16. -1 = not given:

@@ -99,8 +99,8 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
         json_t *names = json_array();
         for (int i = 0; names && i < kernel_spec_neural_count(k, dev->kind); i++)
             json_array_append_new(names, json_string(kernel_spec_neural_name(k, dev->kind, i)));
-        json_object_set_new(o, "neural", json_pack("{s:o}", "transformations",
-                                                   names ? names : json_array()));
+        json_object_set_new(o, "neural",
+                            json_pack("{s:o}", "transformations", names ? names : json_array()));
     }
     return o;
 }

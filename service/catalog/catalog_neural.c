@@ -139,8 +139,8 @@ static int parse_layer(const json_t *v, json_t *plain, catalog_neural *n, kt_err
                 return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         } else if (!json_is_number(given) || json_number_value(given) != want) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM,
-                         "problem argument %s is not layer %s's (%d) of network %s",
-                         layer_args[a], n->layer.name, want, nn_network_name(n->net));
+                         "problem argument %s is not layer %s's (%d) of network %s", layer_args[a],
+                         n->layer.name, want, nn_network_name(n->net));
             kt_error_hint(err, "omit C, K, H, W, R and S: a neural problem takes its layer's");
             return -1;
         }
@@ -189,8 +189,8 @@ static json_t *canonical(const kernel_spec *k, kspec_kind kind, const catalog_ne
 static int parse_member(const catalog *c, const kernel_spec *k, kspec_kind kind,
                         const json_t *neural, json_t *plain, catalog_neural *n, kt_error *err)
 {
-    static const char *const fields[] = {"allow", "network", "layer", "data", "threshold",
-                                         "network_hash", NULL};
+    static const char *const fields[] = {"allow",     "network",      "layer", "data",
+                                         "threshold", "network_hash", NULL};
     const char *key;
     json_t *v;
     if (!json_is_object(neural))
@@ -278,8 +278,7 @@ out:
     return rc;
 }
 
-int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem *out,
-                           kt_error *err)
+int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem *out, kt_error *err)
 {
     if (!json_object_get(t->problem, "neural"))
         return kernel_spec_problem(k, t->problem, out, err);
@@ -363,8 +362,8 @@ json_t *catalog_networks_json(const catalog *c)
             if (nn_network_conv(net, j, &l) == 0)
                 json_array_append_new(
                     convs, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "name",
-                                     l.name, "C", l.C, "K", l.K, "H", l.H, "W", l.W, "R", l.R,
-                                     "S", l.S, "pad", l.pad, "bottleneck_ok", l.bottleneck_ok));
+                                     l.name, "C", l.C, "K", l.K, "H", l.H, "W", l.W, "R", l.R, "S",
+                                     l.S, "pad", l.pad, "bottleneck_ok", l.bottleneck_ok));
         }
         json_array_append_new(
             arr, json_pack("{s:s, s:s, s:O?, s:O?, s:I, s:o, s:o}", "name", nn_network_name(net),

@@ -44,9 +44,9 @@ struct catalog_neural {
 
 /* The legality verdict on one configuration of a target. */
 typedef struct catalog_neural_verdict {
-    int changes;          /* 1: the configuration changes the network (then v is filled) */
-    nn_transform t;       /* its transformation (the identity when changes is 0) */
-    char describe[64];    /* nn_transform_describe */
+    int changes;       /* 1: the configuration changes the network (then v is filled) */
+    nn_transform t;    /* its transformation (the identity when changes is 0) */
+    char describe[64]; /* nn_transform_describe */
     nn_verdict v;
     long long params, params_original; /* the network's trainable parameters with it, without */
 } catalog_neural_verdict;
@@ -77,7 +77,8 @@ int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem 
  * validates it against kernel k's section and fills the problem's layer arguments; *plain is the
  * problem without it (new reference), *out the parsed member (caller frees with
  * catalog_neural_free), *canon its canonical JSON (new reference). No "neural" member: *out and
- * *canon NULL, *plain a reference to problem. Errors: KT_ERR_BAD_PROBLEM naming "neural.<field>". */
+ * *canon NULL, *plain a reference to problem. Errors: KT_ERR_BAD_PROBLEM naming "neural.<field>".
+ */
 int catalog_neural_parse(const catalog *c, const kernel_spec *k, kspec_kind kind,
                          const json_t *problem, json_t **plain, catalog_neural **out,
                          json_t **canon, kt_error *err);

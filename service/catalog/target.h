@@ -21,9 +21,9 @@ typedef struct catalog_neural catalog_neural; /* catalog/catalog_neural.h */
 
 typedef struct target {
     target_key key;
-    json_t *problem; /* canonical problem object: every argument, defaults filled */
-    const space *sp; /* the space to search; NULL after catalog_resolve_key */
-    int owns_space;  /* 1: sp is freed by target_release */
+    json_t *problem;        /* canonical problem object: every argument, defaults filled */
+    const space *sp;        /* the space to search; NULL after catalog_resolve_key */
+    int owns_space;         /* 1: sp is freed by target_release */
     catalog_neural *neural; /* the problem's "neural" member parsed; NULL for a plain problem */
 } target;
 

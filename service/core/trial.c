@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const char *const status_names[TRIAL__STATUS_COUNT] = {
-    "pending",       "running",       "ok",      "invalid",
-    "compile_error", "runtime_error", "timeout", "wrong_result", "illegal",
+    "pending",       "running", "ok",           "invalid", "compile_error",
+    "runtime_error", "timeout", "wrong_result", "illegal",
 };
 
 const char *trial_status_name(trial_status s)

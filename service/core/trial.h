@@ -15,8 +15,8 @@ typedef enum {
     TRIAL_RUNTIME_ERROR,
     TRIAL_TIMEOUT,
     TRIAL_WRONG_RESULT,
-    /* A neural transformation (issue 14) its legality check (Fisher Potential, neural/nn_legality.h)
-     * rejected: counted, never measured. */
+    /* A neural transformation (issue 14) its legality check (Fisher Potential,
+     * neural/nn_legality.h) rejected: counted, never measured. */
     TRIAL_ILLEGAL,
     TRIAL__STATUS_COUNT
 } trial_status;

@@ -22,10 +22,9 @@ static void put_verdict(const catalog_neural_verdict *v, const target *t, trial_
     json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:I, s:I}", "transformation",
                           v->describe, "fisher_ratio", v->v.ratio, "fisher", v->v.fisher,
                           "fisher_original", v->v.fisher_original, "legality_threshold",
-                          t->neural->threshold, "legality_seconds", v->v.seconds,
-                          "legality_cached", v->v.cached, "network_params",
-                          (json_int_t)v->params, "network_params_original",
-                          (json_int_t)v->params_original);
+                          t->neural->threshold, "legality_seconds", v->v.seconds, "legality_cached",
+                          v->v.cached, "network_params", (json_int_t)v->params,
+                          "network_params_original", (json_int_t)v->params_original);
     if (o)
         json_object_update(out->extras, o);
     json_decref(o);
@@ -46,8 +45,8 @@ int backend_legality(const catalog *c, const target *t, config_id id, catalog_ne
         log_warn("legality check of configuration %llu failed: %s", (unsigned long long)id,
                  err.message);
         out->status = TRIAL_RUNTIME_ERROR;
-        out->extras = json_pack("{s:s, s:s}", "reason", "the legality check failed",
-                                "error", err.message);
+        out->extras =
+            json_pack("{s:s, s:s}", "reason", "the legality check failed", "error", err.message);
         return 1;
     }
     if (!v->changes || v->v.legal)

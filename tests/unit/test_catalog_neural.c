@@ -1,10 +1,11 @@
 /* Unit tests of a problem's "neural" member (catalog/catalog_neural.c, issue 14), on the shipped
- * kernels/conv2d_neural spec and networks/ presets, in a catalog over a handed cpu record: a plain problem passes through untouched; a
- * neural one fills the layer's arguments and is canonical (allow in the spec's order, defaults,
- * network_hash); every bad member is refused naming its field; the target's kernel problem leaves
- * the member out; catalog_neural_check judges a configuration that changes the network (and only
- * those) with a Fisher ratio, cached the second time; catalog_neural_mark flags /v1/best answers,
- * refusing a network change to a plain problem; /v1/networks lists the presets' layers. */
+ * kernels/conv2d_neural spec and networks/ presets, in a catalog over a handed cpu record: a plain
+ * problem passes through untouched; a neural one fills the layer's arguments and is canonical
+ * (allow in the spec's order, defaults, network_hash); every bad member is refused naming its
+ * field; the target's kernel problem leaves the member out; catalog_neural_check judges a
+ * configuration that changes the network (and only those) with a Fisher ratio, cached the second
+ * time; catalog_neural_mark flags /v1/best answers, refusing a network change to a plain problem;
+ * /v1/networks lists the presets' layers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -216,10 +217,10 @@ static void bottleneck_needs_a_free_output(void **state)
 static void make_target(const fixture *f, target *t)
 {
     kt_error err;
-    json_t *problem = json_loads(
-        "{\"N\": 1, \"neural\": {\"allow\": [\"bottleneck\", \"group\"], \"network\": "
-        "\"vgg_fm\", \"layer\": \"conv4\", \"data\": \"fashion-mnist-small\"}}",
-        0, NULL);
+    json_t *problem =
+        json_loads("{\"N\": 1, \"neural\": {\"allow\": [\"bottleneck\", \"group\"], \"network\": "
+                   "\"vgg_fm\", \"layer\": \"conv4\", \"data\": \"fashion-mnist-small\"}}",
+                   0, NULL);
     if (catalog_resolve(f->cat, "conv2d_neural", "cpu", problem, t, &err) < 0)
         fail_msg("%s", err.message);
     json_decref(problem);
