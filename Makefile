@@ -22,17 +22,18 @@ run: build
 	./$(BUILD)/ktuned $(ARGS)
 
 # Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (the browser tests, label "browser", run in the normal build only: they test the pages).
+# (the browser tests, label "browser", run in the normal build only: they test the pages). Tests run
+# side by side (-j$(JOBS)) except those marked RUN_SERIAL in CMakeLists.txt, which run alone.
 test: format-check banned-check rooms-check test-fast test-asan
 
 test-fast: build
-	ctest --test-dir $(BUILD) --output-on-failure
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser -j$(JOBS)
 
 # Fails when a file includes a header of a room it may not use (rules: kt_room(... USES ...) in
 # CMakeLists.txt) or writes a service include other than "room/file.h" (fix: tools/fix_includes.py).

@@ -26,22 +26,31 @@ export function launchBrowser() {
   return chromium.launch({ executablePath: process.env.KTUNE_CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
 }
 
-// A Kernel Tuner cache file of nx × ny × nz configurations with smooth synthetic times (a bowl with
-// a ripple, so the per-parameter view has a shape) and a few failed compilations; recorded costs
-// are tiny so that replay is fast.
-export function writeSyntheticDataset(dir, name, nx, ny, nz) {
+// The synthetic space of nx × ny × nz configurations: smooth times (a bowl with a ripple, so the
+// per-parameter view has a shape) and, 1 in ~1,000, a failed compilation (time null).
+export function syntheticTrials(nx, ny, nz) {
   const bx = Array.from({ length: nx }, (_, i) => i + 1);
   const by = Array.from({ length: ny }, (_, i) => 8 * (i + 1));
   const tile = Array.from({ length: nz }, (_, i) => i + 1);
-  const parts = [];
+  const trials = [];
   for (const x of bx)
     for (const y of by)
       for (const z of tile) {
         const t = 2 + ((x - nx * 0.4) / (nx * 0.2)) ** 2 + ((y - by[ny >> 1]) / (ny * 2)) ** 2 + 0.5 * Math.sin(z / 5);
         const failed = (x * 7 + y * 3 + z) % 997 === 0;
-        const time = failed ? '"CompilationFailedConfig"' : t.toFixed(6);
-        parts.push(`"${x},${y},${z}":{"bx":${x},"by":${y},"tile":${z},"time":${time},"compile_time":0.01,"verification_time":0,"benchmark_time":0.01}`);
+        trials.push({ config: { bx: x, by: y, tile: z }, time: failed ? null : Number(t.toFixed(6)) });
       }
+  return { params: { bx, by, tile }, trials };
+}
+
+// A Kernel Tuner cache file of the synthetic space above; recorded costs are tiny so that replay
+// is fast. Returns the number of configurations.
+export function writeSyntheticDataset(dir, name, nx, ny, nz) {
+  const { params, trials } = syntheticTrials(nx, ny, nz);
+  const parts = trials.map(({ config: c, time }) => {
+    const t = time === null ? '"CompilationFailedConfig"' : time.toFixed(6);
+    return `"${c.bx},${c.by},${c.tile}":{"bx":${c.bx},"by":${c.by},"tile":${c.tile},"time":${t},"compile_time":0.01,"verification_time":0,"benchmark_time":0.01}`;
+  });
   const head = JSON.stringify({
     space: name,
     device_name: "Synthetic GPU",
@@ -49,7 +58,7 @@ export function writeSyntheticDataset(dir, name, nx, ny, nz) {
     problem_size: 1000,
     objective: "time",
     tune_params_keys: ["bx", "by", "tile"],
-    tune_params: { bx, by, tile },
+    tune_params: params,
     restrictions: [],
   });
   const text = head.slice(0, -1) + ',"cache":{' + parts.join(",") + "}}";

@@ -2,7 +2,8 @@
  * under kernels/ and tests/kernels/ with a CUDA variant (spec.json variants.cuda, else cuda.json),
  * builds the variant's space for the test problem (else the default problem) on A100 (sm_80) and
  * H100 (sm_90) limits, checks that the launch geometry of each configuration is legal there, and
- * compiles the default and 20 random valid configurations to PTX for both. Skipped where NVRTC is
+ * compiles the default and 20 random valid configurations to PTX for both (KT_NVRTC_SAMPLES, 1 to
+ * 20, lowers the 20: the sanitizer build, whose time goes to NVRTC itself). Skipped where NVRTC is
  * missing, unless KTUNE_REQUIRE_NVRTC is set. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,9 +179,24 @@ static void compile_config(const space *sp, config_id id, const char *source, co
     json_decref(cfg);
 }
 
+/* How many random configurations a large space compiles besides its default: SAMPLES, or fewer
+ * with KT_NVRTC_SAMPLES. */
+static int samples_wanted(void)
+{
+    const char *env = getenv("KT_NVRTC_SAMPLES");
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= SAMPLES)
+            return (int)v;
+    }
+    return SAMPLES;
+}
+
 /* Every kernel folder under root with a CUDA variant; returns how many were checked. */
 static int check_root(const char *root, int *compiled)
 {
+    const int samples = samples_wanted();
     struct dirent **list = NULL;
     int n = scandir(root, &list, NULL, alphasort), checked = 0;
     if (n < 0)
@@ -266,16 +282,16 @@ static int check_root(const char *root, int *compiled)
             kt_rng_seed(&rng, 20240601u + (uint64_t)dev->arch);
             /* small spaces are compiled whole, large ones as the default and SAMPLES random */
             uint64_t total = space_count(sp);
-            int all = total <= (uint64_t)SAMPLES + 1;
+            int all = total <= (uint64_t)samples + 1;
             int count = 0;
-            for (int s = 0; s <= SAMPLES && (!all || (uint64_t)s < total); s++) {
+            for (int s = 0; s <= samples && (!all || (uint64_t)s < total); s++) {
                 config_id id = all ? (config_id)s : s == 0 ? def : space_sample(sp, &rng);
                 geometry_check(&g, sp, id, dev, where);
                 compile_config(sp, id, source, entry, dev->arch, where);
                 count++;
             }
             printf("%-12s sm_%d: %d of %llu configurations compiled (%s)\n", name, dev->arch, count,
-                   (unsigned long long)total, all ? "all" : "the default and 20 random");
+                   (unsigned long long)total, all ? "all" : "the default and random ones");
             fflush(stdout);
             compiled[dv] += count;
             geometry_free(&g);
