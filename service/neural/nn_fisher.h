@@ -7,6 +7,11 @@
  * touch get the same weights in the original and the candidate), one minibatch goes forward and
  * backward through softmax cross-entropy, and nothing is trained.
  *
+ * Precisely (nn_fisher.c): A is the conv's output before its batch norm, g the gradient of the
+ * batch-MEAN loss (as BlockSwap's implementation), so Δ_c = 0.5 * mean_n (Σ_ij A g)². With batch
+ * norm in training mode right after the conv, Σ_n Σ_ij A g = 0 per channel (scale invariance):
+ * Δ_c is the spread over the images of a per-image quantity whose batch mean is zero.
+ *
  * Pure computation: no caching here (neural/nn_legality.h caches), no global state; any thread. */
 #ifndef KT_NEURAL_NN_FISHER_H
 #define KT_NEURAL_NN_FISHER_H
