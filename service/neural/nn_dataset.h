@@ -17,16 +17,18 @@
 #define NN_DATASET_MAX_IMAGES 100000
 
 typedef struct nn_dataset_paths {
-    const char *package_dir; /* NULL: $KTUNE_FASHION_MNIST_DIR, else /usr/share/datasets/fashion-mnist */
-    const char *small_dir;   /* the shipped copy (<networks dir>/data/fashion-mnist-small); NULL: none */
+    const char
+        *package_dir; /* NULL: $KTUNE_FASHION_MNIST_DIR, else /usr/share/datasets/fashion-mnist */
+    const char
+        *small_dir; /* the shipped copy (<networks dir>/data/fashion-mnist-small); NULL: none */
 } nn_dataset_paths;
 
 typedef struct nn_dataset {
-    int n;                         /* images */
-    int channels, height, width;   /* 1, 28, 28 */
-    int classes;                   /* 10 */
-    float *images;                 /* n * channels * height * width, owned */
-    unsigned char *labels;         /* n, owned */
+    int n;                       /* images */
+    int channels, height, width; /* 1, 28, 28 */
+    int classes;                 /* 10 */
+    float *images;               /* n * channels * height * width, owned */
+    unsigned char *labels;       /* n, owned */
 } nn_dataset;
 
 /* 1 for the names above. */

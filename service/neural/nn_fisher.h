@@ -18,9 +18,9 @@
 #include "neural/nn_network.h"
 
 typedef struct nn_fisher_opts {
-    int batch;     /* images in the minibatch (default 64; at most 1024); the first `batch` images of
-                      a fixed seeded shuffle of data */
-    int seeds;     /* initialisations averaged (default 1; at most 16) */
+    int batch; /* images in the minibatch (default 64; at most 1024); the first `batch` images of
+                  a fixed seeded shuffle of data */
+    int seeds; /* initialisations averaged (default 1; at most 16) */
     uint64_t seed; /* base seed of initialisation and minibatch */
 } nn_fisher_opts;
 
@@ -31,8 +31,7 @@ nn_fisher_opts nn_fisher_default_opts(void);
  * receives each conv's Δ_l (nn_network_conv_count entries). Errors: KT_ERR_CONFIG (per_conv not
  * valid for net), KT_ERR_BAD_REQUEST (data's image shape or classes differ from net's input),
  * KT_ERR_NO_MEMORY. */
-int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv,
-                        const nn_dataset *data, const nn_fisher_opts *o, double *total,
-                        double *per_layer, kt_error *err);
+int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv, const nn_dataset *data,
+                        const nn_fisher_opts *o, double *total, double *per_layer, kt_error *err);
 
 #endif

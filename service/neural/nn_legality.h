@@ -31,14 +31,12 @@ typedef struct nn_verdict {
 } nn_verdict;
 
 /* paths are copied (NULL: the defaults of nn_dataset_load); o NULL: nn_fisher_default_opts. */
-nn_legality *nn_legality_new(const nn_dataset_paths *paths, const nn_fisher_opts *o,
-                             kt_error *err);
+nn_legality *nn_legality_new(const nn_dataset_paths *paths, const nn_fisher_opts *o, kt_error *err);
 void nn_legality_free(nn_legality *l);
 /* The verdict on transforming conv conv_index of net by t (every other layer unchanged), with the
  * data set named data (nn_dataset_known). Errors: those of nn_fisher_potential and
  * nn_dataset_load; KT_ERR_CONFIG when t is the identity (nothing to judge) or not valid there. */
-int nn_legality_check(nn_legality *l, const nn_network *net, int conv_index,
-                      const nn_transform *t, const char *data, double threshold,
-                      nn_verdict *out, kt_error *err);
+int nn_legality_check(nn_legality *l, const nn_network *net, int conv_index, const nn_transform *t,
+                      const char *data, double threshold, nn_verdict *out, kt_error *err);
 
 #endif

@@ -5,9 +5,9 @@
  *
  * The layer: input x[C][H][W] (already padded), weights, output y[K'][P][Q] with P = H-R+1,
  * Q = W-S+1, stride 1. A transformation is (groups g, bottleneck b, seq s); K' = K / b.
- *   s = 0  channel grouping ("group", and g = 1: the dense convolution): output channel k belongs to
- *          group k / (K'/g) and reads input channels [grp*C/g, (grp+1)*C/g). Weights [K'][C/g][R][S].
- *   s = 1  spatial grouping ("spatial_group", the paper's Sequence 1: split → interchange → group →
+ *   s = 0  channel grouping ("group", and g = 1: the dense convolution): output channel k belongs
+ * to group k / (K'/g) and reads input channels [grp*C/g, (grp+1)*C/g). Weights [K'][C/g][R][S]. s =
+ * 1  spatial grouping ("spatial_group", the paper's Sequence 1: split → interchange → group →
  *          interchange → fuse): the output rows are split into g bands, band(y) = y*g / P; every
  *          output channel of row y reads input channels [band*C/g, (band+1)*C/g) with the same
  *          weights [K'][C/g][R][S] in every band. Needs g >= 2, g <= P.
