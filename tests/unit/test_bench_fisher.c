@@ -1,10 +1,10 @@
 /* Unit tests of `ktune bench --fisher` (bench/bench_fisher.h): Spearman's rank correlation on
  * hand-computed cases (ties included); the argument parser's defaults and refusals; a small run
- * (the shipped fashion-mnist-small, vgg_fm, 1 epoch, the original and one accepted and one
- * rejected variant trained) whose report has the documented structure with finite numbers in
- * range, an original that beats chance, and verdicts that agree with the ratios and the
- * threshold; the structure check passes the run's result (as --from-json reprints it) and refuses
- * a broken copy; the table prints. */
+ * (the shipped fashion-mnist-small's first 500 training images, vgg_fm, 1 epoch, the original and
+ * one accepted and one rejected variant trained) whose report has the documented structure with
+ * finite numbers in range, an original that beats chance, and verdicts that agree with the ratios
+ * and the threshold; the structure check passes the run's result (as --from-json reprints it) and
+ * refuses a broken copy; the table prints. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,15 +115,19 @@ static void small_run(void **state)
                     "--train-rejected",
                     "1",
                     "--fisher-batch",
-                    "16"};
-    assert_int_equal(parse(16, argv, &o, msg), 0);
+                    "16",
+                    "--train-images",
+                    "500",
+                    "--batch",
+                    "32"};
+    assert_int_equal(parse(20, argv, &o, msg), 0);
     kt_error err;
     json_t *res = bench_fisher_run(&o, NULL, NULL, &err);
     if (!res)
         fail_msg("bench_fisher_run: %s", err.message);
     assert_int_equal(bench_fisher_check(res, &err), 0);
     assert_string_equal(json_string_value(json_object_get(res, "mode")), "fisher");
-    assert_int_equal((int)num(res, "train_images"), 1000);
+    assert_int_equal((int)num(res, "train_images"), 500);
     assert_int_equal((int)num(res, "test_images"), 500);
     const json_t *nets = json_object_get(res, "networks");
     assert_int_equal(json_array_size(nets), 1);
