@@ -24,14 +24,16 @@ LABEL org.opencontainers.image.title="ktune" \
       org.opencontainers.image.description="ktune: kernel auto-tuning service (API, CPU worker, CLI)"
 # gcc + libc6-dev: ktune-runner compiles CPU kernels with `cc -std=gnu11 -O3 -march=native -fPIC
 # -shared` (service/runner/cpu_compile.c) and dlopens them; libopenblas0 is the runner's reference
-# GEMM; postgresql for the embedded database when no KTUNE_DATABASE_URL is given; libcurl for `ktune`.
+# GEMM; postgresql for the embedded database when no KTUNE_DATABASE_URL is given; libcurl for `ktune`;
+# dataset-fashion-mnist for the Fisher Potential legality check of neural problems (issue 14).
 RUN apt-get update && apt-get install -y --no-install-recommends \
       libmicrohttpd12 libjansson4 libpq5 zlib1g libopenblas0 libxgboost0 libcurl4 \
-      gcc libc6-dev postgresql ca-certificates \
+      gcc libc6-dev postgresql ca-certificates dataset-fashion-mnist \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/ktune
-# bin/ beside kernels/, datasets/, accel/ and web/: ktuned's defaults (<install>/kernels,
-# <install>/datasets, <install>/accel/devices.json, <install>/web, <dir of ktuned>/ktune-runner)
+# bin/ beside kernels/, datasets/, accel/, networks/ and web/: ktuned's defaults (<install>/kernels,
+# <install>/datasets, <install>/accel/devices.json, <install>/networks, <install>/web, <dir of
+# ktuned>/ktune-runner)
 # find them with no flag.
 COPY --from=build /src/build/ktuned bin/ktuned
 COPY --from=build /src/build/ktune-runner bin/ktune-runner
@@ -40,6 +42,7 @@ COPY --from=build /src/web web
 COPY datasets datasets
 COPY kernels kernels
 COPY accel accel
+COPY networks networks
 RUN ln -s /opt/ktune/bin/ktune /usr/local/bin/ktune
 # With KTUNE_DATABASE_URL unset, ktuned runs an embedded PostgreSQL in /var/lib/ktune as user postgres.
 RUN mkdir -p /var/lib/ktune && chmod 755 /var/lib/ktune

@@ -7,6 +7,7 @@
 #include "search/searcher.h"
 #include "bench/bench_accel.h"
 #include "bench/bench_device_args.h"
+#include "bench/bench_fisher.h"
 #include "bench/bench_history.h"
 #include "bench/bench_predict.h"
 
@@ -42,6 +43,7 @@ static void bench_usage(FILE *out)
     bench_device_usage(out);
     bench_predict_usage(out);
     bench_accel_usage(out);
+    bench_fisher_usage(out);
 }
 
 int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out)

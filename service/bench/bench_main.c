@@ -13,6 +13,7 @@
 #include "bench/bench_device.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_device_report.h"
+#include "bench/bench_fisher.h"
 #include "bench/bench_predict.h"
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
@@ -179,6 +180,42 @@ out:
     return rc;
 }
 
+int bench_fisher_main(int argc, char **argv, const char *exe_dir)
+{
+    bench_fisher_options opt;
+    kt_error err;
+    char msg[1024];
+    json_t *res = NULL;
+    FILE *jf = NULL;
+    int rc = bench_fisher_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
+    if (rc != 0) {
+        rc = bench_args_exit(rc, msg);
+        goto out;
+    }
+    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
+        goto out;
+    if (opt.from_json) { /* the tables of a saved result, checked first */
+        json_error_t je;
+        if (!(res = json_load_file(opt.from_json, 0, &je))) {
+            kt_error_set(&err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt.from_json, je.text);
+        } else if (bench_fisher_check(res, &err) < 0) {
+            kt_error_prefix(&err, "--from-json %s", opt.from_json);
+            json_decref(res);
+            res = NULL;
+        }
+    } else {
+        res = bench_fisher_run(&opt, exe_dir, stderr, &err);
+    }
+    if (res)
+        bench_fisher_print_table(res, stdout);
+    rc = mode_end(res, &err, &jf, opt.json_path);
+out:
+    if (jf)
+        fclose(jf);
+    json_decref(res);
+    return rc;
+}
+
 int bench_main(int argc, char **argv, const char *exe_dir)
 {
     bench_options opt;
@@ -191,6 +228,10 @@ int bench_main(int argc, char **argv, const char *exe_dir)
 
     if (bench_accel_wanted(argc, argv)) { /* --accel, --accel-predict: Mind Mappings' report */
         rc = bench_accel_main(argc, argv, exe_dir);
+        goto out;
+    }
+    if (bench_fisher_wanted(argc, argv)) { /* --fisher: the Fisher Potential check validated */
+        rc = bench_fisher_main(argc, argv, exe_dir);
         goto out;
     }
     if (bench_predict_wanted(argc, argv)) { /* --predict: the prediction report */

@@ -18,5 +18,8 @@ int bench_predict_main(int argc, char **argv, const char *exe_dir);
 /* The accel report alone (bench_main calls it when bench_accel_wanted: --accel or
  * --accel-predict; bench_accel.h). */
 int bench_accel_main(int argc, char **argv, const char *exe_dir);
+/* The Fisher Potential validation alone (bench_main calls it when bench_fisher_wanted: --fisher;
+ * bench_fisher.h). */
+int bench_fisher_main(int argc, char **argv, const char *exe_dir);
 
 #endif
