@@ -77,19 +77,20 @@ def layer_row(k, args, net, conv):
 
 def report(doc):
     lines = ["Neural transformations per layer (conv2d_neural on cpu; %s)" % doc["setup"], ""]
-    lines.append("%-10s %-8s %-26s %10s %10s %7s %-26s %7s %7s %9s" % (
+    lines.append("%-10s %-10s %-26s %10s %10s %7s %-26s %7s %7s %9s" % (
         "network", "layer", "problem (N,C,K,H,W,R,S)", "plain ms", "neural ms", "speedup",
         "transformation", "fisher", "params", "illegal"))
     for r in doc["layers"]:
         p = r["problem"]
         shape = ",".join(str(p[a]) for a in ("N", "C", "K", "H", "W", "R", "S"))
         if "neural_ms" in r:
-            lines.append("%-10s %-8s %-26s %10.4f %10.4f %6.2fx %-26s %7.3f %6.3fx %4d/%-4d" % (
+            lines.append("%-10s %-10s %-26s %10.4f %10.4f %6.2fx %-26s %7.3f %6.3fx %4d/%-4d" % (
                 r["network"], r["layer"], shape, r["plain_ms"], r["neural_ms"], r["speedup"],
                 r["transformation"], r["fisher_ratio"], r["params_ratio"], r["illegal"], r["judged"]))
         else:
-            lines.append("%-10s %-8s %-26s %10.4f %10s %7s %-26s %7s %7s %4d/%-4d" % (
-                r["network"], r["layer"], shape, r["plain_ms"], "-", "-", "(no legal candidate)",
+            lines.append("%-10s %-10s %-26s %10.4f %10s %7s %-26s %7s %7s %4d/%-4d" % (
+                r["network"], r["layer"], shape, r["plain_ms"], "-", "-",
+                "(no legal candidate)" if r["judged"] else "(none applies)",
                 "-", "-", r["illegal"], r["judged"]))
     lines.append("")
     for n in doc["networks"]:

@@ -23,7 +23,7 @@ ALLOW = ["group", "bottleneck", "spatial_group", "unroll_group", "split_group"]
 # the small data set the ratios of its transformations straddle 1 (0.90 to 1.18), so some are
 # judged illegal and some legal.
 THRESHOLD = float(os.environ.get("KT_NEURAL_TEST_THRESHOLD", "1.0"))
-EVALUATIONS = 40
+EVALUATIONS = 32
 
 
 class NeuralApiTest(unittest.TestCase):
