@@ -1,9 +1,11 @@
 /* Per (kernel, problem) state of the CPU runner: buffers (64-byte aligned), inputs filled with
  * deterministic pseudo-random values in [-1, 1) seeded by kernel and buffer name, and the reference
  * outputs computed once (OpenBLAS sgemm single-threaded, or the kernel's C reference). The state
- * stays in r->problem until a request with another key arrives. Inputs are read-only for kernels:
- * each keeps a checksum so that a kernel writing to one is caught and the buffer restored. Each
- * kernel buffer ends (rounded up to 64 bytes) at a PROT_NONE guard page. */
+ * stays in r->problem until a request with another key arrives, then among the few kept in
+ * r->kept (bounded in count and memory), from which a request with its key brings it back. Inputs
+ * are read-only for kernels: each keeps a checksum so that a kernel writing to one is caught and
+ * the buffer restored. Each kernel buffer ends (rounded up to 64 bytes) at a PROT_NONE guard page.
+ */
 #include "core/hash.h"
 #include "runner/runner.h"
 
@@ -46,6 +48,48 @@ void cpu_problem_free(cpu_problem *p)
         free(p->expected[i]);
     }
     free(p);
+}
+
+void cpu_problem_release_all(runner *r)
+{
+    cpu_problem_free(r->problem);
+    r->problem = NULL;
+    for (int i = 0; i < RUNNER_KEPT_PROBLEMS; i++) {
+        cpu_problem_free(r->kept[i]);
+        r->kept[i] = NULL;
+    }
+}
+
+/* Memory a state holds: its mappings and reference copies. */
+static unsigned long long state_bytes(const cpu_problem *p)
+{
+    unsigned long long n = 0;
+    for (int i = 0; i < p->n_buffers; i++)
+        n +=
+            p->map_bytes[i] + (p->expected[i] ? (unsigned long long)p->buffers[i].elements * 4 : 0);
+    return n;
+}
+
+/* Puts p (may be NULL) first among the kept states; the least recent beyond the count or the
+ * memory bound are freed. */
+static void keep_state(runner *r, cpu_problem *p)
+{
+    if (!p)
+        return;
+    cpu_problem_free(r->kept[RUNNER_KEPT_PROBLEMS - 1]);
+    memmove(&r->kept[1], &r->kept[0], sizeof r->kept[0] * (RUNNER_KEPT_PROBLEMS - 1));
+    r->kept[0] = p;
+    unsigned long long total = 0;
+    for (int i = 0; i < RUNNER_KEPT_PROBLEMS && r->kept[i]; i++) {
+        total += state_bytes(r->kept[i]);
+        if (total > RUNNER_KEPT_BYTES) {
+            for (int j = i; j < RUNNER_KEPT_PROBLEMS; j++) {
+                cpu_problem_free(r->kept[j]);
+                r->kept[j] = NULL;
+            }
+            break;
+        }
+    }
 }
 
 static float *alloc_floats(long long n)
@@ -186,7 +230,19 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
         *reused = 1;
         return 0;
     }
-    cpu_problem_free(r->problem); /* before allocating the next one: memory is bounded per state */
+    for (int i = 0; i < RUNNER_KEPT_PROBLEMS && r->kept[i]; i++) {
+        if (!same_key(r->kept[i], q, ref_binary))
+            continue;
+        p = r->kept[i];
+        memmove(&r->kept[i], &r->kept[i + 1],
+                sizeof r->kept[0] * (size_t)(RUNNER_KEPT_PROBLEMS - 1 - i));
+        r->kept[RUNNER_KEPT_PROBLEMS - 1] = NULL;
+        keep_state(r, r->problem);
+        p->setup_ms = 0;
+        r->problem = p;
+        return 0;
+    }
+    keep_state(r, r->problem); /* before allocating the next one: memory is bounded per state */
     r->problem = NULL;
     if (q->ref_kind == RUNNER_REF_OPENBLAS_SGEMM && check_sgemm_shape(q, err) < 0)
         goto out;

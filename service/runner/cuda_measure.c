@@ -365,8 +365,7 @@ void cuda_measure_release(cuda_device *d)
 {
     cuda_problem_release(d);
     if (d->host) {
-        if (d->host->problem)
-            cpu_problem_free(d->host->problem);
+        cpu_problem_release_all(d->host);
         free(d->host);
         d->host = NULL;
     }

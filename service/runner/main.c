@@ -292,7 +292,7 @@ int main(int argc, char **argv)
     free(line);
     fclose(in);
     fclose(out);
-    cpu_problem_free(r.problem);
+    cpu_problem_release_all(&r);
     if (r.cuda)
         cuda_device_close(r.cuda);
     return 0;

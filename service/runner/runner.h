@@ -21,13 +21,15 @@
 #define RUNNER_MAX_BUFFERS      32
 #define RUNNER_LOG_MAX          4096         /* compiler output kept (the last bytes) */
 #define RUNNER_MAX_MEMORY_BYTES (8ULL << 30) /* buffers + reference copies per problem */
-#define RUNNER_MAX_ELEMENTS     (1LL << 40)  /* per buffer, before the memory bound */
-#define RUNNER_MAX_SOURCE_BYTES (4 << 20)    /* a kernel or reference source file */
-#define RUNNER_REPEATS_CAP      1000000      /* max_repeats accepted */
-#define RUNNER_SECONDS_CAP      3600.0       /* max_seconds, compile_timeout_s accepted */
-#define RUNNER_TEXT_MAX         256          /* probe strings (model, compiler line) */
-#define RUNNER_MAX_CACHES       16           /* cache descriptions read by the probe */
-#define RUNNER_ISA_MAX          512          /* the space-separated isa list */
+#define RUNNER_KEPT_PROBLEMS    8            /* earlier problem states kept (cpu_problem_prepare) */
+#define RUNNER_KEPT_BYTES       (512ULL << 20) /* ... holding at most this much memory together */
+#define RUNNER_MAX_ELEMENTS     (1LL << 40)    /* per buffer, before the memory bound */
+#define RUNNER_MAX_SOURCE_BYTES (4 << 20)      /* a kernel or reference source file */
+#define RUNNER_REPEATS_CAP      1000000        /* max_repeats accepted */
+#define RUNNER_SECONDS_CAP      3600.0         /* max_seconds, compile_timeout_s accepted */
+#define RUNNER_TEXT_MAX         256            /* probe strings (model, compiler line) */
+#define RUNNER_MAX_CACHES       16             /* cache descriptions read by the probe */
+#define RUNNER_ISA_MAX          512            /* the space-separated isa list */
 
 typedef enum { RUNNER_REF_OPENBLAS_SGEMM = 0, RUNNER_REF_C } runner_ref_kind;
 
@@ -81,7 +83,8 @@ typedef struct cpu_info {
     char toolchain[RUNNER_TEXT_MAX]; /* "gcc 12.2.0" (runner_cpu_toolchain); "unknown" without cc */
 } cpu_info;
 
-/* Per (kernel, problem) state: buffers, their inputs filled, reference outputs computed. */
+/* Per (kernel, problem, buffers) state: buffers, their inputs filled, reference outputs computed.
+ * The problem holds every argument a request sends, a kernel's neural parameters included. */
 typedef struct cpu_problem {
     /* the key: a request with the same values reuses this state */
     char kernel[RUNNER_NAME_MAX];
@@ -107,7 +110,11 @@ typedef struct runner {
     char cache_dir[RUNNER_PATH_MAX];
     cpu_info cpu;         /* CPU device only */
     cpu_problem *problem; /* CPU device only; NULL until the first measure */
-    cuda_device *cuda;    /* CUDA device only; NULL when it could not be opened */
+    /* earlier states (most recent first, NULL-padded), so that requests alternating between a
+     * few keys (a kernel's neural parameters: one reference per value) do not refill and recompute
+     * each time */
+    cpu_problem *kept[RUNNER_KEPT_PROBLEMS];
+    cuda_device *cuda; /* CUDA device only; NULL when it could not be opened */
     char cuda_reason[256];
 } runner;
 
@@ -185,12 +192,16 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
 
 typedef int (*cpu_kernel_fn)(float *const *buffers, const long long *problem);
 
-/* Makes r->problem hold the state for q (reused when the key matches: *reused = 1). ref_binary is
- * the reference .so for RUNNER_REF_C (NULL for openblas_sgemm). Returns 0; 1 when the problem
+/* Makes r->problem hold the state for q (reused when the key matches: *reused = 1). A state with
+ * another key moves to r->kept (RUNNER_KEPT_PROBLEMS, RUNNER_KEPT_BYTES: the least recent go),
+ * and one kept for q's key comes back (*reused = 0, its setup_ms 0: nothing was set up). ref_binary
+ * is the reference .so for RUNNER_REF_C (NULL for openblas_sgemm). Returns 0; 1 when the problem
  * cannot run (reason filled: memory bound, reference failure) ; -1 with err on request errors. */
 int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused,
                         char *reason, size_t reason_cap, kt_error *err);
 void cpu_problem_free(cpu_problem *p);
+/* Frees r->problem and every kept state. */
+void cpu_problem_release_all(runner *r);
 /* Sets every output buffer to NaN. */
 void cpu_problem_poison_outputs(cpu_problem *p);
 /* Index of the first input buffer whose checksum changed (that buffer is refilled), or -1. */

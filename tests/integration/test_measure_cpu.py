@@ -135,6 +135,20 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertEqual(best["problem"], problem)
         self.assertEqual(set(best["config"]), set(fastest["config"]))
 
+    def test_conv2d_neural_plain_job_keeps_the_identity(self):
+        # A request without "neural" sees only semantics-preserving configurations (issue 14):
+        # GROUPS 1, BOTTLENECK 1, SEQ 0, measured against the dense reference.
+        problem = {"N": 1, "C": 16, "K": 16, "H": 10, "W": 10, "R": 3, "S": 3}
+        job, trials = self.run_job({"kernel": "conv2d_neural", "device": "cpu", "problem": problem,
+                                    "strategy": "random", "budget": {"evaluations": 3}, "seed": 3,
+                                    "final_remeasure": 0}, timeout=170)
+        self.assertEqual(job["status"], "succeeded", job)
+        self.assertEqual(len(trials), 3)
+        for t in trials:
+            self.assertEqual(t["status"], "ok", t)
+            self.assertEqual((t["config"]["GROUPS"], t["config"]["BOTTLENECK"], t["config"]["SEQ"]),
+                             (1, 1, 0), t)
+
     def test_scale_job_is_ok(self):
         job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": 4096},
                                     "strategy": "exhaustive", "budget": {"evaluations": 10}})

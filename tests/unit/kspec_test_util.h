@@ -1,5 +1,6 @@
 /* kspec_test_util — the fixture shared by the kernel spec tests (test_catalog_kernel_spec.c) and
- * the real-device catalog and backend tests (test_measure_real.c): a temporary folder with a valid
+ * the real-device catalog and backend tests (test_measure_real.c) and the neural section tests
+ * (test_catalog_kernel_neural.c): a temporary folder with a valid
  * kernel (vadd: cpu variant, reference, a cuda source), a fake ktune-runner (a Python script that
  * speaks the protocol) and a cache folder; setup creates it, teardown removes it. Every helper is
  * static inline so that each test uses what it needs. */
@@ -55,6 +56,27 @@ static const char VALID_SPEC[] =
     "   \"restrictions\": [\"U*B <= 256\", \"B*4 <= l1d_bytes\", \"B <= n\"],"
     "   \"default\": {\"U\": 1, \"B\": 16}}},"
     " \"test_problem\": {\"n\": 64, \"m\": 1}}";
+
+/* vadd with neural parameters G (the output thinned by G) and Z, and three transformations (the
+ * kernel spec "neural" section, issue 14): test_catalog_kernel_neural.c, test_measure_real.c. */
+static const char NEURAL_SPEC[] =
+    "{\"name\": \"vadd\", \"summary\": \"y = x + x, thinned\","
+    " \"problem\": [{\"name\": \"n\", \"min\": 1, \"max\": 4096, \"default\": 64},"
+    "              {\"name\": \"m\", \"min\": 1, \"max\": 64, \"default\": 4}],"
+    " \"buffers\": [{\"name\": \"x\", \"elements\": \"n*m\", \"role\": \"input\"},"
+    "               {\"name\": \"y\", \"elements\": \"n*m//G\", \"role\": \"output\"}],"
+    " \"flops\": \"2*n*m//G + Z\", \"tolerance\": {\"rtol\": 1e-6, \"atol\": 1e-7},"
+    " \"reference\": {\"kind\": \"c\", \"source\": \"reference.c\"},"
+    " \"variants\": {\"cpu\": {\"source\": \"cpu.c\","
+    "   \"parameters\": [{\"name\": \"U\", \"values\": [1, 2, 4]},"
+    "                    {\"name\": \"G\", \"values\": [1, 2, 4, 8]},"
+    "                    {\"name\": \"Z\", \"values\": [0, 1]}],"
+    "   \"restrictions\": [\"n % G == 0\", \"G <= 4 or Z == 1\"],"
+    "   \"default\": {\"U\": 1, \"G\": 1, \"Z\": 0},"
+    "   \"neural\": {\"parameters\": [\"G\", \"Z\"], \"identity\": {\"G\": 1, \"Z\": 0},"
+    "     \"transformations\": [{\"name\": \"half\", \"when\": \"G == 2\"},"
+    "                           {\"name\": \"thin\", \"when\": \"G >= 4\"},"
+    "                           {\"name\": \"zed\", \"when\": \"Z == 1\"}]}}}}";
 
 static const char CUDA_JSON[] =
     "{\"source\": \"cuda.cu\", \"entry\": \"vadd_kernel\","

@@ -20,25 +20,6 @@
 
 static const kspec_limits CPU_LIMITS = {{4, 32768, 1048576, 8388608, 512}};
 
-static const char NEURAL_SPEC[] =
-    "{\"name\": \"vadd\", \"summary\": \"y = x + x, thinned\","
-    " \"problem\": [{\"name\": \"n\", \"min\": 1, \"max\": 4096, \"default\": 64},"
-    "              {\"name\": \"m\", \"min\": 1, \"max\": 64, \"default\": 4}],"
-    " \"buffers\": [{\"name\": \"x\", \"elements\": \"n*m\", \"role\": \"input\"},"
-    "               {\"name\": \"y\", \"elements\": \"n*m//G\", \"role\": \"output\"}],"
-    " \"flops\": \"2*n*m//G + Z\", \"tolerance\": {\"rtol\": 1e-6, \"atol\": 1e-7},"
-    " \"reference\": {\"kind\": \"c\", \"source\": \"reference.c\"},"
-    " \"variants\": {\"cpu\": {\"source\": \"cpu.c\","
-    "   \"parameters\": [{\"name\": \"U\", \"values\": [1, 2, 4]},"
-    "                    {\"name\": \"G\", \"values\": [1, 2, 4, 8]},"
-    "                    {\"name\": \"Z\", \"values\": [0, 1]}],"
-    "   \"restrictions\": [\"n % G == 0\", \"G <= 4 or Z == 1\"],"
-    "   \"default\": {\"U\": 1, \"G\": 1, \"Z\": 0},"
-    "   \"neural\": {\"parameters\": [\"G\", \"Z\"], \"identity\": {\"G\": 1, \"Z\": 0},"
-    "     \"transformations\": [{\"name\": \"half\", \"when\": \"G == 2\"},"
-    "                           {\"name\": \"thin\", \"when\": \"G >= 4\"},"
-    "                           {\"name\": \"zed\", \"when\": \"Z == 1\"}]}}}}";
-
 static kernel_spec *load(const fixture *f, const char *text, char *why, size_t cap)
 {
     const kspec_limits *limits[KSPEC_N_KINDS] = {&CPU_LIMITS, NULL};

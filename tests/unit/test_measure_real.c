@@ -595,6 +595,67 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
     catalog_free(c);
 }
 
+/* A kernel with neural parameters: the runner gets a configuration's values after the problem's
+ * arguments, with the buffer sizes and FLOPs they give; the plain space sends the identity. */
+static void neural_values_follow_the_problem(void **state)
+{
+    fixture *f = *state;
+    write_file(f->dir, "spec.json", NEURAL_SPEC);
+    catalog *c = open_real(f, f->runner);
+    target t;
+    kt_error err;
+    trial_result r;
+    assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
+    assert_int_equal(space_count(t.sp), 3); /* U only: G and Z at the identity */
+    backend *b = backend_open(c, "cpu", &err);
+    assert_non_null(b);
+    assert_int_equal(backend_measure(b, &t, 0, &r, &err), 0);
+    assert_int_equal(r.status, TRIAL_OK);
+    trial_result_release(&r);
+    json_t *req = last_request(f);
+    json_t *want = json_loads("[64, 4, 1, 0]", 0, NULL);
+    assert_true(json_equal(json_object_get(req, "problem"), want));
+    json_decref(want);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(req, "problem_names"), 3)),
+                        "Z");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(req, "buffers"), 1), "elements")),
+                     256);
+    json_decref(req);
+
+    /* the space of every transformation: G 8, Z 1 */
+    const kernel_spec *k = catalog_find_kernel(c, "vadd");
+    assert_non_null(k);
+    kspec_problem p;
+    assert_int_equal(kernel_spec_problem(k, NULL, &p, &err), 0);
+    space *all = kernel_spec_space_neural(k, KSPEC_CPU, &p, NULL, 7u, &err);
+    assert_non_null(all);
+    if (t.owns_space)
+        space_free((space *)t.sp);
+    t.sp = all;
+    t.owns_space = 1;
+    json_t *cfg = json_pack("{s:i, s:i, s:i}", "U", 1, "G", 8, "Z", 1);
+    config_id id;
+    assert_int_equal(space_config_from_json(t.sp, cfg, &id, &err), 0);
+    json_decref(cfg);
+    assert_int_equal(backend_measure(b, &t, id, &r, &err), 0);
+    assert_int_equal(r.status, TRIAL_OK);
+    trial_result_release(&r);
+    req = last_request(f);
+    want = json_loads("[64, 4, 8, 1]", 0, NULL);
+    assert_true(json_equal(json_object_get(req, "problem"), want));
+    json_decref(want);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(req, "buffers"), 1), "elements")),
+                     32);
+    assert_int_equal(json_integer_value(json_object_get(req, "flops")), 65);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(req, "defines"), "G")), 8);
+    json_decref(req);
+    backend_close(b);
+    target_release(&t);
+    catalog_free(c);
+}
+
 int main(void)
 {
     kt_log_init(KT_LOG_ERROR);
@@ -608,6 +669,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(one_measurement_at_a_time_per_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(fake_cuda_device_gets_launch_geometry, setup, teardown),
+        cmocka_unit_test_setup_teardown(neural_values_follow_the_problem, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

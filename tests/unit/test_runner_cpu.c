@@ -425,6 +425,19 @@ static void measure_scale_is_ok_and_cached(void **state)
     assert_string_not_equal(json_string_value(extra(r, "binary")), first);
     json_decref(r);
 
+    /* another problem sets up its own state; the first one is kept and comes back without a
+     * setup (a kernel's neural parameters alternate so) */
+    r = client_call_json(c, xy_request(11, "scale", json_pack("{s:i}", "UNROLL", 4), 4096), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_false(extra(r, "problem_reused")));
+    assert_true(json_number_value(extra(r, "setup_ms")) > 0);
+    json_decref(r);
+    r = client_call_json(c, xy_request(12, "scale", json_pack("{s:i}", "UNROLL", 4), 65536), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_false(extra(r, "problem_reused")));
+    assert_true(json_number_value(extra(r, "setup_ms")) == 0.0);
+    json_decref(r);
+
     int tmp;
     assert_int_equal(count_files(c->cache, ".so", &tmp), 3); /* two kernels and the reference */
     assert_int_equal(tmp, 0);

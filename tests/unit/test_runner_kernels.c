@@ -37,7 +37,7 @@
 #define RANDOM_CONFIGS  5
 #define CALL_TIMEOUT_MS 300000
 #define MAX_ARGS        24
-#define NEURAL_PICKS    2 /* configurations verified per transformation kind */
+#define NEURAL_PICKS    1 /* configurations verified per transformation kind */
 
 typedef struct runner_proc {
     pid_t pid;
