@@ -349,8 +349,10 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
     found = answer != NULL;
-    if (found && q.from != BEST_FROM_PREDICTED)
-        goto reply; /* a measurement always wins */
+    if (found && q.from != BEST_FROM_PREDICTED) {
+        catalog_neural_mark(svc->cat, &key_only, answer); /* a plain key holds no network change */
+        goto reply;                                       /* a measurement always wins */
+    }
     json_decref(answer);
     answer = NULL;
     kt_error_clear(&err);
@@ -387,7 +389,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
             goto fail;
     }
     if (answer && catalog_neural_mark(svc->cat, &key_only, answer)) {
-        /* Never a configuration that changes the network to a caller that did not opt in. */
+        /* Marked ("changes_network" of neural kernels), and never a configuration that changes
+         * the network to a caller that did not opt in. */
         json_decref(answer);
         answer = NULL;
     }
@@ -399,7 +402,6 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (queued)
         json_object_set(answer, "tune_on_miss", queued);
 reply:
-    catalog_neural_mark(svc->cat, &key_only, answer); /* "changes_network" of neural kernels */
     http_reply_json(res, 200, json_incref(answer));
 store:
     flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);

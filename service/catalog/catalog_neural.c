@@ -235,6 +235,18 @@ static int parse_member(const catalog *c, const kernel_spec *k, kspec_kind kind,
     return 0;
 }
 
+/* A shallow copy of problem without its "neural" member (new reference), NULL when out of memory:
+ * what kernel_spec_problem reads. */
+static json_t *without_neural(const json_t *problem)
+{
+    json_t *plain = json_copy((json_t *)problem);
+    if (plain && json_object_del(plain, "neural") < 0) {
+        json_decref(plain);
+        plain = NULL;
+    }
+    return plain;
+}
+
 int catalog_neural_parse(const catalog *c, const kernel_spec *k, kspec_kind kind,
                          const json_t *problem, json_t **plain, catalog_neural **out,
                          json_t **canon, kt_error *err)
@@ -255,8 +267,7 @@ int catalog_neural_parse(const catalog *c, const kernel_spec *k, kspec_kind kind
         kt_error_hint(err, "leave out \"neural\"; kernels with a neural section: GET /v1/kernels");
         return -1;
     }
-    if (!(*plain = json_deep_copy(problem)) || json_object_del(*plain, "neural") < 0 ||
-        !(n = calloc(1, sizeof *n))) {
+    if (!(*plain = without_neural(problem)) || !(n = calloc(1, sizeof *n))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -282,10 +293,9 @@ int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem 
 {
     if (!json_object_get(t->problem, "neural"))
         return kernel_spec_problem(k, t->problem, out, err);
-    json_t *plain = json_copy(t->problem);
-    int rc = plain && json_object_del(plain, "neural") == 0
-                 ? kernel_spec_problem(k, plain, out, err)
-                 : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    json_t *plain = without_neural(t->problem);
+    int rc =
+        plain ? kernel_spec_problem(k, plain, out, err) : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     json_decref(plain);
     return rc;
 }
