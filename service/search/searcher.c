@@ -122,7 +122,12 @@ static int check_value(const char *strategy, const searcher_option *o, const jso
         if (!json_is_boolean(v))
             goto wrong_type;
         return 0;
+    case SEARCHER_OPT_START:
+        if (json_is_object(v))
+            return 0; /* a configuration: searcher_start_id checks it against the space */
+        goto string_value;
     case SEARCHER_OPT_STRING:
+    string_value:
         if (!json_is_string(v))
             goto wrong_type;
         if (o->choices && !choice_ok(o->choices, json_string_value(v))) {
@@ -133,12 +138,13 @@ static int check_value(const char *strategy, const searcher_option *o, const jso
         return 0;
     }
 wrong_type:
-    return kt_error_set(err, KT_ERR_BAD_OPTION, "option '%s' of strategy %s must be %s", o->name,
-                        strategy,
-                        o->type == SEARCHER_OPT_INTEGER   ? "an integer"
-                        : o->type == SEARCHER_OPT_NUMBER  ? "a number"
-                        : o->type == SEARCHER_OPT_BOOLEAN ? "a boolean"
-                                                          : "a string");
+    return kt_error_set(
+        err, KT_ERR_BAD_OPTION, "option '%s' of strategy %s must be %s", o->name, strategy,
+        o->type == SEARCHER_OPT_INTEGER   ? "an integer"
+        : o->type == SEARCHER_OPT_NUMBER  ? "a number"
+        : o->type == SEARCHER_OPT_BOOLEAN ? "a boolean"
+        : o->type == SEARCHER_OPT_START ? "one of random, default, paper or a configuration object"
+                                        : "a string");
 }
 
 int searcher_validate_options(const char *strategy, const searcher_option *opts, int n_opts,
@@ -218,6 +224,76 @@ const char *searcher_option_string(const searcher_option *o, const json_t *optio
     }
     json_decref(d);
     return s;
+}
+
+int searcher_start_id(const char *strategy, const searcher_option *o, const json_t *options,
+                      const space *sp, kt_rng *rng, config_id *out, int *is_random, kt_error *err)
+{
+    const json_t *v = options ? json_object_get(options, o->name) : NULL;
+    json_t *d = v ? NULL : option_default(o);
+    const json_t *start = v ? v : d;
+    kt_error why;
+    int rc = -1;
+
+    if (is_random)
+        *is_random = 0;
+    if (space_count(sp) == 0) {
+        kt_error_set(err, KT_ERR_BAD_OPTION, "strategy %s has no start state: the space is empty",
+                     strategy);
+        goto out;
+    }
+    if (json_is_object(start)) {
+        kt_error_clear(&why);
+        if (space_config_from_json(sp, start, out, &why) < 0) {
+            kt_error_set(err, KT_ERR_BAD_OPTION,
+                         "option '%s' of strategy %s is not a configuration of the space", o->name,
+                         strategy);
+            kt_error_hint(err, "%s", why.message);
+            goto out;
+        }
+        rc = 0;
+    } else if (json_is_string(start) && strcmp(json_string_value(start), "paper") == 0) {
+        *out = space_count(sp) - 1;
+        rc = 0;
+    } else if (json_is_string(start) && strcmp(json_string_value(start), "random") == 0) {
+        *out = space_sample(sp, rng);
+        if (is_random)
+            *is_random = 1;
+        rc = 0;
+    } else {
+        kt_error_set(err, KT_ERR_BAD_OPTION,
+                     "option '%s' of strategy %s: \"default\" needs the kernel's default "
+                     "configuration, which this caller does not know",
+                     o->name, strategy);
+        kt_error_hint(err, "pass a configuration object, \"paper\" or \"random\"");
+    }
+out:
+    json_decref(d);
+    return rc;
+}
+
+json_t *searcher_options_resolve_start(const json_t *options, const json_t *default_config,
+                                       kt_error *err)
+{
+    const json_t *v = json_is_object(options) ? json_object_get(options, "start") : NULL;
+    json_t *copy;
+
+    if (!json_is_string(v) || strcmp(json_string_value(v), "default") != 0)
+        return options ? json_incref((json_t *)options) : NULL;
+    if (!json_is_object(default_config)) {
+        kt_error_set(err, KT_ERR_BAD_OPTION,
+                     "option 'start' is \"default\", but the kernel variant has no default "
+                     "configuration");
+        kt_error_hint(err, "pass a configuration object, \"paper\" or \"random\"");
+        return NULL;
+    }
+    copy = json_deep_copy(options);
+    if (!copy || json_object_set_new(copy, "start", json_deep_copy(default_config)) < 0) {
+        json_decref(copy);
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        return NULL;
+    }
+    return copy;
 }
 
 searcher *searcher_new(const char *name, const space *sp, const json_t *options, uint64_t seed,
@@ -446,7 +522,8 @@ const char *searcher_name(const searcher *s)
 
 static json_t *option_json(const searcher_option *o)
 {
-    static const char *const type_names[] = {"integer", "number", "boolean", "string"};
+    static const char *const type_names[] = {"integer", "number", "boolean", "string",
+                                             "string|object"};
     json_t *d = option_default(o);
     json_t *j = json_pack("{s:s, s:o, s:s}", "type", type_names[o->type], "default",
                           d ? d : json_null(), "description", o->description);
@@ -457,7 +534,7 @@ static json_t *option_json(const searcher_option *o)
         json_object_set_new(j, "minimum", json_real(o->min));
         json_object_set_new(j, "maximum", json_real(o->max));
     }
-    if (j && o->type == SEARCHER_OPT_STRING && o->choices)
+    if (j && (o->type == SEARCHER_OPT_STRING || o->type == SEARCHER_OPT_START) && o->choices)
         json_object_set_new(j, "choices", json_string(o->choices));
     return j;
 }

@@ -83,6 +83,16 @@ int searcher_needs_surrogate(const char *name);
 int searcher_set_surrogate(searcher *s, surrogate *m, const double *problem_feat, int n,
                            kt_error *err);
 
+/* The "start" option of the strategies that walk neighbours (gbfs, na2c, anneal, greedy_ils) may be
+ * "default": the kernel variant's default configuration, which only the caller knows. Returns a new
+ * reference to options with "start": "default" replaced by default_config (a {"param": value}
+ * object, borrowed; copied), or options itself (a new reference; NULL stays NULL) when it asks for
+ * no default. NULL with err (KT_ERR_BAD_OPTION, with a hint to pass a configuration or "paper")
+ * when it asks for "default" and default_config is NULL. Call before searcher_new (the job driver,
+ * the /v1/tune validation and `ktune bench` do). */
+json_t *searcher_options_resolve_start(const json_t *options, const json_t *default_config,
+                                       kt_error *err);
+
 /* 1 if the strategy's proposals depend on told results, 0 if they do not (random, exhaustive: any
  * batch size gives the same sequence) or the name is unknown. */
 int searcher_learns(const char *name);

@@ -13,6 +13,9 @@ typedef enum {
     SEARCHER_OPT_NUMBER, /* JSON number within [min, max] */
     SEARCHER_OPT_BOOLEAN,
     SEARCHER_OPT_STRING, /* one of choices ("a|b|c"), or any string when choices is NULL */
+    SEARCHER_OPT_START,  /* a start state: one of choices ("random|default|paper") or a JSON object
+                            {"param": value, ...} naming a configuration (checked against the space
+                            by searcher_start_id at create) */
 } searcher_opt_type;
 
 typedef struct searcher_option {
@@ -64,5 +67,19 @@ int searcher_option_bool(const searcher_option *o, const json_t *options);
  */
 const char *searcher_option_string(const searcher_option *o, const json_t *options, char *buf,
                                    size_t cap);
+
+/* The start state a strategy that walks neighbours begins from, read from its SEARCHER_OPT_START
+ * option o (the option's value in options, else its default):
+ *   "random"  -> a uniform random configuration drawn from rng; *is_random = 1;
+ *   "paper"   -> the last configuration in id order: every group's lexicographically last valid
+ *                sub-configuration (first parameter at its largest valid value, then the next,
+ * ...); on gemm_tiled the paper's s_0 = [[m,1,1,1],[k,1],[n,1,1,1]]; an object -> that
+ * configuration (space_config_from_json); "default" -> never reaches a strategy: callers replace it
+ * by the kernel's default configuration with searcher_options_resolve_start (searcher.h); met here
+ * it is KT_ERR_BAD_OPTION. Returns 0 with *out set, or -1 with err (KT_ERR_BAD_OPTION naming the
+ * option and the strategy, the space's message as hint; KT_ERR_BAD_OPTION for an empty space).
+ * is_random may be NULL. */
+int searcher_start_id(const char *strategy, const searcher_option *o, const json_t *options,
+                      const space *sp, kt_rng *rng, config_id *out, int *is_random, kt_error *err);
 
 #endif
