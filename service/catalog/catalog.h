@@ -107,6 +107,12 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err);
 
+/* The default configuration of the target's kernel variant on its device ({"param": value}, new
+ * reference): the spec's "default" for the device's limits (kernel_spec_default), what a searcher's
+ * "start": "default" means (searcher_options_resolve_start). NULL for replay and accel targets and
+ * for a device this catalog no longer knows. Any thread. */
+json_t *catalog_default_config(const catalog *c, const target *t);
+
 /* Accel devices ("accel:<name>", catalog_accel.c): a target's key is kernel, device, class
  * "accel:<name>:<16 hex digits of accel_device_hash>", kernel_hash accel_kernel_hash as 16 hex
  * digits, toolchain CATALOG_ACCEL_TOOLCHAIN and the canonical problem (presets expanded: a preset

@@ -311,3 +311,20 @@ void target_release(target *t)
     catalog_neural_free(t->neural);
     memset(t, 0, sizeof *t);
 }
+
+json_t *catalog_default_config(const catalog *c, const target *t)
+{
+    const kernel_spec *k = t ? catalog_find_kernel(c, t->key.kernel) : NULL;
+    const catalog_device *d = NULL;
+    const char *text;
+
+    if (!k)
+        return NULL;
+    d = catalog_find_real(c, t->key.device);
+    if (!d)
+        d = catalog_fleet_find_known(c, t->key.device);
+    if (!d || !catalog_offers(d, k))
+        return NULL;
+    text = kernel_spec_default(k, d->kind, &d->limits);
+    return text ? json_loads(text, 0, NULL) : NULL;
+}
