@@ -224,6 +224,19 @@ static void long_value_lists_are_bucketed(void **state)
     assert_distinct_valid(x, 400, space_count(sp));
     searcher_free(a);
     searcher_free(b);
+    /* The masking holds across buckets: no sampled tuple rejected, few fallbacks. */
+    static trial_result r[400];
+    kt_error err;
+    void *st = searcher_rnn_vtable.create(sp, NULL, 5, &err);
+    assert_non_null(st);
+    assert_int_equal(drive_state(st, &o, y, r, 400, 3), 400);
+    searcher_rnn_stats stats;
+    searcher_rnn_stats_get(st, &stats);
+    searcher_rnn_vtable.destroy(st);
+    printf("rnn, bucketed: 400 proposals, %ld samples, %ld fallbacks, %ld invalid\n", stats.samples,
+           stats.fallbacks, stats.invalid);
+    assert_int_equal(stats.invalid, 0);
+    assert_true(stats.fallbacks < 20);
     space_free(sp);
 }
 
