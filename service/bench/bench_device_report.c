@@ -60,10 +60,11 @@ static void rep_print_time(FILE *out, const json_t *res)
             "\ncost against time: best ms at T s of the modelled tuning clock (each evaluation's "
             "compile +\n  measurement time as recorded when it was measured, cached or not, plus "
             "the searcher's ask/tell\n  time), mean over seeds (median); ~ some seeds' runs ended "
-            "before T (final best carried),\n  * none got to T; time budget %s\n",
-            json_is_number(tb) ? "" : "none");
+            "before T (final best carried),\n  * none got to T; ");
     if (json_is_number(tb))
-        fprintf(out, "  (%g s per run)\n", json_number_value(tb));
+        fprintf(out, "a run stops once its clock passes %g s\n", json_number_value(tb));
+    else
+        fprintf(out, "no time budget\n");
     fprintf(out, "%-12s", "strategy");
     json_array_foreach(tcps, i, tc)
     {
