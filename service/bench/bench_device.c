@@ -13,14 +13,17 @@
 #include <sys/stat.h>
 
 #include "catalog/catalog.h"
+#include "core/array.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "measure/backend.h"
 #include "measure/device.h"
 #include "search/search_set.h"
 #include "search/searcher.h"
+#include "bench/bench_device_compare.h"
 #include "bench/bench_device_impl.h"
 #include "bench/bench_device_summary.h"
+#include "bench/bench_device_time.h"
 #include "bench/bench_mcache.h"
 
 #define BENCH_DEVICE_MAX_KERNEL_DIRS 32
@@ -30,11 +33,7 @@
 
 static void bench_device_run_free(bench_device_run_state *r)
 {
-    free(r->best_so_far);
-    free(r->trial_ids);
-    free(r->trial_status);
-    free(r->trial_ms);
-    free(r->trial_cached);
+    free(r->trials);
     memset(r, 0, sizeof *r);
 }
 
@@ -51,8 +50,8 @@ static void bench_device_progress(const bench_device_ctx *ctx, const char *strat
         snprintf(best, sizeof best, "none yet");
     fprintf(ctx->progress,
             "ktune bench: %s seed %d: %d/%d evaluations, best %s, %d measured + %d cached, "
-            "%.0f s\n",
-            strategy, r->seed, r->evals, ctx->budget, best, r->measured, r->cached,
+            "clock %.0f s, %.0f s\n",
+            strategy, r->seed, r->evals, ctx->budget, best, r->measured, r->cached, r->clock_s,
             kt_clock_s() - ctx->t0);
     fflush(ctx->progress);
 }
@@ -83,14 +82,32 @@ static int bench_device_evaluate(bench_device_ctx *ctx, config_id id, trial_resu
     return bench_mcache_put(ctx->cache, id, r, err);
 }
 
-static void bench_device_record(bench_device_ctx *ctx, bench_device_run_state *run, config_id id,
-                                const trial_result *r, int cached, double wall_s)
+/* The duration of a measurement as the backend reported it (compile + measure), in seconds: the
+ * modelled clock's step, the same whether the result is measured now or replayed from the cache. */
+static double bench_device_cost_s(const trial_result *r)
 {
-    int k = run->evals;
-    run->trial_ids[k] = id;
-    run->trial_status[k] = r->status;
-    run->trial_ms[k] = r->status == TRIAL_OK ? r->time_ms : NAN;
-    run->trial_cached[k] = (unsigned char)cached;
+    double c = isfinite(r->compile_ms) && r->compile_ms > 0 ? r->compile_ms : 0;
+    double m = isfinite(r->measure_ms) && r->measure_ms > 0 ? r->measure_ms : 0;
+    return (c + m) / 1e3;
+}
+
+/* Appends one evaluation. Returns 0, or -1 with err (out of memory). */
+static int bench_device_record(bench_device_run_state *run, config_id id, const trial_result *r,
+                               int cached, double wall_s, double run_start, kt_error *err)
+{
+    bench_device_trial *t;
+    if (KT_ARRAY_GROW(run->trials, run->trials_cap, (size_t)run->evals + 1, BENCH_MAX_BUDGET) != 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    t = &run->trials[run->evals];
+    t->id = id;
+    t->status = r->status;
+    t->cached = cached;
+    t->ms = r->status == TRIAL_OK ? r->time_ms : NAN;
+    t->cost_s = bench_device_cost_s(r);
+    run->clock_measure_s += t->cost_s;
+    run->clock_s += t->cost_s;
+    t->clock_s = run->clock_s;
+    t->wall_s = kt_clock_s() - run_start;
     run->statuses[r->status]++;
     if (cached) {
         run->cached++;
@@ -103,15 +120,18 @@ static void bench_device_record(bench_device_ctx *ctx, bench_device_run_state *r
     if (r->status == TRIAL_OK && r->time_ms < run->best_ms) {
         run->best_ms = r->time_ms;
         run->best_id = id;
-        run->best_eval = k + 1;
+        run->best_eval = run->evals + 1;
     }
-    run->best_so_far[k] = run->best_ms;
+    t->best_ms = run->best_ms;
     run->evals++;
-    (void)ctx;
+    return 0;
 }
 
-/* One (strategy, seed) run. Returns 0, or -1 with err set (run freed). */
-static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int seed,
+/* One (strategy, seed) run of a row. Stops at the budget of evaluations, when the searcher has
+ * nothing more to propose, or once the modelled clock passes --time-budget (the evaluation that
+ * passes it is recorded: its result is known at a clock past the budget, so no time checkpoint up
+ * to the budget counts it). Returns 0, or -1 with err set (run freed). */
+static int bench_device_run_one(bench_device_ctx *ctx, const bench_device_row *row, int seed,
                                 bench_device_run_state *run, kt_error *err)
 {
     searcher *s = NULL;
@@ -124,26 +144,18 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
     memset(run, 0, sizeof *run);
     run->seed = seed;
     run->best_ms = INFINITY;
-    run->best_so_far = malloc((size_t)budget * sizeof *run->best_so_far);
-    run->trial_ids = malloc((size_t)budget * sizeof *run->trial_ids);
-    run->trial_status = malloc((size_t)budget * sizeof *run->trial_status);
-    run->trial_ms = malloc((size_t)budget * sizeof *run->trial_ms);
-    run->trial_cached = malloc((size_t)budget);
-    if (!run->best_so_far || !run->trial_ids || !run->trial_status || !run->trial_ms ||
-        !run->trial_cached) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    s = searcher_new(strategy, ctx->target->sp, NULL, (uint64_t)seed, err);
+    s = searcher_new(row->strategy, ctx->target->sp, row->options, (uint64_t)seed, err);
     if (!s) {
-        kt_error_prefix(err, "strategy %s", strategy);
+        kt_error_prefix(err, "strategy %s", row->label);
         goto out;
     }
-    while (run->evals < budget) {
+    while (run->evals < budget && !run->stopped_by_time) {
         int want = budget - run->evals < ctx->batch ? budget - run->evals : ctx->batch;
-        double t0 = kt_clock_s();
+        double t0 = kt_clock_s(), dt;
         n = searcher_ask(s, ids, want);
-        run->overhead_s += kt_clock_s() - t0;
+        dt = kt_clock_s() - t0;
+        run->overhead_s += dt;
+        run->clock_s += dt;
         if (n <= 0) {
             run->stopped_early = 1;
             n = 0;
@@ -158,7 +170,7 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
             if (ids[i] >= space_count(ctx->target->sp) || search_set_has(&seen, ids[i])) {
                 kt_error_set(err, KT_ERR_INTERNAL,
                              "strategy %s, seed %d: configuration %llu %s at evaluation %d",
-                             strategy, seed, (unsigned long long)ids[i],
+                             row->label, seed, (unsigned long long)ids[i],
                              ids[i] >= space_count(ctx->target->sp) ? "is outside the space"
                                                                     : "proposed twice",
                              run->evals + 1);
@@ -168,23 +180,29 @@ static int bench_device_run_one(bench_device_ctx *ctx, const char *strategy, int
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
                 goto out;
             }
-            if (bench_device_evaluate(ctx, ids[i], &res[i], &cached, &wall, err) < 0)
+            if (bench_device_evaluate(ctx, ids[i], &res[i], &cached, &wall, err) < 0 ||
+                bench_device_record(run, ids[i], &res[i], cached, wall, t_start, err) < 0)
                 goto out;
-            bench_device_record(ctx, run, ids[i], &res[i], cached, wall);
             if (ctx->progress_every > 0 && run->evals % ctx->progress_every == 0)
-                bench_device_progress(ctx, strategy, run);
+                bench_device_progress(ctx, row->label, run);
+            if (ctx->time_budget_s > 0 && run->clock_s > ctx->time_budget_s) {
+                run->stopped_by_time = 1;
+                break; /* the rest of the batch is never evaluated, nor told */
+            }
         }
-        t0 = kt_clock_s();
-        searcher_tell(s, ids, res, n);
-        run->overhead_s += kt_clock_s() - t0;
+        if (!run->stopped_by_time) {
+            t0 = kt_clock_s();
+            searcher_tell(s, ids, res, n);
+            dt = kt_clock_s() - t0;
+            run->overhead_s += dt;
+            run->clock_s += dt;
+        }
         for (int i = 0; i < n; i++)
             trial_result_release(&res[i]);
         n = 0;
     }
-    for (int k = run->evals; k < budget; k++) /* stopped early: carry the last best forward */
-        run->best_so_far[k] = run->best_ms;
     if (ctx->progress_every > 0 && run->evals % ctx->progress_every != 0)
-        bench_device_progress(ctx, strategy, run);
+        bench_device_progress(ctx, row->label, run);
     rc = 0;
 out:
     run->wall_s = kt_clock_s() - t_start;
@@ -266,21 +284,72 @@ static int bench_device_validate(const bench_device_options *opt, kt_error *err)
 {
     if (!opt->kernel || !opt->device || opt->budget < 1 || opt->budget > BENCH_MAX_BUDGET ||
         opt->seeds < 1 || opt->seeds > BENCH_MAX_SEEDS || opt->batch < 1 ||
-        opt->batch > BENCH_DEVICE_MAX_BATCH || opt->n_strategies < 1 ||
-        opt->n_strategies > BENCH_MAX_STRATEGIES || opt->progress < 0)
+        opt->batch > BENCH_DEVICE_MAX_BATCH || bench_device_n_rows(opt) < 1 ||
+        bench_device_n_rows(opt) > BENCH_MAX_STRATEGIES || opt->n_strategies < 0 ||
+        opt->n_variants < 0 || opt->progress < 0 || !(opt->time_budget_s >= 0) ||
+        opt->time_budget_s > BENCH_DEVICE_MAX_TIME_S || opt->n_time_checkpoints < 0 ||
+        opt->n_time_checkpoints > BENCH_DEVICE_MAX_TIME_CP || opt->n_test_rows < 0 ||
+        opt->n_test_rows > BENCH_MAX_STRATEGIES)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                             "kernel and device required, budget 1-%d, seeds 1-%d, batch 1-%d, "
-                            "1-%d strategies",
+                            "1-%d rows, time budget 0-%g s, at most %d time checkpoints",
                             BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_DEVICE_MAX_BATCH,
-                            BENCH_MAX_STRATEGIES);
-    for (int s = 0; s < opt->n_strategies; s++) {
-        if (!searcher_exists(opt->strategies[s])) {
-            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'", opt->strategies[s]);
+                            BENCH_MAX_STRATEGIES, BENCH_DEVICE_MAX_TIME_S,
+                            BENCH_DEVICE_MAX_TIME_CP);
+    for (int r = 0; r < bench_device_n_rows(opt); r++) {
+        if (!searcher_exists(bench_device_row_strategy(opt, r))) {
+            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'",
+                         bench_device_row_strategy(opt, r));
             kt_error_hint(err, "strategies: %s", searcher_names());
             return -1;
         }
     }
+    for (int k = 0; k < opt->n_time_checkpoints; k++) {
+        if (!(opt->time_checkpoints[k] > 0) ||
+            (k > 0 && opt->time_checkpoints[k] <= opt->time_checkpoints[k - 1]))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "time checkpoints must be positive and ascending");
+    }
     return 0;
+}
+
+/* The rows with their options resolved ("start": "default" becomes the kernel variant's default
+ * configuration) and checked once against the space (searcher_new), so that a bad --variant stops
+ * the bench before anything is measured. rows[] must be zeroed; the caller frees the options. */
+static int bench_device_rows(const bench_device_options *opt, catalog *cat, const target *t,
+                             bench_device_row *rows, kt_error *err)
+{
+    json_t *def = catalog_default_config(cat, t), *parsed = NULL;
+    int rc = -1;
+
+    for (int r = 0; r < bench_device_n_rows(opt); r++) {
+        const bench_device_variant *v =
+            r >= opt->n_strategies ? &opt->variants[r - opt->n_strategies] : NULL;
+        json_error_t je;
+        searcher *s = NULL;
+        rows[r].label = bench_device_row_label(opt, r);
+        rows[r].strategy = bench_device_row_strategy(opt, r);
+        json_decref(parsed);
+        parsed = v ? json_loads(v->options, 0, &je) : NULL;
+        if (v && !json_is_object(parsed)) {
+            kt_error_set(err, KT_ERR_BAD_OPTION, "the options are not a JSON object");
+        } else if (!(rows[r].options = searcher_options_resolve_start(parsed, def, err)) &&
+                   parsed) {
+            /* err set */
+        } else if (v && !(s = searcher_new(rows[r].strategy, t->sp, rows[r].options, 0, err))) {
+            /* err set: the values and ranges only the strategy knows */
+        } else {
+            searcher_free(s);
+            continue;
+        }
+        kt_error_prefix(err, v ? "--variant %s" : "strategy %s", rows[r].label);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(parsed);
+    json_decref(def);
+    return rc;
 }
 
 /* The strategy costs are divided by: --relative-to, else gbfs when it runs, else the first. */
@@ -288,11 +357,81 @@ static const char *bench_device_reference(const bench_device_options *opt)
 {
     if (opt->relative_to)
         return opt->relative_to;
-    for (int s = 0; s < opt->n_strategies; s++) {
-        if (strcmp(opt->strategies[s], "gbfs") == 0)
-            return opt->strategies[s];
+    for (int r = 0; r < bench_device_n_rows(opt); r++) {
+        if (strcmp(bench_device_row_label(opt, r), "gbfs") == 0)
+            return bench_device_row_label(opt, r);
     }
-    return opt->strategies[0];
+    return bench_device_row_label(opt, 0);
+}
+
+/* The rows Welch-tested against every other: --test-strategies, else gbfs and na2c when they are
+ * rows, else the reference row. */
+static json_t *bench_device_tested(const bench_device_options *opt)
+{
+    json_t *a = json_array();
+    for (int k = 0; a && k < opt->n_test_rows; k++)
+        json_array_append_new(a, json_string(opt->test_rows[k]));
+    for (int r = 0; a && opt->n_test_rows == 0 && r < bench_device_n_rows(opt); r++) {
+        const char *l = bench_device_row_label(opt, r);
+        if (strcmp(l, "gbfs") == 0 || strcmp(l, "na2c") == 0)
+            json_array_append_new(a, json_string(l));
+    }
+    if (a && json_array_size(a) == 0)
+        json_array_append_new(a, json_string(bench_device_reference(opt)));
+    return a;
+}
+
+/* The whole result (shape in bench_device.h). NULL when out of memory. */
+static json_t *bench_device_result_json(const bench_device_ctx *ctx,
+                                        const bench_device_options *opt,
+                                        const bench_device_run_state *runs, const int *cps,
+                                        int n_cp, const double *tcps, int n_tcp,
+                                        const kspec_problem *kp, json_t *measure)
+{
+    const target *t = ctx->target;
+    bench_mcache_stats st = bench_mcache_get_stats(ctx->cache);
+    json_t *strategies =
+        bench_device_summary_json(ctx, runs, cps, n_cp, tcps, n_tcp, bench_device_reference(opt));
+    json_t *jcps = json_array(), *jtcps = json_array(), *tested = bench_device_tested(opt);
+    json_t *welch = NULL, *res = NULL;
+    char key[32];
+
+    for (int k = 0; jcps && k < n_cp; k++)
+        json_array_append_new(jcps, json_integer(cps[k]));
+    for (int k = 0; jtcps && k < n_tcp; k++)
+        json_array_append_new(jtcps, json_real(tcps[k]));
+    if (!strategies || !jcps || !jtcps || !tested)
+        goto out;
+    snprintf(key, sizeof key, "%d", cps[n_cp - 1]);
+    welch = json_pack("{s:{s:i, s:o*}}", "evaluations", "at", cps[n_cp - 1], "tests",
+                      bench_device_welch_json(strategies, tested, "checkpoints", key));
+    if (welch && n_tcp > 0) {
+        snprintf(key, sizeof key, "%g", tcps[n_tcp - 1]);
+        json_object_set_new(
+            welch, "time",
+            json_pack("{s:f, s:o*}", "at", tcps[n_tcp - 1], "tests",
+                      bench_device_welch_json(strategies, tested, "time_checkpoints", key)));
+    }
+    res = json_pack(
+        "{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:O, s:o, s:O, s:s, s:O, "
+        "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O, s:O*, s:O}",
+        "kernel", t->key.kernel, "device", t->key.device, "device_class", t->key.device_class,
+        "kernel_hash", t->key.kernel_hash, "problem", t->problem, "space_size",
+        (json_int_t)space_count(t->sp), "flops", kp->flops, "budget", opt->budget, "seeds",
+        opt->seeds, "batch", opt->batch, "checkpoints", jcps, "time_budget_s",
+        opt->time_budget_s > 0 ? json_real(opt->time_budget_s) : json_null(), "time_checkpoints",
+        jtcps, "reference_strategy", bench_device_reference(opt), "measure", measure,
+        "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded, "skipped",
+        (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured", (json_int_t)st.stored,
+        "wall_s", kt_clock_s() - ctx->t0, "test_strategies", tested, "welch", welch, "strategies",
+        strategies);
+out:
+    json_decref(strategies);
+    json_decref(jcps);
+    json_decref(jtcps);
+    json_decref(tested);
+    json_decref(welch);
+    return res;
 }
 
 json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, FILE *progress,
@@ -301,16 +440,19 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     static const int cp_list[] = {100, 300, 900};
     char runner[PATH_MAX], kbuf[BENCH_DEVICE_MAX_DIRS_TEXT], cache_dir[PATH_MAX];
     const char *kdirs[BENCH_DEVICE_MAX_KERNEL_DIRS];
-    int nk = 0, n_cp = 0, done = 0, checkpoints[4];
+    int nk = 0, n_cp = 0, n_runs = 0, n_tcp = 0, checkpoints[4];
+    double tcps[BENCH_DEVICE_MAX_TIME_CP];
+    bench_device_row rows[BENCH_MAX_STRATEGIES];
     catalog *cat = NULL;
     target t;
     backend *b = NULL;
     bench_mcache *mc = NULL;
     bench_device_run_state *runs = NULL;
-    json_t *problem = NULL, *identity = NULL, *measure = NULL, *strategies = NULL, *res = NULL;
+    json_t *problem = NULL, *identity = NULL, *measure = NULL, *res = NULL;
     kspec_problem kp;
 
     memset(&t, 0, sizeof t);
+    memset(rows, 0, sizeof rows);
     kt_error_clear(err);
     if (bench_device_validate(opt, err) < 0 ||
         !(problem = bench_device_problem_json(opt->problem, err)) ||
@@ -339,7 +481,8 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     int n_devs = 0;
     if (device_discover(&real, &devs, &n_devs, err) < 0 ||
         !(cat = catalog_new_real(&copt, &real, devs, n_devs, err)) ||
-        catalog_resolve(cat, opt->kernel, opt->device, problem, &t, err) < 0)
+        catalog_resolve(cat, opt->kernel, opt->device, problem, &t, err) < 0 ||
+        bench_device_rows(opt, cat, &t, rows, err) < 0)
         goto out;
     const kernel_spec *ks = catalog_find_kernel(cat, t.key.kernel);
     if (!ks || kernel_spec_problem(ks, t.problem, &kp, err) < 0) {
@@ -371,8 +514,12 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     bench_device_ctx ctx = {.target = &t,
                             .backend = b,
                             .cache = mc,
+                            .rows = rows,
+                            .n_rows = bench_device_n_rows(opt),
+                            .seeds = opt->seeds,
                             .budget = opt->budget,
                             .batch = opt->batch,
+                            .time_budget_s = opt->time_budget_s,
                             .progress_every = progress ? opt->progress : 0,
                             .flops = kp.flops,
                             .t0 = kt_clock_s(),
@@ -387,46 +534,29 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
                 opt->measure_cache ? opt->measure_cache : "(no cache file)");
         fflush(progress);
     }
-    runs = calloc((size_t)opt->n_strategies * (size_t)opt->seeds, sizeof *runs);
+    n_runs = bench_device_n_rows(opt) * opt->seeds;
+    runs = calloc((size_t)n_runs, sizeof *runs);
     if (!runs) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    /* Seed-major, so that an experiment stopped part-way has every strategy on the same seeds. */
+    /* Seed-major, so that an experiment stopped part-way has every row on the same seeds. */
     for (int k = 0; k < opt->seeds; k++) {
-        for (int s = 0; s < opt->n_strategies; s++) {
-            if (bench_device_run_one(&ctx, opt->strategies[s], k, &runs[s * opt->seeds + k], err) <
-                0)
+        for (int r = 0; r < ctx.n_rows; r++) {
+            if (bench_device_run_one(&ctx, &rows[r], k, &runs[r * opt->seeds + k], err) < 0)
                 goto out;
-            done++;
         }
     }
-    strategies =
-        bench_device_summary_json(&ctx, opt, runs, checkpoints, n_cp, bench_device_reference(opt));
-    json_t *cps = json_array();
-    for (int k = 0; cps && k < n_cp; k++)
-        json_array_append_new(cps, json_integer(checkpoints[k]));
-    bench_mcache_stats st = bench_mcache_get_stats(mc);
-    res =
-        json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:o*, s:s, s:O, "
-                  "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O*}",
-                  "kernel", t.key.kernel, "device", t.key.device, "device_class",
-                  t.key.device_class, "kernel_hash", t.key.kernel_hash, "problem", t.problem,
-                  "space_size", (json_int_t)space_count(t.sp), "flops", kp.flops, "budget",
-                  opt->budget, "seeds", opt->seeds, "batch", opt->batch, "checkpoints", cps,
-                  "reference_strategy", bench_device_reference(opt), "measure", measure,
-                  "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded,
-                  "skipped", (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured",
-                  (json_int_t)st.stored, "wall_s", kt_clock_s() - ctx.t0, "strategies", strategies);
-    if (!res || !strategies) {
-        json_decref(res);
-        res = NULL;
+    n_tcp = bench_device_time_checkpoints(opt, runs, n_runs, tcps);
+    res = bench_device_result_json(&ctx, opt, runs, checkpoints, n_cp, tcps, n_tcp, &kp, measure);
+    if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    }
 out:
-    for (int k = 0; runs && k < done; k++)
+    for (int k = 0; runs && k < n_runs; k++) /* calloc'd: a run not made is all zeros */
         bench_device_run_free(&runs[k]);
     free(runs);
+    for (int r = 0; r < BENCH_MAX_STRATEGIES; r++)
+        json_decref(rows[r].options);
     backend_close(b);
     bench_mcache_free(mc);
     target_release(&t);
@@ -434,6 +564,5 @@ out:
     json_decref(problem);
     json_decref(identity);
     json_decref(measure);
-    json_decref(strategies);
     return res;
 }

@@ -12,12 +12,33 @@
 #include "core/log.h"
 #include "search/searcher.h"
 
-static const char *const bench_device_flags[] = {
-    "--kernel",      "--device",       "--problem",       "--strategies",        "--relative-to",
-    "--budget",      "--seeds",        "--batch",         "--progress",          "--measure-cache",
-    "--json",        "--runner",       "--kernels",       "--cache-dir",         "--cpu-core",
-    "--min-repeats", "--min-seconds",  "--run-timeout-s", "--compile-timeout-s", "--log-level",
-    "--max-repeats", "--max-timing-s", "--slow-factor"};
+static const char *const bench_device_flags[] = {"--kernel",
+                                                 "--device",
+                                                 "--problem",
+                                                 "--strategies",
+                                                 "--relative-to",
+                                                 "--budget",
+                                                 "--seeds",
+                                                 "--batch",
+                                                 "--progress",
+                                                 "--measure-cache",
+                                                 "--json",
+                                                 "--runner",
+                                                 "--kernels",
+                                                 "--cache-dir",
+                                                 "--cpu-core",
+                                                 "--min-repeats",
+                                                 "--min-seconds",
+                                                 "--run-timeout-s",
+                                                 "--compile-timeout-s",
+                                                 "--log-level",
+                                                 "--max-repeats",
+                                                 "--max-timing-s",
+                                                 "--slow-factor",
+                                                 "--time-budget",
+                                                 "--time-checkpoints",
+                                                 "--variant",
+                                                 "--test-strategies"};
 #define BENCH_DEVICE_N_FLAGS (sizeof bench_device_flags / sizeof bench_device_flags[0])
 
 /* The integer flags: their range and the field of bench_device_options they set. */
@@ -36,6 +57,230 @@ static const bench_device_int_flag bench_device_int_flags[] = {
     {"--min-repeats", 1, 100, offsetof(bench_device_options, min_repeats)},
     {"--max-repeats", 1, 100000, offsetof(bench_device_options, max_repeats)}};
 #define BENCH_DEVICE_N_INT_FLAGS (sizeof bench_device_int_flags / sizeof bench_device_int_flags[0])
+
+const char *bench_device_row_label(const bench_device_options *opt, int r)
+{
+    return r < opt->n_strategies ? opt->strategies[r] : opt->variants[r - opt->n_strategies].label;
+}
+
+const char *bench_device_row_strategy(const bench_device_options *opt, int r)
+{
+    return r < opt->n_strategies ? opt->strategies[r]
+                                 : opt->variants[r - opt->n_strategies].strategy;
+}
+
+int bench_device_n_rows(const bench_device_options *opt)
+{
+    return opt->n_strategies + opt->n_variants;
+}
+
+/* Option names of strategy in the catalog: 1 when name is one of them, else 0 and the accepted
+ * names in list. */
+static int bench_device_option_known(const char *strategy, const char *name, char *list, size_t cap)
+{
+    json_t *cat = searcher_catalog_json(), *e, *opts;
+    size_t i, used = 0;
+    const char *k;
+    int found = 0;
+
+    list[0] = '\0';
+    json_array_foreach(cat, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "name")), strategy) != 0)
+            continue;
+        opts = json_object_get(e, "options");
+        json_object_foreach(opts, k, e)
+        {
+            int w;
+            found |= strcmp(k, name) == 0;
+            w = snprintf(list + used, cap - used, "%s%s", used ? ", " : "", k);
+            if (w > 0 && (size_t)w < cap - used)
+                used += (size_t)w;
+        }
+        break;
+    }
+    json_decref(cat);
+    return found;
+}
+
+/* --variant LABEL=STRATEGY:JSON. Its option values are checked against the space when the bench
+ * starts (searcher_new); here the text, the label, the strategy and the option names. */
+static int bench_device_parse_variant(bench_device_options *opt, const char *val, char *msg,
+                                      size_t cap)
+{
+    const char *eq = strchr(val, '='), *colon = eq ? strchr(eq + 1, ':') : NULL;
+    bench_device_variant *v = &opt->variants[opt->n_variants];
+    json_t *o = NULL;
+    json_error_t je;
+    const char *k;
+    json_t *x;
+    int rc = -1;
+
+    if (!eq || !colon) {
+        snprintf(msg, cap, "--variant: '%.100s' is not LABEL=STRATEGY:{options}", val);
+        goto out;
+    }
+    if (opt->n_strategies + opt->n_variants >= BENCH_MAX_STRATEGIES) {
+        snprintf(msg, cap, "--variant: at most %d rows with --strategies", BENCH_MAX_STRATEGIES);
+        goto out;
+    }
+    if (eq == val || (size_t)(eq - val) >= sizeof v->label ||
+        strspn(val, "abcdefghijklmnopqrstuvwxyz0123456789_-") != (size_t)(eq - val)) {
+        snprintf(msg, cap, "--variant: label '%.*s' must be 1-%zu characters of a-z, 0-9, _ and -",
+                 (int)(eq - val > 64 ? 64 : eq - val), val, sizeof v->label - 1);
+        goto out;
+    }
+    if (colon == eq + 1 || (size_t)(colon - eq - 1) >= sizeof v->strategy) {
+        snprintf(msg, cap, "--variant %.*s: no strategy before ':'", (int)(eq - val), val);
+        goto out;
+    }
+    memcpy(v->label, val, (size_t)(eq - val));
+    v->label[eq - val] = '\0';
+    memcpy(v->strategy, eq + 1, (size_t)(colon - eq - 1));
+    v->strategy[colon - eq - 1] = '\0';
+    if (!searcher_exists(v->strategy)) {
+        snprintf(msg, cap, "--variant %s: unknown strategy '%.64s' (strategies: %s)", v->label,
+                 v->strategy, searcher_names());
+        goto out;
+    }
+    if (strlen(colon + 1) > BENCH_DEVICE_MAX_OPTIONS) {
+        snprintf(msg, cap, "--variant %s: options of at most %d characters", v->label,
+                 BENCH_DEVICE_MAX_OPTIONS);
+        goto out;
+    }
+    o = json_loads(colon + 1, 0, &je);
+    if (!json_is_object(o)) {
+        snprintf(msg, cap, "--variant %s: the options are not a JSON object (%.100s)", v->label,
+                 o ? "another JSON value" : je.text);
+        goto out;
+    }
+    json_object_foreach(o, k, x)
+    {
+        char list[512];
+        if (!bench_device_option_known(v->strategy, k, list, sizeof list)) {
+            snprintf(msg, cap, "--variant %s: strategy %s has no option '%.64s' (options: %s)",
+                     v->label, v->strategy, k, list[0] ? list : "none");
+            goto out;
+        }
+    }
+    v->options = colon + 1;
+    opt->n_variants++;
+    rc = 0;
+out:
+    json_decref(o);
+    return rc;
+}
+
+/* --time-checkpoints: ascending positive seconds. */
+static int bench_device_parse_times(bench_device_options *opt, const char *val, char *msg,
+                                    size_t cap)
+{
+    const char *p = val;
+    opt->n_time_checkpoints = 0;
+    while (*p) {
+        char num[32], *end = NULL;
+        size_t len = strcspn(p, ",");
+        double d;
+        if (len == 0 || len >= sizeof num || opt->n_time_checkpoints == BENCH_DEVICE_MAX_TIME_CP) {
+            snprintf(msg, cap, "--time-checkpoints: '%.100s' is not 1-%d seconds T1,T2,...", val,
+                     BENCH_DEVICE_MAX_TIME_CP);
+            return -1;
+        }
+        memcpy(num, p, len);
+        num[len] = '\0';
+        errno = 0;
+        d = strtod(num, &end);
+        if (errno || *end || !(d > 0) || d > BENCH_DEVICE_MAX_TIME_S ||
+            (opt->n_time_checkpoints > 0 &&
+             d <= opt->time_checkpoints[opt->n_time_checkpoints - 1])) {
+            snprintf(msg, cap,
+                     "--time-checkpoints: '%.31s' is not a number of seconds in (0, %g] above "
+                     "the one before",
+                     num, BENCH_DEVICE_MAX_TIME_S);
+            return -1;
+        }
+        opt->time_checkpoints[opt->n_time_checkpoints++] = d;
+        p += len;
+        if (*p == ',' && !*++p) {
+            snprintf(msg, cap, "--time-checkpoints: trailing comma in '%.100s'", val);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --test-strategies: row labels, checked against the rows once all flags are read. */
+static int bench_device_parse_tests(bench_device_options *opt, const char *val, char *msg,
+                                    size_t cap)
+{
+    const char *p = val;
+    opt->n_test_rows = 0;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof opt->test_rows[0] ||
+            opt->n_test_rows == BENCH_MAX_STRATEGIES) {
+            snprintf(msg, cap, "--test-strategies: '%.100s' is not a list of row labels", val);
+            return -1;
+        }
+        memcpy(opt->test_rows[opt->n_test_rows], p, len);
+        opt->test_rows[opt->n_test_rows++][len] = '\0';
+        p += len;
+        if (*p == ',' && !*++p) {
+            snprintf(msg, cap, "--test-strategies: trailing comma in '%.100s'", val);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int bench_device_row_index(const bench_device_options *opt, const char *label)
+{
+    for (int r = 0; r < bench_device_n_rows(opt); r++) {
+        if (strcmp(bench_device_row_label(opt, r), label) == 0)
+            return r;
+    }
+    return -1;
+}
+
+/* The rows once every flag is read: variant labels unique among all rows, the tested rows and
+ * --relative-to among them. */
+static int bench_device_check_rows(const bench_device_options *opt, char *msg, size_t cap)
+{
+    if (bench_device_n_rows(opt) > BENCH_MAX_STRATEGIES) {
+        snprintf(msg, cap, "--strategies and --variant: at most %d rows", BENCH_MAX_STRATEGIES);
+        return -1;
+    }
+    for (int v = 0; v < opt->n_variants; v++) {
+        if (bench_device_row_index(opt, opt->variants[v].label) != opt->n_strategies + v) {
+            snprintf(msg, cap,
+                     "--variant %s: the label is already a row (of --strategies or an "
+                     "earlier --variant)",
+                     opt->variants[v].label);
+            return -1;
+        }
+    }
+    for (int t = 0; t < opt->n_test_rows; t++) {
+        if (bench_device_row_index(opt, opt->test_rows[t]) < 0) {
+            snprintf(msg, cap,
+                     "--test-strategies: '%.64s' is not a row (--strategies or a "
+                     "--variant label)",
+                     opt->test_rows[t]);
+            return -1;
+        }
+        for (int u = 0; u < t; u++) {
+            if (strcmp(opt->test_rows[u], opt->test_rows[t]) == 0) {
+                snprintf(msg, cap, "--test-strategies: '%.64s' given twice", opt->test_rows[t]);
+                return -1;
+            }
+        }
+    }
+    if (opt->relative_to && bench_device_row_index(opt, opt->relative_to) < 0) {
+        snprintf(msg, cap, "--relative-to: '%.64s' is not one of --strategies or a --variant label",
+                 opt->relative_to);
+        return -1;
+    }
+    return 0;
+}
 
 int bench_device_wanted(int argc, char **argv)
 {
@@ -58,6 +303,8 @@ void bench_device_usage(FILE *out)
         "                   [--cache-dir DIR] [--cpu-core N] [--min-repeats N]\n"
         "                   [--min-seconds S] [--max-repeats N] [--max-timing-s S]\n"
         "                   [--run-timeout-s S] [--compile-timeout-s S] [--log-level L]\n"
+        "                   [--variant LABEL=STRATEGY:JSON]... [--time-budget S]\n"
+        "                   [--time-checkpoints T1,T2,...] [--test-strategies A,B]\n"
         "\n"
         "Device mode: measures for real with ktune-runner (compile, verify, time). Each\n"
         "(strategy, seed) run stops after N distinct evaluations; failed configurations\n"
@@ -68,7 +315,16 @@ void bench_device_usage(FILE *out)
         "  --device DEV         cpu, or cuda:N\n"
         "  --problem ARGS       problem arguments NAME=INT,... or a JSON object [defaults]\n"
         "  --strategies LIST    comma-separated strategy names (%s)\n"
+        "  --variant L=S:JSON   a row labelled L ([a-z0-9_-]) running strategy S with those\n"
+        "                       options, e.g. 'na2c-eps1=na2c:{\"epsilon\":1}'; repeatable.\n"
+        "                       --strategies rows run with default options\n"
         "  --budget N           distinct evaluations per run, 1-%d [100]\n"
+        "  --time-budget S      a run also stops once its modelled clock (the compile and\n"
+        "                       measurement time recorded for each evaluation, cached or\n"
+        "                       not, plus the searcher's own time) passes S seconds [none]\n"
+        "  --time-checkpoints T best cost at these modelled-clock seconds, ascending\n"
+        "                       [1-2-5 steps up to the longest clock, and --time-budget]\n"
+        "  --test-strategies L  rows tested (Welch) against every other row [gbfs,na2c]\n"
         "  --seeds N            seeds 0..N-1 per strategy, 1-%d [3]\n"
         "  --batch N            configurations asked for and told at once, 1-%d [1]\n"
         "  --measure-cache FILE measurements as JSON lines: read first, appended after every\n"
@@ -150,6 +406,15 @@ static int bench_device_set(bench_device_options *opt, const char *a, const char
     } else if (strcmp(a, "--strategies") == 0) {
         if (bench_parse_strategy_list(val, opt->strategies, &opt->n_strategies, msg, cap) < 0)
             goto out;
+    } else if (strcmp(a, "--variant") == 0) {
+        if (bench_device_parse_variant(opt, val, msg, cap) < 0)
+            goto out;
+    } else if (strcmp(a, "--time-checkpoints") == 0) {
+        if (bench_device_parse_times(opt, val, msg, cap) < 0)
+            goto out;
+    } else if (strcmp(a, "--test-strategies") == 0) {
+        if (bench_device_parse_tests(opt, val, msg, cap) < 0)
+            goto out;
     } else if (strcmp(a, "--relative-to") == 0) {
         opt->relative_to = val;
     } else if (strcmp(a, "--measure-cache") == 0) {
@@ -172,11 +437,13 @@ static int bench_device_set(bench_device_options *opt, const char *a, const char
     } else {
         /* the seconds: same ranges as ktuned's flags (service/core/config.c) */
         double lo = strcmp(a, "--min-seconds") == 0     ? 0
+                    : strcmp(a, "--time-budget") == 0   ? 0.001
                     : strcmp(a, "--max-timing-s") == 0  ? 0.001
                     : strcmp(a, "--run-timeout-s") == 0 ? 0.5
                     : strcmp(a, "--slow-factor") == 0   ? 0
                                                         : 1;
         double hi = strcmp(a, "--min-seconds") == 0   ? 3
+                    : strcmp(a, "--time-budget") == 0 ? BENCH_DEVICE_MAX_TIME_S
                     : strcmp(a, "--slow-factor") == 0 ? 1e6
                                                       : 3600;
         if (bench_parse_double(val, lo, hi, &d) < 0) {
@@ -191,6 +458,8 @@ static int bench_device_set(bench_device_options *opt, const char *a, const char
             opt->run_timeout_s = d;
         else if (strcmp(a, "--slow-factor") == 0)
             opt->slow_factor = d;
+        else if (strcmp(a, "--time-budget") == 0)
+            opt->time_budget_s = d;
         else
             opt->compile_timeout_s = d;
     }
@@ -235,20 +504,13 @@ int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, ch
                  opt->kernel ? "--kernel" : "--device");
         goto out;
     }
-    if (opt->n_strategies == 0) {
-        snprintf(msg, cap, "--strategies is required (strategies: %s)", searcher_names());
+    if (bench_device_n_rows(opt) == 0) {
+        snprintf(msg, cap, "--strategies is required (or a --variant; strategies: %s)",
+                 searcher_names());
         goto out;
     }
-    if (opt->relative_to) {
-        int found = 0;
-        for (int s = 0; s < opt->n_strategies; s++)
-            found |= strcmp(opt->strategies[s], opt->relative_to) == 0;
-        if (!found) {
-            snprintf(msg, cap, "--relative-to: '%.64s' is not one of --strategies",
-                     opt->relative_to);
-            goto out;
-        }
-    }
+    if (bench_device_check_rows(opt, msg, cap) < 0)
+        goto out;
     if (opt->measure_cache && opt->json_path && strcmp(opt->measure_cache, opt->json_path) == 0) {
         snprintf(msg, cap, "--json and --measure-cache name the same file");
         goto out;

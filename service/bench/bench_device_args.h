@@ -13,6 +13,16 @@
 #define BENCH_DEVICE_MAX_BATCH   256
 #define BENCH_DEVICE_MAX_PROBLEM 1024 /* characters of --problem */
 #define BENCH_CPU_CORE_AUTO      (-2) /* --cpu-core not given: the last core when there are 2+ */
+#define BENCH_DEVICE_MAX_TIME_CP 16   /* --time-checkpoints */
+#define BENCH_DEVICE_MAX_OPTIONS 4096 /* characters of a --variant's options */
+#define BENCH_DEVICE_MAX_TIME_S  1e7  /* --time-budget and time checkpoints, seconds */
+
+/* A --variant row: LABEL=STRATEGY:{options}. */
+typedef struct bench_device_variant {
+    char label[64];
+    char strategy[64];
+    const char *options; /* JSON object text, points into argv */
+} bench_device_variant;
 
 typedef struct bench_device_options {
     const char *kernel;  /* --kernel, required */
@@ -20,6 +30,13 @@ typedef struct bench_device_options {
     const char *problem; /* --problem "M=1024,N=1024,K=1024" or a JSON object; NULL: defaults */
     char strategies[BENCH_MAX_STRATEGIES][64];
     int n_strategies;
+    bench_device_variant variants[BENCH_MAX_STRATEGIES]; /* --variant, rows after --strategies */
+    int n_variants;                           /* strategies + variants <= BENCH_MAX_STRATEGIES */
+    char test_rows[BENCH_MAX_STRATEGIES][64]; /* --test-strategies: row labels */
+    int n_test_rows;                          /* 0: gbfs and na2c, those that run */
+    double time_budget_s; /* --time-budget: a run stops once its modelled clock passes it; 0 none */
+    double time_checkpoints[BENCH_DEVICE_MAX_TIME_CP]; /* --time-checkpoints, ascending seconds */
+    int n_time_checkpoints;    /* 0: the default set (bench_device_time.h) */
     const char *relative_to;   /* --relative-to: the strategy costs are divided by; NULL: gbfs when
                                   run, else the first strategy */
     int budget;                /* distinct evaluations per run [100] */
@@ -45,6 +62,12 @@ typedef struct bench_device_options {
 
 /* 1 when the arguments after "bench" ask for the device mode (--device or --kernel is given). */
 int bench_device_wanted(int argc, char **argv);
+/* The label of row r: the strategy for r < n_strategies, else the variant's label. */
+const char *bench_device_row_label(const bench_device_options *opt, int r);
+/* The strategy of row r. */
+const char *bench_device_row_strategy(const bench_device_options *opt, int r);
+/* Rows in all: strategies then variants. */
+int bench_device_n_rows(const bench_device_options *opt);
 /* The device mode's part of `ktune bench --help`. */
 void bench_device_usage(FILE *out);
 /* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out),

@@ -25,6 +25,190 @@ static void rep_print_statuses(FILE *out, const json_t *statuses)
     }
 }
 
+/* mean (median) at one checkpoint of a row, with a mark for the time checkpoints: ' ' every seed
+ * got there, '~' some run ended before (its final best carried), '*' none did. */
+static void rep_print_cell(FILE *out, const json_t *k, int seeds, int mark)
+{
+    rep_print_ms(out, json_object_get(k, "mean_ms"), 10);
+    fputs(" (", out);
+    if (json_is_number(json_object_get(k, "median_ms")))
+        fprintf(out, "%8.5g)", json_number_value(json_object_get(k, "median_ms")));
+    else
+        fprintf(out, "%8s)", "-");
+    if (mark) {
+        json_int_t reached = json_integer_value(json_object_get(k, "reached"));
+        fputc(!json_is_integer(json_object_get(k, "reached")) || reached >= seeds ? ' '
+              : reached == 0                                                      ? '*'
+                                                                                  : '~',
+              out);
+    }
+}
+
+/* The time checkpoints' table: best ms against the modelled clock. */
+static void rep_print_time(FILE *out, const json_t *res)
+{
+    const json_t *tcps = json_object_get(res, "time_checkpoints");
+    const json_t *strats = json_object_get(res, "strategies"), *st, *tc;
+    const json_t *tb = json_object_get(res, "time_budget_s");
+    int seeds = (int)json_integer_value(json_object_get(res, "seeds"));
+    const char *name;
+    size_t i;
+
+    if (json_array_size(tcps) == 0)
+        return;
+    fprintf(out,
+            "\ncost against time: best ms at T s of the modelled tuning clock (each evaluation's "
+            "compile +\n  measurement time as recorded when it was measured, cached or not, plus "
+            "the searcher's ask/tell\n  time), mean over seeds (median); ~ some seeds' runs ended "
+            "before T (final best carried),\n  * none got to T; ");
+    if (json_is_number(tb))
+        fprintf(out, "a run stops once its clock passes %g s\n", json_number_value(tb));
+    else
+        fprintf(out, "no time budget\n");
+    fprintf(out, "%-12s", "strategy");
+    json_array_foreach(tcps, i, tc)
+    {
+        char h[32];
+        snprintf(h, sizeof h, "@%gs", json_number_value(tc));
+        fprintf(out, " %22s", h);
+    }
+    fprintf(out, " %10s %8s\n", "clock s", "max");
+    json_object_foreach((json_t *)strats, name, st)
+    {
+        const json_t *c = json_object_get(st, "time_checkpoints");
+        fprintf(out, "%-12.12s", name);
+        json_array_foreach(tcps, i, tc)
+        {
+            char key[32];
+            snprintf(key, sizeof key, "%g", json_number_value(tc));
+            rep_print_cell(out, json_object_get(c, key), seeds, 1);
+        }
+        fprintf(out, " %10.1f %8.1f\n",
+                json_number_value(json_object_get(json_object_get(st, "clock_s"), "mean")),
+                json_number_value(json_object_get(json_object_get(st, "clock_s"), "max")));
+    }
+}
+
+/* Box-plot data of every row at one checkpoint (member "checkpoints" or "time_checkpoints"). */
+static void rep_print_box(FILE *out, const json_t *strats, const char *member, const char *key,
+                          const char *what)
+{
+    static const char *const cols[] = {"min_ms",  "q1_ms", "median_ms",
+                                       "mean_ms", "q3_ms", "max_ms"};
+    const json_t *st;
+    const char *name;
+    fprintf(out, "\nbox data over seeds at %s (ms; quartiles by linear interpolation, type 7):\n",
+            what);
+    fprintf(out, "%-12s %10s %10s %10s %10s %10s %10s\n", "strategy", "min", "q1", "median", "mean",
+            "q3", "max");
+    json_object_foreach((json_t *)strats, name, st)
+    {
+        const json_t *k = json_object_get(json_object_get(st, member), key);
+        fprintf(out, "%-12.12s", name);
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+            rep_print_ms(out, json_object_get(k, cols[c]), 10);
+        fputc('\n', out);
+    }
+}
+
+static void rep_print_welch(FILE *out, const json_t *w, const char *what)
+{
+    const json_t *e;
+    size_t i;
+    if (json_array_size(json_object_get(w, "tests")) == 0)
+        return;
+    fprintf(out,
+            "\nWelch's t-test on the best ms at %s (two-sided, unequal variances; costs in "
+            "ms, not log):\n",
+            what);
+    json_array_foreach(json_object_get(w, "tests"), i, e)
+    {
+        const char *a = json_string_value(json_object_get(e, "a"));
+        const char *b = json_string_value(json_object_get(e, "b"));
+        const json_t *lb = json_object_get(e, "lower_by");
+        fprintf(out, "  %-12.12s vs %-12.12s means", a ? a : "?", b ? b : "?");
+        rep_print_ms(out, json_object_get(e, "mean_a"), 8);
+        fputs(" vs", out);
+        rep_print_ms(out, json_object_get(e, "mean_b"), 8);
+        fputs(", t", out);
+        if (json_is_number(json_object_get(e, "t")))
+            fprintf(out, " %6.3f", json_number_value(json_object_get(e, "t")));
+        else
+            fprintf(out, " %6s", "-");
+        fputs(", df", out);
+        if (json_is_number(json_object_get(e, "df")))
+            fprintf(out, " %5.1f", json_number_value(json_object_get(e, "df")));
+        else
+            fprintf(out, " %5s", "-");
+        fputs(", p", out);
+        if (json_is_number(json_object_get(e, "p")))
+            fprintf(out, " %.4f", json_number_value(json_object_get(e, "p")));
+        else
+            fprintf(out, " %6s", "-");
+        if (json_is_number(lb)) {
+            double l = json_number_value(lb), ma = json_number_value(json_object_get(e, "mean_a"));
+            double mb = json_number_value(json_object_get(e, "mean_b"));
+            if (l >= 0) /* the paper's phrasing: "a X% lower" */
+                fprintf(out, "; %s %.1f%% lower", a ? a : "?", 100.0 * l);
+            else
+                fprintf(out, "; %s %.1f%% lower", b ? b : "?", 100.0 * (1 - mb / ma));
+        }
+        if (!json_is_number(json_object_get(e, "p")))
+            fprintf(out, " (no test: fewer than 2 seeds or a seed found nothing)");
+        fputc('\n', out);
+    }
+}
+
+/* The rows run with options (--variant), and what they were. */
+static void rep_print_options(FILE *out, const json_t *strats)
+{
+    const json_t *st;
+    const char *name;
+    int first = 1;
+    json_object_foreach((json_t *)strats, name, st)
+    {
+        const json_t *o = json_object_get(st, "options");
+        const char *s = json_string_value(json_object_get(st, "strategy"));
+        if (json_object_size(o) == 0 && (!s || strcmp(s, name) == 0))
+            continue;
+        char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        if (first)
+            fprintf(out, "\nrows with options:\n");
+        first = 0;
+        fprintf(out, "  %-12s %s %s\n", name, s ? s : "?", text ? text : "{}");
+        free(text);
+    }
+}
+
+/* The blocks after the main table: options, cost against time, box data and Welch tests at the
+ * final evaluation checkpoint and the last time checkpoint. */
+static void rep_print_blocks(FILE *out, const json_t *res, json_int_t last)
+{
+    const json_t *strats = json_object_get(res, "strategies");
+    const json_t *tcps = json_object_get(res, "time_checkpoints");
+    const json_t *welch = json_object_get(res, "welch");
+    char key[32], what[64];
+
+    rep_print_options(out, strats);
+    rep_print_time(out, res);
+    snprintf(key, sizeof key, "%lld", (long long)last);
+    snprintf(what, sizeof what, "@%lld evaluations", (long long)last);
+    rep_print_box(out, strats, "checkpoints", key, what);
+    if (json_array_size(tcps) > 0) {
+        double t = json_number_value(json_array_get(tcps, json_array_size(tcps) - 1));
+        snprintf(key, sizeof key, "%g", t);
+        snprintf(what, sizeof what, "T = %g s of the modelled clock", t);
+        rep_print_box(out, strats, "time_checkpoints", key, what);
+    }
+    snprintf(what, sizeof what, "@%lld evaluations", (long long)last);
+    rep_print_welch(out, json_object_get(welch, "evaluations"), what);
+    if (json_object_get(welch, "time")) {
+        snprintf(what, sizeof what, "T = %g s of the modelled clock",
+                 json_number_value(json_object_get(json_object_get(welch, "time"), "at")));
+        rep_print_welch(out, json_object_get(welch, "time"), what);
+    }
+}
+
 void bench_device_print_table(const json_t *res, FILE *out)
 {
     const json_t *cps = json_object_get(res, "checkpoints");
@@ -77,13 +261,7 @@ void bench_device_print_table(const json_t *res, FILE *out)
         json_array_foreach(cps, i, cp)
         {
             snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-            const json_t *k = json_object_get(c, key);
-            rep_print_ms(out, json_object_get(k, "mean_ms"), 10);
-            fputs(" (", out);
-            if (json_is_number(json_object_get(k, "median_ms")))
-                fprintf(out, "%8.5g)", json_number_value(json_object_get(k, "median_ms")));
-            else
-                fprintf(out, "%8s)", "-");
+            rep_print_cell(out, json_object_get(c, key), 0, 0);
         }
         rep_print_ms(out, json_object_get(best, "time_ms"), 10);
         if (json_is_number(json_object_get(best, "gflops")))
@@ -104,7 +282,10 @@ void bench_device_print_table(const json_t *res, FILE *out)
             fprintf(out, "  -");
         fputc('\n', out);
     }
-    fprintf(out, "\nper seed: best ms @N; evaluations (statuses); measured + cached; wall\n");
+    rep_print_blocks(out, res, last);
+    fprintf(out,
+            "\nper seed: best ms @N; evaluations (statuses); measured + cached; wall; modelled "
+            "clock\n");
     json_object_foreach((json_t *)strats, name, st)
     {
         const json_t *run;
@@ -122,12 +303,17 @@ void bench_device_print_table(const json_t *res, FILE *out)
             }
             fprintf(out, "; %lld evaluations%s (",
                     (long long)json_integer_value(json_object_get(run, "evaluations")),
-                    json_is_true(json_object_get(run, "stopped_early")) ? ", stopped early" : "");
+                    json_is_true(json_object_get(run, "stopped_early"))     ? ", stopped early"
+                    : json_is_true(json_object_get(run, "stopped_by_time")) ? ", time budget"
+                                                                            : "");
             rep_print_statuses(out, json_object_get(run, "statuses"));
-            fprintf(out, "); %lld + %lld; %.0f s\n",
+            fprintf(out, "); %lld + %lld; %.0f s",
                     (long long)json_integer_value(json_object_get(run, "measured")),
                     (long long)json_integer_value(json_object_get(run, "cached")),
                     json_number_value(json_object_get(run, "wall_s")));
+            if (json_is_number(json_object_get(run, "clock_s")))
+                fprintf(out, "; clock %.0f s", json_number_value(json_object_get(run, "clock_s")));
+            fputc('\n', out);
         }
     }
     fprintf(out, "\nbest configuration per strategy:\n");

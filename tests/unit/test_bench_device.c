@@ -1,8 +1,11 @@
 /* Unit tests for bench/bench_device (`ktune bench --device`): argument errors (exit 2 with a
- * message), --problem parsing, and small real runs on the cpu device with the built ktune-runner:
- * gemm_tiled at 64^3, strategy random, budget 20, 2 seeds — distinct evaluations, the measure cache
- * file written, a second run replaying every measurement with identical results, and a cache of
- * another problem refused. */
+ * message; --variant, --time-budget, --time-checkpoints, --test-strategies too), --problem parsing,
+ * and small real runs on the cpu device with the built ktune-runner: gemm_tiled at 64^3, strategy
+ * random, budget 20, 2 seeds — distinct evaluations, per-trial wall and modelled clocks that never
+ * go back, the measure cache file written, a second run replaying every measurement with identical
+ * results and the same modelled clock (the measurement part exactly), --time-budget stopping a
+ * replayed run where the first run's clock passed it, a --variant row with its options and Welch
+ * tests, and a cache of another problem refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -19,6 +23,7 @@
 #include "bench/bench_run.h"
 #include "bench/bench_device.h"
 #include "bench/bench_device_args.h"
+#include "bench/bench_device_report.h"
 #include "bench/bench_main.h"
 
 #define BUDGET 20
@@ -108,6 +113,66 @@ static void test_args(void **state)
         if (!strstr(msg, bad[i].want))
             fail_msg("case %zu: message '%s' lacks '%s'", i, msg, bad[i].want);
     }
+    /* --variant and the time flags */
+    const char *var[] = {"bench",
+                         "--kernel",
+                         "k",
+                         "--device",
+                         "cpu",
+                         "--variant",
+                         "eps1=na2c:{\"epsilon\":1}",
+                         "--strategies",
+                         "random",
+                         "--time-budget",
+                         "750",
+                         "--time-checkpoints",
+                         "60,150.5,750",
+                         "--test-strategies",
+                         "eps1,random"};
+    assert_int_equal(parse(15, var, &o, msg, sizeof msg), 0);
+    assert_int_equal(o.n_strategies, 1);
+    assert_int_equal(o.n_variants, 1);
+    assert_int_equal(bench_device_n_rows(&o), 2);
+    assert_string_equal(bench_device_row_label(&o, 1), "eps1");
+    assert_string_equal(bench_device_row_strategy(&o, 1), "na2c");
+    assert_string_equal(o.variants[0].options, "{\"epsilon\":1}");
+    assert_true(o.time_budget_s == 750);
+    assert_int_equal(o.n_time_checkpoints, 3);
+    assert_true(o.time_checkpoints[1] == 150.5);
+    assert_int_equal(o.n_test_rows, 2);
+    struct {
+        const char *flag, *val, *want;
+    } vbad[] = {
+        {"--variant", "eps1=na2c", "is not LABEL=STRATEGY:{options}"},
+        {"--variant", "Eps1=na2c:{}", "label 'Eps1' must be"},
+        {"--variant", "=na2c:{}", "label '' must be"},
+        {"--variant", "e=nosuch:{}", "unknown strategy 'nosuch'"},
+        {"--variant", "e=na2c:[1]", "not a JSON object"},
+        {"--variant", "e=na2c:{\"epsilon\":", "not a JSON object"},
+        {"--variant", "e=na2c:{\"nope\":1}", "has no option 'nope'"},
+        {"--variant", "random=na2c:{}", "--variant random: the label is already a row"},
+        {"--time-budget", "0", "--time-budget: '0'"},
+        {"--time-checkpoints", "60,30", "above the one before"},
+        {"--time-checkpoints", "60,", "trailing comma"},
+        {"--time-checkpoints", "x", "--time-checkpoints: 'x'"},
+        {"--test-strategies", "gbfs", "--test-strategies: 'gbfs' is not a row"},
+        {"--relative-to", "e2", "--relative-to: 'e2' is not one of"},
+    };
+    for (size_t i = 0; i < sizeof vbad / sizeof vbad[0]; i++) {
+        const char *av[] = {"bench",        "--kernel", "k",          "--device", "cpu",
+                            "--strategies", "random",   vbad[i].flag, vbad[i].val};
+        assert_int_equal(parse(9, av, &o, msg, sizeof msg), -1);
+        if (!strstr(msg, vbad[i].want))
+            fail_msg("variant case %zu: message '%s' lacks '%s'", i, msg, vbad[i].want);
+        assert_int_equal(bench_main(9, (char **)av, NULL), 2); /* a usage error: exit 2 */
+    }
+    const char *dup[] = {"bench",     "--kernel",  "k",         "--device",   "cpu",
+                         "--variant", "e=na2c:{}", "--variant", "e=random:{}"};
+    assert_int_equal(parse(9, dup, &o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "--variant e: the label is already a row"));
+    const char *only[] = {"bench", "--kernel", "k", "--device", "cpu", "--variant", "e=na2c:{}"};
+    assert_int_equal(parse(7, only, &o, msg, sizeof msg), 0); /* a --variant is a row */
+
     const char *rel[] = {"bench",  "--kernel",      "k",     "--device", "cpu", "--strategies",
                          "random", "--relative-to", "anneal"};
     assert_int_equal(parse(9, rel, &o, msg, sizeof msg), -1);
@@ -220,6 +285,37 @@ static const json_t *runs_of(const json_t *res)
     return json_object_get(json_object_get(json_object_get(res, "strategies"), "random"), "runs");
 }
 
+/* [id, status, ms|null, cached, wall_s, clock_s, cost_s]: both clocks never go back, every
+ * evaluation costs something, and the modelled clock is the costs so far plus searcher time. */
+static void check_clocks(const json_t *run)
+{
+    const json_t *trials = json_object_get(run, "trials"), *t;
+    double wall = 0, clock = 0, cost = 0;
+    size_t j;
+    json_array_foreach(trials, j, t)
+    {
+        assert_int_equal(json_array_size(t), 7);
+        double w = json_number_value(json_array_get(t, 4)),
+               c = json_number_value(json_array_get(t, 5));
+        double k = json_number_value(json_array_get(t, 6));
+        assert_true(w >= wall && c > clock && k > 0);
+        cost += k;
+        assert_true(c >= cost - 1e-9); /* the searcher's time comes on top */
+        wall = w;
+        clock = c;
+    }
+    assert_true(json_number_value(json_object_get(run, "clock_s")) >= clock);
+    assert_true(fabs(json_number_value(json_object_get(run, "clock_measure_s")) - cost) < 1e-9);
+    assert_true(json_number_value(json_object_get(run, "clock_s")) -
+                    json_number_value(json_object_get(run, "clock_measure_s")) <
+                1.0); /* searcher time: milliseconds here */
+}
+
+static double trial_at(const json_t *run, size_t j, size_t k)
+{
+    return json_number_value(json_array_get(json_array_get(json_object_get(run, "trials"), j), k));
+}
+
 static void test_real_runs_and_cache(void **state)
 {
     fixture *f = *state;
@@ -266,6 +362,7 @@ static void test_real_runs_and_cache(void **state)
         }
         assert_true(json_number_value(json_object_get(run, "best_time_ms")) == prev);
         assert_true(json_is_object(json_object_get(run, "best_config")));
+        check_clocks(run);
     }
     const json_t *st = json_object_get(json_object_get(first, "strategies"), "random");
     const json_t *cp = json_object_get(json_object_get(st, "checkpoints"), "20");
@@ -294,12 +391,111 @@ static void test_real_runs_and_cache(void **state)
             for (size_t k = 0; k < 3; k++)
                 assert_true(json_equal(json_array_get(ta, k), json_array_get(tb, k)));
             assert_true(json_is_true(json_array_get(tb, 3)));
+            /* the modelled clock replays: the recorded costs exactly, the searcher's time anew */
+            assert_true(trial_at(a, j, 6) == trial_at(b, j, 6));
+            assert_true(fabs(trial_at(a, j, 5) - trial_at(b, j, 5)) < 0.5);
         }
+        check_clocks(b);
+        assert_true(json_number_value(json_object_get(a, "clock_measure_s")) ==
+                    json_number_value(json_object_get(b, "clock_measure_s")));
+        /* and it is not the wall clock: the replay took milliseconds */
+        assert_true(trial_at(b, BUDGET - 1, 4) < trial_at(b, BUDGET - 1, 5) / 2);
     }
+
+    /* --time-budget between seed 0's 10th and 11th results: the replay stops at the 11th, whose
+     * clock passes it, and the last time checkpoint (the budget) holds the best of the first 10 */
+    const json_t *a0 = json_array_get(runs_of(first), 0);
+    double tb = (trial_at(a0, 9, 5) + trial_at(a0, 10, 5)) / 2;
+    char tkey[32];
+    o.time_budget_s = tb;
+    json_t *timed = bench_device_run(&o, NULL, NULL, &err);
+    if (!timed)
+        fail_msg("timed run: %s (%s)", err.message, err.hint);
+    const json_t *r0 = json_array_get(runs_of(timed), 0);
+    assert_true(json_is_true(json_object_get(r0, "stopped_by_time")));
+    assert_int_equal(json_integer_value(json_object_get(r0, "evaluations")), 11);
+    assert_true(trial_at(r0, 10, 5) > tb && trial_at(r0, 9, 5) <= tb);
+    for (j = 0; j < 11; j++)
+        assert_true(trial_at(r0, j, 0) == trial_at(a0, j, 0));
+    const json_t *tcps = json_object_get(timed, "time_checkpoints");
+    assert_true(json_number_value(json_array_get(tcps, json_array_size(tcps) - 1)) == tb);
+    snprintf(tkey, sizeof tkey, "%g", tb);
+    const json_t *tc = json_object_get(
+        json_object_get(json_object_get(json_object_get(timed, "strategies"), "random"),
+                        "time_checkpoints"),
+        tkey);
+    assert_non_null(tc);
+    assert_true(json_equal(json_array_get(json_object_get(tc, "per_seed"), 0),
+                           json_array_get(json_object_get(a0, "best_so_far"), 9)));
+    json_decref(timed);
+    o.time_budget_s = 0;
+
+    /* a --variant whose option value only the strategy can refuse: exit 2 before measuring */
+    snprintf(o.variants[0].label, sizeof o.variants[0].label, "bad");
+    snprintf(o.variants[0].strategy, sizeof o.variants[0].strategy, "na2c");
+    o.variants[0].options = "{\"epsilon\":5}";
+    o.n_variants = 1;
+    json_t *bad = bench_device_run(&o, NULL, NULL, &err);
+    assert_null(bad);
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "--variant bad"));
+
+    /* a --variant row: its options recorded, its runs made, tested against random (the
+     * reference: neither gbfs nor na2c runs) */
+    snprintf(o.variants[0].label, sizeof o.variants[0].label, "eps1");
+    o.variants[0].options = "{\"epsilon\":1}";
+    o.budget = 6;
+    o.time_checkpoints[0] = 0.5;
+    o.time_checkpoints[1] = 1e6;
+    o.n_time_checkpoints = 2;
+    json_t *var = bench_device_run(&o, NULL, NULL, &err);
+    if (!var)
+        fail_msg("variant run: %s (%s)", err.message, err.hint);
+    const json_t *rows = json_object_get(var, "strategies");
+    const json_t *eps = json_object_get(rows, "eps1");
+    assert_int_equal(json_object_size(rows), 2);
+    assert_string_equal(json_string_value(json_object_get(eps, "strategy")), "na2c");
+    assert_true(json_number_value(json_object_get(json_object_get(eps, "options"), "epsilon")) ==
+                1.0);
+    assert_int_equal(json_object_size(json_object_get(json_object_get(rows, "random"), "options")),
+                     0);
+    assert_int_equal(json_array_size(json_object_get(eps, "runs")), SEEDS);
+    assert_int_equal(json_integer_value(json_object_get(eps, "evaluations")), 6 * SEEDS);
+    const json_t *far = json_object_get(json_object_get(eps, "time_checkpoints"), "1e+06");
+    assert_int_equal(json_integer_value(json_object_get(far, "reached")), 0);
+    assert_true(json_equal(
+        json_object_get(far, "min_ms"),
+        json_object_get(json_object_get(json_object_get(eps, "checkpoints"), "6"), "min_ms")));
+    const json_t *tests =
+        json_object_get(json_object_get(json_object_get(var, "welch"), "evaluations"), "tests");
+    assert_int_equal(json_array_size(tests), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tests, 0), "a")),
+                        "random");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tests, 0), "b")), "eps1");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    bench_device_print_table(var, mem);
+    fclose(mem);
+    const char *blocks[] = {
+        "rows with options:",        "eps1         na2c {\"epsilon\":1}",
+        "cost against time",         "@1e+06s",
+        "box data over seeds at @6", "Welch's t-test on the best ms at @6 evaluations",
+        "random       vs eps1"};
+    for (i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        if (!strstr(text, blocks[i]))
+            fail_msg("the report lacks '%s':\n%s", blocks[i], text);
+    }
+    free(text);
+    json_decref(var);
+    o.n_variants = 0;
+    o.n_time_checkpoints = 0;
     json_decref(first);
     json_decref(second);
 
     /* the same file for another problem is refused, naming the problem */
+    measured = count_lines(f->cache) - 1; /* the variant's measurements added */
     real_opts(&o, f, "M=32,N=32,K=32");
     json_t *other = bench_device_run(&o, NULL, NULL, &err);
     assert_null(other);
