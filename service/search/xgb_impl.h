@@ -1,6 +1,7 @@
-/* search/xgb_impl — internal to the xgb strategy (xgb.c: options, ask / tell and the plan;
+/* search/xgb_impl — internal to the xgb strategies (xgb.c: options, ask / tell and the plan;
  * xgb_model.c: features, the XGBoost fit with early stopping on a-recall, prediction;
- * xgb_anneal.c: the simulated-annealing model optimizer and its random walk) and to its unit test,
+ * xgb_anneal.c: the simulated-annealing model optimizer and its random walk; xgb_local.c: the
+ * variant from before issue 15, which only shares the vtable declaration) and to their unit test,
  * which drives searcher_xgb_vtable directly to read the state (fits, rounds, moves). Everything
  * hangs off xgb_state and is freed by the vtable's destroy; a BoosterHandle returned by xgb_fit
  * belongs to the caller (XGBoosterFree). */
@@ -12,6 +13,9 @@
 #include <xgboost/c_api.h>
 
 extern const searcher_vtable searcher_xgb_vtable;
+/* search/xgb_local.c: the pre-issue-15 variant (plans of 16, 30 rounds, local moves); its own
+ * state, nothing of this header but the vtable. */
+extern const searcher_vtable searcher_xgb_local_vtable;
 
 /* How the annealing walk moves (xgb_walk): AutoTVM's random_walk on knobs. */
 typedef enum {

@@ -6,9 +6,10 @@
  * n factorisation) and one parameter on an explicit space; a fit stops early (20 rounds after the
  * best training a-recall) well before 8000 rounds; the a-recall metric on hand-computed cases;
  * determinism and no repeats; the model's plan beats the random first batch; every trial failing
- * never fits. The per-proposal overhead on the GEMM tiling space is printed. (The shared contract
- * — valid, no repeats, determinism, replay — is in test_search_strategies.c.) The test drives
- * searcher_xgb_vtable directly where it reads the state (search/xgb_impl.h). */
+ * never fits; the kept pre-issue-15 variant xgb_local learns too. The per-proposal overhead on the
+ * GEMM tiling space is printed. (The shared contract — valid, no repeats, determinism, replay — is
+ * in test_search_strategies.c.) The test drives searcher_xgb_vtable directly where it reads the
+ * state (search/xgb_impl.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -367,6 +368,50 @@ static void all_failures_go_on_at_random(void **state)
     space_free(sp);
 }
 
+/* xgb_local (the pre-issue-15 variant, search/xgb_local.c) through its vtable: n proposals asked
+ * one at a time and told. */
+static void local_drive(const space *sp, const char *options, uint64_t seed, const objective *o,
+                        config_id *ids, int n)
+{
+    json_t *opt = options ? json_loads(options, 0, NULL) : NULL;
+    kt_error err;
+    void *st = searcher_xgb_local_vtable.create(sp, opt, seed, &err);
+    if (!st)
+        fail_msg("create: %s", err.message);
+    json_decref(opt);
+    for (int i = 0; i < n; i++) {
+        trial_result r;
+        assert_int_equal(searcher_xgb_local_vtable.ask(st, &ids[i], 1), 1);
+        evaluate(o, &ids[i], &r, 1);
+        searcher_xgb_local_vtable.tell(st, &ids[i], &r, 1);
+    }
+    searcher_xgb_local_vtable.destroy(st);
+}
+
+/* xgb_local, batch 32, no exploration: proposals 0-31 are random, 32-63 the model's plan, far
+ * better for every seed; the same seed gives the same proposals, none repeated. */
+static void local_variant_learns(void **state)
+{
+    (void)state;
+    space *sp = space_10k();
+    assert_string_equal(searcher_xgb_local_vtable.name, "xgb_local");
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        int opt[4] = {(int)(seed * 3 % 10), (int)(seed * 7 % 10), (int)(seed + 4) % 10, 2};
+        objective o = {sp, opt, 0};
+        config_id ids[64], again[64];
+        local_drive(sp, "{\"batch\": 32, \"exploration\": 0}", seed, &o, ids, 64);
+        local_drive(sp, "{\"batch\": 32, \"exploration\": 0}", seed, &o, again, 64);
+        assert_memory_equal(ids, again, sizeof ids);
+        double random_mean = mean_time(&o, ids, 32), model_mean = mean_time(&o, ids + 32, 32);
+        printf("xgb_local seed %llu: mean time of the random batch %.1f, of the model's batch "
+               "%.1f\n",
+               (unsigned long long)seed, random_mean, model_mean);
+        assert_true(model_mean < 0.7 * random_mean);
+        assert_distinct_valid(ids, 64, space_count(sp));
+    }
+    space_free(sp);
+}
+
 /* CPU seconds of the process (core/clock reads wall clocks only). */
 static double cpu_s(void)
 {
@@ -414,6 +459,7 @@ int main(void)
         cmocka_unit_test(deterministic_and_distinct),
         cmocka_unit_test(model_plan_beats_random),
         cmocka_unit_test(all_failures_go_on_at_random),
+        cmocka_unit_test(local_variant_learns),
         cmocka_unit_test(overhead_on_tiling_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
