@@ -1,88 +1,57 @@
-/* search/xgb — the model-guided search of AutoTVM (XGBTuner, Chen et al. 2018), the baseline the
- * G-BFS / N-A2C paper compares against. An XGBoost cost model (libxgboost's C API) is trained with
- * the ranking objective (rank:pairwise, AutoTVM's default "rank" loss) on every told trial:
- * features are the parameter values, one column per parameter (the number where every value of
- * the parameter is a number that fits a float, else the value's index; trees only need the
- * order), the label is best time / time (AutoTVM's normalised flops; failures 0), all trials one
- * query group.
+/* search/xgb — AutoTVM's XGBTuner (Chen et al. 2018) as it was when the G-BFS / N-A2C paper
+ * compared against it (TVM 0.6: ModelBasedTuner + XGBoostCostModel + SimulatedAnnealingOptimizer):
+ * XGBTuner(plan_size=64, loss_type="rank", optimizer="sa"), with knob features (feature_type
+ * "knob": the configuration's parameter values) since AutoTVM's default "itervar" features are
+ * loop statistics of TVM's lowered IR, which arbitrary kernels do not have.
  *
- * The first `batch` proposals are random. Every `batch` told results (once one has succeeded) the
- * model is retrained from scratch and simulated annealing on it (AutoTVM's
- * SimulatedAnnealingOptimizer: `sa_points` parallel walkers starting from the best measured
- * configurations plus random ones, one random move per step (xgb_walk), temperature 1 -> 0 over
- * `sa_steps`, early stop after 50 steps without change) collects the `batch` unvisited
- * configurations the model ranks highest: the plan. Proposals take the plan in order; each is
- * instead random with probability `exploration`; an exhausted plan proposes at random.
- *
- * Determinism: XGBoost runs with nthread=1, the exact tree method, no subsampling and a seed
- * derived from ours, so the same told sequence gives the same model. Any XGBoost failure is logged
- * (warn) and leaves the plan empty, so the search goes on with random picks. */
-#include "search/search_set.h"
+ * Proposals (next_batch): the plan's entries in order, skipping visited ones; once fewer than
+ * `exploration` x plan_size (3 of 64) entries are left, or while there is no plan (the first
+ * plan_size proposals), a random unvisited configuration. Results (update): every told trial is
+ * kept (label 1 / time, failures 0); once plan_size x (fits + 1) trials were told and one
+ * succeeded, the model is refitted from scratch on all of them (xgb_model.c) and simulated
+ * annealing on it (xgb_anneal.c) makes the next plan: the plan_size best predicted unvisited
+ * configurations. Any XGBoost failure is logged (warn) and leaves no plan, so the search goes on
+ * at random until the next fit. Files: xgb_impl.h (state), xgb_model.c, xgb_anneal.c. */
+#include "search/xgb_impl.h"
 
-#include "core/log.h"
 #include "core/array.h"
+#include "core/log.h"
 
 #include <float.h>
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xgboost/c_api.h>
 
-enum { OPT_BATCH, OPT_EXPLORATION, OPT_ROUNDS, OPT_SA_STEPS, OPT_SA_POINTS, N_OPTS };
-
-static const searcher_option xgb_options[N_OPTS] = {
-    {"batch", SEARCHER_OPT_INTEGER, "16", 1, 4096, NULL,
-     "configurations per model-chosen batch (AutoTVM's plan_size): the first batch is random, "
-     "then the model is retrained from scratch every batch told results"},
-    {"exploration", SEARCHER_OPT_NUMBER, "0.05", 0, 1, NULL,
-     "probability that a proposal is a random configuration instead of the model's next pick"},
-    {"rounds", SEARCHER_OPT_INTEGER, "30", 1, 1000, NULL,
-     "boosting rounds per training (trees of depth 3, eta 0.3)"},
-    {"sa_steps", SEARCHER_OPT_INTEGER, "100", 1, 10000, NULL,
-     "simulated-annealing steps on the model per batch at most (stops early after 50 steps "
-     "without a new top candidate)"},
-    {"sa_points", SEARCHER_OPT_INTEGER, "128", 1, 4096, NULL,
-     "parallel annealing walkers: the best measured configurations (up to a quarter) plus random "
-     "ones"},
+enum {
+    OPT_BATCH,
+    OPT_EXPLORATION,
+    OPT_ROUNDS,
+    OPT_EARLY_STOPPING,
+    OPT_SA_STEPS,
+    OPT_SA_EARLY_STOP,
+    OPT_SA_POINTS,
+    N_OPTS
 };
 
-enum { SA_EARLY_STOP = 50, WALK_TRIES = 4 };
-
-typedef struct xgb_cand {
-    float score;
-    config_id id;
-} xgb_cand;
-
-typedef struct xgb_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
-    uint64_t seed;
-    int batch, rounds, sa_steps, sa_points;
-    double explore;
-    int np;
-    float *vals; /* feature value of each parameter value: vals[voff[p] + v] */
-    int *voff;
-    int *twice, *half; /* value index of 2x / 0.5x value v of parameter p at voff[p] + v, or -1 */
-    int *idx;          /* decode scratch */
-    /* told trials */
-    float *x;      /* np features per trial */
-    double *t;     /* search_score per trial */
-    config_id *id; /* per trial */
-    int n, cap, n_ok, since_train;
-    double best_t;
-    /* the plan: plan[pos..len) */
-    config_id *plan;
-    int plan_pos, plan_len;
-    /* annealing scratch */
-    config_id *pts, *newp, *nb;
-    float *sc, *newsc, *fx;
-    int nb_cap;
-    xgb_cand *top; /* min-heap of the best `batch` candidates (worst at 0) */
-    int n_top;
-} xgb_state;
+static const searcher_option xgb_options[N_OPTS] = {
+    {"batch", SEARCHER_OPT_INTEGER, "64", 1, 4096, NULL,
+     "AutoTVM's plan_size: the first batch is random, then the model is refitted every batch told "
+     "results and annealing plans the next batch"},
+    {"exploration", SEARCHER_OPT_NUMBER, "0.05", 0, 1, NULL,
+     "AutoTVM's e-greedy share: the last floor(exploration x batch) proposals of each plan are "
+     "random unvisited configurations"},
+    {"rounds", SEARCHER_OPT_INTEGER, "8000", 1, 100000, NULL,
+     "boosting rounds per fit at most (AutoTVM's num_boost_round)"},
+    {"early_stopping", SEARCHER_OPT_INTEGER, "20", 1, 10000, NULL,
+     "a fit stops this many rounds after the best a-recall@batch on the training set"},
+    {"sa_steps", SEARCHER_OPT_INTEGER, "500", 1, 100000, NULL,
+     "simulated-annealing steps per plan at most (AutoTVM's n_iter; temperature 1 -> 0)"},
+    {"sa_early_stop", SEARCHER_OPT_INTEGER, "50", 1, 100000, NULL,
+     "annealing stops after this many steps without a new plan candidate"},
+    {"sa_points", SEARCHER_OPT_INTEGER, "128", 1, 4096, NULL,
+     "parallel annealing walkers (AutoTVM's parallel_size), persistent from plan to plan"},
+};
 
 static void xgb_destroy(void *state)
 {
@@ -92,21 +61,47 @@ static void xgb_destroy(void *state)
     search_set_free(&st->visited);
     free(st->vals);
     free(st->voff);
-    free(st->twice);
-    free(st->half);
     free(st->idx);
     free(st->x);
-    free(st->t);
+    free(st->y);
     free(st->id);
     free(st->plan);
     free(st->pts);
     free(st->newp);
-    free(st->nb);
     free(st->sc);
     free(st->newsc);
     free(st->fx);
-    free(st->top);
+    free(st->nb);
+    free(st->heap);
     free(st);
+}
+
+/* Knob features: the number where every value of the parameter is a number that fits a float,
+ * else the value's index (trees only need the order). */
+static int init_features(xgb_state *st)
+{
+    int np = st->np;
+    size_t nvals = 0;
+    st->voff = calloc((size_t)(np > 0 ? np : 1), sizeof *st->voff);
+    st->idx = calloc((size_t)(np > 0 ? np : 1), sizeof *st->idx);
+    if (!st->voff || !st->idx)
+        return -1;
+    for (int p = 0; p < np; p++) {
+        st->voff[p] = (int)nvals;
+        nvals += (size_t)space_param_num_values(st->sp, p);
+    }
+    st->vals = calloc(nvals ? nvals : 1, sizeof *st->vals);
+    if (!st->vals)
+        return -1;
+    for (int p = 0; p < np; p++) {
+        int nv = space_param_num_values(st->sp, p), numeric = 1;
+        for (int v = 0; v < nv && numeric; v++)
+            numeric = fabs(space_param_value_number(st->sp, p, v)) < FLT_MAX; /* NAN: a string */
+        for (int v = 0; v < nv; v++)
+            st->vals[st->voff[p] + v] =
+                numeric ? (float)space_param_value_number(st->sp, p, v) : (float)v;
+    }
+    return 0;
 }
 
 static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
@@ -117,60 +112,34 @@ static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, k
     st->sp = sp;
     st->seed = seed;
     kt_rng_seed(&st->rng, seed);
-    st->batch = (int)searcher_option_number(&xgb_options[OPT_BATCH], options);
-    st->explore = searcher_option_number(&xgb_options[OPT_EXPLORATION], options);
-    st->rounds = (int)searcher_option_number(&xgb_options[OPT_ROUNDS], options);
-    st->sa_steps = (int)searcher_option_number(&xgb_options[OPT_SA_STEPS], options);
-    st->sa_points = (int)searcher_option_number(&xgb_options[OPT_SA_POINTS], options);
-    st->best_t = SEARCH_BAD_SCORE;
-    int np = space_num_params(sp);
-    st->np = np;
-    size_t pn = (size_t)(np > 0 ? np : 1), nvals = 0;
-    st->voff = calloc(pn, sizeof *st->voff);
-    st->idx = calloc(pn, sizeof *st->idx);
-    if (!st->voff || !st->idx)
+    st->plan_size = (int)searcher_option_number(&xgb_options[OPT_BATCH], options);
+    st->random_tail =
+        (int)(searcher_option_number(&xgb_options[OPT_EXPLORATION], options) * st->plan_size);
+    st->max_rounds = (int)searcher_option_number(&xgb_options[OPT_ROUNDS], options);
+    st->stop_rounds = (int)searcher_option_number(&xgb_options[OPT_EARLY_STOPPING], options);
+    st->sa_iter = (int)searcher_option_number(&xgb_options[OPT_SA_STEPS], options);
+    st->sa_early_stop = (int)searcher_option_number(&xgb_options[OPT_SA_EARLY_STOP], options);
+    st->sa_parallel = (int)searcher_option_number(&xgb_options[OPT_SA_POINTS], options);
+    st->np = space_num_params(sp);
+    if (init_features(st) < 0)
         goto oom;
-    for (int p = 0; p < np; p++) {
-        st->voff[p] = (int)nvals;
-        nvals += (size_t)space_param_num_values(sp, p);
-    }
-    st->vals = calloc(nvals ? nvals : 1, sizeof *st->vals);
-    st->twice = malloc((nvals ? nvals : 1) * sizeof *st->twice);
-    st->half = malloc((nvals ? nvals : 1) * sizeof *st->half);
-    if (!st->vals || !st->twice || !st->half)
-        goto oom;
-    for (int p = 0; p < np; p++) {
-        int nv = space_param_num_values(sp, p), numeric = 1;
-        for (int v = 0; v < nv && numeric; v++)
-            numeric = fabs(space_param_value_number(sp, p, v)) < FLT_MAX; /* NAN: a string */
-        for (int v = 0; v < nv; v++) {
-            double x = space_param_value_number(sp, p, v);
-            st->vals[st->voff[p] + v] = numeric ? (float)x : (float)v;
-            st->twice[st->voff[p] + v] = st->half[st->voff[p] + v] = -1;
-            for (int w = 0; w < nv && numeric && x != 0; w++) {
-                double y = space_param_value_number(sp, p, w);
-                if (y == 2 * x)
-                    st->twice[st->voff[p] + v] = w;
-                if (2 * y == x)
-                    st->half[st->voff[p] + v] = w;
-            }
-        }
-    }
-    size_t P = (size_t)st->sa_points;
-    st->plan = malloc((size_t)st->batch * sizeof *st->plan);
-    st->top = malloc((size_t)st->batch * sizeof *st->top);
+    uint64_t count = space_count(sp);
+    st->n_points = count < (uint64_t)st->sa_parallel ? (int)count : st->sa_parallel;
+    size_t P = (size_t)(st->n_points > 0 ? st->n_points : 1);
+    size_t pn = (size_t)(st->np > 0 ? st->np : 1);
+    st->nb_cap = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING) + 1;
+    st->plan = malloc((size_t)st->plan_size * sizeof *st->plan);
+    st->heap = malloc((size_t)st->plan_size * sizeof *st->heap);
     st->pts = malloc(P * sizeof *st->pts);
     st->newp = malloc(P * sizeof *st->newp);
     st->sc = malloc(P * sizeof *st->sc);
     st->newsc = malloc(P * sizeof *st->newsc);
     st->fx = malloc(P * pn * sizeof *st->fx);
-    int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
-    int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
-    st->nb_cap = (ham > pair ? ham : pair) + 1;
     st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
-    if (!st->plan || !st->top || !st->pts || !st->newp || !st->sc || !st->newsc || !st->fx ||
+    if (!st->plan || !st->heap || !st->pts || !st->newp || !st->sc || !st->newsc || !st->fx ||
         !st->nb)
         goto oom;
+    xgb_walk_init(st);
     return st;
 oom:
     xgb_destroy(st);
@@ -178,304 +147,21 @@ oom:
     return NULL;
 }
 
-/* Features of id into f (np floats). */
-static void xgb_features(xgb_state *st, config_id id, float *f)
-{
-    if (space_decode(st->sp, id, st->idx) < 0)
-        memset(st->idx, 0, (size_t)st->np * sizeof *st->idx);
-    for (int p = 0; p < st->np; p++)
-        f[p] = st->vals[st->voff[p] + st->idx[p]];
-}
-
-static int xgb_check(int rc, const char *what)
-{
-    if (rc != 0)
-        log_warn("xgb searcher: %s failed: %s", what, XGBGetLastError());
-    return rc != 0 ? -1 : 0;
-}
-
-/* A booster trained from scratch on every told trial, or NULL after a logged failure. */
-static BoosterHandle xgb_train(xgb_state *st)
-{
-    DMatrixHandle dm = NULL;
-    BoosterHandle b = NULL;
-    float *label = malloc((size_t)st->n * sizeof *label);
-    char seed[32];
-    int ok = 0;
-
-    if (!label) {
-        log_warn("xgb searcher: out of memory for the training labels");
-        goto done;
-    }
-    for (int i = 0; i < st->n; i++)
-        label[i] = st->t[i] >= SEARCH_BAD_SCORE ? 0.0f : (float)(st->best_t / st->t[i]);
-    unsigned group = (unsigned)st->n;
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)(st->seed % 2147483647u));
-    if (xgb_check(
-            XGDMatrixCreateFromMat_omp(st->x, (bst_ulong)st->n, (bst_ulong)st->np, NAN, &dm, 1),
-            "XGDMatrixCreateFromMat") < 0 ||
-        xgb_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)st->n), "set label") < 0 ||
-        xgb_check(XGDMatrixSetUIntInfo(dm, "group", &group, 1), "set group") < 0 ||
-        xgb_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0)
-        goto done;
-    /* AutoTVM's XGBoostCostModel parameters, single-threaded and exact for determinism. */
-    static const char *const params[][2] = {
-        {"objective", "rank:pairwise"},
-        {"max_depth", "3"},
-        {"gamma", "0.0001"},
-        {"min_child_weight", "1"},
-        {"subsample", "1"},
-        {"eta", "0.3"},
-        {"lambda", "1"},
-        {"alpha", "0"},
-        {"tree_method", "exact"},
-        {"nthread", "1"},
-        {"verbosity", "0"},
-    };
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-        if (xgb_check(XGBoosterSetParam(b, params[i][0], params[i][1]), "XGBoosterSetParam") < 0)
-            goto done;
-    }
-    if (xgb_check(XGBoosterSetParam(b, "seed", seed), "XGBoosterSetParam") < 0)
-        goto done;
-    for (int it = 0; it < st->rounds; it++) {
-        if (xgb_check(XGBoosterUpdateOneIter(b, it, dm), "XGBoosterUpdateOneIter") < 0)
-            goto done;
-    }
-    ok = 1;
-done:
-    if (dm)
-        xgb_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    if (!ok && b) {
-        xgb_check(XGBoosterFree(b), "XGBoosterFree");
-        b = NULL;
-    }
-    free(label);
-    return b;
-}
-
-/* Model scores (higher = predicted faster) of ids[0..n) into out. -1 after a logged failure. */
-static int xgb_predict(xgb_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
-{
-    DMatrixHandle dm = NULL;
-    bst_ulong len = 0;
-    const float *res = NULL;
-    int rc = -1;
-
-    for (int i = 0; i < n; i++)
-        xgb_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    if (xgb_check(XGDMatrixCreateFromMat_omp(st->fx, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
-                  "XGDMatrixCreateFromMat") < 0 ||
-        xgb_check(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "XGBoosterPredict") < 0)
-        goto done;
-    if (len != (bst_ulong)n) {
-        log_warn("xgb searcher: XGBoosterPredict returned %llu scores for %d rows",
-                 (unsigned long long)len, n);
-        goto done;
-    }
-    memcpy(out, res, (size_t)n * sizeof *out);
-    rc = 0;
-done:
-    if (dm)
-        xgb_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    return rc;
-}
-
-/* a ranks below b: a lower score, ties broken by the larger id. */
-static int cand_worse(const xgb_cand *a, const xgb_cand *b)
-{
-    return a->score < b->score || (a->score == b->score && a->id > b->id);
-}
-
-static void top_sift_down(xgb_cand *h, int n, int i)
-{
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && cand_worse(&h[c + 1], &h[c]))
-            c++;
-        if (!cand_worse(&h[c], &h[i]))
-            break;
-        xgb_cand tmp = h[i];
-        h[i] = h[c];
-        h[c] = tmp;
-        i = c;
-    }
-}
-
-/* Offers id to the top-`batch` heap unless visited or already offered. 1 if it entered, -1 no
- * memory. */
-static int top_offer(xgb_state *st, search_set *seen, config_id id, float score)
-{
-    xgb_cand c = {score, id};
-    if (search_set_has(&st->visited, id) || search_set_has(seen, id))
-        return 0;
-    if (st->n_top == st->batch && !cand_worse(&st->top[0], &c))
-        return 0;
-    if (search_set_add(seen, id) < 0)
-        return -1;
-    if (st->n_top < st->batch) {
-        int i = st->n_top++;
-        st->top[i] = c;
-        while (i > 0 && cand_worse(&st->top[i], &st->top[(i - 1) / 2])) {
-            xgb_cand tmp = st->top[i];
-            st->top[i] = st->top[(i - 1) / 2];
-            st->top[(i - 1) / 2] = tmp;
-            i = (i - 1) / 2;
-        }
-    } else { /* an entry once displaced scores below the heap from then on: never re-offered */
-        st->top[0] = c;
-        top_sift_down(st->top, st->n_top, 0);
-    }
-    return 1;
-}
-
-/* One random-walk step (AutoTVM: one knob to a random other value). A few random single-parameter
- * changes are tried, then a few random PAIR_SCALE moves (one value x2, another /2: the only moves
- * where restrictions fix products), then the full PAIR_SCALE and HAMMING lists, then a random
- * configuration. Random tries keep walks cheap: listing every neighbour of a tiling configuration
- * costs a hundred or two failed lookups. */
-static config_id xgb_walk(xgb_state *st, config_id id)
-{
-    config_id out;
-    int *idx = st->idx;
-    if (st->np > 0 && space_decode(st->sp, id, idx) == 0) {
-        for (int k = 0; k < WALK_TRIES; k++) {
-            int p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
-            int nv = space_param_num_values(st->sp, p);
-            if (nv < 2)
-                continue;
-            int old = idx[p], v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
-            idx[p] = v >= old ? v + 1 : v;
-            int ok = space_encode(st->sp, idx, &out) == 0;
-            idx[p] = old;
-            if (ok)
-                return out;
-        }
-        for (int k = 0; k < WALK_TRIES && st->np > 1; k++) {
-            int p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
-            int q = (int)kt_rng_below(&st->rng, (uint64_t)st->np - 1);
-            q += q >= p;
-            int vp = st->twice[st->voff[p] + idx[p]], vq = st->half[st->voff[q] + idx[q]];
-            if (vp < 0 || vq < 0)
-                continue;
-            int op = idx[p], oq = idx[q];
-            idx[p] = vp;
-            idx[q] = vq;
-            int ok = space_encode(st->sp, idx, &out) == 0;
-            idx[p] = op;
-            idx[q] = oq;
-            if (ok)
-                return out;
-        }
-    }
-    int m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_PAIR_SCALE, st->nb, st->nb_cap);
-    if (m == 0)
-        m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
-    if (m == 0)
-        return space_sample(st->sp, &st->rng);
-    return st->nb[kt_rng_below(&st->rng, (uint64_t)m)];
-}
-
-/* Indices of the best `k` successful trials into out (k <= n_ok): a partial selection sort,
- * k is small. */
-static int best_trials(const xgb_state *st, int *out, int k)
-{
-    int got = 0;
-    for (int r = 0; r < k; r++) {
-        int bi = -1;
-        for (int i = 0; i < st->n; i++) {
-            if (st->t[i] >= SEARCH_BAD_SCORE)
-                continue;
-            int taken = 0;
-            for (int j = 0; j < got && !taken; j++)
-                taken = out[j] == i;
-            if (!taken && (bi < 0 || st->t[i] < st->t[bi]))
-                bi = i;
-        }
-        if (bi < 0)
-            break;
-        out[got++] = bi;
-    }
-    return got;
-}
-
-static int cand_cmp_desc(const void *a, const void *b)
-{
-    const xgb_cand *x = a, *y = b;
-    return cand_worse(y, x) ? -1 : cand_worse(x, y) ? 1 : 0;
-}
-
-/* Simulated annealing on the model: fills the plan with the best predicted unvisited
- * configurations. -1 on a model failure (logged) or no memory; the plan is then empty. */
-static int xgb_anneal(xgb_state *st, BoosterHandle b)
-{
-    search_set seen = {0};
-    int P = st->sa_points, rc = -1;
-    int *best = malloc((size_t)(P / 4 + 1) * sizeof *best);
-
-    st->n_top = 0;
-    st->plan_len = st->plan_pos = 0;
-    if (!best)
-        goto done;
-    int nb = best_trials(st, best, P / 4);
-    for (int i = 0; i < P; i++)
-        st->pts[i] = i < nb ? st->id[best[i]] : space_sample(st->sp, &st->rng);
-    if (xgb_predict(st, b, st->pts, P, st->sc) < 0)
-        goto done;
-    for (int i = 0; i < P; i++) {
-        if (top_offer(st, &seen, st->pts[i], st->sc[i]) < 0)
-            goto done;
-    }
-    double temp = 1.0, cool = 1.0 / (st->sa_steps + 1);
-    int last_change = 0;
-    for (int k = 0; k < st->sa_steps && k < last_change + SA_EARLY_STOP; k++) {
-        for (int i = 0; i < P; i++)
-            st->newp[i] = xgb_walk(st, st->pts[i]);
-        if (xgb_predict(st, b, st->newp, P, st->newsc) < 0)
-            goto done;
-        for (int i = 0; i < P; i++) {
-            double d = ((double)st->newsc[i] - st->sc[i]) / (temp + 1e-5);
-            if (kt_rng_uniform(&st->rng) < exp(d < 1 ? d : 1)) {
-                st->pts[i] = st->newp[i];
-                st->sc[i] = st->newsc[i];
-            }
-            int in = top_offer(st, &seen, st->newp[i], st->newsc[i]);
-            if (in < 0)
-                goto done;
-            if (in)
-                last_change = k;
-        }
-        temp -= cool;
-    }
-    qsort(st->top, (size_t)st->n_top, sizeof *st->top, cand_cmp_desc);
-    for (int i = 0; i < st->n_top; i++)
-        st->plan[i] = st->top[i].id;
-    st->plan_len = st->n_top;
-    rc = 0;
-done:
-    search_set_free(&seen);
-    free(best);
-    return rc;
-}
-
+/* next_batch: plan entries while more than random_tail of them are left, else random. */
 static int xgb_ask(void *state, config_id *out, int max)
 {
     xgb_state *st = state;
     int n = 0;
     while (n < max) {
-        int rc = 0;
-        if (st->plan_pos < st->plan_len && kt_rng_uniform(&st->rng) >= st->explore) {
-            while (st->plan_pos < st->plan_len && rc == 0) {
-                config_id id = st->plan[st->plan_pos++];
-                rc = search_set_add(&st->visited, id);
-                if (rc > 0)
-                    out[n] = id;
-            }
-        }
-        if (rc == 0)
+        while (st->plan_pt < st->plan_len && search_set_has(&st->visited, st->plan[st->plan_pt]))
+            st->plan_pt++;
+        int rc;
+        if (st->plan_pt >= st->plan_len - st->random_tail) {
             rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
+        } else {
+            out[n] = st->plan[st->plan_pt];
+            rc = search_set_add(&st->visited, out[n]);
+        }
         if (rc <= 0)
             break;
         n++;
@@ -491,13 +177,14 @@ static int xgb_grow(xgb_state *st)
     size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
     size_t np = (size_t)(st->np > 0 ? st->np : 1);
     if (cap == 0 || kt_array_resize((void **)&st->x, cap, np * sizeof *st->x) != 0 ||
-        kt_array_resize((void **)&st->t, cap, sizeof *st->t) != 0 ||
+        kt_array_resize((void **)&st->y, cap, sizeof *st->y) != 0 ||
         kt_array_resize((void **)&st->id, cap, sizeof *st->id) != 0)
         return -1;
     st->cap = (int)cap;
     return 0;
 }
 
+/* update: keep the trials; refit and replan once plan_size x (fits + 1) are told. */
 static void xgb_tell(void *state, const config_id *ids, const trial_result *r, int n)
 {
     xgb_state *st = state;
@@ -507,36 +194,37 @@ static void xgb_tell(void *state, const config_id *ids, const trial_result *r, i
             break;
         }
         double t = search_score(&r[i]);
+        double y = t < SEARCH_BAD_SCORE && t > 0 ? 1.0 / t : 0.0;
         xgb_features(st, ids[i], st->x + (size_t)st->n * (size_t)st->np);
-        st->t[st->n] = t;
+        st->y[st->n] = y;
         st->id[st->n] = ids[i];
         st->n++;
-        st->since_train++;
-        if (t < SEARCH_BAD_SCORE) {
-            st->n_ok++;
-            st->best_t = t < st->best_t ? t : st->best_t;
-        }
+        st->y_max = y > st->y_max ? y : st->y_max;
     }
-    if (st->since_train < st->batch || st->n_ok == 0)
+    if ((int64_t)st->n < (int64_t)st->plan_size * (st->train_ct + 1) || st->y_max <= 0)
         return;
-    st->since_train = 0;
-    st->plan_len = st->plan_pos = 0;
-    BoosterHandle b = xgb_train(st);
-    int failed = !b || xgb_anneal(st, b) < 0;
-    if (failed) {
-        st->plan_len = st->plan_pos = 0;
-        log_warn("xgb searcher: no model-chosen batch after %d trials; proposing at random until "
-                 "the next training",
+    st->plan_len = st->plan_pt = 0;
+    BoosterHandle b = xgb_fit(st);
+    if (!b || xgb_find_maximums(st, b) < 0) {
+        st->plan_len = st->plan_pt = 0;
+        log_warn("xgb searcher: no plan after %d trials; proposing at random until the next fit",
                  st->n);
+    } else {
+        log_debug("xgb searcher: fit %d on %d trials: %d rounds (best %d, a-recall %.3f), %d "
+                  "annealing steps, plan of %d (%d dropped for a negative score)",
+                  st->train_ct + 1, st->n, st->last_rounds, st->last_best_round, st->last_recall,
+                  st->last_sa_iters, st->plan_len, st->last_dropped);
     }
+    st->train_ct++;
     if (b)
-        xgb_check(XGBoosterFree(b), "XGBoosterFree");
+        XGBoosterFree(b);
 }
 
 const searcher_vtable searcher_xgb_vtable = {
     .name = "xgb",
-    .summary = "AutoTVM's XGBoost tuner: a rank:pairwise cost model retrained every batch, batches "
-               "picked by simulated annealing on the model plus random exploration",
+    .summary = "AutoTVM's XGBTuner: a rank:pairwise XGBoost cost model refitted every plan of 64 "
+               "(early stopping on a-recall), plans chosen by persistent simulated annealing on "
+               "the model with one-knob (whole parameter group) moves",
     .options = xgb_options,
     .n_options = N_OPTS,
     .create = xgb_create,

@@ -77,6 +77,26 @@ uint64_t space_count(const space *sp);  /* valid configurations */
 double space_raw_size(const space *sp); /* product of the value-list lengths */
 int space_num_groups(const space *sp);  /* independent parameter groups */
 
+/* The independent groups as units (AutoTVM's "knobs": on the GEMM tiling space the m, k and n
+ * factorisations). Thread-safe, no allocation, O(1) each. Groups are numbered 0..space_num_groups-1
+ * as in the id scheme above; a group's sub-configurations are its valid value-index rows, in sorted
+ * (raw-grid) order, positions 0..space_group_size-1.
+ *   space_param_group: the group holding parameter p, -1 for p out of range.
+ *   space_group_size: n_g, the group's valid sub-configurations; 0 for g out of range (a built
+ *     non-empty space has n_g >= 1 for every group).
+ *   space_group_num_params / space_group_param: the group's parameters, ascending (i-th one), 0 /
+ * -1 for g or i out of range. space_group_position: *pos = pos_g of id, the digit of group g
+ * (space_decode of id gives that row's values to the group's parameters). Returns 0, or -1 (pos
+ * untouched) when id >= count or g is out of range. space_with_group_position: *out = id with group
+ * g's sub-configuration replaced by the one at position pos, every other group's unchanged; always
+ * valid. Returns 0, or -1 (out untouched) when id >= count, g is out of range or pos >= n_g. */
+int space_param_group(const space *sp, int p);
+uint64_t space_group_size(const space *sp, int g);
+int space_group_num_params(const space *sp, int g);
+int space_group_param(const space *sp, int g, int i);
+int space_group_position(const space *sp, config_id id, int g, uint64_t *pos);
+int space_with_group_position(const space *sp, config_id id, int g, uint64_t pos, config_id *out);
+
 /* id -> value index per parameter (idx has space_num_params entries). Returns -1 if id >= count. */
 int space_decode(const space *sp, config_id id, int *idx);
 /* value indices -> id. Returns -1 (no error) if the configuration is not valid. */

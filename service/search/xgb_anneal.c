@@ -1,0 +1,200 @@
+/* search/xgb_anneal — the model optimizer of the xgb strategy, as AutoTVM's
+ * SimulatedAnnealingOptimizer (n_iter 500, temp (1, 0) linear, persistent, parallel_size 128,
+ * early_stop 50) with its random_walk: min(sa_points, count) walkers, random distinct
+ * configurations at the first plan and where the previous plan's walk stopped afterwards, each step
+ * one random knob change per walker, accepted with probability exp(min((new - old) / (t + 1e-5),
+ * 1)) on the model's scores, the best plan_size unvisited configurations seen kept in a heap.
+ *
+ * A knob is an independent parameter group of the space (space.h): a move sets one group to a
+ * uniformly random other valid sub-configuration, as random_walk sets one knob to a random other
+ * value; on the GEMM tiling space the groups are the m, k and n factorisations. A space that is one
+ * group of several parameters (Kernel Tuner's explicit replay spaces) would make that a random
+ * restart, so there a move changes one parameter to a random other value and keeps it if the
+ * result is valid (8 tries), else takes a uniformly random valid one-parameter neighbour, else
+ * stays (AutoTVM's random_walk with its later validity filter, without compounding the changes). */
+#include "search/xgb_impl.h"
+
+#include "core/log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PARAM_TRIES = 8 };
+
+void xgb_walk_init(xgb_state *st)
+{
+    int ng = space_num_groups(st->sp);
+    st->n_movable = 0;
+    for (int g = 0; g < ng; g++)
+        st->n_movable += space_group_size(st->sp, g) > 1;
+    st->move = ng == 1 && st->np > 1 ? XGB_MOVE_PARAM : XGB_MOVE_GROUP;
+}
+
+/* random_walk: draw (knob, value) pairs until the value differs from the knob's current one, so a
+ * knob with n_g sub-configurations is chosen with probability proportional to (n_g - 1) / n_g. */
+static config_id walk_group(xgb_state *st, config_id id)
+{
+    int ng = space_num_groups(st->sp);
+    for (;;) {
+        int g = (int)kt_rng_below(&st->rng, (uint64_t)ng);
+        uint64_t pos, to = kt_rng_below(&st->rng, space_group_size(st->sp, g));
+        config_id out;
+        if (space_group_position(st->sp, id, g, &pos) < 0)
+            return id;
+        if (to != pos && space_with_group_position(st->sp, id, g, to, &out) == 0)
+            return out;
+    }
+}
+
+static config_id walk_param(xgb_state *st, config_id id)
+{
+    int *idx = st->idx;
+    config_id out;
+    if (space_decode(st->sp, id, idx) < 0)
+        return id;
+    for (int k = 0; k < PARAM_TRIES; k++) {
+        int p, nv;
+        do {
+            p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
+            nv = space_param_num_values(st->sp, p);
+        } while (nv < 2);
+        int old = idx[p], v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
+        idx[p] = v >= old ? v + 1 : v;
+        int ok = space_encode(st->sp, idx, &out) == 0;
+        idx[p] = old;
+        if (ok)
+            return out;
+    }
+    int m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
+    return m > 0 ? st->nb[kt_rng_below(&st->rng, (uint64_t)m)] : id;
+}
+
+config_id xgb_walk(xgb_state *st, config_id id)
+{
+    if (st->n_movable == 0)
+        return id;
+    return st->move == XGB_MOVE_GROUP ? walk_group(st, id) : walk_param(st, id);
+}
+
+/* a ranks below b: a lower score, ties broken by the larger id. */
+static int cand_worse(const xgb_cand *a, const xgb_cand *b)
+{
+    return a->score < b->score || (a->score == b->score && a->id > b->id);
+}
+
+static void heap_swap(xgb_cand *h, int i, int j)
+{
+    xgb_cand t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+static void heap_down(xgb_cand *h, int n, int i)
+{
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && cand_worse(&h[c + 1], &h[c]))
+            c++;
+        if (!cand_worse(&h[c], &h[i]))
+            return;
+        heap_swap(h, i, c);
+        i = c;
+    }
+}
+
+/* AutoTVM's heap of plan_size entries, initially placeholders scoring -inf: a candidate enters if
+ * it scores above the worst entry and is neither visited nor already in. An entry once pushed out
+ * scores at most the heap's minimum from then on, so it can never re-enter. 1 if it entered. */
+static int heap_offer(xgb_state *st, config_id id, float score)
+{
+    xgb_cand c = {score, id};
+    if (st->n_heap == st->plan_size && !(score > st->heap[0].score))
+        return 0;
+    if (search_set_has(&st->visited, id))
+        return 0;
+    for (int i = 0; i < st->n_heap; i++)
+        if (st->heap[i].id == id)
+            return 0;
+    if (st->n_heap < st->plan_size) {
+        int i = st->n_heap++;
+        st->heap[i] = c;
+        while (i > 0 && cand_worse(&st->heap[i], &st->heap[(i - 1) / 2])) {
+            heap_swap(st->heap, i, (i - 1) / 2);
+            i = (i - 1) / 2;
+        }
+    } else {
+        st->heap[0] = c;
+        heap_down(st->heap, st->n_heap, 0);
+    }
+    return 1;
+}
+
+static int cand_cmp_desc(const void *a, const void *b)
+{
+    const xgb_cand *x = a, *y = b;
+    return cand_worse(y, x) ? -1 : cand_worse(x, y) ? 1 : 0;
+}
+
+/* sample_ints: n_points distinct uniform configurations (n_points <= count). */
+static void initial_points(xgb_state *st)
+{
+    for (int i = 0; i < st->n_points; i++) {
+        int dup;
+        do {
+            st->pts[i] = space_sample(st->sp, &st->rng);
+            dup = 0;
+            for (int j = 0; j < i && !dup; j++)
+                dup = st->pts[j] == st->pts[i];
+        } while (dup);
+    }
+    st->have_points = 1;
+}
+
+int xgb_find_maximums(xgb_state *st, BoosterHandle b)
+{
+    int P = st->n_points;
+    st->n_heap = 0;
+    st->plan_len = st->plan_pt = 0;
+    st->last_sa_iters = st->last_dropped = 0;
+    if (!st->have_points)
+        initial_points(st);
+    if (xgb_predict(st, b, st->pts, P, st->sc) < 0)
+        return -1;
+    for (int i = 0; i < P; i++)
+        heap_offer(st, st->pts[i], st->sc[i]);
+    double t = 1.0, cool = 1.0 / (st->sa_iter + 1);
+    int k = 0, k_last_modify = 0;
+    while (k < st->sa_iter && k < k_last_modify + st->sa_early_stop) {
+        for (int i = 0; i < P; i++)
+            st->newp[i] = xgb_walk(st, st->pts[i]);
+        if (xgb_predict(st, b, st->newp, P, st->newsc) < 0)
+            return -1;
+        for (int i = 0; i < P; i++) {
+            double d = ((double)st->newsc[i] - st->sc[i]) / (t + 1e-5);
+            if (kt_rng_uniform(&st->rng) < exp(d < 1 ? d : 1)) {
+                st->pts[i] = st->newp[i];
+                st->sc[i] = st->newsc[i];
+            }
+        }
+        for (int i = 0; i < P; i++) {
+            if (heap_offer(st, st->newp[i], st->newsc[i]))
+                k_last_modify = k;
+        }
+        k++;
+        t -= cool;
+    }
+    st->last_sa_iters = k;
+    /* AutoTVM keeps only the entries scoring >= 0 (meant to drop its -inf placeholders, it drops
+     * negative model scores too); the walkers stay where they are for the next plan. */
+    qsort(st->heap, (size_t)st->n_heap, sizeof *st->heap, cand_cmp_desc);
+    for (int i = 0; i < st->n_heap; i++) {
+        if (st->heap[i].score >= 0)
+            st->plan[st->plan_len++] = st->heap[i].id;
+        else
+            st->last_dropped++;
+    }
+    return 0;
+}

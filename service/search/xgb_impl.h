@@ -1,0 +1,110 @@
+/* search/xgb_impl — internal to the xgb strategies (xgb.c: options, ask / tell and the plan;
+ * xgb_model.c: features, the XGBoost fit with early stopping on a-recall, prediction;
+ * xgb_anneal.c: the simulated-annealing model optimizer and its random walk; xgb_local.c: the
+ * variant from before issue 15, which only shares the vtable declaration) and to their unit test,
+ * which drives searcher_xgb_vtable directly to read the state (fits, rounds, moves). Everything
+ * hangs off xgb_state and is freed by the vtable's destroy; a BoosterHandle returned by xgb_fit
+ * belongs to the caller (XGBoosterFree). */
+#ifndef KT_SEARCH_XGB_IMPL_H
+#define KT_SEARCH_XGB_IMPL_H
+
+#include "search/search_set.h"
+
+#include <xgboost/c_api.h>
+
+extern const searcher_vtable searcher_xgb_vtable;
+/* search/xgb_local.c: the pre-issue-15 variant (plans of 16, 30 rounds, local moves); its own
+ * state, nothing of this header but the vtable. */
+extern const searcher_vtable searcher_xgb_local_vtable;
+
+/* How the annealing walk moves (xgb_walk): AutoTVM's random_walk on knobs. */
+typedef enum {
+    XGB_MOVE_GROUP =
+        0,          /* one independent group ("knob") to a uniformly random other valid
+                       sub-configuration: on gemm_tiled a whole new factorisation of m, k or n */
+    XGB_MOVE_PARAM, /* the space is one group of several parameters (explicit replay spaces):
+                       one parameter to a random other value, kept if valid */
+} xgb_move_mode;
+
+typedef struct xgb_rank_item {
+    float v;
+    int i;
+} xgb_rank_item;
+
+typedef struct xgb_cand {
+    float score;
+    config_id id;
+} xgb_cand;
+
+typedef struct xgb_state {
+    const space *sp;
+    kt_rng rng;
+    search_set visited; /* proposed ids: AutoTVM's `visited`, the optimizer's exclusive set */
+    uint64_t seed;
+    /* options */
+    int plan_size, max_rounds, stop_rounds, sa_iter, sa_early_stop, sa_parallel;
+    int random_tail; /* (int)(exploration * plan_size): the plan's last entries taken at random */
+    /* knob features: vals[voff[p] + v] for value v of parameter p */
+    int np;
+    float *vals;
+    int *voff;
+    int *idx; /* decode scratch */
+    /* told trials, in told order: AutoTVM's xs / ys */
+    float *x;      /* np features per trial */
+    double *y;     /* 1 / time (proportional to flops), 0 for a failure */
+    config_id *id; /* per trial */
+    int n, cap;
+    double y_max; /* the largest y (0 while nothing succeeded) */
+    int train_ct; /* fits so far: the next comes once n >= plan_size * (train_ct + 1) */
+    /* the plan: AutoTVM's trials / trial_pt */
+    config_id *plan;
+    int plan_len, plan_pt;
+    /* the annealing walkers, persistent between plans */
+    xgb_move_mode move;
+    int n_movable; /* groups with more than one valid sub-configuration */
+    int n_points;  /* min(sa_parallel, count) */
+    int have_points;
+    config_id *pts, *newp;
+    float *sc, *newsc, *fx;
+    config_id *nb; /* HAMMING neighbours (XGB_MOVE_PARAM's last resort) */
+    int nb_cap;
+    xgb_cand *heap; /* min-heap of the best plan_size candidates (worst at 0) */
+    int n_heap;
+    /* what the last fit and annealing did (tests, logs) */
+    int last_rounds; /* boosting rounds trained (the best round + stop_rounds + 1 when stopped) */
+    int last_best_round; /* 0-based round of the best training a-recall */
+    double last_recall;  /* that a-recall@plan_size */
+    int last_sa_iters;   /* annealing steps run */
+    int last_dropped;    /* candidates dropped for a negative score */
+} xgb_state;
+
+/* xgb_model.c */
+/* The knob features of id into f (np floats): per parameter its value where every value of the
+ * parameter is a number, else the value's index. */
+void xgb_features(xgb_state *st, config_id id, float *f);
+/* AutoTVM's training metric "a-recall@top" of predictions pred against labels (n each): order the
+ * rows by prediction, descending; rank[j] = the rank of row j's label among all labels in that
+ * order (largest first, ties by position); curve[i] = #{j < i : rank[j] <= i} / (i + 1); the score
+ * is sum_{i < min(top, n)} curve[i] / top. items and rank are scratch of n entries each. */
+double xgb_average_recall(const float *pred, const float *label, int n, int top,
+                          xgb_rank_item *items, int *rank);
+/* A booster fitted on every told trial as AutoTVM's XGBoostCostModel.fit: rows shuffled, labels
+ * y / y_max, rank:pairwise, up to max_rounds rounds, stopped stop_rounds rounds after the best
+ * training a-recall@plan_size; prediction then uses every round trained (as xgb.train's booster
+ * did). NULL after a logged failure. Sets last_rounds, last_best_round, last_recall. */
+BoosterHandle xgb_fit(xgb_state *st);
+/* Model scores (higher = predicted faster) of ids[0..n) (n <= n_points) into out; -1 after a
+ * logged failure. */
+int xgb_predict(xgb_state *st, BoosterHandle b, const config_id *ids, int n, float *out);
+
+/* xgb_anneal.c */
+/* Chooses the move mode and counts the movable groups (at create). */
+void xgb_walk_init(xgb_state *st);
+/* One random-walk step from id (xgb_move_mode); id itself when nothing can move. */
+config_id xgb_walk(xgb_state *st, config_id id);
+/* AutoTVM's SimulatedAnnealingOptimizer.find_maximums: fills plan with up to plan_size unvisited
+ * configurations of highest predicted score (those scoring below 0 dropped, as AutoTVM does),
+ * best first. -1 after a logged failure or out of memory (the plan is then empty). */
+int xgb_find_maximums(xgb_state *st, BoosterHandle b);
+
+#endif
