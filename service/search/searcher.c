@@ -21,25 +21,28 @@ struct searcher {
     unsigned char *first_told;
 };
 
-extern const searcher_vtable searcher_auto_vtable;    /* search/auto.c */
-extern const searcher_vtable searcher_gbfs_vtable;    /* search/gbfs.c */
-extern const searcher_vtable searcher_xgb_vtable;     /* search/xgb.c */
-extern const searcher_vtable searcher_rnn_vtable;     /* search/rnn.c */
-extern const searcher_vtable searcher_na2c_vtable;    /* search/na2c.c */
-extern const searcher_vtable searcher_bo_vtable;      /* search/bo.c */
-extern const searcher_vtable searcher_mindmap_vtable; /* search/mindmap.c */
+extern const searcher_vtable searcher_auto_vtable;      /* search/auto.c */
+extern const searcher_vtable searcher_gbfs_vtable;      /* search/gbfs.c */
+extern const searcher_vtable searcher_xgb_vtable;       /* search/xgb.c */
+extern const searcher_vtable searcher_rnn_vtable;       /* search/rnn.c */
+extern const searcher_vtable searcher_na2c_vtable;      /* search/na2c.c */
+extern const searcher_vtable searcher_bo_vtable;        /* search/bo.c */
+extern const searcher_vtable searcher_mindmap_vtable;   /* search/mindmap.c */
+extern const searcher_vtable searcher_xgb_local_vtable; /* search/xgb_local.c */
 
 static const searcher_vtable *const strategies[] = {
     &searcher_random_vtable,     &searcher_exhaustive_vtable, &searcher_anneal_vtable,
     &searcher_greedy_ils_vtable, &searcher_genetic_vtable,    &searcher_auto_vtable,
     &searcher_gbfs_vtable,       &searcher_xgb_vtable,        &searcher_rnn_vtable,
     &searcher_na2c_vtable,       &searcher_bo_vtable,         &searcher_mindmap_vtable,
+    &searcher_xgb_local_vtable,
 };
 #define N_STRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
 /* Kept in the table's order; a unit test checks that it matches. */
 static const char strategy_names[] =
-    "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap";
+    "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap, "
+    "xgb_local";
 
 static const searcher_vtable *find_strategy(const char *name)
 {

@@ -29,7 +29,7 @@ static void catalog_lists_every_strategy(void **state)
 {
     (void)state;
     json_t *cat = searcher_catalog_json();
-    assert_int_equal(json_array_size(cat), 12);
+    assert_int_equal(json_array_size(cat), 13);
     char joined[256] = "";
     size_t len = 0;
     for (size_t i = 0; i < json_array_size(cat); i++) {
@@ -44,7 +44,8 @@ static void catalog_lists_every_strategy(void **state)
     assert_string_equal(joined, searcher_names());
     assert_string_equal(
         searcher_names(),
-        "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap");
+        "random, exhaustive, anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap, "
+        "xgb_local");
     assert_false(searcher_exists("annealing"));
     assert_false(searcher_exists(NULL));
     json_decref(cat);
@@ -60,7 +61,7 @@ static void unknown_strategy_and_bad_options(void **state)
     assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
     assert_non_null(strstr(err.message, "simulated_annealing"));
     assert_string_equal(err.hint, "valid strategies: random, exhaustive, anneal, greedy_ils, "
-                                  "genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap");
+                                  "genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap, xgb_local");
     assert_null(searcher_new(NULL, sp, NULL, 1, &err));
     assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
 
