@@ -2,12 +2,13 @@
  * Multiplication Optimization for Deep Learning"). The first proposal is the start state s_0
  * (option `start`, searcher_start_id: by default the paper's [[m,1,1,1],[k,1],[n,1,1,1]], the
  * space's last configuration), then `initial` (0) extra random configurations. Every episode starts
- * from the best configuration so far (s_0 until a result is told) and walks T steps over a fixed
- * action set, each step with probability 1 - `epsilon` an action sampled from the actor's policy
- * pi(s) and otherwise a random action (epsilon 1: the actor is never used nor trained); each state
- * reached that was never proposed joins the episode's batch, and walks repeat until `batch` states
- * are collected. The batch is proposed; each told result adds the transition (s, a, r, s') that
- * first reached it to a replay memory of the latest `memory` transitions, and before the next
+ * from the best configuration so far (s_0 until one measures; while every told result failed, s_0
+ * included, a random configuration is proposed instead, as G-BFS restarts) and walks T steps over a
+ * fixed action set, each step with probability 1 - `epsilon` an action sampled from the actor's
+ * policy pi(s) and otherwise a random action (epsilon 1: the actor is never used nor trained); each
+ * state reached that was never proposed joins the episode's batch, and walks repeat until `batch`
+ * states are collected. The batch is proposed; each told result adds the transition (s, a, r, s')
+ * that first reached it to a replay memory of the latest `memory` transitions, and before the next
  * episode the actor and the critic (two small MLPs, learn/mlp) are trained on random minibatches of
  * it: advantage r + gamma V(s') - V(s), the paper's reward 1/T_cost times a constant (t_0 / t, t_0
  * the run's first successful time; 0 for a failure), and an entropy bonus that keeps the policy
@@ -155,7 +156,7 @@ typedef struct na2c_state {
     unsigned char *m_row;
     double *dp;
     /* search */
-    int start_pending, has_best, stuck, fruitless;
+    int start_pending, has_best, told_any, stuck, fruitless; /* has_best: a success */
     int t_eff;     /* T grown by stalls, episode_length..max_T */
     int soft;      /* the soft start's T (decreasing per episode), 0 once none */
     int stall;     /* episodes since the best last improved */
@@ -648,6 +649,12 @@ static int refill(na2c_state *st)
     }
     if (st->q_len > 0)
         return 1;
+    if (!st->has_best && st->told_any) { /* all told failed, s_0 too: restart at random (G-BFS) */
+        rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
+        if (rc > 0)
+            queue_push(st, id);
+        return rc;
+    }
     /* epsilon 1: the actor never chooses, so neither network is trained (the ablation) */
     if (st->actor && st->eps < 1 && st->mem_new > 0 && st->mem_len > 0) {
         for (int k = 0; k < st->train_steps; k++) {
@@ -717,7 +724,8 @@ static void na2c_tell(void *state, const config_id *ids, const trial_result *r, 
         double t = search_score(&r[i]);
         if (st->r_scale == 0 && t > 0 && t < SEARCH_BAD_SCORE)
             st->r_scale = t; /* t_0: fixed for the run, so rewards keep their meaning */
-        if (!st->has_best || t < st->best_t) {
+        st->told_any = 1;
+        if (t < SEARCH_BAD_SCORE && (!st->has_best || t < st->best_t)) {
             st->has_best = 1;
             st->best = ids[i];
             st->best_t = t;

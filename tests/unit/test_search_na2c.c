@@ -280,6 +280,42 @@ static void reward_has_no_time_scale(void **state)
     space_free(sp);
 }
 
+/* A failed s_0 is no start (J = false in the paper): while every told result failed, proposals are
+ * random (none a neighbour of s_0); once one measures, the walks start from it. */
+static void failed_start_restarts_at_random(void **state)
+{
+    (void)state;
+    space *sp = space_gemm_tiling();
+    config_id ids[16], nb[512];
+    trial_result r;
+    trial_result_init(&r);
+    searcher *s = searcher_new("na2c", sp, NULL, 2, NULL);
+    assert_int_equal(searcher_ask(s, ids, 1), 1);
+    int m = space_neighbours(sp, ids[0], SPACE_NEIGHBOURS_PAIR_SCALE, nb, 512);
+    r.status = TRIAL_RUNTIME_ERROR;
+    r.time_ms = NAN;
+    for (int i = 0; i < 4; i++) {
+        if (i > 0)
+            assert_int_equal(searcher_ask(s, ids + i, 1), 1);
+        for (int k = 0; k < m; k++)
+            assert_true(nb[k] != ids[i] || i == 0);
+        if (i < 3)
+            searcher_tell(s, ids + i, &r, 1);
+    }
+    r.status = TRIAL_OK; /* ids[3] measures: the next episode walks from it */
+    r.time_ms = 5;
+    searcher_tell(s, ids + 3, &r, 1);
+    assert_int_equal(searcher_ask(s, ids + 4, 1), 1);
+    m = space_neighbours(sp, ids[3], SPACE_NEIGHBOURS_PAIR_SCALE, nb, 512);
+    int found = 0;
+    for (int k = 0; k < m; k++)
+        found |= nb[k] == ids[4];
+    assert_true(found);
+    assert_distinct_valid(ids, 5, space_count(sp));
+    searcher_free(s);
+    space_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +327,7 @@ int main(void)
         cmocka_unit_test(soft_start_walks_farther),
         cmocka_unit_test(epsilon_one_leaves_the_actor_out),
         cmocka_unit_test(reward_has_no_time_scale),
+        cmocka_unit_test(failed_start_restarts_at_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
