@@ -75,6 +75,7 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     target target;
     int resolved = 0;
     searcher *probe = NULL;
+    json_t *def_config = NULL, *options = NULL;
     *created = 0;
     int parallel = t->parallel > 0                         ? t->parallel
                    : svc->cfg->workers > TUNE_MAX_PARALLEL ? TUNE_MAX_PARALLEL
@@ -89,8 +90,13 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     json_decref(problem);
     if (!resolved)
         goto out;
-    /* Building the searcher once checks the options now, not when the job starts. */
-    probe = searcher_new(t->strategy, target.sp, t->options, t->seed, err);
+    /* Building the searcher once checks the options now, not when the job starts; "start":
+     * "default" is resolved as the job driver will (the job keeps the options as sent). */
+    def_config = catalog_default_config(svc->cat, &target);
+    options = searcher_options_resolve_start(t->options, def_config, err);
+    if (!options && t->options) /* NULL from options: no default configuration to start at */
+        goto out;
+    probe = searcher_new(t->strategy, target.sp, options, t->seed, err);
     if (!probe)
         goto out;
     if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, &target, err) < 0)
@@ -162,6 +168,8 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
     rc = 0;
 out:
     searcher_free(probe);
+    json_decref(options);
+    json_decref(def_config);
     if (resolved)
         target_release(&target);
     json_decref(empty);

@@ -3,14 +3,16 @@
  * if slower with probability exp(-(t_new - t_cur) / (T * t_cur)). T starts at t0 and is multiplied
  * by alpha per told result; after restart_after results without a new best the walk restarts from a
  * random configuration with T = t0. A configuration without unvisited neighbours (in the chosen
- * neighbourhood, else in PAIR_SCALE) also restarts the walk. */
+ * neighbourhood, else in PAIR_SCALE) also restarts the walk. The walk begins at option `start`:
+ * "random" (the default) is the first random restart, drawn exactly as before the option existed;
+ * any other start is the first proposal and becomes the current configuration when told. */
 #include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_NEIGHBOURHOOD, OPT_T0, OPT_ALPHA, OPT_RESTART_AFTER, N_OPTS };
+enum { OPT_NEIGHBOURHOOD, OPT_T0, OPT_ALPHA, OPT_RESTART_AFTER, OPT_START, N_OPTS };
 
 static const searcher_option anneal_options[N_OPTS] = {
     {"neighbourhood", SEARCHER_OPT_STRING, "\"hamming\"", 0, 0, "hamming|adjacent",
@@ -22,6 +24,10 @@ static const searcher_option anneal_options[N_OPTS] = {
      "geometric cooling factor applied per told result"},
     {"restart_after", SEARCHER_OPT_INTEGER, "300", 1, 1e9, NULL,
      "told results without a new best before restarting from a random configuration"},
+    {"start", SEARCHER_OPT_START, "\"random\"", 0, 0, "random|default|paper",
+     "where the walk begins (the first proposal): random, paper (the space's last "
+     "configuration), default (the kernel's default configuration) or a configuration object "
+     "{\"param\": value, ...}; restarts are random"},
 };
 
 typedef struct anneal_state {
@@ -32,6 +38,8 @@ typedef struct anneal_state {
     double t0, alpha, temp;
     long restart_after, since_best;
     int has_cur;
+    int start_pending, start_wait; /* a non-random start: to propose / its result awaited */
+    config_id start;
     config_id cur;
     double cur_t, best_t;
     config_id *nb; /* neighbour scratch */
@@ -75,10 +83,19 @@ static void *anneal_create(const space *sp, const json_t *options, uint64_t seed
     if (!st->nb)
         goto oom;
     st->nb_cap = cap;
+    if (space_count(sp) > 0) {    /* an empty space has no start: ask returns 0 */
+        kt_rng scratch = st->rng; /* a random start is the first restart: the stream stays */
+        int is_random;
+        if (searcher_start_id("anneal", &anneal_options[OPT_START], options, sp, &scratch,
+                              &st->start, &is_random, err) < 0)
+            goto fail;
+        st->start_pending = !is_random;
+    }
     return st;
 oom:
-    anneal_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    anneal_destroy(st);
     return NULL;
 }
 
@@ -97,6 +114,15 @@ static int anneal_ask(void *state, config_id *out, int max)
     int n = 0, rc = 1;
     while (n < max && rc >= 0) {
         rc = 0;
+        if (st->start_pending) {
+            st->start_pending = 0;
+            rc = search_set_add(&st->visited, st->start);
+            if (rc > 0) {
+                st->start_wait = 1;
+                out[n++] = st->start;
+            }
+            continue;
+        }
         if (st->has_cur) {
             rc = anneal_neighbour(st, &out[n]);
             if (rc == 0) { /* a dead end: restart from a random configuration */
@@ -125,7 +151,8 @@ static void anneal_tell(void *state, const config_id *ids, const trial_result *r
         } else {
             st->since_best++;
         }
-        if (!st->has_cur) {
+        if (!st->has_cur || (st->start_wait && ids[i] == st->start)) {
+            st->start_wait &= ids[i] != st->start;
             st->has_cur = 1;
             st->cur = ids[i];
             st->cur_t = t;

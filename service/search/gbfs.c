@@ -6,10 +6,13 @@
  *
  * How the ask/tell interface maps onto the loop: the sampled batch B_test is proposed one by one
  * (it is tested as a batch in the paper, so results told meanwhile do not reorder it); Q is popped
- * only when B_test is used up. The start s_0 is a random configuration; whenever Q and B_test are
- * both empty (at the start, with results still pending, or when every open configuration has been
- * expanded) the search restarts from a random unvisited configuration, so asks never stall. A
- * failed measurement is an illegitimate state (J = false in the paper): visited, never enqueued.
+ * only when B_test is used up. The start s_0 (option `start`, searcher_start_id) is the first
+ * proposal: by default the paper's [[m,1,1,1],[k,1],[n,1,1,1]] (the space's last configuration),
+ * measured and enqueued like any other; "random" keeps the earlier behaviour exactly (s_0 is the
+ * first random restart below, drawn from the same rng stream). Whenever Q and B_test are both empty
+ * (results still pending, s_0 failed, or every open configuration has been expanded) the search
+ * restarts from a random unvisited configuration, so asks never stall. A failed measurement is an
+ * illegitimate state (J = false in the paper): visited, never enqueued.
  *
  * Neighbourhood g(s): `pair_scale` is the paper's action space (one tile factor x2, another /2);
  * `auto` takes the ADJACENT and PAIR_SCALE neighbours together, which is the paper's on spaces
@@ -23,7 +26,7 @@
 
 #include "core/array.h"
 
-enum { OPT_RHO, OPT_NEIGHBOURHOOD, N_OPTS };
+enum { OPT_RHO, OPT_NEIGHBOURHOOD, OPT_START, N_OPTS };
 
 static const searcher_option gbfs_options[N_OPTS] = {
     {"rho", SEARCHER_OPT_INTEGER, "5", 1, 100000, NULL,
@@ -33,6 +36,10 @@ static const searcher_option gbfs_options[N_OPTS] = {
      "g(s): auto (adjacent and pair_scale together, hamming where both are empty), adjacent "
      "(one parameter to the previous or next value), hamming (one parameter to any other value) "
      "or pair_scale (one parameter x2 and another /2, the paper's action space)"},
+    {"start", SEARCHER_OPT_START, "\"paper\"", 0, 0, "random|default|paper",
+     "s_0, the first proposal: paper (the space's last configuration; on gemm_tiled the paper's "
+     "[[m,1,1,1],[k,1],[n,1,1,1]], no tiling), default (the kernel's default configuration), "
+     "random, or a configuration object {\"param\": value, ...}"},
 };
 
 enum { NB_AUTO = -1 };
@@ -56,6 +63,8 @@ typedef struct gbfs_state {
     int nb_cap;
     config_id *batch; /* B_test still to propose: batch[pos..len) */
     int pos, len;
+    int start_pending; /* s_0 (start) not proposed yet; 0 for a random start (a restart draws it) */
+    config_id start;
 } gbfs_state;
 
 static void gbfs_destroy(void *state)
@@ -96,10 +105,20 @@ static void *gbfs_create(const space *sp, const json_t *options, uint64_t seed, 
     st->batch = malloc((size_t)st->nb_cap * sizeof *st->batch);
     if (!st->nb || !st->batch)
         goto oom;
+    if (space_count(sp) > 0) { /* an empty space has no start: ask returns 0 */
+        /* A copy of the rng: a random start is drawn by the first restart, as before the option. */
+        kt_rng scratch = st->rng;
+        int is_random;
+        if (searcher_start_id("gbfs", &gbfs_options[OPT_START], options, sp, &scratch, &st->start,
+                              &is_random, err) < 0)
+            goto fail;
+        st->start_pending = !is_random;
+    }
     return st;
 oom:
-    gbfs_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    gbfs_destroy(st);
     return NULL;
 }
 
@@ -179,6 +198,15 @@ static int gbfs_ask(void *state, config_id *out, int max)
     gbfs_state *st = state;
     int n = 0;
     while (n < max) {
+        if (st->start_pending) { /* s_0: measured, then enqueued by tell (Algorithm 1, lines 1-3) */
+            st->start_pending = 0;
+            int added = search_set_add(&st->visited, st->start);
+            if (added < 0)
+                break;
+            if (added)
+                out[n++] = st->start;
+            continue;
+        }
         if (st->pos < st->len) {
             out[n++] = st->batch[st->pos++];
             continue;
@@ -188,7 +216,7 @@ static int gbfs_ask(void *state, config_id *out, int max)
                 break;
             continue;
         }
-        /* Q is empty: s_0, or a restart from a random unvisited configuration. */
+        /* Q is empty: a random s_0, or a restart from a random unvisited configuration. */
         if (search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]) <= 0)
             break;
         n++;

@@ -3,19 +3,26 @@
  * only when both are empty), and the first told result faster than the current one becomes the new
  * current. When the neighbourhood is used up (a local optimum), it perturbs: `perturbation` random
  * HAMMING moves from the best configuration so far (or, with probability `restart_probability`, a
- * random configuration), and the local search continues from there once its result is told. */
+ * random configuration), and the local search continues from there once its result is told.
+ * Option `start`: "random" (the default) is the first random proposal, drawn exactly as before the
+ * option existed; any other start is the first proposal, and the local search begins there once its
+ * result is told. */
 #include "search/search_set.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-enum { OPT_PERTURBATION, OPT_RESTART_PROBABILITY, N_OPTS };
+enum { OPT_PERTURBATION, OPT_RESTART_PROBABILITY, OPT_START, N_OPTS };
 
 static const searcher_option ils_options[N_OPTS] = {
     {"perturbation", SEARCHER_OPT_INTEGER, "3", 1, 64, NULL,
      "random hamming moves from the best configuration when the local search is stuck"},
     {"restart_probability", SEARCHER_OPT_NUMBER, "0.05", 0, 1, NULL,
      "probability that a perturbation is a random configuration instead"},
+    {"start", SEARCHER_OPT_START, "\"random\"", 0, 0, "random|default|paper",
+     "where the local search begins (the first proposal): random, paper (the space's last "
+     "configuration), default (the kernel's default configuration) or a configuration object "
+     "{\"param\": value, ...}"},
 };
 
 typedef struct ils_state {
@@ -25,6 +32,8 @@ typedef struct ils_state {
     int perturbation;
     double restart_p;
     int has_cur, has_best, has_pending;
+    int start_pending; /* a non-random start not proposed yet */
+    config_id start;
     config_id cur, best, pending;
     double cur_t, best_t;
     config_id *nb; /* neighbours of cur still to try: nb[pos..len) */
@@ -62,10 +71,19 @@ static void *ils_create(const space *sp, const json_t *options, uint64_t seed, k
     st->scratch = malloc((size_t)st->scratch_cap * sizeof *st->scratch);
     if (!st->nb || !st->scratch)
         goto oom;
+    if (space_count(sp) > 0) {    /* an empty space has no start: ask returns 0 */
+        kt_rng scratch = st->rng; /* a random start is the first random proposal: stream kept */
+        int is_random;
+        if (searcher_start_id("greedy_ils", &ils_options[OPT_START], options, sp, &scratch,
+                              &st->start, &is_random, err) < 0)
+            goto fail;
+        st->start_pending = !is_random;
+    }
     return st;
 oom:
-    ils_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    ils_destroy(st);
     return NULL;
 }
 
@@ -130,6 +148,18 @@ static int ils_ask(void *state, config_id *out, int max)
     int n = 0, rc = 0;
     while (n < max) {
         rc = 0;
+        if (st->start_pending) { /* told, it becomes current as a jump does */
+            st->start_pending = 0;
+            rc = search_set_add(&st->visited, st->start);
+            if (rc < 0)
+                break;
+            if (rc > 0) {
+                st->has_pending = 1;
+                st->pending = st->start;
+                out[n++] = st->start;
+            }
+            continue;
+        }
         while (st->has_cur && st->pos < st->len && rc == 0) {
             config_id id = st->nb[st->pos++];
             if (!search_set_has(&st->visited, id)) {

@@ -1,14 +1,18 @@
 /* search/na2c — Neighborhood Actor Advantage Critic (N-A2C, Algorithm 2 of "Compiler-Level Matrix
- * Multiplication Optimization for Deep Learning"). After `initial` random configurations, every
- * episode starts from the best configuration so far (s0) and walks `episode_length` steps over a
+ * Multiplication Optimization for Deep Learning"). The first proposal is the start state s_0
+ * (option `start`, searcher_start_id: by default the paper's [[m,1,1,1],[k,1],[n,1,1,1]], the
+ * space's last configuration), then `initial` (0) extra random configurations. Every episode starts
+ * from the best configuration so far (s_0 until one measures; while every told result failed, s_0
+ * included, a random configuration is proposed instead, as G-BFS restarts) and walks T steps over a
  * fixed action set, each step with probability 1 - `epsilon` an action sampled from the actor's
- * policy pi(s) and otherwise a random action; each state reached that was never proposed joins the
- * episode's batch, and walks repeat until `batch` states are collected. The batch is proposed;
- * each told result adds the transition (s, a, r, s') that first reached it to a replay memory of
- * the latest `memory` transitions, and before the next episode the actor and the critic (two small
- * MLPs, learn/mlp) are trained on random minibatches of it: advantage r + gamma V(s') - V(s),
- * reward 1/T_cost scaled by the best time so far (0 for a failure), and an entropy bonus that keeps
- * the policy exploring.
+ * policy pi(s) and otherwise a random action (epsilon 1: the actor is never used nor trained); each
+ * state reached that was never proposed joins the episode's batch, and walks repeat until `batch`
+ * states are collected. The batch is proposed; each told result adds the transition (s, a, r, s')
+ * that first reached it to a replay memory of the latest `memory` transitions, and before the next
+ * episode the actor and the critic (two small MLPs, learn/mlp) are trained on random minibatches of
+ * it: advantage r + gamma V(s') - V(s), the paper's reward 1/T_cost times a constant (t_0 / t, t_0
+ * the run's first successful time; 0 for a failure), and an entropy bonus that keeps the policy
+ * exploring.
  *
  * Where the paper is silent: the action set is, per parameter, one step to the previous or next
  * value of its list (Kernel Tuner's neighbours), plus, for every ordered pair of numeric
@@ -16,11 +20,13 @@
  * leave the space (a restriction fails, no such value) are masked out of both random and policy
  * choices, and while some action leads to a state never proposed, a step chooses among those only
  * (so a walk collects at every step instead of retracing visited ground). A state's features are
- * its parameters' value indices scaled to [-1, 1]. The episode length grows by one every
- * STALL_EPISODES episodes without a new best and whenever walks keep finding nothing new (the
- * paper's "T gradually increases"), and is back to `episode_length` when the best improves; when
- * even that finds nothing within a bounded number of steps, the proposal is a random unvisited
- * configuration, so ask returns 0 only once the space is exhausted. Deterministic for a seed: the
+ * its parameters' value indices scaled to [-1, 1]. T: the paper's soft start (the first episode
+ * walks `soft_start` steps, each next one a step fewer down to `episode_length`), then growth: one
+ * step more every STALL_EPISODES episodes without a new best and whenever FRUITLESS walks in a row
+ * find nothing new (the paper's "T gradually increases"), at most `max_episode_length`, back to
+ * `episode_length` when the best improves; a walk takes the longer of the two. When even that finds
+ * nothing within a bounded number of steps, the proposal is a random unvisited configuration, so
+ * ask returns 0 only once the space is exhausted. Deterministic for a seed: the
  * networks' initial weights and every choice come from the searcher's two rngs (walks,
  * minibatches), and training happens at fixed points of the ask/tell sequence (before an episode).
  */
@@ -46,12 +52,16 @@ enum {
     OPT_MINIBATCH,
     OPT_ENTROPY,
     OPT_INITIAL,
+    OPT_START,
+    OPT_SOFT_START,
+    OPT_MAX_EPISODE_LENGTH,
     N_OPTS
 };
 
 static const searcher_option na2c_options[N_OPTS] = {
-    {"episode_length", SEARCHER_OPT_INTEGER, "3", 1, 64, NULL,
-     "steps T of each episode's walks from the best configuration (the paper's T)"},
+    {"episode_length", SEARCHER_OPT_INTEGER, "3", 1, 1000, NULL,
+     "steps T of each episode's walks from the best configuration (the paper's T), after the "
+     "soft start and while the search is not stalled"},
     {"epsilon", SEARCHER_OPT_NUMBER, "0.3", 0, 1, NULL,
      "probability that a step takes a random action instead of the actor's (1 - the paper's "
      "tau)"},
@@ -71,13 +81,23 @@ static const searcher_option na2c_options[N_OPTS] = {
      "transitions drawn from the replay memory per update"},
     {"entropy", SEARCHER_OPT_NUMBER, "0.01", 0, 1, NULL,
      "weight of the policy's entropy bonus (keeps the actor from collapsing on one action)"},
-    {"initial", SEARCHER_OPT_INTEGER, "8", 1, 1000, NULL,
-     "random configurations measured first; the best of them is the first episodes' start s0"},
+    {"initial", SEARCHER_OPT_INTEGER, "0", 0, 1000, NULL,
+     "extra random configurations proposed after the start, before the first episode (the best "
+     "result so far is every episode's start)"},
+    {"start", SEARCHER_OPT_START, "\"paper\"", 0, 0, "random|default|paper",
+     "s_0, the first proposal and the first episodes' start: paper (the space's last "
+     "configuration; on gemm_tiled the paper's [[m,1,1,1],[k,1],[n,1,1,1]]), default (the "
+     "kernel's default configuration), random, or a configuration object {\"param\": value, ...}"},
+    {"soft_start", SEARCHER_OPT_INTEGER, "12", 0, 1000, NULL,
+     "the paper's soft start: the first episode walks this many steps, each next one a step fewer "
+     "down to episode_length (0 or at most episode_length: none)"},
+    {"max_episode_length", SEARCHER_OPT_INTEGER, "100", 1, 1000, NULL,
+     "how far T grows while no new best is found (the paper's 2-D example uses T = 100); below "
+     "episode_length it is episode_length"},
 };
 
 enum {
     MAX_ACTIONS = 1024, /* the step actions come first; pair moves beyond this are left out */
-    T_GROWTH = 16,      /* how far past episode_length the walks may grow */
     FRUITLESS = 8,      /* walks in a row finding nothing new before they grow one step */
     STEP_BUDGET = 4096, /* walk steps per episode before a random configuration is proposed */
     STUCK_BUDGET = 64,  /* the same while the last episode from this best found nothing */
@@ -100,7 +120,7 @@ typedef struct na2c_state {
     kt_rng rng;       /* walks, random configurations, the networks' initial weights */
     kt_rng train_rng; /* minibatches: training never shifts the walks' random stream */
     search_set visited;
-    int T, batch, mem_cap, train_steps, minibatch, initial;
+    int T, max_T, batch, mem_cap, train_steps, minibatch, initial;
     double eps, gamma, entropy;
     int np, na, words; /* parameters, actions, 64-bit words of an action mask */
     int *nv;           /* values per parameter */
@@ -136,11 +156,14 @@ typedef struct na2c_state {
     unsigned char *m_row;
     double *dp;
     /* search */
-    int has_start, has_best, stuck, t_eff, fruitless;
+    int start_pending, has_best, told_any, stuck, fruitless; /* has_best: a success */
+    int t_eff;     /* T grown by stalls, episode_length..max_T */
+    int soft;      /* the soft start's T (decreasing per episode), 0 once none */
     int stall;     /* episodes since the best last improved */
     int n_initial; /* random configurations proposed so far */
     config_id start, best;
     double best_t;
+    double r_scale; /* t_0: the first successful time (0 until one): reward t_0 / t */
 } na2c_state;
 
 static void na2c_destroy(void *state)
@@ -366,6 +389,10 @@ static void *na2c_create(const space *sp, const json_t *options, uint64_t seed, 
     st->entropy = searcher_option_number(&o[OPT_ENTROPY], options);
     st->initial = (int)searcher_option_number(&o[OPT_INITIAL], options);
     st->t_eff = st->T;
+    st->max_T = (int)searcher_option_number(&o[OPT_MAX_EPISODE_LENGTH], options);
+    st->max_T = st->max_T > st->T ? st->max_T : st->T;
+    st->soft = (int)searcher_option_number(&o[OPT_SOFT_START], options);
+    st->soft = st->soft > st->T ? st->soft : 0;
     st->np = space_num_params(sp);
     st->pend_cap = 4 * st->batch > PENDING_MIN ? 4 * st->batch : PENDING_MIN;
     size_t np = (size_t)(st->np ? st->np : 1);
@@ -382,10 +409,17 @@ static void *na2c_create(const space *sp, const json_t *options, uint64_t seed, 
         goto oom;
     if (st->na > 0 && make_networks(st, hidden, actor_lr, critic_lr) < 0)
         goto oom;
+    if (space_count(sp) > 0) { /* an empty space has no start: ask returns 0 */
+        if (searcher_start_id("na2c", &o[OPT_START], options, sp, &st->rng, &st->start, NULL, err) <
+            0)
+            goto fail;
+        st->start_pending = 1;
+    }
     return st;
 oom:
-    na2c_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    na2c_destroy(st);
     return NULL;
 }
 
@@ -439,10 +473,10 @@ static int kth_valid(const na2c_state *st, int k)
 }
 
 /* An action from st->cur (n_valid > 0 of them valid): random with probability epsilon, else
- * sampled from the actor's masked policy. -1 out of memory. */
+ * sampled from the actor's masked policy (epsilon 1: never). -1 out of memory. */
 static int choose_action(na2c_state *st, int n_valid)
 {
-    if (kt_rng_uniform(&st->rng) < st->eps)
+    if (st->eps >= 1 || kt_rng_uniform(&st->rng) < st->eps)
         return kth_valid(st, (int)kt_rng_below(&st->rng, (uint64_t)n_valid));
     features(st, st->cur, st->feat);
     const double *z = learn_mlp_forward(st->actor, st->feat, 1);
@@ -485,13 +519,16 @@ static void queue_push(na2c_state *st, config_id id)
     st->queue[(st->q_head + st->q_len++) % st->batch] = id;
 }
 
-/* One walk of t_eff steps from s0: returns the states collected, or -1 out of memory. */
+/* One walk from s0, as long as the soft start's T or the grown T, whichever is longer: returns the
+ * states collected, or -1 out of memory. */
 static int walk(na2c_state *st, config_id s0, int *steps_left)
 {
-    int collected = 0;
-    if (space_decode(st->sp, s0, st->cur) < 0)
+    int collected = 0, len = st->soft > st->t_eff ? st->soft : st->t_eff;
+    if (space_decode(st->sp, s0, st->cur) < 0) {
+        *steps_left = 0;
         return 0;
-    for (int t = 0; (t < st->t_eff) && (*steps_left > 0) && st->q_len < st->batch; t++) {
+    }
+    for (int t = 0; (t < len) && (*steps_left > 0) && st->q_len < st->batch; t++) {
         (*steps_left)--;
         int n = valid_actions(st);
         if (n == 0) {
@@ -549,7 +586,7 @@ static int train_step(na2c_state *st)
         return -1;
     for (int k = 0; k < mb; k++) {
         double t = st->mem_t[st->rows[k]];
-        double r = t < SEARCH_BAD_SCORE && st->best_t < SEARCH_BAD_SCORE ? st->best_t / t : 0.0;
+        double r = t > 0 && t < SEARCH_BAD_SCORE && st->r_scale > 0 ? st->r_scale / t : 0.0;
         st->y[k] = r + st->gamma * st->v_s2[k];
     }
     const double *v = learn_mlp_forward(st->critic, st->x_s, mb);
@@ -592,28 +629,41 @@ static int refill(na2c_state *st)
 {
     config_id id;
     int rc;
-    if (st->n_initial < st->initial) { /* s0 comes from random configurations */
-        while (st->n_initial < st->initial && st->q_len < st->batch) {
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
-            if (rc <= 0)
-                return st->q_len > 0 ? 1 : rc;
-            if (!st->has_start) {
-                st->has_start = 1;
-                st->start = id;
-            }
-            st->n_initial++;
-            queue_push(st, id);
-        }
-        return 1;
+    if (space_count(st->sp) == 0)
+        return 0;
+    if (st->start_pending) { /* s_0 first, then the `initial` random ones */
+        st->start_pending = 0;
+        rc = search_set_add(&st->visited, st->start);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            queue_push(st, st->start);
     }
-    if (st->actor && st->mem_new > 0 && st->mem_len > 0) {
+    while (st->n_initial < st->initial && st->q_len < st->batch) {
+        rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
+        if (rc < 0)
+            return -1;
+        st->n_initial = rc == 0 ? st->initial : st->n_initial + 1;
+        if (rc > 0)
+            queue_push(st, id);
+    }
+    if (st->q_len > 0)
+        return 1;
+    if (!st->has_best && st->told_any) { /* all told failed, s_0 too: restart at random (G-BFS) */
+        rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
+        if (rc > 0)
+            queue_push(st, id);
+        return rc;
+    }
+    /* epsilon 1: the actor never chooses, so neither network is trained (the ablation) */
+    if (st->actor && st->eps < 1 && st->mem_new > 0 && st->mem_len > 0) {
         for (int k = 0; k < st->train_steps; k++) {
             if (train_step(st) < 0)
                 return -1;
         }
         st->mem_new = 0;
     }
-    if (++st->stall % STALL_EPISODES == 0 && st->t_eff < st->T + T_GROWTH)
+    if (++st->stall % STALL_EPISODES == 0 && st->t_eff < st->max_T)
         st->t_eff++; /* long at the same start: look farther */
     config_id s0 = st->has_best ? st->best : st->start;
     int steps_left = st->stuck ? STUCK_BUDGET : STEP_BUDGET;
@@ -622,11 +672,13 @@ static int refill(na2c_state *st)
         if (c < 0)
             return -1;
         st->fruitless = c ? 0 : st->fruitless + 1;
-        if (st->fruitless >= FRUITLESS && st->t_eff < st->T + T_GROWTH) {
+        if (st->fruitless >= FRUITLESS && st->t_eff < st->max_T) {
             st->t_eff++;
             st->fruitless = 0;
         }
     }
+    if (st->soft > st->T)
+        st->soft--; /* the soft start: one step shorter each episode, down to T */
     if (st->q_len > 0)
         return 1;
     st->stuck = 1; /* the neighbourhood of s0 looks used up: walk briefly until the best moves */
@@ -670,7 +722,10 @@ static void na2c_tell(void *state, const config_id *ids, const trial_result *r, 
     na2c_state *st = state;
     for (int i = 0; i < n; i++) {
         double t = search_score(&r[i]);
-        if (!st->has_best || t < st->best_t) {
+        if (st->r_scale == 0 && t > 0 && t < SEARCH_BAD_SCORE)
+            st->r_scale = t; /* t_0: fixed for the run, so rewards keep their meaning */
+        st->told_any = 1;
+        if (t < SEARCH_BAD_SCORE && (!st->has_best || t < st->best_t)) {
             st->has_best = 1;
             st->best = ids[i];
             st->best_t = t;

@@ -375,6 +375,7 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cach
     int n_rows = 0;
     kt_error why;
     warm_start ws;
+    json_t *def_config = NULL, *options = NULL;
     memset(&ws, 0, sizeof ws);
     kt_error_clear(&why);
     memset(d, 0, sizeof *d);
@@ -400,7 +401,12 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cach
                      &why, err);
         goto out;
     }
-    d->search = searcher_new(d->row.strategy, d->target->sp, d->row.options, d->row.seed, &why);
+    /* "start": "default" is the kernel's default configuration, resolved each time a searcher is
+     * made (the job keeps its options as sent), so a resumed job resolves it the same way. */
+    def_config = catalog_default_config(cat, d->target);
+    options = searcher_options_resolve_start(d->row.options, def_config, &why);
+    if (options || !d->row.options) /* NULL from options: no default configuration */
+        d->search = searcher_new(d->row.strategy, d->target->sp, options, d->row.seed, &why);
     if (!d->search) {
         rc = end_job(d, c, "failed", "strategy_refused", &why, err);
         goto out;
@@ -431,6 +437,8 @@ out:
         trial_row_release(&rows[i]);
     free(rows);
     warm_start_release(&ws);
+    json_decref(def_config);
+    json_decref(options);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Unit tests of search/: the strategy registry and option checks, random (valid, no repeats,
- * seeded, resumable by replay, fast on the 899,756-config GEMM tiling space) and exhaustive (id
- * order). */
+ * seeded, resumable by replay, fast on the 899,756-config GEMM tiling space), exhaustive (id
+ * order), and the "start" option of the strategies that walk neighbours (searcher_start_id,
+ * searcher_options_resolve_start). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -346,6 +347,267 @@ static void random_on_huge_space_keeps_memory_small(void **state)
     space_free(sp);
 }
 
+/* The strategies with a "start" option (SEARCHER_OPT_START). */
+static const char *const walkers[] = {"gbfs", "na2c", "anneal", "greedy_ils"};
+#define N_WALKERS ((int)(sizeof walkers / sizeof walkers[0]))
+
+static searcher *new_with(const char *name, const space *sp, const char *options, uint64_t seed,
+                          kt_error *err)
+{
+    json_t *o = json_loads(options, 0, NULL);
+    assert_non_null(o);
+    kt_error_clear(err);
+    searcher *s = searcher_new(name, sp, o, seed, err);
+    json_decref(o);
+    return s;
+}
+
+static void tell_ms(searcher *s, config_id id, double ms)
+{
+    trial_result r;
+    trial_result_init(&r);
+    r.status = TRIAL_OK;
+    r.time_ms = ms;
+    searcher_tell(s, &id, &r, 1);
+}
+
+/* The GEMM tiling space of kernels/gemm_tiled/spec.json (its "cpu" parameters and restrictions)
+ * at M = N = K = 64: 84 * 7 * 84 = 49,392 configurations. */
+static space *space_gemm_tiled_64(void)
+{
+    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024,2048,4096]";
+    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
+    char params[2048];
+    size_t len = (size_t)snprintf(params, sizeof params, "[");
+    for (int i = 0; i < 10; i++)
+        len += (size_t)snprintf(params + len, sizeof params - len,
+                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
+    snprintf(params + len, sizeof params - len, "]");
+    space *sp = make_space(params, "[\"m0*m1*m2*m3 == 64\", \"k0*k1 == 64\","
+                                   " \"n0*n1*n2*n3 == 64\"]");
+    assert_int_equal(space_count(sp), 49392);
+    return sp;
+}
+
+/* "paper" (the default of gbfs and na2c) is the paper's s_0 = [[m,1,1,1],[k,1],[n,1,1,1]] on the
+ * gemm_tiled space: every strategy's first proposal, whatever the seed. */
+static void paper_start_is_untiled_gemm(void **state)
+{
+    (void)state;
+    space *sp = space_gemm_tiled_64();
+    const double want[10] = {64, 1, 1, 1, 64, 1, 64, 1, 1, 1};
+    kt_error err;
+    for (int w = 0; w < N_WALKERS; w++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            int is_default = w < 2; /* gbfs, na2c */
+            searcher *s = is_default
+                              ? searcher_new(walkers[w], sp, NULL, seed, &err)
+                              : new_with(walkers[w], sp, "{\"start\": \"paper\"}", seed, &err);
+            assert_non_null(s);
+            config_id id;
+            int idx[10];
+            assert_int_equal(searcher_ask(s, &id, 1), 1);
+            assert_int_equal(space_decode(sp, id, idx), 0);
+            for (int p = 0; p < 10; p++)
+                assert_true(space_param_value_number(sp, p, idx[p]) == want[p]);
+            assert_true(id == space_count(sp) - 1);
+            searcher_free(s);
+        }
+    }
+    space_free(sp);
+}
+
+/* A configuration object is the first proposal; once its result is told, the walk goes on from
+ * it (the second proposal is one of its neighbours). */
+static void object_start_is_first_and_walked_from(void **state)
+{
+    (void)state;
+    space *sp = space_1000();
+    int idx[3] = {2, 5, 7};
+    config_id want, nb[64], ids[4];
+    assert_int_equal(space_encode(sp, idx, &want), 0);
+    int m = space_neighbours(sp, want, SPACE_NEIGHBOURS_HAMMING, nb, 64);
+    m += space_neighbours(sp, want, SPACE_NEIGHBOURS_PAIR_SCALE, nb + m, 64 - m);
+    kt_error err;
+    for (int w = 0; w < N_WALKERS; w++) {
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            searcher *s =
+                new_with(walkers[w], sp, "{\"start\": {\"a\": 2, \"b\": 5, \"c\": 7}}", seed, &err);
+            assert_non_null(s);
+            assert_int_equal(searcher_ask(s, ids, 1), 1);
+            assert_true(ids[0] == want);
+            tell_ms(s, ids[0], 10);
+            assert_int_equal(searcher_ask(s, ids + 1, 1), 1);
+            int found = 0;
+            for (int k = 0; k < m; k++)
+                found |= nb[k] == ids[1];
+            if (!found)
+                fail_msg("%s seed %llu: second proposal %llu is no neighbour of the start",
+                         walkers[w], (unsigned long long)seed, (unsigned long long)ids[1]);
+            searcher_free(s);
+        }
+    }
+    space_free(sp);
+}
+
+/* A start that is no configuration of the space, or "default" unresolved: KT_ERR_BAD_OPTION at
+ * searcher_new, naming the option, with the space's reason (the parameter) as the hint. */
+static void bad_start_rejected(void **state)
+{
+    (void)state;
+    space *sp = space_1000(), *small = space_small();
+    const struct {
+        const char *options, *needle; /* needle: in the message or the hint */
+    } bad[] = {
+        {"{\"start\": {\"a\": 2, \"b\": 5, \"c\": 70}}", "'c'"},
+        {"{\"start\": {\"a\": 2, \"b\": 5}}", "'c'"},
+        {"{\"start\": {\"a\": 2, \"b\": 5, \"c\": 7, \"d\": 1}}", "'d'"},
+        {"{\"start\": {\"a\": 2, \"b\": \"5\", \"c\": 7}}", "'b'"},
+        {"{\"start\": \"default\"}", "default"},
+        {"{\"start\": \"middle\"}", "random|default|paper"},
+        {"{\"start\": 5}", "configuration object"},
+        {"{\"start\": [2, 5, 7]}", "configuration object"},
+    };
+    kt_error err;
+    for (int w = 0; w < N_WALKERS; w++) {
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            assert_null(new_with(walkers[w], sp, bad[i].options, 1, &err));
+            assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+            assert_non_null(strstr(err.message, "start"));
+            if (!strstr(err.message, bad[i].needle) && !strstr(err.hint, bad[i].needle))
+                fail_msg("%s %s: '%s' / '%s' lacks %s", walkers[w], bad[i].options, err.message,
+                         err.hint, bad[i].needle);
+        }
+        /* x + y + z <= 7 is broken: the restriction is the reason. */
+        assert_null(
+            new_with(walkers[w], small, "{\"start\": {\"x\": 5, \"y\": 2, \"z\": 1}}", 1, &err));
+        assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+        assert_non_null(strstr(err.hint, "x + y + z <= 7"));
+        /* Valid starts of the restricted space are accepted. */
+        searcher *s =
+            new_with(walkers[w], small, "{\"start\": {\"x\": 5, \"y\": 1, \"z\": 1}}", 1, &err);
+        assert_non_null(s);
+        searcher_free(s);
+    }
+    /* Strategies without a start option do not take one. */
+    assert_null(new_with("random", sp, "{\"start\": \"paper\"}", 1, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    space_free(sp);
+    space_free(small);
+}
+
+/* anneal and greedy_ils default to "random": their first proposal is still the first draw of the
+ * seed's rng stream (space_sample), as before the option existed, and an explicit "random" gives
+ * the same run. */
+static void random_start_keeps_the_stream(void **state)
+{
+    (void)state;
+    space *sp = space_10k();
+    objective o = {sp, NULL, 7};
+    kt_error err;
+    for (int w = 2; w < N_WALKERS; w++) {
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            config_id a[200], b[200];
+            kt_rng rng;
+            kt_rng_seed(&rng, seed);
+            searcher *s = searcher_new(walkers[w], sp, NULL, seed, &err);
+            searcher *t = new_with(walkers[w], sp, "{\"start\": \"random\"}", seed, &err);
+            assert_non_null(s);
+            assert_non_null(t);
+            assert_int_equal(drive(s, &o, a, 200, 3), 200);
+            assert_int_equal(drive(t, &o, b, 200, 3), 200);
+            assert_true(a[0] == space_sample(sp, &rng));
+            assert_memory_equal(a, b, sizeof a);
+            searcher_free(s);
+            searcher_free(t);
+        }
+    }
+    space_free(sp);
+}
+
+static void resolve_start_replaces_default(void **state)
+{
+    (void)state;
+    kt_error err;
+    json_t *opts = json_loads("{\"start\": \"default\", \"rho\": 3}", 0, NULL);
+    json_t *def = json_loads("{\"a\": 1, \"b\": 2, \"c\": 3}", 0, NULL);
+    kt_error_clear(&err);
+    json_t *r = searcher_options_resolve_start(opts, def, &err);
+    assert_non_null(r);
+    assert_true(r != opts);
+    assert_true(json_equal(json_object_get(r, "start"), def));
+    assert_int_equal(json_integer_value(json_object_get(r, "rho")), 3);
+    assert_int_equal(json_object_size(r), 2);
+    /* the caller's options are left as sent (a job keeps them so) */
+    assert_string_equal(json_string_value(json_object_get(opts, "start")), "default");
+    /* the resolved options make a searcher that starts at the default */
+    space *sp = space_1000();
+    searcher *s = searcher_new("gbfs", sp, r, 1, &err);
+    assert_non_null(s);
+    config_id id;
+    int idx[3] = {1, 2, 3};
+    config_id want;
+    assert_int_equal(space_encode(sp, idx, &want), 0);
+    assert_int_equal(searcher_ask(s, &id, 1), 1);
+    assert_true(id == want);
+    searcher_free(s);
+    space_free(sp);
+    json_decref(r);
+
+    /* No default known: an error that says so. */
+    kt_error_clear(&err);
+    assert_null(searcher_options_resolve_start(opts, NULL, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+    assert_non_null(strstr(err.message, "default"));
+    assert_non_null(strstr(err.hint, "paper"));
+    json_decref(opts);
+
+    /* No "default" asked for: the same options (a new reference), NULL stays NULL. */
+    const char *same[] = {"{\"rho\": 3}", "{\"start\": \"paper\"}", "{\"start\": {\"a\": 1}}"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        opts = json_loads(same[i], 0, NULL);
+        kt_error_clear(&err);
+        r = searcher_options_resolve_start(opts, NULL, &err);
+        assert_true(r == opts);
+        assert_int_equal(err.code, KT_OK);
+        assert_true(opts->refcount == 2);
+        json_decref(r);
+        json_decref(opts);
+    }
+    kt_error_clear(&err);
+    assert_null(searcher_options_resolve_start(NULL, def, &err));
+    assert_int_equal(err.code, KT_OK);
+    json_decref(def);
+}
+
+/* The catalog shows the option as "string|object" with its choices and default. */
+static void catalog_shows_start_option(void **state)
+{
+    (void)state;
+    json_t *cat = searcher_catalog_json();
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(cat); i++) {
+        json_t *s = json_array_get(cat, i);
+        const char *name = json_string_value(json_object_get(s, "name"));
+        json_t *o = json_object_get(json_object_get(s, "options"), "start");
+        int walker = 0;
+        for (int w = 0; w < N_WALKERS; w++)
+            walker |= strcmp(name, walkers[w]) == 0;
+        assert_int_equal(o != NULL, walker);
+        if (!o)
+            continue;
+        seen++;
+        assert_string_equal(json_string_value(json_object_get(o, "type")), "string|object");
+        assert_string_equal(json_string_value(json_object_get(o, "choices")),
+                            "random|default|paper");
+        assert_string_equal(json_string_value(json_object_get(o, "default")),
+                            strcmp(name, "gbfs") == 0 || strcmp(name, "na2c") == 0 ? "paper"
+                                                                                   : "random");
+    }
+    assert_int_equal(seen, N_WALKERS);
+    json_decref(cat);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +622,12 @@ int main(void)
         cmocka_unit_test(empty_space_proposes_nothing),
         cmocka_unit_test(random_on_big_space_is_fast_without_repeats),
         cmocka_unit_test(random_on_huge_space_keeps_memory_small),
+        cmocka_unit_test(paper_start_is_untiled_gemm),
+        cmocka_unit_test(object_start_is_first_and_walked_from),
+        cmocka_unit_test(bad_start_rejected),
+        cmocka_unit_test(random_start_keeps_the_stream),
+        cmocka_unit_test(resolve_start_replaces_default),
+        cmocka_unit_test(catalog_shows_start_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* Unit tests of the gbfs strategy's own behaviour, Algorithm 1 of the G-BFS paper: the start, then
+/* Unit tests of the gbfs strategy's own behaviour, Algorithm 1 of the G-BFS paper: the start (the
+ * paper's s_0 on the tiling space, expanded, or restarted from when it fails), then
  * rho sampled neighbours of the fastest open configuration, a popped configuration never expanded
  * again, failures never expanded, rho >= |g(s)| expanding every neighbour, the paper's PAIR_SCALE
  * moves on the GEMM tiling space, and random restarts once no open configuration is left. (The
@@ -207,6 +208,35 @@ static void rho_one_covers_space_by_restarts(void **state)
     space_free(sp);
 }
 
+/* The paper's s_0 = [[m,1,1,1],[k,1],[n,1,1,1]] on the tiling space (the default start): proposed
+ * first, then expanded by rho of the paper's moves; a failed s_0 is never expanded (the search
+ * restarts at random: none of the next proposals is a neighbour of s_0). */
+static void paper_start_expanded_or_restarted(void **state)
+{
+    (void)state;
+    space *sp = space_gemm_tiling();
+    config_id s0 = space_count(sp) - 1, ids[6];
+    int idx[10];
+    assert_int_equal(space_decode(sp, s0, idx), 0);
+    assert_true(space_param_value_number(sp, 0, idx[0]) == 1024); /* m0 = m */
+    assert_true(space_param_value_number(sp, 1, idx[1]) == 1);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        for (int fails = 0; fails < 2; fails++) {
+            searcher *s = searcher_new("gbfs", sp, NULL, seed, NULL);
+            assert_non_null(s);
+            assert_int_equal(searcher_ask(s, ids, 1), 1);
+            assert_true(ids[0] == s0);
+            tell_time(s, s0, fails ? NAN : 100);
+            assert_int_equal(searcher_ask(s, ids + 1, 5), 5);
+            for (int i = 1; i <= 5; i++)
+                assert_int_equal(is_neighbour(sp, s0, ids[i], SPACE_NEIGHBOURS_PAIR_SCALE), !fails);
+            assert_distinct_valid(ids, 6, space_count(sp));
+            searcher_free(s);
+        }
+    }
+    space_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +245,7 @@ int main(void)
         cmocka_unit_test(full_expansion_then_restart),
         cmocka_unit_test(pair_scale_on_tiling_space),
         cmocka_unit_test(rho_one_covers_space_by_restarts),
+        cmocka_unit_test(paper_start_expanded_or_restarted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
