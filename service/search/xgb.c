@@ -76,32 +76,12 @@ static void xgb_destroy(void *state)
     free(st);
 }
 
-/* Knob features: the number where every value of the parameter is a number that fits a float,
- * else the value's index (trees only need the order). */
 static int init_features(xgb_state *st)
 {
-    int np = st->np;
-    size_t nvals = 0;
-    st->voff = calloc((size_t)(np > 0 ? np : 1), sizeof *st->voff);
-    st->idx = calloc((size_t)(np > 0 ? np : 1), sizeof *st->idx);
-    if (!st->voff || !st->idx)
+    st->idx = calloc((size_t)(st->np > 0 ? st->np : 1), sizeof *st->idx);
+    if (!st->idx)
         return -1;
-    for (int p = 0; p < np; p++) {
-        st->voff[p] = (int)nvals;
-        nvals += (size_t)space_param_num_values(st->sp, p);
-    }
-    st->vals = calloc(nvals ? nvals : 1, sizeof *st->vals);
-    if (!st->vals)
-        return -1;
-    for (int p = 0; p < np; p++) {
-        int nv = space_param_num_values(st->sp, p), numeric = 1;
-        for (int v = 0; v < nv && numeric; v++)
-            numeric = fabs(space_param_value_number(st->sp, p, v)) < FLT_MAX; /* NAN: a string */
-        for (int v = 0; v < nv; v++)
-            st->vals[st->voff[p] + v] =
-                numeric ? (float)space_param_value_number(st->sp, p, v) : (float)v;
-    }
-    return 0;
+    return xgb_knob_values(st->sp, &st->vals, &st->voff);
 }
 
 static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)

@@ -77,34 +77,6 @@ config_id xgb_walk(xgb_state *st, config_id id)
     return st->move == XGB_MOVE_GROUP ? walk_group(st, id) : walk_param(st, id);
 }
 
-/* a ranks below b: a lower score, ties broken by the larger id. */
-static int cand_worse(const xgb_cand *a, const xgb_cand *b)
-{
-    return a->score < b->score || (a->score == b->score && a->id > b->id);
-}
-
-static void heap_swap(xgb_cand *h, int i, int j)
-{
-    xgb_cand t = h[i];
-    h[i] = h[j];
-    h[j] = t;
-}
-
-static void heap_down(xgb_cand *h, int n, int i)
-{
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && cand_worse(&h[c + 1], &h[c]))
-            c++;
-        if (!cand_worse(&h[c], &h[i]))
-            return;
-        heap_swap(h, i, c);
-        i = c;
-    }
-}
-
 /* AutoTVM's heap of plan_size entries, initially placeholders scoring -inf: a candidate enters if
  * it scores above the worst entry and is neither visited nor already in. An entry once pushed out
  * scores at most the heap's minimum from then on, so it can never re-enter. 1 if it entered. */
@@ -118,24 +90,11 @@ static int heap_offer(xgb_state *st, config_id id, float score)
     for (int i = 0; i < st->n_heap; i++)
         if (st->heap[i].id == id)
             return 0;
-    if (st->n_heap < st->plan_size) {
-        int i = st->n_heap++;
-        st->heap[i] = c;
-        while (i > 0 && cand_worse(&st->heap[i], &st->heap[(i - 1) / 2])) {
-            heap_swap(st->heap, i, (i - 1) / 2);
-            i = (i - 1) / 2;
-        }
-    } else {
-        st->heap[0] = c;
-        heap_down(st->heap, st->n_heap, 0);
-    }
+    if (st->n_heap < st->plan_size)
+        xgb_cand_push(st->heap, &st->n_heap, c);
+    else
+        xgb_cand_replace_worst(st->heap, st->n_heap, c);
     return 1;
-}
-
-static int cand_cmp_desc(const void *a, const void *b)
-{
-    const xgb_cand *x = a, *y = b;
-    return cand_worse(y, x) ? -1 : cand_worse(x, y) ? 1 : 0;
 }
 
 /* sample_ints: n_points distinct uniform configurations (n_points <= count). */
@@ -189,7 +148,7 @@ int xgb_find_maximums(xgb_state *st, BoosterHandle b)
     st->last_sa_iters = k;
     /* AutoTVM keeps only the entries scoring >= 0 (meant to drop its -inf placeholders, it drops
      * negative model scores too); the walkers stay where they are for the next plan. */
-    qsort(st->heap, (size_t)st->n_heap, sizeof *st->heap, cand_cmp_desc);
+    qsort(st->heap, (size_t)st->n_heap, sizeof *st->heap, xgb_cand_cmp_desc);
     for (int i = 0; i < st->n_heap; i++) {
         if (st->heap[i].score >= 0)
             st->plan[st->plan_len++] = st->heap[i].id;

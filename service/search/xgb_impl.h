@@ -1,7 +1,7 @@
 /* search/xgb_impl — internal to the xgb strategies (xgb.c: options, ask / tell and the plan;
  * xgb_model.c: features, the XGBoost fit with early stopping on a-recall, prediction;
  * xgb_anneal.c: the simulated-annealing model optimizer and its random walk; xgb_local.c: the
- * variant from before issue 15, which only shares the vtable declaration) and to their unit test,
+ * variant from before issue 15; xgb_common.c: what both share) and to their unit test,
  * which drives searcher_xgb_vtable directly to read the state (fits, rounds, moves). Everything
  * hangs off xgb_state and is freed by the vtable's destroy; a BoosterHandle returned by xgb_fit
  * belongs to the caller (XGBoosterFree). */
@@ -14,7 +14,7 @@
 
 extern const searcher_vtable searcher_xgb_vtable;
 /* search/xgb_local.c: the pre-issue-15 variant (plans of 16, 30 rounds, local moves); its own
- * state, nothing of this header but the vtable. */
+ * state, sharing only xgb_common.c's helpers. */
 extern const searcher_vtable searcher_xgb_local_vtable;
 
 /* How the annealing walk moves (xgb_walk): AutoTVM's random_walk on knobs. */
@@ -77,6 +77,27 @@ typedef struct xgb_state {
     int last_sa_iters;   /* annealing steps run */
     int last_dropped;    /* candidates dropped for a negative score */
 } xgb_state;
+
+/* xgb_common.c: shared by xgb and xgb_local */
+/* Per parameter p, vals[voff[p] + v] = value v as a number where every value of p is a number that
+ * fits a float, else v (trees only need the order). Both arrays allocated (the caller frees them);
+ * -1 when out of memory. */
+int xgb_knob_values(const space *sp, float **vals, int **voff);
+/* The knob features of id into f (one per parameter) from that table; idx: decode scratch (one per
+ * parameter). An id outside the space reads as every parameter's first value. */
+void xgb_knob_features(const space *sp, const float *vals, const int *voff, int *idx, config_id id,
+                       float *f);
+/* rc of a libxgboost call: 0 -> 0; else logs "<who> searcher: <what> failed: <XGBoost's error>"
+ * (warn) and returns -1. */
+int xgb_lib_check(int rc, const char *who, const char *what);
+/* Scores of the n rows of fx (n x np, row-major) into out; -1 after a logged failure. */
+int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who);
+/* The heap of best candidates (a min-heap on (score, then the larger id ranks lower), the worst at
+ * h[0]): push (the caller checks room), replace the worst, and a qsort comparator, best first. */
+int xgb_cand_worse(const xgb_cand *a, const xgb_cand *b);
+void xgb_cand_push(xgb_cand *h, int *n, xgb_cand c);
+void xgb_cand_replace_worst(xgb_cand *h, int n, xgb_cand c);
+int xgb_cand_cmp_desc(const void *a, const void *b);
 
 /* xgb_model.c */
 /* The knob features of id into f (np floats): per parameter its value where every value of the

@@ -52,11 +52,6 @@ static const searcher_option xgbl_options[N_OPTS] = {
 
 enum { SA_EARLY_STOP = 50, WALK_TRIES = 4 };
 
-typedef struct xgbl_cand {
-    float score;
-    config_id id;
-} xgbl_cand;
-
 typedef struct xgbl_state {
     const space *sp;
     kt_rng rng;
@@ -82,7 +77,7 @@ typedef struct xgbl_state {
     config_id *pts, *newp, *nb;
     float *sc, *newsc, *fx;
     int nb_cap;
-    xgbl_cand *top; /* min-heap of the best `batch` candidates (worst at 0) */
+    xgb_cand *top; /* min-heap of the best `batch` candidates (worst at 0) */
     int n_top;
 } xgbl_state;
 
@@ -128,18 +123,16 @@ static void *xgbl_create(const space *sp, const json_t *options, uint64_t seed, 
     int np = space_num_params(sp);
     st->np = np;
     size_t pn = (size_t)(np > 0 ? np : 1), nvals = 0;
-    st->voff = calloc(pn, sizeof *st->voff);
     st->idx = calloc(pn, sizeof *st->idx);
-    if (!st->voff || !st->idx)
+    if (!st->idx || xgb_knob_values(sp, &st->vals, &st->voff) < 0)
         goto oom;
-    for (int p = 0; p < np; p++) {
-        st->voff[p] = (int)nvals;
+    for (int p = 0; p < np; p++)
         nvals += (size_t)space_param_num_values(sp, p);
-    }
-    st->vals = calloc(nvals ? nvals : 1, sizeof *st->vals);
+    /* twice / half: the value index of 2x / x/2 in the same list (-1 none), for the x2 / /2 moves
+     */
     st->twice = malloc((nvals ? nvals : 1) * sizeof *st->twice);
     st->half = malloc((nvals ? nvals : 1) * sizeof *st->half);
-    if (!st->vals || !st->twice || !st->half)
+    if (!st->twice || !st->half)
         goto oom;
     for (int p = 0; p < np; p++) {
         int nv = space_param_num_values(sp, p), numeric = 1;
@@ -147,7 +140,6 @@ static void *xgbl_create(const space *sp, const json_t *options, uint64_t seed, 
             numeric = fabs(space_param_value_number(sp, p, v)) < FLT_MAX; /* NAN: a string */
         for (int v = 0; v < nv; v++) {
             double x = space_param_value_number(sp, p, v);
-            st->vals[st->voff[p] + v] = numeric ? (float)x : (float)v;
             st->twice[st->voff[p] + v] = st->half[st->voff[p] + v] = -1;
             for (int w = 0; w < nv && numeric && x != 0; w++) {
                 double y = space_param_value_number(sp, p, w);
@@ -183,17 +175,12 @@ oom:
 /* Features of id into f (np floats). */
 static void xgbl_features(xgbl_state *st, config_id id, float *f)
 {
-    if (space_decode(st->sp, id, st->idx) < 0)
-        memset(st->idx, 0, (size_t)st->np * sizeof *st->idx);
-    for (int p = 0; p < st->np; p++)
-        f[p] = st->vals[st->voff[p] + st->idx[p]];
+    xgb_knob_features(st->sp, st->vals, st->voff, st->idx, id, f);
 }
 
 static int xgbl_check(int rc, const char *what)
 {
-    if (rc != 0)
-        log_warn("xgb_local searcher: %s failed: %s", what, XGBGetLastError());
-    return rc != 0 ? -1 : 0;
+    return xgb_lib_check(rc, "xgb_local", what);
 }
 
 /* A booster trained from scratch on every told trial, or NULL after a logged failure. */
@@ -259,77 +246,26 @@ done:
 /* Model scores (higher = predicted faster) of ids[0..n) into out. -1 after a logged failure. */
 static int xgbl_predict(xgbl_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
 {
-    DMatrixHandle dm = NULL;
-    bst_ulong len = 0;
-    const float *res = NULL;
-    int rc = -1;
-
     for (int i = 0; i < n; i++)
         xgbl_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    if (xgbl_check(XGDMatrixCreateFromMat_omp(st->fx, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
-                   "XGDMatrixCreateFromMat") < 0 ||
-        xgbl_check(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "XGBoosterPredict") < 0)
-        goto done;
-    if (len != (bst_ulong)n) {
-        log_warn("xgb_local searcher: XGBoosterPredict returned %llu scores for %d rows",
-                 (unsigned long long)len, n);
-        goto done;
-    }
-    memcpy(out, res, (size_t)n * sizeof *out);
-    rc = 0;
-done:
-    if (dm)
-        xgbl_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    return rc;
-}
-
-/* a ranks below b: a lower score, ties broken by the larger id. */
-static int cand_worse(const xgbl_cand *a, const xgbl_cand *b)
-{
-    return a->score < b->score || (a->score == b->score && a->id > b->id);
-}
-
-static void top_sift_down(xgbl_cand *h, int n, int i)
-{
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && cand_worse(&h[c + 1], &h[c]))
-            c++;
-        if (!cand_worse(&h[c], &h[i]))
-            break;
-        xgbl_cand tmp = h[i];
-        h[i] = h[c];
-        h[c] = tmp;
-        i = c;
-    }
+    return xgb_predict_rows(b, st->fx, n, st->np, out, "xgb_local");
 }
 
 /* Offers id to the top-`batch` heap unless visited or already offered. 1 if it entered, -1 no
  * memory. */
 static int top_offer(xgbl_state *st, search_set *seen, config_id id, float score)
 {
-    xgbl_cand c = {score, id};
+    xgb_cand c = {score, id};
     if (search_set_has(&st->visited, id) || search_set_has(seen, id))
         return 0;
-    if (st->n_top == st->batch && !cand_worse(&st->top[0], &c))
+    if (st->n_top == st->batch && !xgb_cand_worse(&st->top[0], &c))
         return 0;
     if (search_set_add(seen, id) < 0)
         return -1;
-    if (st->n_top < st->batch) {
-        int i = st->n_top++;
-        st->top[i] = c;
-        while (i > 0 && cand_worse(&st->top[i], &st->top[(i - 1) / 2])) {
-            xgbl_cand tmp = st->top[i];
-            st->top[i] = st->top[(i - 1) / 2];
-            st->top[(i - 1) / 2] = tmp;
-            i = (i - 1) / 2;
-        }
-    } else { /* an entry once displaced scores below the heap from then on: never re-offered */
-        st->top[0] = c;
-        top_sift_down(st->top, st->n_top, 0);
-    }
+    if (st->n_top < st->batch)
+        xgb_cand_push(st->top, &st->n_top, c);
+    else /* an entry once displaced scores below the heap from then on: never re-offered */
+        xgb_cand_replace_worst(st->top, st->n_top, c);
     return 1;
 }
 
@@ -403,12 +339,6 @@ static int best_trials(const xgbl_state *st, int *out, int k)
     return got;
 }
 
-static int cand_cmp_desc(const void *a, const void *b)
-{
-    const xgbl_cand *x = a, *y = b;
-    return cand_worse(y, x) ? -1 : cand_worse(x, y) ? 1 : 0;
-}
-
 /* Simulated annealing on the model: fills the plan with the best predicted unvisited
  * configurations. -1 on a model failure (logged) or no memory; the plan is then empty. */
 static int xgbl_anneal(xgbl_state *st, BoosterHandle b)
@@ -451,7 +381,7 @@ static int xgbl_anneal(xgbl_state *st, BoosterHandle b)
         }
         temp -= cool;
     }
-    qsort(st->top, (size_t)st->n_top, sizeof *st->top, cand_cmp_desc);
+    qsort(st->top, (size_t)st->n_top, sizeof *st->top, xgb_cand_cmp_desc);
     for (int i = 0; i < st->n_top; i++)
         st->plan[i] = st->top[i].id;
     st->plan_len = st->n_top;

@@ -14,17 +14,12 @@
 
 void xgb_features(xgb_state *st, config_id id, float *f)
 {
-    if (space_decode(st->sp, id, st->idx) < 0)
-        memset(st->idx, 0, (size_t)st->np * sizeof *st->idx);
-    for (int p = 0; p < st->np; p++)
-        f[p] = st->vals[st->voff[p] + st->idx[p]];
+    xgb_knob_features(st->sp, st->vals, st->voff, st->idx, id, f);
 }
 
 static int xgb_check(int rc, const char *what)
 {
-    if (rc != 0)
-        log_warn("xgb searcher: %s failed: %s", what, XGBGetLastError());
-    return rc != 0 ? -1 : 0;
+    return xgb_lib_check(rc, "xgb", what);
 }
 
 /* Sort keys: numpy's argsort(preds)[::-1] puts equal predictions latest row first; get_rank's
@@ -183,26 +178,7 @@ done:
 
 int xgb_predict(xgb_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
 {
-    DMatrixHandle dm = NULL;
-    bst_ulong len = 0;
-    const float *res = NULL;
-    int rc = -1;
-
     for (int i = 0; i < n; i++)
         xgb_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    if (xgb_check(XGDMatrixCreateFromMat_omp(st->fx, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
-                  "XGDMatrixCreateFromMat") < 0 ||
-        xgb_check(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), "XGBoosterPredict") < 0)
-        goto done;
-    if (len != (bst_ulong)n) {
-        log_warn("xgb searcher: XGBoosterPredict returned %llu scores for %d rows",
-                 (unsigned long long)len, n);
-        goto done;
-    }
-    memcpy(out, res, (size_t)n * sizeof *out);
-    rc = 0;
-done:
-    if (dm)
-        xgb_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    return rc;
+    return xgb_predict_rows(b, st->fx, n, st->np, out, "xgb");
 }

@@ -1,0 +1,131 @@
+/* search/xgb_common — what both XGBoost strategies (xgb.c with xgb_model.c / xgb_anneal.c, and
+ * xgb_local.c) share: the knob-value table behind their features, the libxgboost call check,
+ * prediction on a feature matrix, and the heap of best candidates their annealing keeps. */
+#include "search/xgb_impl.h"
+
+#include "core/log.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int xgb_knob_values(const space *sp, float **vals_out, int **voff_out)
+{
+    int np = space_num_params(sp), rc = -1;
+    size_t nvals = 0;
+    float *vals = NULL;
+    int *voff = calloc((size_t)(np > 0 ? np : 1), sizeof *voff);
+
+    if (!voff)
+        goto out;
+    for (int p = 0; p < np; p++) {
+        voff[p] = (int)nvals;
+        nvals += (size_t)space_param_num_values(sp, p);
+    }
+    vals = calloc(nvals ? nvals : 1, sizeof *vals);
+    if (!vals)
+        goto out;
+    for (int p = 0; p < np; p++) {
+        int nv = space_param_num_values(sp, p), numeric = 1;
+        for (int v = 0; v < nv && numeric; v++)
+            numeric = fabs(space_param_value_number(sp, p, v)) < FLT_MAX; /* NAN: a string */
+        for (int v = 0; v < nv; v++)
+            vals[voff[p] + v] = numeric ? (float)space_param_value_number(sp, p, v) : (float)v;
+    }
+    *vals_out = vals;
+    *voff_out = voff;
+    vals = NULL;
+    voff = NULL;
+    rc = 0;
+out:
+    free(vals);
+    free(voff);
+    return rc;
+}
+
+void xgb_knob_features(const space *sp, const float *vals, const int *voff, int *idx, config_id id,
+                       float *f)
+{
+    int np = space_num_params(sp);
+    if (space_decode(sp, id, idx) < 0)
+        memset(idx, 0, (size_t)np * sizeof *idx);
+    for (int p = 0; p < np; p++)
+        f[p] = vals[voff[p] + idx[p]];
+}
+
+int xgb_lib_check(int rc, const char *who, const char *what)
+{
+    if (rc != 0)
+        log_warn("%s searcher: %s failed: %s", who, what, XGBGetLastError());
+    return rc != 0 ? -1 : 0;
+}
+
+int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who)
+{
+    DMatrixHandle dm = NULL;
+    bst_ulong len = 0;
+    const float *res = NULL;
+    int rc = -1;
+
+    if (xgb_lib_check(XGDMatrixCreateFromMat_omp(fx, (bst_ulong)n, (bst_ulong)np, NAN, &dm, 1), who,
+                      "XGDMatrixCreateFromMat") < 0 ||
+        xgb_lib_check(XGBoosterPredict(b, dm, 0, 0, 0, &len, &res), who, "XGBoosterPredict") < 0)
+        goto done;
+    if (len != (bst_ulong)n) {
+        log_warn("%s searcher: XGBoosterPredict returned %llu scores for %d rows", who,
+                 (unsigned long long)len, n);
+        goto done;
+    }
+    memcpy(out, res, (size_t)n * sizeof *out);
+    rc = 0;
+done:
+    if (dm)
+        xgb_lib_check(XGDMatrixFree(dm), who, "XGDMatrixFree");
+    return rc;
+}
+
+int xgb_cand_worse(const xgb_cand *a, const xgb_cand *b)
+{
+    return a->score < b->score || (a->score == b->score && a->id > b->id);
+}
+
+static void cand_swap(xgb_cand *h, int i, int j)
+{
+    xgb_cand t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+void xgb_cand_push(xgb_cand *h, int *n, xgb_cand c)
+{
+    int i = (*n)++;
+    h[i] = c;
+    while (i > 0 && xgb_cand_worse(&h[i], &h[(i - 1) / 2])) {
+        cand_swap(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+void xgb_cand_replace_worst(xgb_cand *h, int n, xgb_cand c)
+{
+    int i = 0;
+    h[0] = c;
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= n)
+            return;
+        if (k + 1 < n && xgb_cand_worse(&h[k + 1], &h[k]))
+            k++;
+        if (!xgb_cand_worse(&h[k], &h[i]))
+            return;
+        cand_swap(h, i, k);
+        i = k;
+    }
+}
+
+int xgb_cand_cmp_desc(const void *a, const void *b)
+{
+    const xgb_cand *x = a, *y = b;
+    return xgb_cand_worse(y, x) ? -1 : xgb_cand_worse(x, y) ? 1 : 0;
+}
