@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "search/searcher.h"
+#include "tiling_test_util.h"
 
 static inline space *make_space(const char *params_json, const char *restr_json)
 {
@@ -58,17 +59,7 @@ static inline space *space_10k(void)
 
 static inline space *space_gemm_tiling(void)
 {
-    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024]";
-    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
-    char params[2048];
-    size_t len = 0;
-    len += (size_t)snprintf(params + len, sizeof params - len, "[");
-    for (int i = 0; i < 10; i++)
-        len += (size_t)snprintf(params + len, sizeof params - len,
-                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
-    snprintf(params + len, sizeof params - len, "]");
-    space *sp = make_space(params, "[\"m0*m1*m2*m3 == 1024\", \"k0*k1 == 1024\","
-                                   " \"n0*n1*n2*n3 == 1024\"]");
+    space *sp = tiling_space_new("[1,2,4,8,16,32,64,128,256,512,1024]", 1024);
     assert_int_equal(space_count(sp), 899756);
     return sp;
 }

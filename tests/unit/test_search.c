@@ -375,16 +375,7 @@ static void tell_ms(searcher *s, config_id id, double ms)
  * at M = N = K = 64: 84 * 7 * 84 = 49,392 configurations. */
 static space *space_gemm_tiled_64(void)
 {
-    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024,2048,4096]";
-    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
-    char params[2048];
-    size_t len = (size_t)snprintf(params, sizeof params, "[");
-    for (int i = 0; i < 10; i++)
-        len += (size_t)snprintf(params + len, sizeof params - len,
-                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
-    snprintf(params + len, sizeof params - len, "]");
-    space *sp = make_space(params, "[\"m0*m1*m2*m3 == 64\", \"k0*k1 == 64\","
-                                   " \"n0*n1*n2*n3 == 64\"]");
+    space *sp = tiling_space_new("[1,2,4,8,16,32,64,128,256,512,1024,2048,4096]", 64);
     assert_int_equal(space_count(sp), 49392);
     return sp;
 }

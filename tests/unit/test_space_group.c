@@ -16,6 +16,7 @@
 
 #include "core/rng.h"
 #include "space/space.h"
+#include "tiling_test_util.h"
 
 static json_t *jparse(const char *text)
 {
@@ -128,17 +129,7 @@ static void interleaved_against_decode(void **state)
 
 static space *gemm_tiling(void)
 {
-    const char *v = "[1,2,4,8,16,32,64,128,256,512,1024]";
-    const char *names[] = {"m0", "m1", "m2", "m3", "k0", "k1", "n0", "n1", "n2", "n3"};
-    char params[2048];
-    size_t len = 0;
-    len += (size_t)snprintf(params + len, sizeof params - len, "[");
-    for (int i = 0; i < 10; i++)
-        len += (size_t)snprintf(params + len, sizeof params - len,
-                                "%s{\"name\":\"%s\",\"values\":%s}", i ? "," : "", names[i], v);
-    snprintf(params + len, sizeof params - len, "]");
-    return build_ok(params, "[\"m0*m1*m2*m3 == 1024\", \"k0*k1 == 1024\","
-                            " \"n0*n1*n2*n3 == 1024\"]");
+    return tiling_space_new("[1,2,4,8,16,32,64,128,256,512,1024]", 1024);
 }
 
 static double product(const space *sp, const int *idx, int from, int to)
