@@ -7,6 +7,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,31 @@ int xgb_lib_check(int rc, const char *who, const char *what)
     if (rc != 0)
         log_warn("%s searcher: %s failed: %s", who, what, XGBGetLastError());
     return rc != 0 ? -1 : 0;
+}
+
+int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who)
+{
+    static const char *const params[][2] = {
+        {"max_depth", "3"},
+        {"gamma", "0.0001"},
+        {"min_child_weight", "1"},
+        {"subsample", "1"},
+        {"eta", "0.3"},
+        {"lambda", "1"},
+        {"alpha", "0"},
+        {"objective", "rank:pairwise"},
+        {"tree_method", "exact"},
+        {"nthread", "1"},
+        {"verbosity", "0"},
+    };
+    char text[32];
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        if (xgb_lib_check(XGBoosterSetParam(b, params[i][0], params[i][1]), who,
+                          "XGBoosterSetParam") < 0)
+            return -1;
+    }
+    snprintf(text, sizeof text, "%llu", (unsigned long long)(seed % 2147483647u));
+    return xgb_lib_check(XGBoosterSetParam(b, "seed", text), who, "XGBoosterSetParam");
 }
 
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who)

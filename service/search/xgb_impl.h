@@ -90,6 +90,10 @@ void xgb_knob_features(const space *sp, const float *vals, const int *voff, int 
 /* rc of a libxgboost call: 0 -> 0; else logs "<who> searcher: <what> failed: <XGBoost's error>"
  * (warn) and returns -1. */
 int xgb_lib_check(int rc, const char *who, const char *what);
+/* AutoTVM's XGBoostCostModel parameters for loss_type "rank" (max_depth 3, gamma 1e-4,
+ * min_child_weight 1, subsample 1, eta 0.3, lambda 1, alpha 0, rank:pairwise), then exact trees,
+ * one thread and a seed derived from seed, for determinism. 0, or -1 after a logged failure. */
+int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who);
 /* Scores of the n rows of fx (n x np, row-major) into out; -1 after a logged failure. */
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who);
 /* The heap of best candidates (a min-heap on (score, then the larger id ranks lower), the worst at

@@ -189,7 +189,6 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     DMatrixHandle dm = NULL;
     BoosterHandle b = NULL;
     float *label = malloc((size_t)st->n * sizeof *label);
-    char seed[32];
     int ok = 0;
 
     if (!label) {
@@ -199,7 +198,6 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     for (int i = 0; i < st->n; i++)
         label[i] = st->t[i] >= SEARCH_BAD_SCORE ? 0.0f : (float)(st->best_t / st->t[i]);
     unsigned group = (unsigned)st->n;
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)(st->seed % 2147483647u));
     if (xgbl_check(
             XGDMatrixCreateFromMat_omp(st->x, (bst_ulong)st->n, (bst_ulong)st->np, NAN, &dm, 1),
             "XGDMatrixCreateFromMat") < 0 ||
@@ -208,24 +206,7 @@ static BoosterHandle xgbl_train(xgbl_state *st)
         xgbl_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0)
         goto done;
     /* AutoTVM's XGBoostCostModel parameters, single-threaded and exact for determinism. */
-    static const char *const params[][2] = {
-        {"objective", "rank:pairwise"},
-        {"max_depth", "3"},
-        {"gamma", "0.0001"},
-        {"min_child_weight", "1"},
-        {"subsample", "1"},
-        {"eta", "0.3"},
-        {"lambda", "1"},
-        {"alpha", "0"},
-        {"tree_method", "exact"},
-        {"nthread", "1"},
-        {"verbosity", "0"},
-    };
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-        if (xgbl_check(XGBoosterSetParam(b, params[i][0], params[i][1]), "XGBoosterSetParam") < 0)
-            goto done;
-    }
-    if (xgbl_check(XGBoosterSetParam(b, "seed", seed), "XGBoosterSetParam") < 0)
+    if (xgb_set_params(b, st->seed, "xgb_local") < 0)
         goto done;
     for (int it = 0; it < st->rounds; it++) {
         if (xgbl_check(XGBoosterUpdateOneIter(b, it, dm), "XGBoosterUpdateOneIter") < 0)

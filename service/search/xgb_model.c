@@ -87,31 +87,6 @@ static int training_rows(xgb_state *st, float *xs, float *label)
     return 0;
 }
 
-/* AutoTVM's XGBoostCostModel parameters for loss_type "rank"; the last four for determinism. */
-static int set_params(xgb_state *st, BoosterHandle b)
-{
-    static const char *const params[][2] = {
-        {"max_depth", "3"},
-        {"gamma", "0.0001"},
-        {"min_child_weight", "1"},
-        {"subsample", "1"},
-        {"eta", "0.3"},
-        {"lambda", "1"},
-        {"alpha", "0"},
-        {"objective", "rank:pairwise"},
-        {"tree_method", "exact"},
-        {"nthread", "1"},
-        {"verbosity", "0"},
-    };
-    char seed[32];
-    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-        if (xgb_check(XGBoosterSetParam(b, params[i][0], params[i][1]), "XGBoosterSetParam") < 0)
-            return -1;
-    }
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)(st->seed % 2147483647u));
-    return xgb_check(XGBoosterSetParam(b, "seed", seed), "XGBoosterSetParam");
-}
-
 BoosterHandle xgb_fit(xgb_state *st)
 {
     DMatrixHandle dm = NULL;
@@ -132,7 +107,8 @@ BoosterHandle xgb_fit(xgb_state *st)
     if (xgb_check(XGDMatrixCreateFromMat_omp(xs, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
                   "XGDMatrixCreateFromMat") < 0 ||
         xgb_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)n), "set label") < 0 ||
-        xgb_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0 || set_params(st, b) < 0)
+        xgb_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0 ||
+        xgb_set_params(b, st->seed, "xgb") < 0)
         goto done;
     /* AutoTVM's custom_callback: after each round the training set's a-recall@plan_size; stop once
      * stop_rounds rounds passed without a strictly better one. The booster keeps every round. */
