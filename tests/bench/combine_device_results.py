@@ -6,9 +6,11 @@ into one report: best ms at the evaluation and time checkpoints (mean, median), 
 of each, and Welch's t-test of the --test rows against every other row. Reads only the JSON
 (per_seed arrays): no measurement, no ktune needed.
 
-usage: combine_device_results.py [--test gbfs,na2c] [--paper TEXT] RESULT.json... > report.txt
+usage: combine_device_results.py [--test gbfs,na2c] RESULT.json[.gz]... > report.txt
+(rows in the order of the files; a name ending in .gz is read through gzip)
 """
 import argparse
+import gzip
 import json
 import math
 import sys
@@ -77,7 +79,8 @@ def main():
     a = ap.parse_args()
     rows, head, sources = {}, None, []
     for path in a.results:
-        d = json.load(open(path))
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+            d = json.load(f)
         ident = (d["kernel"], d["device_class"], json.dumps(d["problem"], sort_keys=True), d["budget"], d["seeds"])
         if head is None:
             head, first = ident, d
