@@ -7,7 +7,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 CONV = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"}
@@ -246,4 +246,4 @@ class ApiTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

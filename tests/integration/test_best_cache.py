@@ -24,7 +24,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 CONV = ("convolution", "replay:convolution_milo-A4000")
@@ -228,4 +228,4 @@ class BestCacheTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 DEVICE = "replay:convolution_milo-A4000"
@@ -278,4 +278,4 @@ class ExternalTest(FaultsDbBase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

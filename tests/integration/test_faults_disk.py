@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 DEVICE = "replay:convolution_milo-A4000"
@@ -192,4 +192,4 @@ class DiskFaultsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

@@ -16,7 +16,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 CONV = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"}
@@ -325,4 +325,4 @@ class HostileTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    run_tests()

@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 try:
     import jsonschema
@@ -250,4 +250,4 @@ class MindmapTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

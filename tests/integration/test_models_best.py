@@ -26,7 +26,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
@@ -266,4 +266,4 @@ class ModelsBestTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

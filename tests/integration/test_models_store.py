@@ -27,7 +27,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 KERNELS = os.path.join(ARGS.source_dir, "kernels")
@@ -295,4 +295,4 @@ def made_up_time(problem, config):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

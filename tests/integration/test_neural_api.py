@@ -13,7 +13,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
@@ -164,4 +164,4 @@ class NeuralApiTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    run_tests()

@@ -16,7 +16,7 @@ import unittest
 import shutil
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 BINDIR = os.path.dirname(sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))[-1])
@@ -142,4 +142,4 @@ class LegacyClusterUpgrade(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune-runner")
@@ -103,4 +103,4 @@ class RunnerPrivileges(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

@@ -11,7 +11,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
@@ -163,4 +163,4 @@ class ToolchainTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    run_tests()

@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, parse_args  # noqa: E402
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 FIELDS = ["seq", "done_seq", "config_id", "status", "time_ms", "compile_ms", "measure_ms", "finished_at", "config"]
@@ -91,4 +91,4 @@ class TrialsCompactTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    run_tests()
