@@ -115,8 +115,10 @@ static void fill_limits(catalog_device *d, const json_t *desc)
         if (json_is_integer(v)) {
             d->limits.v[i] = (long long)json_integer_value(v);
         } else {
+            /* Unknown (a cache size no source could tell is null): 0, which restrictions read as
+             * unknown ("l2_bytes == 0 or ...", kernels/README.md). */
             d->limits.v[i] = 0;
-            log_warn("device %s: the runner's probe has no integer %s; restrictions see 0", d->name,
+            log_warn("device %s: the probe does not know %s; restrictions see 0 (unknown)", d->name,
                      names[i]);
         }
     }

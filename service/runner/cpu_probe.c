@@ -149,17 +149,19 @@ static int parse_cache_level(const char *text)
     return (int)v;
 }
 
-static void read_caches(cpu_info *info)
+/* The cache descriptions of cpu0 under dir (/sys/devices/system/cpu/cpu0/cache on Linux); sets
+ * l1d/l2/l3 from the data or unified entries. Some VMs expose no such folder. */
+void cpu_caches_from_sysfs(cpu_info *info, const char *dir)
 {
-    for (int i = 0; i < RUNNER_MAX_CACHES; i++) {
-        char path[128], level[32], type[32], size[32];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    for (int i = 0; i < RUNNER_MAX_CACHES && info->n_caches < RUNNER_MAX_CACHES; i++) {
+        char path[RUNNER_PATH_MAX], level[32], type[32], size[32];
+        snprintf(path, sizeof path, "%s/index%d/level", dir, i);
         if (read_small_file(path, level, sizeof level) < 0)
             break;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        snprintf(path, sizeof path, "%s/index%d/type", dir, i);
         if (read_small_file(path, type, sizeof type) < 0)
             continue;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        snprintf(path, sizeof path, "%s/index%d/size", dir, i);
         if (read_small_file(path, size, sizeof size) < 0)
             continue;
         int lv = parse_cache_level(level);
@@ -179,6 +181,100 @@ static void read_caches(cpu_info *info)
         else if (c->level == 3 && data && !info->l3_bytes)
             info->l3_bytes = c->bytes;
     }
+    if (info->l1d_bytes || info->l2_bytes || info->l3_bytes)
+        copy_text(info->cache_source, sizeof info->cache_source, "sysfs");
+}
+
+/* Sets each of l1d/l2/l3 still unknown (0) from sizes[0..2] (bytes, <= 0: not known either);
+ * names the source when it gave any. */
+static void fill_unknown_caches(cpu_info *info, const long long sizes[3], const char *source)
+{
+    long long *dst[3] = {&info->l1d_bytes, &info->l2_bytes, &info->l3_bytes};
+    int used = 0;
+    for (int i = 0; i < 3; i++) {
+        if (*dst[i] == 0 && sizes[i] > 0) {
+            *dst[i] = sizes[i];
+            used = 1;
+        }
+    }
+    if (!used)
+        return;
+    if (!info->cache_source[0]) {
+        copy_text(info->cache_source, sizeof info->cache_source, source);
+    } else {
+        size_t n = strlen(info->cache_source);
+        snprintf(info->cache_source + n, sizeof info->cache_source - n, "+%s", source);
+    }
+}
+
+/* glibc answers these from CPUID on x86 and from the auxiliary vector or /sys elsewhere; 0 or
+ * -1 when it cannot tell. */
+static void caches_from_sysconf(cpu_info *info)
+{
+    long long sizes[3] = {0, 0, 0};
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) &&                           \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    sizes[0] = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    sizes[1] = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    sizes[2] = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    fill_unknown_caches(info, sizes, "sysconf");
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* The deterministic cache parameters of CPUID (leaf 4 on Intel, 0x8000001D on AMD with
+ * TOPOEXT): one subleaf per cache, type 0 ends the list. */
+static void caches_from_cpuid(cpu_info *info)
+{
+    unsigned a, b, c, d, leaf = 4;
+    long long sizes[3] = {0, 0, 0};
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    if (b == 0x68747541u /* "Auth"enticAMD */ || b == 0x6f677948u /* "Hygo"nGenuine */) {
+        if (!__get_cpuid(0x80000001u, &a, &b, &c, &d) || !(c & (1u << 22)))
+            return; /* no TOPOEXT: no per-cache leaf */
+        leaf = 0x8000001Du;
+    } else if (a < 4) {
+        return;
+    }
+    for (unsigned sub = 0; sub < 16; sub++) {
+        __cpuid_count(leaf, sub, a, b, c, d);
+        unsigned type = a & 0x1f, level = (a >> 5) & 0x7;
+        if (type == 0)
+            break;
+        if (type == 2 || level < 1 || level > 3)
+            continue; /* instruction cache, or a level the limits do not name */
+        long long ways = ((b >> 22) & 0x3ff) + 1, parts = ((b >> 12) & 0x3ff) + 1;
+        long long line = (b & 0xfff) + 1, sets = (long long)c + 1;
+        if (!sizes[level - 1])
+            sizes[level - 1] = ways * parts * line * sets;
+    }
+    fill_unknown_caches(info, sizes, "cpuid");
+}
+#else
+static void caches_from_cpuid(cpu_info *info)
+{
+    (void)info;
+}
+#endif
+
+void cpu_caches_read(cpu_info *info, const char *sysfs_dir)
+{
+    info->n_caches = 0;
+    info->l1d_bytes = info->l2_bytes = info->l3_bytes = 0;
+    info->cache_source[0] = '\0';
+    cpu_caches_from_sysfs(info, sysfs_dir);
+    /* CPUID before sysconf: Linux fills sysfs from the same CPUID leaves, so the sizes mean the
+     * same (the cache one core sees), while glibc's sysconf may report an L3 summed over the
+     * chip (256 MiB on an EPYC whose per-CCX L3 sysfs gives as 32 MiB). */
+    if (!info->l1d_bytes || !info->l2_bytes || !info->l3_bytes)
+        caches_from_cpuid(info);
+    if (!info->l1d_bytes || !info->l2_bytes || !info->l3_bytes)
+        caches_from_sysconf(info);
+    if (!info->cache_source[0])
+        copy_text(info->cache_source, sizeof info->cache_source, "unknown");
 }
 
 /* The version token at p: starts with a digit, then digits, letters, '.', '+', '-', '_' (at most
@@ -275,8 +371,14 @@ void cpu_info_read(cpu_info *info)
         info->vector_bits = 256;
     else
         info->vector_bits = 128;
-    read_caches(info);
+    cpu_caches_read(info, CPU_SYSFS_CACHE_DIR);
     read_compiler(info);
+}
+
+/* A cache size as the probe reports it: bytes, or null when nothing could tell (never 0). */
+static json_t *cache_size_json(long long bytes)
+{
+    return bytes > 0 ? json_integer((json_int_t)bytes) : json_null();
 }
 
 json_t *cpu_probe_json(const runner *r)
@@ -296,11 +398,12 @@ json_t *cpu_probe_json(const runner *r)
                                                 "type", c->caches[i].type, "bytes",
                                                 (json_int_t)c->caches[i].bytes));
     const char *blas = openblas_get_config();
-    return json_pack(
-        "{s:s, s:s, s:i, s:o, s:i, s:I, s:I, s:I, s:o, s:o, s:s, s:o, s:s}", "kind", "cpu", "model",
-        c->model, "cores", c->cores, "isa", isa, "vector_bits", c->vector_bits, "l1d_bytes",
-        (json_int_t)c->l1d_bytes, "l2_bytes", (json_int_t)c->l2_bytes, "l3_bytes",
-        (json_int_t)c->l3_bytes, "caches", caches, "compiler",
-        runner_json_text(c->compiler, strlen(c->compiler)), "toolchain", c->toolchain, "cpu_core",
-        r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas", blas ? blas : "");
+    return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:s, s:o, s:o, s:s, s:o, s:s}",
+                     "kind", "cpu", "model", c->model, "cores", c->cores, "isa", isa, "vector_bits",
+                     c->vector_bits, "l1d_bytes", cache_size_json(c->l1d_bytes), "l2_bytes",
+                     cache_size_json(c->l2_bytes), "l3_bytes", cache_size_json(c->l3_bytes),
+                     "cache_source", c->cache_source, "caches", caches, "compiler",
+                     runner_json_text(c->compiler, strlen(c->compiler)), "toolchain", c->toolchain,
+                     "cpu_core", r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas",
+                     blas ? blas : "");
 }

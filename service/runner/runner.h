@@ -76,7 +76,9 @@ typedef struct cpu_info {
     int cores;
     char isa[RUNNER_ISA_MAX]; /* flags of interest, space-separated, in a fixed order */
     int vector_bits;
-    long long l1d_bytes, l2_bytes, l3_bytes;
+    long long l1d_bytes, l2_bytes, l3_bytes; /* 0: unknown (the probe says null) */
+    char cache_source[32]; /* what told the sizes: "sysfs", "sysconf", "cpuid" (joined by '+'),
+                              or "unknown" */
     int n_caches;
     cpu_cache_desc caches[RUNNER_MAX_CACHES];
     char compiler[RUNNER_TEXT_MAX];  /* `cc --version` first line; empty when cc did not run */
@@ -149,9 +151,15 @@ int runner_is_identifier(const char *s);
 
 /* ---- cpu_probe.c ---- */
 
-/* Fills info from /proc/cpuinfo, sysconf, /sys cache descriptions and `cc --version`. Never fails:
- * what cannot be read stays empty or 0. */
+/* Fills info from /proc/cpuinfo, sysconf, the cache sizes (cpu_caches_read) and `cc --version`.
+ * Never fails: what cannot be read stays empty or 0. */
 void cpu_info_read(cpu_info *info);
+#define CPU_SYSFS_CACHE_DIR "/sys/devices/system/cpu/cpu0/cache"
+/* The cache sizes: the sysfs folder's descriptions (cpu_caches_from_sysfs; the caches list), then
+ * for each of L1d, L2, L3 still unknown CPUID's cache leaves (x86), then sysconf; what none tells
+ * stays 0 (unknown), and info->cache_source names who told ("sysfs", "sysfs+cpuid", ...). */
+void cpu_caches_read(cpu_info *info, const char *sysfs_dir);
+void cpu_caches_from_sysfs(cpu_info *info, const char *dir);
 /* The probe reply's "device" object. */
 json_t *cpu_probe_json(const runner *r);
 /* The toolchain results are keyed by, from the whole output of `cc --version`: "<family>

@@ -4,6 +4,7 @@ survives the test kernels that crash, hang and compute wrong answers (tests/kern
 jobs ends failed (`no_ok_trial`: no configuration ran correctly, so there is no best) with every trial
 runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps answering. A problem out of range is a 400 bad_problem."""
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -79,7 +80,16 @@ class MeasureCpuTest(unittest.TestCase):
             self.assertIn(field, desc)
         self.assertIsInstance(desc["isa"], list)
         self.assertGreaterEqual(desc["cores"], 1)
-        self.assertGreater(desc["l1d_bytes"], 0)
+        # A cache size is known (> 0) or null ("unknown"), never 0; where getconf (sysconf) knows
+        # one, so does the probe, even on a VM whose /sys has no cache folders.
+        for field, name in (("l1d_bytes", "LEVEL1_DCACHE_SIZE"), ("l2_bytes", "LEVEL2_CACHE_SIZE"),
+                            ("l3_bytes", "LEVEL3_CACHE_SIZE")):
+            value = desc[field]
+            self.assertTrue(value is None or value > 0, (field, value))
+            known = subprocess.run(["getconf", name], capture_output=True, text=True).stdout.strip()
+            if known.isdigit() and int(known) > 0:
+                self.assertIsNotNone(value, "%s unknown to the probe, getconf says %s" % (field, known))
+        self.assertEqual(desc["cache_source"] == "unknown", desc["l1d_bytes"] is None, desc)
         self.assertTrue(cpu["class"].startswith("cpu:") and cpu["class"].endswith(":%d" % desc["vector_bits"]))
         for name in ("scale", "crash", "hang", "wrong"):
             self.assertIn(name, cpu["kernels"])

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,7 +328,20 @@ static void probe_reports_the_cpu(void **state)
     assert_true(json_is_array(json_object_get(d, "isa")));
     int bits = (int)num(d, "vector_bits");
     assert_true(bits == 128 || bits == 256 || bits == 512);
-    assert_true(num(d, "l1d_bytes") >= 0 && num(d, "l2_bytes") >= 0 && num(d, "l3_bytes") >= 0);
+    /* Each cache size is known (> 0) or null, never 0; where sysconf knows one, so does the probe
+     * (a VM without /sys cache folders falls back to it). */
+    static const char *const sizes[] = {"l1d_bytes", "l2_bytes", "l3_bytes"};
+    static const int sc[] = {_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(d, sizes[i]);
+        assert_true(json_is_null(v) || (json_is_integer(v) && json_integer_value(v) > 0));
+        if (sysconf(sc[i]) > 0 && !json_is_integer(v))
+            fail_msg("%s is unknown to the probe, but sysconf says %ld", sizes[i], sysconf(sc[i]));
+    }
+    const char *source = json_string_value(json_object_get(d, "cache_source"));
+    assert_non_null(source);
+    assert_true(json_is_integer(json_object_get(d, "l1d_bytes")) ==
+                (strcmp(source, "unknown") != 0));
     assert_true(strlen(json_string_value(json_object_get(d, "compiler"))) > 0);
     /* The toolchain is the compiler's family and version, read from the same `cc --version`: the
      * version is the one on the compiler line. */
@@ -691,11 +705,100 @@ static void naive_gemm_verifies_against_openblas(void **state)
     assert_int_equal(client_stop(c, 5000), 0);
 }
 
+/* A fake sysfs cache folder: index<i>/{level,type,size} for each entry. */
+static void write_cache_entry(const char *dir, int i, const char *level, const char *type,
+                              const char *size)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/index%d", dir, i);
+    assert_int_equal(mkdir(path, 0700), 0);
+    const char *names[] = {"level", "type", "size"}, *values[] = {level, type, size};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/index%d/%s", dir, i, names[k]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "%s\n", values[k]);
+        fclose(f);
+    }
+}
+
+static void remove_fake_sysfs(const char *dir)
+{
+    for (int i = 0; i < 4; i++) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s/index%d", dir, i);
+        remove_tree(sub);
+    }
+    rmdir(dir);
+}
+
+/* /sys first; what it does not tell comes from sysconf / CPUID; a size nothing tells stays 0
+ * (unknown, null in the probe), never a guess. */
+static void cache_sizes_fall_back_when_sysfs_is_silent(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt-sysfs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    cpu_info info;
+
+    /* a full sysfs: its sizes, whatever sysconf says */
+    write_cache_entry(dir, 0, "1", "Data", "48K");
+    write_cache_entry(dir, 1, "1", "Instruction", "32K");
+    write_cache_entry(dir, 2, "2", "Unified", "2048K");
+    write_cache_entry(dir, 3, "3", "Unified", "32M");
+    memset(&info, 0, sizeof info);
+    cpu_caches_read(&info, dir);
+    assert_int_equal(info.l1d_bytes, 48 * 1024);
+    assert_int_equal(info.l2_bytes, 2048 * 1024);
+    assert_int_equal(info.l3_bytes, 32 * 1024 * 1024);
+    assert_int_equal(info.n_caches, 4);
+    assert_string_equal(info.cache_source, "sysfs");
+    remove_fake_sysfs(dir);
+
+    /* only L1 in sysfs: L2 and L3 from the fallbacks where they know them */
+    snprintf(dir, sizeof dir, "/tmp/kt-sysfs-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    write_cache_entry(dir, 0, "1", "Data", "48K");
+    memset(&info, 0, sizeof info);
+    cpu_caches_read(&info, dir);
+    assert_int_equal(info.l1d_bytes, 48 * 1024);
+    assert_true(strncmp(info.cache_source, "sysfs", 5) == 0);
+    if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0) {
+        assert_true(info.l2_bytes > 0);
+        assert_true(strcmp(info.cache_source, "sysfs+cpuid") == 0 ||
+                    strcmp(info.cache_source, "sysfs+sysconf") == 0);
+    }
+    remove_fake_sysfs(dir);
+
+    /* no sysfs folder at all (some VMs): CPUID's sizes, else sysconf's, else unknown */
+    memset(&info, 0, sizeof info);
+    cpu_caches_read(&info, "/nonexistent/kt-no-cache-folder");
+    assert_int_equal(info.n_caches, 0);
+    if (sysconf(_SC_LEVEL1_DCACHE_SIZE) > 0)
+        assert_true(info.l1d_bytes > 0);
+    if (!info.l1d_bytes && !info.l2_bytes && !info.l3_bytes)
+        assert_string_equal(info.cache_source, "unknown");
+    else
+        assert_string_not_equal(info.cache_source, "unknown");
+    /* Linux fills sysfs from the same CPUID leaves: where both speak they agree. */
+    cpu_info real;
+    memset(&real, 0, sizeof real);
+    cpu_caches_read(&real, CPU_SYSFS_CACHE_DIR);
+    if (strcmp(real.cache_source, "sysfs") == 0 && strcmp(info.cache_source, "cpuid") == 0) {
+        assert_int_equal(info.l1d_bytes, real.l1d_bytes);
+        assert_int_equal(info.l2_bytes, real.l2_bytes);
+        assert_int_equal(info.l3_bytes, real.l3_bytes);
+    }
+    printf("no sysfs: l1d %lld, l2 %lld, l3 %lld (source %s)\n", info.l1d_bytes, info.l2_bytes,
+           info.l3_bytes, info.cache_source);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(probe_reports_the_cpu, setup, teardown),
         cmocka_unit_test(toolchain_of_version_output),
+        cmocka_unit_test(cache_sizes_fall_back_when_sysfs_is_silent),
         cmocka_unit_test_setup_teardown(measure_scale_is_ok_and_cached, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_kernel_gives_wrong_result, setup, teardown),
         cmocka_unit_test_setup_teardown(noncompile_gives_compile_error_with_log, setup, teardown),

@@ -13,7 +13,11 @@ function describe(d) {
     const gpu = x.gpu ? x.gpu : "unnamed GPU";
     return `${gpu} · ${Number(x.configurations || 0).toLocaleString("en")} recorded configurations (${Number(x.valid || 0).toLocaleString("en")} valid) · problem ${Array.isArray(x.problem_size) ? x.problem_size.join("×") : x.problem_size ?? "–"}`;
   }
-  return fmtObject(Object.fromEntries(Object.entries(x).filter(([, v]) => typeof v !== "object")));
+  // A value the device cannot tell (a CPU cache size no probe source knew) is null: "unknown".
+  const plain = Object.entries(x)
+    .filter(([, v]) => v === null || typeof v !== "object")
+    .map(([k, v]) => [k, v === null ? "unknown" : v]);
+  return fmtObject(Object.fromEntries(plain));
 }
 
 export function mount(root) {
