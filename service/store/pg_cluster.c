@@ -283,15 +283,29 @@ static int server_running(pg_cluster *c)
     return 0;
 }
 
+/* KTUNE_PG_FSYNC=off: a throw-away cluster (tests, benchmarks) that never waits for the disk; a
+ * crash of the machine may then corrupt it. Anything else keeps fsync on, whatever
+ * postgresql.conf says. */
+static int fsync_off(void)
+{
+    const char *v = getenv("KTUNE_PG_FSYNC");
+    return v && strcmp(v, "off") == 0;
+}
+
 static int start_server(pg_cluster *c, kt_error *err)
 {
-    char opts[PATH_MAX + 160];
+    char opts[PATH_MAX + 200];
     if (choose_socket_dir(c, err) != 0)
         return -1;
-    int n =
-        snprintf(opts, sizeof opts,
-                 "-c listen_addresses='' -p " PG_PORT " -k %s -c max_connections=100 -c fsync=on",
-                 c->socket_dir);
+    int no_sync = fsync_off();
+    if (no_sync)
+        log_warn("KTUNE_PG_FSYNC=off: the embedded postgresql does not fsync (a machine crash may "
+                 "corrupt %s; for throw-away clusters only)",
+                 c->pgdata);
+    int n = snprintf(
+        opts, sizeof opts,
+        "-c listen_addresses='' -p " PG_PORT " -k %s -c max_connections=100 -c fsync=%s",
+        c->socket_dir, no_sync ? "off -c synchronous_commit=off -c full_page_writes=off" : "on");
     if (n < 0 || (size_t)n >= sizeof opts)
         return kt_error_set(err, KT_ERR_CONFIG, "socket directory path too long: %s",
                             c->socket_dir);

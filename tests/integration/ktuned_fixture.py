@@ -21,6 +21,36 @@ import urllib.parse
 READY = re.compile(r"ktuned ready: dashboard http://([^/]+)/")
 
 
+def db_template(binary):
+    """A created, migrated, empty embedded cluster to copy into a new data folder (tests/README.md,
+    "Test databases"): made once per build folder by kt_pg_template (beside ktuned), again when that
+    tool is newer (the migrations are compiled into it); None when the tool is not there."""
+    import fcntl
+    build = os.path.dirname(os.path.realpath(binary))
+    tool = os.path.join(build, "kt_pg_template")
+    if not os.access(tool, os.X_OK):
+        return None
+    path = os.path.join(build, "pg-template")
+    data = os.path.join(path, "data")
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel tests: one makes it, the others wait
+        if os.path.isdir(data) and os.path.getmtime(path) >= os.path.getmtime(tool):
+            return data
+        shutil.rmtree(path, ignore_errors=True)
+        tmp = tempfile.mkdtemp(prefix="pg-template-", dir=build)
+        os.chmod(tmp, 0o755)
+        out = subprocess.run([tool, os.path.join(tmp, "data")], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        if out.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError("kt_pg_template failed:\n" + out.stdout.decode(errors="replace"))
+        for leftover in ("pg.log", "pg-socket"):
+            p = os.path.join(tmp, "data", leftover)
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
+        os.rename(tmp, path)
+        return data
+
+
 SKIP_EXIT = 77  # ctest counts this exit status as a skip (SKIP_RETURN_CODE in CMakeLists.txt)
 
 
@@ -53,7 +83,7 @@ class Ktuned:
     namespaces of one machine look like several hosts; listen: the --listen address."""
 
     def __init__(self, binary, source_dir, data_dir=None, extra=(), env=None, netns=None,
-                 hostname=None, listen="127.0.0.1:0"):
+                 hostname=None, listen="127.0.0.1:0", product_db=False):
         self.binary = binary
         self.netns = netns
         self.hostname = hostname
@@ -69,7 +99,11 @@ class Ktuned:
         for i, a in enumerate(self.extra[:-1]):
             if a == "--api-token":
                 self.token = self.extra[i + 1]
-        self.env = dict(os.environ, **(env or {}))
+        # A test database (tests/README.md, "Test databases"): copied from the migrated template
+        # instead of initdb + migrations, and no fsync (KTUNE_PG_FSYNC=off). product_db=True keeps
+        # the product's own path and defaults: the kill -9, fault and security tests.
+        self.product_db = product_db
+        self.env = dict(os.environ, **({} if product_db else {"KTUNE_PG_FSYNC": "off"}), **(env or {}))
         self.proc = None
         self.address = None
         self.log_path = os.path.join(self.data_dir, "ktuned.log")
@@ -78,6 +112,11 @@ class Ktuned:
         args = [self.binary, "--listen", self.listen, "--data-dir", self.data_dir,
                 "--datasets", os.path.join(self.source_dir, "datasets"),
                 "--web-dir", os.path.join(self.source_dir, "web")] + self.extra
+        if (not self.product_db and "--database-url" not in self.extra
+                and not os.path.exists(os.path.join(self.data_dir, "pg"))):
+            template = db_template(self.binary)
+            if template:
+                subprocess.run(["cp", "-a", template + "/.", self.data_dir], check=True)
         # Each wrapper execs the next, so self.proc.pid stays ktuned's pid (kill9, signals).
         if self.hostname:
             args = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"',

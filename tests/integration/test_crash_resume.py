@@ -18,7 +18,7 @@ SLOW = ["--workers", "2", "--replay-speed", "0.02"]
 
 class CrashResumeTest(unittest.TestCase):
     def test_kill9_mid_job_then_restart(self):
-        k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=SLOW)
+        k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=SLOW)
         try:
             k.start()
             status, _, job = k.post("/v1/tune", JOB)

@@ -136,7 +136,7 @@ class FaultsDbBase(unittest.TestCase):
 class EmbeddedTest(FaultsDbBase):
     @classmethod
     def setUpClass(cls):
-        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=SLOW)
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=SLOW)
         try:
             cls.k.start()
         except Exception:
@@ -256,7 +256,7 @@ class ExternalTest(FaultsDbBase):
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=True, timeout=120)
             pg_ctl(pgdata, "-l", os.path.join(root, "pg.log"), "-w", "-o", opts, "start", check=True)
             url = "host=%s port=%s dbname=postgres user=ktune" % (sock, port)
-            k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=SLOW + ["--database-url", url])
+            k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=SLOW + ["--database-url", url])
             k.start()
             jid = self.start_job(k, 13)
             out = pg_ctl(pgdata, "-m", "immediate", "-w", "stop")

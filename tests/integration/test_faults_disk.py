@@ -71,7 +71,7 @@ class DiskFaultsTest(unittest.TestCase):
         if out.returncode != 0:
             os.rmdir(self.mnt)
             self.skipTest("cannot mount a tmpfs here: %s" % out.stdout.decode(errors="replace").strip())
-        self.k = Ktuned(ARGS.ktuned, ARGS.source_dir, data_dir=self.mnt, extra=SLOW)
+        self.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, data_dir=self.mnt, extra=SLOW)
         # The log lives outside: it must survive the full disk and not keep the mount busy.
         fd, self.k.log_path = tempfile.mkstemp(prefix="ktuned-disk-", suffix=".log", dir="/tmp")
         os.close(fd)

@@ -54,7 +54,7 @@ class Kill9Test(unittest.TestCase):
     def setUp(self):
         print("kill9 seed %d (replay with --seed %d)" % (SEED, SEED), flush=True)
         self.rng = random.Random(SEED)
-        self.k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=FLAGS)
+        self.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=FLAGS)
         # Only the dataset the jobs use (the others cost a second at every restart); the last
         # --datasets wins.
         datasets = os.path.join(self.k.data_dir, "datasets")

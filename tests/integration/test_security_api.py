@@ -27,7 +27,7 @@ class OpenService(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=["--workers", "1"]).start()
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=["--workers", "1"]).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -74,7 +74,7 @@ class OpenService(unittest.TestCase):
         self.assertIn("not a loopback address, and no API token exists", out.stderr)
         self.assertIn("--allow-insecure-listen", out.stderr)
         # Asked for explicitly, it is served open, and says so.
-        k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=["--listen", "0.0.0.0:0", "--database-url",
+        k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=["--listen", "0.0.0.0:0", "--database-url",
                                                          self.k.pg_conninfo(), "--allow-insecure-listen"])
         try:
             k.start()
@@ -92,7 +92,7 @@ class TokenService(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True,
                        extra=["--workers", "1", "--max-jobs", "1", "--api-token", ADMIN,
                               "--max-queued-jobs-per-token", "2", "--replay-speed", "0"]).start()
         cls.tokens = {}

@@ -31,7 +31,7 @@ def as_postgres(cmd, **kw):
 class EmbeddedPostgres(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir).start()
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -94,7 +94,7 @@ class LegacyClusterUpgrade(unittest.TestCase):
         on a 0755 socket dir after a kill -9): ktuned upgrades it in place and keeps the data."""
         root = tempfile.mkdtemp(prefix="ktune-legacy-", dir="/tmp")
         os.chmod(root, 0o755)
-        k = Ktuned(ARGS.ktuned, ARGS.source_dir, data_dir=root)
+        k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, data_dir=root)
         try:
             pg, sock = os.path.join(root, "pg"), os.path.join(root, "pg-socket")
             os.mkdir(pg, 0o700)

@@ -85,7 +85,7 @@ class RunnerPrivileges(unittest.TestCase):
         if os.path.exists(ESCAPE):
             os.unlink(ESCAPE)
         kernels = os.path.join(ARGS.source_dir, "tests", "kernels")
-        with Ktuned(ARGS.ktuned, ARGS.source_dir,
+        with Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True,
                     extra=["--kernels", kernels, "--workers", "1", "--min-seconds", "0.01"]) as k:
             try:
                 status, _, job = k.post("/v1/tune", {"kernel": "escape", "device": "cpu", "strategy": "exhaustive",
