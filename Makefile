@@ -21,19 +21,34 @@ build: deps
 run: build
 	./$(BUILD)/ktuned $(ARGS)
 
-# Every test, in the normal build and again under AddressSanitizer + UndefinedBehaviorSanitizer
-# (the browser tests, label "browser", run in the normal build only: they test the pages). Tests run
-# side by side (-j$(JOBS)) except those marked RUN_SERIAL in CMakeLists.txt, which run alone.
-test: format-check banned-check rooms-check test-fast test-asan
+# Every test: the source checks, the normal build's tests, then the sanitizer pass (ASan + UBSan at
+# -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
+# browser tests, label "browser", only in the normal build). Tests run side by side (-j$(JOBS))
+# except those marked RUN_SERIAL in CMakeLists.txt. It ends with the skip list, the timing table
+# (tools/test_summary.py) and the total time. make test-full runs every test under the sanitizers.
+test:
+	@start=$$(date +%s); rc=0; \
+	$(MAKE) --no-print-directory format-check banned-check rooms-check test-fast test-asan || rc=$$?; \
+	python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true; \
+	echo "make test: $$(( $$(date +%s) - start )) s in all, exit $$rc"; exit $$rc
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-test-asan: deps
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+
+asan-build: deps
 	@cmake -S . -B $(ASAN_BUILD) -DKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser -j$(JOBS)
+
+test-asan: asan-build
+	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE 'browser|full' -j$(JOBS)
+
+# Everything, the sanitizer pass with every integration test (label "full" too).
+.PHONY: test-full asan-build
+test-full: format-check banned-check rooms-check test-fast asan-build
+	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser -j$(JOBS)
+	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
 
 # Fails when a file includes a header of a room it may not use (rules: kt_room(... USES ...) in
 # CMakeLists.txt) or writes a service include other than "room/file.h" (fix: tools/fix_includes.py).

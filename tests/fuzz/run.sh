@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang (tests/fuzz/CMakeLists.txt) into BUILD_DIR and runs each
 # for SECONDS on a scratch copy of its seed corpus (tests/fuzz/corpus/<target>/, left untouched).
 # A crash, a leak, a sanitizer report or a timeout fails the run; the input that did it is left in
-# BUILD_DIR/artifacts/. Usage: run.sh BUILD_DIR SECONDS [target ...]  (tests/fuzz/README.md)
+# BUILD_DIR/artifacts/. Usage: run.sh BUILD_DIR SECONDS [target ...]  (tests/fuzz/README.md);
+# SECONDS 0 builds and runs nothing (the main build does so: CMake target fuzz_targets).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
@@ -17,6 +18,8 @@ fi
 for t in $targets; do
   cmake --build "$build" -j2 --target "fuzz_$t" >/dev/null || { cmake --build "$build" --target "fuzz_$t"; exit 1; }
 done
+# 0 seconds: build only (the main build's fuzz_targets target).
+[ "$seconds" = 0 ] && exit 0
 mkdir -p "$build/artifacts"
 status=0
 for t in $targets; do
