@@ -14,7 +14,8 @@ It prints:
     run (with ctest's reason), and every partial skip inside a test that ran: cmocka cases
     ("SKIP: <case>: <reason>" from tests/unit/skip_test_util.h, and cmocka's "[  SKIPPED ] <case>"
     lines, folded together) and Python unittest cases ("test_x (module.Class...) ... skipped
-    'reason'", ktuned_fixture.run_tests' verbosity 2);
+    'reason'", ktuned_fixture.run_tests' verbosity 2; a check skipped inside a case that goes on
+    prints "SKIP: test_x: <reason>");
 (b) a timing table: each test's wall time in each build, slowest first, with the totals.
 
 It reports; it does not judge: the exit status is 0 whatever the tests did (make test's own ctest
@@ -39,6 +40,7 @@ CMOCKA_RUN = re.compile(r"^\[ RUN      \] (\S+)")
 CMOCKA_SKIPPED = re.compile(r"^\[  SKIPPED \] (\S+)\s*$")
 UNITTEST_SKIP = re.compile(r"^(\w+) \(([^)]*)\)(?: \S.*)? \.\.\. skipped '(.*)'\s*$")
 UNITTEST_SKIP_MULTI = re.compile(r"^(\w+) \(([^)]*)\)\s*$")  # docstring on the next line
+UNITTEST_CASE = re.compile(r"^(test\w*) \([\w.]+\)")
 SKIPPED_TAIL = re.compile(r"\.\.\. skipped '(.*)'\s*$")
 
 
@@ -70,14 +72,19 @@ class Test:
             return "failed"
         # ctest (3.25) logs "Test Passed." for a test that exited with its SKIP_RETURN_CODE: the
         # convention's "SKIP: <reason>" line that names no case of the test says it was skipped.
-        if self.whole_skip_reason() is not None:
+        # (It is among the last lines: kt_skip_all and run_tests exit right after printing it.)
+        tail = [l for l in self.output if l.strip()][-3:]
+        reason = self.whole_skip_reason()
+        if reason is not None and "SKIP: " + reason in tail:
             return "skipped"
         return "passed"
 
     def cases(self):
-        """The cmocka cases the output names ("[ RUN      ] x", "[  SKIPPED ] x")."""
+        """The cases the output names: cmocka's ("[ RUN      ] x", "[  SKIPPED ] x") and the
+        unittest methods ("test_x (...) ..."), whose part skips print "SKIP: test_x: reason"."""
         return {m.group(1) for line in self.output
-                for m in (CMOCKA_RUN.match(line), CMOCKA_SKIPPED.match(line)) if m}
+                for m in (CMOCKA_RUN.match(line), CMOCKA_SKIPPED.match(line),
+                          UNITTEST_CASE.match(line)) if m}
 
     def whole_skip_reason(self):
         """The reason of the last "SKIP: <reason>" line that is not a case's, else None."""
