@@ -208,10 +208,10 @@ class FinalPickParallelTest(FinalPickTest):
                         reason="space_exhausted")
 
     def test_b_kill9_while_re_measuring(self):
-        self.skipTest("covered with one measuring thread")
+        self.skipTest("FinalPickTest runs this case (one measuring thread); two threads add nothing")
 
     def test_c_bad_options_are_400s(self):
-        self.skipTest("covered with one measuring thread")
+        self.skipTest("FinalPickTest runs this case (one measuring thread); two threads add nothing")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ pick (issue 12): its re-measurements (final_round set) are numbered after the se
 once per configuration and round, counted in the clock but not in trials_done, and its best is the
 pick's winner.
 
---seed N (or KTUNE_KILL9_SEED) replays a schedule; the seed is printed first.
+The schedule's seed is fixed (DEFAULT_SEED) so that every run and machine kills in the same order;
+--seed N or KTUNE_KILL9_SEED=N picks another one (e.g. to explore, or to replay a schedule a failure
+printed); the seed is printed first.
 """
 import argparse
 import os
@@ -35,9 +37,10 @@ _ap.add_argument("--seed", type=int, default=None)
 _ap.add_argument("--kills", type=int, default=21)
 OPTS, _rest = _ap.parse_known_args()
 sys.argv = [sys.argv[0]] + _rest
+DEFAULT_SEED = 25  # the same schedule on every run and machine unless one is asked for
 SEED = OPTS.seed
 if SEED is None:
-    SEED = int(os.environ.get("KTUNE_KILL9_SEED") or (time.time_ns() // 1000) % 1000003)
+    SEED = int(os.environ.get("KTUNE_KILL9_SEED") or DEFAULT_SEED)
 
 SOURCE = os.path.abspath(ARGS.source_dir)
 REPLAY = "replay:convolution_milo-A4000"  # ~1.1 s recorded per trial: 0.04 x that = 45 ms asleep
@@ -52,7 +55,8 @@ FINAL = ("succeeded", "failed", "cancelled")
 
 class Kill9Test(unittest.TestCase):
     def setUp(self):
-        print("kill9 seed %d (replay with --seed %d)" % (SEED, SEED), flush=True)
+        print("kill9 seed %d (%s; KTUNE_KILL9_SEED=N or --seed N for another)"
+              % (SEED, "the default" if SEED == DEFAULT_SEED else "asked for"), flush=True)
         self.rng = random.Random(SEED)
         self.k = Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True, extra=FLAGS)
         # Only the dataset the jobs use (the others cost a second at every restart); the last

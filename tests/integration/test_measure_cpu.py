@@ -20,6 +20,29 @@ RUN_TIMEOUT_S = 3
 COMPILE_TIMEOUT_S = 10
 
 
+def l1d_bytes_from_sys():
+    """cpu0's first level-1 data (or unified) cache in bytes as /sys gives it, 0 when it does not."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    i = 0
+    while os.path.isdir(os.path.join(base, "index%d" % i)):
+        try:
+            with open(os.path.join(base, "index%d" % i, "level")) as f:
+                level = f.read().strip()
+            with open(os.path.join(base, "index%d" % i, "type")) as f:
+                kind = f.read().strip()
+            with open(os.path.join(base, "index%d" % i, "size")) as f:
+                size = f.read().strip()
+        except OSError:
+            i += 1
+            continue
+        if level == "1" and kind != "Instruction":
+            scale = {"K": 1024, "M": 1024 * 1024, "G": 1024 ** 3}.get(size[-1:].upper(), 1)
+            digits = size.rstrip("KkMmGgBb")
+            return int(digits) * scale if digits.isdigit() else 0
+        i += 1
+    return 0
+
+
 class MeasureCpuTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -90,6 +113,8 @@ class MeasureCpuTest(unittest.TestCase):
             if known.isdigit() and int(known) > 0:
                 self.assertIsNotNone(value, "%s unknown to the probe, getconf says %s" % (field, known))
         self.assertEqual(desc["cache_source"] == "unknown", desc["l1d_bytes"] is None, desc)
+        if l1d_bytes_from_sys():  # where /sys has the caches, they are what the probe reports
+            self.assertEqual(desc["l1d_bytes"], l1d_bytes_from_sys(), desc)
         self.assertTrue(cpu["class"].startswith("cpu:") and cpu["class"].endswith(":%d" % desc["vector_bits"]))
         for name in ("scale", "crash", "hang", "wrong"):
             self.assertIn(name, cpu["kernels"])
@@ -120,8 +145,7 @@ class MeasureCpuTest(unittest.TestCase):
     # --- the Done-when job ----------------------------------------------------------------------
     def test_gemm_job_and_best(self):
         if not os.path.exists(GEMM_SPEC):
-            print("skipped: %s does not exist yet (the CPU gemm kernel is not in the tree)" % GEMM_SPEC)
-            self.skipTest("kernels/gemm/spec.json does not exist yet")
+            self.skipTest("%s does not exist (the CPU gemm kernel is not in this tree)" % GEMM_SPEC)
         problem = {"M": 1024, "N": 1024, "K": 1024}
         # Without the final pick (test_final_pick.py tests it): the best is the fastest trial.
         job, trials = self.run_job({"kernel": "gemm", "device": "cpu", "problem": problem,

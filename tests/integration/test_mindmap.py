@@ -205,7 +205,8 @@ class MindmapTest(unittest.TestCase):
     def test_4_resume_replays_through_the_recorded_surrogate(self):
         job_id, mid = getattr(self, "job_id", None), getattr(self, "model_id", None)
         if job_id is None:
-            self.skipTest("test_3 did not run")
+            self.skipTest("needs the job and model of test_3_surrogate_trains_then_a_mindmap_job_succeeds,"
+                          " which did not pass")
         before = sorted(self.k.all_trials(job_id), key=lambda x: x["seq"])
         # A newer surrogate of the key supersedes the job's one (trained through the CLI).
         env = dict(os.environ, KTUNE_SERVER="http://" + self.k.address)

@@ -103,7 +103,13 @@ class ModelsBestTest(unittest.TestCase):
         self.assertEqual((prov["job_id"], prov["trial_id"]), (best["job_id"], best["trial_id"]))
         self.assertGreaterEqual(prov["repeats"], 1)
         self.assertGreaterEqual(prov["noise_cv"], 0)
-        self.assertEqual(best["toolchain"][:3], "gcc", best)
+        # The toolchain is the cpu device's, whatever compiler `cc` is here (gcc, clang or another):
+        # the probe's, from GET /v1/devices.
+        status, _, devices = self.get("/v1/devices")
+        self.assertEqual(status, 200, devices)
+        cpu = next(d for d in devices["devices"] if d["name"] == "cpu")
+        self.assertTrue(cpu["toolchain"], cpu)
+        self.assertEqual(best["toolchain"], cpu["toolchain"], (best, cpu))
 
         # --- no model yet: a miss, or the nearest tuned problem --------------------------------
         status, _, miss = self.get(best_path(UNTUNED))

@@ -12,6 +12,7 @@ frozen (SIGSTOP) past its lease: its job and trials move to the other host and i
 once it thaws, are refused (no duplicate count). Needs root (ip netns, runuser); cleans up in
 finally."""
 import glob
+import ipaddress
 import os
 import shutil
 import signal
@@ -31,14 +32,64 @@ REPLAY = "replay:" + DATASET
 TOKEN = "multihost-test-token"
 AUTH = {"Authorization": "Bearer " + TOKEN}
 LEASE_S = 2
-TAG = "kt%d" % (os.getpid() % 10000)  # interface and namespace names stay under 15 characters
-# 198.18.0.0/15 is reserved for network tests (RFC 2544): no real network of the machine uses it.
-SUBNET = "198.%d.%d" % (18 + os.getpid() % 2, (os.getpid() // 2) % 250)
 PG_BIN = (sorted(glob.glob("/usr/lib/postgresql/*/bin")) or [""])[-1]
 
 
 def sh(*cmd, check=True):
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def names_in_use():
+    """Every network namespace and interface name of this machine now (ours have to be new)."""
+    used = set(line.split()[0] for line in sh("ip", "netns", "list", check=False).stdout.splitlines()
+               if line.strip())
+    for line in sh("ip", "-o", "link", "show", check=False).stdout.splitlines():
+        parts = line.split(":", 2)  # "7: name@peer: <...>"
+        if len(parts) > 1:
+            used.add(parts[1].strip().split("@")[0])
+    return used
+
+
+def networks_in_use():
+    """Every IPv4 network an address or a route of this namespace names (the default route
+    aside): a subnet of ours must overlap none of them."""
+    nets = []
+    for cmd in (("ip", "-4", "-o", "addr", "show"), ("ip", "-4", "route", "show", "table", "all")):
+        for word in sh(*cmd, check=False).stdout.split():
+            try:
+                net = ipaddress.ip_network(word, strict=False)
+            except ValueError:
+                continue
+            if net.version == 4 and net.prefixlen > 0:
+                nets.append(net)
+    return nets
+
+
+def pick_tag_and_subnet():
+    """Names and a /24 that nothing on this machine uses, derived from the pid (a concurrent run
+    has another pid): TAG prefixes the namespaces, the bridge and the veths ("kt<n>" + at most 6
+    characters: under Linux's 15); the subnet lies in 198.18.0.0/15, which RFC 2544 reserves for
+    network tests, and overlaps no address or route here. Only the test's own namespaces and its
+    bridge ever hold or are sent to these addresses."""
+    used_names, used_nets = names_in_use(), networks_in_use()
+    pid, tag, subnet = os.getpid(), None, None
+    for k in range(10000):
+        cand = "kt%d" % ((pid + k) % 10000)
+        if not any(n.startswith(cand) and n[len(cand):len(cand) + 1].isalpha() for n in used_names):
+            tag = cand
+            break
+    for k in range(512):  # 198.18.0.0/24 .. 198.19.255.0/24
+        n = (pid + k) % 512
+        cand = ipaddress.ip_network("198.%d.%d.0/24" % (18 + n // 256, n % 256))
+        if not any(cand.overlaps(u) for u in used_nets):
+            subnet = str(cand.network_address).rsplit(".", 1)[0]
+            break
+    if tag is None or subnet is None:
+        raise unittest.SkipTest("no free namespace names or /24 in 198.18.0.0/15 on this machine")
+    return tag, subnet
+
+
+TAG, SUBNET = None, None  # chosen in setUpClass (pick_tag_and_subnet), printed there
 
 
 class Net:
@@ -54,6 +105,13 @@ class Net:
         self.bridged = True
         sh("ip", "addr", "add", SUBNET + ".1/24", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
+        # A concurrent run that picked the same /24 a moment ago: stop rather than share it.
+        net = ipaddress.ip_network(SUBNET + ".0/24")
+        for line in sh("ip", "-4", "-o", "addr", "show").stdout.splitlines():
+            words = line.split()
+            if (len(words) > 3 and words[1] != self.bridge
+                    and ipaddress.ip_interface(words[3]).ip in net):
+                raise AssertionError("%s.0/24 is also on %s now: %s" % (SUBNET, words[1], line))
 
     def host(self, name, octet):
         ns, outside, inside = TAG + name, TAG + name + "a", TAG + name + "b"
@@ -124,6 +182,9 @@ class MultiHostTest(unittest.TestCase):
             raise unittest.SkipTest("needs root for ip netns and runuser")
         if not PG_BIN or not shutil.which("ip") or not shutil.which("unshare"):
             raise unittest.SkipTest("needs PostgreSQL's initdb, iproute2 and unshare")
+        global TAG, SUBNET
+        TAG, SUBNET = pick_tag_and_subnet()
+        print("multihost: names %s*, subnet %s.0/24" % (TAG, SUBNET), file=sys.stderr)
         probe = sh("ip", "netns", "add", TAG + "probe", check=False)
         if probe.returncode != 0:
             raise unittest.SkipTest("ip netns is not supported here: " + probe.stderr.strip())

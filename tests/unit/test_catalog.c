@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/log.h"
 #include "replay_test_util.h"
+#include "skip_test_util.h"
 
 static void catalog_finds_three_devices(void **state)
 {
@@ -300,7 +301,8 @@ static void both_folders_keep_first_of_duplicates(void **state)
 {
     (void)state;
     if (access(GPU_SPACES, R_OK) != 0)
-        skip();
+        KT_SKIP("%s is absent (the shared datasets, ../shared/data, are not on this machine)",
+                GPU_SPACES);
     const char *dirs[] = {DATASETS, GPU_SPACES};
     catalog_options opt = {.dataset_dirs = dirs, .n_dataset_dirs = 2};
     catalog *c = catalog_new(&opt, NULL);
@@ -334,7 +336,8 @@ static void every_shared_space_loads(void **state)
     (void)state;
     DIR *d = opendir(GPU_SPACES);
     if (!d)
-        skip();
+        KT_SKIP("%s is absent (the shared datasets, ../shared/data, are not on this machine)",
+                GPU_SPACES);
     catalog *c = open_catalog(GPU_SPACES, 0);
     assert_int_equal(catalog_num_devices(c), 8);
     struct dirent *e;

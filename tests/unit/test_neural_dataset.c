@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "neural/nn_dataset.h"
+#include "skip_test_util.h"
 
 #define SMALL_DIR KT_SOURCE_DIR "/networks/data/fashion-mnist-small"
 #define PKG_DIR   "/usr/share/datasets/fashion-mnist"
@@ -94,10 +95,8 @@ static void small_copy_loads(void **state)
 static void package_matches_small(void **state)
 {
     (void)state;
-    if (access(PKG_DIR "/train-labels-idx1-ubyte.gz", R_OK) != 0) {
-        skip();
-        return;
-    }
+    if (access(PKG_DIR "/train-labels-idx1-ubyte.gz", R_OK) != 0)
+        KT_SKIP("Debian's fashion-mnist package is not installed (%s)", PKG_DIR);
     nn_dataset_paths paths = {PKG_DIR, SMALL_DIR};
     nn_dataset full, small;
     kt_error err;

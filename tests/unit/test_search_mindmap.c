@@ -23,6 +23,7 @@
 #include "search/surrogate.h"
 
 #include "search_test_util.h"
+#include "skip_test_util.h"
 
 enum { NP = 5, BUDGET = 100, SEEDS = 10 };
 
@@ -431,7 +432,7 @@ static void overhead_with_issue_size_network(void **state)
     const fixture *fx = *state;
     const char *on = getenv("KT_MINDMAP_BENCH");
     if (!on || strcmp(on, "1") != 0)
-        skip();
+        KT_SKIP("a timing run: set KT_MINDMAP_BENCH=1 to run it");
     surrogate_options o = {.epochs = 5, .seed = 1};
     surrogate *m = mm_surrogate(fx->sp, &o);
     problem pb = make_problem(99);

@@ -16,6 +16,7 @@
 #include "search/searcher_impl.h"
 
 #include "search_test_util.h"
+#include "skip_test_util.h"
 
 static void registry_lists_new_strategies(void **state)
 {
@@ -230,7 +231,9 @@ static void fast_on_tiling_space(void **state)
 {
     const char *name = *state;
     if (trains_a_model(name))
-        skip();
+        KT_SKIP("%s trains a model per batch: 5000 proposals are make bench's "
+                "(tests/bench/bench_search.c)",
+                name);
     overhead_on_tiling(name, 5000, "");
 }
 

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/rng.h"
 #include "search/surrogate.h"
+#include "skip_test_util.h"
 
 /* a: 1..64 (powers of two), b: 1..10, c: "x" | "y" | "z", d: true | false; a * b <= 256. */
 static space *synth_space(void)
@@ -336,7 +337,7 @@ static void bench_issue_size(void **state)
     (void)state;
     const char *on = getenv("KT_SURROGATE_BENCH");
     if (!on || strcmp(on, "1") != 0)
-        skip();
+        KT_SKIP("a timing run of the issue's size: set KT_SURROGATE_BENCH=1 to run it");
     space *sp = synth_space();
     surrogate_data *d = synth_data(sp, 500, 200, 1);
     surrogate_options o = {.epochs = 40, .seed = 1};

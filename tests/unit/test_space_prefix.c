@@ -233,24 +233,21 @@ static void edge_cases(void **state)
     space_free(sp);
 }
 
-/* The shared Kernel Tuner spaces (real restrictions, several groups): every valid configuration's
- * prefixes, and random and near-miss prefixes (a valid prefix with its last value changed), against
- * the set of prefixes of the enumerated valid configurations. Files are read through gzip -dc
- * (kt_space does not link zlib); a missing file is skipped with a message. */
-static json_t *load_gz(const char *name)
+/* The Kernel Tuner spaces of the benchmark_hub datasets (real restrictions, several groups): every
+ * valid configuration's prefixes, and random and near-miss prefixes (a valid prefix with its last
+ * value changed), against the set of prefixes of the enumerated valid configurations. The spaces
+ * (parameters, restrictions and the number of configurations, without the measurements) are in the
+ * repository: tests/fixtures/gpu-spaces (README there). */
+#define SPACES_DIR KT_SOURCE_DIR "/tests/fixtures/gpu-spaces"
+
+static json_t *load_space(const char *name)
 {
-    char path[512], cmd[600];
-    snprintf(path, sizeof path, KT_SHARED_DATA_DIR "/gpu-spaces/%s.json.gz", name);
-    FILE *probe = fopen(path, "rb");
-    if (!probe)
-        return NULL;
-    fclose(probe);
-    snprintf(cmd, sizeof cmd, "gzip -dc '%s'", path);
-    FILE *f = popen(cmd, "r");
-    assert_non_null(f);
-    json_t *doc = json_loadf(f, 0, NULL);
-    assert_int_equal(pclose(f), 0);
-    assert_non_null(doc);
+    char path[512];
+    json_error_t e;
+    snprintf(path, sizeof path, SPACES_DIR "/%s.space.json", name);
+    json_t *doc = json_load_file(path, 0, &e);
+    if (!doc)
+        fail_msg("%s: %s (line %d)", path, e.text, e.line);
     return doc;
 }
 
@@ -262,11 +259,8 @@ static int cmp_u64(const void *a, const void *b)
 
 static void check_dataset_prefixes(const char *name)
 {
-    json_t *doc = load_gz(name);
-    if (!doc) {
-        printf("%s: not found, skipped\n", name);
-        return;
-    }
+    json_t *doc = load_space(name);
+    json_int_t configurations = json_integer_value(json_object_get(doc, "configurations"));
     json_t *params = json_array();
     size_t i;
     const json_t *key;
@@ -285,6 +279,9 @@ static void check_dataset_prefixes(const char *name)
     for (int p = 0; p < P; p++)
         nv[p] = space_param_num_values(sp, p);
     uint64_t n = space_count(sp);
+    /* the fixture is the whole space: as many valid configurations as the dataset's cache has */
+    assert_true(configurations > 0);
+    assert_int_equal(n, (uint64_t)configurations);
     uint64_t *keys = malloc((size_t)n * sizeof *keys);
     assert_non_null(keys);
     kt_rng rng;
