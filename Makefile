@@ -33,7 +33,7 @@ test:
 	echo "make test: $$(( $$(date +%s) - start )) s in all, exit $$rc"; exit $$rc
 
 test-fast: build
-	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(JOBS)
 
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -42,12 +42,12 @@ asan-build: deps
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 test-asan: asan-build
-	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE 'browser|full' -j$(JOBS)
+	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
 # Everything, the sanitizer pass with every integration test (label "full" too).
 .PHONY: test-full asan-build
 test-full: format-check banned-check rooms-check test-fast asan-build
-	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -LE browser -j$(JOBS)
+	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
 	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
 
 # Fails when a file includes a header of a room it may not use (rules: kt_room(... USES ...) in
