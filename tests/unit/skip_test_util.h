@@ -41,7 +41,8 @@ static inline int kt_skip_all(const char *reason)
 }
 
 /* 1 when the environment variable name is set to a non-empty value other than "0": a skip of
- * what it names must then fail instead (make gpu-check sets KTUNE_REQUIRE_CUDA, KTUNE_REQUIRE_NVRTC). */
+ * what it names must then fail instead (make gpu-check sets KTUNE_REQUIRE_CUDA,
+ * KTUNE_REQUIRE_NVRTC). */
 static inline int kt_skip_required(const char *name)
 {
     const char *v = getenv(name);
