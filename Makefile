@@ -1,11 +1,12 @@
 # The two commands of the README: `make run` and `make test`. Both install missing Debian packages
 # first (deploy/install-deps.sh), then build with CMake into build/.
+# On a machine with a GPU, `make gpu-check` first (below): the CUDA side end to end on cuda:0.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 ARGS       ?=
 
-.PHONY: all deps build run test test-fast test-asan bench format format-check banned-check clean
+.PHONY: all deps build run test test-fast test-asan bench gpu-check format format-check banned-check clean
 
 all: build
 
@@ -63,6 +64,17 @@ rooms-check: deps
 bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 	@for s in tests/bench/bench_*.py; do echo "== $$s" && python3 "$$s" --ktuned $(BUILD)/ktuned --source-dir . || exit 1; done
+
+# On a machine with a GPU, the first thing to run (tests/gpu/README.md): probes for a CUDA device
+# first (no build needed); with none, prints "gpu-check: no CUDA device (<reason>)" within a second
+# and the script exits 3 (make then shows "Error 3" and exits 2). With one: builds, runs the CUDA
+# unit tests with KTUNE_REQUIRE_CUDA=1 KTUNE_REQUIRE_NVRTC=1 (a skip is a failure), a cuda:0 job per
+# catalog kernel with a CUDA variant through a real ktuned (every trial verified), the tuned CUDA gemm
+# against cuBLAS at 1024^3, 2048^3, 4096^3 as ratios; the figures go to $(BUILD)/gpu-check.txt.
+# Under 10 minutes on one GPU (the build aside). GPU_CHECK_ARGS passes options to the script.
+GPU_CHECK_ARGS ?=
+gpu-check:
+	@python3 tests/gpu/gpu_check.py --source-dir . --build $(BUILD) --jobs $(JOBS) $(GPU_CHECK_ARGS)
 
 # The long fuzz run (tests/fuzz/README.md): every libFuzzer target for FUZZ_SECONDS (an hour each).
 FUZZ_SECONDS ?= 3600

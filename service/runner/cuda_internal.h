@@ -1,6 +1,7 @@
-/* runner/cuda_internal — shared by the runner's cuda_*.c files only: the dlopen'ed driver and NVRTC
- * function tables (prototypes declared here, never from cuda.h / nvrtc.h, so nothing links against
- * CUDA), the device struct, and the helpers that cuda_measure.c builds on.
+/* runner/cuda_internal — shared by the runner's cuda_*.c files (and tests/gpu/gemm_cublas.c, which
+ * times cuBLAS through the same driver table): the dlopen'ed driver and NVRTC function tables
+ * (prototypes declared here, never from cuda.h / nvrtc.h, so nothing links against CUDA), the
+ * device struct, and the helpers that cuda_measure.c builds on.
  * Call order: cuda_driver_load / cuda_nvrtc_load -> calls through the tables -> *_unload. */
 #ifndef KT_RUNNER_CUDA_INTERNAL_H
 #define KT_RUNNER_CUDA_INTERNAL_H

@@ -3,8 +3,9 @@
  * that reason. Where a CUDA device exists: probe, then measure the scale test kernel and gemm at
  * small sizes end to end (verified against the C reference and OpenBLAS), a cached second build, a
  * launch beyond the device's limits (invalid), a kernel that leaves outputs unwritten
- * (wrong_result) and a configuration that does not compile (compile_error); otherwise those print
- * "skipped: no CUDA device (reason)". */
+ * (wrong_result) and a configuration that does not compile (compile_error); otherwise those skip
+ * with the reason (KT_SKIP). KTUNE_REQUIRE_CUDA (make gpu-check) turns a missing driver or device
+ * into a failure, KTUNE_REQUIRE_CUDA or KTUNE_REQUIRE_NVRTC a missing NVRTC on a device. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "runner/cuda.h"
+#include "skip_test_util.h"
 
 #define REASON_CAP 512
 
@@ -42,10 +44,13 @@ static void open_without_a_device_says_why(void **state)
         cuda_device_close(d);
         return;
     }
-    printf("skipped: no CUDA device (%s)\n", reason);
+    printf("no CUDA device (%s)\n", reason);
     assert_true(reason[0] != '\0');
     if (!driver_present())
         assert_non_null(strstr(reason, "libcuda.so.1"));
+    /* the reason was checked; where a device is required, its absence still fails */
+    if (kt_skip_required("KTUNE_REQUIRE_CUDA"))
+        fail_msg("no CUDA device (%s) and KTUNE_REQUIRE_CUDA is set", reason);
 }
 
 static void open_bad_ordinal_fails(void **state)
@@ -108,22 +113,33 @@ static void runner_process_reports_cuda_state(void **state)
     (void)state;
     char *out = run_runner("{\"id\": 1, \"op\": \"probe\"}\n");
     if (!out) {
-        printf("skipped: ktune-runner is not built\n");
-        skip();
+        if (kt_skip_required("KTUNE_REQUIRE_CUDA"))
+            fail_msg("ktune-runner is not built and KTUNE_REQUIRE_CUDA is set");
+        KT_SKIP("ktune-runner is not built");
     }
     json_error_t e;
     json_t *reply = json_loads(out, JSON_DISABLE_EOF_CHECK, &e);
     if (!reply)
         fail_msg("runner reply is not JSON: %s (%s)", out, e.text);
     assert_int_equal(json_integer_value(json_object_get(reply, "id")), 1);
-    if (driver_present()) {
-        printf("runner probe with a driver: %s", out);
+    /* the runner must see what this process sees */
+    char reason[REASON_CAP] = "";
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    if (d) {
+        cuda_device_close(d);
+        printf("runner probe with a device: %s", out);
+        if (!json_is_true(json_object_get(reply, "ok")))
+            fail_msg("CUDA device 0 opens here but the runner's probe fails: %s", out);
+        json_t *dev = json_object_get(reply, "device");
+        assert_non_null(json_string_value(json_object_get(dev, "name")));
+        assert_true(json_integer_value(json_object_get(dev, "compute_capability")) > 0);
     } else {
+        printf("runner probe without a device: %s", out);
         assert_true(json_is_false(json_object_get(reply, "ok")));
-        const char *reason = json_string_value(json_object_get(reply, "reason"));
-        assert_non_null(reason);
-        assert_non_null(strstr(reason, "libcuda.so.1"));
-        printf("runner probe without a driver: %s", out);
+        const char *why = json_string_value(json_object_get(reply, "reason"));
+        assert_non_null(why);
+        if (!driver_present())
+            assert_non_null(strstr(why, "libcuda.so.1"));
     }
     json_decref(reply);
     free(out);
@@ -133,18 +149,24 @@ static void runner_process_reports_cuda_state(void **state)
 
 typedef struct gpu {
     cuda_device *d;
+    char reason[REASON_CAP]; /* why d is NULL */
+    char nvrtc[REASON_CAP];  /* why NVRTC is not available on d; empty when it is */
     char cache[64];
 } gpu;
 
 static int gpu_setup(void **state)
 {
     gpu *g = calloc(1, sizeof *g);
-    char reason[REASON_CAP] = "";
     if (!g)
         return -1;
-    g->d = cuda_device_open(0, reason, sizeof reason);
-    if (!g->d)
-        printf("skipped: no CUDA device (%s)\n", reason);
+    g->d = cuda_device_open(0, g->reason, sizeof g->reason);
+    if (g->d) {
+        json_t *dev = cuda_device_probe(g->d);
+        const char *why = json_string_value(json_object_get(dev, "nvrtc_error"));
+        if (why)
+            snprintf(g->nvrtc, sizeof g->nvrtc, "%s", why);
+        json_decref(dev);
+    }
     snprintf(g->cache, sizeof g->cache, "/tmp/ktune-cuda-cache-XXXXXX");
     if (!mkdtemp(g->cache)) {
         free(g);
@@ -167,13 +189,29 @@ static int gpu_teardown(void **state)
     return 0;
 }
 
-static gpu *need_gpu(void **state)
-{
-    gpu *g = *state;
-    if (!g->d)
-        skip();
-    return g;
-}
+/* In a case (KT_SKIP names it): without a device, a failure under KTUNE_REQUIRE_CUDA (make
+ * gpu-check), else a skip with the reason. */
+#define NEED_GPU(g)                                                                                \
+    do {                                                                                           \
+        if (!(g)->d) {                                                                             \
+            if (kt_skip_required("KTUNE_REQUIRE_CUDA"))                                            \
+                fail_msg("no CUDA device (%s) and KTUNE_REQUIRE_CUDA is set", (g)->reason);        \
+            KT_SKIP("no CUDA device (%s)", (g)->reason);                                           \
+        }                                                                                          \
+    } while (0)
+
+/* A device and NVRTC (every measure compiles): a missing NVRTC fails under either requirement. */
+#define NEED_NVRTC(g)                                                                              \
+    do {                                                                                           \
+        NEED_GPU(g);                                                                               \
+        if ((g)->nvrtc[0]) {                                                                       \
+            if (kt_skip_required("KTUNE_REQUIRE_NVRTC") || kt_skip_required("KTUNE_REQUIRE_CUDA")) \
+                fail_msg("NVRTC is not available (%s) and KTUNE_REQUIRE_NVRTC or "                 \
+                         "KTUNE_REQUIRE_CUDA is set",                                              \
+                         (g)->nvrtc);                                                              \
+            KT_SKIP("NVRTC is not available (%s)", (g)->nvrtc);                                    \
+        }                                                                                          \
+    } while (0)
 
 static json_t *measure(gpu *g, json_t *req, const char *want_status)
 {
@@ -231,7 +269,8 @@ static json_t *gemm_request(long long M, long long N, long long K, int bm, int b
 
 static void probe_has_the_limits(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_GPU(g);
     json_t *dev = cuda_device_probe(g->d);
     assert_non_null(dev);
     char *text = json_dumps(dev, JSON_COMPACT);
@@ -277,7 +316,8 @@ static void toolchain_names_driver_and_nvrtc(void **state)
 
 static void scale_is_ok_then_cached(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     json_t *r = measure(g, scale_request(4099, 256, 2, 0), "ok");
     assert_true(json_real_value(json_object_get(r, "time_ms")) > 0);
     assert_true(json_integer_value(json_object_get(r, "repeats")) >= 3);
@@ -292,7 +332,8 @@ static void scale_is_ok_then_cached(void **state)
 
 static void gemm_small_is_verified(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     /* edges on every side (scalar loads), then aligned sizes (float4 loads), both stagings */
     json_decref(measure(g, gemm_request(100, 70, 50, 64, 64, 16, 4, 4, 4, 1, 1), "ok"));
     json_decref(measure(g, gemm_request(128, 128, 128, 64, 64, 16, 4, 4, 4, 1, 1), "ok"));
@@ -302,7 +343,8 @@ static void gemm_small_is_verified(void **state)
 
 static void impossible_launch_is_invalid(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     json_t *req = scale_request(4096, 256, 1, 0);
     json_array_set_new(json_object_get(req, "block"), 0, json_integer(4096));
     json_decref(measure(g, req, "invalid"));
@@ -313,7 +355,8 @@ static void impossible_launch_is_invalid(void **state)
 
 static void unwritten_outputs_are_wrong(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     json_t *r = measure(g, scale_request(4096, 256, 1, 1),
                         "wrong_result"); /* one block: y[256..] stays NaN */
     assert_int_equal(
@@ -323,7 +366,8 @@ static void unwritten_outputs_are_wrong(void **state)
 
 static void bad_configuration_is_a_compile_error(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     /* TM = 3 does not divide BM: the kernel's static_assert fires */
     json_t *r = measure(g, gemm_request(64, 64, 64, 64, 64, 16, 3, 4, 4, 1, 1), "compile_error");
     const char *log = json_string_value(json_object_get(json_object_get(r, "extras"), "log"));
@@ -334,7 +378,8 @@ static void bad_configuration_is_a_compile_error(void **state)
 
 static void slow_compile_is_a_timeout(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     /* a configuration no other test builds (so not cached), with a 1 ms compile budget */
     json_t *req = gemm_request(64, 64, 64, 32, 32, 8, 2, 2, 1, 4, 0);
     json_object_set_new(req, "compile_timeout_s", json_real(0.001));
@@ -344,7 +389,8 @@ static void slow_compile_is_a_timeout(void **state)
 /* Last: a kernel that stores through a wild pointer poisons the context for good. */
 static void illegal_address_loses_the_context(void **state)
 {
-    gpu *g = need_gpu(state);
+    gpu *g = *state;
+    NEED_NVRTC(g);
     static const char *const src =
         "extern \"C\" __global__ void crash_kernel(float *x, float *y, long long n)\n"
         "{\n"

@@ -2,7 +2,9 @@
  * CPU (a pthread per CUDA thread, a barrier for __syncthreads) for the identity and every
  * transformation kind, and compares its outputs with kernels/conv2d_neural/reference.c. This
  * checks the variant's indexing (a block's group or band, the weight offsets, the launch geometry
- * of spec.json), not its speed. Skipped, saying why, where no C++ compiler (c++) is found. */
+ * of spec.json), not its speed. Skipped, saying why, where no C++ compiler (c++) is found (exit 77,
+ * kt_skip_all); a failure instead when KTUNE_REQUIRE_CUDA is set (make gpu-check runs every CUDA
+ * check). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "skip_test_util.h"
 
 #define DECL "extern __shared__ float4 kt_smem[];"
 
@@ -28,10 +31,8 @@ static int sh(const char *cmd)
 static void conv2d_neural_cuda_matches_reference(void **state)
 {
     (void)state;
-    if (sh("command -v c++ >/dev/null 2>&1") != 0) {
-        printf("no C++ compiler (c++): the CUDA variant is not emulated here\n");
-        skip();
-    }
+    if (sh("command -v c++ >/dev/null 2>&1") != 0)
+        fail_msg("no C++ compiler (c++) and KTUNE_REQUIRE_CUDA is set"); /* main skips otherwise */
     char dir[] = "/tmp/ktune-cuda-emu-XXXXXX", path[512], cmd[4096];
     assert_non_null(mkdtemp(dir));
     /* the kernel with its shared memory declaration pointing at the emulator's buffer */
@@ -83,6 +84,8 @@ static void conv2d_neural_cuda_matches_reference(void **state)
 
 int main(void)
 {
+    if (!kt_skip_required("KTUNE_REQUIRE_CUDA") && sh("command -v c++ >/dev/null 2>&1") != 0)
+        return kt_skip_all("no C++ compiler (c++): the CUDA variant is not emulated here");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conv2d_neural_cuda_matches_reference),
     };
