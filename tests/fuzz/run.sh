@@ -16,7 +16,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 fi
 for t in $targets; do
-  cmake --build "$build" -j2 --target "fuzz_$t" >/dev/null || { cmake --build "$build" --target "fuzz_$t"; exit 1; }
+  # A build of its own: not a child of the main build's make (no jobserver to share).
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build "$build" -j2 --target "fuzz_$t" >/dev/null || { cmake --build "$build" --target "fuzz_$t"; exit 1; }
 done
 # 0 seconds: build only (the main build's fuzz_targets target).
 [ "$seconds" = 0 ] && exit 0
