@@ -68,6 +68,11 @@ void api_metrics(void *app, const http_request *req, http_response *res)
         "gauge\n"
         "ktune_active_jobs %d\n",
         ws.active_jobs);
+    strbuf_appendf(&m,
+                   "# HELP ktune_target_cache_entries Job targets this process holds resolved (in "
+                   "use, or kept for the job's next trial; freed when the job ends here).\n# TYPE "
+                   "ktune_target_cache_entries gauge\nktune_target_cache_entries %d\n",
+                   ws.targets_cached);
     PGconn *c = db_acquire(svc->db, 2000, &err);
     json_t *counts = c ? job_store_status_counts(c, &err) : NULL;
     if (c)

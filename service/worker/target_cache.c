@@ -145,3 +145,13 @@ void target_cache_forget(target_cache *tc, long long job_id)
     }
     pthread_mutex_unlock(&tc->lock);
 }
+
+int target_cache_entries(target_cache *tc)
+{
+    int n = 0;
+    pthread_mutex_lock(&tc->lock);
+    for (int i = 0; i < tc->capacity; i++)
+        n += tc->entries[i].job_id != 0;
+    pthread_mutex_unlock(&tc->lock);
+    return n;
+}

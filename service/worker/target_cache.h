@@ -38,5 +38,8 @@ const target *target_cache_open(target_cache *tc, long long job_id, const target
 void target_cache_release(target_cache *tc, const target *t);
 /* The job is over here: its entry is freed once its last user releases it. */
 void target_cache_forget(target_cache *tc, long long job_id);
+/* Entries held now (in use, kept for reuse, or forgotten and waiting for their last user): for
+ * /metrics, where a count that does not go back down once jobs end is a leak. */
+int target_cache_entries(target_cache *tc);
 
 #endif

@@ -167,6 +167,7 @@ void worker_system_stats(worker_system *w, worker_stats *out)
     pthread_mutex_lock(&w->lock);
     *out = w->stats;
     pthread_mutex_unlock(&w->lock);
+    out->targets_cached = w->targets ? target_cache_entries(w->targets) : 0;
 }
 
 void worker_system_stop(worker_system *w)

@@ -36,6 +36,7 @@ typedef struct worker_stats {
     long long trials_measured;
     double measure_seconds; /* charged (recorded, for replay) seconds of the measured trials */
     int active_jobs;
+    int targets_cached; /* entries of the process's target cache (worker/target_cache.h) */
 } worker_stats;
 
 worker_system *worker_system_start(const worker_options *opt, kt_error *err);

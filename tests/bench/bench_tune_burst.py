@@ -9,7 +9,13 @@ settings unless --extra says otherwise) takes
    once.
 
 Each answer must be 202 (accepted) or 429 (refused, with Retry-After); anything else is counted as an
-error. Then it waits until no job is queued or running and checks that nothing was lost: every
+error. And at least as many must be accepted as the admission limits allow (service/api/tune.c and
+api_job_quota: a submission is refused only when --max-queued-jobs jobs are queued, the queued
+evaluations would pass --max-queued-evaluations, or the caller has --max-queued-jobs-per-token jobs
+queued or running; each of those counts only accepted jobs, so at least min(submissions, those
+limits) are accepted; --extra's values or the defaults: set the limits with --extra, not with the
+KTUNE_MAX_QUEUED_* environment variables, which this script does not read), so a server that refuses
+everything fails. Then it waits until no job is queued or running and checks that nothing was lost: every
 accepted job ended `succeeded` with exactly its budget of trials (the concurrent jobs' trials are read
 back: as many distinct configurations as trials). Prints the submission rate, the answer counts, the
 time to drain and the trial throughput; exits 1 when a check fails (an error answer, a lost or
@@ -110,6 +116,34 @@ def report(title, results, seconds):
     return not errors and not no_retry
 
 
+# ktuned's defaults of the admission limits (service/core/config.c).
+ADMISSION_DEFAULTS = {"--max-queued-jobs": 1000, "--max-queued-evaluations": 10000000,
+                      "--max-queued-jobs-per-token": 100}
+
+
+def admission_limits(extra):
+    """The admission limits ktuned runs with: the defaults, overridden by --extra's flags."""
+    limits = dict(ADMISSION_DEFAULTS)
+    for i, flag in enumerate(extra):
+        name, _, value = flag.partition("=")
+        if name in limits:
+            limits[name] = int(value if value else extra[i + 1])
+    return limits
+
+
+def min_accepted(limits, submissions, budget):
+    """The fewest acceptances the limits allow: a refusal needs a limit reached by accepted jobs."""
+    return min(submissions, limits["--max-queued-jobs"], limits["--max-queued-jobs-per-token"],
+               limits["--max-queued-evaluations"] // budget)
+
+
+def check_accepted(title, accepted, least):
+    if len(accepted) >= least:
+        return True
+    print("  %s: only %d accepted; the admission limits accept at least %d" % (title, len(accepted), least))
+    return False
+
+
 def check_jobs(k, accepted, budget, read_trials=False):
     """Every accepted job succeeded with its budget of trials; returns (problems, trials)."""
     problems, trials = [], 0
@@ -148,6 +182,7 @@ def main():
     ap.add_argument("--extra", default="", help="more ktuned flags, space-separated")
     args = ap.parse_args()
     failed = False
+    limits = admission_limits(args.extra.split())
     k = Ktuned(args.ktuned, args.source_dir, extra=args.extra.split())
     try:
         k.start()
@@ -158,6 +193,7 @@ def main():
         failed |= not report("burst of %d, concurrency %d, budget %d" % (args.burst, args.concurrency,
                                                                         args.budget), results, secs)
         accepted = [r[1] for r in results if r[0] == 202]
+        failed |= not check_accepted("burst", accepted, min_accepted(limits, args.burst, args.budget))
         drained = drain(k, args.timeout)
         problems, trials = check_jobs(k, accepted, args.budget)
         print("  drained %.1f s after the last answer (%.1f s from the first submission): %d jobs, %d trials,"
@@ -172,6 +208,8 @@ def main():
         results, secs = submit_all(k.address, bodies, args.jobs, args.token)
         failed |= not report("%d concurrent jobs, budget %d" % (args.jobs, args.big_budget), results, secs)
         accepted = [r[1] for r in results if r[0] == 202]
+        failed |= not check_accepted("concurrent jobs", accepted,
+                                     min_accepted(limits, args.jobs, args.big_budget))
         drained = drain(k, args.timeout)
         problems, trials = check_jobs(k, accepted, args.big_budget, read_trials=True)
         print("  drained %.1f s after the last answer: %d jobs, %d trials, %.0f trials/s; trials read back,"
@@ -182,7 +220,8 @@ def main():
         failed |= bool(problems)
     finally:
         k.cleanup()
-    print("tune burst: %s" % ("FAILED" if failed else "every answer 202 or 429, every accepted job finished"))
+    print("tune burst: %s" % ("FAILED" if failed else "every answer 202 or 429, as many accepted as the"
+                                                     " limits allow, every accepted job finished"))
     return 1 if failed else 0
 
 

@@ -2,7 +2,9 @@
 (GET /v1/devices), tunes kernels/gemm end to end (a Done-when item of the real-measurement issue), and
 survives the test kernels that crash, hang and compute wrong answers (tests/kernels/): each of those
 jobs ends failed (`no_ok_trial`: no configuration ran correctly, so there is no best) with every trial
-runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps answering. A problem out of range is a 400 bad_problem."""
+runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps answering. A problem out of range is a 400 bad_problem.
+The measured time tracks the work (the scale kernel at n and 8n: the 8n median clearly larger), and a
+seconds budget stops a cpu job by its charged clock, overrunning it by at most the last trial."""
 import os
 import subprocess
 import sys
@@ -192,6 +194,51 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertEqual(sorted(t["status"] for t in trials if t["final_round"]), ["ok"] * 15)
         status, _, best = self.k.get(best_query("scale", "cpu", n=4096))
         self.assertEqual(status, 200, best)
+
+    def test_measured_time_tracks_work(self):
+        # y = 2x over n and over 8n elements: eight times the work must measure clearly longer
+        # (at least 3x: the median over the 3 configurations, each trial itself a median of
+        # repeats). A runner that timed nothing, or the wrong thing, gives a ratio near 1.
+        medians = {}
+        for n in (1 << 18, 1 << 21):
+            job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": n},
+                                        "strategy": "exhaustive", "budget": {"evaluations": 3},
+                                        "final_remeasure": 0})
+            self.assertEqual(job["status"], "succeeded", job)
+            times = sorted(t["time_ms"] for t in trials if t["status"] == "ok")
+            self.assertEqual(len(times), 3, trials)
+            medians[n] = times[1]
+        ratio = medians[1 << 21] / medians[1 << 18]
+        print("scale: median %.4f ms at n = 2^18, %.4f ms at 2^21: %.1fx for 8x the work"
+              % (medians[1 << 18], medians[1 << 21], ratio))
+        self.assertGreater(ratio, 3.0, medians)
+
+    def test_budget_seconds_stops_the_job(self):
+        # A seconds budget on a real device: the job's clock is the charged seconds (compile +
+        # measure) of its trials; with a seconds budget a batch is "parallel" configurations (1
+        # here, so that a few batches fit), and the job stops at the first batch that reaches the
+        # budget: the clock passes it by at most the last batch's charges. gemm's space is far
+        # larger than what a few seconds of compiling measure.
+        kernel = "gemm" if os.path.exists(GEMM_SPEC) else "naive_gemm"
+        problem = {"M": 64, "N": 64, "K": 64}
+        budget = 5.0
+        job, trials = self.run_job({"kernel": kernel, "device": "cpu", "problem": problem,
+                                    "strategy": "random", "seed": 5, "history": "none", "parallel": 1,
+                                    "budget": {"seconds": budget}, "final_remeasure": 0},
+                                   timeout=170)
+        self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "budget_seconds"), job)
+        batch = job["parallel"]
+        charges = [((t["compile_ms"] or 0) + (t["measure_ms"] or 0)) / 1000.0
+                   for t in sorted(trials, key=lambda t: t["seq"])]
+        clock = job["progress"]["clock_seconds"]
+        last_batch = sum(charges[-batch:])
+        print("budget %.1f s: %d trials in batches of %d, clock %.3f s, last batch %.3f s"
+              % (budget, len(trials), batch, clock, last_batch))
+        self.assertEqual(len(trials) % batch, 0, trials)
+        self.assertAlmostEqual(clock, sum(charges), places=6)
+        self.assertGreaterEqual(clock, budget)
+        self.assertLess(clock - last_batch, budget)  # no batch started once the budget was spent
+        self.assertLess(job["progress"]["trials"], job["progress"]["space_size"])
 
     # --- kernels that misbehave -------------------------------------------------------------------
     def test_crash_is_runtime_error(self):

@@ -1,8 +1,8 @@
 /* Unit tests of `auto` (search/auto.c) beyond the contract suite: its surrogate fits log times
  * clipped at the median success (how slow the slow half is does not steer it), a batch asked at
  * once spreads out (constant liar: outstanding proposals are fitted as failures), batches cost
- * little quality on a synthetic objective, and its time per proposal once 350-400 results are told
- * on the 899,756-config tiling space stays under 2 ms. */
+ * little quality on a synthetic objective, and it still beats random with 350-400 results told on
+ * the 899,756-config tiling space (its time per proposal is bench_search's, not a test's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,28 +157,53 @@ static void batches_cost_little_quality(void **state)
     space_free(sp);
 }
 
-/* Time per proposal once 350-400 results are told (batch 1), on the tiling space: under 2 ms in an
- * optimised build (~0.7 ms), under 20 ms unoptimised or sanitised (~2.6 ms in Debug). */
-#ifdef NDEBUG
-#define OVERHEAD_LIMIT_US 2000.0
-#else
-#define OVERHEAD_LIMIT_US 20000.0
-#endif
-static void overhead_at_400_results(void **state)
+/* Mean and best time of the ok results among r[from, to). */
+static void mean_best(const trial_result *r, int from, int to, double *mean, double *best)
+{
+    double sum = 0;
+    int n = 0;
+    *best = INFINITY;
+    for (int k = from; k < to; k++) {
+        if (r[k].status != TRIAL_OK)
+            continue;
+        sum += r[k].time_ms;
+        n++;
+        *best = r[k].time_ms < *best ? r[k].time_ms : *best;
+    }
+    assert_true(n > 0);
+    *mean = sum / n;
+}
+
+/* At 350-400 results told one by one on the 899,756-config tiling space (one configuration in 13
+ * fails), auto still proposes distinct valid configurations and still searches where it learned
+ * the good ones are: its proposals 350-399 are much better on average than random's 400 (46 against
+ * 83 on this seed), and its best of 400 beats random's best of 400 (22 against 28). Its time per
+ * proposal is a speed figure: bench_search reports every strategy's (make bench). */
+static void keeps_learning_at_400_results(void **state)
 {
     (void)state;
     space *sp = space_gemm_tiling();
     objective o = {sp, NULL, 13};
-    config_id ids[400];
+    config_id ids[400], rnd_ids[400];
+    trial_result r[400], rnd[400];
     searcher *s = searcher_new("auto", sp, NULL, 7, NULL);
-    assert_non_null(s);
-    assert_int_equal(drive(s, &o, ids, 350, 1), 350);
-    double t0 = kt_clock_s();
-    assert_int_equal(drive(s, &o, ids + 350, 50, 1), 50);
-    double us = (kt_clock_s() - t0) * 1e6 / 50;
-    printf("auto: %.1f us per proposal (ask + tell) at 350-400 results on the tiling space\n", us);
+    searcher *baseline = searcher_new("random", sp, NULL, 7, NULL);
+    assert_true(s && baseline);
+    assert_int_equal(drive(s, &o, ids, 400, 1), 400);
+    assert_int_equal(drive(baseline, &o, rnd_ids, 400, 1), 400);
     assert_distinct_valid(ids, 400, space_count(sp));
-    assert_true(us < OVERHEAD_LIMIT_US);
+    evaluate(&o, ids, r, 400);
+    evaluate(&o, rnd_ids, rnd, 400);
+    double late_mean, late_best, all_mean, all_best, rnd_mean, rnd_best;
+    mean_best(r, 350, 400, &late_mean, &late_best);
+    mean_best(r, 0, 400, &all_mean, &all_best);
+    mean_best(rnd, 0, 400, &rnd_mean, &rnd_best);
+    printf("auto on the tiling space: mean time of proposals 350-399 %.1f, best of 400 %.1f; "
+           "random: mean %.1f, best of 400 %.1f\n",
+           late_mean, all_best, rnd_mean, rnd_best);
+    assert_true(late_mean < 0.75 * rnd_mean);
+    assert_true(all_best < rnd_best);
+    searcher_free(baseline);
     searcher_free(s);
     space_free(sp);
 }
@@ -189,7 +214,7 @@ int main(void)
         cmocka_unit_test(the_slow_half_does_not_steer_the_surrogate),
         cmocka_unit_test(a_batch_spreads_out),
         cmocka_unit_test(batches_cost_little_quality),
-        cmocka_unit_test(overhead_at_400_results),
+        cmocka_unit_test(keeps_learning_at_400_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

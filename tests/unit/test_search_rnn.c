@@ -1,8 +1,8 @@
 /* Unit tests of the `rnn` searcher beyond the shared contract suite (test_search_strategies.c):
  * on the GEMM tiling space of kernels/gemm_tiled/spec.json at M = N = K = 1024 (899,756
  * configurations) its masked decoding proposes valid configurations by construction, with few
- * random fallbacks, at a bounded cost per proposal (ask + tell, printed; make bench also measures
- * it: tests/bench/bench_search.c); the controller really learns (its late proposals beat its early
+ * random fallbacks (its cost per proposal is a speed figure: make bench measures it,
+ * tests/bench/bench_search.c); the controller really learns (its late proposals beat its early
  * ones, and an untrained one's do not), on an unrestricted space and on the tiling space; bucketed
  * outputs for long value lists; and degenerate spaces. */
 #include <setjmp.h>
@@ -70,14 +70,6 @@ static int drive_state(void *st, const objective *o, config_id *ids, trial_resul
     return total;
 }
 
-/* Per proposal (ask + tell) on the tiling space: ~0.1 ms in an optimised build; the bound is
- * generous (a shared machine), tighter only when optimised. */
-#ifdef NDEBUG
-#define OVERHEAD_LIMIT_US 2000.0
-#else
-#define OVERHEAD_LIMIT_US 20000.0
-#endif
-
 /* 900 proposals (0.1% of the space) for each of 3 seeds: every one valid (the products hold, and
  * no sampled tuple was rejected by the space), distinct, and at most 5% random fallbacks (the
  * controller's samples are proposals, not the fallback's); the same ids as searcher_new gives. */
@@ -90,14 +82,11 @@ static void valid_by_construction_on_tiling_space(void **state)
     static config_id ids[N], ref[N];
     static trial_result r[N];
     long fallbacks = 0, samples = 0, repeats = 0;
-    double dt = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         kt_error err;
         void *st = searcher_rnn_vtable.create(sp, NULL, seed, &err);
         assert_non_null(st);
-        double t0 = kt_clock_s();
         assert_int_equal(drive_state(st, &o, ids, r, N, 4), N);
-        dt += kt_clock_s() - t0;
         searcher_rnn_stats stats;
         searcher_rnn_stats_get(st, &stats);
         searcher_rnn_vtable.destroy(st);
@@ -121,13 +110,11 @@ static void valid_by_construction_on_tiling_space(void **state)
         assert_memory_equal(ids, ref, sizeof ids);
         searcher_free(s);
     }
-    double us = dt * 1e6 / (3.0 * N);
     printf("rnn: %d proposals x 3 seeds on the %llu-config tiling space: %ld samples, %ld repeats, "
-           "%ld fallbacks (%.2f%%), 0 invalid; %.1f us per proposal (ask + tell, batches of 4)\n",
+           "%ld fallbacks (%.2f%%), 0 invalid\n",
            N, (unsigned long long)space_count(sp), samples, repeats, fallbacks,
-           100.0 * (double)fallbacks / (3.0 * N), us);
+           100.0 * (double)fallbacks / (3.0 * N));
     assert_true(fallbacks < 3 * N / 20);
-    assert_true(us < OVERHEAD_LIMIT_US);
     space_free(sp);
 }
 

@@ -29,10 +29,13 @@ static void shares_one_target_per_job(void **state)
     /* Unused, it stays for the next trial of the job ... */
     const target *again = target_cache_find(tc, 7);
     assert_ptr_equal(again, a);
-    target_cache_release(tc, again);
-    /* ... until the job is forgotten. */
+    assert_int_equal(target_cache_entries(tc), 1);
+    /* ... until the job is forgotten: freed when its last user lets go. */
     target_cache_forget(tc, 7);
     assert_null(target_cache_find(tc, 7));
+    assert_int_equal(target_cache_entries(tc), 1);
+    target_cache_release(tc, again);
+    assert_int_equal(target_cache_entries(tc), 0);
     target_cache_free(tc);
     target_release(&made);
     catalog_free(c);

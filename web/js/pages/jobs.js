@@ -185,7 +185,7 @@ export function mount(root) {
         h("td", { class: "opt2 mono" }, fmtObject(job.problem)),
         h("td", { class: "opt" }, job.strategy),
         h("td", {}, progressBar(job.progress.fraction, progressLabel(job))),
-        h("td", { class: "num" }, objectiveOf(job.device).fmt(job.best ? job.best.time_ms : null)),
+        h("td", { class: "num", dataset: { col: "best" } }, objectiveOf(job.device).fmt(job.best ? job.best.time_ms : null)),
         h("td", { class: "opt2", title: job.timings.started_at || job.timings.created_at }, fmtTime(job.timings.started_at || job.timings.created_at)),
         h("td", { class: "opt num" }, fmtDuration(elapsed(job))),
         h(
