@@ -9,7 +9,8 @@
 //
 // Environment (ctest sets them): KTUNE_KTUNED (the ktuned binary), KTUNE_SOURCE_DIR (the
 // repository), KTUNE_ARTIFACTS (where screenshots go; default <tmp>/ktune-browser-artifacts);
-// KTUNE_BROWSER_TRIALS, by hand only, shrinks the big job.
+// KTUNE_BROWSER_TRIALS, the big job's trials: 20,000 in make test (ctest sets it), 100,000 in make bench
+// and by default.
 
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -23,7 +24,7 @@ const SOURCE = process.env.KTUNE_SOURCE_DIR || path.resolve(path.dirname(new URL
 const ARTIFACTS = process.env.KTUNE_ARTIFACTS || path.join(os.tmpdir(), "ktune-browser-artifacts");
 const TOKEN = "browser-test-token";
 const AUTH = { Authorization: "Bearer " + TOKEN };
-// KTUNE_BROWSER_TRIALS (a multiple of 2,000) shrinks the big job for quick runs by hand.
+// KTUNE_BROWSER_TRIALS (a multiple of 2,000): the big job's size; make test's ctest sets 20,000.
 const BIG = Number(process.env.KTUNE_BROWSER_TRIALS || 100000);
 // The exhaustive job's space (50 × 40 × 5): the service measures it whole while the other tests run.
 const EXHAUSTIVE = 10000;
