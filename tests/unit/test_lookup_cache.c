@@ -344,7 +344,7 @@ static void test_attachments_are_counted(void **state)
     best_cache_invalidate(c, "gemm", "cpu:x", "0123456789abcdef", "gcc 12", "A", 0);
     assert_int_equal(live_refs, 0);
     for (int i = 0; i < 3; i++) { /* the third evicts the first */
-        char q[8];
+        char q[16];
         snprintf(q, sizeof q, "e%d", i);
         live_refs++;
         t = best_cache_ticket_take(c, &a);
