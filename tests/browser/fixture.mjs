@@ -83,10 +83,24 @@ export class Ktuned {
     this.logPath = path.join(this.dataDir, "ktuned.log");
   }
 
+  // A test database (tests/README.md, "Test databases"): the migrated template cluster copied in
+  // (made by tests/integration/ktuned_fixture.py, one implementation for both fixtures) and no fsync.
+  copyDbTemplate() {
+    if (fs.existsSync(path.join(this.dataDir, "pg"))) return;
+    const fixture = path.join(this.sourceDir, "tests", "integration", "ktuned_fixture.py");
+    const r = spawnSync("python3", [fixture, "--db-template", this.binary], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error("the test database template: " + (r.stderr || r.stdout));
+    const template = r.stdout.trim();
+    if (!template) return; // no kt_pg_template beside ktuned: ktuned runs initdb itself
+    const cp = spawnSync("cp", ["-a", template + "/.", this.dataDir], { encoding: "utf8" });
+    if (cp.status !== 0) throw new Error("copying " + template + ": " + cp.stderr);
+  }
+
   start(timeoutMs = 90000) {
     const args = ["--listen", "127.0.0.1:0", "--data-dir", this.dataDir, "--datasets", this.datasets.join(","), "--web-dir", path.join(this.sourceDir, "web"), ...this.extra];
+    this.copyDbTemplate();
     const log = fs.openSync(this.logPath, "a");
-    this.proc = spawn(this.binary, args, { stdio: ["ignore", "pipe", log] });
+    this.proc = spawn(this.binary, args, { stdio: ["ignore", "pipe", log], env: { ...process.env, KTUNE_PG_FSYNC: "off" } });
     fs.closeSync(log);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => fail("ktuned did not become ready in time"), timeoutMs);

@@ -318,3 +318,12 @@ def best_query(kernel, device, **problem):
     q = {"kernel": kernel, "device": device}
     q.update(problem)
     return "/v1/best?" + urllib.parse.urlencode(q)
+
+
+if __name__ == "__main__":
+    # `ktuned_fixture.py --db-template KTUNED`: the template's path (made first when needed), for the
+    # browser tests' fixture (tests/browser/fixture.mjs), which copies it as Ktuned.start does.
+    if len(sys.argv) == 3 and sys.argv[1] == "--db-template":
+        print(db_template(sys.argv[2]) or "")
+    else:
+        sys.exit("usage: ktuned_fixture.py --db-template KTUNED")
