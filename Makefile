@@ -25,28 +25,57 @@ run: build
 # Every test: the source checks, the normal build's tests, then the sanitizer pass (ASan + UBSan at
 # -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
 # browser tests, label "browser", only in the normal build). Tests run side by side (-j$(JOBS))
-# except those marked RUN_SERIAL in CMakeLists.txt. It ends with the skip list, the timing table
-# (tools/test_summary.py) and the total time. make test-full runs every test under the sanitizers.
+# except those marked RUN_SERIAL in CMakeLists.txt. The sanitizer build compiles at nice 19 while the
+# normal build's tests run (it takes the core a RUN_SERIAL test leaves idle). ctest starts from the
+# run times in tests/ctest-costs/ on a new build folder (longest first), then keeps its own. It ends
+# with the skip list, the timing table (tools/test_summary.py) and the total time. make test-full
+# runs every test under the sanitizers.
 test:
 	@start=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory format-check banned-check rooms-check test-fast test-asan || rc=$$?; \
+	$(MAKE) --no-print-directory format-check banned-check rooms-check build || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+	  mkdir -p $(ASAN_BUILD); \
+	  ( nice -n 19 $(MAKE) --no-print-directory asan-compile > $(ASAN_BUILD)/make-test-build.log 2>&1; \
+	    echo $$? > $(ASAN_BUILD)/make-test-build.rc ) & \
+	  $(MAKE) --no-print-directory test-fast-run || rc=$$?; \
+	  wait; \
+	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc)" != 0 ]; then \
+	    tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
+	  else \
+	    $(MAKE) --no-print-directory test-asan-run || rc=$$?; \
+	  fi; \
+	fi; \
 	python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true; \
 	echo "make test: $$(( $$(date +%s) - start )) s in all, exit $$rc"; exit $$rc
 
-test-fast: build
+# ctest orders tests by the run times it recorded; a new build folder starts from the checked-in ones.
+define seed_costs
+	@mkdir -p $(1)/Testing/Temporary
+	@[ -f $(1)/Testing/Temporary/CTestCostData.txt ] || cp $(2) $(1)/Testing/Temporary/CTestCostData.txt
+endef
+
+test-fast: build test-fast-run
+
+test-fast-run:
+	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
 	ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(JOBS)
 
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
-asan-build: deps
+asan-build: deps asan-compile
+
+asan-compile:
 	@cmake -S . -B $(ASAN_BUILD) -DKT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-test-asan: asan-build
+test-asan: asan-build test-asan-run
+
+test-asan-run:
+	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
 	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
 # Everything, the sanitizer pass with every integration test (label "full" too).
-.PHONY: test-full asan-build
+.PHONY: test-full asan-build asan-compile test-fast-run test-asan-run
 test-full: format-check banned-check rooms-check test-fast asan-build
 	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
 	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
