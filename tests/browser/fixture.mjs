@@ -140,7 +140,10 @@ export class Ktuned {
     if (!this.proc || this.proc.exitCode !== null) return this.proc ? this.proc.exitCode : null;
     const exited = new Promise((resolve) => this.proc.once("exit", (code) => resolve(code)));
     this.proc.kill("SIGTERM");
-    const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("timeout"), timeoutMs))]);
+    let timer;
+    const code = await Promise.race([exited, new Promise((r) => (timer = setTimeout(() => r("timeout"), timeoutMs)))]);
+    // Cleared: a pending timer keeps node (and so the ctest) alive until it fires, a minute per test.
+    clearTimeout(timer);
     if (code === "timeout") {
       this.proc.kill("SIGKILL");
       throw new Error(`ktuned did not stop within ${timeoutMs} ms`);
