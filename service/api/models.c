@@ -1,8 +1,8 @@
 /* /v1/models — queue the training of a model for a key, list models, read one. Training happens in
  * the background (worker/trainer.c, any ktuned sharing the database); this file validates requests,
  * resolves the key through the catalog and reads the models table through store/model_store.
- * Kinds: "predictor" (algorithm: predictor_kinds(); hyper numbers, checked by the training) and
- * "surrogate" (algorithm "mlp"; an accel device only; hyper checked here in full:
+ * Kinds: "predictor" (algorithm: predictor_kinds(); hyper numbers, checked here as the training
+ * checks them) and "surrogate" (algorithm "mlp"; an accel device only; hyper checked here in full:
  * worker/trainer_surrogate.h). */
 #include <stdio.h>
 #include <string.h>
@@ -80,7 +80,8 @@ static int device_of_class(const catalog *cat, const char *kernel, const char *d
     return rc;
 }
 
-/* A predictor's algorithm (NULL: the default) and hyper (numbers, checked by the training). */
+/* A predictor's algorithm (NULL: the default) and hyper (numbers; keys and ranges as the training
+ * checks them, predictor_hyper_check). */
 static int check_predictor(const json_t *hyper, const char *algorithm, kt_error *err)
 {
     if (algorithm && !predictor_kind_exists(algorithm)) {
@@ -107,7 +108,9 @@ static int check_predictor(const json_t *hyper, const char *algorithm, kt_error 
             return -1;
         }
     }
-    return 0;
+    /* Keys and ranges as the training will check them, before the row is stored: a number out of
+     * range (1e300) stored once made every GET /v1/models fail. */
+    return predictor_hyper_check(algorithm, hyper, err);
 }
 
 /* A surrogate's algorithm (NULL: mlp) and hyper, checked now: the whole plan of its training. */

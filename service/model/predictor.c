@@ -189,6 +189,21 @@ static int pred_parse_hyper(predictor *p, const pred_kind *k, const json_t *hype
     return 0;
 }
 
+int predictor_hyper_check(const char *kind, const json_t *hyper, kt_error *err)
+{
+    const pred_kind *k = pred_find_kind(kind ? kind : predictor_default_kind());
+    predictor scratch;
+    if (!k) {
+        kt_error_set(err, KT_ERR_BAD_OPTION, "unknown predictor '%s'", kind);
+        kt_error_hint(err, "predictors: %s", predictor_kinds());
+        return -1;
+    }
+    memset(&scratch, 0, sizeof scratch);
+    int rc = pred_parse_hyper(&scratch, k, hyper, err);
+    json_decref(scratch.hyper);
+    return rc;
+}
+
 /* A predictor of kind k with its layout copied from params / arg_names / derived (NULL: none). */
 static predictor *pred_new(const pred_kind *k, const json_t *hyper, const json_t *params,
                            const json_t *arg_names, const json_t *ddesc, kt_error *err)

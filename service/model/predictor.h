@@ -53,6 +53,11 @@ int predictor_kind_exists(const char *kind);
  * an unknown kind KT_ERR_BAD_OPTION. Deterministic for a seed. */
 predictor *predictor_train(const char *kind, const training_set *ts, const json_t *hyper,
                            uint64_t seed, kt_error *err);
+/* The check predictor_train makes of hyper for kind (NULL: the default kind), without training:
+ * 0, or -1 with err (KT_ERR_BAD_OPTION: an unknown kind or key, a value out of its range). So a
+ * request is refused before its row is stored (issue 26: a 1e300 stored once broke GET
+ * /v1/models). */
+int predictor_hyper_check(const char *kind, const json_t *hyper, kt_error *err);
 void predictor_free(predictor *p);
 const char *predictor_kind(const predictor *p);
 json_t *predictor_hyper_json(const predictor *p); /* new reference, defaults filled */

@@ -136,6 +136,8 @@ class ModelsBestTest(unittest.TestCase):
         body = {"kernel": "gemm", "device": "cpu", "kind": "predictor"}
         status, _, err = self.k.post("/v1/models", body)
         self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
+        status, _, before = self.k.get("/v1/models", headers=AUTH)
+        self.assertEqual(status, 200, before)
         for bad, code in ((dict(body, colour=1), "unknown_field"), (dict(body, kind="oracle"), "out_of_range"),
                           (dict(body, algorithm="magic"), "out_of_range"),
                           ({"kernel": "gemm"}, "missing_field"),
@@ -143,9 +145,19 @@ class ModelsBestTest(unittest.TestCase):
                           ({"kernel": "gemm", "device_class": "cpu:nothing"}, "unknown_device"),
                           (dict(body, device="cuda:7"), "unknown_device"),
                           (dict(body, kernel="nope"), "unknown_kernel"),
-                          (dict(body, hyper=[1]), "wrong_type"), (dict(body, hyper={"top": "x"}), "wrong_type")):
+                          (dict(body, hyper=[1]), "wrong_type"), (dict(body, hyper={"top": "x"}), "wrong_type"),
+                          # Issue 26: keys and ranges are checked before the row is stored (a stored 1e300
+                          # made every GET /v1/models answer 500 before).
+                          (dict(body, hyper={"epochs": 1e300}), "bad_option"),
+                          (dict(body, hyper={"epochs": 2.5}), "bad_option"),
+                          (dict(body, hyper={"colour": 1}), "bad_option"),
+                          (dict(body, algorithm="nearest", hyper={"rounds": 10}), "bad_option")):
             status, _, err = self.k.post("/v1/models", bad, headers=AUTH)
             self.assertEqual((status, err["error"]["code"]), (400, code), (bad, err))
+        status, _, listed = self.k.get("/v1/models", headers=AUTH)
+        self.assertEqual(status, 200, listed)
+        self.assertEqual([m["id"] for m in listed["models"]], [m["id"] for m in before["models"]],
+                         "a refused request stored a model")
         started = time.time()
         status, headers, model = self.k.post("/v1/models", body, headers=AUTH)
         self.assertEqual(status, 202, model)

@@ -511,6 +511,41 @@ static void local_votes_across_neighbours(void **state)
     json_decref(args);
 }
 
+/* The check of POST /v1/models: the training's own check of keys and ranges, without a training
+ * set (issue 26: 1e300 was stored and broke every later list). */
+static void hyper_checked_without_training(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kind, *hyper;
+        int ok;
+    } cases[] = {
+        {NULL, "{}", 1},
+        {NULL, "{\"epochs\": 100, \"w_xgb\": 0}", 1},
+        {"seq2seq", "{\"epochs\": 1e300}", 0},
+        {"seq2seq", "{\"epochs\": 2.5}", 0},
+        {"seq2seq", "{\"epochs\": 100000}", 1},
+        {"seq2seq", "{\"epochs\": 100001}", 0},
+        {"nearest", "{\"rounds\": 10}", 0},
+        {"xgb", "{\"rounds\": 10}", 1},
+        {"xgb", "{\"colour\": 1}", 0},
+        {"magic", "{}", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *h = json_loads(cases[i].hyper, 0, NULL);
+        kt_error err;
+        kt_error_clear(&err);
+        assert_non_null(h);
+        int rc = predictor_hyper_check(cases[i].kind, h, &err);
+        if ((rc == 0) != cases[i].ok)
+            fail_msg("case %zu (%s %s): rc %d, %s", i, cases[i].kind ? cases[i].kind : "default",
+                     cases[i].hyper, rc, err.message);
+        if (!cases[i].ok)
+            assert_int_equal(err.code, KT_ERR_BAD_OPTION);
+        json_decref(h);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +557,7 @@ int main(void)
         cmocka_unit_test(one_problem_one_trial),
         cmocka_unit_test(ensemble_fuses_its_members),
         cmocka_unit_test(local_votes_across_neighbours),
+        cmocka_unit_test(hyper_checked_without_training),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
