@@ -83,17 +83,14 @@ export class Ktuned {
     this.logPath = path.join(this.dataDir, "ktuned.log");
   }
 
-  // A test database (tests/README.md, "Test databases"): the migrated template cluster copied in
-  // (made by tests/integration/ktuned_fixture.py, one implementation for both fixtures) and no fsync.
+  // A test database (tests/README.md, "Test databases"): kt_pg_template, beside ktuned, copies its
+  // migrated template cluster in (the same tool as the Python and C fixtures); run without fsync.
   copyDbTemplate() {
     if (fs.existsSync(path.join(this.dataDir, "pg"))) return;
-    const fixture = path.join(this.sourceDir, "tests", "integration", "ktuned_fixture.py");
-    const r = spawnSync("python3", [fixture, "--db-template", this.binary], { encoding: "utf8" });
-    if (r.status !== 0) throw new Error("the test database template: " + (r.stderr || r.stdout));
-    const template = r.stdout.trim();
-    if (!template) return; // no kt_pg_template beside ktuned: ktuned runs initdb itself
-    const cp = spawnSync("cp", ["-a", template + "/.", this.dataDir], { encoding: "utf8" });
-    if (cp.status !== 0) throw new Error("copying " + template + ": " + cp.stderr);
+    const tool = path.join(path.dirname(fs.realpathSync(this.binary)), "kt_pg_template");
+    if (!fs.existsSync(tool)) return; // ktuned runs initdb itself
+    const r = spawnSync(tool, [this.dataDir], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error("kt_pg_template failed: " + r.stderr);
   }
 
   start(timeoutMs = 90000) {

@@ -21,34 +21,17 @@ import urllib.parse
 READY = re.compile(r"ktuned ready: dashboard http://([^/]+)/")
 
 
-def db_template(binary):
-    """A created, migrated, empty embedded cluster to copy into a new data folder (tests/README.md,
-    "Test databases"): made once per build folder by kt_pg_template (beside ktuned), again when that
-    tool is newer (the migrations are compiled into it); None when the tool is not there."""
-    import fcntl
-    build = os.path.dirname(os.path.realpath(binary))
-    tool = os.path.join(build, "kt_pg_template")
+def copy_db_template(binary, data_dir):
+    """Puts a test database into data_dir (tests/README.md, "Test databases"): kt_pg_template, beside
+    ktuned, copies its migrated template cluster there (making the template first when needed).
+    False when there is no such tool (ktuned then runs initdb itself)."""
+    tool = os.path.join(os.path.dirname(os.path.realpath(binary)), "kt_pg_template")
     if not os.access(tool, os.X_OK):
-        return None
-    path = os.path.join(build, "pg-template")
-    data = os.path.join(path, "data")
-    with open(path + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel tests: one makes it, the others wait
-        if os.path.isdir(data) and os.path.getmtime(path) >= os.path.getmtime(tool):
-            return data
-        shutil.rmtree(path, ignore_errors=True)
-        tmp = tempfile.mkdtemp(prefix="pg-template-", dir=build)
-        os.chmod(tmp, 0o755)
-        out = subprocess.run([tool, os.path.join(tmp, "data")], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
-        if out.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError("kt_pg_template failed:\n" + out.stdout.decode(errors="replace"))
-        for leftover in ("pg.log", "pg-socket"):
-            p = os.path.join(tmp, "data", leftover)
-            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.remove(p)
-        os.rename(tmp, path)
-        return data
+        return False
+    out = subprocess.run([tool, data_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if out.returncode != 0:
+        raise RuntimeError("kt_pg_template failed:\n" + out.stdout.decode(errors="replace"))
+    return True
 
 
 SKIP_EXIT = 77  # ctest counts this exit status as a skip (SKIP_RETURN_CODE in CMakeLists.txt)
@@ -114,9 +97,7 @@ class Ktuned:
                 "--web-dir", os.path.join(self.source_dir, "web")] + self.extra
         if (not self.product_db and "--database-url" not in self.extra
                 and not os.path.exists(os.path.join(self.data_dir, "pg"))):
-            template = db_template(self.binary)
-            if template:
-                subprocess.run(["cp", "-a", template + "/.", self.data_dir], check=True)
+            copy_db_template(self.binary, self.data_dir)
         # Each wrapper execs the next, so self.proc.pid stays ktuned's pid (kill9, signals).
         if self.hostname:
             args = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"',
@@ -319,11 +300,3 @@ def best_query(kernel, device, **problem):
     q.update(problem)
     return "/v1/best?" + urllib.parse.urlencode(q)
 
-
-if __name__ == "__main__":
-    # `ktuned_fixture.py --db-template KTUNED`: the template's path (made first when needed), for the
-    # browser tests' fixture (tests/browser/fixture.mjs), which copies it as Ktuned.start does.
-    if len(sys.argv) == 3 and sys.argv[1] == "--db-template":
-        print(db_template(sys.argv[2]) or "")
-    else:
-        sys.exit("usage: ktuned_fixture.py --db-template KTUNED")

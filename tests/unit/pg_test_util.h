@@ -12,12 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,35 +42,15 @@ static inline int pg_remove_entry(const char *path, const struct stat *st, int f
     return 0;
 }
 
-/* Copies the created, migrated, empty cluster of kt_pg_template (tests/README.md, "Test
- * databases") into data_dir, making it first (under a lock: tests run side by side) when it is
- * missing or older than the tool, which holds the migrations; -1 (initdb then) when it cannot. */
+/* Puts a test database into data_dir (tests/README.md, "Test databases"): kt_pg_template copies
+ * its migrated template cluster there, making it first when needed; -1 (initdb then) when it
+ * cannot. */
 static inline int pg_copy_template(const char *data_dir)
 {
 #ifdef KT_BUILD_DIR
-    const char *tool = KT_BUILD_DIR "/kt_pg_template", *path = KT_BUILD_DIR "/pg-template";
-    struct stat st_tool, st_path;
-    char cmd[2048];
-    int rc = -1, lock = -1;
-    if (stat(tool, &st_tool) != 0)
-        return -1;
-    lock = open(KT_BUILD_DIR "/pg-template.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (lock < 0 || flock(lock, LOCK_EX) != 0)
-        goto out;
-    if (stat(path, &st_path) != 0 || st_path.st_mtime < st_tool.st_mtime) {
-        snprintf(cmd, sizeof cmd,
-                 "rm -rf '%s' '%s.tmp' && mkdir -m 755 '%s.tmp' && '%s' '%s.tmp/data' >/dev/null "
-                 "2>&1 && rm -rf '%s.tmp/data/pg.log' '%s.tmp/data/pg-socket' && mv '%s.tmp' '%s'",
-                 path, path, path, tool, path, path, path, path, path);
-        if (system(cmd) != 0)
-            goto out;
-    }
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -a '%s/data/.' '%s'", data_dir, path, data_dir);
-    rc = system(cmd) == 0 ? 0 : -1;
-out:
-    if (lock >= 0)
-        close(lock);
-    return rc;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/kt_pg_template' '%s'", KT_BUILD_DIR, data_dir);
+    return system(cmd) == 0 ? 0 : -1;
 #else
     (void)data_dir;
     return -1;
