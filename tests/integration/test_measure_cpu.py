@@ -115,8 +115,9 @@ class MeasureCpuTest(unittest.TestCase):
             if known.isdigit() and int(known) > 0:
                 self.assertIsNotNone(value, "%s unknown to the probe, getconf says %s" % (field, known))
         self.assertEqual(desc["cache_source"] == "unknown", desc["l1d_bytes"] is None, desc)
-        if l1d_bytes_from_sys():  # where /sys has the caches, they are what the probe reports
-            self.assertEqual(desc["l1d_bytes"], l1d_bytes_from_sys(), desc)
+        sys_l1d = l1d_bytes_from_sys()
+        if sys_l1d:  # where /sys has the caches, they are what the probe reports
+            self.assertEqual(desc["l1d_bytes"], sys_l1d, desc)
         self.assertTrue(cpu["class"].startswith("cpu:") and cpu["class"].endswith(":%d" % desc["vector_bits"]))
         for name in ("scale", "crash", "hang", "wrong"):
             self.assertIn(name, cpu["kernels"])
