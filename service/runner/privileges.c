@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <net/if.h>
+#include <sched.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,12 +119,34 @@ static int become(const char *name, const char *cache_dir, char *msg, size_t siz
     return 0;
 }
 
+/* A network namespace of the runner's own (root only: it needs CAP_SYS_ADMIN): a kernel then sees a
+ * loopback that is down and nothing else, so it cannot reach ktuned's API, its database or another
+ * host. Where it is refused (a container without CAP_SYS_ADMIN) the runner goes on with the host's
+ * network, and its probe reply shows the interfaces it sees. */
+static void leave_network(void)
+{
+    if (unshare(CLONE_NEWNET) != 0)
+        fprintf(stderr, "ktune-runner: no network namespace of its own (%s): kernels share the "
+                        "host's network\n",
+                strerror(errno));
+}
+
 int runner_harden(const char *user, const char *cache_dir, int cuda, char *msg, size_t size)
 {
     msg[0] = '\0';
-    if (geteuid() == 0 &&
-        become(user && user[0] ? user : RUNNER_DEFAULT_USER, cache_dir, msg, size) != 0)
-        return -1;
+    if (geteuid() == 0) {
+        leave_network();
+        if (become(user && user[0] ? user : RUNNER_DEFAULT_USER, cache_dir, msg, size) != 0)
+            return -1;
+        /* Processes of the runner's user, all runners of the host together: a bound on a fork
+         * bomb. Only for the user we chose: a user of one's own may already run more. */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        rlim_t nproc = cpus > RUNNER_NPROC_MIN / 64 ? (rlim_t)cpus * 64 : RUNNER_NPROC_MIN;
+        if (set_limit(RLIMIT_NPROC, nproc) != 0) {
+            snprintf(msg, size, "cannot set the runner's process limit: %s", strerror(errno));
+            return -1;
+        }
+    }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         snprintf(msg, size, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
         return -1;
@@ -166,6 +190,19 @@ static json_t *limit_json(int resource)
     return json_integer((json_int_t)lim.rlim_cur);
 }
 
+/* The names of the network interfaces the process sees: only "lo" inside the runner's own
+ * network namespace. */
+static json_t *interfaces_json(void)
+{
+    json_t *names = json_array();
+    struct if_nameindex *ifs = if_nameindex();
+    for (struct if_nameindex *i = ifs; names && i && i->if_index != 0; i++)
+        json_array_append_new(names, json_string(i->if_name));
+    if (ifs)
+        if_freenameindex(ifs);
+    return names ? names : json_array();
+}
+
 json_t *runner_process_json(void)
 {
     gid_t groups[64];
@@ -174,9 +211,11 @@ json_t *runner_process_json(void)
     for (int i = 0; g && i < n; i++)
         json_array_append_new(g, json_integer(groups[i]));
     return json_pack(
-        "{s:I,s:I,s:I,s:o,s:b,s:{s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(), "gid",
-        (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups", g ? g : json_array(),
-        "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "rlimits", "cpu",
-        limit_json(RLIMIT_CPU), "as", limit_json(RLIMIT_AS), "nofile", limit_json(RLIMIT_NOFILE),
-        "fsize", limit_json(RLIMIT_FSIZE), "core", limit_json(RLIMIT_CORE));
+        "{s:I,s:I,s:I,s:o,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(),
+        "gid", (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups",
+        g ? g : json_array(), "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1,
+        "network_interfaces", interfaces_json(), "rlimits", "cpu", limit_json(RLIMIT_CPU), "as",
+        limit_json(RLIMIT_AS), "nofile", limit_json(RLIMIT_NOFILE), "fsize",
+        limit_json(RLIMIT_FSIZE), "core", limit_json(RLIMIT_CORE), "nproc",
+        limit_json(RLIMIT_NPROC));
 }

@@ -5,7 +5,14 @@ Now ktune-runner started as root switches to --runner-user (default nobody) befo
 runs anything, sets PR_SET_NO_NEW_PRIVS, RLIMIT_CORE 0 and limits on open files, file size, address
 space (CPU) and CPU time per request, and reports all of it in its probe reply. The test kernel
 tests/kernels/escape tries to create a file in /etc and to setuid(0): `invalid` from an unprivileged
-runner, `ok` (and the file) from a root one. Needs root; CI runs as root."""
+runner, `ok` (and the file) from a root one. Needs root; CI runs as root.
+
+Issue 26: kernels submitted over the API are coming (issue 27), so the runner is treated as running
+somebody else's code. A root-started runner also takes a network namespace of its own (only a loopback,
+down) and a process cap for its user; tests/kernels/hostile tries, one ATTACK per configuration, what such
+a kernel must not do: reach ktuned's API or another host, start processes without bound, signal ktuned or
+read its environment. Still open for issue 27 (a kernel runs as the same user as every other runner and
+the compile cache): signalling another job's runner and rewriting another kernel's compiled object."""
 import json
 import os
 import pwd
@@ -56,6 +63,9 @@ class RunnerPrivileges(unittest.TestCase):
         self.assertEqual(lim["fsize"], 1 << 30)
         self.assertGreater(lim["as"], 0)
         self.assertGreater(lim["cpu"], 0)
+        self.assertEqual(lim["nproc"], max(1024, 64 * os.cpu_count()))
+        # A network namespace of its own: nothing but a loopback (which is down).
+        self.assertEqual(proc["network_interfaces"], ["lo"])
         # The cache folder and what was in it now belong to the runner's user.
         for path in (cache, os.path.join(cache, "left-by-root.so")):
             self.assertEqual(os.stat(path).st_uid, nobody.pw_uid, path)
@@ -100,6 +110,29 @@ class RunnerPrivileges(unittest.TestCase):
             finally:
                 if os.path.exists(ESCAPE):
                     os.unlink(ESCAPE)
+
+    def test_submitted_kernel_cannot_reach_ktuned_or_the_host(self):
+        """What a kernel submitted by somebody else (issue 27) must not be able to do: each ATTACK of
+        tests/kernels/hostile is one attempt; `ok` means it worked. Before the runner's network
+        namespace and process cap, ATTACK 0 (a TCP connection to ktuned's own API, which takes
+        writes without a token on loopback), 1 (a datagram off the machine) and 2 (1,200 processes)
+        were `ok`; ATTACK 2 now tries 16 more than the cap."""
+        kernels = os.path.join(ARGS.source_dir, "tests", "kernels")
+        with Ktuned(ARGS.ktuned, ARGS.source_dir, product_db=True,
+                    extra=["--kernels", kernels, "--workers", "1", "--min-seconds", "0.01"]) as k:
+            port = int(k.address.rsplit(":", 1)[1])
+            status, _, job = k.post("/v1/tune", {"kernel": "hostile", "device": "cpu", "strategy": "exhaustive",
+                                                 "problem": {"n": 1024, "port": port},
+                                                 "budget": {"evaluations": 5}})
+            self.assertEqual(status, 202, job)
+            job = k.wait_job(job["id"], timeout=120)
+            trials = k.all_trials(job["id"])
+            worked = {t["config"]["ATTACK"]: t["status"] for t in trials}
+            self.assertEqual(sorted(worked), [0, 1, 2, 3, 4], trials)
+            names = {0: "TCP to ktuned's API", 1: "UDP off the machine", 2: "processes past the cap",
+                     3: "signal ktuned", 4: "read ktuned's environment"}
+            self.assertEqual({names[a]: s for a, s in worked.items() if s != "invalid"}, {},
+                             "a kernel did what it must not")
 
 
 if __name__ == "__main__":
