@@ -126,8 +126,9 @@ static int become(const char *name, const char *cache_dir, char *msg, size_t siz
 static void leave_network(void)
 {
     if (unshare(CLONE_NEWNET) != 0)
-        fprintf(stderr, "ktune-runner: no network namespace of its own (%s): kernels share the "
-                        "host's network\n",
+        fprintf(stderr,
+                "ktune-runner: no network namespace of its own (%s): kernels share the "
+                "host's network\n",
                 strerror(errno));
 }
 
@@ -211,11 +212,10 @@ json_t *runner_process_json(void)
     for (int i = 0; g && i < n; i++)
         json_array_append_new(g, json_integer(groups[i]));
     return json_pack(
-        "{s:I,s:I,s:I,s:o,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(),
-        "gid", (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups",
-        g ? g : json_array(), "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1,
-        "network_interfaces", interfaces_json(), "rlimits", "cpu", limit_json(RLIMIT_CPU), "as",
-        limit_json(RLIMIT_AS), "nofile", limit_json(RLIMIT_NOFILE), "fsize",
-        limit_json(RLIMIT_FSIZE), "core", limit_json(RLIMIT_CORE), "nproc",
-        limit_json(RLIMIT_NPROC));
+        "{s:I,s:I,s:I,s:o,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(), "gid",
+        (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups", g ? g : json_array(),
+        "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "network_interfaces",
+        interfaces_json(), "rlimits", "cpu", limit_json(RLIMIT_CPU), "as", limit_json(RLIMIT_AS),
+        "nofile", limit_json(RLIMIT_NOFILE), "fsize", limit_json(RLIMIT_FSIZE), "core",
+        limit_json(RLIMIT_CORE), "nproc", limit_json(RLIMIT_NPROC));
 }

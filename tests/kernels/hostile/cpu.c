@@ -91,11 +91,21 @@ int ktune_kernel(float *const *buffers, const long long *problem)
     if (!tried) {
         tried = 1;
         switch (ATTACK) {
-        case 0: escaped = tcp_to_loopback(problem[1]); break;
-        case 1: escaped = udp_off_machine(); break;
-        case 2: escaped = fork_past_cap(); break;
-        case 3: escaped = kill(getppid(), 0) == 0; break;
-        default: escaped = read_parent_environment(); break;
+        case 0:
+            escaped = tcp_to_loopback(problem[1]);
+            break;
+        case 1:
+            escaped = udp_off_machine();
+            break;
+        case 2:
+            escaped = fork_past_cap();
+            break;
+        case 3:
+            escaped = kill(getppid(), 0) == 0;
+            break;
+        default:
+            escaped = read_parent_environment();
+            break;
         }
     }
     const float *x = buffers[0];
