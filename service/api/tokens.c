@@ -346,14 +346,6 @@ int api_job_quota(api_context *svc, PGconn *c, const http_request *req, http_res
     return -1;
 }
 
-void api_job_quota_tag(PGconn *c, long long job_id, const char *submitter)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    if (token_store_tag_job(c, job_id, submitter, &err) < 0)
-        log_warn("job %lld: cannot record its submitter %s: %s", job_id, submitter, err.message);
-}
-
 /* ---- the admin routes (routes.c checks the admin scope) ---- */
 
 static int valid_name(const char *s)
