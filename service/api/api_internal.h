@@ -13,7 +13,13 @@
 
 #define API_MAX_NAME 256 /* kernel, device, strategy names */
 
-/* A pooled connection, or NULL after replying 503. */
+/* A request's database time is bounded (issue 26), so that a hung database is a 503 within about
+ * 2 s on every route that needs it and never holds a request thread: a pooled connection is waited
+ * for at most API_DB_ACQUIRE_MS, and each statement on it at most API_DB_LIMIT_MS (db_set_limit;
+ * the heavy imports keep store/db.h's DB_LIMIT_MS). */
+#define API_DB_ACQUIRE_MS 2000
+#define API_DB_LIMIT_MS   2000
+/* A pooled connection with the API's limits, or NULL after replying 503. */
 PGconn *api_db_acquire(api_context *svc, http_response *res);
 void api_db_release(api_context *svc, PGconn *c);
 
