@@ -110,19 +110,25 @@ static int split_dirs(char *buf, const char **dirs, int max, const char *flag, k
     return n;
 }
 
-/* A process paused inside a transaction (SIGSTOP, a frozen VM, a network partition) would hold its
- * row locks for ever, and every other process's reaper would wait on them: the lease would never
- * run out. The server ends such a session after the lease (libpq reads PGOPTIONS when the
- * connection string sets no options; set before the pool and any thread exist). */
-static void limit_idle_transactions(const service *svc)
+/* The server's limits on ktuned's sessions (libpq reads PGOPTIONS when the connection string sets
+ * no options; set before the pool and any thread exist):
+ * - a process paused inside a transaction (SIGSTOP, a frozen VM, a network partition) would hold
+ *   its row locks for ever, and every other process's reaper would wait on them: the lease would
+ *   never run out, so the server ends such a session after the lease;
+ * - a statement ends after DB_STATEMENT_TIMEOUT_MS, and a session whose client gave up on it (db.c
+ *   drops a connection whose statement is not answered in time) ends within DB_CLIENT_CHECK_MS. */
+static void limit_sessions(const service *svc)
 {
-    char opt[96];
+    char opt[192];
     if (getenv("PGOPTIONS"))
         return;
-    snprintf(opt, sizeof opt, "-c idle_in_transaction_session_timeout=%lld",
-             (long long)(svc->cfg.lease_s * 1000));
+    snprintf(opt, sizeof opt,
+             "-c idle_in_transaction_session_timeout=%lld -c statement_timeout=%d"
+             " -c client_connection_check_interval=%d",
+             (long long)(svc->cfg.lease_s * 1000), DB_STATEMENT_TIMEOUT_MS, DB_CLIENT_CHECK_MS);
     if (setenv("PGOPTIONS", opt, 0) != 0)
-        log_warn("cannot limit idle transactions to the lease: %s", strerror(errno));
+        log_warn("cannot limit database sessions (idle transactions, statements): %s",
+                 strerror(errno));
 }
 
 static int start_database(service *svc, kt_error *err)
@@ -137,7 +143,7 @@ static int start_database(service *svc, kt_error *err)
         conninfo = pg_cluster_conninfo(svc->pg);
     }
     svc->conninfo = strdup(conninfo);
-    limit_idle_transactions(svc);
+    limit_sessions(svc);
     /* Every measurement thread, HTTP thread and the runner may hold one connection at once (an
      * API process has no measurement threads). */
     int pool = (measures(svc) ? svc->cfg.workers : 0) + svc->cfg.http_threads + 4;

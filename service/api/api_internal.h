@@ -13,7 +13,13 @@
 
 #define API_MAX_NAME 256 /* kernel, device, strategy names */
 
-/* A pooled connection, or NULL after replying 503. */
+/* A request's database time is bounded (issue 26), so that a hung database is a 503 within about
+ * 2 s on every route that needs it and never holds a request thread: a pooled connection is waited
+ * for at most API_DB_ACQUIRE_MS, and each statement on it at most API_DB_LIMIT_MS (db_set_limit;
+ * the heavy imports keep store/db.h's DB_LIMIT_MS). */
+#define API_DB_ACQUIRE_MS 2000
+#define API_DB_LIMIT_MS   2000
+/* A pooled connection with the API's limits, or NULL after replying 503. */
 PGconn *api_db_acquire(api_context *svc, http_response *res);
 void api_db_release(api_context *svc, PGconn *c);
 
@@ -67,19 +73,19 @@ int api_authorize(api_context *svc, const http_request *req, http_response *res,
 /* Who a request comes from, for the per-token job cap: "token:<id>", "startup" (--api-token) or
  * "anonymous". Call after api_authorize allowed it. */
 void api_caller(api_context *svc, const http_request *req, char *out, size_t size);
-/* --max-queued-jobs-per-token: 0 when the caller may queue one more job (out = its api_caller),
- * else replies 429 too_many_requests with Retry-After and returns -1. After a job is created, tag
- * it with api_job_quota_tag (a failure to tag is logged, not fatal). */
+/* --max-queued-jobs-per-token: 0 when the caller may queue one more job (out = its api_caller,
+ * to pass to api_tune_queue), else replies 429 too_many_requests with Retry-After and returns -1.
+ */
 int api_job_quota(api_context *svc, PGconn *c, const http_request *req, http_response *res,
                   char *out, size_t size);
-void api_job_quota_tag(PGconn *c, long long job_id, const char *submitter);
 
 /* Queues a job for a validated tune request (tune.c; POST /v1/tune and GET /v1/best?tune_on_miss):
  * resolves the target with its space, checks the strategy's options and that the space is not
- * empty, inserts the job and wakes the runner. With unless_active, a queued or running job of the
- * same key is taken instead (*created 0, *id_out its id). Errors: those of catalog_resolve,
- * searcher_new, KT_ERR_BAD_SPACE, the store's. */
-int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unless_active,
-                   long long *id_out, int *created, kt_error *err);
+ * empty, inserts the job with its submitter (api_caller: the caller whose job cap and share of the
+ * runners' job slots it counts in) and wakes the runner. With unless_active, a queued or running
+ * job of the same key is taken instead (*created 0, *id_out its id). Errors: those of
+ * catalog_resolve, searcher_new, KT_ERR_BAD_SPACE, the store's. */
+int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const char *submitter,
+                   int unless_active, long long *id_out, int *created, kt_error *err);
 
 #endif

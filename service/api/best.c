@@ -183,13 +183,13 @@ static json_t *answer_new(const target *t, const char *source)
 /* Queues a budgeted job for the key unless one is queued or running: *out
  * {"job_id", "queued": true when this request queued it}. */
 static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long evaluations,
-                         json_t **out, kt_error *err)
+                         const char *submitter, json_t **out, kt_error *err)
 {
     tune_request tr;
     long long id = 0;
     int created = 0;
     tune_request_budgeted(t->key.kernel, t->key.device, t->problem, evaluations, &tr);
-    if (api_tune_queue(svc, c, &tr, 1, &id, &created, err) < 0)
+    if (api_tune_queue(svc, c, &tr, submitter, 1, &id, &created, err) < 0)
         return -1;
     *out = json_pack("{s:I, s:b}", "job_id", (json_int_t)id, "queued", created);
     return 0;
@@ -363,10 +363,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0 ||
             api_job_quota(svc, c, req, res, who, sizeof who) < 0)
             goto out;
-        if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, &queued, &err) < 0)
+        if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, who, &queued, &err) < 0)
             goto fail;
-        if (json_is_true(json_object_get(queued, "queued")))
-            api_job_quota_tag(c, json_integer_value(json_object_get(queued, "job_id")), who);
     }
     /* A neural problem (issue 14) is answered by its measurements only: the models learn
      * semantics-preserving configurations of plain problems. */

@@ -73,7 +73,9 @@ void api_metrics(void *app, const http_request *req, http_response *res)
                    "use, or kept for the job's next trial; freed when the job ends here).\n# TYPE "
                    "ktune_target_cache_entries gauge\nktune_target_cache_entries %d\n",
                    ws.targets_cached);
-    PGconn *c = db_acquire(svc->db, 2000, &err);
+    PGconn *c = db_acquire(svc->db, API_DB_ACQUIRE_MS, &err);
+    if (c)
+        db_set_limit(c, API_DB_LIMIT_MS); /* a hung database is ktune_up 0, not a hung scrape */
     json_t *counts = c ? job_store_status_counts(c, &err) : NULL;
     if (c)
         db_release(svc->db, c);

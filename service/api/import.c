@@ -219,6 +219,7 @@ void api_import(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
+    db_set_limit(c, DB_LIMIT_MS); /* up to 100,000 trials in one statement: the store's limit */
     if (json_object_get(body, "job")) {
         if (resolve_job_target(svc, c, body, &id, &target, &err) < 0)
             goto fail;
@@ -282,6 +283,7 @@ void api_import_delete(void *app, const http_request *req, http_response *res)
         goto fail;
     if (!(c = api_db_acquire(svc, res)))
         return;
+    db_set_limit(c, DB_LIMIT_MS); /* an import's trials and best entries go in one transaction */
     if (import_store_remove(c, id, &removed, &err) < 0) {
         if (err.code == KT_ERR_CONFLICT)
             kt_error_hint(&err, "a tuning job is cancelled with DELETE /v1/jobs/%lld", id);

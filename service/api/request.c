@@ -9,11 +9,13 @@ PGconn *api_db_acquire(api_context *svc, http_response *res)
 {
     kt_error err;
     kt_error_clear(&err);
-    PGconn *c = db_acquire(svc->db, 10000, &err);
+    PGconn *c = db_acquire(svc->db, API_DB_ACQUIRE_MS, &err);
     if (!c) {
         kt_error_hint(&err, "the database is busy or down; retry shortly, and check GET /healthz");
         http_reply_error(res, &err);
+        return NULL;
     }
+    db_set_limit(c, API_DB_LIMIT_MS);
     return c;
 }
 

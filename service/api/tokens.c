@@ -24,6 +24,9 @@
 #define API_TOKEN_MAX         256 /* longest Authorization token looked at */
 #define API_QUOTA_RETRY_AFTER "30"
 #define API_TOKENS_ACQUIRE_MS 200
+/* The reload runs on a request's thread (any request, a cached /v1/best too): bounded, and not
+ * tried while the database is down (issue 26). */
+#define API_TOKENS_LIMIT_MS 500
 
 struct api_token_cache {
     pthread_mutex_t mu;
@@ -57,6 +60,8 @@ static int scope_parse(const char *s, api_scope *out)
 static int cache_reload(api_token_cache *t, PGconn *c, kt_error *err)
 {
     PGconn *own = c ? NULL : db_acquire(t->db, API_TOKENS_ACQUIRE_MS, err);
+    if (own)
+        db_set_limit(own, API_TOKENS_LIMIT_MS);
     token_row *rows = NULL;
     int n = 0, rc = -1;
     if ((c || own) && token_store_load(c ? c : own, &rows, &n, err) == 0)
@@ -75,13 +80,19 @@ static int cache_reload(api_token_cache *t, PGconn *c, kt_error *err)
     return rc;
 }
 
-/* One caller at a time refreshes a snapshot older than the interval; the others use the old one
- * (also while the database is down). */
+/* One caller at a time refreshes a snapshot older than the interval; the others use the old one.
+ * While the database is down (db_pool_down) nobody does: the old snapshot serves, and the request
+ * that would have reloaded it does not wait on a database that does not answer; the reload resumes
+ * once any database work of the process has reconnected (/healthz, a handler, the runner). */
 static void cache_refresh(api_token_cache *t)
 {
     pthread_mutex_lock(&t->mu);
     int due = !t->refreshing &&
               (t->stale || kt_clock_since_ns(t->loaded_ns) > API_TOKENS_REFRESH_MS * 1000000ULL);
+    if (due && t->db && db_pool_down(t->db)) {
+        due = 0;
+        t->loaded_ns = kt_clock_ns(); /* asked again after the interval */
+    }
     if (due)
         t->refreshing = 1;
     pthread_mutex_unlock(&t->mu);
@@ -344,14 +355,6 @@ int api_job_quota(api_context *svc, PGconn *c, const http_request *req, http_res
     http_response_add_header(res, "Retry-After", API_QUOTA_RETRY_AFTER);
     http_reply_error(res, &err);
     return -1;
-}
-
-void api_job_quota_tag(PGconn *c, long long job_id, const char *submitter)
-{
-    kt_error err;
-    kt_error_clear(&err);
-    if (token_store_tag_job(c, job_id, submitter, &err) < 0)
-        log_warn("job %lld: cannot record its submitter %s: %s", job_id, submitter, err.message);
 }
 
 /* ---- the admin routes (routes.c checks the admin scope) ---- */

@@ -67,8 +67,8 @@ static int require_surrogate(PGconn *c, const tune_request *t, const target *tg,
     return -1;
 }
 
-int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unless_active,
-                   long long *id_out, int *created, kt_error *err)
+int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const char *submitter,
+                   int unless_active, long long *id_out, int *created, kt_error *err)
 {
     int rc = -1;
     json_t *empty = json_object();
@@ -145,6 +145,7 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, int unles
         .history = t->history,
         .final_remeasure = final_remeasure,
         .final_rounds = t->final_rounds > 0 ? t->final_rounds : FINAL_PICK_DEFAULT_ROUNDS,
+        .submitter = submitter,
     };
     /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
     if (db_pool_check_writable(svc->db, err) < 0)
@@ -195,9 +196,8 @@ void api_tune(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c || api_job_quota(svc, c, req, res, who, sizeof who) < 0)
         goto out;
-    if (api_tune_queue(svc, c, &t, 0, &id, &created, &err) < 0)
+    if (api_tune_queue(svc, c, &t, who, 0, &id, &created, &err) < 0)
         goto fail;
-    api_job_quota_tag(c, id, who);
     if (!(job = job_view_get(c, id, &err)))
         goto fail;
     api_reply_job(res, 202, json_incref(job), id);

@@ -49,7 +49,7 @@ static const config_option options[] = {
     {"--workers", "KTUNE_WORKERS", OPT_INT, offsetof(kt_config, workers), 0, 1, 256,
      "measurement worker threads [2]"},
     {"--max-jobs", "KTUNE_MAX_JOBS", OPT_INT, offsetof(kt_config, max_jobs), 0, 1, 1024,
-     "jobs this process drives at once [8]"},
+     "jobs this process drives at once, shared fairly between callers [8]"},
     {"--http-threads", "KTUNE_HTTP_THREADS", OPT_INT, offsetof(kt_config, http_threads), 0, 1, 256,
      "HTTP server threads [4]"},
     {"--max-connections", "KTUNE_MAX_CONNECTIONS", OPT_INT, offsetof(kt_config, max_connections), 0,

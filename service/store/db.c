@@ -3,10 +3,12 @@
 #include "store/db.h"
 
 #include <errno.h>
+#include <libpq-events.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "core/log.h"
@@ -25,6 +27,9 @@
     "(GET /healthz says when it is back)"
 #define DB_STORAGE_HINT                                                                            \
     "free space on the database's disk or make it writable again; ktuned resumes by itself"
+#define DB_HUNG_HINT                                                                               \
+    "the database does not answer (stopped, or its disk hangs); ktuned drops the connection and "  \
+    "reconnects by itself: retry in a few seconds (GET /healthz says when it is back)"
 
 /* Copies a libpq message into err as one line: the first line, without trailing blanks. */
 static void set_db_error(kt_error *err, const char *prefix, const char *msg)
@@ -45,6 +50,22 @@ static void log_notice(void *arg, const char *message)
 {
     (void)arg;
     log_debug("postgresql: %.*s", (int)strcspn(message, "\n"), message);
+}
+
+/* libpq calls this on a connection's events; it exists so that a pooled connection can carry its
+ * db_slot as instance data (PQsetInstanceData needs a registered procedure). */
+static int slot_event(PGEventId id, void *info, void *pass)
+{
+    (void)id;
+    (void)info;
+    (void)pass;
+    return 1;
+}
+
+/* The slot of a pooled connection, NULL for another (the listen connection). */
+static db_slot *slot_of(const PGconn *conn)
+{
+    return conn ? PQinstanceData(conn, slot_event) : NULL;
 }
 
 PGconn *db_connect(const char *conninfo, kt_error *err)
@@ -68,6 +89,13 @@ PGconn *db_connect(const char *conninfo, kt_error *err)
         return NULL;
     }
     PQsetNoticeProcessor(conn, log_notice, NULL);
+    /* Sending never blocks on a server that stopped reading: db_exec waits for it under its limit.
+     * (PQexec ignores this and blocks as before: the migrations' scripts.) */
+    if (PQsetnonblocking(conn, 1) != 0) {
+        set_db_error(err, "cannot make a database connection non-blocking: ", PQerrorMessage(conn));
+        PQfinish(conn);
+        return NULL;
+    }
     return conn;
 }
 
@@ -79,7 +107,8 @@ db_pool *db_pool_new(const char *conninfo, int size, kt_error *err)
         size = 1;
     p = calloc(1, sizeof *p);
     if (!p || !(p->conns = calloc((size_t)size, sizeof *p->conns)) ||
-        !(p->busy = calloc((size_t)size, 1))) {
+        !(p->busy = calloc((size_t)size, 1)) ||
+        !(p->slots = calloc((size_t)size, sizeof *p->slots))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -88,8 +117,15 @@ db_pool *db_pool_new(const char *conninfo, int size, kt_error *err)
     pthread_mutex_init(&p->mu, NULL);
     pthread_mutex_init(&p->probe_mu, NULL);
     for (int i = 0; i < size; i++) {
+        p->slots[i] = (db_slot){.pool = p, .limit_ms = DB_LIMIT_MS};
         if (!(p->conns[i] = db_connect(conninfo, err)))
             goto out;
+        /* Kept across PQreset: the slot stays the connection's for its life. */
+        if (!PQregisterEventProc(p->conns[i], slot_event, "ktune db slot", NULL) ||
+            !PQsetInstanceData(p->conns[i], slot_event, &p->slots[i])) {
+            kt_error_set(err, KT_ERR_NO_MEMORY, "cannot attach a pool slot to a connection");
+            goto out;
+        }
     }
     ok = 1;
 out:
@@ -99,6 +135,7 @@ out:
         else {
             free(p->conns);
             free(p->busy);
+            free(p->slots);
             free(p);
         }
         p = NULL;
@@ -120,6 +157,7 @@ void db_pool_free(db_pool *p)
     pthread_mutex_destroy(&p->probe_mu);
     free(p->conns);
     free(p->busy);
+    free(p->slots);
     free(p);
 }
 
@@ -133,6 +171,20 @@ static void notice_dead_connection(PGconn *conn)
         if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0 || !PQconsumeInput(conn))
             break;
     }
+}
+
+/* Records under mu that the server failed (a reconnection, or a statement it did not answer):
+ * returns whether an outage begins with it (then the caller logs it, once). */
+static int outage_note_locked(db_pool *p, uint64_t now, const char *why)
+{
+    int began = !p->down;
+    if (began) {
+        p->down_since_ns = now;
+        p->down_gen++;
+    }
+    p->down = 1;
+    snprintf(p->down_msg, sizeof p->down_msg, "%s", why);
+    return began;
 }
 
 /* Resets the broken connection of slot (held by the caller). While the database is down, attempts
@@ -154,28 +206,23 @@ static int reconnect(db_pool *p, int slot, kt_error *err)
         return -1;
     }
     PQreset(conn);
-    int ok = PQstatus(conn) == CONNECTION_OK;
+    int ok = PQstatus(conn) == CONNECTION_OK && PQsetnonblocking(conn, 1) == 0;
     kt_error why;
     kt_error_clear(&why);
     if (!ok)
         set_db_error(&why, "database unreachable: ", PQerrorMessage(conn));
     pthread_mutex_lock(&p->mu);
-    int was_down = p->down;
+    int was_down = p->down, began = 0;
     double down_s = (double)kt_clock_since_ns(p->down_since_ns) / 1e9;
     if (!ok) {
-        if (!p->down) {
-            p->down_since_ns = now;
-            p->down_gen++;
-        }
-        p->down = 1;
-        snprintf(p->down_msg, sizeof p->down_msg, "%s", why.message);
+        began = outage_note_locked(p, now, why.message);
     } else {
         p->down_gen += p->down;
         p->down = 0;
     }
     pthread_mutex_unlock(&p->mu);
     if (!ok) {
-        if (!was_down)
+        if (began)
             log_warn("%s; answering 503 until it is back, reconnecting every %d ms", why.message,
                      DB_RETRY_MS);
         kt_error_set(err, KT_ERR_DATABASE, "%s", why.message);
@@ -216,8 +263,10 @@ PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
         if (rc == ETIMEDOUT)
             break;
     }
-    if (slot >= 0)
+    if (slot >= 0) {
         p->busy[slot] = 1;
+        p->slots[slot].limit_ms = DB_LIMIT_MS;
+    }
     pthread_mutex_unlock(&p->mu);
     if (slot < 0) {
         kt_error_set(err, KT_ERR_DATABASE, "no database connection free within %d ms", timeout_ms);
@@ -227,12 +276,21 @@ PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err)
     conn = p->conns[slot];
     if (PQstatus(conn) == CONNECTION_OK)
         notice_dead_connection(conn);
-    if (PQstatus(conn) != CONNECTION_OK && reconnect(p, slot, err) < 0) {
+    /* A statement still in flight (given up on, not dropped) is as unusable as a broken socket. */
+    if ((PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) == PQTRANS_ACTIVE) &&
+        reconnect(p, slot, err) < 0) {
         db_release(p, conn);
         conn = NULL;
     }
 out:
     return conn;
+}
+
+void db_set_limit(PGconn *conn, int limit_ms)
+{
+    db_slot *slot = slot_of(conn);
+    if (slot)
+        slot->limit_ms = limit_ms > 0 ? limit_ms : 0; /* only its holder reads or writes it */
 }
 
 void db_release(db_pool *p, PGconn *conn)
@@ -274,12 +332,117 @@ static void classify_error(PGconn *conn, const char *sqlstate, kt_error *err)
     }
 }
 
+static long ms_since(uint64_t t0_ns)
+{
+    return (long)(kt_clock_since_ns(t0_ns) / 1000000u);
+}
+
+/* Waits until PQgetResult would not block (0), flushing what is still to be sent meanwhile; -1
+ * when the connection failed, 1 when limit_ms from t0 passed first (limit_ms 0: no limit). */
+static int await_ready(PGconn *conn, uint64_t t0, int limit_ms)
+{
+    for (;;) {
+        int unsent = PQflush(conn);
+        if (unsent < 0)
+            return -1;
+        if (!unsent && !PQisBusy(conn))
+            return 0;
+        int timeout = -1;
+        if (limit_ms > 0) {
+            long left = limit_ms - ms_since(t0);
+            if (left <= 0)
+                return 1;
+            timeout = (int)left;
+        }
+        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN | (unsent ? POLLOUT : 0)};
+        if (pfd.fd < 0)
+            return -1;
+        int r = poll(&pfd, 1, timeout);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r > 0 && !PQconsumeInput(conn))
+            return -1;
+    }
+}
+
+/* Gives up on conn's statement: the socket is shut down under libpq, which reads the end of it
+ * and marks the connection bad, so that no call on it blocks any more (the pool resets it on a
+ * later acquire). A cancel request is not sent: libpq's PQcancel waits, without a limit, for the
+ * postmaster, which may be the process that is stopped. The server ends the session once it runs
+ * again (client_connection_check_interval, or at its next read). */
+static void drop_connection(PGconn *conn)
+{
+    int fd = PQsocket(conn);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    for (int i = 0; i < 4 && PQstatus(conn) == CONNECTION_OK; i++)
+        PQconsumeInput(conn);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        for (PGresult *r; (r = PQgetResult(conn));)
+            PQclear(r);
+    }
+}
+
+/* A statement of a pooled connection was not answered in time: that is an outage, as a failed
+ * reconnection is (one log line when it begins; /healthz's cached state is stale). */
+static void note_hung(PGconn *conn, const char *why)
+{
+    db_slot *slot = slot_of(conn);
+    if (!slot)
+        return;
+    db_pool *p = slot->pool;
+    uint64_t now = kt_clock_ns();
+    pthread_mutex_lock(&p->mu);
+    int began = outage_note_locked(p, now, why);
+    p->last_try_ns = now; /* reconnections wait DB_RETRY_MS, as after a failed one */
+    pthread_mutex_unlock(&p->mu);
+    if (began)
+        log_warn("%s; answering 503 until it is back, reconnecting every %d ms", why, DB_RETRY_MS);
+}
+
 PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
                         char sqlstate[6], kt_error *err)
 {
+    PGresult *res = NULL;
+    int hung = 0;
     if (sqlstate)
         sqlstate[0] = '\0';
-    PGresult *res = PQexecParams(conn, sql, n_params, NULL, params, NULL, NULL, 0);
+    db_slot *slot = slot_of(conn);
+    int limit_ms = slot ? slot->limit_ms : DB_LIMIT_MS;
+    uint64_t t0 = kt_clock_ns();
+    if (!PQsendQueryParams(conn, sql, n_params, NULL, params, NULL, NULL, 0)) {
+        set_db_error(err, "", PQerrorMessage(conn));
+        classify_error(conn, NULL, err);
+        return NULL;
+    }
+    /* Every result of the statement, under the limit; the first failure is the one kept. */
+    for (;;) {
+        int w = await_ready(conn, t0, limit_ms);
+        if (w != 0 && PQstatus(conn) == CONNECTION_OK) {
+            drop_connection(conn);
+            hung = 1;
+            break;
+        }
+        PGresult *r = PQgetResult(conn); /* ready, or the connection is bad: never blocks */
+        if (!r)
+            break;
+        ExecStatusType rs = PQresultStatus(res);
+        if (res && rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
+            PQclear(r);
+        } else {
+            PQclear(res);
+            res = r;
+        }
+    }
+    if (hung) {
+        char why[KT_ERROR_MESSAGE_MAX];
+        snprintf(why, sizeof why,
+                 "the database did not answer within %d ms; its connection was dropped", limit_ms);
+        kt_error_set(err, KT_ERR_DATABASE, "%s", why);
+        kt_error_hint(err, DB_HUNG_HINT);
+        note_hung(conn, why);
+        goto out;
+    }
     ExecStatusType st = PQresultStatus(res);
     if (res && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK))
         return res;
@@ -343,13 +506,10 @@ int db_commit(PGconn *conn, kt_error *err)
 
 void db_rollback(PGconn *conn)
 {
-    if (conn && PQtransactionStatus(conn) != PQTRANS_IDLE)
-        PQclear(PQexec(conn, "ROLLBACK"));
-}
-
-static long ms_since(uint64_t t0_ns)
-{
-    return (long)(kt_clock_since_ns(t0_ns) / 1000000u);
+    kt_error ignored; /* best effort: a failed rollback leaves a broken connection, reset later */
+    kt_error_clear(&ignored);
+    if (conn && PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
+        PQclear(db_exec(conn, "ROLLBACK", 0, NULL, &ignored));
 }
 
 /* Frees every queued notification; returns how many there were. */

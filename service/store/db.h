@@ -8,7 +8,17 @@
  * fails because the disk is full or read-only is KT_ERR_STORAGE_FULL (507). db_pool_probe says
  * whether the database takes writes (for /healthz and before creating jobs).
  *
- * Lifecycle: db_pool_new -> (db_acquire -> db_exec* -> db_release)* -> db_pool_free. */
+ * A hung server (issue 26: a stopped postmaster, a stuck disk) must not hang its callers: the
+ * server ends a statement after DB_STATEMENT_TIMEOUT_MS (statement_timeout), and ktuned itself
+ * waits for a statement's result at most the connection's limit (DB_LIMIT_MS, or less through
+ * db_set_limit: the API's requests), because the server's own timer does not run while it is
+ * stopped. A statement not answered in time drops its connection (the server ends the session as
+ * soon as it runs again: client_connection_check_interval), fails with KT_ERR_DATABASE, and counts
+ * as an outage (db_pool_down; the pool reconnects on a later acquire). Sending never blocks either
+ * (the connections are non-blocking).
+ *
+ * Lifecycle: db_pool_new -> (db_acquire -> [db_set_limit] -> db_exec* -> db_release)* ->
+ * db_pool_free. */
 #ifndef KT_STORE_DB_H
 #define KT_STORE_DB_H
 
@@ -18,15 +28,29 @@
 
 typedef struct db_pool db_pool;
 
+/* The server's limit on one statement (statement_timeout), and how often a session in a statement
+ * checks that its client is still there (client_connection_check_interval): service.c sets both,
+ * with the idle-transaction limit, as the server options of every session (PGOPTIONS). */
+#define DB_STATEMENT_TIMEOUT_MS 30000
+#define DB_CLIENT_CHECK_MS      1000
+/* How long db_exec waits for a result by default: the server's limit and a margin, so that the
+ * server's own timeout (a clean error) normally comes first. */
+#define DB_LIMIT_MS (DB_STATEMENT_TIMEOUT_MS + 2000)
+
 db_pool *db_pool_new(const char *conninfo, int size, kt_error *err);
 void db_pool_free(db_pool *p);
-/* Blocks until a connection is free (at most timeout_ms, then KT_ERR_DATABASE). */
+/* Blocks until a connection is free (at most timeout_ms, then KT_ERR_DATABASE); a broken one is
+ * reconnected first (at most libpq's connect_timeout, 2 s). Its statements wait DB_LIMIT_MS. */
 PGconn *db_acquire(db_pool *p, int timeout_ms, kt_error *err);
+/* How long each statement on conn (acquired from a pool) waits for its result until db_release:
+ * limit_ms > 0, or 0 for no limit (migrations at start-up). No effect on other connections. */
+void db_set_limit(PGconn *conn, int limit_ms);
 void db_release(db_pool *p, PGconn *conn);
 
 /* Runs sql with text parameters (NULL entries are SQL NULL). Returns the result (caller PQclear()s
  * it) when it is COMMAND_OK or TUPLES_OK, else NULL with err set to KT_ERR_DATABASE quoting the
- * server's message. */
+ * server's message, or saying that the database did not answer within the connection's limit
+ * (the connection is then dropped: every later statement on it fails at once). */
 PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const *params,
                   kt_error *err);
 /* db_exec that also reports the server's SQLSTATE on failure ("23505" for a unique violation; ""

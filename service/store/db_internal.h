@@ -9,12 +9,20 @@
 
 #include "store/db.h"
 
+/* One connection of the pool. Its address is the connection's libpq instance data (db.c's event
+ * procedure), so that db_exec, which gets only the PGconn, finds the time limit and the pool. */
+typedef struct db_slot {
+    db_pool *pool;
+    int limit_ms; /* db_set_limit; DB_LIMIT_MS from each db_acquire on */
+} db_slot;
+
 struct db_pool {
     pthread_mutex_t mu;
     pthread_cond_t freed; /* signalled by db_release; waits use CLOCK_MONOTONIC */
     int size;
     PGconn **conns;
     unsigned char *busy;
+    db_slot *slots; /* one per connection */
     /* Outage state, under mu: set by the first reconnection that fails, cleared by one that works.
      */
     int down;

@@ -8,8 +8,12 @@
 #include "core/log.h"
 #include "store/db_internal.h"
 
-/* Waiting for a pooled connection: a busy pool is not an outage, but a probe must not hang. */
-#define DB_PROBE_ACQUIRE_MS 1500
+/* The probe answers within about DB_PROBE_MS, also when the server hangs (issue 26): waiting for a
+ * pooled connection (a busy pool is not an outage, so it may take most of it) and the statement
+ * share it, the statement keeping at least DB_PROBE_MIN_STATEMENT_MS. A reconnection inside the
+ * acquire takes at most libpq's connect_timeout (2 s). */
+#define DB_PROBE_MS               2000
+#define DB_PROBE_MIN_STATEMENT_MS 500
 
 const char *db_state_name(db_state s)
 {
@@ -75,9 +79,12 @@ static db_state probe_dir(const char *dir, kt_error *err)
 static db_state probe_server(db_pool *p, kt_error *err)
 {
     char state[6] = "";
-    PGconn *c = db_acquire(p, DB_PROBE_ACQUIRE_MS, err);
+    uint64_t t0 = kt_clock_ns();
+    PGconn *c = db_acquire(p, DB_PROBE_MS - DB_PROBE_MIN_STATEMENT_MS, err);
     if (!c)
         return DB_STATE_DOWN;
+    long left = DB_PROBE_MS - (long)(kt_clock_since_ns(t0) / 1000000u);
+    db_set_limit(c, (int)(left > DB_PROBE_MIN_STATEMENT_MS ? left : DB_PROBE_MIN_STATEMENT_MS));
     db_state s = DB_STATE_OK;
     PGresult *r = db_exec_state(c, "SELECT pg_catalog.txid_current()", 0, NULL, state, err);
     if (r)

@@ -13,6 +13,22 @@
     prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
            "problem_key, " prefix "problem, " prefix "toolchain"
 
+/* Fair shares of the job slots (job_store_claim, job_store_yield; issue 26). A job's caller is its
+ * submitter (NULL: one more caller). A job waits when no runner drives it: queued, or running and
+ * handed back (a re-sync, a dead runner, a yield). The two common table expressions: driven(caller,
+ * n), the jobs runners drive now per caller; waiting(id, caller, updated_at). */
+/* clang-format off */
+#define JOB_FAIR_CALLER(prefix) "COALESCE(" prefix "submitter, '')"
+#define JOB_FAIR_WAITS(prefix)                                                                     \
+    "(" prefix "status = 'queued' OR (" prefix "status = 'running' AND " prefix "runner IS NULL))"
+#define JOB_FAIR_DRIVEN                                                                            \
+    "driven AS (SELECT " JOB_FAIR_CALLER("") " AS caller, count(*) AS n FROM jobs"                 \
+    " WHERE status = 'running' AND runner IS NOT NULL GROUP BY 1)"
+#define JOB_FAIR_WAITING                                                                           \
+    "waiting AS (SELECT id, " JOB_FAIR_CALLER("") " AS caller, updated_at FROM jobs"               \
+    " WHERE " JOB_FAIR_WAITS("") ")"
+/* clang-format on */
+
 /* Warm starts (sql/006), read by name (read_history): the mode, a summary of what was seeded
  * (not the recorded configurations: a page of jobs would carry every job's prior), and how many
  * of the seeded configurations (the first trials of the job) were measured. */
@@ -159,6 +175,7 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         s->parallel > 0 ? store_ll(&par, s->parallel) : NULL,
         store_ll(&fr, s->final_remeasure > 0 ? s->final_remeasure : 0),
         store_ll(&fk, s->final_remeasure > 0 ? s->final_rounds : 0),
+        s->submitter,
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
@@ -166,11 +183,11 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
         " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel,"
-        " final_remeasure, final_rounds)"
+        " final_remeasure, final_rounds, submitter)"
         " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16,"
-        " $17, $18, $19, $20 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END"
+        " $17, $18, $19, $20, $21 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END"
         " AS at) t RETURNING id",
-        20, p, err);
+        21, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -313,17 +330,24 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
     int n = -1;
     store_num pid, lim;
     const char *p[] = {me->id, me->host, store_ll(&pid, me->pid), store_ll(&lim, max)};
+    /* The turns are read without locks (a snapshot); the jobs are then locked in turn order,
+     * skipping those another runner is claiming, and checked again under the lock. */
+    /* clang-format off */
     PGresult *r = db_exec(
         c,
-        "UPDATE jobs j SET status = 'running', runner = $1, runner_host = $2, runner_pid = $3,"
+        "WITH " JOB_FAIR_DRIVEN ", " JOB_FAIR_WAITING ","
+        " turns AS (SELECT w.id, COALESCE(d.n, 0) + row_number() OVER (PARTITION BY w.caller"
+        " ORDER BY w.id) AS turn FROM waiting w LEFT JOIN driven d ON d.caller = w.caller),"
+        " pick AS (SELECT q.id FROM jobs q JOIN turns t ON t.id = q.id WHERE " JOB_FAIR_WAITS("q.")
+        " ORDER BY t.turn, q.id LIMIT $4 FOR UPDATE OF q SKIP LOCKED)"
+        " UPDATE jobs j SET status = 'running', runner = $1, runner_host = $2, runner_pid = $3,"
         " runner_heartbeat = now(), started_at = COALESCE(j.started_at, now()),"
-        " updated_at = now() FROM (SELECT id FROM jobs WHERE status = 'queued'"
-        " OR (status = 'running' AND runner IS NULL) ORDER BY id LIMIT $4"
-        " FOR UPDATE SKIP LOCKED) pick WHERE j.id = pick.id RETURNING j.id, " JOB_TARGET_COLUMNS(
-            "j.") ", j.strategy, j.strategy_options, j.seed, j.budget_evaluations,"
-                  " j.budget_seconds, j.batch_size, j.history, j.history_used,"
-                  " j.final_remeasure, j.final_rounds",
+        " updated_at = now() FROM pick WHERE j.id = pick.id RETURNING j.id, "
+        JOB_TARGET_COLUMNS("j.") ", j.strategy, j.strategy_options, j.seed,"
+        " j.budget_evaluations, j.budget_seconds, j.batch_size, j.history, j.history_used,"
+        " j.final_remeasure, j.final_rounds",
         4, p, err);
+    /* clang-format on */
     if (!r)
         goto out;
     n = PQntuples(r);
@@ -345,6 +369,36 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
 out:
     PQclear(r);
     return n;
+}
+
+int job_store_yield(PGconn *c, const runner_identity *me, double wait_s, long long *yielded,
+                    kt_error *err)
+{
+    store_num w;
+    const char *p[] = {me->id, store_double(&w, wait_s)};
+    *yielded = 0;
+    /* "least": the fewest running jobs of a caller with a job waiting long enough; the victim: my
+     * newest job of the caller driving the most, when that is at least two more (one more would
+     * only swap who waits). */
+    /* clang-format off */
+    PGresult *r = db_exec(
+        c,
+        "WITH " JOB_FAIR_DRIVEN ", " JOB_FAIR_WAITING ","
+        " least AS (SELECT min(COALESCE(d.n, 0)) AS n FROM waiting w LEFT JOIN driven d"
+        " ON d.caller = w.caller WHERE w.updated_at <= now() - make_interval(secs => $2)),"
+        " victim AS (SELECT j.id FROM jobs j JOIN driven d ON d.caller = " JOB_FAIR_CALLER("j.")
+        " CROSS JOIN least l WHERE j.runner = $1 AND j.status = 'running' AND d.n >= l.n + 2"
+        " ORDER BY d.n DESC, j.id DESC LIMIT 1 FOR UPDATE OF j SKIP LOCKED)"
+        " UPDATE jobs j SET runner = NULL, updated_at = now() FROM victim"
+        " WHERE j.id = victim.id AND j.runner = $1 AND j.status = 'running' RETURNING j.id",
+        2, p, err);
+    /* clang-format on */
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 1)
+        *yielded = store_get_ll(r, 0, 0);
+    PQclear(r);
+    return 0;
 }
 
 void job_target_release(job_target *t)

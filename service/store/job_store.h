@@ -47,6 +47,9 @@ typedef struct job_spec {
     const char *history;     /* "auto" or "none"; NULL is "none" (imports) */
     int final_remeasure;     /* the final pick (sql/012): configurations re-measured, 0 = none */
     int final_rounds;        /* rounds of re-measurement, 0 when final_remeasure is 0 */
+    const char *submitter;   /* who queued it (sql/008, api_caller: "token:<id>", "startup",
+                              * "anonymous"), NULL for none (imports): its job cap and its share
+                              * of the job slots (job_store_claim) */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -152,8 +155,24 @@ int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err);
 void job_target_release(job_target *t);
 
 /* Runner side. Claims up to max jobs that are queued, or running without a live runner; fills rows
- * (caller releases each) and returns how many. */
+ * (caller releases each) and returns how many.
+ *
+ * Fair shares (issue 26): job slots are shared between callers (jobs.submitter; NULL, jobs made
+ * before sql/008, counts as one more caller), across every runner of the database. A caller's turn
+ * for its k-th waiting job (oldest first) is k plus the jobs of it that runners drive now (status
+ * running with a runner), and the lowest turns are claimed first: the caller with the fewest
+ * running jobs goes first, and one caller's many jobs never keep another's first one waiting
+ * behind them. */
 int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows, kt_error *err);
+/* When a slot is already taken by a caller that holds more of them than one that waits: hands
+ * back (runner cleared, status still running: the next claim resumes it by replay, like a re-sync)
+ * the newest job I drive of the caller that runners drive the most jobs of, when that caller drives
+ * at least two more than the caller with the fewest running jobs among those with a job waiting for
+ * at least wait_s seconds (a runner with a free slot claims it before). *yielded = the job's id, or
+ * 0 when nothing needs to move. Call only with no free slot of mine; the caller closes that job's
+ * driver. */
+int job_store_yield(PGconn *c, const runner_identity *me, double wait_s, long long *yielded,
+                    kt_error *err);
 void job_row_release(job_row *r);
 /* "running" while this runner drives it; anything else means stop driving it. */
 int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error *err);

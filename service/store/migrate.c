@@ -133,6 +133,13 @@ int migrate_apply(PGconn *conn, const migration *migs, int count, kt_error *err)
             goto out;
         }
     }
+    /* A migration may rewrite a large table, and the lock may be held by another ktuned doing so:
+     * neither the server's statement_timeout nor the pool's wait applies (restored at the end). */
+    db_set_limit(conn, 0);
+    if (db_run(conn, "SET statement_timeout = 0", 0, NULL, err) != 0) {
+        kt_error_prefix(err, "migrations: cannot lift the statement timeout");
+        goto out;
+    }
     /* Waits while another ktuned migrates; it has then recorded everything and we apply nothing. */
     if (db_run(conn, "SELECT pg_advisory_lock($1::bigint)", 1, key, err) != 0) {
         kt_error_prefix(err, "migrations: cannot take the migration lock");
@@ -164,6 +171,9 @@ out:
     /* Best effort: a broken session has released its lock already. */
     if (locked)
         db_run(conn, "SELECT pg_advisory_unlock($1::bigint)", 1, key, NULL);
+    if (order) /* the arguments were checked: the session's limits are back to the defaults */
+        db_run(conn, "RESET statement_timeout", 0, NULL, NULL);
+    db_set_limit(conn, DB_LIMIT_MS);
     free(order);
     return rc;
 }

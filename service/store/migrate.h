@@ -18,7 +18,8 @@ typedef struct migration {
 const migration *migrate_builtin(int *count);
 
 /* Applies those of migs not yet recorded. Returns how many were applied, or -1 with err set (the
- * failing migration is rolled back and named in the message). */
+ * failing migration is rolled back and named in the message). No time limit applies meanwhile (the
+ * server's statement_timeout, db_set_limit); conn has the defaults (DB_LIMIT_MS) afterwards. */
 int migrate_apply(PGconn *conn, const migration *migs, int count, kt_error *err);
 
 #endif

@@ -124,10 +124,3 @@ int token_store_active_jobs(PGconn *c, const char *submitter, long long *n, kt_e
     PQclear(r);
     return 0;
 }
-
-int token_store_tag_job(PGconn *c, long long job_id, const char *submitter, kt_error *err)
-{
-    store_num n;
-    const char *p[] = {store_ll(&n, job_id), submitter};
-    return db_run(c, "UPDATE jobs SET submitter = $2 WHERE id = $1", 2, p, err);
-}

@@ -34,7 +34,5 @@ int token_store_load(PGconn *c, token_row **rows, int *n, kt_error *err);
 
 /* Queued + running jobs of submitter ("token:<id>", "startup", "anonymous"). */
 int token_store_active_jobs(PGconn *c, const char *submitter, long long *n, kt_error *err);
-/* Records who queued job id (POST /v1/tune, GET /v1/best?tune_on_miss). */
-int token_store_tag_job(PGconn *c, long long job_id, const char *submitter, kt_error *err);
 
 #endif

@@ -7,7 +7,14 @@
  * process took over while this one could not heart-beat — so it re-syncs from the database: closes
  * every driver, lets go of every job it holds (job_store_release_mine) and claims them again, which
  * resumes each by replaying its stored trials. A job whose driver cannot be opened (the database
- * failed in the middle) is let go at once and claimed again after a pause, never left claimed. */
+ * failed in the middle) is let go at once and claimed again after a pause, never left claimed.
+ *
+ * Fair shares (issue 26): claims take the callers with the fewest running jobs first
+ * (job_store_claim), and a runner whose slots are all taken hands one job back when a caller with
+ * at least two running jobs more than a waiting one holds it here (job_store_yield, at most once
+ * per RUNNER_YIELD_MS), then claims at once: the waiting job gets the slot, the job handed back
+ * resumes by replay when a slot frees. Nobody's small job waits for hours behind another's huge
+ * ones. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +37,16 @@
 #define RUNNER_ACQUIRE_MS   2000
 /* After a job could not be opened: no claims for this long (the job is claimed again after it). */
 #define RUNNER_OPEN_PAUSE_MS 1000
+/* Fair shares: how often a full runner asks whether to hand a job back, and how long a job must
+ * have waited first (a runner with a free slot takes it within its tick, RUNNER_TICK_MS). */
+#define RUNNER_YIELD_MS     1000
+#define RUNNER_YIELD_WAIT_S 1.0
 
 typedef struct runner_state {
     worker_system *w;
     job_driver *jobs;
     int n_jobs;
-    long long last_heartbeat, last_reap;
+    long long last_heartbeat, last_reap, last_yield;
     long long claim_after; /* ms: no claims before (a job could not be opened) */
     int resync;            /* the connection was lost: drivers may be stale */
     int failed;            /* something failed in this round */
@@ -171,6 +182,36 @@ static void claim_jobs(runner_state *st, PGconn *c)
     free(rows);
 }
 
+/* With every slot taken, hands back a job of a caller that holds more than its share while
+ * another waits, and claims the slot it frees (job_store_yield). */
+static void yield_jobs(runner_state *st, PGconn *c)
+{
+    worker_system *w = st->w;
+    long long t = now_ms();
+    if (st->n_jobs < w->opt.max_jobs || t - st->last_yield < RUNNER_YIELD_MS)
+        return;
+    st->last_yield = t;
+    kt_error err;
+    kt_error_clear(&err);
+    long long id = 0;
+    if (job_store_yield(c, &w->me, RUNNER_YIELD_WAIT_S, &id, &err) < 0) {
+        round_failed(st, "sharing job slots", &err);
+        st->resync = 1; /* the hand-back may have been stored with its reply lost */
+        return;
+    }
+    for (int i = 0; id && i < st->n_jobs; i++) {
+        if (st->jobs[i].row.id != id)
+            continue;
+        /* Its trials under way finish and are recorded (the job still runs); the next claim of it
+         * replays them. */
+        job_driver_close(&st->jobs[i]);
+        st->jobs[i] = st->jobs[--st->n_jobs];
+        log_info("job %lld: handed back (fair share: another caller's job waits for a slot)", id);
+        claim_jobs(st, c);
+        return;
+    }
+}
+
 static void step_jobs(runner_state *st, PGconn *c)
 {
     kt_error err;
@@ -220,6 +261,7 @@ void *runner_main(void *arg)
                 housekeeping(&st, c, first);
                 first = 0;
                 claim_jobs(&st, c);
+                yield_jobs(&st, c);
                 step_jobs(&st, c);
             }
             if (PQstatus(c) != CONNECTION_OK)
