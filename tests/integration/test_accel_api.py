@@ -161,7 +161,7 @@ class AccelApiTest(unittest.TestCase):
             "space_size %s" % body.get("progress", {}).get("space_size")))
         if status == 202:
             self.k.request("DELETE", "/v1/jobs/%d" % body["id"])
-        self.assertEqual((status, body.get("error", {}).get("code")), (400, "space_too_large"), body)
+        self.assertEqual((status, (body.get("error") or {}).get("code")), (400, "space_too_large"), body)
         self.assertIn("2^63 - 1", body["error"]["message"])
         self.assertIn("signed 64-bit", body["error"]["hint"])
         status, _, page = self.k.get("/v1/jobs?limit=500")
