@@ -443,6 +443,23 @@ class ImportsAreNotMeasurementsTest(unittest.TestCase):
         status, pred = self.best_until(Q, lambda st, r: st == 200)
         self.assertEqual((status, pred["source"], pred["origin"]), (200, "predicted", "predicted"), pred)
         self.assertEqual(pred["config"]["UNROLL"], 1, pred)
+        # In the best table a trusted import outranks an untrusted one: a faster untrusted import of
+        # the same problem does not replace it, and a slower trusted one replaces an untrusted
+        # entry (after the model above: this makes 2048^3 a trusted problem).
+        def one(problem, time_ms, headers, **extra):
+            trial = {"config": dict(self.default, UNROLL=2), "status": "ok", "time_ms": time_ms}
+            status, _, reply = self.k.post("/v1/imports", dict({"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                                "trials": [trial]}, **extra), headers=headers)
+            self.assertEqual(status, 201, reply)
+            return reply["job"]["id"]
+        one(TRUSTED[0], 0.01, self.tune_auth)
+        status, _, kept = self.best(TRUSTED[0])
+        self.assertEqual((status, kept["job_id"], kept["time_ms"]), (200, got["job_id"], got["time_ms"]), kept)
+        trusted_job = one(UNTRUSTED[1], 50.0, IMP_AUTH, trusted=True)
+        status, now = self.best_until(UNTRUSTED[1], lambda st, r: r.get("job_id") == trusted_job, source="measured")
+        self.assertEqual((status, now["job_id"], now["time_ms"]), (200, trusted_job, 50.0), now)
+        status, _, plain = self.best(UNTRUSTED[1])
+        self.assertEqual((plain["job_id"], plain["origin"]), (trusted_job, "imported"), plain)
 
     def test_f_untrusted_imports_queue_no_retrain(self):
         before = [m["id"] for m in self.gemm_models()]
