@@ -238,9 +238,14 @@ double accel_space_bound(const accel_problem *p, int banks)
     return c * orders * orders * orders * alloc * alloc;
 }
 
-/* 2^64 - 1 ids; the shipped devices have 8 banks per buffer. */
+/* 2^64 - 1 ids; the shipped devices have 8 banks per buffer. A problem whose bound passes may still
+ * have more than SPACE_MAX_COUNT (2^63 - 1) configurations on a device: accel_space_new refuses it
+ * (space_too_large). */
 #define BOUND_LIMIT 1.8446744073709552e19
 #define BOUND_BANKS 8
+/* The training distribution keeps only problems whose bound is within SPACE_MAX_COUNT, so every
+ * sampled problem's space builds on the shipped devices (no trainer skips one). */
+#define SAMPLE_LIMIT 9.2233720368547758e18
 
 static int problem_check(const accel_problem *p, kt_error *err)
 {
@@ -391,7 +396,7 @@ void accel_problem_sample(const accel_kernel *k, kt_rng *rng, accel_problem *out
     for (;;) {
         k->sample(k, rng, arg);
         problem_fill(k, arg, out);
-        if (accel_space_bound(out, BOUND_BANKS) < BOUND_LIMIT)
+        if (accel_space_bound(out, BOUND_BANKS) < SAMPLE_LIMIT)
             return;
     }
 }

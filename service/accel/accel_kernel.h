@@ -69,7 +69,8 @@ json_t *accel_problem_json(const accel_problem *p);
  * surrogate training and the prediction report. Deterministic for the rng's state. */
 void accel_problem_sample(const accel_kernel *k, kt_rng *rng, accel_problem *out);
 
-/* The mapping space (see above); KT_ERR_SPACE_TOO_LARGE when it would not fit 64-bit ids. */
+/* The mapping space (see above); KT_ERR_SPACE_TOO_LARGE (with a hint) when it has more than
+ * SPACE_MAX_COUNT (2^63 - 1: signed 64-bit ids) configurations. */
 space *accel_space_new(const accel_problem *p, const accel_device *d, kt_error *err);
 
 typedef struct accel_mapping {

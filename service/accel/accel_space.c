@@ -104,6 +104,10 @@ space *accel_space_new(const accel_problem *p, const accel_device *d, kt_error *
     sp = space_new(params, restr, consts, NULL, err);
     if (!sp)
         kt_error_prefix(err, "accel %s on accel:%s", k->name, d->name);
+    if (!sp && err && err->code == KT_ERR_SPACE_TOO_LARGE)
+        kt_error_hint(err, "the mapping space's configuration ids must fit a signed 64-bit "
+                           "integer: smaller dims, or dims with fewer prime factors (the space "
+                           "grows with each dim's divisors); GET /v1/kernels lists the presets");
     json_decref(params);
     json_decref(restr);
     json_decref(consts);

@@ -2,12 +2,16 @@
  * table. Problem arguments come as query parameters: numbers, comma-separated lists of numbers, or
  * strings; the other parameters (BEST_OPTIONS) choose where an answer may come from.
  *
- * An answer says how it was made ("source"): "measured" (the best table, with the trial's
- * provenance) always wins; on a miss, "predicted" (the newest ready model of the key through the
- * process's model cache) or, with fallback=nearest, "nearest" (the nearest tuned problem of the
- * same key whose configuration is valid here). A measured answer and a cached prediction are
- * key-only (catalog_resolve_key); the problem's space (catalog_resolve) is built only when a model
- * must run (a prediction not cached yet) or a nearest answer must be checked against it.
+ * An answer says how it was made ("source"): "measured" or "imported" (the best table, with the
+ * trial's provenance) always wins; on a miss, "predicted" (the newest ready model of the key
+ * through the process's model cache) or, with fallback=nearest, "nearest" (the nearest tuned
+ * problem of the same key whose configuration is valid here). And where its configuration came
+ * from ("origin"): measured, imported or predicted; a nearest answer's is its neighbour's. An
+ * untrusted import (store/import_store.h) answers only a plain lookup, as "imported": never
+ * source=measured, never a neighbour, and models never learn from it (issue 26). A measured
+ * answer and a cached prediction are key-only (catalog_resolve_key); the problem's space
+ * (catalog_resolve) is built only when a model must run (a prediction not cached yet) or a nearest
+ * answer must be checked against it.
  *
  * Before any of that, the process's answer cache (lookup/best_cache.h, through api/best_cached.h):
  * the reply bytes made for the same normalized request, kept until a NOTIFY of the best or models
@@ -145,8 +149,9 @@ static int parse_options(const api_context *svc, const best_args *a, best_query 
         q->from = BEST_FROM_PREDICTED;
     } else if (source) {
         kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown source '%.40s'", source);
-        kt_error_hint(err, "source=measured (the best table only) or source=predicted (the model "
-                           "only); leave it out to get a measurement, else a prediction");
+        kt_error_hint(err, "source=measured (measurements and trusted imports only) or "
+                           "source=predicted (the model only); leave it out to get a measurement "
+                           "(or an import), else a prediction");
         return -1;
     }
     if (fallback && strcmp(fallback, "nearest") == 0) {
@@ -171,13 +176,14 @@ static int parse_options(const api_context *svc, const best_args *a, best_query 
     return 0;
 }
 
-/* The part every answer shares: the key and the canonical problem, and where it came from. */
-static json_t *answer_new(const target *t, const char *source)
+/* The part every answer shares: the key and the canonical problem, how it was made (source) and
+ * where its configuration came from (origin). */
+static json_t *answer_new(const target *t, const char *source, const char *origin)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "kernel", t->key.kernel, "device",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "kernel", t->key.kernel, "device",
                      t->key.device, "device_class", t->key.device_class, "kernel_hash",
                      t->key.kernel_hash, "toolchain", t->key.toolchain, "problem", t->problem,
-                     "source", source);
+                     "source", source, "origin", origin);
 }
 
 /* Queues a budgeted job for the key unless one is queued or running: *out
@@ -205,7 +211,7 @@ static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t
         return 0;
     int rc = model_cache_predict(svc->models, c, t, k, &pred, err);
     if (rc == 1) {
-        *out = answer_new(t, "predicted");
+        *out = answer_new(t, "predicted", "predicted");
         if (!*out || json_object_update(*out, pred) < 0)
             rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing a prediction");
     }
@@ -214,7 +220,8 @@ static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t
 }
 
 /* The nearest tuned problem of t's key whose configuration is valid in t's space: 1 (*out), 0 none,
- * -1 err. */
+ * -1 err. Tuned: measured, or imported by a trusted import (best_store_problems_json); the answer's
+ * origin is the neighbour's. */
 static int nearest(PGconn *c, const target *t, json_t **out, kt_error *err)
 {
     json_t *problems = best_store_problems_json(c, &t->key, BEST_NEAREST_MAX, err);
@@ -225,7 +232,8 @@ static int nearest(PGconn *c, const target *t, json_t **out, kt_error *err)
     int rc = i >= 0;
     if (i >= 0) {
         json_t *e = json_array_get(json_object_get(problems, "problems"), (size_t)i);
-        *out = answer_new(t, "nearest");
+        const char *origin = json_string_value(json_object_get(e, "origin"));
+        *out = answer_new(t, "nearest", origin ? origin : "measured");
         if (!*out || json_object_set(*out, "config", json_object_get(e, "config")) < 0 ||
             json_object_set_new(*out, "nearest",
                                 json_pack("{s:O, s:f, s:O, s:O, s:O, s:O}", "problem",
@@ -345,7 +353,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    answer = best_store_get_json(c, &key_only.key, &err);
+    /* source=measured: a measurement or a trusted import's result only (issue 26). */
+    answer = best_store_get_json(c, &key_only.key, q.from == BEST_FROM_MEASURED, &err);
     if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
     found = answer != NULL;

@@ -15,6 +15,7 @@ void api_best_list(void *app, const http_request *req, http_response *res);
 void api_models_create(void *app, const http_request *req, http_response *res); /* models.c */
 void api_models_list(void *app, const http_request *req, http_response *res);
 void api_model_get(void *app, const http_request *req, http_response *res);
+void api_model_delete(void *app, const http_request *req, http_response *res);
 void api_kernels(void *app, const http_request *req, http_response *res);  /* catalog.c */
 void api_networks(void *app, const http_request *req, http_response *res); /* catalog.c */
 void api_devices(void *app, const http_request *req, http_response *res);

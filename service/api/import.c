@@ -10,7 +10,13 @@
  * "source": "imported", any measurement replaces them, and they replace a measurement only when
  * the request says "replace_measured": true (admin scope). An import job is removed, with its
  * trials and best entries, by DELETE /v1/imports/{id} (admin; the next best trial of each key comes
- * back). A time_ms must lie in [IMPORT_MIN_MS, IMPORT_MAX_MS]: 1e-300 ms is no measurement. */
+ * back). A time_ms must lie in [IMPORT_MIN_MS, IMPORT_MAX_MS]: 1e-300 ms is no measurement.
+ *
+ * And they are not measurements (issue 26): an import answers only a plain GET /v1/best (as
+ * "imported"), never source=measured, the nearest fallback, a model's training data or retrain
+ * count, or a warm start, unless an admin trusts it: "trusted": true (or "replace_measured": true)
+ * on the request that creates the import job. Trust belongs to the job, set once when it is made.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,9 +154,17 @@ static int check_trials(const space *sp, const json_t *trials, json_t *out, kt_e
 static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, long long *id,
                               target *target, kt_error *err)
 {
-    static const char *const fields[] = {"job", "trials", "replace_measured", NULL};
+    static const char *const fields[] = {"job", "trials", "replace_measured", "trusted", NULL};
     if (api_check_fields(body, fields, "an import that adds to a job", err) < 0)
         return -1;
+    if (json_object_get(body, "trusted")) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "field 'trusted' is set when an import job is created; an import that adds "
+                     "to a job keeps that job's trust");
+        kt_error_hint(err, "leave 'trusted' out, or import these trials as a new job (without "
+                           "\"job\") with \"trusted\": true (admin)");
+        return -1;
+    }
     json_t *jv = json_object_get(body, "job");
     if (!json_is_integer(jv))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'job' must be a positive job id");
@@ -193,11 +207,11 @@ done:
 void api_import(void *app, const http_request *req, http_response *res)
 {
     static const char *const fields[] = {"kernel", "device",           "problem", "source",
-                                         "trials", "replace_measured", NULL};
+                                         "trials", "replace_measured", "trusted", NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    json_t *body = NULL, *rows = json_array(), *job = NULL, *replace = NULL;
+    json_t *body = NULL, *rows = json_array(), *job = NULL, *replace = NULL, *trusted = NULL;
     target target;
     int resolved = 0;
     PGconn *c = NULL;
@@ -213,8 +227,15 @@ void api_import(void *app, const http_request *req, http_response *res)
         kt_error_set(&err, KT_ERR_WRONG_TYPE, "field 'replace_measured' must be true or false");
         goto fail;
     }
-    /* Outranking this service's own measurements is an admin's decision. */
-    if (json_is_true(replace) && api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
+    trusted = json_object_get(body, "trusted");
+    if (trusted && !json_is_boolean(trusted)) {
+        kt_error_set(&err, KT_ERR_WRONG_TYPE, "field 'trusted' must be true or false");
+        goto fail;
+    }
+    /* Outranking this service's own measurements, or counting as them (source=measured, nearest,
+     * models, warm starts), is an admin's decision. */
+    if ((json_is_true(replace) || json_is_true(trusted)) &&
+        api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
         goto out;
     c = api_db_acquire(svc, res);
     if (!c)
@@ -248,6 +269,7 @@ void api_import(void *app, const http_request *req, http_response *res)
         .source = source,
         .space_size = space_count(target.sp),
         .replace_measured = json_is_true(replace),
+        .trusted = json_is_true(trusted),
     };
     import_counts counts;
     int created = id == 0;

@@ -1,25 +1,23 @@
-/* /v1/models — queue the training of a model for a key, list models, read one. Training happens in
- * the background (worker/trainer.c, any ktuned sharing the database); this file validates requests,
- * resolves the key through the catalog and reads the models table through store/model_store.
- * Kinds: "predictor" (algorithm: predictor_kinds(); hyper numbers, checked here as the training
- * checks them) and "surrogate" (algorithm "mlp"; an accel device only; hyper checked here in full:
- * worker/trainer_surrogate.h). */
+/* /v1/models — queue the training of a model for a key, list models, read one, delete one.
+ * Training happens in the background (worker/trainer.c, any ktuned sharing the database); the body
+ * of a POST is checked by api/model_request.h (kinds "predictor" and "surrogate", their algorithms
+ * and hyper-parameters, checked as the training checks them); this file resolves the key through
+ * the catalog (a surrogate: an accel device only) and reads and writes the models table through
+ * store/model_store. */
 #include <stdio.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
-#include "model/predictor.h"
+#include "core/log.h"
 #include "store/model_store.h"
-#include "worker/trainer_surrogate.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
+#include "api/model_request.h"
 
 #define MODELS_PAGE_DEFAULT 50
 #define MODELS_PAGE_MAX     500
-#define MODEL_KIND          "predictor"
-#define MODEL_HYPER_MAX     32 /* keys of "hyper" */
 
 static const char *const model_statuses[] = {"training", "ready", "failed", "superseded", NULL};
 
@@ -80,66 +78,13 @@ static int device_of_class(const catalog *cat, const char *kernel, const char *d
     return rc;
 }
 
-/* A predictor's algorithm (NULL: the default) and hyper (numbers; keys and ranges as the training
- * checks them, predictor_hyper_check). */
-static int check_predictor(const json_t *hyper, const char *algorithm, kt_error *err)
-{
-    if (algorithm && !predictor_kind_exists(algorithm)) {
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown algorithm '%.64s'", algorithm);
-        kt_error_hint(err, "algorithms: %s (default %s)", predictor_kinds(),
-                      predictor_default_kind());
-        return -1;
-    }
-    if (!hyper || json_is_null(hyper))
-        return 0;
-    if (!json_is_object(hyper))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE,
-                            "field 'hyper' must be an object of hyper-parameters");
-    if (json_object_size(hyper) > MODEL_HYPER_MAX)
-        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'hyper' has more than %d keys",
-                            MODEL_HYPER_MAX);
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)hyper, key, v)
-    {
-        if (!json_is_number(v)) {
-            kt_error_set(err, KT_ERR_WRONG_TYPE, "hyper.%.64s must be a number", key);
-            kt_error_hint(err, "e.g. {\"top\": 8, \"beam\": 32}; see GET /v1/openapi.json");
-            return -1;
-        }
-    }
-    /* Keys and ranges as the training will check them, before the row is stored: a number out of
-     * range (1e300) stored once made every GET /v1/models fail. */
-    return predictor_hyper_check(algorithm, hyper, err);
-}
-
-/* A surrogate's algorithm (NULL: mlp) and hyper, checked now: the whole plan of its training. */
-static int check_surrogate(const json_t *body, const char *algorithm, kt_error *err)
-{
-    trainer_surrogate_plan plan;
-    if (algorithm && strcmp(algorithm, TRAINER_SURROGATE_ALGORITHM) != 0) {
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown surrogate algorithm '%.64s'", algorithm);
-        kt_error_hint(err, "a surrogate's algorithm: " TRAINER_SURROGATE_ALGORITHM
-                           " (the default; leave it out)");
-        return -1;
-    }
-    if (trainer_surrogate_plan_parse(json_object_get(body, "hyper"), &plan, err) < 0) {
-        if (!err->hint[0])
-            kt_error_hint(err, "see POST /v1/models in GET /v1/openapi.json");
-        return -1;
-    }
-    return 0;
-}
-
 void api_models_create(void *app, const http_request *req, http_response *res)
 {
-    static const char *const fields[] = {"kernel", "device", "device_class", "kind", "algorithm",
-                                         "hyper",  NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     json_t *body = NULL, *model = NULL;
-    const char *kernel, *device, *device_class, *kind, *algorithm;
+    model_request mr;
     char class_device[API_MAX_NAME + 1];
     target t;
     int resolved = 0;
@@ -148,41 +93,16 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     if (api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
         goto out;
     body = http_parse_json_body(req, &err);
-    if (!body || api_check_fields(body, fields, "the model request", &err) < 0 ||
-        api_get_string(body, "kernel", 1, API_MAX_NAME, &kernel, &err) < 0 ||
-        api_get_string(body, "device", 0, API_MAX_NAME, &device, &err) < 0 ||
-        api_get_string(body, "device_class", 0, API_MAX_NAME, &device_class, &err) < 0 ||
-        api_get_string(body, "kind", 0, API_MAX_NAME, &kind, &err) < 0 ||
-        api_get_string(body, "algorithm", 0, API_MAX_NAME, &algorithm, &err) < 0)
+    if (!body || model_request_parse(body, &mr, &err) < 0)
         goto fail;
-    if (!kind)
-        kind = MODEL_KIND;
-    int surrogate = strcmp(kind, TRAINER_SURROGATE_KIND) == 0;
-    if (!surrogate && strcmp(kind, MODEL_KIND) != 0) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown model kind '%.64s'", kind);
-        kt_error_hint(&err, "kinds: \"predictor\" (the default: learns from tuned trials), "
-                            "\"surrogate\" (learns an accel device's cost model, for mindmap)");
-        goto fail;
-    }
-    if (surrogate ? check_surrogate(body, algorithm, &err) < 0
-                  : check_predictor(json_object_get(body, "hyper"), algorithm, &err) < 0)
-        goto fail;
-    if (!algorithm)
-        algorithm = surrogate ? TRAINER_SURROGATE_ALGORITHM : predictor_default_kind();
-    if (!device == !device_class) {
-        kt_error_set(&err, device ? KT_ERR_BAD_REQUEST : KT_ERR_MISSING_FIELD,
-                     "give exactly one of 'device' and 'device_class'");
-        kt_error_hint(&err, "a model is trained for a device class; name a device (\"cpu\") or "
-                            "its class (GET /v1/devices)");
-        goto fail;
-    }
-    if (device_class) {
-        if (device_of_class(svc->cat, kernel, device_class, class_device, sizeof class_device,
+    const char *device = mr.device;
+    if (mr.device_class) {
+        if (device_of_class(svc->cat, mr.kernel, mr.device_class, class_device, sizeof class_device,
                             &err) < 0)
             goto fail;
         device = class_device;
     }
-    if (surrogate && strncmp(device, "accel:", 6) != 0) {
+    if (mr.surrogate && strncmp(device, "accel:", 6) != 0) {
         kt_error_set(&err, KT_ERR_BAD_REQUEST,
                      "device %.200s has no cost model for a surrogate to learn", device);
         kt_error_hint(&err,
@@ -194,12 +114,12 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     }
     /* The key of the kernel on that device: its class, kernel hash and toolchain (the default
      * problem stands in; a model covers every problem of the key). */
-    if (catalog_resolve_key(svc->cat, kernel, device, NULL, &t, &err) < 0)
+    if (catalog_resolve_key(svc->cat, mr.kernel, device, NULL, &t, &err) < 0)
         goto fail;
     resolved = 1;
     model_key mk = {
-        .kind = kind,
-        .algorithm = algorithm,
+        .kind = mr.kind,
+        .algorithm = mr.algorithm,
         .kernel = t.key.kernel,
         .device_class = t.key.device_class,
         .kernel_hash = t.key.kernel_hash,
@@ -208,9 +128,7 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    const json_t *hyper = json_object_get(body, "hyper");
-    if (model_store_create(c, &mk, json_is_object(hyper) ? hyper : NULL, "requested", &id, &err) <
-            0 ||
+    if (model_store_create(c, &mk, mr.hyper, "requested", &id, &err) < 0 ||
         !(model = model_store_get_json(c, id, &err)))
         goto fail;
     worker_system_wake_trainer(svc->workers);
@@ -276,4 +194,35 @@ void api_model_get(void *app, const http_request *req, http_response *res)
         return api_fail(res, &err);
     }
     http_reply_json(res, 200, model);
+}
+
+/* DELETE /v1/models/{id} (admin, routes.c): whatever its status; what that means for a model being
+ * trained, one serving predictions and a surrogate a job searches through is model_store_delete's
+ * (store/model_store.h). */
+void api_model_delete(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    PGconn *c = NULL;
+    long long id;
+    model_deleted gone;
+    if (api_path_id(req, 0, "model", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        goto fail;
+    if (!(c = api_db_acquire(svc, res)))
+        return;
+    if (model_store_delete(c, id, &gone, &err) < 0)
+        goto fail;
+    log_info("model %lld deleted (%s %s; %lld ended jobs unlinked)", id, gone.kind, gone.status,
+             gone.jobs_unlinked);
+    http_reply_json(res, 200,
+                    json_pack("{s:I,s:b,s:s,s:s,s:I}", "id", (json_int_t)id, "deleted", 1, "kind",
+                              gone.kind, "status", gone.status, "jobs_unlinked",
+                              (json_int_t)gone.jobs_unlinked));
+    goto done;
+fail:
+    api_fail(res, &err);
+done:
+    api_db_release(svc, c);
 }

@@ -3,8 +3,8 @@
 #include "api/handlers.h"
 
 /* Scopes (api_authorize): every GET needs read when any token exists; the token routes and the
- * removal of imports need admin. The other writes check their scope in their handler (POST
- * /v1/tune, DELETE /v1/jobs/{id} and POST /v1/imports: tune, more for an import that replaces
+ * removal of imports and of models need admin. The other writes check their scope in their handler
+ * (POST /v1/tune, DELETE /v1/jobs/{id} and POST /v1/imports: tune, more for an import that replaces
  * measurements; POST /v1/models: admin; GET /v1/best?tune_on_miss: tune). Open to all: /healthz
  * (probes), /v1/openapi.json (the API's description) and the dashboard's static files. */
 #define GUARDED(fn, scope)                                                                         \
@@ -31,6 +31,7 @@ GUARDED(api_tokens_create, API_SCOPE_ADMIN)
 GUARDED(api_tokens_list, API_SCOPE_ADMIN)
 GUARDED(api_token_delete, API_SCOPE_ADMIN)
 GUARDED(api_import_delete, API_SCOPE_ADMIN)
+GUARDED(api_model_delete, API_SCOPE_ADMIN)
 
 static const http_route routes[] = {
     {"POST", "/v1/tune", api_tune},
@@ -45,6 +46,7 @@ static const http_route routes[] = {
     {"POST", "/v1/models", api_models_create},
     {"GET", "/v1/models", api_models_list_guarded},
     {"GET", "/v1/models/{id}", api_model_get_guarded},
+    {"DELETE", "/v1/models/{id}", api_model_delete_guarded},
     {"GET", "/v1/kernels", api_kernels_guarded},
     {"GET", "/v1/networks", api_networks_guarded},
     {"GET", "/v1/devices", api_devices_guarded},

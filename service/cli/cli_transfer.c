@@ -22,7 +22,8 @@
 static void transfer_usage(FILE *f)
 {
     fprintf(f, "usage: ktune export JOB --format kerneltuner|t4 [-o FILE]\n"
-               "       ktune import FILE [--kernel K --device D] [--problem NAME=V,...]\n"
+               "       ktune import FILE [--kernel K --device D] [--problem NAME=V,...] "
+               "[--trusted]\n"
                "\n"
                "export writes the finished trials of job JOB as a Kernel Tuner cache file or a\n"
                "T4 results file (stdout unless -o). import reads either format (gzipped or not;\n"
@@ -30,6 +31,9 @@ static void transfer_usage(FILE *f)
                "strategy 'import', which updates the best known configurations. The kernel,\n"
                "device and problem come from the options, else from the file (ktune's exports\n"
                "name them; a Kernel Tuner cache with a \"space\" name maps to replay:<space>).\n"
+               "Imported results answer only a plain ktune best, as imported: never --source\n"
+               "measured, the nearest fallback, models or warm starts, unless --trusted (an\n"
+               "admin token) says they count as measurements.\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -198,7 +202,7 @@ done:
 
 /* Sends the trials in chunks; the first request creates the job. */
 static int send_import(cli_client *cl, const cli_import *im, const char *kernel, const char *device,
-                       const json_t *problem)
+                       const json_t *problem, int trusted)
 {
     size_t pos = 0, total = json_array_size(im->trials);
     long long id = 0, inserted = 0, duplicates = 0;
@@ -210,6 +214,8 @@ static int send_import(cli_client *cl, const cli_import *im, const char *kernel,
                                : json_pack("{s:I}", "job", (json_int_t)id);
         if (id == 0 && problem)
             json_object_set(body, "problem", (json_t *)problem);
+        if (id == 0 && trusted) /* the job's trust is set when it is created */
+            json_object_set_new(body, "trusted", json_true());
         json_object_set_new(body, "trials", chunk);
         json_decref(job);
         job = NULL;
@@ -244,6 +250,7 @@ int cli_import_main(int argc, char **argv)
 {
     cli_conn conn;
     const char *file = NULL, *kernel = NULL, *device = NULL;
+    int trusted = 0;
     json_t *problem = NULL, *root = NULL;
     cli_client *cl = NULL;
     cli_import im;
@@ -263,6 +270,8 @@ int cli_import_main(int argc, char **argv)
             (m = cli_opt(argc, argv, &i, "--device", &device))) {
             if (m < 0)
                 goto done;
+        } else if (strcmp(argv[i], "--trusted") == 0) {
+            trusted = 1;
         } else if (!file && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
             file = argv[i];
         } else {
@@ -309,7 +318,7 @@ int cli_import_main(int argc, char **argv)
         fprintf(stderr, "ktune: cannot start libcurl\n");
         goto done;
     }
-    rc = send_import(cl, &im, kernel, device, problem);
+    rc = send_import(cl, &im, kernel, device, problem, trusted);
 done:
     cli_import_release(&im);
     json_decref(root);

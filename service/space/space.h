@@ -26,6 +26,9 @@
 #include "core/rng.h"
 
 typedef uint64_t config_id;
+/* The most valid configurations a space may have: ids are stored (PostgreSQL bigint) and written
+ * (JSON integers) as signed 64-bit numbers, so every id and count stays within INT64_MAX. */
+#define SPACE_MAX_COUNT ((uint64_t)INT64_MAX)
 
 typedef struct space space;
 
@@ -47,7 +50,8 @@ typedef struct space_limits {
  * object of name -> number usable in restrictions (device limits such as max_threads_per_block), or
  * NULL. A name may not be both a parameter and a constant. limits: NULL for defaults. Errors:
  * KT_ERR_BAD_SPACE (malformed params), KT_ERR_BAD_EXPRESSION (message names the restriction and the
- * position), KT_ERR_SPACE_TOO_LARGE (a group exceeds the limits). A space with zero valid configs
+ * position), KT_ERR_SPACE_TOO_LARGE (a group exceeds the limits, or the space has more than
+ * SPACE_MAX_COUNT valid configurations). A space with zero valid configs
  * is valid (space_count() == 0). A restriction whose evaluation fails for a configuration (division
  * or modulo by zero, str < int, ...) makes that configuration invalid; one that reads no parameter
  * is checked once, and if it does not hold the space is empty. */

@@ -235,7 +235,7 @@ out:
     return rc;
 }
 
-/* Sets count and strides; KT_ERR_SPACE_TOO_LARGE when the product does not fit in a config_id. */
+/* Sets count and strides; KT_ERR_SPACE_TOO_LARGE when the product exceeds SPACE_MAX_COUNT. */
 static int finish(space *sp, kt_error *err)
 {
     uint64_t count = 1;
@@ -243,9 +243,15 @@ static int finish(space *sp, kt_error *err)
     for (int g = 0; g < sp->n_groups; g++)
         empty |= sp->groups[g].n == 0;
     for (int g = 0; !empty && g < sp->n_groups; g++) {
-        if (__builtin_mul_overflow(count, sp->groups[g].n, &count))
-            return kt_error_set(err, KT_ERR_SPACE_TOO_LARGE,
-                                "the space has more than 2^64 valid configurations");
+        /* Ids are stored as bigint and written as JSON integers (signed 64-bit): a count above
+         * that once became a negative space_size and negative config ids. */
+        if (__builtin_mul_overflow(count, sp->groups[g].n, &count) || count > SPACE_MAX_COUNT) {
+            kt_error_set(err, KT_ERR_SPACE_TOO_LARGE,
+                         "the space has more than 2^63 - 1 valid configurations");
+            kt_error_hint(err, "a configuration id must fit a signed 64-bit integer: smaller "
+                               "problem sizes, fewer parameter values or more restrictions");
+            return -1;
+        }
     }
     sp->count = empty ? 0 : count;
     uint64_t stride = 1;

@@ -8,7 +8,7 @@
     " 'kernel_hash', b.kernel_hash, 'toolchain', b.toolchain, 'problem', b.problem, 'config',"     \
     " b.config, 'time_ms', b.time_ms,"                                                             \
     " 'job_id', b.job_id, 'trial_id', b.trial_id, 'measured_at', b.measured_at, 'source', "        \
-    "b.origin"
+    "b.origin, 'origin', b.origin"
 #define BEST_JSON_SQL "json_build_object(" BEST_FIELDS_SQL ")"
 /* One entry with how it was measured: the best trial's repeats and noise (NULL for imported trials
  * that did not record them). */
@@ -38,6 +38,11 @@ best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, l
     };
 }
 
+/* The entry's job (alias best) is a trusted import: its rank between a measurement and an
+ * untrusted import. */
+#define BEST_INCUMBENT_TRUSTED                                                                     \
+    "EXISTS (SELECT 1 FROM jobs j WHERE j.id = best.job_id AND " STORE_MEASURED_JOB("j") ")"
+
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
 {
     store_num t, j, tr;
@@ -53,9 +58,12 @@ int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
                        store_ll(&tr, o->trial_id),
                        o->key.toolchain,
                        o->imported ? "imported" : "measured",
-                       o->replace_measured ? "true" : "false"};
+                       o->replace_measured ? "true" : "false",
+                       o->trusted || o->replace_measured ? "true" : "false"};
     /* The origin rule of sql/008: measured beats imported; imported beats measured only when
-     * asked; within one origin, ktune_improves_best. */
+     * asked; within one origin, ktune_improves_best. Among imports (issue 26) a trusted one beats
+     * an untrusted one, so an untrusted import never hides what source=measured and the nearest
+     * fallback may answer. */
     return db_run(
         c,
         "INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,"
@@ -67,9 +75,11 @@ int best_store_offer(PGconn *c, const best_offer *o, kt_error *err)
         " origin = EXCLUDED.origin, measured_at = now() WHERE CASE"
         " WHEN EXCLUDED.origin = 'measured' THEN best.origin = 'imported'"
         "   OR ktune_improves_best(EXCLUDED.time_ms, best.time_ms)"
-        " ELSE (best.origin = 'imported' OR $13::boolean)"
-        "   AND ktune_improves_best(EXCLUDED.time_ms, best.time_ms) END",
-        13, p, err);
+        " WHEN best.origin = 'measured' THEN $13::boolean"
+        "   AND ktune_improves_best(EXCLUDED.time_ms, best.time_ms)"
+        " WHEN $14::boolean <> " BEST_INCUMBENT_TRUSTED " THEN $14::boolean"
+        " ELSE ktune_improves_best(EXCLUDED.time_ms, best.time_ms) END",
+        14, p, err);
 }
 
 int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long long *restored,
@@ -102,8 +112,9 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
         " AND j.problem_key = k->>4 JOIN trials t ON t.job_id = j.id"
         " WHERE j.id <> $1 AND t.status = 'ok' AND t.time_ms IS NOT NULL"
         " ORDER BY j.kernel, j.device_class, j.kernel_hash, j.toolchain, j.problem_key,"
-        " j.strategy = 'import', t.time_ms, t.id"
-        " ON CONFLICT DO NOTHING RETURNING 1",
+        " j.strategy = 'import', NOT " STORE_MEASURED_JOB(
+            "j") ", t.time_ms, t.id"
+                 " ON CONFLICT DO NOTHING RETURNING 1",
         2, p, err);
     if (!back)
         goto out;
@@ -115,21 +126,28 @@ out:
     return rc;
 }
 
-json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err)
+/* The entry (alias b) is a measurement, or a trusted import's result. */
+#define BEST_IS_MEASURED                                                                           \
+    "(b.origin = 'measured' OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = b.job_id "                \
+    "AND " STORE_MEASURED_JOB("j") "))"
+
+json_t *best_store_get_json(PGconn *c, const target_key *key, int measured_only, kt_error *err)
 {
-    const char *p[] = {key->kernel, key->device_class, key->kernel_hash, key->problem_key,
-                       key->toolchain};
+    const char *p[] = {key->kernel,      key->device_class, key->kernel_hash,
+                       key->problem_key, key->toolchain,    measured_only ? "true" : "false"};
     json_t *out = store_query_json(c,
                                    "SELECT " BEST_PROVENANCE_JSON_SQL " FROM best b LEFT JOIN"
                                    " trials t ON t.id = b.trial_id WHERE b.kernel = $1"
                                    " AND b.device_class = $2 AND b.kernel_hash = $3"
-                                   " AND b.problem_key = $4 AND b.toolchain = $5",
-                                   5, p, "nothing is known", err);
+                                   " AND b.problem_key = $4 AND b.toolchain = $5"
+                                   " AND (NOT $6::boolean OR " BEST_IS_MEASURED ")",
+                                   6, p, "nothing is known", err);
     if (!out && err && err->code == KT_ERR_NOT_FOUND)
         kt_error_set(err, KT_ERR_NO_BEST,
-                     "no configuration of kernel %s is known for device class %s, toolchain %s "
+                     "no %sconfiguration of kernel %s is known for device class %s, toolchain %s "
                      "and problem %s",
-                     key->kernel, key->device_class, key->toolchain, key->problem_key);
+                     measured_only ? "measured " : "", key->kernel, key->device_class,
+                     key->toolchain, key->problem_key);
     return out;
 }
 
@@ -156,8 +174,9 @@ json_t *best_store_problems_json(PGconn *c, const target_key *key, int limit, kt
         c,
         "SELECT json_build_object('problems', COALESCE(json_agg(json_build_object('problem',"
         " b.problem, 'config', b.config, 'time_ms', b.time_ms, 'job_id', b.job_id, 'trial_id',"
-        " b.trial_id, 'measured_at', b.measured_at) ORDER BY b.problem_key), '[]'::json)) FROM"
-        " (SELECT * FROM best WHERE kernel = $1 AND device_class = $2 AND kernel_hash = $3"
-        " AND toolchain = $4 ORDER BY problem_key LIMIT $5) b",
+        " b.trial_id, 'measured_at', b.measured_at, 'origin', b.origin) ORDER BY b.problem_key),"
+        " '[]'::json)) FROM (SELECT * FROM best b WHERE b.kernel = $1 AND b.device_class = $2"
+        " AND b.kernel_hash = $3 AND b.toolchain = $4 AND " BEST_IS_MEASURED
+        " ORDER BY b.problem_key LIMIT $5) b",
         5, p, "no tuned problems", err);
 }

@@ -18,6 +18,8 @@ typedef struct best_offer {
     long long job_id, trial_id;
     int imported;         /* from POST /v1/imports: the entry's origin is 'imported' (sql/008) */
     int replace_measured; /* imported and allowed to replace a measured entry (admin asked) */
+    int trusted;          /* imported by a trusted import job (import_store.h; implied by
+                           * replace_measured): it ranks above an untrusted import */
 } best_offer;
 
 /* The columns a statement returns, in this order, for best_offer_of_job_row. */
@@ -32,9 +34,12 @@ best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, l
 
 /* Inserts, or replaces the entry: a measured offer replaces an imported entry always, and a
  * measured one when ktune_improves_best(time_ms, the entry's time_ms): strictly lower (sql/003; the
- * same condition as the job's own best, job_store_offer_best). An imported offer replaces an
- * imported entry when it improves on it, and a measured entry only with replace_measured (and when
- * it improves on it). */
+ * same condition as the job's own best, job_store_offer_best). An imported offer replaces a
+ * measured entry only with replace_measured (and when it improves on it); between imports a
+ * trusted one replaces an untrusted one always and never the reverse, and within the same trust
+ * the offer must improve on the entry. So the entry of a key is its best measurement, else its
+ * best trusted import, else its best untrusted import (unless an admin's replace_measured said
+ * otherwise). */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 /* Removes the entries naming job job_id and puts back, for each of their keys, the best remaining
  * trial of another job of that key (a measured one before any imported one, then the fastest,
@@ -43,17 +48,21 @@ int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long long *restored,
                           kt_error *err);
 /* {"kernel","device","device_class","kernel_hash","toolchain","problem","config","time_ms","job_id",
- * "trial_id","measured_at","source":"measured"|"imported","provenance":{"repeats","noise_cv","job_id",
- * "trial_id","measured_at"}} (the best trial joined: repeats and noise_cv are null for imports that
- * did not record them); KT_ERR_NO_BEST when nothing is known for the whole key (its toolchain
- * included: an entry measured under another toolchain is not this key's). */
-json_t *best_store_get_json(PGconn *c, const target_key *key, kt_error *err);
+ * "trial_id","measured_at","source":"measured"|"imported","origin" (the
+ * same),"provenance":{"repeats", "noise_cv","job_id","trial_id","measured_at"}} (the best trial
+ * joined: repeats and noise_cv are null for imports that did not record them); KT_ERR_NO_BEST when
+ * nothing is known for the whole key (its toolchain included: an entry measured under another
+ * toolchain is not this key's), or, with measured_only (GET /v1/best?source=measured), when the
+ * entry is an untrusted import's. */
+json_t *best_store_get_json(PGconn *c, const target_key *key, int measured_only, kt_error *err);
 /* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
                              kt_error *err);
-/* {"problems":[{"problem","config","time_ms","job_id","trial_id","measured_at"}...]}: every tuned
- * problem of key's (kernel, device class, kernel hash, toolchain) — key.problem_key is ignored — by
- * problem key, at most limit (the nearest-problem fallback of GET /v1/best reads them). */
+/* {"problems":[{"problem","config","time_ms","job_id","trial_id","measured_at","origin"}...]}:
+ * every problem of key's (kernel, device class, kernel hash, toolchain) — key.problem_key is
+ * ignored — whose entry is a measurement or a trusted import's (origin "measured" | "imported"; an
+ * untrusted import is no neighbour), by problem key, at most limit (the nearest-problem fallback of
+ * GET /v1/best reads them). */
 json_t *best_store_problems_json(PGconn *c, const target_key *key, int limit, kt_error *err);
 
 #endif

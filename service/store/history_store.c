@@ -38,6 +38,7 @@ int history_store_sources(PGconn *c, const char *kernel, const char *device_clas
         db_exec(c,
                 "SELECT j.device_class, j.problem_key, min(j.problem::text) FROM jobs j"
                 " WHERE j.kernel = $1 AND NOT (j.device_class = $2 AND j.problem_key = $3)"
+                " AND " STORE_MEASURED_JOB("j") /* an untrusted import seeds nothing */
                 " AND EXISTS (SELECT 1 FROM trials t WHERE t.job_id = j.id AND t.status = 'ok'"
                 " AND t.time_ms > 0) GROUP BY j.device_class, j.problem_key"
                 " ORDER BY j.device_class, j.problem_key LIMIT $4",
@@ -84,7 +85,8 @@ int history_store_source_trials(PGconn *c, const char *kernel, const char *devic
         c,
         "SELECT t.config::text, min(t.time_ms) AS best FROM trials t JOIN jobs j ON j.id = t.job_id"
         " WHERE j.kernel = $1 AND j.device_class = $2 AND j.problem_key = $3 AND t.status = 'ok'"
-        " AND t.time_ms > 0 GROUP BY t.config::text ORDER BY best, t.config::text LIMIT $4",
+        " AND t.time_ms > 0 AND " STORE_MEASURED_JOB(
+            "j") " GROUP BY t.config::text ORDER BY best, t.config::text LIMIT $4",
         4, p, err);
     if (!r)
         goto out;

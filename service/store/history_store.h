@@ -2,7 +2,9 @@
  * (warm starts, issue #10 section 4): the (device class, problem) pairs the kernel was tuned on,
  * and per pair its fastest distinct ok configurations. History is matched by kernel name only
  * (not the kernel hash: a changed source still has related results); the caller maps
- * configurations into its space by parameter names and values (worker/warm_start.c).
+ * configurations into its space by parameter names and values (worker/warm_start.c). Only trials
+ * that count as measurements are history: a tuning job's and a trusted import's, never an
+ * untrusted import's (STORE_MEASURED_JOB in store_util.h; issue 26).
  *
  * Call order: history_store_sources, then history_store_source_trials for the pairs chosen.
  * Both return -1 with err on failure; results are owned by the caller (history_*_release). */

@@ -9,10 +9,16 @@
 #include "store/job_store.h"
 #include "store/store_util.h"
 
-/* Creates the job row, already finished: an import job is its trials. */
+/* Creates the job row, already finished: an import job is its trials. Trust is recorded in its
+ * options, where STORE_MEASURED_JOB reads it. */
 static int create_job(PGconn *c, const import_target *t, long long n, long long *id, kt_error *err)
 {
     json_t *opts = json_pack("{s:s}", "source", t->source ? t->source : "import");
+    if (opts && (t->trusted || t->replace_measured) &&
+        json_object_set_new(opts, "trusted", json_true()) < 0) {
+        json_decref(opts);
+        opts = NULL;
+    }
     job_spec spec = {
         .key = t->key,
         .problem = t->problem,
@@ -29,12 +35,16 @@ static int create_job(PGconn *c, const import_target *t, long long n, long long 
     return rc;
 }
 
-/* Locks an existing import job for the rest of the transaction. */
-static int lock_job(PGconn *c, long long id, kt_error *err)
+/* Locks an existing import job for the rest of the transaction; *trusted: whether it is trusted
+ * (may be NULL). */
+static int lock_job(PGconn *c, long long id, int *trusted, kt_error *err)
 {
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    PGresult *r = db_exec(c, "SELECT strategy FROM jobs WHERE id = $1 FOR UPDATE", 1, p, err);
+    PGresult *r = db_exec(c,
+                          "SELECT strategy, " STORE_MEASURED_JOB("j") " FROM jobs j WHERE id = $1"
+                                                                      " FOR UPDATE",
+                          1, p, err);
     if (!r)
         return -1;
     int rc = 0;
@@ -45,6 +55,8 @@ static int lock_job(PGconn *c, long long id, kt_error *err)
                           "job %lld is a tuning job (strategy %s); trials can only be added to an "
                           "import job",
                           id, PQgetvalue(r, 0, 0));
+    else if (trusted)
+        *trusted = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     PQclear(r);
     return rc;
 }
@@ -52,7 +64,7 @@ static int lock_job(PGconn *c, long long id, kt_error *err)
 /* Recounts the job's trials and clock from its trials (the clock: the sum of their
  * charged_seconds), offers the job's fastest ok trial (earliest on ties) to the job's best and to
  * the best table. */
-static int refresh_job(PGconn *c, long long id, int replace_measured, kt_error *err)
+static int refresh_job(PGconn *c, long long id, int replace_measured, int trusted, kt_error *err)
 {
     int rc = -1;
     store_num n;
@@ -79,6 +91,7 @@ static int refresh_job(PGconn *c, long long id, int replace_measured, kt_error *
                                   store_get_double(fastest, 0, 1), PQgetvalue(fastest, 0, 2));
         offer.imported = 1;
         offer.replace_measured = replace_measured;
+        offer.trusted = trusted;
         if (job_store_offer_best(c, id, offer.trial_id, offer.time_ms, offer.config_json, err) <
                 0 ||
             best_store_offer(c, &offer, err) < 0)
@@ -117,8 +130,16 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
     if (db_begin(c, err) < 0)
         goto out;
     begun = 1;
-    if (id == 0 ? create_job(c, t, n, &id, err) : lock_job(c, id, err))
+    int trusted = t->trusted || t->replace_measured;
+    if (id == 0 ? create_job(c, t, n, &id, err) : lock_job(c, id, &trusted, err))
         goto out;
+    if (t->replace_measured && !trusted) {
+        kt_error_set(err, KT_ERR_CONFLICT,
+                     "import job %lld is not trusted: its trials cannot replace a measurement", id);
+        kt_error_hint(err, "import them as a new job (without \"job\") with \"replace_measured\": "
+                           "true, which trusts it (admin)");
+        goto out;
+    }
     /* json (not jsonb) keeps each configuration's parameter order. A configuration already in the
      * job, or repeated in this batch (the first one counts), is skipped before numbering, so seq
      * stays 1, 2, 3, ... with no gaps; the job row is locked, so nothing else inserts meanwhile. */
@@ -150,7 +171,7 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
         goto out;
     counts->inserted = PQntuples(r);
     counts->duplicates = n - counts->inserted;
-    if (refresh_job(c, id, t->replace_measured, err) < 0 || db_commit(c, err) < 0)
+    if (refresh_job(c, id, t->replace_measured, trusted, err) < 0 || db_commit(c, err) < 0)
         goto out;
     begun = 0;
     *job_id = id;
@@ -175,7 +196,7 @@ int import_store_remove(PGconn *c, long long job_id, import_removed *out, kt_err
     if (db_begin(c, err) < 0)
         goto out;
     begun = 1;
-    if (lock_job(c, job_id, err) < 0 ||
+    if (lock_job(c, job_id, NULL, err) < 0 ||
         best_store_forget_job(c, job_id, &out->best_removed, &out->best_restored, err) < 0)
         goto out;
     /* The trials go with the job (ON DELETE CASCADE); counted first for the reply. */

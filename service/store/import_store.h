@@ -25,6 +25,11 @@ typedef struct import_target {
     const char *source;    /* "kerneltuner", "t4", ... recorded as strategy_options.source */
     uint64_t space_size;
     int replace_measured; /* the best of these trials may replace a measured best entry (admin) */
+    /* A new job only: its trials count as measurements (admin; replace_measured implies it),
+     * recorded as "trusted": true in the job's strategy_options. An untrusted import's trials feed
+     * nothing but a plain GET /v1/best, where they answer "imported": not source=measured, the
+     * nearest fallback, models or warm starts (STORE_MEASURED_JOB, store_util.h). */
+    int trusted;
 } import_target;
 
 typedef struct import_counts {
@@ -33,9 +38,11 @@ typedef struct import_counts {
 } import_counts;
 
 /* trials: JSON array of validated objects {"config_id", "config", "status", "time_ms" (null unless
- * ok), "repeats", "compile_ms", "measure_ms", "noise_cv"}. With *job_id == 0 creates the job and
- * sets *job_id; else appends to that job, which must be an import job (KT_ERR_NOT_FOUND,
- * KT_ERR_CONFLICT otherwise). A configuration already in the job is skipped and counted. */
+ * ok), "repeats", "compile_ms", "measure_ms", "noise_cv"}. With *job_id == 0 creates the job
+ * (trusted when t->trusted or t->replace_measured) and sets *job_id; else appends to that job,
+ * which must be an import job (KT_ERR_NOT_FOUND, KT_ERR_CONFLICT otherwise; KT_ERR_CONFLICT too
+ * for replace_measured on a job that is not trusted: its trials must not hide a measurement).
+ * A configuration already in the job is skipped and counted. */
 int import_store_add(PGconn *c, const import_target *t, const json_t *trials, long long *job_id,
                      import_counts *counts, kt_error *err);
 

@@ -1,6 +1,7 @@
 /* store/model_data_store — what a model learns from: the training data of a key (ok trials of the
  * key's jobs, the best few per problem) and the retrain check (ok trials newer than the newest
- * ready model's data). See model_store.h. */
+ * ready model's data); in both, only jobs whose trials count as measurements (tuning jobs and
+ * trusted imports). See model_store.h. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,12 @@
 #include "store/model_store.h"
 #include "store/store_util.h"
 
-/* The jobs (alias j) of a key: kernel $1, device_class $2, kernel_hash $3, toolchain $4 (sql/004).
- */
+/* The jobs (alias j) of a key: kernel $1, device_class $2, kernel_hash $3, toolchain $4 (sql/004),
+ * whose trials count as measurements: an untrusted import is neither training data nor a reason
+ * to retrain (STORE_MEASURED_JOB, issue 26). */
 #define JOBS_OF_KEY                                                                                \
-    "j.kernel = $1 AND j.device_class = $2 AND j.kernel_hash = $3 AND j.toolchain = $4"
+    "j.kernel = $1 AND j.device_class = $2 AND j.kernel_hash = $3 AND j.toolchain = $4"            \
+    " AND " STORE_MEASURED_JOB("j")
 
 void model_training_data_release(model_training_data *d)
 {
@@ -167,14 +170,18 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
         " OR (o.status = 'failed' AND o.reason = 'retrain' AND o.version > n.version)))"
         " AND (SELECT count(*) FROM trials t JOIN jobs j ON j.id = t.job_id WHERE"
         " j.kernel = n.kernel AND j.device_class = n.device_class AND j.kernel_hash = n.kernel_hash"
-        " AND j.toolchain = n.toolchain AND t.status = 'ok'"
-        " AND t.id > COALESCE((n.training ->> 'max_trial_id')::bigint, 0)) >= $1)"
-        " INSERT INTO models (kind, algorithm, kernel, device_class, kernel_hash, toolchain,"
-        " version, status, hyper, reason) SELECT d.kind, d.algorithm, d.kernel, d.device_class,"
-        " d.kernel_hash, d.toolchain, (SELECT max(version) + 1 FROM models v WHERE"
-        " v.kind = d.kind AND v.kernel = d.kernel AND v.device_class = d.device_class AND"
-        " v.kernel_hash = d.kernel_hash AND v.toolchain = d.toolchain), 'training', d.hyper,"
-        " 'retrain' FROM due d ON CONFLICT DO NOTHING RETURNING id",
+        " AND j.toolchain = n.toolchain AND " STORE_MEASURED_JOB(
+            "j") " AND t.status = 'ok'"
+                 " AND t.id > COALESCE((n.training ->> 'max_trial_id')::bigint, 0)) >= $1)"
+                 " INSERT INTO models (kind, algorithm, kernel, device_class, kernel_hash, "
+                 "toolchain,"
+                 " version, status, hyper, reason) SELECT d.kind, d.algorithm, d.kernel, "
+                 "d.device_class,"
+                 " d.kernel_hash, d.toolchain, (SELECT max(version) + 1 FROM models v WHERE"
+                 " v.kind = d.kind AND v.kernel = d.kernel AND v.device_class = d.device_class AND"
+                 " v.kernel_hash = d.kernel_hash AND v.toolchain = d.toolchain), 'training', "
+                 "d.hyper,"
+                 " 'retrain' FROM due d ON CONFLICT DO NOTHING RETURNING id",
         1, p, err);
     if (!r)
         return -1;

@@ -14,15 +14,55 @@
     alias "kind = $" a " AND " alias "kernel = $" b " AND " alias "device_class = $" c             \
           " AND " alias "kernel_hash = $" d " AND " alias "toolchain = $" e
 
+/* A model row as JSON, in two parts: the columns this service wrote itself (numbers of 64 bits at
+ * most, text, times: they always parse), then the four jsonb columns apart (MODEL_JSON_COLUMNS),
+ * each parsed on its own. jsonb writes a number such as 1e300 as a 301-digit integer that jansson
+ * refuses: such a column (a row stored before the hyper check, or by hand) is shown as null and
+ * named in "unreadable", and the rest of the row and of the list are served (issue 26). */
 /* clang-format off */
-#define MODEL_JSON_SQL                                                                             \
-    "json_build_object('id', m.id, 'kind', m.kind, 'algorithm', m.algorithm, 'kernel', m.kernel,"  \
-    " 'device_class', m.device_class, 'kernel_hash', m.kernel_hash, 'toolchain', m.toolchain,"     \
-    " 'version', m.version, 'status', m.status, 'training', m.training, 'hyper', m.hyper,"         \
-    " 'metrics', m.metrics, 'error', m.error, 'size_bytes', octet_length(m.model),"                \
+#define MODEL_ROW_SQL                                                                              \
+    "SELECT json_build_object('id', m.id, 'kind', m.kind, 'algorithm', m.algorithm, 'kernel',"     \
+    " m.kernel, 'device_class', m.device_class, 'kernel_hash', m.kernel_hash, 'toolchain',"        \
+    " m.toolchain, 'version', m.version, 'status', m.status, 'size_bytes', octet_length(m.model)," \
     " 'format_version', m.format_version, 'reason', m.reason, 'attempts', m.attempts,"             \
-    " 'created_at', m.created_at, 'started_at', m.started_at, 'finished_at', m.finished_at)"
+    " 'created_at', m.created_at, 'started_at', m.started_at, 'finished_at', m.finished_at),"      \
+    " m.training, m.hyper, m.metrics, m.error"
 /* clang-format on */
+static const char *const model_json_columns[] = {"training", "hyper", "metrics", "error"};
+#define MODEL_JSON_COLUMNS ((int)(sizeof model_json_columns / sizeof model_json_columns[0]))
+
+/* The model of row `row` of r (columns as MODEL_ROW_SQL); NULL with err only when out of memory
+ * or the first column does not parse (it cannot, unless the database is not this service's). */
+static json_t *model_of_row(const PGresult *r, int row, kt_error *err)
+{
+    json_t *m = store_get_json(r, row, 0), *unreadable = NULL;
+    if (!json_is_object(m)) {
+        json_decref(m);
+        kt_error_set(err, KT_ERR_INTERNAL, "the database returned a model row that does not parse");
+        return NULL;
+    }
+    for (int i = 0; i < MODEL_JSON_COLUMNS; i++) {
+        json_t *v = PQgetisnull(r, row, i + 1) ? json_null() : store_get_json(r, row, i + 1);
+        if (!v) {
+            v = json_null();
+            if (!unreadable)
+                unreadable = json_array();
+            json_array_append_new(unreadable, json_string(model_json_columns[i]));
+        }
+        if (json_object_set_new(m, model_json_columns[i], v) < 0)
+            goto oom;
+    }
+    if (unreadable && json_object_set_new(m, "unreadable", unreadable) < 0) {
+        unreadable = NULL;
+        goto oom;
+    }
+    return m;
+oom:
+    json_decref(unreadable);
+    json_decref(m);
+    kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading a model");
+    return NULL;
+}
 
 int model_store_create(PGconn *c, const model_key *k, const json_t *hyper, const char *reason,
                        long long *id_out, kt_error *err)
@@ -83,12 +123,17 @@ json_t *model_store_get_json(PGconn *c, long long id, kt_error *err)
 {
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    json_t *out = store_query_json(c, "SELECT " MODEL_JSON_SQL " FROM models m WHERE m.id = $1", 1,
-                                   p, "no such model", err);
-    if (!out && err && err->code == KT_ERR_NOT_FOUND) {
+    json_t *out = NULL;
+    PGresult *r = db_exec(c, MODEL_ROW_SQL " FROM models m WHERE m.id = $1", 1, p, err);
+    if (!r)
+        return NULL;
+    if (PQntuples(r) == 0) {
         kt_error_set(err, KT_ERR_NOT_FOUND, "no model with id %lld", id);
         kt_error_hint(err, "GET /v1/models lists the models");
+    } else {
+        out = model_of_row(r, 0, err);
     }
+    PQclear(r);
     return out;
 }
 
@@ -102,13 +147,90 @@ json_t *model_store_list_json(PGconn *c, const char *kernel, const char *device_
         return NULL;
     }
     const char *p[] = {kernel, device_class, status, store_ll(&l, limit)};
-    return store_query_json(
-        c,
-        "SELECT json_build_object('models', COALESCE(json_agg(" MODEL_JSON_SQL
-        " ORDER BY m.id DESC), '[]'::json)) FROM (SELECT * FROM models WHERE"
-        " ($1::text IS NULL OR kernel = $1) AND ($2::text IS NULL OR device_class = $2)"
-        " AND ($3::text IS NULL OR status = $3) ORDER BY id DESC LIMIT $4) m",
-        4, p, "no models", err);
+    /* A row per model, parsed one by one: a row that does not read is marked, never the end of
+     * the list (model_of_row). */
+    PGresult *r = db_exec(c,
+                          MODEL_ROW_SQL " FROM models m WHERE ($1::text IS NULL OR m.kernel = $1)"
+                                        " AND ($2::text IS NULL OR m.device_class = $2)"
+                                        " AND ($3::text IS NULL OR m.status = $3)"
+                                        " ORDER BY m.id DESC LIMIT $4",
+                          4, p, err);
+    json_t *models = json_array(), *out = NULL;
+    if (!r || !models)
+        goto out;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *m = model_of_row(r, i, err);
+        if (!m || json_array_append_new(models, m) < 0)
+            goto out;
+    }
+    out = json_pack("{s:O}", "models", models);
+    if (!out)
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing models");
+out:
+    if (r && !models)
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing models");
+    json_decref(models);
+    PQclear(r);
+    return out;
+}
+
+int model_store_delete(PGconn *c, long long id, model_deleted *out, kt_error *err)
+{
+    int rc = -1, begun = 0;
+    store_num n;
+    const char *p[] = {store_ll(&n, id)};
+    PGresult *r = NULL;
+    memset(out, 0, sizeof *out);
+    if (db_begin(c, err) < 0)
+        goto out;
+    begun = 1;
+    /* The row lock orders this against a job's first open recording the model
+     * (model_store_job_model: its reference takes a key-share lock on the row). */
+    r = db_exec(c, "SELECT status, kind FROM models WHERE id = $1 FOR UPDATE", 1, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no model with id %lld", id);
+        kt_error_hint(err, "GET /v1/models lists the models");
+        goto out;
+    }
+    snprintf(out->status, sizeof out->status, "%s", PQgetvalue(r, 0, 0));
+    snprintf(out->kind, sizeof out->kind, "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    /* A queued or running job resumes by replaying through the model it recorded: it must stay. */
+    r = db_exec(c,
+                "SELECT id, status FROM jobs WHERE surrogate_model_id = $1"
+                " AND status IN ('queued', 'running') ORDER BY id LIMIT 1",
+                1, p, err);
+    if (!r)
+        goto out;
+    if (PQntuples(r) > 0) {
+        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is the surrogate of job %s, which is %s", id,
+                     PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        kt_error_hint(err,
+                      "a job resumes through the surrogate it started with: wait for job %s to "
+                      "end, or cancel it (DELETE /v1/jobs/%s), then delete the model",
+                      PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+        goto out;
+    }
+    PQclear(r);
+    /* Ended jobs forget it (their reference is history, not a resume), then the row goes. */
+    r = db_exec(c,
+                "UPDATE jobs SET surrogate_model_id = NULL WHERE surrogate_model_id = $1"
+                " RETURNING id",
+                1, p, err);
+    if (!r)
+        goto out;
+    out->jobs_unlinked = PQntuples(r);
+    if (db_run(c, "DELETE FROM models WHERE id = $1", 1, p, err) < 0 || db_commit(c, err) < 0)
+        goto out;
+    begun = 0;
+    rc = 0;
+out:
+    if (begun)
+        db_rollback(c);
+    PQclear(r);
+    return rc;
 }
 
 int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
@@ -461,7 +583,10 @@ int model_store_finish(PGconn *c, const runner_identity *me, long long id,
         goto out;
     if (PQntuples(r) == 0) {
         kt_error_set(err, KT_ERR_CONFLICT, "model %lld is no longer trained by %s", id, me->id);
-        kt_error_hint(err, "another trainer claimed it after this one's heartbeat went stale");
+        kt_error_hint(err,
+                      "it was deleted (DELETE /v1/models/%lld), or another trainer claimed it "
+                      "after this one's heartbeat went stale",
+                      id);
         goto out;
     }
     const char *q[] = {PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),

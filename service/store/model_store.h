@@ -46,11 +46,33 @@ int model_store_create(PGconn *c, const model_key *k, const json_t *hyper, const
                        long long *id_out, kt_error *err);
 /* {"id","kind","algorithm","kernel","device_class","kernel_hash","toolchain","version","status",
  *  "training","hyper","metrics","error","size_bytes","format_version","reason","attempts",
- *  "created_at","started_at","finished_at"} (never the bytes); KT_ERR_NOT_FOUND. */
+ *  "created_at","started_at","finished_at"} (never the bytes); KT_ERR_NOT_FOUND. A jsonb column
+ *  this service cannot read back (a number beyond 64 bits, such as a hyper of 1e300 stored before
+ *  POST /v1/models checked it) is null, and "unreadable" lists such columns: the row is still
+ *  served (and can be deleted). */
 json_t *model_store_get_json(PGconn *c, long long id, kt_error *err);
-/* {"models":[...]} newest first, at most limit (1..1000); filters may be NULL. */
+/* {"models":[...]} newest first, at most limit (1..1000); filters may be NULL. Each row as
+ * model_store_get_json: one unreadable row never fails the list. */
 json_t *model_store_list_json(PGconn *c, const char *kernel, const char *device_class,
                               const char *status, int limit, kt_error *err);
+
+/* What model_store_delete removed. */
+typedef struct model_deleted {
+    char status[16];         /* the status it had: training, ready, failed or superseded */
+    char kind[16];           /* predictor or surrogate */
+    long long jobs_unlinked; /* ended jobs that had recorded it as their surrogate */
+} model_deleted;
+/* Deletes model id in one transaction, whatever its status (DELETE /v1/models/{id}):
+ * - training (queued, or being trained): the row goes; a trainer training it finds it gone when it
+ *   stores its result (model_store_finish: KT_ERR_CONFLICT, the result dropped);
+ * - ready: predictions and warm starts of its key stop using it at once (the newest *ready* model
+ *   is asked each time; superseded versions stay superseded), and the models trigger of sql/007
+ *   tells every process's /v1/best cache;
+ * - a surrogate recorded by a queued or running job (jobs.surrogate_model_id): KT_ERR_CONFLICT
+ *   naming the job (its resume replays through that model); recorded only by ended jobs: their
+ *   reference is cleared (jobs_unlinked).
+ * KT_ERR_NOT_FOUND when there is no such model. */
+int model_store_delete(PGconn *c, long long id, model_deleted *out, kt_error *err);
 
 /* The newest 'ready' model of kind (e.g. "predictor") for (kernel, device_class, kernel_hash,
  * toolchain): 1 found (id, algorithm, version; bytes when want_bytes: malloc'd, caller frees, or
@@ -112,7 +134,9 @@ int model_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, 
 int model_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err);
 
 /* One training example: an ok trial of the key, its problem (the job's canonical problem) and
- * configuration ({"param": value}). */
+ * configuration ({"param": value}). Only trials that count as measurements are read: a tuning
+ * job's or a trusted import's, never an untrusted import's (STORE_MEASURED_JOB, issue 26); the
+ * same holds for model_store_new_trials and model_store_queue_retrains. */
 typedef struct model_trial_row {
     long long trial_id;
     json_t *problem, *config; /* owned */

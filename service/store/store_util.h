@@ -8,6 +8,14 @@
 
 #include "core/error.h"
 
+/* A job (alias j, a string literal) whose ok trials count as measurements: a tuning job, or an
+ * import an admin trusted ("trusted": true, or "replace_measured": true, when it was created;
+ * import_store.h). An untrusted import answers only a plain GET /v1/best, as "imported": it never
+ * feeds source=measured, the nearest fallback, models (training data and retrain counts) or warm
+ * starts (issue 26). */
+#define STORE_MEASURED_JOB(j)                                                                      \
+    "(" j ".strategy <> 'import' OR " j ".strategy_options @> '{\"trusted\": true}')"
+
 typedef struct store_num {
     char text[32];
 } store_num;

@@ -1,6 +1,7 @@
 // Browser test of the dashboard's Models page: playwright-core drives Debian's chromium against a
 // live ktuned (real kernel catalog, cpu device) holding a ready model. Eight gemm problems are
-// "measured" through imports (no measuring: the page is what is tested), a `nearest` predictor is
+// "measured" through trusted imports (no measuring: the page is what is tested; an untrusted import
+// is no training data), a `nearest` predictor is
 // trained on them (POST /v1/models) until ready, and then:
 // - #/models lists it (status, algorithm, version, key, training size);
 // - #/models/{id} shows its metrics and the held-out chart: one point per held-out problem whose
@@ -79,7 +80,7 @@ describe("models page", { timeout: 600000 }, () => {
     const sizes = [32, 48, 64, 96, 128, 192, 256, 384];
     for (const [i, n] of sizes.entries()) {
       const trials = [1, 2, 4].map((u, j) => ({ config: { ...DEFAULT, UNROLL: u }, status: "ok", time_ms: n / 32 + ((j - (i % 3) + 3) % 3) * 0.1 * (n / 32) }));
-      const r = await k.api("POST", "/v1/imports", { kernel: "gemm", device: "cpu", problem: { M: n, N: n, K: n }, source: "kerneltuner", trials }, AUTH);
+      const r = await k.api("POST", "/v1/imports", { kernel: "gemm", device: "cpu", problem: { M: n, N: n, K: n }, source: "kerneltuner", trials, trusted: true }, AUTH);
       assert.equal(r.status, 201, JSON.stringify(r.body));
     }
     const r = await k.api("POST", "/v1/models", { kernel: "gemm", device: "cpu", kind: "predictor", algorithm: "nearest" }, AUTH);

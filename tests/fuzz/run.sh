@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 seconds=$2
 shift 2
-targets=${*:-"tune_request expr import http network"}
+targets=${*:-"tune_request expr import http network model_request"}
 cc=${KT_FUZZ_CC:-clang}
 command -v "$cc" >/dev/null || { echo "fuzz: $cc not found (deploy/install-deps.sh installs clang)" >&2; exit 1; }
 if [ ! -f "$build/CMakeCache.txt" ]; then

@@ -151,6 +151,22 @@ class AccelApiTest(unittest.TestCase):
         status, _, body = self.k.post("/v1/tune", {"kernel": "gemm", "device": MINDMAP})
         self.assertEqual((status, body["error"]["code"]), (400, "unknown_kernel"), body)
         self.assertIn("cnn_layer", body["error"]["hint"])
+        # Issue 26: a mapping space of more configurations than a signed 64-bit id holds is refused;
+        # it was accepted with space_size -8176797982985814016 (and negative config ids).
+        huge = {"I": 16384, "J": 16384, "K": 16384, "L": 16384}
+        status, _, body = self.k.post("/v1/tune", {"kernel": "mttkrp", "device": MINDMAP, "problem": huge,
+                                                   "strategy": "random", "budget": {"evaluations": 1}})
+        print("\n  mttkrp 16384^4 on %s: %d %s" % (
+            MINDMAP, status, body["error"]["code"] if status >= 400 else
+            "space_size %s" % body.get("progress", {}).get("space_size")))
+        if status == 202:
+            self.k.request("DELETE", "/v1/jobs/%d" % body["id"])
+        self.assertEqual((status, (body.get("error") or {}).get("code")), (400, "space_too_large"), body)
+        self.assertIn("2^63 - 1", body["error"]["message"])
+        self.assertIn("signed 64-bit", body["error"]["hint"])
+        status, _, page = self.k.get("/v1/jobs?limit=500")
+        self.assertEqual(status, 200, page)
+        self.assertEqual([j["id"] for j in page["jobs"] if j["progress"]["space_size"] < 0], [], page)
 
     def test_f_api_role_loads_the_devices_file(self):
         # An API process (no devices probed, no measuring) on the same database: it lists and resolves

@@ -15,6 +15,23 @@ Tunes a handful of tiny `gemm` problems on the cpu device, then:
   names the same job with `queued: false`, and exactly one job of that problem exists; six misses sent
   at once queue one job between them;
 - that job's warm start (history "auto") names the model and measures its top prediction first.
+
+ImportsAreNotMeasurementsTest (issue 26, breaks 6 and 8; a ktuned of its own, gemm on the cpu,
+--model-retrain-after 5), in name order on one database:
+- a: an import made with a `tune` token answers a plain lookup as `imported` (`origin` too), and
+  `?source=measured` is 404 (it answered `imported`);
+- b: `fallback=nearest` never names an untrusted import as the neighbour (404 with nothing else);
+- c: a model with only imports to learn from fails `no_data` (it was ready, and predicted the
+  imported configuration for an untuned shape);
+- d: a job's warm start reads no untrusted import (its history has no source);
+- e: `"trusted": true` needs admin, and a trusted import counts: `source=measured` answers it
+  (`origin` imported), it is the nearest neighbour and training data;
+- f: untrusted imports never queue a retrain (6 of them with the threshold 5: none in 7 s), trusted
+  ones do;
+- g: `DELETE /v1/models/{id}` (admin; 401, 403, 404) removes a ready model, after which its key
+  predicts nothing; it answered 405;
+- h: a model row whose hyper jsonb cannot read back (1e300, stored before the hyper check) makes
+  `GET /v1/models` answer 200 with the row marked `unreadable`, no longer 500, and it can be deleted.
 """
 import json
 import math
@@ -282,6 +299,235 @@ class ModelsBestTest(unittest.TestCase):
             status, _, err = self.get(best_path(fresh, tune_on_miss=bad), headers=AUTH)
             self.assertEqual((status, err["error"]["code"]), (400, "out_of_range"), err)
 
+
+IMP_TOKEN = "imports-test-admin"
+IMP_AUTH = {"Authorization": "Bearer " + IMP_TOKEN}
+# Imported (untrusted) problems, their best configuration UNROLL 4; trusted ones, UNROLL 1; Q is
+# never tuned, nearest to the untrusted ones; Q2 is measured by the warm-start job of test d.
+UNTRUSTED = [{"M": 1024, "N": 1024, "K": 1024}, {"M": 2048, "N": 2048, "K": 2048}]
+TRUSTED = [{"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 128, "K": 128}, {"M": 256, "N": 256, "K": 256}]
+Q = {"M": 1000, "N": 1000, "K": 1000}
+Q2 = {"M": 16, "N": 16, "K": 16}
+MODEL_BODY = {"kernel": "gemm", "device": "cpu", "algorithm": "nearest"}
+
+
+class ImportsAreNotMeasurementsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
+                       extra=["--kernels", os.path.join(SOURCE, "kernels"), "--workers", "1",
+                              "--min-seconds", "0.01", "--api-token", IMP_TOKEN,
+                              "--model-retrain-after", "5"])
+        cls.k.start()
+        status, _, t = cls.k.post("/v1/tokens", {"name": "importer", "scope": "tune"}, headers=IMP_AUTH)
+        assert status == 201, t
+        cls.tune_auth = {"Authorization": "Bearer " + t["token"]}
+        status, _, kernels = cls.k.get("/v1/kernels")
+        assert status == 200, kernels
+        gemm = next(x for x in kernels["kernels"] if x["name"] == "gemm")
+        cls.default = next(d for d in gemm["devices"] if d["device"] == "cpu")["default"]
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.k.stop()
+        cls.k.cleanup()
+        assert rc == 0, "ktuned exited with %s on SIGTERM" % rc
+
+    def imp(self, problem, best_unroll, headers=None, **extra):
+        """Imports the default configuration with UNROLL 1, 2, 4 for problem, best_unroll fastest."""
+        trials = [{"config": dict(self.default, UNROLL=u), "status": "ok",
+                   "time_ms": 0.5 if u == best_unroll else 5.0 + u} for u in (1, 2, 4)]
+        return self.k.post("/v1/imports", dict({"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                "source": "kerneltuner", "trials": trials}, **extra),
+                           headers=headers or self.tune_auth)
+
+    def best(self, problem, **options):
+        return self.k.get(best_path(problem, **options))
+
+    def best_until(self, problem, until, **options):
+        """The answer cache learns of a write by a notification a moment later: a lookup that
+        expects a change polls until it shows (5 s at most). Returns (status, reply)."""
+        deadline = time.monotonic() + 5
+        while True:
+            status, _, reply = self.best(problem, **options)
+            if until(status, reply) or time.monotonic() > deadline:
+                return status, reply
+            time.sleep(0.05)
+
+    def gemm_models(self):
+        status, _, listed = self.k.get("/v1/models?kernel=gemm")
+        self.assertEqual(status, 200, listed)
+        return listed["models"]
+
+    def wait_model(self, model_id, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, _, m = self.k.get("/v1/models/%d" % model_id)
+            self.assertEqual(status, 200, m)
+            if m["status"] != "training":
+                return m
+            time.sleep(0.2)
+        raise AssertionError("model %d still training after %ss" % (model_id, timeout))
+
+    def test_a_source_measured_is_no_import(self):
+        for problem in UNTRUSTED:
+            status, _, reply = self.imp(problem, 4)
+            self.assertEqual(status, 201, reply)
+            self.assertNotIn("trusted", reply["job"]["strategy_options"], reply)
+        plain_status, _, plain = self.best(UNTRUSTED[0])
+        status, _, reply = self.best(UNTRUSTED[0], source="measured")
+        print("\n  after an import: plain lookup %d source %s origin %s; source=measured %d %s" % (
+            plain_status, plain.get("source"), plain.get("origin"), status,
+            reply["error"]["code"] if status >= 400 else "source %s origin %s" % (
+                reply["source"], reply.get("origin"))))
+        self.assertEqual((plain_status, plain["source"], plain.get("origin")), (200, "imported", "imported"),
+                         plain)
+        self.assertEqual((status, (reply.get("error") or {}).get("code")), (404, "no_best"), reply)
+        self.assertIn("no measured configuration", reply["error"]["message"])
+
+    def test_b_nearest_is_no_import(self):
+        status, _, reply = self.best(Q, fallback="nearest")
+        print("\n  fallback=nearest with only imports tuned: %d %s" % (
+            status, reply["error"]["code"] if status >= 400 else "nearest %s origin %s" % (
+                reply["nearest"]["problem"], reply.get("origin"))))
+        self.assertEqual((status, (reply.get("error") or {}).get("code")), (404, "no_best"), reply)
+
+    def test_c_a_model_learns_no_import(self):
+        status, _, model = self.k.post("/v1/models", MODEL_BODY, headers=IMP_AUTH)
+        self.assertEqual(status, 202, model)
+        model = self.wait_model(model["id"])
+        status, _, pred = self.best(Q)
+        print("\n  model of a key with only imports: %s (%s); GET /v1/best of an untuned shape: %d %s" % (
+            model["status"], (model.get("error") or {}).get("reason") or
+            "%s problems" % model["training"].get("problems"),
+            status, "UNROLL %s" % pred["config"]["UNROLL"] if status == 200 else pred["error"]["code"]))
+        self.assertEqual((model["status"], (model["error"] or {}).get("reason")), ("failed", "no_data"), model)
+        self.assertEqual((status, (pred.get("error") or {}).get("code")), (404, "no_best"), pred)
+
+    def test_d_a_warm_start_reads_no_import(self):
+        status, _, job = self.k.post("/v1/tune", {"kernel": "gemm", "device": "cpu", "problem": Q2,
+                                                  "strategy": "random", "seed": 3, "final_remeasure": 0,
+                                                  "history": "auto", "budget": {"evaluations": 1}},
+                                     headers=self.tune_auth)
+        self.assertEqual(status, 202, job)
+        job = self.k.wait_job(job["id"], timeout=300)
+        self.assertEqual(job["status"], "succeeded", job)
+        sources = [json.loads(src["problem_key"]) for src in job["history"]["sources"]]
+        print("\n  warm start of an untuned shape: sources %s, seeded %d" % (sources, job["history"]["seeded"]))
+        self.assertTrue(job["history"]["recorded"], job["history"])
+        self.assertEqual((sources, job["history"]["seeded"]), ([], 0), job["history"])
+
+    def test_e_a_trusted_import_counts(self):
+        # "trusted" is an admin's word: a tune token is refused; set when the import job is made.
+        status, _, reply = self.imp(TRUSTED[0], 1, trusted=True)
+        self.assertEqual((status, reply["error"]["code"]), (403, "forbidden"), reply)
+        for problem in TRUSTED:
+            status, _, reply = self.imp(problem, 1, headers=IMP_AUTH, trusted=True)
+            self.assertEqual(status, 201, reply)
+            self.assertIs(reply["job"]["strategy_options"]["trusted"], True, reply)
+        status, _, again = self.k.post("/v1/imports", {"job": reply["job"]["id"], "trusted": True, "trials": []},
+                                       headers=IMP_AUTH)
+        self.assertEqual((status, again["error"]["code"]), (400, "bad_request"), again)
+        status, _, got = self.best(TRUSTED[0], source="measured")
+        self.assertEqual((status, got["source"], got["origin"]), (200, "imported", "imported"), got)
+        # The nearest tuned problem of Q: the trusted 256^3 (and not the untrusted 1024^3).
+        status, near = self.best_until(Q, lambda st, r: st == 200, fallback="nearest")
+        self.assertEqual((status, near["source"], near["origin"]), (200, "nearest", "imported"), near)
+        self.assertEqual(near["nearest"]["problem"], TRUSTED[-1], near)
+        self.assertEqual(near["config"]["UNROLL"], 1, near)
+        status, _, model = self.k.post("/v1/models", MODEL_BODY, headers=IMP_AUTH)
+        self.assertEqual(status, 202, model)
+        model = self.wait_model(model["id"])
+        # The trusted problems and Q2 (measured by test d).
+        self.assertEqual((model["status"], model["training"]["problems"]), ("ready", len(TRUSTED) + 1), model)
+        status, pred = self.best_until(Q, lambda st, r: st == 200)
+        self.assertEqual((status, pred["source"], pred["origin"]), (200, "predicted", "predicted"), pred)
+        self.assertEqual(pred["config"]["UNROLL"], 1, pred)
+        # In the best table a trusted import outranks an untrusted one: a faster untrusted import of
+        # the same problem does not replace it, and a slower trusted one replaces an untrusted
+        # entry (after the model above: this makes 2048^3 a trusted problem).
+        def one(problem, time_ms, headers, **extra):
+            trial = {"config": dict(self.default, UNROLL=2), "status": "ok", "time_ms": time_ms}
+            status, _, reply = self.k.post("/v1/imports", dict({"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                                "trials": [trial]}, **extra), headers=headers)
+            self.assertEqual(status, 201, reply)
+            return reply["job"]["id"]
+        one(TRUSTED[0], 0.01, self.tune_auth)
+        status, _, kept = self.best(TRUSTED[0])
+        self.assertEqual((status, kept["job_id"], kept["time_ms"]), (200, got["job_id"], got["time_ms"]), kept)
+        trusted_job = one(UNTRUSTED[1], 50.0, IMP_AUTH, trusted=True)
+        status, now = self.best_until(UNTRUSTED[1], lambda st, r: r.get("job_id") == trusted_job, source="measured")
+        self.assertEqual((status, now["job_id"], now["time_ms"]), (200, trusted_job, 50.0), now)
+        status, _, plain = self.best(UNTRUSTED[1])
+        self.assertEqual((plain["job_id"], plain["origin"]), (trusted_job, "imported"), plain)
+
+    def test_f_untrusted_imports_queue_no_retrain(self):
+        before = [m["id"] for m in self.gemm_models()]
+        for n in (3000, 4000):  # 6 ok trials, the threshold is 5
+            status, _, reply = self.imp({"M": n, "N": n, "K": n}, 4)
+            self.assertEqual(status, 201, reply)
+        time.sleep(7)  # the retrain check runs every 5 s
+        after = [m["id"] for m in self.gemm_models()]
+        print("\n  6 untrusted imported trials, retrain threshold 5: %d models queued in 7 s" % (
+            len(after) - len(before)))
+        self.assertEqual(after, before)
+        for n in (300, 400):
+            status, _, reply = self.imp({"M": n, "N": n, "K": n}, 1, headers=IMP_AUTH, trusted=True)
+            self.assertEqual(status, 201, reply)
+        deadline = time.time() + 30
+        while time.time() < deadline and len(self.gemm_models()) == len(before):
+            time.sleep(0.2)
+        retrain = self.gemm_models()[0]
+        self.assertEqual((retrain["reason"], len(self.gemm_models())), ("retrain", len(before) + 1), retrain)
+        self.assertEqual(self.wait_model(retrain["id"])["status"], "ready")
+
+    def test_g_delete_a_model(self):
+        ready = [m for m in self.gemm_models() if m["status"] == "ready"]
+        self.assertEqual(len(ready), 1, ready)
+        mid = ready[0]["id"]
+        path = "/v1/models/%d" % mid
+        status, pred = self.best_until(Q, lambda st, r: st == 200 and r["model"]["id"] == mid)
+        self.assertEqual((status, pred["model"]["id"]), (200, mid), pred)
+        status, _, reply = self.k.request("DELETE", path, headers=IMP_AUTH)
+        print("\n  DELETE %s (admin): %d %s" % (path, status, reply if status != 200 else reply["status"]))
+        self.assertEqual(status, 200, reply)
+        self.assertEqual((reply["id"], reply["deleted"], reply["status"], reply["kind"], reply["jobs_unlinked"]),
+                         (mid, True, "ready", "predictor", 0), reply)
+        self.assertNotIn(mid, [m["id"] for m in self.gemm_models()])
+        self.assertEqual(self.k.get(path)[0], 404)
+        # Its key predicts nothing now (older versions stay superseded); the answer cache heard it.
+        status, pred = self.best_until(Q, lambda st, r: st == 404)
+        self.assertEqual((status, pred["error"]["code"]), (404, "no_best"), pred)
+        # Scope and refusals: admin only; unknown ids are 404 with a hint.
+        older = self.gemm_models()[0]["id"]
+        status, _, reply = self.k.request("DELETE", "/v1/models/%d" % older, headers={})
+        self.assertEqual((status, reply["error"]["code"]), (401, "unauthorized"), reply)
+        status, _, reply = self.k.request("DELETE", "/v1/models/%d" % older, headers=self.tune_auth)
+        self.assertEqual((status, reply["error"]["code"]), (403, "forbidden"), reply)
+        for bad in (path, "/v1/models/999999", "/v1/models/abc"):
+            status, _, reply = self.k.request("DELETE", bad, headers=IMP_AUTH)
+            self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), (bad, reply))
+        self.assertIn("GET /v1/models", self.k.request("DELETE", path, headers=IMP_AUTH)[2]["error"]["hint"])
+
+    def test_h_an_unreadable_model_row_is_listed_marked(self):
+        # A row as POST /v1/models stored it before its hyper was checked: jsonb keeps 1e300 as a
+        # 301-digit integer, which the service's JSON parser refuses.
+        bad = int(self.k.psql("WITH x AS (INSERT INTO models (kind, algorithm, kernel, device_class,"
+                              " kernel_hash, toolchain, version, status, hyper) SELECT 'predictor',"
+                              " 'seq2seq', 'gemm', device_class, kernel_hash, toolchain, 100, 'failed',"
+                              " '{\"epochs\": 1e300}' FROM models WHERE kernel = 'gemm' LIMIT 1"
+                              " RETURNING id) SELECT id FROM x"))
+        status, _, listed = self.k.get("/v1/models")
+        print("\n  GET /v1/models with a stored hyper of 1e300: %d" % status)
+        self.assertEqual(status, 200, listed)
+        row = next(m for m in listed["models"] if m["id"] == bad)
+        self.assertEqual((row["hyper"], row["unreadable"], row["status"]), (None, ["hyper"], "failed"), row)
+        self.assertTrue(all("unreadable" not in m for m in listed["models"] if m["id"] != bad), listed)
+        status, _, one = self.k.get("/v1/models/%d" % bad)
+        self.assertEqual((status, one["unreadable"]), (200, ["hyper"]), one)
+        status, _, reply = self.k.request("DELETE", "/v1/models/%d" % bad, headers=IMP_AUTH)
+        self.assertEqual((status, reply["status"]), (200, "failed"), reply)
+        self.assertNotIn(bad, [m["id"] for m in self.gemm_models()])
 
 if __name__ == "__main__":
     run_tests()

@@ -222,6 +222,14 @@ class TokenService(unittest.TestCase):
         # ...unless an admin asks for it.
         status, _, reply = imp(0.0005, configs[2], replace_measured=True)
         self.assertEqual(status, 403, reply)
+        # Counting as a measurement is an admin's word too (issue 26), and an import job that is not
+        # trusted never replaces one, even when an admin adds to it.
+        status, _, reply = imp(0.0005, configs[2], trusted=True)
+        self.assertEqual(status, 403, reply)
+        status, _, reply = self.k.post("/v1/imports", {"job": i1["job"]["id"], "replace_measured": True, "trials": [
+            {"config": configs[2], "status": "ok", "time_ms": 0.0005}]}, headers=admin)
+        self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
+        self.assertIn("not trusted", reply["error"]["message"])
         status, _, i2 = imp(0.0005, configs[2], headers=admin, replace_measured=True)
         self.assertEqual(status, 201, i2)
         b = best(lambda b: b["source"] == "imported")
@@ -246,6 +254,10 @@ class TokenService(unittest.TestCase):
         self.k.psql("DELETE FROM best WHERE kernel = 'pnpoly'")
         status, _, i3 = imp(0.001, configs[3])
         self.assertEqual((status, best(lambda b: b["source"] == "imported")["source"]), (201, "imported"))
+        # An answer says where it came from; an imported one is never a measurement (issue 26).
+        self.assertEqual(best()["origin"], "imported")
+        status, _, miss = self.k.get(best_query(PNPOLY["kernel"], PNPOLY["device"], source="measured"))
+        self.assertEqual((status, miss["error"]["code"]), (404, "no_best"), miss)
         status, _, job = self.k.post("/v1/tune", dict(PNPOLY, strategy="random", budget={"evaluations": 5},
                                                       seed=9), headers=tune)
         self.assertEqual(status, 202, job)

@@ -611,7 +611,21 @@ static void limits_are_enforced(void **state)
     text = many_params(17, 16);
     assert_null(build(text, NULL, NULL, NULL, &err));
     assert_int_equal(err.code, KT_ERR_SPACE_TOO_LARGE);
-    assert_string_equal(err.message, "the space has more than 2^64 valid configurations");
+    assert_string_equal(err.message, "the space has more than 2^63 - 1 valid configurations");
+    assert_non_null(strstr(err.hint, "signed 64-bit"));
+    free(text);
+    /* Ids are signed 64-bit where they are stored and written (issue 26: a count past 2^63 was a
+     * negative space_size): 2^63 is refused, 2^62 is not. */
+    text = many_params(63, 2);
+    assert_null(build(text, NULL, NULL, NULL, &err));
+    assert_int_equal(err.code, KT_ERR_SPACE_TOO_LARGE);
+    free(text);
+    text = many_params(62, 2);
+    space *big = build(text, NULL, NULL, NULL, &err);
+    assert_non_null(big);
+    assert_true(space_count(big) == (uint64_t)1 << 62);
+    assert_true(space_count(big) <= SPACE_MAX_COUNT);
+    space_free(big);
     free(text);
     space_limits lim = {.max_group_nodes = 1000};
     assert_null(tiling_space(10, 1024, &lim, &err));

@@ -2,9 +2,13 @@
  * applied): versions and the 409 of a second training, claims with attempts and their limit, the
  * reaper's rules (stale heartbeat, dead pid on this host), finish superseding older models in one
  * transaction, the bytes round trip, the bounded training-data window, the retrain check (never for
- * surrogates), and the surrogate a job records and keeps (model_store_job_model). */
+ * surrogates), and the surrogate a job records and keeps (model_store_job_model). Issue 26: an
+ * untrusted import is neither training data, nor a retrain's count, nor warm-start history
+ * (store/history_store.h), a trusted one is all three; a row whose jsonb does not read back is
+ * listed, marked; model_store_delete in every status. */
 #include "pg_test_util.h"
 
+#include "store/history_store.h"
 #include "store/model_store.h"
 
 static long long create(PGconn *c, const char *kernel, const char *hash, const char *algorithm)
@@ -366,6 +370,194 @@ static void a_job_keeps_the_surrogate_it_started_with(void **state)
     sql(f->c, "DELETE FROM models");
 }
 
+/* A job of kernel k6 (class-a, hash h6) for problem {"n": n}: strategy "random" (a tuning job) or
+ * "import" with options (strategy_options as text: trusted or not). */
+static long long add_job_of(PGconn *c, int n, const char *strategy, const char *options)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
+             " strategy, strategy_options, seed, budget_evaluations, batch_size, space_size,"
+             " status) VALUES ('k6', 'dev', 'class-a', 'h6', '{\"n\": %d}', '{\"n\":%d}', '%s',"
+             " '%s', 1, 100, 1, 100, 'succeeded') RETURNING id",
+             n, n, strategy, options);
+    return sql_ll(c, text);
+}
+
+#define UNTRUSTED "{\"source\": \"t4\"}"
+#define TRUSTED   "{\"source\": \"t4\", \"trusted\": true}"
+
+static void imports_feed_no_model_and_no_warm_start_unless_trusted(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    model_training_data d;
+    model_claim m;
+    sql(f->c, "DELETE FROM models");
+    long long tuned = add_job_of(f->c, 1, "random", "{}");
+    long long imported = add_job_of(f->c, 2, "import", UNTRUSTED);
+    long long trusted = add_job_of(f->c, 3, "import", TRUSTED);
+    add_trial(f->c, tuned, 1, 1, 5.0, "ok");
+    add_trial(f->c, tuned, 2, 2, 4.0, "ok");
+    add_trial(f->c, imported, 1, 3, 0.5, "ok"); /* faster than anything measured */
+    add_trial(f->c, imported, 2, 4, 0.7, "ok");
+    long long last = add_trial(f->c, trusted, 1, 5, 3.0, "ok");
+    add_trial(f->c, imported, 3, 6, 0.9, "ok"); /* newer than every measurement */
+    /* Training data: problems 1 and 3 (the tuning job, the trusted import), never problem 2. */
+    assert_int_equal(model_store_training_data(f->c, "k6", "class-a", "h6", "", 8, 100, &d, &err),
+                     0);
+    assert_int_equal(d.n, 3);
+    for (int i = 0; i < d.n; i++)
+        assert_int_not_equal(json_integer_value(json_object_get(d.rows[i].problem, "n")), 2);
+    assert_int_equal(json_integer_value(json_object_get(d.summary, "problems")), 2);
+    assert_int_equal(json_integer_value(json_object_get(d.summary, "max_trial_id")), last);
+    model_training_data_release(&d);
+    /* A ready model of the key, trained up to there. */
+    long long v1 = create(f->c, "k6", "h6", "nearest");
+    assert_int_equal(model_store_claim(f->c, &ME, 30, &m, &err), 1);
+    model_claim_release(&m);
+    json_t *training = json_pack("{s:I}", "max_trial_id", (json_int_t)last);
+    assert_int_equal(model_store_finish(f->c, &ME, v1, (const unsigned char *)"x", 1, 1, NULL,
+                                        training, NULL, &err),
+                     0);
+    json_decref(training);
+    /* Untrusted imports arrive (205 of them once retrained a model nobody asked for): no count,
+     * no retrain. */
+    long long more = add_job_of(f->c, 4, "import", UNTRUSTED);
+    for (int i = 0; i < 4; i++)
+        add_trial(f->c, more, i + 1, 10 + i, 1.0 + i, "ok");
+    assert_int_equal(model_store_new_trials(f->c, "predictor", "k6", "class-a", "h6", "", &err), 0);
+    assert_int_equal(model_store_queue_retrains(f->c, 3, &err), 0);
+    /* Trusted ones count like measurements. */
+    for (int i = 0; i < 3; i++)
+        add_trial(f->c, trusted, i + 2, 20 + i, 2.0 + i, "ok");
+    assert_int_equal(model_store_new_trials(f->c, "predictor", "k6", "class-a", "h6", "", &err), 3);
+    assert_int_equal(model_store_queue_retrains(f->c, 3, &err), 1);
+    /* Warm starts: the (class, problem) pairs of measurements and trusted imports only. */
+    history_sources hs;
+    assert_int_equal(history_store_sources(f->c, "k6", "class-b", "{\"n\":9}", &hs, &err), 0);
+    assert_int_equal(hs.n, 2);
+    assert_string_equal(hs.s[0].problem_key, "{\"n\":1}");
+    assert_string_equal(hs.s[1].problem_key, "{\"n\":3}");
+    history_sources_release(&hs);
+    history_trials ht;
+    assert_int_equal(
+        history_store_source_trials(f->c, "k6", "class-a", "{\"n\":2}", 100, &ht, &err), 0);
+    assert_int_equal(ht.n, 0);
+    history_trials_release(&ht);
+    assert_int_equal(
+        history_store_source_trials(f->c, "k6", "class-a", "{\"n\":3}", 100, &ht, &err), 0);
+    assert_int_equal(ht.n, 4);
+    history_trials_release(&ht);
+    sql(f->c, "DELETE FROM models");
+}
+
+/* A row stored before POST /v1/models checked its hyper (or by hand): jsonb writes 1e300 as a
+ * 301-digit integer, which jansson refuses. It made every list fail (a 500 for GET /v1/models);
+ * now it is listed and read, its unreadable column null and named. */
+static void a_model_row_that_does_not_read_back_is_marked(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    sql(f->c, "DELETE FROM models");
+    long long good = create(f->c, "k7", "h", "nearest");
+    long long bad = sql_ll(f->c, "INSERT INTO models (kind, algorithm, kernel, device_class,"
+                                 " kernel_hash, version, status, hyper, metrics) VALUES"
+                                 " ('predictor', 'seq2seq', 'k8', 'class-a', 'h', 1, 'failed',"
+                                 " '{\"epochs\": 1e300}', '{\"top1\": 0.5}') RETURNING id");
+    json_t *list = model_store_list_json(f->c, NULL, NULL, NULL, 10, &err);
+    if (!list)
+        fail_msg("model_store_list_json: %s", err.message);
+    json_t *models = json_object_get(list, "models");
+    assert_int_equal(json_array_size(models), 2);
+    json_t *b = json_array_get(models, 0), *g = json_array_get(models, 1);
+    assert_int_equal(json_integer_value(json_object_get(b, "id")), bad);
+    assert_true(json_is_null(json_object_get(b, "hyper")));
+    assert_int_equal(json_array_size(json_object_get(b, "unreadable")), 1);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(b, "unreadable"), 0)),
+                        "hyper");
+    assert_true(json_real_value(json_object_get(json_object_get(b, "metrics"), "top1")) == 0.5);
+    assert_string_equal(json_string_value(json_object_get(b, "status")), "failed");
+    assert_int_equal(json_integer_value(json_object_get(g, "id")), good);
+    assert_true(json_is_object(json_object_get(g, "hyper")));
+    assert_null(json_object_get(g, "unreadable"));
+    json_decref(list);
+    json_t *one = model_store_get_json(f->c, bad, &err);
+    if (!one)
+        fail_msg("model_store_get_json: %s", err.message);
+    assert_non_null(json_object_get(one, "unreadable"));
+    assert_string_equal(json_string_value(json_object_get(one, "kernel")), "k8");
+    json_decref(one);
+    sql(f->c, "DELETE FROM models");
+}
+
+static void delete_removes_a_model_in_any_status(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    model_claim m;
+    model_deleted gone;
+    model_ready r;
+    sql(f->c, "DELETE FROM models");
+    /* Training (claimed): gone; its trainer's result is refused when it is stored. */
+    long long training = create(f->c, "k9", "h", "nearest");
+    assert_int_equal(model_store_claim(f->c, &ME, 30, &m, &err), 1);
+    model_claim_release(&m);
+    assert_int_equal(model_store_delete(f->c, training, &gone, &err), 0);
+    assert_string_equal(gone.status, "training");
+    assert_string_equal(gone.kind, "predictor");
+    assert_int_equal(model_store_finish(f->c, &ME, training, (const unsigned char *)"x", 1, 1, NULL,
+                                        NULL, NULL, &err),
+                     -1);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    assert_non_null(strstr(err.hint, "deleted"));
+    assert_null(model_store_get_json(f->c, training, &err));
+    assert_int_equal(err.code, KT_ERR_NOT_FOUND);
+    /* Ready: predictions stop using it (no older version comes back); the next one is 2. */
+    long long p1 = ready_model(f->c, "predictor", "p1");
+    long long p2 = ready_model(f->c, "predictor", "p2");
+    assert_int_equal(
+        model_store_latest_ready(f->c, "predictor", "k5", "class-a", "h", "", 0, &r, &err), 1);
+    assert_int_equal(r.id, p2);
+    assert_int_equal(model_store_delete(f->c, p2, &gone, &err), 0);
+    assert_string_equal(gone.status, "ready");
+    assert_int_equal(
+        model_store_latest_ready(f->c, "predictor", "k5", "class-a", "h", "", 0, &r, &err), 0);
+    assert_int_equal(model_store_delete(f->c, p1, &gone, &err), 0);
+    assert_string_equal(gone.status, "superseded");
+    /* A surrogate a running job searches through stays; once the job ended it goes, and the
+     * ended jobs forget it. */
+    long long s = ready_model(f->c, "surrogate", "s");
+    long long running = add_job(f->c, "h", 30), ended = add_job(f->c, "h", 31);
+    char q[160];
+    snprintf(q, sizeof q, "UPDATE jobs SET status = 'running' WHERE id = %lld", running);
+    sql(f->c, q);
+    assert_int_equal(
+        model_store_job_model(f->c, running, "surrogate", "k5", "class-a", "h", "", &r, &err), 1);
+    model_ready_release(&r);
+    assert_int_equal(
+        model_store_job_model(f->c, ended, "surrogate", "k5", "class-a", "h", "", &r, &err), 1);
+    model_ready_release(&r);
+    assert_int_equal(model_store_delete(f->c, s, &gone, &err), -1);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    snprintf(q, sizeof q, "job %lld", running);
+    assert_non_null(strstr(err.message, q));
+    assert_non_null(strstr(err.hint, "DELETE /v1/jobs/"));
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM models WHERE kind = 'surrogate'"), 1);
+    snprintf(q, sizeof q, "UPDATE jobs SET status = 'cancelled' WHERE id = %lld", running);
+    sql(f->c, q);
+    assert_int_equal(model_store_delete(f->c, s, &gone, &err), 0);
+    assert_string_equal(gone.kind, "surrogate");
+    assert_int_equal(gone.jobs_unlinked, 2);
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM jobs WHERE surrogate_model_id IS NOT NULL"),
+                     0);
+    /* None such. */
+    assert_int_equal(model_store_delete(f->c, 987654321, &gone, &err), -1);
+    assert_int_equal(err.code, KT_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.hint, "GET /v1/models"));
+    sql(f->c, "DELETE FROM models");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +568,9 @@ int main(void)
         cmocka_unit_test(training_data_is_the_best_few_per_problem),
         cmocka_unit_test(retrain_is_queued_once_enough_new_trials_arrived),
         cmocka_unit_test(a_job_keeps_the_surrogate_it_started_with),
+        cmocka_unit_test(imports_feed_no_model_and_no_warm_start_unless_trusted),
+        cmocka_unit_test(a_model_row_that_does_not_read_back_is_marked),
+        cmocka_unit_test(delete_removes_a_model_in_any_status),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }

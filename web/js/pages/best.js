@@ -26,7 +26,9 @@ function provenance(best) {
   }
   if (best.source === "nearest") {
     const n = best.nearest || {};
-    return h("p", { class: "muted" }, `Not measured for this problem: the best of the nearest tuned problem ${fmtObject(n.problem)} (log-distance ${fmtNum(n.distance)}, ${fmtMs(n.time_ms)} there, `, h("a", { href: `#/jobs/${n.job_id}` }, `job #${n.job_id}`), ")");
+    // origin: the neighbour's, "measured" or "imported" (an import an admin trusted: issue 26).
+    const via = best.origin === "imported" ? "imported, " : "";
+    return h("p", { class: "muted" }, `Not measured for this problem: the best of the nearest tuned problem ${fmtObject(n.problem)} (log-distance ${fmtNum(n.distance)}, ${fmtMs(n.time_ms)} there, ${via}`, h("a", { href: `#/jobs/${n.job_id}` }, `job #${n.job_id}`), ")");
   }
   const p = best.provenance || {};
   const how = [p.repeats != null ? `${p.repeats} repeats` : null, p.noise_cv != null ? `noise ${(p.noise_cv * 100).toFixed(1)}%` : null].filter(Boolean).join(", ");
