@@ -1,4 +1,4 @@
-"""Integration (issue #11, breaks 5, 7 and 8; issue 26, breaks 3 and 9): a real ktuned against
+"""Integration (issue #11, breaks 5, 7 and 8; issue 26, breaks 3, 7 and 9): a real ktuned against
 hostile input.
 
 HTTP edges in the JSON error shape (two Content-Length headers closed, never a smuggled second
@@ -9,7 +9,8 @@ jobs and evaluations (429 + Retry-After), and heavy trial pages that leave /heal
 
 Issue 26: a request body below the minimum rate is answered 408 (break 3), and a thousand slow
 bodies from two addresses at --max-connections leave /healthz from a third address answered
-(SlowBodyFloodTest, its own ktuned); a query of 1,008 bare '&' and a chunk size of ffffffffffffffff are
+(SlowBodyFloodTest, its own ktuned); a Host that is not a loopback name is 421 without a token
+(break 7: DNS rebinding); a query of 1,008 bare '&' and a chunk size of ffffffffffffffff are
 answered at once and the connection closed (break 9). Each prints its figures."""
 import http.client
 import json
@@ -292,6 +293,43 @@ class HostileTest(unittest.TestCase):
         self.assertGreater(took, 1.9)
         self.assertLess(took, 2.0 + 1.5 * SLOW)
         self.assert_healthy()
+
+    # --- issue 26, break 7: DNS rebinding (no token, loopback) ----------------------------------
+    def test_host_must_be_a_loopback_name(self):
+        port = self.k.address.rsplit(":", 1)[1]
+        evil = "evil.example:" + port
+        tune = dict(CONV, strategy="random", budget={"evaluations": 1}, seed=26)
+        # A rebound page: its own name in Host and Origin. Before: 202 for the tune.
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Host": evil, "Origin": "http://" + evil})
+        print("Host: %s + the same Origin, POST /v1/tune: %d" % (evil, status))
+        if status == 202:
+            self.cancel_all([body["id"]])
+        err = self.json_error(status, body, 421, "misdirected_request")
+        self.assertIn("evil.example", err["message"])
+        self.assertIn("--api-token", err["hint"])
+        for method, path in (("GET", "/v1/jobs"), ("GET", "/v1/kernels"), ("DELETE", "/v1/jobs/1"),
+                             ("GET", best_query(CONV["kernel"], CONV["device"], problem_size="4096,4096")),
+                             ("GET", "/metrics")):
+            for host in (evil, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example",
+                         "127.1:" + port, "[::2]:" + port, "localhost:" + port + "x"):
+                status, _, body = self.k.request(method, path, headers={"Host": host})
+                self.json_error(status, body, 421, "misdirected_request")
+        # Open routes carry no data: probes and the API description answer any Host.
+        self.assertEqual(self.k.get("/healthz", headers={"Host": evil})[0], 200)
+        self.assertEqual(self.k.get("/v1/openapi.json", headers={"Host": evil})[0], 200)
+        # Loopback names, any port or none, any case: served.
+        for host in ("127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "LocalHost:" + port,
+                     "127.0.0.1", "localhost", "127.0.0.2:" + port):
+            status, _, body = self.k.get("/v1/jobs?limit=1", headers={"Host": host})
+            self.assertEqual(status, 200, (host, body))
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Host": "localhost:" + port,
+                                                                 "Origin": "http://localhost:" + port})
+        self.assertIn(status, (202, 429), body)  # 429: the queue cap of this class's ktuned
+        if status == 202:
+            self.cancel_all([body["id"]])
+        # A loopback Host with a foreign Origin is still a cross-site write.
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Origin": "http://" + evil})
+        self.json_error(status, body, 403, "forbidden")
 
     # --- break 8: strict numbers, repeated parameters, budget.seconds -----------------------------
     def test_strict_numbers(self):
