@@ -129,8 +129,8 @@ def figure(replies, closed, first, took):
     statuses = [r[0] for r in replies]
     if not statuses:
         return "no reply, %s after %.1f s" % ("closed" if closed else "still open", took)
-    return "%s in %.0f ms, %s" % ("+".join(map(str, statuses)), first * 1000,
-                                   "closed" if closed else "left open %.1f s" % took)
+    return "%s in %.0f ms, %s %.1f s" % ("+".join(map(str, statuses)), first * 1000,
+                                       "closed after" if closed else "still open after", took)
 
 
 class HostileTest(unittest.TestCase):
