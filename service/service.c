@@ -288,7 +288,9 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                                 .heavy = api ? api_heavy_routes() : NULL,
                                 .max_connections = cfg->max_connections,
                                 .max_connections_per_ip = cfg->max_connections_per_ip,
-                                .header_timeout_s = cfg->http_header_timeout_s};
+                                .header_timeout_s = cfg->http_header_timeout_s,
+                                .body_timeout_s = cfg->http_body_timeout_s,
+                                .body_min_rate = cfg->http_body_min_rate};
     svc->api = (api_context){&svc->cfg, svc->db,     svc->cat,  svc->workers,
                              NULL,      svc->models, svc->best, svc->tokens};
     svc->http = http_server_new(api ? api_routes() : api_probe_routes(), &svc->api, &hopt, err);

@@ -49,6 +49,10 @@ int api_parse_ll(const char *key, const char *s, long long min, long long max, l
  * (api_decimal_ll), 2 with *d for a decimal fraction ([-]digits[.digits][e[+-]digits],
  * finite), 0 for anything else (hex, '+', spaces, inf, nan: not a number, so a string). */
 int api_number_text(const char *s, size_t len, long long *i, double *d);
+/* 1 when a Host header value names this machine by its loopback name or address: localhost,
+ * 127.0.0.0/8 (dotted quad) or [::1], with or without a port; 0 for anything else, NULL too. A
+ * page a DNS rebinding points at 127.0.0.1 still sends its own name as Host. (fields.c) */
+int api_host_is_loopback(const char *host);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);
@@ -64,11 +68,12 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
 typedef enum { API_SCOPE_READ, API_SCOPE_TUNE, API_SCOPE_ADMIN } api_scope;
 /* Whether the request may do what needs scope. When any token exists (--api-token or the
  * api_tokens table) every request needs "Authorization: Bearer <token>" of that scope or a wider
- * one; with none, every request is allowed except a write (tune/admin) whose Origin (or
- * Sec-Fetch-Site) says another site sent it. A token that is presented must be valid. Returns 0
- * when allowed, else replies 401 unauthorized / 403 forbidden and returns -1. routes.c calls it
- * with each route's scope; handlers call it again where the body asks for more (an import that
- * replaces measurements, GET /v1/best?tune_on_miss). */
+ * one; with none (the service listens on loopback), every request is allowed whose Host is a
+ * loopback name (api_host_is_loopback; else 421 misdirected_request: DNS rebinding), except a
+ * write (tune/admin) whose Origin (or Sec-Fetch-Site) says another site sent it. A token that is
+ * presented must be valid. Returns 0 when allowed, else replies 401 unauthorized / 403 forbidden
+ * / 421 and returns -1. routes.c calls it with each route's scope; handlers call it again where
+ * the body asks for more (an import that replaces measurements, GET /v1/best?tune_on_miss). */
 int api_authorize(api_context *svc, const http_request *req, http_response *res, api_scope scope);
 /* Who a request comes from, for the per-token job cap: "token:<id>", "startup" (--api-token) or
  * "anonymous". Call after api_authorize allowed it. */

@@ -1,11 +1,13 @@
 /* Pure helpers of the API's request validation (JSON fields, names in lists, numbers written as
- * text), apart from request.c so that the tune request parser can be fuzzed without a server or
- * a database (tests/fuzz/). */
+ * text, loopback Host names), apart from request.c so that the tune request parser can be fuzzed
+ * without a server or a database (tests/fuzz/). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api_internal.h"
 
@@ -121,4 +123,42 @@ int api_get_string(const json_t *obj, const char *key, int required, size_t max,
                             key, max);
     *out = json_string_value(v);
     return 0;
+}
+
+int api_host_is_loopback(const char *host)
+{
+    char name[64];
+    const char *port;
+    if (!host)
+        return 0;
+    if (host[0] == '[') { /* [IPv6]:port */
+        const char *end = strchr(host, ']');
+        if (!end || (size_t)(end - host - 1) >= sizeof name)
+            return 0;
+        memcpy(name, host + 1, (size_t)(end - host - 1));
+        name[end - host - 1] = '\0';
+        port = end + 1;
+    } else {
+        size_t n = strcspn(host, ":");
+        if (n == 0 || n >= sizeof name)
+            return 0;
+        memcpy(name, host, n);
+        name[n] = '\0';
+        port = host + n;
+    }
+    if (*port == ':') { /* digits, at most 5; an empty port is allowed by RFC 3986 */
+        size_t digits = strspn(port + 1, "0123456789");
+        if (digits > 5 || port[1 + digits] != '\0')
+            return 0;
+    } else if (*port != '\0') {
+        return 0;
+    }
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (host[0] == '[')
+        return inet_pton(AF_INET6, name, &a6) == 1 &&
+               memcmp(&a6, &in6addr_loopback, sizeof a6) == 0;
+    if (strcasecmp(name, "localhost") == 0)
+        return 1;
+    return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }

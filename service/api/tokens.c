@@ -280,6 +280,25 @@ static int deny(http_response *res, kt_code code, api_scope scope, const char *w
     return -1;
 }
 
+static int deny_host(http_response *res, const char *host)
+{
+    kt_error err;
+    char printable[96];
+    size_t i = 0;
+    for (; host[i] && i + 1 < sizeof printable; i++) /* the client's bytes, quoted printable */
+        printable[i] = (host[i] > 0x20 && host[i] < 0x7f && host[i] != '\'') ? host[i] : '?';
+    printable[i] = '\0';
+    kt_error_set(&err, KT_ERR_MISDIRECTED,
+                 "Host '%s' is not a loopback name: with no API token this service answers only "
+                 "requests addressed to localhost, 127.0.0.1 or [::1]",
+                 printable);
+    kt_error_hint(&err, "open it as http://127.0.0.1:<port>/ or http://localhost:<port>/; to "
+                        "serve it under another name, create an API token (POST /v1/tokens, or "
+                        "ktuned --api-token) and send it");
+    http_reply_error(res, &err);
+    return -1;
+}
+
 int api_authorize(api_context *svc, const http_request *req, http_response *res, api_scope scope)
 {
     char given[API_TOKEN_MAX];
@@ -313,6 +332,12 @@ int api_authorize(api_context *svc, const http_request *req, http_response *res,
     if (svc->tokens && !svc->tokens->loopback && !svc->tokens->allow_insecure)
         return deny(res, KT_ERR_UNAUTHORIZED, scope,
                     "no API token exists and this service listens on a non-loopback address");
+    /* No token on a loopback address: a page whose own name a DNS rebinding points at 127.0.0.1
+     * reaches this service as a same-origin page, Origin and Host both its own name; only the
+     * Host tells. Reads are refused too: they would hand it the jobs and results. */
+    const char *host = http_header(req, "Host");
+    if (svc->tokens && svc->tokens->loopback && host && !api_host_is_loopback(host))
+        return deny_host(res, host);
     if (scope > API_SCOPE_READ && foreign_origin(req))
         return deny(res, KT_ERR_FORBIDDEN, scope,
                     "a write from another site (Origin or Sec-Fetch-Site) is refused");

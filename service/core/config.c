@@ -54,8 +54,9 @@ static const config_option options[] = {
      "HTTP server threads [4]"},
     {"--max-connections", "KTUNE_MAX_CONNECTIONS", OPT_INT, offsetof(kt_config, max_connections), 0,
      16, 1000000,
-     "HTTP connections open at once; more are closed unanswered (kept within the open files "
-     "limit) [4096]"},
+     "HTTP connections open at once (kept within the open files limit); a new one beyond is "
+     "closed unanswered, unless its address has fewer open than the busiest one, which then loses "
+     "its oldest connection not being answered [4096]"},
     {"--max-connections-per-ip", "KTUNE_MAX_CONNECTIONS_PER_IP", OPT_INT,
      offsetof(kt_config, max_connections_per_ip), 0, 1, 1000000,
      "HTTP connections open at once from one client address [2048]"},
@@ -63,6 +64,14 @@ static const config_option options[] = {
      offsetof(kt_config, http_header_timeout_s), 0, 0.5, 3600,
      "seconds a connection has to send a request's headers (and idle keep-alive connections "
      "stay open); a quarter of it while more than half of --max-connections are open [10]"},
+    {"--http-body-timeout-s", "KTUNE_HTTP_BODY_TIMEOUT_S", OPT_DOUBLE,
+     offsetof(kt_config, http_body_timeout_s), 0, 0.5, 3600,
+     "seconds a request's body has to arrive whole after its headers; later, 408 and the "
+     "connection closed [30]"},
+    {"--http-body-min-rate", "KTUNE_HTTP_BODY_MIN_RATE", OPT_DOUBLE,
+     offsetof(kt_config, http_body_min_rate), 0, 0, 1e9,
+     "bytes a second a request's body must average once it is 2 s old; slower, 408 and the "
+     "connection closed; 0 = no minimum [1024]"},
     {"--max-queued-jobs", "KTUNE_MAX_QUEUED_JOBS", OPT_LLONG, offsetof(kt_config, max_queued_jobs),
      0, 1, 1e9, "jobs waiting to start, all clients together; more get 429 [1000]"},
     {"--max-queued-evaluations", "KTUNE_MAX_QUEUED_EVALUATIONS", OPT_LLONG,
@@ -153,6 +162,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->max_connections = 4096;
     cfg->max_connections_per_ip = 2048;
     cfg->http_header_timeout_s = 10;
+    cfg->http_body_timeout_s = 30;
+    cfg->http_body_min_rate = 1024;
     cfg->max_queued_jobs = 1000;
     cfg->max_queued_evaluations = 10000000;
     cfg->max_evaluations = 1000000;

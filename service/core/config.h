@@ -47,11 +47,15 @@ typedef struct kt_config {
     double lease_s;   /* --lease-s, KTUNE_LEASE_S: heartbeat age after which work is handed back */
 
     /* Admission (issue #11): HTTP connections (--max-connections, --max-connections-per-ip),
-     * the header deadline (--http-header-timeout-s), jobs and evaluations queued by all clients
-     * (--max-queued-jobs, --max-queued-evaluations); each with its KTUNE_<NAME> twin. */
+     * the header deadline (--http-header-timeout-s), the body deadline and minimum rate
+     * (--http-body-timeout-s, --http-body-min-rate in bytes/s, 0 = none; issue 26), jobs and
+     * evaluations queued by all clients (--max-queued-jobs, --max-queued-evaluations); each with
+     * its KTUNE_<NAME> twin. */
     int max_connections;
     int max_connections_per_ip;
     double http_header_timeout_s;
+    double http_body_timeout_s;
+    double http_body_min_rate;
     long long max_queued_jobs;
     long long max_queued_evaluations;
 

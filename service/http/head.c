@@ -51,6 +51,13 @@ void http_fields_add(http_fields *f, const char *name, size_t nlen, const char *
         }
         if (!(vlen == 7 && strncasecmp(value, "chunked", 7) == 0))
             f->bad_transfer_encoding = 1;
+    } else if (name_is(name, nlen, "Expect")) {
+        while (vlen > 0 && (*value == ' ' || *value == '\t')) {
+            value++;
+            vlen--;
+        }
+        if (vlen >= 12 && strncasecmp(value, "100-continue", 12) == 0)
+            f->expect_continue = 1;
     }
 }
 
@@ -209,6 +216,12 @@ static int add_field_line(http_fields *f, const char *line, size_t n, kt_error *
 
 int http_head_check(const char *buf, size_t n, kt_error *err)
 {
+    http_head_info info;
+    return http_head_scan(buf, n, &info, err);
+}
+
+int http_head_scan(const char *buf, size_t n, http_head_info *info, kt_error *err)
+{
     /* The request line plus its CRLF, then at most the header bytes and each field's ": " and
      * CRLF. */
     const size_t line_max = HTTP_MAX_URL + 64;
@@ -235,11 +248,68 @@ int http_head_check(const char *buf, size_t n, kt_error *err)
             return 0; /* more to come */
         }
         size_t len = (size_t)(eol - p);
-        if (len == 0 || (len == 1 && p[0] == '\r'))
+        if (len == 0 || (len == 1 && p[0] == '\r')) {
+            p = eol + 1;
             break; /* the blank line */
+        }
         if (add_field_line(&f, p, len, err) < 0 || http_fields_verdict(&f, err) < 0)
             return -1;
         p = eol + 1;
     }
-    return http_fields_verdict(&f, err) < 0 ? -1 : 1;
+    if (http_fields_verdict(&f, err) < 0)
+        return -1;
+    info->len = (size_t)(p - buf);
+    info->chunked = f.n_transfer_encoding > 0;
+    info->expect_continue = f.expect_continue;
+    return 1;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int http_chunks_check(const char *buf, size_t n, kt_error *err)
+{
+    size_t at = 0, total = 0;
+    int seen = 0; /* whole size lines read */
+    while (at < n) {
+        const char *eol = memchr(buf + at, '\n', n - at);
+        size_t size = 0, digits = 0, i = at;
+        int d;
+        /* The digits, as far as they have arrived: a size past the cap is refused before its
+         * line ends (a client need not finish "ffffffffffffffff" for it to be too large). */
+        for (; i < n && (d = hex_digit(buf[i])) >= 0; i++, digits++) {
+            if (size > HTTP_MAX_BODY) /* already too large: stop growing it */
+                continue;
+            size = size * 16 + (size_t)d;
+        }
+        if (digits > 0 && (size > HTTP_MAX_BODY || total + size > HTTP_MAX_BODY)) {
+            kt_error_set(err, KT_ERR_BODY_TOO_LARGE,
+                         "a chunk of the request body is larger than %d bytes, the most a body may "
+                         "have",
+                         HTTP_MAX_BODY);
+            kt_error_hint(err, "send bodies of at most 1 MiB");
+            return -1;
+        }
+        if (!eol)
+            return seen > 0 ? 1 : 0;
+        if (digits == 0)
+            return 1; /* malformed: libmicrohttpd answers it */
+        seen++;
+        total += size;
+        if (size == 0)
+            return 1;                        /* the last chunk */
+        at = (size_t)(eol - buf) + 1 + size; /* past the data; its CRLF starts the next line */
+        if (at + 2 > n)
+            return 1;
+        at += buf[at] == '\r' ? 2 : 1;
+    }
+    return seen > 0 ? 1 : 0;
 }

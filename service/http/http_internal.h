@@ -93,6 +93,11 @@ const char *http_static_content_type(const char *path);
 void http_printable(char *dst, size_t cap, const char *s);
 /* Frees what the response owns and zeroes it. */
 void http_response_clear(http_response *res);
+/* Writes a whole error reply (JSON, Connection: close) straight to a socket nobody else is
+ * writing to: a connection the gate still holds, or one whose request body libmicrohttpd is
+ * reading (it cannot queue a reply then). Non-blocking, best effort: the reply is a few hundred
+ * bytes and the socket's send buffer is empty at those times. */
+void http_reply_raw_error(int fd, const kt_error *err);
 
 /* ---- request heads (head.c): pure checks shared by the gate and the access handler ---- */
 
@@ -102,6 +107,7 @@ typedef struct http_fields {
     size_t bytes; /* names + values */
     int n_content_length, bad_content_length;
     int n_transfer_encoding, bad_transfer_encoding;
+    int expect_continue; /* Expect: 100-continue (the body waits for the interim reply) */
 } http_fields;
 
 void http_fields_init(http_fields *f);
@@ -118,13 +124,31 @@ int http_version_check(const char *version, kt_error *err);
  * fields up to the blank line), acceptable; 0: incomplete, acceptable so far; -1 with err: 400
  * (malformed line or field, framing above), 414 (target over HTTP_MAX_URL), 431, 505. */
 int http_head_check(const char *buf, size_t n, kt_error *err);
+/* What http_head_check learnt of a whole head: its length with the blank line, and its framing. */
+typedef struct http_head_info {
+    size_t len;
+    int chunked;
+    int expect_continue;
+} http_head_info;
+/* http_head_check, also filling *info when the head is whole (returns 1). */
+int http_head_scan(const char *buf, size_t n, http_head_info *info, kt_error *err);
+/* The chunk-size lines of a chunked body's first n bytes (raw, after the head), as far as they
+ * have arrived. 1: a size line is whole and every size so far is acceptable (or the last chunk
+ * came); 0: no size line is whole yet; -1 with err: a chunk, or the chunks so far together,
+ * larger than HTTP_MAX_BODY (413 body_too_large; "ffffffffffffffff" would otherwise keep the
+ * connection waiting for 2^64 bytes). A malformed line is left to libmicrohttpd (1). */
+int http_chunks_check(const char *buf, size_t n, kt_error *err);
 
 /* ---- admission (gate.c): ktune's own listening socket ----
  * One thread accepts, counts connections (total and per client address), holds each new one
  * until its first head has arrived whole (http_head_check, within the header deadline; a bad
  * head is answered in JSON and closed) and hands it to the least busy worker: one MHD daemon
- * with one thread, no listening socket of its own. A worker's connections are counted down by
- * http_gate_conn_closed (MHD's NOTIFY_CONNECTION). */
+ * with one thread, no listening socket of its own. The gate keeps a record (http_conn) of every
+ * open connection, held or handed over, until MHD's NOTIFY_CONNECTION says it closed: the access
+ * handler tells it each request's phase and body bytes, and the gate's tick enforces the body
+ * deadline and minimum rate (408 written by the gate, then the socket shut down, so MHD closes
+ * it) and, at max_connections, displaces a connection of the busiest address for one of an
+ * address with fewer. */
 
 typedef struct http_worker {
     struct http_server *server;
@@ -133,16 +157,44 @@ typedef struct http_worker {
     atomic_int heavy; /* heavy handlers running on its thread */
 } http_worker;
 
+/* Connections the gate cut (displaced, or answered 408) that MHD has not closed yet may pass
+ * max_connections by this many: the open files limit keeps room for them. */
+#define HTTP_CLOSING_SLACK 64
+
 typedef struct http_gate http_gate;
+typedef struct http_conn http_conn; /* the gate's record of one open connection */
+
+/* What a connection handed to a worker is doing, as the access handler tells the gate. */
+enum {
+    HTTP_CONN_HELD = 0, /* the gate holds it (first head not whole yet) */
+    HTTP_CONN_IDLE,     /* in MHD between requests, or reading a head */
+    HTTP_CONN_BODY,     /* headers in, the body arriving: the body deadline and rate apply */
+    HTTP_CONN_BUSY      /* a handler runs or the reply is being sent: never displaced */
+};
 
 /* Binds s->addr, learns the port, starts the gate thread. Errors: KT_ERR_CONFIG naming why. */
 int http_gate_start(struct http_server *s, kt_error *err);
 /* Stops accepting and closes the connections still held by the gate. */
 void http_gate_stop(struct http_server *s);
+/* After the workers stopped: frees the records left and the gate. */
 void http_gate_free(struct http_server *s);
-/* A connection handed to a worker ended (its address counted down). */
-void http_gate_conn_closed(struct http_server *s, const struct sockaddr *addr);
-/* Connections open (held by the gate or handed to a worker). */
+/* MHD's NOTIFY_CONNECTION: STARTED stores the gate's record of the socket in *socket_context
+ * (NULL when the gate has none); CLOSED counts it down and frees it (MHD closes the socket
+ * after). */
+void http_gate_conn_started(struct http_server *s, struct MHD_Connection *conn,
+                            void **socket_context);
+void http_gate_conn_closed(struct http_server *s, void *socket_context);
+/* The access handler's view (c from MHD_CONNECTION_INFO_SOCKET_CONTEXT, NULL is ignored), on
+ * the connection's worker thread. Sets the phase (HTTP_CONN_BODY starts the body's clock);
+ * returns -1 when the gate has already cut the connection (answered or displaced it): the
+ * handler then returns MHD_NO and MHD closes it. */
+int http_gate_conn_phase(struct http_server *s, http_conn *c, int phase);
+/* Counts body bytes that arrived (lock-free); returns -1 when the connection was cut. */
+int http_gate_conn_body(http_conn *c, size_t n);
+/* Answers err on the connection (http_reply_raw_error) and shuts its socket down; for the
+ * handler while MHD reads a body (it cannot queue a reply then). The handler returns MHD_NO. */
+void http_gate_conn_cut(struct http_server *s, http_conn *c, const kt_error *err);
+/* Connections open (held by the gate or handed to a worker; not those being closed). */
 int http_gate_open_connections(struct http_server *s);
 
 /* ---- the request lifecycle (request.c): MHD's access handler and completion callback ---- */
@@ -173,7 +225,8 @@ struct http_server {
     /* admission */
     int max_connections, max_connections_per_ip;
     double header_timeout_s;
-    http_worker *workers;       /* threads of them */
+    double body_timeout_s, body_min_rate; /* 0: no minimum rate */
+    http_worker *workers;                 /* threads of them */
     unsigned char *route_heavy; /* per route: 1 when its pattern is in the options' heavy list */
     int heavy_limit;            /* heavy handlers at once: threads - 2, at least 1 */
     atomic_int heavy_running;

@@ -3,6 +3,7 @@
 #include "http/http_internal.h"
 
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -126,6 +127,22 @@ void http_reply_error_with(http_response *res, const kt_error *err, const char *
     }
     json_decref(inner);
     http_reply_json(res, status, outer);
+}
+
+void http_reply_raw_error(int fd, const kt_error *err)
+{
+    http_response res;
+    memset(&res, 0, sizeof res);
+    http_reply_error(&res, err);
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: "
+                      "%zu\r\nConnection: close\r\n\r\n",
+                      res.status, kt_error_code_name(err->code), res.body_len);
+    if (hn > 0 && (size_t)hn < sizeof head &&
+        send(fd, head, (size_t)hn, MSG_NOSIGNAL | MSG_DONTWAIT) == hn && res.body)
+        send(fd, res.body, res.body_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    http_response_clear(&res);
 }
 
 void http_reply_text(http_response *res, int status, const char *content_type, const char *text)

@@ -1,7 +1,9 @@
 /* One request through MHD's access handler: the URI log callback allocates the state and measures
  * the raw target; the first call checks the request's edges (version, target, query, header
- * fields and framing: a refusal is answered at once and closes the connection); data calls
- * buffer the body (capped; the excess is read and dropped so the connection stays usable); the
+ * fields and framing: a refusal is answered at once and closes the connection) and tells the
+ * gate the body's clock starts (http_gate_conn_phase: its deadline and minimum rate); data calls
+ * count and buffer the body (capped: a chunked body past the cap is answered 413 at once through
+ * the gate, since MHD cannot queue a reply while it reads a body, and the connection closed); the
  * last call routes, runs the handler (heavy routes under their limit) or serves a file, queues
  * the reply, counts it and logs it. */
 #include "http/http_internal.h"
@@ -27,6 +29,7 @@ typedef struct req_state {
     int started;      /* the first call of the access handler has been */
     int refused;      /* answered with refusal, closing the connection */
     kt_error refusal;
+    http_conn *gate; /* the gate's record of the connection (borrowed; may be NULL) */
 } req_state;
 
 static void body_append(req_state *st, const char *data, size_t n)
@@ -36,12 +39,33 @@ static void body_append(req_state *st, const char *data, size_t n)
     if (strbuf_append(&st->body, data, n) == 0)
         return;
     if (st->body.failed == STRBUF_TOO_LONG) {
-        /* Over the cap: drop what we have, keep reading (and discarding) so keep-alive survives. */
-        st->too_large = 1;
+        st->too_large = 1; /* the caller answers 413 at once */
         strbuf_release(&st->body);
     } else {
         st->no_memory = 1;
     }
+}
+
+/* A chunked body past the cap (a Content-Length one is refused before it is read): answered 413
+ * on the socket and the connection closed, rather than reading (and dropping) a body that could
+ * go on for 2^64 bytes. MHD_NO makes MHD close it. */
+static enum MHD_Result body_refuse(http_worker *w, struct MHD_Connection *conn, req_state *st)
+{
+    kt_error err;
+    kt_error_set(&err, KT_ERR_BODY_TOO_LARGE, "the request body exceeds %d bytes", HTTP_MAX_BODY);
+    kt_error_hint(&err, "send bodies of at most 1 MiB");
+    st->answered = 1;
+    if (st->gate) {
+        http_gate_conn_cut(w->server, st->gate, &err);
+    } else {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+            http_reply_raw_error(ci->connect_fd, &err);
+    }
+    log_debug("http: a chunked request body passed %d bytes: 413, connection closed",
+              HTTP_MAX_BODY);
+    return MHD_NO;
 }
 
 /* Content-Length larger than the cap (digits only; MHD itself rejects malformed values). */
@@ -167,8 +191,10 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
     req.body = st->body.len ? st->body.data : NULL;
     req.body_len = st->body.len;
     st->scratch = malloc(strlen(url) + HTTP_MAX_PATH_PARAMS + 1);
-    if (!st->scratch)
+    if (!st->scratch) {
+        log_error("http: out of memory answering %s; connection dropped", method);
         goto out; /* MHD_NO: MHD drops the connection */
+    }
     int m = http_router_match(s->routes, method, url, &req, &route_index, st->scratch, allow,
                               sizeof allow);
     if (m == HTTP_MATCH_NONE)
@@ -214,6 +240,7 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
     if (!mr)
         mr = to_mhd(&req, &res, &status);
     if (!mr) {
+        log_error("http: out of memory making a reply to %s; connection dropped", method);
         http_prepared_release(prepared);
         goto out;
     }
@@ -251,11 +278,11 @@ void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     st->target_too_long = strlen(uri) > HTTP_MAX_URL;
     char *q = strchr(uri, '?');
     if (q) {
-        int n = 0;
-        for (const char *p = q + 1; *p; p++) {
-            if (*p != '&' && (p == q + 1 || p[-1] == '&'))
-                n++;
-        }
+        /* Every '&'-separated part counts, empty ones too: MHD stores each, and a thousand bare
+         * '&' ran its connection memory out (no reply, the connection held until the timeout). */
+        int n = 1;
+        for (const char *p = q + 1; *p; p++)
+            n += *p == '&';
         st->query_params = n;
         if (st->target_too_long || n > HTTP_MAX_QUERY_PARAMS) {
             /* MHD parses the arguments from the byte after '?' once this returns: an empty string
@@ -322,6 +349,7 @@ static int check_edges(struct MHD_Connection *conn, const char *version, req_sta
     if (st->query_params > HTTP_MAX_QUERY_PARAMS) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "the query string has %d parameters; at most %d",
                      st->query_params, HTTP_MAX_QUERY_PARAMS);
+        kt_error_hint(err, "send fewer parameters; empty ones between '&' count too");
         return -1;
     }
     field_walk fw;
@@ -363,40 +391,52 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
     }
     if (!st->started) {
         st->started = 1;
-        if (check_edges(conn, version, st) < 0) {
-            /* Answered before the body is read: the connection closes after the reply, so a body
-             * framed two ways is never read as a next request. */
-            st->refused = 1;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        st->gate = ci ? ci->socket_context : NULL;
+        int refuse = check_edges(conn, version, st) < 0;
+        if (refuse)
+            st->refused = 1; /* answered before the body is read: the connection closes after
+                              * the reply, so a body framed two ways is never read as a next
+                              * request */
+        else if (declared_too_large(conn))
+            st->too_large = 1; /* refused before reading any of it; MHD closes the connection
+                                * after this reply (the unread body is no next request) */
+        if (http_gate_conn_phase(w->server, st->gate,
+                                 st->refused || st->too_large ? HTTP_CONN_BUSY : HTTP_CONN_BODY) <
+            0)
+            return MHD_NO; /* displaced by the gate meanwhile */
+        if (st->refused || st->too_large)
             return answer(w, conn, url, method, st);
-        }
-        if (declared_too_large(conn)) {
-            /* Refused before reading any of it; MHD closes the connection after this reply, since
-             * the unread body would otherwise be taken for the next request. */
-            st->too_large = 1;
-            return answer(w, conn, url, method, st);
-        }
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
-        if (!st->answered)
-            body_append(st, upload_data, *upload_data_size);
+        size_t n = *upload_data_size;
         *upload_data_size = 0;
-        return MHD_YES;
+        if (http_gate_conn_body(st->gate, n) < 0)
+            return MHD_NO; /* the gate answered 408 (deadline, rate) or displaced it */
+        if (st->answered)
+            return MHD_YES;
+        body_append(st, upload_data, n);
+        return st->too_large ? body_refuse(w, conn, st) : MHD_YES;
     }
     if (st->answered)
         return MHD_YES;
+    if (http_gate_conn_phase(w->server, st->gate, HTTP_CONN_BUSY) < 0)
+        return MHD_NO;
     return answer(w, conn, url, method, st);
 }
 
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                        enum MHD_RequestTerminationCode toe)
 {
+    http_server *s = cls;
     req_state *st = *con_cls;
-    (void)cls;
     (void)conn;
     (void)toe;
     if (!st)
         return;
+    http_gate_conn_phase(s, st->gate, HTTP_CONN_IDLE); /* waits for a next request (or closes) */
     strbuf_release(&st->body);
     free(st->scratch);
     free(st);

@@ -60,6 +60,8 @@ http_server *http_server_new(const http_route *routes, void *app, const http_ser
                                     : HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP;
     s->header_timeout_s =
         opt->header_timeout_s > 0 ? opt->header_timeout_s : HTTP_DEFAULT_HEADER_TIMEOUT_S;
+    s->body_timeout_s = opt->body_timeout_s > 0 ? opt->body_timeout_s : HTTP_DEFAULT_BODY_TIMEOUT_S;
+    s->body_min_rate = opt->body_min_rate > 0 ? opt->body_min_rate : 0;
     s->heavy_limit = s->threads > 3 ? s->threads - 2 : 1;
     s->route_heavy = calloc((size_t)s->n_routes + 1, 1);
     if (!s->route_heavy) {
@@ -159,6 +161,18 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
+    /* Connections that end mid-request are the client's doing or the gate's (a body past its
+     * deadline or the cap, a displaced connection: the access handler returns MHD_NO, or MHD
+     * reads the end of the socket the gate shut down): a flood of them must not flood the log. */
+    static const char *const quiet[] = {"Application reported internal error",
+                                        "Connection was closed by remote side",
+                                        "Connection socket is closed when reading request", NULL};
+    for (int i = 0; quiet[i]; i++) {
+        if (strncmp(line, quiet[i], strlen(quiet[i])) == 0) {
+            log_debug("http: libmicrohttpd: %s", line);
+            return;
+        }
+    }
     log_warn("http: libmicrohttpd: %s", line);
 }
 
@@ -194,18 +208,21 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
-/* MHD's connection notifications: a closed connection is counted down in the gate. */
+/* MHD's connection notifications: a started connection finds the gate's record of it (the
+ * access handler reads it as the socket context), a closed one is counted down in the gate. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     http_worker *w = cls;
-    (void)socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        http_gate_conn_started(w->server, conn, socket_context);
+        return;
+    }
     if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
         return;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     atomic_fetch_sub(&w->conns, 1);
-    http_gate_conn_closed(w->server, ci ? ci->client_addr : NULL);
+    http_gate_conn_closed(w->server, *socket_context);
+    *socket_context = NULL;
 }
 
 /* Raises the soft open files limit to the hard one and keeps max_connections within it. */
@@ -223,9 +240,9 @@ static void fit_open_files(http_server *s)
         else
             getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (rl.rlim_cur != RLIM_INFINITY &&
-        (rlim_t)s->max_connections + HTTP_FD_RESERVE > rl.rlim_cur) {
-        int fit = rl.rlim_cur > HTTP_FD_RESERVE + 16 ? (int)(rl.rlim_cur - HTTP_FD_RESERVE) : 16;
+    const rlim_t reserve = HTTP_FD_RESERVE + HTTP_CLOSING_SLACK;
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->max_connections + reserve > rl.rlim_cur) {
+        int fit = rl.rlim_cur > reserve + 16 ? (int)(rl.rlim_cur - reserve) : 16;
         log_warn("http: %d connections do not fit the open files limit (%llu); serving at most %d",
                  s->max_connections, (unsigned long long)rl.rlim_cur, fit);
         s->max_connections = fit;
@@ -262,7 +279,8 @@ int http_server_start(http_server *s, kt_error *err)
                                      MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, s,
                                      MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                                      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->max_connections,
+                                     MHD_OPTION_CONNECTION_LIMIT,
+                                     (unsigned)(s->max_connections + HTTP_CLOSING_SLACK),
                                      MHD_OPTION_END);
         // clang-format on
         if (!w->daemon) {
@@ -277,9 +295,10 @@ int http_server_start(http_server *s, kt_error *err)
         return -1;
     }
     log_info("http: listening on %s (port %d, %d threads, at most %d connections, %d per "
-             "address, header deadline %.3g s%s%s)",
+             "address, header deadline %.3g s, body deadline %.3g s, body rate at least %.0f "
+             "bytes/s%s%s)",
              s->listen, s->port, s->threads, s->max_connections, s->max_connections_per_ip,
-             s->header_timeout_s, s->web_root_real ? ", web root " : "",
-             s->web_root_real ? s->web_root_real : "");
+             s->header_timeout_s, s->body_timeout_s, s->body_min_rate,
+             s->web_root_real ? ", web root " : "", s->web_root_real ? s->web_root_real : "");
     return 0;
 }

@@ -74,11 +74,22 @@ typedef struct http_server_options {
     int max_connections;
     int max_connections_per_ip;
     double header_timeout_s;
+    /* Request bodies: one that has not arrived whole body_timeout_s after its headers
+     * [HTTP_DEFAULT_BODY_TIMEOUT_S], or that averaged fewer than body_min_rate bytes a second once
+     * it is HTTP_BODY_RATE_GRACE_S old (0 = no minimum; ktuned passes --http-body-min-rate), is
+     * answered 408 request_timeout and its connection closed. When max_connections are open, a
+     * connection from an address with fewer open displaces one of the address with the most that
+     * is not being answered (http/README.md, "Edges and admission"). */
+    double body_timeout_s;
+    double body_min_rate;
 } http_server_options;
 
 #define HTTP_DEFAULT_MAX_CONNECTIONS        4096
 #define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 2048
 #define HTTP_DEFAULT_HEADER_TIMEOUT_S       10.0
+#define HTTP_DEFAULT_BODY_TIMEOUT_S         30.0
+#define HTTP_DEFAULT_BODY_MIN_RATE          1024.0 /* bytes a second, ktuned's default */
+#define HTTP_BODY_RATE_GRACE_S              2.0    /* the minimum rate is judged after this */
 
 /* routes: array terminated by an entry whose method is NULL. */
 http_server *http_server_new(const http_route *routes, void *app, const http_server_options *opt,

@@ -1,4 +1,5 @@
-/* libFuzzer target: the HTTP layer. Each input is checked by http_head_check directly, then sent
+/* libFuzzer target: the HTTP layer. Each input is checked by http_head_scan directly (and, for a
+ * whole chunked head, the chunk sizes after it by http_chunks_check), then sent
  * as raw bytes on a fresh connection to a server started once (127.0.0.1:0, two threads, routes
  * with captures, a query listing and a JSON echo); the reply is read until the server closes.
  * Every 256 inputs a GET /healthz must still be answered 200, else the run aborts. */
@@ -131,7 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static unsigned runs;
     kt_error err;
     kt_error_clear(&err);
-    (void)http_head_check((const char *)data, size, &err);
+    http_head_info info;
+    if (http_head_scan((const char *)data, size, &info, &err) == 1 && info.chunked)
+        (void)http_chunks_check((const char *)data + info.len, size - info.len, &err);
     int status = exchange(data, size);
     if (status != 0 && (status < 100 || status > 599))
         abort();

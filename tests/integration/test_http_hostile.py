@@ -1,10 +1,17 @@
-"""Integration (issue #11, breaks 5, 7 and 8): a real ktuned against hostile input.
+"""Integration (issue #11, breaks 5, 7 and 8; issue 26, breaks 3, 7 and 9): a real ktuned against
+hostile input.
 
 HTTP edges in the JSON error shape (two Content-Length headers closed, never a smuggled second
 request; 414, 431, 505, 500 query parameters), strict numbers (/v1/jobs/+1, limit=+5, M=0x40), a
 repeated query parameter refused on every endpoint, budget.seconds 1e-300 refused, injection
 strings through every parameter (JSON 4xx, the service still healthy), the global cap on queued
-jobs and evaluations (429 + Retry-After), and heavy trial pages that leave /healthz fast."""
+jobs and evaluations (429 + Retry-After), and heavy trial pages that leave /healthz fast.
+
+Issue 26: a request body below the minimum rate is answered 408 (break 3), and a thousand slow
+bodies from two addresses at --max-connections leave /healthz from a third address answered
+(SlowBodyFloodTest, its own ktuned); a Host that is not a loopback name is 421 without a token
+(break 7: DNS rebinding); a query of 1,008 bare '&' and a chunk size of ffffffffffffffff are
+answered at once and the connection closed (break 9). Each prints its figures."""
 import http.client
 import json
 import os
@@ -66,6 +73,64 @@ def raw_exchange(address, data, timeout=10):
         replies.append((status, headers, rest[:n]))
         buf = rest[n:]
     return replies, closed
+
+
+def exchange(address, parts, wait=12.0, pause=0.3, source=None):
+    """Sends parts (bytes, pauses between them) on a fresh socket, then reads until the server
+    closes or wait seconds pass. Returns (replies as in raw_exchange, closed, seconds from the last
+    part sent to the first reply, or None)."""
+    host, port = address.rsplit(":", 1)
+    buf, closed, first = b"", False, None
+    src = (source, 0) if source else None
+    with socket.create_connection((host, int(port)), timeout=wait, source_address=src) as s:
+        for i, part in enumerate(parts):
+            if i:
+                time.sleep(pause)
+            try:
+                s.sendall(part)
+            except OSError:  # the server answered and closed before all of it was sent
+                break
+        t0 = time.time()
+        while time.time() - t0 < wait:
+            s.settimeout(max(0.05, wait - (time.time() - t0)))
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            if first is None:
+                first = time.time() - t0
+            buf += chunk
+        took = time.time() - t0
+    replies, _ = parse_replies(buf)
+    return replies, closed, first, took
+
+
+def parse_replies(buf):
+    replies = []
+    while b"\r\n\r\n" in buf:
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode(errors="replace").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+        n = int(headers.get("content-length", "0"))
+        replies.append((status, headers, rest[:n]))
+        buf = rest[n:]
+    return replies, buf
+
+
+def figure(replies, closed, first, took):
+    """How a connection ended, for the printed before/after figures."""
+    statuses = [r[0] for r in replies]
+    if not statuses:
+        return "no reply, %s after %.1f s" % ("closed" if closed else "still open", took)
+    return "%s in %.0f ms, %s %.1f s" % ("+".join(map(str, statuses)), first * 1000,
+                                       "closed after" if closed else "still open after", took)
 
 
 class HostileTest(unittest.TestCase):
@@ -140,6 +205,131 @@ class HostileTest(unittest.TestCase):
             status, _, body = self.k.get(path + "?" + query)
             self.json_error(status, body, 400, "bad_request")
         self.assert_healthy()
+
+    # --- issue 26, break 9: framing leftovers answered at once ---------------------------------
+    def refused_promptly(self, what, parts, status, code, replies_before=()):
+        """'' when the request got status with the JSON error code at once and the connection was
+        closed; else what happened. Prints the figure either way."""
+        replies, closed, first, took = exchange(self.k.address, parts)
+        seen = figure(replies, closed, first, took)
+        print("%s: %s" % (what, seen))
+        if [r[0] for r in replies] != list(replies_before) + [status] or not closed or took > 2.0 * SLOW:
+            return "%s: %s" % (what, seen)
+        if not replies[-1][1].get("content-type", "").startswith("application/json"):
+            return "%s: not JSON: %s" % (what, replies[-1][1])
+        got = json.loads(replies[-1][2])["error"]["code"]
+        return "" if got == code else "%s: code %s" % (what, got)
+
+    def test_framing_leftovers_are_answered_at_once(self):
+        # Before: no reply, the connection held until the 10 s timeout.
+        amps = b"GET /v1/jobs?" + b"&" * 1008 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        many = b"GET /v1/jobs?" + b"&" * 64 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        probe = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        head = (b"POST /v1/tune HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        huge = b"ffffffffffffffff\r\n"
+        failed = [
+            self.refused_promptly("1,008 bare '&'", [amps], 400, "bad_request"),
+            self.refused_promptly("65 empty query parameters", [many], 400, "bad_request"),
+            self.refused_promptly("1,008 bare '&' on a kept-alive connection", [probe + amps], 400,
+                                  "bad_request", replies_before=[200]),
+            self.refused_promptly("chunk size ffffffffffffffff", [head + huge], 413, "body_too_large"),
+            self.refused_promptly("chunk size ffffffffffffffff after the head", [head, huge], 413,
+                                  "body_too_large"),
+            self.refused_promptly("chunk size 100001 (1 MiB + 1)", [head + b"100001\r\n{}"], 413,
+                                  "body_too_large"),
+            # On a kept-alive connection's second request (MHD reads it, not the gate): refused
+            # once 1 MiB of the chunk arrived, not read on for 2^64 bytes.
+            self.refused_promptly("chunk size ffffffffffffffff on a kept-alive connection",
+                                  [probe + head + huge + b" " * (1024 * 1024 + 4096)], 413,
+                                  "body_too_large", replies_before=[200]),
+        ]
+        self.assertEqual([f for f in failed if f], [])
+        # A small chunked body still works, sent whole or its size line later.
+        body = b'{"kernel": "no-such-kernel", "device": "cpu"}'
+        chunk = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        for parts in ([head + chunk], [head, chunk]):
+            replies, closed, first, took = exchange(self.k.address, parts, wait=3)
+            self.assertEqual([r[0] for r in replies], [400], figure(replies, closed, first, took))
+            self.assertIn(json.loads(replies[0][2])["error"]["code"], ("unknown_kernel", "unknown_device"))
+        self.assert_healthy()
+
+    # --- issue 26, break 3: a slow body is answered 408 ---------------------------------------
+    def test_slow_body_is_answered_408(self):
+        # Below --http-body-min-rate (1,024 bytes/s, judged once the body is 2 s old): 408 and
+        # closed. Before: one byte every 0.25 s kept the connection open as long as it went on.
+        head = (b"POST /v1/tune HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100000\r\n\r\n")
+        host, port = self.k.address.rsplit(":", 1)
+        buf, closed = b"", False
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            s.sendall(head)
+            t0 = time.time()
+            while time.time() - t0 < 8 and not closed:
+                try:
+                    s.send(b" ")
+                except OSError:
+                    pass
+                s.settimeout(0.25)
+                try:
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            closed = True
+                            break
+                        buf += chunk
+                except socket.timeout:
+                    pass
+                except ConnectionResetError:
+                    closed = True
+            took = time.time() - t0
+        replies, _ = parse_replies(buf)
+        print("slow body, one byte every 0.25 s: %s" % figure(replies, closed, took, took))
+        self.assertEqual([r[0] for r in replies], [408], "after %.1f s: %r" % (took, buf[:300]))
+        err = json.loads(replies[0][2])["error"]
+        self.assertEqual(err["code"], "request_timeout", err)
+        self.assertIn("bytes a second", err["message"])
+        self.assertTrue(closed)
+        self.assertGreater(took, 1.9)
+        self.assertLess(took, 2.0 + 1.5 * SLOW)
+        self.assert_healthy()
+
+    # --- issue 26, break 7: DNS rebinding (no token, loopback) ----------------------------------
+    def test_host_must_be_a_loopback_name(self):
+        port = self.k.address.rsplit(":", 1)[1]
+        evil = "evil.example:" + port
+        tune = dict(CONV, strategy="random", budget={"evaluations": 1}, seed=26)
+        # A rebound page: its own name in Host and Origin. Before: 202 for the tune.
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Host": evil, "Origin": "http://" + evil})
+        print("Host: %s + the same Origin, POST /v1/tune: %d" % (evil, status))
+        if status == 202:
+            self.cancel_all([body["id"]])
+        err = self.json_error(status, body, 421, "misdirected_request")
+        self.assertIn("evil.example", err["message"])
+        self.assertIn("--api-token", err["hint"])
+        for method, path in (("GET", "/v1/jobs"), ("GET", "/v1/kernels"), ("DELETE", "/v1/jobs/1"),
+                             ("GET", best_query(CONV["kernel"], CONV["device"], problem_size="4096,4096")),
+                             ("GET", "/metrics")):
+            for host in (evil, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example",
+                         "127.1:" + port, "[::2]:" + port, "localhost:" + port + "x"):
+                status, _, body = self.k.request(method, path, headers={"Host": host})
+                self.json_error(status, body, 421, "misdirected_request")
+        # Open routes carry no data: probes and the API description answer any Host.
+        self.assertEqual(self.k.get("/healthz", headers={"Host": evil})[0], 200)
+        self.assertEqual(self.k.get("/v1/openapi.json", headers={"Host": evil})[0], 200)
+        # Loopback names, any port or none, any case: served.
+        for host in ("127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port, "LocalHost:" + port,
+                     "127.0.0.1", "localhost", "127.0.0.2:" + port):
+            status, _, body = self.k.get("/v1/jobs?limit=1", headers={"Host": host})
+            self.assertEqual(status, 200, (host, body))
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Host": "localhost:" + port,
+                                                                 "Origin": "http://localhost:" + port})
+        self.assertIn(status, (202, 429), body)  # 429: the queue cap of this class's ktuned
+        if status == 202:
+            self.cancel_all([body["id"]])
+        # A loopback Host with a foreign Origin is still a cross-site write.
+        status, _, body = self.k.post("/v1/tune", tune, headers={"Origin": "http://" + evil})
+        self.json_error(status, body, 403, "forbidden")
 
     # --- break 8: strict numbers, repeated parameters, budget.seconds -----------------------------
     def test_strict_numbers(self):
@@ -322,6 +512,122 @@ class HostileTest(unittest.TestCase):
         # make test): the median says whether /healthz waits for the pages; the worst is loose.
         self.assertLess(took[len(took) // 2], 0.25 * SLOW)
         self.assertLess(took[-1], 3.0 * SLOW)
+
+
+class SlowBodyFloodTest(unittest.TestCase):
+    """Issue 26, break 3: --max-connections slow request bodies from two addresses (each under
+    --max-connections-per-ip) sending a byte a second. Before: every /healthz from a third address
+    was closed unanswered while they lasted. Now a newcomer from an address with fewer
+    connections displaces one of them, and each gets 408 at --http-body-timeout-s."""
+
+    FLOOD = 1000
+    TIMEOUT = 6.0
+    PROBES = 20
+
+    @classmethod
+    def setUpClass(cls):
+        # The body options through the environment: a ktuned from before them ignores it and runs
+        # the same scenario (the before figures), where an unknown flag would stop it.
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
+                       extra=["--workers", "1", "--max-connections", str(cls.FLOOD),
+                              "--max-connections-per-ip", str(cls.FLOOD // 2)],
+                       env={"KTUNE_HTTP_BODY_TIMEOUT_S": str(cls.TIMEOUT), "KTUNE_HTTP_BODY_MIN_RATE": "0"})
+        cls.k.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.k.stop()
+        tail = cls.k.log_tail(40)
+        cls.k.cleanup()
+        assert rc == 0, "ktuned exited with %s on SIGTERM; log:\n%s" % (rc, tail)
+
+    def test_slow_bodies_do_not_lock_probes_out(self):
+        host, port = self.k.address.rsplit(":", 1)
+        head = (b"POST /v1/tune HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 100000\r\n\r\n{")
+        flood = []  # [socket, opened at, bytes read, closed at]
+        stop = threading.Event()
+        try:
+            for i in range(self.FLOOD):
+                s = socket.create_connection((host, int(port)), timeout=5,
+                                             source_address=("127.0.0.%d" % (2 + i % 2), 0))
+                s.sendall(head)
+                flood.append([s, time.time(), b"", None])
+            opened = time.time()
+
+            def trickle():  # one body byte a second on each
+                while not stop.wait(1.0):
+                    for f in flood:
+                        try:
+                            f[0].send(b" ")
+                        except OSError:
+                            pass
+            sender = threading.Thread(target=trickle)
+            sender.start()
+            time.sleep(0.5)
+            took, answered = [], 0
+            for _ in range(self.PROBES):
+                t0 = time.time()
+                try:
+                    conn = http.client.HTTPConnection(self.k.address, timeout=3)
+                    conn.request("GET", "/healthz")
+                    r = conn.getresponse()
+                    r.read()
+                    conn.close()
+                    answered += r.status == 200
+                except (OSError, http.client.HTTPException):
+                    pass
+                took.append(time.time() - t0)
+                time.sleep(0.05)
+            probed = time.time() - opened
+            took.sort()
+            # Each slow connection: what it got, and when, until TIMEOUT + 4 s after the last opened.
+            for f in flood:
+                f[0].setblocking(False)
+            deadline = opened + self.TIMEOUT + 4.0 * SLOW
+            while time.time() < deadline and any(f[3] is None for f in flood):
+                for f in flood:
+                    if f[3] is not None:
+                        continue
+                    try:
+                        chunk = f[0].recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if chunk:
+                        f[2] += chunk
+                    else:
+                        f[3] = time.time()
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            if "sender" in locals():
+                sender.join()
+            for f in flood:
+                f[0].close()
+        got408 = [f[3] - f[1] for f in flood if f[2].startswith(b"HTTP/1.1 408") and f[3] is not None]
+        silent = sum(1 for f in flood if not f[2] and f[3] is not None)
+        still = sum(1 for f in flood if f[3] is None)
+        got408.sort()
+        print("slow bodies: %d/%d health probes answered while %d slow-body connections were open "
+              "(median %.0f ms, worst %.0f ms, %.1f s after the flood opened); slow connections: %d "
+              "got 408 (median %.1f s after opening), %d closed without a reply, %d still open %.1f s "
+              "after the flood opened" %
+              (answered, self.PROBES, len(flood), took[len(took) // 2] * 1000, took[-1] * 1000, probed,
+               len(got408), got408[len(got408) // 2] if got408 else 0, silent, still, deadline - opened))
+        self.assertEqual(answered, self.PROBES)
+        self.assertEqual(still, 0)
+        # Those displaced for the probes close without a reply; every other one gets 408 in JSON
+        # at its deadline.
+        self.assertGreaterEqual(len(got408), self.FLOOD - self.PROBES - 5)
+        self.assertLessEqual(silent, self.PROBES + 5)
+        self.assertGreater(got408[0], self.TIMEOUT - 0.5)
+        self.assertLess(got408[len(got408) // 2], self.TIMEOUT + 2.0 * SLOW)
+        body = next(f[2] for f in flood if f[2]).split(b"\r\n\r\n", 1)[1]
+        self.assertEqual(json.loads(body)["error"]["code"], "request_timeout", body)
+        status, _, health = self.k.get("/healthz")
+        self.assertEqual(status, 200, health)
 
 
 if __name__ == "__main__":

@@ -584,6 +584,20 @@ class ServedTest(unittest.TestCase):
             self.assertIn(self.call("DELETE", "/v1/jobs/{id}", {"id": jid})[0], (200, 409))
 
     # --- the database goes away ---------------------------------------------------------------
+    def test_m_a_token_serves_any_host(self):
+        # Issue 26, break 7: the loopback Host check is for a service without tokens (the
+        # description's conventions); once a token exists, the token decides, whatever the Host.
+        port = self.k.address.rsplit(":", 1)[1]
+        for host in ("evil.example:" + port, "ktune.internal", "127.0.0.1:" + port):
+            status, _, reply = self.call("GET", "/v1/jobs", query={"limit": 1}, headers={"Host": host})
+            self.assertEqual(status, 200, (host, reply))
+            status, _, reply = self.call("GET", "/v1/jobs", query={"limit": 1}, headers={"Host": host},
+                                         token=False)
+            self.assertEqual((status, reply["error"]["code"]), (401, "unauthorized"), (host, reply))
+            status, _, reply = self.call("DELETE", "/v1/jobs/{id}", {"id": 999999},
+                                         headers={"Host": host, "Origin": "http://" + host})
+            self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), (host, reply))
+
     def test_y_database_down_is_503(self):
         self.finished_job()
         pg = os.path.join(self.k.data_dir, "pg")

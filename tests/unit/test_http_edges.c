@@ -2,7 +2,10 @@
  * headers, Transfer-Encoding with Content-Length) refused and the connection closed, 414/431/505
  * and many or repeated query parameters answered in the JSON error shape, a header deadline
  * against slow senders, a thousand slow connections not shutting new ones out, connection limits
- * per client address, and heavy routes that never take every thread. */
+ * per client address, and heavy routes that never take every thread. Issue 26: chunk sizes past
+ * the body cap and queries of bare '&' answered at once, request bodies past their deadline or
+ * below the minimum rate answered 408, and a full server that still takes a connection from an
+ * address with fewer open. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,7 +46,8 @@ static const http_route edge_routes[] = {
 };
 static const char *const heavy_patterns[] = {"/v1/heavy", NULL};
 
-static fixture *start(int max_conn, int max_per_ip, double header_timeout)
+static fixture *start_with(int max_conn, int max_per_ip, double header_timeout, double body_timeout,
+                           double body_min_rate)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
@@ -54,7 +58,9 @@ static fixture *start(int max_conn, int max_per_ip, double header_timeout)
                                .heavy = heavy_patterns,
                                .max_connections = max_conn,
                                .max_connections_per_ip = max_per_ip,
-                               .header_timeout_s = header_timeout};
+                               .header_timeout_s = header_timeout,
+                               .body_timeout_s = body_timeout,
+                               .body_min_rate = body_min_rate};
     f->s = http_server_new(edge_routes, &f->app, &opt, &err);
     assert_non_null(f->s);
     f->app.server = f->s;
@@ -62,6 +68,17 @@ static fixture *start(int max_conn, int max_per_ip, double header_timeout)
         fail_msg("start: %s", err.message);
     f->port = http_server_port(f->s);
     return f;
+}
+
+static fixture *start(int max_conn, int max_per_ip, double header_timeout)
+{
+    return start_with(max_conn, max_per_ip, header_timeout, 0, 0);
+}
+
+static void stop(fixture *f)
+{
+    http_server_free(f->s);
+    free(f);
 }
 
 static int edge_setup(void **state)
@@ -154,6 +171,55 @@ static void heads_are_checked_before_any_server(void **state)
     assert_false(http_utf8_valid("\xed\xa0\x80"));     /* a surrogate */
     assert_false(http_utf8_valid("\xf4\x90\x80\x80")); /* past U+10FFFF */
     assert_false(http_utf8_valid("\xe4\xb8"));         /* cut short */
+}
+
+/* ---- chunk sizes, pure (http_chunks_check: what the gate decides on a chunked first head) ---- */
+
+static void chunk_sizes_are_checked_before_any_server(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int rc;
+    } cases[] = {
+        {"", 0},
+        {"1a", 0},                    /* a size line not whole yet */
+        {"ffffffffffffffff\r\n", -1}, /* 2^64 - 1 bytes announced */
+        {"ffffffffffff", -1},         /* too large before the line ends */
+        {"100001\r\n", -1},           /* 1 MiB + 1 */
+        {"100000\r\n", 1},            /* exactly the cap */
+        {"2\r\n{}\r\n0\r\n\r\n", 1},
+        {"5;name=value\r\nhello\r\n", 1},
+        {"zz\r\n", 1}, /* malformed: libmicrohttpd answers it */
+        {"2\r\n{}\r\nfffffff\r\n", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kt_error err;
+        kt_error_clear(&err);
+        int rc = http_chunks_check(cases[i].body, strlen(cases[i].body), &err);
+        if (rc != cases[i].rc || (rc < 0 && err.code != KT_ERR_BODY_TOO_LARGE))
+            fail_msg("case %zu (%s): rc %d, %s", i, cases[i].body, rc,
+                     kt_error_code_name(err.code));
+    }
+    /* Two chunks that pass the cap together. */
+    size_t half = HTTP_MAX_BODY / 2 + 1;
+    char *buf = malloc(half + 64);
+    assert_non_null(buf);
+    int n = snprintf(buf, 64, "%zx\r\n", half);
+    memset(buf + n, 'x', half);
+    size_t len = (size_t)n + half;
+    len += (size_t)snprintf(buf + len, 64, "\r\n%zx\r\n", half);
+    kt_error err;
+    assert_int_equal(http_chunks_check(buf, len, &err), -1);
+    assert_int_equal(err.code, KT_ERR_BODY_TOO_LARGE);
+    free(buf);
+    /* The head's framing, as the gate learns it. */
+    static const char head[] =
+        "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\nff\r\n";
+    http_head_info info;
+    assert_int_equal(http_head_scan(head, sizeof head - 1, &info, &err), 1);
+    assert_int_equal(info.len, sizeof head - 1 - 4);
+    assert_true(info.chunked && info.expect_continue);
 }
 
 /* ---- request smuggling ---- */
@@ -436,6 +502,178 @@ static void connections_per_address_are_limited(void **state)
     free(f);
 }
 
+/* ---- issue 26: framing leftovers, slow bodies, a full server ---- */
+
+/* Reads one reply within 5 s and whether the server then closed (within 2 s); -1: no reply. */
+static int read_then_closed(hc_conn *c, hc_resp *r, int *closed)
+{
+    struct timeval tv = {5, 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (hc_read(c, r, 0) != 0)
+        return -1;
+    tv.tv_sec = 2;
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    hc_resp second;
+    *closed = hc_read(c, &second, 0) != 0;
+    if (!*closed)
+        hc_resp_free(&second);
+    return 0;
+}
+
+static void bare_ampersands_and_huge_chunks_are_answered_at_once(void **state)
+{
+    fixture *f = *state;
+    /* Each bare '&' is an empty parameter MHD stores: 1,008 of them ran its connection memory out
+     * (no reply until the timeout). */
+    char raw[2048];
+    int n = snprintf(raw, sizeof raw, "GET /v1/query?");
+    memset(raw + n, '&', 1008);
+    n += 1008;
+    n += snprintf(raw + n, sizeof raw - (size_t)n, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    static const char chunked[] = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                                  "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int round = 0; round < 3; round++) {
+        hc_conn c;
+        hc_resp r;
+        int closed = 0;
+        double t0 = now_s();
+        assert_int_equal(hc_connect(&c, f->port), 0);
+        if (round == 0) {
+            assert_int_equal(hc_send(&c, raw, (size_t)n), 0);
+        } else {
+            assert_int_equal(hc_send_str(&c, chunked), 0);
+            if (round == 2) { /* the size line after the head */
+                struct timespec d = {0, 200 * 1000 * 1000};
+                nanosleep(&d, NULL);
+            }
+            assert_int_equal(hc_send_str(&c, "ffffffffffffffff\r\n"), 0);
+        }
+        assert_int_equal(read_then_closed(&c, &r, &closed), 0);
+        if (round == 0)
+            assert_error(&r, 400, "bad_request", "1009 parameters");
+        else
+            assert_error(&r, 413, "body_too_large", NULL);
+        hc_resp_free(&r);
+        hc_close(&c);
+        assert_true(closed);
+        if (now_s() - t0 > 3.0)
+            fail_msg("round %d: answered and closed after %.1f s", round, now_s() - t0);
+    }
+    assert_int_equal(atomic_load(&f->app.calls), 0);
+}
+
+/* A POST /v1/echo whose Content-Length promises 100 bytes; sends `sent` of them. */
+static void slow_post(hc_conn *c, int port, int sent)
+{
+    assert_int_equal(hc_connect(c, port), 0);
+    assert_int_equal(hc_send_str(c, "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                                    "application/json\r\nContent-Length: 100\r\n\r\n"),
+                     0);
+    for (int i = 0; i < sent; i++)
+        assert_int_equal(hc_send_str(c, " "), 0);
+}
+
+static void slow_bodies_get_408(void **state)
+{
+    (void)state;
+    /* The deadline alone (no minimum rate): a body stalled after 10 bytes. */
+    fixture *f = start_with(0, 0, 0, 1.0, 0);
+    hc_conn c;
+    hc_resp r;
+    int closed = 0;
+    double t0 = now_s();
+    slow_post(&c, f->port, 10);
+    assert_int_equal(read_then_closed(&c, &r, &closed), 0);
+    double took = now_s() - t0;
+    assert_error(&r, 408, "request_timeout", "within 1 s");
+    hc_resp_free(&r);
+    hc_close(&c);
+    assert_true(closed);
+    if (took < 0.9 || took > 3.0)
+        fail_msg("408 after %.2f s (deadline 1 s)", took);
+    stop(f);
+    /* The minimum rate: 10 bytes in 2 s are below 100 bytes a second; a body sent at once is
+     * served. */
+    f = start_with(0, 0, 0, 30.0, 100);
+    t0 = now_s();
+    slow_post(&c, f->port, 10);
+    assert_int_equal(read_then_closed(&c, &r, &closed), 0);
+    took = now_s() - t0;
+    assert_error(&r, 408, "request_timeout", "bytes a second");
+    hc_resp_free(&r);
+    hc_close(&c);
+    assert_true(closed);
+    if (took < HTTP_BODY_RATE_GRACE_S - 0.1 || took > HTTP_BODY_RATE_GRACE_S + 2.0)
+        fail_msg("408 after %.2f s (judged after %g s)", took, HTTP_BODY_RATE_GRACE_S);
+    assert_int_equal(hc_request(f->port,
+                                "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                                "application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+                                &r),
+                     0);
+    assert_int_equal(r.status, 200);
+    hc_resp_free(&r);
+    stop(f);
+}
+
+/* hc_connect from another loopback address (127.0.0.x). */
+static int connect_from(hc_conn *c, int port, const char *source)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = {10, 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &a.sin_addr);
+    if (c->fd < 0 || bind(c->fd, (struct sockaddr *)&a, sizeof a) != 0)
+        return -1;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return connect(c->fd, (struct sockaddr *)&a, sizeof a);
+}
+
+static void a_full_server_takes_an_address_with_fewer(void **state)
+{
+    (void)state;
+    enum { MAX = 20 };
+    fixture *f = start_with(MAX, MAX / 2, 0, 30.0, 0);
+    static const char head[] = "POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Type: "
+                               "application/json\r\nContent-Length: 100\r\n\r\n{";
+    hc_conn slow[MAX], c;
+    hc_resp r;
+    for (int i = 0; i < MAX; i++) {
+        assert_int_equal(connect_from(&slow[i], f->port, i % 2 ? "127.0.0.3" : "127.0.0.2"), 0);
+        assert_int_equal(hc_send_str(&slow[i], head), 0);
+    }
+    struct timespec d = {0, 300 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    /* Both addresses at their limit: more from them are closed unanswered. */
+    assert_int_equal(connect_from(&c, f->port, "127.0.0.2"), 0);
+    hc_send_str(&c, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_int_not_equal(hc_read(&c, &r, 0), 0);
+    hc_close(&c);
+    /* A third address is served, each time: one slow body of the busiest address makes room. */
+    for (int i = 0; i < 3; i++) {
+        hc_conn probe;
+        assert_int_equal(hc_connect(&probe, f->port), 0);
+        assert_int_equal(hc_send_str(&probe, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+        assert_int_equal(hc_read(&probe, &r, 0), 0);
+        assert_int_equal(r.status, 200);
+        hc_resp_free(&r);
+        hc_close(&probe); /* its place is the next probe's */
+        nanosleep(&d, NULL);
+    }
+    int displaced = 0;
+    for (int i = 0; i < MAX; i++)
+        displaced += !hc_is_open(&slow[i]);
+    if (displaced < 1 || displaced > 3)
+        fail_msg("%d slow connections were closed for 3 probes (1 to 3 expected)", displaced);
+    for (int i = 0; i < MAX; i++)
+        hc_close(&slow[i]);
+    stop(f);
+}
+
 /* ---- heavy routes ---- */
 
 typedef struct heavy_call {
@@ -498,6 +736,10 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, edge_setup, teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(heads_are_checked_before_any_server),
+        cmocka_unit_test(chunk_sizes_are_checked_before_any_server),
+        T(bare_ampersands_and_huge_chunks_are_answered_at_once),
+        cmocka_unit_test(slow_bodies_get_408),
+        cmocka_unit_test(a_full_server_takes_an_address_with_fewer),
         T(two_content_lengths_are_refused_and_closed),
         T(transfer_encoding_with_content_length_is_refused),
         T(long_targets_get_json_414),
