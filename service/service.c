@@ -187,7 +187,8 @@ static int start_catalog(service *svc, kt_error *err)
                            .n_dataset_dirs = n,
                            .replay_speed = svc->cfg.replay_speed,
                            .accel_devices_path = svc->cfg.accel_devices,
-                           .networks_dir = svc->cfg.networks};
+                           .networks_dir = svc->cfg.networks,
+                           .neural_check_timeout_s = svc->cfg.neural_check_timeout_s};
     catalog_real_options real = {.kernel_dirs = kdirs,
                                  .n_kernel_dirs = nk,
                                  .runner = svc->cfg.runner,

@@ -39,6 +39,8 @@ typedef struct kt_config {
     double compile_timeout_s;  /* --compile-timeout-s, KTUNE_COMPILE_TIMEOUT_S */
     double run_timeout_s;      /* --run-timeout-s, KTUNE_RUN_TIMEOUT_S: before any ok result */
     double slow_factor;        /* --slow-factor, KTUNE_SLOW_FACTOR: 0 off */
+    double neural_check_timeout_s; /* --neural-check-timeout-s, KTUNE_NEURAL_CHECK_TIMEOUT_S: one
+                                    * legality check of a neural problem (issue 26) */
     long long model_retrain_after; /* --model-retrain-after, KTUNE_MODEL_RETRAIN_AFTER: 0 off */
     double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
     double
