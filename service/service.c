@@ -261,6 +261,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     }
     wopt.models = svc->models;
     wopt.lease_s = cfg->lease_s;
+    wopt.max_start_attempts = cfg->job_max_start_attempts;
     svc->workers = measures(svc) ? worker_system_start(&wopt, err) : NULL;
     if (measures(svc) && !svc->workers)
         goto fail;

@@ -129,6 +129,11 @@ static const config_option options[] = {
     {"--lease-s", "KTUNE_LEASE_S", OPT_DOUBLE, offsetof(kt_config, lease_s), 0, 1, 3600,
      "seconds without a heartbeat after which a process's jobs, trials, models and devices are "
      "handed to others (its lease) [10]"},
+    {"--job-max-start-attempts", "KTUNE_JOB_MAX_START_ATTEMPTS", OPT_INT,
+     offsetof(kt_config, job_max_start_attempts), 0, 1, 1000000,
+     "a job whose driving process died or stalled this many times since the job last completed a "
+     "trial is failed (stop_reason attempts) instead of resumed again: a job that kills its "
+     "worker is not retried for ever [3]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -185,6 +190,7 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->model_retrain_after = 200;
     snprintf(cfg->role, sizeof cfg->role, "all");
     cfg->lease_s = 10;
+    cfg->job_max_start_attempts = 3;
     cfg->max_queued_jobs_per_token = 100;
     snprintf(cfg->runner_user, sizeof cfg->runner_user, "nobody");
 }

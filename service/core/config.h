@@ -47,6 +47,9 @@ typedef struct kt_config {
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     char role[16];    /* --role, KTUNE_ROLE: "api", "worker" or "all" (checked) */
     double lease_s;   /* --lease-s, KTUNE_LEASE_S: heartbeat age after which work is handed back */
+    int job_max_start_attempts; /* --job-max-start-attempts, KTUNE_JOB_MAX_START_ATTEMPTS: a job
+                                 * whose process died this often since its last completed trial
+                                 * is failed, not resumed (issue 26) */
 
     /* Admission (issue #11): HTTP connections (--max-connections, --max-connections-per-ip),
      * the header deadline (--http-header-timeout-s), jobs and evaluations queued by all clients

@@ -63,6 +63,7 @@ typedef struct job_row {
     json_t *history_used; /* what the driver seeded the searcher with (sql/006), NULL: not yet */
     int final_remeasure;  /* the final pick (sql/012): configurations re-measured, 0 = none */
     int final_rounds;
+    int start_attempts; /* this claim included (sql/015) */
 } job_row;
 
 /* Identity of the process driving jobs. */
@@ -151,9 +152,25 @@ int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int 
 int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err);
 void job_target_release(job_target *t);
 
-/* Runner side. Claims up to max jobs that are queued, or running without a live runner; fills rows
- * (caller releases each) and returns how many. */
-int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows, kt_error *err);
+/* Poison jobs (sql/015, issue 26): every claim counts a start attempt (jobs.start_attempts); a
+ * clean hand-back (job_store_release_mine, fault_store_release_job) gives it back, and a trial of
+ * the job completed (trial_store_complete) brings the count back to 1 (this start): what stays
+ * counted are the starts since the job last completed a trial whose process died or stalled (the
+ * reaper freed the job). A job at max_attempts (the runner's --job-max-start-attempts, default
+ * JOB_MAX_START_ATTEMPTS) is failed instead of resumed. */
+#define JOB_MAX_START_ATTEMPTS 3
+
+/* Runner side, before claiming: fails every running job without a runner that used up its
+ * max_attempts start attempts (status failed, stop_reason "attempts", error internal with the
+ * count and a hint; its pending and running trials deleted). ids (may be NULL) receives up to
+ * max_ids of their ids. Returns how many were failed. */
+int job_store_fail_exhausted(PGconn *c, int max_attempts, long long *ids, int max_ids,
+                             kt_error *err);
+/* Claims up to max jobs that are queued, or running without a live runner and with fewer than
+ * max_attempts start attempts, counting a start attempt of each; fills rows (caller releases
+ * each) and returns how many. */
+int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attempts, job_row *rows,
+                    kt_error *err);
 void job_row_release(job_row *r);
 /* "running" while this runner drives it; anything else means stop driving it. */
 int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error *err);
@@ -165,8 +182,8 @@ int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_err
  * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
-/* Lets go of every running job I drive (clean shutdown): another runner, or my successor, resumes
- * it. */
+/* Lets go of every running job I drive (clean shutdown, re-sync): another runner, or my successor,
+ * resumes it; the start attempt of each is given back. */
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err);
 int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err);
 /* Frees running jobs whose runner is gone: stale heartbeat (older than stale_s), or a runner on my

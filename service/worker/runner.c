@@ -7,7 +7,12 @@
  * process took over while this one could not heart-beat — so it re-syncs from the database: closes
  * every driver, lets go of every job it holds (job_store_release_mine) and claims them again, which
  * resumes each by replaying its stored trials. A job whose driver cannot be opened (the database
- * failed in the middle) is let go at once and claimed again after a pause, never left claimed. */
+ * failed in the middle) is let go at once and claimed again after a pause, never left claimed.
+ *
+ * Poison jobs (issue 26): a job whose process died or stalled --job-max-start-attempts times (3)
+ * while driving it, with no trial of it completed in between (each claim counts; a clean hand-back
+ * does not; a completed trial starts the count again), is failed before claiming, never resumed
+ * again (job_store_fail_exhausted, sql/015). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +143,18 @@ static void claim_jobs(runner_state *st, PGconn *c)
         return;
     kt_error err;
     kt_error_clear(&err);
-    int n = job_store_claim(c, &w->me, room, rows, &err);
+    long long failed[16];
+    int attempts =
+        w->opt.max_start_attempts > 0 ? w->opt.max_start_attempts : JOB_MAX_START_ATTEMPTS;
+    int nf = job_store_fail_exhausted(c, attempts, failed, 16, &err);
+    if (nf < 0)
+        round_failed(st, "failing jobs out of start attempts", &err);
+    for (int i = 0; i < nf && i < 16; i++)
+        log_warn("job %lld: failed, not resumed: started %d times since it last completed a trial "
+                 "and its process died or stalled each time (stop_reason attempts)",
+                 failed[i], attempts);
+    kt_error_clear(&err);
+    int n = job_store_claim(c, &w->me, room, attempts, rows, &err);
     if (n < 0) {
         round_failed(st, "claiming jobs", &err);
         st->resync = 1; /* the claim may have been stored with its reply lost */
@@ -160,8 +176,9 @@ static void claim_jobs(runner_state *st, PGconn *c)
                 st->resync = 1;
             continue;
         }
-        log_info("job %lld: driving (%s on %s, %s)", id, d->row.target.key.kernel,
-                 d->row.target.key.device, d->row.strategy);
+        log_info("job %lld: driving (%s on %s, %s; start attempt %d of %d)", id,
+                 d->row.target.key.kernel, d->row.target.key.device, d->row.strategy,
+                 d->row.start_attempts, attempts);
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(w, &w->queued_gen);
         st->n_jobs++;
