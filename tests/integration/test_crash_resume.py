@@ -89,7 +89,7 @@ class PoisonJobTest(unittest.TestCase):
                                  " count(*) FROM trials t WHERE t.job_id = j.id AND t.status = 'running'"
                                  " AND t.worker LIKE '%%:%d:%%') FROM jobs j WHERE j.id = %d" % (pid, pid, jid))
                     st, mine, done, running = row.split("|")
-                    if st != "running" or (mine == "t" and int(running) > 0):
+                    if st not in ("queued", "running") or (mine == "t" and int(running) > 0):
                         return st, int(done)
                     time.sleep(0.05)
                 raise AssertionError("ktuned %d never took job %d: %s" % (pid, jid, row))
