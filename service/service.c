@@ -193,7 +193,8 @@ static int start_catalog(service *svc, kt_error *err)
                            .n_dataset_dirs = n,
                            .replay_speed = svc->cfg.replay_speed,
                            .accel_devices_path = svc->cfg.accel_devices,
-                           .networks_dir = svc->cfg.networks};
+                           .networks_dir = svc->cfg.networks,
+                           .neural_check_timeout_s = svc->cfg.neural_check_timeout_s};
     catalog_real_options real = {.kernel_dirs = kdirs,
                                  .n_kernel_dirs = nk,
                                  .runner = svc->cfg.runner,
@@ -266,6 +267,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     }
     wopt.models = svc->models;
     wopt.lease_s = cfg->lease_s;
+    wopt.max_start_attempts = cfg->job_max_start_attempts;
     svc->workers = measures(svc) ? worker_system_start(&wopt, err) : NULL;
     if (measures(svc) && !svc->workers)
         goto fail;

@@ -217,8 +217,8 @@ static int run_network(bf_net *b, const bench_fisher_options *opt, const nn_data
     fo.seed = opt->seed;
     for (int i = 0; i < b->n; i++) {
         double t0 = now_seconds();
-        if (nn_fisher_potential(b->net, b->v[i].per_conv, train, &fo, &b->v[i].fisher, NULL, err) <
-            0) {
+        if (nn_fisher_potential(b->net, b->v[i].per_conv, train, &fo, NULL, &b->v[i].fisher, NULL,
+                                err) != 0) {
             kt_error_prefix(err, "%s, %s", nn_network_name(b->net), b->v[i].desc);
             return -1;
         }

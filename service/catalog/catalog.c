@@ -407,7 +407,7 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
     if (use_real && real_init(c, real, err) < 0)
         goto out;
     if (catalog_accel_load(c, opt->accel_devices_path, err) < 0 ||
-        catalog_networks_load(c, opt->networks_dir, err) < 0)
+        catalog_networks_load(c, opt->networks_dir, opt->neural_check_timeout_s, err) < 0)
         goto out;
     ok = 1;
 out:

@@ -47,6 +47,10 @@ typedef struct catalog_options {
      * folder; its data/fashion-mnist-small is the small data set); NULL or "" = none. A folder
      * that cannot be loaded is KT_ERR_CONFIG. */
     const char *networks_dir;
+    /* Seconds one legality check of a neural problem may compute (the Fisher Potentials of the
+     * original and the candidate, catalog_neural_check) before its trial ends as timeout; 0: the
+     * default, CATALOG_NEURAL_CHECK_TIMEOUT_S (catalog/catalog_neural.h). */
+    double neural_check_timeout_s;
 } catalog_options;
 
 /* Real measurement (devices cpu and cuda:N), for catalog_new_real; zero numbers take the defaults

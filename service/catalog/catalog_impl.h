@@ -86,6 +86,7 @@ struct catalog {
      * catalog_options.networks_dir (NULL: none) and the process's legality cache. */
     nn_presets *networks;
     nn_legality *legality;
+    double neural_check_timeout_s; /* catalog_options', default filled */
 };
 
 /* 1 when device d can run kernel k (available, and k has a variant of its kind). */
@@ -112,7 +113,7 @@ json_t *catalog_real_device_json(const catalog *c, const catalog_device *d);
 /* Neural problems (catalog_neural.c): loads the preset networks of dir (NULL or "": none) and
  * makes the legality cache (its small data set in <dir>/data/fashion-mnist-small). 0 or -1 with
  * KT_ERR_CONFIG. */
-int catalog_networks_load(catalog *c, const char *dir, kt_error *err);
+int catalog_networks_load(catalog *c, const char *dir, double check_timeout_s, kt_error *err);
 
 /* Accel devices (catalog_accel.c). Loads the devices file into c (path NULL or "": none); 0 or -1
  * with KT_ERR_CONFIG. */

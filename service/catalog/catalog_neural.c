@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "catalog/catalog_impl.h"
+#include "core/clock.h"
 
 /* The problem arguments a layer fixes, in nn_conv_shape order. */
 static const char *const layer_args[] = {"C", "K", "H", "W", "R", "S"};
@@ -20,10 +21,12 @@ static int layer_value(const nn_conv_shape *l, int i)
     return v[i];
 }
 
-int catalog_networks_load(catalog *c, const char *dir, kt_error *err)
+int catalog_networks_load(catalog *c, const char *dir, double check_timeout_s, kt_error *err)
 {
     char small[4096];
     int has_dir = dir && dir[0];
+    c->neural_check_timeout_s =
+        check_timeout_s > 0 ? check_timeout_s : CATALOG_NEURAL_CHECK_TIMEOUT_S;
     if (has_dir && !(c->networks = nn_presets_load(dir, err))) {
         kt_error_prefix(err, "--networks %.200s", dir);
         err->code = KT_ERR_CONFIG;
@@ -44,6 +47,11 @@ int catalog_networks_load(catalog *c, const char *dir, kt_error *err)
 const nn_presets *catalog_networks(const catalog *c)
 {
     return c ? c->networks : NULL;
+}
+
+double catalog_neural_check_timeout_s(const catalog *c)
+{
+    return c->neural_check_timeout_s;
 }
 
 void catalog_neural_free(catalog_neural *n)
@@ -95,7 +103,9 @@ static int parse_allow(const kernel_spec *k, kspec_kind kind, const json_t *allo
     return 0;
 }
 
-/* neural.network: a preset's name or an inline description. */
+/* neural.network: a preset's name or an inline description, whose Fisher check keeps within the
+ * limits (nn_legality_fits: a network of layers each within bounds may still imply GiBs of
+ * activations, issue 26); refused here, nothing is queued. */
 static int parse_network(const catalog *c, const json_t *v, catalog_neural *n, kt_error *err)
 {
     if (json_is_string(v)) {
@@ -106,16 +116,18 @@ static int parse_network(const catalog *c, const json_t *v, catalog_neural *n, k
             kt_error_hint(err, "GET /v1/networks lists the presets; or give the network inline");
             return -1;
         }
-        return 0;
-    }
-    if (!json_is_object(v))
+    } else if (!json_is_object(v)) {
         return bad(err, "network", "must be a preset name or a network object");
-    if (!(n->net_owned = nn_network_parse(v, err))) {
+    } else if (!(n->net = n->net_owned = nn_network_parse(v, err))) {
         kt_error_prefix(err, "neural.network");
         err->code = KT_ERR_BAD_PROBLEM;
         return -1;
     }
-    n->net = n->net_owned;
+    if (nn_legality_fits(c->legality, n->net, err) < 0) {
+        kt_error_prefix(err, "neural.network");
+        err->code = KT_ERR_BAD_PROBLEM;
+        return -1;
+    }
     return 0;
 }
 
@@ -300,8 +312,8 @@ int catalog_target_problem(const kernel_spec *k, const target *t, kspec_problem 
     return rc;
 }
 
-int catalog_neural_check(const catalog *c, const target *t, config_id id,
-                         catalog_neural_verdict *out, kt_error *err)
+int catalog_neural_check(const catalog *c, const target *t, config_id id, int (*stop)(void *),
+                         void *stop_arg, catalog_neural_verdict *out, kt_error *err)
 {
     int rc = -1;
     json_t *cfg = NULL;
@@ -324,9 +336,12 @@ int catalog_neural_check(const catalog *c, const target *t, config_id id,
         rc = 0;
         goto out;
     }
-    if (nn_legality_check(c->legality, t->neural->net, t->neural->layer.index, &out->t,
-                          t->neural->data, t->neural->threshold, &out->v, err) < 0)
+    nn_stop s = {stop, stop ? stop_arg : NULL, kt_clock_s() + c->neural_check_timeout_s};
+    rc = nn_legality_check(c->legality, t->neural->net, t->neural->layer.index, &out->t,
+                           t->neural->data, t->neural->threshold, &s, &out->v, err);
+    if (rc != 0)
         goto out;
+    rc = -1;
     int n = nn_network_conv_count(t->neural->net);
     per_conv = malloc((size_t)n * sizeof *per_conv);
     if (!per_conv) {

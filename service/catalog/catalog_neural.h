@@ -16,7 +16,14 @@
  * (GET /v1/best without "neural" only ever returns semantics-preserving configurations).
  *
  * The catalog owns the preset networks (catalog_options.networks_dir) and the process's legality
- * cache; a target of a neural problem owns its catalog_neural (target.neural). */
+ * cache; a target of a neural problem owns its catalog_neural (target.neural).
+ *
+ * Bounds (issue 26): a network, inline or preset, whose Fisher check would need more memory or
+ * work than neural/nn_cost.h allows is refused when the problem is parsed (a 400 naming the limit,
+ * the figure and the layer: nothing is queued, and a stored job of such a network fails on resume
+ * as target_unavailable); a check under way is stopped by the caller's stop check (its job was
+ * cancelled) between images, and gives up after the catalog's time limit
+ * (catalog_options.neural_check_timeout_s). */
 #ifndef KT_CATALOG_CATALOG_NEURAL_H
 #define KT_CATALOG_CATALOG_NEURAL_H
 
@@ -31,7 +38,12 @@
 #define CATALOG_NEURAL_DEFAULT_DATA      "fashion-mnist"
 #define CATALOG_NEURAL_DEFAULT_THRESHOLD 1.0
 #define CATALOG_NEURAL_MAX_THRESHOLD     10.0
-#define CATALOG_NEURAL_FISHER_SEEDS      3 /* initialisations averaged per Fisher Potential */
+#define CATALOG_NEURAL_FISHER_SEEDS      3    /* initialisations averaged per Fisher Potential */
+#define CATALOG_NEURAL_CHECK_TIMEOUT_S   60.0 /* one legality check, by default */
+
+/* What catalog_neural_check returns when its computation was cut short (neural/nn_stop.h). */
+#define CATALOG_NEURAL_STOPPED   NN_STOPPED   /* the stop check said stop */
+#define CATALOG_NEURAL_TIMED_OUT NN_TIMED_OUT /* past catalog_neural_check_timeout_s */
 
 struct catalog_neural {
     unsigned allow_mask;   /* bit i: the kernel's transformation i (kernel_spec_neural_name) */
@@ -59,9 +71,15 @@ json_t *catalog_networks_json(const catalog *c);
 
 /* Whether configuration id of t changes the network and, when it does, its verdict (computed once
  * per transformation and cached). t without a neural member: *out->changes 0, nothing judged.
- * Errors: the legality check's (data set missing, network cannot take the transformation). */
-int catalog_neural_check(const catalog *c, const target *t, config_id id,
-                         catalog_neural_verdict *out, kt_error *err);
+ * stop (NULL: never; stop_arg borrowed) is asked between the images of each layer while scores
+ * are computed, and the computation gives up catalog_neural_check_timeout_s after the call.
+ * Returns 0; CATALOG_NEURAL_STOPPED or CATALOG_NEURAL_TIMED_OUT (out->v.seconds: how long it
+ * computed; err says where); -1 with err: the legality check's (data set missing, network cannot
+ * take the transformation, network beyond the limits). */
+int catalog_neural_check(const catalog *c, const target *t, config_id id, int (*stop)(void *),
+                         void *stop_arg, catalog_neural_verdict *out, kt_error *err);
+/* The time limit of one legality check, in seconds. */
+double catalog_neural_check_timeout_s(const catalog *c);
 /* Marks a /v1/best answer of t's key (answer["config"]) for a kernel with a neural section:
  * "changes_network" (bool) and "transformation" ("none", "group", ...). Returns 1 when the answer
  * changes the network but t's problem did not opt in (the caller must not serve it), else 0;

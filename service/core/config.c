@@ -116,6 +116,10 @@ static const config_option options[] = {
     {"--slow-factor", "KTUNE_SLOW_FACTOR", OPT_DOUBLE, offsetof(kt_config, slow_factor), 0, 0, 1e6,
      "CPU: give up on a configuration (status timeout) once one call of it takes longer than this "
      "many times the best time seen for its target; 0 waits for every call [0]"},
+    {"--neural-check-timeout-s", "KTUNE_NEURAL_CHECK_TIMEOUT_S", OPT_DOUBLE,
+     offsetof(kt_config, neural_check_timeout_s), 0, 0.1, 3600,
+     "seconds one legality check of a neural problem (the Fisher Potentials of a network and of "
+     "its transformed candidate) may compute before its trial ends as timeout [60]"},
     {"--model-retrain-after", "KTUNE_MODEL_RETRAIN_AFTER", OPT_LLONG,
      offsetof(kt_config, model_retrain_after), 0, 0, 1e9,
      "retrain a kernel's predictor on a device class once this many ok trials of it arrived since "
@@ -134,6 +138,11 @@ static const config_option options[] = {
     {"--lease-s", "KTUNE_LEASE_S", OPT_DOUBLE, offsetof(kt_config, lease_s), 0, 1, 3600,
      "seconds without a heartbeat after which a process's jobs, trials, models and devices are "
      "handed to others (its lease) [10]"},
+    {"--job-max-start-attempts", "KTUNE_JOB_MAX_START_ATTEMPTS", OPT_INT,
+     offsetof(kt_config, job_max_start_attempts), 0, 1, 1000000,
+     "a job whose driving process died or stalled this many times since the job last completed a "
+     "trial is failed (stop_reason attempts) instead of resumed again: a job that kills its "
+     "worker is not retried for ever [3]"},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
@@ -188,9 +197,11 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->min_seconds = 0.2;
     cfg->compile_timeout_s = 60;
     cfg->run_timeout_s = 60;
+    cfg->neural_check_timeout_s = 60;
     cfg->model_retrain_after = 200;
     snprintf(cfg->role, sizeof cfg->role, "all");
     cfg->lease_s = 10;
+    cfg->job_max_start_attempts = 3;
     cfg->max_queued_jobs_per_token = 100;
     snprintf(cfg->runner_user, sizeof cfg->runner_user, "nobody");
 }

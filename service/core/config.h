@@ -39,12 +39,17 @@ typedef struct kt_config {
     double compile_timeout_s;  /* --compile-timeout-s, KTUNE_COMPILE_TIMEOUT_S */
     double run_timeout_s;      /* --run-timeout-s, KTUNE_RUN_TIMEOUT_S: before any ok result */
     double slow_factor;        /* --slow-factor, KTUNE_SLOW_FACTOR: 0 off */
+    double neural_check_timeout_s; /* --neural-check-timeout-s, KTUNE_NEURAL_CHECK_TIMEOUT_S: one
+                                    * legality check of a neural problem (issue 26) */
     long long model_retrain_after; /* --model-retrain-after, KTUNE_MODEL_RETRAIN_AFTER: 0 off */
     double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     char role[16];    /* --role, KTUNE_ROLE: "api", "worker" or "all" (checked) */
     double lease_s;   /* --lease-s, KTUNE_LEASE_S: heartbeat age after which work is handed back */
+    int job_max_start_attempts; /* --job-max-start-attempts, KTUNE_JOB_MAX_START_ATTEMPTS: a job
+                                 * whose process died this often since its last completed trial
+                                 * is failed, not resumed (issue 26) */
 
     /* Admission (issue #11): HTTP connections (--max-connections, --max-connections-per-ip),
      * the header deadline (--http-header-timeout-s), the body deadline and minimum rate

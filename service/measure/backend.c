@@ -113,7 +113,10 @@ int backend_measure(backend *b, const target *t, config_id id, trial_result *out
     /* A configuration that changes the network is judged first (neural problems, issue 14): an
      * illegal one is never measured. */
     catalog_neural_verdict v;
-    if (backend_legality(b->cat, t, id, &v, out) > 0)
+    int judged = backend_legality(b->cat, t, id, &b->stop, &v, out);
+    if (judged == BACKEND_LEGALITY_STOPPED)
+        return BACKEND_STOPPED;
+    if (judged > 0)
         return 0;
     int rc = b->ops->measure(b->impl, t, id, &b->stop, out, err);
     if (rc == 0 && v.changes)

@@ -37,12 +37,15 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
 void real_close(void *impl);
 
 /* The legality step of neural problems (legality.c). Judges configuration id of t when it changes
- * the network (catalog_neural_check; v->changes says whether it does): returns 1 with out final
- * (illegal with the verdict in extras, or runtime_error when the check itself failed: its data set
- * missing, ...; the seconds it took charged as measure_ms), 0 when the configuration is to be
- * measured (out initialised, v filled). */
-int backend_legality(const catalog *c, const target *t, config_id id, catalog_neural_verdict *v,
-                     trial_result *out);
+ * the network (catalog_neural_check; v->changes says whether it does), asking stop (may be NULL)
+ * while it computes: returns 1 with out final (illegal with the verdict in extras; timeout when
+ * the check ran past the catalog's limit; runtime_error when the check itself failed: its data set
+ * missing, ...; the seconds it took charged as measure_ms), BACKEND_LEGALITY_STOPPED when stop
+ * said stop (out empty, nothing to record), 0 when the configuration is to be measured (out
+ * initialised, v filled). */
+#define BACKEND_LEGALITY_STOPPED 2
+int backend_legality(const catalog *c, const target *t, config_id id, const backend_stop *stop,
+                     catalog_neural_verdict *v, trial_result *out);
 /* Adds a legal transformation's verdict to a measured result's extras. */
 void backend_legality_extras(const catalog_neural_verdict *v, const target *t, trial_result *out);
 

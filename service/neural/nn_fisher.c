@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "neural/nn_cost.h"
 #include "neural/nn_model.h"
 
 #define NN_FISHER_MAX_BATCH 1024
@@ -46,7 +47,8 @@ static int pick_batch(const nn_dataset *data, int batch, uint64_t seed, float *x
 }
 
 int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv, const nn_dataset *data,
-                        const nn_fisher_opts *o, double *total, double *per_layer, kt_error *err)
+                        const nn_fisher_opts *o, const nn_stop *stop, double *total,
+                        double *per_layer, kt_error *err)
 {
     nn_fisher_opts opts = o ? *o : nn_fisher_default_opts();
     nn_shape in = nn_network_input(net);
@@ -76,9 +78,13 @@ int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv, con
                      data->n, opts.batch);
         goto done;
     }
+    /* Nothing is allocated for a network beyond the limits (its candidates cost no more). */
+    if (nn_cost_check(net, opts.batch, opts.seeds, err) < 0)
+        goto done;
     m = nn_model_new(net, per_conv, opts.batch, err);
     if (!m)
         goto done;
+    nn_model_set_stop(m, stop);
     long long img = (long long)in.c * in.h * in.w;
     x = malloc(sizeof(float) * (size_t)(img * opts.batch));
     labels = malloc((size_t)opts.batch);
@@ -88,9 +94,17 @@ int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv, con
     }
     for (int s = 0; s < opts.seeds; s++) {
         nn_model_init(m, opts.seed + (uint64_t)s);
-        if (nn_model_forward(m, x, opts.batch, 1, labels, NULL, NULL, err) < 0)
+        int pass = nn_model_forward(m, x, opts.batch, 1, labels, NULL, NULL, err);
+        if (pass == NN_RUN)
+            pass = nn_model_backward(m);
+        if (pass != NN_RUN) {
+            if (pass > 0) {
+                kt_error_set(err, KT_ERR_CONFLICT, "fisher: %s during initialisation %d of %d",
+                             pass == NN_STOPPED ? "stopped" : "out of time", s + 1, opts.seeds);
+                rc = pass;
+            }
             goto done;
-        nn_model_backward(m);
+        }
         for (int c = 0; c < nconvs; c++) {
             nn_shape sh;
             const float *A = nn_model_conv_output(m, c, &sh);

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "neural/nn_dataset.h"
 #include "neural/nn_network.h"
+#include "neural/nn_stop.h"
 
 typedef struct nn_fisher_opts {
     int batch; /* images in the minibatch (default 64; at most 1024); the first `batch` images of
@@ -33,10 +34,13 @@ typedef struct nn_fisher_opts {
 nn_fisher_opts nn_fisher_default_opts(void);
 
 /* The Fisher Potential of net with per_conv applied (NULL: the original); per_layer, when not NULL,
- * receives each conv's Δ_l (nn_network_conv_count entries). Errors: KT_ERR_CONFIG (per_conv not
- * valid for net), KT_ERR_BAD_REQUEST (data's image shape or classes differ from net's input),
- * KT_ERR_NO_MEMORY. */
+ * receives each conv's Δ_l (nn_network_conv_count entries). stop (may be NULL: never) is asked
+ * between layers and images (nn_stop.h). Returns 0; NN_STOPPED or NN_TIMED_OUT when stop said so
+ * (nothing in *total; err says where); -1 with err: KT_ERR_CONFIG (per_conv not valid for net),
+ * KT_ERR_BAD_REQUEST (data's image shape or classes differ from net's input, or net beyond the
+ * limits of neural/nn_cost.h: nothing is allocated then), KT_ERR_NO_MEMORY. */
 int nn_fisher_potential(const nn_network *net, const nn_transform *per_conv, const nn_dataset *data,
-                        const nn_fisher_opts *o, double *total, double *per_layer, kt_error *err);
+                        const nn_fisher_opts *o, const nn_stop *stop, double *total,
+                        double *per_layer, kt_error *err);
 
 #endif

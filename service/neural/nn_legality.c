@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "neural/nn_cost.h"
 
 #define NN_LEGALITY_MAX_DATASETS 4
 #define NN_LEGALITY_KEY_MAX      160
@@ -139,10 +140,16 @@ static void cache_put(nn_legality *l, const char *key, double fisher)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* The score of net with t on conv (conv -1: the original), from the cache or computed. */
+int nn_legality_fits(const nn_legality *l, const nn_network *net, kt_error *err)
+{
+    return nn_cost_check(net, l->opts.batch, l->opts.seeds, err);
+}
+
+/* The score of net with t on conv (conv -1: the original), from the cache or computed (a stopped
+ * computation's NN_STOPPED / NN_TIMED_OUT is passed on; nothing is cached then). */
 static int score(nn_legality *l, const nn_network *net, const nn_dataset *d, const char *data,
-                 int conv, const nn_transform *t, double *fisher, int *cached, double *seconds,
-                 kt_error *err)
+                 int conv, const nn_transform *t, const nn_stop *stop, double *fisher, int *cached,
+                 double *seconds, kt_error *err)
 {
     char key[NN_LEGALITY_KEY_MAX];
     snprintf(key, sizeof key, "%s|%s|%d|%d.%d.%d|%d.%d.%llu", nn_network_hash(net), data, conv,
@@ -160,20 +167,20 @@ static int score(nn_legality *l, const nn_network *net, const nn_dataset *d, con
     for (int i = 0; i < nconvs; i++)
         per[i] = i == conv ? *t : nn_transform_identity();
     double t0 = kt_clock_s();
-    if (nn_fisher_potential(net, per, d, &l->opts, fisher, NULL, err) == 0) {
+    rc = nn_fisher_potential(net, per, d, &l->opts, stop, fisher, NULL, err);
+    if (rc == 0)
         cache_put(l, key, *fisher);
-        rc = 0;
-    }
     *seconds += kt_clock_s() - t0;
     free(per);
     return rc;
 }
 
 int nn_legality_check(nn_legality *l, const nn_network *net, int conv_index, const nn_transform *t,
-                      const char *data, double threshold, nn_verdict *out, kt_error *err)
+                      const char *data, double threshold, const nn_stop *stop, nn_verdict *out,
+                      kt_error *err)
 {
     nn_conv_shape cs;
-    int cached_orig = 0;
+    int cached_orig = 0, rc;
     memset(out, 0, sizeof *out);
     if (nn_network_conv(net, conv_index, &cs) < 0)
         return kt_error_set(err, KT_ERR_CONFIG, "legality: network \"%s\" has no conv %d",
@@ -191,16 +198,19 @@ int nn_legality_check(nn_legality *l, const nn_network *net, int conv_index, con
         per[i] = i == conv_index ? *t : nn_transform_identity();
     int ok = nn_network_transforms_valid(net, per, err);
     free(per);
-    if (!ok)
+    if (!ok || nn_legality_fits(l, net, err) < 0)
         return -1;
     const nn_dataset *d = dataset_get(l, data, err);
     if (!d)
         return -1;
     nn_transform id = nn_transform_identity();
-    if (score(l, net, d, data, -1, &id, &out->fisher_original, &cached_orig, &out->seconds, err) <
-            0 ||
-        score(l, net, d, data, conv_index, t, &out->fisher, &out->cached, &out->seconds, err) < 0)
-        return -1;
+    rc = score(l, net, d, data, -1, &id, stop, &out->fisher_original, &cached_orig, &out->seconds,
+               err);
+    if (rc == 0)
+        rc = score(l, net, d, data, conv_index, t, stop, &out->fisher, &out->cached, &out->seconds,
+                   err);
+    if (rc != 0)
+        return rc;
     out->ratio = out->fisher_original > 0 ? out->fisher / out->fisher_original : 0.0;
     out->legal = out->ratio >= threshold;
     return 0;

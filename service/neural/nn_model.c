@@ -1,7 +1,9 @@
 /* neural/nn_model — parameters, activations and the forward / backward passes of a network
  * (nn_model.h). Layers run in an execution order where a residual layer (the add) comes right after
  * the last layer of its body; every layer reads the output of its source (the previous layer at its
- * level, the block's input for a body's first layer, -1 for the network's input). */
+ * level, the block's input for a body's first layer, -1 for the network's input). Convolutions run
+ * one image at a time (as nn_conv does inside anyway) so that the stop check is asked between
+ * images: the heaviest step of a pass. */
 #include "neural/nn_model.h"
 
 #include <math.h>
@@ -40,6 +42,7 @@ struct nn_model {
     float *dlogits;
     int *conv_layer;
     int nconvs;
+    const nn_stop *stop; /* borrowed (nn_model_set_stop); NULL: never stopped */
 };
 
 static long long shape_size(nn_shape s)
@@ -296,6 +299,38 @@ static const float *layer_input(const nn_model *m, const model_layer *l)
     return l->src < 0 ? m->x : m->layers[l->src].y;
 }
 
+void nn_model_set_stop(nn_model *m, const nn_stop *stop)
+{
+    m->stop = stop;
+}
+
+/* A conv layer's forward over n images, one at a time; the stop check's answer (NN_RUN: done). */
+static int conv_forward(const nn_model *m, model_layer *l, const float *xin, int n)
+{
+    long long xs = shape_size(l->in), ys = shape_size(l->out);
+    for (int img = 0; img < n; img++) {
+        int s = nn_stop_asked(m->stop);
+        if (s != NN_RUN)
+            return s;
+        nn_conv_forward(&l->conv, xin + img * xs, 1, m->params + l->w, l->y + img * ys, m->col);
+    }
+    return NN_RUN;
+}
+
+/* The same backward: dW accumulates over the images, dx (NULL: the network's input) per image. */
+static int conv_backward(nn_model *m, model_layer *l, const float *xin, float *dx, int n)
+{
+    long long xs = shape_size(l->in), ys = shape_size(l->out);
+    for (int img = 0; img < n; img++) {
+        int s = nn_stop_asked(m->stop);
+        if (s != NN_RUN)
+            return s;
+        nn_conv_backward(&l->conv, xin + img * xs, 1, m->params + l->w, l->dy + img * ys,
+                         m->grads + l->w, dx ? dx + img * xs : NULL, m->col, m->dcol);
+    }
+    return NN_RUN;
+}
+
 int nn_model_forward(nn_model *m, const float *x, int n, int train, const unsigned char *labels,
                      double *loss, int *correct, kt_error *err)
 {
@@ -312,9 +347,14 @@ int nn_model_forward(nn_model *m, const float *x, int n, int train, const unsign
         model_layer *l = &m->layers[m->order[o]];
         const float *xin = layer_input(m, l);
         long long cnt = n * shape_size(l->out);
+        int s = l->kind == NN_LAYER_CONV ? conv_forward(m, l, xin, n) : nn_stop_asked(m->stop);
+        if (s != NN_RUN) {
+            kt_error_set(err, KT_ERR_CONFLICT, "model: the forward pass was %s at layer %d",
+                         s == NN_STOPPED ? "stopped" : "out of time", m->order[o]);
+            return s;
+        }
         switch (l->kind) {
         case NN_LAYER_CONV:
-            nn_conv_forward(&l->conv, xin, n, m->params + l->w, l->y, m->col);
             break;
         case NN_LAYER_BATCHNORM:
             nn_bn_forward(xin, n, l->in.c, l->in.h * l->in.w, m->params + l->w, m->params + l->b,
@@ -355,7 +395,7 @@ int nn_model_forward(nn_model *m, const float *x, int n, int train, const unsign
     return 0;
 }
 
-void nn_model_backward(nn_model *m)
+int nn_model_backward(nn_model *m)
 {
     int n = m->n;
     memset(m->grads, 0, sizeof(float) * (size_t)m->nparams);
@@ -368,10 +408,11 @@ void nn_model_backward(nn_model *m)
         const float *xin = layer_input(m, l);
         float *dx = l->src < 0 ? NULL : m->layers[l->src].dy;
         long long cnt = n * shape_size(l->out);
+        int s = l->kind == NN_LAYER_CONV ? conv_backward(m, l, xin, dx, n) : nn_stop_asked(m->stop);
+        if (s != NN_RUN)
+            return s;
         switch (l->kind) {
         case NN_LAYER_CONV:
-            nn_conv_backward(&l->conv, xin, n, m->params + l->w, l->dy, m->grads + l->w, dx, m->col,
-                             m->dcol);
             break;
         case NN_LAYER_BATCHNORM:
             nn_bn_backward(xin, n, l->in.c, l->in.h * l->in.w, m->params + l->w, l->aux1, l->aux2,
@@ -413,6 +454,7 @@ void nn_model_backward(nn_model *m)
         }
         }
     }
+    return NN_RUN;
 }
 
 const float *nn_model_logits(const nn_model *m)

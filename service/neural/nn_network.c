@@ -11,7 +11,8 @@
 #include "core/hash.h"
 
 #define NN_NETWORK_FILE_MAX (1 << 20)
-#define NN_MAX_DEPTH        8 /* nesting of residual blocks */
+#define NN_MAX_DEPTH        8           /* nesting of residual blocks */
+#define NN_MAX_FLAT         (1LL << 26) /* values of a flattened map; weights of a linear layer */
 
 struct nn_network {
     char name[NN_NAME_MAX + 1];
@@ -253,6 +254,13 @@ static int walk(const nn_network *n, const nn_transform *per_conv, int i, int en
             s->h = s->w = 1;
             break;
         case NN_LAYER_FLATTEN:
+            /* In 64 bits: sides grow with padding (to 2,048 at most), so c x h x w may pass
+             * INT_MAX; no linear layer takes more than NN_MAX_FLAT inputs anyway. */
+            if ((long long)s->c * s->h * s->w > NN_MAX_FLAT) {
+                snprintf(msg, sizeof msg, "flattening %dx%dx%d gives more than %lld values", s->c,
+                         s->h, s->w, (long long)NN_MAX_FLAT);
+                return set_shape_error(n, i, err, msg);
+            }
             s->c = s->c * s->h * s->w;
             s->h = s->w = 1;
             s->flat = 1;
@@ -260,7 +268,7 @@ static int walk(const nn_network *n, const nn_transform *per_conv, int i, int en
         case NN_LAYER_LINEAR:
             if (!s->flat)
                 return set_shape_error(n, i, err, "linear needs a flat input (add \"flatten\")");
-            if ((long long)s->c * y->out > (1LL << 26))
+            if ((long long)s->c * y->out > NN_MAX_FLAT)
                 return set_shape_error(n, i, err, "linear layer too large");
             s->c = y->out;
             break;

@@ -11,7 +11,8 @@ int fault_store_release_job(PGconn *c, const runner_identity *me, long long id, 
     store_num jid;
     const char *p[] = {store_ll(&jid, id), me->id};
     PGresult *r = db_exec(c,
-                          "UPDATE jobs SET runner = NULL, updated_at = now() WHERE id = $1 AND"
+                          "UPDATE jobs SET runner = NULL, updated_at = now(),"
+                          " start_attempts = greatest(start_attempts - 1, 0) WHERE id = $1 AND"
                           " runner = $2 AND status = 'running' RETURNING id",
                           2, p, err);
     if (!r)

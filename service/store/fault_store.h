@@ -10,7 +10,8 @@
 #include "store/job_store.h"
 
 /* Lets go of one running job I drive (its driver could not be opened): the next claim, by any
- * runner, resumes it. Returns 1 when released, 0 when it was not mine (or not running). */
+ * runner, resumes it; its start attempt is given back (sql/015). Returns 1 when released, 0 when it
+ * was not mine (or not running). */
 int fault_store_release_job(PGconn *c, const runner_identity *me, long long id, kt_error *err);
 /* Puts back to pending every running trial claimed by worker (a measurement thread that holds no
  * claim now: a claim whose reply was lost in an outage). Returns how many. */

@@ -325,13 +325,55 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err)
         0, NULL, "no counts", err);
 }
 
-int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows, kt_error *err)
+int job_store_fail_exhausted(PGconn *c, int max_attempts, long long *ids, int max_ids,
+                             kt_error *err)
 {
     int n = -1;
-    store_num pid, lim;
-    const char *p[] = {me->id, me->host, store_ll(&pid, me->pid), store_ll(&lim, max)};
+    store_num max;
+    kt_error why;
+    kt_error_set(&why, KT_ERR_INTERNAL,
+                 "the job was started %d times since it last completed a trial, and each time the "
+                 "process driving it died or stopped heart-beating (killed, crashed or stalled)",
+                 max_attempts);
+    kt_error_hint(&why, "see the ktuned logs of the hosts that ran it (an out-of-memory kill "
+                        "shows in the kernel log); POST /v1/tune queues it again once the cause "
+                        "is fixed");
+    json_t *e = json_pack("{s:s,s:s,s:s}", "code", kt_error_code_name(why.code), "message",
+                          why.message, "hint", why.hint);
+    char *error_text = store_json_text(e);
+    json_decref(e);
+    const char *p[] = {store_ll(&max, max_attempts), error_text};
+    /* The job and its unfinished trials in one statement, like job_store_finish. */
+    PGresult *r =
+        db_exec(c,
+                "WITH ended AS (UPDATE jobs SET status = 'failed', stop_reason = 'attempts',"
+                " error = $2::jsonb, finished_at = now(), updated_at = now()"
+                " WHERE status = 'running' AND runner IS NULL AND start_attempts >= $1"
+                " RETURNING id), gone AS (DELETE FROM trials WHERE job_id IN"
+                " (SELECT id FROM ended) AND status IN ('pending', 'running'))"
+                " SELECT id FROM ended ORDER BY id",
+                2, p, err);
+    if (!r)
+        goto out;
+    n = PQntuples(r);
+    for (int i = 0; ids && i < n && i < max_ids; i++)
+        ids[i] = store_get_ll(r, i, 0);
+out:
+    PQclear(r);
+    free(error_text);
+    return n;
+}
+
+int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attempts, job_row *rows,
+                    kt_error *err)
+{
+    int n = -1;
+    store_num pid, lim, attempts;
+    const char *p[] = {me->id, me->host, store_ll(&pid, me->pid), store_ll(&lim, max),
+                       store_ll(&attempts, max_attempts)};
     /* The turns are read without locks (a snapshot); the jobs are then locked in turn order,
-     * skipping those another runner is claiming, and checked again under the lock. */
+     * skipping those another runner is claiming, and checked again under the lock. A job out of
+     * start attempts is not claimed (job_store_fail_exhausted ends it). */
     /* clang-format off */
     PGresult *r = db_exec(
         c,
@@ -339,14 +381,16 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         " turns AS (SELECT w.id, COALESCE(d.n, 0) + row_number() OVER (PARTITION BY w.caller"
         " ORDER BY w.id) AS turn FROM waiting w LEFT JOIN driven d ON d.caller = w.caller),"
         " pick AS (SELECT q.id FROM jobs q JOIN turns t ON t.id = q.id WHERE " JOB_FAIR_WAITS("q.")
+        " AND (q.status = 'queued' OR q.start_attempts < $5)"
         " ORDER BY t.turn, q.id LIMIT $4 FOR UPDATE OF q SKIP LOCKED)"
         " UPDATE jobs j SET status = 'running', runner = $1, runner_host = $2, runner_pid = $3,"
         " runner_heartbeat = now(), started_at = COALESCE(j.started_at, now()),"
+        " start_attempts = j.start_attempts + 1,"
         " updated_at = now() FROM pick WHERE j.id = pick.id RETURNING j.id, "
         JOB_TARGET_COLUMNS("j.") ", j.strategy, j.strategy_options, j.seed,"
         " j.budget_evaluations, j.budget_seconds, j.batch_size, j.history, j.history_used,"
-        " j.final_remeasure, j.final_rounds",
-        4, p, err);
+        " j.final_remeasure, j.final_rounds, j.start_attempts",
+        5, p, err);
     /* clang-format on */
     if (!r)
         goto out;
@@ -365,6 +409,7 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows
         read_history(r, i, &row->history, &row->history_used);
         row->final_remeasure = (int)store_get_ll(r, i, 16);
         row->final_rounds = (int)store_get_ll(r, i, 17);
+        row->start_attempts = (int)store_get_ll(r, i, 18);
     }
 out:
     PQclear(r);
@@ -389,7 +434,8 @@ int job_store_yield(PGconn *c, const runner_identity *me, double wait_s, long lo
         " victim AS (SELECT j.id FROM jobs j JOIN driven d ON d.caller = " JOB_FAIR_CALLER("j.")
         " CROSS JOIN least l WHERE j.runner = $1 AND j.status = 'running' AND d.n >= l.n + 2"
         " ORDER BY d.n DESC, j.id DESC LIMIT 1 FOR UPDATE OF j SKIP LOCKED)"
-        " UPDATE jobs j SET runner = NULL, updated_at = now() FROM victim"
+        " UPDATE jobs j SET runner = NULL, updated_at = now(),"
+        " start_attempts = greatest(j.start_attempts - 1, 0) FROM victim"
         " WHERE j.id = victim.id AND j.runner = $1 AND j.status = 'running' RETURNING j.id",
         2, p, err);
     /* clang-format on */
@@ -479,8 +525,11 @@ int job_store_finish(PGconn *c, const runner_identity *me, long long id, const c
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err)
 {
     const char *p[] = {me->id};
-    return db_run(c, "UPDATE jobs SET runner = NULL WHERE runner = $1 AND status = 'running'", 1, p,
-                  err);
+    /* A clean hand-back: this start attempt does not count (sql/015). */
+    return db_run(c,
+                  "UPDATE jobs SET runner = NULL, start_attempts = greatest(start_attempts - 1, 0)"
+                  " WHERE runner = $1 AND status = 'running'",
+                  1, p, err);
 }
 
 int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err)

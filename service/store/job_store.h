@@ -66,6 +66,7 @@ typedef struct job_row {
     json_t *history_used; /* what the driver seeded the searcher with (sql/006), NULL: not yet */
     int final_remeasure;  /* the final pick (sql/012): configurations re-measured, 0 = none */
     int final_rounds;
+    int start_attempts; /* this claim included (sql/015) */
 } job_row;
 
 /* Identity of the process driving jobs. */
@@ -154,8 +155,23 @@ int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int 
 int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err);
 void job_target_release(job_target *t);
 
-/* Runner side. Claims up to max jobs that are queued, or running without a live runner; fills rows
- * (caller releases each) and returns how many.
+/* Poison jobs (sql/015, issue 26): every claim counts a start attempt (jobs.start_attempts); a
+ * clean hand-back (job_store_release_mine, job_store_yield, fault_store_release_job) gives it back,
+ * and a trial of the job completed (trial_store_complete) brings the count back to 1 (this start):
+ * what stays counted are the starts since the job last completed a trial whose process died or
+ * stalled (the reaper freed the job). A job at max_attempts (the runner's
+ * --job-max-start-attempts, default JOB_MAX_START_ATTEMPTS) is failed instead of resumed. */
+#define JOB_MAX_START_ATTEMPTS 3
+
+/* Runner side, before claiming: fails every running job without a runner that used up its
+ * max_attempts start attempts (status failed, stop_reason "attempts", error internal with the
+ * count and a hint; its pending and running trials deleted). ids (may be NULL) receives up to
+ * max_ids of their ids. Returns how many were failed. */
+int job_store_fail_exhausted(PGconn *c, int max_attempts, long long *ids, int max_ids,
+                             kt_error *err);
+/* Claims up to max jobs that are queued, or running without a live runner and with fewer than
+ * max_attempts start attempts, counting a start attempt of each; fills rows (caller releases
+ * each) and returns how many.
  *
  * Fair shares (issue 26): job slots are shared between callers (jobs.submitter; NULL, jobs made
  * before sql/008, counts as one more caller), across every runner of the database. A caller's turn
@@ -163,14 +179,15 @@ void job_target_release(job_target *t);
  * running with a runner), and the lowest turns are claimed first: the caller with the fewest
  * running jobs goes first, and one caller's many jobs never keep another's first one waiting
  * behind them. */
-int job_store_claim(PGconn *c, const runner_identity *me, int max, job_row *rows, kt_error *err);
+int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attempts, job_row *rows,
+                    kt_error *err);
 /* When a slot is already taken by a caller that holds more of them than one that waits: hands
- * back (runner cleared, status still running: the next claim resumes it by replay, like a re-sync)
- * the newest job I drive of the caller that runners drive the most jobs of, when that caller drives
- * at least two more than the caller with the fewest running jobs among those with a job waiting for
- * at least wait_s seconds (a runner with a free slot claims it before). *yielded = the job's id, or
- * 0 when nothing needs to move. Call only with no free slot of mine; the caller closes that job's
- * driver. */
+ * back (runner cleared, status still running, its start attempt given back: the next claim
+ * resumes it by replay, like a re-sync) the newest job I drive of the caller that runners drive
+ * the most jobs of, when that caller drives at least two more than the caller with the fewest
+ * running jobs among those with a job waiting for at least wait_s seconds (a runner with a free
+ * slot claims it before). *yielded = the job's id, or 0 when nothing needs to move. Call only with
+ * no free slot of mine; the caller closes that job's driver. */
 int job_store_yield(PGconn *c, const runner_identity *me, double wait_s, long long *yielded,
                     kt_error *err);
 void job_row_release(job_row *r);
@@ -184,8 +201,8 @@ int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_err
  * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
-/* Lets go of every running job I drive (clean shutdown): another runner, or my successor, resumes
- * it. */
+/* Lets go of every running job I drive (clean shutdown, re-sync): another runner, or my successor,
+ * resumes it; the start attempt of each is given back. */
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err);
 int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err);
 /* Frees running jobs whose runner is gone: stale heartbeat (older than stale_s), or a runner on my

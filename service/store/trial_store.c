@@ -202,7 +202,8 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
     r = db_exec(
         c,
         "UPDATE jobs SET trials_done = trials_done + $3, clock_seconds = clock_seconds + $2,"
-        " updated_at = now() WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS ", final_remeasure",
+        " start_attempts = least(start_attempts, 1), updated_at = now()"
+        " WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS ", final_remeasure",
         3, pj, err);
     if (!r)
         goto out;

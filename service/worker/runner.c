@@ -14,7 +14,12 @@
  * at least two running jobs more than a waiting one holds it here (job_store_yield, at most once
  * per RUNNER_YIELD_MS), then claims at once: the waiting job gets the slot, the job handed back
  * resumes by replay when a slot frees. Nobody's small job waits for hours behind another's huge
- * ones. */
+ * ones.
+ *
+ * Poison jobs (issue 26): a job whose process died or stalled --job-max-start-attempts times (3)
+ * while driving it, with no trial of it completed in between (each claim counts; a clean hand-back
+ * does not; a completed trial starts the count again), is failed before claiming, never resumed
+ * again (job_store_fail_exhausted, sql/015). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +154,18 @@ static void claim_jobs(runner_state *st, PGconn *c)
         return;
     kt_error err;
     kt_error_clear(&err);
-    int n = job_store_claim(c, &w->me, room, rows, &err);
+    long long failed[16];
+    int attempts =
+        w->opt.max_start_attempts > 0 ? w->opt.max_start_attempts : JOB_MAX_START_ATTEMPTS;
+    int nf = job_store_fail_exhausted(c, attempts, failed, 16, &err);
+    if (nf < 0)
+        round_failed(st, "failing jobs out of start attempts", &err);
+    for (int i = 0; i < nf && i < 16; i++)
+        log_warn("job %lld: failed, not resumed: started %d times since it last completed a trial "
+                 "and its process died or stalled each time (stop_reason attempts)",
+                 failed[i], attempts);
+    kt_error_clear(&err);
+    int n = job_store_claim(c, &w->me, room, attempts, rows, &err);
     if (n < 0) {
         round_failed(st, "claiming jobs", &err);
         st->resync = 1; /* the claim may have been stored with its reply lost */
@@ -171,8 +187,9 @@ static void claim_jobs(runner_state *st, PGconn *c)
                 st->resync = 1;
             continue;
         }
-        log_info("job %lld: driving (%s on %s, %s)", id, d->row.target.key.kernel,
-                 d->row.target.key.device, d->row.strategy);
+        log_info("job %lld: driving (%s on %s, %s; start attempt %d of %d)", id,
+                 d->row.target.key.kernel, d->row.target.key.device, d->row.strategy,
+                 d->row.start_attempts, attempts);
         if (rc == JOB_DRIVER_QUEUED)
             worker_bump(w, &w->queued_gen);
         st->n_jobs++;

@@ -27,6 +27,9 @@ typedef struct worker_options {
     model_cache *models;           /* borrowed, may be NULL: the predictor's top-k in warm starts */
     double lease_s; /* --lease-s: a process silent this long loses its jobs, trials, models and
                      * devices to the others (the reaper's limit); 0 = WORKER_LEASE_DEFAULT_S */
+    int max_start_attempts; /* --job-max-start-attempts: a job whose process died this many times
+                             * since its last completed trial is failed, not resumed (issue 26);
+                             * 0 = JOB_MAX_START_ATTEMPTS */
 } worker_options;
 
 #define WORKER_LEASE_DEFAULT_S 10

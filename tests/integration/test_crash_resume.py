@@ -1,6 +1,14 @@
 """Integration: kill -9 of ktuned in the middle of a job, then a restart: the job resumes by replaying its
 stored trials and ends with exactly its budget of distinct configurations, the same ones an
-uninterrupted job with the same seed measures."""
+uninterrupted job with the same seed measures.
+
+Poison jobs (issue 26): a job whose process dies while driving it, before it completes a trial, is
+resumed at most 3 times (--job-max-start-attempts, sql/015's jobs.start_attempts; a completed trial
+starts the count again); the start after the third such death fails it with stop_reason "attempts" and
+the reason instead of resuming it. The worker's death is simulated by kill -9 of ktuned while a trial
+of the job is measured (what the kernel's OOM killer did to the issue's job), once after the job
+completed a trial (that start counts again from 1) and three times without. A clean stop gives its
+attempt back (test_store_fleet)."""
 import os
 import sys
 import time
@@ -59,6 +67,80 @@ class CrashResumeTest(unittest.TestCase):
         finally:
             k.cleanup()
 
+
+class PoisonJobTest(unittest.TestCase):
+    def test_job_failed_after_three_deaths(self):
+        # Replay sleeps 2x the recorded time (at least 1.7 s a trial here): a kill right after a trial
+        # is claimed comes before it completes.
+        k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=["--workers", "2", "--replay-speed", "2"])
+        job = dict(JOB, budget={"evaluations": 1000}, history="none")
+        lives = []
+        try:
+            k.start()
+            status, _, j = k.post("/v1/tune", job)
+            self.assertEqual(status, 202, j)
+            jid = j["id"]
+
+            def claimed(timeout=20):
+                """Waits until this ktuned drives the job and measures a trial of it; its progress."""
+                pid, deadline = k.proc.pid, time.time() + timeout
+                while time.time() < deadline:
+                    row = k.psql("SELECT j.status, j.runner LIKE '%%:%d:%%', j.trials_done, (SELECT"
+                                 " count(*) FROM trials t WHERE t.job_id = j.id AND t.status = 'running'"
+                                 " AND t.worker LIKE '%%:%d:%%') FROM jobs j WHERE j.id = %d" % (pid, pid, jid))
+                    st, mine, done, running = row.split("|")
+                    if st not in ("queued", "running") or (mine == "t" and int(running) > 0):
+                        return st, int(done)
+                    time.sleep(0.05)
+                raise AssertionError("ktuned %d never took job %d: %s" % (pid, jid, row))
+
+            # 1: dies before completing a trial (start attempt 1).
+            st, done = claimed()
+            self.assertEqual(st, "running")
+            k.kill9()
+            lives.append("killed at %d trials" % done)
+            # 2: completes a trial (the count starts again at this start), then dies.
+            k.start()
+            st, done = claimed()
+            self.assertEqual(st, "running", "not resumed after the first death")
+            seen = k.wait_job(jid, predicate=lambda x: x["progress"]["trials"] > done, timeout=30)
+            done = seen["progress"]["trials"]
+            k.kill9()
+            lives.append("resumed, killed at %d trials" % done)
+            # 3, 4: resumed twice more, dying before completing a trial each time.
+            for life in (3, 4):
+                k.start()
+                st, now = claimed()
+                if st != "running":
+                    lives.append("then %s" % st)
+                    break
+                k.kill9()
+                lives.append("resumed, killed at %d trials" % now)
+            # 5: three deaths since its last completed trial: failed, not resumed.
+            if k.proc is None:
+                k.start()
+            t0 = time.time()
+            st, now = claimed(timeout=10)
+            status, _, final = k.get("/v1/jobs/%d" % jid)
+            lives.append("%s (%s) %.2f s after the start" % (final["status"], final["stop_reason"] or
+                                                             "resumed again", time.time() - t0))
+            print("poison job: %s; %s" % ("; ".join(lives), (final["error"] or {}).get("message")))
+            self.assertEqual((final["status"], final["stop_reason"]), ("failed", "attempts"), final)
+            self.assertEqual(final["error"]["code"], "internal", final)
+            self.assertIn("started 3 times since it last completed a trial", final["error"]["message"])
+            self.assertTrue(final["error"]["hint"], final)
+            self.assertEqual(final["progress"]["trials"], done, "it measured again")
+            self.assertEqual(k.psql("SELECT count(*) FROM trials WHERE job_id = %d AND status IN"
+                                    " ('pending', 'running')" % jid), "0")
+            # The service itself is healthy: the next job runs.
+            status, _, other = k.post("/v1/tune", dict(JOB, budget={"evaluations": 2}, seed=5))
+            self.assertEqual(k.wait_job(other["id"], timeout=60)["status"], "succeeded")
+            self.assertEqual(k.stop(), 0)
+        except Exception:
+            print(k.log_tail(), file=sys.stderr)
+            raise
+        finally:
+            k.cleanup()
 
 if __name__ == "__main__":
     run_tests()

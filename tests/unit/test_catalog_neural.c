@@ -5,7 +5,10 @@
  * field; the target's kernel problem leaves the member out; catalog_neural_check judges a
  * configuration that changes the network (and only those) with a Fisher ratio, cached the second
  * time; catalog_neural_mark flags /v1/best answers, refusing a network change to a plain problem;
- * /v1/networks lists the presets' layers. */
+ * /v1/networks lists the presets' layers. Issue 26: the first request of the issue (an inline
+ * network whose layers are each within limits, ~171 GiB of activations together) is refused as
+ * bad_problem naming neural.network, the limit and the figure; a check whose stop check says stop
+ * returns CATALOG_NEURAL_STOPPED. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,11 +257,12 @@ static void check_judges_changes_only(void **state)
     assert_int_equal(catalog_target_problem(f->k, &t, &p, &err), 0);
     assert_int_equal(p.values[1], 32); /* C */
     catalog_neural_verdict v;
-    assert_int_equal(catalog_neural_check(f->cat, &t, find_config(&t, 1, 1, 0), &v, &err), 0);
+    assert_int_equal(
+        catalog_neural_check(f->cat, &t, find_config(&t, 1, 1, 0), NULL, NULL, &v, &err), 0);
     assert_int_equal(v.changes, 0);
     assert_string_equal(v.describe, "none");
     config_id g4 = find_config(&t, 4, 1, 0);
-    if (catalog_neural_check(f->cat, &t, g4, &v, &err) < 0)
+    if (catalog_neural_check(f->cat, &t, g4, NULL, NULL, &v, &err) < 0)
         fail_msg("%s", err.message);
     assert_int_equal(v.changes, 1);
     assert_string_equal(v.describe, "group");
@@ -267,11 +271,68 @@ static void check_judges_changes_only(void **state)
     assert_true(v.params < v.params_original); /* conv4's weights divided by 4 */
     assert_int_equal(v.v.cached, 0);
     catalog_neural_verdict again;
-    assert_int_equal(catalog_neural_check(f->cat, &t, g4, &again, &err), 0);
+    assert_int_equal(catalog_neural_check(f->cat, &t, g4, NULL, NULL, &again, &err), 0);
     assert_int_equal(again.v.cached, 1);
     assert_true(again.v.ratio == v.v.ratio);
-    assert_int_equal(catalog_neural_check(f->cat, &t, find_config(&t, 2, 2, 0), &v, &err), 0);
+    assert_int_equal(
+        catalog_neural_check(f->cat, &t, find_config(&t, 2, 2, 0), NULL, NULL, &v, &err), 0);
     assert_string_equal(v.describe, "group+bottleneck");
+    target_release(&t);
+}
+
+/* Issue 26, break 1: conv t of 16 channels, then 15 x {"type":"conv","out":1024,"kernel":1,
+ * "pad":7}, layer t, all five transformations. */
+static void unbounded_network_is_refused(void **state)
+{
+    char text[4096];
+    int used = snprintf(text, sizeof text,
+                        "{\"N\": 1, \"neural\": {\"allow\": [\"group\", \"bottleneck\", "
+                        "\"spatial_group\", \"unroll_group\", \"split_group\"], \"layer\": \"t\", "
+                        "\"data\": \"fashion-mnist-small\", \"network\": {\"name\": \"grow\", "
+                        "\"input\": [1, 28, 28], \"classes\": 10, \"layers\": [{\"type\": "
+                        "\"conv\", \"name\": \"t\", \"out\": 16}");
+    for (int i = 1; i <= 15; i++)
+        used += snprintf(text + used, sizeof text - (size_t)used,
+                         ", {\"type\": \"conv\", \"name\": \"c%d\", \"out\": 1024, \"kernel\": 1, "
+                         "\"pad\": 7}",
+                         i);
+    snprintf(text + used, sizeof text - (size_t)used,
+             ", {\"type\": \"global_avgpool\"}, {\"type\": \"flatten\"}, {\"type\": "
+             "\"linear\", \"out\": 10}]}}}");
+    json_t *plain, *canon;
+    catalog_neural *n;
+    kt_error err;
+    assert_int_equal(parse(*state, text, &plain, &n, &canon, &err), -1);
+    print_message("%s | %s\n", err.message, err.hint);
+    assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+    assert_non_null(strstr(err.message, "neural.network: network \"grow\" is too large for a "
+                                        "Fisher check: it needs 171 GiB of memory"));
+    assert_non_null(strstr(err.message, "limit of 512 MiB"));
+    assert_true(err.hint[0] != '\0');
+    assert_null(plain);
+    assert_null(n);
+}
+
+static int stop_now(void *arg)
+{
+    ++*(int *)arg;
+    return 1;
+}
+
+static void check_stops_when_asked(void **state)
+{
+    const fixture *f = *state;
+    target t;
+    kt_error err;
+    make_target(f, &t);
+    catalog_neural_verdict v;
+    int asked = 0;
+    /* group 8: not judged by the other cases, so nothing cached answers it */
+    assert_int_equal(
+        catalog_neural_check(f->cat, &t, find_config(&t, 8, 1, 0), stop_now, &asked, &v, &err),
+        CATALOG_NEURAL_STOPPED);
+    assert_int_equal(asked, 1);
+    assert_true(catalog_neural_check_timeout_s(f->cat) == CATALOG_NEURAL_CHECK_TIMEOUT_S);
     target_release(&t);
 }
 
@@ -325,6 +386,8 @@ int main(void)
         cmocka_unit_test(bad_members_are_refused),
         cmocka_unit_test(bottleneck_needs_a_free_output),
         cmocka_unit_test(check_judges_changes_only),
+        cmocka_unit_test(unbounded_network_is_refused),
+        cmocka_unit_test(check_stops_when_asked),
         cmocka_unit_test(mark_flags_answers),
         cmocka_unit_test(networks_json_lists_layers),
     };

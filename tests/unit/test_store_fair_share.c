@@ -37,7 +37,7 @@ static int claim(PGconn *c, const runner_identity *me, int max, long long *ids)
     kt_error err;
     kt_error_clear(&err);
     assert_true(max <= 8);
-    int n = job_store_claim(c, me, max, rows, &err);
+    int n = job_store_claim(c, me, max, JOB_MAX_START_ATTEMPTS, rows, &err);
     if (n < 0)
         fail_msg("claim: %s", err.message);
     for (int i = 0; i < n; i++) {

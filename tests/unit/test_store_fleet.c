@@ -3,10 +3,13 @@
  * longer has, rows silent for a week), trial claims matched on the job's (device, class,
  * toolchain), a late result of a claim that was handed back and re-claimed recording nothing,
  * model claims leaving models of classes other live processes serve, job_store_is_mine, and the
- * job's "parallel" column. */
+ * job's "parallel" column. Issue 26 (sql/015): a job's start attempts (a claim counts, a clean
+ * hand-back gives it back, a completed trial brings the count back to 1), and a job that used them
+ * up is failed with stop_reason attempts instead of claimed. */
 #include "pg_test_util.h"
 
 #include "store/catalog_store.h"
+#include "store/fault_store.h"
 #include "store/job_store.h"
 #include "store/model_store.h"
 #include "store/trial_store.h"
@@ -199,11 +202,93 @@ static void jobs_know_their_runner(void **state)
     long long job = make_job(f->c, "cpu:A", "gcc 12", 2);
     assert_int_equal(job_store_is_mine(f->c, job, &ME, &err), 0); /* queued: nobody's */
     job_row rows[1];
-    assert_int_equal(job_store_claim(f->c, &ME, 1, rows, &err), 1);
+    assert_int_equal(job_store_claim(f->c, &ME, 1, JOB_MAX_START_ATTEMPTS, rows, &err), 1);
     job_row_release(&rows[0]);
     assert_int_equal(job_store_is_mine(f->c, job, &ME, &err), 1);
     sql(f->c, "UPDATE jobs SET runner = 'hostB:2:2'"); /* my lease ran out, another took it */
     assert_int_equal(job_store_is_mine(f->c, job, &ME, &err), 0);
+    sql(f->c, "DELETE FROM jobs");
+}
+
+/* The job's start attempts as stored. */
+static long long attempts(PGconn *c, long long job)
+{
+    char q[128];
+    snprintf(q, sizeof q, "SELECT start_attempts FROM jobs WHERE id = %lld", job);
+    return sql_ll(c, q);
+}
+
+/* Claims job (the only claimable one) with a limit of 3; returns the attempt the claim counted, 0
+ * when nothing was claimed. */
+static int claim_job(PGconn *c, long long job)
+{
+    job_row rows[1];
+    kt_error err;
+    int n = job_store_claim(c, &ME, 1, 3, rows, &err);
+    if (n < 0)
+        fail_msg("claim: %s", err.message);
+    if (n == 0)
+        return 0;
+    assert_int_equal(rows[0].id, job);
+    int a = rows[0].start_attempts;
+    job_row_release(&rows[0]);
+    return a;
+}
+
+static void jobs_out_of_start_attempts_fail(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    long long job = make_job(f->c, "cpu:A", "gcc 12", 1);
+    assert_int_equal(attempts(f->c, job), 0);
+    assert_int_equal(claim_job(f->c, job), 1);
+    /* A clean hand-back (shutdown, re-sync; a driver that could not be opened) gives it back. */
+    assert_int_equal(job_store_release_mine(f->c, &ME, &err), 0);
+    assert_int_equal(attempts(f->c, job), 0);
+    assert_int_equal(claim_job(f->c, job), 1);
+    assert_int_equal(fault_store_release_job(f->c, &ME, job, &err), 1);
+    assert_int_equal(attempts(f->c, job), 0);
+    /* Its process dies (the reaper lets go of the job): counted. */
+    assert_int_equal(claim_job(f->c, job), 1);
+    sql(f->c, "UPDATE jobs SET runner = NULL");
+    assert_int_equal(claim_job(f->c, job), 2);
+    /* A completed trial: the job is not what kills its processes; the count is this start. */
+    trial_claim t;
+    assert_int_equal(claim(f->c, "hostA:1:100/0", "cpu:A", "gcc 12", &t), 1);
+    trial_result r;
+    trial_result_init(&r);
+    r.status = TRIAL_OK;
+    r.time_ms = 1.0;
+    r.repeats = 1;
+    assert_int_equal(trial_store_complete(f->c, &t, "hostA:1:100/0", &r, &err), 1);
+    assert_int_equal(attempts(f->c, job), 1);
+    /* Then three deaths without a completed trial. */
+    assert_int_equal(claim(f->c, "hostA:1:100/0", "cpu:A", "gcc 12", &t), 1); /* in flight */
+    sql(f->c, "UPDATE jobs SET runner = NULL");
+    assert_int_equal(claim_job(f->c, job), 2);
+    sql(f->c, "UPDATE jobs SET runner = NULL");
+    assert_int_equal(claim_job(f->c, job), 3);
+    sql(f->c, "UPDATE jobs SET runner = NULL");
+    assert_int_equal(claim_job(f->c, job), 0); /* used up: nobody claims it */
+    long long ids[4] = {0};
+    assert_int_equal(job_store_fail_exhausted(f->c, 3, ids, 4, &err), 1);
+    assert_int_equal(ids[0], job);
+    assert_int_equal(job_store_fail_exhausted(f->c, 3, ids, 4, &err), 0);
+    job_info info;
+    assert_int_equal(job_store_get(f->c, job, &info, &err), 0);
+    assert_string_equal(info.status, "failed");
+    assert_string_equal(info.stop_reason, "attempts");
+    const char *message = json_string_value(json_object_get(info.error, "message"));
+    assert_non_null(message);
+    assert_non_null(strstr(message, "started 3 times since it last completed a trial"));
+    assert_string_equal(json_string_value(json_object_get(info.error, "code")), "internal");
+    assert_true(json_string_length(json_object_get(info.error, "hint")) > 0);
+    job_info_release(&info);
+    char q[128];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM trials WHERE job_id = %lld AND status IN ('pending', 'running')",
+             job);
+    assert_int_equal(sql_ll(f->c, q), 0); /* its unfinished trials went with it */
     sql(f->c, "DELETE FROM jobs");
 }
 
@@ -235,6 +320,7 @@ int main(void)
         cmocka_unit_test(fleet_records_register_beat_and_leave),
         cmocka_unit_test(trials_go_to_workers_of_the_jobs_class_and_late_results_are_refused),
         cmocka_unit_test(jobs_know_their_runner),
+        cmocka_unit_test(jobs_out_of_start_attempts_fail),
         cmocka_unit_test(models_of_classes_others_serve_are_left_to_them),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
