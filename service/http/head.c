@@ -264,7 +264,7 @@ int http_head_scan(const char *buf, size_t n, http_head_info *info, kt_error *er
     return 1;
 }
 
-static int hex_digit(char c)
+int http_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -285,7 +285,7 @@ int http_chunks_check(const char *buf, size_t n, kt_error *err)
         int d;
         /* The digits, as far as they have arrived: a size past the cap is refused before its
          * line ends (a client need not finish "ffffffffffffffff" for it to be too large). */
-        for (; i < n && (d = hex_digit(buf[i])) >= 0; i++, digits++) {
+        for (; i < n && (d = http_hex_digit(buf[i])) >= 0; i++, digits++) {
             if (size > HTTP_MAX_BODY) /* already too large: stop growing it */
                 continue;
             size = size * 16 + (size_t)d;

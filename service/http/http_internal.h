@@ -138,6 +138,9 @@ int http_head_scan(const char *buf, size_t n, http_head_info *info, kt_error *er
  * larger than HTTP_MAX_BODY (413 body_too_large; "ffffffffffffffff" would otherwise keep the
  * connection waiting for 2^64 bytes). A malformed line is left to libmicrohttpd (1). */
 int http_chunks_check(const char *buf, size_t n, kt_error *err);
+/* The value of one hexadecimal digit (either case), or -1 (head.c: chunk sizes, percent-escapes).
+ */
+int http_hex_digit(char c);
 
 /* ---- admission (gate.c): ktune's own listening socket ----
  * One thread accepts, counts connections (total and per client address), holds each new one

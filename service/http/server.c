@@ -176,17 +176,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     log_warn("http: libmicrohttpd: %s", line);
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes paths and query arguments in place like MHD's default, except that "%00" stays as
  * written: a decoded NUL would silently cut the C string ("/a.html%00.png" serving /a.html). */
 static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
@@ -196,7 +185,7 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
     (void)conn;
     for (const char *r = s; *r;) {
         int hi, lo;
-        if (r[0] == '%' && (hi = hex_value(r[1])) >= 0 && (lo = hex_value(r[2])) >= 0 &&
+        if (r[0] == '%' && (hi = http_hex_digit(r[1])) >= 0 && (lo = http_hex_digit(r[2])) >= 0 &&
             (hi | lo) != 0) {
             *w++ = (char)(hi * 16 + lo);
             r += 3;

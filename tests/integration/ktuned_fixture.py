@@ -60,6 +60,26 @@ def parse_args():
     return args
 
 
+def child_pids(parent, name=None):
+    """Pids of the live (not zombie) child processes of parent whose command line contains name
+    (any, when name is None), read from /proc."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if (name is None or name.encode() in cmd) and int(fields[1]) == parent and fields[0] not in "ZX":
+            pids.append(int(d))
+    return pids
+
+
 class Ktuned:
     """netns: run inside that network namespace (`ip netns exec NS`, root only); hostname: with its
     own UTS namespace and that host name (`unshare --uts`), so that processes in several
@@ -195,23 +215,7 @@ class Ktuned:
 
     def children(self, name):
         """Pids of this ktuned's live child processes whose command line contains name."""
-        if not self.proc:
-            return []
-        pids = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    stat = f.read()
-                with open("/proc/%s/cmdline" % d, "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if name.encode() in cmd and int(fields[1]) == self.proc.pid and fields[0] not in "ZX":
-                pids.append(int(d))
-        return pids
+        return child_pids(self.proc.pid, name) if self.proc else []
 
     def __enter__(self):
         return self.start()

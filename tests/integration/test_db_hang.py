@@ -18,28 +18,13 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E402
+from ktuned_fixture import Ktuned, best_query, child_pids, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 DEVICE = "replay:pnpoly_kt-RTX_3090"
 CLIENT_TIMEOUT_S = 10.0  # what "no answer" means here
 LIMIT_S = 3.5            # a 503 must come within this (about 2 s: API_DB_LIMIT_MS, connect_timeout)
 CACHED_LIMIT_S = 0.2     # a cached /v1/best answers from memory
-
-
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-            out.append(int(d))
-    return out
 
 
 def ask(k, method, path, body=None):
@@ -96,7 +81,7 @@ class DbHangTest(unittest.TestCase):
             pm = k.postmaster_pid()
             os.kill(pm, signal.SIGSTOP)
             stopped.append(pm)
-            for pid in children(pm):
+            for pid in child_pids(pm):
                 os.kill(pid, signal.SIGSTOP)
                 stopped.append(pid)
             t_hang = time.time()
