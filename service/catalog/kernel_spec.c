@@ -65,7 +65,7 @@ static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
     if (!t)
         return -1;
     if (!json_is_object(t))
-        return kspec_bad(L, "tolerance must be an object {\"rtol\", \"atol\"}");
+        return kspec_bad(L, "tolerance: must be an object {\"rtol\", \"atol\"}");
     if (kspec_check_fields(L, t, "tolerance", fields) < 0)
         return -1;
     const json_t *rt = kspec_need(L, t, "tolerance", "rtol"),
@@ -73,9 +73,9 @@ static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
     if (!rt || !at)
         return -1;
     if (!json_is_number(rt) || !isfinite(json_number_value(rt)) || json_number_value(rt) < 0)
-        return kspec_bad(L, "tolerance.rtol must be a number >= 0");
+        return kspec_bad(L, "tolerance.rtol: must be a number >= 0");
     if (!json_is_number(at) || !isfinite(json_number_value(at)) || json_number_value(at) < 0)
-        return kspec_bad(L, "tolerance.atol must be a number >= 0");
+        return kspec_bad(L, "tolerance.atol: must be a number >= 0");
     k->rtol = json_number_value(rt);
     k->atol = json_number_value(at);
     return 0;
@@ -90,7 +90,7 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, u
     if (!r)
         return -1;
     if (!json_is_object(r))
-        return kspec_bad(L, "reference must be an object {\"kind\", ...}");
+        return kspec_bad(L, "reference: must be an object {\"kind\", ...}");
     const json_t *kind = kspec_need(L, r, "reference", "kind");
     if (!kind)
         return -1;
@@ -102,11 +102,11 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, u
         for (int i = 0; i < 3; i++) {
             if (k->n_args <= i || strcmp(k->args[i].name, blas_args[i]) != 0)
                 return kspec_bad(
-                    L, "reference.kind openblas_sgemm needs the problem arguments M, N, K "
+                    L, "reference.kind: openblas_sgemm needs the problem arguments M, N, K "
                        "first, in that order");
             if (k->n_buffers <= i || strcmp(k->buffers[i].name, blas_bufs[i]) != 0)
                 return kspec_bad(
-                    L, "reference.kind openblas_sgemm needs the buffers A, B, C first, in "
+                    L, "reference.kind: openblas_sgemm needs the buffers A, B, C first, in "
                        "that order");
         }
         return 0;
@@ -120,7 +120,7 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, u
         k->ref_kind = KSPEC_REF_C;
         return kspec_source_file(L, k->dir, src, "reference.source", &k->ref_source, ref_hash);
     }
-    return kspec_bad(L, "reference.kind '%.64s' is not known; accepted: openblas_sgemm, c",
+    return kspec_bad(L, "reference.kind: '%.64s' is not known; accepted: openblas_sgemm, c",
                      ks ? ks : "(not a string)");
 }
 
@@ -151,14 +151,14 @@ static int check_default(kspec_loader *L, const kernel_spec *k, kspec_kind kind,
         }
         kt_error_clear(&e);
         if (kernel_spec_problem(k, which ? tp : NULL, &p, &e) < 0) {
-            kspec_bad(L, "%s: %s", label, e.message);
+            kspec_bad(L, "%s: %s: %s", which ? "test_problem" : "problem", label, e.message);
             goto out;
         }
         space_free(sp);
         config_id id;
         if (!(sp = kernel_spec_space(k, kind, &p, lim, &e)) ||
             space_config_from_json(sp, def, &id, &e) < 0) {
-            kspec_bad(L, "%s.default is not valid for %s: %s", where, label, e.message);
+            kspec_bad(L, "%s.default: is not valid for %s: %s", where, label, e.message);
             goto out;
         }
     }
@@ -178,7 +178,7 @@ static int load_test_problem(kspec_loader *L, kernel_spec *k, const json_t *root
     if (!tp)
         return 0;
     if (!json_is_object(tp))
-        return kspec_bad(L, "test_problem must be an object of argument -> integer");
+        return kspec_bad(L, "test_problem: must be an object of argument -> integer");
     kt_error_clear(&e);
     if (kernel_spec_problem(k, tp, &p, &e) < 0)
         return kspec_bad(L, "test_problem: %s", e.message);
@@ -207,7 +207,9 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     json_error_t jerr;
     kt_error ferr;
     kernel_spec *k = NULL;
-    kspec_loader L = {.file = dir, .why = why, .cap = why_cap};
+    /* Messages name the file by its base name: the caller knows the folder (the catalog's log
+     * line names it; an API reply names the kernel). */
+    kspec_loader L = {.file = "spec.json", .why = why, .cap = why_cap};
     uint64_t base = KT_FNV1A_OFFSET, ref_hash = base, var_hash[KSPEC_N_KINDS];
     int ok = 0;
 
@@ -219,7 +221,6 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     }
     snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, rdir);
     snprintf(cuda_path, sizeof cuda_path, "%.*s/cuda.json", PATH_MAX - 16, rdir);
-    L.file = spec_path;
     if (!(bytes = kt_file_read_all(spec_path, KSPEC_MAX_FILE_BYTES, &len, &ferr))) {
         kspec_bad(&L, "%s", ferr.message);
         goto out;
@@ -236,13 +237,13 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         kspec_bad(&L, "out of memory");
         goto out;
     }
-    if (kspec_check_fields(&L, root, "top level", top_fields) < 0)
+    if (kspec_check_fields(&L, root, "", top_fields) < 0)
         goto out;
     const json_t *name = kspec_need(&L, root, "", "name");
     if (!name)
         goto out;
     if (!json_is_string(name) || !valid_kernel_name(json_string_value(name))) {
-        kspec_bad(&L, "name must be 1 to %d characters of letters, digits, '_', '-' and '.'",
+        kspec_bad(&L, "name: must be 1 to %d characters of letters, digits, '_', '-' and '.'",
                   KSPEC_MAX_NAME);
         goto out;
     }
@@ -250,7 +251,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     const json_t *summary = json_object_get(root, "summary");
     if (summary &&
         (!json_is_string(summary) || strlen(json_string_value(summary)) > KSPEC_MAX_SUMMARY)) {
-        kspec_bad(&L, "summary must be a string of at most %d characters", KSPEC_MAX_SUMMARY);
+        kspec_bad(&L, "summary: must be a string of at most %d characters", KSPEC_MAX_SUMMARY);
         goto out;
     }
     if (!(k->summary = strdup(summary ? json_string_value(summary) : ""))) {
@@ -265,7 +266,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
 
     const json_t *variants = json_object_get(root, "variants");
     if (variants && !json_is_object(variants)) {
-        kspec_bad(&L, "variants must be an object {\"cpu\": {...}, \"cuda\": {...}}");
+        kspec_bad(&L, "variants: must be an object {\"cpu\": {...}, \"cuda\": {...}}");
         goto out;
     }
     if (variants && kspec_check_fields(&L, variants, "variants", variant_kinds) < 0)
@@ -278,7 +279,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
         if (!obj && kind == KSPEC_CUDA && access(cuda_path, F_OK) == 0) {
             /* The CUDA variant kept beside spec.json until the two are merged. */
-            L.file = cuda_path;
+            L.file = "cuda.json";
             if (!(cuda_bytes =
                       kt_file_read_all(cuda_path, KSPEC_MAX_FILE_BYTES, &cuda_len, &ferr))) {
                 kspec_bad(&L, "%s", ferr.message);
@@ -301,7 +302,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         hex64(var_hash[kind], k->variants[kind].hash);
         if (limits && limits[kind] && check_default(&L, k, (kspec_kind)kind, lim, where) < 0)
             goto out;
-        L.file = spec_path;
+        L.file = "spec.json";
     }
     if (!k->variants[KSPEC_CPU].present && !k->variants[KSPEC_CUDA].present) {
         kspec_bad(&L, "variants: the kernel has neither a cpu nor a cuda variant");

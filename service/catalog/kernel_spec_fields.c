@@ -46,7 +46,43 @@ int kspec_valid_ident(const char *s)
     return !expr_is_keyword(s, n);
 }
 
-/* Refuses fields of obj not in accepted (NULL-terminated). */
+_Static_assert(KSPEC_MAX_NAME == 64, "ident_problem's message names the limit");
+
+/* Why a JSON value is not an identifier (kspec_valid_ident), as the end of a message, or NULL. */
+static const char *ident_problem(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!s)
+        return "must be an identifier (a string)";
+    if (n == 0)
+        return "is empty; write an identifier";
+    if (n > KSPEC_MAX_NAME)
+        return "is longer than 64 characters"; /* KSPEC_MAX_NAME: asserted below */
+    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+        return "must start with a letter or '_'";
+    for (size_t i = 1; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return "may hold only letters, digits and '_'";
+    }
+    if (expr_is_keyword(s, n))
+        return "is a Python keyword; expressions could not name it: choose another name";
+    return NULL;
+}
+
+int kspec_check_ident(kspec_loader *L, const json_t *v, const char *field)
+{
+    const char *s = json_string_value(v);
+    const char *why = ident_problem(s);
+    if (!why)
+        return 0;
+    if (!s)
+        return kspec_bad(L, "%s: %s", field, why);
+    return kspec_bad(L, "%s: \"%.64s\" %s", field, s, why);
+}
+
+/* Refuses fields of obj not in accepted (NULL-terminated); where: obj's path ("" at the top). */
 int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                        const char *const *accepted)
 {
@@ -66,7 +102,8 @@ int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                     snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", accepted[i]);
                 used += w > 0 ? (size_t)w : 0;
             }
-            return kspec_bad(L, "%s: unknown field '%.64s'; accepted: %s", where, key, list);
+            return kspec_bad(L, "%s%s%.64s: unknown field; accepted: %s", where,
+                             where[0] ? "." : "", key, list);
         }
     }
     return 0;
@@ -83,7 +120,7 @@ const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, 
 int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long *out)
 {
     if (!json_is_integer(v))
-        return kspec_bad(L, "%s must be an integer", field);
+        return kspec_bad(L, "%s: must be an integer", field);
     *out = (long long)json_integer_value(v);
     return 0;
 }
@@ -102,17 +139,17 @@ int kspec_parse_expr(kspec_loader *L, kspec_expr *out, const json_t *v, const ch
         snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
         text = num;
     } else {
-        return kspec_bad(L, "%s must be an expression (a string)", field);
+        return kspec_bad(L, "%s: must be an expression (a string)", field);
     }
     if (strlen(text) > KSPEC_MAX_EXPR_LEN)
-        return kspec_bad(L, "%s is longer than %d characters", field, KSPEC_MAX_EXPR_LEN);
+        return kspec_bad(L, "%s: is longer than %d characters", field, KSPEC_MAX_EXPR_LEN);
     if (!(out->text = strdup(text)))
         return kspec_bad(L, "out of memory");
     kt_error_clear(&e);
     out->e = expr_parse(text, names, KSPEC_MAX_EXPR_LEN, &e);
     if (!out->e)
-        return kspec_bad(L, "%s '%.200s': %s%s%.300s%s", field, text, e.message,
-                         e.hint[0] ? " (" : "", e.hint, e.hint[0] ? ")" : "");
+        return kspec_bad(L, "%s: %s%s%.300s (in '%.200s')", field, e.message, e.hint[0] ? ": " : "",
+                         e.hint, text);
     return 0;
 }
 
@@ -134,19 +171,19 @@ int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const c
     const char *name = json_string_value(v);
 
     if (!name)
-        return kspec_bad(L, "%s must be a file name (a string)", field);
+        return kspec_bad(L, "%s: must be a file name (a string)", field);
     if (!name[0] || strlen(name) > 255 || strchr(name, '/') || strcmp(name, ".") == 0 ||
         strcmp(name, "..") == 0)
-        return kspec_bad(L, "%s '%.255s' must be a plain file name in the kernel's folder", field,
+        return kspec_bad(L, "%s: '%.255s' must be a plain file name in the kernel's folder", field,
                          name);
     int w = snprintf(path, sizeof path, "%s/%s", dir, name);
     if (w < 0 || (size_t)w >= sizeof path)
         return kspec_bad(L, "%s: path too long", field);
     if (!realpath(path, resolved))
-        return kspec_bad(L, "%s '%s': %s", field, name, strerror(errno));
+        return kspec_bad(L, "%s: '%.255s': %s", field, name, strerror(errno));
     kt_error ferr;
     if (!(bytes = kt_file_read_all(resolved, KSPEC_MAX_FILE_BYTES, &len, &ferr)))
-        return kspec_bad(L, "%s '%s': %s", field, name, ferr.message);
+        return kspec_bad(L, "%s: '%.255s': %s", field, name, ferr.message);
     *h = kt_fnv1a_field(*h, bytes, len);
     free(bytes);
     if (!(*abs = strdup(resolved)))

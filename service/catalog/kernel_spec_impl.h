@@ -1,5 +1,6 @@
 /* catalog/kernel_spec_impl — internal to the kernel_spec*.c files of catalog/: the loader that
- * validates one spec file (the first error recorded in why as "<file>: <message>"), its field
+ * validates one spec file (the first error recorded in why as "<file>: <field path>: <what is
+ * wrong[: what to write]>", the file named by its base name: spec.json, cuda.json), its field
  * checks (kernel_spec_fields.c) and the loaders of each part of a spec, called by kernel_spec_load
  * in this order: kspec_load_args, kspec_scan_neural (kernel_spec_neural.c),
  * kspec_load_problem_exprs (kernel_spec_problem.c), then per variant kspec_load_variant
@@ -29,6 +30,8 @@ typedef struct kspec_loader {
 int kspec_bad(kspec_loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 1 for an identifier of at most KSPEC_MAX_NAME characters that is not a Python keyword. */
 int kspec_valid_ident(const char *s);
+/* 0 when v is such an identifier, else -1 after "<field>: "<v>" <why and what to write>". */
+int kspec_check_ident(kspec_loader *L, const json_t *v, const char *field);
 /* Refuses fields of obj not in accepted (NULL-terminated). */
 int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                        const char *const *accepted);

@@ -27,7 +27,7 @@ int kspec_load_geometry(kspec_loader *L, const kernel_spec *k, kspec_variant *v,
         if (!arr)
             return -1;
         if (!json_is_array(arr) || json_array_size(arr) != 3)
-            return kspec_bad(L, "%s.%s must be an array of 3 expressions (x, y, z)", where,
+            return kspec_bad(L, "%s.%s: must be an array of 3 expressions (x, y, z)", where,
                              which[w]);
         for (size_t i = 0; i < 3; i++) {
             snprintf(field, sizeof field, "%s.%s[%zu]", where, which[w], i);

@@ -22,26 +22,28 @@ static int read_head(kspec_loader *L, const kernel_spec *k, const json_t *n, con
 {
     if (!json_is_object(n))
         return kspec_bad(
-            L, "%s must be an object {\"parameters\", \"identity\", \"transformations\"}", where);
+            L, "%s: must be an object {\"parameters\", \"identity\", \"transformations\"}", where);
     const json_t *params = kspec_need(L, n, where, "parameters");
     const json_t *id = kspec_need(L, n, where, "identity");
     if (!params || !id)
         return -1;
     if (!json_is_array(params) || json_array_size(params) < 1 ||
         json_array_size(params) > KSPEC_MAX_NEURAL)
-        return kspec_bad(L, "%s.parameters must be an array of 1 to %d parameter names", where,
+        return kspec_bad(L, "%s.parameters: must be an array of 1 to %d parameter names", where,
                          KSPEC_MAX_NEURAL);
     if (!json_is_object(id) || json_object_size(id) != json_array_size(params))
-        return kspec_bad(L, "%s.identity must be an object giving every neural parameter its value",
-                         where);
+        return kspec_bad(
+            L, "%s.identity: must be an object giving every neural parameter its value", where);
     int count = (int)json_array_size(params);
     for (int j = 0; j < count; j++) {
         const char *s = json_string_value(json_array_get(params, (size_t)j));
-        if (!s || !kspec_valid_ident(s))
-            return kspec_bad(L, "%s.parameters[%d] must be a parameter name", where, j);
+        char pf[128];
+        snprintf(pf, sizeof pf, "%s.parameters[%d]", where, j);
+        if (kspec_check_ident(L, json_array_get(params, (size_t)j), pf) < 0)
+            return -1;
         for (int i = 0; i < j; i++)
             if (strcmp(names[i], s) == 0)
-                return kspec_bad(L, "%s.parameters lists '%s' twice", where, s);
+                return kspec_bad(L, "%s.parameters: lists '%s' twice", where, s);
         for (int a = 0; a < k->n_args; a++)
             if (strcmp(k->args[a].name, s) == 0)
                 return kspec_bad(L, "%s.parameters: '%s' is a problem argument", where, s);
@@ -151,7 +153,7 @@ int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_va
     if (!tr)
         goto out;
     if (!json_is_array(tr) || json_array_size(tr) < 1 || json_array_size(tr) > KSPEC_MAX_NEURAL) {
-        kspec_bad(L, "%s.transformations must be an array of 1 to %d objects {\"name\", \"when\"}",
+        kspec_bad(L, "%s.transformations: must be an array of 1 to %d objects {\"name\", \"when\"}",
                   nw, KSPEC_MAX_NEURAL);
         goto out;
     }
@@ -163,7 +165,7 @@ int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_va
         char tw[160], fw[176];
         snprintf(tw, sizeof tw, "%s.transformations[%zu]", nw, i);
         if (!json_is_object(t)) {
-            kspec_bad(L, "%s must be an object {\"name\", \"when\"}", tw);
+            kspec_bad(L, "%s: must be an object {\"name\", \"when\"}", tw);
             goto out;
         }
         if (kspec_check_fields(L, t, tw, tfields) < 0)
@@ -172,14 +174,12 @@ int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_va
         if (!name || !when)
             goto out;
         const char *ns = json_string_value(name);
-        if (!ns || !kspec_valid_ident(ns)) {
-            kspec_bad(L, "%s.name must be an identifier of at most %d characters", tw,
-                      KSPEC_MAX_NAME);
+        snprintf(fw, sizeof fw, "%s.name", tw);
+        if (kspec_check_ident(L, name, fw) < 0)
             goto out;
-        }
         for (int j = 0; j < v->n_trans; j++) {
             if (strcmp(v->trans_names[j], ns) == 0) {
-                kspec_bad(L, "%s.name '%s' is listed twice", tw, ns);
+                kspec_bad(L, "%s.name: '%s' is listed twice", tw, ns);
                 goto out;
             }
         }
@@ -187,13 +187,13 @@ int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_va
         v->n_trans++; /* kernel_spec_free releases the expression from here on */
         snprintf(fw, sizeof fw, "%s.when", tw);
         if (!json_is_string(when)) {
-            kspec_bad(L, "%s must be an expression (a string) over the neural parameters", fw);
+            kspec_bad(L, "%s: must be an expression (a string) over the neural parameters", fw);
             goto out;
         }
         if (kspec_parse_expr(L, &v->trans_when[i], when, fw, &en) < 0)
             goto out;
         if (expr_test(v->trans_when[i].e, slots) != 0) {
-            kspec_bad(L, "%s '%.200s' holds (or fails) for the identity, which transforms nothing",
+            kspec_bad(L, "%s: '%.200s' holds (or fails) for the identity, which transforms nothing",
                       fw, v->trans_when[i].text);
             goto out;
         }

@@ -15,30 +15,27 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
 {
     static const char *const fields[] = {"name", "min", "max", "default", NULL};
     if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > KSPEC_MAX_ARGS)
-        return kspec_bad(L, "problem must be an array of 1 to %d arguments", KSPEC_MAX_ARGS);
+        return kspec_bad(L, "problem: must be an array of 1 to %d arguments", KSPEC_MAX_ARGS);
     for (size_t i = 0; i < json_array_size(arr); i++) {
         const json_t *a = json_array_get(arr, i);
-        char where[64];
+        char where[64], field[96];
         snprintf(where, sizeof where, "problem[%zu]", i);
         if (!json_is_object(a))
-            return kspec_bad(L, "%s must be an object", where);
+            return kspec_bad(L, "%s: must be an object", where);
         if (kspec_check_fields(L, a, where, fields) < 0)
             return -1;
         const json_t *name = kspec_need(L, a, where, "name");
         if (!name)
             return -1;
-        if (!json_is_string(name) || !kspec_valid_ident(json_string_value(name)))
-            return kspec_bad(L,
-                             "%s.name must be an identifier of at most %d characters (not a Python "
-                             "keyword)",
-                             where, KSPEC_MAX_NAME);
+        snprintf(field, sizeof field, "%s.name", where);
+        if (kspec_check_ident(L, name, field) < 0)
+            return -1;
         kspec_arg *arg = &k->args[i];
         snprintf(arg->name, sizeof arg->name, "%s", json_string_value(name));
         for (size_t j = 0; j < i; j++) {
             if (strcmp(k->args[j].name, arg->name) == 0)
-                return kspec_bad(L, "%s.name '%s' is listed twice", where, arg->name);
+                return kspec_bad(L, "%s.name: '%s' is listed twice", where, arg->name);
         }
-        char field[96];
         const json_t *mn = kspec_need(L, a, where, "min"), *mx = kspec_need(L, a, where, "max"),
                      *df = kspec_need(L, a, where, "default");
         if (!mn || !mx || !df)
@@ -55,7 +52,7 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
         if (arg->min > arg->max)
             return kspec_bad(L, "%s: min %lld is greater than max %lld", where, arg->min, arg->max);
         if (arg->def < arg->min || arg->def > arg->max)
-            return kspec_bad(L, "%s.default %lld is outside [%lld, %lld]", where, arg->def,
+            return kspec_bad(L, "%s.default: %lld is outside [%lld, %lld]", where, arg->def,
                              arg->min, arg->max);
         k->n_args++;
     }
@@ -85,7 +82,7 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
     const json_t *pr = json_object_get(root, "problem_restrictions");
     if (pr) {
         if (!json_is_array(pr) || json_array_size(pr) > KSPEC_MAX_RESTRICTIONS)
-            return kspec_bad(L, "problem_restrictions must be an array of at most %d expressions",
+            return kspec_bad(L, "problem_restrictions: must be an array of at most %d expressions",
                              KSPEC_MAX_RESTRICTIONS);
         size_t n = json_array_size(pr);
         k->problem_restrictions = calloc(n ? n : 1, sizeof *k->problem_restrictions);
@@ -106,14 +103,14 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
         return -1;
     if (!json_is_array(bufs) || json_array_size(bufs) < 1 ||
         json_array_size(bufs) > KSPEC_MAX_BUFFERS)
-        return kspec_bad(L, "buffers must be an array of 1 to %d buffers", KSPEC_MAX_BUFFERS);
+        return kspec_bad(L, "buffers: must be an array of 1 to %d buffers", KSPEC_MAX_BUFFERS);
     int outputs = 0;
     for (size_t i = 0; i < json_array_size(bufs); i++) {
         const json_t *b = json_array_get(bufs, i);
         char where[64];
         snprintf(where, sizeof where, "buffers[%zu]", i);
         if (!json_is_object(b))
-            return kspec_bad(L, "%s must be an object", where);
+            return kspec_bad(L, "%s: must be an object", where);
         if (kspec_check_fields(L, b, where, bfields) < 0)
             return -1;
         const json_t *name = kspec_need(L, b, where, "name"),
@@ -121,14 +118,14 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
                      *role = kspec_need(L, b, where, "role");
         if (!name || !el || !role)
             return -1;
-        if (!json_is_string(name) || !kspec_valid_ident(json_string_value(name)))
-            return kspec_bad(L, "%s.name must be an identifier of at most %d characters", where,
-                             KSPEC_MAX_NAME);
+        snprintf(field, sizeof field, "%s.name", where);
+        if (kspec_check_ident(L, name, field) < 0)
+            return -1;
         kspec_buffer *buf = &k->buffers[i];
         snprintf(buf->name, sizeof buf->name, "%s", json_string_value(name));
         for (size_t j = 0; j < i; j++) {
             if (strcmp(k->buffers[j].name, buf->name) == 0)
-                return kspec_bad(L, "%s.name '%s' is listed twice", where, buf->name);
+                return kspec_bad(L, "%s.name: '%s' is listed twice", where, buf->name);
         }
         const char *r = json_string_value(role);
         if (r && strcmp(r, "input") == 0) {
@@ -137,7 +134,7 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
             buf->role = KSPEC_OUTPUT;
             outputs++;
         } else {
-            return kspec_bad(L, "%s.role must be \"input\" or \"output\"", where);
+            return kspec_bad(L, "%s.role: must be \"input\" or \"output\"", where);
         }
         k->n_buffers++;
         snprintf(field, sizeof field, "%s.elements", where);

@@ -22,7 +22,7 @@ static int load_params(kspec_loader *L, const kernel_spec *k, kspec_kind kind, k
 
     if (!json_is_array(arr) || json_array_size(arr) < 1 ||
         json_array_size(arr) > KSPEC_MAX_PARAMS) {
-        kspec_bad(L, "%s.parameters must be an array of 1 to %d parameters", where,
+        kspec_bad(L, "%s.parameters: must be an array of 1 to %d parameters", where,
                   KSPEC_MAX_PARAMS);
         goto out;
     }
@@ -35,7 +35,7 @@ static int load_params(kspec_loader *L, const kernel_spec *k, kspec_kind kind, k
         char pw[96];
         snprintf(pw, sizeof pw, "%s.parameters[%zu]", where, i);
         if (!json_is_object(p)) {
-            kspec_bad(L, "%s must be an object", pw);
+            kspec_bad(L, "%s: must be an object", pw);
             goto out;
         }
         if (kspec_check_fields(L, p, pw, fields) < 0)
@@ -44,44 +44,43 @@ static int load_params(kspec_loader *L, const kernel_spec *k, kspec_kind kind, k
         if (!name || !vals)
             goto out;
         const char *ns = json_string_value(name);
-        if (!ns || !kspec_valid_ident(ns)) {
-            kspec_bad(
-                L, "%s.name must be an identifier of at most %d characters (not a Python keyword)",
-                pw, KSPEC_MAX_NAME);
+        char nf[112];
+        snprintf(nf, sizeof nf, "%s.name", pw);
+        if (kspec_check_ident(L, name, nf) < 0)
             goto out;
-        }
         for (int j = 0; j < v->n_params; j++) {
             if (strcmp(v->param_names[j], ns) == 0) {
-                kspec_bad(L, "%s.name '%s' is listed twice", pw, ns);
+                kspec_bad(L, "%s.name: '%s' is listed twice", pw, ns);
                 goto out;
             }
         }
         for (int j = 0; j < k->n_args; j++) {
             if (strcmp(k->args[j].name, ns) == 0) {
-                kspec_bad(L, "%s.name '%s' is also a problem argument", pw, ns);
+                kspec_bad(L, "%s.name: '%s' is also a problem argument", pw, ns);
                 goto out;
             }
         }
         for (int j = 0; j < n_limits; j++) {
             if (strcmp(limit_names[j], ns) == 0) {
-                kspec_bad(L, "%s.name '%s' is also a device limit", pw, ns);
+                kspec_bad(L, "%s.name: '%s' is also a device limit", pw, ns);
                 goto out;
             }
         }
         if (!json_is_array(vals) || json_array_size(vals) < 1 ||
             json_array_size(vals) > KSPEC_MAX_VALUES) {
-            kspec_bad(L, "%s.values must be an array of 1 to %d integers", pw, KSPEC_MAX_VALUES);
+            kspec_bad(L, "%s.values: must be an array of 1 to %d integers", pw, KSPEC_MAX_VALUES);
             goto out;
         }
         for (size_t a = 0; a < json_array_size(vals); a++) {
             const json_t *x = json_array_get(vals, a);
             if (!json_is_integer(x)) {
-                kspec_bad(L, "%s.values[%zu] must be an integer (values become -D defines)", pw, a);
+                kspec_bad(L, "%s.values[%zu]: must be an integer (values become -D defines)", pw,
+                          a);
                 goto out;
             }
             for (size_t b = 0; b < a; b++) {
                 if (json_integer_value(json_array_get(vals, b)) == json_integer_value(x)) {
-                    kspec_bad(L, "%s.values lists %lld twice", pw,
+                    kspec_bad(L, "%s.values: lists %lld twice", pw,
                               (long long)json_integer_value(x));
                     goto out;
                 }
@@ -121,7 +120,7 @@ static int load_restrictions(kspec_loader *L, const kernel_spec *k, kspec_kind k
         return v->restrictions_text ? 0 : kspec_bad(L, "out of memory");
     }
     if (!json_is_array(arr) || json_array_size(arr) > KSPEC_MAX_RESTRICTIONS)
-        return kspec_bad(L, "%s.restrictions must be an array of at most %d expressions", where,
+        return kspec_bad(L, "%s.restrictions: must be an array of at most %d expressions", where,
                          KSPEC_MAX_RESTRICTIONS);
     for (int i = 0; i < v->n_params; i++)
         params[i] = v->param_names[i];
@@ -142,7 +141,7 @@ static int load_restrictions(kspec_loader *L, const kernel_spec *k, kspec_kind k
         kspec_expr x = {0};
         snprintf(field, sizeof field, "%s.restrictions[%zu]", where, i);
         if (!json_is_string(json_array_get(arr, i)))
-            return kspec_bad(L, "%s must be an expression (a string)", field);
+            return kspec_bad(L, "%s: must be an expression (a string)", field);
         int rc = kspec_parse_expr(L, &x, json_array_get(arr, i), field, &en);
         kspec_expr_release(&x);
         if (rc < 0)
@@ -161,27 +160,28 @@ static int load_config(kspec_loader *L, const kspec_variant *v, const json_t *de
     const char *key;
     json_t *val;
     if (!json_is_object(def))
-        return kspec_bad(L, "%s must be an object of parameter -> value", where);
+        return kspec_bad(L, "%s: must be an object of parameter -> value", where);
     json_object_foreach((json_t *)def, key, val)
     {
         int p = -1;
         for (int i = 0; i < v->n_params && p < 0; i++)
             p = strcmp(v->param_names[i], key) == 0 ? i : -1;
         if (p < 0)
-            return kspec_bad(L, "%s names '%.64s', which is not a parameter", where, key);
+            return kspec_bad(L, "%s: names '%.64s', which is not a parameter", where, key);
         const json_t *vals = json_object_get(json_array_get(params, (size_t)p), "values");
         int found = 0;
         for (size_t a = 0; a < json_array_size(vals) && !found; a++)
             found = json_is_integer(val) &&
                     json_integer_value(val) == json_integer_value(json_array_get(vals, a));
         if (!found)
-            return kspec_bad(L, "%s is not valid: %s is not one of the values of parameter %s",
+            return kspec_bad(L, "%s: is not valid: %s is not one of the values of parameter %s",
                              where, json_is_integer(val) ? "its value" : "a non-integer value",
                              key);
     }
     for (int i = 0; i < v->n_params; i++) {
         if (!json_object_get(def, v->param_names[i]))
-            return kspec_bad(L, "%s is not valid: it lacks parameter %s", where, v->param_names[i]);
+            return kspec_bad(L, "%s: is not valid: it lacks parameter %s", where,
+                             v->param_names[i]);
     }
     if (!(*text = json_dumps(def, JSON_COMPACT | JSON_SORT_KEYS)))
         return kspec_bad(L, "out of memory");
@@ -202,7 +202,7 @@ static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, cons
     size_t n = json_array_size(def);
     if (n < 1 || n > KSPEC_MAX_DEFAULTS)
         return kspec_bad(L,
-                         "%s must be a configuration object or a list of 1 to %d entries "
+                         "%s: must be a configuration object or a list of 1 to %d entries "
                          "{\"when\": expression, \"config\": object}",
                          field, KSPEC_MAX_DEFAULTS);
     int n_limits = 0;
@@ -212,7 +212,7 @@ static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, cons
         const json_t *e = json_array_get(def, i);
         snprintf(field, sizeof field, "%s.default[%zu]", where, i);
         if (!json_is_object(e))
-            return kspec_bad(L, "%s must be an object {\"when\": expression, \"config\": object}",
+            return kspec_bad(L, "%s: must be an object {\"when\": expression, \"config\": object}",
                              field);
         if (kspec_check_fields(L, e, field, fields) < 0)
             return -1;
@@ -230,7 +230,7 @@ static int load_default(kspec_loader *L, kspec_kind kind, kspec_variant *v, cons
             return json_is_string(when)
                        ? -1
                        : kspec_bad(L,
-                                   "%s must be an expression (a string) over the device "
+                                   "%s: must be an expression (a string) over the device "
                                    "limits",
                                    wfield);
         const json_t *cfg = kspec_need(L, e, field, "config");
@@ -272,7 +272,7 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
     kspec_variant *v = &k->variants[kind];
 
     if (!json_is_object(obj))
-        return kspec_bad(L, "%s must be an object", where);
+        return kspec_bad(L, "%s: must be an object", where);
     if (kspec_check_fields(L, obj, where, kind == KSPEC_CUDA ? cuda_fields : cpu_fields) < 0)
         return -1;
     v->present = 1;
@@ -289,7 +289,7 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
             return -1;
         if (!json_is_string(entry) || !kspec_valid_ident(json_string_value(entry)))
             return kspec_bad(
-                L, "%s.entry must be an identifier (the extern \"C\" __global__ function)", where);
+                L, "%s.entry: must be an identifier (the extern \"C\" __global__ function)", where);
         snprintf(v->entry, sizeof v->entry, "%s", json_string_value(entry));
     }
     const json_t *params = kspec_need(L, obj, where, "parameters");

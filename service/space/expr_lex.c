@@ -281,9 +281,13 @@ int expr_lex(const char *text, int len, expr_token *toks, char *pool, kt_error *
                 }
             }
             if (kind < 0) {
-                if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f)
-                    return kt_error_set(err, KT_ERR_BAD_EXPRESSION,
-                                        "unexpected character '%c' at column %d", c, i + 1);
+                if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f) {
+                    kt_error_set(err, KT_ERR_BAD_EXPRESSION,
+                                 "unexpected character '%c' at column %d", c, i + 1);
+                    if (c == '!') /* C's negation */
+                        kt_error_hint(err, "write \"not\"");
+                    return -1;
+                }
                 return kt_error_set(err, KT_ERR_BAD_EXPRESSION,
                                     "unexpected byte 0x%02x at column %d", (unsigned char)c, i + 1);
             }

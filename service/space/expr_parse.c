@@ -38,8 +38,13 @@ static int unexpected(parser *p)
                             "unexpected '=' at column %d (comparison is '==')", t->col);
     /* Quote the source text of the token: "unexpected 'is' at column 3". */
     int n = t->len > 32 ? 32 : t->len;
-    return kt_error_set(p->err, KT_ERR_BAD_EXPRESSION, "unexpected %s'%.*s' at column %d",
-                        t->kind == TOK_KEYWORD ? "keyword " : "", n, p->text + t->col - 1, t->col);
+    kt_error_set(p->err, KT_ERR_BAD_EXPRESSION, "unexpected %s'%.*s' at column %d",
+                 t->kind == TOK_KEYWORD ? "keyword " : "", n, p->text + t->col - 1, t->col);
+    /* C's "&&" and "||" arrive as a bitwise operator followed by a second one. */
+    const expr_token *prev = p->pos > 0 ? &p->toks[p->pos - 1] : NULL;
+    if (prev && prev->kind == t->kind && (t->kind == TOK_AMP || t->kind == TOK_PIPE))
+        kt_error_hint(p->err, "write \"%s\"", t->kind == TOK_AMP ? "and" : "or");
+    return -1;
 }
 
 static int enter(parser *p)
