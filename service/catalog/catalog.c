@@ -275,6 +275,26 @@ static int add_spec(catalog *c, kernel_spec *k)
     return 0;
 }
 
+/* Keeps a folder that failed to load (its name, capped, and why) so that the API can tell a
+ * caller naming it what is wrong (catalog_kernel_invalid); past CATALOG_MAX_INVALID the log alone
+ * says it. The first failure of a name is kept. */
+static int add_invalid(catalog *c, const char *folder, const char *why)
+{
+    for (int i = 0; i < c->n_invalid; i++) {
+        if (strncmp(c->invalid[i].name, folder, KSPEC_MAX_NAME) == 0)
+            return 0;
+    }
+    if (c->n_invalid >= CATALOG_MAX_INVALID)
+        return 0;
+    if (KT_ARRAY_GROW(c->invalid, c->cap_invalid, (size_t)c->n_invalid + 1, CATALOG_MAX_INVALID) <
+        0)
+        return -1;
+    catalog_invalid *e = &c->invalid[c->n_invalid++];
+    snprintf(e->name, sizeof e->name, "%.*s", KSPEC_MAX_NAME, folder);
+    snprintf(e->error, sizeof e->error, "%.*s", CATALOG_INVALID_ERROR, why);
+    return 0;
+}
+
 /* Loads <dir>/<name>/spec.json for every sub-folder that has one, in name order. */
 static int scan_kernel_dir(catalog *c, const char *dir,
                            const kspec_limits *const limits[KSPEC_N_KINDS], kt_error *err)
@@ -294,6 +314,10 @@ static int scan_kernel_dir(catalog *c, const char *dir,
         kernel_spec *k = kernel_spec_load(sub, limits, why, sizeof why);
         if (!k) {
             log_warn("kernel %s: %s; skipped", sub, why);
+            if (add_invalid(c, names[i], why) < 0) {
+                kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+                goto out;
+            }
             continue;
         }
         if (add_spec(c, k) < 0) {
@@ -429,6 +453,7 @@ void catalog_free(catalog *c)
     for (int i = 0; i < c->n_specs; i++)
         kernel_spec_free(c->specs[i]);
     free(c->specs);
+    free(c->invalid);
     free(c->counts);
     catalog_devices_free(c->devs, c->n_devs);
     free(c->runner);

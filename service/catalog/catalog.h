@@ -148,10 +148,12 @@ int catalog_accel_meta(const catalog *c, const target *t, config_id id, double *
  * [{"name","kind","class","available","reason"?,"description":{...},"kernels":[...]}] */
 json_t *catalog_devices_json(const catalog *c);
 /* GET /v1/kernels:
- * [{"name","devices":[{"device","problem":{defaults},"parameters":[{"name","values"}],
+ * [{"name","status":"ready","devices":[{"device","problem":{defaults},"parameters":[{"name","values"}],
  * "restrictions":[...],"configurations":N}]}]; catalog kernels add "summary" and per device
  * "problem_arguments":[{"name","min","max","default"}], "problem_restrictions", "default" and
- * "hash" ("configurations" is then the count for the default problem). */
+ * "hash" ("configurations" is then the count for the default problem). A kernel folder that failed
+ * to load (catalog_kernel_invalid) follows as {"name","status":"invalid","devices":[],
+ * "error":{"code","message","hint"}}. */
 json_t *catalog_kernels_json(const catalog *c);
 int catalog_num_devices(const catalog *c);
 
@@ -168,6 +170,10 @@ void catalog_device_hint(const catalog *c, char *buf, size_t cap);
 const catalog_device *catalog_find_real(const catalog *c, const char *device);
 /* The catalog kernel of that name, or NULL. */
 const kernel_spec *catalog_find_kernel(const catalog *c, const char *name);
+/* A kernel folder of that name whose spec failed to load and no loaded kernel of the name: 1 with
+ * err set to KT_ERR_KERNEL_INVALID (message: "kernel X cannot be used: spec.json: <field path>:
+ * <what is wrong>", hint: fix the file and restart ktuned); 0 (err untouched) otherwise. */
+int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err);
 /* The catalog's measurement options, defaults filled (strings owned by the catalog; kernel_dirs is
  * NULL). */
 const catalog_real_options *catalog_measure_options(const catalog *c);

@@ -61,6 +61,17 @@ typedef struct catalog_accel_dev {
     char klass[72]; /* "accel:<name>:<16 hex digits>" */
 } catalog_accel_dev;
 
+#define CATALOG_MAX_INVALID   64  /* kernel folders that failed to load, kept with their error */
+#define CATALOG_INVALID_ERROR 400 /* characters of the load error kept (fits a kt_error message)   \
+                                   */
+
+/* A kernel folder whose spec did not load: its folder's name and the loader's message ("spec.json:
+ * buffers[0].name: ..."), told to the API (catalog_kernel_invalid) instead of only to the log. */
+typedef struct catalog_invalid {
+    char name[KSPEC_MAX_NAME + 1];
+    char error[CATALOG_INVALID_ERROR + 1];
+} catalog_invalid;
+
 struct catalog {
     replay_dataset **ds;
     int n;
@@ -75,6 +86,9 @@ struct catalog {
     kernel_spec **specs;
     int n_specs;
     size_t cap_specs;
+    catalog_invalid *invalid; /* at most CATALOG_MAX_INVALID; later failures are only logged */
+    int n_invalid;
+    size_t cap_invalid;
     long long *counts; /* [spec * n_devs + dev]: configurations for the default problem; -1 none */
     catalog_fleet *fleet; /* devices known from the fleet; mutable behind its lock */
     /* Accel devices (catalog_accel.c), from catalog_options.accel_devices_path. */

@@ -139,6 +139,24 @@ static void add_real_kernel(const catalog *c, json_t *arr, int s)
     }
 }
 
+/* The kernel folders that failed to load, each with the error a request naming it gets. */
+static void add_invalid_kernels(const catalog *c, json_t *arr)
+{
+    for (int i = 0; arr && c && i < c->n_invalid; i++) {
+        kt_error e;
+        kt_error_clear(&e);
+        if (!catalog_kernel_invalid(c, c->invalid[i].name, &e))
+            continue; /* a loaded kernel has the name */
+        json_t *error = json_pack("{s:s, s:s, s:s}", "code", kt_error_code_name(e.code), "message",
+                                  e.message, "hint", e.hint);
+        json_t *entry = error ? json_pack("{s:s, s:s, s:[], s:o}", "name", c->invalid[i].name,
+                                          "status", "invalid", "devices", "error", error)
+                              : NULL;
+        if (entry)
+            json_array_append_new(arr, entry);
+    }
+}
+
 json_t *catalog_kernels_json(const catalog *c)
 {
     json_t *arr = json_array();
@@ -161,5 +179,8 @@ json_t *catalog_kernels_json(const catalog *c)
     for (int s = 0; arr && c && s < c->n_specs; s++)
         add_real_kernel(c, arr, s);
     catalog_accel_kernels_json(c, arr);
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        json_object_set_new(json_array_get(arr, i), "status", json_string("ready"));
+    add_invalid_kernels(c, arr);
     return arr;
 }

@@ -122,6 +122,8 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
         hint_devices(c, err);
         goto out;
     }
+    if (!k && catalog_kernel_invalid(c, kernel, err))
+        goto out; /* a folder of that name failed to load: say why, not "no such kernel" */
     if (!k || !catalog_offers(d, k)) {
         kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
                      d->name, kernel ? kernel : "");

@@ -579,6 +579,65 @@ static void catalog_takes_handed_devices(void **state)
     assert_int_equal(err.code, KT_ERR_CONFIG);
     assert_non_null(strstr(err.message, "toolchain"));
 }
+/* Issue 27: a kernel folder that fails to load is kept with its error. /v1/kernels lists it as
+ * "invalid" with that error, and a request naming it gets kernel_invalid with the file and field
+ * path, not "device cpu does not offer kernel"; the good kernel beside it is "ready". */
+static void invalid_kernel_is_told_to_the_caller(void **state)
+{
+    fixture *f = *state;
+    const char *kdirs[] = {f->kernels};
+    catalog_options opt = {.n_dataset_dirs = 0};
+    catalog_real_options real = {.kernel_dirs = kdirs,
+                                 .n_kernel_dirs = 1,
+                                 .runner = "/nonexistent/ktune-runner",
+                                 .cache_dir = f->cache,
+                                 .cpu_core = -1};
+    char broken[160];
+    kt_error err;
+    int n = 0;
+    snprintf(broken, sizeof broken, "%s/mine", f->kernels);
+    assert_int_equal(mkdir(broken, 0700), 0);
+    char *spec = edited("{\"name\": \"x\"", "{\"name\": \"in\"");
+    write_file(broken, "spec.json", spec);
+    free(spec);
+    catalog_device *handed = handed_devices(&n);
+    catalog *c = catalog_new_real(&opt, &real, handed, n, &err);
+    if (!c)
+        fail_msg("catalog_new_real: %s", err.message);
+    const char *want = "kernel mine cannot be used: spec.json: buffers[0].name: \"in\" is a Python "
+                       "keyword; expressions could not name it: choose another name";
+    target t;
+    kt_error_clear(&err);
+    assert_int_equal(catalog_resolve(c, "mine", "cpu", NULL, &t, &err), -1);
+    if (err.code != KT_ERR_KERNEL_INVALID)
+        fail_msg("%s: %s", kt_error_code_name(err.code), err.message);
+    assert_string_equal(err.message, want);
+    assert_non_null(strstr(err.hint, "kernel folder mine"));
+    assert_non_null(strstr(err.hint, "restart ktuned"));
+    char hint[KT_ERROR_HINT_MAX];
+    snprintf(hint, sizeof hint, "%s", err.hint);
+    kt_error_clear(&err);
+    assert_int_equal(catalog_resolve_key(c, "mine", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_KERNEL_INVALID);
+    /* an unknown name stays unknown_kernel */
+    assert_int_equal(catalog_resolve(c, "nosuch", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_KERNEL);
+    json_t *ks = catalog_kernels_json(c);
+    assert_int_equal(json_array_size(ks), 2);
+    json_t *good = json_array_get(ks, 0), *bad = json_array_get(ks, 1);
+    assert_string_equal(json_string_value(json_object_get(good, "name")), "vadd");
+    assert_string_equal(json_string_value(json_object_get(good, "status")), "ready");
+    assert_string_equal(json_string_value(json_object_get(bad, "name")), "mine");
+    assert_string_equal(json_string_value(json_object_get(bad, "status")), "invalid");
+    assert_int_equal(json_array_size(json_object_get(bad, "devices")), 0);
+    json_t *e = json_object_get(bad, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "kernel_invalid");
+    assert_string_equal(json_string_value(json_object_get(e, "message")), want);
+    assert_string_equal(json_string_value(json_object_get(e, "hint")), hint);
+    json_decref(ks);
+    catalog_free(c);
+}
+
 int main(void)
 {
     kt_log_init(KT_LOG_ERROR);
@@ -593,6 +652,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(cuda_json_is_the_cuda_variant, setup, teardown),
         cmocka_unit_test_setup_teardown(hash_follows_the_sources, setup, teardown),
         cmocka_unit_test_setup_teardown(catalog_takes_handed_devices, setup, teardown),
+        cmocka_unit_test_setup_teardown(invalid_kernel_is_told_to_the_caller, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
