@@ -69,7 +69,8 @@ static json_t *find_by(json_t *arr, const char *key, const char *value)
 static void catalog_lists_real_devices_and_kernels(void **state)
 {
     fixture *f = *state;
-    /* A second kernel folder with a broken spec is skipped; the good one stays. */
+    /* A second kernel folder with a broken spec is not offered (listed as invalid, issue 27);
+     * the good one stays. */
     char bad[160];
     snprintf(bad, sizeof bad, "%s/broken", f->kernels);
     mkdir(bad, 0755);
@@ -93,7 +94,12 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     json_decref(devs);
 
     json_t *ks = catalog_kernels_json(c);
-    assert_int_equal(json_array_size(ks), 1);
+    assert_int_equal(json_array_size(ks), 2);
+    json_t *broken = find_by(ks, "name", "broken");
+    assert_string_equal(json_string_value(json_object_get(broken, "status")), "invalid");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(broken, "error"), "code")),
+        "kernel_invalid");
     json_t *vadd = find_by(ks, "name", "vadd");
     json_t *d = json_array_get(json_object_get(vadd, "devices"), 0);
     assert_string_equal(json_string_value(json_object_get(d, "device")), "cpu");
@@ -138,7 +144,11 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_int_equal(catalog_resolve(c, "vadd", "cpu", pj, &t, &err), -1);
     assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
     json_decref(pj);
+    /* the broken folder: what is wrong with it, not "device cpu does not offer kernel" */
     assert_int_equal(catalog_resolve(c, "broken", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_KERNEL_INVALID);
+    assert_string_equal(err.message, "kernel broken cannot be used: spec.json: problem: missing");
+    assert_int_equal(catalog_resolve(c, "nosuch", "cpu", NULL, &t, &err), -1);
     assert_int_equal(err.code, KT_ERR_UNKNOWN_KERNEL);
     assert_non_null(strstr(err.hint, "vadd"));
     assert_int_equal(catalog_resolve(c, "vadd", "cuda", NULL, &t, &err), -1);
