@@ -3,11 +3,17 @@
 survives the test kernels that crash, hang and compute wrong answers (tests/kernels/): each of those
 jobs ends failed (`no_ok_trial`: no configuration ran correctly, so there is no best) with every trial
 runtime_error (SIGSEGV) / timeout / wrong_result, and ktuned keeps answering. A problem out of range is a 400 bad_problem.
+A kernel folder of the caller's own (issue 27) whose spec.json is broken is listed by GET /v1/kernels
+as "invalid" with its error, and POST /v1/tune and GET /v1/best naming it answer 400 kernel_invalid
+with the file and the JSON path of the offending value; the good one beside it is "ready" and tunes.
 The measured time tracks the work (the scale kernel at n and 8n: the 8n median clearly larger), and a
 seconds budget stops a cpu job by its charged clock, overrunning it by at most the last trial."""
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -18,8 +24,29 @@ ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
 KERNELS = os.path.join(SOURCE, "kernels") + "," + os.path.join(SOURCE, "tests", "kernels")
 GEMM_SPEC = os.path.join(SOURCE, "kernels", "gemm", "spec.json")
+SCALE = os.path.join(SOURCE, "tests", "kernels", "scale")
+# The broken kernel's restriction, written as C would ("&&"), and what the caller is told.
+BROKEN_RESTRICTION = "UNROLL >= 1 && UNROLL <= 4"
+BROKEN_MESSAGE = ("kernel mine_broken cannot be used: spec.json: variants.cpu.restrictions[0]: "
+                  "unexpected '&' at column 14: write \"and\" (in '%s')" % BROKEN_RESTRICTION)
 RUN_TIMEOUT_S = 3
 COMPILE_TIMEOUT_S = 10
+
+
+def own_kernels(root):
+    """A kernel folder as a user would write one: mine (tests/kernels/scale renamed, valid) and
+    mine_broken (the same with BROKEN_RESTRICTION). Returns root."""
+    for name, restriction in (("mine", "UNROLL <= 4"), ("mine_broken", BROKEN_RESTRICTION)):
+        shutil.copytree(SCALE, os.path.join(root, name))
+        path = os.path.join(root, name, "spec.json")
+        with open(path) as f:
+            spec = json.load(f)
+        spec["name"] = name
+        spec["variants"]["cpu"]["restrictions"] = [restriction]
+        os.remove(os.path.join(root, name, "cuda.json"))
+        with open(path, "w") as f:
+            json.dump(spec, f)
+    return root
 
 
 def l1d_bytes_from_sys():
@@ -53,8 +80,9 @@ class MeasureCpuTest(unittest.TestCase):
             # A sanitized runner would turn the crash kernel's SIGSEGV into an ASan report and
             # SIGABRT; the test wants the signal the kernel raised.
             env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":handle_segv=0"
+        cls.own = own_kernels(tempfile.mkdtemp(prefix="ktune-own-"))
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, env=env,
-                       extra=["--kernels", KERNELS, "--workers", "2", "--min-seconds", "0.05",
+                       extra=["--kernels", KERNELS + "," + cls.own, "--workers", "2", "--min-seconds", "0.05",
                               "--run-timeout-s", str(RUN_TIMEOUT_S),
                               "--compile-timeout-s", str(COMPILE_TIMEOUT_S)])
         cls.k.start()
@@ -63,6 +91,7 @@ class MeasureCpuTest(unittest.TestCase):
     def tearDownClass(cls):
         rc = cls.k.stop()
         cls.k.cleanup()
+        shutil.rmtree(cls.own, ignore_errors=True)
         assert rc == 0, "ktuned exited with %s on SIGTERM" % rc
 
     def healthy(self):
@@ -144,6 +173,38 @@ class MeasureCpuTest(unittest.TestCase):
                          {"name": "n", "min": 1, "max": 67108864, "default": 1048576})
         self.assertEqual(scale["default"], {"UNROLL": 1})
         self.assertEqual(len(scale["hash"]), 16)
+
+    def test_own_kernel_errors_reach_the_caller(self):
+        # Issue 27: the spec error goes back to the caller, never only to the server's log.
+        status, _, body = self.k.get("/v1/kernels")
+        self.assertEqual(status, 200, body)
+        kernels = {k["name"]: k for k in body["kernels"]}
+        print("\n  GET /v1/kernels mine_broken: %s" % json.dumps(kernels.get("mine_broken")))
+        _, _, tune = self.k.post("/v1/tune", {"kernel": "mine_broken", "device": "cpu",
+                                              "budget": {"evaluations": 2}})
+        print("  POST /v1/tune mine_broken: %s" % json.dumps(tune))
+        best_status, _, best = self.k.get(best_query("mine_broken", "cpu"))
+        print("  GET /v1/best mine_broken: %d %s" % (best_status, json.dumps(best)))
+        broken = kernels.get("mine_broken")
+        self.assertIsNotNone(broken, sorted(kernels))
+        self.assertEqual((broken["status"], broken["devices"]), ("invalid", []), broken)
+        self.assertEqual(broken["error"]["code"], "kernel_invalid")
+        self.assertEqual(broken["error"]["message"], BROKEN_MESSAGE)
+        self.assertIn("restart ktuned", broken["error"]["hint"])
+        self.assertEqual(kernels["mine"]["status"], "ready")
+        self.assertEqual(kernels["scale"]["status"], "ready")
+        self.assertEqual([d["device"] for d in kernels["mine"]["devices"]], ["cpu"])
+        status, _, tune = self.k.post("/v1/tune", {"kernel": "mine_broken", "device": "cpu",
+                                                   "budget": {"evaluations": 2}})
+        self.assertEqual((status, tune["error"]), (400, broken["error"]), tune)
+        self.assertEqual(best_status, 400, best)
+        self.assertEqual(best["error"], broken["error"])
+        # The good kernel beside it tunes.
+        job, trials = self.run_job({"kernel": "mine", "device": "cpu", "problem": {"n": 4096},
+                                    "strategy": "exhaustive", "budget": {"evaluations": 3},
+                                    "final_remeasure": 0})
+        self.assertEqual(job["status"], "succeeded", job)
+        self.assertEqual(sorted(t["status"] for t in trials), ["ok"] * 3)
 
     # --- the Done-when job ----------------------------------------------------------------------
     def test_gemm_job_and_best(self):
