@@ -61,9 +61,10 @@ typedef struct catalog_accel_dev {
     char klass[72]; /* "accel:<name>:<16 hex digits>" */
 } catalog_accel_dev;
 
-#define CATALOG_MAX_INVALID   64  /* kernel folders that failed to load, kept with their error */
-#define CATALOG_INVALID_ERROR 400 /* characters of the load error kept (fits a kt_error message)   \
-                                   */
+/* Kernel folders that failed to load, kept with their error; and the characters of the error
+ * kept (with the kernel's name, it fits a kt_error message). */
+#define CATALOG_MAX_INVALID   64
+#define CATALOG_INVALID_ERROR 400
 
 /* A kernel folder whose spec did not load: its folder's name and the loader's message ("spec.json:
  * buffers[0].name: ..."), told to the API (catalog_kernel_invalid) instead of only to the log. */
