@@ -126,8 +126,10 @@ const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
 /* Loads <dir>/spec.json (with <dir>/cuda.json as the cuda variant when spec.json has none).
  * limits[k] are the limits of a device of kind k, or NULL when none is known: the default
  * configuration must be valid for the default problem and the test problem, fully when limits are
- * given, by value lists only otherwise. Returns NULL with why filled ("<file>: <field>: <what is
- * wrong>") when the kernel cannot be used. */
+ * given, by value lists only otherwise. Returns NULL with why filled (capped at why_cap) when the
+ * kernel cannot be used: "<file>: <JSON path>: <what is wrong>[: what to write]", the file by its
+ * base name (spec.json, cuda.json), e.g. "spec.json: variants.cpu.restrictions[1]: unexpected '&'
+ * at column 13: write "and" (in '...')" (kernels/README.md, "Errors"). */
 kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
                               char *why, size_t why_cap);
 void kernel_spec_free(kernel_spec *k);

@@ -31,21 +31,6 @@ int kspec_bad(kspec_loader *L, const char *fmt, ...)
     return -1;
 }
 
-int kspec_valid_ident(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > KSPEC_MAX_NAME ||
-        !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_'))
-            return 0;
-    }
-    return !expr_is_keyword(s, n);
-}
-
 _Static_assert(KSPEC_MAX_NAME == 64, "ident_problem's message names the limit");
 
 /* Why a JSON value is not an identifier (kspec_valid_ident), as the end of a message, or NULL. */
@@ -57,7 +42,7 @@ static const char *ident_problem(const char *s)
     if (n == 0)
         return "is empty; write an identifier";
     if (n > KSPEC_MAX_NAME)
-        return "is longer than 64 characters"; /* KSPEC_MAX_NAME: asserted below */
+        return "is longer than 64 characters"; /* KSPEC_MAX_NAME, asserted above */
     if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
         return "must start with a letter or '_'";
     for (size_t i = 1; i < n; i++) {
@@ -69,6 +54,11 @@ static const char *ident_problem(const char *s)
     if (expr_is_keyword(s, n))
         return "is a Python keyword; expressions could not name it: choose another name";
     return NULL;
+}
+
+int kspec_valid_ident(const char *s)
+{
+    return ident_problem(s) == NULL;
 }
 
 int kspec_check_ident(kspec_loader *L, const json_t *v, const char *field)
