@@ -81,6 +81,7 @@ class MeasureCpuTest(unittest.TestCase):
             # SIGABRT; the test wants the signal the kernel raised.
             env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":handle_segv=0"
         cls.own = own_kernels(tempfile.mkdtemp(prefix="ktune-own-"))
+        os.chmod(cls.own, 0o755)  # mkdtemp's 0700 would hide the sources from the runner's user
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, env=env,
                        extra=["--kernels", KERNELS + "," + cls.own, "--workers", "2", "--min-seconds", "0.05",
                               "--run-timeout-s", str(RUN_TIMEOUT_S),
