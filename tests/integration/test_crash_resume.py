@@ -94,6 +94,11 @@ class PoisonJobTest(unittest.TestCase):
                     time.sleep(0.05)
                 raise AssertionError("ktuned %d never took job %d: %s" % (pid, jid, row))
 
+            def stored_trials():
+                """The job's completed trials, from the database (the embedded PostgreSQL outlives
+                a kill -9 of ktuned)."""
+                return int(k.psql("SELECT trials_done FROM jobs WHERE id = %d" % jid))
+
             # 1: dies before completing a trial (start attempt 1).
             st, done = claimed()
             self.assertEqual(st, "running")
@@ -103,9 +108,10 @@ class PoisonJobTest(unittest.TestCase):
             k.start()
             st, done = claimed()
             self.assertEqual(st, "running", "not resumed after the first death")
-            seen = k.wait_job(jid, predicate=lambda x: x["progress"]["trials"] > done, timeout=30)
-            done = seen["progress"]["trials"]
+            k.wait_job(jid, predicate=lambda x: x["progress"]["trials"] > done, timeout=30)
             k.kill9()
+            # Read after the kill: the other measuring thread may complete a trial in between.
+            done = stored_trials()
             lives.append("resumed, killed at %d trials" % done)
             # 3, 4: resumed twice more, dying before completing a trial each time.
             for life in (3, 4):
@@ -115,7 +121,7 @@ class PoisonJobTest(unittest.TestCase):
                     lives.append("then %s" % st)
                     break
                 k.kill9()
-                lives.append("resumed, killed at %d trials" % now)
+                lives.append("resumed, killed at %d trials" % stored_trials())
             # 5: three deaths since its last completed trial: failed, not resumed.
             if k.proc is None:
                 k.start()
