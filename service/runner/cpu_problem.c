@@ -1,6 +1,8 @@
-/* Per (kernel, problem) state of the CPU runner: buffers (64-byte aligned), inputs filled with
- * deterministic pseudo-random values in [-1, 1) seeded by kernel and buffer name, and the reference
- * outputs computed once (OpenBLAS sgemm single-threaded, or the kernel's C reference). The state
+/* Per (kernel, problem) state of the CPU runner: buffers of their dtypes (64-byte aligned), inputs
+ * filled by their init (by default deterministic pseudo-random values in [-1, 1) seeded by kernel
+ * and buffer name), and the expected outputs computed once (OpenBLAS sgemm single-threaded, the
+ * kernel's C reference, the default configuration's own run, or answer files; none for verify
+ * "none"). The state
  * stays in r->problem until a request with another key arrives, then among the few kept in
  * r->kept (bounded in count and memory), from which a request with its key brings it back. Inputs
  * are read-only for kernels: each keeps a checksum so that a kernel writing to one is caught and
