@@ -322,6 +322,24 @@ int kspec_load_verify(kspec_loader *L, kernel_spec *k, const json_t *root)
     return 0;
 }
 
+/* The thread count is bounded by the device's cores: "<threads> <= cores" joins the variant's
+ * restrictions (the space never proposes more threads than the machine has). */
+static int bound_threads(kspec_loader *L, kspec_variant *v)
+{
+    char rule[KSPEC_MAX_NAME + 16];
+    json_t *restr = json_loads(v->restrictions_text, 0, NULL);
+    snprintf(rule, sizeof rule, "%s <= cores", v->param_names[v->threads_param]);
+    char *text = restr && json_array_append_new(restr, json_string(rule)) == 0
+                     ? json_dumps(restr, JSON_COMPACT)
+                     : NULL;
+    json_decref(restr);
+    if (!text)
+        return kspec_bad(L, "out of memory");
+    free(v->restrictions_text);
+    v->restrictions_text = text;
+    return 0;
+}
+
 int kspec_load_call(kspec_loader *L, const kernel_spec *k, kspec_variant *v, const json_t *obj,
                     const char *where)
 {
@@ -384,6 +402,7 @@ int kspec_load_call(kspec_loader *L, const kernel_spec *k, kspec_variant *v, con
                              where);
         if (!v->openmp)
             return kspec_bad(L, "%s.threads: needs \"openmp\": true", where);
+        return bound_threads(L, v);
     }
     return 0;
 }

@@ -295,6 +295,23 @@ static void set_threads(void *handle, const runner_measure_req *q)
         ((void (*)(int))fn)(q->threads);
 }
 
+/* An openmp request of a pinned runner runs on every core the runner was started with (its
+ * threads would share its one core otherwise); on = 0 restores the pin. */
+static void widen(const runner *r, const runner_measure_req *q, int on)
+{
+    cpu_set_t set;
+    if (!q->openmp || r->cpu_core < 0 || !r->have_wide)
+        return;
+    if (on) {
+        set = r->wide;
+    } else {
+        CPU_ZERO(&set);
+        CPU_SET(r->cpu_core, &set);
+    }
+    if (sched_setaffinity(0, sizeof set, &set) < 0)
+        log_warn("%s: cannot %s the runner's cores", q->kernel, on ? "widen" : "restore");
+}
+
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
 {
     json_t *reply = NULL;
@@ -337,6 +354,7 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
         reply = build_failure_reply(kb, 0, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
         goto out;
     }
+    widen(r, q, 1);
     set_threads(handle, q);
     int prep =
         cpu_problem_prepare(r, q, ref_built ? rb->path : NULL, &reused, reason, sizeof reason, err);
@@ -364,6 +382,7 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
     log_debug("measure %s %s: %s", q->kernel, kb->name,
               json_string_value(json_object_get(reply, "status")));
 out:
+    widen(r, q, 0);
     if (handle)
         dlclose(handle);
     free(times);

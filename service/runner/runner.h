@@ -6,6 +6,7 @@
 #define KT_RUNNER_RUNNER_H
 
 #include <jansson.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +171,10 @@ typedef struct cpu_problem {
 typedef struct runner {
     int cuda_ordinal; /* -1: the CPU device */
     int cpu_core;     /* -1: not pinned */
+    /* the cores the runner may use beyond its pin (what it was started with, and its core): an
+     * "openmp" request runs on them (cpu_measure), then the pin is restored */
+    cpu_set_t wide;
+    int have_wide;
     char cache_dir[RUNNER_PATH_MAX];
     cpu_info cpu;         /* CPU device only */
     cpu_problem *problem; /* CPU device only; NULL until the first measure */

@@ -1,7 +1,7 @@
 """Integration: the kernel interface of issue 27 end to end through ktuned on the cpu device, with
 tests/kernels/saxpy_f64 (f64 and i32 buffers with their own inits, a float problem argument, an f64
 scalar computed from it, a Kernel Tuner-style C function called through the generated call, OpenMP
-threads as a parameter bounded by the cores, user metrics, verification against the default
+threads as a parameter the loader bounds by the cores, user metrics, verification against the default
 configuration). GET /v1/kernels shows the interface; an exhaustive job verifies every trial against
 the default configuration's output (FLIP=1 computes y[0] wrong: wrong_result, the others ok), each
 trial says how it was verified and carries its metrics; GET /v1/best answers for the float problem."""
@@ -51,6 +51,7 @@ class KernelInterfaceTest(unittest.TestCase):
         self.assertEqual(cpu["problem_arguments"][1],
                          {"name": "a", "type": "float", "min": -8.0, "max": 8.0, "default": 1.5})
         self.assertEqual(cpu["problem"], {"n": 4096, "a": 1.5})
+        self.assertEqual(cpu["restrictions"], ["NT <= cores"])  # added by "threads"
 
     def test_tune_verifies_against_the_default(self):
         status, _, job = self.k.post("/v1/tune", {"kernel": "saxpy_f64", "device": "cpu",

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef struct client {
     size_t len;
     int status; /* waitpid status once reaped */
     int reaped;
+    int pin; /* >= 0: started with --cpu-core pin */
     char cache[256];
 } client;
 
@@ -46,6 +48,7 @@ static void client_init(client *c)
 {
     memset(c, 0, sizeof *c);
     c->pid = -1;
+    c->pin = -1;
     c->to = c->from = -1;
     c->buf = malloc(REPLY_MAX);
     assert_non_null(c->buf);
@@ -78,6 +81,12 @@ static void client_start(client *c, int raw_segv)
         }
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
+        if (c->pin >= 0) {
+            char core[16];
+            snprintf(core, sizeof core, "%d", c->pin);
+            execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
+                  "--log-level", "warn", "--cpu-core", core, (char *)NULL);
+        }
         execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
               "--log-level", "warn", (char *)NULL);
         _exit(127);
@@ -564,6 +573,61 @@ static void openmp_runs_the_threads_asked(void **state)
     }
 }
 
+/* The kernel returns 0 when it may run on exactly WANT cores. */
+static const char AFFINITY_KERNEL[] = "#define _GNU_SOURCE\n"
+                                      "#include <sched.h>\n"
+                                      "int ktune_kernel(float *const *b, const long long *p) {\n"
+                                      "    cpu_set_t s;\n"
+                                      "    (void)p;\n"
+                                      "    if (sched_getaffinity(0, sizeof s, &s) != 0) return 2;\n"
+                                      "    b[0][0] = (float)CPU_COUNT(&s);\n"
+                                      "    return CPU_COUNT(&s) == WANT ? 0 : 1;\n"
+                                      "}\n";
+
+static json_t *affinity_request(const char *src, int want, int openmp)
+{
+    json_t *req =
+        json_pack("{s:i, s:s, s:s, s:s, s:{s:i}, s:[i], s:[{s:s, s:i, s:s}], s:{s:s}, "
+                  "s:i, s:i}",
+                  "id", 6, "op", "measure", "kernel", "aff", "source", src, "defines", "WANT", want,
+                  "problem", 1, "buffers", "name", "o", "elements", 1, "role", "output", "verify",
+                  "kind", "none", "min_repeats", 1, "max_repeats", 1);
+    if (openmp)
+        json_object_set_new(req, "openmp", json_true());
+    return req;
+}
+
+/* A pinned runner runs an openmp request on the cores it was started with (here: the test's),
+ * then pins itself again: a plain request after it sees one core. */
+static void openmp_widens_a_pinned_runner(void **state)
+{
+    fixture *f = *state;
+    cpu_set_t mine;
+    char src[256];
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int first = -1;
+    for (int i = 0; i < CPU_SETSIZE && first < 0; i++)
+        first = CPU_ISSET(i, &mine) ? i : -1;
+    if (CPU_COUNT(&mine) < 2) {
+        printf("SKIP: one core allowed here; a pinned runner cannot be widened\n");
+        return;
+    }
+    kill(f->c.pid, SIGKILL);
+    client_stop(&f->c, 1000);
+    f->c.pin = first;
+    client_start(&f->c, 0);
+    put_file(f, "aff.c", AFFINITY_KERNEL, strlen(AFFINITY_KERNEL), src);
+    json_t *r = client_call_json(&f->c, affinity_request(src, 1, 0), 60000);
+    expect_status(r, "ok");
+    json_decref(r);
+    r = client_call_json(&f->c, affinity_request(src, CPU_COUNT(&mine), 1), 60000);
+    expect_status(r, "ok");
+    json_decref(r);
+    r = client_call_json(&f->c, affinity_request(src, 1, 0), 60000);
+    expect_status(r, "ok");
+    json_decref(r);
+}
+
 static void expect_refused(fixture *f, json_t *req, const char *needle)
 {
     json_t *r = client_call_json(&f->c, req, 10000);
@@ -619,6 +683,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(random_inits_stay_in_range, setup, teardown),
         cmocka_unit_test_setup_teardown(generated_call_passes_typed_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(openmp_runs_the_threads_asked, setup, teardown),
+        cmocka_unit_test_setup_teardown(openmp_widens_a_pinned_runner, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_interface_fields_are_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
