@@ -373,6 +373,65 @@ static void every_dtype_is_compared(void **state)
     }
 }
 
+/* The reference of the copy kernel: the same copy through ktune_reference. */
+static const char COPY_REFERENCE[] =
+    "#include <string.h>\n"
+    "static const int size[9] = {4, 2, 2, 8, 1, 2, 4, 8, 1};\n"
+    "int ktune_reference(float *const *b, const long long *p) {\n"
+    "    for (int i = 0; i < 9; i++) memcpy(b[9 + i], b[i], (size_t)(p[0] * size[i]));\n"
+    "    return 0;\n"
+    "}\n";
+
+/* verify "reference" with a C reference over buffers of every dtype. */
+static void reference_sees_every_dtype(void **state)
+{
+    fixture *f = *state;
+    char src[256], ref[256];
+    put_file(f, "copy.c", COPY_KERNEL, strlen(COPY_KERNEL), src);
+    put_file(f, "ref.c", COPY_REFERENCE, strlen(COPY_REFERENCE), ref);
+    for (int damage = 0; damage <= 2; damage += 2) {
+        json_t *req = copy_request(src, damage, NULL, json_pack("{s:s}", "kind", "reference"));
+        json_object_set_new(req, "reference", json_pack("{s:s, s:s}", "kind", "c", "source", ref));
+        json_t *r = client_call_json(&f->c, req, 60000);
+        expect_status(r, damage ? "wrong_result" : "ok");
+        assert_string_equal(extra_str(r, "verified"), "reference");
+        if (damage)
+            assert_string_equal(extra_str(r, "first_bad_buffer"), "out_f16");
+        json_decref(r);
+    }
+}
+
+/* The raw ABI's problem words: an integer argument, a float argument's double bits, then the
+ * scalars (f64 as a double's bits, i32 as its value). */
+static const char WORDS_KERNEL[] =
+    "#include <string.h>\n"
+    "int ktune_kernel(float *const *b, const long long *p) {\n"
+    "    double a, s;\n"
+    "    memcpy(&a, &p[1], sizeof a);\n"
+    "    memcpy(&s, &p[2], sizeof s);\n"
+    "    b[0][0] = 1;\n"
+    "    return p[0] == 5 && a == 0.25 && s == -1.5 && p[3] == 7 ? 0 : 1;\n"
+    "}\n";
+
+static void raw_abi_carries_floats_and_scalars(void **state)
+{
+    fixture *f = *state;
+    char src[256];
+    put_file(f, "words.c", WORDS_KERNEL, strlen(WORDS_KERNEL), src);
+    for (int right = 0; right < 2; right++) {
+        json_t *req = json_pack(
+            "{s:i, s:s, s:s, s:s, s:[i, f], s:[{s:s, s:i, s:s}], s:[{s:s, s:s, s:f}, {s:s, s:s, "
+            "s:i}], s:{s:s}, s:i, s:i}",
+            "id", 7, "op", "measure", "kernel", "words", "source", src, "problem", 5,
+            right ? 0.25 : 0.5, "buffers", "name", "o", "elements", 1, "role", "output", "scalars",
+            "name", "alpha", "type", "f64", "value", -1.5, "name", "k", "type", "i32", "value", 7,
+            "verify", "kind", "none", "min_repeats", 1, "max_repeats", 1);
+        json_t *r = client_call_json(&f->c, req, 60000);
+        expect_status(r, right ? "ok" : "invalid");
+        json_decref(r);
+    }
+}
+
 /* Each deterministic init gives known values: an answer file per output holds them (raw
  * little-endian bytes of its dtype), and the copy verifies against it. */
 static void inits_fill_known_values(void **state)
@@ -679,6 +738,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(every_dtype_is_compared, setup, teardown),
+        cmocka_unit_test_setup_teardown(reference_sees_every_dtype, setup, teardown),
+        cmocka_unit_test_setup_teardown(raw_abi_carries_floats_and_scalars, setup, teardown),
         cmocka_unit_test_setup_teardown(inits_fill_known_values, setup, teardown),
         cmocka_unit_test_setup_teardown(random_inits_stay_in_range, setup, teardown),
         cmocka_unit_test_setup_teardown(generated_call_passes_typed_arguments, setup, teardown),
