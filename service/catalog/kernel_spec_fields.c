@@ -151,9 +151,10 @@ void kspec_expr_release(kspec_expr *x)
     x->e = NULL;
 }
 
-/* A plain file name inside dir: its absolute path in *abs and its bytes hashed into *h. */
-int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                      char **abs, uint64_t *h)
+/* A plain file name inside dir, read (at most cap bytes): its absolute path in *abs and its bytes
+ * hashed into *h, its size in *len. Every file of a kernel is read here (sources, data files). */
+static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                       size_t cap, char **abs, uint64_t *h, size_t *size)
 {
     char path[PATH_MAX], resolved[PATH_MAX];
     char *bytes = NULL;
@@ -172,11 +173,32 @@ int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const c
     if (!realpath(path, resolved))
         return kspec_bad(L, "%s: '%.255s': %s", field, name, strerror(errno));
     kt_error ferr;
-    if (!(bytes = kt_file_read_all(resolved, KSPEC_MAX_FILE_BYTES, &len, &ferr)))
+    if (!(bytes = kt_file_read_all(resolved, cap, &len, &ferr)))
         return kspec_bad(L, "%s: '%.255s': %s", field, name, ferr.message);
     *h = kt_fnv1a_field(*h, bytes, len);
     free(bytes);
+    if (size)
+        *size = len;
     if (!(*abs = strdup(resolved)))
         return kspec_bad(L, "out of memory");
+    return 0;
+}
+
+int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                      char **abs, uint64_t *h)
+{
+    return kernel_file(L, dir, v, field, KSPEC_MAX_FILE_BYTES, abs, h, NULL);
+}
+
+int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                    kspec_datafile *out)
+{
+    size_t len = 0;
+    if (out->path)
+        return kspec_bad(L, "%s: a second data file for the same buffer", field);
+    if (kernel_file(L, dir, v, field, (size_t)KSPEC_MAX_DATA_BYTES, &out->path, &L->data_hash,
+                    &len) < 0)
+        return -1;
+    out->bytes = (long long)len;
     return 0;
 }
