@@ -370,7 +370,7 @@ static void test_kerneltuner_round_trip(void **state)
     json_t *params = load("[{\"name\": \"x\", \"values\": [1, 2, 3]},"
                           " {\"name\": \"f\", \"values\": [0.5, 1.0]}]");
     json_t *restr = load("[\"x > 0\"]");
-    json_t *doc = cli_export_kerneltuner(job, params, restr, trials, &err);
+    json_t *doc = cli_export_kerneltuner(job, params, restr, NULL, NULL, trials, &err);
     assert_non_null(doc);
     assert_json(json_object_get(doc, "tune_params_keys"), "[\"x\", \"f\"]");
     assert_json(json_object_get(doc, "tune_params"), "{\"x\": [1, 2, 3], \"f\": [0.5, 1.0]}");
@@ -417,10 +417,33 @@ static void test_kerneltuner_round_trip(void **state)
     json_decref(doc);
 
     /* Without the kernel's parameters, names and values come from the trials. */
-    doc = cli_export_kerneltuner(job, NULL, NULL, trials, &err);
+    doc = cli_export_kerneltuner(job, NULL, NULL, NULL, NULL, trials, &err);
     assert_json(json_object_get(doc, "tune_params"), "{\"x\": [1, 2, 3], \"f\": [0.5, 1.0]}");
     assert_null(json_object_get(doc, "restrictions"));
     json_decref(doc);
+
+    /* A cpu job: problem_size from the problem in the kernel's argument order, and the device's
+     * limits and the problem written into the restrictions as numbers (not inside a parameter's
+     * name, a number's exponent or quoted text); a parameter keeps its name. */
+    json_t *cpu_job = load("{\"id\": 2, \"kernel\": \"g\", \"device\": \"cpu\","
+                           " \"problem\": {\"N\": 80, \"M\": 96}}");
+    json_t *cpu_restr = load("[\"x*M <= l2_bytes // 2 and x_M < 1e+3\", \"f != 'M' or N > 0\"]");
+    json_t *constants = load("{\"M\": 96, \"N\": 80, \"l2_bytes\": 1048576}");
+    json_t *args = load("[{\"name\": \"M\"}, {\"name\": \"N\"}]");
+    doc = cli_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err);
+    assert_non_null(doc);
+    assert_json(json_object_get(doc, "problem_size"), "[96, 80]");
+    assert_json(json_object_get(doc, "restrictions"),
+                "[\"x*96 <= 1048576 // 2 and x_M < 1e+3\", \"f != 'M' or 80 > 0\"]");
+    json_decref(doc);
+    /* A problem value Kernel Tuner's integer problem_size cannot hold is refused. */
+    json_object_set_new(json_object_get(cpu_job, "problem"), "M", json_real(0.5));
+    assert_null(cli_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err));
+    assert_non_null(strstr(err.message, "problem_size"));
+    json_decref(args);
+    json_decref(constants);
+    json_decref(cpu_restr);
+    json_decref(cpu_job);
     json_decref(restr);
     json_decref(params);
     json_decref(trials);
