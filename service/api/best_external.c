@@ -9,6 +9,7 @@
 #include "catalog/catalog.h"
 #include "store/best_store.h"
 #include "api/api_internal.h"
+#include "api/best_cached.h"
 #include "api/handlers.h"
 
 void api_best_external(api_context *svc, const http_request *req, http_response *res,
@@ -22,7 +23,6 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     int have = 0;
     json_t *answer = NULL, *canon = NULL;
     char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
-    (void)req;
     if (!device_class) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
                      "query parameter 'device_class' is required with device=external");
@@ -73,6 +73,7 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
         goto fail;
     json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));
     http_reply_json(res, 200, json_incref(answer));
+    best_reply_etag(req, res); /* an ETag as for every answer (304 when If-None-Match names it) */
     goto out;
 fail:
     api_fail(res, &err);
