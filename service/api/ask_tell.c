@@ -107,6 +107,10 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
         wait_s = json_number_value(w);
     }
     uint64_t deadline = kt_clock_ns() + (uint64_t)(wait_s * 1e9);
+    /* A tell just woke the job's driver here: its next proposals are coming, look once they are
+     * (one look at the database less per batch of one). */
+    if (wait_s > 0)
+        worker_system_wait_stepped(svc->workers, id, ASK_RECHECK_MS);
     for (;;) {
         /* The generation before the look: a proposal made after the look wakes the wait. */
         unsigned long gen = worker_system_job_gen(svc->workers, id);
@@ -306,7 +310,9 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
         free(ids);
         goto out;
     }
-    int checked = ask_store_check(c, id, ids, (int)n, status, other, job_status, device, &err);
+    int batch = 1;
+    int checked =
+        ask_store_check(c, id, ids, (int)n, status, other, job_status, device, &batch, &err);
     free(ids);
     if (checked < 0)
         goto fail;
@@ -337,7 +343,14 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
             goto fail;
         recorded += outcome[i] == ASK_TOLD_RECORDED;
     }
-    if (recorded)
+    /* The driver goes on once its whole batch is told: a batch still open needs no step (a batch
+     * of one always does; for larger ones one look at the open trials saves the runner a step of
+     * the job per tell). Each tell looks after its own commit, so the last one sees the batch
+     * complete. */
+    int open = recorded && batch > 1 ? ask_store_open(c, id, &err) : 0;
+    if (open < 0)
+        goto fail;
+    if (recorded && !open)
         worker_system_job_told(svc->workers, id); /* its driver tells its searcher, proposes */
     results = json_array();
     for (size_t i = 0; results && i < n; i++)

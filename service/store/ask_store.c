@@ -37,8 +37,23 @@ json_t *ask_store_lease(PGconn *c, long long job_id, int n, int lease_s, kt_erro
         4, p, "no such job", err);
 }
 
+int ask_store_open(PGconn *c, long long job_id, kt_error *err)
+{
+    store_num jid;
+    const char *p[] = {store_ll(&jid, job_id)};
+    PGresult *r = db_exec(c,
+                          "SELECT EXISTS (SELECT 1 FROM trials WHERE job_id = $1"
+                          " AND status IN ('pending', 'running'))",
+                          1, p, err);
+    if (!r)
+        return -1;
+    int open = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return open;
+}
+
 int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, char (*status)[16],
-                    int *other_job, char *job_status, char *device, kt_error *err)
+                    int *other_job, char *job_status, char *device, int *batch_size, kt_error *err)
 {
     int rc = -1;
     json_t *arr = json_array();
@@ -47,13 +62,15 @@ int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, ch
     char *ids_text = store_json_text(arr);
     store_num jid;
     const char *p[] = {store_ll(&jid, job_id), ids_text ? ids_text : "[]"};
-    PGresult *r = db_exec(c,
-                          "SELECT j.status, j.device, e.ord, t.status, t.job_id <> j.id FROM jobs j"
-                          " CROSS JOIN jsonb_array_elements_text($2::jsonb) WITH ORDINALITY"
-                          " AS e(id, ord) LEFT JOIN trials t ON t.id = e.id::bigint"
-                          " WHERE j.id = $1 UNION ALL SELECT j.status, j.device, NULL, NULL, NULL"
-                          " FROM jobs j WHERE j.id = $1",
-                          2, p, err);
+    PGresult *r =
+        db_exec(c,
+                "SELECT j.status, j.device, e.ord, t.status, t.job_id <> j.id, j.batch_size"
+                " FROM jobs j"
+                " CROSS JOIN jsonb_array_elements_text($2::jsonb) WITH ORDINALITY"
+                " AS e(id, ord) LEFT JOIN trials t ON t.id = e.id::bigint"
+                " WHERE j.id = $1 UNION ALL SELECT j.status, j.device, NULL, NULL, NULL,"
+                " j.batch_size FROM jobs j WHERE j.id = $1",
+                2, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {
@@ -62,6 +79,7 @@ int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, ch
     }
     snprintf(job_status, ASK_STORE_TEXT, "%s", PQgetvalue(r, 0, 0));
     snprintf(device, ASK_STORE_TEXT, "%s", PQgetvalue(r, 0, 1));
+    *batch_size = (int)store_get_ll(r, 0, 5);
     for (int i = 0; i < n; i++) {
         status[i][0] = '\0';
         other_job[i] = 0;

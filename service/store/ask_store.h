@@ -37,7 +37,10 @@ typedef enum { ASK_TOLD_RECORDED = 0, ASK_TOLD_DUPLICATE, ASK_TOLD_LOST } ask_to
  * KT_ERR_NOT_FOUND when there is no such job. */
 #define ASK_STORE_TEXT 256
 int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, char (*status)[16],
-                    int *other_job, char *job_status, char *device, kt_error *err);
+                    int *other_job, char *job_status, char *device, int *batch_size, kt_error *err);
+/* 1 when job_id has trials still open (pending or running: its batch is not complete), 0 when
+ * not, -1 with err. */
+int ask_store_open(PGconn *c, long long job_id, kt_error *err);
 /* Records the result r of trial id of job_id (checked by ask_store_check: a trial of that job;
  * pending: it was pending then, its lease ran out). Returns an ask_told, or -1 with err. */
 int ask_store_tell(PGconn *c, long long job_id, long long id, int pending, const trial_result *r,

@@ -255,6 +255,7 @@ static void step_jobs(runner_state *st, PGconn *c, const long long *only, int n_
         }
         if (rc == JOB_DRIVER_QUEUED || rc == JOB_DRIVER_ENDED)
             worker_bump_job(st->w, d->row.id); /* measurers and the job's asks (ask/tell) */
+        worker_job_stepped(st->w, d->row.id);
         if (rc == JOB_DRIVER_ENDED) {
             worker_system_job_ended(st->w, d->row.id); /* a measurement of it under way stops */
             job_driver_close(d);

@@ -42,11 +42,39 @@ void worker_bump_job(worker_system *w, long long job_id)
     pthread_mutex_unlock(&w->lock);
 }
 
+void worker_job_stepped(worker_system *w, long long job_id)
+{
+    size_t slot = (unsigned long long)job_id % WORKER_JOB_SLOTS;
+    pthread_mutex_lock(&w->lock);
+    if (w->job_busy[slot]) {
+        w->job_busy[slot] = 0;
+        pthread_cond_broadcast(&w->wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_ms)
+{
+    if (!w)
+        return;
+    size_t slot = (unsigned long long)job_id % WORKER_JOB_SLOTS;
+    struct timespec deadline = kt_clock_deadline(timeout_ms);
+    pthread_mutex_lock(&w->lock);
+    while (w->job_busy[slot] && !w->stopping) {
+        if (pthread_cond_timedwait(&w->wake, &w->lock, &deadline) == ETIMEDOUT) {
+            w->job_busy[slot] = 0; /* not stepped here (another process drives it): look anyway */
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 void worker_system_job_told(worker_system *w, long long job_id)
 {
     if (!w)
         return;
     pthread_mutex_lock(&w->lock);
+    w->job_busy[(unsigned long long)job_id % WORKER_JOB_SLOTS] = 1;
     int known = 0;
     for (int i = 0; i < w->n_told && !known; i++)
         known = w->told[i] == job_id;

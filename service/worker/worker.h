@@ -54,6 +54,9 @@ void worker_system_job_ended(worker_system *w, long long job_id);
  * (only that job, when nothing else woke it: a tell does not cost a round over every job and a
  * claim; the full round still comes every tick). Any thread; w NULL: nothing. */
 void worker_system_job_told(worker_system *w, long long job_id);
+/* Ask/tell: waits (at most timeout_ms) while a tell of job_id woke this process's runner and it has
+ * not stepped that job since. Returns at once when none is pending, or w is NULL. */
+void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_ms);
 /* Ask/tell (api/ask_tell.c): job_id's generation, bumped when this process's runner queued
  * trials of the job or the job ended here; wait_job waits until it differs from seen, the system
  * stops, or timeout_ms pass, and returns it. With w NULL (an API process) the generation is 0 and

@@ -59,6 +59,7 @@ struct worker_system {
     /* Jobs told results since the runner last looked (worker_system_job_told), and told_gen, the
      * part of runner_gen's bumps that were tells: runner_gen - told_gen changing means another
      * wake (a job queued, a trial measured), which needs a full round. */
+    unsigned char job_busy[WORKER_JOB_SLOTS]; /* a tell's step is pending (wait_stepped) */
     long long told[WORKER_TOLD_MAX];
     int n_told;
     int told_overflow;
@@ -82,6 +83,8 @@ unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned l
 void worker_bump(worker_system *w, unsigned long *gen);
 /* Bumps job_id's generation (and queued_gen, for the measurers) in one broadcast. */
 void worker_bump_job(worker_system *w, long long job_id);
+/* The runner stepped job_id: a pending tell's step is done (worker_system_wait_stepped). */
+void worker_job_stepped(worker_system *w, long long job_id);
 int worker_stopping(worker_system *w);
 /* The lease in whole seconds (at least 1). */
 int worker_stale_s(const worker_options *opt);
