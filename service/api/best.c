@@ -18,6 +18,7 @@
  * table says its key changed; a hit builds no JSON and reads no table. 200s carry an ETag (304 for
  * an If-None-Match that names it), cached or not. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,9 +350,24 @@ void api_best_get(void *app, const http_request *req, http_response *res)
                             "and the kernel; leave it out");
         goto fail;
     }
+    /* device_class= instead of device= (issue 27): a host of the fleet asks for the class it runs
+     * on. Key-only answers: a measurement, or a prediction already cached. */
+    const char *klass = device ? NULL : a.opt[OPT_DEVICE_CLASS];
+    char class_key[CATALOG_EXTERNAL_MAX_CLASS + 16];
+    if (klass && (a.opt[OPT_TUNE_ON_MISS] || a.opt[OPT_FALLBACK])) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+                     "query parameter '%s' needs device=, not device_class=",
+                     a.opt[OPT_TUNE_ON_MISS] ? "tune_on_miss" : "fallback");
+        kt_error_hint(&err, "name the device to tune on or to check a nearest answer against");
+        goto fail;
+    }
+    if (klass) {
+        snprintf(class_key, sizeof class_key, "class:%.128s", klass);
+        device = class_key; /* the answer cache's key only */
+    }
     if (!kernel || !device) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
-                     "query parameters 'kernel' and 'device' are required");
+                     "query parameters 'kernel' and 'device' (or 'device_class') are required");
         kt_error_hint(&err,
                       "GET /v1/best?kernel=convolution&device=replay:convolution_milo-A4000"
                       "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
@@ -373,7 +389,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
-    if (catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err) < 0)
+    if ((klass ? catalog_resolve_class_key(svc->cat, kernel, klass, problem, &key_only, &err)
+               : catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err)) < 0)
         goto fail;
     have_key = 1;
     if (qlen) /* before the database is read: a change notified from now on drops this fill */
@@ -409,6 +426,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         /* A cached prediction needs no space: the key first, the space only when a model must
          * run or the nearest answer must be checked against it. */
         int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
+        if (klass && got == MODEL_CACHE_NEEDS_SPACE)
+            got = 0; /* by class: no space is built (the device of the name may be another) */
         if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
             if (catalog_resolve(svc->cat, kernel, device, problem, &full, &err) < 0)
                 goto fail;

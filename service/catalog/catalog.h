@@ -99,6 +99,12 @@ int catalog_resolve(const catalog *c, const char *kernel, const char *device, co
  * (GET /v1/best), which must not pay for enumerating a space. Same errors, except the space's. */
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
                         const json_t *problem, target *out, kt_error *err);
+/* catalog_resolve_key by device class instead of device name (GET /v1/best?device_class=: a host of
+ * the fleet asks for the class it runs on): this process's available device of that class, an
+ * accel or replay device of it, else the live fleet record of it served by the most hosts.
+ * KT_ERR_UNKNOWN_DEVICE when no device of the class is known; otherwise catalog_resolve_key's. */
+int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *device_class,
+                              const json_t *problem, target *out, kt_error *err);
 /* Opens a target stored earlier (a job's, resolved when the job was made): resolves the stored
  * kernel and device with the stored problem, space included (on this process's device when its
  * class and toolchain are the stored key's, else on the fleet's record of that class and

@@ -5,8 +5,8 @@ caller's harness: ask n=4 leases 4 distinct valid configurations; tell records o
 trials[i].id; a bad space is a 400 with its JSON path; a lease that runs out (lease_s 1) offers its
 configuration again; a harness that goes away leaves the job running with the view saying
 "waiting", and when it comes back the job finishes with a best; GET /v1/best answers the external
-key with the version it answers for; an ask on a job of another device is a 409; with a token, ask
-and tell need the tune scope."""
+key with the version it answers for, and a catalog key by device_class as by device; an ask on a
+job of another device is a 409; with a token, ask and tell need the tune scope."""
 import os
 import sys
 import time
@@ -214,6 +214,18 @@ class AskTellTest(unittest.TestCase):
         status, _, r = self.k.post("/v1/jobs/%d/ask" % job["id"], {"n": 1, "wait_s": 0})
         self.assertEqual((status, r["error"]["code"]), (409, "conflict"), r)
         self.assertIn("external", r["error"]["hint"])
+        # GET /v1/best by device class (a host asks for the class it runs on): the same answer.
+        self.k.wait_job(job["id"])
+        q = "/v1/best?kernel=%s" % replay["kernels"][0]
+        by_device = self.k.get(q + "&device=" + replay["name"])
+        by_class = self.k.get(q + "&device_class=" + replay["class"])
+        self.assertEqual((by_device[0], by_class[0]), (200, 200), (by_device, by_class))
+        self.assertEqual(by_class[2]["config"], by_device[2]["config"])
+        self.assertEqual(by_class[2]["device_class"], replay["class"])
+        status, _, r = self.k.get(q + "&device_class=no-such-class")
+        self.assertEqual((status, r["error"]["code"]), (400, "unknown_device"), r)
+        status, _, r = self.k.get(q + "&device_class=" + replay["class"] + "&tune_on_miss=5")
+        self.assertEqual(status, 400, r)
         status, _, r = self.k.post("/v1/jobs/%d/ask" % 99999999, {})
         self.assertEqual(status, 404, r)
         status, _, r = self.k.post("/v1/tune", {"kernel": replay["kernels"][0], "device": replay["name"],

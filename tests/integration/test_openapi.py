@@ -350,13 +350,14 @@ class ServedTest(unittest.TestCase):
         ids = {"id": job["id"]}
         status, _, asked = self.call("POST", "/v1/jobs/{id}/ask", ids, body={"n": 2, "lease_s": 30})
         self.assertEqual((status, len(asked["trials"])), (200, 2), asked)
+        # While the job runs, an id it never gave is refused (once it ended, a tell is "lost").
+        status, _, reply = self.call("POST", "/v1/jobs/{id}/tell", ids,
+                                     body={"trials": [{"id": 987654321, "status": "invalid"}]})
+        self.assertEqual((status, reply["error"]["code"]), (400, "bad_request"), reply)
         told = [{"id": t["id"], "status": "ok", "time_ms": 1.5 + i, "metrics": {"gflops": 3}}
                 for i, t in enumerate(asked["trials"])]
         status, _, reply = self.call("POST", "/v1/jobs/{id}/tell", ids, body={"trials": told})
         self.assertEqual(status, 200, reply)
-        status, _, reply = self.call("POST", "/v1/jobs/{id}/tell", ids,
-                                     body={"trials": [{"id": 987654321, "status": "invalid"}]})
-        self.assertEqual((status, reply["error"]["code"]), (400, "bad_request"), reply)
         self.assertEqual(self.k.wait_job(job["id"])["status"], "succeeded")
         status, _, done = self.call("POST", "/v1/jobs/{id}/ask", ids, body={})
         self.assertEqual((status, done["done"]), (200, True), done)
