@@ -21,7 +21,7 @@ json_t *ask_store_lease(PGconn *c, long long job_id, int n, int lease_s, kt_erro
         c,
         "WITH info AS (SELECT status, device FROM jobs WHERE id = $1),"
         " asked AS (UPDATE jobs SET last_ask_at = now() WHERE id = $1 AND device = 'external'"
-        " RETURNING id),"
+        " AND (last_ask_at IS NULL OR last_ask_at < now() - interval '1 second') RETURNING id),"
         " pick AS (SELECT t.id FROM trials t WHERE t.job_id = $1"
         " AND (t.status = 'pending' OR (t.status = 'running' AND t.lease_expires_at < now()))"
         " AND EXISTS (SELECT 1 FROM info WHERE status = 'running' AND device = 'external')"

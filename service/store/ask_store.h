@@ -23,8 +23,9 @@
 
 #define ASK_STORE_WORKER "harness" /* trials.worker of a leased trial */
 
-/* Leases up to n open trials of job_id for lease_s seconds and records the ask (jobs.last_ask_at)
- * when the job is external. Returns {"job_status", "device", "trials": [{"id", "seq", "config",
+/* Leases up to n open trials of job_id for lease_s seconds and records the ask (jobs.last_ask_at,
+ * to the second: a job row is written at most once a second by its asks) when the job is
+ * external. Returns {"job_status", "device", "trials": [{"id", "seq", "config",
  * "lease_s", "lease_expires_at"}]} (the trials only when the job is on device external and
  * running); KT_ERR_NOT_FOUND when there is no such job. */
 json_t *ask_store_lease(PGconn *c, long long job_id, int n, int lease_s, kt_error *err);
