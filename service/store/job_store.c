@@ -22,8 +22,13 @@
  * n), the jobs runners drive now per caller; waiting(id, caller, updated_at). */
 /* clang-format off */
 #define JOB_FAIR_CALLER(prefix) "COALESCE(" prefix "submitter, '')"
+/* A running job on the external device (issue 27) whose harness has not asked for
+ * JOB_EXTERNAL_IDLE_S waits for its harness, not for a runner: it is neither claimed nor counted
+ * as waiting until an ask comes (job_store_release_idle_external hands it back). */
 #define JOB_FAIR_WAITS(prefix)                                                                     \
-    "(" prefix "status = 'queued' OR (" prefix "status = 'running' AND " prefix "runner IS NULL))"
+    "(" prefix "status = 'queued' OR (" prefix "status = 'running' AND " prefix "runner IS NULL"  \
+    " AND (" prefix "device <> 'external' OR " prefix "last_ask_at > now() - make_interval(secs"  \
+    " => " JOB_EXTERNAL_IDLE_S_SQL "))))"
 #define JOB_FAIR_DRIVEN                                                                            \
     "driven AS (SELECT " JOB_FAIR_CALLER("") " AS caller, count(*) AS n FROM jobs"                 \
     " WHERE status = 'running' AND runner IS NOT NULL GROUP BY 1)"
@@ -564,6 +569,27 @@ int job_store_finish(PGconn *c, const runner_identity *me, long long id, const c
                5, p, err);
     free(error_text);
     return rc;
+}
+
+int job_store_release_idle_external(PGconn *c, const runner_identity *me, long long *ids,
+                                    int max_ids, kt_error *err)
+{
+    const char *p[] = {me->id};
+    /* A clean hand-back (its start attempt given back): the job goes on when its harness asks. */
+    PGresult *r =
+        db_exec(c,
+                "UPDATE jobs SET runner = NULL, start_attempts = greatest(start_attempts -"
+                " 1, 0), updated_at = now() WHERE runner = $1 AND status = 'running'"
+                " AND device = 'external' AND COALESCE(last_ask_at, started_at) < now()"
+                " - make_interval(secs => " JOB_EXTERNAL_IDLE_S_SQL ") RETURNING id",
+                1, p, err);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    for (int i = 0; ids && i < n && i < max_ids; i++)
+        ids[i] = store_get_ll(r, i, 0);
+    PQclear(r);
+    return n;
 }
 
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err)

@@ -212,6 +212,15 @@ int job_store_driving(PGconn *c, long long id, const runner_identity *me, char *
  * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
+/* External jobs (issue 27) whose harness is away: a running job on device external I drive whose
+ * last ask (or start, when it was never asked) is older than JOB_EXTERNAL_IDLE_S is handed back
+ * (runner cleared, still running, its start attempt given back) and claimed again only once its
+ * harness asks (job_store_claim): an absent harness does not hold a runner's job slot. ids (may be
+ * NULL) receives up to max_ids of their ids; returns how many. */
+#define JOB_EXTERNAL_IDLE_S     30
+#define JOB_EXTERNAL_IDLE_S_SQL "30"
+int job_store_release_idle_external(PGconn *c, const runner_identity *me, long long *ids,
+                                    int max_ids, kt_error *err);
 /* Lets go of every running job I drive (clean shutdown, re-sync): another runner, or my successor,
  * resumes it; the start attempt of each is given back. */
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err);

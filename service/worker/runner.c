@@ -62,6 +62,7 @@ typedef struct runner_state {
      * when the last full round was. */
     unsigned long other_wakes;
     long long last_full;
+    long long last_idle; /* the last hand-back of external jobs without a harness */
 } runner_state;
 
 static long long now_ms(void)
@@ -234,6 +235,39 @@ static void yield_jobs(runner_state *st, PGconn *c)
 }
 
 /* only: the jobs to step (n_only of them), or NULL for every job. */
+/* Hands back the external jobs whose harness is away (job_store_release_idle_external), at most
+ * once a second, and closes their drivers: an ask brings them back. */
+static void release_idle_external(runner_state *st, PGconn *c)
+{
+    long long ids[16];
+    kt_error err;
+    kt_error_clear(&err);
+    long long t = now_ms();
+    if (t - st->last_idle < RUNNER_HEARTBEAT_MS)
+        return;
+    st->last_idle = t;
+    int n = job_store_release_idle_external(c, &st->w->me, ids, 16, &err);
+    if (n < 0) {
+        round_failed(st, "handing back external jobs without a harness", &err);
+        st->resync = 1;
+        return;
+    }
+    for (int k = 0; k < n && k < 16; k++) {
+        for (int i = 0; i < st->n_jobs; i++) {
+            if (st->jobs[i].row.id != ids[k])
+                continue;
+            job_driver_close(&st->jobs[i]);
+            st->jobs[i] = st->jobs[--st->n_jobs];
+            log_info("job %lld: handed back, its harness has not asked for %d s (an ask resumes "
+                     "it)",
+                     ids[k], JOB_EXTERNAL_IDLE_S);
+            break;
+        }
+    }
+    if (n > 16) /* the rest were handed back too: a re-sync closes their drivers */
+        st->resync = 1;
+}
+
 static void step_jobs(runner_state *st, PGconn *c, const long long *only, int n_only)
 {
     kt_error err;
@@ -299,6 +333,14 @@ void *runner_main(void *arg)
                 n_told = w->n_told;
                 memcpy(told, w->told, (size_t)n_told * sizeof *told);
             }
+            /* A told job not driven here (handed back while its harness was away): a full round,
+             * whose claim takes it back. */
+            for (int k = 0; !full && k < n_told; k++) {
+                int driven = 0;
+                for (int i = 0; i < st.n_jobs && !driven; i++)
+                    driven = st.jobs[i].row.id == told[k];
+                full = !driven;
+            }
             st.other_wakes = other;
             w->n_told = 0;
             w->told_overflow = 0;
@@ -308,6 +350,7 @@ void *runner_main(void *arg)
                 first = 0;
                 if (full) {
                     st.last_full = now_ms();
+                    release_idle_external(&st, c);
                     claim_jobs(&st, c);
                     yield_jobs(&st, c);
                 }
