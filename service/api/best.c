@@ -18,6 +18,7 @@
  * table says its key changed; a hit builds no JSON and reads no table. 200s carry an ETag (304 for
  * an If-None-Match that names it), cached or not. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,9 +73,20 @@ static json_t *value_from_text(const char *s)
 
 /* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
  * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
-static const char *const best_options[] = {"kernel", "device",       "source", "fallback",
-                                           "k",      "tune_on_miss", NULL};
-enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
+static const char *const best_options[] = {
+    "kernel",       "device",       "source",         "fallback", "k",
+    "tune_on_miss", "device_class", "kernel_version", NULL};
+enum {
+    OPT_KERNEL,
+    OPT_DEVICE,
+    OPT_SOURCE,
+    OPT_FALLBACK,
+    OPT_K,
+    OPT_TUNE_ON_MISS,
+    OPT_DEVICE_CLASS,
+    OPT_KERNEL_VERSION,
+    OPT_COUNT
+};
 
 /* One pass over the query: the options by exact name, every other parameter a problem argument
  * (borrowed from the request; JSON is made of them only when the cache cannot answer). A repeated
@@ -321,9 +333,41 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     kernel = a.opt[OPT_KERNEL];
     device = a.opt[OPT_DEVICE];
+    if (kernel && catalog_is_external(device)) { /* issue 27: a harness's results */
+        problem = problem_of(&a);
+        if (!problem) {
+            kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
+            goto fail;
+        }
+        api_best_external(svc, req, res, kernel, a.opt[OPT_DEVICE_CLASS], a.opt[OPT_KERNEL_VERSION],
+                          a.opt[OPT_SOURCE], problem);
+        goto out;
+    }
+    if (a.opt[OPT_KERNEL_VERSION] || (device && a.opt[OPT_DEVICE_CLASS])) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST, "query parameter '%s' is only for device=external",
+                     a.opt[OPT_KERNEL_VERSION] ? "kernel_version" : "device_class");
+        kt_error_hint(&err, "a catalog device's class and kernel version come from the device "
+                            "and the kernel; leave it out");
+        goto fail;
+    }
+    /* device_class= instead of device= (issue 27): a host of the fleet asks for the class it runs
+     * on. Key-only answers: a measurement, or a prediction already cached. */
+    const char *klass = device ? NULL : a.opt[OPT_DEVICE_CLASS];
+    char class_key[CATALOG_EXTERNAL_MAX_CLASS + 16];
+    if (klass && (a.opt[OPT_TUNE_ON_MISS] || a.opt[OPT_FALLBACK])) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+                     "query parameter '%s' needs device=, not device_class=",
+                     a.opt[OPT_TUNE_ON_MISS] ? "tune_on_miss" : "fallback");
+        kt_error_hint(&err, "name the device to tune on or to check a nearest answer against");
+        goto fail;
+    }
+    if (klass) {
+        snprintf(class_key, sizeof class_key, "class:%.128s", klass);
+        device = class_key; /* the answer cache's key only */
+    }
     if (!kernel || !device) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
-                     "query parameters 'kernel' and 'device' are required");
+                     "query parameters 'kernel' and 'device' (or 'device_class') are required");
         kt_error_hint(&err,
                       "GET /v1/best?kernel=convolution&device=replay:convolution_milo-A4000"
                       "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
@@ -345,7 +389,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
-    if (catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err) < 0)
+    if ((klass ? catalog_resolve_class_key(svc->cat, kernel, klass, problem, &key_only, &err)
+               : catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err)) < 0)
         goto fail;
     have_key = 1;
     if (qlen) /* before the database is read: a change notified from now on drops this fill */
@@ -381,6 +426,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         /* A cached prediction needs no space: the key first, the space only when a model must
          * run or the nearest answer must be checked against it. */
         int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
+        if (klass && got == MODEL_CACHE_NEEDS_SPACE)
+            got = 0; /* by class: no space is built (the device of the name may be another) */
         if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
             if (catalog_resolve(svc->cat, kernel, device, problem, &full, &err) < 0)
                 goto fail;

@@ -263,6 +263,31 @@ const catalog_device *catalog_fleet_find(const catalog *c, const char *name, con
     return fleet_pick(c, name, klass, toolchain, 1);
 }
 
+const catalog_device *catalog_fleet_find_class(const catalog *c, const char *klass)
+{
+    const catalog_device *best = NULL;
+    if (!c || !c->fleet || !klass)
+        return NULL;
+    catalog_fleet *f = c->fleet;
+    for (int attempt = 0; attempt < 2 && !best; attempt++) {
+        kt_error err;
+        kt_error_clear(&err);
+        catalog_fleet_refresh(c, attempt == 1, &err);
+        size_t best_hosts = 0;
+        pthread_rwlock_rdlock(&f->lock);
+        for (int i = 0; i < f->n; i++) {
+            const catalog_fleet_entry *e = f->e[i];
+            if (e->live && strcmp(e->dev.klass, klass) == 0 &&
+                (!best || json_array_size(e->hosts) > best_hosts)) {
+                best = &e->dev;
+                best_hosts = json_array_size(e->hosts);
+            }
+        }
+        pthread_rwlock_unlock(&f->lock);
+    }
+    return best;
+}
+
 const catalog_device *catalog_fleet_find_known(const catalog *c, const char *name)
 {
     return fleet_pick(c, name, NULL, NULL, 0);

@@ -118,6 +118,9 @@ void catalog_fleet_free(catalog_fleet *f);
  * those (a stored job's). NULL when none. The record stays valid until catalog_free. */
 const catalog_device *catalog_fleet_find(const catalog *c, const char *name, const char *klass,
                                          const char *toolchain);
+/* The live fleet device of class klass served by the most hosts (refreshing as catalog_fleet_find
+ * does), or NULL. */
+const catalog_device *catalog_fleet_find_class(const catalog *c, const char *klass);
 /* The live pick for name from the copy already fetched (no refresh), or NULL. */
 const catalog_device *catalog_fleet_find_known(const catalog *c, const char *name);
 /* Up to max names of live fleet devices this process does not serve itself (stable pointers). */

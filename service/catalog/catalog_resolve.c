@@ -271,6 +271,31 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
     return resolve(c, kernel, device, problem, 0, NULL, out, err);
 }
 
+int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *device_class,
+                              const json_t *problem, target *out, kt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; device_class && i < c->n_devs; i++) {
+        const catalog_device *d = &c->devs[i];
+        if (d->available && d->klass && strcmp(d->klass, device_class) == 0)
+            return resolve_real(c, d, kernel, problem, 0, out, err);
+    }
+    for (int i = 0; device_class && i < c->n_accel; i++) {
+        if (strcmp(c->accel[i].klass, device_class) == 0)
+            return catalog_accel_resolve(c, &c->accel[i], kernel, problem, 0, out, err);
+    }
+    if (catalog_find_replay(c, device_class)) /* a replay device is its own class */
+        return resolve(c, kernel, device_class, problem, 0, NULL, out, err);
+    const catalog_device *f = catalog_fleet_find_class(c, device_class);
+    if (f)
+        return resolve_real(c, f, kernel, problem, 0, out, err);
+    kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "no device of class '%.200s' is known here",
+                 device_class ? device_class : "");
+    kt_error_hint(err, "GET /v1/devices lists each device's class (\"class\"); results of a "
+                       "harness's own class are asked with device=external");
+    return -1;
+}
+
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err)
 {
@@ -311,6 +336,8 @@ void target_release(target *t)
     if (t->owns_space)
         space_free((space *)t->sp);
     catalog_neural_free(t->neural);
+    json_decref(t->space_def);
+    free(t->owned_strings); /* an external target's kernel, class and hash */
     memset(t, 0, sizeof *t);
 }
 
@@ -320,6 +347,8 @@ json_t *catalog_default_config(const catalog *c, const target *t)
     const catalog_device *d = NULL;
     const char *text;
 
+    if (t && t->space_def) /* an external target: the space's own default, when it has one */
+        return catalog_external_default(t);
     if (!k)
         return NULL;
     d = catalog_find_real(c, t->key.device);

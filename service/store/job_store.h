@@ -26,6 +26,7 @@
 typedef struct job_target {
     target_key key;
     json_t *problem;
+    json_t *space; /* an external job's inline space (sql/016, catalog_reopen_space); else NULL */
 } job_target;
 
 /* A new job: where it belongs (key and problem as catalog_resolve gave them, borrowed; every key
@@ -50,6 +51,7 @@ typedef struct job_spec {
     const char *submitter;   /* who queued it (sql/008, api_caller: "token:<id>", "startup",
                               * "anonymous"), NULL for none (imports): its job cap and its share
                               * of the job slots (job_store_claim) */
+    const json_t *space;     /* the inline space of an external job (sql/016), NULL otherwise */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -107,6 +109,11 @@ typedef struct job_info {
     int final_rounds;
     json_t *final_pick;       /* jobs.final_pick once recorded (worker/final_pick.h), else NULL */
     long long final_measured; /* re-measurements with a final status while final_pick is NULL */
+    /* The harness of an external job (sql/016): its last ask (NULL: never asked), seconds since
+     * (-1: never) and the trials it holds under a live lease. */
+    char *last_ask_at;
+    double since_ask_s;
+    long long harness_leased;
 } job_info;
 
 /* A page of jobs, newest first. */
@@ -197,10 +204,23 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
  * longer than --lease-s) and the job was released, maybe claimed by another process; -1 on error.
  */
 int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err);
+/* job_store_status and job_store_is_mine in one statement (the driver's step asks both each time:
+ * one round trip less per step, which the ask/tell round trip of issue 27 feels). */
+int job_store_driving(PGconn *c, long long id, const runner_identity *me, char *status, size_t cap,
+                      int *mine, kt_error *err);
 /* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL); its pending
  * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
                      const char *stop_reason, const kt_error *error, kt_error *err);
+/* External jobs (issue 27) whose harness is away: a running job on device external I drive whose
+ * last ask (or start, when it was never asked) is older than JOB_EXTERNAL_IDLE_S is handed back
+ * (runner cleared, still running, its start attempt given back) and claimed again only once its
+ * harness asks (job_store_claim): an absent harness does not hold a runner's job slot. ids (may be
+ * NULL) receives up to max_ids of their ids; returns how many. */
+#define JOB_EXTERNAL_IDLE_S     30
+#define JOB_EXTERNAL_IDLE_S_SQL "30"
+int job_store_release_idle_external(PGconn *c, const runner_identity *me, long long *ids,
+                                    int max_ids, kt_error *err);
 /* Lets go of every running job I drive (clean shutdown, re-sync): another runner, or my successor,
  * resumes it; the start attempt of each is given back. */
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err);

@@ -388,8 +388,8 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cach
         goto out;
     }
     d->targets = targets;
-    d->target =
-        target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem, &why);
+    d->target = target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem,
+                                  d->row.target.space, &why);
     if (!d->target) {
         kt_error_prefix(&why, "cannot resume job %lld", d->row.id);
         /* The catalog gives another kernel hash: the space the stored trials index is gone; another
@@ -447,7 +447,8 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
     if (d->ended)
         return JOB_DRIVER_ENDED;
     char status[32];
-    if (job_store_status(c, d->row.id, status, sizeof status, err) < 0)
+    int mine = 0;
+    if (job_store_driving(c, d->row.id, d->me, status, sizeof status, &mine, err) < 0)
         return err && err->code == KT_ERR_NOT_FOUND ? (d->ended = 1, JOB_DRIVER_ENDED) : -1;
     if (strcmp(status, "running") != 0) {
         log_info("job %lld is %s: no longer driven", d->row.id, status);
@@ -456,12 +457,10 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
     }
     /* A pause longer than the lease (--lease-s) let the reaper of another process release the
      * job: whoever claims it resumes it by replay; this driver lets go. */
-    int mine = job_store_is_mine(c, d->row.id, d->me, err);
-    if (mine <= 0) {
-        if (mine == 0)
-            log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
-        d->ended = mine == 0;
-        return mine == 0 ? JOB_DRIVER_ENDED : -1;
+    if (!mine) {
+        log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
+        d->ended = 1;
+        return JOB_DRIVER_ENDED;
     }
     if (d->final_phase)
         return final_step(d, c, err);

@@ -58,6 +58,11 @@ typedef struct runner_state {
     char why[KT_ERROR_MESSAGE_MAX + 128];
     fault_log log;
     int fleet_registered; /* this process's devices are in fleet_devices */
+    /* Ask/tell rounds (worker_system_job_told): the wakes that were not tells, as last seen, and
+     * when the last full round was. */
+    unsigned long other_wakes;
+    long long last_full;
+    long long last_idle; /* the last hand-back of external jobs without a harness */
 } runner_state;
 
 static long long now_ms(void)
@@ -191,7 +196,7 @@ static void claim_jobs(runner_state *st, PGconn *c)
                  d->row.target.key.kernel, d->row.target.key.device, d->row.strategy,
                  d->row.start_attempts, attempts);
         if (rc == JOB_DRIVER_QUEUED)
-            worker_bump(w, &w->queued_gen);
+            worker_bump_job(w, id);
         st->n_jobs++;
     }
     for (int i = 0; i < room; i++)
@@ -229,20 +234,62 @@ static void yield_jobs(runner_state *st, PGconn *c)
     }
 }
 
-static void step_jobs(runner_state *st, PGconn *c)
+/* only: the jobs to step (n_only of them), or NULL for every job. */
+/* Hands back the external jobs whose harness is away (job_store_release_idle_external), at most
+ * once a second, and closes their drivers: an ask brings them back. */
+static void release_idle_external(runner_state *st, PGconn *c)
+{
+    long long ids[16];
+    kt_error err;
+    kt_error_clear(&err);
+    long long t = now_ms();
+    if (t - st->last_idle < RUNNER_HEARTBEAT_MS)
+        return;
+    st->last_idle = t;
+    int n = job_store_release_idle_external(c, &st->w->me, ids, 16, &err);
+    if (n < 0) {
+        round_failed(st, "handing back external jobs without a harness", &err);
+        st->resync = 1;
+        return;
+    }
+    for (int k = 0; k < n && k < 16; k++) {
+        for (int i = 0; i < st->n_jobs; i++) {
+            if (st->jobs[i].row.id != ids[k])
+                continue;
+            job_driver_close(&st->jobs[i]);
+            st->jobs[i] = st->jobs[--st->n_jobs];
+            log_info("job %lld: handed back, its harness has not asked for %d s (an ask resumes "
+                     "it)",
+                     ids[k], JOB_EXTERNAL_IDLE_S);
+            break;
+        }
+    }
+    if (n > 16) /* the rest were handed back too: a re-sync closes their drivers */
+        st->resync = 1;
+}
+
+static void step_jobs(runner_state *st, PGconn *c, const long long *only, int n_only)
 {
     kt_error err;
     kt_error_clear(&err);
     for (int i = 0; i < st->n_jobs;) {
         job_driver *d = &st->jobs[i];
+        int wanted = !only;
+        for (int k = 0; only && k < n_only && !wanted; k++)
+            wanted = only[k] == d->row.id;
+        if (!wanted) {
+            i++;
+            continue;
+        }
         int rc = job_driver_step(d, c, &err);
         if (rc < 0) {
             char what[64];
             snprintf(what, sizeof what, "job %lld: step", d->row.id);
             round_failed(st, what, &err);
         }
-        if (rc == JOB_DRIVER_QUEUED)
-            worker_bump(st->w, &st->w->queued_gen);
+        if (rc == JOB_DRIVER_QUEUED || rc == JOB_DRIVER_ENDED)
+            worker_bump_job(st->w, d->row.id); /* measurers and the job's asks (ask/tell) */
+        worker_job_stepped(st->w, d->row.id);
         if (rc == JOB_DRIVER_ENDED) {
             worker_system_job_ended(st->w, d->row.id); /* a measurement of it under way stops */
             job_driver_close(d);
@@ -274,12 +321,40 @@ void *runner_main(void *arg)
             if (db_pool_down(w->opt.db))
                 st.resync = 1; /* an outage, not a busy pool */
         } else {
+            /* A round woken only by tells (ask/tell) steps the told jobs alone; anything else,
+             * a full tick since the last full round, or a failure, makes a full round. */
+            long long told[WORKER_TOLD_MAX];
+            int n_told = 0, full = 1;
+            pthread_mutex_lock(&w->lock);
+            unsigned long other = w->runner_gen - w->told_gen;
+            if (other == st.other_wakes && !w->told_overflow &&
+                now_ms() - st.last_full < RUNNER_TICK_MS && !first && !st.resync) {
+                full = 0;
+                n_told = w->n_told;
+                memcpy(told, w->told, (size_t)n_told * sizeof *told);
+            }
+            /* A told job not driven here (handed back while its harness was away): a full round,
+             * whose claim takes it back. */
+            for (int k = 0; !full && k < n_told; k++) {
+                int driven = 0;
+                for (int i = 0; i < st.n_jobs && !driven; i++)
+                    driven = st.jobs[i].row.id == told[k];
+                full = !driven;
+            }
+            st.other_wakes = other;
+            w->n_told = 0;
+            w->told_overflow = 0;
+            pthread_mutex_unlock(&w->lock);
             if (!st.resync || resync(&st, c) == 0) {
                 housekeeping(&st, c, first);
                 first = 0;
-                claim_jobs(&st, c);
-                yield_jobs(&st, c);
-                step_jobs(&st, c);
+                if (full) {
+                    st.last_full = now_ms();
+                    release_idle_external(&st, c);
+                    claim_jobs(&st, c);
+                    yield_jobs(&st, c);
+                }
+                step_jobs(&st, c, full ? NULL : told, n_told);
             }
             if (PQstatus(c) != CONNECTION_OK)
                 st.resync = 1; /* lost in the middle: what was written is unknown */

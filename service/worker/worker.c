@@ -33,6 +33,84 @@ void worker_bump(worker_system *w, unsigned long *gen)
     pthread_mutex_unlock(&w->lock);
 }
 
+void worker_bump_job(worker_system *w, long long job_id)
+{
+    pthread_mutex_lock(&w->lock);
+    w->queued_gen++;
+    w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS]++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void worker_job_stepped(worker_system *w, long long job_id)
+{
+    size_t slot = (unsigned long long)job_id % WORKER_JOB_SLOTS;
+    pthread_mutex_lock(&w->lock);
+    if (w->job_busy[slot]) {
+        w->job_busy[slot] = 0;
+        pthread_cond_broadcast(&w->wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_ms)
+{
+    if (!w)
+        return;
+    size_t slot = (unsigned long long)job_id % WORKER_JOB_SLOTS;
+    struct timespec deadline = kt_clock_deadline(timeout_ms);
+    pthread_mutex_lock(&w->lock);
+    while (w->job_busy[slot] && !w->stopping) {
+        if (pthread_cond_timedwait(&w->wake, &w->lock, &deadline) == ETIMEDOUT) {
+            w->job_busy[slot] = 0; /* not stepped here (another process drives it): look anyway */
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void worker_system_job_told(worker_system *w, long long job_id)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->job_busy[(unsigned long long)job_id % WORKER_JOB_SLOTS] = 1;
+    int known = 0;
+    for (int i = 0; i < w->n_told && !known; i++)
+        known = w->told[i] == job_id;
+    if (!known && w->n_told < WORKER_TOLD_MAX)
+        w->told[w->n_told++] = job_id;
+    else if (!known)
+        w->told_overflow = 1;
+    w->told_gen++;
+    w->runner_gen++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+unsigned long worker_system_job_gen(worker_system *w, long long job_id)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    unsigned long g = w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS];
+    pthread_mutex_unlock(&w->lock);
+    return g;
+}
+
+unsigned long worker_system_wait_job(worker_system *w, long long job_id, unsigned long seen,
+                                     int timeout_ms)
+{
+    if (!w) {
+        struct timespec ts = {.tv_sec = timeout_ms / 1000,
+                              .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return seen;
+    }
+    return worker_wait(w, &w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS], seen,
+                       timeout_ms);
+}
+
 int worker_stopping(worker_system *w)
 {
     pthread_mutex_lock(&w->lock);

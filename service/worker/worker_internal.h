@@ -16,6 +16,12 @@
  * is gone): the lease, --lease-s, in whole seconds. */
 #define WORKER_STALE_S(w) worker_stale_s(&(w)->opt)
 
+/* Slots of the per-job generations of ask/tell waits (jobs sharing a slot only wake each other). */
+#define WORKER_JOB_SLOTS 64
+
+/* Jobs a runner round may step alone after tells (more: a full round). */
+#define WORKER_TOLD_MAX 64
+
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
 
@@ -47,6 +53,17 @@ struct worker_system {
     int stopping;
     unsigned long queued_gen; /* bumped when trials are inserted or requeued */
     unsigned long runner_gen; /* bumped when a trial is finished or a job is queued */
+    /* Ask/tell (worker_system_wait_job): per job (slot job id % WORKER_JOB_SLOTS), bumped when the
+     * runner queued trials of the job or the job ended here. */
+    unsigned long job_gen[WORKER_JOB_SLOTS];
+    /* Jobs told results since the runner last looked (worker_system_job_told), and told_gen, the
+     * part of runner_gen's bumps that were tells: runner_gen - told_gen changing means another
+     * wake (a job queued, a trial measured), which needs a full round. */
+    unsigned char job_busy[WORKER_JOB_SLOTS]; /* a tell's step is pending (wait_stepped) */
+    long long told[WORKER_TOLD_MAX];
+    int n_told;
+    int told_overflow;
+    unsigned long told_gen;
     worker_stats stats;
 
     pthread_t runner_thread;
@@ -64,6 +81,10 @@ void *measurer_main(void *arg);
 unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
                           int timeout_ms);
 void worker_bump(worker_system *w, unsigned long *gen);
+/* Bumps job_id's generation (and queued_gen, for the measurers) in one broadcast. */
+void worker_bump_job(worker_system *w, long long job_id);
+/* The runner stepped job_id: a pending tell's step is done (worker_system_wait_stepped). */
+void worker_job_stepped(worker_system *w, long long job_id);
 int worker_stopping(worker_system *w);
 /* The lease in whole seconds (at least 1). */
 int worker_stale_s(const worker_options *opt);

@@ -218,6 +218,29 @@ static void final_pick_options(void **state)
 }
 
 /* Replay and accel devices answer a configuration the same every time: no final re-measure. */
+/* Issue 27: kernel_version, device_class and space are fields of the external device only (the
+ * space itself is checked by the catalog: catalog_external_resolve). */
+static void external_fields(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(parse("{\"kernel\": \"v\", \"device\": \"external\", \"device_class\": \"c\","
+                           " \"kernel_version\": \"v1\", \"space\": {\"parameters\": []}}",
+                           &t, &err),
+                     KT_OK);
+    assert_int_equal(
+        parse("{\"kernel\": \"gemm\", \"device\": \"cpu\", \"device_class\": \"c\"}", &t, &err),
+        KT_ERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "'device_class' is only for device external"));
+    assert_int_equal(parse("{\"kernel\": \"gemm\", \"device\": \"cpu\", \"space\": {}}", &t, &err),
+                     KT_ERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "'space'"));
+    assert_int_equal(
+        parse("{\"kernel\": \"v\", \"device\": \"external\", \"kernel_version\": 5}", &t, &err),
+        KT_ERR_WRONG_TYPE);
+}
+
 static void deterministic_devices(void **state)
 {
     (void)state;
@@ -240,6 +263,7 @@ int main(void)
         cmocka_unit_test(history_is_auto_or_none),
         cmocka_unit_test(final_pick_options),
         cmocka_unit_test(deterministic_devices),
+        cmocka_unit_test(external_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
