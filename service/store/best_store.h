@@ -55,9 +55,11 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
  * toolchain is not this key's), or, with measured_only (GET /v1/best?source=measured), when the
  * entry is an untrusted import's. */
 json_t *best_store_get_json(PGconn *c, const target_key *key, int measured_only, kt_error *err);
-/* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
+/* {"best":[...]} newest first (ties in key order, so pages are stable), optionally filtered by
+ * kernel and/or device class; at most limit, after skipping offset entries (the paging of
+ * GET /v1/best/entries and of `ktune best --all`). */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
-                             kt_error *err);
+                             long long offset, kt_error *err);
 /* {"problems":[{"problem","config","time_ms","job_id","trial_id","measured_at","origin"}...]}:
  * every problem of key's (kernel, device class, kernel hash, toolchain) — key.problem_key is
  * ignored — whose entry is a measurement or a trusted import's (origin "measured" | "imported"; an
