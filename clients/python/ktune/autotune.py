@@ -14,8 +14,8 @@ calls with that key use the configuration kept in memory without a request; othe
 hosts of the same class find it in /v1/best. Calls made for timing run the function for real (as
 Triton's do): a function that mutates its arguments sees that many more calls.
 
-Key values must be numbers, strings, booleans or lists of them; an object with a `.shape` (a numpy
-array) counts as its shape."""
+Key values must be numbers (the problem arguments of an ask/tell job are numbers; a boolean counts
+as 0 or 1): pass the sizes that matter (n=len(x), rows=a.shape[0]) as arguments of their own."""
 import functools
 import inspect
 import re
@@ -27,17 +27,17 @@ from .errors import KtuneError
 
 
 def _key_value(v):
-    if hasattr(v, "shape") and not isinstance(v, (int, float)):
-        return [int(x) for x in v.shape]
-    if hasattr(v, "tolist"):
+    """A key argument as a problem argument: a number (ask/tell jobs take numbers only; a boolean is
+    0 or 1, a numpy scalar its value)."""
+    if hasattr(v, "tolist") and not hasattr(v, "__len__"):
         v = v.tolist()
-    if isinstance(v, tuple):
-        v = list(v)
-    if isinstance(v, (bool, int, float, str)) or (isinstance(v, list) and all(
-            isinstance(x, (bool, int, float, str)) for x in v)):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
         return v
-    raise TypeError("ktune.autotune: a key argument must be a number, string, boolean, list of them "
-                    "or have a .shape, not %r" % type(v).__name__)
+    raise TypeError("ktune.autotune: a key argument must be a number (ask/tell problems are numbers), "
+                    "not %s; pass a size such as n=len(x) or x.shape[0] as its own argument"
+                    % type(v).__name__)
 
 
 def kernel_name_of(fn):

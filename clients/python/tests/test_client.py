@@ -111,13 +111,14 @@ class AutotuneTest(unittest.TestCase):
 
         f = outer()
         self.assertEqual(f.kernel, "AutotuneTest.test_key_and_name._locals_.outer._locals_.f")
-        self.assertEqual(f.problem_of((Shape(),), {"n": 5}), {"n": 5, "x": [3, 4]})
-        self.assertEqual(f.problem_of(([1, 2],), {"n": 5}), {"n": 5, "x": [1, 2]})
-        with self.assertRaises(TypeError):
-            f.problem_of(({"a": 1},), {"n": 5})
+        self.assertEqual(f.problem_of((3,), {"n": 5}), {"n": 5, "x": 3})
+        self.assertEqual(f.problem_of((True, 2.5), {}), {"n": 2.5, "x": 1})
+        for bad in ([1, 2], "s", Shape()):
+            with self.assertRaises(TypeError):
+                f.problem_of((bad,), {"n": 5})
         # A configuration kept in memory is used without a request (the server here is unreachable).
-        f.cache['{"n": 5, "x": [3, 4]}'] = {"block": 2}
-        self.assertEqual(f(Shape(), n=5), 2)
+        f.cache['{"n": 5, "x": 3}'] = {"block": 2}
+        self.assertEqual(f(3, n=5), 2)
         self.assertEqual(kernel_name_of(len), "len")
 
 
