@@ -222,10 +222,16 @@ class ClientTest(unittest.TestCase):
             self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
 
     # --- ask/tell -------------------------------------------------------------------------------
-    def external_or_skip(self):
-        status, _, devices = self.k.get("/v1/devices")
-        if not any(d["name"] == "external" for d in devices["devices"]):
-            self.skipTest("this ktuned has no external device (ask/tell, issue 27 section 3) yet")
+    def tune_external_or_skip(self, *args, **kw):
+        """client.tune_external, or the case skipped when this ktuned has no ask/tell yet (it refuses
+        the external device or the inline space as unknown)."""
+        try:
+            return self.client.tune_external(*args, **kw)
+        except ktune.KtuneError as e:
+            if e.status == 400 and e.code in ("unknown_device", "unknown_field"):
+                self.skipTest("this ktuned has no external device (ask/tell, issue 27 section 3) yet: %s"
+                              % e.message)
+            raise
 
     @staticmethod
     def work(n, block=1, unroll=1):
@@ -237,10 +243,9 @@ class ClientTest(unittest.TestCase):
         return total
 
     def test_g_tune_external_loop(self):
-        self.external_or_skip()
         klass = "external:client-test"
         space = {"block": [16, 32, 64, 128], "unroll": [1, 2]}
-        run = self.client.tune_external("py_work", space, problem={"n": 2000}, device_class=klass,
+        run = self.tune_external_or_skip("py_work", space, problem={"n": 2000}, device_class=klass,
                                         strategy="random", budget=6, n=2, seed=5)
         told = []
         for trial in run:
@@ -260,7 +265,8 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(found.config, best["config"])
 
     def test_h_autotune(self):
-        self.external_or_skip()
+        probe = self.tune_external_or_skip("py_probe", {"a": [1]}, device_class="external:probe", budget=1)
+        self.k.request("DELETE", "/v1/jobs/%d" % probe.job_id, headers=AUTH)
         klass = "external:client-autotune"
         calls = []
 
