@@ -288,6 +288,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                                 .web_root = api ? svc->cfg.web_dir : "",
                                 .threads = cfg->http_threads,
                                 .heavy = api ? api_heavy_routes() : NULL,
+                                .blocking = api ? api_blocking_routes() : NULL,
                                 .max_connections = cfg->max_connections,
                                 .max_connections_per_ip = cfg->max_connections_per_ip,
                                 .header_timeout_s = cfg->http_header_timeout_s,

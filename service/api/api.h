@@ -51,5 +51,8 @@ const http_route *api_probe_routes(void);
 /* Patterns of the heavy routes (long or large replies: trial pages, imports, the best table),
  * NULL-ended, for http_server_options.heavy: they never take every HTTP thread. */
 const char *const *api_heavy_routes(void);
+/* Patterns of the blocking routes (POST /v1/jobs/{id}/ask waits for proposals), NULL-ended, for
+ * http_server_options.blocking: each runs on a thread of its own. */
+const char *const *api_blocking_routes(void);
 
 #endif

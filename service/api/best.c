@@ -73,9 +73,20 @@ static json_t *value_from_text(const char *s)
 
 /* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
  * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
-static const char *const best_options[] = {"kernel", "device",       "source", "fallback",
-                                           "k",      "tune_on_miss", NULL};
-enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
+static const char *const best_options[] = {
+    "kernel",       "device",       "source",         "fallback", "k",
+    "tune_on_miss", "device_class", "kernel_version", NULL};
+enum {
+    OPT_KERNEL,
+    OPT_DEVICE,
+    OPT_SOURCE,
+    OPT_FALLBACK,
+    OPT_K,
+    OPT_TUNE_ON_MISS,
+    OPT_DEVICE_CLASS,
+    OPT_KERNEL_VERSION,
+    OPT_COUNT
+};
 
 /* One pass over the query: the options by exact name, every other parameter a problem argument
  * (borrowed from the request; JSON is made of them only when the cache cannot answer). A repeated
@@ -322,6 +333,23 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     kernel = a.opt[OPT_KERNEL];
     device = a.opt[OPT_DEVICE];
+    if (kernel && catalog_is_external(device)) { /* issue 27: a harness's results */
+        problem = problem_of(&a);
+        if (!problem) {
+            kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
+            goto fail;
+        }
+        api_best_external(svc, req, res, kernel, a.opt[OPT_DEVICE_CLASS], a.opt[OPT_KERNEL_VERSION],
+                          a.opt[OPT_SOURCE], problem);
+        goto out;
+    }
+    if (a.opt[OPT_KERNEL_VERSION] || (device && a.opt[OPT_DEVICE_CLASS])) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST, "query parameter '%s' is only for device=external",
+                     a.opt[OPT_KERNEL_VERSION] ? "kernel_version" : "device_class");
+        kt_error_hint(&err, "a catalog device's class and kernel version come from the device "
+                            "and the kernel; leave it out");
+        goto fail;
+    }
     if (!kernel || !device) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD,
                      "query parameters 'kernel' and 'device' are required");

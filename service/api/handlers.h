@@ -3,14 +3,25 @@
 #ifndef KT_API_HANDLERS_H
 #define KT_API_HANDLERS_H
 
+#include <jansson.h>
+
+#include "api/api.h"
 #include "http/server.h"
 
 void api_tune(void *app, const http_request *req, http_response *res);      /* tune.c */
 void api_jobs_list(void *app, const http_request *req, http_response *res); /* jobs.c */
 void api_job_get(void *app, const http_request *req, http_response *res);
 void api_job_trials(void *app, const http_request *req, http_response *res);
+/* External jobs' harnesses (ask_tell.c, issue 27): lease proposed configurations, report results.
+ */
+void api_job_ask(void *app, const http_request *req, http_response *res);
+void api_job_tell(void *app, const http_request *req, http_response *res);
 void api_job_cancel(void *app, const http_request *req, http_response *res);
 void api_best_get(void *app, const http_request *req, http_response *res); /* best.c */
+/* GET /v1/best for device=external (best_external.c): problem is the query's other arguments. */
+void api_best_external(api_context *svc, const http_request *req, http_response *res,
+                       const char *kernel, const char *device_class, const char *version,
+                       const char *source, const json_t *problem);
 void api_best_list(void *app, const http_request *req, http_response *res);
 void api_models_create(void *app, const http_request *req, http_response *res); /* models.c */
 void api_models_list(void *app, const http_request *req, http_response *res);

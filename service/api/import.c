@@ -183,7 +183,8 @@ static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, l
                      *id, job.strategy);
         goto done;
     }
-    if (catalog_reopen(svc->cat, &job.target.key, job.target.problem, target, err) < 0) {
+    if (catalog_reopen_space(svc->cat, &job.target.key, job.target.problem, job.target.space,
+                             target, err) < 0) {
         /* The kernel's source (or dataset) changed since the job was made: its space is another;
          * or the device's toolchain did: the job's results are another toolchain's. */
         if (err->code == KT_ERR_CONFLICT)

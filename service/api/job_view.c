@@ -91,6 +91,25 @@ static json_t *final_pick_view(const job_info *j)
     return v;
 }
 
+/* "harness" of an external job (issue 27; null otherwise): "active" while a trial is leased or an
+ * ask came within JOB_VIEW_HARNESS_ACTIVE_S (an ask that waits asks the database again every
+ * quarter second, so a waiting ask keeps it fresh), "waiting" while the open job has none (its
+ * harness went away or has not come yet: the job waits for it, it never fails for that), "ended"
+ * once the job is over; the last ask and the trials leased now. */
+#define JOB_VIEW_HARNESS_ACTIVE_S 5.0
+static json_t *harness_view(const job_info *j)
+{
+    if (!j->target.key.device || strcmp(j->target.key.device, "external") != 0)
+        return json_null();
+    int open = strcmp(j->status, "queued") == 0 || strcmp(j->status, "running") == 0;
+    int recent = j->since_ask_s >= 0 && j->since_ask_s < JOB_VIEW_HARNESS_ACTIVE_S;
+    const char *state = !open ? "ended" : j->harness_leased > 0 || recent ? "active" : "waiting";
+    return json_pack("{s:s, s:o, s:I, s:o}", "state", state, "last_ask_at",
+                     string_or_null(j->last_ask_at), "leased", (json_int_t)j->harness_leased,
+                     "seconds_since_ask",
+                     j->since_ask_s >= 0 ? json_real(j->since_ask_s) : json_null());
+}
+
 json_t *job_view_json(const job_info *j, kt_error *err)
 {
     char self[64], trials[80];
@@ -131,7 +150,8 @@ json_t *job_view_json(const job_info *j, kt_error *err)
         json_decref(out);
         out = NULL;
     }
-    if (out && json_object_set_new(out, "history", history_view(j)) < 0) {
+    if (out && (json_object_set_new(out, "history", history_view(j)) < 0 ||
+                json_object_set_new(out, "harness", harness_view(j)) < 0)) {
         json_decref(out);
         out = NULL;
     }

@@ -3,10 +3,11 @@
 #include "api/handlers.h"
 
 /* Scopes (api_authorize): every GET needs read when any token exists; the token routes and the
- * removal of imports and of models need admin. The other writes check their scope in their handler
- * (POST /v1/tune, DELETE /v1/jobs/{id} and POST /v1/imports: tune, more for an import that replaces
- * measurements; POST /v1/models: admin; GET /v1/best?tune_on_miss: tune). Open to all: /healthz
- * (probes), /v1/openapi.json (the API's description) and the dashboard's static files. */
+ * removal of imports and of models need admin; ask and tell (external jobs' harnesses) need tune.
+ * The other writes check their scope in their handler (POST /v1/tune, DELETE /v1/jobs/{id} and POST
+ * /v1/imports: tune, more for an import that replaces measurements; POST /v1/models: admin; GET
+ * /v1/best?tune_on_miss: tune). Open to all: /healthz (probes), /v1/openapi.json (the API's
+ * description) and the dashboard's static files. */
 #define GUARDED(fn, scope)                                                                         \
     static void fn##_guarded(void *app, const http_request *req, http_response *res)               \
     {                                                                                              \
@@ -32,6 +33,8 @@ GUARDED(api_tokens_list, API_SCOPE_ADMIN)
 GUARDED(api_token_delete, API_SCOPE_ADMIN)
 GUARDED(api_import_delete, API_SCOPE_ADMIN)
 GUARDED(api_model_delete, API_SCOPE_ADMIN)
+GUARDED(api_job_ask, API_SCOPE_TUNE)
+GUARDED(api_job_tell, API_SCOPE_TUNE)
 
 static const http_route routes[] = {
     {"POST", "/v1/tune", api_tune},
@@ -39,6 +42,8 @@ static const http_route routes[] = {
     {"GET", "/v1/jobs/{id}", api_job_get_guarded},
     {"DELETE", "/v1/jobs/{id}", api_job_cancel},
     {"GET", "/v1/jobs/{id}/trials", api_job_trials_guarded},
+    {"POST", "/v1/jobs/{id}/ask", api_job_ask_guarded},
+    {"POST", "/v1/jobs/{id}/tell", api_job_tell_guarded},
     {"POST", "/v1/imports", api_import},
     {"DELETE", "/v1/imports/{id}", api_import_delete_guarded},
     {"GET", "/v1/best", api_best_get_guarded},
@@ -84,4 +89,12 @@ static const char *const heavy[] = {"/v1/jobs/{id}/trials", "/v1/imports", "/v1/
 const char *const *api_heavy_routes(void)
 {
     return heavy;
+}
+
+/* An ask waits up to its wait_s for the job's driver to propose: on a thread of its own. */
+static const char *const blocking[] = {"/v1/jobs/{id}/ask", NULL};
+
+const char *const *api_blocking_routes(void)
+{
+    return blocking;
 }

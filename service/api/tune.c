@@ -86,7 +86,18 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
         goto out;
     }
-    resolved = catalog_resolve(svc->cat, t->kernel, t->device, problem, &target, err) == 0;
+    int external = catalog_is_external(t->device);
+    if (external && t->neural) {
+        json_decref(problem);
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "field 'neural' is not for device external");
+        goto out;
+    }
+    /* The external device (issue 27): the space comes with the request and is stored with the
+     * job; the caller's harness measures through ask/tell. */
+    resolved =
+        (external ? catalog_external_resolve(t->kernel, t->kernel_version, t->device_class,
+                                             t->space, problem, 1, &target, err)
+                  : catalog_resolve(svc->cat, t->kernel, t->device, problem, &target, err)) == 0;
     json_decref(problem);
     if (!resolved)
         goto out;
@@ -104,8 +115,10 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
     /* The final pick: on by default where a measurement is real; a replayed time (or an accel
      * device's cost model) is the same every time, so asking to re-measure one is refused. */
     int measures = !tune_device_deterministic(target.key.device);
+    /* An external harness re-measures only when asked to (its re-measurements are asked like
+     * any trial). */
     int final_remeasure = t->final_remeasure >= 0 ? t->final_remeasure
-                          : measures              ? FINAL_PICK_DEFAULT_COUNT
+                          : measures && !external ? FINAL_PICK_DEFAULT_COUNT
                                                   : 0;
     if (final_remeasure > 0 && !measures) {
         int replay = strncmp(target.key.device, "replay:", 7) == 0;
@@ -146,6 +159,7 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         .final_remeasure = final_remeasure,
         .final_rounds = t->final_rounds > 0 ? t->final_rounds : FINAL_PICK_DEFAULT_ROUNDS,
         .submitter = submitter,
+        .space = target.space_def,
     };
     /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
     if (db_pool_check_writable(svc->db, err) < 0)

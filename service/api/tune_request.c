@@ -118,9 +118,10 @@ json_t *tune_request_problem(const tune_request *t, int *oom)
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
-        "kernel",       "device", "problem", "strategy", "strategy_options",
-        "budget",       "seed",   "history", "parallel", "final_remeasure",
-        "final_rounds", "neural", NULL};
+        "kernel",           "device",          "problem",      "strategy",
+        "strategy_options", "budget",          "seed",         "history",
+        "parallel",         "final_remeasure", "final_rounds", "neural",
+        "kernel_version",   "device_class",    "space",        NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -129,6 +130,23 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0 ||
         api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0)
         return -1;
+    if (api_get_string(body, "kernel_version", 0, API_MAX_NAME, &t->kernel_version, err) < 0 ||
+        api_get_string(body, "device_class", 0, API_MAX_NAME, &t->device_class, err) < 0)
+        return -1;
+    t->space = json_object_get(body, "space");
+    if (t->space && json_is_null(t->space))
+        t->space = NULL;
+    if (strcmp(t->device, "external") != 0 && (t->kernel_version || t->device_class || t->space)) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "field '%s' is only for device external (a harness measures through "
+                     "ask/tell)",
+                     t->space          ? "space"
+                     : t->device_class ? "device_class"
+                                       : "kernel_version");
+        kt_error_hint(err, "leave it out for device %s, or send \"device\": \"external\"",
+                      t->device);
+        return -1;
+    }
     if (!t->history)
         t->history = TUNE_DEFAULT_HISTORY;
     if (strcmp(t->history, "auto") != 0 && strcmp(t->history, "none") != 0) {

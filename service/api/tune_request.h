@@ -34,6 +34,11 @@ typedef struct tune_request {
      * devices, where a measurement is a recorded time or the cost model's answer and re-measuring
      * it tells nothing: tune_device_deterministic). */
     int final_remeasure, final_rounds;
+    /* The external device (issue 27, catalog_external_resolve): "kernel_version" (NULL: the
+     * space's hash keys the results), "device_class" (required there) and the inline "space";
+     * refused with any other device. */
+    const char *kernel_version, *device_class;
+    const json_t *space;
 } tune_request;
 
 /* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (parallel

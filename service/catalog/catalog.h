@@ -111,6 +111,51 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err);
 
+/* The "external" device (issue 27, catalog_external.c): a kernel measured by the caller's own
+ * harness through ask/tell (api/ask_tell.c). Its space is sent inline with the request and stored
+ * with the job; nothing of it is in the catalog, and no process serves the device, so its trials
+ * are only leased to a harness. Key: kernel = the request's name, device "external", device_class
+ * = the caller's, kernel_hash = kernel_version when given, else "space:" and 16 hex digits of the
+ * canonical space, toolchain "external", problem_key = the canonical problem (numbers only). */
+#define CATALOG_EXTERNAL_DEVICE           "external"
+#define CATALOG_EXTERNAL_TOOLCHAIN        "external"
+#define CATALOG_EXTERNAL_MAX_CLASS        128 /* device_class: printable ASCII */
+#define CATALOG_EXTERNAL_MAX_VERSION      64  /* kernel_version: [A-Za-z0-9._:-] */
+#define CATALOG_EXTERNAL_MAX_PARAMS       64
+#define CATALOG_EXTERNAL_MAX_VALUES       4096
+#define CATALOG_EXTERNAL_MAX_RESTRICTIONS 256
+#define CATALOG_EXTERNAL_MAX_EXPR         4096
+#define CATALOG_EXTERNAL_MAX_ARGS         64 /* problem arguments */
+
+/* 1 when device names the external device. */
+int catalog_is_external(const char *device);
+/* Checks kernel_version and device_class as the key will hold them: 0, or -1 with a 400 naming
+ * the field. version may be NULL (not given). */
+int catalog_external_check_names(const char *version, const char *device_class, kt_error *err);
+/* The canonical problem of an external target (new reference): problem (NULL or JSON null = {})
+ * checked, an object of at most CATALOG_EXTERNAL_MAX_ARGS numbers named by identifiers; *key_out
+ * (malloc'd) its compact JSON with sorted keys. NULL with KT_ERR_BAD_PROBLEM naming the member. */
+json_t *catalog_external_problem(const json_t *problem, char **key_out, kt_error *err);
+/* Resolves an external target from a request: space is {"parameters": [{"name","values"}],
+ * "restrictions": [...], "default": {...}} (restrictions see the parameters and the problem's
+ * arguments); every error is a 400 whose message starts with the JSON path ("space.restrictions[1]:
+ * unexpected '&' at column 13: write \"and\""). with_space 0 checks and keys without enumerating
+ * (sp NULL). On success out owns everything (target_release). */
+int catalog_external_resolve(const char *kernel, const char *kernel_version,
+                             const char *device_class, const json_t *space, const json_t *problem,
+                             int with_space, target *out, kt_error *err);
+/* The key of an external target without its space (GET /v1/best): kernel_version is the key's
+ * kernel_hash (required here), problem checked as above; sp and space_def NULL. */
+int catalog_external_key(const char *kernel, const char *kernel_version, const char *device_class,
+                         const json_t *problem, target *out, kt_error *err);
+/* catalog_reopen for a stored job whose space was stored with it (space: jobs.space, NULL for a
+ * catalog device: then exactly catalog_reopen). An external key is rebuilt from the stored space
+ * and problem and must give the stored problem_key; the stored kernel_hash is kept. */
+int catalog_reopen_space(const catalog *c, const target_key *stored, const json_t *problem,
+                         const json_t *space, target *out, kt_error *err);
+/* The space's "default" of an external target (new reference), NULL when it has none. */
+json_t *catalog_external_default(const target *t);
+
 /* The default configuration of the target's kernel variant on its device ({"param": value}, new
  * reference): the spec's "default" for the device's limits (kernel_spec_default), what a searcher's
  * "start": "default" means (searcher_options_resolve_start). NULL for replay and accel targets and

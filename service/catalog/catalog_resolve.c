@@ -311,6 +311,8 @@ void target_release(target *t)
     if (t->owns_space)
         space_free((space *)t->sp);
     catalog_neural_free(t->neural);
+    json_decref(t->space_def);
+    free(t->owned_strings); /* an external target's kernel, class and hash */
     memset(t, 0, sizeof *t);
 }
 
@@ -320,6 +322,8 @@ json_t *catalog_default_config(const catalog *c, const target *t)
     const catalog_device *d = NULL;
     const char *text;
 
+    if (t && t->space_def) /* an external target: the space's own default, when it has one */
+        return catalog_external_default(t);
     if (!k)
         return NULL;
     d = catalog_find_real(c, t->key.device);

@@ -233,6 +233,9 @@ struct http_server {
     unsigned char *route_heavy; /* per route: 1 when its pattern is in the options' heavy list */
     int heavy_limit;            /* heavy handlers at once: threads - 2, at least 1 */
     atomic_int heavy_running;
+    unsigned char *route_blocking; /* per route: 1 when in the options' blocking list */
+    atomic_int blocking_running;   /* blocking handlers on their threads now */
+    atomic_int stopping;           /* http_server_stop began: blocking handlers reply */
     http_gate *gate;
     int started;
 };

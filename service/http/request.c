@@ -16,6 +16,19 @@
 #include "core/log.h"
 #include "http/prepared.h"
 
+/* A blocking route's request (http_server_options.blocking): its handler runs on a thread of its
+ * own while MHD holds the connection suspended; the thread resumes it when the reply is ready and
+ * MHD calls the access handler again, which queues it (finish_blocking). */
+typedef struct blocking_call {
+    http_worker *w;
+    struct MHD_Connection *conn;
+    const http_route *route;
+    int route_index;
+    http_request req;
+    http_response res;
+    atomic_int done;
+} blocking_call;
+
 typedef struct req_state {
     uint64_t t0_ns; /* kt_clock_ns at the first call */
     strbuf body;    /* at most HTTP_MAX_BODY bytes */
@@ -29,7 +42,8 @@ typedef struct req_state {
     int started;      /* the first call of the access handler has been */
     int refused;      /* answered with refusal, closing the connection */
     kt_error refusal;
-    http_conn *gate; /* the gate's record of the connection (borrowed; may be NULL) */
+    http_conn *gate;     /* the gate's record of the connection (borrowed; may be NULL) */
+    blocking_call *call; /* a blocking route's handler on its thread; owned */
 } req_state;
 
 static void body_append(req_state *st, const char *data, size_t n)
@@ -170,6 +184,41 @@ static void run_heavy(http_worker *w, const http_route *route, const http_reques
     atomic_fetch_sub(&s->heavy_running, 1);
 }
 
+/* Queues res (or mr, a file's reply) on conn, counts and logs it. */
+static enum MHD_Result queue_reply(http_worker *w, struct MHD_Connection *conn, req_state *st,
+                                   const http_request *req, http_response *res,
+                                   struct MHD_Response *mr, int route_index, int status)
+{
+    http_server *s = w->server;
+    enum MHD_Result ok = MHD_NO;
+    /* A reply made once and kept by the handler (http/prepared.h): queued as it is. */
+    http_prepared *prepared = http_response_take_prepared(res);
+    if (!mr && prepared) {
+        mr = http_prepared_response(prepared);
+        status = http_prepared_status(prepared);
+    }
+    if (!mr)
+        mr = to_mhd(req, res, &status);
+    if (!mr) {
+        log_error("http: out of memory making a reply to %s; connection dropped", req->method);
+        http_prepared_release(prepared);
+        return MHD_NO;
+    }
+    ok = MHD_queue_response(conn, (unsigned)status, mr);
+    if (!prepared || mr != http_prepared_response(prepared))
+        MHD_destroy_response(mr);
+    http_prepared_release(prepared); /* MHD holds its own reference while it sends it */
+    uint64_t ns = kt_clock_since_ns(st->t0_ns);
+    http_metrics_count(&s->metrics, route_index, req->method, status, ns);
+    char printable[256];
+    http_printable(printable, sizeof printable, req->path);
+    log_debug("http: %s %s %d %.1f ms", req->method, printable, status, (double)ns / 1e6);
+    return ok;
+}
+
+static int start_blocking(http_worker *w, struct MHD_Connection *conn, req_state *st,
+                          const http_request *req, int route_index, http_response *res);
+
 static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const char *url,
                               const char *method, req_state *st)
 {
@@ -188,6 +237,7 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
     req.path = url;
     req.route = "unmatched";
     req.conn = conn;
+    req.server = s;
     req.body = st->body.len ? st->body.data : NULL;
     req.body_len = st->body.len;
     st->scratch = malloc(strlen(url) + HTTP_MAX_PATH_PARAMS + 1);
@@ -211,6 +261,11 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
         kt_error err;
         kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory while reading the request body");
         http_reply_error(&res, &err);
+    } else if (m == HTTP_MATCH_OK && s->route_blocking[route_index]) {
+        if (start_blocking(w, conn, st, &req, route_index, &res)) {
+            ok = MHD_YES; /* the reply comes when the handler's thread resumes the connection */
+            goto out;
+        }
     } else if (m == HTTP_MATCH_OK && s->route_heavy[route_index]) {
         run_heavy(w, &s->routes[route_index], &req, &res);
     } else if (m == HTTP_MATCH_OK) {
@@ -231,30 +286,76 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
             reply_code(&res, KT_ERR_METHOD_NOT_ALLOWED, "method %s is not allowed here", method);
         }
     }
-    /* A reply made once and kept by the handler (http/prepared.h): queued as it is. */
-    http_prepared *prepared = http_response_take_prepared(&res);
-    if (!mr && prepared) {
-        mr = http_prepared_response(prepared);
-        status = http_prepared_status(prepared);
-    }
-    if (!mr)
-        mr = to_mhd(&req, &res, &status);
-    if (!mr) {
-        log_error("http: out of memory making a reply to %s; connection dropped", method);
-        http_prepared_release(prepared);
-        goto out;
-    }
-    ok = MHD_queue_response(conn, (unsigned)status, mr);
-    if (!prepared || mr != http_prepared_response(prepared))
-        MHD_destroy_response(mr);
-    http_prepared_release(prepared); /* MHD holds its own reference while it sends it */
-    uint64_t ns = kt_clock_since_ns(st->t0_ns);
-    http_metrics_count(&s->metrics, route_index, method, status, ns);
-    char printable[256];
-    http_printable(printable, sizeof printable, url);
-    log_debug("http: %s %s %d %.1f ms", method, printable, status, (double)ns / 1e6);
+    ok = queue_reply(w, conn, st, &req, &res, mr, route_index, status);
 out:
     http_response_clear(&res);
+    return ok;
+}
+
+/* The blocking call's thread: runs the handler, then resumes the connection (after which the
+ * call belongs to MHD's thread again: nothing of it is touched here). */
+static void *blocking_main(void *arg)
+{
+    blocking_call *call = arg;
+    http_server *s = call->w->server;
+    struct MHD_Connection *conn = call->conn;
+    call->route->handler(s->app, &call->req, &call->res);
+    atomic_store(&call->done, 1);
+    MHD_resume_connection(conn);
+    atomic_fetch_sub(&s->blocking_running, 1);
+    return NULL;
+}
+
+/* Starts a blocking route's handler on its own thread with the connection suspended: 1, or 0
+ * with res holding the refusal (429: too many at once, or no thread). */
+static int start_blocking(http_worker *w, struct MHD_Connection *conn, req_state *st,
+                          const http_request *req, int route_index, http_response *res)
+{
+    http_server *s = w->server;
+    kt_error err;
+    pthread_attr_t attr;
+    pthread_t tid;
+    blocking_call *call = NULL;
+    if (atomic_fetch_add(&s->blocking_running, 1) >= HTTP_MAX_BLOCKING || atomic_load(&s->stopping))
+        goto refuse;
+    call = calloc(1, sizeof *call);
+    if (!call)
+        goto refuse;
+    call->w = w;
+    call->conn = conn;
+    call->route = &s->routes[route_index];
+    call->route_index = route_index;
+    call->req = *req;
+    st->call = call;
+    MHD_suspend_connection(conn);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int started = pthread_create(&tid, &attr, blocking_main, call) == 0;
+    pthread_attr_destroy(&attr);
+    if (started)
+        return 1;
+    MHD_resume_connection(conn);
+    st->call = NULL;
+    free(call);
+refuse:
+    atomic_fetch_sub(&s->blocking_running, 1);
+    kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS, "%d waiting requests are running; retry shortly",
+                 HTTP_MAX_BLOCKING);
+    kt_error_hint(&err, "retry after the Retry-After seconds");
+    http_response_add_header(res, "Retry-After", "1");
+    http_reply_error(res, &err);
+    return 0;
+}
+
+/* The access handler's call after a blocking handler resumed the connection: queues its reply. */
+static enum MHD_Result finish_blocking(http_worker *w, struct MHD_Connection *conn, req_state *st)
+{
+    blocking_call *call = st->call;
+    enum MHD_Result ok =
+        queue_reply(w, conn, st, &call->req, &call->res, NULL, call->route_index, 500);
+    http_response_clear(&call->res);
+    st->call = NULL;
+    free(call);
     return ok;
 }
 
@@ -420,6 +521,8 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
         body_append(st, upload_data, n);
         return st->too_large ? body_refuse(w, conn, st) : MHD_YES;
     }
+    if (st->call) /* a blocking handler: its reply once it resumed the connection */
+        return atomic_load(&st->call->done) ? finish_blocking(w, conn, st) : MHD_YES;
     if (st->answered)
         return MHD_YES;
     if (http_gate_conn_phase(w->server, st->gate, HTTP_CONN_BUSY) < 0)
@@ -437,8 +540,18 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!st)
         return;
     http_gate_conn_phase(s, st->gate, HTTP_CONN_IDLE); /* waits for a next request (or closes) */
+    if (st->call && atomic_load(&st->call->done)) {
+        http_response_clear(&st->call->res);
+        free(st->call);
+    } /* else its thread still runs (never: MHD keeps a suspended connection): leaked, not freed
+       * under it */
     strbuf_release(&st->body);
     free(st->scratch);
     free(st);
     *con_cls = NULL;
+}
+
+int http_request_stopping(const http_request *req)
+{
+    return req && req->server && atomic_load(&req->server->stopping);
 }

@@ -79,6 +79,23 @@ http_server *http_server_new(const http_route *routes, void *app, const http_ser
             goto out;
         }
     }
+    s->route_blocking = calloc((size_t)s->n_routes + 1, 1);
+    if (!s->route_blocking) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    for (int i = 0; opt->blocking && opt->blocking[i]; i++) {
+        int found = 0;
+        for (int r = 0; r < s->n_routes; r++) {
+            if (strcmp(routes[r].pattern, opt->blocking[i]) == 0)
+                s->route_blocking[r] = found = 1;
+        }
+        if (!found) {
+            kt_error_set(err, KT_ERR_CONFIG, "http: blocking route %s is not a route",
+                         opt->blocking[i]);
+            goto out;
+        }
+    }
     if (opt->web_root && opt->web_root[0]) {
         struct stat st;
         s->web_root_real = realpath(opt->web_root, NULL);
@@ -106,6 +123,13 @@ void http_server_stop(http_server *s)
     if (!s || !s->started)
         return;
     http_gate_stop(s); /* no new connections */
+    /* Blocking handlers see the flag and reply; their connections must be resumed before a
+     * daemon stops (MHD refuses to stop with suspended connections). */
+    atomic_store(&s->stopping, 1);
+    for (int waited = 0; atomic_load(&s->blocking_running) > 0 && waited < 60000; waited += 5) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 5000000L};
+        nanosleep(&ts, NULL);
+    }
     for (int i = 0; i < s->threads; i++) {
         if (s->workers[i].daemon)
             MHD_stop_daemon(s->workers[i].daemon); /* joins its thread: no handler runs after */
@@ -125,6 +149,7 @@ void http_server_free(http_server *s)
     http_gate_free(s);
     free(s->workers);
     free(s->route_heavy);
+    free(s->route_blocking);
     http_metrics_destroy(&s->metrics);
     free(s->listen);
     free(s->web_root_real);
@@ -246,7 +271,7 @@ int http_server_start(http_server *s, kt_error *err)
         return 0;
     fit_open_files(s);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
-                     MHD_USE_NO_LISTEN_SOCKET;
+                     MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     unsigned timeout = (unsigned)(s->header_timeout_s + 0.999);
     free(s->workers);
@@ -254,6 +279,7 @@ int http_server_start(http_server *s, kt_error *err)
     if (!s->workers)
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     s->started = 1; /* from here http_server_stop undoes what was started */
+    atomic_store(&s->stopping, 0);
     for (int i = 0; i < s->threads; i++) {
         http_worker *w = &s->workers[i];
         w->server = s;

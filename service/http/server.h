@@ -36,7 +36,8 @@ typedef struct http_request {
     int n_params;
     const char *body; /* NUL-terminated request body (may contain NULs), NULL when empty */
     size_t body_len;
-    void *conn; /* the struct MHD_Connection, for query and header look-ups */
+    void *conn;                 /* the struct MHD_Connection, for query and header look-ups */
+    struct http_server *server; /* for http_request_stopping */
 } http_request;
 
 typedef struct http_response {
@@ -65,6 +66,13 @@ typedef struct http_server_options {
      * too_many_requests with Retry-After, so that light routes (/healthz, /v1/best) always find a
      * thread. Borrowed. */
     const char *const *heavy;
+    /* Patterns of blocking routes (handlers that may wait for an event, such as ask/tell's ask),
+     * NULL-ended, or NULL: each such request runs its handler on a thread of its own while its
+     * connection is suspended, so a worker's event loop (and every other connection on it) never
+     * waits for it; at most HTTP_MAX_BLOCKING at once, beyond 429 too_many_requests. Their
+     * handlers should ask http_request_stopping while they wait: http_server_stop waits for
+     * them. Borrowed. */
+    const char *const *blocking;
     /* Admission (0 = default): connections at once [HTTP_DEFAULT_MAX_CONNECTIONS, at most what
      * RLIMIT_NOFILE leaves], per client address [HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP]; beyond,
      * new connections are closed unanswered. header_timeout_s: a connection that has not sent a
@@ -84,6 +92,7 @@ typedef struct http_server_options {
     double body_min_rate;
 } http_server_options;
 
+#define HTTP_MAX_BLOCKING                   1024 /* blocking handlers running at once */
 #define HTTP_DEFAULT_MAX_CONNECTIONS        4096
 #define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 2048
 #define HTTP_DEFAULT_HEADER_TIMEOUT_S       10.0
@@ -98,6 +107,9 @@ int http_server_start(http_server *s, kt_error *err); /* binds and starts servin
 int http_server_port(const http_server *s);           /* the bound port (useful with port 0) */
 void http_server_stop(http_server *s); /* stops accepting, waits for handlers to end */
 void http_server_free(http_server *s);
+
+/* 1 once the server is stopping: a blocking handler that waits should reply now. */
+int http_request_stopping(const http_request *req);
 
 /* Query string value of key (decoded), or NULL. */
 const char *http_query(const http_request *req, const char *key);

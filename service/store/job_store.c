@@ -13,6 +13,9 @@
     prefix "kernel, " prefix "device, " prefix "device_class, " prefix "kernel_hash, " prefix      \
            "problem_key, " prefix "problem, " prefix "toolchain"
 
+/* The stored inline space (sql/016), read by name (job_target_of_row). */
+#define JOB_SPACE_COLUMN(prefix) prefix "space AS job_space"
+
 /* Fair shares of the job slots (job_store_claim, job_store_yield; issue 26). A job's caller is its
  * submitter (NULL: one more caller). A job waits when no runner drives it: queued, or running and
  * handed back (a re-sync, a dead runner, a yield). The two common table expressions: driven(caller,
@@ -41,6 +44,13 @@
     " AND ht.seq <= COALESCE(jsonb_array_length(j.history_used -> 'first'), 0)) AS "               \
     "seeded_measured"
 
+/* The harness of an external job (sql/016, by name): its last ask and its live leases. */
+#define JOB_HARNESS_COLUMNS                                                                        \
+    "to_json(j.last_ask_at) #>> '{}' AS last_ask_at,"                                              \
+    " EXTRACT(EPOCH FROM now() - j.last_ask_at) AS since_ask,"                                     \
+    " CASE WHEN j.device = 'external' THEN (SELECT count(*) FROM trials lt WHERE lt.job_id = j.id" \
+    " AND lt.status = 'running' AND lt.lease_expires_at > now()) ELSE 0 END AS harness_leased"
+
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
 /* clang-format off */
@@ -51,7 +61,7 @@
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
     " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS   \
-    ", j.parallel AS parallel, " PICK_JOB_COLUMNS
+    ", j.parallel AS parallel, " PICK_JOB_COLUMNS ", " JOB_HARNESS_COLUMNS
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -71,6 +81,10 @@ static int job_target_of_row(const PGresult *r, int row, int col, job_target *t)
         .toolchain = dup_value(r, row, col + 6),
     };
     t->problem = store_get_json(r, row, col + 5);
+    /* The inline space of an external job (sql/016), by name: the queries that read targets end
+     * with JOB_SPACE_COLUMN; NULL for catalog devices. */
+    int sc = PQfnumber(r, "job_space");
+    t->space = sc >= 0 ? store_get_json(r, row, sc) : NULL;
     return t->key.kernel && t->key.device && t->key.device_class && t->key.kernel_hash &&
                    t->key.problem_key && t->key.toolchain && t->problem
                ? 0
@@ -122,6 +136,11 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     int par = PQfnumber(r, "parallel");
     j->parallel = par >= 0 && !PQgetisnull(r, row, par) ? (int)store_get_ll(r, row, par) : 0;
     pick_store_read_job(r, row, j);
+    int la = PQfnumber(r, "last_ask_at"), sa = PQfnumber(r, "since_ask"),
+        hl = PQfnumber(r, "harness_leased");
+    j->last_ask_at = la >= 0 ? dup_or_null(r, row, la) : NULL;
+    j->since_ask_s = sa >= 0 && !PQgetisnull(r, row, sa) ? store_get_double(r, row, sa) : -1;
+    j->harness_leased = hl >= 0 ? store_get_ll(r, row, hl) : 0;
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -145,6 +164,7 @@ void job_info_release(job_info *j)
     free(j->history);
     json_decref(j->history_used);
     json_decref(j->final_pick);
+    free(j->last_ask_at);
     memset(j, 0, sizeof *j);
 }
 
@@ -154,6 +174,7 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
     store_num seed, evals, secs, batch, size, par, fr, fk;
     char *problem = store_json_text(s->problem);
     char *options = store_json_text(s->options);
+    char *space = s->space ? store_json_text(s->space) : NULL;
     const char *p[] = {
         s->key.kernel,
         s->key.device,
@@ -176,6 +197,7 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         store_ll(&fr, s->final_remeasure > 0 ? s->final_remeasure : 0),
         store_ll(&fk, s->final_remeasure > 0 ? s->final_rounds : 0),
         s->submitter,
+        space,
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
@@ -183,11 +205,11 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
         " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel,"
-        " final_remeasure, final_rounds, submitter)"
+        " final_remeasure, final_rounds, submitter, space)"
         " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16,"
-        " $17, $18, $19, $20, $21 FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL ELSE now() END"
-        " AS at) t RETURNING id",
-        21, p, err);
+        " $17, $18, $19, $20, $21, $22::jsonb FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL"
+        " ELSE now() END AS at) t RETURNING id",
+        22, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -196,6 +218,7 @@ out:
     PQclear(r);
     free(problem);
     free(options);
+    free(space);
     return rc;
 }
 
@@ -389,7 +412,7 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attem
         " updated_at = now() FROM pick WHERE j.id = pick.id RETURNING j.id, "
         JOB_TARGET_COLUMNS("j.") ", j.strategy, j.strategy_options, j.seed,"
         " j.budget_evaluations, j.budget_seconds, j.batch_size, j.history, j.history_used,"
-        " j.final_remeasure, j.final_rounds, j.start_attempts",
+        " j.final_remeasure, j.final_rounds, j.start_attempts, " JOB_SPACE_COLUMN("j."),
         5, p, err);
     /* clang-format on */
     if (!r)
@@ -456,6 +479,7 @@ void job_target_release(job_target *t)
     free((char *)t->key.problem_key);
     free((char *)t->key.toolchain);
     json_decref(t->problem);
+    json_decref(t->space);
     memset(t, 0, sizeof *t);
 }
 
@@ -592,8 +616,9 @@ int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
     store_num n;
     const char *p[] = {store_ll(&n, id)};
     memset(out, 0, sizeof *out);
-    PGresult *r =
-        db_exec(c, "SELECT " JOB_TARGET_COLUMNS("") " FROM jobs WHERE id = $1", 1, p, err);
+    PGresult *r = db_exec(
+        c, "SELECT " JOB_TARGET_COLUMNS("") ", " JOB_SPACE_COLUMN("") " FROM jobs WHERE id = $1", 1,
+        p, err);
     if (!r)
         return -1;
     int rc = -1;

@@ -26,6 +26,7 @@
 typedef struct job_target {
     target_key key;
     json_t *problem;
+    json_t *space; /* an external job's inline space (sql/016, catalog_reopen_space); else NULL */
 } job_target;
 
 /* A new job: where it belongs (key and problem as catalog_resolve gave them, borrowed; every key
@@ -50,6 +51,7 @@ typedef struct job_spec {
     const char *submitter;   /* who queued it (sql/008, api_caller: "token:<id>", "startup",
                               * "anonymous"), NULL for none (imports): its job cap and its share
                               * of the job slots (job_store_claim) */
+    const json_t *space;     /* the inline space of an external job (sql/016), NULL otherwise */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -107,6 +109,11 @@ typedef struct job_info {
     int final_rounds;
     json_t *final_pick;       /* jobs.final_pick once recorded (worker/final_pick.h), else NULL */
     long long final_measured; /* re-measurements with a final status while final_pick is NULL */
+    /* The harness of an external job (sql/016): its last ask (NULL: never asked), seconds since
+     * (-1: never) and the trials it holds under a live lease. */
+    char *last_ask_at;
+    double since_ask_s;
+    long long harness_leased;
 } job_info;
 
 /* A page of jobs, newest first. */

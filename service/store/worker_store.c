@@ -84,7 +84,7 @@ int worker_store_reap(PGconn *c, const char *host, int my_pid, const char *my_pr
     PQclear(r);
     r = db_exec(c,
                 "UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL WHERE "
-                "status = 'running'"
+                "status = 'running' AND lease_expires_at IS NULL" /* leased: its lease decides */
                 " AND (worker IS NULL OR worker IN (SELECT id FROM workers WHERE status IN "
                 "('dead', 'stopped'))"
                 " OR worker NOT IN (SELECT id FROM workers)) RETURNING id",

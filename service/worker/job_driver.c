@@ -388,8 +388,8 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cach
         goto out;
     }
     d->targets = targets;
-    d->target =
-        target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem, &why);
+    d->target = target_cache_open(targets, d->row.id, &d->row.target.key, d->row.target.problem,
+                                  d->row.target.space, &why);
     if (!d->target) {
         kt_error_prefix(&why, "cannot resume job %lld", d->row.id);
         /* The catalog gives another kernel hash: the space the stored trials index is gone; another

@@ -113,6 +113,8 @@ void worker_system_job_ended(worker_system *w, long long job_id)
             w->measurer_args[i].stop = 1;
     }
     w->runner_gen++;
+    if (job_id > 0) /* its harness's ask (ask/tell) sees it ended */
+        w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS]++;
     pthread_cond_broadcast(&w->wake);
     pthread_mutex_unlock(&w->lock);
 }
@@ -159,7 +161,7 @@ static const target *target_for(measurer *m, PGconn *c, long long job_id, kt_err
     job_target stored;
     if (job_store_target(c, job_id, &stored, err) < 0)
         return NULL;
-    t = target_cache_open(m->w->targets, job_id, &stored.key, stored.problem, err);
+    t = target_cache_open(m->w->targets, job_id, &stored.key, stored.problem, stored.space, err);
     job_target_release(&stored);
     return t;
 }

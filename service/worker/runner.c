@@ -191,7 +191,7 @@ static void claim_jobs(runner_state *st, PGconn *c)
                  d->row.target.key.kernel, d->row.target.key.device, d->row.strategy,
                  d->row.start_attempts, attempts);
         if (rc == JOB_DRIVER_QUEUED)
-            worker_bump(w, &w->queued_gen);
+            worker_bump_job(w, id);
         st->n_jobs++;
     }
     for (int i = 0; i < room; i++)
@@ -241,8 +241,8 @@ static void step_jobs(runner_state *st, PGconn *c)
             snprintf(what, sizeof what, "job %lld: step", d->row.id);
             round_failed(st, what, &err);
         }
-        if (rc == JOB_DRIVER_QUEUED)
-            worker_bump(st->w, &st->w->queued_gen);
+        if (rc == JOB_DRIVER_QUEUED || rc == JOB_DRIVER_ENDED)
+            worker_bump_job(st->w, d->row.id); /* measurers and the job's asks (ask/tell) */
         if (rc == JOB_DRIVER_ENDED) {
             worker_system_job_ended(st->w, d->row.id); /* a measurement of it under way stops */
             job_driver_close(d);

@@ -95,7 +95,7 @@ const target *target_cache_find(target_cache *tc, long long job_id)
 }
 
 const target *target_cache_open(target_cache *tc, long long job_id, const target_key *stored,
-                                const json_t *problem, kt_error *err)
+                                const json_t *problem, const json_t *space, kt_error *err)
 {
     const target *found = target_cache_find(tc, job_id);
     if (found)
@@ -103,7 +103,7 @@ const target *target_cache_open(target_cache *tc, long long job_id, const target
     /* Resolved outside the lock (building a space takes a while); a thread that raced us and won
      * keeps its entry, ours is dropped. */
     target t;
-    if (catalog_reopen(tc->cat, stored, problem, &t, err) < 0)
+    if (catalog_reopen_space(tc->cat, stored, problem, space, &t, err) < 0)
         return NULL;
     pthread_mutex_lock(&tc->lock);
     cache_entry *e = lookup(tc, job_id);

@@ -28,12 +28,13 @@ void target_cache_free(target_cache *tc);
 
 /* The cached target of job_id (counted as a user), or NULL when it is not cached. */
 const target *target_cache_find(target_cache *tc, long long job_id);
-/* The target of job_id, reopened from its stored key and problem when not cached yet (counted as a
- * user). Errors: those of catalog_reopen (KT_ERR_CONFLICT: the kernel changed since the job was
- * made; KT_ERR_TOOLCHAIN_CHANGED: the device's compiler or driver did), KT_ERR_INTERNAL when every
- * slot is in use. */
+/* The target of job_id, reopened from its stored key and problem (and an external job's stored
+ * space, else NULL: catalog_reopen_space) when not cached yet (counted as a user). Errors: those of
+ * catalog_reopen (KT_ERR_CONFLICT: the kernel changed since the job was made;
+ * KT_ERR_TOOLCHAIN_CHANGED: the device's compiler or driver did), KT_ERR_INTERNAL when every slot
+ * is in use. */
 const target *target_cache_open(target_cache *tc, long long job_id, const target_key *stored,
-                                const json_t *problem, kt_error *err);
+                                const json_t *problem, const json_t *space, kt_error *err);
 /* One user less; NULL is fine. */
 void target_cache_release(target_cache *tc, const target *t);
 /* The job is over here: its entry is freed once its last user releases it. */

@@ -33,6 +33,38 @@ void worker_bump(worker_system *w, unsigned long *gen)
     pthread_mutex_unlock(&w->lock);
 }
 
+void worker_bump_job(worker_system *w, long long job_id)
+{
+    pthread_mutex_lock(&w->lock);
+    w->queued_gen++;
+    w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS]++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
+unsigned long worker_system_job_gen(worker_system *w, long long job_id)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    unsigned long g = w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS];
+    pthread_mutex_unlock(&w->lock);
+    return g;
+}
+
+unsigned long worker_system_wait_job(worker_system *w, long long job_id, unsigned long seen,
+                                     int timeout_ms)
+{
+    if (!w) {
+        struct timespec ts = {.tv_sec = timeout_ms / 1000,
+                              .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return seen;
+    }
+    return worker_wait(w, &w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS], seen,
+                       timeout_ms);
+}
+
 int worker_stopping(worker_system *w)
 {
     pthread_mutex_lock(&w->lock);

@@ -50,6 +50,13 @@ void worker_system_wake(worker_system *w);
  * nothing. Measurements of jobs ended by another process are given up too, seen by a query every
  * 500 ms. Also wakes the runner. Any thread. */
 void worker_system_job_ended(worker_system *w, long long job_id);
+/* Ask/tell (api/ask_tell.c): job_id's generation, bumped when this process's runner queued
+ * trials of the job or the job ended here; wait_job waits until it differs from seen, the system
+ * stops, or timeout_ms pass, and returns it. With w NULL (an API process) the generation is 0 and
+ * the wait sleeps timeout_ms: the caller looks at the database again. Any thread. */
+unsigned long worker_system_job_gen(worker_system *w, long long job_id);
+unsigned long worker_system_wait_job(worker_system *w, long long job_id, unsigned long seen,
+                                     int timeout_ms);
 /* Tells the model trainer (worker/trainer.h) that a model was queued (it also polls). */
 void worker_system_wake_trainer(worker_system *w);
 /* w may be NULL (an API process, --role api, has no workers): the wakes do nothing and the stats

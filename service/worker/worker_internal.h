@@ -16,6 +16,9 @@
  * is gone): the lease, --lease-s, in whole seconds. */
 #define WORKER_STALE_S(w) worker_stale_s(&(w)->opt)
 
+/* Slots of the per-job generations of ask/tell waits (jobs sharing a slot only wake each other). */
+#define WORKER_JOB_SLOTS 64
+
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
 
@@ -47,6 +50,9 @@ struct worker_system {
     int stopping;
     unsigned long queued_gen; /* bumped when trials are inserted or requeued */
     unsigned long runner_gen; /* bumped when a trial is finished or a job is queued */
+    /* Ask/tell (worker_system_wait_job): per job (slot job id % WORKER_JOB_SLOTS), bumped when the
+     * runner queued trials of the job or the job ended here. */
+    unsigned long job_gen[WORKER_JOB_SLOTS];
     worker_stats stats;
 
     pthread_t runner_thread;
@@ -64,6 +70,8 @@ void *measurer_main(void *arg);
 unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
                           int timeout_ms);
 void worker_bump(worker_system *w, unsigned long *gen);
+/* Bumps job_id's generation (and queued_gen, for the measurers) in one broadcast. */
+void worker_bump_job(worker_system *w, long long job_id);
 int worker_stopping(worker_system *w);
 /* The lease in whole seconds (at least 1). */
 int worker_stale_s(const worker_options *opt);

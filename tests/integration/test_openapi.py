@@ -339,6 +339,40 @@ class ServedTest(unittest.TestCase):
             status, _, _ = self.call("GET", path)
             self.assertEqual(status, 200, path)
 
+    def test_g_ask_tell(self):
+        """Ask/tell (issue 27): an external job measured by this test as its harness."""
+        space = deref(DOC["components"]["schemas"]["ExternalSpace"])["examples"][0]
+        status, _, job = self.call("POST", "/v1/tune", body={
+            "kernel": "vadd", "kernel_version": "v1", "device": "external", "device_class": "openapi-class",
+            "space": space, "problem": {"n": 1024}, "strategy": "random", "budget": {"evaluations": 2},
+            "parallel": 2, "history": "none"})
+        self.assertEqual(status, 202, job)
+        ids = {"id": job["id"]}
+        status, _, asked = self.call("POST", "/v1/jobs/{id}/ask", ids, body={"n": 2, "lease_s": 30})
+        self.assertEqual((status, len(asked["trials"])), (200, 2), asked)
+        told = [{"id": t["id"], "status": "ok", "time_ms": 1.5 + i, "metrics": {"gflops": 3}}
+                for i, t in enumerate(asked["trials"])]
+        status, _, reply = self.call("POST", "/v1/jobs/{id}/tell", ids, body={"trials": told})
+        self.assertEqual(status, 200, reply)
+        status, _, reply = self.call("POST", "/v1/jobs/{id}/tell", ids,
+                                     body={"trials": [{"id": 987654321, "status": "invalid"}]})
+        self.assertEqual((status, reply["error"]["code"]), (400, "bad_request"), reply)
+        self.assertEqual(self.k.wait_job(job["id"])["status"], "succeeded")
+        status, _, done = self.call("POST", "/v1/jobs/{id}/ask", ids, body={})
+        self.assertEqual((status, done["done"]), (200, True), done)
+        status, _, best = self.call("GET", "/v1/best", query={"kernel": "vadd", "device": "external",
+                                                              "device_class": "openapi-class", "n": 1024})
+        self.assertEqual((status, best["kernel_version"]), (200, "v1"), best)
+        replay = {"id": self.finished_job()["id"]}
+        for path, body in (("/v1/jobs/{id}/ask", {"wait_s": 0}),
+                           ("/v1/jobs/{id}/tell", {"trials": [{"id": 1, "status": "invalid"}]})):
+            status, _, reply = self.call("POST", path, replay, body=body)
+            self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
+            status, _, reply = self.call("POST", path, {"id": 999999}, body=body)
+            self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+            status, _, reply = self.call("POST", path, ids, raw=b"n=1", headers={"Content-Type": "text/plain"})
+            self.assertEqual(status, 415, reply)
+
     def test_g_misses_and_unknown_jobs(self):
         # A problem shape nothing tuned here: the documented miss.
         status, _, reply = self.call("GET", "/v1/best", query={"kernel": "gemm", "device": "cpu", "M": 512, "N": 512,
@@ -623,7 +657,9 @@ class ServedTest(unittest.TestCase):
                 ("GET", "/v1/models/{id}", None, None), ("DELETE", "/v1/models/{id}", None, None),
                 ("POST", "/v1/models", None, {"kernel": "gemm", "device": "cpu"}),
                 ("POST", "/v1/tokens", None, {"name": "x", "scope": "read"}), ("GET", "/v1/tokens", None, None),
-                ("DELETE", "/v1/tokens/{id}", None, None), ("DELETE", "/v1/imports/{id}", None, None)) + (
+                ("DELETE", "/v1/tokens/{id}", None, None), ("DELETE", "/v1/imports/{id}", None, None),
+                ("POST", "/v1/jobs/{id}/ask", None, {"wait_s": 0}),
+                ("POST", "/v1/jobs/{id}/tell", None, {"trials": [{"id": 1, "status": "invalid"}]})) + (
                 (("POST", "/v1/imports", None, deref(DOC["paths"]["/v1/imports"]["post"]["requestBody"]["content"]
                                                  ["application/json"]["examples"]["create"])["value"]),)
                 if "/v1/imports" in DOC["paths"] else ()):

@@ -15,10 +15,10 @@ static void shares_one_target_per_job(void **state)
     target_cache *tc = target_cache_new(c, 4);
     kt_error err;
     assert_null(target_cache_find(tc, 7));
-    const target *a = target_cache_open(tc, 7, &made.key, made.problem, &err);
+    const target *a = target_cache_open(tc, 7, &made.key, made.problem, NULL, &err);
     assert_non_null(a);
     const target *b = target_cache_find(tc, 7);
-    const target *d = target_cache_open(tc, 7, &made.key, made.problem, &err);
+    const target *d = target_cache_open(tc, 7, &made.key, made.problem, NULL, &err);
     assert_ptr_equal(a, b);
     assert_ptr_equal(a, d);
     assert_string_equal(a->key.kernel_hash, made.key.kernel_hash);
@@ -49,16 +49,16 @@ static void entries_in_use_are_never_evicted(void **state)
     resolve_ok(c, "convolution", CONV, &made);
     target_cache *tc = target_cache_new(c, 2);
     kt_error err;
-    const target *one = target_cache_open(tc, 1, &made.key, made.problem, &err);
-    const target *two = target_cache_open(tc, 2, &made.key, made.problem, &err);
+    const target *one = target_cache_open(tc, 1, &made.key, made.problem, NULL, &err);
+    const target *two = target_cache_open(tc, 2, &made.key, made.problem, NULL, &err);
     assert_non_null(one);
     assert_non_null(two);
     /* Both in use: a third job finds no slot, and says so. */
-    assert_null(target_cache_open(tc, 3, &made.key, made.problem, &err));
+    assert_null(target_cache_open(tc, 3, &made.key, made.problem, NULL, &err));
     assert_int_equal(err.code, KT_ERR_INTERNAL);
     /* Job 1 is let go of: the third takes its slot, job 2 is still there. */
     target_cache_release(tc, one);
-    const target *three = target_cache_open(tc, 3, &made.key, made.problem, &err);
+    const target *three = target_cache_open(tc, 3, &made.key, made.problem, NULL, &err);
     assert_non_null(three);
     assert_null(target_cache_find(tc, 1));
     const target *two_again = target_cache_find(tc, 2);
@@ -85,12 +85,12 @@ static void reopen_errors_pass_through(void **state)
     target_key changed = made.key;
     changed.kernel_hash = "ffffffffffffffff";
     kt_error err;
-    assert_null(target_cache_open(tc, 9, &changed, made.problem, &err));
+    assert_null(target_cache_open(tc, 9, &changed, made.problem, NULL, &err));
     assert_int_equal(err.code, KT_ERR_CONFLICT);
     assert_null(target_cache_find(tc, 9));
     changed = made.key;
     changed.toolchain = "gcc 9.9.9"; /* measured under another compiler */
-    assert_null(target_cache_open(tc, 9, &changed, made.problem, &err));
+    assert_null(target_cache_open(tc, 9, &changed, made.problem, NULL, &err));
     assert_int_equal(err.code, KT_ERR_TOOLCHAIN_CHANGED);
     assert_null(target_cache_find(tc, 9));
     target_cache_free(tc);
@@ -109,7 +109,7 @@ static void *open_from_thread(void *p)
 {
     race_arg *a = p;
     kt_error err;
-    a->got = target_cache_open(a->tc, 5, a->key, a->problem, &err);
+    a->got = target_cache_open(a->tc, 5, a->key, a->problem, NULL, &err);
     return NULL;
 }
 

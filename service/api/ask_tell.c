@@ -1,0 +1,366 @@
+/* POST /v1/jobs/{id}/ask and /tell — the harness side of an external job (issue 27): the caller's
+ * own harness leases configurations the job's driver proposed, measures them and tells the
+ * results, which are recorded like any measured trial (store/ask_store.h). An ask that finds
+ * nothing to lease waits for the driver (worker_system_wait_job: woken when this process's runner
+ * queues the job's trials or the job ends; other processes' runners are seen by looking at the
+ * database again every ASK_RECHECK_MS); it runs on a thread of its own (a blocking route,
+ * api_blocking_routes), so a wait never holds an HTTP worker's event loop. A tell wakes the runner
+ * at once (worker_system_wake). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "store/ask_store.h"
+#include "worker/worker.h"
+#include "api/api_internal.h"
+#include "api/handlers.h"
+
+#define ASK_MAX_N         64
+#define ASK_DEFAULT_N     1
+#define ASK_MAX_LEASE_S   3600
+#define ASK_DEFAULT_LEASE 60
+#define ASK_MAX_WAIT_S    30.0
+#define ASK_DEFAULT_WAIT  5.0
+/* How long one wait lasts before the database is asked again (a runner of another process, a
+ * lease that ran out, the server stopping). */
+#define ASK_RECHECK_MS   250
+#define TELL_MAX         256
+#define TELL_MAX_METRICS 64
+
+static const char *const told_names[] = {"recorded", "duplicate", "lost"};
+
+/* An optional integer field in lo..hi (def when absent). */
+static int int_field(const json_t *body, const char *name, long long lo, long long hi,
+                     long long def, long long *out, kt_error *err)
+{
+    json_t *v = body ? json_object_get(body, name) : NULL;
+    *out = def;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be an integer", name);
+    if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be %lld to %lld, not %lld",
+                            name, lo, hi, (long long)json_integer_value(v));
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* The body of an ask or tell: NULL for an empty one (an ask's defaults), else the object. */
+static int read_body(const http_request *req, int required, json_t **out, kt_error *err)
+{
+    *out = NULL;
+    if (!req->body || req->body_len == 0) {
+        if (required)
+            return kt_error_set(err, KT_ERR_MISSING_FIELD,
+                                "the request needs a JSON body {\"trials\": [...]}");
+        return 0;
+    }
+    *out = http_parse_json_body(req, err);
+    return *out ? 0 : -1;
+}
+
+static int job_not_external(long long id, const char *device, kt_error *err)
+{
+    kt_error_set(err, KT_ERR_CONFLICT,
+                 "job %lld is on device %.200s: ktune's own workers measure it, not a harness", id,
+                 device);
+    kt_error_hint(err, "ask and tell are for jobs of device external: POST /v1/tune with "
+                       "\"device\": \"external\", \"device_class\" and the \"space\" inline");
+    return -1;
+}
+
+static int job_over(const char *status)
+{
+    return strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
+           strcmp(status, "cancelled") == 0;
+}
+
+void api_job_ask(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    static const char *const fields[] = {"n", "lease_s", "wait_s", NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *body = NULL, *got = NULL;
+    long long id, n, lease;
+    double wait_s = ASK_DEFAULT_WAIT;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
+        read_body(req, 0, &body, &err) < 0 ||
+        (body && api_check_fields(body, fields, "the ask", &err) < 0) ||
+        int_field(body, "n", 1, ASK_MAX_N, ASK_DEFAULT_N, &n, &err) < 0 ||
+        int_field(body, "lease_s", 1, ASK_MAX_LEASE_S, ASK_DEFAULT_LEASE, &lease, &err) < 0)
+        goto fail;
+    json_t *w = body ? json_object_get(body, "wait_s") : NULL;
+    if (w && !json_is_null(w)) {
+        if (!json_is_number(w) || !(json_number_value(w) >= 0) ||
+            !(json_number_value(w) <= ASK_MAX_WAIT_S)) {
+            kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "field 'wait_s' must be a number 0 to %g",
+                         ASK_MAX_WAIT_S);
+            kt_error_hint(&err, "wait_s is how long the ask waits for configurations when none "
+                                "is ready; ask again after an empty reply");
+            goto fail;
+        }
+        wait_s = json_number_value(w);
+    }
+    uint64_t deadline = kt_clock_ns() + (uint64_t)(wait_s * 1e9);
+    for (;;) {
+        /* The generation before the look: a proposal made after the look wakes the wait. */
+        unsigned long gen = worker_system_job_gen(svc->workers, id);
+        PGconn *c = api_db_acquire(svc, res);
+        if (!c)
+            goto out;
+        got = ask_store_lease(c, id, (int)n, (int)lease, &err);
+        api_db_release(svc, c);
+        if (!got)
+            goto fail;
+        const char *device = json_string_value(json_object_get(got, "device"));
+        const char *status = json_string_value(json_object_get(got, "job_status"));
+        if (!device || strcmp(device, "external") != 0) {
+            job_not_external(id, device ? device : "", &err);
+            goto fail;
+        }
+        if (json_array_size(json_object_get(got, "trials")) > 0 || !status || job_over(status))
+            break;
+        uint64_t now = kt_clock_ns();
+        if (now >= deadline || http_request_stopping(req))
+            break;
+        uint64_t left_ms = (deadline - now) / 1000000u + 1;
+        json_decref(got);
+        got = NULL;
+        worker_system_wait_job(svc->workers, id, gen,
+                               left_ms < ASK_RECHECK_MS ? (int)left_ms : ASK_RECHECK_MS);
+    }
+    const char *status = json_string_value(json_object_get(got, "job_status"));
+    json_t *reply = json_pack("{s:I, s:s, s:O, s:b}", "job_id", (json_int_t)id, "job_status",
+                              status ? status : "", "trials", json_object_get(got, "trials"),
+                              "done", status && job_over(status));
+    if (!reply) {
+        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
+        goto fail;
+    }
+    http_reply_json(res, 200, reply);
+    goto out;
+fail:
+    api_fail(res, &err);
+out:
+    json_decref(got);
+    json_decref(body);
+}
+
+/* One told trial, checked: its id and its result (extras: {"metrics": {...}} when given). */
+typedef struct told {
+    long long id;
+    trial_result r;
+} told;
+
+static int parse_metrics(const json_t *m, size_t i, json_t **out, kt_error *err)
+{
+    const char *k;
+    json_t *v;
+    *out = NULL;
+    if (!m || json_is_null(m))
+        return 0;
+    if (!json_is_object(m) || json_object_size(m) > TELL_MAX_METRICS)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "trials[%zu].metrics must be an object of at most %d numbers", i,
+                            TELL_MAX_METRICS);
+    json_object_foreach((json_t *)m, k, v)
+    {
+        if (strlen(k) < 1 || strlen(k) > 64)
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "trials[%zu].metrics: a name must be 1 to 64 characters", i);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "trials[%zu].metrics.%.64s must be a finite number", i, k);
+    }
+    *out = json_pack("{s:O}", "metrics", m);
+    return *out ? 0 : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+}
+
+/* An optional non-negative finite number (NAN when absent). */
+static int ms_field(const json_t *o, const char *name, size_t i, double *out, kt_error *err)
+{
+    json_t *v = json_object_get(o, name);
+    *out = NAN;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "trials[%zu].%s must be a finite number >= 0",
+                            i, name);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int parse_told(const json_t *arr, told *out, kt_error *err)
+{
+    static const char *const fields[] = {"id",         "status",     "time_ms", "metrics",
+                                         "compile_ms", "measure_ms", NULL};
+    static const char *const statuses[] = {
+        "ok", "invalid", "compile_error", "runtime_error", "timeout", "wrong_result", NULL};
+    size_t n = json_array_size(arr);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_array_get(arr, i);
+        told *o = &out[i];
+        char where[32];
+        snprintf(where, sizeof where, "trials[%zu]", i);
+        if (!json_is_object(t))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "%s must be an object {\"id\", \"status\", \"time_ms\"}", where);
+        if (api_check_fields(t, fields, where, err) < 0)
+            return -1;
+        json_t *id = json_object_get(t, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 1)
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "%s.id must be the positive integer id an ask gave", where);
+        o->id = json_integer_value(id);
+        for (size_t j = 0; j < i; j++) {
+            if (out[j].id == o->id)
+                return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                                    "%s.id: trial %lld is told twice in this request (also "
+                                    "trials[%zu])",
+                                    where, o->id, j);
+        }
+        const char *st = json_string_value(json_object_get(t, "status"));
+        if (!st || !api_in_list(st, statuses)) {
+            kt_error_set(err, st ? KT_ERR_OUT_OF_RANGE : KT_ERR_MISSING_FIELD,
+                         "%s.status must be one of ok, invalid, compile_error, runtime_error, "
+                         "timeout, wrong_result",
+                         where);
+            kt_error_hint(err, "ok with the time_ms measured; invalid for a configuration the "
+                               "harness cannot run");
+            return -1;
+        }
+        trial_status_parse(st, &o->r.status);
+        json_t *tm = json_object_get(t, "time_ms");
+        o->r.time_ms = NAN;
+        if (tm && !json_is_null(tm)) {
+            if (!json_is_number(tm) || !isfinite(json_number_value(tm)) ||
+                !(json_number_value(tm) > 0))
+                return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                    "%s.time_ms must be a finite number > 0", where);
+            o->r.time_ms = json_number_value(tm);
+        } else if (o->r.status == TRIAL_OK) {
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "%s.time_ms is required with status ok",
+                                where);
+        }
+        if (ms_field(t, "compile_ms", i, &o->r.compile_ms, err) < 0 ||
+            ms_field(t, "measure_ms", i, &o->r.measure_ms, err) < 0 ||
+            parse_metrics(json_object_get(t, "metrics"), i, &o->r.extras, err) < 0)
+            return -1;
+        o->r.repeats = 1;
+        o->r.noise_cv = NAN;
+    }
+    return 0;
+}
+
+void api_job_tell(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    static const char *const fields[] = {"trials", NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *body = NULL, *results = NULL;
+    told *items = NULL;
+    char(*status)[16] = NULL;
+    int *other = NULL, *outcome = NULL;
+    PGconn *c = NULL;
+    char job_status[ASK_STORE_TEXT], device[ASK_STORE_TEXT];
+    long long id;
+    size_t n = 0;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
+        read_body(req, 1, &body, &err) < 0 || api_check_fields(body, fields, "the tell", &err) < 0)
+        goto fail;
+    json_t *arr = json_object_get(body, "trials");
+    n = json_array_size(arr);
+    if (!json_is_array(arr) || n < 1 || n > TELL_MAX) {
+        kt_error_set(&err, arr ? KT_ERR_OUT_OF_RANGE : KT_ERR_MISSING_FIELD,
+                     "field 'trials' must be an array of 1 to %d results", TELL_MAX);
+        kt_error_hint(&err, "{\"trials\": [{\"id\": 17, \"status\": \"ok\", \"time_ms\": 1.23}]}");
+        goto fail;
+    }
+    items = calloc(n, sizeof *items);
+    status = calloc(n, sizeof *status);
+    other = calloc(n, sizeof *other);
+    outcome = calloc(n, sizeof *outcome);
+    long long *ids = calloc(n, sizeof *ids);
+    if (!items || !status || !other || !outcome || !ids) {
+        free(ids);
+        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        trial_result_init(&items[i].r);
+    int parsed = parse_told(arr, items, &err);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = items[i].id;
+    if (parsed < 0) {
+        free(ids);
+        goto fail;
+    }
+    if (!(c = api_db_acquire(svc, res))) {
+        free(ids);
+        goto out;
+    }
+    int checked = ask_store_check(c, id, ids, (int)n, status, other, job_status, device, &err);
+    free(ids);
+    if (checked < 0)
+        goto fail;
+    if (strcmp(device, "external") != 0) {
+        job_not_external(id, device, &err);
+        goto fail;
+    }
+    int running = strcmp(job_status, "running") == 0;
+    /* Every id is checked before anything is recorded: a bad one refuses the whole tell. */
+    for (size_t i = 0; i < n; i++) {
+        if (other[i] || (!status[i][0] && running)) {
+            kt_error_set(&err, KT_ERR_BAD_REQUEST, "trials[%zu].id: job %lld has no trial %lld%s",
+                         i, id, items[i].id, other[i] ? " (it is another job's)" : "");
+            kt_error_hint(&err, "tell the ids this job's asks gave");
+            goto fail;
+        }
+    }
+    int recorded = 0;
+    for (size_t i = 0; i < n; i++) {
+        int final =
+            status[i][0] && strcmp(status[i], "pending") != 0 && strcmp(status[i], "running") != 0;
+        if (final)
+            outcome[i] = ASK_TOLD_DUPLICATE;
+        else if (!running)
+            outcome[i] = ASK_TOLD_LOST;
+        else if ((outcome[i] = ask_store_tell(c, id, items[i].id, &items[i].r, &err)) < 0)
+            goto fail;
+        recorded += outcome[i] == ASK_TOLD_RECORDED;
+    }
+    if (recorded)
+        worker_system_wake(svc->workers); /* the driver tells its searcher and proposes now */
+    results = json_array();
+    for (size_t i = 0; results && i < n; i++)
+        json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)items[i].id,
+                                                 "outcome", told_names[outcome[i]]));
+    json_t *reply = results ? json_pack("{s:I, s:s, s:O}", "job_id", (json_int_t)id, "job_status",
+                                        job_status, "results", results)
+                            : NULL;
+    if (!reply) {
+        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
+        goto fail;
+    }
+    http_reply_json(res, 200, reply);
+    goto out;
+fail:
+    api_fail(res, &err);
+out:
+    api_db_release(svc, c);
+    for (size_t i = 0; items && i < n; i++)
+        trial_result_release(&items[i].r);
+    free(items);
+    free(status);
+    free(other);
+    free(outcome);
+    json_decref(results);
+    json_decref(body);
+}

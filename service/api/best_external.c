@@ -1,0 +1,87 @@
+/* GET /v1/best?kernel=K&device=external&device_class=C&<problem>... — the best configuration an
+ * external job's harness measured (issue 27), for the version named (kernel_version=) or else the
+ * newest version with a result for the problem; the answer says which (kernel_hash, and
+ * kernel_version beside it). Only measurements answer: no model predicts an external kernel, and
+ * these answers are not kept in the answer cache (they are read from the best table each time). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "store/best_store.h"
+#include "api/api_internal.h"
+#include "api/best_cached.h"
+#include "api/handlers.h"
+
+void api_best_external(api_context *svc, const http_request *req, http_response *res,
+                       const char *kernel, const char *device_class, const char *version,
+                       const char *source, const json_t *problem)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    PGconn *c = NULL;
+    target t;
+    int have = 0;
+    json_t *answer = NULL, *canon = NULL;
+    char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
+    if (!device_class) {
+        kt_error_set(&err, KT_ERR_MISSING_FIELD,
+                     "query parameter 'device_class' is required with device=external");
+        kt_error_hint(&err,
+                      "the class your harness measured on: GET /v1/best?kernel=%s&device="
+                      "external&device_class=laptop-rtx4060&n=1000000",
+                      kernel);
+        goto fail;
+    }
+    if (source && strcmp(source, "measured") != 0) {
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE,
+                     "source=%.40s: an external kernel is answered by its measurements only",
+                     source);
+        kt_error_hint(&err, "leave source out, or send source=measured");
+        goto fail;
+    }
+    if (catalog_external_check_names(version, device_class, &err) < 0)
+        goto fail;
+    if (!(canon = catalog_external_problem(problem, &problem_key, &err)))
+        goto fail;
+    c = api_db_acquire(svc, res);
+    if (!c)
+        goto out;
+    if (!version) {
+        int found = best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
+                                              problem_key, newest, sizeof newest, &err);
+        if (found < 0)
+            goto fail;
+        if (found == 0) {
+            kt_error_set(&err, KT_ERR_NO_BEST,
+                         "no version of kernel %.100s measured on device class %.128s has a "
+                         "result for problem %.200s",
+                         kernel, device_class, problem_key);
+            kt_error_hint(&err,
+                          "tune it: POST /v1/tune {\"kernel\": \"%.100s\", \"device\": "
+                          "\"external\", \"device_class\": \"%.128s\", \"space\": {...}, "
+                          "\"problem\": %.200s}, then measure through ask/tell",
+                          kernel, device_class, problem_key);
+            goto fail;
+        }
+        version = newest;
+    }
+    if (catalog_external_key(kernel, version, device_class, canon, &t, &err) < 0)
+        goto fail;
+    have = 1;
+    answer = best_store_get_json(c, &t.key, 1, &err);
+    if (!answer)
+        goto fail;
+    json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));
+    http_reply_json(res, 200, json_incref(answer));
+    best_reply_etag(req, res); /* an ETag as for every answer (304 when If-None-Match names it) */
+    goto out;
+fail:
+    api_fail(res, &err);
+out:
+    api_db_release(svc, c);
+    if (have)
+        target_release(&t);
+    json_decref(answer);
+    json_decref(canon);
+    free(problem_key);
+}

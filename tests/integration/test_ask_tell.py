@@ -1,0 +1,253 @@
+"""Integration: ask/tell (issue 27, section 3). A job on the `external` device with its space inline
+(parameters, a restriction, a default, a problem) is measured by the test itself acting as the
+caller's harness: ask n=4 leases 4 distinct valid configurations; tell records ok and invalid results
+(a second tell of a trial is a duplicate); ids that are unknown or another job's are a 400 naming
+trials[i].id; a bad space is a 400 with its JSON path; a lease that runs out (lease_s 1) offers its
+configuration again; a harness that goes away leaves the job running with the view saying
+"waiting", and when it comes back the job finishes with a best; GET /v1/best answers the external
+key with the version it answers for; an ask on a job of another device is a 409; with a token, ask
+and tell need the tune scope."""
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
+
+ARGS = parse_args()
+ADMIN = "ktk_" + "a" * 48
+
+SPACE = {"parameters": [{"name": "BS", "values": [32, 64, 128, 256]},
+                        {"name": "T", "values": [1, 2, 4, 8]}],
+         "restrictions": ["BS * T <= 512", "n % BS == 0"],
+         "default": {"BS": 64, "T": 1}}
+PROBLEM = {"n": 1024}
+
+
+def valid(config):
+    return config["BS"] * config["T"] <= 512 and PROBLEM["n"] % config["BS"] == 0
+
+
+def fake_time(config):
+    """The harness's measurement: a made-up time with one best configuration."""
+    return 1.0 + abs(config["BS"] - 128) / 64.0 + abs(config["T"] - 2)
+
+
+class AskTellTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=["--workers", "1", "--replay-speed", "0"])
+        cls.k.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.k.stop() if cls.k.proc else 0
+        cls.k.cleanup()
+        assert rc == 0, "ktuned exited with %s on SIGTERM" % rc
+
+    def submit(self, budget=8, version=None, strategy="random", seed=1, **extra):
+        body = {"kernel": "vadd_it", "device": "external", "device_class": "it-class",
+                "space": SPACE, "problem": PROBLEM, "strategy": strategy,
+                "budget": {"evaluations": budget}, "seed": seed, "history": "none", "parallel": 4}
+        if version:
+            body["kernel_version"] = version
+        body.update(extra)
+        status, _, job = self.k.post("/v1/tune", body)
+        self.assertEqual(status, 202, job)
+        return job["id"]
+
+    def ask(self, jid, **body):
+        status, _, reply = self.k.post("/v1/jobs/%d/ask" % jid, body)
+        self.assertEqual(status, 200, reply)
+        return reply
+
+    def tell(self, jid, trials, want=200):
+        status, _, reply = self.k.post("/v1/jobs/%d/tell" % jid, {"trials": trials})
+        self.assertEqual(status, want, reply)
+        return reply
+
+    def finish(self, jid):
+        """Measures every configuration the job proposes until it ends."""
+        for _ in range(200):
+            a = self.ask(jid, n=4, wait_s=5)
+            if a["done"]:
+                return a
+            self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])}
+                            for t in a["trials"]])
+        self.fail("job %d did not end" % jid)
+
+    def test_a_ask_tell_duplicate(self):
+        jid = self.submit()
+        a = self.ask(jid, n=4)
+        self.assertEqual((a["job_id"], a["done"]), (jid, False))
+        configs = [t["config"] for t in a["trials"]]
+        self.assertEqual(len(configs), 4, a)
+        self.assertEqual(len({tuple(sorted(c.items())) for c in configs}), 4, configs)
+        for t in a["trials"]:
+            self.assertTrue(valid(t["config"]), t)
+            self.assertEqual(t["lease_s"], 60)
+            self.assertIn("T", t["lease_expires_at"])
+        _, _, view = self.k.get("/v1/jobs/%d" % jid)
+        self.assertEqual((view["harness"]["state"], view["harness"]["leased"]), ("active", 4), view)
+        told = [{"id": a["trials"][0]["id"], "status": "ok", "time_ms": 2.5, "metrics": {"gflops": 12.5}},
+                {"id": a["trials"][1]["id"], "status": "ok", "time_ms": 1.5},
+                {"id": a["trials"][2]["id"], "status": "invalid"},
+                {"id": a["trials"][3]["id"], "status": "runtime_error"}]
+        r = self.tell(jid, told)
+        self.assertEqual([x["outcome"] for x in r["results"]], ["recorded"] * 4, r)
+        again = self.tell(jid, told[:2])
+        self.assertEqual([x["outcome"] for x in again["results"]], ["duplicate"] * 2, again)
+        # What was told is what the trials page shows; the best is the fastest ok.
+        page = self.k.all_trials(jid)
+        by_id = {t["id"]: t for t in page}
+        self.assertEqual(by_id[told[0]["id"]]["status"], "ok")
+        self.assertEqual(by_id[told[0]["id"]]["time_ms"], 2.5)
+        self.assertEqual(by_id[told[0]["id"]]["extras"], {"metrics": {"gflops": 12.5}})
+        self.assertEqual(by_id[told[2]["id"]]["status"], "invalid")
+        _, _, view = self.k.get("/v1/jobs/%d" % jid)
+        self.assertEqual(view["best"]["time_ms"], 1.5, view)
+        self.assertEqual(view["progress"]["trials"], 4)
+        # ok needs a time; a status outside the list is refused, naming the field.
+        status, _, bad = self.k.post("/v1/jobs/%d/tell" % jid, {"trials": [{"id": 1, "status": "ok"}]})
+        self.assertEqual((status, bad["error"]["message"][:18]), (400, "trials[0].time_ms "), bad)
+        self.finish(jid)
+        self.assertEqual(self.k.wait_job(jid)["status"], "succeeded")
+
+    def test_b_wrong_ids(self):
+        one, two = self.submit(seed=2), self.submit(seed=3)
+        a1, a2 = self.ask(one, n=1), self.ask(two, n=1)
+        status, _, r = self.k.post("/v1/jobs/%d/tell" % one,
+                                   {"trials": [{"id": a1["trials"][0]["id"], "status": "invalid"},
+                                               {"id": 987654321, "status": "invalid"}]})
+        self.assertEqual(status, 400, r)
+        self.assertTrue(r["error"]["message"].startswith("trials[1].id:"), r)
+        status, _, r = self.k.post("/v1/jobs/%d/tell" % one,
+                                   {"trials": [{"id": a2["trials"][0]["id"], "status": "invalid"}]})
+        self.assertEqual(status, 400, r)
+        self.assertTrue(r["error"]["message"].startswith("trials[0].id:"), r)
+        self.assertIn("another job", r["error"]["message"])
+        # Nothing of a refused tell was recorded.
+        self.assertEqual(self.k.all_trials(one), [])
+        for jid in (one, two):
+            self.assertEqual(self.k.request("DELETE", "/v1/jobs/%d" % jid)[0], 200)
+        # A cancelled job's ask is done; a trial told after it is lost.
+        a = self.ask(one, wait_s=0)
+        self.assertEqual((a["trials"], a["done"], a["job_status"]), ([], True, "cancelled"))
+        r = self.tell(one, [{"id": a1["trials"][0]["id"], "status": "ok", "time_ms": 1}])
+        self.assertEqual(r["results"][0]["outcome"], "lost", r)
+
+    def test_c_bad_space_names_the_path(self):
+        cases = [
+            ({"parameters": [{"name": "BS", "values": [1, 2]}], "restrictions": ["BS > 0", "BS > 0 && BS < 4"]},
+             "space.restrictions[1]: unexpected '&' at column "),
+            ({"parameters": [{"name": "in", "values": [1]}]}, "space.parameters[0].name:"),
+            ({"parameters": [{"name": "BS", "values": [1, 1]}]}, "space.parameters[0].values[1]:"),
+            ({"parameters": [{"name": "BS", "values": [1, 2]}], "default": {"BS": 3}}, "space.default:"),
+            ({"parameters": []}, "space.parameters:"),
+        ]
+        for space, prefix in cases:
+            body = {"kernel": "k", "device": "external", "device_class": "c", "space": space}
+            status, _, r = self.k.post("/v1/tune", body)
+            self.assertEqual((status, r["error"]["code"]), (400, "bad_space"), r)
+            self.assertTrue(r["error"]["message"].startswith(prefix), (prefix, r))
+        self.assertIn('write "and"', cases and self.k.post("/v1/tune", {
+            "kernel": "k", "device": "external", "device_class": "c",
+            "space": cases[0][0]})[2]["error"]["message"])
+        status, _, r = self.k.post("/v1/tune", {"kernel": "k", "device": "external", "space": SPACE})
+        self.assertEqual(status, 400, r)
+        self.assertIn("device_class", r["error"]["message"])
+        status, _, r = self.k.post("/v1/tune", {"kernel": "k", "device": "external", "device_class": "c",
+                                                "space": SPACE, "problem": {"n": "big"}})
+        self.assertEqual((status, r["error"]["message"]), (400, "problem.n: must be a number"), r)
+
+    def test_d_lease_expiry_and_absent_harness(self):
+        jid = self.submit(budget=6, seed=4)
+        first = self.ask(jid, n=1, lease_s=1)["trials"][0]
+        # While leased the trial is not offered: the next ask gets the batch's other trials.
+        others = self.ask(jid, n=4, wait_s=0)["trials"]
+        self.assertNotIn(first["id"], [t["id"] for t in others])
+        self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])} for t in others])
+        time.sleep(1.3)
+        again = self.ask(jid, n=1, lease_s=1)["trials"]
+        self.assertEqual([(t["id"], t["config"]) for t in again], [(first["id"], first["config"])])
+        # The harness goes away: the job waits, running, and says so.
+        time.sleep(5.5)
+        _, _, view = self.k.get("/v1/jobs/%d" % jid)
+        self.assertEqual(view["status"], "running", view)
+        self.assertEqual(view["harness"]["state"], "waiting", view)
+        self.assertIsNotNone(view["harness"]["last_ask_at"])
+        # It comes back: the expired lease is offered once more, and the job finishes with a best.
+        back = self.ask(jid, n=4)["trials"]
+        self.assertIn(first["id"], [t["id"] for t in back])
+        self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])} for t in back])
+        self.finish(jid)
+        view = self.k.wait_job(jid)
+        self.assertEqual((view["status"], view["progress"]["trials"]), ("succeeded", 6), view)
+        self.assertIsNotNone(view["best"])
+        self.assertEqual(view["harness"]["state"], "ended")
+
+    def test_e_best_names_the_version(self):
+        v1 = self.submit(budget=16, version="v1", seed=5)
+        self.finish(v1)
+        self.assertEqual(self.k.wait_job(v1)["status"], "succeeded")
+        q = "/v1/best?kernel=vadd_it&device=external&device_class=it-class&n=1024"
+        status, _, best = self.k.get(q)
+        self.assertEqual((status, best["kernel_hash"], best["kernel_version"]), (200, "v1", "v1"), best)
+        self.assertEqual(best["config"], {"BS": 128, "T": 2}, best)
+        v2 = self.submit(budget=4, version="v2", seed=6)
+        self.finish(v2)
+        self.k.wait_job(v2)
+        self.assertEqual(self.k.get(q)[2]["kernel_hash"], "v2")
+        self.assertEqual(self.k.get(q + "&kernel_version=v1")[2]["kernel_hash"], "v1")
+        status, _, miss = self.k.get(q.replace("n=1024", "n=2048"))
+        self.assertEqual((status, miss["error"]["code"]), (404, "no_best"), miss)
+        status, _, bad = self.k.get(q.replace("&device_class=it-class", ""))
+        self.assertEqual(status, 400, bad)
+
+    def test_f_not_external_is_409(self):
+        _, _, devices = self.k.get("/v1/devices")
+        replay = [d for d in devices["devices"] if d["name"].startswith("replay:")][0]
+        status, _, job = self.k.post("/v1/tune", {"kernel": replay["kernels"][0], "device": replay["name"],
+                                                  "budget": {"evaluations": 2}, "history": "none"})
+        self.assertEqual(status, 202, job)
+        status, _, r = self.k.post("/v1/jobs/%d/ask" % job["id"], {"n": 1, "wait_s": 0})
+        self.assertEqual((status, r["error"]["code"]), (409, "conflict"), r)
+        self.assertIn("external", r["error"]["hint"])
+        status, _, r = self.k.post("/v1/jobs/%d/ask" % 99999999, {})
+        self.assertEqual(status, 404, r)
+        status, _, r = self.k.post("/v1/tune", {"kernel": replay["kernels"][0], "device": replay["name"],
+                                                "space": SPACE})
+        self.assertEqual(status, 400, r)
+
+
+class AskTellScopeTest(unittest.TestCase):
+    def test_tune_scope(self):
+        k = Ktuned(ARGS.ktuned, ARGS.source_dir, extra=["--workers", "1", "--api-token", ADMIN])
+        try:
+            k.start()
+            admin = {"Authorization": "Bearer " + ADMIN}
+            status, _, t = k.post("/v1/tokens", {"name": "reader", "scope": "read"}, headers=admin)
+            self.assertEqual(status, 201, t)
+            reader = {"Authorization": "Bearer " + t["token"]}
+            status, _, job = k.post("/v1/tune", {"kernel": "s", "device": "external", "device_class": "c",
+                                                 "space": SPACE, "problem": PROBLEM,
+                                                 "budget": {"evaluations": 2}, "parallel": 2},
+                                 headers=admin)
+            self.assertEqual(status, 202, job)
+            path = "/v1/jobs/%d/" % job["id"]
+            self.assertEqual(k.post(path + "ask", {"wait_s": 0}, headers={})[0], 401)
+            self.assertEqual(k.post(path + "ask", {"wait_s": 0}, headers=reader)[0], 403)
+            self.assertEqual(k.post(path + "tell", {"trials": [{"id": 1, "status": "invalid"}]},
+                                    headers=reader)[0], 403)
+            status, _, a = k.post(path + "ask", {"n": 2}, headers=admin)
+            self.assertEqual((status, len(a["trials"])), (200, 2), a)
+            status, _, r = k.post(path + "tell", {"trials": [{"id": t["id"], "status": "invalid"}
+                                                             for t in a["trials"]]}, headers=admin)
+            self.assertEqual(status, 200, r)
+        finally:
+            k.cleanup()
+
+
+if __name__ == "__main__":
+    run_tests()
