@@ -263,6 +263,13 @@ class ClientTest(unittest.TestCase):
         found = self.client.best("py_work", device_class=klass, problem={"n": 2000})
         self.assertIsNotNone(found)
         self.assertEqual(found.config, best["config"])
+        # The external result goes into the deploy table like any other.
+        path = os.path.join(self.tmp, "external.tsv")
+        self.assertEqual(self.client.export_table(path, kernel="py_work"), 1)
+        row = ktune.Table.load(path).lookup("py_work", klass, {"n": 2000})
+        self.assertTrue(row.exact)
+        self.assertEqual((row.config, row.kernel_hash), (best["config"], found.kernel_hash))
+        self.assertFalse(ktune.Table.load(path).lookup("py_work", klass, {"n": 4000}).exact)
 
     def test_h_autotune(self):
         probe = self.tune_external_or_skip("py_probe", {"a": [1]}, device_class="external:probe", budget=1)
