@@ -16,7 +16,8 @@ against a real ktuned (started with an API token and the kernel folders):
 - with ask/tell on the server (the `external` device), a harness timing a pure-Python function:
   `for trial in client.tune_external(...): trial.tell(ms)` until done, the job's best is what
   /v1/best answers for the class, and @ktune.autotune tunes on a miss, then answers from memory,
-  and a second decorated copy (another process, in effect) takes the stored best without tuning.
+  and a second decorated copy (another process, in effect) takes the stored best without tuning;
+  another kernel_version tunes afresh and both versions' results answer.
   Where the server has no `external` device yet, those cases are skipped saying so."""
 import json
 import os
@@ -277,10 +278,10 @@ class ClientTest(unittest.TestCase):
         klass = "external:client-autotune"
         calls = []
 
-        def make():
+        def make(version="v1"):
             @ktune.autotune(space={"block": [16, 64, 128], "unroll": [1, 2]}, key=["n"], budget=4,
                             warmup=0, repeats=1, kernel="py_autotuned", device_class=klass,
-                            client=self.client, strategy="random")
+                            client=self.client, strategy="random", kernel_version=version)
             def work(n, block=1, unroll=1):
                 calls.append((block, unroll))
                 return self.work(n, block, unroll)
@@ -299,6 +300,14 @@ class ClientTest(unittest.TestCase):
         g(1500)
         self.assertEqual(g.jobs, {})
         self.assertEqual(g.cache['{"n": 1500}'], config)
+        # Another version of the code: its own results, tuned afresh; the first version's stay.
+        h = make("v2")
+        h(1500)
+        self.assertEqual(len(h.jobs), 1)
+        v1 = self.client.best("py_autotuned", device_class=klass, problem={"n": 1500}, kernel_version="v1")
+        self.assertEqual((v1.config, v1.kernel_version), (config, "v1"))
+        v2 = self.client.best("py_autotuned", device_class=klass, problem={"n": 1500}, kernel_version="v2")
+        self.assertEqual((v2.config, v2.kernel_version), (h.cache['{"n": 1500}'], "v2"))
 
 
 if __name__ == "__main__":

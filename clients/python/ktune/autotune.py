@@ -48,7 +48,7 @@ def kernel_name_of(fn):
 
 class Autotuned:
     def __init__(self, fn, space, key, budget, warmup, repeats, kernel, device_class, client,
-                 strategy, restrictions, default, accept):
+                 strategy, restrictions, default, accept, kernel_version):
         self.fn = fn
         self.space = space
         self.key = list(key)
@@ -62,6 +62,7 @@ class Autotuned:
         self.restrictions = restrictions
         self.default = default
         self.accept = accept
+        self.kernel_version = kernel_version
         self.cache = {}       # key values (JSON text) -> configuration
         self.jobs = {}        # key values -> the id of the job that tuned them here
         self._lock = threading.Lock()
@@ -107,7 +108,7 @@ class Autotuned:
         run = self.client.tune_external(self.kernel, self.space, problem=problem,
                                         device_class=self.device_class, strategy=self.strategy,
                                         budget=self.budget, restrictions=self.restrictions,
-                                        default=self.default)
+                                        default=self.default, kernel_version=self.kernel_version)
         for trial in run:
             try:
                 ms = self._time_call(args, kwargs, trial.config)
@@ -118,7 +119,8 @@ class Autotuned:
         self.jobs[_json_key(problem)] = run.job_id
         best = run.best
         if not best or not best.get("config"):
-            found = self.client.best(self.kernel, device_class=self.device_class, problem=problem)
+            found = self.client.best(self.kernel, device_class=self.device_class, problem=problem,
+                                     kernel_version=self.kernel_version)
             if found is None:
                 raise KtuneError(404, "no_best", "ktune.autotune: job %d of %s measured no valid "
                                  "configuration" % (run.job_id, self.kernel))
@@ -135,7 +137,7 @@ class Autotuned:
             config = self.cache.get(k)
             if config is None:
                 found = self.client.best(self.kernel, device_class=self.device_class, problem=problem,
-                                         accept=self.accept)
+                                         accept=self.accept, kernel_version=self.kernel_version)
                 config = found.config if found is not None else self.tune(problem, args, kwargs)
                 self.cache[k] = config
         return config
@@ -150,9 +152,12 @@ def _json_key(problem):
 
 
 def autotune(space, key=(), budget=20, warmup=1, repeats=5, kernel=None, device_class=None,
-             client=None, strategy="auto", restrictions=None, default=None, accept=("measured",)):
-    """The decorator (see the module's text)."""
+             client=None, strategy="auto", restrictions=None, default=None, accept=("measured",),
+             kernel_version=None):
+    """The decorator (see the module's text). kernel_version: the version the results are kept under
+    (e.g. a hash of the code); left out, ktuned's default for an external kernel, and lookups take the
+    newest version with a result."""
     def wrap(fn):
         return Autotuned(fn, space, key, budget, warmup, repeats, kernel, device_class, client,
-                         strategy, restrictions, default, accept)
+                         strategy, restrictions, default, accept, kernel_version)
     return wrap

@@ -59,6 +59,7 @@ class Best:
         self.origin = reply.get("origin")
         self.time_ms = reply.get("time_ms")
         self.kernel_hash = reply.get("kernel_hash")
+        self.kernel_version = reply.get("kernel_version", self.kernel_hash)
         self.device_class = reply.get("device_class")
         self.problem = reply.get("problem")
         self.nearest = reply.get("nearest")
@@ -164,14 +165,16 @@ class Client:
         return self._conn.call(method, path, body, query)
 
     # --- GET /v1/best --------------------------------------------------------------------------
-    def best(self, kernel, device_class=None, problem=None, device=None, accept=("measured",)):
+    def best(self, kernel, device_class=None, problem=None, device=None, accept=("measured",),
+             kernel_version=None):
         """The best known configuration, or None on a miss (404 no_best).
 
         `accept` names the answers taken: "measured" (also a trusted import, which the server vouches
         for as measured), "imported" (an untrusted import), "predicted" (a model's answer for a problem
         never tuned), "nearest" (the nearest tuned problem: asks with fallback=nearest). Any other
         answer is a miss: None. Without `device`, the lookup is by class (`device=external` and
-        `device_class`, default this machine's ktune.device_class())."""
+        `device_class`, default this machine's ktune.device_class()); `kernel_version` names the
+        version of an external kernel (left out: the newest with a result for the problem)."""
         accept = tuple(accept)
         bad = [a for a in accept if a not in SOURCES]
         if bad or not accept:
@@ -184,6 +187,8 @@ class Client:
         query = [("kernel", kernel), ("device", device)]
         if device_class is not None:
             query.append(("device_class", device_class))
+        if kernel_version is not None:
+            query.append(("kernel_version", kernel_version))
         measured_only = not ({"predicted", "nearest", "imported"} & set(accept))
         if measured_only:
             query.append(("source", "measured"))
