@@ -18,6 +18,8 @@ against a real ktuned (started with an API token and the kernel folders):
   /v1/best answers for the class, and @ktune.autotune tunes on a miss, then answers from memory,
   and a second decorated copy (another process, in effect) takes the stored best without tuning;
   another kernel_version tunes afresh and both versions' results answer.
+- a harness that leaves a leased trial untold and goes away: client.attach(job) from another client goes
+  on, the abandoned trial comes back after its lease, the job succeeds, the late tell is a duplicate.
   Where the server has no `external` device yet, those cases are skipped saying so."""
 import json
 import os
@@ -271,6 +273,27 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(row.exact)
         self.assertEqual((row.config, row.kernel_hash), (best["config"], found.kernel_hash))
         self.assertFalse(ktune.Table.load(path).lookup("py_work", klass, {"n": 4000}).exact)
+
+    def test_g2_harness_comes_back(self):
+        klass = "external:client-resume"
+        run = self.tune_external_or_skip("py_resume", {"block": [16, 32, 64, 128]}, problem={"n": 500},
+                                         device_class=klass, strategy="random", budget=3, seed=9,
+                                         lease_s=1, wait_s=2)
+        first = next(iter(run))  # leased, never told: the harness "crashes" here
+        again = ktune.Client("http://" + self.k.address, token=TOKEN).attach(run.job_id, lease_s=5, wait_s=2)
+        self.assertEqual(again.job_id, run.job_id)
+        configs = []
+        for trial in again:
+            configs.append(trial.config)
+            self.assertEqual(trial.tell(1.0 + trial.config["block"] / 100.0), "recorded")
+        self.assertEqual(len(configs), 3)
+        self.assertIn(first.config, configs)  # the abandoned configuration came back after its lease
+        self.assertEqual(again.job()["status"], "succeeded")
+        # The same trial (one id) was offered again and told by the second harness: a late tell of
+        # the first is a duplicate, and a tell once the job has ended records nothing.
+        self.assertEqual(first.tell(0.5), "duplicate")
+        with self.assertRaises(ValueError):
+            self.client.attach(self.replay_job["id"])
 
     def test_h_autotune(self):
         probe = self.tune_external_or_skip("py_probe", {"a": [1]}, device_class="external:probe", budget=1)

@@ -83,8 +83,10 @@ class Trial:
 
     def tell(self, time_ms=None, status="ok", metrics=None):
         """Reports the measurement: tell(1.25) or tell(time_ms=1.25), or tell(status="runtime_error").
-        Returns the server's outcome: recorded, duplicate (told before) or lost (the lease ran out and
-        the configuration went to another harness)."""
+        Returns the server's outcome: recorded; duplicate (the trial was told already, by this harness
+        or by another that took it over after its lease ended: tells are idempotent); lost (the job no
+        longer runs: nothing recorded). A tell after the lease ended is still recorded when no one else
+        told the trial first."""
         if status not in TRIAL_STATUSES:
             raise ValueError("status must be one of %s, not %r" % (", ".join(TRIAL_STATUSES), status))
         item = {"id": self.id, "status": status}
@@ -231,6 +233,15 @@ class Client:
         job = self._conn.call("POST", "/v1/tune", json.loads(json.dumps(body, default=_plain_default)))
         if "id" not in job and "job_id" in job:
             job = dict(job, id=job["job_id"])
+        return ExternalTuning(self, job, max(1, int(n)), lease_s, wait_s)
+
+    def attach(self, job_id, n=1, lease_s=60, wait_s=5):
+        """An ExternalTuning for an ask/tell job made earlier (by this process or another): a harness
+        that went away comes back and goes on. Trials it had leased and not told are offered again once
+        their lease ends."""
+        job = self._conn.call("GET", "/v1/jobs/%d" % int(job_id))
+        if job.get("device") != "external":
+            raise ValueError("job %d runs on %s, not on the external device" % (job_id, job.get("device")))
         return ExternalTuning(self, job, max(1, int(n)), lease_s, wait_s)
 
     # --- deploy table --------------------------------------------------------------------------
