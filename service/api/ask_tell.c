@@ -5,7 +5,7 @@
  * queues the job's trials or the job ends; other processes' runners are seen by looking at the
  * database again every ASK_RECHECK_MS); it runs on a thread of its own (a blocking route,
  * api_blocking_routes), so a wait never holds an HTTP worker's event loop. A tell wakes the runner
- * at once (worker_system_wake). */
+ * at once (worker_system_job_told). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,12 +332,13 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
             outcome[i] = ASK_TOLD_DUPLICATE;
         else if (!running)
             outcome[i] = ASK_TOLD_LOST;
-        else if ((outcome[i] = ask_store_tell(c, id, items[i].id, &items[i].r, &err)) < 0)
+        else if ((outcome[i] = ask_store_tell(c, id, items[i].id, strcmp(status[i], "pending") == 0,
+                                              &items[i].r, &err)) < 0)
             goto fail;
         recorded += outcome[i] == ASK_TOLD_RECORDED;
     }
     if (recorded)
-        worker_system_wake(svc->workers); /* the driver tells its searcher and proposes now */
+        worker_system_job_told(svc->workers, id); /* its driver tells its searcher, proposes */
     results = json_array();
     for (size_t i = 0; results && i < n; i++)
         json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)items[i].id,

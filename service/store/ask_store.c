@@ -83,19 +83,23 @@ out:
     return rc;
 }
 
-int ask_store_tell(PGconn *c, long long job_id, long long id, const trial_result *r, kt_error *err)
+int ask_store_tell(PGconn *c, long long job_id, long long id, int pending, const trial_result *r,
+                   kt_error *err)
 {
     store_num tid, jid;
     const char *p[] = {store_ll(&tid, id), store_ll(&jid, job_id), ASK_STORE_WORKER};
     /* A trial handed back by an expired lease and not asked again is taken back under the
      * harness; then (or when it is running under a lease) the completion records it. */
-    PGresult *q = db_exec(c,
-                          "UPDATE trials SET status = 'running', worker = $3, claimed_at = now()"
-                          " WHERE id = $1 AND job_id = $2 AND status = 'pending' RETURNING id",
-                          3, p, err);
-    if (!q)
-        return -1;
-    PQclear(q);
+    PGresult *q = NULL;
+    if (pending) {
+        q = db_exec(c,
+                    "UPDATE trials SET status = 'running', worker = $3, claimed_at = now()"
+                    " WHERE id = $1 AND job_id = $2 AND status = 'pending' RETURNING id",
+                    3, p, err);
+        if (!q)
+            return -1;
+        PQclear(q);
+    }
     trial_claim claim = {.id = id, .job_id = job_id, .cid = 0};
     snprintf(claim.device, sizeof claim.device, "external");
     int done = trial_store_complete(c, &claim, ASK_STORE_WORKER, r, err);

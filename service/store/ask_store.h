@@ -38,8 +38,9 @@ typedef enum { ASK_TOLD_RECORDED = 0, ASK_TOLD_DUPLICATE, ASK_TOLD_LOST } ask_to
 #define ASK_STORE_TEXT 256
 int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, char (*status)[16],
                     int *other_job, char *job_status, char *device, kt_error *err);
-/* Records the result r of trial id of job_id (checked by ask_store_check: a trial of that job).
- * Returns an ask_told, or -1 with err. */
-int ask_store_tell(PGconn *c, long long job_id, long long id, const trial_result *r, kt_error *err);
+/* Records the result r of trial id of job_id (checked by ask_store_check: a trial of that job;
+ * pending: it was pending then, its lease ran out). Returns an ask_told, or -1 with err. */
+int ask_store_tell(PGconn *c, long long job_id, long long id, int pending, const trial_result *r,
+                   kt_error *err);
 
 #endif

@@ -447,7 +447,8 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
     if (d->ended)
         return JOB_DRIVER_ENDED;
     char status[32];
-    if (job_store_status(c, d->row.id, status, sizeof status, err) < 0)
+    int mine = 0;
+    if (job_store_driving(c, d->row.id, d->me, status, sizeof status, &mine, err) < 0)
         return err && err->code == KT_ERR_NOT_FOUND ? (d->ended = 1, JOB_DRIVER_ENDED) : -1;
     if (strcmp(status, "running") != 0) {
         log_info("job %lld is %s: no longer driven", d->row.id, status);
@@ -456,12 +457,10 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
     }
     /* A pause longer than the lease (--lease-s) let the reaper of another process release the
      * job: whoever claims it resumes it by replay; this driver lets go. */
-    int mine = job_store_is_mine(c, d->row.id, d->me, err);
-    if (mine <= 0) {
-        if (mine == 0)
-            log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
-        d->ended = mine == 0;
-        return mine == 0 ? JOB_DRIVER_ENDED : -1;
+    if (!mine) {
+        log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
+        d->ended = 1;
+        return JOB_DRIVER_ENDED;
     }
     if (d->final_phase)
         return final_step(d, c, err);

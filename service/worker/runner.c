@@ -58,6 +58,10 @@ typedef struct runner_state {
     char why[KT_ERROR_MESSAGE_MAX + 128];
     fault_log log;
     int fleet_registered; /* this process's devices are in fleet_devices */
+    /* Ask/tell rounds (worker_system_job_told): the wakes that were not tells, as last seen, and
+     * when the last full round was. */
+    unsigned long other_wakes;
+    long long last_full;
 } runner_state;
 
 static long long now_ms(void)
@@ -229,12 +233,20 @@ static void yield_jobs(runner_state *st, PGconn *c)
     }
 }
 
-static void step_jobs(runner_state *st, PGconn *c)
+/* only: the jobs to step (n_only of them), or NULL for every job. */
+static void step_jobs(runner_state *st, PGconn *c, const long long *only, int n_only)
 {
     kt_error err;
     kt_error_clear(&err);
     for (int i = 0; i < st->n_jobs;) {
         job_driver *d = &st->jobs[i];
+        int wanted = !only;
+        for (int k = 0; only && k < n_only && !wanted; k++)
+            wanted = only[k] == d->row.id;
+        if (!wanted) {
+            i++;
+            continue;
+        }
         int rc = job_driver_step(d, c, &err);
         if (rc < 0) {
             char what[64];
@@ -274,12 +286,31 @@ void *runner_main(void *arg)
             if (db_pool_down(w->opt.db))
                 st.resync = 1; /* an outage, not a busy pool */
         } else {
+            /* A round woken only by tells (ask/tell) steps the told jobs alone; anything else,
+             * a full tick since the last full round, or a failure, makes a full round. */
+            long long told[WORKER_TOLD_MAX];
+            int n_told = 0, full = 1;
+            pthread_mutex_lock(&w->lock);
+            unsigned long other = w->runner_gen - w->told_gen;
+            if (other == st.other_wakes && !w->told_overflow &&
+                now_ms() - st.last_full < RUNNER_TICK_MS && !first && !st.resync) {
+                full = 0;
+                n_told = w->n_told;
+                memcpy(told, w->told, (size_t)n_told * sizeof *told);
+            }
+            st.other_wakes = other;
+            w->n_told = 0;
+            w->told_overflow = 0;
+            pthread_mutex_unlock(&w->lock);
             if (!st.resync || resync(&st, c) == 0) {
                 housekeeping(&st, c, first);
                 first = 0;
-                claim_jobs(&st, c);
-                yield_jobs(&st, c);
-                step_jobs(&st, c);
+                if (full) {
+                    st.last_full = now_ms();
+                    claim_jobs(&st, c);
+                    yield_jobs(&st, c);
+                }
+                step_jobs(&st, c, full ? NULL : told, n_told);
             }
             if (PQstatus(c) != CONNECTION_OK)
                 st.resync = 1; /* lost in the middle: what was written is unknown */

@@ -42,6 +42,24 @@ void worker_bump_job(worker_system *w, long long job_id)
     pthread_mutex_unlock(&w->lock);
 }
 
+void worker_system_job_told(worker_system *w, long long job_id)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    int known = 0;
+    for (int i = 0; i < w->n_told && !known; i++)
+        known = w->told[i] == job_id;
+    if (!known && w->n_told < WORKER_TOLD_MAX)
+        w->told[w->n_told++] = job_id;
+    else if (!known)
+        w->told_overflow = 1;
+    w->told_gen++;
+    w->runner_gen++;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
+
 unsigned long worker_system_job_gen(worker_system *w, long long job_id)
 {
     if (!w)

@@ -50,6 +50,10 @@ void worker_system_wake(worker_system *w);
  * nothing. Measurements of jobs ended by another process are given up too, seen by a query every
  * 500 ms. Also wakes the runner. Any thread. */
 void worker_system_job_ended(worker_system *w, long long job_id);
+/* Ask/tell (api/ask_tell.c): a harness told results of job_id; the runner steps that job at once
+ * (only that job, when nothing else woke it: a tell does not cost a round over every job and a
+ * claim; the full round still comes every tick). Any thread; w NULL: nothing. */
+void worker_system_job_told(worker_system *w, long long job_id);
 /* Ask/tell (api/ask_tell.c): job_id's generation, bumped when this process's runner queued
  * trials of the job or the job ended here; wait_job waits until it differs from seen, the system
  * stops, or timeout_ms pass, and returns it. With w NULL (an API process) the generation is 0 and

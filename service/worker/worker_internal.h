@@ -19,6 +19,9 @@
 /* Slots of the per-job generations of ask/tell waits (jobs sharing a slot only wake each other). */
 #define WORKER_JOB_SLOTS 64
 
+/* Jobs a runner round may step alone after tells (more: a full round). */
+#define WORKER_TOLD_MAX 64
+
 /* Target cache entries beyond those drivers and measuring threads can hold at once. */
 #define TARGET_CACHE_SPARE 16
 
@@ -53,6 +56,13 @@ struct worker_system {
     /* Ask/tell (worker_system_wait_job): per job (slot job id % WORKER_JOB_SLOTS), bumped when the
      * runner queued trials of the job or the job ended here. */
     unsigned long job_gen[WORKER_JOB_SLOTS];
+    /* Jobs told results since the runner last looked (worker_system_job_told), and told_gen, the
+     * part of runner_gen's bumps that were tells: runner_gen - told_gen changing means another
+     * wake (a job queued, a trial measured), which needs a full round. */
+    long long told[WORKER_TOLD_MAX];
+    int n_told;
+    int told_overflow;
+    unsigned long told_gen;
     worker_stats stats;
 
     pthread_t runner_thread;

@@ -25,6 +25,14 @@ function historyText(hist) {
   return "auto: " + parts.join(", ");
 }
 
+// The harness of an external job (ask/tell, issue 27; GET /v1/jobs/{id} "harness"), as one line:
+// whether it is measuring, waiting for its harness to come back, or done, and its leases.
+function harnessText(hs) {
+  const since = hs.seconds_since_ask == null ? "never asked" : `last ask ${fmtDuration(hs.seconds_since_ask)} ago`;
+  const what = { active: "active", waiting: "waiting for its harness", ended: "ended" }[hs.state] || hs.state;
+  return `${what} · ${hs.leased} leased · ${since}`;
+}
+
 function field(label, value, cls) {
   return h("div", { class: "field " + (cls || "") }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
@@ -202,7 +210,8 @@ export function mount(root, { id }) {
         { class: "fields" },
         field("status", statusBadge(job.status)),
         field("kernel", job.kernel),
-        field("device", job.device, "mono"),
+        field("device", job.device_class && job.device === "external" ? `external (${job.device_class})` : job.device, "mono"),
+        job.harness ? field("harness", harnessText(job.harness), "harness-" + job.harness.state) : null,
         field("problem", fmtObject(job.problem), "mono"),
         field("strategy", job.strategy + (job.strategy_options && Object.keys(job.strategy_options).length ? ` (${fmtObject(job.strategy_options)})` : "")),
         field("budget", budget || "–"),

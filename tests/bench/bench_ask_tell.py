@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Bench: ask/tell (issue 27, section 3, "Speed"). A real ktuned (embedded PostgreSQL,
+--replay-speed 0) and harnesses written here in Python (standard library, one keep-alive connection
+each):
+
+1. Round trip: one harness on one external job (random over a 32 x 32 space, parallel 1) asks one
+   configuration and tells its result, --rounds times: p50 and p90 of ask + tell in milliseconds
+   (target: p50 < 2 ms).
+2. Throughput: --harnesses harnesses at once (default 8), each on its own external job (parallel 8),
+   ask 8 and tell each result in a request of its own: tells a second over all of them (target:
+   >= 1,000).
+3. Replay equivalence: the same `auto` job (seed 1, history none, parallel 1, --evaluations, default
+   400) twice: in process on the replay device replay:gemm_clblast-RTX_2080_Ti, and on the external
+   device with the dataset's space inline, measured by a harness that looks each configuration up in
+   the same Kernel Tuner cache file (its time, or its failure as the replay backend reads it). Both
+   must propose the same configurations in the same order (checked: exit 1 otherwise); prints both
+   wall times and their ratio (target: external <= 1.5 x replay).
+
+Prints the figures; exits 1 only when a check of correctness fails (a configuration sequence that
+differs, an error reply, a job that does not end), never on a time. --quick (ctest
+bench_ask_tell_small): 40 rounds, 2 harnesses of 40 tells, 60 evaluations.
+
+  python3 tests/bench/bench_ask_tell.py --ktuned build/ktuned --source-dir .
+"""
+import argparse
+import gzip
+import http.client
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from ktuned_fixture import Ktuned  # noqa: E402
+
+DATASET = "gemm_clblast-RTX_2080_Ti"
+GRID = {"parameters": [{"name": "A", "values": list(range(1, 33))},
+                       {"name": "B", "values": list(range(1, 33))}]}
+
+
+class Client:
+    """One keep-alive connection: what a harness holds."""
+
+    def __init__(self, address):
+        self.conn = http.client.HTTPConnection(address, timeout=120)
+
+    def post(self, path, body):
+        self.conn.request("POST", path, body=json.dumps(body).encode(),
+                          headers={"Content-Type": "application/json"})
+        resp = self.conn.getresponse()
+        reply = json.loads(resp.read() or b"null")
+        if resp.status not in (200, 202):
+            raise RuntimeError("POST %s: %d %s" % (path, resp.status, reply))
+        return reply
+
+    def get(self, path):
+        self.conn.request("GET", path)
+        resp = self.conn.getresponse()
+        return resp.status, json.loads(resp.read() or b"null")
+
+
+def external_job(client, kernel, space, budget, parallel, strategy="random", seed=1, problem=None):
+    body = {"kernel": kernel, "device": "external", "device_class": "bench-class", "space": space,
+            "strategy": strategy, "budget": {"evaluations": budget}, "seed": seed, "history": "none",
+            "parallel": parallel}
+    if problem is not None:
+        body["problem"] = problem
+    return client.post("/v1/tune", body)["id"]
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def round_trip(address, rounds):
+    c = Client(address)
+    jid = external_job(c, "bench_rt", GRID, rounds + 10, 1)
+    times = []
+    for i in range(rounds):
+        t0 = time.perf_counter()
+        a = c.post("/v1/jobs/%d/ask" % jid, {"n": 1})
+        if not a["trials"]:
+            raise RuntimeError("round %d: an empty ask %s" % (i, a))
+        c.post("/v1/jobs/%d/tell" % jid,
+               {"trials": [{"id": a["trials"][0]["id"], "status": "ok", "time_ms": 1.0 + i % 13}]})
+        times.append((time.perf_counter() - t0) * 1000)
+    return percentile(times, 0.5), percentile(times, 0.9)
+
+
+def throughput(address, harnesses, tells_each):
+    errors, counts = [], [0] * harnesses
+    jobs = [external_job(Client(address), "bench_tp_%d" % h, GRID, tells_each, 8, seed=h + 1)
+            for h in range(harnesses)]
+    start = threading.Barrier(harnesses + 1)
+
+    def harness(h):
+        c = Client(address)
+        start.wait()
+        try:
+            while counts[h] < tells_each:
+                a = c.post("/v1/jobs/%d/ask" % jobs[h], {"n": 8, "wait_s": 10})
+                if a["done"]:
+                    break
+                for t in a["trials"]:
+                    c.post("/v1/jobs/%d/tell" % jobs[h],
+                           {"trials": [{"id": t["id"], "status": "ok", "time_ms": 1.0 + t["seq"] % 7}]})
+                    counts[h] += 1
+        except Exception as e:  # reported, and the bench fails
+            errors.append("harness %d: %s" % (h, e))
+
+    threads = [threading.Thread(target=harness, args=(h,)) for h in range(harnesses)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    return sum(counts), seconds, errors
+
+
+def load_cache(source_dir):
+    with gzip.open(os.path.join(source_dir, "datasets", DATASET + ".json.gz")) as f:
+        return json.load(f)
+
+
+def replay_result(cache, keys, tid, config):
+    """What the replay backend reads from the record (catalog/dataset.c): a number is ok with that
+    time; CompilationFailedConfig / RuntimeFailedConfig are compile / runtime errors; anything else,
+    or no record, is invalid. The recorded compile and measure times go with it."""
+    rec = cache["cache"].get(",".join(str(config[k]) for k in keys))
+    out = {"id": tid, "status": "invalid"}
+    if rec is None:
+        return out
+    t = rec.get("time")
+    out["compile_ms"] = max(float(rec.get("compile_time") or 0), 0.0)
+    out["measure_ms"] = max(float(rec.get("verification_time") or 0) + float(rec.get("benchmark_time") or 0), 0.0)
+    if isinstance(t, (int, float)) and not isinstance(t, bool):
+        out.update(status="ok", time_ms=float(t))
+    elif t == "CompilationFailedConfig":
+        out["status"] = "compile_error"
+    elif t == "RuntimeFailedConfig":
+        out["status"] = "runtime_error"
+    return out
+
+
+def configs_in_order(k, jid):
+    trials = [t for t in k.all_trials(jid) if t.get("final_round") is None]
+    return [t["config"] for t in sorted(trials, key=lambda t: t["seq"])]
+
+
+def replay_equivalence(k, source_dir, evaluations):
+    cache = load_cache(source_dir)
+    keys = cache["tune_params_keys"]
+    c = Client(k.address)
+    common = {"strategy": "auto", "seed": 1, "history": "none", "parallel": 1,
+              "budget": {"evaluations": evaluations}}
+    t0 = time.perf_counter()
+    rid = c.post("/v1/tune", dict(common, kernel="gemm", device="replay:" + DATASET))["id"]
+    replay_job = k.wait_job(rid, timeout=1800)
+    replay_s = time.perf_counter() - t0
+    space = {"parameters": [{"name": p, "values": cache["tune_params"][p]} for p in keys],
+             "restrictions": cache.get("restrictions") or []}
+    t0 = time.perf_counter()
+    eid = c.post("/v1/tune", dict(common, kernel="gemm_bench", device="external",
+                                  device_class="bench-" + DATASET, space=space))["id"]
+    while True:
+        a = c.post("/v1/jobs/%d/ask" % eid, {"n": 1, "wait_s": 10})
+        if a["done"]:
+            break
+        c.post("/v1/jobs/%d/tell" % eid,
+               {"trials": [replay_result(cache, keys, t["id"], t["config"]) for t in a["trials"]]})
+    external_job_view = k.wait_job(eid, timeout=60)
+    external_s = time.perf_counter() - t0
+    same = configs_in_order(k, rid) == configs_in_order(k, eid)
+    return {"replay_s": replay_s, "external_s": external_s, "same": same,
+            "replay": replay_job, "external": external_job_view}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ktuned", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for ctest (correctness only)")
+    ap.add_argument("--rounds", type=int, default=500)
+    ap.add_argument("--harnesses", type=int, default=8)
+    ap.add_argument("--tells", type=int, default=400, help="tells per harness")
+    ap.add_argument("--evaluations", type=int, default=400)
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.harnesses, args.tells, args.evaluations = 40, 2, 40, 60
+    failures = []
+    k = Ktuned(args.ktuned, os.path.abspath(args.source_dir),
+               extra=["--workers", "1", "--replay-speed", "0", "--log-level", "warn"])
+    try:
+        k.start()
+        p50, p90 = round_trip(k.address, args.rounds)
+        print("round trip (ask + tell, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms (target p50 < 2 ms)"
+              % (args.rounds, p50, p90))
+        n, seconds, errors = throughput(k.address, args.harnesses, args.tells)
+        failures += errors
+        print("throughput: %d tells from %d harnesses in %.2f s: %.0f tells/s (target >= 1,000)"
+              % (n, args.harnesses, seconds, n / seconds if seconds > 0 else 0))
+        eq = replay_equivalence(k, args.source_dir, args.evaluations)
+        for name in ("replay", "external"):
+            job = eq[name]
+            print("%-8s auto job of %d evaluations: %s, %d trials, best %s ms, %.2f s"
+                  % (name, args.evaluations, job["status"], job["progress"]["trials"],
+                     (job["best"] or {}).get("time_ms"), eq[name + "_s"]))
+            if job["status"] != "succeeded" or job["progress"]["trials"] != args.evaluations:
+                failures.append("the %s job did not finish its budget: %s" % (name, job["status"]))
+        print("same configurations in the same order: %s; wall time external / replay: %.2f (target <= 1.5)"
+              % ("yes" if eq["same"] else "NO", eq["external_s"] / eq["replay_s"]))
+        if not eq["same"]:
+            failures.append("the ask/tell job proposed other configurations than the replay job")
+        if eq["replay"]["best"] and eq["external"]["best"] and \
+                eq["replay"]["best"]["config"] != eq["external"]["best"]["config"]:
+            failures.append("the two jobs' bests differ")
+    finally:
+        k.stop()
+        k.cleanup()
+    for f in failures:
+        print("FAIL:", f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
