@@ -121,7 +121,7 @@ format:
 format-check: deps
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "format-check: clean"
 
-# Fails listing file:line when C code under service/, kernels/ or tests/ calls a banned function
+# Fails listing file:line when C code under service/, kernels/, tests/ or clients/ calls a banned function
 # (atoi, sprintf, strcpy, strtok, ...: see tools/check_banned.py for the list and replacements).
 banned-check:
 	@python3 tools/check_banned.py

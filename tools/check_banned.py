@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails, listing file:line, when a C file under service/, kernels/ or tests/ calls a banned
+"""Fails, listing file:line, when a C file under service/, kernels/, tests/ or clients/ calls a banned
 function: the unbounded string copies and formats, the unchecked number parsers and the
 stateful tokenizer (the list follows curl's checksrc, less what we use deliberately).
 Comments and string literals are ignored; a call is a name followed by '(' that is not a
@@ -26,7 +26,7 @@ BANNED = {
     "tempnam": "mkstemp",
     "mktemp": "mkstemp",
 }
-ROOTS = ("service", "kernels", "tests")
+ROOTS = ("service", "kernels", "tests", "clients")
 EXTS = (".c", ".h", ".cu", ".cuh")
 SKIP_DIRS = {"node_modules", ".git"}
 CALL = re.compile(r"(?<![\w.>])(" + "|".join(sorted(BANNED)) + r")\s*\(")

@@ -35,6 +35,7 @@
 
 #define BEST_LIST_DEFAULT     100
 #define BEST_LIST_MAX         1000
+#define BEST_LIST_MAX_OFFSET  100000000LL /* paging past 10^8 entries is no use */
 #define BEST_MAX_PROBLEM_ARGS 32
 #define BEST_K_DEFAULT        5
 #define BEST_K_MAX            20
@@ -479,19 +480,20 @@ out:
 
 void api_best_list(void *app, const http_request *req, http_response *res)
 {
-    static const char *const allowed[] = {"kernel", "device_class", "limit", NULL};
+    static const char *const allowed[] = {"kernel", "device_class", "limit", "offset", NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    long long limit;
+    long long limit, offset;
     if (api_check_query(req, allowed, &err) < 0 ||
-        api_query_ll(req, "limit", 1, BEST_LIST_MAX, BEST_LIST_DEFAULT, &limit, &err) < 0)
+        api_query_ll(req, "limit", 1, BEST_LIST_MAX, BEST_LIST_DEFAULT, &limit, &err) < 0 ||
+        api_query_ll(req, "offset", 0, BEST_LIST_MAX_OFFSET, 0, &offset, &err) < 0)
         return api_fail(res, &err);
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
     json_t *list = best_store_list_json(c, http_query(req, "kernel"),
-                                        http_query(req, "device_class"), (int)limit, &err);
+                                        http_query(req, "device_class"), (int)limit, offset, &err);
     api_db_release(svc, c);
     if (!list)
         return api_fail(res, &err);

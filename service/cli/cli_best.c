@@ -9,6 +9,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
 #include "cli/cli_render.h"
+#include "cli/cli_table.h"
 
 #define BEST_MAX_QUERY 4096
 
@@ -19,6 +20,7 @@ static void best_usage(FILE *f)
         "usage: ktune best --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
         "                  [--format json|flags|header] [--source measured|predicted]\n"
         "                  [--fallback nearest] [--k N] [--tune-on-miss EVALUATIONS] [--verbose]\n"
+        "       ktune best --all [--format table] [--kernel K] [--device-class C]\n"
         "\n"
         "Prints the best known configuration (GET /v1/best): json (default) the\n"
         "configuration object; flags one line of -Dname=value for a compiler; header a\n"
@@ -33,6 +35,11 @@ static void best_usage(FILE *f)
         "evaluations for a problem never measured (once; needs the token when set).\n"
         "When nothing is known yet the exit code is 5, with the server's message and\n"
         "hint.\n"
+        "\n"
+        "--all writes the deploy table instead: every entry of the best table (of\n"
+        "kernel K and device class C when given), one tab-separated line each, that\n"
+        "clients/c/ktune_table.h and the Python client's ktune.Table look up without a\n"
+        "server (format: clients/README.md).\n"
         "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -66,12 +73,38 @@ static int add_query(char *q, size_t cap, const char *key, const json_t *value)
     return n < 0 || (size_t)n >= cap - len ? -1 : 0;
 }
 
+/* ktune best --all: the deploy table on stdout (cli_table.h). */
+static int best_all(const cli_conn *conn, const char *kernel, const char *device_class,
+                    const char *format, int other_options)
+{
+    if (format && strcmp(format, "table") != 0) {
+        fprintf(stderr, "ktune best: --all writes --format table, not '%s'\n", format);
+        return CLI_EXIT_USAGE;
+    }
+    if (other_options) {
+        fprintf(stderr,
+                "ktune best: --all takes only --format table, --kernel and --device-class\n");
+        return CLI_EXIT_USAGE;
+    }
+    cli_client *cl = cli_client_new(conn);
+    if (!cl) {
+        fprintf(stderr, "ktune: cannot start libcurl\n");
+        return CLI_EXIT_FAILURE;
+    }
+    long long rows = 0;
+    int rc = cli_table_write(cl, kernel, device_class, stdout, &rows);
+    if (rc == CLI_EXIT_OK)
+        fprintf(stderr, "ktune best: %lld entries in the table\n", rows);
+    cli_client_free(cl);
+    return rc;
+}
+
 int cli_best_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *kernel = NULL, *device = NULL, *format = "json", *source = NULL, *fallback = NULL,
-               *k = NULL, *tune_on_miss = NULL;
-    int verbose = 0;
+    const char *kernel = NULL, *device = NULL, *format = NULL, *source = NULL, *fallback = NULL,
+               *k = NULL, *tune_on_miss = NULL, *device_class = NULL;
+    int verbose = 0, all = 0;
     json_t *problem = json_object(), *best = NULL;
     cli_client *cl = NULL;
     char query[BEST_MAX_QUERY] = "", path[BEST_MAX_QUERY + 16];
@@ -86,6 +119,7 @@ int cli_best_main(int argc, char **argv)
             (m = cli_problem_option(argc, argv, &i, &problem)) ||
             (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
             (m = cli_opt(argc, argv, &i, "--device", &device)) ||
+            (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
             (m = cli_opt(argc, argv, &i, "--format", &format)) ||
             (m = cli_opt(argc, argv, &i, "--source", &source)) ||
             (m = cli_opt(argc, argv, &i, "--fallback", &fallback)) ||
@@ -95,18 +129,34 @@ int cli_best_main(int argc, char **argv)
                 goto done;
         } else if (strcmp(argv[i], "--verbose") == 0) {
             verbose = 1;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            all = 1;
         } else {
             fprintf(stderr, "ktune best: unknown argument '%s' (ktune best --help)\n", argv[i]);
             goto done;
         }
     }
+    if (all) {
+        rc = best_all(&conn, kernel, device_class, format,
+                      device || source || fallback || k || tune_on_miss || verbose ||
+                          json_object_size(problem) > 0);
+        goto done;
+    }
+    if (device_class) {
+        fprintf(stderr, "ktune best: --device-class goes with --all\n");
+        goto done;
+    }
+    if (!format)
+        format = "json";
     if (!kernel || !device) {
         fprintf(stderr, "ktune best: --kernel and --device are required (ktune best --help)\n");
         goto done;
     }
     if (strcmp(format, "json") != 0 && strcmp(format, "flags") != 0 &&
         strcmp(format, "header") != 0) {
-        fprintf(stderr, "ktune best: --format must be json, flags or header, not '%s'\n", format);
+        fprintf(stderr,
+                "ktune best: --format must be json, flags or header (table with --all), not '%s'\n",
+                format);
         goto done;
     }
     long long n;

@@ -175,17 +175,19 @@ int best_store_newest_version(PGconn *c, const char *kernel, const char *device_
 }
 
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
-                             kt_error *err)
+                             long long offset, kt_error *err)
 {
-    store_num l;
-    const char *p[] = {kernel, device_class, store_ll(&l, limit)};
+    store_num l, o;
+    const char *p[] = {kernel, device_class, store_ll(&l, limit), store_ll(&o, offset)};
     return store_query_json(
         c,
         "SELECT json_build_object('best', COALESCE(json_agg(" BEST_JSON_SQL
-        " ORDER BY b.measured_at DESC), '[]'::json)) FROM (SELECT * FROM best WHERE"
+        " ORDER BY b.measured_at DESC, b.kernel, b.device_class, b.kernel_hash, b.toolchain,"
+        " b.problem_key), '[]'::json)) FROM (SELECT * FROM best WHERE"
         " ($1::text IS NULL OR kernel = $1) AND ($2::text IS NULL OR device_class = $2)"
-        " ORDER BY measured_at DESC LIMIT $3) b",
-        3, p, "no best entries", err);
+        " ORDER BY measured_at DESC, kernel, device_class, kernel_hash, toolchain, problem_key"
+        " LIMIT $3 OFFSET $4) b",
+        4, p, "no best entries", err);
 }
 
 json_t *best_store_problems_json(PGconn *c, const target_key *key, int limit, kt_error *err)

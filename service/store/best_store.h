@@ -61,9 +61,11 @@ json_t *best_store_get_json(PGconn *c, const target_key *key, int measured_only,
 int best_store_newest_version(PGconn *c, const char *kernel, const char *device_class,
                               const char *toolchain, const char *problem_key, char *out, size_t cap,
                               kt_error *err);
-/* {"best":[...]} newest first, optionally filtered by kernel and/or device class; at most limit. */
+/* {"best":[...]} newest first (ties in key order, so pages are stable), optionally filtered by
+ * kernel and/or device class; at most limit, after skipping offset entries (the paging of
+ * GET /v1/best/entries and of `ktune best --all`). */
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,
-                             kt_error *err);
+                             long long offset, kt_error *err);
 /* {"problems":[{"problem","config","time_ms","job_id","trial_id","measured_at","origin"}...]}:
  * every problem of key's (kernel, device class, kernel hash, toolchain) — key.problem_key is
  * ignored — whose entry is a measurement or a trusted import's (origin "measured" | "imported"; an
