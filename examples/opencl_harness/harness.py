@@ -114,14 +114,19 @@ def main():
     print("opencl_harness: job %d on %s: %d configurations measured here" % (tuning.job_id, klass, told))
 
     # Deploy time: a table exported once, looked up without a server.
-    table_path = args.table or os.path.join(tempfile.mkdtemp(prefix="ktune-opencl-"), "ktune.table")
-    client.export_table(table_path, kernel=KERNEL)
-    hit = ktune.Table.load(table_path).lookup(KERNEL, klass, problem)
+    with tempfile.TemporaryDirectory(prefix="ktune-opencl-") as tmp:
+        table_path = args.table or os.path.join(tmp, "ktune.table")
+        client.export_table(table_path, kernel=KERNEL)
+        hit = ktune.Table.load(table_path).lookup(KERNEL, klass, problem)
     if hit is None:
         print("opencl_harness: the deploy table has no entry for %s on %s" % (KERNEL, klass))
         return 1
     how = "exact" if hit.exact else "nearest tuned problem %s" % hit.problem
-    print("opencl_harness: deploy table %s: %s -> %s (%s)" % (table_path, problem, hit.config, how))
+    print("opencl_harness: deploy table: %s -> %s (%s)" % (problem, hit.config, how))
+    best = tuning.best or {}
+    if hit.config != best.get("config") or not hit.exact:
+        print("opencl_harness: the table's answer is not the job's best %s" % best.get("config"))
+        return 1
     status, time_ms = measure(hit.config)
     print("opencl_harness: the looked-up configuration measures %s %.4f ms" % (status, time_ms))
     return 0 if status == "ok" else 1
