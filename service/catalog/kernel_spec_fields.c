@@ -152,31 +152,22 @@ void kspec_expr_release(kspec_expr *x)
 }
 
 /* A plain file name inside dir: its absolute path in *abs and its bytes hashed into *h. */
-int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                      char **abs, uint64_t *h)
+int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                      char **name)
 {
-    char path[PATH_MAX], resolved[PATH_MAX];
-    char *bytes = NULL;
-    size_t len = 0;
-    const char *name = json_string_value(v);
+    const char *s = json_string_value(v);
 
-    if (!name)
+    if (!s)
         return kspec_bad(L, "%s: must be a file name (a string)", field);
-    if (!name[0] || strlen(name) > 255 || strchr(name, '/') || strcmp(name, ".") == 0 ||
-        strcmp(name, "..") == 0)
-        return kspec_bad(L, "%s: '%.255s' must be a plain file name in the kernel's folder", field,
-                         name);
-    int w = snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (w < 0 || (size_t)w >= sizeof path)
-        return kspec_bad(L, "%s: path too long", field);
-    if (!realpath(path, resolved))
-        return kspec_bad(L, "%s: '%.255s': %s", field, name, strerror(errno));
-    kt_error ferr;
-    if (!(bytes = kt_file_read_all(resolved, KSPEC_MAX_FILE_BYTES, &len, &ferr)))
-        return kspec_bad(L, "%s: '%.255s': %s", field, name, ferr.message);
-    *h = kt_fnv1a_field(*h, bytes, len);
-    free(bytes);
-    if (!(*abs = strdup(resolved)))
+    if (!kernel_files_valid_name(s))
+        return kspec_bad(L,
+                         "%s: '%.255s' must be a plain file name of the kernel's files (letters, "
+                         "digits, '.', '_', '-')",
+                         field, s);
+    if (!kernel_files_get(k->files, s, NULL))
+        return kspec_bad(L, "%s: '%.255s': no such file%s", field, s,
+                         k->dir ? " in the kernel's folder" : " in \"files\": add it");
+    if (!(*name = strdup(s)))
         return kspec_bad(L, "out of memory");
     return 0;
 }
