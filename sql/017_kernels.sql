@@ -1,5 +1,6 @@
--- Kernels are data (issue 27): a kernel submitted over HTTP (POST /v1/kernels) is stored here, one
--- row per version. version is the hash of everything compiled (catalog/kernel_files.h: the
+-- Kernels are data (issue 27): a kernel submitted over HTTP (POST /v1/kernels) is stored in
+-- kernel_versions, one row per version (the table kernels of sql/001 mirrors the catalog's list).
+-- version is the hash of everything compiled (catalog/kernel_files.h: the
 -- canonical spec and every compiled source byte, includes resolved), the kernel_hash of every
 -- result measured on it; a name has many versions, and results stay under their own version.
 -- spec_text is the canonical spec exactly as hashed (jsonb may respell numbers); files are the
@@ -8,7 +9,7 @@
 -- verify ('invalid'); log holds the compiler or verification output, validation the per-variant
 -- outcome ({"cpu": "ok", "cuda": "not run: ..."}). A retired version (retired_at) is no longer
 -- picked as the newest; its results are kept.
-CREATE TABLE kernels (
+CREATE TABLE kernel_versions (
     id           bigserial PRIMARY KEY,
     name         text NOT NULL,
     version      text NOT NULL,
@@ -27,8 +28,8 @@ CREATE TABLE kernels (
     retired_at   timestamptz,
     UNIQUE (name, version)
 );
-CREATE INDEX kernels_name_idx ON kernels (name, created_at DESC, id DESC);
-CREATE INDEX kernels_validating_idx ON kernels (created_at) WHERE status = 'validating';
+CREATE INDEX kernel_versions_name_idx ON kernel_versions (name, created_at DESC, id DESC);
+CREATE INDEX kernel_versions_validating_idx ON kernel_versions (created_at) WHERE status = 'validating';
 
 -- The scope that may submit kernels: read < tune < kernels < admin (api/tokens.c).
 ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scope_check;

@@ -72,9 +72,18 @@ static json_t *value_from_text(const char *s)
 
 /* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
  * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
-static const char *const best_options[] = {"kernel", "device",       "source", "fallback",
-                                           "k",      "tune_on_miss", NULL};
-enum { OPT_KERNEL, OPT_DEVICE, OPT_SOURCE, OPT_FALLBACK, OPT_K, OPT_TUNE_ON_MISS, OPT_COUNT };
+static const char *const best_options[] = {"kernel", "device",       "source",         "fallback",
+                                           "k",      "tune_on_miss", "kernel_version", NULL};
+enum {
+    OPT_KERNEL,
+    OPT_DEVICE,
+    OPT_SOURCE,
+    OPT_FALLBACK,
+    OPT_K,
+    OPT_TUNE_ON_MISS,
+    OPT_KERNEL_VERSION,
+    OPT_COUNT
+};
 
 /* One pass over the query: the options by exact name, every other parameter a problem argument
  * (borrowed from the request; JSON is made of them only when the cache cannot answer). A repeated
@@ -299,13 +308,47 @@ static int from_cache(api_context *svc, const http_request *req, http_response *
     return 1;
 }
 
+/* No result under the kernel's current version, none named: the newest older version of the
+ * kernel that has one (catalog_kernel_versions' order), or NULL (err clear). The answer's
+ * kernel_hash says which. */
+static json_t *older_version(api_context *svc, PGconn *c, const target *current, const char *kernel,
+                             const char *device, const json_t *problem, const best_query *q,
+                             kt_error *err)
+{
+    char versions[CATALOG_KERNEL_VERSIONS][KFILES_VERSION_LEN + 1];
+    int n = catalog_kernel_versions(svc->cat, kernel, versions, CATALOG_KERNEL_VERSIONS);
+    json_t *answer = NULL;
+    for (int i = 0; i < n && !answer; i++) {
+        target other;
+        kt_error e;
+        kt_error_clear(&e);
+        if (strcmp(versions[i], current->key.kernel_hash) == 0 ||
+            catalog_resolve_version(svc->cat, kernel, versions[i], device, problem, 0, &other, &e) <
+                0)
+            continue;
+        answer = best_store_get_json(c, &other.key, q->from == BEST_FROM_MEASURED, &e);
+        if (answer)
+            catalog_neural_mark(svc->cat, &other, answer);
+        target_release(&other);
+        if (!answer && e.code != KT_ERR_NO_BEST) {
+            if (err)
+                *err = e;
+            return NULL;
+        }
+    }
+    kt_error_clear(err);
+    return answer;
+}
+
 void api_best_get(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     best_args a = {0};
-    const char *kernel = NULL, *device = NULL;
+    const char *kernel = NULL, *device = NULL, *version = NULL;
+    char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
+    int real = 0;
     target key_only, full;
     int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags;
     best_query q;
@@ -331,9 +374,18 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     if (parse_options(svc, &a, &q, &err) < 0)
         goto fail;
+    version = a.opt[OPT_KERNEL_VERSION];
+    /* A cpu / cuda kernel has versions (issue 27): the request's key names the version asked for,
+     * else the current one, so that a new version is a new cached answer. */
+    real = strcmp(device, "cpu") == 0 || strncmp(device, "cuda", 4) == 0;
+    const kernel_spec *current = real && !version ? catalog_find_kernel(svc->cat, kernel) : NULL;
+    snprintf(kernel_at, sizeof kernel_at, "%.256s@%.64s", kernel,
+             version   ? version
+             : current ? current->version
+                       : "");
     /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
     if (svc->best && !a.repeated)
-        qlen = best_request_key(qkey, sizeof qkey, kernel, device, "amp"[q.from], q.nearest, q.k,
+        qlen = best_request_key(qkey, sizeof qkey, kernel_at, device, "amp"[q.from], q.nearest, q.k,
                                 a.param, a.count);
     if (from_cache(svc, req, res, &q, qkey, qlen))
         goto out;
@@ -345,7 +397,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
-    if (catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err) < 0)
+    if (catalog_resolve_version(svc->cat, kernel, version, device, problem, 0, &key_only, &err) < 0)
         goto fail;
     have_key = 1;
     if (qlen) /* before the database is read: a change notified from now on drops this fill */
@@ -357,7 +409,11 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     answer = best_store_get_json(c, &key_only.key, q.from == BEST_FROM_MEASURED, &err);
     if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
+    if (!answer && real && !version && q.from != BEST_FROM_PREDICTED)
+        answer = older_version(svc, c, &key_only, kernel, device, problem, &q, &err);
     found = answer != NULL;
+    if (answer)
+        json_object_set(answer, "kernel_version", json_object_get(answer, "kernel_hash"));
     if (found && q.from != BEST_FROM_PREDICTED) {
         catalog_neural_mark(svc->cat, &key_only, answer); /* a plain key holds no network change */
         goto reply;                                       /* a measurement always wins */
@@ -382,7 +438,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
          * run or the nearest answer must be checked against it. */
         int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
         if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
-            if (catalog_resolve(svc->cat, kernel, device, problem, &full, &err) < 0)
+            if (catalog_resolve_version(svc->cat, kernel, version, device, problem, 1, &full,
+                                        &err) < 0)
                 goto fail;
             have_full = 1;
             if (got == MODEL_CACHE_NEEDS_SPACE)

@@ -86,7 +86,8 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
         goto out;
     }
-    resolved = catalog_resolve(svc->cat, t->kernel, t->device, problem, &target, err) == 0;
+    resolved = catalog_resolve_version(svc->cat, t->kernel, t->kernel_version, t->device, problem,
+                                       1, &target, err) == 0;
     json_decref(problem);
     if (!resolved)
         goto out;

@@ -1,6 +1,7 @@
 #include "api/tune_request.h"
 
 #include <math.h>
+#include <ctype.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -115,20 +116,39 @@ json_t *tune_request_problem(const tune_request *t, int *oom)
     return p;
 }
 
+/* A kernel version: 1-64 of [A-Za-z0-9._:-]. */
+static int valid_version(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+            return 0;
+    return 1;
+}
+
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
-        "kernel",       "device", "problem", "strategy", "strategy_options",
-        "budget",       "seed",   "history", "parallel", "final_remeasure",
-        "final_rounds", "neural", NULL};
+        "kernel",       "device", "problem",        "strategy", "strategy_options",
+        "budget",       "seed",   "history",        "parallel", "final_remeasure",
+        "final_rounds", "neural", "kernel_version", NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
     if (api_get_string(body, "kernel", 1, API_MAX_NAME, &t->kernel, err) < 0 ||
         api_get_string(body, "device", 1, API_MAX_NAME, &t->device, err) < 0 ||
         api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0 ||
-        api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0)
+        api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0 ||
+        api_get_string(body, "kernel_version", 0, 64, &t->kernel_version, err) < 0)
         return -1;
+    if (t->kernel_version && !valid_version(t->kernel_version)) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "kernel_version: 1 to 64 characters of letters, digits, '.', '_', ':', '-'");
+        kt_error_hint(err, "GET /v1/kernels/%.64s lists the versions", t->kernel);
+        return -1;
+    }
     if (!t->history)
         t->history = TUNE_DEFAULT_HISTORY;
     if (strcmp(t->history, "auto") != 0 && strcmp(t->history, "none") != 0) {

@@ -18,6 +18,9 @@
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
+    /* "kernel_version" (issue 27): the version of the kernel to tune (GET /v1/kernels/{name});
+     * NULL: the newest ready. 1-64 characters of [A-Za-z0-9._:-]. */
+    const char *kernel_version;
     const json_t *problem, *options; /* NULL when absent */
     /* "neural" (issue 14, catalog/catalog_neural.h): the opt-in to transformations that change
      * the network, an object checked by the catalog; NULL when absent. The target's problem is

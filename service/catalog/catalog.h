@@ -100,6 +100,10 @@ int catalog_resolve(const catalog *c, const char *kernel, const char *device, co
 int catalog_resolve_version(const catalog *c, const char *kernel, const char *version,
                             const char *device, const json_t *problem, int with_space, target *out,
                             kt_error *err);
+/* catalog_resolve of exactly that version whatever its status (validating, invalid, retired): a
+ * validation's target (worker/validator.c). */
+int catalog_resolve_any(const catalog *c, const char *kernel, const char *version,
+                        const char *device, const json_t *problem, target *out, kt_error *err);
 /* The same validation and key, without the space (out->sp is NULL): for lookups by key
  * (GET /v1/best), which must not pay for enumerating a space. Same errors, except the space's. */
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
@@ -174,7 +178,8 @@ json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k);
  * catalog_free, so a job keeps measuring the exact version in its key. */
 #define CATALOG_RESCAN_MS       500
 #define CATALOG_KERNEL_FETCH_MS 500
-#define CATALOG_KERNEL_VERSIONS 64 /* versions of a name fetched (the newest) */
+#define CATALOG_KERNEL_VERSIONS 64   /* versions of a name fetched (the newest) */
+#define CATALOG_KERNEL_NAMES    4096 /* names looked up in the kernels table, at most */
 
 typedef enum {
     CATALOG_KERNEL_READY = 0,

@@ -104,9 +104,10 @@ static void real_kernel_list(const catalog *c, const catalog_device *d, char *bu
 }
 
 /* with_space 0: the key and problem only (a lookup); the space is what costs (enumeration). */
+/* any_status: exactly version, whatever its status (a stored job's target, a validation). */
 static int resolve_real(const catalog *c, const catalog_device *d, const char *kernel,
-                        const char *version, const json_t *problem, int with_space, target *out,
-                        kt_error *err)
+                        const char *version, int any_status, const json_t *problem, int with_space,
+                        target *out, kt_error *err)
 {
     char list[KT_ERROR_HINT_MAX - 64];
     kspec_problem p;
@@ -118,7 +119,11 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     const kernel_spec *k = NULL;
     kt_error picked;
     kt_error_clear(&picked);
-    int got = catalog_kernel_pick(c, kernel, version, &k, &picked);
+    int got = -1;
+    if (any_status && version && (k = catalog_find_kernel_version(c, kernel, version)))
+        got = 0;
+    else
+        got = catalog_kernel_pick(c, kernel, version, &k, &picked);
 
     if (!d->available) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is not available: %.300s", d->name,
@@ -205,9 +210,9 @@ static const catalog_device *real_device_for(const catalog *c, const char *devic
     return f ? f : local;
 }
 
-static int resolve(const catalog *c, const char *kernel, const char *version, const char *device,
-                   const json_t *problem, int with_space, const target_key *want, target *out,
-                   kt_error *err)
+static int resolve(const catalog *c, const char *kernel, const char *version, int any_status,
+                   const char *device, const json_t *problem, int with_space,
+                   const target_key *want, target *out, kt_error *err)
 {
     json_t *canon = NULL;
     int rc = -1;
@@ -220,7 +225,7 @@ static int resolve(const catalog *c, const char *kernel, const char *version, co
     if (ad)
         return catalog_accel_resolve(c, ad, kernel, problem, with_space, out, err);
     if (rd)
-        return resolve_real(c, rd, kernel, version, problem, with_space, out, err);
+        return resolve_real(c, rd, kernel, version, any_status, problem, with_space, out, err);
     const char *why = ds ? NULL : catalog_real_unavailable(c, device);
     if (why) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
@@ -272,20 +277,26 @@ out:
 int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
                     target *out, kt_error *err)
 {
-    return resolve(c, kernel, NULL, device, problem, 1, NULL, out, err);
+    return resolve(c, kernel, NULL, 0, device, problem, 1, NULL, out, err);
 }
 
 int catalog_resolve_version(const catalog *c, const char *kernel, const char *version,
                             const char *device, const json_t *problem, int with_space, target *out,
                             kt_error *err)
 {
-    return resolve(c, kernel, version, device, problem, with_space, NULL, out, err);
+    return resolve(c, kernel, version, 0, device, problem, with_space, NULL, out, err);
+}
+
+int catalog_resolve_any(const catalog *c, const char *kernel, const char *version,
+                        const char *device, const json_t *problem, target *out, kt_error *err)
+{
+    return resolve(c, kernel, version, 1, device, problem, 1, NULL, out, err);
 }
 
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
                         const json_t *problem, target *out, kt_error *err)
 {
-    return resolve(c, kernel, NULL, device, problem, 0, NULL, out, err);
+    return resolve(c, kernel, NULL, 0, device, problem, 0, NULL, out, err);
 }
 
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
@@ -295,7 +306,7 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
      * the job goes on measuring exactly the bytes its results are keyed by. */
     kt_error first;
     kt_error_clear(&first);
-    if (resolve(c, stored->kernel, stored->kernel_hash, stored->device, problem, 1, stored, out,
+    if (resolve(c, stored->kernel, stored->kernel_hash, 1, stored->device, problem, 1, stored, out,
                 &first) < 0) {
         if (first.code != KT_ERR_UNKNOWN_KERNEL || !catalog_find_kernel(c, stored->kernel)) {
             if (err)
@@ -303,7 +314,7 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
             return -1;
         }
         /* that version is gone (a folder edited before a restart): say so as before */
-        if (resolve(c, stored->kernel, NULL, stored->device, problem, 1, stored, out, err) < 0)
+        if (resolve(c, stored->kernel, NULL, 0, stored->device, problem, 1, stored, out, err) < 0)
             return -1;
     }
     const target_key *now = &out->key;

@@ -196,7 +196,8 @@ static catalog_kname *kname(catalog_versions *r, const char *name)
     for (int i = 0; i < r->n_names; i++)
         if (strcmp(r->names[i].name, name) == 0)
             return &r->names[i];
-    if (KT_ARRAY_GROW(r->names, r->cap_names, (size_t)r->n_names + 1, INT_MAX) < 0)
+    if (r->n_names >= CATALOG_KERNEL_NAMES ||
+        KT_ARRAY_GROW(r->names, r->cap_names, (size_t)r->n_names + 1, INT_MAX) < 0)
         return NULL;
     catalog_kname *n = &r->names[r->n_names++];
     memset(n, 0, sizeof *n);
