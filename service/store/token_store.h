@@ -1,7 +1,7 @@
 /* store/token_store — the api_tokens table (sql/008): API tokens kept as the SHA-256 of their
- * secret, with a name and a scope ("read", "tune", "kernels" or "admin"); and the per-submitter count of
- * active jobs behind --max-queued-jobs-per-token (jobs.submitter). The secret itself is never
- * stored: api/tokens.c makes it, hands it out once and keeps only its hash. */
+ * secret, with a name and a scope ("read", "tune", "kernels" or "admin"); and the per-submitter
+ * count of active jobs behind --max-queued-jobs-per-token (jobs.submitter). The secret itself is
+ * never stored: api/tokens.c makes it, hands it out once and keeps only its hash. */
 #ifndef KT_STORE_TOKEN_STORE_H
 #define KT_STORE_TOKEN_STORE_H
 
