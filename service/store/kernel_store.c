@@ -17,7 +17,8 @@ json_t *kernel_store_create(PGconn *c, const char *name, const char *version, co
      * answers both with the one row. */
     json_t *out = store_query_json(
         c,
-        "WITH ins AS (INSERT INTO kernel_versions (name, version, spec, spec_text, files, submitter)"
+        "WITH ins AS (INSERT INTO kernel_versions (name, version, spec, spec_text, files, "
+        "submitter)"
         " VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6) ON CONFLICT (name, version) DO NOTHING"
         " RETURNING name, version, status, created_at)"
         " SELECT json_build_object('name', name, 'version', version, 'status', status,"

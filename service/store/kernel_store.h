@@ -1,5 +1,5 @@
-/* store/kernel_store — the kernel_versions table (sql/017, issue 27): kernels submitted over HTTP, one
- * row per (name, version) with the canonical spec, the sources, who submitted it and when, and
+/* store/kernel_store — the kernel_versions table (sql/017, issue 27): kernels submitted over HTTP,
+ * one row per (name, version) with the canonical spec, the sources, who submitted it and when, and
  * the validation's status and log. Written by POST /v1/kernels (api/kernels.c) and by the worker
  * that validates a version (worker/validator.c); read by GET /v1/kernels[/{name}] and by every
  * process's catalog (catalog_kernels_set_source: kernel_store_fetch).
