@@ -178,6 +178,9 @@ json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k);
  * catalog_free, so a job keeps measuring the exact version in its key. */
 #define CATALOG_RESCAN_MS       500
 #define CATALOG_KERNEL_FETCH_MS 500
+/* An exact version a process needs and does not know (a stored job's, a validation's): fetched
+ * again after this long (the version exists: it was read from the database). */
+#define CATALOG_KERNEL_MISS_MS  50
 #define CATALOG_KERNEL_VERSIONS 64   /* versions of a name fetched (the newest) */
 #define CATALOG_KERNEL_NAMES    4096 /* names looked up in the kernels table, at most */
 

@@ -268,9 +268,10 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
 static void refresh_name(const catalog *c, const char *name, int force)
 {
     catalog_versions *r = c->versions;
-    uint64_t now = kt_clock_ns(), period = (uint64_t)CATALOG_KERNEL_FETCH_MS * 1000000ULL;
+    uint64_t now = kt_clock_ns();
+    uint64_t period =
+        (uint64_t)(force ? CATALOG_KERNEL_MISS_MS : CATALOG_KERNEL_FETCH_MS) * 1000000ULL;
     json_t *rows = NULL;
-    (void)force;
     if (!name || !r->fetch || catalog_is_folder_kernel(c, name))
         return;
     pthread_mutex_lock(&r->refresh);
@@ -368,7 +369,7 @@ int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
         e = stored_newest(r, name);
     pthread_rwlock_unlock(&r->lock);
     if (!e) {
-        refresh_name(c, name, 1);
+        refresh_name(c, name, 0);
         pthread_rwlock_rdlock(&r->lock);
         e = version ? find_version(r, name, version) : stored_newest(r, name);
         pthread_rwlock_unlock(&r->lock);

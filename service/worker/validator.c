@@ -90,7 +90,14 @@ out:
 /* Validates one claimed version and records the outcome. */
 static void validate(worker_system *w, const char *name, const char *version)
 {
-    const kernel_spec *k = catalog_find_kernel_version(w->opt.cat, name, version);
+    const kernel_spec *k = NULL;
+    /* The catalog may have fetched the name just before this version was stored: it fetches again
+     * on a miss after CATALOG_KERNEL_MISS_MS. */
+    for (int i = 0; i < 40 && !k && !worker_stopping(w); i++) {
+        if (i)
+            worker_wait(w, &(unsigned long){0}, 0, CATALOG_KERNEL_MISS_MS);
+        k = catalog_find_kernel_version(w->opt.cat, name, version);
+    }
     json_t *outcome = json_object();
     strbuf log;
     int all_ok = 1;
