@@ -131,6 +131,41 @@ void api_kernel_get(void *app, const http_request *req, http_response *res)
         json_pack("{s:s, s:s, s:o}", "name", name, "origin", "stored", "versions", versions));
 }
 
+void api_kernel_retire(void *app, const http_request *req, http_response *res)
+{
+    api_context *svc = app;
+    kt_error err;
+    const char *name = req->n_params > 0 ? req->params[0] : "";
+    const char *version = req->n_params > 1 ? req->params[1] : "";
+    static const char *const allowed[] = {NULL};
+    kt_error_clear(&err);
+    if (api_authorize(svc, req, res, API_SCOPE_KERNELS) < 0)
+        return;
+    if (api_check_query(req, allowed, &err) < 0)
+        return api_fail(res, &err);
+    if (catalog_is_folder_kernel(svc->cat, name)) {
+        kt_error_set(&err, KT_ERR_CONFLICT, "kernel %.100s is a kernel folder's", name);
+        kt_error_hint(&err, "a kernel folder's current version is its files: edit them, and the "
+                            "older version is no longer taken");
+        return api_fail(res, &err);
+    }
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *row = kernel_store_retire(c, name, version, &err);
+    api_db_release(svc, c);
+    if (!row) {
+        if (err.code == KT_ERR_NOT_FOUND) {
+            kt_error_set(&err, KT_ERR_NOT_FOUND, "kernel %.100s has no version %.64s", name,
+                         version);
+            kt_error_hint(&err, "GET /v1/kernels/%.100s lists its versions", name);
+        }
+        return api_fail(res, &err);
+    }
+    log_info("kernel %s version %s retired", name, version);
+    http_reply_json(res, 200, row);
+}
+
 void api_kernels(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {NULL};

@@ -5,9 +5,9 @@
 /* Scopes (api_authorize): every GET needs read when any token exists; the token routes and the
  * removal of imports and of models need admin. The other writes check their scope in their handler
  * (POST /v1/tune, DELETE /v1/jobs/{id} and POST /v1/imports: tune, more for an import that replaces
- * measurements; POST /v1/kernels: kernels; POST /v1/models: admin; GET /v1/best?tune_on_miss:
- * tune). Open to all: /healthz (probes), /v1/openapi.json (the API's description) and the
- * dashboard's static files. */
+ * measurements; POST /v1/kernels and DELETE /v1/kernels/{name}/versions/{version}: kernels; POST
+ * /v1/models: admin; GET /v1/best?tune_on_miss: tune). Open to all: /healthz (probes),
+ * /v1/openapi.json (the API's description) and the dashboard's static files. */
 #define GUARDED(fn, scope)                                                                         \
     static void fn##_guarded(void *app, const http_request *req, http_response *res)               \
     {                                                                                              \
@@ -52,6 +52,7 @@ static const http_route routes[] = {
     {"GET", "/v1/kernels", api_kernels_guarded},
     {"POST", "/v1/kernels", api_kernels_create},
     {"GET", "/v1/kernels/{name}", api_kernel_get_guarded},
+    {"DELETE", "/v1/kernels/{name}/versions/{version}", api_kernel_retire},
     {"GET", "/v1/networks", api_networks_guarded},
     {"GET", "/v1/devices", api_devices_guarded},
     {"GET", "/v1/strategies", api_strategies_guarded},

@@ -85,6 +85,17 @@ json_t *kernel_store_claim(PGconn *c, const char *validator, kt_error *err)
         2, p, "no kernel to validate", err);
 }
 
+json_t *kernel_store_retire(PGconn *c, const char *name, const char *version, kt_error *err)
+{
+    const char *p[] = {name, version};
+    return store_query_json(
+        c,
+        "UPDATE kernel_versions SET retired_at = COALESCE(retired_at, clock_timestamp())"
+        " WHERE name = $1 AND version = $2 RETURNING json_build_object('name', name, 'version',"
+        " version, 'status', status, 'retired', true, 'retired_at', retired_at)",
+        2, p, "no such kernel version", err);
+}
+
 int kernel_store_finish(PGconn *c, const char *name, const char *version, const char *status,
                         const char *log, const json_t *validation, kt_error *err)
 {

@@ -35,6 +35,10 @@ json_t *kernel_store_names_json(PGconn *c, kt_error *err);
 /* Claims the oldest validating version nobody validates (or whose claim is older than
  * KERNEL_STORE_CLAIM_S) for validator: {"name","version"}; NULL with KT_ERR_NOT_FOUND when none. */
 json_t *kernel_store_claim(PGconn *c, const char *validator, kt_error *err);
+/* Retires a version (retired_at set, once): no longer the newest a request without a version takes;
+ * its results stay. Returns {"name","version","status","retired","retired_at"}; KT_ERR_NOT_FOUND
+ * when the name has no such version. */
+json_t *kernel_store_retire(PGconn *c, const char *name, const char *version, kt_error *err);
 /* Records a validation: status "ready" or "invalid", the log (may be NULL), per variant outcome. */
 int kernel_store_finish(PGconn *c, const char *name, const char *version, const char *status,
                         const char *log, const json_t *validation, kt_error *err);

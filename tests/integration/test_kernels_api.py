@@ -284,6 +284,20 @@ class KernelsApiTest(unittest.TestCase):
         entry = [e for e in listing["kernels"] if e["name"] == "vscale"][0]
         self.assertEqual((entry["origin"], entry["version"], entry["versions"]), ("stored", v2, 2))
 
+        # Retiring v2: no longer taken by default; its results stay and answer when named.
+        self.k.psql("UPDATE kernel_versions SET status = 'ready' WHERE version = '%s'" % v2)
+        status, _, reply = self.k.request("DELETE", "/v1/kernels/vscale/versions/" + v2,
+                                          headers=self.tokens["tune"])
+        self.assertEqual(status, 403, reply)
+        status, _, reply = self.k.request("DELETE", "/v1/kernels/vscale/versions/" + v2,
+                                          headers=self.tokens["kernels"])
+        self.assertEqual((status, reply["retired"]), (200, True), reply)
+        self.assertEqual([v["retired"] for v in self.versions("vscale")], [True, False])
+        time.sleep(0.6)
+        self.assertEqual(self.tune({"kernel": "vscale"})["kernel_hash"], v1)
+        status, _, best = self.best("vscale", "&kernel_version=" + v2)
+        self.assertEqual((status, best["kernel_version"]), (200, v2), best)
+
     def test_edited_folder_kernel_is_a_new_version(self):
         before = self.versions("folded")
         self.assertEqual(len(before), 1, before)

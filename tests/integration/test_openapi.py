@@ -615,6 +615,13 @@ class ServedTest(unittest.TestCase):
         self.assertEqual((status, reply["error"]["code"]), (413, "body_too_large"), reply)
         status, _, listed = self.call("GET", "/v1/kernels/{name}", {"name": "vscale"})
         self.assertEqual((status, listed["versions"][0]["version"]), (200, made["version"]), listed)
+        ids = {"name": "vscale", "version": made["version"]}
+        status, _, retired = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", ids)
+        self.assertEqual((status, retired["retired"]), (200, True), retired)
+        status, _, reply = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", dict(ids, version="f" * 32))
+        self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+        status, _, reply = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", dict(ids, name="gemm"))
+        self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
 
     def test_y_database_down_is_503(self):
         self.finished_job()
@@ -643,6 +650,7 @@ class ServedTest(unittest.TestCase):
                 ("POST", "/v1/tokens", None, {"name": "x", "scope": "read"}), ("GET", "/v1/tokens", None, None),
                 ("DELETE", "/v1/tokens/{id}", None, None), ("DELETE", "/v1/imports/{id}", None, None),
                 ("GET", "/v1/kernels", None, None), ("GET", "/v1/kernels/{name}", None, None),
+                ("DELETE", "/v1/kernels/{name}/versions/{version}", None, None),
                 ("POST", "/v1/kernels", None, DOC["paths"]["/v1/kernels"]["post"]["requestBody"]["content"]
                  ["application/json"]["examples"]["vscale"]["value"])) + (
                 (("POST", "/v1/imports", None, deref(DOC["paths"]["/v1/imports"]["post"]["requestBody"]["content"]
