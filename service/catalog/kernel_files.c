@@ -100,6 +100,11 @@ int kernel_files_add(kernel_files *f, const char *name, const char *bytes, size_
     return 0;
 }
 
+static int cmp_text(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
 /* The valid names of dir's regular files, sorted (at most KFILES_MAX_FILES + 1, so that a folder
  * with too many is noticed); -1 when it cannot be listed. */
 static int list_dir(const char *dir, char names[][KFILES_MAX_NAME + 1], int cap)
@@ -117,7 +122,7 @@ static int list_dir(const char *dir, char names[][KFILES_MAX_NAME + 1], int cap)
         memcpy(names[n++], e->d_name, strlen(e->d_name) + 1); /* valid: at most KFILES_MAX_NAME */
     }
     closedir(d);
-    qsort(names, (size_t)n, KFILES_MAX_NAME + 1, (int (*)(const void *, const void *))strcmp);
+    qsort(names, (size_t)n, KFILES_MAX_NAME + 1, cmp_text);
     return n;
 }
 
