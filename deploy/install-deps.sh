@@ -14,6 +14,7 @@ packages=(
   iproute2 util-linux
   clang libclang-rt-14-dev
   dataset-fashion-mnist
+  python3-pyopencl pocl-opencl-icd
 )
 
 missing=()

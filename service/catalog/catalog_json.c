@@ -64,6 +64,29 @@ static json_t *kernel_device_json(const replay_dataset *ds)
                      "configurations", (json_int_t)space_count(ds->sp));
 }
 
+/* The kernel interface (issue 27): how trials are verified, the buffers' dtypes, the scalars and
+ * the user metrics. */
+static void interface_json(const kernel_spec *k, json_t *o)
+{
+    json_t *bufs = json_array(), *scalars = json_array(), *metrics = json_array();
+    for (int i = 0; bufs && i < k->n_buffers; i++)
+        json_array_append_new(bufs,
+                              json_pack("{s:s, s:s, s:s}", "name", k->buffers[i].name, "dtype",
+                                        kt_dtype_name(k->buffers[i].dtype), "role",
+                                        k->buffers[i].role == KSPEC_OUTPUT ? "output" : "input"));
+    for (int i = 0; scalars && i < k->n_scalars; i++)
+        json_array_append_new(scalars, json_pack("{s:s, s:s, s:s}", "name", k->scalars[i].name,
+                                                 "type", kt_dtype_name(k->scalars[i].type), "value",
+                                                 k->scalars[i].value.text));
+    for (int i = 0; metrics && i < k->n_metrics; i++)
+        json_array_append_new(metrics, json_pack("{s:s, s:s}", "name", k->metrics[i].name, "value",
+                                                 k->metrics[i].value.text));
+    json_object_set_new(o, "verify", json_string(kernel_spec_verify_name(k->verify)));
+    json_object_set_new(o, "buffers", bufs ? bufs : json_array());
+    json_object_set_new(o, "scalars", scalars ? scalars : json_array());
+    json_object_set_new(o, "metrics", metrics ? metrics : json_array());
+}
+
 /* count: configurations of the default problem, -1 when not counted (a fleet device). */
 static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_device *dev,
                                        long long count)
@@ -71,11 +94,16 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
     const kspec_variant *v = &k->variants[dev->kind];
     kspec_problem p;
     json_t *args = json_array(), *prs = json_array();
-    for (int i = 0; args && i < k->n_args; i++)
-        json_array_append_new(args, json_pack("{s:s, s:I, s:I, s:I}", "name", k->args[i].name,
-                                              "min", (json_int_t)k->args[i].min, "max",
-                                              (json_int_t)k->args[i].max, "default",
-                                              (json_int_t)k->args[i].def));
+    for (int i = 0; args && i < k->n_args; i++) {
+        const kspec_arg *a = &k->args[i];
+        json_array_append_new(args, a->is_float
+                                        ? json_pack("{s:s, s:s, s:f, s:f, s:f}", "name", a->name,
+                                                    "type", "float", "min", a->fmin, "max", a->fmax,
+                                                    "default", a->fdef)
+                                        : json_pack("{s:s, s:I, s:I, s:I}", "name", a->name, "min",
+                                                    (json_int_t)a->min, "max", (json_int_t)a->max,
+                                                    "default", (json_int_t)a->def));
+    }
     for (int i = 0; prs && i < k->n_problem_restrictions; i++)
         json_array_append_new(prs, json_string(k->problem_restrictions[i].text));
     json_t *problem = kernel_spec_problem(k, NULL, &p, NULL) == 0 ? kernel_spec_problem_json(k, &p)
@@ -94,6 +122,8 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
                             count >= 0 ? json_integer((json_int_t)count) : json_null());
     if (o && k->test_problem_text)
         json_object_set_new(o, "test_problem", json_loads(k->test_problem_text, 0, NULL));
+    if (o)
+        interface_json(k, o);
     if (o && kernel_spec_has_neural(k, dev->kind)) {
         /* What a problem's "neural" member may allow (catalog/catalog_neural.h). */
         json_t *names = json_array();

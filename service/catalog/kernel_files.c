@@ -141,13 +141,18 @@ kernel_files *kernel_files_from_dir(const char *dir, kt_error *err)
     }
     for (int i = 0; i < n; i++) {
         size_t len = 0;
+        struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        /* A file larger than the sources' cap, or holding a NUL byte, is a data file (an init or
+         * an answer: the spec loader reads those from the folder itself), not a source. */
+        if (stat(path, &st) == 0 && st.st_size > KFILES_MAX_BYTES)
+            continue;
         char *bytes = kt_file_read_all(path, KFILES_MAX_BYTES, &len, err);
         if (!bytes) {
             kt_error_prefix(err, "%s", names[i]);
             goto out;
         }
-        int rc = kernel_files_add(f, names[i], bytes, len, err);
+        int rc = memchr(bytes, '\0', len) ? 0 : kernel_files_add(f, names[i], bytes, len, err);
         free(bytes);
         if (rc < 0)
             goto out;

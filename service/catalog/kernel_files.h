@@ -33,8 +33,9 @@ int kernel_files_valid_name(const char *name);
  * than KFILES_MAX_FILES files or KFILES_MAX_BYTES in all). */
 int kernel_files_add(kernel_files *f, const char *name, const char *bytes, size_t len,
                      kt_error *err);
-/* Every regular file of dir whose name is valid (others, and subfolders, are skipped), each at most
- * KFILES_MAX_BYTES. NULL with KT_ERR_IO / KT_ERR_BODY_TOO_LARGE naming the file. */
+/* Every regular text file of dir whose name is valid (others, subfolders, and data files: larger
+ * than KFILES_MAX_BYTES or holding a NUL byte, are skipped), at most KFILES_MAX_BYTES in all. NULL
+ * with KT_ERR_IO / KT_ERR_BODY_TOO_LARGE naming the file. */
 kernel_files *kernel_files_from_dir(const char *dir, kt_error *err);
 /* A folder's fingerprint without reading it: the names, sizes and modification times of the files
  * kernel_files_from_dir would read, hashed (0 when the folder cannot be listed). A change of any

@@ -62,9 +62,9 @@ static int valid_kernel_name(const char *s)
 static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
 {
     static const char *const fields[] = {"rtol", "atol", NULL};
-    const json_t *t = kspec_need(L, root, "", "tolerance");
+    const json_t *t = json_object_get(root, "tolerance");
     if (!t)
-        return -1;
+        return 0; /* each output buffer's own, else its dtype's default (kspec_load_verify) */
     if (!json_is_object(t))
         return kspec_bad(L, "tolerance: must be an object {\"rtol\", \"atol\"}");
     if (kspec_check_fields(L, t, "tolerance", fields) < 0)
@@ -79,6 +79,7 @@ static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
         return kspec_bad(L, "tolerance.atol: must be a number >= 0");
     k->rtol = json_number_value(rt);
     k->atol = json_number_value(at);
+    k->has_tolerance = 1;
     return 0;
 }
 
@@ -87,9 +88,10 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root)
     static const char *const blas_fields[] = {"kind", NULL};
     static const char *const c_fields[] = {"kind", "source", NULL};
     static const char *const blas_args[] = {"M", "N", "K"}, *const blas_bufs[] = {"A", "B", "C"};
-    const json_t *r = kspec_need(L, root, "", "reference");
+    const json_t *r = json_object_get(root, "reference");
+    k->ref_kind = KSPEC_REF_NONE;
     if (!r)
-        return -1;
+        return 0; /* verified against the default configuration (kspec_load_verify) */
     if (!json_is_object(r))
         return kspec_bad(L, "reference: must be an object {\"kind\", ...}");
     const json_t *kind = kspec_need(L, r, "reference", "kind");
@@ -105,9 +107,10 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root)
                 return kspec_bad(
                     L, "reference.kind: openblas_sgemm needs the problem arguments M, N, K "
                        "first, in that order");
-            if (k->n_buffers <= i || strcmp(k->buffers[i].name, blas_bufs[i]) != 0)
+            if (k->n_buffers <= i || strcmp(k->buffers[i].name, blas_bufs[i]) != 0 ||
+                k->buffers[i].dtype != KT_F32)
                 return kspec_bad(
-                    L, "reference.kind: openblas_sgemm needs the buffers A, B, C first, in "
+                    L, "reference.kind: openblas_sgemm needs the f32 buffers A, B, C first, in "
                        "that order");
         }
         return 0;
@@ -219,6 +222,8 @@ static int load_version(kspec_loader *L, kernel_spec *k, const json_t *root,
     canonical_into(&b, "spec.json", root);
     if (cuda_root)
         canonical_into(&b, "cuda.json", cuda_root);
+    if (L->data_hash != KT_FNV1A_OFFSET) /* the data files read (inits, answers) */
+        strbuf_appendf(&b, "\ndata %016llx", (unsigned long long)L->data_hash);
     kt_error_clear(&e);
     if (b.failed) {
         kspec_bad(L, "out of memory");
@@ -263,7 +268,8 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
 {
     static const char *const top_fields[] = {
         "name",      "summary",   "problem",  "problem_restrictions", "buffers", "flops",
-        "tolerance", "reference", "variants", "test_problem",         NULL};
+        "tolerance", "reference", "variants", "test_problem",         "scalars", "metrics",
+        "verify",    NULL};
     static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
     const char *bytes = NULL, *cuda_bytes = NULL;
     size_t len = 0, cuda_len = 0;
@@ -272,7 +278,8 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
     kernel_spec *k = NULL;
     /* Messages name the file by its base name: the caller knows the folder (the catalog's log
      * line names it; an API reply names the kernel). */
-    kspec_loader L = {.file = "spec.json", .why = why, .cap = why_cap};
+    kspec_loader L = {
+        .file = "spec.json", .why = why, .cap = why_cap, .data_hash = KT_FNV1A_OFFSET};
     int ok = 0;
 
     if (why && why_cap)
@@ -327,8 +334,21 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
     const json_t *problem = kspec_need(&L, root, "", "problem");
     if (!problem || kspec_load_args(&L, k, problem) < 0 || kspec_scan_neural(&L, k, root) < 0 ||
         kspec_load_problem_exprs(&L, k, root) < 0 || load_tolerance(&L, k, root) < 0 ||
-        load_reference(&L, k, root) < 0 || load_test_problem(&L, k, root) < 0)
+        load_reference(&L, k, root) < 0 || kspec_load_verify(&L, k, root) < 0 ||
+        load_test_problem(&L, k, root) < 0)
         goto out;
+    {
+        /* the default problem must fit the data files as the test problem does */
+        kspec_problem dp;
+        kt_error de;
+        kt_error_clear(&de);
+        if (kernel_spec_problem(k, NULL, &dp, &de) < 0) {
+            kspec_bad(&L, "problem: the default problem: %s", de.message);
+            goto out;
+        }
+    }
+    /* the data files (inits, answers) are part of what every variant computes: load_version
+     * hashes L.data_hash into the version */
 
     const json_t *variants = json_object_get(root, "variants");
     if (variants && !json_is_object(variants)) {
@@ -387,9 +407,16 @@ void kernel_spec_free(kernel_spec *k)
     for (int i = 0; i < k->n_problem_restrictions; i++)
         kspec_expr_release(&k->problem_restrictions[i]);
     free(k->problem_restrictions);
-    for (int i = 0; i < k->n_buffers; i++)
+    for (int i = 0; i < k->n_buffers; i++) {
         kspec_expr_release(&k->buffers[i].elements);
+        free(k->buffers[i].init.file.path);
+        free(k->buffers[i].answer.path);
+    }
     kspec_expr_release(&k->flops);
+    for (int i = 0; i < k->n_scalars; i++)
+        kspec_expr_release(&k->scalars[i].value);
+    for (int i = 0; i < k->n_metrics; i++)
+        kspec_expr_release(&k->metrics[i].value);
     for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
         kspec_variant *v = &k->variants[kind];
         free(v->file);

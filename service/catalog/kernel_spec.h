@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "catalog/kernel_files.h"
 #include "space/expr.h"
@@ -27,10 +28,33 @@
 #define KSPEC_MAX_DEFAULTS     8           /* entries of a "default" list */
 #define KSPEC_MAX_ELEMENTS     (1LL << 34) /* elements of one buffer */
 #define KSPEC_MAX_NEURAL       8           /* neural parameters, and transformations, of a kernel */
+#define KSPEC_MAX_SCALARS      16          /* scalar arguments */
+#define KSPEC_MAX_METRICS      8           /* user metrics */
+#define KSPEC_MAX_CALL_ARGS    (KSPEC_MAX_BUFFERS + KSPEC_MAX_SCALARS + KSPEC_MAX_ARGS)
+#define KSPEC_MAX_DATA_BYTES   (64LL << 20) /* an init or answer data file */
 
 typedef enum { KSPEC_CPU = 0, KSPEC_CUDA, KSPEC_N_KINDS } kspec_kind;
 typedef enum { KSPEC_INPUT = 0, KSPEC_OUTPUT } kspec_role;
-typedef enum { KSPEC_REF_OPENBLAS_SGEMM = 0, KSPEC_REF_C } kspec_ref_kind;
+typedef enum { KSPEC_REF_OPENBLAS_SGEMM = 0, KSPEC_REF_C, KSPEC_REF_NONE } kspec_ref_kind;
+/* How outputs are checked (kernels/README.md, "verify"): against the reference, against the
+ * default configuration's output, against known-good data files, or not at all. */
+typedef enum {
+    KSPEC_VERIFY_REFERENCE = 0,
+    KSPEC_VERIFY_DEFAULT,
+    KSPEC_VERIFY_ANSWER,
+    KSPEC_VERIFY_NONE
+} kspec_verify_kind;
+/* How a buffer is filled once per problem (inputs; outputs are poisoned before each checked run).
+ */
+typedef enum {
+    KSPEC_INIT_DEFAULT = 0, /* uniform: [-1, 1) for floating dtypes, integers in [-100, 100] */
+    KSPEC_INIT_UNIFORM,
+    KSPEC_INIT_NORMAL,
+    KSPEC_INIT_CONSTANT,
+    KSPEC_INIT_IOTA,
+    KSPEC_INIT_ZEROS,
+    KSPEC_INIT_FILE
+} kspec_init_kind;
 
 /* The device limits a variant's restrictions may use, values in kernel_spec_limit_names order. */
 typedef struct kspec_limits {
@@ -42,22 +66,69 @@ typedef struct kspec_expr {
     expr *e;
 } kspec_expr;
 
+/* A problem argument: an integer (min, max, def), or with "type": "float" a real (fmin, fmax,
+ * fdef; min, max, def then unused). */
 typedef struct kspec_arg {
     char name[KSPEC_MAX_NAME + 1];
     long long min, max, def;
+    int is_float;
+    double fmin, fmax, fdef;
 } kspec_arg;
+
+/* A data file of the kernel (init "file", answer): its absolute path and size in bytes. */
+typedef struct kspec_datafile {
+    char *path;
+    long long bytes;
+} kspec_datafile;
+
+typedef struct kspec_init {
+    kspec_init_kind kind;
+    double a, b; /* uniform: min, max; normal: mean, std; constant: value */
+    kspec_datafile file;
+} kspec_init;
 
 typedef struct kspec_buffer {
     char name[KSPEC_MAX_NAME + 1];
     kspec_role role;
     kspec_expr elements; /* slots: the problem arguments, then the neural parameters */
+    kt_dtype dtype;
+    double rtol, atol; /* the buffer's own "tolerance", else the kernel's, else its dtype's */
+    kspec_init init;
+    kspec_datafile answer; /* verify "answer": the expected output (outputs only; path NULL) */
 } kspec_buffer;
+
+/* A scalar argument: its C type (f32, f64, i32, i64) and its value, an expression of the problem
+ * (slots: the problem arguments, then the neural parameters). */
+typedef struct kspec_scalar {
+    char name[KSPEC_MAX_NAME + 1];
+    kt_dtype type;
+    kspec_expr value;
+} kspec_scalar;
+
+/* A user metric: an expression over the problem arguments, then time_ms (the last slot). */
+typedef struct kspec_metric {
+    char name[KSPEC_MAX_NAME + 1];
+    kspec_expr value;
+} kspec_metric;
+
+/* One argument of a generated call (a cpu variant's "arguments"). */
+typedef enum { KSPEC_CALL_BUFFER = 0, KSPEC_CALL_SCALAR, KSPEC_CALL_PROBLEM } kspec_call_kind;
+typedef struct kspec_call_arg {
+    kspec_call_kind kind;
+    int index; /* into buffers, scalars or the problem arguments */
+} kspec_call_arg;
 
 typedef struct kspec_variant {
     int present;
     char *file;                     /* the JSON file it was read from (spec.json or cuda.json) */
     char *source;                   /* the source's file name among the kernel's files */
-    char entry[KSPEC_MAX_NAME + 1]; /* CUDA entry point; "" for cpu */
+    char entry[KSPEC_MAX_NAME + 1]; /* CUDA entry point; cpu: the generated call's, or "" */
+    /* cpu "arguments": the generated call entry(args...) (n_call_args -1: no generated call, the
+     * variant defines ktune_kernel itself) */
+    int n_call_args;
+    kspec_call_arg call_args[KSPEC_MAX_CALL_ARGS];
+    int openmp;        /* cpu "openmp": compiled with -fopenmp */
+    int threads_param; /* cpu "threads": index of the parameter that is the thread count, or -1 */
     int n_params;
     char param_names[KSPEC_MAX_PARAMS][KSPEC_MAX_NAME + 1];
     char *params_text;       /* JSON array [{"name","values"}] for space_new */
@@ -110,8 +181,14 @@ typedef struct kernel_spec {
     int n_neural;
     char neural_names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1];
     long long neural_identity[KSPEC_MAX_NEURAL];
-    double rtol, atol;
-    kspec_ref_kind ref_kind;
+    double rtol, atol; /* "tolerance" (has_tolerance 0: none given, each dtype's default) */
+    int has_tolerance;
+    kspec_ref_kind ref_kind; /* KSPEC_REF_NONE: no "reference" */
+    kspec_verify_kind verify;
+    int n_scalars;
+    kspec_scalar scalars[KSPEC_MAX_SCALARS];
+    int n_metrics;
+    kspec_metric metrics[KSPEC_MAX_METRICS];
     char *ref_source;        /* file name among the kernel's files (KSPEC_REF_C), else NULL */
     char *test_problem_text; /* compact JSON object, or NULL */
     kspec_variant variants[KSPEC_N_KINDS];
@@ -121,12 +198,24 @@ typedef struct kernel_spec {
  * identity's, or a configuration's: kernel_spec_problem_neural) and what the spec derives from
  * them. A runner gets neural[] after values[] as extra problem arguments. */
 typedef struct kspec_problem {
-    long long values[KSPEC_MAX_ARGS];
-    int n_neural; /* = kernel_spec.n_neural */
+    long long values[KSPEC_MAX_ARGS];  /* integer arguments (a float argument: 0) */
+    double fvalues[KSPEC_MAX_ARGS];    /* float arguments ("type": "float"; integers as doubles) */
+    double scalars[KSPEC_MAX_SCALARS]; /* the scalars' values (integers exact below 2^53) */
+    int n_neural;                      /* = kernel_spec.n_neural */
     long long neural[KSPEC_MAX_NEURAL];
     long long elements[KSPEC_MAX_BUFFERS];
     double flops;
 } kspec_problem;
+
+/* "reference", "default", "answer", "none". */
+const char *kernel_spec_verify_name(kspec_verify_kind v);
+/* Argument i of p as an expression value (EXPR_FLOAT for a float argument, else EXPR_INT). */
+expr_value kernel_spec_arg_value(const kernel_spec *k, const kspec_problem *p, int i);
+/* Argument i of p as JSON (a real for a float argument; new reference). */
+json_t *kernel_spec_arg_json(const kernel_spec *k, const kspec_problem *p, int i);
+/* The user metrics of an ok trial of p that took time_ms: {"<name>": value, ...} (new reference;
+ * a metric whose value is not a finite number is left out). NULL when the kernel has none. */
+json_t *kernel_spec_metrics_json(const kernel_spec *k, const kspec_problem *p, double time_ms);
 
 /* "cpu" / "cuda". */
 const char *kernel_spec_kind_name(kspec_kind kind);

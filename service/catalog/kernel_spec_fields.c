@@ -151,7 +151,45 @@ void kspec_expr_release(kspec_expr *x)
     x->e = NULL;
 }
 
-/* A plain file name inside dir: its absolute path in *abs and its bytes hashed into *h. */
+/* A plain file name inside dir, read (at most cap bytes): its absolute path in *abs and its bytes
+ * hashed into *h, its size in *len. The data files of a kernel folder are read here (sources come
+ * from the kernel's files: kspec_source_file). */
+static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                       size_t cap, char **abs, uint64_t *h, size_t *size)
+{
+    char path[PATH_MAX], resolved[PATH_MAX];
+    char *bytes = NULL;
+    size_t len = 0;
+    const char *name = json_string_value(v);
+
+    if (!name)
+        return kspec_bad(L, "%s: must be a file name (a string)", field);
+    if (!name[0] || strlen(name) > 255 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0)
+        return kspec_bad(L, "%s: '%.255s' must be a plain file name in the kernel's folder", field,
+                         name);
+    if (!dir)
+        return kspec_bad(L,
+                         "%s: data files are read from a kernel folder; a kernel registered over "
+                         "HTTP cannot name one yet",
+                         field);
+    int w = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return kspec_bad(L, "%s: path too long", field);
+    if (!realpath(path, resolved))
+        return kspec_bad(L, "%s: '%.255s': %s", field, name, strerror(errno));
+    kt_error ferr;
+    if (!(bytes = kt_file_read_all(resolved, cap, &len, &ferr)))
+        return kspec_bad(L, "%s: '%.255s': %s", field, name, ferr.message);
+    *h = kt_fnv1a_field(*h, bytes, len);
+    free(bytes);
+    if (size)
+        *size = len;
+    if (!(*abs = strdup(resolved)))
+        return kspec_bad(L, "out of memory");
+    return 0;
+}
+
 int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
                       char **name)
 {
@@ -169,5 +207,18 @@ int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, co
                          k->dir ? " in the kernel's folder" : " in \"files\": add it");
     if (!(*name = strdup(s)))
         return kspec_bad(L, "out of memory");
+    return 0;
+}
+
+int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                    kspec_datafile *out)
+{
+    size_t len = 0;
+    if (out->path)
+        return kspec_bad(L, "%s: a second data file for the same buffer", field);
+    if (kernel_file(L, dir, v, field, (size_t)KSPEC_MAX_DATA_BYTES, &out->path, &L->data_hash,
+                    &len) < 0)
+        return -1;
+    out->bytes = (long long)len;
     return 0;
 }

@@ -22,6 +22,7 @@ typedef struct kspec_loader {
     char *why;
     size_t cap;
     int failed;
+    uint64_t data_hash; /* the data files read (kspec_data_file): part of every variant's hash */
 } kspec_loader;
 
 /* --- field checks (kernel_spec_fields.c); each returns -1 after kspec_bad on failure ---------- */
@@ -48,6 +49,11 @@ void kspec_expr_release(kspec_expr *x);
 int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
                       char **name);
 
+/* A data file (a buffer's init "file", an answer) like a source file, at most KSPEC_MAX_DATA_BYTES,
+ * hashed into L->data_hash; out->path must be NULL. */
+int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
+                    kspec_datafile *out);
+
 /* --- the parts of a spec ---------------------------------------------------------------------- */
 
 /* kernel_spec_problem.c: the "problem" arguments; then problem_restrictions, buffers and flops. */
@@ -55,6 +61,18 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr);
 int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root);
 /* An integral value: ints and bools, and reals that are whole and exact. 0, or -1 when not. */
 int kspec_value_to_ll(const expr_value *v, long long *out);
+/* kernel_spec_data.c (the kernel interface of issue 27): a buffer's dtype, tolerance and init
+ * (while the buffers load), then after flops the scalars and metrics (kspec_load_scalars), after
+ * the reference the tolerances' defaults and "verify" (kspec_load_verify), and per cpu variant the
+ * generated call, openmp and threads (kspec_load_call, after its parameters). */
+int kspec_load_buffer_data(kspec_loader *L, kernel_spec *k, kspec_buffer *buf, const json_t *b,
+                           const char *where);
+int kspec_load_scalars(kspec_loader *L, kernel_spec *k, const json_t *root);
+int kspec_load_verify(kspec_loader *L, kernel_spec *k, const json_t *root);
+int kspec_load_call(kspec_loader *L, const kernel_spec *k, kspec_variant *v, const json_t *obj,
+                    const char *where);
+/* The names buffers, flops and scalars see: the problem arguments, then the neural parameters. */
+int kspec_arg_names(const kernel_spec *k, const char **names);
 /* kernel_spec_neural.c: the neural parameters and identity of the variants' "neural" sections in
  * spec.json (before the buffers and flops, which see them), then per variant its section (after
  * its parameters; obj NULL: none). */

@@ -65,7 +65,7 @@ int kernel_spec_launch(const kernel_spec *k, const space *sp, config_id id, cons
         slots[i] = (expr_value){.type = EXPR_INT, .u.i = (int64_t)d};
     }
     for (int i = 0; i < k->n_args; i++)
-        slots[np + i] = (expr_value){.type = EXPR_INT, .u.i = p->values[i]};
+        slots[np + i] = kernel_spec_arg_value(k, p, i);
     const kspec_expr *all[7] = {&v->block[0], &v->block[1], &v->block[2],    &v->grid[0],
                                 &v->grid[1],  &v->grid[2],  &v->shared_bytes};
     long long *dst[7] = {&block[0], &block[1], &block[2],   &grid[0],

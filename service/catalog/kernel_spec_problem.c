@@ -11,9 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A float argument's "min", "max" and "default": numbers. */
+static int load_float_arg(kspec_loader *L, kspec_arg *arg, const json_t *a, const char *where)
+{
+    static const char *const keys[] = {"min", "max", "default"};
+    double *out[] = {&arg->fmin, &arg->fmax, &arg->fdef};
+    for (int i = 0; i < 3; i++) {
+        const json_t *v = kspec_need(L, a, where, keys[i]);
+        if (!v)
+            return -1;
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return kspec_bad(L, "%s.%s: must be a finite number", where, keys[i]);
+        *out[i] = json_number_value(v);
+    }
+    if (arg->fmin > arg->fmax)
+        return kspec_bad(L, "%s: min %g is greater than max %g", where, arg->fmin, arg->fmax);
+    if (arg->fdef < arg->fmin || arg->fdef > arg->fmax)
+        return kspec_bad(L, "%s.default: %g is outside [%g, %g]", where, arg->fdef, arg->fmin,
+                         arg->fmax);
+    arg->is_float = 1;
+    return 0;
+}
+
 int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
 {
-    static const char *const fields[] = {"name", "min", "max", "default", NULL};
+    static const char *const fields[] = {"name", "min", "max", "default", "type", NULL};
     if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > KSPEC_MAX_ARGS)
         return kspec_bad(L, "problem: must be an array of 1 to %d arguments", KSPEC_MAX_ARGS);
     for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -35,6 +57,16 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
         for (size_t j = 0; j < i; j++) {
             if (strcmp(k->args[j].name, arg->name) == 0)
                 return kspec_bad(L, "%s.name: '%s' is listed twice", where, arg->name);
+        }
+        const json_t *type = json_object_get(a, "type");
+        const char *ts = json_string_value(type);
+        if (type && (!ts || (strcmp(ts, "int") != 0 && strcmp(ts, "float") != 0)))
+            return kspec_bad(L, "%s.type: must be \"int\" (the default) or \"float\"", where);
+        if (ts && strcmp(ts, "float") == 0) {
+            if (load_float_arg(L, arg, a, where) < 0)
+                return -1;
+            k->n_args++;
+            continue;
         }
         const json_t *mn = kspec_need(L, a, where, "min"), *mx = kspec_need(L, a, where, "max"),
                      *df = kspec_need(L, a, where, "default");
@@ -59,8 +91,7 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
     return 0;
 }
 
-/* The names buffers and flops see: the problem arguments, then the neural parameters. */
-static int arg_names(const kernel_spec *k, const char **names)
+int kspec_arg_names(const kernel_spec *k, const char **names)
 {
     for (int i = 0; i < k->n_args; i++)
         names[i] = k->args[i].name;
@@ -71,9 +102,10 @@ static int arg_names(const kernel_spec *k, const char **names)
 
 int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root)
 {
-    static const char *const bfields[] = {"name", "elements", "role", NULL};
+    static const char *const bfields[] = {"name",      "elements", "role", "dtype",
+                                          "tolerance", "init",     NULL};
     const char *names[KSPEC_MAX_ARGS + KSPEC_MAX_NEURAL];
-    int n_names = arg_names(k, names);
+    int n_names = kspec_arg_names(k, names);
     expr_names en = {.n_params = n_names, .params = names};
     char field[96];
 
@@ -138,7 +170,8 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
         }
         k->n_buffers++;
         snprintf(field, sizeof field, "%s.elements", where);
-        if (kspec_parse_expr(L, &buf->elements, el, field, &en) < 0)
+        if (kspec_parse_expr(L, &buf->elements, el, field, &en) < 0 ||
+            kspec_load_buffer_data(L, k, buf, b, where) < 0)
             return -1;
     }
     if (!outputs)
@@ -148,7 +181,7 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
     const json_t *flops = kspec_need(L, root, "", "flops");
     if (!flops || kspec_parse_expr(L, &k->flops, flops, "flops", &en) < 0)
         return -1;
-    return 0;
+    return kspec_load_scalars(L, k, root);
 }
 
 /* An integral value: ints and bools, and reals that are whole and exact. */
@@ -171,18 +204,50 @@ static void accepted_args(const kernel_spec *k, char *buf, size_t cap)
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < k->n_args && used < cap; i++) {
-        int w = snprintf(buf + used, cap - used, "%s%s [%lld..%lld, default %lld]", i ? ", " : "",
-                         k->args[i].name, k->args[i].min, k->args[i].max, k->args[i].def);
+        const kspec_arg *a = &k->args[i];
+        int w = a->is_float ? snprintf(buf + used, cap - used, "%s%s [%g..%g, default %g]",
+                                       i ? ", " : "", a->name, a->fmin, a->fmax, a->fdef)
+                            : snprintf(buf + used, cap - used, "%s%s [%lld..%lld, default %lld]",
+                                       i ? ", " : "", a->name, a->min, a->max, a->def);
         used += w > 0 ? (size_t)w : 0;
     }
 }
 
-/* The buffers' elements and the FLOP count of p's arguments and neural values. */
+expr_value kernel_spec_arg_value(const kernel_spec *k, const kspec_problem *p, int i)
+{
+    if (k->args[i].is_float)
+        return (expr_value){.type = EXPR_FLOAT, .u.f = p->fvalues[i]};
+    return (expr_value){.type = EXPR_INT, .u.i = p->values[i]};
+}
+
+json_t *kernel_spec_arg_json(const kernel_spec *k, const kspec_problem *p, int i)
+{
+    return k->args[i].is_float ? json_real(p->fvalues[i]) : json_integer(p->values[i]);
+}
+
+/* A scalar's value: integer types must be whole and in range. */
+static int scalar_value(const kspec_scalar *s, const expr_value *r, double *out)
+{
+    double d = r->type == EXPR_FLOAT ? r->u.f : (r->type == EXPR_STR ? NAN : (double)r->u.i);
+    if (!isfinite(d))
+        return -1;
+    if (s->type == KT_I32 || s->type == KT_I64) {
+        double lo, hi;
+        kt_dtype_int_range(s->type, &lo, &hi);
+        if (d != floor(d) || d < lo || d > hi)
+            return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* The buffers' elements, the FLOP count and the scalars of p's arguments and neural values; a
+ * buffer with an init file must hold exactly the file's elements. */
 static int derive(const kernel_spec *k, kspec_problem *out, kt_error *err)
 {
     expr_value slots[KSPEC_MAX_ARGS + KSPEC_MAX_NEURAL];
     for (int i = 0; i < k->n_args; i++)
-        slots[i] = (expr_value){.type = EXPR_INT, .u.i = out->values[i]};
+        slots[i] = kernel_spec_arg_value(k, out, i);
     for (int j = 0; j < k->n_neural; j++)
         slots[k->n_args + j] = (expr_value){.type = EXPR_INT, .u.i = out->neural[j]};
     for (int i = 0; i < k->n_buffers; i++) {
@@ -196,6 +261,25 @@ static int derive(const kernel_spec *k, kspec_problem *out, kt_error *err)
                                 k->buffers[i].name, k->buffers[i].elements.text,
                                 (long long)KSPEC_MAX_ELEMENTS);
         out->elements[i] = n;
+        const kspec_buffer *b = &k->buffers[i];
+        long long bytes = n * (long long)kt_dtype_size(b->dtype);
+        const kspec_datafile *f = b->init.kind == KSPEC_INIT_FILE ? &b->init.file
+                                  : b->answer.path                ? &b->answer
+                                                                  : NULL;
+        if (f && f->bytes != bytes)
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "for this problem buffer %s holds %lld %s elements (%lld bytes), "
+                                "but its data file has %lld bytes",
+                                b->name, n, kt_dtype_name(b->dtype), bytes, f->bytes);
+    }
+    for (int i = 0; i < k->n_scalars; i++) {
+        expr_value r;
+        if (expr_eval(k->scalars[i].value.e, slots, &r) < 0 ||
+            scalar_value(&k->scalars[i], &r, &out->scalars[i]) < 0)
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "for this problem scalar %s = %.200s is not a finite %s value",
+                                k->scalars[i].name, k->scalars[i].value.text,
+                                kt_dtype_name(k->scalars[i].type));
     }
     expr_value f;
     double fl = NAN;
@@ -218,8 +302,10 @@ int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_probl
     json_t *val;
 
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < k->n_args; i++)
-        out->values[i] = k->args[i].def;
+    for (int i = 0; i < k->n_args; i++) {
+        out->values[i] = k->args[i].is_float ? 0 : k->args[i].def;
+        out->fvalues[i] = k->args[i].is_float ? k->args[i].fdef : (double)k->args[i].def;
+    }
     if (problem && !json_is_null(problem)) {
         if (!json_is_object(problem))
             return kt_error_set(err, KT_ERR_BAD_PROBLEM,
@@ -239,6 +325,19 @@ int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_probl
             }
             double d = json_is_number(val) ? json_number_value(val) : NAN;
             long long v;
+            if (k->args[a].is_float) {
+                const kspec_arg *fa = &k->args[a];
+                if (!isfinite(d) || d < fa->fmin || d > fa->fmax) {
+                    kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                 "problem argument %s must be a number in [%g, %g]", key, fa->fmin,
+                                 fa->fmax);
+                    kt_error_hint(err, "kernel %s accepts %s in [%g, %g]", k->name, key, fa->fmin,
+                                  fa->fmax);
+                    return -1;
+                }
+                out->fvalues[a] = d;
+                continue;
+            }
             if (json_is_integer(val)) {
                 v = (long long)json_integer_value(val);
             } else if (json_is_real(val) && isfinite(d) && d == floor(d) &&
@@ -260,10 +359,11 @@ int kernel_spec_problem(const kernel_spec *k, const json_t *problem, kspec_probl
                 return -1;
             }
             out->values[a] = v;
+            out->fvalues[a] = (double)v;
         }
     }
     for (int i = 0; i < k->n_args; i++)
-        slots[i] = (expr_value){.type = EXPR_INT, .u.i = out->values[i]};
+        slots[i] = kernel_spec_arg_value(k, out, i);
     for (int i = 0; i < k->n_problem_restrictions; i++) {
         if (expr_test(k->problem_restrictions[i].e, slots) != 1) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM,
@@ -305,7 +405,7 @@ json_t *kernel_spec_problem_json(const kernel_spec *k, const kspec_problem *p)
 {
     json_t *o = json_object();
     for (int i = 0; o && i < k->n_args; i++) {
-        if (json_object_set_new(o, k->args[i].name, json_integer(p->values[i])) < 0) {
+        if (json_object_set_new(o, k->args[i].name, kernel_spec_arg_json(k, p, i)) < 0) {
             json_decref(o);
             o = NULL;
         }

@@ -261,11 +261,42 @@ const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const ksp
     return v->default_text;
 }
 
+/* What the CUDA argument packing does not carry yet (kernels/README.md, "CUDA kernel ABI"): fp32
+ * buffers, integer problem arguments, no scalars, verification against a reference. */
+static int cuda_unsupported(kspec_loader *L, const kernel_spec *k, const char *where)
+{
+    for (int i = 0; i < k->n_buffers; i++)
+        if (k->buffers[i].dtype != KT_F32 || k->buffers[i].init.kind != KSPEC_INIT_DEFAULT)
+            return kspec_bad(L,
+                             "%s: a CUDA variant takes fp32 buffers with the default init only "
+                             "(buffer %s is %s%s); use a cpu variant for this kernel",
+                             where, k->buffers[i].name, kt_dtype_name(k->buffers[i].dtype),
+                             k->buffers[i].init.kind != KSPEC_INIT_DEFAULT ? " with an init" : "");
+    for (int i = 0; i < k->n_args; i++)
+        if (k->args[i].is_float)
+            return kspec_bad(L,
+                             "%s: a CUDA variant takes integer problem arguments only (%s is "
+                             "a float); use a cpu variant for this kernel",
+                             where, k->args[i].name);
+    if (k->n_scalars > 0)
+        return kspec_bad(L,
+                         "%s: a CUDA variant takes no scalar arguments yet; use a cpu variant "
+                         "for this kernel",
+                         where);
+    if (k->verify != KSPEC_VERIFY_REFERENCE)
+        return kspec_bad(L,
+                         "%s: a CUDA variant verifies against a reference only (verify is "
+                         "\"%s\")",
+                         where, kernel_spec_verify_name(k->verify));
+    return 0;
+}
+
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
                        const char *where, const kspec_limits *lim)
 {
-    static const char *const cpu_fields[] = {"source",  "parameters", "restrictions",
-                                             "default", "neural",     NULL};
+    static const char *const cpu_fields[] = {"source",  "parameters", "restrictions", "default",
+                                             "neural",  "entry",      "arguments",    "openmp",
+                                             "threads", NULL};
     static const char *const cuda_fields[] = {"source", "entry", "parameters",   "restrictions",
                                               "block",  "grid",  "shared_bytes", "default",
                                               "neural", NULL};
@@ -299,6 +330,14 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
         return -1;
     if (kspec_load_neural(L, k, kind, v, json_object_get(obj, "neural"), where) < 0)
         return -1;
+    if (kind == KSPEC_CPU && kspec_load_call(L, k, v, obj, where) < 0)
+        return -1;
+    if (kind == KSPEC_CUDA) {
+        v->n_call_args = -1;
+        v->threads_param = -1;
+        if (cuda_unsupported(L, k, where) < 0)
+            return -1;
+    }
     if (kind == KSPEC_CUDA && kspec_load_geometry(L, k, v, obj, where) < 0)
         return -1;
     const json_t *def = kspec_need(L, obj, where, "default");
@@ -339,7 +378,7 @@ space *kernel_spec_space_neural(const kernel_spec *k, kspec_kind kind, const ksp
         goto out;
     }
     for (int i = 0; i < k->n_args; i++) {
-        if (json_object_set_new(consts, k->args[i].name, json_integer(p->values[i])) < 0) {
+        if (json_object_set_new(consts, k->args[i].name, kernel_spec_arg_json(k, p, i)) < 0) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto out;
         }

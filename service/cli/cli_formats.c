@@ -118,8 +118,105 @@ static int kt_key(const json_t *keys, const json_t *config, char *buf, size_t ca
     return 0;
 }
 
+/* Whether c may continue an identifier. */
+static int ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* expr with every name of constants (an object of name -> number) written as its value, so that a
+ * tool without ktune's device and problem constants can evaluate it. Numeric literals (1e3, 0x10)
+ * and quoted text are copied as they are. NULL when the result would exceed EXPR_MAX. */
+#define EXPR_MAX 4096
+static json_t *substitute_constants(const char *expr, const json_t *constants)
+{
+    char out[EXPR_MAX];
+    size_t used = 0;
+    for (const char *s = expr; *s;) {
+        const char *start = s;
+        char value[64];
+        const char *piece = NULL;
+        size_t len;
+        if (*s == '\'' || *s == '"') {
+            char q = *s++;
+            while (*s && *s != q)
+                s++;
+            if (*s)
+                s++;
+        } else if (*s >= '0' && *s <= '9') {
+            /* a number: digits, '.', letters (exponent, hex digits) and an exponent's sign */
+            while (ident_char(*s) || *s == '.' ||
+                   ((*s == '+' || *s == '-') && (s[-1] == 'e' || s[-1] == 'E')))
+                s++;
+        } else if (ident_char(*s)) {
+            while (ident_char(*s))
+                s++;
+            char name[128];
+            len = (size_t)(s - start);
+            if (len < sizeof name) {
+                memcpy(name, start, len);
+                name[len] = '\0';
+                const json_t *v = json_object_get(constants, name);
+                if (json_is_number(v)) {
+                    cli_value_text(v, 0, value, sizeof value);
+                    piece = value;
+                }
+            }
+        } else {
+            s++;
+        }
+        if (!piece)
+            len = (size_t)(s - start);
+        else
+            len = strlen(piece);
+        if (used + len >= sizeof out)
+            return NULL;
+        memcpy(out + used, piece ? piece : start, len);
+        used += len;
+    }
+    out[used] = '\0';
+    return json_string(out);
+}
+
+/* Kernel Tuner's "problem_size": an array of integers. A replay job's recorded one (an integer is
+ * made a one-element array); else the values of the problem's arguments in the kernel's order
+ * (args: [{"name"}], NULL: the problem's own key order); NULL when a value is not an integer. */
+static json_t *kt_problem_size(const json_t *problem, const json_t *args)
+{
+    json_t *size = json_object_get(problem, "problem_size");
+    if (json_is_integer(size))
+        return json_pack("[O]", size);
+    if (json_is_array(size))
+        return json_incref(size);
+    json_t *out = json_array();
+    size_t i;
+    json_t *a;
+    if (json_is_array(args) && json_array_size(args) > 0) {
+        json_array_foreach(args, i, a)
+        {
+            json_t *v = json_object_get(problem, json_string_value(json_object_get(a, "name")));
+            if (!json_is_integer(v))
+                goto bad;
+            json_array_append(out, v);
+        }
+        return out;
+    }
+    const char *name;
+    json_object_foreach((json_t *)problem, name, a)
+    {
+        if (!json_is_integer(a))
+            goto bad;
+        json_array_append(out, a);
+    }
+    return out;
+bad:
+    json_decref(out);
+    return NULL;
+}
+
 json_t *cli_export_kerneltuner(const json_t *job, const json_t *params, const json_t *restrictions,
-                               const json_t *trials, kt_error *err)
+                               const json_t *constants, const json_t *args, const json_t *trials,
+                               kt_error *err)
 {
     json_t *out = json_object(), *keys = json_array(), *values = json_object(),
            *cache = json_object();
@@ -167,16 +264,37 @@ json_t *cli_export_kerneltuner(const json_t *job, const json_t *params, const js
         json_object_set_new(cache, key, rec);
     }
     const json_t *problem = json_object_get(job, "problem");
-    json_t *size = json_object_get(problem, "problem_size");
+    json_t *size = kt_problem_size(problem, args);
+    if (!size) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "the job's problem has an argument that is not an integer; Kernel Tuner's "
+                     "problem_size holds integers only (use --format t4)");
+        goto fail;
+    }
     json_object_set_new(out, "schema_version", json_string("1.0.0"));
     json_object_set(out, "device_name", json_object_get(job, "device"));
     json_object_set(out, "kernel_name", json_object_get(job, "kernel"));
-    if (size)
-        json_object_set(out, "problem_size", size);
+    json_object_set_new(out, "problem_size", size);
     json_object_set(out, "tune_params_keys", keys);
     json_object_set(out, "tune_params", values);
-    if (json_is_array(restrictions))
-        json_object_set(out, "restrictions", (json_t *)restrictions);
+    if (json_is_array(restrictions)) {
+        json_t *list = json_array();
+        json_t *r;
+        json_array_foreach(restrictions, i, r)
+        {
+            json_t *text = json_is_string(r) && constants
+                               ? substitute_constants(json_string_value(r), constants)
+                               : json_incref(r);
+            if (!text) {
+                json_decref(list);
+                kt_error_set(err, KT_ERR_BAD_REQUEST,
+                             "restriction %zu is too long once its constants are written out", i);
+                goto fail;
+            }
+            json_array_append_new(list, text);
+        }
+        json_object_set_new(out, "restrictions", list);
+    }
     json_object_set_new(out, "objective", json_string("time"));
     json_object_set_new(out, "ktune", ktune_meta(job));
     json_object_set_new(out, "cache", cache);

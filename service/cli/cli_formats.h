@@ -24,11 +24,17 @@
 
 /* job: GET /v1/jobs/{id}; trials: its finished trials (GET /v1/jobs/{id}/trials); params:
  * [{"name", "values"}] of the kernel on the job's device from GET /v1/kernels, or NULL (names
- * and values are then gathered from the trials); restrictions: array of strings or NULL. Statuses
+ * and values are then gathered from the trials); restrictions: array of strings or NULL;
+ * constants: an object name -> number (the job's problem arguments and the device's limits) whose
+ * names are written as their values in the restrictions (Kernel Tuner knows neither), or NULL;
+ * args: the kernel's "problem_arguments" ([{"name"}], their order gives "problem_size") or NULL.
+ * "problem_size" (required by Kernel Tuner's cache schema) is always written: the recorded one of
+ * a replay job, else the problem's values; a problem with a non-integer value is refused. Statuses
  * Kernel Tuner has no name for keep theirs in "ktune_status" (timeout as RuntimeFailedConfig,
  * wrong_result as InvalidConfig). */
 json_t *cli_export_kerneltuner(const json_t *job, const json_t *params, const json_t *restrictions,
-                               const json_t *trials, kt_error *err);
+                               const json_t *constants, const json_t *args, const json_t *trials,
+                               kt_error *err);
 /* Every status has a T4 invalidity: ok correct, compile_error compile, runtime_error runtime,
  * timeout timeout, wrong_result correctness, invalid constraints. */
 json_t *cli_export_t4(const json_t *job, const json_t *trials, kt_error *err);

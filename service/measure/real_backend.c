@@ -121,6 +121,114 @@ static json_t *number_json(double v)
     return json_real(v);
 }
 
+/* A buffer of the measure request: name, elements, role, and where they differ from fp32 with
+ * the default fill its dtype and init; an output its tolerance (PROTOCOL.md). */
+static json_t *buffer_json(const kernel_spec *k, int i, long long elements)
+{
+    const kspec_buffer *b = &k->buffers[i];
+    const kspec_init *in = &b->init;
+    json_t *o = json_pack("{s:s, s:I, s:s}", "name", b->name, "elements", (json_int_t)elements,
+                          "role", b->role == KSPEC_OUTPUT ? "output" : "input");
+    json_t *init = NULL;
+    if (!o)
+        return NULL;
+    switch (in->kind) {
+    case KSPEC_INIT_UNIFORM:
+        init = json_pack("{s:s, s:f, s:f}", "kind", "uniform", "min", in->a, "max", in->b);
+        break;
+    case KSPEC_INIT_NORMAL:
+        init = json_pack("{s:s, s:f, s:f}", "kind", "normal", "mean", in->a, "std", in->b);
+        break;
+    case KSPEC_INIT_CONSTANT:
+        init = json_pack("{s:s, s:f}", "kind", "constant", "value", in->a);
+        break;
+    case KSPEC_INIT_IOTA:
+        init = json_pack("{s:s}", "kind", "iota");
+        break;
+    case KSPEC_INIT_ZEROS:
+        init = json_pack("{s:s}", "kind", "zeros");
+        break;
+    case KSPEC_INIT_FILE:
+        init = json_pack("{s:s, s:s}", "kind", "file", "file", in->file.path);
+        break;
+    default:
+        break;
+    }
+    int bad =
+        (in->kind != KSPEC_INIT_DEFAULT && (!init || json_object_set_new(o, "init", init) < 0)) ||
+        (b->dtype != KT_F32 &&
+         json_object_set_new(o, "dtype", json_string(kt_dtype_name(b->dtype))) < 0) ||
+        (b->role == KSPEC_OUTPUT &&
+         json_object_set_new(o, "tolerance",
+                             json_pack("{s:f, s:f}", "rtol", b->rtol, "atol", b->atol)) < 0);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The kernel interface of issue 27 in a measure request: scalars, verify, the generated call,
+ * openmp and the thread count (a parameter's value of this configuration). */
+static int interface_fields(const real_backend *b, const kernel_spec *k, const kspec_problem *p,
+                            const json_t *defines, json_t *req)
+{
+    const kspec_variant *v = &k->variants[b->dev->kind];
+    if (k->n_scalars > 0) {
+        json_t *sc = json_array();
+        for (int i = 0; sc && i < k->n_scalars; i++) {
+            if (json_array_append_new(sc, json_pack("{s:s, s:s, s:f}", "name", k->scalars[i].name,
+                                                    "type", kt_dtype_name(k->scalars[i].type),
+                                                    "value", p->scalars[i])) < 0) {
+                json_decref(sc);
+                sc = NULL;
+            }
+        }
+        if (!sc || json_object_set_new(req, "scalars", sc) < 0)
+            return -1;
+    }
+    json_t *verify = json_pack("{s:s}", "kind", kernel_spec_verify_name(k->verify));
+    if (!verify || json_object_set_new(req, "verify", verify) < 0)
+        return -1;
+    if (k->verify == KSPEC_VERIFY_DEFAULT) {
+        json_t *def = json_loads(kernel_spec_default(k, b->dev->kind, &b->dev->limits), 0, NULL);
+        if (!def || json_object_set_new(verify, "defines", def) < 0)
+            return -1;
+    }
+    if (k->verify == KSPEC_VERIFY_ANSWER) {
+        json_t *files = json_object();
+        if (!files || json_object_set_new(verify, "buffers", files) < 0)
+            return -1;
+        for (int i = 0; i < k->n_buffers; i++)
+            if (k->buffers[i].answer.path &&
+                json_object_set_new(files, k->buffers[i].name,
+                                    json_string(k->buffers[i].answer.path)) < 0)
+                return -1;
+    }
+    if (b->dev->kind != KSPEC_CPU)
+        return 0;
+    if (v->n_call_args >= 0) {
+        static const char *const kinds[] = {"buffer", "scalar", "problem"};
+        json_t *args = json_array();
+        json_t *call = args ? json_pack("{s:s, s:o}", "entry", v->entry, "arguments", args) : NULL;
+        if (!call || json_object_set_new(req, "call", call) < 0)
+            return -1;
+        for (int i = 0; i < v->n_call_args; i++)
+            if (json_array_append_new(args, json_pack("{s:i}", kinds[v->call_args[i].kind],
+                                                      v->call_args[i].index)) < 0)
+                return -1;
+    }
+    if (v->openmp && json_object_set_new(req, "openmp", json_true()) < 0)
+        return -1;
+    if (v->threads_param >= 0) {
+        const json_t *t = json_object_get(defines, v->param_names[v->threads_param]);
+        if (json_is_integer(t) && json_integer_value(t) > 0 &&
+            json_object_set(req, "threads", (json_t *)t) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The measure request (without "id"). A launch geometry that cannot be computed makes the trial
  * invalid: *invalid_reason is then filled and NULL returned with err clear. */
 static json_t *build_request(const real_backend *b, const kernel_spec *k, const target *t,
@@ -149,7 +257,7 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
     if (!problem || !names || !bufs)
         goto oom;
     for (int i = 0; i < k->n_args; i++) {
-        if (json_array_append_new(problem, json_integer(p->values[i])) < 0 ||
+        if (json_array_append_new(problem, kernel_spec_arg_json(k, p, i)) < 0 ||
             json_array_append_new(names, json_string(k->args[i].name)) < 0)
             goto oom;
     }
@@ -161,23 +269,26 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
             goto oom;
     }
     for (int i = 0; i < k->n_buffers; i++) {
-        if (json_array_append_new(
-                bufs, json_pack("{s:s, s:I, s:s}", "name", k->buffers[i].name, "elements",
-                                (json_int_t)p->elements[i], "role",
-                                k->buffers[i].role == KSPEC_OUTPUT ? "output" : "input")) < 0)
+        json_t *bj = buffer_json(k, i, p->elements[i]);
+        if (!bj || json_array_append_new(bufs, bj) < 0)
             goto oom;
     }
     ref = k->ref_kind == KSPEC_REF_C ? json_pack("{s:s, s:s}", "kind", "c", "source", ref_src)
                                      : json_pack("{s:s}", "kind", "openblas_sgemm");
     req =
-        json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:O, s:O, s:{s:f, s:f}, s:o, s:i, s:i, s:f, "
+        json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:O, s:{s:f, s:f}, s:o, s:i, s:i, s:f, "
                   "s:f, s:f}",
                   "op", "measure", "kernel", k->name, "source", src, "defines", defines, "problem",
-                  problem, "problem_names", names, "buffers", bufs, "reference", ref, "tolerance",
-                  "rtol", k->rtol, "atol", k->atol, "flops", number_json(p->flops), "min_repeats",
-                  o->min_repeats, "max_repeats", o->max_repeats, "min_seconds", o->min_seconds,
-                  "max_seconds", o->max_seconds, "compile_timeout_s", o->compile_timeout_s);
+                  problem, "problem_names", names, "buffers", bufs, "tolerance", "rtol",
+                  k->has_tolerance ? k->rtol : 1e-4, "atol", k->has_tolerance ? k->atol : 1e-5,
+                  "flops", number_json(p->flops), "min_repeats", o->min_repeats, "max_repeats",
+                  o->max_repeats, "min_seconds", o->min_seconds, "max_seconds", o->max_seconds,
+                  "compile_timeout_s", o->compile_timeout_s);
     if (!req)
+        goto oom;
+    if (k->ref_kind != KSPEC_REF_NONE && json_object_set(req, "reference", ref) < 0)
+        goto oom;
+    if (interface_fields(b, k, p, defines, req) < 0)
         goto oom;
     if (b->dev->kind == KSPEC_CUDA) {
         long long block[3], grid[3], shared = 0;
@@ -347,6 +458,12 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
             goto out;
         if (retried && out->extras)
             json_object_set_new(out->extras, "retried_after", json_string("SIGKILL"));
+        if (out->status == TRIAL_OK && out->extras && k->n_metrics > 0) {
+            /* the kernel's user metrics of this trial (kernels/README.md, "metrics") */
+            json_t *m = kernel_spec_metrics_json(k, &p, out->time_ms);
+            if (m)
+                json_object_set_new(out->extras, "metrics", m);
+        }
         if (out->status == TRIAL_OK && seen && (seen->best_ms <= 0 || out->time_ms < seen->best_ms))
             seen->best_ms = out->time_ms;
         break;

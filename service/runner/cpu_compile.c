@@ -29,6 +29,8 @@
 static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
                                            "-shared"};
 static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
+static const char *const openmp_flag = "-fopenmp";
+#define CPU_WRAPPER_MAX 16384 /* the generated call's C text */
 
 /* Keeps the last `keep` bytes seen in acc. */
 static void tail_append(char *acc, size_t *len, size_t keep, const char *data, size_t n)
@@ -146,8 +148,17 @@ out:
     return rc;
 }
 
+/* extra: what a kernel build adds to the source (the generated call's text, "openmp"); NULL for
+ * a plain build. */
+typedef struct build_extra {
+    const char *wrapper; /* the file compiled in place of the source (it includes it), or NULL */
+    const char *wrapper_text;
+    int openmp;
+} build_extra;
+
 static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
-                            const runner_define *defines, int n_defines, int reference)
+                            const runner_define *defines, int n_defines, int reference,
+                            const build_extra *x)
 {
     const char *tag = reference ? "ktune-cpu-reference-v1" : "ktune-cpu-kernel-v1";
     const char *const *flags = reference ? reference_flags : kernel_flags;
@@ -164,12 +175,17 @@ static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
         int n = snprintf(def, sizeof def, "%s=%lld", defines[i].name, defines[i].value);
         h = kt_fnv1a_field(h, def, (size_t)n);
     }
+    if (x && x->wrapper_text)
+        h = kt_fnv1a_field(h, x->wrapper_text, strlen(x->wrapper_text));
+    if (x && x->openmp)
+        h = kt_fnv1a_field(h, openmp_flag, strlen(openmp_flag));
     return kt_fnv1a_field(h, src, src_len);
 }
 
 /* Runs the compiler into a temporary file and renames it into out->path. */
 static int compile_into_cache(const char *source, const runner_define *defines, int n_defines,
-                              int reference, double timeout_s, cpu_binary *out, kt_error *err)
+                              int reference, const build_extra *x, double timeout_s,
+                              cpu_binary *out, kt_error *err)
 {
     int rc = -1;
     char tmp[RUNNER_PATH_MAX + 64];
@@ -184,13 +200,15 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
                                : sizeof kernel_flags / sizeof *kernel_flags;
     for (size_t i = 0; i < n_flags; i++)
         argv[argc++] = (char *)flags[i];
+    if (x && x->openmp)
+        argv[argc++] = (char *)openmp_flag;
     for (int i = 0; i < n_defines; i++) {
         snprintf(defs[i], sizeof defs[i], "-D%s=%lld", defines[i].name, defines[i].value);
         argv[argc++] = defs[i];
     }
     argv[argc++] = (char *)"-o";
     argv[argc++] = tmp;
-    argv[argc++] = (char *)source;
+    argv[argc++] = (char *)(x && x->wrapper ? x->wrapper : source);
     argv[argc] = NULL;
     double t0 = kt_clock_s();
     int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, err);
@@ -221,12 +239,31 @@ out:
     return rc;
 }
 
-int cpu_build(const runner *r, const char *source, const runner_define *defines, int n_defines,
-              int reference, double timeout_s, cpu_binary *out, kt_error *err)
+/* Writes text to path through a temporary file renamed into place (runners share the cache). */
+static int write_wrapper(const char *path, const char *text, kt_error *err)
+{
+    char tmp[RUNNER_PATH_MAX + 64];
+    struct timespec ts = kt_clock_wall();
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return kt_error_set(err, KT_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    int ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return kt_error_set(err, KT_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+static int build(const runner *r, const char *source, const runner_define *defines, int n_defines,
+                 int reference, build_extra *x, double timeout_s, cpu_binary *out, kt_error *err)
 {
     int rc = -1;
     char *src = NULL;
     size_t src_len = 0;
+    char wrapper[RUNNER_PATH_MAX];
     memset(out, 0, sizeof *out);
     src = kt_file_read_all(source, RUNNER_MAX_SOURCE_BYTES, &src_len, err);
     if (!src) {
@@ -234,7 +271,7 @@ int cpu_build(const runner *r, const char *source, const runner_define *defines,
         goto out;
     }
     uint64_t h = binary_hash(r, src, src_len, reference ? NULL : defines, reference ? 0 : n_defines,
-                             reference);
+                             reference, x);
     /* The path too: ktuned sends a content-addressed folder per kernel version (issue 27), so a
      * header the source includes, which these bytes do not show, is part of the key. */
     h = kt_fnv1a_field(h, source, strlen(source));
@@ -250,10 +287,49 @@ int cpu_build(const runner *r, const char *source, const runner_define *defines,
         rc = 0;
         goto out;
     }
-    rc = compile_into_cache(source, defines, reference ? 0 : n_defines, reference, timeout_s, out,
-                            err);
+    if (x && x->wrapper_text) {
+        /* the generated call, <hash>.call.c beside the binary, includes the source */
+        n = snprintf(wrapper, sizeof wrapper, "%s/%016llx.call.c", r->cache_dir,
+                     (unsigned long long)h);
+        if (n < 0 || (size_t)n >= sizeof wrapper) {
+            kt_error_set(err, KT_ERR_IO, "cache path for %s is too long", source);
+            goto out;
+        }
+        if (write_wrapper(wrapper, x->wrapper_text, err) < 0)
+            goto out;
+        x->wrapper = wrapper;
+    }
+    rc = compile_into_cache(source, defines, reference ? 0 : n_defines, reference, x, timeout_s,
+                            out, err);
+    if (x && x->wrapper)
+        unlink(x->wrapper);
 out:
     free(src);
+    return rc;
+}
+
+int cpu_build(const runner *r, const char *source, const runner_define *defines, int n_defines,
+              int reference, double timeout_s, cpu_binary *out, kt_error *err)
+{
+    return build(r, source, defines, n_defines, reference, NULL, timeout_s, out, err);
+}
+
+int cpu_build_kernel(const runner *r, const runner_measure_req *q, const runner_define *defines,
+                     int n_defines, cpu_binary *out, kt_error *err)
+{
+    char *text = NULL;
+    build_extra x = {.openmp = q->openmp};
+    if (q->n_call_args >= 0) {
+        if (!(text = malloc(CPU_WRAPPER_MAX)))
+            return kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the generated call");
+        if (cpu_call_wrapper(q, q->source, text, CPU_WRAPPER_MAX) < 0) {
+            free(text);
+            return kt_error_set(err, KT_ERR_BAD_REQUEST, "the generated call is too long");
+        }
+        x.wrapper_text = text;
+    }
+    int rc = build(r, q->source, defines, n_defines, 0, &x, q->compile_timeout_s, out, err);
+    free(text);
     return rc;
 }
 

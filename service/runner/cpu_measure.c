@@ -58,33 +58,47 @@ typedef struct verify_result {
     long long bad;      /* elements out of tolerance */
     int first_buffer;   /* -1 when every element passed */
     long long first_index;
-    float first_value, first_expected;
+    double first_value, first_expected;
 } verify_result;
 
-static void verify_outputs(const cpu_problem *p, double rtol, double atol, verify_result *v)
+/* One element against its expected value (in double; f16/bf16 converted in software). */
+static void check_element(verify_result *v, int *nan_seen, double o, double e, double rtol,
+                          double atol, int i, long long k)
+{
+    double d = fabs(o - e);
+    if (isnan(d))
+        *nan_seen = 1;
+    else if (d > v->max_abs_err)
+        v->max_abs_err = d;
+    if (d <= atol + rtol * fabs(e))
+        return; /* false for NaN */
+    if (v->bad++ == 0) {
+        v->first_buffer = i;
+        v->first_index = k;
+        v->first_value = o;
+        v->first_expected = e;
+    }
+}
+
+/* Every element of every output buffer with its buffer's tolerance: |o - e| <= atol + rtol*|e|. */
+static void verify_outputs(const cpu_problem *p, verify_result *v)
 {
     int nan_seen = 0;
     memset(v, 0, sizeof *v);
     v->first_buffer = -1;
     for (int i = 0; i < p->n_buffers; i++) {
-        if (!p->buffers[i].output)
+        const runner_buffer *b = &p->buffers[i];
+        if (!b->output || !p->expected[i])
             continue;
-        const float *o = p->data[i], *e = p->expected[i];
-        for (long long k = 0; k < p->buffers[i].elements; k++) {
-            double d = fabs((double)o[k] - (double)e[k]);
-            if (isnan(d))
-                nan_seen = 1;
-            else if (d > v->max_abs_err)
-                v->max_abs_err = d;
-            if (d <= atol + rtol * fabs((double)e[k]))
-                continue; /* false for NaN */
-            if (v->bad++ == 0) {
-                v->first_buffer = i;
-                v->first_index = k;
-                v->first_value = o[k];
-                v->first_expected = e[k];
-            }
+        if (b->dtype == KT_F32) { /* the common case, without a call per element */
+            const float *o = p->data[i], *e = p->expected[i];
+            for (long long k = 0; k < b->elements; k++)
+                check_element(v, &nan_seen, o[k], e[k], b->rtol, b->atol, i, k);
+            continue;
         }
+        for (long long k = 0; k < b->elements; k++)
+            check_element(v, &nan_seen, kt_dtype_get(b->dtype, p->data[i], k),
+                          kt_dtype_get(b->dtype, p->expected[i], k), b->rtol, b->atol, i, k);
     }
     if (nan_seen)
         v->max_abs_err = NAN;
@@ -117,7 +131,7 @@ static int call_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_re
             limit.it_value.tv_usec = 1;
         setitimer(ITIMER_REAL, &limit, NULL);
     }
-    int rc = fn(p->data, p->problem);
+    int rc = fn((float *const *)p->data, p->problem);
     if (q->call_limit_s > 0) {
         struct itimerval off = {0};
         setitimer(ITIMER_REAL, &off, NULL);
@@ -188,7 +202,7 @@ static int load_kernel(runner *r, const runner_measure_req *q, cpu_binary *b, vo
         return 1;
     log_warn("cached binary %s does not load (%s); rebuilding it", b->path, b->log);
     unlink(b->path);
-    if (cpu_build(r, q->source, q->defines, q->n_defines, 0, q->compile_timeout_s, b, err) < 0)
+    if (cpu_build_kernel(r, q, q->defines, q->n_defines, b, err) < 0)
         return -1;
     if (b->status != CPU_BUILD_OK)
         return 1;
@@ -220,7 +234,7 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
         return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
     verify_result v;
-    verify_outputs(p, q->rtol, q->atol, &v);
+    verify_outputs(p, &v);
     if (v.bad > 0)
         return wrong_result_reply(p, &v, compile_ms, kt_clock_ms() - start);
     timing t;
@@ -244,11 +258,58 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
     set_real(reply, "measure_ms", kt_clock_ms() - start);
     if (q->flops > 0 && t.median_ms > 0)
         set_real(ex, "gflops", q->flops / (t.median_ms * 1e6));
-    set_real(ex, "max_abs_err", v.max_abs_err);
+    if (q->verify != RUNNER_VERIFY_NONE)
+        set_real(ex, "max_abs_err", v.max_abs_err);
     set_real(ex, "min_ms", t.min_ms);
     set_real(ex, "mean_ms", t.mean_ms);
     set_real(ex, "verify_ms", verify_ms);
     return reply;
+}
+
+static const char *verify_name(runner_verify_kind v)
+{
+    static const char *const names[] = {"reference", "default", "answer", "none"};
+    return names[v];
+}
+
+/* An openmp kernel: its OpenMP runtime (libgomp, found through the kernel's handle) stays loaded
+ * for the runner's life (RTLD_NODELETE), since its pooled threads outlive the kernel's dlclose and
+ * would run unmapped code otherwise. "threads": that runtime runs that many threads in the
+ * runner's thread, which calls the kernel. */
+static void set_threads(void *handle, const runner_measure_req *q)
+{
+    Dl_info info;
+    void *fn = NULL;
+    if (!q->openmp || !handle)
+        return;
+    fn = dlsym(handle, "omp_set_num_threads");
+    if (!fn) {
+        log_warn("%s: openmp kernel without omp_set_num_threads; threads %d not set", q->kernel,
+                 q->threads);
+        return;
+    }
+    if (dladdr(fn, &info) && info.dli_fname &&
+        !dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+        log_warn("%s: cannot keep the OpenMP runtime %s loaded", q->kernel, info.dli_fname);
+    if (q->threads > 0)
+        ((void (*)(int))fn)(q->threads);
+}
+
+/* An openmp request of a pinned runner runs on every core the runner was started with (its
+ * threads would share its one core otherwise); on = 0 restores the pin. */
+static void widen(const runner *r, const runner_measure_req *q, int on)
+{
+    cpu_set_t set;
+    if (!q->openmp || r->cpu_core < 0 || !r->have_wide)
+        return;
+    if (on) {
+        set = r->wide;
+    } else {
+        CPU_ZERO(&set);
+        CPU_SET(r->cpu_core, &set);
+    }
+    if (sched_setaffinity(0, sizeof set, &set) < 0)
+        log_warn("%s: cannot %s the runner's cores", q->kernel, on ? "widen" : "restore");
 }
 
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
@@ -263,14 +324,20 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the measure state");
         goto out;
     }
-    if (cpu_build(r, q->source, q->defines, q->n_defines, 0, q->compile_timeout_s, kb, err) < 0)
+    if (cpu_build_kernel(r, q, q->defines, q->n_defines, kb, err) < 0)
         goto out;
     if (kb->status != CPU_BUILD_OK) {
         reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
         goto out;
     }
-    if (q->ref_kind == RUNNER_REF_C) {
-        if (cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err) < 0)
+    int ref_built = q->verify == RUNNER_VERIFY_DEFAULT ||
+                    (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_C);
+    if (ref_built) {
+        /* verify "default": the default configuration's binary computes the expected outputs */
+        int built = q->verify == RUNNER_VERIFY_DEFAULT
+                        ? cpu_build_kernel(r, q, q->verify_defines, q->n_verify_defines, rb, err)
+                        : cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err);
+        if (built < 0)
             goto out;
         if (rb->status != CPU_BUILD_OK) {
             reply =
@@ -287,8 +354,10 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
         reply = build_failure_reply(kb, 0, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
         goto out;
     }
-    int prep = cpu_problem_prepare(r, q, q->ref_kind == RUNNER_REF_C ? rb->path : NULL, &reused,
-                                   reason, sizeof reason, err);
+    widen(r, q, 1);
+    set_threads(handle, q);
+    int prep =
+        cpu_problem_prepare(r, q, ref_built ? rb->path : NULL, &reused, reason, sizeof reason, err);
     if (prep < 0)
         goto out;
     if (prep > 0) {
@@ -305,11 +374,15 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
     json_object_set_new(ex, "binary", json_string(kb->name));
     json_object_set_new(ex, "problem_reused", json_boolean(reused));
     set_real(ex, "setup_ms", reused ? 0.0 : r->problem->setup_ms);
-    if (q->ref_kind == RUNNER_REF_C && !rb->cached)
+    if (ref_built && !rb->cached)
         set_real(ex, "reference_compile_ms", rb->compile_ms);
+    json_object_set_new(ex, "verified", json_string(verify_name(q->verify)));
+    if (q->threads > 0)
+        json_object_set_new(ex, "threads", json_integer(q->threads));
     log_debug("measure %s %s: %s", q->kernel, kb->name,
               json_string_value(json_object_get(reply, "status")));
 out:
+    widen(r, q, 0);
     if (handle)
         dlclose(handle);
     free(times);

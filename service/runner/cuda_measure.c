@@ -662,6 +662,28 @@ out:
     return rc;
 }
 
+/* What the CUDA argument packing carries (PROTOCOL.md): fp32 buffers with the default fill,
+ * integer problem words, no scalars, a reference; anything else is refused by name. */
+static int cuda_check_interface(const runner_measure_req *q, kt_error *err)
+{
+    for (int i = 0; i < q->n_buffers; i++)
+        if (q->buffers[i].dtype != KT_F32 || q->buffers[i].init != RUNNER_INIT_DEFAULT)
+            return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                                "buffers[%d]: the CUDA device takes f32 buffers with the default "
+                                "init only",
+                                i);
+    for (int i = 0; i < q->n_problem; i++)
+        if (q->problem_float[i])
+            return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                                "problem[%d]: the CUDA device takes integer arguments only", i);
+    if (q->n_scalars > 0 || q->verify != RUNNER_VERIFY_REFERENCE || q->n_call_args >= 0 ||
+        q->openmp)
+        return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                            "the CUDA device takes no scalars, call, openmp, or verify other than "
+                            "reference");
+    return 0;
+}
+
 json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *cache_dir)
 {
     json_t *reply = NULL;
@@ -681,7 +703,8 @@ json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *c
         kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory for the request");
         goto fail;
     }
-    if (runner_parse_measure(request, q, &err) < 0 || cuda_parse_launch(request, &l, &err) < 0)
+    if (runner_parse_measure(request, q, &err) < 0 || cuda_parse_launch(request, &l, &err) < 0 ||
+        cuda_check_interface(q, &err) < 0)
         goto fail;
     t.d = d;
     t.q = q;

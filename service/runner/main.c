@@ -234,6 +234,10 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a closed stdout becomes a write error, then a clean exit */
     if (r.cpu_core >= 0) {
         cpu_set_t set;
+        if (sched_getaffinity(0, sizeof r.wide, &r.wide) == 0) {
+            CPU_SET(r.cpu_core, &r.wide);
+            r.have_wide = 1;
+        }
         CPU_ZERO(&set);
         CPU_SET(r.cpu_core, &set);
         if (sched_setaffinity(0, sizeof set, &set) < 0) {

@@ -1,6 +1,7 @@
 /* The wire side of ktune-runner: request lines in, validated requests out, replies written as one
  * JSON line each (PROTOCOL.md). Every field is checked for presence, type and range, and every
  * error message names the field. */
+#include "core/hash.h"
 #include "runner/runner.h"
 
 #include <math.h>
@@ -14,7 +15,8 @@ static const char *const measure_fields[] = {
     "defines",      "problem",     "problem_names", "buffers",     "reference",
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
-    "call_limit_s",
+    "call_limit_s", "scalars",     "verify",        "call",        "openmp",
+    "threads",
 };
 
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
@@ -242,7 +244,7 @@ static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err
     if (!p)
         return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'problem'");
     if (!json_is_array(p))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'problem' must be an array of integers");
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'problem' must be an array of numbers");
     if (json_array_size(p) > RUNNER_MAX_PROBLEM)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'problem' has more than %d entries",
                             RUNNER_MAX_PROBLEM);
@@ -250,8 +252,16 @@ static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err
     json_t *v;
     json_array_foreach(p, i, v)
     {
+        if (json_is_real(v) && isfinite(json_real_value(v))) {
+            /* a float argument: the bits of the double in its ABI word */
+            double d = json_real_value(v);
+            memcpy(&q->problem[q->n_problem], &d, sizeof d);
+            q->problem_float[q->n_problem++] = 1;
+            continue;
+        }
         if (!json_is_integer(v))
-            return kt_error_set(err, KT_ERR_WRONG_TYPE, "problem[%zu] must be an integer", i);
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "problem[%zu] must be an integer (or a real: a float argument)", i);
         q->problem[q->n_problem++] = json_integer_value(v);
     }
     json_t *names = json_object_get(req, "problem_names");
@@ -271,14 +281,84 @@ static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err
     return 0;
 }
 
+/* A buffer's dtype, init and tolerance (PROTOCOL.md). */
+static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *out, kt_error *err)
+{
+    static const char *const init_fields[] = {"kind", "min", "max", "mean", "std", "value", "file"};
+    static const char *const kinds[] = {"uniform", "normal", "constant", "iota", "zeros", "file"};
+    static const char *const tol_fields[] = {"rtol", "atol"};
+    char s[16], w[96];
+    out->dtype = KT_F32;
+    out->rtol = out->atol = -1;
+    if (json_object_get(b, "dtype")) {
+        if (get_string(b, where, "dtype", s, sizeof s, err) < 0)
+            return -1;
+        int t = kt_dtype_parse(s);
+        if (t < 0)
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s dtype must be one of %s (got \"%s\")",
+                                where, kt_dtype_names(), s);
+        out->dtype = (kt_dtype)t;
+    }
+    json_t *t = json_object_get(b, "tolerance");
+    if (t) {
+        snprintf(w, sizeof w, "%s.tolerance", where);
+        if (!json_is_object(t) || check_fields(t, w, tol_fields, 2, err) < 0)
+            return json_is_object(t)
+                       ? -1
+                       : kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", w);
+        if (get_real(t, w, "rtol", 0, 1e6, NAN, &out->rtol, err) < 0 ||
+            get_real(t, w, "atol", 0, 1e30, NAN, &out->atol, err) < 0)
+            return -1;
+    }
+    json_t *in = json_object_get(b, "init");
+    if (!in)
+        return 0;
+    snprintf(w, sizeof w, "%s.init", where);
+    if (!json_is_object(in))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", w);
+    if (check_fields(in, w, init_fields, 7, err) < 0 ||
+        get_string(in, w, "kind", s, sizeof s, err) < 0)
+        return -1;
+    int k = -1;
+    for (int j = 0; j < 6 && k < 0; j++)
+        k = strcmp(s, kinds[j]) == 0 ? j : -1;
+    if (k < 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "%s kind must be uniform, normal, constant, iota, zeros or file", w);
+    out->init = (runner_init_kind)(k + RUNNER_INIT_UNIFORM);
+    switch (out->init) {
+    case RUNNER_INIT_UNIFORM:
+        if (get_real(in, w, "min", -1e300, 1e300, NAN, &out->init_a, err) < 0 ||
+            get_real(in, w, "max", out->init_a, 1e300, NAN, &out->init_b, err) < 0)
+            return -1;
+        break;
+    case RUNNER_INIT_NORMAL:
+        if (get_real(in, w, "mean", -1e300, 1e300, NAN, &out->init_a, err) < 0 ||
+            get_real(in, w, "std", 0, 1e300, NAN, &out->init_b, err) < 0)
+            return -1;
+        break;
+    case RUNNER_INIT_CONSTANT:
+        if (get_real(in, w, "value", -1e300, 1e300, NAN, &out->init_a, err) < 0)
+            return -1;
+        break;
+    case RUNNER_INIT_FILE:
+        if (get_path(in, w, "file", out->init_file, err) < 0)
+            return -1;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
 static int parse_buffer(const json_t *b, size_t i, runner_buffer *out, kt_error *err)
 {
-    static const char *const fields[] = {"name", "elements", "role"};
+    static const char *const fields[] = {"name", "elements", "role", "dtype", "init", "tolerance"};
     char where[48];
     snprintf(where, sizeof where, "buffers[%zu]", i);
     if (!json_is_object(b))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", where);
-    if (check_fields(b, where, fields, 3, err) < 0)
+    if (check_fields(b, where, fields, 6, err) < 0)
         return -1;
     if (get_string(b, where, "name", out->name, sizeof out->name, err) < 0)
         return -1;
@@ -304,7 +384,7 @@ static int parse_buffer(const json_t *b, size_t i, runner_buffer *out, kt_error 
     else
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                             "%s role must be \"input\" or \"output\" (got \"%s\")", where, role);
-    return 0;
+    return parse_buffer_data(b, where, out, err);
 }
 
 static int parse_buffers(const json_t *req, runner_measure_req *q, kt_error *err)
@@ -341,8 +421,11 @@ static int parse_reference(const json_t *req, runner_measure_req *q, kt_error *e
 {
     static const char *const fields[] = {"kind", "source"};
     json_t *r = json_object_get(req, "reference");
+    if (!r && q->verify != RUNNER_VERIFY_REFERENCE)
+        return 0;
     if (!r)
         return kt_error_set(err, KT_ERR_MISSING_FIELD, "measure request lacks field 'reference'");
+    q->has_reference = 1;
     if (!json_is_object(r))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'reference' must be an object");
     if (check_fields(r, "reference", fields, 2, err) < 0)
@@ -362,6 +445,211 @@ static int parse_reference(const json_t *req, runner_measure_req *q, kt_error *e
         return kt_error_set(err, KT_ERR_UNKNOWN_FIELD,
                             "reference kind \"openblas_sgemm\" takes no 'source'");
     q->ref_kind = RUNNER_REF_OPENBLAS_SGEMM;
+    return 0;
+}
+
+static int buffer_index(const runner_measure_req *q, const char *name)
+{
+    for (int i = 0; i < q->n_buffers; i++)
+        if (strcmp(q->buffers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* "verify": {"kind": "reference"} (also when absent), {"kind": "default", "defines": {...}},
+ * {"kind": "answer", "buffers": {"<output>": "/abs/file"}}, {"kind": "none"}. */
+static int parse_verify(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"kind", "defines", "buffers"};
+    static const char *const kinds[] = {"reference", "default", "answer", "none"};
+    json_t *v = json_object_get(req, "verify");
+    char kind[16];
+    q->verify = RUNNER_VERIFY_REFERENCE;
+    if (!v)
+        return 0;
+    if (!json_is_object(v))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'verify' must be an object");
+    if (check_fields(v, "verify", fields, 3, err) < 0 ||
+        get_string(v, "verify", "kind", kind, sizeof kind, err) < 0)
+        return -1;
+    int k = -1;
+    for (int i = 0; i < 4 && k < 0; i++)
+        k = strcmp(kind, kinds[i]) == 0 ? i : -1;
+    if (k < 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "verify kind must be reference, default, answer or none (got \"%s\")",
+                            kind);
+    q->verify = (runner_verify_kind)k;
+    if (q->verify == RUNNER_VERIFY_DEFAULT) {
+        runner_measure_req tmp; /* parse_defines fills a request's defines */
+        json_t *d = json_object_get(v, "defines");
+        if (!d)
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "verify \"default\" lacks 'defines'");
+        json_t *wrap = json_pack("{s:O}", "defines", d);
+        memset(&tmp, 0, sizeof tmp);
+        int rc = wrap ? parse_defines(wrap, &tmp, err)
+                      : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
+        json_decref(wrap);
+        if (rc < 0) {
+            kt_error_prefix(err, "verify");
+            return -1;
+        }
+        q->n_verify_defines = tmp.n_defines;
+        memcpy(q->verify_defines, tmp.defines, sizeof tmp.defines);
+    }
+    if (q->verify == RUNNER_VERIFY_ANSWER) {
+        json_t *bufs = json_object_get(v, "buffers"), *path;
+        const char *name;
+        if (!json_is_object(bufs))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                                "verify \"answer\" needs 'buffers': {\"<output>\": \"/abs/file\"}");
+        json_object_foreach(bufs, name, path)
+        {
+            int b = buffer_index(q, name);
+            if (b < 0 || !q->buffers[b].output)
+                return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                    "verify.buffers.%.64s: not an output buffer", name);
+            json_t *wrap = json_pack("{s:O}", "file", path);
+            int rc = wrap ? get_path(wrap, "verify.buffers", "file", q->buffers[b].answer, err)
+                          : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
+            json_decref(wrap);
+            if (rc < 0)
+                return -1;
+        }
+        for (int i = 0; i < q->n_buffers; i++)
+            if (q->buffers[i].output && !q->buffers[i].answer[0])
+                return kt_error_set(err, KT_ERR_MISSING_FIELD,
+                                    "verify.buffers lacks output buffer '%s'", q->buffers[i].name);
+    }
+    return 0;
+}
+
+/* "scalars": [{"name", "type": f32|f64|i32|i64, "value": number}], appended to the ABI words. */
+static int parse_scalars(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"name", "type", "value"};
+    json_t *a = json_object_get(req, "scalars"), *s;
+    size_t i;
+    if (!a)
+        return 0;
+    if (!json_is_array(a) || json_array_size(a) > RUNNER_MAX_SCALARS)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "field 'scalars' must be an array of at most %d objects",
+                            RUNNER_MAX_SCALARS);
+    json_array_foreach(a, i, s)
+    {
+        char where[32], type[8];
+        runner_scalar *sc = &q->scalars[i];
+        snprintf(where, sizeof where, "scalars[%zu]", i);
+        if (!json_is_object(s))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", where);
+        if (check_fields(s, where, fields, 3, err) < 0 ||
+            get_string(s, where, "name", sc->name, sizeof sc->name, err) < 0 ||
+            get_string(s, where, "type", type, sizeof type, err) < 0 ||
+            get_real(s, where, "value", -1e308, 1e308, NAN, &sc->value, err) < 0)
+            return -1;
+        int t = kt_dtype_parse(type);
+        if (t != KT_F32 && t != KT_F64 && t != KT_I32 && t != KT_I64)
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s type must be f32, f64, i32 or i64",
+                                where);
+        sc->type = (kt_dtype)t;
+        long long *word = &q->problem[q->n_problem + (int)i];
+        if (t == KT_I32 || t == KT_I64) {
+            double lo, hi;
+            kt_dtype_int_range(sc->type, &lo, &hi);
+            if (sc->value != floor(sc->value) || sc->value < lo || sc->value > hi)
+                return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s value must be an %s", where,
+                                    type);
+            *word = (long long)sc->value;
+        } else {
+            memcpy(word, &sc->value, sizeof sc->value);
+        }
+        q->n_scalars++;
+    }
+    return 0;
+}
+
+/* "call": {"entry": "<C function>", "arguments": [{"buffer": i} | {"scalar": i} |
+ * {"problem": i}, ...]}; "openmp": bool; "threads": n. */
+static int parse_call(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"entry", "arguments"};
+    static const char *const kinds[] = {"buffer", "scalar", "problem"};
+    json_t *c = json_object_get(req, "call"), *omp = json_object_get(req, "openmp");
+    long long threads = 0;
+    q->n_call_args = -1;
+    if (omp && !json_is_boolean(omp))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'openmp' must be true or false");
+    q->openmp = json_is_true(omp);
+    if (get_int(req, "threads", 0, RUNNER_MAX_THREADS, 0, &threads, err) < 0)
+        return -1;
+    q->threads = (int)threads;
+    if (q->threads > 0 && !q->openmp)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'threads' needs \"openmp\": true");
+    if (!c)
+        return 0;
+    if (!json_is_object(c) || check_fields(c, "call", fields, 2, err) < 0)
+        return json_is_object(c)
+                   ? -1
+                   : kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'call' must be an object");
+    if (get_string(c, "call", "entry", q->call_entry, sizeof q->call_entry, err) < 0)
+        return -1;
+    if (!runner_is_identifier(q->call_entry) || strcmp(q->call_entry, "ktune_kernel") == 0)
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                            "call.entry must be a C identifier other than ktune_kernel");
+    json_t *args = json_object_get(c, "arguments"), *a;
+    size_t i;
+    if (!json_is_array(args) || json_array_size(args) > RUNNER_MAX_CALL_ARGS)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "call.arguments must be an array of at most %d objects",
+                            RUNNER_MAX_CALL_ARGS);
+    q->n_call_args = 0;
+    json_array_foreach(args, i, a)
+    {
+        const char *key = NULL;
+        json_t *idx = NULL;
+        if (json_is_object(a) && json_object_size(a) == 1) {
+            void *it = json_object_iter(a);
+            key = json_object_iter_key(it);
+            idx = json_object_iter_value(it);
+        }
+        int kind = -1;
+        for (int k = 0; key && k < 3 && kind < 0; k++)
+            kind = strcmp(key, kinds[k]) == 0 ? k : -1;
+        long long n = json_is_integer(idx) ? json_integer_value(idx) : -1;
+        long long count = kind == 0 ? q->n_buffers : kind == 1 ? q->n_scalars : q->n_problem;
+        if (kind < 0 || n < 0 || n >= count)
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "call.arguments[%zu] must be {\"buffer\"|\"scalar\"|\"problem\": "
+                                "index} with an index that exists",
+                                i);
+        q->call_args[q->n_call_args++] = (runner_call_arg){(runner_arg_kind)kind, (int)n};
+    }
+    return 0;
+}
+
+/* Everything that shapes the problem state (buffers, inits, the ABI words, what is compared),
+ * hashed: a request with another value gets another state. */
+static int setup_key(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const keys[] = {"problem", "buffers", "scalars", "reference",
+                                       "verify",  "call",    "openmp"};
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(req, keys[i]);
+        if (v && json_object_set(o, keys[i], v) < 0) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    if (!text)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
+    q->setup_key = kt_fnv1a_field(KT_FNV1A_OFFSET, text, strlen(text));
+    if (q->verify == RUNNER_VERIFY_DEFAULT) /* the default configuration is built from source */
+        q->setup_key = kt_fnv1a_field(q->setup_key, q->source, strlen(q->source));
+    free(text);
     return 0;
 }
 
@@ -424,8 +712,17 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
     if (get_path(req, "measure request", "source", q->source, err) < 0)
         return -1;
     if (parse_defines(req, q, err) < 0 || parse_problem(req, q, err) < 0 ||
-        parse_buffers(req, q, err) < 0 || parse_reference(req, q, err) < 0 ||
-        parse_tolerance(req, q, err) < 0 || parse_limits(req, q, err) < 0)
+        parse_buffers(req, q, err) < 0 || parse_verify(req, q, err) < 0 ||
+        parse_reference(req, q, err) < 0 || parse_tolerance(req, q, err) < 0 ||
+        parse_scalars(req, q, err) < 0 || parse_call(req, q, err) < 0 ||
+        parse_limits(req, q, err) < 0 || setup_key(req, q, err) < 0)
         return -1;
+    for (int i = 0; i < q->n_buffers; i++) {
+        runner_buffer *b = &q->buffers[i];
+        if (b->rtol < 0 && kt_dtype_is_float(b->dtype))
+            b->rtol = q->rtol, b->atol = q->atol;
+        else if (b->rtol < 0)
+            b->rtol = b->atol = 0; /* integers: exact unless the buffer says */
+    }
     return 0;
 }

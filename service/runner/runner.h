@@ -6,10 +6,12 @@
 #define KT_RUNNER_RUNNER_H
 
 #include <jansson.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "runner/cuda.h"
 
@@ -30,8 +32,30 @@
 #define RUNNER_TEXT_MAX         256            /* probe strings (model, compiler line) */
 #define RUNNER_MAX_CACHES       16             /* cache descriptions read by the probe */
 #define RUNNER_ISA_MAX          512            /* the space-separated isa list */
+#define RUNNER_MAX_SCALARS      16
+#define RUNNER_MAX_CALL_ARGS    (RUNNER_MAX_BUFFERS + RUNNER_MAX_SCALARS + RUNNER_MAX_PROBLEM)
+#define RUNNER_MAX_DATA_BYTES   (64LL << 20) /* an init or answer data file */
+#define RUNNER_MAX_THREADS      1024         /* "threads" accepted */
 
 typedef enum { RUNNER_REF_OPENBLAS_SGEMM = 0, RUNNER_REF_C } runner_ref_kind;
+/* What the outputs are compared with (PROTOCOL.md "verify"). */
+typedef enum {
+    RUNNER_VERIFY_REFERENCE = 0,
+    RUNNER_VERIFY_DEFAULT,
+    RUNNER_VERIFY_ANSWER,
+    RUNNER_VERIFY_NONE
+} runner_verify_kind;
+/* A buffer's fill (PROTOCOL.md "init"); DEFAULT: [-1, 1) for floating dtypes, integers in
+ * [-100, 100] (clamped to the dtype). */
+typedef enum {
+    RUNNER_INIT_DEFAULT = 0,
+    RUNNER_INIT_UNIFORM,
+    RUNNER_INIT_NORMAL,
+    RUNNER_INIT_CONSTANT,
+    RUNNER_INIT_IOTA,
+    RUNNER_INIT_ZEROS,
+    RUNNER_INIT_FILE
+} runner_init_kind;
 
 typedef struct runner_define {
     char name[RUNNER_NAME_MAX];
@@ -42,7 +66,27 @@ typedef struct runner_buffer {
     char name[RUNNER_NAME_MAX];
     long long elements;
     int output; /* 0: input (read-only for kernels), 1: output (NaN before the checked run) */
+    kt_dtype dtype;
+    runner_init_kind init;
+    double init_a, init_b;           /* uniform min, max; normal mean, std; constant value */
+    char init_file[RUNNER_PATH_MAX]; /* RUNNER_INIT_FILE */
+    double rtol, atol;               /* < 0: the request's "tolerance" (integers: exact) */
+    char answer[RUNNER_PATH_MAX];    /* verify "answer": the expected output's file, else "" */
 } runner_buffer;
+
+/* A scalar argument: its C type (f32, f64, i32, i64) and value. */
+typedef struct runner_scalar {
+    char name[RUNNER_NAME_MAX];
+    kt_dtype type;
+    double value;
+} runner_scalar;
+
+/* One argument of the generated call: a buffer, a scalar or a problem argument by index. */
+typedef enum { RUNNER_ARG_BUFFER = 0, RUNNER_ARG_SCALAR, RUNNER_ARG_PROBLEM } runner_arg_kind;
+typedef struct runner_call_arg {
+    runner_arg_kind kind;
+    int index;
+} runner_call_arg;
 
 /* A validated CPU measure request; defines are sorted by name. */
 typedef struct runner_measure_req {
@@ -51,11 +95,27 @@ typedef struct runner_measure_req {
     int n_defines;
     runner_define defines[RUNNER_MAX_DEFINES];
     int n_problem;
-    long long problem[RUNNER_MAX_PROBLEM];
+    /* the ABI's words (PROTOCOL.md): an integer argument's value, a float argument's double bits
+     * (problem_float[i] 1), then the scalars' (integers as values, f32/f64 as double bits) */
+    long long problem[RUNNER_MAX_PROBLEM + RUNNER_MAX_SCALARS];
+    unsigned char problem_float[RUNNER_MAX_PROBLEM];
+    int n_scalars;
+    runner_scalar scalars[RUNNER_MAX_SCALARS];
     int n_buffers;
     runner_buffer buffers[RUNNER_MAX_BUFFERS];
+    int has_reference;
     runner_ref_kind ref_kind;
     char ref_source[RUNNER_PATH_MAX]; /* RUNNER_REF_C only */
+    runner_verify_kind verify;
+    int n_verify_defines; /* verify "default": the default configuration */
+    runner_define verify_defines[RUNNER_MAX_DEFINES];
+    /* "call": the generated ktune_kernel calls entry(args...) (n_call_args -1: no call) */
+    char call_entry[RUNNER_NAME_MAX];
+    int n_call_args;
+    runner_call_arg call_args[RUNNER_MAX_CALL_ARGS];
+    int openmp;         /* compile with -fopenmp */
+    int threads;        /* > 0: omp_set_num_threads before the calls */
+    uint64_t setup_key; /* FNV-1a of everything that shapes the problem state */
     double rtol, atol;
     double flops; /* 0: unknown (no gflops) */
     int min_repeats, max_repeats;
@@ -90,18 +150,20 @@ typedef struct cpu_info {
 typedef struct cpu_problem {
     /* the key: a request with the same values reuses this state */
     char kernel[RUNNER_NAME_MAX];
-    int n_problem;
-    long long problem[RUNNER_MAX_PROBLEM];
+    int n_problem; /* the ABI words: problem arguments, then scalars */
+    long long problem[RUNNER_MAX_PROBLEM + RUNNER_MAX_SCALARS];
     int n_buffers;
     runner_buffer buffers[RUNNER_MAX_BUFFERS];
+    uint64_t setup_key;
+    runner_verify_kind verify;
     runner_ref_kind ref_kind;
-    char ref_binary[RUNNER_PATH_MAX]; /* the reference's cached .so (RUNNER_REF_C) */
+    char ref_binary[RUNNER_PATH_MAX]; /* the reference's (or default configuration's) .so */
     /* the state */
-    float *data[RUNNER_MAX_BUFFERS]; /* 64-byte aligned, elements floats each, ending at a
-                                        guard page (an access past the end faults) */
-    void *map[RUNNER_MAX_BUFFERS];   /* the mappings behind data (cpu_problem_free) */
+    void *data[RUNNER_MAX_BUFFERS]; /* 64-byte aligned, elements of the buffer's dtype, ending
+                                       at a guard page (an access past the end faults) */
+    void *map[RUNNER_MAX_BUFFERS];  /* the mappings behind data (cpu_problem_free) */
     size_t map_bytes[RUNNER_MAX_BUFFERS];
-    float *expected[RUNNER_MAX_BUFFERS];   /* outputs only: the reference's values */
+    void *expected[RUNNER_MAX_BUFFERS];    /* outputs only: the answer (NULL for verify none) */
     uint64_t checksum[RUNNER_MAX_BUFFERS]; /* inputs only: checksum of the filled values */
     double setup_ms;                       /* allocation, fill and reference */
 } cpu_problem;
@@ -109,6 +171,10 @@ typedef struct cpu_problem {
 typedef struct runner {
     int cuda_ordinal; /* -1: the CPU device */
     int cpu_core;     /* -1: not pinned */
+    /* the cores the runner may use beyond its pin (what it was started with, and its core): an
+     * "openmp" request runs on them (cpu_measure), then the pin is restored */
+    cpu_set_t wide;
+    int have_wide;
     char cache_dir[RUNNER_PATH_MAX];
     cpu_info cpu;         /* CPU device only */
     cpu_problem *problem; /* CPU device only; NULL until the first measure */
@@ -187,6 +253,14 @@ typedef struct cpu_binary {
  * source cannot be read or the cache cannot be written. */
 int cpu_build(const runner *r, const char *source, const runner_define *defines, int n_defines,
               int reference, double timeout_s, cpu_binary *out, kt_error *err);
+/* A kernel build as the request asks: its "call" (a generated ktune_kernel, cpu_call_wrapper, in
+ * a file of the cache that includes source) and "openmp" (-fopenmp), with these defines. */
+int cpu_build_kernel(const runner *r, const runner_measure_req *q, const runner_define *defines,
+                     int n_defines, cpu_binary *out, kt_error *err);
+/* The C text of the generated call of q (cpu_call.c): includes source, then defines
+ * int ktune_kernel(float *const *, const long long *) calling q->call_entry with the arguments
+ * typed. Returns the length written (< cap), -1 when it does not fit. */
+int cpu_call_wrapper(const runner_measure_req *q, const char *source, char *out, size_t cap);
 /* dlopen (RTLD_NOW | RTLD_LOCAL) and dlsym. Returns the handle with *fn set, or NULL with log
  * filled. */
 void *cpu_load(const char *path, const char *symbol, void **fn, char *log, size_t log_cap);
@@ -207,10 +281,13 @@ typedef int (*cpu_kernel_fn)(float *const *buffers, const long long *problem);
  * cannot run (reason filled: memory bound, reference failure) ; -1 with err on request errors. */
 int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused,
                         char *reason, size_t reason_cap, kt_error *err);
+/* Fills buffer i of p as its init says (deterministic: seeded by kernel and buffer name). Returns
+ * 0, or 1 with reason (an init file that cannot be read or has the wrong size). */
+int cpu_problem_fill(cpu_problem *p, int i, char *reason, size_t reason_cap);
 void cpu_problem_free(cpu_problem *p);
 /* Frees r->problem and every kept state. */
 void cpu_problem_release_all(runner *r);
-/* Sets every output buffer to NaN. */
+/* Sets every output buffer to NaN (integer dtypes: to 0xA5 bytes). */
 void cpu_problem_poison_outputs(cpu_problem *p);
 /* Index of the first input buffer whose checksum changed (that buffer is refilled), or -1. */
 int cpu_problem_check_inputs(cpu_problem *p);

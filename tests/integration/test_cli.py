@@ -279,6 +279,48 @@ class CliTest(unittest.TestCase):
         p = self.ktune("export", str(job_id), "--format", "t4")
         self.assertEqual(len(json.loads(p.stdout)["results"]), 150)
 
+    def test_export_cpu_job_is_a_kernel_tuner_cache(self):
+        # A cpu job (imported here: nothing measured) exports as a file Kernel Tuner's cache schema
+        # (kernel_tuner/schema/cache/1.0.0) accepts: problem_size (an array of integers) present, and
+        # restrictions with the device's limits and the problem written as numbers, so Kernel
+        # Tuner (which knows neither) can evaluate them: each holds for every configuration.
+        status, _, kernels = self.k.get("/v1/kernels")
+        gemm = next(x for x in kernels["kernels"] if x["name"] == "gemm")
+        cpu = next(d for d in gemm["devices"] if d["device"] == "cpu")
+        problem = {"M": 96, "N": 80, "K": 72}
+        trials = [{"config": dict(cpu["default"], UNROLL=u), "status": "ok", "time_ms": 1.0 + u}
+                  for u in (1, 2)] + [{"config": dict(cpu["default"], UNROLL=4), "status": "timeout"}]
+        status, _, reply = self.k.post("/v1/imports", {"kernel": "gemm", "device": "cpu", "problem": problem,
+                                                       "trials": trials}, headers=self.auth)
+        self.assertEqual(status, 201, reply)
+        doc = json.loads(self.ktune("export", str(reply["job"]["id"]), "--format", "kerneltuner").stdout)
+        for key, kind in (("schema_version", str), ("device_name", str), ("kernel_name", str),
+                          ("problem_size", list), ("tune_params_keys", list), ("tune_params", dict),
+                          ("objective", str), ("cache", dict)):
+            self.assertIsInstance(doc.get(key), kind, key)
+        self.assertEqual(doc["schema_version"], "1.0.0")
+        self.assertEqual(doc["problem_size"], [96, 80, 72])  # the kernel's argument order
+        self.assertTrue(all(isinstance(k, str) for k in doc["tune_params_keys"]))
+        self.assertTrue(all(isinstance(v, list) for v in doc["tune_params"].values()))
+        self.assertEqual(len(doc["cache"]), 3)
+        for key, rec in doc["cache"].items():
+            self.assertRegex(key, r"^\d+(,\d+)*$")
+            self.assertIsInstance(rec["time"], (str, float, int))
+            for field in ("compile_time", "verification_time", "benchmark_time", "strategy_time",
+                          "framework_time"):
+                self.assertIsInstance(rec[field], (float, int), field)
+            self.assertIsInstance(rec["timestamp"], str)
+        self.assertEqual(sorted(r["time"] for r in doc["cache"].values() if isinstance(r["time"], str)),
+                         ["RuntimeFailedConfig"])
+        self.assertEqual(len(doc["restrictions"]), len(cpu["restrictions"]))
+        limits = ("l1d_bytes", "l2_bytes", "l3_bytes", "vector_bits", "cores")
+        for text in doc["restrictions"]:
+            for name in limits + tuple(problem):
+                self.assertNotRegex(text, r"\b%s\b" % name, text)
+            for rec in doc["cache"].values():
+                config = {k: rec[k] for k in doc["tune_params_keys"]}
+                self.assertTrue(eval(text, {"__builtins__": {}}, config), (text, config))
+
     def test_import_shared_kernel_tuner_cache(self):
         path = SHARED_PNPOLY if os.path.exists(SHARED_PNPOLY) else DATASET_PNPOLY
         with gzip.open(path) as f:

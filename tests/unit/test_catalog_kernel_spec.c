@@ -215,7 +215,7 @@ static void errors_name_the_field_path_first(void **state)
     expect_message(f, "\"summary\"", "\"colour\": 1, \"summary\"",
                    "spec.json: colour: unknown field; accepted: name, summary, problem, "
                    "problem_restrictions, buffers, flops, tolerance, reference, variants, "
-                   "test_problem");
+                   "test_problem, scalars, metrics, verify");
     expect_message(f, "\"rtol\": 1e-6", "\"rtol\": -1",
                    "spec.json: tolerance.rtol: must be a number >= 0");
     expect_message(f, "\"test_problem\": {\"n\": 64,", "\"test_problem\": {\"n\": 8,",
