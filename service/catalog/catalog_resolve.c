@@ -306,17 +306,17 @@ int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *
     for (int i = 0; device_class && i < c->n_devs; i++) {
         const catalog_device *d = &c->devs[i];
         if (d->available && d->klass && strcmp(d->klass, device_class) == 0)
-            return resolve_real(c, d, kernel, problem, 0, out, err);
+            return resolve_real(c, d, kernel, NULL, 0, problem, 0, out, err);
     }
     for (int i = 0; device_class && i < c->n_accel; i++) {
         if (strcmp(c->accel[i].klass, device_class) == 0)
             return catalog_accel_resolve(c, &c->accel[i], kernel, problem, 0, out, err);
     }
     if (catalog_find_replay(c, device_class)) /* a replay device is its own class */
-        return resolve(c, kernel, device_class, problem, 0, NULL, out, err);
+        return resolve(c, kernel, NULL, 0, device_class, problem, 0, NULL, out, err);
     const catalog_device *f = catalog_fleet_find_class(c, device_class);
     if (f)
-        return resolve_real(c, f, kernel, problem, 0, out, err);
+        return resolve_real(c, f, kernel, NULL, 0, problem, 0, out, err);
     kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "no device of class '%.200s' is known here",
                  device_class ? device_class : "");
     kt_error_hint(err, "GET /v1/devices lists each device's class (\"class\"); results of a "
