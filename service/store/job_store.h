@@ -147,7 +147,8 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err);
 
 /* Store side, inside the transaction that records trials (trial_store, import_store): makes the
  * trial the job's best when ktune_improves_best(time_ms, the job's best time) — the one "better
- * than the job's best" condition, defined in sql/003. config_json is the trial's config. */
+ * than the job's best" condition, defined in sql/003. config_json is the trial's config. A measured
+ * trial's completion applies the same rule in SQL (sql/020's ktune_complete_trial). */
 int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
                          const char *config_json, kt_error *err);
 
