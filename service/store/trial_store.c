@@ -41,6 +41,36 @@ int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, in
     return rc;
 }
 
+#define TRIAL_LOAD_COLUMNS                                                                         \
+    "t.seq, t.config_id, t.status, t.time_ms, t.repeats, t.compile_ms, t.measure_ms, t.noise_cv,"  \
+    " COALESCE(t.charged_seconds, 0)"
+
+/* The trial rows of r from row first on, their columns (TRIAL_LOAD_COLUMNS) from col on. */
+static int load_rows(const PGresult *r, int first, int col, trial_row **out, int *n, kt_error *err)
+{
+    int rows = PQntuples(r) - first;
+    trial_row *t = calloc(rows > 0 ? (size_t)rows : 1, sizeof *t);
+    if (!t)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+    for (int i = 0; i < rows; i++) {
+        int row = first + i;
+        trial_result_init(&t[i].result);
+        t[i].seq = (int)store_get_ll(r, row, col);
+        t[i].cid = (config_id)store_get_ll(r, row, col + 1);
+        if (trial_status_parse(PQgetvalue(r, row, col + 2), &t[i].result.status) < 0)
+            t[i].result.status = TRIAL_INVALID;
+        t[i].result.time_ms = store_get_double(r, row, col + 3);
+        t[i].result.repeats = (int)store_get_ll(r, row, col + 4);
+        t[i].result.compile_ms = store_get_double(r, row, col + 5);
+        t[i].result.measure_ms = store_get_double(r, row, col + 6);
+        t[i].result.noise_cv = store_get_double(r, row, col + 7);
+        t[i].charged_seconds = store_get_double(r, row, col + 8);
+    }
+    *out = t;
+    *n = rows > 0 ? rows : 0;
+    return 0;
+}
+
 int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
                      kt_error *err)
 {
@@ -49,36 +79,41 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
     const char *p[] = {store_ll(&jid, job_id), store_ll(&seq, after_seq)};
     *out = NULL;
     *n = 0;
-    PGresult *r =
-        db_exec(c,
-                "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv,"
-                " COALESCE(charged_seconds, 0) FROM trials WHERE job_id = $1 AND seq > $2"
-                " AND final_round IS NULL ORDER BY seq",
-                2, p, err);
+    PGresult *r = db_exec(c,
+                          "SELECT " TRIAL_LOAD_COLUMNS " FROM trials t WHERE t.job_id = $1"
+                          " AND t.seq > $2 AND t.final_round IS NULL ORDER BY t.seq",
+                          2, p, err);
+    if (r)
+        rc = load_rows(r, 0, 0, out, n, err);
+    PQclear(r);
+    return rc;
+}
+
+int trial_store_load_driving(PGconn *c, long long job_id, const char *runner, int after_seq,
+                             char *status, size_t cap, int *mine, trial_row **out, int *n,
+                             kt_error *err)
+{
+    int rc = -1;
+    store_num jid, seq;
+    const char *p[] = {store_ll(&jid, job_id), store_ll(&seq, after_seq), runner};
+    *out = NULL;
+    *n = 0;
+    /* The job's row first (its trials, if any, follow in seq order): one snapshot, one round
+     * trip. */
+    PGresult *r = db_exec(c,
+                          "SELECT j.status, j.runner IS NOT DISTINCT FROM $3, " TRIAL_LOAD_COLUMNS
+                          " FROM jobs j LEFT JOIN trials t ON t.job_id = j.id AND t.seq > $2"
+                          " AND t.final_round IS NULL WHERE j.id = $1 ORDER BY t.seq NULLS FIRST",
+                          3, p, err);
     if (!r)
         goto out;
-    int rows = PQntuples(r);
-    trial_row *t = calloc(rows > 0 ? (size_t)rows : 1, sizeof *t);
-    if (!t) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", job_id);
         goto out;
     }
-    for (int i = 0; i < rows; i++) {
-        trial_result_init(&t[i].result);
-        t[i].seq = (int)store_get_ll(r, i, 0);
-        t[i].cid = (config_id)store_get_ll(r, i, 1);
-        if (trial_status_parse(PQgetvalue(r, i, 2), &t[i].result.status) < 0)
-            t[i].result.status = TRIAL_INVALID;
-        t[i].result.time_ms = store_get_double(r, i, 3);
-        t[i].result.repeats = (int)store_get_ll(r, i, 4);
-        t[i].result.compile_ms = store_get_double(r, i, 5);
-        t[i].result.measure_ms = store_get_double(r, i, 6);
-        t[i].result.noise_cv = store_get_double(r, i, 7);
-        t[i].charged_seconds = store_get_double(r, i, 8);
-    }
-    *out = t;
-    *n = rows;
-    rc = 0;
+    snprintf(status, cap, "%s", PQgetvalue(r, 0, 0));
+    *mine = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+    rc = load_rows(r, PQgetisnull(r, 0, 2) ? 1 : 0, 2, out, n, err);
 out:
     PQclear(r);
     return rc;
