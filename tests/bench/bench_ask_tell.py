@@ -205,6 +205,9 @@ def replay_equivalence(k, source_dir, evaluations):
     replay_s = time.perf_counter() - t0
     space = {"parameters": [{"name": p, "values": cache["tune_params"][p]} for p in keys],
              "restrictions": cache.get("restrictions") or []}
+    # A connection of its own: the first one sat idle through the replay job, longer than ktuned's
+    # idle limit on a loaded machine, and may have been closed.
+    c = Client(k.address)
     t0 = time.perf_counter()
     eid = c.post("/v1/tune", dict(common, kernel="gemm_bench", device="external",
                                   device_class="bench-" + DATASET, space=space))["id"]
