@@ -38,10 +38,11 @@ int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, in
  * seq > after_seq in seq order; *out is malloc'd (release each row, then free). */
 int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
                      kt_error *err);
-/* The driver's step (worker/job_driver.c): job_store_driving and trial_store_load in one statement
- * and one snapshot (a round trip less per step, which the ask/tell round trip of issue 27 feels):
- * status (cap bytes) and mine (jobs.runner = runner) of the job, and its search's trials with
- * seq > after_seq as trial_store_load gives them. KT_ERR_NOT_FOUND when there is no such job. */
+/* The driver's step (worker/job_driver.c): job_store_status, job_store_is_mine and trial_store_load
+ * in one statement and one snapshot (a round trip less per step, which the ask/tell round trip of
+ * issue 27 feels): status (cap bytes) and mine (jobs.runner = runner) of the job, and its search's
+ * trials with seq > after_seq as trial_store_load gives them. KT_ERR_NOT_FOUND when there is no
+ * such job. */
 int trial_store_load_driving(PGconn *c, long long job_id, const char *runner, int after_seq,
                              char *status, size_t cap, int *mine, trial_row **out, int *n,
                              kt_error *err);
