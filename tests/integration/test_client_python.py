@@ -22,7 +22,8 @@ against a real ktuned (started with an API token and the kernel folders):
   on, the abandoned trial comes back after its lease, the job succeeds, the late tell is a duplicate.
   Where the server has no `external` device yet, those cases are skipped saying so.
 - ktune.tune_kernel (Kernel Tuner's interface, array.array buffers: no numpy needed): a source that
-  does not compile raises KtuneError kernel_invalid with the compiler's words; a kernel whose B=4
+  does not compile raises KtuneError kernel_invalid with the compiler's words, one that reads the
+  output it writes (verified) raises with the hint that outputs start as NaN; a kernel whose B=4
   configuration computes a wrong answer, with `answer` naming the output: every configuration
   measured (brute force), the wrong one counted failed and not listed, the metric computed, and
   /v1/best answers the job's best under the registered version."""
@@ -35,6 +36,7 @@ import tempfile
 import time
 import unittest
 import urllib.parse
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
@@ -310,6 +312,14 @@ class ClientTest(unittest.TestCase):
                               client=self.client, timeout=120)
         self.assertEqual(cm.exception.code, "kernel_invalid", cm.exception)
         self.assertIn("undefined_name_q", str(cm.exception))
+        # A kernel that reads the buffer it writes, verified: its output starts as NaN; the hint says so.
+        with self.assertRaises(ktune.KtuneError) as cm, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ktune.tune_kernel("tk_inout", "void tk_inout(float *y, const float *x, int n)\n"
+                              "{ for (int i = 0; i < n; i++) y[i] += B * x[i]; }\n", n, [y, x, n],
+                              {"B": [1]}, answer=[x, None, None], client=self.client, timeout=120)
+        self.assertIn("wrong_result", cm.exception.message)
+        self.assertIn("NaN", cm.exception.hint)
         src = """void tk_twice(float *y, const float *x, int n)
 {
     for (int i = 0; i < n; i += B)
@@ -317,7 +327,6 @@ class ClientTest(unittest.TestCase):
             y[j] = (B == 4 ? 3.0f : 2.0f) * x[j];   /* B = 4 is wrong on purpose */
 }
 """
-        import warnings
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
             results, env = ktune.tune_kernel("tk_twice", src, n, [y, x, n], {"B": [1, 2, 4]},

@@ -30,7 +30,11 @@ STRATEGIES = {"brute_force": "exhaustive", "random_sample": "random", "simulated
 PROBLEM_NAMES = ("size_x", "size_y", "size_z")
 I32 = (-(1 << 31), (1 << 31) - 1)
 I64 = (-(1 << 63), (1 << 63) - 1)
-MAX_DEFAULT_SCAN = 1 << 20  # configurations tried when looking for a valid default
+MAX_DEFAULT_SCAN = 1 << 20
+IN_OUT_HINT = ("the default configuration's output did not verify; a kernel that reads a buffer it "
+               "writes (y = a*x + y) finds NaN there, as ktune fills each output with NaN before a "
+               "checked run: pass verify=\"none\" (or no answer), or write the result to a buffer "
+               "of its own")  # configurations tried when looking for a valid default
 
 
 def _array_dtype(a):
@@ -118,7 +122,8 @@ def _usable_name(n, taken):
 
 def _init_of(a, dtype):
     """A buffer's init kind that mirrors the caller's array: zeros, constant, iota, else uniform in
-    its [min, max] (the data itself is not uploaded; see tune_kernel)."""
+    its [min, max] (floating: rounded outward to whole numbers). The data itself is not uploaded
+    (see tune_kernel)."""
     values = a.tolist() if hasattr(a, "tolist") else list(a)
     if hasattr(values, "__len__") and values and isinstance(values[0], list):
         values = list(itertools.chain.from_iterable(values))  # a 2-D array: its elements in order
@@ -131,6 +136,10 @@ def _init_of(a, dtype):
         return {"kind": "zeros"} if lo == 0 else {"kind": "constant", "value": lo}
     if lo == 0 and hi == len(values) - 1 and all(v == i for i, v in enumerate(values)):
         return {"kind": "iota"}
+    if dtype.startswith("f"):
+        # whole bounds: random data (np.random.randn) keeps one range, so one kernel version, run
+        # after run
+        lo, hi = math.floor(lo), math.ceil(hi)
     return {"kind": "uniform", "min": lo, "max": hi}
 
 
@@ -330,7 +339,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
       types). The C function is called with its natural signature (ktune generates the call).
     - What travels: each array's dtype and size, not its data (uploading data is not supported yet):
       an input buffer is filled by the server like the caller's (zeros, a constant, 0, 1, 2, ..., else
-      uniform in the array's [min, max]). Outputs: the arrays whose `answer` entry is not None, or,
+      uniform in the array's [min, max], rounded outward to whole numbers for floating arrays). Outputs: the arrays whose `answer` entry is not None, or,
       without answer, the pointers the signature does not declare const. An output is filled with NaN
       (integers 0xA5 bytes) before each checked run: a buffer the kernel reads and writes starts so.
     - answer: its arrays are NOT compared (their data is not uploaded yet): with answer, each output is
@@ -356,6 +365,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     strategy, budget, verify, best ({config, time_ms}), failed (trials that did not run), server.
     Errors: a spec or compile error raises KtuneError with the server's message or log."""
     from .client import Client
+    from .errors import KtuneError
     if str(lang).lower() != "c":
         raise NotImplementedError("ktune.tune_kernel tunes C functions only (lang='C'); %s kernels "
                                   "are not supported yet: register them with POST /v1/kernels or "
@@ -378,7 +388,12 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     reg = client.register_kernel(spec, files)
     version = reg["version"]
     say("ktune: %s version %s %s" % (kernel_name, version, reg.get("status")))
-    client.wait_kernel(kernel_name, version, timeout=timeout)
+    try:
+        client.wait_kernel(kernel_name, version, timeout=timeout)
+    except KtuneError as e:
+        if e.code == "kernel_invalid" and "wrong_result" in (e.message or ""):
+            raise KtuneError(e.status, e.code, e.message, IN_OUT_HINT) from None
+        raise
 
     options = dict(strategy_options or {})
     max_fevals = options.pop("max_fevals", None)
@@ -400,7 +415,6 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     say("ktune: job %s on %s" % (job["id"], device))
     done = client.wait_job(job["id"], timeout=timeout)
     if done.get("status") != "succeeded":
-        from .errors import KtuneError
         err = done.get("error") or {}
         raise KtuneError(0, err.get("code") or "job_" + str(done.get("status")),
                          "job %s %s: %s" % (job["id"], done.get("status"),

@@ -171,6 +171,14 @@ class TuneKernelTest(unittest.TestCase):
         self.assertEqual(spec["buffers"][1]["init"], {"kind": "uniform", "min": -2, "max": 7})
         self.assertEqual([s["type"] for s in spec["scalars"]], ["i64", "f64"])
         self.assertEqual([p["name"] for p in spec["problem"]], ["size_x", "size_y"])
+        spec, _, _ = build_spec("vadd", src, 4, [array.array("d", [0.0] * 4),
+                                                 array.array("i", [0] * 4), array.array("b", [1] * 4),
+                                                 2, 1.0], {"B": [1]})
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "zeros"})
+        spec, _, _ = build_spec("vadd", src.replace("double *c", "const double *c")
+                                .replace("const int *a", "int *a"),
+                                4, [array.array("d", [-0.25, 1.5, 0.5, 0.1])] + args[1:], {"B": [1]})
+        self.assertEqual(spec["buffers"][0]["init"], {"kind": "uniform", "min": -1, "max": 2})
 
     def test_refusals_say_what_to_do(self):
         with self.assertRaises(ValueError) as cm:
