@@ -18,8 +18,8 @@ from .table import write_table
 
 SOURCES = ("measured", "imported", "predicted", "nearest")
 TRIAL_STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "wrong_result")
-ENTRIES_PAGE = 1000
-VALIDATING_RETRY_S = 5.0  # tune: how long a 409 kernel_validating is retried  # GET /v1/best/entries answers at most 1000 entries a request
+ENTRIES_PAGE = 1000  # GET /v1/best/entries answers at most 1000 entries a request
+VALIDATING_RETRY_S = 5.0  # tune: how long a 409 kernel_validating is retried
 
 
 def _query_value(v):

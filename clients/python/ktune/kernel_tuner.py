@@ -339,9 +339,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
       types). The C function is called with its natural signature (ktune generates the call).
     - What travels: each array's dtype and size, not its data (uploading data is not supported yet):
       an input buffer is filled by the server like the caller's (zeros, a constant, 0, 1, 2, ..., else
-      uniform in the array's [min, max], rounded outward to whole numbers for floating arrays). Outputs: the arrays whose `answer` entry is not None, or,
-      without answer, the pointers the signature does not declare const. An output is filled with NaN
-      (integers 0xA5 bytes) before each checked run: a buffer the kernel reads and writes starts so.
+      uniform in the array's [min, max], rounded outward to whole numbers for floating arrays).
+      Outputs: the arrays whose `answer` entry is not None, or, without answer, the pointers the
+      signature does not declare const. An output is filled with NaN (integers 0xA5 bytes) before
+      each checked run: a buffer the kernel reads and writes starts so (verified, such a kernel is
+      invalid, and the error's hint says why: tune it with verify="none").
     - answer: its arrays are NOT compared (their data is not uploaded yet): with answer, each output is
       verified against the default configuration's output, within atol (default 1e-6) + 1e-5 relative
       (Kernel Tuner's np.allclose); without it nothing is verified, as in Kernel Tuner. verify=

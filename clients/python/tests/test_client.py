@@ -1,7 +1,7 @@
 """ktune.Client and friends without a server: configuration from the environment as the CLI's,
 an unreachable server as KtuneError, the query and space encodings, tell's checks, the decorator's
-key and name, the kernel spec tune_kernel builds and its refusals. (Answers of a real ktuned: tests/integration/
-test_client_python.py.)"""
+key and name, the kernel spec tune_kernel builds and its refusals. (Answers of a real ktuned:
+tests/integration/test_client_python.py.)"""
 import array
 import os
 import socket
