@@ -20,7 +20,14 @@ against a real ktuned (started with an API token and the kernel folders):
   another kernel_version tunes afresh and both versions' results answer.
 - a harness that leaves a leased trial untold and goes away: client.attach(job) from another client goes
   on, the abandoned trial comes back after its lease, the job succeeds, the late tell is a duplicate.
-  Where the server has no `external` device yet, those cases are skipped saying so."""
+  Where the server has no `external` device yet, those cases are skipped saying so.
+- ktune.tune_kernel (Kernel Tuner's interface, array.array buffers: no numpy needed): a source that
+  does not compile raises KtuneError kernel_invalid with the compiler's words, one that reads the
+  output it writes (verified) raises with the hint that outputs start as NaN; a kernel whose B=4
+  configuration computes a wrong answer, with `answer` naming the output: every configuration
+  measured (brute force), the wrong one counted failed and not listed, the metric computed, and
+  /v1/best answers the job's best under the registered version."""
+import array
 import json
 import os
 import subprocess
@@ -29,6 +36,7 @@ import tempfile
 import time
 import unittest
 import urllib.parse
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
@@ -294,6 +302,45 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(first.tell(0.5), "duplicate")
         with self.assertRaises(ValueError):
             self.client.attach(self.replay_job["id"])
+
+    def test_i_tune_kernel(self):
+        n = 4096
+        y, x = array.array("f", [0.0] * n), array.array("f", [float(i % 7) for i in range(n)])
+        with self.assertRaises(ktune.KtuneError) as cm:
+            ktune.tune_kernel("tk_broken", "void tk_broken(float *y, const float *x, int n)\n"
+                              "{ y[0] = undefined_name_q; }\n", n, [y, x, n], {"B": [1]},
+                              client=self.client, timeout=120)
+        self.assertEqual(cm.exception.code, "kernel_invalid", cm.exception)
+        self.assertIn("undefined_name_q", str(cm.exception))
+        # A kernel that reads the buffer it writes, verified: its output starts as NaN; the hint says so.
+        with self.assertRaises(ktune.KtuneError) as cm, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ktune.tune_kernel("tk_inout", "void tk_inout(float *y, const float *x, int n)\n"
+                              "{ for (int i = 0; i < n; i++) y[i] += B * x[i]; }\n", n, [y, x, n],
+                              {"B": [1]}, answer=[x, None, None], client=self.client, timeout=120)
+        self.assertIn("wrong_result", cm.exception.message)
+        self.assertIn("NaN", cm.exception.hint)
+        src = """void tk_twice(float *y, const float *x, int n)
+{
+    for (int i = 0; i < n; i += B)
+        for (int j = i; j < i + B && j < n; j++)
+            y[j] = (B == 4 ? 3.0f : 2.0f) * x[j];   /* B = 4 is wrong on purpose */
+}
+"""
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            results, env = ktune.tune_kernel("tk_twice", src, n, [y, x, n], {"B": [1, 2, 4]},
+                                             answer=[x, None, None],
+                                             metrics={"GB/s": "8*n / (time*1e6)"},
+                                             client=self.client, timeout=120)
+        self.assertEqual((env["verify"], env["strategy"], env["failed"]), ("default", "exhaustive", 1), env)
+        self.assertEqual(sorted(r["B"] for r in results), [1, 2], results)
+        for r in results:
+            self.assertGreater(r["time"], 0)
+            self.assertAlmostEqual(r["GB/s"], 8 * n / (r["time"] * 1e6), delta=1e-6 * r["GB/s"])
+        self.assertIn(env["best"]["config"], [{"B": 1}, {"B": 2}])
+        b = self.client.best("tk_twice", device="cpu", problem=env["problem"])
+        self.assertEqual((b.kernel_version, b.config), (env["kernel_version"], env["best"]["config"]))
 
     def test_h_autotune(self):
         probe = self.tune_external_or_skip("py_probe", {"a": [1]}, device_class="external:probe", budget=1)

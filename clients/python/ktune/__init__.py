@@ -6,7 +6,9 @@
 - device_class(): this machine's class as ktuned names it.
 - Table.load(path).lookup(kernel, device_class, problem): the deploy table, no server.
 - KtuneError(status, code, message, hint).
-- tune_kernel(...): Kernel Tuner's interface; not available yet (NotImplementedError).
+- tune_kernel(...): Kernel Tuner's interface: registers a C function (POST /v1/kernels) and tunes it on
+  a server device; build_spec() makes its kernel spec without a server.
+- Client.register_kernel / kernel_versions / wait_kernel / tune / wait_job / trials: kernels over HTTP.
 """
 from .autotune import autotune
 from .client import Best, Client, ExternalTuning, Trial

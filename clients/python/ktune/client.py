@@ -9,6 +9,8 @@ caller's own harness, and the deploy-time table.
     c.export_table("best.tsv")              # then ktune.Table.load("best.tsv").lookup(...)
 """
 import json
+import time
+import urllib.parse
 
 from .errors import KtuneError
 from .http import Connection
@@ -17,6 +19,7 @@ from .table import write_table
 SOURCES = ("measured", "imported", "predicted", "nearest")
 TRIAL_STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "wrong_result")
 ENTRIES_PAGE = 1000  # GET /v1/best/entries answers at most 1000 entries a request
+VALIDATING_RETRY_S = 5.0  # tune: how long a 409 kernel_validating is retried
 
 
 def _query_value(v):
@@ -243,6 +246,90 @@ class Client:
         if job.get("device") != "external":
             raise ValueError("job %d runs on %s, not on the external device" % (job_id, job.get("device")))
         return ExternalTuning(self, job, max(1, int(n)), lease_s, wait_s)
+
+    # --- kernels over HTTP and server-side jobs ------------------------------------------------
+    def register_kernel(self, spec, files):
+        """POST /v1/kernels: registers a kernel (spec.json's object and its files, name -> text) and
+        returns the reply (name, version, status: validating, or the status of the same bytes posted
+        before). A spec or file error raises KtuneError naming its field path."""
+        return self._conn.call("POST", "/v1/kernels", {"spec": spec, "files": dict(files)})
+
+    def kernel_versions(self, name):
+        """GET /v1/kernels/{name}: its versions, newest first (version, status, log, spec, ...)."""
+        return self._conn.call("GET", "/v1/kernels/" + urllib.parse.quote(name, safe="")).get(
+            "versions") or []
+
+    def wait_kernel(self, name, version, timeout=120.0, poll_s=0.1):
+        """Waits until a registered version is validated: returns its entry when ready; raises
+        KtuneError (code kernel_invalid, the validation log as the message) when invalid, and
+        TimeoutError when it is still validating after timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            entry = next((v for v in self.kernel_versions(name) if v.get("version") == version), None)
+            status = entry.get("status") if entry else None
+            if status == "ready":
+                return entry
+            if status == "invalid":
+                raise KtuneError(400, "kernel_invalid",
+                                 "kernel %s version %s is invalid: %s" % (name, version,
+                                                                          entry.get("log") or "(no log)"),
+                                 "fix the source or the spec and register it again")
+            if time.monotonic() > deadline:
+                raise TimeoutError("kernel %s version %s is still %s after %gs"
+                                   % (name, version, status or "unlisted", timeout))
+            time.sleep(poll_s)
+
+    def tune(self, kernel, device="cpu", problem=None, strategy="auto", budget=20, kernel_version=None,
+             options=None, seed=None, **fields):
+        """POST /v1/tune on a device of the server (cpu, cuda:0, replay:...): the job as queued (id,
+        kernel_hash, ...). `budget`: evaluations (an int) or the budget object; other POST /v1/tune
+        fields (final_remeasure, ...) as keywords."""
+        body = {"kernel": kernel, "device": device, "strategy": strategy,
+                "budget": {"evaluations": int(budget)} if isinstance(budget, int) else dict(budget)}
+        if problem:
+            body["problem"] = dict(problem)
+        if kernel_version is not None:
+            body["kernel_version"] = kernel_version
+        if options:
+            body["strategy_options"] = dict(options)
+        if seed is not None:
+            body["seed"] = int(seed)
+        body.update(fields)
+        body = json.loads(json.dumps(body, default=_plain_default))
+        # A version GET /v1/kernels shows ready may still be validating for /v1/tune for a moment
+        # (the server re-reads a stored kernel at most every 500 ms): 409 kernel_validating is retried.
+        deadline = time.monotonic() + VALIDATING_RETRY_S
+        while True:
+            try:
+                return self._conn.call("POST", "/v1/tune", body)
+            except KtuneError as e:
+                if e.code != "kernel_validating" or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+
+    def wait_job(self, job_id, timeout=600.0, poll_s=0.1):
+        """GET /v1/jobs/{id} until the job is succeeded, failed or cancelled; the job. TimeoutError
+        when it is still running after timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self._conn.call("GET", "/v1/jobs/%d" % int(job_id))
+            if job.get("status") in ("succeeded", "failed", "cancelled"):
+                return job
+            if time.monotonic() > deadline:
+                raise TimeoutError("job %d is still %s after %gs" % (job_id, job.get("status"), timeout))
+            time.sleep(poll_s)
+
+    def trials(self, job_id):
+        """Every trial of a job (GET /v1/jobs/{id}/trials, page by page), in order."""
+        trials, after = [], 0
+        while True:
+            page = self._conn.call("GET", "/v1/jobs/%d/trials" % int(job_id),
+                                   query=[("after", after), ("limit", 1000)])
+            got = page.get("trials") or []
+            trials += got
+            if not got or page.get("next_after") is None:
+                return trials
+            after = page["next_after"]
 
     # --- deploy table --------------------------------------------------------------------------
     def best_entries(self, kernel=None, device_class=None):

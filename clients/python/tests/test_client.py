@@ -1,7 +1,8 @@
 """ktune.Client and friends without a server: configuration from the environment as the CLI's,
 an unreachable server as KtuneError, the query and space encodings, tell's checks, the decorator's
-key and name, tune_kernel's plain refusal. (Answers of a real ktuned: tests/integration/
-test_client_python.py.)"""
+key and name, the kernel spec tune_kernel builds and its refusals. (Answers of a real ktuned:
+tests/integration/test_client_python.py.)"""
+import array
 import os
 import socket
 import unittest
@@ -10,6 +11,7 @@ from unittest import mock
 import ktune
 from ktune.autotune import autotune, kernel_name_of
 from ktune.client import Trial, _query_value, space_body
+from ktune.kernel_tuner import build_spec, parse_signature
 from ktune.http import Connection
 
 
@@ -123,11 +125,95 @@ class AutotuneTest(unittest.TestCase):
 
 
 class TuneKernelTest(unittest.TestCase):
-    def test_not_yet(self):
-        with self.assertRaises(NotImplementedError) as cm:
-            ktune.tune_kernel("vadd", "void vadd(float *c) {}", 1024, [], {"block": [1]})
-        self.assertIn("POST /v1/kernels", str(cm.exception))
+    """build_spec: the kernel spec a tune_kernel call registers (array.array stands for numpy here:
+    the package never imports numpy)."""
+    SRC = "/* c = a + s*b */\nvoid vadd(float *c, const float *a, float const *b, double s, int n)\n{ }\n"
 
+    def spec(self, **kw):
+        args = kw.pop("arguments", [array.array("f", [0.0] * 8), array.array("f", range(8)),
+                                    array.array("f", [2.0] * 8), 0.5, 8])
+        return build_spec("vadd", self.SRC, kw.pop("problem_size", 8), args,
+                          kw.pop("tune_params", {"B": [1, 2, 4]}), **kw)
+
+    def test_arguments_become_buffers_and_scalars(self):
+        spec, files, notes = self.spec(restrictions=["B > 1"])
+        self.assertEqual(files, {"kernel.c": self.SRC})
+        self.assertEqual(notes["names"], ["c", "a", "b", "s", "n"])
+        self.assertEqual([(b["name"], b["role"], b["dtype"], b["elements"]) for b in spec["buffers"]],
+                         [("c", "output", "f32", "8"), ("a", "input", "f32", "8"),
+                          ("b", "input", "f32", "8")])
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "iota"})
+        self.assertEqual(spec["buffers"][2]["init"], {"kind": "constant", "value": 2.0})
+        self.assertEqual(spec["scalars"], [{"name": "s", "type": "f64", "value": "0.5"},
+                                           {"name": "n", "type": "i32", "value": "8"}])
+        cpu = spec["variants"]["cpu"]
+        self.assertEqual((cpu["entry"], cpu["arguments"]), ("vadd", ["c", "a", "b", "s", "n"]))
+        self.assertEqual(cpu["default"], {"B": 2})  # the first configuration the restriction allows
+        self.assertEqual(spec["problem"], [{"name": "size_x", "min": 8, "max": 8, "default": 8}])
+        self.assertEqual(spec["verify"], {"kind": "none"})  # no answer: nothing compared, as Kernel Tuner
+
+    def test_answer_names_outputs_and_verifies_against_the_default(self):
+        spec, _, notes = self.spec(answer=[None, array.array("f", [1.0] * 8), None, None, None],
+                                   atol=1e-3)
+        self.assertEqual([b["role"] for b in spec["buffers"]], ["input", "output", "input"])
+        self.assertEqual((spec["verify"], spec["tolerance"]["atol"]), ({"kind": "default"}, 1e-3))
+        with self.assertRaises(ValueError):
+            self.spec(answer=[None, None, None, 1.0, None])  # a scalar's answer
+        with self.assertRaises(ValueError):
+            self.spec(answer=[None])
+
+    def test_dtypes_and_uniform_init(self):
+        args = [array.array("d", [0.0] * 4), array.array("i", [3, -2, 7, 0]), array.array("b", [1] * 4),
+                2**40, 1.0]
+        src = "void vadd(double *c, const int *a, const signed char *b, long long s, double n) { }"
+        spec, _, _ = build_spec("vadd", src, (2, 2), args, {"B": [1]})
+        self.assertEqual([b["dtype"] for b in spec["buffers"]], ["f64", "i32", "i8"])
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "uniform", "min": -2, "max": 7})
+        self.assertEqual([s["type"] for s in spec["scalars"]], ["i64", "f64"])
+        self.assertEqual([p["name"] for p in spec["problem"]], ["size_x", "size_y"])
+        spec, _, _ = build_spec("vadd", src, 4, [array.array("d", [0.0] * 4),
+                                                 array.array("i", [0] * 4), array.array("b", [1] * 4),
+                                                 2, 1.0], {"B": [1]})
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "zeros"})
+        spec, _, _ = build_spec("vadd", src.replace("double *c", "const double *c")
+                                .replace("const int *a", "int *a"),
+                                4, [array.array("d", [-0.25, 1.5, 0.5, 0.1])] + args[1:], {"B": [1]})
+        self.assertEqual(spec["buffers"][0]["init"], {"kind": "uniform", "min": -1, "max": 2})
+
+    def test_refusals_say_what_to_do(self):
+        with self.assertRaises(ValueError) as cm:
+            self.spec(arguments=[1, 2])
+        self.assertIn("takes 5 parameters", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:  # no output: every pointer const, no answer
+            build_spec("f", "void f(const float *a) { }", 4, [array.array("f", [0.0] * 4)], {"B": [1]})
+        self.assertIn("const", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            self.spec(metrics={"GFLOP/s": lambda p: 1})
+        self.assertIn("string", str(cm.exception))
+        with self.assertRaises(TypeError):
+            self.spec(restrictions=[lambda p: True])
+        with self.assertRaises(ValueError):
+            self.spec(restrictions=["B > 8"])  # no valid configuration
+        with self.assertRaises(ValueError):
+            self.spec(verify="answer")
+        with self.assertRaises(NotImplementedError) as cm:
+            ktune.tune_kernel("vadd", self.SRC, 8, [], {"B": [1]}, lang="CUDA")
+        self.assertIn("C functions only", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            ktune.tune_kernel("vadd", self.SRC, 8, [], {"B": [1]}, grid_div_x=["B"])
+        self.assertIn("grid_div_x", str(cm.exception))
+
+    def test_metrics_as_the_server_reads_them(self):
+        spec, _, notes = self.spec(metrics={"GFLOP/s": "2*n/(time*1e6)", "time x": "time"})
+        self.assertEqual(spec["metrics"], [{"name": "GFLOP_s", "value": "2*8/(time_ms*1e6)"},
+                                           {"name": "time_x", "value": "time_ms"}])
+        self.assertEqual(notes["metric_names"], {"GFLOP_s": "GFLOP/s", "time_x": "time x"})
+
+    def test_signature_parsing(self):
+        self.assertEqual(parse_signature("int f(float a[], const double *restrict b, int n) {", "f"),
+                         [("a", False), ("b", True), ("n", False)])
+        self.assertEqual(parse_signature("void f(float *const c) {}", "f"), [("c", False)])
+        self.assertIsNone(parse_signature("void g(int x) {}", "f"))
 
 if __name__ == "__main__":
     unittest.main()
