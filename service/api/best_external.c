@@ -1,8 +1,10 @@
 /* GET /v1/best?kernel=K&device=external&device_class=C&<problem>... — the best configuration an
  * external job's harness measured (issue 27), for the version named (kernel_version=) or else the
  * newest version with a result for the problem; the answer says which (kernel_hash, and
- * kernel_version beside it). Only measurements answer: no model predicts an external kernel, and
- * these answers are not kept in the answer cache (they are read from the best table each time). */
+ * kernel_version beside it). Measurements answer, and imports (an imported Kernel Tuner cache) as
+ * for every device: an untrusted one only a plain request, as "imported", a trusted one also
+ * source=measured. No model predicts an external kernel, and these answers are not kept in the
+ * answer cache (they are read from the best table each time). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,9 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     PGconn *c = NULL;
     target t;
     int have = 0;
+    /* As for every device: an untrusted import answers a plain request (origin "imported"),
+     * source=measured only measurements and trusted imports. */
+    int measured_only = source != NULL;
     json_t *answer = NULL, *canon = NULL;
     char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
     if (!device_class) {
@@ -47,8 +52,9 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     if (!c)
         goto out;
     if (!version) {
-        int found = best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
-                                              problem_key, newest, sizeof newest, &err);
+        int found =
+            best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
+                                      problem_key, measured_only, newest, sizeof newest, &err);
         if (found < 0)
             goto fail;
         if (found == 0) {
@@ -68,7 +74,7 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     if (catalog_external_key(kernel, version, device_class, canon, &t, &err) < 0)
         goto fail;
     have = 1;
-    answer = best_store_get_json(c, &t.key, 1, &err);
+    answer = best_store_get_json(c, &t.key, measured_only, &err);
     if (!answer)
         goto fail;
     json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));

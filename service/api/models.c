@@ -96,6 +96,24 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     if (!body || model_request_parse(body, &mr, &err) < 0)
         goto fail;
     const char *device = mr.device;
+    if (mr.external) {
+        /* The key is checked as GET /v1/best checks it, then refused plainly: the trainer and the
+         * model cache resolve a key's space from the catalog, and an external kernel's space lives
+         * only with its jobs (jobs.space). */
+        if (catalog_external_check_names(mr.kernel_version, mr.device_class, &err) < 0)
+            goto fail;
+        kt_error_set(&err, KT_ERR_NOT_IMPLEMENTED,
+                     "models of external kernels are not trained yet: kernel %.100s on device "
+                     "external, class %.128s has no catalog space for a predictor to learn and "
+                     "answer in",
+                     mr.kernel, mr.device_class);
+        kt_error_hint(&err,
+                      "GET /v1/best?kernel=%.100s&device=external&device_class=%.128s "
+                      "answers from the measured (and imported) results of the key; a "
+                      "problem never tuned is not predicted for an external kernel",
+                      mr.kernel, mr.device_class);
+        goto fail;
+    }
     if (mr.device_class) {
         if (device_of_class(svc->cat, mr.kernel, mr.device_class, class_device, sizeof class_device,
                             &err) < 0)
