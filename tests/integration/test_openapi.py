@@ -454,6 +454,9 @@ class ServedTest(unittest.TestCase):
         self.assertEqual(status, 200, reply)
         status, _, reply = self.call("POST", "/v1/imports", body=dict(append, job=999999))
         self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+        # A Kernel Tuner cache of a kernel with no catalog entry, on the device external (issue 27).
+        status, _, reply = self.call("POST", "/v1/imports", body=deref(examples["external"])["value"])
+        self.assertEqual((status, reply["job"]["device"], reply["inserted"]), (201, "external", 2), reply)
         tuning = self.finished_job()  # a tuning job, with a configuration of its own space
         trial = {"config": tuning["best"]["config"], "status": "ok", "time_ms": 1.0}
         status, _, reply = self.call("POST", "/v1/imports", body={"job": tuning["id"], "trials": [trial]})
@@ -536,6 +539,10 @@ class ServedTest(unittest.TestCase):
                           ({"device": "cpu"}, "missing_field"), (dict(body, device_class="x"), "bad_request")):
             status, _, reply = self.call("POST", "/v1/models", body=bad)
             self.assertEqual((status, reply["error"]["code"]), (400, code), reply)
+        # A model of an external kernel's key (issue 27): not trained yet, said plainly.
+        status, _, reply = self.call("POST", "/v1/models", body={"kernel": "k", "device": "external",
+                                                                 "device_class": "lab"})
+        self.assertEqual((status, reply["error"]["code"]), (501, "not_implemented"), reply)
         # DELETE /v1/models/{id} (issue 26): 409 while a queued or running job records it as its
         # surrogate (only a mindmap job records one: made so here by hand), then 200, then 404.
         status, _, job = self.call("POST", "/v1/tune", body={"kernel": "gemm", "device": "cpu", "strategy": "random",
