@@ -558,6 +558,13 @@ static void import_target(const json_t *file, cli_import *im)
         json_t *problem = json_object_get(meta, "problem");
         if (json_is_object(problem))
             im->problem = json_incref(problem);
+        /* An external job's export: its class and version key the re-import. */
+        const char *klass = json_string_value(json_object_get(meta, "device_class"));
+        const char *version = json_string_value(json_object_get(meta, "kernel_hash"));
+        if (strcmp(device, "external") == 0 && klass && version) {
+            snprintf(im->device_class, sizeof im->device_class, "%s", klass);
+            snprintf(im->kernel_version, sizeof im->kernel_version, "%s", version);
+        }
         return;
     }
     const char *space = json_string_value(json_object_get(file, "space"));

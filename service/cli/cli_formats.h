@@ -45,8 +45,10 @@ typedef struct cli_import {
     char kernel[257];   /* from the file's "ktune" object, or its "space" name; "" if unknown */
     char device[257];
     json_t *problem; /* from the file's "ktune" object, or NULL */
-    /* Set by cli_import_external (device "external"), else "" and NULL: */
+    /* Set by cli_import_external (device "external"), else "" and NULL; device_class and
+     * kernel_version also from the "ktune" object of an external job's export: */
     char device_class[129];
+    char kernel_version[65];
     json_t *space;        /* {"parameters", and "restrictions" or "configurations"} */
     char space_note[256]; /* what the space is made of, for the summary */
 } cli_import;
@@ -60,7 +62,8 @@ void cli_import_release(cli_import *im);
 /* A genuine Kernel Tuner cache (no "ktune" object, no "space" name: no catalog target) as an
  * external kernel (issue 27), after cli_import_parse: kernel = kernel (or the file's kernel_name),
  * device "external", device_class = device_class (or the file's device_name through
- * cli_device_class_of), problem {"problem_size": <as recorded>} ({} without one), space
+ * cli_device_class_of), problem {"problem_size": <as recorded>} ({} without one; a problem from
+ * the file's "ktune" object is kept), space
  * {"parameters"} in the order of tune_params_keys with the file's "restrictions" when ktune's
  * expression engine parses them and every recorded configuration satisfies them (an empty list:
  * the full grid), else "configurations": the recorded configurations (the full grid when that

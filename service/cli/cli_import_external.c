@@ -171,7 +171,8 @@ int cli_import_external(const json_t *file, const char *kernel, const char *devi
             goto out;
         }
     }
-    if (!(params = parameters_of(file, err)) || !(problem = problem_of(file, err)))
+    if (!(params = parameters_of(file, err)) ||
+        !(problem = im->problem ? json_incref(im->problem) : problem_of(file, err)))
         goto out;
     json_t *space = json_pack("{s:O}", "parameters", params);
     if (!space) {

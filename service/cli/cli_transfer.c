@@ -401,6 +401,15 @@ int cli_import_main(int argc, char **argv)
     }
     /* A genuine Kernel Tuner cache names no target ktune knows: its own kernel on the device
      * external. --device-class or --device external asks for that with any cache. */
+    /* An external job's export names its class and version (unless another device is asked). */
+    char own_class[sizeof im.device_class], own_version[sizeof im.kernel_version];
+    snprintf(own_class, sizeof own_class, "%s", im.device_class);
+    snprintf(own_version, sizeof own_version, "%s", im.kernel_version);
+    int to_external = !device || strcmp(device, "external") == 0;
+    if (to_external && !klass && own_class[0])
+        klass = own_class;
+    if (to_external && !version && own_version[0])
+        version = own_version;
     if (strcmp(im.format, "kerneltuner") == 0 &&
         (klass || (device && strcmp(device, "external") == 0) || (!device && !im.device[0]))) {
         if (device && strcmp(device, "external") != 0) {

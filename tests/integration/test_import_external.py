@@ -106,6 +106,15 @@ class ImportExternalTest(unittest.TestCase):
         p = self.ktune("best", "--kernel", "cn_pnpoly", "--device", "external", "--device-class",
                        "NVIDIA_GeForce_RTX_3090", "--problem", "problem_size=20000000")
         self.assertEqual(json.loads(p.stdout), best["config"])
+        # ktune's own export of that job imports back under the same key (class and version).
+        exported = os.path.join(self.tmp, "exported.json")
+        self.ktune("export", str(job_id), "--format", "kerneltuner", "-o", exported)
+        p = self.ktune("import", exported)
+        status, _, again = self.k.get("/v1/jobs/%d" % int(p.stdout))
+        self.assertEqual((again["kernel"], again["device_class"], again["kernel_hash"],
+                          again["problem"], again["progress"]["trials"]),
+                         ("cn_pnpoly", "NVIDIA_GeForce_RTX_3090", job["kernel_hash"],
+                          job["problem"], len(doc["cache"])))
         # Importing the same file again with --device-class files it under that class instead.
         p = self.ktune("import", self.write("pnpoly.json", doc), "--device-class", "lab-3090")
         status, _, best2 = self.best("cn_pnpoly", "lab-3090", problem_size=20000000)

@@ -586,6 +586,21 @@ static void test_kerneltuner_import_external(void **state)
     cli_import_release(&im);
     json_decref(file);
 
+    /* ktune's export of an external job: its class, version and problem come back. */
+    file = load(text);
+    json_object_set_new(file, "ktune",
+                        json_pack("{s:s,s:s,s:s,s:s,s:{s:i}}", "kernel", "vadd", "device",
+                                  "external", "device_class", "lab", "kernel_hash", "v3", "problem",
+                                  "n", 4));
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_string_equal(im.device, "external");
+    assert_string_equal(im.device_class, "lab");
+    assert_string_equal(im.kernel_version, "v3");
+    assert_int_equal(cli_import_external(file, NULL, "lab", &im, &err), 0);
+    assert_json(im.problem, "{\"n\": 4}");
+    cli_import_release(&im);
+    json_decref(file);
+
     char klass[16];
     cli_device_class_of("  AMD Instinct MI250X / MI250 ", klass, sizeof klass);
     assert_string_equal(klass, "AMD_Instinct_M"); /* cap - 2 characters */
