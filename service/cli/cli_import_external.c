@@ -10,8 +10,9 @@
 
 /* Bytes of the explicit list of configurations sent with the first request: the rest of the
  * 1 MiB body is left for trials. A longer list is replaced by the full grid of tune_params. */
-#define EXTERNAL_MAX_LIST_BYTES 524288
-#define EXTERNAL_MAX_DIMS       8 /* numbers of problem_size (CATALOG_EXTERNAL_MAX_DIMS) */
+#define EXTERNAL_MAX_LIST_BYTES  524288
+#define EXTERNAL_MAX_DIMS        8       /* numbers of problem_size (CATALOG_EXTERNAL_MAX_DIMS) */
+#define EXTERNAL_MAX_CHECK_NODES 5000000 /* enumeration steps of the restrictions' check */
 
 void cli_device_class_of(const char *name, char *out, size_t cap)
 {
@@ -105,7 +106,9 @@ static int restrictions_fit(const json_t *params, const json_t *restr, const jso
 {
     kt_error e;
     kt_error_clear(&e);
-    space *sp = space_new(params, restr, NULL, NULL, &e);
+    /* Bounded: a space too large to enumerate here is sent as the recorded list instead. */
+    space_limits lim = {.max_group_nodes = EXTERNAL_MAX_CHECK_NODES};
+    space *sp = space_new(params, restr, NULL, &lim, &e);
     int ok = sp != NULL;
     size_t i;
     json_t *t;
