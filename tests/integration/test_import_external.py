@@ -4,14 +4,16 @@ matches — imports with `ktune import` under its own kernel_name on the device 
 succeeds with every cache entry as a trial, GET /v1/best (and `ktune best --device external`)
 answers the cache's best time, untrusted as "imported" only, trusted also for source=measured and
 as a warm-start source of a later ask/tell job of the same kernel. Missing fields are named, with
-a hint; POST /v1/imports checks the inline space like POST /v1/tune; POST /v1/models on an
-external key is a plain 501."""
+a hint; POST /v1/imports checks the inline space like POST /v1/tune; a model of an external key
+whose problems are numbers learns from trusted imports in the stored space and answers a problem
+never tuned (a key of list problems, problem_size, is a plain 501)."""
 import gzip
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.parse
 
@@ -150,6 +152,49 @@ class ImportExternalTest(unittest.TestCase):
                                 timeout=60)
         sources = [s["device_class"] for s in later["history"]["sources"]]
         self.assertIn("NVIDIA_RTX_A4000", sources, later["history"])
+        # Its problems are lists (problem_size): no predictor learns from them yet, said plainly.
+        status, _, err = self.k.post("/v1/models", {
+            "kernel": "convolution_kernel", "device": "external", "device_class": "NVIDIA_RTX_A4000"},
+            headers=AUTH)
+        self.assertEqual((status, err["error"]["code"]), (501, "not_implemented"), err)
+        self.assertIn("problem_size", err["error"]["message"])
+
+    def test_model_of_external_key(self):
+        """A predictor of an external key whose problems are numbers learns from trusted imports in
+        the key's stored space and answers a problem never tuned."""
+        space = {"parameters": [{"name": "bs", "values": [32, 64, 128, 256]}],
+                 "restrictions": ["bs <= n"]}
+        for n, bs in ((128, 64), (1024, 64)):
+            trials = [{"config": {"bs": b}, "status": "ok", "time_ms": 1.0 if b == bs else 2.0 + b}
+                      for b in (32, 64, 128, 256) if b <= n]
+            status, _, made = self.k.post("/v1/imports", {
+                "kernel": "scaled", "device": "external", "device_class": "lab-gpu", "space": space,
+                "problem": {"n": n}, "trusted": True, "trials": trials}, headers=AUTH)
+            self.assertEqual(status, 201, made)
+        status, _, model = self.k.post("/v1/models", {
+            "kernel": "scaled", "device": "external", "device_class": "lab-gpu",
+            "algorithm": "nearest"}, headers=AUTH)
+        self.assertEqual(status, 202, model)
+        self.assertEqual((model["kernel_hash"], model["toolchain"]),
+                         (made["job"]["kernel_hash"], "external"))
+        deadline = time.time() + 120
+        while model["status"] == "training" and time.time() < deadline:
+            time.sleep(0.2)
+            model = self.k.get("/v1/models/%d" % model["id"])[2]
+        self.assertEqual(model["status"], "ready", model)
+        self.assertEqual(model["training"]["problems"], 2, model)
+        # n=900 was never tuned: the model answers what both tuned problems found best.
+        status, _, pred = self.best("scaled", "lab-gpu", n=900)
+        self.assertEqual(status, 200, pred)
+        self.assertEqual((pred["source"], pred["model"]["id"], pred["config"],
+                          pred["kernel_version"]),
+                         ("predicted", model["id"], {"bs": 64}, made["job"]["kernel_hash"]))
+        status, _, pred = self.best("scaled", "lab-gpu", n=900, source="predicted")
+        self.assertEqual((status, pred["source"]), (200, "predicted"), pred)
+        status, _, miss = self.best("scaled", "lab-gpu", n=900, source="measured")
+        self.assertEqual((status, miss["error"]["code"]), (404, "no_best"), miss)
+        status, _, hit = self.best("scaled", "lab-gpu", n=128)
+        self.assertEqual((status, hit["source"], hit["config"]), (200, "imported", {"bs": 64}), hit)
 
     def test_missing_fields_are_named(self):
         base = self.plain("pnpoly_kt-RTX_3090.json.gz")
@@ -205,10 +250,14 @@ class ImportExternalTest(unittest.TestCase):
         self.assertEqual((status, more["inserted"]), (200, 1), more)
         status, _, best = self.best("mine", "lab", kernel_version="v1")
         self.assertEqual((status, best["config"]), (200, {"bs": 64}), best)
-        # Models of external keys: a plain 501, not unknown_device.
-        status, _, err = self.k.post("/v1/models", {"kernel": "mine", "device": "external",
+        # Models of external keys: a key with no job to learn from is a 404, a surrogate a 400.
+        status, _, err = self.k.post("/v1/models", {"kernel": "nothing", "device": "external",
                                                     "device_class": "lab"}, headers=AUTH)
-        self.assertEqual((status, err["error"]["code"]), (501, "not_implemented"), err)
+        self.assertEqual((status, err["error"]["code"]), (404, "no_best"), err)
+        status, _, err = self.k.post("/v1/models", {"kernel": "mine", "device": "external",
+                                                    "device_class": "lab", "kind": "surrogate"},
+                                     headers=AUTH)
+        self.assertEqual((status, err["error"]["code"]), (400, "bad_request"), err)
 
 
 if __name__ == "__main__":
