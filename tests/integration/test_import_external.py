@@ -195,6 +195,12 @@ class ImportExternalTest(unittest.TestCase):
         self.assertEqual((status, miss["error"]["code"]), (404, "no_best"), miss)
         status, _, hit = self.best("scaled", "lab-gpu", n=128)
         self.assertEqual((status, hit["source"], hit["config"]), (200, "imported", {"bs": 64}), hit)
+        # ktune train takes the device external with its class.
+        p = self.ktune("train", "--kernel", "scaled", "--device", "external", "--device-class",
+                       "lab-gpu", "--algorithm", "nearest", "--wait", "--json")
+        again = json.loads(p.stdout)
+        self.assertEqual((again["status"], again["version"], again["toolchain"]),
+                         ("ready", 2, "external"), again)
 
     def test_missing_fields_are_named(self):
         base = self.plain("pnpoly_kt-RTX_3090.json.gz")
