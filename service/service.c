@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "measure/device.h"
 #include "store/catalog_store.h"
+#include "store/kernel_store.h"
 #include "store/migrate.h"
 
 #define SERVICE_MAX_DATASET_DIRS 32
@@ -39,6 +40,18 @@ static int fleet_fetch(void *ctx, json_t **rows, kt_error *err)
     *rows = catalog_store_fleet_json(c, svc->cfg.lease_s, err);
     db_release(svc->db, c);
     return *rows ? 0 : -1;
+}
+
+/* The catalog's source of stored kernels (catalog_kernels_set_source): a name's newest versions. */
+static json_t *kernels_fetch(void *ctx, const char *name, kt_error *err)
+{
+    service *svc = ctx;
+    PGconn *c = db_acquire(svc->db, SERVICE_FLEET_WAIT_MS, err);
+    if (!c)
+        return NULL;
+    json_t *rows = kernel_store_fetch(c, name, CATALOG_KERNEL_VERSIONS, err);
+    db_release(svc->db, c);
+    return rows;
 }
 
 /* With real measurement, reserves the measuring core: the calling (main) thread, and so every
@@ -218,6 +231,7 @@ static int start_catalog(service *svc, kt_error *err)
     if (!svc->cat)
         return -1;
     catalog_fleet_set_source(svc->cat, fleet_fetch, svc, SERVICE_FLEET_PERIOD_S);
+    catalog_kernels_set_source(svc->cat, kernels_fetch, svc);
     PGconn *c = db_acquire(svc->db, 10000, err);
     if (!c)
         return -1;

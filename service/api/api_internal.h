@@ -64,8 +64,10 @@ int api_check_fields(const json_t *obj, const char *const *allowed, const char *
  * error. */
 int api_get_string(const json_t *obj, const char *key, int required, size_t max, const char **out,
                    kt_error *err);
-/* Scopes nest: admin includes tune includes read. */
-typedef enum { API_SCOPE_READ, API_SCOPE_TUNE, API_SCOPE_ADMIN } api_scope;
+/* Scopes nest: admin includes kernels includes tune includes read. kernels (issue 27) may submit
+ * kernels (POST /v1/kernels): code that workers compile and run, so more than tuning the kernels
+ * there are; less than admin (tokens, removals, trusted imports). */
+typedef enum { API_SCOPE_READ, API_SCOPE_TUNE, API_SCOPE_KERNELS, API_SCOPE_ADMIN } api_scope;
 /* Whether the request may do what needs scope. When any token exists (--api-token or the
  * api_tokens table) every request needs "Authorization: Bearer <token>" of that scope or a wider
  * one; with none (the service listens on loopback), every request is allowed whose Host is a

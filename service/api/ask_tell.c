@@ -29,8 +29,6 @@
 #define TELL_MAX         256
 #define TELL_MAX_METRICS 64
 
-static const char *const told_names[] = {"recorded", "duplicate", "lost"};
-
 /* An optional integer field in lo..hi (def when absent). */
 static int int_field(const json_t *body, const char *name, long long lo, long long hi,
                      long long def, long long *out, kt_error *err)
@@ -268,12 +266,11 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    json_t *body = NULL, *results = NULL;
+    json_t *body = NULL, *results = NULL, *got = NULL;
     told *items = NULL;
-    char(*status)[16] = NULL;
-    int *other = NULL, *outcome = NULL;
+    long long *ids = NULL;
+    trial_result *rs = NULL;
     PGconn *c = NULL;
-    char job_status[ASK_STORE_TEXT], device[ASK_STORE_TEXT];
     long long id;
     size_t n = 0;
     if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
@@ -288,74 +285,69 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
         goto fail;
     }
     items = calloc(n, sizeof *items);
-    status = calloc(n, sizeof *status);
-    other = calloc(n, sizeof *other);
-    outcome = calloc(n, sizeof *outcome);
-    long long *ids = calloc(n, sizeof *ids);
-    if (!items || !status || !other || !outcome || !ids) {
-        free(ids);
+    ids = calloc(n, sizeof *ids);
+    rs = calloc(n, sizeof *rs);
+    if (!items || !ids || !rs) {
         kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
         goto fail;
     }
     for (size_t i = 0; i < n; i++)
         trial_result_init(&items[i].r);
-    int parsed = parse_told(arr, items, &err);
-    for (size_t i = 0; i < n; i++)
+    if (parse_told(arr, items, &err) < 0)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
         ids[i] = items[i].id;
-    if (parsed < 0) {
-        free(ids);
-        goto fail;
+        rs[i] = items[i].r; /* borrowed: items own the extras */
     }
-    if (!(c = api_db_acquire(svc, res))) {
-        free(ids);
+    if (!(c = api_db_acquire(svc, res)))
         goto out;
-    }
-    int batch = 1;
-    int checked =
-        ask_store_check(c, id, ids, (int)n, status, other, job_status, device, &batch, &err);
-    free(ids);
-    if (checked < 0)
+    /* The check and every record in one round trip (store/ask_store.h): a bad id refuses the
+     * whole tell before anything is recorded. */
+    got = ask_store_tell(c, id, ids, rs, (int)n, &err);
+    api_db_release(svc, c);
+    c = NULL;
+    if (!got)
         goto fail;
+    const char *job_status = json_string_value(json_object_get(got, "job_status"));
+    const char *device = json_string_value(json_object_get(got, "device"));
+    json_t *checks = json_object_get(got, "checks");
+    json_t *outcomes = json_object_get(got, "outcomes");
+    if (!job_status || !device || json_array_size(checks) != n) {
+        kt_error_set(&err, KT_ERR_INTERNAL, "the database's tell reply is not what ktuned expects");
+        goto fail;
+    }
     if (strcmp(device, "external") != 0) {
         job_not_external(id, device, &err);
         goto fail;
     }
     int running = strcmp(job_status, "running") == 0;
-    /* Every id is checked before anything is recorded: a bad one refuses the whole tell. */
-    for (size_t i = 0; i < n; i++) {
-        if (other[i] || (!status[i][0] && running)) {
+    for (size_t i = 0; !json_is_array(outcomes) && i < n; i++) {
+        json_t *check = json_array_get(checks, i);
+        int other = json_is_true(json_array_get(check, 1));
+        if (other || (json_is_null(json_array_get(check, 0)) && running)) {
             kt_error_set(&err, KT_ERR_BAD_REQUEST, "trials[%zu].id: job %lld has no trial %lld%s",
-                         i, id, items[i].id, other[i] ? " (it is another job's)" : "");
+                         i, id, items[i].id, other ? " (it is another job's)" : "");
             kt_error_hint(&err, "tell the ids this job's asks gave");
             goto fail;
         }
     }
+    if (json_array_size(outcomes) != n) {
+        kt_error_set(&err, KT_ERR_INTERNAL, "the database's tell reply is not what ktuned expects");
+        goto fail;
+    }
     int recorded = 0;
-    for (size_t i = 0; i < n; i++) {
-        int final =
-            status[i][0] && strcmp(status[i], "pending") != 0 && strcmp(status[i], "running") != 0;
-        if (final)
-            outcome[i] = ASK_TOLD_DUPLICATE;
-        else if (!running)
-            outcome[i] = ASK_TOLD_LOST;
-        else if ((outcome[i] = ask_store_tell(c, id, items[i].id, strcmp(status[i], "pending") == 0,
-                                              &items[i].r, &err)) < 0)
-            goto fail;
-        recorded += outcome[i] == ASK_TOLD_RECORDED;
+    results = json_array();
+    for (size_t i = 0; results && i < n; i++) {
+        const char *outcome = json_string_value(json_array_get(outcomes, i));
+        recorded += outcome && strcmp(outcome, "recorded") == 0;
+        json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)items[i].id,
+                                                 "outcome", outcome ? outcome : "lost"));
     }
     /* The driver goes on once its whole batch is told: a batch still open needs no step (a batch
-     * of one always does; for larger ones one look at the open trials saves the runner a step of
-     * the job per tell). Each tell looks after its own commit, so the last one sees the batch
-     * complete. */
-    int open = recorded && batch > 1 ? ask_store_open(c, id, &err) : 0;
-    if (open < 0)
-        goto fail;
-    if (recorded && !open)
+     * of one always does; for larger ones the same round trip looked at the open trials, after
+     * the records, and saves the runner a step of the job per tell). */
+    if (recorded && !json_is_true(json_object_get(got, "open")))
         worker_system_job_told(svc->workers, id); /* its driver tells its searcher, proposes */
-    results = json_array();
-    for (size_t i = 0; results && i < n; i++)
-        json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)items[i].id,
-                                                 "outcome", told_names[outcome[i]]));
     json_t *reply = results ? json_pack("{s:I, s:s, s:O}", "job_id", (json_int_t)id, "job_status",
                                         job_status, "results", results)
                             : NULL;
@@ -372,9 +364,9 @@ out:
     for (size_t i = 0; items && i < n; i++)
         trial_result_release(&items[i].r);
     free(items);
-    free(status);
-    free(other);
-    free(outcome);
+    free(ids);
+    free(rs);
     json_decref(results);
+    json_decref(got);
     json_decref(body);
 }

@@ -312,13 +312,47 @@ static int from_cache(api_context *svc, const http_request *req, http_response *
     return 1;
 }
 
+/* No result under the kernel's current version, none named: the newest older version of the
+ * kernel that has one (catalog_kernel_versions' order), or NULL (err clear). The answer's
+ * kernel_hash says which. */
+static json_t *older_version(api_context *svc, PGconn *c, const target *current, const char *kernel,
+                             const char *device, const json_t *problem, const best_query *q,
+                             kt_error *err)
+{
+    char versions[CATALOG_KERNEL_VERSIONS][KFILES_VERSION_LEN + 1];
+    int n = catalog_kernel_versions(svc->cat, kernel, versions, CATALOG_KERNEL_VERSIONS);
+    json_t *answer = NULL;
+    for (int i = 0; i < n && !answer; i++) {
+        target other;
+        kt_error e;
+        kt_error_clear(&e);
+        if (strcmp(versions[i], current->key.kernel_hash) == 0 ||
+            catalog_resolve_version(svc->cat, kernel, versions[i], device, problem, 0, &other, &e) <
+                0)
+            continue;
+        answer = best_store_get_json(c, &other.key, q->from == BEST_FROM_MEASURED, &e);
+        if (answer)
+            catalog_neural_mark(svc->cat, &other, answer);
+        target_release(&other);
+        if (!answer && e.code != KT_ERR_NO_BEST) {
+            if (err)
+                *err = e;
+            return NULL;
+        }
+    }
+    kt_error_clear(err);
+    return answer;
+}
+
 void api_best_get(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
     best_args a = {0};
-    const char *kernel = NULL, *device = NULL;
+    const char *kernel = NULL, *device = NULL, *version = NULL;
+    char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
+    int real = 0;
     target key_only, full;
     int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags;
     best_query q;
@@ -344,11 +378,18 @@ void api_best_get(void *app, const http_request *req, http_response *res)
                           a.opt[OPT_SOURCE], problem);
         goto out;
     }
-    if (a.opt[OPT_KERNEL_VERSION] || (device && a.opt[OPT_DEVICE_CLASS])) {
-        kt_error_set(&err, KT_ERR_BAD_REQUEST, "query parameter '%s' is only for device=external",
-                     a.opt[OPT_KERNEL_VERSION] ? "kernel_version" : "device_class");
-        kt_error_hint(&err, "a catalog device's class and kernel version come from the device "
-                            "and the kernel; leave it out");
+    if (device && a.opt[OPT_DEVICE_CLASS]) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+                     "query parameter 'device_class' goes with device=external or instead of "
+                     "device=");
+        kt_error_hint(&err, "a catalog device's class comes from the device; leave one out");
+        goto fail;
+    }
+    if (!device && a.opt[OPT_DEVICE_CLASS] && a.opt[OPT_KERNEL_VERSION]) {
+        kt_error_set(&err, KT_ERR_NOT_IMPLEMENTED,
+                     "kernel_version with device_class= is not supported yet");
+        kt_error_hint(&err, "name the device (device=cpu&kernel_version=...), or leave "
+                            "kernel_version out: the class's current version answers");
         goto fail;
     }
     /* device_class= instead of device= (issue 27): a host of the fleet asks for the class it runs
@@ -376,9 +417,18 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     if (parse_options(svc, &a, &q, &err) < 0)
         goto fail;
+    version = a.opt[OPT_KERNEL_VERSION];
+    /* A cpu / cuda kernel has versions (issue 27): the request's key names the version asked for,
+     * else the current one, so that a new version is a new cached answer. */
+    real = strcmp(device, "cpu") == 0 || strncmp(device, "cuda", 4) == 0;
+    const kernel_spec *current = real && !version ? catalog_find_kernel(svc->cat, kernel) : NULL;
+    snprintf(kernel_at, sizeof kernel_at, "%.256s@%.64s", kernel,
+             version   ? version
+             : current ? current->version
+                       : "");
     /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
     if (svc->best && !a.repeated)
-        qlen = best_request_key(qkey, sizeof qkey, kernel, device, "amp"[q.from], q.nearest, q.k,
+        qlen = best_request_key(qkey, sizeof qkey, kernel_at, device, "amp"[q.from], q.nearest, q.k,
                                 a.param, a.count);
     if (from_cache(svc, req, res, &q, qkey, qlen))
         goto out;
@@ -391,7 +441,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
      * A query parameter that is neither an option nor a problem argument is refused here
      * (bad_problem naming it). */
     if ((klass ? catalog_resolve_class_key(svc->cat, kernel, klass, problem, &key_only, &err)
-               : catalog_resolve_key(svc->cat, kernel, device, problem, &key_only, &err)) < 0)
+               : catalog_resolve_version(svc->cat, kernel, version, device, problem, 0, &key_only,
+                                         &err)) < 0)
         goto fail;
     have_key = 1;
     if (qlen) /* before the database is read: a change notified from now on drops this fill */
@@ -403,7 +454,11 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     answer = best_store_get_json(c, &key_only.key, q.from == BEST_FROM_MEASURED, &err);
     if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
+    if (!answer && real && !version && q.from != BEST_FROM_PREDICTED)
+        answer = older_version(svc, c, &key_only, kernel, device, problem, &q, &err);
     found = answer != NULL;
+    if (answer)
+        json_object_set(answer, "kernel_version", json_object_get(answer, "kernel_hash"));
     if (found && q.from != BEST_FROM_PREDICTED) {
         catalog_neural_mark(svc->cat, &key_only, answer); /* a plain key holds no network change */
         goto reply;                                       /* a measurement always wins */
@@ -430,7 +485,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         if (klass && got == MODEL_CACHE_NEEDS_SPACE)
             got = 0; /* by class: no space is built (the device of the name may be another) */
         if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
-            if (catalog_resolve(svc->cat, kernel, device, problem, &full, &err) < 0)
+            if (catalog_resolve_version(svc->cat, kernel, version, device, problem, 1, &full,
+                                        &err) < 0)
                 goto fail;
             have_full = 1;
             if (got == MODEL_CACHE_NEEDS_SPACE)

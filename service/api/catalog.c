@@ -1,4 +1,4 @@
-/* /v1/kernels, /v1/devices, /v1/networks, /v1/strategies, /v1/workers — what can be asked for, and
+/* /v1/devices, /v1/networks, /v1/strategies, /v1/workers — what can be asked for, and
  * who measures. */
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
@@ -18,13 +18,6 @@ static int no_query(const http_request *req, http_response *res)
         return 0;
     api_fail(res, &err);
     return -1;
-}
-
-void api_kernels(void *app, const http_request *req, http_response *res)
-{
-    api_context *svc = app;
-    if (no_query(req, res) == 0)
-        http_reply_json(res, 200, json_pack("{s:o}", "kernels", catalog_kernels_json(svc->cat)));
 }
 
 void api_devices(void *app, const http_request *req, http_response *res)

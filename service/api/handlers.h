@@ -27,7 +27,10 @@ void api_models_create(void *app, const http_request *req, http_response *res); 
 void api_models_list(void *app, const http_request *req, http_response *res);
 void api_model_get(void *app, const http_request *req, http_response *res);
 void api_model_delete(void *app, const http_request *req, http_response *res);
-void api_kernels(void *app, const http_request *req, http_response *res);  /* catalog.c */
+void api_kernels(void *app, const http_request *req, http_response *res); /* kernels.c */
+void api_kernels_create(void *app, const http_request *req, http_response *res);
+void api_kernel_get(void *app, const http_request *req, http_response *res);
+void api_kernel_retire(void *app, const http_request *req, http_response *res);
 void api_networks(void *app, const http_request *req, http_response *res); /* catalog.c */
 void api_devices(void *app, const http_request *req, http_response *res);
 void api_strategies(void *app, const http_request *req, http_response *res);

@@ -5,7 +5,8 @@
 /* Scopes (api_authorize): every GET needs read when any token exists; the token routes and the
  * removal of imports and of models need admin; ask and tell (external jobs' harnesses) need tune.
  * The other writes check their scope in their handler (POST /v1/tune, DELETE /v1/jobs/{id} and POST
- * /v1/imports: tune, more for an import that replaces measurements; POST /v1/models: admin; GET
+ * /v1/imports: tune, more for an import that replaces measurements; POST /v1/kernels and DELETE
+ * /v1/kernels/{name}/versions/{version}: kernels; POST /v1/models: admin; GET
  * /v1/best?tune_on_miss: tune). Open to all: /healthz (probes), /v1/openapi.json (the API's
  * description) and the dashboard's static files. */
 #define GUARDED(fn, scope)                                                                         \
@@ -23,6 +24,7 @@ GUARDED(api_best_list, API_SCOPE_READ)
 GUARDED(api_models_list, API_SCOPE_READ)
 GUARDED(api_model_get, API_SCOPE_READ)
 GUARDED(api_kernels, API_SCOPE_READ)
+GUARDED(api_kernel_get, API_SCOPE_READ)
 GUARDED(api_networks, API_SCOPE_READ)
 GUARDED(api_devices, API_SCOPE_READ)
 GUARDED(api_strategies, API_SCOPE_READ)
@@ -53,6 +55,9 @@ static const http_route routes[] = {
     {"GET", "/v1/models/{id}", api_model_get_guarded},
     {"DELETE", "/v1/models/{id}", api_model_delete_guarded},
     {"GET", "/v1/kernels", api_kernels_guarded},
+    {"POST", "/v1/kernels", api_kernels_create},
+    {"GET", "/v1/kernels/{name}", api_kernel_get_guarded},
+    {"DELETE", "/v1/kernels/{name}/versions/{version}", api_kernel_retire},
     {"GET", "/v1/networks", api_networks_guarded},
     {"GET", "/v1/devices", api_devices_guarded},
     {"GET", "/v1/strategies", api_strategies_guarded},

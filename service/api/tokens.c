@@ -41,11 +41,12 @@ struct api_token_cache {
     int loopback, allow_insecure; /* the listen rule, kept for when the last token is deleted */
 };
 
-static const char *const scope_names[] = {"read", "tune", "admin"};
+/* In api_scope order: each scope includes the ones before it. */
+static const char *const scope_names[] = {"read", "tune", "kernels", "admin"};
 
 static int scope_parse(const char *s, api_scope *out)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (int)(sizeof scope_names / sizeof *scope_names); i++) {
         if (strcmp(s, scope_names[i]) == 0) {
             *out = (api_scope)i;
             return 0;
@@ -274,7 +275,7 @@ static int deny(http_response *res, kt_code code, api_scope scope, const char *w
                       "(an admin creates one: POST /v1/tokens, or ktuned --api-token)",
                       scope_names[scope]);
     else
-        kt_error_hint(&err, "this needs scope %s; scopes nest: admin > tune > read",
+        kt_error_hint(&err, "this needs scope %s; scopes nest: admin > kernels > tune > read",
                       scope_names[scope]);
     http_reply_error(res, &err);
     return -1;

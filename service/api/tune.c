@@ -93,11 +93,12 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         goto out;
     }
     /* The external device (issue 27): the space comes with the request and is stored with the
-     * job; the caller's harness measures through ask/tell. */
-    resolved =
-        (external ? catalog_external_resolve(t->kernel, t->kernel_version, t->device_class,
-                                             t->space, problem, 1, &target, err)
-                  : catalog_resolve(svc->cat, t->kernel, t->device, problem, &target, err)) == 0;
+     * job; the caller's harness measures through ask/tell. Elsewhere kernel_version names a
+     * stored version of a catalog kernel (NULL: the newest ready). */
+    resolved = (external ? catalog_external_resolve(t->kernel, t->kernel_version, t->device_class,
+                                                    t->space, problem, 1, &target, err)
+                         : catalog_resolve_version(svc->cat, t->kernel, t->kernel_version,
+                                                   t->device, problem, 1, &target, err)) == 0;
     json_decref(problem);
     if (!resolved)
         goto out;

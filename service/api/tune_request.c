@@ -1,6 +1,7 @@
 #include "api/tune_request.h"
 
 #include <math.h>
+#include <ctype.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -115,6 +116,18 @@ json_t *tune_request_problem(const tune_request *t, int *oom)
     return p;
 }
 
+/* A kernel version: 1-64 of [A-Za-z0-9._:-]. */
+static int valid_version(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._:-", s[i]))
+            return 0;
+    return 1;
+}
+
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
@@ -128,21 +141,25 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     if (api_get_string(body, "kernel", 1, API_MAX_NAME, &t->kernel, err) < 0 ||
         api_get_string(body, "device", 1, API_MAX_NAME, &t->device, err) < 0 ||
         api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0 ||
-        api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0)
+        api_get_string(body, "history", 0, API_MAX_NAME, &t->history, err) < 0 ||
+        api_get_string(body, "kernel_version", 0, 64, &t->kernel_version, err) < 0)
         return -1;
-    if (api_get_string(body, "kernel_version", 0, API_MAX_NAME, &t->kernel_version, err) < 0 ||
-        api_get_string(body, "device_class", 0, API_MAX_NAME, &t->device_class, err) < 0)
+    if (t->kernel_version && !valid_version(t->kernel_version)) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "kernel_version: 1 to 64 characters of letters, digits, '.', '_', ':', '-'");
+        kt_error_hint(err, "GET /v1/kernels/%.64s lists the versions", t->kernel);
+        return -1;
+    }
+    if (api_get_string(body, "device_class", 0, API_MAX_NAME, &t->device_class, err) < 0)
         return -1;
     t->space = json_object_get(body, "space");
     if (t->space && json_is_null(t->space))
         t->space = NULL;
-    if (strcmp(t->device, "external") != 0 && (t->kernel_version || t->device_class || t->space)) {
+    if (strcmp(t->device, "external") != 0 && (t->device_class || t->space)) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "field '%s' is only for device external (a harness measures through "
                      "ask/tell)",
-                     t->space          ? "space"
-                     : t->device_class ? "device_class"
-                                       : "kernel_version");
+                     t->space ? "space" : "device_class");
         kt_error_hint(err, "leave it out for device %s, or send \"device\": \"external\"",
                       t->device);
         return -1;

@@ -18,6 +18,10 @@
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
+    /* "kernel_version" (issue 27), 1-64 characters of [A-Za-z0-9._:-]: on cpu / cuda the version
+     * of the kernel to tune (GET /v1/kernels/{name}; NULL: the newest ready); on external the
+     * client's version of its kernel (NULL: the space's hash keys the results). */
+    const char *kernel_version;
     const json_t *problem, *options; /* NULL when absent */
     /* "neural" (issue 14, catalog/catalog_neural.h): the opt-in to transformations that change
      * the network, an object checked by the catalog; NULL when absent. The target's problem is
@@ -34,10 +38,9 @@ typedef struct tune_request {
      * devices, where a measurement is a recorded time or the cost model's answer and re-measuring
      * it tells nothing: tune_device_deterministic). */
     int final_remeasure, final_rounds;
-    /* The external device (issue 27, catalog_external_resolve): "kernel_version" (NULL: the
-     * space's hash keys the results), "device_class" (required there) and the inline "space";
-     * refused with any other device. */
-    const char *kernel_version, *device_class;
+    /* The external device (issue 27, catalog_external_resolve): "device_class" (required there)
+     * and the inline "space"; refused with any other device. */
+    const char *device_class;
     const json_t *space;
 } tune_request;
 

@@ -257,7 +257,9 @@ void catalog_devices_free(catalog_device *devs, int n)
 
 static int add_spec(catalog *c, kernel_spec *k)
 {
-    const kernel_spec *old = catalog_find_kernel(c, k->name);
+    const kernel_spec *old = NULL;
+    for (int i = 0; i < c->n_specs && !old; i++)
+        old = strcmp(c->specs[i]->name, k->name) == 0 ? c->specs[i] : NULL;
     if (old) {
         log_warn("kernel %s: already loaded from %s; %s skipped", k->name, old->path, k->path);
         kernel_spec_free(k);
@@ -268,6 +270,8 @@ static int add_spec(catalog *c, kernel_spec *k)
         return -1;
     }
     c->specs[c->n_specs++] = k;
+    if (catalog_versions_add_folder(c, k, k->dir) < 0)
+        return -1;
     log_info("catalog: kernel %s from %s (%s%s%s)", k->name, k->path,
              k->variants[KSPEC_CPU].present ? "cpu" : "",
              k->variants[KSPEC_CPU].present && k->variants[KSPEC_CUDA].present ? ", " : "",
@@ -373,6 +377,16 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
         if (c->devs[d].available)
             limits[c->devs[d].kind] = &c->devs[d].limits;
     }
+    /* Kernels loaded later (an edited folder, a stored kernel) are checked the same way. */
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
+        c->versions->has_limits[kind] = limits[kind] != NULL;
+        if (limits[kind])
+            c->versions->limits[kind] = *limits[kind];
+    }
+    size_t len = strlen(c->cache_dir) + sizeof "-sources";
+    if (!(c->versions->sources_dir = malloc(len)))
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    snprintf(c->versions->sources_dir, len, "%s-sources", c->cache_dir);
     for (int i = 0; i < opt->n_kernel_dirs; i++) {
         if (scan_kernel_dir(c, opt->kernel_dirs[i], limits, err) < 0)
             return -1;
@@ -412,7 +426,8 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
     }
     c->replay_speed = opt->replay_speed;
     c->fleet = catalog_fleet_new();
-    if (!c->fleet) {
+    c->versions = catalog_versions_new();
+    if (!c->fleet || !c->versions) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -459,6 +474,7 @@ void catalog_free(catalog *c)
     free(c->runner);
     free(c->cache_dir);
     catalog_fleet_free(c->fleet);
+    catalog_versions_free(c->versions);
     catalog_accel_free(c);
     nn_presets_free(c->networks);
     nn_legality_free(c->legality);

@@ -95,6 +95,15 @@ void catalog_free(catalog *c);
  * reports. On success the caller releases out with target_release. */
 int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
                     target *out, kt_error *err);
+/* catalog_resolve (with_space 1) or catalog_resolve_key (0) of a kernel version (NULL: the newest
+ * ready; catalog_kernel_pick's errors). On replay and accel devices version is not used. */
+int catalog_resolve_version(const catalog *c, const char *kernel, const char *version,
+                            const char *device, const json_t *problem, int with_space, target *out,
+                            kt_error *err);
+/* catalog_resolve of exactly that version whatever its status (validating, invalid, retired): a
+ * validation's target (worker/validator.c). */
+int catalog_resolve_any(const catalog *c, const char *kernel, const char *version,
+                        const char *device, const json_t *problem, target *out, kt_error *err);
 /* The same validation and key, without the space (out->sp is NULL): for lookups by key
  * (GET /v1/best), which must not pay for enumerating a space. Same errors, except the space's. */
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
@@ -213,6 +222,67 @@ json_t *catalog_devices_json(const catalog *c);
  * "error":{"code","message","hint"}}. */
 json_t *catalog_kernels_json(const catalog *c);
 int catalog_num_devices(const catalog *c);
+/* The "devices" of a /v1/kernels entry for one kernel version (a stored kernel's): each device
+ * offering it ("configurations" null: not counted). New reference. */
+json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k);
+
+/* --- kernel versions (issue 27, catalog_versions.c) ---------------------------------------------
+ * A kernel's version is the hash of everything compiled (kernel_spec.version). A name has many
+ * versions: a kernel folder's (loaded at start; its files rescanned at most every
+ * CATALOG_RESCAN_MS, a changed file loaded as a new version without a restart) or a stored
+ * kernel's (POST /v1/kernels, the kernels table, fetched through the source set below on a miss
+ * and at most every CATALOG_KERNEL_FETCH_MS per name). Every version stays loaded until
+ * catalog_free, so a job keeps measuring the exact version in its key. */
+#define CATALOG_RESCAN_MS       500
+#define CATALOG_KERNEL_FETCH_MS 500
+/* An exact version a process needs and does not know (a stored job's, a validation's): fetched
+ * again after this long (the version exists: it was read from the database). */
+#define CATALOG_KERNEL_MISS_MS  50
+#define CATALOG_KERNEL_VERSIONS 64   /* versions of a name fetched (the newest) */
+#define CATALOG_KERNEL_NAMES    4096 /* names looked up in the kernels table, at most */
+
+typedef enum {
+    CATALOG_KERNEL_READY = 0,
+    CATALOG_KERNEL_VALIDATING,
+    CATALOG_KERNEL_INVALID
+} catalog_kernel_status;
+
+/* The stored versions of a kernel name, newest first (at most CATALOG_KERNEL_VERSIONS):
+ * [{"version", "status": "validating"|"ready"|"invalid", "log": text|null, "retired": bool,
+ * "spec_text": the canonical spec, "files": {"name": "text"}}] (new reference; [] when none);
+ * NULL with err when the database cannot answer. */
+typedef json_t *(*catalog_kernel_fetch)(void *ctx, const char *name, kt_error *err);
+void catalog_kernels_set_source(catalog *c, catalog_kernel_fetch fetch, void *ctx);
+/* "validating" / "ready" / "invalid". */
+const char *catalog_kernel_status_name(catalog_kernel_status s);
+
+/* The version of name to tune: version given (exactly that one) or NULL (a folder kernel's newest,
+ * a stored kernel's newest ready and not retired). Errors: KT_ERR_UNKNOWN_KERNEL (no such name or
+ * version; the hint lists the versions), KT_ERR_KERNEL_INVALID (the version is invalid: the log in
+ * the message), KT_ERR_KERNEL_VALIDATING (still validating), catalog_kernel_invalid's folder error.
+ * *out borrowed until catalog_free. */
+int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
+                        const kernel_spec **out, kt_error *err);
+/* Exactly that version of name, whatever its status (a stored target's), or NULL. */
+const kernel_spec *catalog_find_kernel_version(const catalog *c, const char *name,
+                                               const char *version);
+/* The versions of name this process knows that can hold results, newest first (folder: newest
+ * loaded first; stored: the table's order, invalid ones left out), up to max; the count. */
+int catalog_kernel_versions(const catalog *c, const char *name, char (*out)[KFILES_VERSION_LEN + 1],
+                            int max);
+/* 1 when name is a kernel folder's (loaded or invalid). */
+int catalog_is_folder_kernel(const catalog *c, const char *name);
+/* A kernel given as data (POST /v1/kernels: "spec" object and "files" {"name": "text"}): loaded
+ * and checked against this catalog's device limits (the spec's first error as "spec: <field path>:
+ * <what is wrong>", "files.<name>: ...", KT_ERR_KERNEL_INVALID or the files' own codes); every
+ * file must be compiled (a variant's source, the reference, or included by one). The caller frees
+ * the spec (kernel_spec_free). */
+kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const json_t *files,
+                                  kt_error *err);
+/* The content-addressed copy of k's compiled files (kernel_files_materialise under
+ * <cache_dir>-sources), written when missing; its folder in dir. 0, or -1 with KT_ERR_IO. */
+int catalog_kernel_sources(const catalog *c, const kernel_spec *k, char *dir, size_t cap,
+                           kt_error *err);
 
 /* --- lookups (backends, worker, cli); every pointer is owned by the catalog ---------------------
  */
@@ -225,7 +295,8 @@ double catalog_replay_speed(const catalog *c);
 void catalog_device_hint(const catalog *c, char *buf, size_t cap);
 /* The real device behind a name (available or not), or NULL. */
 const catalog_device *catalog_find_real(const catalog *c, const char *device);
-/* The catalog kernel of that name, or NULL. */
+/* The current version of the kernel of that name (catalog_kernel_pick with no version: a folder
+ * kernel's newest, a stored kernel's newest ready), or NULL. */
 const kernel_spec *catalog_find_kernel(const catalog *c, const char *name);
 /* A kernel folder of that name whose spec failed to load and no loaded kernel of the name: 1 with
  * err set to KT_ERR_KERNEL_INVALID (message: "kernel X cannot be used: spec.json: <field path>:

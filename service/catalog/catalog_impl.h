@@ -73,6 +73,63 @@ typedef struct catalog_invalid {
     char error[CATALOG_INVALID_ERROR + 1];
 } catalog_invalid;
 
+/* One version of a kernel (catalog_versions.c): a kernel folder's (loaded at start, or again
+ * after its files changed) or a stored kernel's (the kernels table, sql/017). k is immutable and
+ * lives until catalog_free (targets and backends borrow it); status, log, retired and rank change
+ * under the registry's lock. */
+typedef struct catalog_kver {
+    kernel_spec *k; /* NULL: a stored version whose spec does not load here (log says why) */
+    char name[KSPEC_MAX_NAME + 1];
+    char version[KFILES_VERSION_LEN + 1];
+    int stored;        /* 1: the kernels table; 0: a kernel folder */
+    int status;        /* catalog_kernel_status */
+    char *log;         /* validation's log (stored), NULL when none */
+    int retired;       /* stored: retired_at set */
+    int rank;          /* stored: position in the name's last fetch, 0 = newest; -1 gone */
+    unsigned long seq; /* order of addition: a folder's newest version has the largest */
+    int owned;         /* 1: k is freed with the registry (0: the catalog's specs own it) */
+} catalog_kver;
+
+/* A kernel folder, rescanned for changed files (kernel_files_dir_stamp). */
+typedef struct catalog_kfolder {
+    char *dir;
+    char name[KSPEC_MAX_NAME + 1];
+    unsigned long long stamp;
+} catalog_kfolder;
+
+/* A name of the kernels table and when it was last fetched (rate limits). */
+typedef struct catalog_kname {
+    char name[KSPEC_MAX_NAME + 1];
+    uint64_t fetched_ns;
+} catalog_kname;
+
+typedef struct catalog_versions {
+    pthread_rwlock_t lock; /* guards n and each entry's mutable fields */
+    catalog_kver **v;      /* append-only */
+    int n;
+    size_t cap;
+    unsigned long seq;
+    pthread_mutex_t refresh; /* one refresh at a time; guards what follows */
+    catalog_kfolder *folders;
+    int n_folders;
+    uint64_t scanned_ns; /* last folder rescan */
+    catalog_kname *names;
+    int n_names;
+    size_t cap_names;
+    catalog_kernel_fetch fetch;
+    void *ctx;
+    kspec_limits limits[KSPEC_N_KINDS];
+    int has_limits[KSPEC_N_KINDS];
+    char *sources_dir; /* <cache_dir>-sources: the content-addressed copies the runners compile */
+} catalog_versions;
+
+/* Registry (catalog_versions.c). */
+catalog_versions *catalog_versions_new(void);
+void catalog_versions_free(catalog_versions *r);
+/* Adds a kernel folder's version loaded at start (k owned by the caller's specs: not freed here).
+ */
+int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir);
+
 struct catalog {
     replay_dataset **ds;
     int n;
@@ -102,6 +159,7 @@ struct catalog {
     nn_presets *networks;
     nn_legality *legality;
     double neural_check_timeout_s; /* catalog_options', default filled */
+    catalog_versions *versions;    /* every kernel version; mutable behind its lock */
 };
 
 /* 1 when device d can run kernel k (available, and k has a variant of its kind). */

@@ -139,8 +139,11 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
  * entry, with one element per device that offers it. */
 static void add_real_kernel(const catalog *c, json_t *arr, int s)
 {
-    const kernel_spec *k = c->specs[s];
+    /* the folder's current version (an edited folder is a new version without a restart) */
+    const kernel_spec *k = catalog_find_kernel(c, c->specs[s]->name);
     json_t *entry = NULL;
+    if (!k)
+        k = c->specs[s];
     for (size_t i = 0; i < json_array_size(arr) && !entry; i++) {
         json_t *e = json_array_get(arr, i);
         if (strcmp(json_string_value(json_object_get(e, "name")), k->name) == 0)
@@ -152,6 +155,8 @@ static void add_real_kernel(const catalog *c, json_t *arr, int s)
             return;
     }
     json_object_set_new(entry, "summary", json_string(k->summary));
+    json_object_set_new(entry, "version", json_string(k->version));
+    json_object_set_new(entry, "origin", json_string("folder"));
     json_t *devs = json_object_get(entry, "devices");
     for (int d = 0; d < c->n_devs; d++) {
         if (catalog_offers(&c->devs[d], k))
@@ -167,6 +172,22 @@ static void add_real_kernel(const catalog *c, json_t *arr, int s)
         if (d && catalog_offers(d, k))
             json_array_append_new(devs, real_kernel_device_json(k, d, -1));
     }
+}
+
+json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k)
+{
+    json_t *devs = json_array();
+    for (int d = 0; devs && d < c->n_devs; d++)
+        if (catalog_offers(&c->devs[d], k))
+            json_array_append_new(devs, real_kernel_device_json(k, &c->devs[d], -1));
+    const char *names[CATALOG_FLEET_MAX];
+    int n = catalog_fleet_names(c, names, CATALOG_FLEET_MAX);
+    for (int i = 0; devs && i < n; i++) {
+        const catalog_device *d = catalog_fleet_find_known(c, names[i]);
+        if (d && catalog_offers(d, k))
+            json_array_append_new(devs, real_kernel_device_json(k, d, -1));
+    }
+    return devs;
 }
 
 /* The kernel folders that failed to load, each with the error a request naming it gets. */

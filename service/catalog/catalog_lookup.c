@@ -73,11 +73,11 @@ const catalog_device *catalog_find_real(const catalog *c, const char *device)
 
 const kernel_spec *catalog_find_kernel(const catalog *c, const char *name)
 {
-    for (int i = 0; c && name && i < c->n_specs; i++) {
-        if (strcmp(c->specs[i]->name, name) == 0)
-            return c->specs[i];
-    }
-    return NULL;
+    const kernel_spec *k = NULL;
+    kt_error e;
+    if (!c || !name)
+        return NULL;
+    return catalog_kernel_pick(c, name, NULL, &k, &e) == 0 ? k : NULL;
 }
 
 int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err)

@@ -361,7 +361,7 @@ out:
 
 int catalog_neural_mark(const catalog *c, const target *t, json_t *answer)
 {
-    const kernel_spec *k = catalog_find_kernel(c, t->key.kernel);
+    const kernel_spec *k = catalog_find_kernel_version(c, t->key.kernel, t->key.kernel_hash);
     if (!k || !json_is_object(answer) ||
         (!kernel_spec_has_neural(k, KSPEC_CPU) && !kernel_spec_has_neural(k, KSPEC_CUDA)))
         return 0;

@@ -104,8 +104,10 @@ static void real_kernel_list(const catalog *c, const catalog_device *d, char *bu
 }
 
 /* with_space 0: the key and problem only (a lookup); the space is what costs (enumeration). */
+/* any_status: exactly version, whatever its status (a stored job's target, a validation). */
 static int resolve_real(const catalog *c, const catalog_device *d, const char *kernel,
-                        const json_t *problem, int with_space, target *out, kt_error *err)
+                        const char *version, int any_status, const json_t *problem, int with_space,
+                        target *out, kt_error *err)
 {
     char list[KT_ERROR_HINT_MAX - 64];
     kspec_problem p;
@@ -114,7 +116,14 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     space *sp = NULL;
     char *problem_key = NULL;
     int rc = -1;
-    const kernel_spec *k = catalog_find_kernel(c, kernel);
+    const kernel_spec *k = NULL;
+    kt_error picked;
+    kt_error_clear(&picked);
+    int got = -1;
+    if (any_status && version && (k = catalog_find_kernel_version(c, kernel, version)))
+        got = 0;
+    else
+        got = catalog_kernel_pick(c, kernel, version, &k, &picked);
 
     if (!d->available) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %s is not available: %.300s", d->name,
@@ -124,6 +133,11 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     }
     if (!k && catalog_kernel_invalid(c, kernel, err))
         goto out; /* a folder of that name failed to load: say why, not "no such kernel" */
+    if (got < 0 && (picked.code != KT_ERR_UNKNOWN_KERNEL || version)) {
+        if (err)
+            *err = picked; /* invalid, validating, or no such version: with the log or versions */
+        goto out;
+    }
     if (!k || !catalog_offers(d, k)) {
         kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
                      d->name, kernel ? kernel : "");
@@ -150,7 +164,7 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
     out->key = (target_key){.kernel = k->name,
                             .device = d->name,
                             .device_class = d->klass,
-                            .kernel_hash = k->variants[d->kind].hash,
+                            .kernel_hash = k->version,
                             .problem_key = problem_key,
                             .toolchain = d->toolchain};
     out->problem = canon;
@@ -196,8 +210,9 @@ static const catalog_device *real_device_for(const catalog *c, const char *devic
     return f ? f : local;
 }
 
-static int resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
-                   int with_space, const target_key *want, target *out, kt_error *err)
+static int resolve(const catalog *c, const char *kernel, const char *version, int any_status,
+                   const char *device, const json_t *problem, int with_space,
+                   const target_key *want, target *out, kt_error *err)
 {
     json_t *canon = NULL;
     int rc = -1;
@@ -210,7 +225,7 @@ static int resolve(const catalog *c, const char *kernel, const char *device, con
     if (ad)
         return catalog_accel_resolve(c, ad, kernel, problem, with_space, out, err);
     if (rd)
-        return resolve_real(c, rd, kernel, problem, with_space, out, err);
+        return resolve_real(c, rd, kernel, version, any_status, problem, with_space, out, err);
     const char *why = ds ? NULL : catalog_real_unavailable(c, device);
     if (why) {
         kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
@@ -262,13 +277,26 @@ out:
 int catalog_resolve(const catalog *c, const char *kernel, const char *device, const json_t *problem,
                     target *out, kt_error *err)
 {
-    return resolve(c, kernel, device, problem, 1, NULL, out, err);
+    return resolve(c, kernel, NULL, 0, device, problem, 1, NULL, out, err);
+}
+
+int catalog_resolve_version(const catalog *c, const char *kernel, const char *version,
+                            const char *device, const json_t *problem, int with_space, target *out,
+                            kt_error *err)
+{
+    return resolve(c, kernel, version, 0, device, problem, with_space, NULL, out, err);
+}
+
+int catalog_resolve_any(const catalog *c, const char *kernel, const char *version,
+                        const char *device, const json_t *problem, target *out, kt_error *err)
+{
+    return resolve(c, kernel, version, 1, device, problem, 1, NULL, out, err);
 }
 
 int catalog_resolve_key(const catalog *c, const char *kernel, const char *device,
                         const json_t *problem, target *out, kt_error *err)
 {
-    return resolve(c, kernel, device, problem, 0, NULL, out, err);
+    return resolve(c, kernel, NULL, 0, device, problem, 0, NULL, out, err);
 }
 
 int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *device_class,
@@ -278,17 +306,17 @@ int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *
     for (int i = 0; device_class && i < c->n_devs; i++) {
         const catalog_device *d = &c->devs[i];
         if (d->available && d->klass && strcmp(d->klass, device_class) == 0)
-            return resolve_real(c, d, kernel, problem, 0, out, err);
+            return resolve_real(c, d, kernel, NULL, 0, problem, 0, out, err);
     }
     for (int i = 0; device_class && i < c->n_accel; i++) {
         if (strcmp(c->accel[i].klass, device_class) == 0)
             return catalog_accel_resolve(c, &c->accel[i], kernel, problem, 0, out, err);
     }
     if (catalog_find_replay(c, device_class)) /* a replay device is its own class */
-        return resolve(c, kernel, device_class, problem, 0, NULL, out, err);
+        return resolve(c, kernel, NULL, 0, device_class, problem, 0, NULL, out, err);
     const catalog_device *f = catalog_fleet_find_class(c, device_class);
     if (f)
-        return resolve_real(c, f, kernel, problem, 0, out, err);
+        return resolve_real(c, f, kernel, NULL, 0, problem, 0, out, err);
     kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "no device of class '%.200s' is known here",
                  device_class ? device_class : "");
     kt_error_hint(err, "GET /v1/devices lists each device's class (\"class\"); results of a "
@@ -299,8 +327,21 @@ int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *
 int catalog_reopen(const catalog *c, const target_key *stored, const json_t *problem, target *out,
                    kt_error *err)
 {
-    if (resolve(c, stored->kernel, stored->device, problem, 1, stored, out, err) < 0)
-        return -1;
+    /* The stored version itself (a kernel folder edited since, a stored kernel's older version):
+     * the job goes on measuring exactly the bytes its results are keyed by. */
+    kt_error first;
+    kt_error_clear(&first);
+    if (resolve(c, stored->kernel, stored->kernel_hash, 1, stored->device, problem, 1, stored, out,
+                &first) < 0) {
+        if (first.code != KT_ERR_UNKNOWN_KERNEL || !catalog_find_kernel(c, stored->kernel)) {
+            if (err)
+                *err = first;
+            return -1;
+        }
+        /* that version is gone (a folder edited before a restart): say so as before */
+        if (resolve(c, stored->kernel, NULL, 0, stored->device, problem, 1, stored, out, err) < 0)
+            return -1;
+    }
     const target_key *now = &out->key;
     if (strcmp(now->kernel_hash, stored->kernel_hash) != 0)
         kt_error_set(err, KT_ERR_CONFLICT, "kernel %s on %s changed (source hash %s, now %s)",
@@ -343,7 +384,8 @@ void target_release(target *t)
 
 json_t *catalog_default_config(const catalog *c, const target *t)
 {
-    const kernel_spec *k = t ? catalog_find_kernel(c, t->key.kernel) : NULL;
+    const kernel_spec *k =
+        t ? catalog_find_kernel_version(c, t->key.kernel, t->key.kernel_hash) : NULL;
     const catalog_device *d = NULL;
     const char *text;
 

@@ -5,6 +5,7 @@
  * in kernel_spec_space.c, the CUDA launch geometry in kernel_spec_launch.c. */
 #include "core/file.h"
 #include "core/hash.h"
+#include "core/strbuf.h"
 #include "catalog/kernel_spec_impl.h"
 
 #include <errno.h>
@@ -82,7 +83,7 @@ static int load_tolerance(kspec_loader *L, kernel_spec *k, const json_t *root)
     return 0;
 }
 
-static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, uint64_t *ref_hash)
+static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root)
 {
     static const char *const blas_fields[] = {"kind", NULL};
     static const char *const c_fields[] = {"kind", "source", NULL};
@@ -121,7 +122,7 @@ static int load_reference(kspec_loader *L, kernel_spec *k, const json_t *root, u
         if (!src)
             return -1;
         k->ref_kind = KSPEC_REF_C;
-        return kspec_source_file(L, k->dir, src, "reference.source", &k->ref_source, ref_hash);
+        return kspec_source_file(L, k, src, "reference.source", &k->ref_source);
     }
     return kspec_bad(L, "reference.kind: '%.64s' is not known; accepted: openblas_sgemm, c",
                      ks ? ks : "(not a string)");
@@ -191,43 +192,100 @@ static int load_test_problem(kspec_loader *L, kernel_spec *k, const json_t *root
     return k->test_problem_text ? 0 : kspec_bad(L, "out of memory");
 }
 
-static void hex64(uint64_t h, char out[17])
+/* The canonical text of a spec file (sorted keys, compact), appended to b: what the version hashes,
+ * so that spacing and key order in spec.json are not a new version. */
+static void canonical_into(strbuf *b, const char *file, const json_t *root)
 {
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    char *text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    strbuf_appendf(b, "%s %zu\n", file, text ? strlen(text) : 0);
+    if (text)
+        strbuf_puts(b, text);
+    else
+        b->failed = STRBUF_NO_MEMORY;
+    free(text);
+}
+
+/* The compiled closure and the version, once every variant is loaded. */
+static int load_version(kspec_loader *L, kernel_spec *k, const json_t *root,
+                        const json_t *cuda_root)
+{
+    const char *roots[KSPEC_N_KINDS + 1];
+    int n_roots = 0, rc = -1;
+    kt_error e;
+    strbuf b;
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
+        if (k->variants[kind].present)
+            roots[n_roots++] = k->variants[kind].source;
+    if (k->ref_source)
+        roots[n_roots++] = k->ref_source;
+    strbuf_init(&b, 4 * (size_t)KFILES_MAX_BYTES);
+    canonical_into(&b, "spec.json", root);
+    if (cuda_root)
+        canonical_into(&b, "cuda.json", cuda_root);
+    if (L->data_hash != KT_FNV1A_OFFSET) /* the data files read (inits, answers) */
+        strbuf_appendf(&b, "\ndata %016llx", (unsigned long long)L->data_hash);
+    kt_error_clear(&e);
+    if (b.failed) {
+        kspec_bad(L, "out of memory");
+        goto out;
+    }
+    if ((k->n_compiled = kernel_files_closure(k->files, roots, n_roots, k->compiled, &e)) < 0 ||
+        kernel_files_version(k->files, strbuf_str(&b), roots, n_roots, k->version, &e) < 0) {
+        kspec_bad(L, "%s", e.message);
+        goto out;
+    }
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
+        snprintf(k->variants[kind].hash, sizeof k->variants[kind].hash, "%s", k->version);
+    rc = 0;
+out:
+    strbuf_release(&b);
+    return rc;
 }
 
 kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
                               char *why, size_t why_cap)
+{
+    char rdir[PATH_MAX];
+    kt_error ferr;
+    kernel_files *files = NULL;
+    kspec_loader L = {.file = "spec.json", .why = why, .cap = why_cap};
+    if (why && why_cap)
+        why[0] = '\0';
+    if (!realpath(dir, rdir)) {
+        kspec_bad(&L, "cannot be read: %s", strerror(errno));
+        return NULL;
+    }
+    if (!(files = kernel_files_from_dir(rdir, &ferr))) {
+        kspec_bad(&L, "the folder's files: %s", ferr.message);
+        return NULL;
+    }
+    return kernel_spec_load_files(files, rdir, limits, why, why_cap);
+}
+
+kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
+                                    const kspec_limits *const limits[KSPEC_N_KINDS], char *why,
+                                    size_t why_cap)
 {
     static const char *const top_fields[] = {
         "name",      "summary",   "problem",  "problem_restrictions", "buffers", "flops",
         "tolerance", "reference", "variants", "test_problem",         "scalars", "metrics",
         "verify",    NULL};
     static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
-    char spec_path[PATH_MAX], cuda_path[PATH_MAX], rdir[PATH_MAX];
-    char *bytes = NULL, *cuda_bytes = NULL;
+    const char *bytes = NULL, *cuda_bytes = NULL;
     size_t len = 0, cuda_len = 0;
     json_t *root = NULL, *cuda_root = NULL;
     json_error_t jerr;
-    kt_error ferr;
     kernel_spec *k = NULL;
     /* Messages name the file by its base name: the caller knows the folder (the catalog's log
      * line names it; an API reply names the kernel). */
     kspec_loader L = {
         .file = "spec.json", .why = why, .cap = why_cap, .data_hash = KT_FNV1A_OFFSET};
-    uint64_t base = KT_FNV1A_OFFSET, ref_hash = base, var_hash[KSPEC_N_KINDS];
     int ok = 0;
 
     if (why && why_cap)
         why[0] = '\0';
-    if (!realpath(dir, rdir)) {
-        kspec_bad(&L, "cannot be read: %s", strerror(errno));
-        goto out;
-    }
-    snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, rdir);
-    snprintf(cuda_path, sizeof cuda_path, "%.*s/cuda.json", PATH_MAX - 16, rdir);
-    if (!(bytes = kt_file_read_all(spec_path, KSPEC_MAX_FILE_BYTES, &len, &ferr))) {
-        kspec_bad(&L, "%s", ferr.message);
+    if (!(bytes = kernel_files_get(files, "spec.json", &len))) {
+        kspec_bad(&L, "missing: the kernel has no spec.json");
         goto out;
     }
     if (!(root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &jerr))) {
@@ -238,9 +296,19 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         kspec_bad(&L, "the file must hold a JSON object");
         goto out;
     }
-    if (!(k = calloc(1, sizeof *k)) || !(k->dir = strdup(rdir)) || !(k->path = strdup(spec_path))) {
+    if (!(k = calloc(1, sizeof *k))) {
         kspec_bad(&L, "out of memory");
         goto out;
+    }
+    k->files = files;
+    files = NULL;
+    if (dir) {
+        char spec_path[PATH_MAX];
+        snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, dir);
+        if (!(k->dir = strdup(dir)) || !(k->path = strdup(spec_path))) {
+            kspec_bad(&L, "out of memory");
+            goto out;
+        }
     }
     if (kspec_check_fields(&L, root, "", top_fields) < 0)
         goto out;
@@ -266,7 +334,7 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     const json_t *problem = kspec_need(&L, root, "", "problem");
     if (!problem || kspec_load_args(&L, k, problem) < 0 || kspec_scan_neural(&L, k, root) < 0 ||
         kspec_load_problem_exprs(&L, k, root) < 0 || load_tolerance(&L, k, root) < 0 ||
-        load_reference(&L, k, root, &ref_hash) < 0 || kspec_load_verify(&L, k, root) < 0 ||
+        load_reference(&L, k, root) < 0 || kspec_load_verify(&L, k, root) < 0 ||
         load_test_problem(&L, k, root) < 0)
         goto out;
     {
@@ -279,8 +347,8 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
             goto out;
         }
     }
-    /* the data files (inits, answers) are part of what every variant computes */
-    ref_hash = kt_fnv1a_field(ref_hash, (const char *)&L.data_hash, sizeof L.data_hash);
+    /* the data files (inits, answers) are part of what every variant computes: load_version
+     * hashes L.data_hash into the version */
 
     const json_t *variants = json_object_get(root, "variants");
     if (variants && !json_is_object(variants)) {
@@ -293,31 +361,23 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         const kspec_limits *lim = limits && limits[kind] ? limits[kind] : &typical_limits[kind];
         const json_t *obj = variants ? json_object_get(variants, variant_kinds[kind]) : NULL;
         char where[32];
-        var_hash[kind] = kt_fnv1a_field(base, bytes, len);
         snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
-        if (!obj && kind == KSPEC_CUDA && access(cuda_path, F_OK) == 0) {
+        if (!obj && kind == KSPEC_CUDA &&
+            (cuda_bytes = kernel_files_get(k->files, "cuda.json", &cuda_len))) {
             /* The CUDA variant kept beside spec.json until the two are merged. */
             L.file = "cuda.json";
-            if (!(cuda_bytes =
-                      kt_file_read_all(cuda_path, KSPEC_MAX_FILE_BYTES, &cuda_len, &ferr))) {
-                kspec_bad(&L, "%s", ferr.message);
-                goto out;
-            }
             if (!(cuda_root = json_loadb(cuda_bytes, cuda_len, JSON_REJECT_DUPLICATES, &jerr))) {
                 kspec_bad(&L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line,
                           jerr.column);
                 goto out;
             }
-            var_hash[kind] = kt_fnv1a_field(var_hash[kind], cuda_bytes, cuda_len);
             obj = cuda_root;
             snprintf(where, sizeof where, "cuda");
         }
         if (!obj)
             continue;
-        if (kspec_load_variant(&L, k, (kspec_kind)kind, obj, where, lim, &var_hash[kind]) < 0)
+        if (kspec_load_variant(&L, k, (kspec_kind)kind, obj, where, lim) < 0)
             goto out;
-        var_hash[kind] = kt_fnv1a_field(var_hash[kind], (const char *)&ref_hash, sizeof ref_hash);
-        hex64(var_hash[kind], k->variants[kind].hash);
         if (limits && limits[kind] && check_default(&L, k, (kspec_kind)kind, lim, where) < 0)
             goto out;
         L.file = "spec.json";
@@ -326,16 +386,17 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         kspec_bad(&L, "variants: the kernel has neither a cpu nor a cuda variant");
         goto out;
     }
+    if (load_version(&L, k, root, cuda_root) < 0)
+        goto out;
     ok = 1;
 out:
     if (!ok) {
         kernel_spec_free(k);
         k = NULL;
     }
+    kernel_files_free(files);
     json_decref(root);
     json_decref(cuda_root);
-    free(bytes);
-    free(cuda_bytes);
     return k;
 }
 
@@ -380,5 +441,6 @@ void kernel_spec_free(kernel_spec *k)
     free(k->path);
     free(k->ref_source);
     free(k->test_problem_text);
+    kernel_files_free(k->files);
     free(k);
 }

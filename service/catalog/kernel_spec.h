@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "catalog/kernel_files.h"
 #include "space/expr.h"
 #include "space/space.h"
 
@@ -120,7 +121,7 @@ typedef struct kspec_call_arg {
 typedef struct kspec_variant {
     int present;
     char *file;                     /* the JSON file it was read from (spec.json or cuda.json) */
-    char *source;                   /* absolute path of the source */
+    char *source;                   /* the source's file name among the kernel's files */
     char entry[KSPEC_MAX_NAME + 1]; /* CUDA entry point; cpu: the generated call's, or "" */
     /* cpu "arguments": the generated call entry(args...) (n_call_args -1: no generated call, the
      * variant defines ktune_kernel itself) */
@@ -140,8 +141,8 @@ typedef struct kspec_variant {
     kspec_expr default_when[KSPEC_MAX_DEFAULTS]; /* slots: the device limits, in limit-name order */
     char *default_texts[KSPEC_MAX_DEFAULTS];     /* JSON object parameter -> value */
     kspec_expr block[3], grid[3],
-        shared_bytes; /* CUDA; slots: parameters, then problem arguments */
-    char hash[17]; /* FNV-1a 64 (hex) of the spec files, this variant's source and the reference */
+        shared_bytes;                  /* CUDA; slots: parameters, then problem arguments */
+    char hash[KFILES_VERSION_LEN + 1]; /* the kernel's version (kernel_spec.version) */
     /* "neural" (kernels/README.md): the kernel's neural parameters (kernel_spec.neural_names) are
      * parameters of this variant, neural_param[j] the index of the j-th; the transformations in
      * order (bit i of a mask = transformation i), each applied when its "when" holds (slots: the
@@ -156,8 +157,17 @@ typedef struct kspec_variant {
 typedef struct kernel_spec {
     char name[KSPEC_MAX_NAME + 1];
     char *summary;
-    char *dir;  /* the kernel's folder (absolute) */
-    char *path; /* its spec.json */
+    char *dir;  /* the kernel's folder (absolute); NULL for a kernel given as data */
+    char *path; /* its spec.json; NULL for a kernel given as data */
+    /* The kernel's files (spec.json, cuda.json, sources) and what is compiled of them: every
+     * variant's source and the reference source with their quoted includes (kernel_files_closure,
+     * names borrowed from files). version: kernel_files_version of the canonical spec and those
+     * files, the key's kernel_hash; the runner compiles a content-addressed copy of exactly those
+     * files (kernel_files_materialise). */
+    kernel_files *files;
+    int n_compiled;
+    const char *compiled[KFILES_MAX_INCLUDES];
+    char version[KFILES_VERSION_LEN + 1];
     int n_args;
     kspec_arg args[KSPEC_MAX_ARGS];
     int n_problem_restrictions;
@@ -179,7 +189,7 @@ typedef struct kernel_spec {
     kspec_scalar scalars[KSPEC_MAX_SCALARS];
     int n_metrics;
     kspec_metric metrics[KSPEC_MAX_METRICS];
-    char *ref_source;        /* absolute path (KSPEC_REF_C), else NULL */
+    char *ref_source;        /* file name among the kernel's files (KSPEC_REF_C), else NULL */
     char *test_problem_text; /* compact JSON object, or NULL */
     kspec_variant variants[KSPEC_N_KINDS];
 } kernel_spec;
@@ -212,7 +222,8 @@ const char *kernel_spec_kind_name(kspec_kind kind);
 /* The names of the device limits of a kind (cpu: cores, l1d_bytes, ...), *n set to their count. */
 const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
 
-/* Loads <dir>/spec.json (with <dir>/cuda.json as the cuda variant when spec.json has none).
+/* Loads <dir>/spec.json (with <dir>/cuda.json as the cuda variant when spec.json has none): reads
+ * the folder's files (kernel_files_from_dir) and calls kernel_spec_load_files.
  * limits[k] are the limits of a device of kind k, or NULL when none is known: the default
  * configuration must be valid for the default problem and the test problem, fully when limits are
  * given, by value lists only otherwise. Returns NULL with why filled (capped at why_cap) when the
@@ -221,6 +232,12 @@ const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
  * at column 13: write "and" (in '...')" (kernels/README.md, "Errors"). */
 kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
                               char *why, size_t why_cap);
+/* The same from files given as data: "spec.json" (and "cuda.json") among files, every source named
+ * by the spec among them. Takes files in every case (freed with the spec, or at once on failure).
+ * dir: the folder they were read from, or NULL. */
+kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
+                                    const kspec_limits *const limits[KSPEC_N_KINDS], char *why,
+                                    size_t why_cap);
 void kernel_spec_free(kernel_spec *k);
 /* The default configuration (compact JSON object, owned by k) of a variant on a device with these
  * limits: the plain "default" object, or the config of the first entry of a "default" list whose

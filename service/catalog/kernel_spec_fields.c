@@ -152,7 +152,8 @@ void kspec_expr_release(kspec_expr *x)
 }
 
 /* A plain file name inside dir, read (at most cap bytes): its absolute path in *abs and its bytes
- * hashed into *h, its size in *len. Every file of a kernel is read here (sources, data files). */
+ * hashed into *h, its size in *len. The data files of a kernel folder are read here (sources come
+ * from the kernel's files: kspec_source_file). */
 static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
                        size_t cap, char **abs, uint64_t *h, size_t *size)
 {
@@ -167,6 +168,11 @@ static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const 
         strcmp(name, "..") == 0)
         return kspec_bad(L, "%s: '%.255s' must be a plain file name in the kernel's folder", field,
                          name);
+    if (!dir)
+        return kspec_bad(L,
+                         "%s: data files are read from a kernel folder; a kernel registered over "
+                         "HTTP cannot name one yet",
+                         field);
     int w = snprintf(path, sizeof path, "%s/%s", dir, name);
     if (w < 0 || (size_t)w >= sizeof path)
         return kspec_bad(L, "%s: path too long", field);
@@ -184,10 +190,24 @@ static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const 
     return 0;
 }
 
-int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                      char **abs, uint64_t *h)
+int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                      char **name)
 {
-    return kernel_file(L, dir, v, field, KSPEC_MAX_FILE_BYTES, abs, h, NULL);
+    const char *s = json_string_value(v);
+
+    if (!s)
+        return kspec_bad(L, "%s: must be a file name (a string)", field);
+    if (!kernel_files_valid_name(s))
+        return kspec_bad(L,
+                         "%s: '%.255s' must be a plain file name of the kernel's files (letters, "
+                         "digits, '.', '_', '-')",
+                         field, s);
+    if (!kernel_files_get(k->files, s, NULL))
+        return kspec_bad(L, "%s: '%.255s': no such file%s", field, s,
+                         k->dir ? " in the kernel's folder" : " in \"files\": add it");
+    if (!(*name = strdup(s)))
+        return kspec_bad(L, "out of memory");
+    return 0;
 }
 
 int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,

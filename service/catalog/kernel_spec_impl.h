@@ -44,10 +44,10 @@ int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long
 int kspec_parse_expr(kspec_loader *L, kspec_expr *out, const json_t *v, const char *field,
                      const expr_names *names);
 void kspec_expr_release(kspec_expr *x);
-/* A plain file name inside dir: its absolute path in *abs (malloc'd) and its bytes hashed into *h.
- */
-int kspec_source_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                      char **abs, uint64_t *h);
+/* A plain file name of the kernel's files (k->files): the name in *name (malloc'd). The files'
+ * bytes go into the version (kernel_files_version, at the end of kernel_spec_load_files). */
+int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                      char **name);
 
 /* A data file (a buffer's init "file", an answer) like a source file, at most KSPEC_MAX_DATA_BYTES,
  * hashed into L->data_hash; out->path must be NULL. */
@@ -87,9 +87,9 @@ int kspec_neural_restrict(const kernel_spec *k, kspec_kind kind, unsigned allow_
 /* text with every neural parameter name replaced by its identity value (malloc'd; NULL: out of
  * memory). */
 char *kspec_neural_identity_text(const kernel_spec *k, const char *text);
-/* kernel_spec_space.c: one variant (where: "variants.cpu", "cuda"); its files hashed into *hash. */
+/* kernel_spec_space.c: one variant (where: "variants.cpu", "cuda"). */
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
-                       const char *where, const kspec_limits *lim, uint64_t *hash);
+                       const char *where, const kspec_limits *lim);
 /* kernel_spec_launch.c: block, grid and shared_bytes of a cuda variant. */
 int kspec_load_geometry(kspec_loader *L, const kernel_spec *k, kspec_variant *v, const json_t *obj,
                         const char *where);

@@ -292,7 +292,7 @@ static int cuda_unsupported(kspec_loader *L, const kernel_spec *k, const char *w
 }
 
 int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const json_t *obj,
-                       const char *where, const kspec_limits *lim, uint64_t *hash)
+                       const char *where, const kspec_limits *lim)
 {
     static const char *const cpu_fields[] = {"source",  "parameters", "restrictions", "default",
                                              "neural",  "entry",      "arguments",    "openmp",
@@ -312,7 +312,7 @@ int kspec_load_variant(kspec_loader *L, kernel_spec *k, kspec_kind kind, const j
     char field[96];
     snprintf(field, sizeof field, "%s.source", where);
     const json_t *src = kspec_need(L, obj, where, "source");
-    if (!src || kspec_source_file(L, k->dir, src, field, &v->source, hash) < 0)
+    if (!src || kspec_source_file(L, k, src, field, &v->source) < 0)
         return -1;
     if (kind == KSPEC_CUDA) {
         const json_t *entry = kspec_need(L, obj, where, "entry");

@@ -11,6 +11,7 @@
  * problem's arguments, with the buffers and FLOPs they give (kernel_spec_problem_neural). */
 #include "measure/backend_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -238,7 +239,15 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
     const catalog_real_options *o = b->opt;
     json_t *req = NULL, *problem = json_array(), *names = json_array(), *bufs = json_array();
     json_t *defines = space_config_json(t->sp, id), *ref = NULL;
+    char dir[PATH_MAX], src[PATH_MAX + KFILES_MAX_NAME + 2], ref_src[sizeof src];
     int ok = 0;
+
+    /* The runner compiles the version's content-addressed copy: exactly the bytes hashed into
+     * the key's kernel_hash, never a kernel folder's file that may have changed since. */
+    if (catalog_kernel_sources(b->cat, k, dir, sizeof dir, err) < 0)
+        goto out;
+    snprintf(src, sizeof src, "%s/%s", dir, v->source);
+    snprintf(ref_src, sizeof ref_src, "%s/%s", dir, k->ref_source ? k->ref_source : "");
 
     if (!defines) {
         kt_error_set(err, KT_ERR_INTERNAL, "configuration id %llu is outside the space",
@@ -264,13 +273,13 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
         if (!bj || json_array_append_new(bufs, bj) < 0)
             goto oom;
     }
-    ref = k->ref_kind == KSPEC_REF_C ? json_pack("{s:s, s:s}", "kind", "c", "source", k->ref_source)
+    ref = k->ref_kind == KSPEC_REF_C ? json_pack("{s:s, s:s}", "kind", "c", "source", ref_src)
                                      : json_pack("{s:s}", "kind", "openblas_sgemm");
     req =
         json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:O, s:{s:f, s:f}, s:o, s:i, s:i, s:f, "
                   "s:f, s:f}",
-                  "op", "measure", "kernel", k->name, "source", v->source, "defines", defines,
-                  "problem", problem, "problem_names", names, "buffers", bufs, "tolerance", "rtol",
+                  "op", "measure", "kernel", k->name, "source", src, "defines", defines, "problem",
+                  problem, "problem_names", names, "buffers", bufs, "tolerance", "rtol",
                   k->has_tolerance ? k->rtol : 1e-4, "atol", k->has_tolerance ? k->atol : 1e-5,
                   "flops", number_json(p->flops), "min_repeats", o->min_repeats, "max_repeats",
                   o->max_repeats, "min_seconds", o->min_seconds, "max_seconds", o->max_seconds,
@@ -383,7 +392,7 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s", b->dev->name);
         goto out;
     }
-    k = catalog_find_kernel(b->cat, t->key.kernel);
+    k = catalog_find_kernel_version(b->cat, t->key.kernel, t->key.kernel_hash);
     if (!k || !k->variants[b->dev->kind].present ||
         space_num_params(t->sp) != k->variants[b->dev->kind].n_params) {
         kt_error_set(err, KT_ERR_INTERNAL, "kernel %s is not offered on %s",

@@ -272,6 +272,9 @@ static int build(const runner *r, const char *source, const runner_define *defin
     }
     uint64_t h = binary_hash(r, src, src_len, reference ? NULL : defines, reference ? 0 : n_defines,
                              reference, x);
+    /* The path too: ktuned sends a content-addressed folder per kernel version (issue 27), so a
+     * header the source includes, which these bytes do not show, is part of the key. */
+    h = kt_fnv1a_field(h, source, strlen(source));
     snprintf(out->name, sizeof out->name, "%016llx.so", (unsigned long long)h);
     int n = snprintf(out->path, sizeof out->path, "%s/%s", r->cache_dir, out->name);
     if (n < 0 || (size_t)n >= sizeof out->path) {

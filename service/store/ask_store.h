@@ -1,9 +1,9 @@
 /* store/ask_store — the trials of external jobs (issue 27) leased to a caller's harness: ask
  * leases a job's pending trials (or those whose lease ran out) in seq order, tell records their
- * results through the same completion as measured trials (trial_store_complete: counters, clock,
- * job best, best table, pg_notify). A leased trial is 'running' under the worker ASK_STORE_WORKER
- * with trials.lease_expires_at set (sql/016); the reaper never requeues it, its lease's end does
- * (the next ask offers it again).
+ * results through the same completion as measured trials (sql/020's ktune_complete_trial, as
+ * trial_store_complete: counters, clock, job best, best table, pg_notify). A leased trial is
+ * 'running' under the worker ASK_STORE_WORKER with trials.lease_expires_at set (sql/016); the
+ * reaper never requeues it, its lease's end does (the next ask offers it again).
  *
  * Tell semantics (documented in api/README.md): a trial's first result wins, whoever holds its
  * lease now (a tell names only the trial id, so the holder before an expiry and the one after are
@@ -30,21 +30,15 @@
  * running); KT_ERR_NOT_FOUND when there is no such job. */
 json_t *ask_store_lease(PGconn *c, long long job_id, int n, int lease_s, kt_error *err);
 
-typedef enum { ASK_TOLD_RECORDED = 0, ASK_TOLD_DUPLICATE, ASK_TOLD_LOST } ask_told;
-
-/* The state of trials ids[0..n) of job_id, before anything is recorded: status[i] the trial's
- * status name (caller's buffers of 16 bytes), "" when there is no such trial; other_job[i] 1 when
- * it belongs to another job. job_status and device (ASK_STORE_TEXT bytes each) the job's;
- * KT_ERR_NOT_FOUND when there is no such job. */
-#define ASK_STORE_TEXT 256
-int ask_store_check(PGconn *c, long long job_id, const long long *ids, int n, char (*status)[16],
-                    int *other_job, char *job_status, char *device, int *batch_size, kt_error *err);
-/* 1 when job_id has trials still open (pending or running: its batch is not complete), 0 when
- * not, -1 with err. */
-int ask_store_open(PGconn *c, long long job_id, kt_error *err);
-/* Records the result r of trial id of job_id (checked by ask_store_check: a trial of that job;
- * pending: it was pending then, its lease ran out). Returns an ask_told, or -1 with err. */
-int ask_store_tell(PGconn *c, long long job_id, long long id, int pending, const trial_result *r,
-                   kt_error *err);
+/* Records one tell of job_id: the results res[0..n) of trials ids[0..n) (distinct), in one round
+ * trip and one transaction (sql/020's ktune_tell). Returns {"job_status", "device", "batch_size",
+ * "checks": [[status name or null (no such trial), another job's (true) or null]] (before
+ * anything is recorded, in ids' order), "outcomes": ["recorded" | "duplicate" | "lost"] in ids'
+ * order, or null when nothing was recorded because the tell is refused (the job is not on device
+ * external; a trial is another job's, or, the job running, no trial at all), "open": true when a
+ * trial was recorded, the job's batch is larger than 1 and some trial of it is still pending or
+ * running (the driver need not step yet)}; KT_ERR_NOT_FOUND when there is no such job. */
+json_t *ask_store_tell(PGconn *c, long long job_id, const long long *ids, const trial_result *res,
+                       int n, kt_error *err);
 
 #endif

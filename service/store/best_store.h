@@ -39,7 +39,8 @@ best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, l
  * trusted one replaces an untrusted one always and never the reverse, and within the same trust
  * the offer must improve on the entry. So the entry of a key is its best measurement, else its
  * best trusted import, else its best untrusted import (unless an admin's replace_measured said
- * otherwise). */
+ * otherwise). A measured trial's completion makes the measured offer in SQL with the same rule
+ * (sql/020's ktune_complete_trial): change them together. */
 int best_store_offer(PGconn *c, const best_offer *o, kt_error *err);
 /* Removes the entries naming job job_id and puts back, for each of their keys, the best remaining
  * trial of another job of that key (a measured one before any imported one, then the fastest,

@@ -514,26 +514,6 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
     return rc;
 }
 
-int job_store_driving(PGconn *c, long long id, const runner_identity *me, char *status, size_t cap,
-                      int *mine, kt_error *err)
-{
-    store_num n;
-    const char *p[] = {store_ll(&n, id), me->id};
-    PGresult *r = db_exec(
-        c, "SELECT status, runner IS NOT DISTINCT FROM $2 FROM jobs WHERE id = $1", 2, p, err);
-    if (!r)
-        return -1;
-    int rc = 0;
-    if (PQntuples(r) == 0) {
-        rc = kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", id);
-    } else {
-        snprintf(status, cap, "%s", PQgetvalue(r, 0, 0));
-        *mine = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
-    }
-    PQclear(r);
-    return rc;
-}
-
 int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err)
 {
     store_num n;

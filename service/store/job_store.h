@@ -147,7 +147,8 @@ json_t *job_store_status_counts(PGconn *c, kt_error *err);
 
 /* Store side, inside the transaction that records trials (trial_store, import_store): makes the
  * trial the job's best when ktune_improves_best(time_ms, the job's best time) — the one "better
- * than the job's best" condition, defined in sql/003. config_json is the trial's config. */
+ * than the job's best" condition, defined in sql/003. config_json is the trial's config. A measured
+ * trial's completion applies the same rule in SQL (sql/020's ktune_complete_trial). */
 int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double time_ms,
                          const char *config_json, kt_error *err);
 
@@ -204,10 +205,6 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
  * longer than --lease-s) and the job was released, maybe claimed by another process; -1 on error.
  */
 int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err);
-/* job_store_status and job_store_is_mine in one statement (the driver's step asks both each time:
- * one round trip less per step, which the ask/tell round trip of issue 27 feels). */
-int job_store_driving(PGconn *c, long long id, const runner_identity *me, char *status, size_t cap,
-                      int *mine, kt_error *err);
 /* Ends a running job driven by me: status "succeeded" or "failed" (error may be NULL); its pending
  * and running trials, if any, are deleted with it. */
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,

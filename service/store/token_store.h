@@ -1,7 +1,7 @@
 /* store/token_store — the api_tokens table (sql/008): API tokens kept as the SHA-256 of their
- * secret, with a name and a scope ("read", "tune" or "admin"); and the per-submitter count of
- * active jobs behind --max-queued-jobs-per-token (jobs.submitter). The secret itself is never
- * stored: api/tokens.c makes it, hands it out once and keeps only its hash. */
+ * secret, with a name and a scope ("read", "tune", "kernels" or "admin"); and the per-submitter
+ * count of active jobs behind --max-queued-jobs-per-token (jobs.submitter). The secret itself is
+ * never stored: api/tokens.c makes it, hands it out once and keeps only its hash. */
 #ifndef KT_STORE_TOKEN_STORE_H
 #define KT_STORE_TOKEN_STORE_H
 
@@ -16,7 +16,7 @@
 
 typedef struct token_row {
     long long id;
-    char scope[8]; /* "read", "tune", "admin" */
+    char scope[8]; /* "read", "tune", "kernels", "admin" */
     unsigned char hash[KT_SHA256_SIZE];
 } token_row;
 

@@ -41,6 +41,36 @@ int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, in
     return rc;
 }
 
+#define TRIAL_LOAD_COLUMNS                                                                         \
+    "t.seq, t.config_id, t.status, t.time_ms, t.repeats, t.compile_ms, t.measure_ms, t.noise_cv,"  \
+    " COALESCE(t.charged_seconds, 0)"
+
+/* The trial rows of r from row first on, their columns (TRIAL_LOAD_COLUMNS) from col on. */
+static int load_rows(const PGresult *r, int first, int col, trial_row **out, int *n, kt_error *err)
+{
+    int rows = PQntuples(r) - first;
+    trial_row *t = calloc(rows > 0 ? (size_t)rows : 1, sizeof *t);
+    if (!t)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+    for (int i = 0; i < rows; i++) {
+        int row = first + i;
+        trial_result_init(&t[i].result);
+        t[i].seq = (int)store_get_ll(r, row, col);
+        t[i].cid = (config_id)store_get_ll(r, row, col + 1);
+        if (trial_status_parse(PQgetvalue(r, row, col + 2), &t[i].result.status) < 0)
+            t[i].result.status = TRIAL_INVALID;
+        t[i].result.time_ms = store_get_double(r, row, col + 3);
+        t[i].result.repeats = (int)store_get_ll(r, row, col + 4);
+        t[i].result.compile_ms = store_get_double(r, row, col + 5);
+        t[i].result.measure_ms = store_get_double(r, row, col + 6);
+        t[i].result.noise_cv = store_get_double(r, row, col + 7);
+        t[i].charged_seconds = store_get_double(r, row, col + 8);
+    }
+    *out = t;
+    *n = rows > 0 ? rows : 0;
+    return 0;
+}
+
 int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out, int *n,
                      kt_error *err)
 {
@@ -49,36 +79,41 @@ int trial_store_load(PGconn *c, long long job_id, int after_seq, trial_row **out
     const char *p[] = {store_ll(&jid, job_id), store_ll(&seq, after_seq)};
     *out = NULL;
     *n = 0;
-    PGresult *r =
-        db_exec(c,
-                "SELECT seq, config_id, status, time_ms, repeats, compile_ms, measure_ms, noise_cv,"
-                " COALESCE(charged_seconds, 0) FROM trials WHERE job_id = $1 AND seq > $2"
-                " AND final_round IS NULL ORDER BY seq",
-                2, p, err);
+    PGresult *r = db_exec(c,
+                          "SELECT " TRIAL_LOAD_COLUMNS " FROM trials t WHERE t.job_id = $1"
+                          " AND t.seq > $2 AND t.final_round IS NULL ORDER BY t.seq",
+                          2, p, err);
+    if (r)
+        rc = load_rows(r, 0, 0, out, n, err);
+    PQclear(r);
+    return rc;
+}
+
+int trial_store_load_driving(PGconn *c, long long job_id, const char *runner, int after_seq,
+                             char *status, size_t cap, int *mine, trial_row **out, int *n,
+                             kt_error *err)
+{
+    int rc = -1;
+    store_num jid, seq;
+    const char *p[] = {store_ll(&jid, job_id), store_ll(&seq, after_seq), runner};
+    *out = NULL;
+    *n = 0;
+    /* The job's row first (its trials, if any, follow in seq order): one snapshot, one round
+     * trip. */
+    PGresult *r = db_exec(c,
+                          "SELECT j.status, j.runner IS NOT DISTINCT FROM $3, " TRIAL_LOAD_COLUMNS
+                          " FROM jobs j LEFT JOIN trials t ON t.job_id = j.id AND t.seq > $2"
+                          " AND t.final_round IS NULL WHERE j.id = $1 ORDER BY t.seq NULLS FIRST",
+                          3, p, err);
     if (!r)
         goto out;
-    int rows = PQntuples(r);
-    trial_row *t = calloc(rows > 0 ? (size_t)rows : 1, sizeof *t);
-    if (!t) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", job_id);
         goto out;
     }
-    for (int i = 0; i < rows; i++) {
-        trial_result_init(&t[i].result);
-        t[i].seq = (int)store_get_ll(r, i, 0);
-        t[i].cid = (config_id)store_get_ll(r, i, 1);
-        if (trial_status_parse(PQgetvalue(r, i, 2), &t[i].result.status) < 0)
-            t[i].result.status = TRIAL_INVALID;
-        t[i].result.time_ms = store_get_double(r, i, 3);
-        t[i].result.repeats = (int)store_get_ll(r, i, 4);
-        t[i].result.compile_ms = store_get_double(r, i, 5);
-        t[i].result.measure_ms = store_get_double(r, i, 6);
-        t[i].result.noise_cv = store_get_double(r, i, 7);
-        t[i].charged_seconds = store_get_double(r, i, 8);
-    }
-    *out = t;
-    *n = rows;
-    rc = 0;
+    snprintf(status, cap, "%s", PQgetvalue(r, 0, 0));
+    *mine = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+    rc = load_rows(r, PQgetisnull(r, 0, 2) ? 1 : 0, 2, out, n, err);
 out:
     PQclear(r);
     return rc;
@@ -130,45 +165,22 @@ out:
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *res, kt_error *err)
 {
-    int rc = -1, in_tx = 0;
-    PGresult *r = NULL;
-    char *config = NULL;
     char *extras = store_json_text(res->extras);
-    store_num tid, t, rep, cms, mms, cv, jid, charged;
+    store_num tid, jid, t, rep, cms, mms, cv, charged;
     int ok = res->status == TRIAL_OK && isfinite(res->time_ms);
     double compile_ms = isfinite(res->compile_ms) ? res->compile_ms : 0;
     double measure_ms = isfinite(res->measure_ms) ? res->measure_ms : 0;
-    if (db_begin(c, err) < 0)
-        goto out;
-    in_tx = 1;
-    /* Lock the job before taking done_seq, so that within a job done_seq order is commit order: a
-     * poller reading ?after=N never sees N+1 committed while N is still to come. The lock also
-     * orders this against job_store_cancel / job_store_finish: a job that no longer runs records
-     * nothing more (no timeout trial after a cancel), and the trial is removed if still there. */
-    const char *pl[] = {store_ll(&jid, claim->job_id)};
-    r = db_exec(c, "SELECT status FROM jobs WHERE id = $1 FOR UPDATE", 1, pl, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 0), "running") != 0) {
-        PQclear(r);
-        r = NULL;
-        store_num did;
-        const char *pd[] = {store_ll(&did, claim->id), worker};
-        if (db_run(c, "DELETE FROM trials WHERE id = $1 AND worker = $2 AND status = 'running'", 2,
-                   pd, err) < 0)
-            goto out;
-        in_tx = 0;
-        if (db_commit(c, err) < 0)
-            goto out;
-        rc = 0; /* the job no longer runs: nothing to record */
-        goto out;
-    }
-    PQclear(r);
-    r = NULL;
     /* The charge is computed here, once, by the one rule; the trial keeps it and the job's clock
-     * adds the same value. */
+     * adds the same value. The rest is sql/020's ktune_complete_trial, one round trip and its own
+     * transaction: the job locked before done_seq is taken (within a job done_seq order is commit
+     * order: a poller reading ?after=N never sees N+1 committed while N is still to come), nothing
+     * recorded for a job that no longer runs (its trial removed), the counters and clock, the
+     * job's best and the best table (ktune_improves_best), pg_notify('ktune_trials', <job id>),
+     * delivered at commit. Nothing LISTENs on ktune_trials yet; issue 11's /v1/best cache listens
+     * to sql/007's triggers instead. */
     const char *p[] = {
         store_ll(&tid, claim->id),
+        store_ll(&jid, claim->job_id),
         worker,
         trial_status_name(res->status),
         ok ? store_double(&t, res->time_ms) : NULL,
@@ -179,58 +191,12 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
         extras,
         store_double(&charged, trial_cost_seconds(res)),
     };
-    r = db_exec(c,
-                "UPDATE trials SET status = $3, time_ms = $4, repeats = $5, compile_ms = $6,"
-                " measure_ms = $7, noise_cv = $8, extras = $9::jsonb, charged_seconds = $10,"
-                " finished_at = now(), done_seq = nextval('trials_done_seq')"
-                " WHERE id = $1 AND worker = $2 AND status = 'running'"
-                " RETURNING config, final_round IS NOT NULL",
-                10, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0) {
-        rc = 0; /* lost the claim: nothing to record */
-        goto out;
-    }
-    config = strdup(PQgetvalue(r, 0, 0));
-    /* A re-measurement of the final pick (sql/012) is charged to the job's clock like any trial,
-     * but it is no evaluation of the budget (trials_done) and no candidate for a best on its own:
-     * the driver records the pick's winner (store/pick_store.h). */
-    int remeasure = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+    PGresult *r = db_exec(c,
+                          "SELECT ktune_complete_trial($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+                          " $10::jsonb, $11)",
+                          11, p, err);
+    int rc = r ? (strcmp(PQgetvalue(r, 0, 0), "1") == 0) : -1;
     PQclear(r);
-    const char *pj[] = {jid.text, charged.text, remeasure ? "0" : "1"};
-    r = db_exec(
-        c,
-        "UPDATE jobs SET trials_done = trials_done + $3, clock_seconds = clock_seconds + $2,"
-        " start_attempts = least(start_attempts, 1), updated_at = now()"
-        " WHERE id = $1 RETURNING " BEST_JOB_KEY_COLUMNS ", final_remeasure,"
-        " pg_notify('ktune_trials', id::text)",
-        3, pj, err);
-    if (!r)
-        goto out;
-    if (ok && !remeasure && PQntuples(r) == 1) {
-        /* A job that re-measures its fastest configurations at the end offers the best table only
-         * its pick: a single lucky time of its search would replace a better entry. */
-        int picks = strcmp(PQgetvalue(r, 0, 7), "0") != 0;
-        best_offer offer =
-            best_offer_of_job_row(r, 0, claim->job_id, claim->id, res->time_ms, config);
-        if (job_store_offer_best(c, claim->job_id, claim->id, res->time_ms, config, err) < 0 ||
-            (!picks && best_store_offer(c, &offer, err) < 0))
-            goto out;
-    }
-    /* pg_notify('ktune_trials', <job id>) went with the counters above (delivered at commit; one
-     * round trip less per trial). Nothing LISTENs on ktune_trials yet; issue 11's /v1/best cache
-     * listens to sql/007's triggers instead. Kept so that readers can come without touching this
-     * transaction. */
-    in_tx = 0;
-    if (db_commit(c, err) < 0)
-        goto out;
-    rc = 1;
-out:
-    if (in_tx)
-        db_rollback(c);
-    PQclear(r);
-    free(config);
     free(extras);
     return rc;
 }

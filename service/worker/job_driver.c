@@ -447,28 +447,27 @@ int job_driver_step(job_driver *d, PGconn *c, kt_error *err)
     if (d->ended)
         return JOB_DRIVER_ENDED;
     char status[32];
-    int mine = 0;
-    if (job_store_driving(c, d->row.id, d->me, status, sizeof status, &mine, err) < 0)
-        return err && err->code == KT_ERR_NOT_FOUND ? (d->ended = 1, JOB_DRIVER_ENDED) : -1;
-    if (strcmp(status, "running") != 0) {
-        log_info("job %lld is %s: no longer driven", d->row.id, status);
-        d->ended = 1;
-        return JOB_DRIVER_ENDED;
-    }
-    /* A pause longer than the lease (--lease-s) let the reaper of another process release the
-     * job: whoever claims it resumes it by replay; this driver lets go. */
-    if (!mine) {
-        log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
-        d->ended = 1;
-        return JOB_DRIVER_ENDED;
-    }
-    if (d->final_phase)
-        return final_step(d, c, err);
+    int mine = 0, rc;
     trial_row *rows = NULL;
     int n_rows = 0;
-    if (trial_store_load(c, d->row.id, (int)d->told, &rows, &n_rows, err) < 0)
-        return -1;
-    int rc = advance(d, c, rows, n_rows, err);
+    /* Whether the job is still this driver's, and its trials since the last step, in one round
+     * trip (the final phase reads none of them). */
+    if (trial_store_load_driving(c, d->row.id, d->me->id, (int)d->told, status, sizeof status,
+                                 &mine, &rows, &n_rows, err) < 0) {
+        rc = err && err->code == KT_ERR_NOT_FOUND ? (d->ended = 1, JOB_DRIVER_ENDED) : -1;
+    } else if (strcmp(status, "running") != 0) {
+        log_info("job %lld is %s: no longer driven", d->row.id, status);
+        d->ended = 1;
+        rc = JOB_DRIVER_ENDED;
+    } else if (!mine) {
+        /* A pause longer than the lease (--lease-s) let the reaper of another process release
+         * the job: whoever claims it resumes it by replay; this driver lets go. */
+        log_warn("job %lld: this process's lease ran out, the job was handed on", d->row.id);
+        d->ended = 1;
+        rc = JOB_DRIVER_ENDED;
+    } else {
+        rc = d->final_phase ? final_step(d, c, err) : advance(d, c, rows, n_rows, err);
+    }
     for (int i = 0; i < n_rows; i++)
         trial_row_release(&rows[i]);
     free(rows);

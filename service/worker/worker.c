@@ -1,4 +1,5 @@
 #include "worker/worker_internal.h"
+#include "worker/validator.h"
 
 #include <errno.h>
 #include <math.h>
@@ -207,6 +208,16 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
     w->trainer = trainer_start(&topt, err);
     if (!w->trainer)
         goto fail;
+    int real = 0;
+    for (int i = 0; i < w->n_devices; i++)
+        real |= strcmp(w->devices[i], "cpu") == 0 || strncmp(w->devices[i], "cuda:", 5) == 0;
+    if (real) {
+        if (pthread_create(&w->validator_thread, NULL, validator_main, w) != 0) {
+            kt_error_set(err, KT_ERR_INTERNAL, "cannot start the kernel validator thread");
+            goto fail;
+        }
+        w->validator_started = 1;
+    }
     for (int i = 0; i < opt->measurers; i++) {
         w->measurer_args[i].w = w;
         w->measurer_args[i].index = i;
@@ -261,6 +272,8 @@ void worker_system_stop(worker_system *w)
         pthread_join(w->measurer_threads[i], NULL);
     if (w->runner_started)
         pthread_join(w->runner_thread, NULL);
+    if (w->validator_started)
+        pthread_join(w->validator_thread, NULL);
     for (int i = 0; i < w->n_devices; i++) {
         free(w->devices[i]);
         free(w->classes[i]);

@@ -67,6 +67,8 @@ struct worker_system {
     worker_stats stats;
 
     pthread_t runner_thread;
+    pthread_t validator_thread; /* worker/validator.h: kernels submitted over HTTP */
+    int validator_started;
     pthread_t *measurer_threads;
     measurer_arg *measurer_args;
     int n_measurers_started;

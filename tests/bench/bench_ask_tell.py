@@ -16,6 +16,11 @@ each):
    must propose the same configurations in the same order (checked: exit 1 otherwise); prints both
    wall times and their ratio (target: external <= 1.5 x replay).
 
+Beside them: the load average, a baseline measured in the same run (GET /healthz p50 on a keep-alive
+connection; the round trip is also given as a ratio to it) and the server's CPU time per tell in the
+throughput part (ktuned and its PostgreSQL's processes, from /proc: a figure the machine's load moves
+less than a rate).
+
 Prints the figures; exits 1 only when a check of correctness fails (a configuration sequence that
 differs, an error reply, a job that does not end), never on a time. --quick (ctest
 bench_ask_tell_small): 40 rounds, 2 harnesses of 40 tells, 60 evaluations.
@@ -72,6 +77,43 @@ def external_job(client, kernel, space, budget, parallel, strategy="random", see
 def percentile(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def tree_cpu_s(root):
+    """CPU seconds (user + system) used so far by process root and its descendants alive now
+    (ktuned and its embedded PostgreSQL's server processes), from /proc; None without /proc."""
+    kids, cpu = {}, {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2:].split()
+        kids.setdefault(int(rest[1]), []).append(pid)
+        cpu[pid] = (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += kids.get(pid, [])
+    return total
+
+
+def baseline(address, rounds):
+    """p50 of GET /healthz on one keep-alive connection: the HTTP round trip alone, measured in the
+    same run (the machine's load moves every figure; ratios to this one move less)."""
+    c = Client(address)
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        c.get("/healthz")
+        times.append((time.perf_counter() - t0) * 1000)
+    return percentile(times, 0.5)
 
 
 def round_trip(address, rounds):
@@ -163,6 +205,9 @@ def replay_equivalence(k, source_dir, evaluations):
     replay_s = time.perf_counter() - t0
     space = {"parameters": [{"name": p, "values": cache["tune_params"][p]} for p in keys],
              "restrictions": cache.get("restrictions") or []}
+    # A connection of its own: the first one sat idle through the replay job, longer than ktuned's
+    # idle limit on a loaded machine, and may have been closed.
+    c = Client(k.address)
     t0 = time.perf_counter()
     eid = c.post("/v1/tune", dict(common, kernel="gemm_bench", device="external",
                                   device_class="bench-" + DATASET, space=space))["id"]
@@ -196,13 +241,23 @@ def main():
                extra=["--workers", "1", "--replay-speed", "0", "--log-level", "warn"])
     try:
         k.start()
+        print("load average before: %s (cores: %d)" % (" ".join("%.2f" % x for x in os.getloadavg()),
+                                                       os.cpu_count() or 0))
+        base = baseline(k.address, args.rounds)
         p50, p90 = round_trip(k.address, args.rounds)
-        print("round trip (ask + tell, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms (target p50 < 2 ms)"
-              % (args.rounds, p50, p90))
+        print("baseline GET /healthz (same connection kind, %d rounds): p50 %.2f ms"
+              % (args.rounds, base))
+        print("round trip (ask + tell, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms, %.1f x the "
+              "baseline (target p50 < 2 ms)" % (args.rounds, p50, p90, p50 / base if base > 0 else 0))
+        cpu0 = tree_cpu_s(k.proc.pid)
         n, seconds, errors = throughput(k.address, args.harnesses, args.tells)
+        cpu1 = tree_cpu_s(k.proc.pid)
         failures += errors
         print("throughput: %d tells from %d harnesses in %.2f s: %.0f tells/s (target >= 1,000)"
               % (n, args.harnesses, seconds, n / seconds if seconds > 0 else 0))
+        if cpu0 is not None and cpu1 is not None and n > 0:
+            print("server CPU per tell (ktuned + its PostgreSQL, user + system, asks and steps "
+                  "included): %.3f ms" % ((cpu1 - cpu0) * 1000 / n))
         eq = replay_equivalence(k, args.source_dir, args.evaluations)
         for name in ("replay", "external"):
             job = eq[name]
@@ -221,6 +276,7 @@ def main():
     finally:
         k.stop()
         k.cleanup()
+    print("load average after: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)

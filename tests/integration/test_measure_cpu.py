@@ -173,7 +173,7 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertEqual(scale["problem_arguments"][0],
                          {"name": "n", "min": 1, "max": 67108864, "default": 1048576})
         self.assertEqual(scale["default"], {"UNROLL": 1})
-        self.assertEqual(len(scale["hash"]), 16)
+        self.assertEqual(len(scale["hash"]), 32)  # SHA-256, 128 bits (issue 27)
 
     def test_own_kernel_errors_reach_the_caller(self):
         # Issue 27: the spec error goes back to the caller, never only to the server's log.

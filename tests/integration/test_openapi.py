@@ -647,6 +647,31 @@ class ServedTest(unittest.TestCase):
                                          headers={"Host": host, "Origin": "http://" + host})
             self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), (host, reply))
 
+    def test_n_kernels_as_documented(self):
+        """POST /v1/kernels (issue 27): the documented example is a new version (201), again the same
+        (200); a folder kernel's name is 409, a file over 256 KiB 413; GET /v1/kernels/{name} lists it."""
+        example = DOC["paths"]["/v1/kernels"]["post"]["requestBody"]["content"]["application/json"]["examples"]
+        body = example["vscale"]["value"]
+        status, headers, made = self.call("POST", "/v1/kernels", body=body)
+        self.assertEqual((status, made["status"]), (201, "validating"), made)
+        self.assertEqual(headers["location"], "/v1/kernels/vscale")
+        status, _, again = self.call("POST", "/v1/kernels", body=body)
+        self.assertEqual((status, again["version"]), (200, made["version"]), again)
+        status, _, reply = self.call("POST", "/v1/kernels", body=dict(body, spec=dict(body["spec"], name="gemm")))
+        self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
+        big = dict(body, files=dict(body["files"], **{"big.h": "x" * (257 * 1024)}))
+        status, _, reply = self.call("POST", "/v1/kernels", body=big)
+        self.assertEqual((status, reply["error"]["code"]), (413, "body_too_large"), reply)
+        status, _, listed = self.call("GET", "/v1/kernels/{name}", {"name": "vscale"})
+        self.assertEqual((status, listed["versions"][0]["version"]), (200, made["version"]), listed)
+        ids = {"name": "vscale", "version": made["version"]}
+        status, _, retired = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", ids)
+        self.assertEqual((status, retired["retired"]), (200, True), retired)
+        status, _, reply = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", dict(ids, version="f" * 32))
+        self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+        status, _, reply = self.call("DELETE", "/v1/kernels/{name}/versions/{version}", dict(ids, name="gemm"))
+        self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
+
     def test_y_database_down_is_503(self):
         self.finished_job()
         pg = os.path.join(self.k.data_dir, "pg")
@@ -674,7 +699,11 @@ class ServedTest(unittest.TestCase):
                 ("POST", "/v1/tokens", None, {"name": "x", "scope": "read"}), ("GET", "/v1/tokens", None, None),
                 ("DELETE", "/v1/tokens/{id}", None, None), ("DELETE", "/v1/imports/{id}", None, None),
                 ("POST", "/v1/jobs/{id}/ask", None, {"wait_s": 0}),
-                ("POST", "/v1/jobs/{id}/tell", None, {"trials": [{"id": 1, "status": "invalid"}]})) + (
+                ("POST", "/v1/jobs/{id}/tell", None, {"trials": [{"id": 1, "status": "invalid"}]}),
+                ("GET", "/v1/kernels", None, None), ("GET", "/v1/kernels/{name}", None, None),
+                ("DELETE", "/v1/kernels/{name}/versions/{version}", None, None),
+                ("POST", "/v1/kernels", None, DOC["paths"]["/v1/kernels"]["post"]["requestBody"]["content"]
+                 ["application/json"]["examples"]["vscale"]["value"])) + (
                 (("POST", "/v1/imports", None, deref(DOC["paths"]["/v1/imports"]["post"]["requestBody"]["content"]
                                                  ["application/json"]["examples"]["create"])["value"]),)
                 if "/v1/imports" in DOC["paths"] else ()):

@@ -223,7 +223,7 @@ static void data_files_are_sized_and_hashed(void **state)
     assert_int_equal(k->buffers[0].init.kind, KSPEC_INIT_FILE);
     assert_int_equal(k->buffers[0].init.file.bytes, 512);
     assert_non_null(strstr(k->buffers[0].init.file.path, "/vadd/x.bin"));
-    char hash[17];
+    char hash[KFILES_VERSION_LEN + 1];
     snprintf(hash, sizeof hash, "%s", k->variants[KSPEC_CPU].hash);
     /* another problem size does not fit the file */
     kspec_problem p;

@@ -122,7 +122,7 @@ static void catalog_lists_real_devices_and_kernels(void **state)
     assert_string_equal(t.key.problem_key, "{\"m\":4,\"n\":32}");
     assert_string_equal(t.key.device_class, "cpu:Fake_CPU_3.0GHz:256");
     assert_string_equal(t.key.toolchain, "gcc 12.9.1"); /* the runner's probe says it */
-    assert_int_equal(strlen(t.key.kernel_hash), 16);
+    assert_int_equal(strlen(t.key.kernel_hash), KFILES_VERSION_LEN);
     /* The key alone (a lookup) is the same key, and no space is built for it. */
     target k;
     pj = json_loads("{\"n\": 32}", 0, NULL);
@@ -262,7 +262,11 @@ static void backend_maps_runner_outcomes(void **state)
     json_t *req = last_request(f);
     assert_non_null(req);
     assert_string_equal(json_string_value(json_object_get(req, "kernel")), "vadd");
-    assert_non_null(strstr(json_string_value(json_object_get(req, "source")), "/vadd/cpu.c"));
+    /* the runner compiles the version's content-addressed copy, not the folder's file */
+    const char *src = json_string_value(json_object_get(req, "source"));
+    assert_non_null(strstr(src, "-sources/"));
+    assert_non_null(strstr(src, "/cpu.c"));
+    assert_int_equal(access(src, R_OK), 0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(req, "defines"), "B")), 32);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(req, "problem"), 0)), 1024);
     assert_string_equal(json_string_value(json_array_get(json_object_get(req, "problem_names"), 1)),
@@ -578,7 +582,8 @@ static void fake_cuda_device_gets_launch_geometry(void **state)
     trial_result_release(&r);
     json_t *req = last_request(f);
     assert_string_equal(json_string_value(json_object_get(req, "entry")), "vadd_kernel");
-    assert_non_null(strstr(json_string_value(json_object_get(req, "source")), "/vadd/cuda.cu"));
+    assert_non_null(strstr(json_string_value(json_object_get(req, "source")), "-sources/"));
+    assert_non_null(strstr(json_string_value(json_object_get(req, "source")), "/cuda.cu"));
     assert_int_equal(json_integer_value(json_array_get(json_object_get(req, "block"), 0)), 64);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(req, "block"), 2)), 1);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(req, "grid"), 0)), 64);
