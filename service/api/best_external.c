@@ -1,16 +1,58 @@
 /* GET /v1/best?kernel=K&device=external&device_class=C&<problem>... — the best configuration an
  * external job's harness measured (issue 27), for the version named (kernel_version=) or else the
  * newest version with a result for the problem; the answer says which (kernel_hash, and
- * kernel_version beside it). Only measurements answer: no model predicts an external kernel, and
- * these answers are not kept in the answer cache (they are read from the best table each time). */
+ * kernel_version beside it). Measurements answer, and imports (an imported Kernel Tuner cache) as
+ * for every device: an untrusted one only a plain request, as "imported", a trusted one also
+ * source=measured. A problem without a result is answered by the key's newest ready model
+ * (source=predicted asks for that alone; its space is the one stored with the key's newest job).
+ * These answers are not kept in the answer cache (they are read each time). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog/catalog.h"
 #include "store/best_store.h"
+#include "store/model_store.h"
+#include "worker/model_cache.h"
 #include "api/api_internal.h"
 #include "api/best_cached.h"
 #include "api/handlers.h"
+
+/* A ready model's answer for t (a key-only target): 1 (*out), 0 no model (or no candidate), -1
+ * err. A prediction that is not cached needs the space: the one stored with the key's newest job,
+ * built for this problem. */
+static int predicted(api_context *svc, PGconn *c, const target *t, const json_t *problem,
+                     json_t **out, kt_error *err)
+{
+    json_t *pred = NULL, *space = NULL, *stored_problem = NULL;
+    if (!svc->models)
+        return 0;
+    int rc = model_cache_predict(svc->models, c, t, 1, &pred, err);
+    if (rc == MODEL_CACHE_NEEDS_SPACE) {
+        target full;
+        rc = model_store_key_space(c, t->key.kernel, t->key.device_class, t->key.kernel_hash,
+                                   t->key.toolchain, &space, &stored_problem, err);
+        if (rc == 1 &&
+            catalog_external_resolve(t->key.kernel, t->key.kernel_hash, t->key.device_class, space,
+                                     problem, 1, &full, err) < 0)
+            rc = -1;
+        if (rc == 1) {
+            rc = model_cache_predict(svc->models, c, &full, 1, &pred, err);
+            target_release(&full);
+        }
+    }
+    if (rc == 1) {
+        *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "kernel", t->key.kernel,
+                         "device", t->key.device, "device_class", t->key.device_class,
+                         "kernel_hash", t->key.kernel_hash, "toolchain", t->key.toolchain,
+                         "problem", t->problem, "source", "predicted", "origin", "predicted");
+        if (!*out || json_object_update(*out, pred) < 0)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory writing a prediction");
+    }
+    json_decref(pred);
+    json_decref(space);
+    json_decref(stored_problem);
+    return rc == MODEL_CACHE_NEEDS_SPACE ? 0 : rc;
+}
 
 void api_best_external(api_context *svc, const http_request *req, http_response *res,
                        const char *kernel, const char *device_class, const char *version,
@@ -21,6 +63,11 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     PGconn *c = NULL;
     target t;
     int have = 0;
+    /* As for every device: an untrusted import answers a plain request (origin "imported"),
+     * source=measured only measurements and trusted imports. */
+    int measured_only = source != NULL;
+    int want_results = !source || strcmp(source, "measured") == 0;
+    int want_model = !source || strcmp(source, "predicted") == 0;
     json_t *answer = NULL, *canon = NULL;
     char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
     if (!device_class) {
@@ -32,11 +79,11 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
                       kernel);
         goto fail;
     }
-    if (source && strcmp(source, "measured") != 0) {
+    if (source && strcmp(source, "measured") != 0 && strcmp(source, "predicted") != 0) {
         kt_error_set(&err, KT_ERR_OUT_OF_RANGE,
-                     "source=%.40s: an external kernel is answered by its measurements only",
+                     "source=%.40s: an external kernel is answered by its results or a model",
                      source);
-        kt_error_hint(&err, "leave source out, or send source=measured");
+        kt_error_hint(&err, "leave source out, or send source=measured or source=predicted");
         goto fail;
     }
     if (catalog_external_check_names(version, device_class, &err) < 0)
@@ -47,8 +94,15 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     if (!c)
         goto out;
     if (!version) {
-        int found = best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
-                                              problem_key, newest, sizeof newest, &err);
+        int found =
+            want_results
+                ? best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
+                                            problem_key, measured_only, newest, sizeof newest, &err)
+                : 0;
+        /* A problem never tuned: the newest version with a stored space, for a model. */
+        if (found == 0 && want_model)
+            found = model_store_newest_external_version(c, kernel, device_class, newest,
+                                                        sizeof newest, &err);
         if (found < 0)
             goto fail;
         if (found == 0) {
@@ -68,7 +122,23 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     if (catalog_external_key(kernel, version, device_class, canon, &t, &err) < 0)
         goto fail;
     have = 1;
-    answer = best_store_get_json(c, &t.key, 1, &err);
+    answer = want_results ? best_store_get_json(c, &t.key, measured_only, &err) : NULL;
+    if (!answer && want_results && err.code != KT_ERR_NO_BEST)
+        goto fail;
+    if (!answer && want_model) {
+        kt_error e;
+        kt_error_clear(&e);
+        int got = predicted(svc, c, &t, canon, &answer, &e);
+        if (got < 0) {
+            err = e;
+            goto fail;
+        }
+        if (got == 0 && !want_results)
+            kt_error_set(&err, KT_ERR_NO_BEST,
+                         "no ready model of kernel %.100s on device external, class %.128s, "
+                         "version %.64s",
+                         kernel, device_class, t.key.kernel_hash);
+    }
     if (!answer)
         goto fail;
     json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));

@@ -1,9 +1,11 @@
 /* POST /v1/imports — records results measured elsewhere as a finished job (strategy "import").
- * The body names the target like POST /v1/tune (kernel, device, problem) and lists trials in
- * ktune's own terms; `ktune import` converts Kernel Tuner caches and T4 results files into it. A
- * body holds at most 1 MiB, so a large file comes in several requests: the first creates the job
- * (201), the next ones name it ({"job": id, "trials": [...]}, 200). Every trial is checked against
- * the target's space before anything is stored; each request is one transaction. The reply is
+ * The body names the target like POST /v1/tune (kernel, device, problem; on the device external
+ * also device_class, space and kernel_version, checked as POST /v1/tune checks them: a Kernel
+ * Tuner cache of a kernel with no catalog entry) and lists trials in ktune's own terms; `ktune
+ * import` converts Kernel Tuner caches and T4 results files into it. A body holds at most 1 MiB, so
+ * a large file comes in several requests: the first creates the job (201), the next ones name it
+ * ({"job": id, "trials": [...]}, 200). Every trial is checked against the target's space before
+ * anything is stored; each request is one transaction. The reply is
  * {"job": <the job as GET /v1/jobs/{id} shows it>, "inserted": n, "duplicates": n}.
  *
  * Imported results are second to this service's own (issue #11): their best entries say
@@ -173,7 +175,8 @@ static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, l
     *id = json_integer_value(jv);
     /* A tuning job is refused before its trials are judged (the store checks again, locked). */
     job_info job;
-    int rc = -1;
+    job_target stored;
+    int rc = -1, have_stored = 0;
     if (job_store_get(c, *id, &job, err) < 0)
         return -1;
     if (strcmp(job.strategy, "import") != 0) {
@@ -183,8 +186,12 @@ static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, l
                      *id, job.strategy);
         goto done;
     }
-    if (catalog_reopen_space(svc->cat, &job.target.key, job.target.problem, job.target.space,
-                             target, err) < 0) {
+    /* job_info carries no stored space: the target with it (an external import's, sql/016). */
+    if (job_store_target(c, *id, &stored, err) < 0)
+        goto done;
+    have_stored = 1;
+    if (catalog_reopen_space(svc->cat, &stored.key, stored.problem, stored.space, target, err) <
+        0) {
         /* The kernel's source (or dataset) changed since the job was made: its space is another;
          * or the device's toolchain did: the job's results are another toolchain's. */
         if (err->code == KT_ERR_CONFLICT)
@@ -201,14 +208,54 @@ static int resolve_job_target(api_context *svc, PGconn *c, const json_t *body, l
     }
     rc = 0;
 done:
+    if (have_stored)
+        job_target_release(&stored);
     job_info_release(&job);
     return rc;
 }
 
+/* The target of a new import job: a catalog target, or on the device external (issue 27: an
+ * imported Kernel Tuner cache of a kernel ktune has no folder for) the space, device_class and
+ * kernel_version sent inline, checked exactly as POST /v1/tune checks them. */
+static int resolve_new_target(api_context *svc, const json_t *body, const char *kernel,
+                              const char *device, const json_t *problem, target *out, kt_error *err)
+{
+    const char *version = NULL, *klass = NULL;
+    const json_t *space = json_object_get(body, "space");
+    if (space && json_is_null(space))
+        space = NULL;
+    if (api_get_string(body, "kernel_version", 0, API_MAX_NAME, &version, err) < 0 ||
+        api_get_string(body, "device_class", 0, API_MAX_NAME, &klass, err) < 0)
+        return -1;
+    if (!catalog_is_external(device)) {
+        if (version || klass || space) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST,
+                         "field '%s' is only for device external (an imported space)",
+                         space   ? "space"
+                         : klass ? "device_class"
+                                 : "kernel_version");
+            kt_error_hint(err, "leave it out for device %s, or send \"device\": \"external\"",
+                          device);
+            return -1;
+        }
+        return catalog_resolve(svc->cat, kernel, device, problem, out, err);
+    }
+    if (catalog_external_resolve(kernel, version, klass, space, problem, 1, out, err) < 0)
+        return -1;
+    if (space_count(out->sp) == 0) {
+        target_release(out);
+        kt_error_set(err, KT_ERR_BAD_SPACE, "space: no configuration satisfies the restrictions");
+        kt_error_hint(err, "every imported trial must be a configuration of the space");
+        return -1;
+    }
+    return 0;
+}
+
 void api_import(void *app, const http_request *req, http_response *res)
 {
-    static const char *const fields[] = {"kernel", "device",           "problem", "source",
-                                         "trials", "replace_measured", "trusted", NULL};
+    static const char *const fields[] = {
+        "kernel",  "device",         "problem",      "source", "trials", "replace_measured",
+        "trusted", "kernel_version", "device_class", "space",  NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
@@ -257,8 +304,8 @@ void api_import(void *app, const http_request *req, http_response *res)
                          "field 'problem' must be an object of problem arguments");
             goto fail;
         }
-        if (catalog_resolve(svc->cat, kernel, device, json_is_null(problem) ? NULL : problem,
-                            &target, &err) < 0)
+        if (resolve_new_target(svc, body, kernel, device, json_is_null(problem) ? NULL : problem,
+                               &target, &err) < 0)
             goto fail;
     }
     resolved = 1;
@@ -271,6 +318,7 @@ void api_import(void *app, const http_request *req, http_response *res)
         .space_size = space_count(target.sp),
         .replace_measured = json_is_true(replace),
         .trusted = json_is_true(trusted),
+        .space = target.space_def, /* an external target's inline space, kept with the job */
     };
     import_counts counts;
     int created = id == 0;

@@ -55,8 +55,8 @@ static int check_surrogate(const json_t *hyper, const char *algorithm, kt_error 
 
 int model_request_parse(const json_t *body, model_request *r, kt_error *err)
 {
-    static const char *const fields[] = {"kernel", "device", "device_class", "kind", "algorithm",
-                                         "hyper",  NULL};
+    static const char *const fields[] = {"kernel",    "device", "device_class",   "kind",
+                                         "algorithm", "hyper",  "kernel_version", NULL};
     memset(r, 0, sizeof *r);
     /* A body that is not an object has no fields: "kernel" is missing. */
     if (api_check_fields(body, fields, "the model request", err) < 0 ||
@@ -64,8 +64,10 @@ int model_request_parse(const json_t *body, model_request *r, kt_error *err)
         api_get_string(body, "device", 0, API_MAX_NAME, &r->device, err) < 0 ||
         api_get_string(body, "device_class", 0, API_MAX_NAME, &r->device_class, err) < 0 ||
         api_get_string(body, "kind", 0, API_MAX_NAME, &r->kind, err) < 0 ||
-        api_get_string(body, "algorithm", 0, API_MAX_NAME, &r->algorithm, err) < 0)
+        api_get_string(body, "algorithm", 0, API_MAX_NAME, &r->algorithm, err) < 0 ||
+        api_get_string(body, "kernel_version", 0, API_MAX_NAME, &r->kernel_version, err) < 0)
         return -1;
+    r->external = r->device && strcmp(r->device, "external") == 0;
     if (!r->kind)
         r->kind = MODEL_REQUEST_KIND;
     r->surrogate = strcmp(r->kind, TRAINER_SURROGATE_KIND) == 0;
@@ -90,6 +92,13 @@ int model_request_parse(const json_t *body, model_request *r, kt_error *err)
         return -1;
     if (!r->algorithm)
         r->algorithm = r->surrogate ? TRAINER_SURROGATE_ALGORITHM : predictor_default_kind();
+    if (r->external) /* the device external names its class (checked by the caller) */
+        return 0;
+    if (r->kernel_version) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "field 'kernel_version' is only for device external");
+        kt_error_hint(err, "leave it out: a catalog kernel's version is the hash of its source");
+        return -1;
+    }
     if (!r->device == !r->device_class) {
         kt_error_set(err, r->device ? KT_ERR_BAD_REQUEST : KT_ERR_MISSING_FIELD,
                      "give exactly one of 'device' and 'device_class'");

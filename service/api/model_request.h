@@ -24,6 +24,10 @@ typedef struct model_request {
     const char *algorithm;             /* as given, or the kind's default (filled) */
     int surrogate;                     /* kind is "surrogate" */
     const json_t *hyper;               /* an object, or NULL when absent or null */
+    /* device "external" (issue 27) takes its class from device_class (then both are set) and
+     * may name kernel_version; any other device takes neither. */
+    int external;
+    const char *kernel_version;
 } model_request;
 
 /* Fills r from body (any JSON value: one that is not an object lacks "kernel"). Errors:

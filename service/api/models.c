@@ -78,6 +78,96 @@ static int device_of_class(const catalog *cat, const char *kernel, const char *d
     return rc;
 }
 
+/* POST /v1/models on an external key: 0 (the reply sent, or the 503 of a missing connection), or
+ * -1 with err. */
+static int create_external(api_context *svc, const model_request *mr, http_response *res,
+                           kt_error *err)
+{
+    PGconn *c = NULL;
+    json_t *model = NULL, *space = NULL, *problem = NULL;
+    char version[CATALOG_EXTERNAL_MAX_VERSION + 1];
+    long long id = 0;
+    int rc = -1;
+    if (mr->surrogate) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "device external has no cost model for a surrogate "
+                     "to learn");
+        kt_error_hint(err, "train a predictor (kind \"predictor\") for it");
+        return -1;
+    }
+    if (catalog_external_check_names(mr->kernel_version, mr->device_class, err) < 0)
+        return -1;
+    if (!(c = api_db_acquire(svc, res)))
+        return 0;
+    int found = mr->kernel_version
+                    ? 1
+                    : model_store_newest_external_version(c, mr->kernel, mr->device_class, version,
+                                                          sizeof version, err);
+    if (found < 0)
+        goto out;
+    if (found == 0) {
+        kt_error_set(err, KT_ERR_NO_BEST,
+                     "no job of kernel %.100s on device external, class %.128s has results to "
+                     "learn from",
+                     mr->kernel, mr->device_class);
+        kt_error_hint(err, "tune it through ask/tell (POST /v1/tune with \"device\": "
+                           "\"external\") or import a Kernel Tuner cache (ktune import) first");
+        goto out;
+    }
+    const char *v = mr->kernel_version ? mr->kernel_version : version;
+    /* The space the trainer will build, and a problem of the key: the predictors learn from
+     * problems of numbers, not lists (Kernel Tuner's problem_size). */
+    found = model_store_key_space(c, mr->kernel, mr->device_class, v, CATALOG_EXTERNAL_TOOLCHAIN,
+                                  &space, &problem, err);
+    if (found < 0)
+        goto out;
+    if (found == 0) {
+        kt_error_set(err, KT_ERR_NO_BEST,
+                     "no job of kernel %.100s on device external, class %.128s, version %.64s "
+                     "has a stored space",
+                     mr->kernel, mr->device_class, v);
+        kt_error_hint(err, "leave kernel_version out for the newest version with results");
+        goto out;
+    }
+    const char *name;
+    json_t *arg;
+    json_object_foreach(problem, name, arg)
+    {
+        if (json_is_array(arg)) {
+            kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
+                         "problem argument %.64s of kernel %.100s is a list: the predictors "
+                         "learn from problems of numbers only",
+                         name, mr->kernel);
+            kt_error_hint(err, "GET /v1/best?device=external answers the problems with results; "
+                               "a key whose problems are numbers (\"n\": 4096) can have a model");
+            goto out;
+        }
+    }
+    model_key mk = {
+        .kind = mr->kind,
+        .algorithm = mr->algorithm,
+        .kernel = mr->kernel,
+        .device_class = mr->device_class,
+        .kernel_hash = v,
+        .toolchain = CATALOG_EXTERNAL_TOOLCHAIN,
+    };
+    if (model_store_create(c, &mk, mr->hyper, "requested", &id, err) < 0 ||
+        !(model = model_store_get_json(c, id, err)))
+        goto out;
+    worker_system_wake_trainer(svc->workers);
+    char location[64];
+    snprintf(location, sizeof location, "/v1/models/%lld", id);
+    http_reply_json(res, 202, json_incref(model));
+    http_response_add_header(res, "Location", location);
+    rc = 0;
+out:
+    api_db_release(svc, c);
+    json_decref(model);
+    json_decref(space);
+    json_decref(problem);
+    return rc;
+}
+
 void api_models_create(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
@@ -96,6 +186,14 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     if (!body || model_request_parse(body, &mr, &err) < 0)
         goto fail;
     const char *device = mr.device;
+    if (mr.external) {
+        /* An external key (issue 27): kernel, the caller's class, its version (kernel_version, or
+         * the newest with a stored space), toolchain "external". The trainer builds the space from
+         * the one stored with the key's newest job. */
+        if (create_external(svc, &mr, res, &err) < 0)
+            goto fail;
+        goto out;
+    }
     if (mr.device_class) {
         if (device_of_class(svc->cat, mr.kernel, mr.device_class, class_device, sizeof class_device,
                             &err) < 0)

@@ -131,7 +131,8 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
  * with the job; nothing of it is in the catalog, and no process serves the device, so its trials
  * are only leased to a harness. Key: kernel = the request's name, device "external", device_class
  * = the caller's, kernel_hash = kernel_version when given, else "space:" and 16 hex digits of the
- * canonical space, toolchain "external", problem_key = the canonical problem (numbers only). */
+ * canonical space, toolchain "external", problem_key = the canonical problem (numbers, and lists
+ * of numbers such as Kernel Tuner's problem_size). */
 #define CATALOG_EXTERNAL_DEVICE           "external"
 #define CATALOG_EXTERNAL_TOOLCHAIN        "external"
 #define CATALOG_EXTERNAL_MAX_CLASS        128 /* device_class: printable ASCII */
@@ -140,7 +141,9 @@ int catalog_reopen(const catalog *c, const target_key *stored, const json_t *pro
 #define CATALOG_EXTERNAL_MAX_VALUES       4096
 #define CATALOG_EXTERNAL_MAX_RESTRICTIONS 256
 #define CATALOG_EXTERNAL_MAX_EXPR         4096
-#define CATALOG_EXTERNAL_MAX_ARGS         64 /* problem arguments */
+#define CATALOG_EXTERNAL_MAX_ARGS         64     /* problem arguments */
+#define CATALOG_EXTERNAL_MAX_DIMS         8      /* numbers of a list argument (problem_size) */
+#define CATALOG_EXTERNAL_MAX_CONFIGS      100000 /* space.configurations, the explicit list */
 
 /* 1 when device names the external device. */
 int catalog_is_external(const char *device);
@@ -148,14 +151,17 @@ int catalog_is_external(const char *device);
  * the field. version may be NULL (not given). */
 int catalog_external_check_names(const char *version, const char *device_class, kt_error *err);
 /* The canonical problem of an external target (new reference): problem (NULL or JSON null = {})
- * checked, an object of at most CATALOG_EXTERNAL_MAX_ARGS numbers named by identifiers; *key_out
+ * checked, an object of at most CATALOG_EXTERNAL_MAX_ARGS numbers (or lists of 1 to
+ * CATALOG_EXTERNAL_MAX_DIMS numbers, which restrictions do not read) named by identifiers; *key_out
  * (malloc'd) its compact JSON with sorted keys. NULL with KT_ERR_BAD_PROBLEM naming the member. */
 json_t *catalog_external_problem(const json_t *problem, char **key_out, kt_error *err);
 /* Resolves an external target from a request: space is {"parameters": [{"name","values"}],
  * "restrictions": [...], "default": {...}} (restrictions see the parameters and the problem's
- * arguments); every error is a 400 whose message starts with the JSON path ("space.restrictions[1]:
- * unexpected '&' at column 13: write \"and\""). with_space 0 checks and keys without enumerating
- * (sp NULL). On success out owns everything (target_release). */
+ * numeric arguments), or with "configurations": [[v, ...], ...] instead of restrictions, the
+ * explicit list of valid configurations (an imported Kernel Tuner cache); every error is a 400
+ * whose message starts with the JSON path ("space.restrictions[1]: unexpected '&' at column 13:
+ * write \"and\""). with_space 0 checks and keys without enumerating (sp NULL). On success out owns
+ * everything (target_release). */
 int catalog_external_resolve(const char *kernel, const char *kernel_version,
                              const char *device_class, const json_t *space, const json_t *problem,
                              int with_space, target *out, kt_error *err);

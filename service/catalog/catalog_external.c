@@ -62,6 +62,50 @@ int catalog_external_check_names(const char *version, const char *device_class, 
     return 0;
 }
 
+/* A problem argument: a finite number, or (Kernel Tuner's problem_size) an array of 1 to
+ * CATALOG_EXTERNAL_MAX_DIMS finite numbers, which restrictions do not see. */
+static int check_problem_value(const char *k, const json_t *v, kt_error *err)
+{
+    if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        int ok = n >= 1 && n <= CATALOG_EXTERNAL_MAX_DIMS;
+        for (size_t i = 0; ok && i < n; i++) {
+            const json_t *x = json_array_get(v, i);
+            ok = json_is_number(x) && isfinite(json_number_value(x));
+        }
+        if (!ok) {
+            kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem.%s: a list must hold 1 to %d numbers", k,
+                         CATALOG_EXTERNAL_MAX_DIMS);
+            kt_error_hint(err, "a list is for sizes such as Kernel Tuner's problem_size: "
+                               "{\"problem_size\": [4096, 4096]}");
+            return -1;
+        }
+        return 0;
+    }
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+        kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem.%s: must be a number", k);
+        kt_error_hint(err, "problem arguments are numbers such as {\"n\": 1000000}, or lists "
+                           "of numbers such as {\"problem_size\": [4096, 4096]}");
+        return -1;
+    }
+    return 0;
+}
+
+/* The numeric problem arguments, the constants restrictions may read (a new reference). */
+static json_t *numeric_constants(const json_t *problem)
+{
+    json_t *out = json_object(), *v;
+    const char *k;
+    json_object_foreach((json_t *)problem, k, v)
+    {
+        if (out && json_is_number(v) && json_object_set(out, k, v) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 json_t *catalog_external_problem(const json_t *problem, char **key_out, kt_error *err)
 {
     const char *k;
@@ -86,11 +130,8 @@ json_t *catalog_external_problem(const json_t *problem, char **key_out, kt_error
                              k, KSPEC_MAX_NAME);
                 return NULL;
             }
-            if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-                kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem.%s: must be a number", k);
-                kt_error_hint(err, "problem arguments are numbers such as {\"n\": 1000000}");
+            if (check_problem_value(k, v, err) < 0)
                 return NULL;
-            }
         }
         out = json_deep_copy(problem);
     } else {
@@ -197,6 +238,8 @@ static int problem_constants(const json_t *problem, const char **names, expr_val
     int n = 0;
     json_object_foreach((json_t *)problem, k, v)
     {
+        if (!json_is_number(v))
+            continue; /* a list (problem_size) is no constant */
         names[n] = k;
         vals[n] = json_is_integer(v)
                       ? (expr_value){.type = EXPR_INT, .u.i = (int64_t)json_integer_value(v)}
@@ -252,7 +295,38 @@ static int check_restrictions(const json_t *arr, const json_t *params, const jso
     return *out ? 0 : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 }
 
-/* The canonical definition {"default", "parameters", "restrictions"} of a request's space. */
+/* space.configurations: the explicit list of valid configurations (a Kernel Tuner cache whose
+ * restrictions are unknown), 1..MAX arrays of one value per parameter, in parameter order; each
+ * value's membership is checked when the space is built. Instead of restrictions, never with. */
+static int check_configurations(const json_t *arr, const json_t *params, const json_t *restr,
+                                kt_error *err)
+{
+    size_t np = json_array_size(params);
+    if (!json_is_array(arr) || json_array_size(arr) < 1 ||
+        json_array_size(arr) > CATALOG_EXTERNAL_MAX_CONFIGS)
+        return BAD(err, "space.configurations: must be an array of 1 to %d configurations",
+                   CATALOG_EXTERNAL_MAX_CONFIGS);
+    if (json_array_size(restr) > 0) {
+        BAD(err, "space.configurations: an explicit list of configurations replaces "
+                 "restrictions; send one or the other");
+        kt_error_hint(err, "leave space.restrictions out (or []) when listing configurations");
+        return -1;
+    }
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *c = json_array_get(arr, i);
+        if (!json_is_array(c) || json_array_size(c) != np) {
+            BAD(err,
+                "space.configurations[%zu]: must be an array of %zu values, one per parameter "
+                "in the order of space.parameters",
+                i, np);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The canonical definition {"default", "parameters", "restrictions"[, "configurations"]} of a
+ * request's space. */
 static json_t *canonical_space(const json_t *space, const json_t *problem, kt_error *err)
 {
     json_t *params = NULL, *restr = NULL, *def = NULL, *out = NULL;
@@ -268,15 +342,20 @@ static json_t *canonical_space(const json_t *space, const json_t *problem, kt_er
     json_object_foreach((json_t *)space, k, v)
     {
         if (strcmp(k, "parameters") != 0 && strcmp(k, "restrictions") != 0 &&
-            strcmp(k, "default") != 0) {
+            strcmp(k, "default") != 0 && strcmp(k, "configurations") != 0) {
             BAD(err, "space: unknown field '%.64s'", k);
-            kt_error_hint(err, "a space has \"parameters\", \"restrictions\" and \"default\"");
+            kt_error_hint(err, "a space has \"parameters\", \"restrictions\" and \"default\" "
+                               "(or \"configurations\", an explicit list, for restrictions)");
             return NULL;
         }
     }
+    const json_t *configs = json_object_get(space, "configurations");
+    if (configs && json_is_null(configs))
+        configs = NULL;
     if (check_parameters(json_object_get(space, "parameters"), problem, &params, err) < 0 ||
         check_restrictions(json_object_get(space, "restrictions"), params, problem, &restr, err) <
-            0)
+            0 ||
+        (configs && check_configurations(configs, params, restr, err) < 0))
         goto out;
     def = json_object_get(space, "default");
     if (def && !json_is_null(def) && !json_is_object(def)) {
@@ -286,6 +365,8 @@ static json_t *canonical_space(const json_t *space, const json_t *problem, kt_er
     out = json_pack("{s:O, s:O}", "parameters", params, "restrictions", restr);
     if (out && def && !json_is_null(def))
         json_object_set(out, "default", def);
+    if (out && configs) /* only when sent: the hash of a space without it is unchanged */
+        json_object_set(out, "configurations", (json_t *)configs);
     if (!out)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
@@ -298,13 +379,19 @@ out:
  * checks its default against it. */
 static space *build_space(const json_t *def, const json_t *problem, kt_error *err)
 {
-    json_t *consts = json_deep_copy(problem);
-    space *sp = consts ? space_new(json_object_get(def, "parameters"),
-                                   json_object_get(def, "restrictions"), consts, NULL, err)
-                       : NULL;
+    const json_t *configs = json_object_get(def, "configurations");
+    json_t *consts = configs ? NULL : numeric_constants(problem);
+    space *sp = NULL;
+    if (configs)
+        sp = space_new_explicit(json_object_get(def, "parameters"), configs, err);
+    else if (consts)
+        sp = space_new(json_object_get(def, "parameters"), json_object_get(def, "restrictions"),
+                       consts, NULL, err);
+    else
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     json_decref(consts);
     if (!sp) {
-        kt_error_prefix(err, "space");
+        kt_error_prefix(err, configs ? "space.configurations" : "space");
         return NULL;
     }
     const json_t *d = json_object_get(def, "default");

@@ -20,6 +20,7 @@ static void best_usage(FILE *f)
         "usage: ktune best --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
         "                  [--format json|flags|header] [--source measured|predicted]\n"
         "                  [--fallback nearest] [--k N] [--tune-on-miss EVALUATIONS] [--verbose]\n"
+        "       ktune best --kernel K --device external --device-class C [--problem ...]\n"
         "       ktune best --all [--format table] [--kernel K] [--device-class C]\n"
         "\n"
         "Prints the best known configuration (GET /v1/best): json (default) the\n"
@@ -142,8 +143,9 @@ int cli_best_main(int argc, char **argv)
                           json_object_size(problem) > 0);
         goto done;
     }
-    if (device_class) {
-        fprintf(stderr, "ktune best: --device-class goes with --all\n");
+    /* The device external (issue 27) has no class of its own: the caller names it. */
+    if (device_class && !(device && strcmp(device, "external") == 0)) {
+        fprintf(stderr, "ktune best: --device-class goes with --all or --device external\n");
         goto done;
     }
     if (!format)
@@ -176,8 +178,9 @@ int cli_best_main(int argc, char **argv)
         fprintf(stderr, "ktune best: --tune-on-miss must be a positive whole number\n");
         goto done;
     }
-    const char *names[] = {"kernel", "device", "source", "fallback", "k", "tune_on_miss"};
-    const char *values[] = {kernel, device, source, fallback, k, tune_on_miss};
+    const char *names[] = {"kernel", "device",       "source",      "fallback",
+                           "k",      "tune_on_miss", "device_class"};
+    const char *values[] = {kernel, device, source, fallback, k, tune_on_miss, device_class};
     int bad = 0;
     for (size_t o = 0; o < sizeof names / sizeof names[0]; o++) {
         if (!values[o])

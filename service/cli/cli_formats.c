@@ -389,10 +389,14 @@ static int import_kerneltuner(const json_t *file, json_t *out, kt_error *err)
     int rc = -1;
     if (!json_is_array(keys)) {
         const json_t *tp = json_object_get(file, "tune_params");
-        if (!json_is_object(tp))
-            return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                                "the Kernel Tuner file has neither tune_params_keys nor "
-                                "tune_params");
+        if (!json_is_object(tp)) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST,
+                         "tune_params_keys is missing (and tune_params too): a Kernel Tuner "
+                         "cache names its parameters there");
+            kt_error_hint(err, "e.g. \"tune_params_keys\": [\"block_size_x\"], "
+                               "\"tune_params\": {\"block_size_x\": [16, 32, 64]}");
+            return -1;
+        }
         own_keys = keys = json_array();
         const char *name;
         json_t *v;
@@ -403,7 +407,7 @@ static int import_kerneltuner(const json_t *file, json_t *out, kt_error *err)
     json_object_foreach((json_t *)cache, ckey, rec)
     {
         if (!json_is_object(rec)) {
-            kt_error_set(err, KT_ERR_BAD_REQUEST, "cache entry '%.80s' is not an object", ckey);
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "cache[\"%.80s\"] is not an object", ckey);
             goto done;
         }
         json_t *config = json_object();
@@ -414,13 +418,24 @@ static int import_kerneltuner(const json_t *file, json_t *out, kt_error *err)
             json_t *v = json_object_get(rec, json_string_value(k));
             if (!v) {
                 json_decref(config);
-                kt_error_set(err, KT_ERR_BAD_REQUEST, "cache entry '%.80s' lacks parameter %s",
-                             ckey, json_string_value(k));
+                kt_error_set(err, KT_ERR_BAD_REQUEST,
+                             "cache[\"%.80s\"].%.100s is missing (tune_params_keys names it)", ckey,
+                             json_string_value(k));
+                kt_error_hint(err, "each cache entry holds the value of every parameter and its "
+                                   "\"time\"");
                 goto done;
             }
             json_object_set(config, json_string_value(k), v);
         }
         json_t *time = json_object_get(rec, "time");
+        if (!time || !(json_is_number(time) || json_is_string(time))) {
+            json_decref(config);
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "cache[\"%.80s\"].time is %s", ckey,
+                         time ? "neither a number nor an error name" : "missing");
+            kt_error_hint(err, "\"time\" is the measured time in ms, or an error name such as "
+                               "\"InvalidConfig\" or \"CompilationFailedConfig\"");
+            goto done;
+        }
         const char *status = "invalid";
         double time_ms = NAN;
         if (json_is_number(time) && isfinite(json_number_value(time)) &&
@@ -543,6 +558,13 @@ static void import_target(const json_t *file, cli_import *im)
         json_t *problem = json_object_get(meta, "problem");
         if (json_is_object(problem))
             im->problem = json_incref(problem);
+        /* An external job's export: its class and version key the re-import. */
+        const char *klass = json_string_value(json_object_get(meta, "device_class"));
+        const char *version = json_string_value(json_object_get(meta, "kernel_hash"));
+        if (strcmp(device, "external") == 0 && klass && version) {
+            snprintf(im->device_class, sizeof im->device_class, "%s", klass);
+            snprintf(im->kernel_version, sizeof im->kernel_version, "%s", version);
+        }
         return;
     }
     const char *space = json_string_value(json_object_get(file, "space"));
@@ -580,6 +602,7 @@ void cli_import_release(cli_import *im)
 {
     json_decref(im->trials);
     json_decref(im->problem);
+    json_decref(im->space);
     memset(im, 0, sizeof *im);
 }
 

@@ -26,7 +26,8 @@ static void models_usage(FILE *f)
 
 static void train_usage(FILE *f)
 {
-    fprintf(f, "usage: ktune train --kernel K (--device D | --device-class C)\n"
+    fprintf(f, "usage: ktune train --kernel K (--device D | --device-class C |\n"
+               "                   --device external --device-class C [--kernel-version V])\n"
                "                   [--kind predictor|surrogate] [--algorithm A]\n"
                "                   [--hyper NAME=V[,NAME=V...]] [--wait] [--json]\n"
                "\n"
@@ -37,6 +38,8 @@ static void train_usage(FILE *f)
                "samples=N,problems=N,epochs=N,max_seconds=S or JSON: '{\"hidden\": [64, 64]}').\n"
                "--wait polls until the model is ready (exit 0) or failed (exit 8) and prints it.\n"
                "A model of the same key that is already training is refused (exit 4).\n"
+               "--device external: a kernel measured through ask/tell or imported from a\n"
+               "Kernel Tuner cache, of the class C (and version V, else the newest).\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -260,7 +263,7 @@ int cli_train_main(int argc, char **argv)
 {
     cli_conn conn;
     const char *kernel = NULL, *device = NULL, *device_class = NULL, *algorithm = NULL,
-               *hyper_text = NULL, *kind = "predictor";
+               *hyper_text = NULL, *kind = "predictor", *kernel_version = NULL;
     int wait = 0, json = 0, rc = CLI_EXIT_USAGE;
     json_t *body = NULL, *model = NULL;
     cli_client *cl = NULL;
@@ -276,7 +279,8 @@ int cli_train_main(int argc, char **argv)
             (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
             (m = cli_opt(argc, argv, &i, "--algorithm", &algorithm)) ||
             (m = cli_opt(argc, argv, &i, "--kind", &kind)) ||
-            (m = cli_opt(argc, argv, &i, "--hyper", &hyper_text))) {
+            (m = cli_opt(argc, argv, &i, "--hyper", &hyper_text)) ||
+            (m = cli_opt(argc, argv, &i, "--kernel-version", &kernel_version))) {
             if (m < 0)
                 goto done;
         } else if (strcmp(argv[i], "--wait") == 0) {
@@ -289,14 +293,22 @@ int cli_train_main(int argc, char **argv)
             goto done;
         }
     }
-    if (!kernel || !device == !device_class) {
+    /* The device external names its class too (issue 27). */
+    int external = device && strcmp(device, "external") == 0;
+    if (!kernel || (external ? !device_class : !device == !device_class) ||
+        (kernel_version && !external)) {
         fprintf(stderr, "ktune train: --kernel and one of --device and --device-class are "
-                        "required (ktune train --help)\n");
+                        "required (both with --device external, which alone takes "
+                        "--kernel-version; ktune train --help)\n");
         goto done;
     }
     body = json_pack("{s:s, s:s}", "kernel", kernel, "kind", kind);
-    json_object_set_new(body, device ? "device" : "device_class",
-                        json_string(device ? device : device_class));
+    if (device)
+        json_object_set_new(body, "device", json_string(device));
+    if (device_class)
+        json_object_set_new(body, "device_class", json_string(device_class));
+    if (kernel_version)
+        json_object_set_new(body, "kernel_version", json_string(kernel_version));
     if (algorithm)
         json_object_set_new(body, "algorithm", json_string(algorithm));
     if (hyper_text) {

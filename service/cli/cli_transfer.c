@@ -24,6 +24,7 @@ static void transfer_usage(FILE *f)
     fprintf(f, "usage: ktune export JOB --format kerneltuner|t4 [-o FILE]\n"
                "       ktune import FILE [--kernel K --device D] [--problem NAME=V,...] "
                "[--trusted]\n"
+               "                   [--device-class C] [--kernel-version V]\n"
                "\n"
                "export writes the finished trials of job JOB as a Kernel Tuner cache file or a\n"
                "T4 results file (stdout unless -o). import reads either format (gzipped or not;\n"
@@ -31,6 +32,12 @@ static void transfer_usage(FILE *f)
                "strategy 'import', which updates the best known configurations. The kernel,\n"
                "device and problem come from the options, else from the file (ktune's exports\n"
                "name them; a Kernel Tuner cache with a \"space\" name maps to replay:<space>).\n"
+               "A genuine Kernel Tuner cache (neither) imports under its kernel_name on the\n"
+               "device external: its device class made from device_name (--device-class C\n"
+               "overrides; either, or --device external, asks for this with any file), its\n"
+               "space from tune_params and restrictions (else the recorded configurations),\n"
+               "its problem {\"problem_size\": ...}, its version the space's hash unless\n"
+               "--kernel-version V.\n"
                "Imported results answer only a plain ktune best, as imported: never --source\n"
                "measured, the nearest fallback, models or warm starts, unless --trusted (an\n"
                "admin token) says they count as measurements.\n"
@@ -239,18 +246,65 @@ done:
     return rc;
 }
 
+/* The first request's fields for the device external: device_class, space, kernel_version. */
+static void external_fields(json_t *body, const cli_import *im, const char *version)
+{
+    json_object_set_new(body, "device_class", json_string(im->device_class));
+    json_object_set(body, "space", im->space);
+    if (version)
+        json_object_set_new(body, "kernel_version", json_string(version));
+}
+
+/* Bytes of trials the first request may carry: less the inline space it also sends. */
+static size_t first_chunk_bytes(const cli_import *im)
+{
+    char *text = im->space ? json_dumps(im->space, JSON_COMPACT) : NULL;
+    size_t n = text ? strlen(text) : 0;
+    free(text);
+    return n + 4096 < TRANSFER_MAX_CHUNK ? TRANSFER_MAX_CHUNK - n - 4096 : 1;
+}
+
+/* Where an external import went and how to look it up (stderr). */
+static void external_summary(const cli_import *im, const char *kernel, const json_t *problem,
+                             const json_t *job)
+{
+    const char *version = json_string_value(json_object_get(job, "kernel_hash"));
+    char sizes[256] = "";
+    const json_t *ps = json_object_get(problem, "problem_size"), *v;
+    size_t i, used = 0;
+    json_t *list = json_is_array(ps) ? json_incref((json_t *)ps) : json_pack("[O]", ps);
+    json_array_foreach(list, i, v)
+    {
+        int n = snprintf(sizes + used, sizeof sizes - used, "%s%.17g", i ? "," : "",
+                         json_number_value(v));
+        if (n < 0 || (size_t)n >= sizeof sizes - used)
+            break;
+        used += (size_t)n;
+    }
+    json_decref(list);
+    fprintf(stderr,
+            "ktune: kernel %s on device external, class %s, version %s; space: %s\n"
+            "ktune: look it up with: ktune best --kernel %s --device external --device-class "
+            "'%s'%s%s\n",
+            kernel, im->device_class, version ? version : "?", im->space_note, kernel,
+            im->device_class, ps ? " --problem problem_size=" : "", ps ? sizes : "");
+}
+
 /* Sends the trials in chunks; the first request creates the job. */
 static int send_import(cli_client *cl, const cli_import *im, const char *kernel, const char *device,
-                       const json_t *problem, int trusted)
+                       const json_t *problem, int trusted, const char *version)
 {
     size_t pos = 0, total = json_array_size(im->trials);
     long long id = 0, inserted = 0, duplicates = 0;
     json_t *chunk, *job = NULL;
     int rc = CLI_EXIT_OK;
-    while ((chunk = cli_import_chunk(im->trials, &pos, TRANSFER_MAX_CHUNK)) != NULL) {
+    while ((chunk = cli_import_chunk(
+                im->trials, &pos, id == 0 ? first_chunk_bytes(im) : TRANSFER_MAX_CHUNK)) != NULL) {
         json_t *body = id == 0 ? json_pack("{s:s,s:s,s:s}", "kernel", kernel, "device", device,
                                            "source", im->format)
                                : json_pack("{s:I}", "job", (json_int_t)id);
+        if (id == 0 && im->space)
+            external_fields(body, im, version);
         if (id == 0 && problem)
             json_object_set(body, "problem", (json_t *)problem);
         if (id == 0 && trusted) /* the job's trust is set when it is created */
@@ -280,6 +334,8 @@ static int send_import(cli_client *cl, const cli_import *im, const char *kernel,
     if (json_is_object(best))
         fprintf(stderr, "; best %.6g ms", json_number_value(json_object_get(best, "time_ms")));
     fputc('\n', stderr);
+    if (im->space)
+        external_summary(im, kernel, problem, json_object_get(job, "job"));
 done:
     json_decref(job);
     return rc;
@@ -288,7 +344,7 @@ done:
 int cli_import_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *file = NULL, *kernel = NULL, *device = NULL;
+    const char *file = NULL, *kernel = NULL, *device = NULL, *klass = NULL, *version = NULL;
     int trusted = 0;
     json_t *problem = NULL, *root = NULL;
     cli_client *cl = NULL;
@@ -306,7 +362,9 @@ int cli_import_main(int argc, char **argv)
         if ((m = cli_common_option(&conn, argc, argv, &i, transfer_usage, &rc)) ||
             (m = cli_problem_option(argc, argv, &i, &problem)) ||
             (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &device))) {
+            (m = cli_opt(argc, argv, &i, "--device", &device)) ||
+            (m = cli_opt(argc, argv, &i, "--device-class", &klass)) ||
+            (m = cli_opt(argc, argv, &i, "--kernel-version", &version))) {
             if (m < 0)
                 goto done;
         } else if (strcmp(argv[i], "--trusted") == 0) {
@@ -337,6 +395,43 @@ int cli_import_main(int argc, char **argv)
     }
     if (cli_import_parse(root, &im, &err) < 0) {
         fprintf(stderr, "ktune: %s: %s\n", file, err.message);
+        if (err.hint[0])
+            fprintf(stderr, "  hint: %s\n", err.hint);
+        goto done;
+    }
+    /* A genuine Kernel Tuner cache names no target ktune knows: its own kernel on the device
+     * external. --device-class or --device external asks for that with any cache. */
+    /* An external job's export names its class and version (unless another device is asked). */
+    char own_class[sizeof im.device_class], own_version[sizeof im.kernel_version];
+    snprintf(own_class, sizeof own_class, "%s", im.device_class);
+    snprintf(own_version, sizeof own_version, "%s", im.kernel_version);
+    int to_external = !device || strcmp(device, "external") == 0;
+    if (to_external && !klass && own_class[0])
+        klass = own_class;
+    if (to_external && !version && own_version[0])
+        version = own_version;
+    if (strcmp(im.format, "kerneltuner") == 0 &&
+        (klass || (device && strcmp(device, "external") == 0) || (!device && !im.device[0]))) {
+        if (device && strcmp(device, "external") != 0) {
+            fprintf(stderr, "ktune import: --device-class is for --device external\n");
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (cli_import_external(root, kernel, klass, &im, &err) < 0) {
+            fprintf(stderr, "ktune: %s: %s\n", file, err.message);
+            if (err.hint[0])
+                fprintf(stderr, "  hint: %s\n", err.hint);
+            goto done;
+        }
+        if (problem) { /* --problem replaces the file's problem_size */
+            json_decref(im.problem);
+            im.problem = NULL;
+        }
+        device = im.device;
+    } else if (klass || version) {
+        fprintf(stderr, "ktune import: --device-class and --kernel-version are for a Kernel Tuner "
+                        "cache imported on the device external\n");
+        rc = CLI_EXIT_USAGE;
         goto done;
     }
     if (!kernel)
@@ -357,7 +452,7 @@ int cli_import_main(int argc, char **argv)
         fprintf(stderr, "ktune: cannot start libcurl\n");
         goto done;
     }
-    rc = send_import(cl, &im, kernel, device, problem, trusted);
+    rc = send_import(cl, &im, kernel, device, problem, trusted, version);
 done:
     cli_import_release(&im);
     json_decref(root);

@@ -58,10 +58,11 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
 json_t *best_store_get_json(PGconn *c, const target_key *key, int measured_only, kt_error *err);
 /* The newest kernel_hash (version) with a best entry for (kernel, device_class, toolchain,
  * problem_key): the one whose newest job is the latest made (issue 27: GET /v1/best of an
- * external kernel that names no kernel_version). 1 with out (cap bytes) filled, 0 when none. */
+ * external kernel that names no kernel_version); measured_only: only entries that are
+ * measurements or a trusted import's. 1 with out (cap bytes) filled, 0 when none. */
 int best_store_newest_version(PGconn *c, const char *kernel, const char *device_class,
-                              const char *toolchain, const char *problem_key, char *out, size_t cap,
-                              kt_error *err);
+                              const char *toolchain, const char *problem_key, int measured_only,
+                              char *out, size_t cap, kt_error *err);
 /* {"best":[...]} newest first (ties in key order, so pages are stable), optionally filtered by
  * kernel and/or device class; at most limit, after skipping offset entries (the paging of
  * GET /v1/best/entries and of `ktune best --all`). */

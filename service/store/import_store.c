@@ -28,6 +28,7 @@ static int create_job(PGconn *c, const import_target *t, long long n, long long 
         .batch_size = 1,
         .space_size = t->space_size,
         .finished_as = "imported",
+        .space = t->space,
     };
     int rc = opts ? job_store_create(c, &spec, id, err)
                   : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating an import job");

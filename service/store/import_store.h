@@ -30,6 +30,7 @@ typedef struct import_target {
      * nothing but a plain GET /v1/best, where they answer "imported": not source=measured, the
      * nearest fallback, models or warm starts (STORE_MEASURED_JOB, store_util.h). */
     int trusted;
+    const json_t *space; /* an external target's inline space (jobs.space, sql/016), else NULL */
 } import_target;
 
 typedef struct import_counts {

@@ -625,3 +625,48 @@ int model_store_fail(PGconn *c, const runner_identity *me, long long id, const k
     free(training_text);
     return rc;
 }
+
+int model_store_key_space(PGconn *c, const char *kernel, const char *device_class,
+                          const char *kernel_hash, const char *toolchain, json_t **space,
+                          json_t **problem, kt_error *err)
+{
+    const char *p[] = {kernel, device_class, kernel_hash, toolchain};
+    *space = *problem = NULL;
+    PGresult *r = db_exec(c,
+                          "SELECT space, problem FROM jobs WHERE kernel = $1 AND device_class = $2"
+                          " AND kernel_hash = $3 AND toolchain = $4 AND space IS NOT NULL"
+                          " ORDER BY id DESC LIMIT 1",
+                          4, p, err);
+    if (!r)
+        return -1;
+    int rc = 0;
+    if (PQntuples(r) == 1) {
+        *space = store_get_json(r, 0, 0);
+        *problem = store_get_json(r, 0, 1);
+        rc = *space && *problem ? 1 : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
+        if (rc < 0) {
+            json_decref(*space);
+            json_decref(*problem);
+            *space = *problem = NULL;
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+int model_store_newest_external_version(PGconn *c, const char *kernel, const char *device_class,
+                                        char *out, size_t cap, kt_error *err)
+{
+    const char *p[] = {kernel, device_class};
+    PGresult *r = db_exec(c,
+                          "SELECT kernel_hash FROM jobs WHERE kernel = $1 AND device_class = $2"
+                          " AND device = 'external' AND space IS NOT NULL ORDER BY id DESC LIMIT 1",
+                          2, p, err);
+    if (!r)
+        return -1;
+    int found = PQntuples(r) == 1;
+    if (found)
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return found;
+}

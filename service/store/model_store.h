@@ -156,6 +156,17 @@ int model_store_training_data(PGconn *c, const char *kernel, const char *device_
                               const char *kernel_hash, const char *toolchain, int top,
                               int max_problems, model_training_data *out, kt_error *err);
 void model_training_data_release(model_training_data *d);
+/* The space stored with the newest job of an external key (issue 27: jobs.space, sql/016) and that
+ * job's problem, new references: what the trainer builds an external kernel's space from. 1 found,
+ * 0 no job of the key has a space, -1 err. */
+/* The kernel_hash of the newest job of (kernel, device_class, toolchain "external") that has a
+ * stored space (POST /v1/models on an external key without kernel_version). 1 with out filled, 0
+ * none, -1 err. */
+int model_store_newest_external_version(PGconn *c, const char *kernel, const char *device_class,
+                                        char *out, size_t cap, kt_error *err);
+int model_store_key_space(PGconn *c, const char *kernel, const char *device_class,
+                          const char *kernel_hash, const char *toolchain, json_t **space,
+                          json_t **problem, kt_error *err);
 
 /* Finishes model id trained by me: bytes + format_version + metrics + training summary + the hyper
  * actually used, status 'ready', and the older ready models of the same key and kind

@@ -261,6 +261,35 @@ out:
     return rc;
 }
 
+/* The model's target: from the catalog, or for an external key (issue 27) from the space stored
+ * with its newest job. */
+static int open_target(trainer *t, const model_claim *m, trainer_target *tt, const char **reason,
+                       kt_error *err)
+{
+    if (strcmp(m->toolchain, CATALOG_EXTERNAL_TOOLCHAIN) != 0)
+        return trainer_open_target(t->opt.cat, m, tt, reason, err);
+    json_t *space = NULL, *problem = NULL;
+    PGconn *c = db_acquire(t->opt.db, 10000, err);
+    int found = c ? model_store_key_space(c, m->kernel, m->device_class, m->kernel_hash,
+                                          m->toolchain, &space, &problem, err)
+                  : -1;
+    if (c)
+        db_release(t->opt.db, c);
+    int rc = found < 0 ? -1 : 0;
+    if (found == 0) {
+        *reason = "target_unavailable";
+        rc =
+            kt_error_set(err, KT_ERR_NOT_FOUND,
+                         "no job of kernel %s on external, class %s, version %s has a stored space",
+                         m->kernel, m->device_class, m->kernel_hash);
+    }
+    if (found == 1)
+        rc = trainer_open_external(m, space, problem, tt, reason, err);
+    json_decref(space);
+    json_decref(problem);
+    return rc;
+}
+
 /* Trains one claimed predictor to 'ready' or 'failed'. */
 static void train_predictor(trainer *t, const model_claim *m)
 {
@@ -275,7 +304,7 @@ static void train_predictor(trainer *t, const model_claim *m)
     int added = 0, abandoned = 0;
     log_info("model %lld: training %s of %s on %s (version %d, attempt %d, %s)", m->id,
              m->algorithm, m->kernel, m->device_class, m->version, m->attempts, m->reason);
-    if (trainer_open_target(t->opt.cat, m, &tt, &reason, &err) < 0) {
+    if (open_target(t, m, &tt, &reason, &err) < 0) {
         trainer_fail_model(t, m, &err, reason, NULL);
         return;
     }

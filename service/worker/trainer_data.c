@@ -3,6 +3,7 @@
  * built from the stored trials, and the held-out spaces for predictor_evaluate. See trainer.h. */
 #include "worker/trainer_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -75,6 +76,21 @@ int trainer_open_target(const catalog *cat, const model_claim *m, trainer_target
     return 0;
 }
 
+int trainer_open_external(const model_claim *m, const json_t *space, const json_t *problem,
+                          trainer_target *out, const char **reason, kt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->device, sizeof out->device, "%s", CATALOG_EXTERNAL_DEVICE);
+    if (catalog_external_resolve(m->kernel, m->kernel_hash, m->device_class, space, problem, 1,
+                                 &out->def, err) < 0) {
+        *reason = "target_unavailable";
+        kt_error_prefix(err, "the stored space of kernel %s on external, class %s", m->kernel,
+                        m->device_class);
+        return -1;
+    }
+    return 0;
+}
+
 void trainer_target_release(trainer_target *t)
 {
     for (int i = 0; i < t->n_held; i++)
@@ -89,7 +105,7 @@ void trainer_target_release(trainer_target *t)
 static json_t *arg_names(const trainer_target *t, const char *kernel)
 {
     json_t *names = json_array();
-    const kernel_spec *k = catalog_find_kernel(t->cat, kernel);
+    const kernel_spec *k = t->cat ? catalog_find_kernel(t->cat, kernel) : NULL;
     if (k) {
         for (int i = 0; i < k->n_args; i++)
             json_array_append_new(names, json_string(k->args[i].name));
@@ -105,7 +121,7 @@ training_set *trainer_training_set(const trainer_target *t, const model_claim *m
                                    const model_training_data *data, int *added, kt_error *err)
 {
     json_t *names = arg_names(t, m->kernel);
-    const kernel_spec *k = catalog_find_kernel(t->cat, m->kernel);
+    const kernel_spec *k = t->cat ? catalog_find_kernel(t->cat, m->kernel) : NULL;
     json_t *derived = k ? kernel_spec_derived_json(k) : NULL; /* model/derived.h */
     training_set *ts = training_set_new_from_space(t->def.sp, names, err);
     if (ts && training_set_set_derived(ts, derived, err) < 0) {
@@ -145,8 +161,13 @@ const space *trainer_space_for(void *ctx, const json_t *problem, kt_error *err)
         return NULL;
     }
     t->held = grown;
-    if (catalog_resolve(t->cat, t->def.key.kernel, t->device, problem, &t->held[t->n_held], &why) <
-        0) {
+    /* An external key's problems are built from its stored space (cat is NULL there). */
+    int rc = t->cat ? catalog_resolve(t->cat, t->def.key.kernel, t->device, problem,
+                                      &t->held[t->n_held], &why)
+                    : catalog_external_resolve(t->def.key.kernel, t->def.key.kernel_hash,
+                                               t->def.key.device_class, t->def.space_def, problem,
+                                               1, &t->held[t->n_held], &why);
+    if (rc < 0) {
         /* Skipped (err stays KT_OK): the catalog no longer accepts this problem here. */
         char *text = json_dumps(problem, JSON_COMPACT | JSON_SORT_KEYS);
         log_warn("held-out problem %s skipped: %s", text ? text : "?", why.message);

@@ -27,6 +27,11 @@ typedef struct trainer_target {
  * "toolchain_changed" (the device's toolchain differs from the model's). */
 int trainer_open_target(const catalog *cat, const model_claim *m, trainer_target *out,
                         const char **reason, kt_error *err);
+/* The same for a model of an external key (issue 27; toolchain "external"): the space stored with
+ * the key's newest job and that job's problem (model_store_key_space); held-out problems are then
+ * built from that space. -1 with *reason "target_unavailable" when it does not build. */
+int trainer_open_external(const model_claim *m, const json_t *space, const json_t *problem,
+                          trainer_target *out, const char **reason, kt_error *err);
 void trainer_target_release(trainer_target *t);
 /* A training set of t's parameters holding data's rows (rows the set refuses are skipped and
  * logged); *added: trials added. NULL with err. */

@@ -28,7 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cli_import im;
         kt_error err;
         kt_error_clear(&err);
-        (void)cli_import_parse(file, &im, &err);
+        /* Then as a genuine Kernel Tuner cache on the device external (issue 27). */
+        if (cli_import_parse(file, &im, &err) == 0)
+            (void)cli_import_external(file, NULL, NULL, &im, &err);
         cli_import_release(&im);
         json_decref(file);
     }

@@ -454,6 +454,16 @@ class ServedTest(unittest.TestCase):
         self.assertEqual(status, 200, reply)
         status, _, reply = self.call("POST", "/v1/imports", body=dict(append, job=999999))
         self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+        # A Kernel Tuner cache of a kernel with no catalog entry, on the device external (issue 27).
+        external = deref(examples["external"])["value"]
+        status, _, reply = self.call("POST", "/v1/imports", body=external)
+        self.assertEqual((status, reply["job"]["device"], reply["inserted"]), (201, "external", 2), reply)
+        # Its key with a list problem (a 2-D problem_size) has no model: the predictors learn from numbers.
+        listed = dict(external, kernel="cn_pnpoly_2d", problem={"problem_size": [4096, 4096]})
+        self.assertEqual(self.call("POST", "/v1/imports", body=listed)[0], 201)
+        status, _, reply = self.call("POST", "/v1/models", body={
+            "kernel": "cn_pnpoly_2d", "device": "external", "device_class": external["device_class"]})
+        self.assertEqual((status, reply["error"]["code"]), (501, "not_implemented"), reply)
         tuning = self.finished_job()  # a tuning job, with a configuration of its own space
         trial = {"config": tuning["best"]["config"], "status": "ok", "time_ms": 1.0}
         status, _, reply = self.call("POST", "/v1/imports", body={"job": tuning["id"], "trials": [trial]})
@@ -536,6 +546,10 @@ class ServedTest(unittest.TestCase):
                           ({"device": "cpu"}, "missing_field"), (dict(body, device_class="x"), "bad_request")):
             status, _, reply = self.call("POST", "/v1/models", body=bad)
             self.assertEqual((status, reply["error"]["code"]), (400, code), reply)
+        # A model of an external kernel's key (issue 27) with nothing to learn from.
+        status, _, reply = self.call("POST", "/v1/models", body={"kernel": "k", "device": "external",
+                                                                 "device_class": "lab"})
+        self.assertEqual((status, reply["error"]["code"]), (404, "no_best"), reply)
         # DELETE /v1/models/{id} (issue 26): 409 while a queued or running job records it as its
         # surrogate (only a mindmap job records one: made so here by hand), then 200, then 404.
         status, _, job = self.call("POST", "/v1/tune", body={"kernel": "gemm", "device": "cpu", "strategy": "random",

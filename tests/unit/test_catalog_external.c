@@ -132,11 +132,72 @@ static void errors_name_the_path(void **state)
                  "field 'device_class'");
 }
 
+/* An imported Kernel Tuner cache (issue 27): a list problem argument (problem_size), which
+ * restrictions do not see, and the explicit list of configurations instead of restrictions. */
+static void problem_size_and_configurations(void **state)
+{
+    (void)state;
+    json_t *space = parse("{\"parameters\": [{\"name\": \"B\", \"values\": [16, 32, 64]},"
+                          " {\"name\": \"T\", \"values\": [1, 2]}],"
+                          " \"configurations\": [[16, 1], [64, 2], [16, 1]]}");
+    json_t *problem = parse("{\"problem_size\": [4096, 2048], \"n\": 8}");
+    target t, v;
+    kt_error err;
+    kt_error_clear(&err);
+    assert_int_equal(catalog_external_resolve("conv", NULL, "gpu", space, problem, 1, &t, &err), 0);
+    assert_string_equal(t.key.problem_key, "{\"n\":8,\"problem_size\":[4096,2048]}");
+    assert_int_equal(space_count(t.sp), 2); /* the duplicate is ignored */
+    config_id id;
+    json_t *in = parse("{\"B\": 64, \"T\": 2}"), *out = parse("{\"B\": 32, \"T\": 1}");
+    assert_int_equal(space_config_from_json(t.sp, in, &id, &err), 0);
+    assert_int_equal(space_config_from_json(t.sp, out, &id, &err), -1);
+    /* Reopened from the stored definition: the same list. */
+    assert_int_equal(catalog_reopen_space(NULL, &t.key, t.problem, t.space_def, &v, &err), 0);
+    assert_int_equal(space_count(v.sp), 2);
+    target_release(&v);
+    /* The list is part of the space's hash. */
+    json_t *grid = parse("{\"parameters\": [{\"name\": \"B\", \"values\": [16, 32, 64]},"
+                         " {\"name\": \"T\", \"values\": [1, 2]}]}");
+    assert_int_equal(catalog_external_resolve("conv", NULL, "gpu", grid, problem, 1, &v, &err), 0);
+    assert_int_equal(space_count(v.sp), 6);
+    assert_string_not_equal(v.key.kernel_hash, t.key.kernel_hash);
+    target_release(&v);
+    target_release(&t);
+    json_decref(grid);
+    json_decref(in);
+    json_decref(out);
+    json_decref(space);
+    json_decref(problem);
+
+    expect_error("{\"parameters\": [{\"name\": \"B\", \"values\": [1, 2]}], \"restrictions\":"
+                 " [\"B > 0\"], \"configurations\": [[1]]}",
+                 NULL, NULL, "c", KT_ERR_BAD_SPACE, "space.configurations: an explicit list");
+    expect_error("{\"parameters\": [{\"name\": \"B\", \"values\": [1, 2]}],"
+                 " \"configurations\": [[1], [1, 2]]}",
+                 NULL, NULL, "c", KT_ERR_BAD_SPACE,
+                 "space.configurations[1]: must be an array of 1");
+    expect_error("{\"parameters\": [{\"name\": \"B\", \"values\": [1, 2]}],"
+                 " \"configurations\": [[1], [3]]}",
+                 NULL, NULL, "c", KT_ERR_BAD_SPACE, "space.configurations:");
+    expect_error("{\"parameters\": [{\"name\": \"B\", \"values\": [1, 2]}],"
+                 " \"configurations\": []}",
+                 NULL, NULL, "c", KT_ERR_BAD_SPACE, "space.configurations: must be an array");
+    /* A list argument is no constant of the restrictions; its members are numbers. */
+    expect_error("{\"parameters\": [{\"name\": \"B\", \"values\": [1, 2]}],"
+                 " \"restrictions\": [\"B < problem_size\"]}",
+                 "{\"problem_size\": [4]}", NULL, "c", KT_ERR_BAD_SPACE, "space.restrictions[0]:");
+    expect_error(SPACE, "{\"n\": 8, \"problem_size\": [1, \"x\"]}", NULL, "c", KT_ERR_BAD_PROBLEM,
+                 "problem.problem_size: a list must hold 1 to 8 numbers");
+    expect_error(SPACE, "{\"n\": 8, \"problem_size\": []}", NULL, "c", KT_ERR_BAD_PROBLEM,
+                 "problem.problem_size: a list");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(resolves_key_space_and_default),
         cmocka_unit_test(errors_name_the_path),
+        cmocka_unit_test(problem_size_and_configurations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

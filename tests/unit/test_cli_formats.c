@@ -482,7 +482,7 @@ static void test_kerneltuner_import_plain_cache(void **state)
 
     file = load("{\"tune_params\": {\"a\": [1]}, \"cache\": {\"1\": {\"time\": 1.0}}}");
     assert_int_equal(cli_import_parse(file, &im, &err), -1);
-    assert_non_null(strstr(err.message, "cache entry '1' lacks parameter a"));
+    assert_non_null(strstr(err.message, "cache[\"1\"].a is missing"));
     cli_import_release(&im);
     json_decref(file);
     file = load("{\"something\": 1}");
@@ -495,6 +495,117 @@ static void test_kerneltuner_import_plain_cache(void **state)
     assert_non_null(strstr(err.message, "holds no results"));
     cli_import_release(&im);
     json_decref(file);
+}
+
+/* A genuine Kernel Tuner cache (no "space" name, no "ktune" object) becomes an external import:
+ * its kernel_name, a class of its device_name, problem_size, and a space from tune_params with
+ * its restrictions or, where they are missing or exclude a recorded configuration, the recorded
+ * configurations. */
+static void test_kerneltuner_import_external(void **state)
+{
+    (void)state;
+    kt_error err;
+    cli_import im;
+    const char *text = "{\"kernel_name\": \"vadd\", \"device_name\": \"NVIDIA GeForce RTX 3090\","
+                       " \"problem_size\": [4096, 2], \"tune_params_keys\": [\"b\", \"a\"],"
+                       " \"tune_params\": {\"a\": [1, 2], \"b\": [16, 32]},"
+                       " \"cache\": {\"16,1\": {\"a\": 1, \"b\": 16, \"time\": 2.5},"
+                       "  \"32,2\": {\"a\": 2, \"b\": 32, \"time\": \"InvalidConfig\"}}}";
+    json_t *file = load(text);
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_string_equal(im.kernel, ""); /* no catalog target: the caller goes external */
+    assert_int_equal(cli_import_external(file, NULL, NULL, &im, &err), 0);
+    assert_string_equal(im.kernel, "vadd");
+    assert_string_equal(im.device, "external");
+    assert_string_equal(im.device_class, "NVIDIA_GeForce_RTX_3090");
+    assert_json(im.problem, "{\"problem_size\": [4096, 2]}");
+    assert_json(im.space, "{\"parameters\": [{\"name\": \"b\", \"values\": [16, 32]},"
+                          " {\"name\": \"a\", \"values\": [1, 2]}],"
+                          " \"configurations\": [[16, 1], [32, 2]]}");
+    assert_non_null(strstr(im.space_note, "2 recorded configurations"));
+    assert_int_equal(json_array_size(im.trials), 2);
+    cli_import_release(&im);
+
+    /* Restrictions every recorded configuration satisfies make the space; the options win. */
+    json_object_set_new(file, "restrictions", json_pack("[s]", "a * b <= 64"));
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_int_equal(cli_import_external(file, "mine", "lab-1", &im, &err), 0);
+    assert_string_equal(im.kernel, "mine");
+    assert_string_equal(im.device_class, "lab-1");
+    assert_json(im.space, "{\"parameters\": [{\"name\": \"b\", \"values\": [16, 32]},"
+                          " {\"name\": \"a\", \"values\": [1, 2]}],"
+                          " \"restrictions\": [\"a * b <= 64\"]}");
+    cli_import_release(&im);
+    /* One that excludes a recorded configuration, or is no ktune expression: the list. */
+    const char *bad[] = {"a * b < 64", "a && b"};
+    for (size_t i = 0; i < 2; i++) {
+        json_object_set_new(file, "restrictions", json_pack("[s]", bad[i]));
+        assert_int_equal(cli_import_parse(file, &im, &err), 0);
+        assert_int_equal(cli_import_external(file, NULL, NULL, &im, &err), 0);
+        assert_non_null(json_object_get(im.space, "configurations"));
+        assert_null(json_object_get(im.space, "restrictions"));
+        cli_import_release(&im);
+    }
+    json_decref(file);
+
+    /* Every missing field is named, with a hint. */
+    static const struct {
+        const char *drop, *message;
+    } missing[] = {
+        {"kernel_name", "kernel_name is missing"},
+        {"device_name", "device_name is missing"},
+        {"tune_params_keys", "tune_params_keys is missing"},
+        {"tune_params", "tune_params is missing"},
+    };
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+        file = load(text);
+        json_object_del(file, missing[i].drop);
+        kt_error_clear(&err);
+        assert_int_equal(cli_import_parse(file, &im, &err), 0);
+        assert_int_equal(cli_import_external(file, NULL, NULL, &im, &err), -1);
+        assert_non_null(strstr(err.message, missing[i].message));
+        assert_true(err.hint[0] != '\0');
+        cli_import_release(&im);
+        json_decref(file);
+    }
+    file = load(text);
+    json_object_del(json_object_get(file, "tune_params"), "a");
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_int_equal(cli_import_external(file, NULL, NULL, &im, &err), -1);
+    assert_non_null(strstr(err.message, "tune_params[\"a\"] is missing"));
+    cli_import_release(&im);
+    json_object_set_new(file, "problem_size", json_string("big"));
+    json_object_set_new(json_object_get(file, "tune_params"), "a", json_pack("[i,i]", 1, 2));
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_int_equal(cli_import_external(file, NULL, NULL, &im, &err), -1);
+    assert_non_null(strstr(err.message, "problem_size must be"));
+    cli_import_release(&im);
+    json_object_del(json_object_get(json_object_get(file, "cache"), "32,2"), "time");
+    assert_int_equal(cli_import_parse(file, &im, &err), -1);
+    assert_non_null(strstr(err.message, "cache[\"32,2\"].time is missing"));
+    cli_import_release(&im);
+    json_decref(file);
+
+    /* ktune's export of an external job: its class, version and problem come back. */
+    file = load(text);
+    json_object_set_new(file, "ktune",
+                        json_pack("{s:s,s:s,s:s,s:s,s:{s:i}}", "kernel", "vadd", "device",
+                                  "external", "device_class", "lab", "kernel_hash", "v3", "problem",
+                                  "n", 4));
+    assert_int_equal(cli_import_parse(file, &im, &err), 0);
+    assert_string_equal(im.device, "external");
+    assert_string_equal(im.device_class, "lab");
+    assert_string_equal(im.kernel_version, "v3");
+    assert_int_equal(cli_import_external(file, NULL, "lab", &im, &err), 0);
+    assert_json(im.problem, "{\"n\": 4}");
+    cli_import_release(&im);
+    json_decref(file);
+
+    char klass[16];
+    cli_device_class_of("  AMD Instinct MI250X / MI250 ", klass, sizeof klass);
+    assert_string_equal(klass, "AMD_Instinct_M"); /* cap - 2 characters */
+    cli_device_class_of("???", klass, sizeof klass);
+    assert_string_equal(klass, "");
 }
 
 static void test_t4_round_trip(void **state)
@@ -648,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_render_best_sources),
         cmocka_unit_test(test_kerneltuner_round_trip),
         cmocka_unit_test(test_kerneltuner_import_plain_cache),
+        cmocka_unit_test(test_kerneltuner_import_external),
         cmocka_unit_test(test_t4_round_trip),
         cmocka_unit_test(test_import_chunks),
         cmocka_unit_test(test_exit_codes_and_errors),
