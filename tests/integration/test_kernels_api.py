@@ -50,6 +50,14 @@ int ktune_kernel(float *const *b, const long long *p)
 }
 """
 HEADER = "#define FACTOR 3.0f\n"
+CUDA = """extern "C" __global__ void vscale_kernel(float *x, float *y, long long n)
+{
+    long long i = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= n)
+        return;
+    y[i] = 3.0f * x[i];
+}
+"""
 REFERENCE = """int ktune_reference(float *const *b, const long long *p);
 int ktune_reference(float *const *b, const long long *p)
 {
@@ -65,6 +73,7 @@ HOSTILE = r"""/* A submitted kernel trying, per ATTACK, what it must not do; 0 (
  * worked, 1 (invalid) when it was refused. ATTACK -1 (the default) only computes y = 2*x. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 int ktune_kernel(float *const *b, const long long *p);
 static int attempt(void)
@@ -77,6 +86,13 @@ static int attempt(void)
     case 2: fd = open(DATA "/pg-ktune.secret", O_RDONLY); break;        /* the database password */
     case 3: d = opendir(DATA "/pg"); ok = d != 0; if (d) closedir(d); return ok; /* its files */
     case 4: fd = open(OTHER_SOURCE, O_RDONLY); break;                   /* read another kernel */
+    case 5: /* a source's transient copy in the compile cache (src.*): only while it compiles */
+        d = opendir(CACHE);
+        for (struct dirent *e; d && (e = readdir(d));)
+            ok |= strncmp(e->d_name, "src.", 4) == 0;
+        if (d)
+            closedir(d);
+        return ok;
     default: return 1;
     }
     ok = fd >= 0;
@@ -221,6 +237,33 @@ class KernelsApiTest(unittest.TestCase):
         self.assertEqual(job["error"]["code"], "kernel_invalid", job)
         self.assertIn("zero", job["error"]["message"])
 
+    def test_cuda_variant_is_compile_checked_by_nvrtc(self):
+        """No CUDA device here: the CUDA variant is compiled by NVRTC (a runner's compile_check), not
+        run. A syntax error makes the version invalid with NVRTC's log naming the line; a clean
+        compile says so in the variant's validation, and the cpu variant is validated as ever."""
+        cuda = {"source": "cuda.cu", "entry": "vscale_kernel",
+                "parameters": [{"name": "BLOCK", "values": [64, 128, 256]}],
+                "restrictions": [], "block": ["BLOCK", "1", "1"],
+                "grid": ["(n + BLOCK - 1)//BLOCK", "1", "1"], "shared_bytes": "0",
+                "default": {"BLOCK": 128}}
+        spec = dict(SPEC, name="vcuda", variants=dict(SPEC["variants"], cuda=cuda))
+        good = dict(FILES, **{"cuda.cu": CUDA})
+        broken = dict(FILES, **{"cuda.cu": CUDA.replace("3.0f * x[i]", "3.0f * xx[i]")})
+        bad = self.submit(spec, broken)
+        v = self.wait_status("vcuda", bad["version"])
+        self.assertEqual(v["status"], "invalid", v)
+        self.assertEqual(v["validation"]["cuda"], "failed", v)
+        self.assertEqual(v["validation"]["cpu"], "ok", v)
+        self.assertIn("NVRTC", v["log"])
+        self.assertIn("cuda.cu(6)", v["log"])  # NVRTC's own words, naming the line
+        self.assertIn("xx", v["log"])
+        ok = self.submit(spec, good)
+        v = self.wait_status("vcuda", ok["version"])
+        self.assertEqual(v["status"], "ready", v)
+        self.assertEqual(v["validation"]["cpu"], "ok", v)
+        self.assertRegex(v["validation"]["cuda"],
+                         r"^compiled by NVRTC [0-9]+\.[0-9]+, not run: no CUDA device$")
+
     def test_submit_tune_edit_two_versions(self):
         first = self.submit()
         self.assertEqual((first["name"], first["status"]), ("vscale", "validating"), first)
@@ -334,11 +377,12 @@ class KernelsApiTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root: the runner drops to its own user only when started as root")
     def test_submitted_kernel_limits(self):
         """What a kernel submitted over HTTP cannot do in the runner (issue 27), tried from inside a
-        measurement: rewrite another kernel version's sources or plant one in the sources cache (owned by
-        ktuned, read-only to the runner's user), read the database's password or files. (A kernel that
-        runs past its deadline is killed: tests/kernels/hang in test_measure_cpu.py.) Still possible, pinned here so that a fix updates the docs: reading
-        another kernel's sources (the cache is readable by the runner's user, which compiles from it).
-        The network namespace and rlimits are tests/integration/test_security_runner.py's."""
+        measurement: read or rewrite another kernel version's sources or plant one in the sources cache
+        (owned by ktuned, 0700: the runner gets the texts in its request), read the database's password
+        or files, find a transient copy of another source in the compile cache (ATTACK 5 lists it: the
+        copy is removed before any kernel code runs). (A kernel that runs past its deadline is killed:
+        tests/kernels/hang in test_measure_cpu.py.) The network namespace and rlimits are
+        tests/integration/test_security_runner.py's."""
         k = self.k
         tokens = self.tokens
         status, _, victim = k.post("/v1/kernels", {"spec": dict(SPEC, name="victim"), "files": FILES},
@@ -349,10 +393,11 @@ class KernelsApiTest(unittest.TestCase):
         while not os.path.exists(other) and time.time() < deadline:
             time.sleep(0.1)  # written by the validation's measurement
         self.assertTrue(os.path.exists(other))
-        defines = ('#define OTHER_SOURCE "%s"\n#define SOURCES "%s"\n#define DATA "%s"\n'
-                   % (other, os.path.join(k.data_dir, "cache-sources"), k.data_dir))
+        defines = ('#define OTHER_SOURCE "%s"\n#define SOURCES "%s"\n#define DATA "%s"\n#define CACHE "%s"\n'
+                   % (other, os.path.join(k.data_dir, "cache-sources"), k.data_dir,
+                      os.path.join(k.data_dir, "cache")))
         spec = dict(SPEC, name="hostile", variants={"cpu": {
-            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4]}],
+            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4, 5]}],
             "restrictions": [], "default": {"ATTACK": -1}}})
         status, _, made = k.post("/v1/kernels", {"spec": spec, "files": {
             "cpu.c": defines + HOSTILE, "reference.c": REFERENCE2}}, headers=tokens["kernels"])
@@ -366,16 +411,15 @@ class KernelsApiTest(unittest.TestCase):
         self.assertEqual(listed["versions"][0]["status"], "ready", listed)
         time.sleep(0.6)
         status, _, job = k.post("/v1/tune", {"kernel": "hostile", "device": "cpu", "strategy": "exhaustive",
-                                             "budget": {"evaluations": 6}, "final_remeasure": 0},
+                                             "budget": {"evaluations": 7}, "final_remeasure": 0},
                                 headers=tokens["tune"])
         self.assertEqual(status, 202, job)
         done = k.wait_job(job["id"], timeout=180)
         by_attack = {t["config"]["ATTACK"]: t["status"] for t in k.all_trials(done["id"])}
         print("submitted kernel's attempts: %s" % by_attack, file=sys.stderr)
         self.assertEqual(by_attack[-1], "ok")
-        for attack in (0, 1, 2, 3):
+        for attack in (0, 1, 2, 3, 4, 5):
             self.assertEqual(by_attack[attack], "invalid", (attack, by_attack))  # refused
-        self.assertEqual(by_attack[4], "ok", by_attack)  # not prevented yet: README.md, Security
         with open(other) as f:
             self.assertEqual(f.read(), CPU)  # the victim's source is intact
         self.assertFalse(os.path.exists(os.path.join(k.data_dir, "cache-sources", "planted.c")))
