@@ -223,7 +223,8 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
         out->status = CPU_BUILD_FAILED;
         if (out->log[0] == '\0')
-            snprintf(out->log, sizeof out->log, "%.512s: the compiler failed without output", source);
+            snprintf(out->log, sizeof out->log, "%.512s: the compiler failed without output",
+                     source);
         rc = 0;
         goto out;
     }
