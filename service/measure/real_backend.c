@@ -45,6 +45,10 @@ typedef struct real_backend {
      * the sources cache is unreadable to its user), kept so that a job's trials share one object */
     json_t *files;
     char files_version[KFILES_VERSION_LEN + 1];
+    /* the version the runner last measured, and whether it was submitted over HTTP (untrusted
+     * code: its runner serves no other version, see real_measure) */
+    char ran_version[KFILES_VERSION_LEN + 1];
+    int ran_submitted;
     seen_target seen[REAL_SEEN_TARGETS];
     int next_seen;
 } real_backend;
@@ -452,6 +456,17 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
         b->restart = 0;
     }
+    /* Issue 27: a submitted kernel (no folder: untrusted code) may leave the process that ran it
+     * changed (a thread, patched code) and read what it is sent next, so a runner that ran one
+     * measures no other version, and a submitted kernel never runs in a runner that holds another
+     * version's requests: a new runner at each such change of version (folder kernels, the seed
+     * catalog, keep theirs). */
+    int submitted = k->dir == NULL;
+    if (b->ran_version[0] && strcmp(b->ran_version, k->version) != 0 &&
+        (submitted || b->ran_submitted) && runner_client_running(b->runner))
+        runner_client_stop(b->runner, REAL_STOP_GRACE_S);
+    snprintf(b->ran_version, sizeof b->ran_version, "%s", k->version);
+    b->ran_submitted = submitted;
     runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
     int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
     int retried = 0;

@@ -264,6 +264,46 @@ class KernelsApiTest(unittest.TestCase):
         self.assertRegex(v["validation"]["cuda"],
                          r"^compiled by NVRTC [0-9]+\.[0-9]+, not run: no CUDA device$")
 
+    def test_submitted_kernels_never_share_a_runner(self):
+        """A submitted kernel may leave its runner changed (a thread, patched code) and read the
+        requests it is sent next (other kernels' source texts): a runner that ran one measures no
+        other version. Each kernel writes its runner's pid where the runner's user may (a folder of
+        /tmp: README.md, Security, "can still do"); the two kernels' pids never meet."""
+        folder = tempfile.mkdtemp(prefix="ktune-pids-")
+        os.chmod(folder, 0o777)
+        log = os.path.join(folder, "pids")
+        pid_cpu = ('#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n'
+                   + CPU.replace("    return 0;\n}\n", """    static int told; /* once per load of the kernel: a trial */
+    char line[64];
+    int fd = told++ ? -1 : open("%s", O_WRONLY | O_APPEND | O_CREAT, 0666);
+    snprintf(line, sizeof line, "%%s %%d\\n", TAG, (int)getpid());
+    if (fd >= 0) {
+        ssize_t w = write(fd, line, strlen(line));
+        (void)w;
+        close(fd);
+    }
+    return 0;
+}
+""" % log))
+        jobs = []
+        for tag in ("A", "B", "A"):
+            name = "pid" + tag
+            body = self.submit(dict(SPEC, name=name),
+                               dict(FILES, **{"cpu.c": '#define TAG "%s"\n' % tag + pid_cpu}),
+                               expect=(201 if tag not in [t for t, _ in jobs] else 200))
+            self.assertEqual(self.wait_status(name, body["version"])["status"], "ready")
+            job = self.tune({"kernel": name, "budget": {"evaluations": 2}})
+            done = self.k.wait_job(job["id"], timeout=120)
+            self.assertEqual(done["status"], "succeeded", done)
+            jobs.append((tag, job["id"]))
+        with open(log) as f:
+            seen = [line.split() for line in f if line.strip()]
+        pids = {tag: {pid for t, pid in seen if t == tag} for tag in ("A", "B")}
+        print("runner pids per kernel: %s" % pids, file=sys.stderr)
+        self.assertTrue(pids["A"] and pids["B"], pids)
+        self.assertEqual(pids["A"] & pids["B"], set(), pids)
+        shutil.rmtree(folder, ignore_errors=True)
+
     def test_submit_tune_edit_two_versions(self):
         first = self.submit()
         self.assertEqual((first["name"], first["status"]), ("vscale", "validating"), first)
