@@ -71,9 +71,12 @@ FILES = {"cpu.c": CPU, "vscale.h": HEADER, "reference.c": REFERENCE}
 
 HOSTILE = r"""/* A submitted kernel trying, per ATTACK, what it must not do; 0 (ok) when the attempt
  * worked, 1 (invalid) when it was refused. ATTACK -1 (the default) only computes y = 2*x. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 int ktune_kernel(float *const *b, const long long *p);
 static int attempt(void)
@@ -86,6 +89,15 @@ static int attempt(void)
     case 2: fd = open(DATA "/pg-ktune.secret", O_RDONLY); break;        /* the database password */
     case 3: d = opendir(DATA "/pg"); ok = d != 0; if (d) closedir(d); return ok; /* its files */
     case 4: fd = open(OTHER_SOURCE, O_RDONLY); break;                   /* read another kernel */
+    case 6: { /* connect to ktuned's API (its own network namespace: only a loopback, down) */
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(PORT)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        return ok;
+    }
     case 5: /* a source's transient copy in the compile cache (src.*): only while it compiles */
         d = opendir(CACHE);
         for (struct dirent *e; d && (e = readdir(d));)
@@ -419,10 +431,11 @@ class KernelsApiTest(unittest.TestCase):
         """What a kernel submitted over HTTP cannot do in the runner (issue 27), tried from inside a
         measurement: read or rewrite another kernel version's sources or plant one in the sources cache
         (owned by ktuned, 0700: the runner gets the texts in its request), read the database's password
-        or files, find a transient copy of another source in the compile cache (ATTACK 5 lists it: the
-        copy is removed before any kernel code runs). (A kernel that runs past its deadline is killed:
-        tests/kernels/hang in test_measure_cpu.py.) The network namespace and rlimits are
-        tests/integration/test_security_runner.py's."""
+        or files, find the transient copy of its sources in the compile cache (ATTACK 5: removed before
+        any code of the kernel runs), connect to ktuned's API (ATTACK 6: the runner's own network
+        namespace). (A kernel that runs past its deadline is killed: tests/kernels/hang in
+        test_measure_cpu.py, the same runner path; the rlimits and the rest of the network are
+        tests/integration/test_security_runner.py's, with tests/kernels/hostile.)"""
         k = self.k
         tokens = self.tokens
         status, _, victim = k.post("/v1/kernels", {"spec": dict(SPEC, name="victim"), "files": FILES},
@@ -434,10 +447,11 @@ class KernelsApiTest(unittest.TestCase):
             time.sleep(0.1)  # written by the validation's measurement
         self.assertTrue(os.path.exists(other))
         defines = ('#define OTHER_SOURCE "%s"\n#define SOURCES "%s"\n#define DATA "%s"\n#define CACHE "%s"\n'
+                   '#define PORT %d\n'
                    % (other, os.path.join(k.data_dir, "cache-sources"), k.data_dir,
-                      os.path.join(k.data_dir, "cache")))
+                      os.path.join(k.data_dir, "cache"), int(k.address.rsplit(":", 1)[1])))
         spec = dict(SPEC, name="hostile", variants={"cpu": {
-            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4, 5]}],
+            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4, 5, 6]}],
             "restrictions": [], "default": {"ATTACK": -1}}})
         status, _, made = k.post("/v1/kernels", {"spec": spec, "files": {
             "cpu.c": defines + HOSTILE, "reference.c": REFERENCE2}}, headers=tokens["kernels"])
@@ -451,14 +465,14 @@ class KernelsApiTest(unittest.TestCase):
         self.assertEqual(listed["versions"][0]["status"], "ready", listed)
         time.sleep(0.6)
         status, _, job = k.post("/v1/tune", {"kernel": "hostile", "device": "cpu", "strategy": "exhaustive",
-                                             "budget": {"evaluations": 7}, "final_remeasure": 0},
+                                             "budget": {"evaluations": 8}, "final_remeasure": 0},
                                 headers=tokens["tune"])
         self.assertEqual(status, 202, job)
         done = k.wait_job(job["id"], timeout=180)
         by_attack = {t["config"]["ATTACK"]: t["status"] for t in k.all_trials(done["id"])}
         print("submitted kernel's attempts: %s" % by_attack, file=sys.stderr)
         self.assertEqual(by_attack[-1], "ok")
-        for attack in (0, 1, 2, 3, 4, 5):
+        for attack in (0, 1, 2, 3, 4, 5, 6):
             self.assertEqual(by_attack[attack], "invalid", (attack, by_attack))  # refused
         with open(other) as f:
             self.assertEqual(f.read(), CPU)  # the victim's source is intact
