@@ -119,6 +119,7 @@ static int nvrtc_check_variant(const worker_system *w, const kernel_spec *k, str
         goto out;
     }
     snprintf(src, sizeof src, "%s/%s", dir, v->source);
+    /* the spec's default (of a list: its last entry, as no device's limits are known here) */
     defines = v->default_text ? json_loads(v->default_text, 0, NULL) : json_object();
     /* the texts go with the request: the sources cache is unreadable to the runner's user */
     req = json_pack("{s:s, s:s, s:O, s:o, s:f}", "op", "compile_check", "source", src, "defines",
