@@ -269,12 +269,14 @@ class KernelsApiTest(unittest.TestCase):
         self.assertIn("NVRTC", v["log"])
         self.assertIn("cuda.cu(6)", v["log"])  # NVRTC's own words, naming the line
         self.assertIn("xx", v["log"])
+        print("broken cuda.cu: %s" % v["log"].strip().replace("\n", " | "), file=sys.stderr)
         ok = self.submit(spec, good)
         v = self.wait_status("vcuda", ok["version"])
         self.assertEqual(v["status"], "ready", v)
         self.assertEqual(v["validation"]["cpu"], "ok", v)
         self.assertRegex(v["validation"]["cuda"],
                          r"^compiled by NVRTC [0-9]+\.[0-9]+, not run: no CUDA device$")
+        print("good cuda.cu: %s" % v["validation"], file=sys.stderr)
 
     def test_submitted_kernels_never_share_a_runner(self):
         """A submitted kernel may leave its runner changed (a thread, patched code) and read the
