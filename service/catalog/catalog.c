@@ -387,6 +387,13 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
     if (!(c->versions->sources_dir = malloc(len)))
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     snprintf(c->versions->sources_dir, len, "%s-sources", c->cache_dir);
+    /* Unreadable to the runners' user (issue 27): runners get the texts in their requests, so a
+     * kernel cannot read another kernel's sources here; a folder made by an older ktuned (0755)
+     * is closed too. */
+    int made = mkdir(c->versions->sources_dir, 0700) == 0 || errno == EEXIST;
+    if ((made && chmod(c->versions->sources_dir, 0700) != 0) || (!made && errno != ENOENT))
+        log_warn("the kernel sources folder %s cannot be made private (0700): %s",
+                 c->versions->sources_dir, strerror(errno));
     for (int i = 0; i < opt->n_kernel_dirs; i++) {
         if (scan_kernel_dir(c, opt->kernel_dirs[i], limits, err) < 0)
             return -1;

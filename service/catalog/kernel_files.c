@@ -402,7 +402,7 @@ int kernel_files_materialise(const kernel_files *f, const char *const *names, in
         return kt_error_set(err, KT_ERR_IO, "the kernel sources folder %s is too long", root);
     if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
         return 0; /* content-addressed: a version's folder never changes */
-    if (mkdir(root, 0755) != 0 && errno != EEXIST)
+    if (mkdir(root, 0700) != 0 && errno != EEXIST)
         return kt_error_set(err, KT_ERR_IO, "cannot create %s: %s", root, strerror(errno));
     if (!mkdtemp(tmp))
         return kt_error_set(err, KT_ERR_IO, "cannot create a folder in %s: %s", root,

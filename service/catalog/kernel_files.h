@@ -68,9 +68,10 @@ int kernel_files_closure(const kernel_files *f, const char *const *roots, int n_
  * not part of it. 0, or -1 with err (kernel_files_closure's errors). */
 int kernel_files_version(const kernel_files *f, const char *spec_text, const char *const *roots,
                          int n_roots, char out[KFILES_VERSION_LEN + 1], kt_error *err);
-/* Writes the files named in names[0..n) into <root>/<version>/ (root created when missing) unless
- * that folder exists already: the files go into a temporary folder (files read-only, the folder
- * 0755: the runner user reads it) renamed into place, so a reader never sees a part-written version
+/* Writes the files named in names[0..n) into <root>/<version>/ (root created 0700 when missing:
+ * the runners' user must not read it, they get the texts in their requests) unless that folder
+ * exists already: the files go into a temporary folder (files read-only, the folder 0755)
+ * renamed into place, so a reader never sees a part-written version
  * (content-addressed: the folder of a version never changes once it exists). The folder's path in
  * dir. 0, or -1 with KT_ERR_IO. */
 int kernel_files_materialise(const kernel_files *f, const char *const *names, int n,

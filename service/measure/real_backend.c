@@ -41,6 +41,14 @@ typedef struct real_backend {
     const catalog_real_options *opt;
     runner_client *runner;
     int restart; /* the last reply said the device context is lost */
+    /* the "files" of the last kernel version measured (issue 27: the runner compiles these texts;
+     * the sources cache is unreadable to its user), kept so that a job's trials share one object */
+    json_t *files;
+    char files_version[KFILES_VERSION_LEN + 1];
+    /* the version the runner last measured, and whether it was submitted over HTTP (untrusted
+     * code: its runner serves no other version, see real_measure) */
+    char ran_version[KFILES_VERSION_LEN + 1];
+    int ran_submitted;
     seen_target seen[REAL_SEEN_TARGETS];
     int next_seen;
 } real_backend;
@@ -81,6 +89,7 @@ void real_close(void *impl)
     runner_client_free(b->runner);
     for (int i = 0; i < REAL_SEEN_TARGETS; i++)
         free(b->seen[i].key);
+    json_decref(b->files);
     free(b);
 }
 
@@ -229,10 +238,21 @@ static int interface_fields(const real_backend *b, const kernel_spec *k, const k
     return 0;
 }
 
+/* The compiled files of k ({"name": "text"}, borrowed from b), made once per version. */
+static json_t *files_of(real_backend *b, const kernel_spec *k)
+{
+    if (!b->files || strcmp(b->files_version, k->version) != 0) {
+        json_decref(b->files);
+        b->files = kernel_files_json(k->files, k->compiled, k->n_compiled);
+        snprintf(b->files_version, sizeof b->files_version, "%s", b->files ? k->version : "");
+    }
+    return b->files;
+}
+
 /* The measure request (without "id"). A launch geometry that cannot be computed makes the trial
  * invalid: *invalid_reason is then filled and NULL returned with err clear. */
-static json_t *build_request(const real_backend *b, const kernel_spec *k, const target *t,
-                             config_id id, const kspec_problem *p, char *invalid_reason, size_t cap,
+static json_t *build_request(real_backend *b, const kernel_spec *k, const target *t, config_id id,
+                             const kspec_problem *p, char *invalid_reason, size_t cap,
                              kt_error *err)
 {
     const kspec_variant *v = &k->variants[b->dev->kind];
@@ -287,6 +307,9 @@ static json_t *build_request(const real_backend *b, const kernel_spec *k, const 
     if (!req)
         goto oom;
     if (k->ref_kind != KSPEC_REF_NONE && json_object_set(req, "reference", ref) < 0)
+        goto oom;
+    json_t *files = files_of(b, k);
+    if (!files || json_object_set(req, "files", files) < 0)
         goto oom;
     if (interface_fields(b, k, p, defines, req) < 0)
         goto oom;
@@ -433,6 +456,17 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
         b->restart = 0;
     }
+    /* Issue 27: a submitted kernel (no folder: untrusted code) may leave the process that ran it
+     * changed (a thread, patched code) and read what it is sent next, so a runner that ran one
+     * measures no other version, and a submitted kernel never runs in a runner that holds another
+     * version's requests: a new runner at each such change of version (folder kernels, the seed
+     * catalog, keep theirs). */
+    int submitted = k->dir == NULL;
+    if (b->ran_version[0] && strcmp(b->ran_version, k->version) != 0 &&
+        (submitted || b->ran_submitted) && runner_client_running(b->runner))
+        runner_client_stop(b->runner, REAL_STOP_GRACE_S);
+    snprintf(b->ran_version, sizeof b->ran_version, "%s", k->version);
+    b->ran_submitted = submitted;
     runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
     int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
     int retried = 0;

@@ -223,7 +223,8 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
         out->status = CPU_BUILD_FAILED;
         if (out->log[0] == '\0')
-            snprintf(out->log, sizeof out->log, "%s: the compiler failed without output", source);
+            snprintf(out->log, sizeof out->log, "%.512s: the compiler failed without output",
+                     source);
         rc = 0;
         goto out;
     }
@@ -263,9 +264,9 @@ static int build(const runner *r, const char *source, const runner_define *defin
     int rc = -1;
     char *src = NULL;
     size_t src_len = 0;
-    char wrapper[RUNNER_PATH_MAX];
+    char wrapper[RUNNER_PATH_MAX], file[RUNNER_PATH_MAX];
     memset(out, 0, sizeof *out);
-    src = kt_file_read_all(source, RUNNER_MAX_SOURCE_BYTES, &src_len, err);
+    src = runner_sources_read(r->sources, source, RUNNER_MAX_SOURCE_BYTES, &src_len, err);
     if (!src) {
         kt_error_prefix(err, "kernel source");
         goto out;
@@ -287,10 +288,14 @@ static int build(const runner *r, const char *source, const runner_define *defin
         rc = 0;
         goto out;
     }
+    /* the file the compiler reads: the request's text in a transient folder (sources.c) */
+    if (runner_sources_compile_path(r->sources, r->cache_dir, source, file, sizeof file, err) < 0)
+        goto out;
     if (x && x->wrapper_text) {
-        /* the generated call, <hash>.call.c beside the binary, includes the source */
-        n = snprintf(wrapper, sizeof wrapper, "%s/%016llx.call.c", r->cache_dir,
-                     (unsigned long long)h);
+        /* the generated call, <hash>.call.c beside the binary (beside the sources when the
+         * request carries them: it includes the source by its base name), includes the source */
+        const char *dir = r->sources && r->sources->files ? r->sources->dir : r->cache_dir;
+        n = snprintf(wrapper, sizeof wrapper, "%s/%016llx.call.c", dir, (unsigned long long)h);
         if (n < 0 || (size_t)n >= sizeof wrapper) {
             kt_error_set(err, KT_ERR_IO, "cache path for %s is too long", source);
             goto out;
@@ -299,8 +304,8 @@ static int build(const runner *r, const char *source, const runner_define *defin
             goto out;
         x->wrapper = wrapper;
     }
-    rc = compile_into_cache(source, defines, reference ? 0 : n_defines, reference, x, timeout_s,
-                            out, err);
+    rc = compile_into_cache(file, defines, reference ? 0 : n_defines, reference, x, timeout_s, out,
+                            err);
     if (x && x->wrapper)
         unlink(x->wrapper);
 out:
@@ -322,7 +327,11 @@ int cpu_build_kernel(const runner *r, const runner_measure_req *q, const runner_
     if (q->n_call_args >= 0) {
         if (!(text = malloc(CPU_WRAPPER_MAX)))
             return kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the generated call");
-        if (cpu_call_wrapper(q, q->source, text, CPU_WRAPPER_MAX) < 0) {
+        /* with the request's files the source sits beside the generated call: included by its
+         * base name, so the text (part of the key) is the same in every runner */
+        const char *base = strrchr(q->source, '/');
+        const char *inc = r->sources && r->sources->files && base ? base + 1 : q->source;
+        if (cpu_call_wrapper(q, inc, text, CPU_WRAPPER_MAX) < 0) {
             free(text);
             return kt_error_set(err, KT_ERR_BAD_REQUEST, "the generated call is too long");
         }

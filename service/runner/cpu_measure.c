@@ -345,6 +345,8 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
             goto out;
         }
     }
+    /* every build of the request is done: its source texts leave the disk before its code runs */
+    runner_sources_done(r->sources);
     int loaded = load_kernel(r, q, kb, &handle, &fn, err);
     if (loaded < 0)
         goto out;

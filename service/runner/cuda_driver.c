@@ -291,3 +291,9 @@ void cuda_device_close(cuda_device *d)
     cuda_driver_unload(&d->drv);
     free(d);
 }
+
+void cuda_device_use_sources(cuda_device *d, struct runner_sources *s)
+{
+    if (d)
+        d->sources = s;
+}

@@ -167,6 +167,7 @@ struct cuda_device {
     size_t memory_bytes;
     cuda_problem *problem; /* device buffers of host->problem, or NULL */
     struct runner *host;   /* the CPU half's state that fills inputs and computes references */
+    struct runner_sources *sources; /* the current request's source texts (main.c's), or NULL */
 };
 
 /* cuda_driver.c */

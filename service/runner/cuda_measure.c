@@ -168,11 +168,10 @@ static int cuda_build(cuda_trial *t, const char *cache_dir, char **image, size_t
     *image = NULL;
     *image_len = 0;
     path[0] = '\0';
-    if (cuda_read_file(q->source, RUNNER_MAX_SOURCE_BYTES, &source, &source_len, reason,
-                       sizeof reason) != 0) {
-        kt_error_set(err, KT_ERR_IO, "%s", reason);
+    /* the request's text (sources.c), else the file */
+    if (!(source = runner_sources_read(d->sources, q->source, RUNNER_MAX_SOURCE_BYTES, &source_len,
+                                       err)))
         goto out;
-    }
     int arch = cuda_nvrtc_pick_arch(&d->nvrtc, d->cc, &real);
     if (arch < 0) {
         snprintf(reason, sizeof reason, "NVRTC %d.%d cannot compile for sm_%d (oldest: sm_%d)",
@@ -392,6 +391,7 @@ static int cuda_prepare(cuda_trial *t, const char *cache_dir, kt_error *err)
         d->host->cpu_core = -1;
         cpu_info_read(&d->host->cpu); /* part of the reference binary's cache key */
     }
+    d->host->sources = d->sources;
     snprintf(d->host->cache_dir, sizeof d->host->cache_dir, "%s", cache_dir ? cache_dir : ".");
     if (q->ref_kind == RUNNER_REF_C) {
         ref = calloc(1, sizeof *ref);

@@ -341,31 +341,29 @@ out:
     return rc;
 }
 
-int cuda_compile_ptx(const char *source_path, const json_t *defines, int arch, char **ptx,
-                     char *log, size_t log_cap)
+/* Compiles text (len bytes, NUL-terminated), named name, with defines for sm_<arch> (0: the newest
+ * architecture nv supports) into PTX, nv loaded. Returns cuda_nvrtc_compile's codes (0, -1
+ * compile error, -2 timeout, -3 NVRTC failure), with -1 also for bad defines; *arch_used the
+ * architecture. */
+static int nvrtc_compile_text(const cuda_nvrtc *nv, const char *name, const char *text, size_t len,
+                              const json_t *defines, int arch, double timeout_s, int *arch_used,
+                              char **ptx, char *log, size_t log_cap)
 {
     int rc = -1, n_defs = 0;
-    cuda_nvrtc nv;
-    int nv_loaded = 0;
-    char *source = NULL;
-    size_t len = 0, ptx_len = 0;
+    size_t ptx_len = 0;
     char *opts[CUDA_MAX_DEFINES + 2] = {0};
     char arch_opt[64];
 
     *ptx = NULL;
-    if (log_cap)
-        log[0] = '\0';
-    if (cuda_nvrtc_load(&nv, log, log_cap) != 0) {
-        rc = -2;
-        goto out;
+    if (arch == 0) {
+        for (int i = 0; i < nv->n_archs; i++)
+            arch = nv->archs[i] > arch ? nv->archs[i] : arch;
     }
-    nv_loaded = 1;
+    *arch_used = arch;
     if (arch < 10 || arch > 1000) {
         snprintf(log, log_cap, "architecture %d is not valid", arch);
         goto out;
     }
-    if (cuda_read_file(source_path, CUDA_MAX_SOURCE, &source, &len, log, log_cap) != 0)
-        goto out;
     n_defs = cuda_defines_to_options(defines, opts, CUDA_MAX_DEFINES, log, log_cap);
     if (n_defs < 0) {
         n_defs = 0;
@@ -377,14 +375,67 @@ int cuda_compile_ptx(const char *source_path, const json_t *defines, int arch, c
     all[1] = "-std=c++17";
     for (int i = 0; i < n_defs; i++)
         all[2 + i] = opts[i];
-    const char *base = strrchr(source_path, '/');
-    int r = cuda_nvrtc_compile(&nv, source, len, base ? base + 1 : source_path, all, 2 + n_defs, 0,
-                               0, ptx, &ptx_len, log, log_cap);
-    rc = r == 0 ? 0 : -1;
+    rc = cuda_nvrtc_compile(nv, text, len, name, all, 2 + n_defs, 0, timeout_s, ptx, &ptx_len, log,
+                            log_cap);
 out:
     cuda_free_options(opts, n_defs);
-    free(source);
-    if (nv_loaded)
-        cuda_nvrtc_unload(&nv);
     return rc;
+}
+
+int cuda_compile_ptx(const char *source_path, const json_t *defines, int arch, char **ptx,
+                     char *log, size_t log_cap)
+{
+    int rc = -2, used = 0;
+    cuda_nvrtc nv;
+
+    *ptx = NULL;
+    if (log_cap)
+        log[0] = '\0';
+    if (arch == 0) {
+        snprintf(log, log_cap, "architecture 0 is not valid");
+        return -1;
+    }
+    if (cuda_nvrtc_load(&nv, log, log_cap) != 0)
+        return rc;
+    char *source = NULL;
+    size_t len = 0;
+    const char *base = strrchr(source_path, '/');
+    rc = -1;
+    if (cuda_read_file(source_path, CUDA_MAX_SOURCE, &source, &len, log, log_cap) == 0 &&
+        nvrtc_compile_text(&nv, base ? base + 1 : source_path, source, len, defines, arch, 0, &used,
+                           ptx, log, log_cap) == 0)
+        rc = 0;
+    free(source);
+    cuda_nvrtc_unload(&nv);
+    return rc;
+}
+
+json_t *cuda_compile_check(const char *name, const char *text, size_t len, const json_t *defines,
+                           double timeout_s)
+{
+    cuda_nvrtc nv;
+    char log[CUDA_LOG_TAIL], version[32];
+    char *ptx = NULL;
+    int arch = 0;
+    json_t *reply = NULL;
+
+    if (cuda_nvrtc_load(&nv, log, sizeof log) != 0)
+        return json_pack("{s:b, s:s}", "ok", 0, "reason", log);
+    snprintf(version, sizeof version, "%d.%d", nv.major, nv.minor);
+    double start = kt_clock_s();
+    int rc = nvrtc_compile_text(&nv, name, text, len, defines, 0, timeout_s, &arch, &ptx, log,
+                                sizeof log);
+    double ms = (kt_clock_s() - start) * 1000.0;
+    const char *status = rc == 0 ? "ok" : rc == -1 ? "compile_error" : rc == -2 ? "timeout" : NULL;
+    if (!status)
+        reply = json_pack("{s:b, s:s, s:s}", "ok", 0, "reason", log, "nvrtc_version", version);
+    else
+        reply = json_pack("{s:b, s:s, s:s, s:i, s:f, s:{s:i}}", "ok", 1, "status", status,
+                          "nvrtc_version", version, "arch", arch, "compile_ms", ms, "extras",
+                          "ptx_bytes", ptx ? (int)strlen(ptx) : 0);
+    if (reply && status && rc != 0)
+        json_object_set_new(json_object_get(reply, "extras"), "log", json_string(log));
+    free(ptx);
+    cuda_nvrtc_unload(&nv);
+    return reply;
 }

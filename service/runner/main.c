@@ -141,6 +141,9 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
                         ? 2 * (json_number_value(ct) + json_number_value(ms)) + 60
                         : 0;
     runner_cpu_budget(budget > RUNNER_CPU_DEFAULT_S ? budget : RUNNER_CPU_DEFAULT_S);
+    /* "files" (checked by the parser below): the source texts the builds read (sources.c) */
+    const json_t *files = json_object_get(req, "files");
+    runner_sources_begin(r->sources, json_is_object(files) ? files : NULL);
     if (r->cuda_ordinal >= 0) {
         if (!r->cuda) {
             reply = runner_status_reply("runtime_error", 0.0);
@@ -164,7 +167,34 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
         goto out;
     reply = cpu_measure(r, q, err);
 out:
+    runner_sources_done(r->sources);
+    runner_sources_begin(r->sources, NULL);
     free(q);
+    return reply;
+}
+
+/* op "compile_check": NVRTC only, so any runner answers it, with or without a CUDA device. */
+static json_t *compile_check(runner *r, const json_t *req, kt_error *err)
+{
+    char source[RUNNER_PATH_MAX];
+    const json_t *defines = NULL, *files = NULL;
+    double timeout_s = 0;
+    json_t *reply = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (runner_parse_compile_check(req, source, &defines, &files, &timeout_s, err) < 0)
+        goto out;
+    runner_sources_begin(r->sources, files);
+    if (!(text = runner_sources_read(r->sources, source, RUNNER_MAX_SOURCE_BYTES, &len, err)))
+        goto out;
+    runner_cpu_budget(2 * timeout_s + 60 > RUNNER_CPU_DEFAULT_S ? 2 * timeout_s + 60
+                                                                : RUNNER_CPU_DEFAULT_S);
+    const char *base = strrchr(source, '/');
+    if (!(reply = cuda_compile_check(base ? base + 1 : source, text, len, defines, timeout_s)))
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot build the compile_check reply");
+out:
+    runner_sources_begin(r->sources, NULL);
+    free(text);
     return reply;
 }
 
@@ -178,7 +208,9 @@ static int serve_line(runner *r, FILE *out, const char *line, size_t len)
     json_t *req = runner_parse_line(line, len, &err);
     json_t *id = req ? runner_request_id(req) : json_null();
     if (req && runner_parse_header(req, &op, &err) == 0)
-        reply = strcmp(op, "probe") == 0 ? probe(r, &err) : measure(r, req, &err);
+        reply = strcmp(op, "probe") == 0           ? probe(r, &err)
+                : strcmp(op, "compile_check") == 0 ? compile_check(r, req, &err)
+                                                   : measure(r, req, &err);
     if (!reply) {
         if (err.code == KT_OK)
             kt_error_set(&err, KT_ERR_INTERNAL, "the request produced no reply");
@@ -221,8 +253,11 @@ int main(int argc, char **argv)
 {
     runner r;
     memset(&r, 0, sizeof r);
+    runner_sources sources;
+    memset(&sources, 0, sizeof sources);
     r.cuda_ordinal = -1;
     r.cpu_core = -1;
+    r.sources = &sources;
     const char *user = getenv("KTUNE_RUNNER_USER");
     parse_args(argc, argv, &r, &user);
     /* Before anything is compiled or run: never as root (issue #11). */
@@ -257,6 +292,7 @@ int main(int argc, char **argv)
             log_warn("ktune-runner: cuda:%d unavailable: %s", r.cuda_ordinal, r.cuda_reason);
         else
             log_info("ktune-runner: cuda:%d open, cache %s", r.cuda_ordinal, r.cache_dir);
+        cuda_device_use_sources(r.cuda, &sources);
     }
     FILE *in = NULL, *out = NULL;
     if (protocol_streams(&in, &out) < 0) {

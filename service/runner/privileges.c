@@ -152,6 +152,13 @@ int runner_harden(const char *user, const char *cache_dir, int cuda, char *msg, 
         snprintf(msg, size, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
         return -1;
     }
+    /* Not dumpable (issue 27): a kernel in another runner of the same user cannot ptrace this one
+     * or read its memory and descriptors (/proc/<pid>/mem, fd), where the source texts of this
+     * runner's requests are. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        snprintf(msg, size, "PR_SET_DUMPABLE: %s", strerror(errno));
+        return -1;
+    }
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     long long ram = pages > 0 && page > 0 ? (long long)pages * page : 0;
     int bad = set_limit(RLIMIT_CORE, 0) != 0 || set_limit(RLIMIT_NOFILE, RUNNER_NOFILE) != 0 ||
@@ -212,10 +219,11 @@ json_t *runner_process_json(void)
     for (int i = 0; g && i < n; i++)
         json_array_append_new(g, json_integer(groups[i]));
     return json_pack(
-        "{s:I,s:I,s:I,s:o,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(), "gid",
-        (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups", g ? g : json_array(),
-        "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "network_interfaces",
-        interfaces_json(), "rlimits", "cpu", limit_json(RLIMIT_CPU), "as", limit_json(RLIMIT_AS),
-        "nofile", limit_json(RLIMIT_NOFILE), "fsize", limit_json(RLIMIT_FSIZE), "core",
+        "{s:I,s:I,s:I,s:o,s:b,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(),
+        "gid", (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups", g ? g : json_array(),
+        "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "dumpable",
+        prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "network_interfaces", interfaces_json(), "rlimits",
+        "cpu", limit_json(RLIMIT_CPU), "as", limit_json(RLIMIT_AS), "nofile",
+        limit_json(RLIMIT_NOFILE), "fsize", limit_json(RLIMIT_FSIZE), "core",
         limit_json(RLIMIT_CORE), "nproc", limit_json(RLIMIT_NPROC));
 }

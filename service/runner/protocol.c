@@ -16,8 +16,11 @@ static const char *const measure_fields[] = {
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
     "call_limit_s", "scalars",     "verify",        "call",        "openmp",
-    "threads",
+    "threads",      "files",
 };
+
+static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
+                       kt_error *err);
 
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
 {
@@ -102,10 +105,10 @@ int runner_parse_header(const json_t *req, const char **op, kt_error *err)
     if (strcmp(*op, "probe") == 0)
         return check_fields(req, "probe request", probe_fields,
                             sizeof probe_fields / sizeof *probe_fields, err);
-    if (strcmp(*op, "measure") == 0)
-        return 0; /* fields checked by the device's parser */
-    return kt_error_set(err, KT_ERR_BAD_REQUEST, "unknown op '%.64s' (accepted: probe, measure)",
-                        *op);
+    if (strcmp(*op, "measure") == 0 || strcmp(*op, "compile_check") == 0)
+        return 0; /* fields checked by the op's parser */
+    return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                        "unknown op '%.64s' (accepted: probe, measure, compile_check)", *op);
 }
 
 int runner_is_identifier(const char *s)
@@ -698,6 +701,59 @@ static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
     return get_real(req, "", "flops", 0, 1e30, 0, &q->flops, err);
 }
 
+/* 1 when name is a plain file name: [A-Za-z0-9._-], not starting with '.', under 64 bytes. */
+static int plain_file_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= 64 || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* "files" (optional): {"<plain name>": "<text>"}, RUNNER_MAX_FILES of them, RUNNER_MAX_SOURCE_BYTES
+ * together, holding the base name of each path in need[0..n_need) (empty paths skipped). */
+static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
+                       kt_error *err)
+{
+    const json_t *f = json_object_get(req, "files");
+    const char *name;
+    const json_t *v;
+    size_t total = 0;
+    *out = NULL;
+    if (!f)
+        return 0;
+    if (!json_is_object(f) || json_object_size(f) == 0 || json_object_size(f) > RUNNER_MAX_FILES)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "field 'files' must be an object of 1 to %d files", RUNNER_MAX_FILES);
+    json_object_foreach((json_t *)f, name, v)
+    {
+        if (!plain_file_name(name))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "files: '%.64s' is not a plain file name",
+                                name);
+        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "files.%s must be a string without NUL",
+                                name);
+        total += json_string_length(v);
+    }
+    if (total > RUNNER_MAX_SOURCE_BYTES)
+        return kt_error_set(err, KT_ERR_BODY_TOO_LARGE, "files hold more than %d bytes",
+                            RUNNER_MAX_SOURCE_BYTES);
+    for (int i = 0; i < n_need; i++) {
+        const char *base = strrchr(need[i], '/');
+        if (need[i][0] && !json_object_get(f, base ? base + 1 : need[i]))
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "files lacks %.200s (of '%.200s')",
+                                base ? base + 1 : need[i], need[i]);
+    }
+    *out = f;
+    return 0;
+}
+
 int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err)
 {
     memset(q, 0, sizeof *q);
@@ -717,6 +773,9 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         parse_scalars(req, q, err) < 0 || parse_call(req, q, err) < 0 ||
         parse_limits(req, q, err) < 0 || setup_key(req, q, err) < 0)
         return -1;
+    const char *need[] = {q->source, q->ref_kind == RUNNER_REF_C ? q->ref_source : ""};
+    if (parse_files(req, need, 2, &q->files, err) < 0)
+        return -1;
     for (int i = 0; i < q->n_buffers; i++) {
         runner_buffer *b = &q->buffers[i];
         if (b->rtol < 0 && kt_dtype_is_float(b->dtype))
@@ -724,5 +783,24 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         else if (b->rtol < 0)
             b->rtol = b->atol = 0; /* integers: exact unless the buffer says */
     }
+    return 0;
+}
+
+int runner_parse_compile_check(const json_t *req, char *source, const json_t **defines,
+                               const json_t **files, double *timeout_s, kt_error *err)
+{
+    static const char *const fields[] = {"id",      "op",    "source",
+                                         "defines", "files", "compile_timeout_s"};
+    const char *where = "compile_check request";
+    *defines = json_object_get(req, "defines");
+    if (check_fields(req, where, fields, sizeof fields / sizeof *fields, err) < 0 ||
+        get_path(req, where, "source", source, err) < 0 ||
+        get_real(req, where, "compile_timeout_s", 0.1, 3600, 60, timeout_s, err) < 0)
+        return -1;
+    const char *need[] = {source};
+    if (parse_files(req, need, 1, files, err) < 0)
+        return -1;
+    if (*defines && !json_is_object(*defines))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'defines' must be an object");
     return 0;
 }

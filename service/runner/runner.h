@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "runner/cuda.h"
 
-#define RUNNER_LINE_MAX         (1 << 20) /* bytes per request line, newline excluded */
+#define RUNNER_LINE_MAX         (4 << 20) /* bytes per request line, newline excluded */
 #define RUNNER_NAME_MAX         128       /* kernel, buffer and define names, NUL included */
 #define RUNNER_PATH_MAX         4096      /* source paths, NUL included */
 #define RUNNER_MAX_DEFINES      64
@@ -27,6 +27,7 @@
 #define RUNNER_KEPT_BYTES       (512ULL << 20) /* ... holding at most this much memory together */
 #define RUNNER_MAX_ELEMENTS     (1LL << 40)    /* per buffer, before the memory bound */
 #define RUNNER_MAX_SOURCE_BYTES (4 << 20)      /* a kernel or reference source file */
+#define RUNNER_MAX_FILES        32             /* a request's "files" */
 #define RUNNER_REPEATS_CAP      1000000        /* max_repeats accepted */
 #define RUNNER_SECONDS_CAP      3600.0         /* max_seconds, compile_timeout_s accepted */
 #define RUNNER_TEXT_MAX         256            /* probe strings (model, compiler line) */
@@ -92,6 +93,7 @@ typedef struct runner_call_arg {
 typedef struct runner_measure_req {
     char kernel[RUNNER_NAME_MAX];
     char source[RUNNER_PATH_MAX];
+    const json_t *files; /* "files": name -> text (borrowed from the request), or NULL */
     int n_defines;
     runner_define defines[RUNNER_MAX_DEFINES];
     int n_problem;
@@ -168,6 +170,13 @@ typedef struct cpu_problem {
     double setup_ms;                       /* allocation, fill and reference */
 } cpu_problem;
 
+/* A request's source texts (sources.c): its "files" (borrowed from the request), and the transient
+ * folder they were written to for a compile ("" when none). */
+typedef struct runner_sources {
+    const json_t *files;
+    char dir[RUNNER_PATH_MAX];
+} runner_sources;
+
 typedef struct runner {
     int cuda_ordinal; /* -1: the CPU device */
     int cpu_core;     /* -1: not pinned */
@@ -184,7 +193,28 @@ typedef struct runner {
     cpu_problem *kept[RUNNER_KEPT_PROBLEMS];
     cuda_device *cuda; /* CUDA device only; NULL when it could not be opened */
     char cuda_reason[256];
+    /* the current request's source texts (main.c owns it; NULL: sources are read from their
+     * paths, as unit tests do) */
+    runner_sources *sources;
 } runner;
+
+/* ---- sources.c (a request's "files") ---- */
+
+/* Takes a request's "files" (NULL: none), after runner_sources_done of the previous request's. */
+void runner_sources_begin(runner_sources *s, const json_t *files);
+/* The bytes of path (NUL-terminated, *len their count; caller frees): the text of its base name in
+ * the request's files, else (no files) the file read from disk. NULL with err (a name not among
+ * the files, larger than max, unreadable). */
+char *runner_sources_read(const runner_sources *s, const char *path, size_t max, size_t *len,
+                          kt_error *err);
+/* The file the compiler reads for path: with files, its copy in the transient folder under
+ * cache_dir (every file of the request written there, 0700 folder, 0400 files, on first call);
+ * without, path itself. 0, or -1 with err. */
+int runner_sources_compile_path(runner_sources *s, const char *cache_dir, const char *path,
+                                char *out, size_t cap, kt_error *err);
+/* Removes the transient folder (called once the request's builds are done, before its kernel
+ * runs, and at the end of every request). */
+void runner_sources_done(runner_sources *s);
 
 /* ---- protocol.c (requests) and protocol_reply.c (replies) ---- */
 
@@ -200,6 +230,12 @@ json_t *runner_request_id(const json_t *req);
 int runner_parse_header(const json_t *req, const char **op, kt_error *err);
 /* Validates a CPU measure request field by field. Returns 0, or -1 with err naming the field. */
 int runner_parse_measure(const json_t *req, runner_measure_req *out, kt_error *err);
+/* Validates a compile_check request (PROTOCOL.md): source (an absolute path, RUNNER_PATH_MAX
+ * bytes), defines and files (optional objects, borrowed from req; files holds the source's base
+ * name), compile_timeout_s (default 60). 0, or -1
+ * with err naming the field. */
+int runner_parse_compile_check(const json_t *req, char *source, const json_t **defines,
+                               const json_t **files, double *timeout_s, kt_error *err);
 /* {"ok": false, "error": message} (new reference). */
 json_t *runner_error_reply(const kt_error *err);
 /* A measure reply with every field present: status, time_ms 0, repeats 0, noise_cv 0, compile_ms,

@@ -2,11 +2,15 @@
  * process claims a validating version (kernel_store_claim), compiles, runs and verifies its
  * default configuration on the kernel's test problem on a device of each variant's kind this
  * process has (a measurement through the device's backend, ktune-runner and all), and records
- * ready or invalid with the compiler or verification log (kernel_store_finish). A variant whose
- * kind this process has no device of is recorded "not run" (its status says so); a version whose
- * every variant was not run stays ready only by that statement.
+ * ready or invalid with the compiler or verification log (kernel_store_finish). A CUDA variant on
+ * a process without a CUDA device is compile-checked by NVRTC (a runner's compile_check op: NVRTC
+ * needs no device) with its default configuration: a compile error makes the version invalid with
+ * NVRTC's log, a clean compile is recorded "compiled by NVRTC <version>, not run: no CUDA device".
+ * A variant neither run nor compiled (no NVRTC) is recorded "not run" (its status says so); a
+ * version whose every variant was not run stays ready only by that statement.
  *
  * Lifecycle: validator_main runs on its own thread from worker_system_start until stopping. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +18,7 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "measure/backend.h"
+#include "measure/runner_client.h"
 #include "store/kernel_store.h"
 #include "worker/validator.h"
 #include "worker/worker_internal.h"
@@ -87,6 +92,90 @@ out:
     return ok;
 }
 
+/* The NVRTC compile check of k's CUDA variant with its default configuration, in a runner started
+ * for it (the CPU device's: a compile reads untrusted source, so it never runs in ktuned). Returns
+ * 1 compiled, 0 not compiled (NVRTC's log in log), -1 not checked (why in log: no NVRTC, no runner
+ * configured); outcome gets the variant's one-line outcome. */
+static int nvrtc_check_variant(const worker_system *w, const kernel_spec *k, strbuf *log,
+                               char *outcome, size_t cap)
+{
+    const catalog *cat = w->opt.cat;
+    const kspec_variant *v = &k->variants[KSPEC_CUDA];
+    const catalog_real_options *o = catalog_measure_options(cat);
+    char dir[PATH_MAX], src[PATH_MAX + KFILES_MAX_NAME + 2];
+    json_t *defines = NULL, *req = NULL, *reply = NULL;
+    runner_client *rc = NULL;
+    runner_end end;
+    kt_error e;
+    int result = -1;
+    kt_error_clear(&e);
+    snprintf(outcome, cap, "not run: no device of this kind");
+    if (!o || !o->runner || !o->cache_dir) {
+        strbuf_appendf(log, "cuda: not run and not compiled: no runner configured\n");
+        goto out;
+    }
+    if (catalog_kernel_sources(cat, k, dir, sizeof dir, &e) < 0) {
+        strbuf_appendf(log, "cuda: %s\n", e.message);
+        goto out;
+    }
+    snprintf(src, sizeof src, "%s/%s", dir, v->source);
+    /* the spec's default (of a list: its last entry, as no device's limits are known here) */
+    defines = v->default_text ? json_loads(v->default_text, 0, NULL) : json_object();
+    /* the texts go with the request: the sources cache is unreadable to the runner's user */
+    req = json_pack("{s:s, s:s, s:O, s:o, s:f}", "op", "compile_check", "source", src, "defines",
+                    defines ? defines : json_null(), "files",
+                    kernel_files_json(k->files, k->compiled, k->n_compiled), "compile_timeout_s",
+                    o->compile_timeout_s);
+    runner_spawn sp = {
+        .path = o->runner, .device = "cpu", .cache_dir = o->cache_dir, .cpu_core = -1};
+    if (!defines || !req || !(rc = runner_client_new(&sp, &e))) {
+        strbuf_appendf(log, "cuda: not compiled: %s\n", e.message[0] ? e.message : "out of memory");
+        goto out;
+    }
+    int got = runner_client_call(rc, req, o->compile_timeout_s + 30, &reply, &end, &e);
+    if (got != RUNNER_REPLY) {
+        strbuf_appendf(log, "cuda: not compiled: the runner %s\n",
+                       got < 0 ? e.message : "died or overran its deadline");
+        goto out;
+    }
+    const char *status = json_string_value(json_object_get(reply, "status"));
+    const char *version = json_string_value(json_object_get(reply, "nvrtc_version"));
+    const char *clog = json_string_value(json_object_get(json_object_get(reply, "extras"), "log"));
+    if (!json_is_true(json_object_get(reply, "ok")) || !status) {
+        const char *why = json_string_value(json_object_get(reply, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(reply, "error"));
+        snprintf(outcome, cap, "not run: no CUDA device; not compiled: %s",
+                 why ? why : "no reason given");
+        strbuf_appendf(log, "cuda: %s\n", outcome);
+        goto out;
+    }
+    long long arch = json_integer_value(json_object_get(reply, "arch"));
+    if (strcmp(status, "ok") == 0) {
+        snprintf(outcome, cap, "compiled by NVRTC %s, not run: no CUDA device",
+                 version ? version : "?");
+        strbuf_appendf(log,
+                       "cuda: default configuration compiled by NVRTC %s for sm_%lld; not "
+                       "run: this worker has no CUDA device\n",
+                       version ? version : "?", arch);
+        result = 1;
+    } else {
+        snprintf(outcome, cap, "failed");
+        strbuf_appendf(log, "cuda: default configuration: %s (NVRTC %s, sm_%lld)\n%s\n", status,
+                       version ? version : "?", arch, clog ? clog : "");
+        result = 0;
+    }
+out:
+    if (rc) {
+        runner_client_stop(rc, 2.0);
+        runner_client_free(rc);
+    }
+    json_decref(reply);
+    json_decref(req);
+    json_decref(defines);
+    return result;
+}
+
 /* Validates one claimed version and records the outcome. */
 static void validate(worker_system *w, const char *name, const char *version)
 {
@@ -112,9 +201,15 @@ static void validate(worker_system *w, const char *name, const char *version)
             continue;
         const char *kname = kernel_spec_kind_name((kspec_kind)kind);
         const char *device = device_of_kind(w, (kspec_kind)kind);
+        if (!device && kind == KSPEC_CUDA) {
+            char what[512];
+            int ok = nvrtc_check_variant(w, k, &log, what, sizeof what);
+            json_object_set_new(outcome, kname, json_string(what));
+            all_ok &= ok != 0;
+            continue;
+        }
         if (!device) {
-            /* No device of the kind here: nothing compiled or run (an NVRTC-only compile check
-             * is not done by this validator). */
+            /* No device of the kind here: nothing compiled or run. */
             json_object_set_new(outcome, kname, json_string("not run: no device of this kind"));
             strbuf_appendf(&log, "%s: not run: this worker has no %s device\n", kname, kname);
             continue;

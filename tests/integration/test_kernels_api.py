@@ -50,6 +50,14 @@ int ktune_kernel(float *const *b, const long long *p)
 }
 """
 HEADER = "#define FACTOR 3.0f\n"
+CUDA = """extern "C" __global__ void vscale_kernel(float *x, float *y, long long n)
+{
+    long long i = (long long)blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= n)
+        return;
+    y[i] = 3.0f * x[i];
+}
+"""
 REFERENCE = """int ktune_reference(float *const *b, const long long *p);
 int ktune_reference(float *const *b, const long long *p)
 {
@@ -63,8 +71,12 @@ FILES = {"cpu.c": CPU, "vscale.h": HEADER, "reference.c": REFERENCE}
 
 HOSTILE = r"""/* A submitted kernel trying, per ATTACK, what it must not do; 0 (ok) when the attempt
  * worked, 1 (invalid) when it was refused. ATTACK -1 (the default) only computes y = 2*x. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 int ktune_kernel(float *const *b, const long long *p);
 static int attempt(void)
@@ -77,6 +89,22 @@ static int attempt(void)
     case 2: fd = open(DATA "/pg-ktune.secret", O_RDONLY); break;        /* the database password */
     case 3: d = opendir(DATA "/pg"); ok = d != 0; if (d) closedir(d); return ok; /* its files */
     case 4: fd = open(OTHER_SOURCE, O_RDONLY); break;                   /* read another kernel */
+    case 6: { /* connect to ktuned's API (its own network namespace: only a loopback, down) */
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(PORT)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        return ok;
+    }
+    case 5: /* a source's transient copy in the compile cache (src.*): only while it compiles */
+        d = opendir(CACHE);
+        for (struct dirent *e; d && (e = readdir(d));)
+            ok |= strncmp(e->d_name, "src.", 4) == 0;
+        if (d)
+            closedir(d);
+        return ok;
     default: return 1;
     }
     ok = fd >= 0;
@@ -221,6 +249,75 @@ class KernelsApiTest(unittest.TestCase):
         self.assertEqual(job["error"]["code"], "kernel_invalid", job)
         self.assertIn("zero", job["error"]["message"])
 
+    def test_cuda_variant_is_compile_checked_by_nvrtc(self):
+        """No CUDA device here: the CUDA variant is compiled by NVRTC (a runner's compile_check), not
+        run. A syntax error makes the version invalid with NVRTC's log naming the line; a clean
+        compile says so in the variant's validation, and the cpu variant is validated as ever."""
+        cuda = {"source": "cuda.cu", "entry": "vscale_kernel",
+                "parameters": [{"name": "BLOCK", "values": [64, 128, 256]}],
+                "restrictions": [], "block": ["BLOCK", "1", "1"],
+                "grid": ["(n + BLOCK - 1)//BLOCK", "1", "1"], "shared_bytes": "0",
+                "default": {"BLOCK": 128}}
+        spec = dict(SPEC, name="vcuda", variants=dict(SPEC["variants"], cuda=cuda))
+        good = dict(FILES, **{"cuda.cu": CUDA})
+        broken = dict(FILES, **{"cuda.cu": CUDA.replace("3.0f * x[i]", "3.0f * xx[i]")})
+        bad = self.submit(spec, broken)
+        v = self.wait_status("vcuda", bad["version"])
+        self.assertEqual(v["status"], "invalid", v)
+        self.assertEqual(v["validation"]["cuda"], "failed", v)
+        self.assertEqual(v["validation"]["cpu"], "ok", v)
+        self.assertIn("NVRTC", v["log"])
+        self.assertIn("cuda.cu(6)", v["log"])  # NVRTC's own words, naming the line
+        self.assertIn("xx", v["log"])
+        print("broken cuda.cu: %s" % v["log"].strip().replace("\n", " | "), file=sys.stderr)
+        ok = self.submit(spec, good)
+        v = self.wait_status("vcuda", ok["version"])
+        self.assertEqual(v["status"], "ready", v)
+        self.assertEqual(v["validation"]["cpu"], "ok", v)
+        self.assertRegex(v["validation"]["cuda"],
+                         r"^compiled by NVRTC [0-9]+\.[0-9]+, not run: no CUDA device$")
+        print("good cuda.cu: %s" % v["validation"], file=sys.stderr)
+
+    def test_submitted_kernels_never_share_a_runner(self):
+        """A submitted kernel may leave its runner changed (a thread, patched code) and read the
+        requests it is sent next (other kernels' source texts): a runner that ran one measures no
+        other version. Each kernel writes its runner's pid where the runner's user may (a folder of
+        /tmp: README.md, Security, "can still do"); the two kernels' pids never meet."""
+        folder = tempfile.mkdtemp(prefix="ktune-pids-")
+        os.chmod(folder, 0o777)
+        log = os.path.join(folder, "pids")
+        pid_cpu = ('#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n'
+                   + CPU.replace("    return 0;\n}\n", """    static int told; /* once per load of the kernel: a trial */
+    char line[64];
+    int fd = told++ ? -1 : open("%s", O_WRONLY | O_APPEND | O_CREAT, 0666);
+    snprintf(line, sizeof line, "%%s %%d\\n", TAG, (int)getpid());
+    if (fd >= 0) {
+        ssize_t w = write(fd, line, strlen(line));
+        (void)w;
+        close(fd);
+    }
+    return 0;
+}
+""" % log))
+        jobs = []
+        for tag in ("A", "B", "A"):
+            name = "pid" + tag
+            body = self.submit(dict(SPEC, name=name),
+                               dict(FILES, **{"cpu.c": '#define TAG "%s"\n' % tag + pid_cpu}),
+                               expect=(201 if tag not in [t for t, _ in jobs] else 200))
+            self.assertEqual(self.wait_status(name, body["version"])["status"], "ready")
+            job = self.tune({"kernel": name, "budget": {"evaluations": 2}})
+            done = self.k.wait_job(job["id"], timeout=120)
+            self.assertEqual(done["status"], "succeeded", done)
+            jobs.append((tag, job["id"]))
+        with open(log) as f:
+            seen = [line.split() for line in f if line.strip()]
+        pids = {tag: {pid for t, pid in seen if t == tag} for tag in ("A", "B")}
+        print("runner pids per kernel: %s" % pids, file=sys.stderr)
+        self.assertTrue(pids["A"] and pids["B"], pids)
+        self.assertEqual(pids["A"] & pids["B"], set(), pids)
+        shutil.rmtree(folder, ignore_errors=True)
+
     def test_submit_tune_edit_two_versions(self):
         first = self.submit()
         self.assertEqual((first["name"], first["status"]), ("vscale", "validating"), first)
@@ -334,11 +431,13 @@ class KernelsApiTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "needs root: the runner drops to its own user only when started as root")
     def test_submitted_kernel_limits(self):
         """What a kernel submitted over HTTP cannot do in the runner (issue 27), tried from inside a
-        measurement: rewrite another kernel version's sources or plant one in the sources cache (owned by
-        ktuned, read-only to the runner's user), read the database's password or files. (A kernel that
-        runs past its deadline is killed: tests/kernels/hang in test_measure_cpu.py.) Still possible, pinned here so that a fix updates the docs: reading
-        another kernel's sources (the cache is readable by the runner's user, which compiles from it).
-        The network namespace and rlimits are tests/integration/test_security_runner.py's."""
+        measurement: read or rewrite another kernel version's sources or plant one in the sources cache
+        (owned by ktuned, 0700: the runner gets the texts in its request), read the database's password
+        or files, find the transient copy of its sources in the compile cache (ATTACK 5: removed before
+        any code of the kernel runs), connect to ktuned's API (ATTACK 6: the runner's own network
+        namespace). (A kernel that runs past its deadline is killed: tests/kernels/hang in
+        test_measure_cpu.py, the same runner path; the rlimits and the rest of the network are
+        tests/integration/test_security_runner.py's, with tests/kernels/hostile.)"""
         k = self.k
         tokens = self.tokens
         status, _, victim = k.post("/v1/kernels", {"spec": dict(SPEC, name="victim"), "files": FILES},
@@ -349,10 +448,12 @@ class KernelsApiTest(unittest.TestCase):
         while not os.path.exists(other) and time.time() < deadline:
             time.sleep(0.1)  # written by the validation's measurement
         self.assertTrue(os.path.exists(other))
-        defines = ('#define OTHER_SOURCE "%s"\n#define SOURCES "%s"\n#define DATA "%s"\n'
-                   % (other, os.path.join(k.data_dir, "cache-sources"), k.data_dir))
+        defines = ('#define OTHER_SOURCE "%s"\n#define SOURCES "%s"\n#define DATA "%s"\n#define CACHE "%s"\n'
+                   '#define PORT %d\n'
+                   % (other, os.path.join(k.data_dir, "cache-sources"), k.data_dir,
+                      os.path.join(k.data_dir, "cache"), int(k.address.rsplit(":", 1)[1])))
         spec = dict(SPEC, name="hostile", variants={"cpu": {
-            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4]}],
+            "source": "cpu.c", "parameters": [{"name": "ATTACK", "values": [-1, 0, 1, 2, 3, 4, 5, 6]}],
             "restrictions": [], "default": {"ATTACK": -1}}})
         status, _, made = k.post("/v1/kernels", {"spec": spec, "files": {
             "cpu.c": defines + HOSTILE, "reference.c": REFERENCE2}}, headers=tokens["kernels"])
@@ -366,16 +467,15 @@ class KernelsApiTest(unittest.TestCase):
         self.assertEqual(listed["versions"][0]["status"], "ready", listed)
         time.sleep(0.6)
         status, _, job = k.post("/v1/tune", {"kernel": "hostile", "device": "cpu", "strategy": "exhaustive",
-                                             "budget": {"evaluations": 6}, "final_remeasure": 0},
+                                             "budget": {"evaluations": 8}, "final_remeasure": 0},
                                 headers=tokens["tune"])
         self.assertEqual(status, 202, job)
         done = k.wait_job(job["id"], timeout=180)
         by_attack = {t["config"]["ATTACK"]: t["status"] for t in k.all_trials(done["id"])}
         print("submitted kernel's attempts: %s" % by_attack, file=sys.stderr)
         self.assertEqual(by_attack[-1], "ok")
-        for attack in (0, 1, 2, 3):
+        for attack in (0, 1, 2, 3, 4, 5, 6):
             self.assertEqual(by_attack[attack], "invalid", (attack, by_attack))  # refused
-        self.assertEqual(by_attack[4], "ok", by_attack)  # not prevented yet: README.md, Security
         with open(other) as f:
             self.assertEqual(f.read(), CPU)  # the victim's source is intact
         self.assertFalse(os.path.exists(os.path.join(k.data_dir, "cache-sources", "planted.c")))

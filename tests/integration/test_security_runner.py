@@ -57,6 +57,7 @@ class RunnerPrivileges(unittest.TestCase):
         self.assertEqual((proc["uid"], proc["euid"], proc["gid"]), (nobody.pw_uid, nobody.pw_uid, nobody.pw_gid))
         self.assertNotIn(0, proc["groups"])
         self.assertTrue(proc["no_new_privs"])
+        self.assertFalse(proc["dumpable"])  # no ptrace or /proc/<pid>/mem by other runners' kernels
         lim = proc["rlimits"]
         self.assertEqual(lim["core"], 0)
         self.assertEqual(lim["nofile"], 1024)

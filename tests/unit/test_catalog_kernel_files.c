@@ -210,6 +210,9 @@ static void folder_and_copy(void **state)
     struct stat st;
     assert_int_equal(stat(copy, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0755);
+    /* the root is private (issue 27): runners get the texts in their requests, not from here */
+    assert_int_equal(stat(root, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
     assert_int_equal(kernel_files_materialise(from_dir, names, 2, root, v1, copy, sizeof copy, &e),
                      0);
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/target_key.h"
 #include "runner/runner.h"
 
@@ -467,6 +468,85 @@ static void measure_scale_is_ok_and_cached(void **state)
     assert_int_equal(client_stop(c, 5000), 0);
 }
 
+static void expect_error(client *c, const char *line, const char *needle, json_int_t id);
+
+/* Entries of dir whose name starts with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static json_t *file_text(const char *kernel, const char *file)
+{
+    char path[512];
+    size_t len = 0;
+    kt_error err;
+    kernel_path(path, sizeof path, kernel, file);
+    char *text = kt_file_read_all(path, 1 << 20, &len, &err);
+    assert_non_null(text);
+    json_t *s = json_stringn(text, len);
+    free(text);
+    return s;
+}
+
+/* Issue 27: ktuned keeps its sources cache unreadable to the runner's user and sends the texts
+ * ("files"); the paths only name them (and key the binary). The transient copy the compiler
+ * reads is gone once the request is answered. */
+static void files_in_the_request_are_compiled(void **state)
+{
+    client *c = *state;
+    client_start(c, 0);
+    for (int round = 0; round < 2; round++) {
+        json_t *req = xy_request(30 + round, "scale", json_pack("{s:i}", "UNROLL", 2), 4096);
+        json_object_set_new(req, "source", json_string("/nonexistent-sources/v1/cpu.c"));
+        json_object_set_new(
+            req, "reference",
+            json_pack("{s:s, s:s}", "kind", "c", "source", "/nonexistent-sources/v1/reference.c"));
+        json_object_set_new(req, "files",
+                            json_pack("{s:o, s:o}", "cpu.c", file_text("scale", "cpu.c"),
+                                      "reference.c", file_text("scale", "reference.c")));
+        json_t *r = client_call_json(c, req, 60000);
+        assert_status(r, "ok");
+        assert_true(json_is_boolean(extra(r, "cached_binary")));
+        assert_int_equal(json_is_true(extra(r, "cached_binary")), round); /* keyed stably */
+        json_decref(r);
+        assert_int_equal(count_prefixed(c->cache, "src."), 0);
+    }
+    /* a source not among the files is refused, naming it */
+    json_t *req = xy_request(40, "scale", NULL, 4096);
+    json_object_set_new(req, "files", json_pack("{s:s}", "other.c", "int x;"));
+    char *line = dump_request(req);
+    expect_error(c, line, "files lacks cpu.c", 40);
+    free(line);
+    /* compile_check: NVRTC only, answered by any runner; the log names the line */
+    json_t *r = client_call_json(
+        c,
+        json_pack("{s:i, s:s, s:s, s:{s:i}, s:{s:s}}", "id", 41, "op", "compile_check", "source",
+                  "/nonexistent-sources/v1/k.cu", "defines", "BROKEN", 1, "files", "k.cu",
+                  "extern \"C\" __global__ void k(float *x)\n{\n#if BROKEN\n    x[0] = "
+                  "undeclared_name;\n#endif\n}\n"),
+        60000);
+    if (json_is_true(json_object_get(r, "ok"))) {
+        assert_status(r, "compile_error");
+        assert_non_null(json_string_value(json_object_get(r, "nvrtc_version")));
+        const char *log = json_string_value(extra(r, "log"));
+        assert_non_null(log);
+        assert_non_null(strstr(log, "k.cu(4)"));
+        assert_non_null(strstr(log, "undeclared_name"));
+    } else { /* no NVRTC on this machine: said so */
+        assert_non_null(strstr(json_string_value(json_object_get(r, "reason")), "NVRTC"));
+    }
+    json_decref(r);
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
 static void wrong_kernel_gives_wrong_result(void **state)
 {
     client *c = *state;
@@ -645,8 +725,8 @@ static void malformed_requests_get_error_replies(void **state)
         expect_error(c, line, cases[i].needle, 100 + (json_int_t)i);
         free(line);
     }
-    /* a line over the 1 MiB cap is refused and the rest of it skipped */
-    size_t big = (1u << 20) + 100;
+    /* a line over the 4 MiB cap is refused and the rest of it skipped */
+    size_t big = (size_t)RUNNER_LINE_MAX + 100;
     char *line = malloc(big + 1);
     assert_non_null(line);
     memset(line, ' ', big);
@@ -800,6 +880,7 @@ int main(void)
         cmocka_unit_test(toolchain_of_version_output),
         cmocka_unit_test(cache_sizes_fall_back_when_sysfs_is_silent),
         cmocka_unit_test_setup_teardown(measure_scale_is_ok_and_cached, setup, teardown),
+        cmocka_unit_test_setup_teardown(files_in_the_request_are_compiled, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_kernel_gives_wrong_result, setup, teardown),
         cmocka_unit_test_setup_teardown(noncompile_gives_compile_error_with_log, setup, teardown),
         cmocka_unit_test_setup_teardown(crash_kills_the_runner_without_reply, setup, teardown),

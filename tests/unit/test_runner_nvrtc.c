@@ -368,6 +368,39 @@ static void compile_error_has_the_log(void **state)
     unlink(path);
 }
 
+/* The compile_check op's reply (issue 27: validation where no CUDA device exists): NVRTC's
+ * version, the architecture it compiled for, and on an error its log naming the line. */
+static void compile_check_reply(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    static const char src[] = "extern \"C\" __global__ void k(float *x)\n"
+                              "{\n"
+                              "#if BROKEN\n"
+                              "    x[0] = undeclared_name;\n"
+                              "#endif\n"
+                              "}\n";
+    json_t *broken = json_pack("{s:i}", "BROKEN", 1), *fine = json_pack("{s:i}", "BROKEN", 0);
+    json_t *r = cuda_compile_check("k.cu", src, sizeof src - 1, broken, 30);
+    assert_non_null(r);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(r, "status")), "compile_error");
+    const char *log = json_string_value(json_object_get(json_object_get(r, "extras"), "log"));
+    assert_non_null(log);
+    assert_non_null(strstr(log, "k.cu(4)"));
+    assert_non_null(strstr(log, "undeclared_name"));
+    json_decref(r);
+    r = cuda_compile_check("k.cu", src, sizeof src - 1, fine, 30);
+    assert_string_equal(json_string_value(json_object_get(r, "status")), "ok");
+    assert_non_null(strchr(json_string_value(json_object_get(r, "nvrtc_version")), '.'));
+    assert_true(json_integer_value(json_object_get(r, "arch")) >= 50);
+    assert_true(json_integer_value(json_object_get(json_object_get(r, "extras"), "ptx_bytes")) > 0);
+    assert_null(json_object_get(json_object_get(r, "extras"), "log"));
+    json_decref(r);
+    json_decref(broken);
+    json_decref(fine);
+}
+
 int main(void)
 {
     char why[LOG_CAP] = "";
@@ -383,6 +416,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(compile_error_has_the_log),
+        cmocka_unit_test(compile_check_reply),
         cmocka_unit_test(catalog_cuda_variants_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
