@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli/cli_formats.h"
+
+#include "core/class_name.h"
 #include "space/space.h"
 
 /* Bytes of the explicit list of configurations sent with the first request: the rest of the
@@ -16,22 +18,7 @@
 
 void cli_device_class_of(const char *name, char *out, size_t cap)
 {
-    size_t n = 0;
-    int gap = 0;
-    for (const char *s = name; s && *s && n + 2 < cap; s++) {
-        char ch = *s;
-        int keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                   (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-        if (!keep) {
-            gap = n > 0;
-            continue;
-        }
-        if (gap)
-            out[n++] = '_';
-        gap = 0;
-        out[n++] = ch;
-    }
-    out[n] = '\0';
+    kt_class_name_part(name, out, cap);
 }
 
 /* {"parameters": [{"name", "values"}]} in the order of tune_params_keys; every key's values

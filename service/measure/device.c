@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/class_name.h"
 #include "core/log.h"
 #include "core/target_key.h"
 #include "measure/runner_client.h"
@@ -21,27 +22,11 @@
 #define DEVICE_MAX_CLASS       160
 #define DEVICE_MAX_REASON      400
 
-/* Keeps letters, digits, '.', '_' and '-'; every other run of characters becomes one '_'. */
+/* A class part (core/class_name.h), "?" when the text keeps no character. */
 static void class_part(const char *in, char *out, size_t cap)
 {
-    size_t n = 0;
-    int gap = 0;
-    for (const char *p = in ? in : ""; *p && n + 2 < cap; p++) {
-        char ch = *p;
-        int keep = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-                   (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
-        if (!keep) {
-            gap = n > 0;
-            continue;
-        }
-        if (gap)
-            out[n++] = '_';
-        gap = 0;
-        out[n++] = ch;
-    }
-    if (n == 0)
-        out[n++] = '?';
-    out[n] = '\0';
+    if (kt_class_name_part(in, out, cap) == 0 && cap > 1)
+        snprintf(out, cap, "?");
 }
 
 static int set_unavailable(catalog_device *d, const char *name, kspec_kind kind, const char *reason)

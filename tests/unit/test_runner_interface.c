@@ -29,200 +29,15 @@
 #include "core/dtype.h"
 #include "runner/runner.h"
 
-#define REPLY_MAX (256 * 1024)
+#include "runner_test_util.h"
 
-typedef struct client {
-    pid_t pid;
-    int to, from; /* the runner's stdin and stdout */
-    char *buf;    /* bytes read and not yet returned */
-    size_t len;
-    int status; /* waitpid status once reaped */
-    int reaped;
-    int pin; /* >= 0: started with --cpu-core pin */
-    char cache[256];
-} client;
-
-/* ---- client helper (as in test_runner_cpu.c) ---- */
-
-static void client_init(client *c)
-{
-    memset(c, 0, sizeof *c);
-    c->pid = -1;
-    c->pin = -1;
-    c->to = c->from = -1;
-    c->buf = malloc(REPLY_MAX);
-    assert_non_null(c->buf);
-    snprintf(c->cache, sizeof c->cache, "/tmp/ktune-runner-test-XXXXXX");
-    assert_non_null(mkdtemp(c->cache));
-}
-
-/* Appends opt to the environment variable name (a sanitizer option list). */
-static void env_append(const char *name, const char *opt)
-{
-    char v[1024];
-    const char *old = getenv(name);
-    snprintf(v, sizeof v, "%s%s%s", old ? old : "", old && *old ? ":" : "", opt);
-    setenv(name, v, 1);
-}
-
-/* Starts the runner. raw_segv: a SIGSEGV in a kernel kills the runner by that signal even when it
- * is built with sanitizers (which would otherwise report it and exit). */
-static void client_start(client *c, int raw_segv)
-{
-    int in[2], out[2];
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (raw_segv) {
-            env_append("ASAN_OPTIONS", "handle_segv=0");
-            env_append("UBSAN_OPTIONS", "handle_segv=0");
-        }
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        if (c->pin >= 0) {
-            char core[16];
-            snprintf(core, sizeof core, "%d", c->pin);
-            execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
-                  "--log-level", "warn", "--cpu-core", core, (char *)NULL);
-        }
-        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
-              "--log-level", "warn", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    c->pid = pid;
-    c->to = in[1];
-    c->from = out[0];
-    c->len = 0;
-    c->reaped = 0;
-}
-
-static void client_send(client *c, const char *line)
-{
-    size_t n = strlen(line), off = 0;
-    while (off < n) {
-        ssize_t w = write(c->to, line + off, n - off);
-        assert_true(w > 0);
-        off += (size_t)w;
-    }
-    assert_int_equal(write(c->to, "\n", 1), 1);
-}
-
-/* Next reply line as JSON; NULL on end of output or when timeout_ms passes first. *eof tells which.
- */
-static json_t *client_read(client *c, int timeout_ms, int *eof)
-{
-    double deadline = kt_clock_ms() + timeout_ms;
-    *eof = 0;
-    for (;;) {
-        char *nl = memchr(c->buf, '\n', c->len);
-        if (nl) {
-            json_error_t jerr;
-            json_t *j = json_loadb(c->buf, (size_t)(nl - c->buf), 0, &jerr);
-            if (!j)
-                fail_msg("reply is not JSON: %s (%.*s)", jerr.text, (int)(nl - c->buf), c->buf);
-            size_t used = (size_t)(nl - c->buf) + 1;
-            memmove(c->buf, c->buf + used, c->len - used);
-            c->len -= used;
-            return j;
-        }
-        int left = (int)(deadline - kt_clock_ms());
-        if (left <= 0)
-            return NULL;
-        struct pollfd p = {.fd = c->from, .events = POLLIN};
-        int pr = poll(&p, 1, left);
-        if (pr <= 0)
-            continue;
-        assert_true(c->len < REPLY_MAX);
-        ssize_t n = read(c->from, c->buf + c->len, REPLY_MAX - c->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            *eof = 1;
-            return NULL;
-        }
-        c->len += (size_t)n;
-    }
-}
-
-/* Sends a request and returns its reply (the test fails without one within timeout_ms). */
-static json_t *client_call(client *c, const char *line, int timeout_ms)
-{
-    int eof;
-    client_send(c, line);
-    json_t *j = client_read(c, timeout_ms, &eof);
-    if (!j)
-        fail_msg("no reply (%s) to %.300s", eof ? "runner exited" : "timeout", line);
-    return j;
-}
-
-/* Compact text of req (malloc'd); consumes req. */
-static char *dump_request(json_t *req)
-{
-    char *line = json_dumps(req, JSON_COMPACT);
-    assert_non_null(line);
-    json_decref(req);
-    return line;
-}
-
-/* Sends req (a measure without "tolerance" gets an exact one: every buffer here is compared
- * exactly unless it says otherwise). */
-static json_t *client_call_json(client *c, json_t *req, int timeout_ms)
+/* Sends req; a measure without "tolerance" gets an exact one: every buffer here is compared
+ * exactly unless it says otherwise. */
+static json_t *call_exact(client *c, json_t *req, int timeout_ms)
 {
     if (!json_object_get(req, "tolerance"))
         json_object_set_new(req, "tolerance", json_pack("{s:f, s:f}", "rtol", 0.0, "atol", 0.0));
-    char *line = dump_request(req);
-    json_t *j = client_call(c, line, timeout_ms);
-    free(line);
-    return j;
-}
-
-/* Closes stdin and waits for the runner (at most timeout_ms, then kills it). Returns the status. */
-static int client_stop(client *c, int timeout_ms)
-{
-    if (c->to >= 0)
-        close(c->to);
-    c->to = -1;
-    double deadline = kt_clock_ms() + timeout_ms;
-    while (!c->reaped && c->pid > 0) {
-        pid_t w = waitpid(c->pid, &c->status, WNOHANG);
-        if (w == c->pid) {
-            c->reaped = 1;
-            break;
-        }
-        if (kt_clock_ms() > deadline) {
-            kill(c->pid, SIGKILL);
-            waitpid(c->pid, &c->status, 0);
-            c->reaped = 1;
-            break;
-        }
-        struct timespec ms = {0, 2000000};
-        nanosleep(&ms, NULL);
-    }
-    if (c->from >= 0)
-        close(c->from);
-    c->from = -1;
-    return c->status;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
+    return client_call_json(c, req, timeout_ms);
 }
 
 typedef struct fixture {
@@ -356,7 +171,7 @@ static void every_dtype_is_compared(void **state)
     put_file(f, "copy.c", COPY_KERNEL, strlen(COPY_KERNEL), src);
     for (int damage = 0; damage <= 9; damage++) {
         json_t *verify = json_pack("{s:s, s:{s:i}}", "kind", "default", "defines", "DAMAGE", 0);
-        json_t *r = client_call_json(&f->c, copy_request(src, damage, NULL, verify), 60000);
+        json_t *r = call_exact(&f->c, copy_request(src, damage, NULL, verify), 60000);
         if (damage == 0) {
             expect_status(r, "ok");
             assert_string_equal(extra_str(r, "verified"), "default");
@@ -392,7 +207,7 @@ static void reference_sees_every_dtype(void **state)
     for (int damage = 0; damage <= 2; damage += 2) {
         json_t *req = copy_request(src, damage, NULL, json_pack("{s:s}", "kind", "reference"));
         json_object_set_new(req, "reference", json_pack("{s:s, s:s}", "kind", "c", "source", ref));
-        json_t *r = client_call_json(&f->c, req, 60000);
+        json_t *r = call_exact(&f->c, req, 60000);
         expect_status(r, damage ? "wrong_result" : "ok");
         assert_string_equal(extra_str(r, "verified"), "reference");
         if (damage)
@@ -426,7 +241,7 @@ static void raw_abi_carries_floats_and_scalars(void **state)
             right ? 0.25 : 0.5, "buffers", "name", "o", "elements", 1, "role", "output", "scalars",
             "name", "alpha", "type", "f64", "value", -1.5, "name", "k", "type", "i32", "value", 7,
             "verify", "kind", "none", "min_repeats", 1, "max_repeats", 1);
-        json_t *r = client_call_json(&f->c, req, 60000);
+        json_t *r = call_exact(&f->c, req, 60000);
         expect_status(r, right ? "ok" : "invalid");
         json_decref(r);
     }
@@ -466,7 +281,7 @@ static void inits_fill_known_values(void **state)
                 json_object_set_new(json_array_get(bufs, (size_t)d), "init",
                                     json_pack("{s:s, s:s}", "kind", "file", "file", name));
             }
-            json_t *r = client_call_json(&f->c, req, 60000);
+            json_t *r = call_exact(&f->c, req, 60000);
             expect_status(r, "ok");
             assert_string_equal(extra_str(r, "verified"), "answer");
             json_decref(r);
@@ -475,7 +290,7 @@ static void inits_fill_known_values(void **state)
         init = k == 1 ? json_pack("{s:s, s:f}", "kind", "constant", "value", 7.0)
                       : json_pack("{s:s}", "kind", kinds[k]);
         json_t *verify = json_pack("{s:s, s:o}", "kind", "answer", "buffers", answers);
-        json_t *r = client_call_json(&f->c, copy_request(src, 0, init, verify), 60000);
+        json_t *r = call_exact(&f->c, copy_request(src, 0, init, verify), 60000);
         expect_status(r, "ok");
         json_decref(r);
         /* the answer must be right: iota against the constants' answers fails */
@@ -487,18 +302,18 @@ static void inits_fill_known_values(void **state)
         snprintf(name, sizeof name, "%s/%s_1.bin", f->dir, DTYPES[d]);
         json_object_set_new(answers, out, json_string(name));
     }
-    json_t *r = client_call_json(
-        &f->c,
-        copy_request(src, 0, json_pack("{s:s}", "kind", "iota"),
-                     json_pack("{s:s, s:o}", "kind", "answer", "buffers", answers)),
-        60000);
+    json_t *r =
+        call_exact(&f->c,
+                   copy_request(src, 0, json_pack("{s:s}", "kind", "iota"),
+                                json_pack("{s:s, s:o}", "kind", "answer", "buffers", answers)),
+                   60000);
     expect_status(r, "wrong_result");
     json_decref(r);
     /* a file of the wrong size: the problem cannot be set up */
     put_file(f, "short.bin", "abc", 3, path);
     json_t *req = copy_request(src, 0, json_pack("{s:s, s:s}", "kind", "file", "file", path),
                                json_pack("{s:s}", "kind", "none"));
-    r = client_call_json(&f->c, req, 60000);
+    r = call_exact(&f->c, req, 60000);
     expect_status(r, "invalid");
     assert_non_null(strstr(extra_str(r, "reason"), "init file"));
     json_decref(r);
@@ -539,7 +354,7 @@ static void random_inits_stay_in_range(void **state)
         "init", "kind", "uniform", "min", -3.5, "max", 3.5, "name", "g", "elements", 4096, "role",
         "input", "init", "kind", "normal", "mean", 10.0, "std", 1.0, "name", "o", "elements", 1,
         "role", "output", "verify", "kind", "none", "min_repeats", 1, "max_repeats", 1);
-    json_t *r = client_call_json(&f->c, req, 60000);
+    json_t *r = call_exact(&f->c, req, 60000);
     expect_status(r, "ok");
     assert_string_equal(extra_str(r, "verified"), "none");
     assert_null(json_object_get(json_object_get(r, "extras"), "max_abs_err"));
@@ -585,16 +400,16 @@ static void generated_call_passes_typed_arguments(void **state)
         y[i] = 2.5 * i + 0.25 + 0.5 * 3; /* alpha*x + beta + scale*big */
     put_file(f, "natural.c", NATURAL, strlen(NATURAL), src);
     put_file(f, "y.bin", y, sizeof y, ans);
-    json_t *r = client_call_json(&f->c, natural_request(src, "saxpy", ans), 60000);
+    json_t *r = call_exact(&f->c, natural_request(src, "saxpy", ans), 60000);
     expect_status(r, "ok");
     json_decref(r);
     /* an int entry's non-zero return is "this configuration cannot run this problem" */
-    r = client_call_json(&f->c, natural_request(src, "checked", ans), 60000);
+    r = call_exact(&f->c, natural_request(src, "checked", ans), 60000);
     expect_status(r, "invalid");
     assert_non_null(strstr(extra_str(r, "reason"), "returned 3"));
     json_decref(r);
     /* an entry the source does not define is a compile error with the compiler's words */
-    r = client_call_json(&f->c, natural_request(src, "nosuch", ans), 60000);
+    r = call_exact(&f->c, natural_request(src, "nosuch", ans), 60000);
     expect_status(r, "compile_error");
     assert_non_null(strstr(extra_str(r, "log"), "nosuch"));
     json_decref(r);
@@ -624,7 +439,7 @@ static void openmp_runs_the_threads_asked(void **state)
                                 "NT", nt, "problem", 1, "buffers", "name", "o", "elements", 1,
                                 "role", "output", "verify", "kind", "none", "openmp", 1, "threads",
                                 nt, "min_repeats", 1, "max_repeats", 1);
-        json_t *r = client_call_json(&f->c, req, 60000);
+        json_t *r = call_exact(&f->c, req, 60000);
         expect_status(r, "ok");
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(r, "extras"), "threads")), nt);
@@ -676,20 +491,20 @@ static void openmp_widens_a_pinned_runner(void **state)
     f->c.pin = first;
     client_start(&f->c, 0);
     put_file(f, "aff.c", AFFINITY_KERNEL, strlen(AFFINITY_KERNEL), src);
-    json_t *r = client_call_json(&f->c, affinity_request(src, 1, 0), 60000);
+    json_t *r = call_exact(&f->c, affinity_request(src, 1, 0), 60000);
     expect_status(r, "ok");
     json_decref(r);
-    r = client_call_json(&f->c, affinity_request(src, CPU_COUNT(&mine), 1), 60000);
+    r = call_exact(&f->c, affinity_request(src, CPU_COUNT(&mine), 1), 60000);
     expect_status(r, "ok");
     json_decref(r);
-    r = client_call_json(&f->c, affinity_request(src, 1, 0), 60000);
+    r = call_exact(&f->c, affinity_request(src, 1, 0), 60000);
     expect_status(r, "ok");
     json_decref(r);
 }
 
 static void expect_refused(fixture *f, json_t *req, const char *needle)
 {
-    json_t *r = client_call_json(&f->c, req, 10000);
+    json_t *r = call_exact(&f->c, req, 10000);
     if (!json_is_false(json_object_get(r, "ok")))
         fail_msg("accepted: %s", json_dumps(r, 0));
     const char *e = json_string_value(json_object_get(r, "error"));
