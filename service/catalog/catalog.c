@@ -394,6 +394,8 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
     if ((made && chmod(c->versions->sources_dir, 0700) != 0) || (!made && errno != ENOENT))
         log_warn("the kernel sources folder %s cannot be made private (0700): %s",
                  c->versions->sources_dir, strerror(errno));
+    if (catalog_versions_set_dirs(c->versions, opt->kernel_dirs, opt->n_kernel_dirs) < 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     for (int i = 0; i < opt->n_kernel_dirs; i++) {
         if (scan_kernel_dir(c, opt->kernel_dirs[i], limits, err) < 0)
             return -1;

@@ -88,13 +88,22 @@ typedef struct catalog_kver {
     int rank;          /* stored: position in the name's last fetch, 0 = newest; -1 gone */
     unsigned long seq; /* order of addition: a folder's newest version has the largest */
     int owned;         /* 1: k is freed with the registry (0: the catalog's specs own it) */
+    int gone;          /* folder: its folder was removed; not offered to new requests */
 } catalog_kver;
 
-/* A kernel folder, rescanned for changed files (kernel_files_dir_stamp). */
+/* Kernel folders a process holds (loaded or not, removed ones included) and versions of every
+ * kernel (folder and stored) it keeps: past these, a new folder or version is refused (logged). */
+#define CATALOG_MAX_FOLDERS  1024
+#define CATALOG_MAX_VERSIONS 8192
+
+/* A kernel folder, rescanned for changed files (kernel_files_dir_stamp): one loaded at start, or
+ * one found later under a --kernels folder (new, or invalid at start). */
 typedef struct catalog_kfolder {
     char *dir;
-    char name[KSPEC_MAX_NAME + 1];
+    char name[KSPEC_MAX_NAME + 1]; /* the kernel's name once loaded (the folder's before) */
     unsigned long long stamp;
+    int loaded; /* a version of it is in the registry */
+    int gone;   /* its spec.json was not there at the last rescan */
 } catalog_kfolder;
 
 /* A name of the kernels table and when it was last fetched (rate limits). */
@@ -113,6 +122,9 @@ typedef struct catalog_versions {
     catalog_kfolder *folders;
     int n_folders;
     uint64_t scanned_ns; /* last folder rescan */
+    char **kdirs;        /* the --kernels folders, listed again by each rescan */
+    int n_kdirs;
+    int folders_full; /* CATALOG_MAX_FOLDERS reached (logged once) */
     catalog_kname *names;
     int n_names;
     size_t cap_names;
@@ -129,6 +141,8 @@ void catalog_versions_free(catalog_versions *r);
 /* Adds a kernel folder's version loaded at start (k owned by the caller's specs: not freed here).
  */
 int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir);
+/* Copies the --kernels folders that rescans list for new sub-folders. 0 or -1 (out of memory). */
+int catalog_versions_set_dirs(catalog_versions *r, const char *const *dirs, int n);
 
 struct catalog {
     replay_dataset **ds;

@@ -91,7 +91,8 @@ int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err)
         kt_error_set(err, KT_ERR_KERNEL_INVALID, "kernel %s cannot be used: %s", e->name, e->error);
         kt_error_hint(err,
                       "fix the file named in the kernel folder %s (of ktuned's --kernels; "
-                      "kernels/README.md describes spec.json) and restart ktuned",
+                      "kernels/README.md describes spec.json): it is loaded again within a "
+                      "second, no restart",
                       e->name);
         return 1;
     }

@@ -2,10 +2,12 @@
  * kernel folders' (rescanned for changed files) and the stored kernels' (fetched from the kernels
  * table through the owner's callback), in an append-only registry behind a read-write lock, so
  * that a target may borrow its version's spec until catalog_free. */
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/array.h"
 #include "core/clock.h"
@@ -44,6 +46,9 @@ void catalog_versions_free(catalog_versions *r)
     for (int i = 0; i < r->n_folders; i++)
         free(r->folders[i].dir);
     free(r->folders);
+    for (int i = 0; i < r->n_kdirs; i++)
+        free(r->kdirs[i]);
+    free(r->kdirs);
     free(r->names);
     free(r->sources_dir);
     pthread_mutex_destroy(&r->refresh);
@@ -69,6 +74,12 @@ static int status_of(const char *s)
 static catalog_kver *append(catalog_versions *r, kernel_spec *k, const char *name,
                             const char *version, int stored)
 {
+    if (r->n >= CATALOG_MAX_VERSIONS) {
+        log_warn("kernel %s version %s: this process holds %d kernel versions already; not "
+                 "loaded (restart ktuned)",
+                 name, version, CATALOG_MAX_VERSIONS);
+        return NULL;
+    }
     catalog_kver *e = calloc(1, sizeof *e);
     if (!e || KT_ARRAY_GROW(r->v, r->cap, (size_t)r->n + 1, INT_MAX) < 0) {
         free(e);
@@ -85,9 +96,26 @@ static catalog_kver *append(catalog_versions *r, kernel_spec *k, const char *nam
     return e;
 }
 
+int catalog_versions_set_dirs(catalog_versions *r, const char *const *dirs, int n)
+{
+    if (n <= 0)
+        return 0;
+    if (!(r->kdirs = calloc((size_t)n, sizeof *r->kdirs)))
+        return -1;
+    for (; r->n_kdirs < n; r->n_kdirs++)
+        if (!(r->kdirs[r->n_kdirs] = strdup(dirs[r->n_kdirs])))
+            return -1;
+    return 0;
+}
+
 int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir)
 {
     catalog_versions *r = c->versions;
+    if (r->n_folders >= CATALOG_MAX_FOLDERS) {
+        log_warn("kernel %s: this process holds %d kernel folders already; not rescanned", dir,
+                 CATALOG_MAX_FOLDERS);
+        return 0;
+    }
     catalog_kfolder *f = realloc(r->folders, (size_t)(r->n_folders + 1) * sizeof *f);
     if (!f)
         return -1;
@@ -97,6 +125,8 @@ int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir)
         return -1;
     snprintf(f->name, sizeof f->name, "%s", k->name);
     f->stamp = kernel_files_dir_stamp(dir);
+    f->loaded = 1;
+    f->gone = 0;
     catalog_kver *e = append(r, k, k->name, k->version, 0);
     if (!e) {
         free(f->dir);
@@ -115,7 +145,7 @@ static const catalog_kver *folder_newest(const catalog_versions *r, const char *
         if (!r->v[i]->stored && strcmp(r->v[i]->name, name) == 0 &&
             (!best || r->v[i]->seq > best->seq))
             best = r->v[i];
-    return best;
+    return best && !best->gone ? best : NULL;
 }
 
 static const catalog_kver *find_version(const catalog_versions *r, const char *name,
@@ -127,56 +157,152 @@ static const catalog_kver *find_version(const catalog_versions *r, const char *n
     return NULL;
 }
 
-/* Loads the folders whose files changed since their last look, at most every CATALOG_RESCAN_MS;
- * a folder that no longer loads keeps its last version (logged). */
+/* 1 when another loaded folder, still there, holds the kernel name (refresh lock held). */
+static int name_taken(const catalog_versions *r, int self, const char *name)
+{
+    for (int i = 0; i < r->n_folders; i++)
+        if (i != self && r->folders[i].loaded && !r->folders[i].gone &&
+            strcmp(r->folders[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Adds the sub-folders of the --kernels folders that have a spec.json and are not known yet (a
+ * folder added after start, or one whose spec did not load at start), stamp 0 so that the rescan
+ * loads them (refresh lock held). */
+static void find_new_folders(catalog_versions *r)
+{
+    for (int d = 0; d < r->n_kdirs; d++) {
+        DIR *dh = opendir(r->kdirs[d]);
+        struct dirent *de;
+        if (!dh)
+            continue;
+        while ((de = readdir(dh)) != NULL) {
+            char sub[PATH_MAX], spec[PATH_MAX];
+            struct stat st;
+            int known = 0;
+            if (de->d_name[0] == '.')
+                continue;
+            int w = snprintf(sub, sizeof sub, "%s/%s", r->kdirs[d], de->d_name);
+            int w2 = snprintf(spec, sizeof spec, "%s/spec.json", sub);
+            if (w < 0 || (size_t)w >= sizeof sub || w2 < 0 || (size_t)w2 >= sizeof spec ||
+                stat(sub, &st) != 0 || !S_ISDIR(st.st_mode) || stat(spec, &st) != 0)
+                continue; /* not a kernel folder */
+            for (int i = 0; i < r->n_folders && !known; i++)
+                known = strcmp(r->folders[i].dir, sub) == 0;
+            if (known)
+                continue;
+            if (r->n_folders >= CATALOG_MAX_FOLDERS) {
+                if (!r->folders_full)
+                    log_warn("kernel %s: this process holds %d kernel folders already; a new "
+                             "folder needs a restart",
+                             sub, CATALOG_MAX_FOLDERS);
+                r->folders_full = 1;
+                break;
+            }
+            catalog_kfolder *f = realloc(r->folders, (size_t)(r->n_folders + 1) * sizeof *f);
+            if (!f)
+                break;
+            r->folders = f;
+            f = &r->folders[r->n_folders];
+            memset(f, 0, sizeof *f);
+            if (!(f->dir = strdup(sub)))
+                break;
+            snprintf(f->name, sizeof f->name, "%.*s", KSPEC_MAX_NAME, de->d_name);
+            r->n_folders++;
+        }
+        closedir(dh);
+    }
+}
+
+/* The folder's spec.json is gone: its versions are no longer offered to new requests (targets
+ * keyed by them keep them). Refresh lock held. */
+static void folder_removed(catalog_versions *r, catalog_kfolder *f)
+{
+    f->gone = 1;
+    f->stamp = 0; /* back again: loaded again */
+    if (!f->loaded)
+        return;
+    pthread_rwlock_wrlock(&r->lock);
+    for (int i = 0; i < r->n; i++)
+        if (!r->v[i]->stored && strcmp(r->v[i]->name, f->name) == 0)
+            r->v[i]->gone = 1;
+    pthread_rwlock_unlock(&r->lock);
+    log_info("catalog: kernel %s: %s/spec.json was removed; no longer offered", f->name, f->dir);
+}
+
+/* Loads the folders whose files changed since their last look, and the new ones, at most every
+ * CATALOG_RESCAN_MS; a folder that no longer loads keeps its last version (logged), a removed
+ * one is no longer offered. */
 static void rescan_folders(const catalog *c)
 {
     catalog_versions *r = c->versions;
     uint64_t now = kt_clock_ns();
-    if (!r->n_folders)
+    if (!r->n_folders && !r->n_kdirs)
         return;
     pthread_mutex_lock(&r->refresh);
     if (r->scanned_ns && now - r->scanned_ns < (uint64_t)CATALOG_RESCAN_MS * 1000000ULL)
         goto out;
     r->scanned_ns = now;
+    find_new_folders(r);
     const kspec_limits *lim[KSPEC_N_KINDS];
     for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
         lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
     for (int i = 0; i < r->n_folders; i++) {
         catalog_kfolder *f = &r->folders[i];
+        char spec[PATH_MAX];
+        struct stat st;
+        snprintf(spec, sizeof spec, "%s/spec.json", f->dir);
+        if (stat(spec, &st) != 0) {
+            if (!f->gone)
+                folder_removed(r, f);
+            continue;
+        }
         unsigned long long stamp = kernel_files_dir_stamp(f->dir);
         if (stamp == f->stamp)
             continue;
         f->stamp = stamp;
+        f->gone = 0;
         char why[1024];
         kernel_spec *k = kernel_spec_load(f->dir, lim, why, sizeof why);
         if (!k) {
-            log_warn("kernel %s: %s; the version loaded before is kept", f->dir, why);
+            log_warn("kernel %s: %s; %s", f->dir, why,
+                     f->loaded ? "the version loaded before is kept" : "skipped");
             continue;
         }
-        if (strcmp(k->name, f->name) != 0) {
+        if (f->loaded && strcmp(k->name, f->name) != 0) {
             log_warn("kernel %s: renamed to %s; a new name needs a restart", f->dir, k->name);
             kernel_spec_free(k);
             continue;
         }
+        if (!f->loaded && name_taken(r, i, k->name)) {
+            log_warn("kernel %s: a kernel named %s is already loaded from another folder; skipped",
+                     f->dir, k->name);
+            kernel_spec_free(k);
+            continue;
+        }
         pthread_rwlock_wrlock(&r->lock);
-        const catalog_kver *old = find_version(r, k->name, k->version);
+        catalog_kver *old = (catalog_kver *)find_version(r, k->name, k->version);
         catalog_kver *e = old ? NULL : append(r, k, k->name, k->version, 0);
+        if (old && !old->stored)
+            old->seq = ++r->seq; /* back to a version loaded before: the newest again */
         if (e)
             e->seq = ++r->seq; /* newest of the folder */
+        /* the folder is there again: its versions are offered again */
+        for (int j = 0; j < r->n; j++)
+            if (!r->v[j]->stored && strcmp(r->v[j]->name, k->name) == 0)
+                r->v[j]->gone = 0;
         pthread_rwlock_unlock(&r->lock);
-        if (e) {
-            log_info("catalog: kernel %s from %s: files changed, version %s", k->name, f->dir,
-                     k->version);
-        } else {
-            if (old) {
-                /* back to a version loaded before: it becomes the newest again */
-                pthread_rwlock_wrlock(&r->lock);
-                ((catalog_kver *)old)->seq = ++r->seq;
-                pthread_rwlock_unlock(&r->lock);
-            }
-            kernel_spec_free(k);
+        if (e || (old && !old->stored)) {
+            if (e)
+                log_info("catalog: kernel %s from %s: %s, version %s", k->name, f->dir,
+                         f->loaded ? "files changed" : "new folder", k->version);
+            if (!f->loaded)
+                snprintf(f->name, sizeof f->name, "%s", k->name);
+            f->loaded = 1;
         }
+        if (!e)
+            kernel_spec_free(k);
     }
 out:
     pthread_mutex_unlock(&r->refresh);
@@ -326,6 +452,16 @@ static const catalog_kver *stored_any(const catalog_versions *r, const char *nam
 
 int catalog_is_folder_kernel(const catalog *c, const char *name)
 {
+    int found = 0;
+    if (c && name && c->versions) {
+        /* folders found after start too (the registry's, under its lock) */
+        pthread_rwlock_rdlock(&c->versions->lock);
+        for (int i = 0; i < c->versions->n && !found; i++)
+            found = !c->versions->v[i]->stored && strcmp(c->versions->v[i]->name, name) == 0;
+        pthread_rwlock_unlock(&c->versions->lock);
+    }
+    if (found)
+        return 1;
     for (int i = 0; c && name && i < c->n_specs; i++)
         if (strcmp(c->specs[i]->name, name) == 0)
             return 1;

@@ -221,10 +221,72 @@ static void parse_names_field_paths(void **state)
     catalog_free(c);
 }
 
+/* <kernels>/<name>: VALID_SPEC under another name (valid 1) or a spec that does not parse. */
+static void make_kernel(const fixture *f, const char *name, int valid, char *dir, size_t cap)
+{
+    char spec[4096];
+    snprintf(dir, cap, "%s/%s", f->kernels, name);
+    mkdir(dir, 0755);
+    snprintf(spec, sizeof spec, "{\"name\": \"%s\",%s", name,
+             valid ? VALID_SPEC + strlen("{\"name\": \"vadd\",") : " \"summary\": ");
+    write_file(dir, "spec.json", spec);
+    write_file(dir, "cpu.c",
+               "int ktune_kernel(float *const *b, const long long *p) { return 0; }\n");
+    write_file(dir, "reference.c",
+               "int ktune_reference(float *const *b, const long long *p) { return 0; }\n");
+}
+
+/* Folders added, fixed or removed under a --kernels folder after start are seen by the rescan:
+ * no restart. A removed folder's versions stay for the targets keyed by them. */
+static void folders_come_and_go_without_a_restart(void **state)
+{
+    fixture *f = *state;
+    char bad[256], added[256], path[300];
+    target t, again;
+    kt_error err;
+    make_kernel(f, "vbad", 0, bad, sizeof bad);
+    catalog *c = open_catalog(f);
+    assert_int_equal(catalog_resolve(c, "vbad", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_KERNEL_INVALID);
+    assert_int_equal(catalog_resolve(c, "vnew", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_KERNEL);
+
+    /* a new folder, and the invalid one fixed */
+    make_kernel(f, "vnew", 1, added, sizeof added);
+    make_kernel(f, "vbad", 1, bad, sizeof bad);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    if (catalog_resolve(c, "vnew", "cpu", NULL, &t, &err) < 0)
+        fail_msg("vnew: %s (%s)", err.message, err.hint);
+    assert_int_equal(catalog_is_folder_kernel(c, "vnew"), 1);
+    assert_non_null(catalog_find_kernel(c, "vbad"));
+    assert_int_equal(catalog_kernel_invalid(c, "vbad", &err), 0);
+
+    /* removed: unknown to new requests; a target keyed by it still reopens */
+    snprintf(path, sizeof path, "%s/spec.json", added);
+    assert_int_equal(unlink(path), 0);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    assert_int_equal(catalog_resolve(c, "vnew", "cpu", NULL, &again, &err), -1);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_KERNEL);
+    assert_null(catalog_find_kernel(c, "vnew"));
+    assert_int_equal(catalog_reopen(c, &t.key, t.problem, &again, &err), 0);
+    assert_string_equal(again.key.kernel_hash, t.key.kernel_hash);
+    target_release(&again);
+
+    /* back again: the same bytes, the same version */
+    make_kernel(f, "vnew", 1, added, sizeof added);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    assert_int_equal(catalog_resolve(c, "vnew", "cpu", NULL, &again, &err), 0);
+    assert_string_equal(again.key.kernel_hash, t.key.kernel_hash);
+    target_release(&again);
+    target_release(&t);
+    catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(folder_edit_is_a_new_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(folders_come_and_go_without_a_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(stored_kernels_come_through_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_names_field_paths, setup, teardown),
     };
