@@ -228,10 +228,11 @@ json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k);
 
 /* --- kernel versions (issue 27, catalog_versions.c) ---------------------------------------------
  * A kernel's version is the hash of everything compiled (kernel_spec.version). A name has many
- * versions: a kernel folder's (loaded at start; its files rescanned at most every
- * CATALOG_RESCAN_MS, a changed file loaded as a new version without a restart) or a stored
- * kernel's (POST /v1/kernels, the kernels table, fetched through the source set below on a miss
- * and at most every CATALOG_KERNEL_FETCH_MS per name). Every version stays loaded until
+ * versions: a kernel folder's (loaded at start; its files, and the --kernels folders for new,
+ * fixed or removed sub-folders, rescanned at most every CATALOG_RESCAN_MS: a changed file is a new
+ * version, a new folder a new kernel, a removed one no longer offered, without a restart) or a
+ * stored kernel's (POST /v1/kernels, the kernels table, fetched through the source set below on a
+ * miss and at most every CATALOG_KERNEL_FETCH_MS per name). Every version stays loaded until
  * catalog_free, so a job keeps measuring the exact version in its key. */
 #define CATALOG_RESCAN_MS       500
 #define CATALOG_KERNEL_FETCH_MS 500

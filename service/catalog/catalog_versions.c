@@ -232,16 +232,18 @@ static void folder_removed(catalog_versions *r, catalog_kfolder *f)
 }
 
 /* Loads the folders whose files changed since their last look, and the new ones, at most every
- * CATALOG_RESCAN_MS; a folder that no longer loads keeps its last version (logged), a removed
- * one is no longer offered. */
-static void rescan_folders(const catalog *c)
+ * CATALOG_RESCAN_MS (force: an exact version asked for and not known, a job's that another
+ * process resolved: every CATALOG_KERNEL_MISS_MS); a folder that no longer loads keeps its last
+ * version (logged), a removed one is no longer offered. */
+static void rescan_folders(const catalog *c, int force)
 {
     catalog_versions *r = c->versions;
     uint64_t now = kt_clock_ns();
+    uint64_t period = (uint64_t)(force ? CATALOG_KERNEL_MISS_MS : CATALOG_RESCAN_MS) * 1000000ULL;
     if (!r->n_folders && !r->n_kdirs)
         return;
     pthread_mutex_lock(&r->refresh);
-    if (r->scanned_ns && now - r->scanned_ns < (uint64_t)CATALOG_RESCAN_MS * 1000000ULL)
+    if (r->scanned_ns && now - r->scanned_ns < period)
         goto out;
     r->scanned_ns = now;
     find_new_folders(r);
@@ -455,6 +457,7 @@ int catalog_is_folder_kernel(const catalog *c, const char *name)
     int found = 0;
     if (c && name && c->versions) {
         /* folders found after start too (the registry's, under its lock) */
+        rescan_folders(c, 0);
         pthread_rwlock_rdlock(&c->versions->lock);
         for (int i = 0; i < c->versions->n && !found; i++)
             found = !c->versions->v[i]->stored && strcmp(c->versions->v[i]->name, name) == 0;
@@ -498,12 +501,18 @@ int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
     *out = NULL;
     if (!r || !name)
         return kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "no kernel named");
-    rescan_folders(c);
+    rescan_folders(c, 0);
     pthread_rwlock_rdlock(&r->lock);
     const catalog_kver *e = version ? find_version(r, name, version) : folder_newest(r, name);
     if (!e && !version)
         e = stored_newest(r, name);
     pthread_rwlock_unlock(&r->lock);
+    if (!e && version) {
+        rescan_folders(c, 1); /* a folder's version another process found first */
+        pthread_rwlock_rdlock(&r->lock);
+        e = find_version(r, name, version);
+        pthread_rwlock_unlock(&r->lock);
+    }
     if (!e) {
         refresh_name(c, name, 0);
         pthread_rwlock_rdlock(&r->lock);
@@ -558,8 +567,10 @@ const kernel_spec *catalog_find_kernel_version(const catalog *c, const char *nam
     if (!r || !name || !version)
         return NULL;
     for (int pass = 0; pass < 2 && !(e && e->k); pass++) {
-        if (pass)
+        if (pass) {
+            rescan_folders(c, 1); /* a folder's version another process found first */
             refresh_name(c, name, 1);
+        }
         pthread_rwlock_rdlock(&r->lock);
         e = find_version(r, name, version);
         pthread_rwlock_unlock(&r->lock);
@@ -574,7 +585,7 @@ int catalog_kernel_versions(const catalog *c, const char *name, char (*out)[KFIL
     int n = 0;
     if (!r || !name)
         return 0;
-    rescan_folders(c);
+    rescan_folders(c, 0);
     refresh_name(c, name, 0);
     pthread_rwlock_rdlock(&r->lock);
     /* folder versions: newest (largest seq) first; stored: by rank */

@@ -6,7 +6,8 @@ to invalid with the compiler's log; every spec or file error names its field pat
 version: both listed by GET /v1/kernels/{name}, both jobs' results kept, /v1/best answering the
 newest version with results and naming it. A tune request on an invalid version is 400 kernel_invalid
 with the log, on a validating one 409 kernel_validating. A kernel folder whose included header is
-edited is a new version without a restart."""
+edited is a new version without a restart, and a folder added under --kernels after start is
+tunable without one."""
 import json
 import os
 import shutil
@@ -416,6 +417,30 @@ class KernelsApiTest(unittest.TestCase):
         status, _, listing = self.k.get("/v1/kernels")
         entry = [e for e in listing["kernels"] if e["name"] == "folded"][0]
         self.assertEqual(entry["version"], h2)
+
+    def test_new_folder_is_tunable_without_a_restart(self):
+        status, _, job = self.k.post("/v1/tune", {"kernel": "added", "device": "cpu",
+                                                  "strategy": "exhaustive",
+                                                  "budget": {"evaluations": 2}},
+                                     headers=self.tokens["tune"])
+        self.assertEqual((status, job["error"]["code"]), (400, "unknown_kernel"), job)
+        folder = os.path.join(self.own, "added")
+        shutil.copytree(SCALE, folder)
+        os.remove(os.path.join(folder, "cuda.json"))
+        with open(os.path.join(folder, "spec.json")) as f:
+            spec = json.load(f)
+        spec["name"] = "added"
+        with open(os.path.join(folder, "spec.json"), "w") as f:
+            json.dump(spec, f)
+        time.sleep(0.7)  # the --kernels folders are listed again at most every 500 ms
+        listed = self.versions("added")
+        self.assertEqual(len(listed), 1, listed)
+        job = self.tune({"kernel": "added"})
+        self.assertEqual(job["kernel_hash"], listed[0]["version"])
+        done = self.k.wait_job(job["id"], timeout=120)
+        self.assertEqual(done["status"], "succeeded", done)
+        trials = self.k.all_trials(job["id"])
+        self.assertTrue(trials and all(t["status"] == "ok" for t in trials), trials)
 
     def test_fifty_kb_answers_quickly(self):
         padding = "/* %s */\n" % ("p" * (50 * 1024))
