@@ -328,7 +328,7 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     }
     r = db_exec(c,
                 "SELECT seq, done_seq, config_id, status, time_ms, compile_ms, measure_ms,"
-                " round(extract(epoch FROM finished_at)::numeric, 3), config"
+                " round(extract(epoch FROM finished_at)::numeric, 3), config, extras->'metrics'"
                 " FROM trials WHERE job_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
                 3, p, err);
     if (!r)
@@ -339,7 +339,7 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     page_string(&b, PQgetvalue(job, 0, 0));
     strbuf_puts(&b, ",\"format\":\"compact\",\"fields\":[\"seq\",\"done_seq\",\"config_id\","
                     "\"status\",\"time_ms\",\"compile_ms\",\"measure_ms\",\"finished_at\","
-                    "\"config\"],\"rows\":[");
+                    "\"config\",\"metrics\"],\"rows\":[");
     const char *next_after = a.text;
     for (int i = 0; i < PQntuples(r) && b.len < TRIAL_PAGE_MAX_BYTES; i++) {
         strbuf_puts(&b, i ? ",[" : "[");
@@ -355,6 +355,9 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
         strbuf_append(&b, ",", 1);
         /* json column: PostgreSQL checked it on insert; NOT NULL in the schema. */
         strbuf_puts(&b, PQgetisnull(r, i, 8) ? "null" : PQgetvalue(r, i, 8));
+        /* The user metrics of an ok trial (extras.metrics, kernels/README.md), else null. */
+        strbuf_append(&b, ",", 1);
+        strbuf_puts(&b, PQgetisnull(r, i, 9) ? "null" : PQgetvalue(r, i, 9));
         strbuf_append(&b, "]", 1);
         next_after = PQgetvalue(r, i, 1);
     }

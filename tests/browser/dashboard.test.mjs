@@ -264,6 +264,35 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await closePage(page);
   });
 
+  it("a job whose trials carry user metrics shows the best's values and a column per metric", async () => {
+    // An ask/tell job (issue 27): three trials told with metrics, one failed without.
+    const space = { parameters: [{ name: "A", values: [1, 2, 3, 4] }] };
+    const made = await k.api("POST", "/v1/tune", { kernel: "metrics_view", device: "external", device_class: "browser-class", space, strategy: "exhaustive", budget: { evaluations: 4 }, history: "none", parallel: 4 }, AUTH);
+    assert.equal(made.status, 202, JSON.stringify(made.body));
+    const id = made.body.id;
+    const asked = await k.api("POST", `/v1/jobs/${id}/ask`, { n: 4 }, AUTH);
+    assert.equal(asked.status, 200, JSON.stringify(asked.body));
+    assert.equal(asked.body.trials.length, 4);
+    const times = [4, 1, 2];
+    const trials = asked.body.trials.map((t, i) =>
+      i < 3 ? { id: t.id, status: "ok", time_ms: times[i], metrics: { gflops: 100 / times[i], "GB/s": 10 * (i + 1) } } : { id: t.id, status: "runtime_error" });
+    const told = await k.api("POST", `/v1/jobs/${id}/tell`, { trials }, AUTH);
+    assert.equal(told.status, 200, JSON.stringify(told.body));
+    const page = await newPage();
+    await page.goto(`${k.base}/#/jobs/${id}`);
+    await page.waitForSelector("#best-metrics .field");
+    const labels = await page.locator("#best-metrics .label").allTextContents();
+    const values = await page.locator("#best-metrics .value").allTextContents();
+    // The best is the 1 ms trial (the metrics in the order the service stores them).
+    assert.deepEqual(Object.fromEntries(labels.map((l, i) => [l, values[i]])), { gflops: "100", "GB/s": "20" });
+    const heads = await page.locator("#trials-table thead th").allTextContents();
+    assert.ok(heads.includes("gflops") && heads.includes("GB/s"), heads.join("|"));
+    const col = heads.indexOf("gflops");
+    const cells = await page.locator(`#trials-table tbody tr td:nth-child(${col + 1})`).allTextContents();
+    assert.deepEqual(cells.slice().sort(), ["100", "25", "50", "–"].sort());
+    await closePage(page);
+  });
+
   it("compare overlays jobs and shows a ktune bench results file", async () => {
     const page = await newPage();
     await page.goto(`${k.base}/#/compare?jobs=${liveId},${cancelId}`);

@@ -105,6 +105,12 @@ class AskTellTest(unittest.TestCase):
         self.assertEqual(by_id[told[0]["id"]]["time_ms"], 2.5)
         self.assertEqual(by_id[told[0]["id"]]["extras"], {"metrics": {"gflops": 12.5}})
         self.assertEqual(by_id[told[2]["id"]]["status"], "invalid")
+        # The dashboard's compact page carries the metrics too (null where none were told).
+        _, _, compact = self.k.get("/v1/jobs/%d/trials?format=compact" % jid)
+        metrics = {row[compact["fields"].index("seq")]: row[compact["fields"].index("metrics")]
+                   for row in compact["rows"]}
+        self.assertEqual(metrics[a["trials"][0]["seq"]], {"gflops": 12.5}, compact)
+        self.assertIsNone(metrics[a["trials"][1]["seq"]], compact)
         _, _, view = self.k.get("/v1/jobs/%d" % jid)
         self.assertEqual(view["best"]["time_ms"], 1.5, view)
         self.assertEqual(view["progress"]["trials"], 4)

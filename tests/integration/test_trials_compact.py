@@ -8,7 +8,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
-FIELDS = ["seq", "done_seq", "config_id", "status", "time_ms", "compile_ms", "measure_ms", "finished_at", "config"]
+FIELDS = ["seq", "done_seq", "config_id", "status", "time_ms", "compile_ms", "measure_ms", "finished_at", "config",
+          "metrics"]
 
 
 class TrialsCompactTest(unittest.TestCase):
@@ -56,6 +57,7 @@ class TrialsCompactTest(unittest.TestCase):
                 else:
                     self.assertAlmostEqual(r[key], obj[key], places=9)
             self.assertIsInstance(r["finished_at"], (int, float))
+            self.assertEqual(r["metrics"], (obj.get("extras") or {}).get("metrics"))
         self.assertEqual(page["next_after"], objects[-1]["done_seq"])
         self.assertTrue(any(r[3] != "ok" and r[4] is None for r in page["rows"]), "failed rows have time_ms null")
 

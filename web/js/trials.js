@@ -1,7 +1,7 @@
 // A job's trials in the browser: loaded incrementally from /v1/jobs/{id}/trials?after=N in the
 // compact row format (one request holds up to 100,000 rows), kept as columns (typed arrays), with
-// the best-so-far curve maintained as rows arrive. Nothing already loaded is asked for again: the
-// cursor (done_seq of the last row) moves forward only.
+// the best-so-far curve maintained as rows arrive, and each row's user metrics (extras.metrics).
+// Nothing already loaded is asked for again: the cursor (done_seq of the last row) moves forward only.
 
 import { get } from "./api.js";
 
@@ -30,6 +30,8 @@ export class TrialSet {
     this.best = new Float64Array(0); // best time among rows 0..i (NaN before the first ok)
     this.status = []; // strings
     this.configs = []; // objects, as the API gives them
+    this.metrics = []; // user metrics of each row ({name: number}, extras.metrics) or null
+    this.metricNames = []; // every metric name seen, in order of first appearance
     this.params = []; // parameter names, from the first configuration
     this.bestIndex = -1;
     this.jobStatus = null;
@@ -60,6 +62,7 @@ export class TrialSet {
     const at = (name) => f.indexOf(name);
     const iSeq = at("seq"), iCid = at("config_id"), iStatus = at("status"), iTime = at("time_ms");
     const iCompile = at("compile_ms"), iMeasure = at("measure_ms"), iFinished = at("finished_at"), iConfig = at("config");
+    const iMetrics = at("metrics");
     let best = this.n > 0 ? this.best[this.n - 1] : NaN;
     for (const r of rows) {
       const i = this.n++;
@@ -76,6 +79,9 @@ export class TrialSet {
       const cfg = r[iConfig];
       this.configs.push(cfg);
       if (!this.params.length && cfg && typeof cfg === "object") this.params = Object.keys(cfg);
+      const m = iMetrics >= 0 ? r[iMetrics] : null;
+      this.metrics.push(m && typeof m === "object" ? m : null);
+      if (m && typeof m === "object") for (const k of Object.keys(m)) if (!this.metricNames.includes(k)) this.metricNames.push(k);
       if (t === t && !(t >= best)) {
         best = t;
         this.bestIndex = i;
@@ -107,6 +113,7 @@ export class TrialSet {
       measure_ms: this.measure[i],
       finished: this.finished[i],
       config: this.configs[i],
+      metrics: this.metrics[i],
     };
   }
 }

@@ -1,7 +1,9 @@
 // A job: summary, best configuration (copy as JSON), convergence (best so far against evaluations
 // or time, every trial as a point, failures marked, log-scale toggle), time against each
-// parameter's value, and the trials table (sortable, paged). Live while the job runs: the job is
-// polled every second and only trials finished since the last cursor are fetched.
+// parameter's value, and the trials table (sortable, paged). Where trials carry user metrics
+// (extras.metrics: GFLOP/s, GB/s, ...), the best trial's values and a table column per metric.
+// Live while the job runs: the job is polled every second and only trials finished since the last
+// cursor are fetched.
 //
 // When every trial is loaded and drawn, window.ktuneTimings.jobLoaded holds performance.now() (ms
 // since navigation start) and #job-page gets data-loaded="all"; the browser tests read both.
@@ -10,7 +12,7 @@ import { get, del } from "../api.js";
 import { TrialSet } from "../trials.js";
 import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, paramPoints, color, FAIL_COLOR } from "../charts.js";
 import { DataTable } from "../table.js";
-import { h, clear, fmtMs, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
+import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
 
 const POLL_MS = 1000;
 
@@ -69,6 +71,9 @@ export function mount(root, { id }) {
     "Copy JSON"
   );
   const bestTime = h("span", { class: "big", id: "best-time" }, "–");
+  const bestMetrics = h("div", { class: "fields", id: "best-metrics" });
+  let metricCols = 0; // metric columns the table has
+  let bestKey = null; // what the best metrics were drawn for (rows loaded, best configuration)
 
   // Chart controls.
   const xSel = h(
@@ -124,6 +129,7 @@ export function mount(root, { id }) {
           { class: "card" },
           h("h2", {}, "Best configuration"),
           h("div", { class: "best-line" }, bestTime, copyBtn, copyMsg),
+          bestMetrics,
           bestBox
         ),
         h(
@@ -240,6 +246,42 @@ export function mount(root, { id }) {
     copyBtn.disabled = !job.best;
   }
 
+  // The row of the job's best: the fastest ok row when its configuration is the best's, else the
+  // fastest ok row of that configuration (a final pick may choose another); -1 when none.
+  function bestRow() {
+    if (!job || !job.best || ts.bestIndex < 0) return -1;
+    const want = JSON.stringify(job.best.config);
+    if (JSON.stringify(ts.configs[ts.bestIndex]) === want) return ts.bestIndex;
+    let row = -1;
+    for (let i = 0; i < ts.n; i++)
+      if (ts.status[i] === "ok" && JSON.stringify(ts.configs[i]) === want && (row < 0 || ts.time[i] < ts.time[row])) row = i;
+    return row;
+  }
+
+  // User metrics: the best trial's values, and a column per metric name once one is seen.
+  function renderMetrics() {
+    const names = ts.metricNames;
+    if (names.length !== metricCols) {
+      metricCols = names.length;
+      const base = table.columns.filter((c) => !c.metric);
+      const at = base.findIndex((c) => c.key === "compile");
+      const cols = names.map((name) => ({
+        key: "metric:" + name, metric: true, label: name, cls: "num", title: "user metric (extras.metrics)",
+        value: (i) => (ts.metrics[i] && Number.isFinite(ts.metrics[i][name]) ? ts.metrics[i][name] : NaN),
+        render: (i) => (ts.metrics[i] && Number.isFinite(ts.metrics[i][name]) ? fmtNum(ts.metrics[i][name]) : "–"),
+      }));
+      table.columns = [...base.slice(0, at), ...cols, ...base.slice(at)];
+      table.renderHead();
+      table.setCount(ts.n, { force: true });
+    }
+    const key = `${ts.n}|${job && job.best ? JSON.stringify(job.best.config) : ""}`;
+    if (key === bestKey) return;
+    bestKey = key;
+    const row = bestRow();
+    const m = row >= 0 ? ts.metrics[row] : null;
+    clear(bestMetrics, m ? Object.entries(m).map(([k, v]) => field(k, fmtNum(v), "metric")) : []);
+  }
+
   async function cancel(e) {
     e.target.disabled = true;
     try {
@@ -262,6 +304,7 @@ export function mount(root, { id }) {
         drawCharts();
         table.setCount(ts.n);
       }
+      renderMetrics();
       if (!loadedAll && TERMINAL.has(ts.jobStatus)) {
         loadedAll = true;
         // Measured after the frame that shows the charts and the table.
