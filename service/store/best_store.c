@@ -159,21 +159,15 @@ int best_store_newest_version(PGconn *c, const char *kernel, const char *device_
 {
     const char *p[] = {kernel, device_class, toolchain, problem_key,
                        measured_only ? "true" : "false"};
-    PGresult *r = db_exec(c,
-                          "SELECT b.kernel_hash FROM best b WHERE b.kernel = $1"
-                          " AND b.device_class = $2 AND b.toolchain = $3 AND b.problem_key = $4"
-                          " AND (NOT $5::boolean OR " BEST_IS_MEASURED ")"
-                          " ORDER BY (SELECT max(j.id) FROM jobs j WHERE j.kernel = b.kernel"
-                          " AND j.device_class = b.device_class AND j.kernel_hash = b.kernel_hash)"
-                          " DESC NULLS LAST, b.measured_at DESC LIMIT 1",
-                          5, p, err);
-    if (!r)
-        return -1;
-    int found = PQntuples(r) == 1;
-    if (found)
-        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return found;
+    return store_query_text(
+        c,
+        "SELECT b.kernel_hash FROM best b WHERE b.kernel = $1"
+        " AND b.device_class = $2 AND b.toolchain = $3 AND b.problem_key = $4"
+        " AND (NOT $5::boolean OR " BEST_IS_MEASURED ")"
+        " ORDER BY (SELECT max(j.id) FROM jobs j WHERE j.kernel = b.kernel"
+        " AND j.device_class = b.device_class AND j.kernel_hash = b.kernel_hash)"
+        " DESC NULLS LAST, b.measured_at DESC LIMIT 1",
+        5, p, out, cap, err);
 }
 
 json_t *best_store_list_json(PGconn *c, const char *kernel, const char *device_class, int limit,

@@ -658,15 +658,9 @@ int model_store_newest_external_version(PGconn *c, const char *kernel, const cha
                                         char *out, size_t cap, kt_error *err)
 {
     const char *p[] = {kernel, device_class};
-    PGresult *r = db_exec(c,
-                          "SELECT kernel_hash FROM jobs WHERE kernel = $1 AND device_class = $2"
-                          " AND device = 'external' AND space IS NOT NULL ORDER BY id DESC LIMIT 1",
-                          2, p, err);
-    if (!r)
-        return -1;
-    int found = PQntuples(r) == 1;
-    if (found)
-        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return found;
+    return store_query_text(
+        c,
+        "SELECT kernel_hash FROM jobs WHERE kernel = $1 AND device_class = $2"
+        " AND device = 'external' AND space IS NOT NULL ORDER BY id DESC LIMIT 1",
+        2, p, out, cap, err);
 }

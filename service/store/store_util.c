@@ -61,6 +61,19 @@ out:
     return out;
 }
 
+int store_query_text(PGconn *c, const char *sql, int n, const char *const *params, char *out,
+                     size_t cap, kt_error *err)
+{
+    PGresult *r = db_exec(c, sql, n, params, err);
+    if (!r)
+        return -1;
+    int found = PQntuples(r) >= 1;
+    if (found)
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return found;
+}
+
 char *store_json_text(const json_t *v)
 {
     return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;

@@ -32,6 +32,10 @@ json_t *store_get_json(const PGresult *r, int row, int col);
  * KT_ERR_NOT_FOUND with not_found_msg. */
 json_t *store_query_json(PGconn *c, const char *sql, int n, const char *const *params,
                          const char *not_found_msg, kt_error *err);
+/* Runs a query returning at most one row and copies its first cell (text form) into out (cap
+ * bytes, truncated). 1 when a row came, 0 when none (out untouched), -1 on a database error. */
+int store_query_text(PGconn *c, const char *sql, int n, const char *const *params, char *out,
+                     size_t cap, kt_error *err);
 /* Compact JSON text of v (malloc'd), or NULL when v is NULL. */
 char *store_json_text(const json_t *v);
 /* 1 if a process with this pid exists on this host. */
