@@ -1,11 +1,11 @@
-/* search/surrogate_io — surrogate_save / surrogate_load.
+/* model/surrogate_io — surrogate_save / surrogate_load.
  * Layout, integers and doubles little-endian:
  *   "KSUR" | u32 format (1) | u32 n_pf, n_params, n_out, n_hidden, activation |
  *   u32 hidden[n_hidden] | per parameter: u32 name_len, name, u32 numeric, u32 n_cats, per
  *   category u32 len, key | f64 in_mean[n_in], in_sd[n_in], out_mean[n_out], out_sd[n_out],
  *   obj_w[n_out], obj_sd | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before
  * it. */
-#include "search/surrogate_impl.h"
+#include "model/surrogate_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
