@@ -233,6 +233,21 @@ out:
     return rc;
 }
 
+/* Row 0 of r, (id, algorithm, version, model bytes or NULL), into out: the bytes unescaped when
+ * want_bytes and present (else out->bytes stays NULL). 0, or -1 (err) out of memory. */
+static int model_ready_decode(PGresult *r, int want_bytes, model_ready *out, kt_error *err)
+{
+    out->id = store_get_ll(r, 0, 0);
+    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
+    out->version = (int)store_get_ll(r, 0, 2);
+    if (!want_bytes || PQgetisnull(r, 0, 3))
+        return 0;
+    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
+    if (!out->bytes)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+    return 0;
+}
+
 int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
                              const char *device_class, const char *kernel_hash,
                              const char *toolchain, int want_bytes, model_ready *out, kt_error *err)
@@ -257,17 +272,7 @@ int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
         rc = 0;
         goto out;
     }
-    out->id = store_get_ll(r, 0, 0);
-    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
-    out->version = (int)store_get_ll(r, 0, 2);
-    if (want_bytes && !PQgetisnull(r, 0, 3)) {
-        out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
-        if (!out->bytes) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
-            goto out;
-        }
-    }
-    rc = 1;
+    rc = model_ready_decode(r, want_bytes, out, err) < 0 ? -1 : 1;
 out:
     PQclear(r);
     if (rc < 0)
@@ -307,16 +312,10 @@ int model_store_job_model(PGconn *c, long long job_id, const char *kind, const c
         rc = 0;
         goto out;
     }
-    out->id = store_get_ll(r, 0, 0);
-    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
-    out->version = (int)store_get_ll(r, 0, 2);
-    if (PQgetisnull(r, 0, 3)) {
-        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
+    if (model_ready_decode(r, 1, out, err) < 0)
         goto out;
-    }
-    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
     if (!out->bytes) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
         goto out;
     }
     rc = 1;
