@@ -6,6 +6,7 @@
 
 #include "store/db.h"
 #include "store/pick_store.h"
+#include "store/reap.h"
 #include "store/store_util.h"
 
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
@@ -592,49 +593,16 @@ int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err)
 
 int job_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, kt_error *err)
 {
-    int freed = -1;
-    store_num s, pid;
-    const char *p1[] = {store_ll(&s, stale_s)};
-    PGresult *r =
-        db_exec(c,
-                "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner IS NOT NULL"
-                " AND runner_heartbeat < now() - make_interval(secs => $1) RETURNING id",
-                1, p1, err);
-    if (!r)
-        goto out;
-    freed = PQntuples(r);
-    PQclear(r);
-    /* Runners on this host are checked by pid: a ktuned killed with -9 is noticed at once. A runner
-     * with my pid but another id is a previous incarnation (containers reuse pid 1). */
-    const char *p2[] = {me->host, me->id};
-    r = db_exec(c,
-                "SELECT DISTINCT runner_pid FROM jobs WHERE status = 'running' AND runner_host = $1"
-                " AND runner IS NOT NULL AND runner <> $2",
-                2, p2, err);
-    if (!r) {
-        freed = -1;
-        goto out;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        int other = (int)store_get_ll(r, i, 0);
-        if (other != me->pid && store_pid_alive(other))
-            continue;
-        const char *p3[] = {me->host, store_ll(&pid, other), me->id};
-        PGresult *u =
-            db_exec(c,
-                    "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner_host = $1"
-                    " AND runner_pid = $2 AND runner <> $3 RETURNING id",
-                    3, p3, err);
-        if (!u) {
-            freed = -1;
-            goto out;
-        }
-        freed += PQntuples(u);
-        PQclear(u);
-    }
-out:
-    PQclear(r);
-    return freed;
+    static const store_reap_sql jobs = {
+        .release_stale = "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner IS NOT"
+                         " NULL AND runner_heartbeat < now() - make_interval(secs => $1)"
+                         " RETURNING id",
+        .runners = "SELECT DISTINCT runner FROM jobs WHERE status = 'running' AND runner IS NOT"
+                   " NULL AND runner <> $1",
+        .release_runner = "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner = $1"
+                          " RETURNING id",
+    };
+    return store_reap_dead(c, me, stale_s, &jobs, err);
 }
 
 int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
