@@ -16,7 +16,7 @@ static const char *const measure_fields[] = {
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
     "call_limit_s", "scalars",     "verify",        "call",        "openmp",
-    "threads",      "files",
+    "threads",      "files",       "data",
 };
 
 static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
@@ -287,8 +287,10 @@ static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err
 /* A buffer's dtype, init and tolerance (PROTOCOL.md). */
 static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *out, kt_error *err)
 {
-    static const char *const init_fields[] = {"kind", "min", "max", "mean", "std", "value", "file"};
-    static const char *const kinds[] = {"uniform", "normal", "constant", "iota", "zeros", "file"};
+    static const char *const init_fields[] = {"kind", "min",   "max",  "mean",
+                                              "std",  "value", "file", "sha256"};
+    static const char *const kinds[] = {"uniform", "normal", "constant", "iota",
+                                        "zeros",   "file",   "data"};
     static const char *const tol_fields[] = {"rtol", "atol"};
     char s[16], w[96];
     out->dtype = KT_F32;
@@ -319,15 +321,16 @@ static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *
     snprintf(w, sizeof w, "%s.init", where);
     if (!json_is_object(in))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", w);
-    if (check_fields(in, w, init_fields, 7, err) < 0 ||
+    if (check_fields(in, w, init_fields, 8, err) < 0 ||
         get_string(in, w, "kind", s, sizeof s, err) < 0)
         return -1;
     int k = -1;
-    for (int j = 0; j < 6 && k < 0; j++)
+    for (int j = 0; j < 7 && k < 0; j++)
         k = strcmp(s, kinds[j]) == 0 ? j : -1;
     if (k < 0)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                            "%s kind must be uniform, normal, constant, iota, zeros or file", w);
+                            "%s kind must be uniform, normal, constant, iota, zeros, file or data",
+                            w);
     out->init = (runner_init_kind)(k + RUNNER_INIT_UNIFORM);
     switch (out->init) {
     case RUNNER_INIT_UNIFORM:
@@ -346,6 +349,10 @@ static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *
         break;
     case RUNNER_INIT_FILE:
         if (get_path(in, w, "file", out->init_file, err) < 0)
+            return -1;
+        break;
+    case RUNNER_INIT_DATA:
+        if (get_string(in, w, "sha256", out->init_file, RUNNER_DATA_SHA_LEN + 1, err) < 0)
             return -1;
         break;
     default:
@@ -512,6 +519,13 @@ static int parse_verify(const json_t *req, runner_measure_req *q, kt_error *err)
             if (b < 0 || !q->buffers[b].output)
                 return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                                     "verify.buffers.%.64s: not an output buffer", name);
+            if (json_is_object(path)) { /* {"sha256"}: an uploaded data file (data.c) */
+                q->buffers[b].answer_data = 1;
+                if (get_string(path, "verify.buffers", "sha256", q->buffers[b].answer,
+                               RUNNER_DATA_SHA_LEN + 1, err) < 0)
+                    return -1;
+                continue;
+            }
             json_t *wrap = json_pack("{s:O}", "file", path);
             int rc = wrap ? get_path(wrap, "verify.buffers", "file", q->buffers[b].answer, err)
                           : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
