@@ -19,9 +19,6 @@ static const char *const measure_fields[] = {
     "threads",      "files",       "data",
 };
 
-static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
-                       kt_error *err);
-
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
 {
     size_t n = 0;
@@ -715,59 +712,6 @@ static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
     return get_real(req, "", "flops", 0, 1e30, 0, &q->flops, err);
 }
 
-/* 1 when name is a plain file name: [A-Za-z0-9._-], not starting with '.', under 64 bytes. */
-static int plain_file_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n >= 64 || name[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-/* "files" (optional): {"<plain name>": "<text>"}, RUNNER_MAX_FILES of them, RUNNER_MAX_SOURCE_BYTES
- * together, holding the base name of each path in need[0..n_need) (empty paths skipped). */
-static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
-                       kt_error *err)
-{
-    const json_t *f = json_object_get(req, "files");
-    const char *name;
-    const json_t *v;
-    size_t total = 0;
-    *out = NULL;
-    if (!f)
-        return 0;
-    if (!json_is_object(f) || json_object_size(f) == 0 || json_object_size(f) > RUNNER_MAX_FILES)
-        return kt_error_set(err, KT_ERR_WRONG_TYPE,
-                            "field 'files' must be an object of 1 to %d files", RUNNER_MAX_FILES);
-    json_object_foreach((json_t *)f, name, v)
-    {
-        if (!plain_file_name(name))
-            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "files: '%.64s' is not a plain file name",
-                                name);
-        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
-            return kt_error_set(err, KT_ERR_WRONG_TYPE, "files.%s must be a string without NUL",
-                                name);
-        total += json_string_length(v);
-    }
-    if (total > RUNNER_MAX_SOURCE_BYTES)
-        return kt_error_set(err, KT_ERR_BODY_TOO_LARGE, "files hold more than %d bytes",
-                            RUNNER_MAX_SOURCE_BYTES);
-    for (int i = 0; i < n_need; i++) {
-        const char *base = strrchr(need[i], '/');
-        if (need[i][0] && !json_object_get(f, base ? base + 1 : need[i]))
-            return kt_error_set(err, KT_ERR_MISSING_FIELD, "files lacks %.200s (of '%.200s')",
-                                base ? base + 1 : need[i], need[i]);
-    }
-    *out = f;
-    return 0;
-}
-
 int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err)
 {
     memset(q, 0, sizeof *q);
@@ -788,7 +732,7 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         parse_limits(req, q, err) < 0 || setup_key(req, q, err) < 0)
         return -1;
     const char *need[] = {q->source, q->ref_kind == RUNNER_REF_C ? q->ref_source : ""};
-    if (parse_files(req, need, 2, &q->files, err) < 0)
+    if (runner_sources_parse(req, need, 2, &q->files, err) < 0)
         return -1;
     for (int i = 0; i < q->n_buffers; i++) {
         runner_buffer *b = &q->buffers[i];
@@ -812,7 +756,7 @@ int runner_parse_compile_check(const json_t *req, char *source, const json_t **d
         get_real(req, where, "compile_timeout_s", 0.1, 3600, 60, timeout_s, err) < 0)
         return -1;
     const char *need[] = {source};
-    if (parse_files(req, need, 1, files, err) < 0)
+    if (runner_sources_parse(req, need, 1, files, err) < 0)
         return -1;
     if (*defines && !json_is_object(*defines))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'defines' must be an object");

@@ -247,6 +247,11 @@ int runner_sources_compile_path(runner_sources *s, const char *cache_dir, const 
 /* Removes the transient folder (called once the request's builds are done, before its kernel
  * runs, and at the end of every request). */
 void runner_sources_done(runner_sources *s);
+/* A request's "files" (optional; protocol.c's parsers call it): {"<plain name>": "<text>"},
+ * RUNNER_MAX_FILES of them, RUNNER_MAX_SOURCE_BYTES together, holding the base name of each path
+ * in need[0..n_need) (empty paths skipped). *out borrowed from req (NULL without "files"). */
+int runner_sources_parse(const json_t *req, const char *const *need, int n_need, const json_t **out,
+                         kt_error *err);
 
 /* ---- protocol.c (requests) and protocol_reply.c (replies) ---- */
 
