@@ -42,7 +42,11 @@ json_t *kernel_store_versions_json(PGconn *c, const char *name, kt_error *err)
         c,
         "SELECT COALESCE(json_agg(json_build_object('version', version, 'created_at', created_at,"
         " 'submitter', submitter, 'status', status, 'log', log, 'validation', validation,"
-        " 'retired', retired_at IS NOT NULL, 'retired_at', retired_at, 'spec', spec)"
+        " 'retired', retired_at IS NOT NULL, 'retired_at', retired_at, 'spec', spec)::jsonb"
+        " || CASE WHEN data IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('data',"
+        " (SELECT jsonb_object_agg(f.key, jsonb_build_object('dtype', f.value->'dtype', 'bytes',"
+        " length(decode(f.value->>'data', 'base64')), 'sha256',"
+        " encode(sha256(decode(f.value->>'data', 'base64')), 'hex'))) FROM jsonb_each(data) f)) END"
         " ORDER BY created_at DESC, id DESC), '[]'::json) FROM kernel_versions WHERE name = $1",
         1, p, "no versions", err);
 }

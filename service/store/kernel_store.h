@@ -24,7 +24,8 @@ json_t *kernel_store_create(PGconn *c, const char *name, const char *version, co
                             const char *spec_text, const char *files_json, const char *data_json,
                             const char *submitter, int *created, kt_error *err);
 /* GET /v1/kernels/{name}: [{"version","created_at","submitter","status","log","validation",
- * "retired","retired_at","spec"}] newest first; [] when the name has none. */
+ * "retired","retired_at","spec"[,"data"]}] newest first (data: each uploaded file's dtype, bytes
+ * and sha256, not its bytes); [] when the name has none. */
 json_t *kernel_store_versions_json(PGconn *c, const char *name, kt_error *err);
 /* The catalog's fetch (catalog_kernel_fetch): the newest `limit` versions of name,
  * [{"version","status","log","retired","spec_text","files","data"}] newest first (data null

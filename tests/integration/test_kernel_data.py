@@ -10,6 +10,7 @@ whose problem makes the buffer another length is 400 bad_problem naming the buff
 the same bytes are the same version, other data alone another version; the data is stored with its
 version (sql/021), from where the catalog loads it (a stored kernel reaches the catalog only so)."""
 import base64
+import hashlib
 import os
 import struct
 import sys
@@ -89,6 +90,11 @@ class KernelDataTest(unittest.TestCase):
         self.assertEqual(again["version"], good["version"])  # the same bytes, the same version
         v = self.wait_status("vcopy", good["version"])
         self.assertEqual(v["status"], "ready", v)
+        # the version lists its data without the bytes: dtype, size, SHA-256
+        x_bytes = struct.pack("<%df" % N, *X)
+        self.assertEqual(v["data"]["x.bin"], {"dtype": "f32", "bytes": 4 * N,
+                                              "sha256": hashlib.sha256(x_bytes).hexdigest()}, v)
+        self.assertEqual(sorted(v["data"]), ["x.bin", "y.bin"])
         status, _, job = self.k.post("/v1/tune", {"kernel": "vcopy", "device": "cpu",
                                                   "strategy": "exhaustive",
                                                   "budget": {"evaluations": 3}})

@@ -660,6 +660,8 @@ class ServedTest(unittest.TestCase):
         self.assertEqual((status, again["version"]), (200, made["version"]), again)
         status, _, with_data = self.call("POST", "/v1/kernels", body=example["with_data"]["value"])
         self.assertEqual((status, with_data["name"]), (201, "vcopy"), with_data)
+        status, _, listed = self.call("GET", "/v1/kernels/{name}", {"name": "vcopy"})
+        self.assertEqual((status, listed["versions"][0]["data"]["x.bin"]["bytes"]), (200, 16), listed)
         status, _, reply = self.call("POST", "/v1/kernels", body=dict(body, spec=dict(body["spec"], name="gemm")))
         self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
         big = dict(body, files=dict(body["files"], **{"big.h": "x" * (257 * 1024)}))
