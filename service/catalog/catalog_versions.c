@@ -355,10 +355,12 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
         kernel_files *files = kernel_files_from_json(json_object_get(row, "files"), "files", &e);
         const json_t *data_json = json_object_get(row, "data");
         kernel_data *data = NULL;
+        int data_ok = 1;
         if (files && json_is_object(data_json) &&
             !(data = kernel_data_from_json(data_json, "data", &e))) {
             kernel_files_free(files);
             files = NULL;
+            data_ok = 0;
         }
         if (files && spec_text &&
             kernel_files_add(files, "spec.json", spec_text, strlen(spec_text), &e) == 0) {
@@ -375,7 +377,8 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
                 k = NULL;
             }
         } else {
-            snprintf(why, sizeof why, "%s", files ? e.message : "the stored files cannot be read");
+            snprintf(why, sizeof why, "%s",
+                     files || !data_ok ? e.message : "the stored files cannot be read");
         }
         kernel_files_free(files);
         kernel_data_free(data);

@@ -320,7 +320,7 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
             continue
         if answer is None or answer[i] is None:
             total += _array_size(a) * DTYPE_SIZES[dtype]
-        elif want_answer:
+        elif want_answer and _array_dtype(answer[i]) is not None:  # else refused below
             total += _array_size(answer[i]) * DTYPE_SIZES[_array_dtype(answer[i]) or dtype]
     if upload is None:
         upload = total <= DATA_CAP
