@@ -188,7 +188,7 @@ json_t *kernel_data_json(const kernel_data *d)
     for (int i = 0; o && d && i < d->n; i++) {
         size_t n = 0;
         char *text = kt_base64_encode(d->files[i].bytes, d->files[i].len, &n);
-        json_t *e = text ? json_pack("{s:s, s:s, s:s#}", "dtype", kt_dtype_name(d->files[i].dtype),
+        json_t *e = text ? json_pack("{s:s, s:s, s:s%}", "dtype", kt_dtype_name(d->files[i].dtype),
                                      "encoding", "base64", "data", text, n)
                          : NULL;
         free(text);

@@ -28,7 +28,7 @@ void runner_data_release(runner_data *s)
     memset(s, 0, sizeof *s);
 }
 
-static int is_sha(const char *s)
+int runner_data_is_sha(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     if (n != RUNNER_DATA_SHA_LEN)
@@ -45,7 +45,7 @@ static int take_one(runner_data *s, const char *sha, const json_t *v, kt_error *
     unsigned char digest[KT_SHA256_SIZE];
     char hex[RUNNER_DATA_SHA_LEN + 1];
     size_t n = json_string_length(v), bad = 0;
-    if (!is_sha(sha) || !json_is_string(v))
+    if (!runner_data_is_sha(sha) || !json_is_string(v))
         return kt_error_set(err, KT_ERR_BAD_REQUEST,
                             "data.%.70s: must be \"<lowercase hex SHA-256>\": \"<base64>\"", sha);
     if (runner_data_find(s, sha))
@@ -83,7 +83,7 @@ static int note_missing(const runner_data *s, const char *sha, json_t **missing)
 {
     size_t i;
     json_t *v;
-    if (!is_sha(sha) || runner_data_find(s, sha))
+    if (!runner_data_is_sha(sha) || runner_data_find(s, sha))
         return 0; /* a malformed name is the parser's to refuse */
     if (!*missing && !(*missing = json_array()))
         return -1;

@@ -351,6 +351,9 @@ static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *
     case RUNNER_INIT_DATA:
         if (get_string(in, w, "sha256", out->init_file, RUNNER_DATA_SHA_LEN + 1, err) < 0)
             return -1;
+        if (!runner_data_is_sha(out->init_file))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "%s sha256 must be 64 lowercase hex digits", w);
         break;
     default:
         break;
@@ -521,6 +524,11 @@ static int parse_verify(const json_t *req, runner_measure_req *q, kt_error *err)
                 if (get_string(path, "verify.buffers", "sha256", q->buffers[b].answer,
                                RUNNER_DATA_SHA_LEN + 1, err) < 0)
                     return -1;
+                if (!runner_data_is_sha(q->buffers[b].answer))
+                    return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                        "verify.buffers.%.64s sha256 must be 64 lowercase hex "
+                                        "digits",
+                                        name);
                 continue;
             }
             json_t *wrap = json_pack("{s:O}", "file", path);

@@ -226,6 +226,8 @@ typedef struct runner {
  * malformed "data": a name that is not a SHA-256, text that is not base64, bytes of another
  * hash, more than RUNNER_DATA_HELD_BYTES). */
 int runner_data_take(runner_data *s, const json_t *req, json_t **missing, kt_error *err);
+/* 1 when s is a SHA-256 as data files are named: 64 lowercase hex digits. */
+int runner_data_is_sha(const char *s);
 /* The held file of that SHA-256, or NULL. */
 const runner_datum *runner_data_find(const runner_data *s, const char *sha);
 void runner_data_release(runner_data *s);

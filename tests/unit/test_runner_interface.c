@@ -617,6 +617,12 @@ static void bad_interface_fields_are_refused(void **state)
                              "name", "o", "elements", 1, "role", "output", "verify", "kind", "none",
                              "scalars", "name", "n", "type", "i32", "value", 1.5),
                    "scalars[0] value must be an i32");
+    expect_refused(f,
+                   json_pack(BASE "s:[{s:s, s:i, s:s, s:{s:s, s:s}}], s:{s:s}}", "id", 5, "op",
+                             "measure", "kernel", "k", "source", src, "problem", 1, "buffers",
+                             "name", "o", "elements", 1, "role", "input", "init", "kind", "data",
+                             "sha256", "not-a-hash", "verify", "kind", "none"),
+                   "buffers[0].init sha256 must be 64 lowercase hex digits");
 #undef BASE
 }
 
