@@ -158,6 +158,16 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
             json_object_set_new(reply, "ok", json_true());
         goto out;
     }
+    /* uploaded data files (data.c): held from "data"; one named but not held is asked for */
+    json_t *missing = NULL;
+    if (runner_data_take(&r->data, req, &missing, err) < 0)
+        goto out;
+    if (missing) {
+        reply = json_pack("{s:b, s:o}", "ok", 1, "need_data", missing);
+        if (!reply)
+            kt_error_set(err, KT_ERR_NO_MEMORY, "cannot build the need_data reply");
+        goto out;
+    }
     q = malloc(sizeof *q);
     if (!q) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the request");
@@ -333,6 +343,7 @@ int main(int argc, char **argv)
     fclose(in);
     fclose(out);
     cpu_problem_release_all(&r);
+    runner_data_release(&r.data);
     if (r.cuda)
         cuda_device_close(r.cuda);
     return 0;

@@ -248,11 +248,15 @@ class Client:
         return ExternalTuning(self, job, max(1, int(n)), lease_s, wait_s)
 
     # --- kernels over HTTP and server-side jobs ------------------------------------------------
-    def register_kernel(self, spec, files):
-        """POST /v1/kernels: registers a kernel (spec.json's object and its files, name -> text) and
+    def register_kernel(self, spec, files, data=None):
+        """POST /v1/kernels: registers a kernel (spec.json's object and its files, name -> text; data:
+        its data files, name -> {"dtype", "encoding": "base64", "data"}, kernels/README.md) and
         returns the reply (name, version, status: validating, or the status of the same bytes posted
-        before). A spec or file error raises KtuneError naming its field path."""
-        return self._conn.call("POST", "/v1/kernels", {"spec": spec, "files": dict(files)})
+        before). A spec, file or data error raises KtuneError naming its field path."""
+        body = {"spec": spec, "files": dict(files)}
+        if data:
+            body["data"] = dict(data)
+        return self._conn.call("POST", "/v1/kernels", body)
 
     def kernel_versions(self, name):
         """GET /v1/kernels/{name}: its versions, newest first (version, status, log, spec, ...)."""
