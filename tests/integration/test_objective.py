@@ -11,6 +11,7 @@ the time ("objective": {"metric", "goal"} of POST /v1/tune).
 - cpu: tests/kernels/saxpy_f64 declares gflops and gbps; a job maximising gflops ends with the ok
   trial of the highest gflops (computed by the backend from the time), re-measures nothing (no final
   pick with a metric objective) and leaves /v1/best empty.
+- The Python client's tune_external(objective=...) runs such a job from a harness loop.
 - Refusals name the field: a metric the kernel does not declare (the hint lists those it does), a
   metric on a replay device, a malformed objective; a final pick with a metric objective is 501."""
 import math
@@ -26,6 +27,8 @@ from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E4
 ARGS = parse_args()
 SOURCE = os.path.abspath(ARGS.source_dir)
 SAXPY = os.path.join(SOURCE, "tests", "kernels", "saxpy_f64")
+sys.path.insert(0, os.path.join(SOURCE, "clients", "python"))
+import ktune  # noqa: E402
 
 SPACE = {"parameters": [{"name": "BS", "values": [32, 64, 128, 256]},
                         {"name": "T", "values": [1, 2, 4, 8]}],
@@ -195,6 +198,17 @@ class ObjectiveTest(unittest.TestCase):
         # Nothing was queued by a refusal.
         _, _, jobs = self.k.get("/v1/jobs?status=queued")
         self.assertEqual([j for j in jobs["jobs"] if j["kernel"] == "pnpoly"], [])
+
+    def test_e_python_client_objective(self):
+        client = ktune.Client("http://" + self.k.address, timeout=30)
+        run = client.tune_external("obj_client", SPACE, problem=PROBLEM, device_class=CLASS,
+                                   strategy="exhaustive", budget=len(VALID), n=4, seed=1,
+                                   objective={"metric": "score", "goal": "max"})
+        for trial in run:
+            trial.tell(fake_time(trial.config), metrics={"score": score(trial.config)})
+        self.assertEqual(run.job()["objective"], {"metric": "score", "goal": "max"})
+        want = max(VALID, key=score)
+        self.assertEqual((run.best["config"], run.best["value"]), (want, score(want)), run.best)
 
 
 if __name__ == "__main__":
