@@ -11,7 +11,6 @@
 #include "store/job_store.h"
 #include "store/model_store.h"
 #include "worker/final_pick.h"
-#include "worker/trainer_surrogate.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
@@ -55,7 +54,7 @@ static int require_surrogate(PGconn *c, const tune_request *t, const target *tg,
 {
     model_ready ready;
     int found =
-        model_store_latest_ready(c, TRAINER_SURROGATE_KIND, tg->key.kernel, tg->key.device_class,
+        model_store_latest_ready(c, MODEL_KIND_SURROGATE, tg->key.kernel, tg->key.device_class,
                                  tg->key.kernel_hash, tg->key.toolchain, 0, &ready, err);
     if (found != 0)
         return found < 0 ? -1 : 0;

@@ -10,6 +10,7 @@
 #include "cli/cli_client.h"
 #include "cli/cli_render.h"
 #include "cli/cli_table.h"
+#include "core/number.h"
 
 #define BEST_MAX_QUERY 4096
 
@@ -170,11 +171,11 @@ int cli_best_main(int argc, char **argv)
         fprintf(stderr, "ktune best: --fallback must be nearest or none, not '%s'\n", fallback);
         goto done;
     }
-    if (k && cli_parse_ll(k, 1, 20, &n) < 0) {
+    if (k && kt_parse_ll(k, 1, 20, &n) < 0) {
         fprintf(stderr, "ktune best: --k must be a whole number from 1 to 20\n");
         goto done;
     }
-    if (tune_on_miss && cli_parse_ll(tune_on_miss, 1, 1000000000, &n) < 0) {
+    if (tune_on_miss && kt_parse_ll(tune_on_miss, 1, 1000000000, &n) < 0) {
         fprintf(stderr, "ktune best: --tune-on-miss must be a positive whole number\n");
         goto done;
     }

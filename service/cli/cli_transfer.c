@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/number.h"
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -190,7 +191,7 @@ int cli_export_main(int argc, char **argv)
             goto done;
         }
     }
-    if (!id_text || cli_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
+    if (!id_text || kt_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
         fprintf(stderr, "ktune export: a job id (a positive whole number) is required\n");
         goto done;
     }

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/file.h"
+#include "core/number.h"
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -132,7 +133,7 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
         } else if ((m = cli_opt(argc, argv, &i, "--budget-evaluations", &v))) {
             if (m < 0)
                 goto done;
-            if (cli_parse_ll(v, 1, 1000000000LL, &n) < 0) {
+            if (kt_parse_ll(v, 1, 1000000000LL, &n) < 0) {
                 fprintf(stderr, "ktune: --budget-evaluations must be a whole number >= 1\n");
                 goto done;
             }
@@ -142,7 +143,7 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
         } else if ((m = cli_opt(argc, argv, &i, "--budget-seconds", &v))) {
             if (m < 0)
                 goto done;
-            if (cli_parse_double(v, 1e-9, 1e12, &d) < 0) {
+            if (kt_parse_double(v, 1e-9, 1e12, &d) < 0) {
                 fprintf(stderr, "ktune: --budget-seconds must be a number > 0\n");
                 goto done;
             }
@@ -152,7 +153,7 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
         } else if ((m = cli_opt(argc, argv, &i, "--seed", &v))) {
             if (m < 0)
                 goto done;
-            if (cli_parse_ll(v, 0, INT64_MAX, &n) < 0) {
+            if (kt_parse_ll(v, 0, INT64_MAX, &n) < 0) {
                 fprintf(stderr, "ktune: --seed must be a whole number >= 0\n");
                 goto done;
             }
@@ -160,7 +161,7 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
         } else if ((m = cli_opt(argc, argv, &i, "--parallel", &v))) {
             if (m < 0)
                 goto done;
-            if (cli_parse_ll(v, 1, 64, &n) < 0) {
+            if (kt_parse_ll(v, 1, 64, &n) < 0) {
                 fprintf(stderr, "ktune: --parallel must be a whole number from 1 to 64\n");
                 goto done;
             }

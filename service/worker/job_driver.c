@@ -9,7 +9,6 @@
 #include "store/model_store.h"
 #include "store/pick_store.h"
 #include "store/trial_store.h"
-#include "worker/trainer_surrogate.h"
 #include "worker/warm_start.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
@@ -352,7 +351,7 @@ static int open_surrogate(job_driver *d, PGconn *c, kt_error *err)
     const target_key *k = &d->row.target.key;
     if (!searcher_needs_surrogate(d->row.strategy))
         return 0;
-    int found = model_store_job_model(c, d->row.id, TRAINER_SURROGATE_KIND, k->kernel,
+    int found = model_store_job_model(c, d->row.id, MODEL_KIND_SURROGATE, k->kernel,
                                       k->device_class, k->kernel_hash, k->toolchain, &ready, err);
     if (found < 0)
         return -1;

@@ -20,10 +20,10 @@
 
 #include "catalog/catalog.h"
 #include "search/searcher.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 #include "store/job_store.h"
 #include "worker/final_pick.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "worker/target_cache.h"
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;

@@ -72,15 +72,6 @@ static void test_problem_arguments(void **state)
     assert_int_equal(cli_parse_pair("novalue", o, &err), -1);
     assert_int_equal(cli_parse_pair("bad=[1,", o, &err), -1);
     json_decref(o);
-
-    long long n;
-    double d;
-    assert_int_equal(cli_parse_ll("42", 1, 100, &n), 0);
-    assert_int_equal(n, 42);
-    assert_int_equal(cli_parse_ll("0", 1, 100, &n), -1);
-    assert_int_equal(cli_parse_ll("4x", 1, 100, &n), -1);
-    assert_int_equal(cli_parse_double("2.5", 0, 10, &d), 0);
-    assert_int_equal(cli_parse_double("nan", 0, 10, &d), -1);
 }
 
 static void test_tune_arguments(void **state)
