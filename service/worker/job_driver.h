@@ -50,7 +50,10 @@ typedef struct job_driver {
      * from the row while a resumed job replays trials past that boundary. */
     double clock_seconds;
     long long told_by_status[TRIAL__STATUS_COUNT]; /* the told trials (seqs 1..told) per status */
-    config_id *batch;                              /* the batch asked for and not yet told */
+    /* A metric objective (core/objective.h): told ok trials with a value of the metric, and ok
+     * trials without one (told to the searcher as failures). */
+    long long told_valued, told_unvalued;
+    config_id *batch; /* the batch asked for and not yet told */
     int batch_n;
     int batch_inserted;
     int ended;

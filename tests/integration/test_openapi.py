@@ -265,6 +265,16 @@ class ServedTest(unittest.TestCase):
             with self.subTest(body=body):
                 status, _, reply = self.call("POST", "/v1/tune", body=body)
                 self.assertEqual((status, reply["error"]["code"]), (400, code), reply)
+        # Issue 27: a metric objective on a replay device is a 400 naming the field; with a final
+        # pick it is a 501 (the pick re-measures times).
+        status, _, reply = self.call("POST", "/v1/tune", body=dict(conv, objective={"metric": "gflops", "goal": "max"}))
+        self.assertEqual((status, reply["error"]["code"]), (400, "out_of_range"), reply)
+        self.assertTrue(reply["error"]["message"].startswith("objective.metric:"), reply)
+        external = {"kernel": "objective_doc", "device": "external", "device_class": "doc-class",
+                    "space": {"parameters": [{"name": "BS", "values": [32, 64]}]},
+                    "objective": {"metric": "gbps", "goal": "max"}, "final_remeasure": 2}
+        status, _, reply = self.call("POST", "/v1/tune", body=external)
+        self.assertEqual((status, reply["error"]["code"]), (501, "not_implemented"), reply)
         status, _, reply = self.call("POST", "/v1/tune", raw=b"{not json", headers={"Content-Type": "application/json"})
         self.assertEqual((status, reply["error"]["code"]), (400, "bad_json"))
         status, _, reply = self.call("POST", "/v1/tune", raw=b"kernel=x", headers={"Content-Type": "text/plain"})
