@@ -104,6 +104,8 @@ static void test_tune_arguments(void **state)
                     "none",
                     "--parallel",
                     "8",
+                    "--objective",
+                    "max:gflops",
                     "--wait",
                     "--server",
                     "http://h:1/",
@@ -115,6 +117,7 @@ static void test_tune_arguments(void **state)
     assert_true(a.wait);
     assert_json(a.body, "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
                         " \"seed\": 7, \"history\": \"none\", \"parallel\": 8,"
+                        " \"objective\": {\"metric\": \"gflops\", \"goal\": \"max\"},"
                         " \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
                         " \"strategy_options\": {\"x\": 1},"
                         " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
@@ -132,6 +135,14 @@ static void test_tune_arguments(void **state)
     char *bad_parallel[] = {"tune", "--kernel", "k", "--device", "d", "--parallel", "65", NULL};
     assert_int_equal(cli_tune_parse(7, bad_parallel, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);
+    const char *bad_objectives[] = {"gflops", "max:", "best:gflops", "maxi:x", ":x"};
+    for (size_t o = 0; o < sizeof bad_objectives / sizeof bad_objectives[0]; o++) {
+        char *bad_objective[] = {
+            "tune", "--kernel", "k", "--device", "d", "--objective", (char *)bad_objectives[o],
+            NULL};
+        assert_int_equal(cli_tune_parse(7, bad_objective, &conn, &a), CLI_EXIT_USAGE);
+        cli_tune_args_release(&a);
+    }
     char *no_value[] = {"tune", "--kernel", NULL};
     assert_int_equal(cli_tune_parse(2, no_value, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);
