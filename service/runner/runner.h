@@ -196,6 +196,8 @@ typedef struct runner {
     /* the current request's source texts (main.c owns it; NULL: sources are read from their
      * paths, as unit tests do) */
     runner_sources *sources;
+    /* what confines the runner (runner/sandbox.h; main.c owns it), for the probe reply */
+    const struct runner_sandbox *sandbox;
 } runner;
 
 /* ---- sources.c (a request's "files") ---- */
