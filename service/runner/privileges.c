@@ -39,7 +39,8 @@ static int hand_over_cache(const char *dir, uid_t uid, gid_t gid, char *msg, siz
     int rc = -1;
     DIR *d = NULL;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0755) != 0) {
+    /* 0700: a runner of another uid (a submitted version's) cannot read folder kernels' objects */
+    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
         snprintf(msg, size, "cannot hand the cache folder %s to uid %u: %s", dir, (unsigned)uid,
                  strerror(errno));
         goto out;
