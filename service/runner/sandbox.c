@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -189,13 +190,21 @@ static void serve_as_init(pid_t served)
 
 int runner_sandbox_pid(runner_sandbox *sb, uid_t uid, gid_t gid, char *msg, size_t size)
 {
+    int alive[2]; /* the parent holds the write end until it dies: the init's check */
+    if (pipe2(alive, O_CLOEXEC) != 0) {
+        snprintf(msg, size, "cannot make a pipe: %s", strerror(errno));
+        return -1;
+    }
     if (unshare(CLONE_NEWPID) != 0) {
         runner_sandbox_note(sb,
                             "no pid namespace of its own (%s): a process a kernel starts may "
                             "outlive the runner",
                             strerror(errno));
+        close(alive[0]);
+        close(alive[1]);
         return 0;
     }
+    pid_t starter = getppid();
     fflush(stderr);
     pid_t init = fork();
     if (init < 0) {
@@ -204,20 +213,31 @@ int runner_sandbox_pid(runner_sandbox *sb, uid_t uid, gid_t gid, char *msg, size
     }
     if (init > 0) {
         /* The process ktuned started: waits, holding nothing, and ends as the runner ended. */
+        close(alive[0]);
         let_go_of_protocol();
         drop_or_die(uid, gid);
+        /* The switch cleared the death signal ktuned gave its child (runner_client.c): again,
+         * so that a ktuned that dies takes its runners with it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != starter)
+            kill(init, SIGKILL);
         int status = 0;
         while (waitpid(init, &status, 0) < 0 && errno == EINTR)
             ;
         end_like(status);
     }
-    /* pid 1 of the new namespace; dies (and with it the namespace) when ktuned's child dies. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* pid 1 of the new namespace. */
+    close(alive[1]);
     sb->pid_ns = 1;
     if (sb->mount_ns && mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
         runner_sandbox_note(sb, "cannot mount the pid namespace's /proc (%s): /proc shows the host",
                             strerror(errno));
     drop_or_die(uid, gid);
+    /* It dies (and with it the namespace) when ktuned's child dies: set after the switch, which
+     * clears it; a parent that died before is seen on the pipe. */
+    struct pollfd gone = {.fd = alive[0], .events = POLLIN};
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || poll(&gone, 1, 0) != 0)
+        _exit(1);
+    close(alive[0]);
     fflush(stderr);
     pid_t served = fork();
     if (served < 0) {
@@ -226,7 +246,7 @@ int runner_sandbox_pid(runner_sandbox *sb, uid_t uid, gid_t gid, char *msg, size
     }
     if (served > 0)
         serve_as_init(served);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the init: it never dies first but with the namespace */
     return 0;
 }
 
