@@ -105,6 +105,11 @@ out:
 
 void runner_sandbox_mounts(runner_sandbox *sb, int private, const char *cache_dir)
 {
+    if (unshare(CLONE_NEWIPC) != 0)
+        runner_sandbox_note(sb, "no IPC namespace of its own (%s): SysV IPC is the host's",
+                            strerror(errno));
+    else
+        sb->ipc_ns = 1;
     if (unshare(CLONE_NEWNS) != 0) {
         runner_sandbox_note(sb, "no mount namespace of its own (%s): no private /tmp or /proc",
                             strerror(errno));
@@ -265,8 +270,9 @@ json_t *runner_sandbox_json(const runner_sandbox *sb)
         }
         json_array_append_new(notes, json_string(s));
     }
-    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:o}", "own_uid", sb->own_uid,
-                     "network_namespace", sb->network_ns, "mount_namespace", sb->mount_ns,
-                     "private_tmp", sb->private_tmp, "pid_namespace", sb->pid_ns, "seccomp",
-                     sb->seccomp, "notes", notes ? notes : json_array());
+    return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:o}", "own_uid", sb->own_uid,
+                     "network_namespace", sb->network_ns, "ipc_namespace", sb->ipc_ns,
+                     "mount_namespace", sb->mount_ns, "private_tmp", sb->private_tmp,
+                     "pid_namespace", sb->pid_ns, "seccomp", sb->seccomp, "notes",
+                     notes ? notes : json_array());
 }

@@ -1,6 +1,7 @@
 /* runner/sandbox — what confines a kernel beyond its user (issue 27: submitted kernels are
  * untrusted code). A root-started runner takes namespaces of its own before it drops root:
  *   - network: only a loopback, down (no network at all);
+ *   - ipc: SysV IPC and POSIX message queues of its own;
  *   - mount: a private mount table; for a runner of a submitted version (a uid of its own) a
  *     private tmpfs on /tmp and /dev/shm (the compile cache bound back in when it lies in /tmp),
  *     so that nothing it writes there is seen by another runner;
@@ -30,6 +31,7 @@ typedef struct runner_sandbox {
     long long uid;        /* the uid it runs as */
     int network_ns;       /* a network namespace of its own */
     int mount_ns;         /* a private mount table */
+    int ipc_ns;           /* SysV IPC and POSIX message queues of its own */
     int private_tmp;      /* a tmpfs of its own on /tmp and /dev/shm */
     int pid_ns;           /* under an init of its own */
     int seccomp;          /* the syscall filter */
@@ -43,8 +45,9 @@ void runner_sandbox_note(runner_sandbox *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Root: unshare(CLONE_NEWNET). */
 void runner_sandbox_network(runner_sandbox *sb);
-/* Root: unshare(CLONE_NEWNS), the mount table made private; with private_tmp, tmpfs on /tmp and
- * /dev/shm, the folder cache_dir bound back in when it lies under /tmp. */
+/* Root: unshare(CLONE_NEWIPC) (no SysV shared memory, semaphore or message queue shared with
+ * another runner) and unshare(CLONE_NEWNS), the mount table made private; with private_tmp, tmpfs
+ * on /tmp and /dev/shm, the folder cache_dir bound back in when it lies under /tmp. */
 void runner_sandbox_mounts(runner_sandbox *sb, int private_tmp, const char *cache_dir);
 /* Root: unshare(CLONE_NEWPID) and fork the namespace's init, which mounts the namespace's /proc
  * (when the mount table is private), switches to uid/gid and forks the process that returns. The
@@ -59,8 +62,8 @@ int runner_sandbox_pid(runner_sandbox *sb, uid_t uid, gid_t gid, char *msg, size
  * than AF_UNIX: EPERM (clone3: ENOSYS, so that libc falls back to clone). Needs
  * PR_SET_NO_NEW_PRIVS first. Not in force: a note. */
 void runner_seccomp(runner_sandbox *sb);
-/* {"own_uid", "network_namespace", "mount_namespace", "private_tmp", "pid_namespace", "seccomp",
- *  "notes": [..]}. New reference. */
+/* {"own_uid", "network_namespace", "ipc_namespace", "mount_namespace", "private_tmp",
+ * "pid_namespace", "seccomp", "notes": [..]}. New reference. */
 json_t *runner_sandbox_json(const runner_sandbox *sb);
 
 #endif

@@ -203,6 +203,13 @@ class RunnerPrivileges(unittest.TestCase):
         self.assertEqual(lim["nproc"], max(1024, 64 * os.cpu_count()))
         # A network namespace of its own: nothing but a loopback (which is down).
         self.assertEqual(proc["network_interfaces"], ["lo"])
+        # Issue 27: namespaces and the filter, each either in force or refused with a note; a folder
+        # kernel's runner (no --version-uid) has neither a uid nor a /tmp of its own.
+        sandbox = proc["sandbox"]
+        self.assertEqual((sandbox["own_uid"], sandbox["private_tmp"]), (False, False))
+        self.assertTrue(sandbox["network_namespace"])
+        missing = [k for k in ("ipc_namespace", "mount_namespace", "pid_namespace", "seccomp") if not sandbox[k]]
+        self.assertEqual(bool(missing), bool(sandbox["notes"]), sandbox)
         # The cache folder and what was in it now belong to the runner's user.
         for path in (cache, os.path.join(cache, "left-by-root.so")):
             self.assertEqual(os.stat(path).st_uid, nobody.pw_uid, path)
