@@ -508,6 +508,10 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
     snprintf(b->ran_version, sizeof b->ran_version, "%s", k->version);
     b->ran_submitted = submitted;
+    /* and runs as a uid of its version's own (a root ktuned's runner: runner/privileges.h), with a
+     * compile cache folder and a /tmp of its own: it cannot touch another kernel's objects or
+     * sources, nor signal another runner */
+    runner_client_set_version_uid(b->runner, submitted ? k->version : NULL);
     runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
     int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
     int retried = 0;

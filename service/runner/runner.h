@@ -216,6 +216,8 @@ typedef struct runner {
      * paths, as unit tests do) */
     runner_sources *sources;
     runner_data data; /* uploaded data files held (data.c) */
+    /* what confines the runner (runner/sandbox.h; main.c owns it), for the probe reply */
+    const struct runner_sandbox *sandbox;
 } runner;
 
 /* ---- data.c (uploaded data files, PROTOCOL.md "data") ---- */
