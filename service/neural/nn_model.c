@@ -123,6 +123,62 @@ static int build_order(nn_model *m, int i, int end, int at)
     return at;
 }
 
+/* Layer i of m laid out: its parameters' offsets (m->nparams grows), its activations and the
+ * buffers of its kind; returns the largest im2col size so far (col or this conv's). Allocation
+ * failures set *failed (checked once by the caller). */
+static long long place_layer(nn_model *m, int i, nn_shape in, nn_shape out,
+                             const nn_transform *per_conv, long long col, int *failed)
+{
+    model_layer *l = &m->layers[i];
+    int max_batch = m->max_batch;
+    l->def = nn_network_layer(m->net, i);
+    l->kind = l->def->kind;
+    l->in = in;
+    l->out = out;
+    long long nin = shape_size(in), nout = shape_size(out);
+    switch (l->kind) {
+    case NN_LAYER_CONV: {
+        nn_conv_dims d = {
+            in.c,           in.h,
+            in.w,           l->def->out,
+            l->def->kernel, l->def->kernel,
+            l->def->pad,    per_conv ? per_conv[l->def->conv] : nn_transform_identity()};
+        l->conv = d;
+        l->w = m->nparams;
+        l->w_size = nn_transform_weights(&d.t, d.C, d.K, d.R, d.S);
+        m->nparams += l->w_size;
+        if (nn_conv_col_size(&d) > col)
+            col = nn_conv_col_size(&d);
+        m->conv_layer[l->def->conv] = i;
+        break;
+    }
+    case NN_LAYER_BATCHNORM:
+        l->w = m->nparams;
+        l->b = m->nparams + in.c;
+        m->nparams += 2LL * in.c;
+        l->aux1 = alloc_floats(in.c, failed);
+        l->aux2 = alloc_floats(in.c, failed);
+        l->run_mean = alloc_floats(in.c, failed);
+        l->run_var = alloc_floats(in.c, failed);
+        break;
+    case NN_LAYER_LINEAR:
+        l->w = m->nparams;
+        l->w_size = nin * l->def->out;
+        l->b = m->nparams + l->w_size;
+        m->nparams += l->w_size + l->def->out;
+        break;
+    case NN_LAYER_MAXPOOL:
+        l->arg = calloc((size_t)(max_batch * nout), sizeof(int));
+        *failed |= l->arg == NULL;
+        break;
+    default:
+        break;
+    }
+    l->y = alloc_floats(max_batch * nout, failed);
+    l->dy = alloc_floats(max_batch * nout, failed);
+    return col;
+}
+
 nn_model *nn_model_new(const nn_network *net, const nn_transform *per_conv, int max_batch,
                        kt_error *err)
 {
@@ -155,54 +211,8 @@ nn_model *nn_model_new(const nn_network *net, const nn_transform *per_conv, int 
         goto done;
     }
     long long col = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        model_layer *l = &m->layers[i];
-        l->def = nn_network_layer(net, i);
-        l->kind = l->def->kind;
-        l->in = in[i];
-        l->out = out[i];
-        long long nin = shape_size(in[i]), nout = shape_size(out[i]);
-        switch (l->kind) {
-        case NN_LAYER_CONV: {
-            nn_conv_dims d = {
-                in[i].c,        in[i].h,
-                in[i].w,        l->def->out,
-                l->def->kernel, l->def->kernel,
-                l->def->pad,    per_conv ? per_conv[l->def->conv] : nn_transform_identity()};
-            l->conv = d;
-            l->w = m->nparams;
-            l->w_size = nn_transform_weights(&d.t, d.C, d.K, d.R, d.S);
-            m->nparams += l->w_size;
-            if (nn_conv_col_size(&d) > col)
-                col = nn_conv_col_size(&d);
-            m->conv_layer[l->def->conv] = i;
-            break;
-        }
-        case NN_LAYER_BATCHNORM:
-            l->w = m->nparams;
-            l->b = m->nparams + in[i].c;
-            m->nparams += 2LL * in[i].c;
-            l->aux1 = alloc_floats(in[i].c, &failed);
-            l->aux2 = alloc_floats(in[i].c, &failed);
-            l->run_mean = alloc_floats(in[i].c, &failed);
-            l->run_var = alloc_floats(in[i].c, &failed);
-            break;
-        case NN_LAYER_LINEAR:
-            l->w = m->nparams;
-            l->w_size = nin * l->def->out;
-            l->b = m->nparams + l->w_size;
-            m->nparams += l->w_size + l->def->out;
-            break;
-        case NN_LAYER_MAXPOOL:
-            l->arg = calloc((size_t)(max_batch * nout), sizeof(int));
-            failed |= l->arg == NULL;
-            break;
-        default:
-            break;
-        }
-        l->y = alloc_floats(max_batch * nout, &failed);
-        l->dy = alloc_floats(max_batch * nout, &failed);
-    }
+    for (int i = 0; i < m->nlayers; i++)
+        col = place_layer(m, i, in[i], out[i], per_conv, col, &failed);
     m->params = alloc_floats(m->nparams, &failed);
     m->grads = alloc_floats(m->nparams, &failed);
     m->decays = calloc((size_t)m->nparams + 1, 1);
