@@ -124,50 +124,61 @@ static int check_mapping(const accel_device *d, const accel_problem *p, const ac
     return 1;
 }
 
-/* The model; out NULL: only the validity (1 / 0). */
-static int evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
-                    accel_stats *out)
-{
-    const accel_kernel *k = p->kernel;
-    const int nd = k->n_dims;
-    if (!check_mapping(d, p, m, out))
-        return 0;
+/* A mapping's tile extents per dimension (L1, the PE array's unrolled tile, L2), the L2-level and
+ * the PE-array-level loop counts, the PEs used, the MACs, and each tensor's footprint per level. */
+typedef struct extents {
     long long e1[ACCEL_MAX_DIMS], eu[ACCEL_MAX_DIMS], e2[ACCEL_MAX_DIMS];
     long long f2[ACCEL_MAX_DIMS], f23[ACCEL_MAX_DIMS];
-    double pes_used = 1.0, macs = 1.0;
-    for (int i = 0; i < nd; i++) {
+    double pes_used, macs;
+    double fp1[ACCEL_MAX_TENSORS], fpu[ACCEL_MAX_TENSORS], fp2[ACCEL_MAX_TENSORS];
+} extents;
+
+static void mapping_extents(const accel_problem *p, const accel_mapping *m, extents *x)
+{
+    const accel_kernel *k = p->kernel;
+    x->pes_used = 1.0;
+    x->macs = 1.0;
+    for (int i = 0; i < k->n_dims; i++) {
         const long long *f = m->factor[i];
-        e1[i] = f[0];
-        eu[i] = f[0] * f[1];
-        e2[i] = eu[i] * f[2];
-        f2[i] = f[3];
-        f23[i] = f[2] * f[3];
-        pes_used *= (double)f[1];
-        macs *= (double)p->dim[i];
+        x->e1[i] = f[0];
+        x->eu[i] = f[0] * f[1];
+        x->e2[i] = x->eu[i] * f[2];
+        x->f2[i] = f[3];
+        x->f23[i] = f[2] * f[3];
+        x->pes_used *= (double)f[1];
+        x->macs *= (double)p->dim[i];
     }
-    if (pes_used > d->pes) {
+    const long long stride = accel_problem_stride(p);
+    for (int t = 0; t < k->n_tensors; t++) {
+        x->fp1[t] = footprint(&k->tensors[t], x->e1, stride);
+        x->fpu[t] = footprint(&k->tensors[t], x->eu, stride);
+        x->fp2[t] = footprint(&k->tensors[t], x->e2, stride);
+    }
+}
+
+/* 1 when the PEs and every tile fit the device; 0 (out's reason, when out) otherwise. */
+static int extents_fit(const accel_device *d, const accel_problem *p, const accel_mapping *m,
+                       const extents *x, accel_stats *out)
+{
+    const accel_kernel *k = p->kernel;
+    if (x->pes_used > d->pes) {
         if (!out)
             return 0;
         char buf[96];
         size_t used = 0;
         buf[0] = '\0';
-        for (int i = 0; i < nd && used < sizeof buf; i++)
+        for (int i = 0; i < k->n_dims && used < sizeof buf; i++)
             if (m->factor[i][1] > 1) {
                 int w = snprintf(buf + used, sizeof buf - used, "%s%s %lld", used ? " x " : "",
                                  k->dims[i], m->factor[i][1]);
                 used += w > 0 ? (size_t)w : 0;
             }
-        return invalid(out, "PEs: %.0f used (%s), the device has %d", pes_used, buf, d->pes);
+        return invalid(out, "PEs: %.0f used (%s), the device has %d", x->pes_used, buf, d->pes);
     }
-    const long long stride = accel_problem_stride(p);
-    double fp1[ACCEL_MAX_TENSORS], fpu[ACCEL_MAX_TENSORS], fp2[ACCEL_MAX_TENSORS];
     for (int t = 0; t < k->n_tensors; t++) {
         const accel_tensor_def *td = &k->tensors[t];
-        fp1[t] = footprint(td, e1, stride);
-        fpu[t] = footprint(td, eu, stride);
-        fp2[t] = footprint(td, e2, stride);
         for (int l = 0; l < 2; l++) {
-            double words = l == 0 ? fp1[t] : fp2[t];
+            double words = l == 0 ? x->fp1[t] : x->fp2[t];
             long long bytes = l == 0 ? d->l1_bytes : d->l2_bytes;
             int banks = l == 0 ? d->l1_banks : d->l2_banks;
             double cap = (double)bytes * m->banks[l][t] / banks;
@@ -179,8 +190,15 @@ static int evaluate(const accel_device *d, const accel_problem *p, const accel_m
                                m->banks[l][t], banks, cap);
         }
     }
-    if (!out)
-        return 1;
+    return 1;
+}
+
+/* The costs of a mapping that fits: accesses and energy per level and tensor, cycles, EDP. */
+static void mapping_costs(const accel_device *d, const accel_problem *p, const accel_mapping *m,
+                          const extents *x, accel_stats *out)
+{
+    const accel_kernel *k = p->kernel;
+    const int nd = k->n_dims;
     loop seq[2 * ACCEL_MAX_DIMS], inner[ACCEL_MAX_DIMS];
     for (int i = 0; i < nd; i++) {
         int a = m->order[2][i], b = m->order[1][i], c = m->order[0][i];
@@ -198,18 +216,18 @@ static int evaluate(const accel_device *d, const accel_problem *p, const accel_m
         const accel_tensor_def *td = &k->tensors[t];
         double F2 = trimmed(seq, nd, td->rel);
         double F1 = trimmed(seq, 2 * nd, td->rel);
-        double uses = macs / (l1_all / trimmed(inner, nd, td->rel)); /* M / R1 */
+        double uses = x->macs / (l1_all / trimmed(inner, nd, td->rel)); /* M / R1 */
         double acc[ACCEL_LEVELS];
         if (!td->output) {
-            acc[2] = F2 * fp2[t];
-            acc[1] = F2 * fp2[t] + F1 * fpu[t];
-            acc[0] = F1 * fp1[t] * pes_used + uses;
+            acc[2] = F2 * x->fp2[t];
+            acc[1] = F2 * x->fp2[t] + F1 * x->fpu[t];
+            acc[0] = F1 * x->fp1[t] * x->pes_used + uses;
         } else {
-            double D2 = rel_product(td->rel, f2, nd);  /* distinct L2 tiles */
-            double D1 = rel_product(td->rel, f23, nd); /* distinct PE-array tiles */
-            acc[2] = (2.0 * F2 - D2) * fp2[t];
-            acc[1] = (2.0 * F2 - D2) * fp2[t] + (2.0 * F1 - D1) * fpu[t];
-            acc[0] = (2.0 * F1 - D1) * fp1[t] * pes_used + 2.0 * uses;
+            double D2 = rel_product(td->rel, x->f2, nd);  /* distinct L2 tiles */
+            double D1 = rel_product(td->rel, x->f23, nd); /* distinct PE-array tiles */
+            acc[2] = (2.0 * F2 - D2) * x->fp2[t];
+            acc[1] = (2.0 * F2 - D2) * x->fp2[t] + (2.0 * F1 - D1) * x->fpu[t];
+            acc[0] = (2.0 * F1 - D1) * x->fp1[t] * x->pes_used + 2.0 * uses;
         }
         for (int l = 0; l < ACCEL_LEVELS; l++) {
             out->accesses[l][t] = acc[l];
@@ -218,16 +236,30 @@ static int evaluate(const accel_device *d, const accel_problem *p, const accel_m
             per_level[l] += acc[l];
         }
     }
-    out->mac_pj = macs * (k->operands - 1) * d->mac_pj;
+    out->mac_pj = x->macs * (k->operands - 1) * d->mac_pj;
     out->energy_pj_total += out->mac_pj;
-    double cycles = macs / pes_used;
-    double c1 = per_level[0] / pes_used / d->words_per_cycle[0];
+    double cycles = x->macs / x->pes_used;
+    double c1 = per_level[0] / x->pes_used / d->words_per_cycle[0];
     double c2 = per_level[1] / d->words_per_cycle[1];
     double c3 = per_level[2] / d->words_per_cycle[2];
     cycles = fmax(cycles, fmax(c1, fmax(c2, c3)));
     out->cycles = cycles;
-    out->utilisation = pes_used / d->pes;
+    out->utilisation = x->pes_used / d->pes;
     out->edp = out->energy_pj_total * 1e-12 * (cycles / (d->clock_ghz * 1e9));
+}
+
+/* The model; out NULL: only the validity (1 / 0). */
+static int evaluate(const accel_device *d, const accel_problem *p, const accel_mapping *m,
+                    accel_stats *out)
+{
+    extents x;
+    if (!check_mapping(d, p, m, out))
+        return 0;
+    mapping_extents(p, m, &x);
+    if (!extents_fit(d, p, m, &x, out))
+        return 0;
+    if (out)
+        mapping_costs(d, p, m, &x, out);
     return 1;
 }
 
