@@ -262,10 +262,10 @@ const char *catalog_kernel_status_name(catalog_kernel_status s);
  * a stored kernel's newest ready and not retired). Errors: KT_ERR_UNKNOWN_KERNEL (no such name or
  * version; the hint lists the versions), KT_ERR_KERNEL_INVALID (the version is invalid: the log in
  * the message), KT_ERR_KERNEL_VALIDATING (still validating), catalog_kernel_invalid's folder error.
- * Where this process's copy of the stored versions could change the answer (nothing found, the
- * version asked for validating, a newer one validating) the database is read again first, unless a
- * read started after the call did: a version a caller saw ready is picked. *out borrowed until
- * catalog_free. */
+ * Where this process's copy of the stored versions says validating what it would pick or pass
+ * over (the version asked for, a newer one), the database is read again first unless a read
+ * started after the call did: a version a caller saw ready is picked; where it knows nothing of the
+ * name, again after CATALOG_KERNEL_MISS_MS. *out borrowed until catalog_free. */
 int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
                         const kernel_spec **out, kt_error *err);
 /* Exactly that version of name, whatever its status (a stored target's), or NULL. */

@@ -265,7 +265,8 @@ void catalog_folders_rescan(const catalog *c, int force)
     catalog_versions *r = c->versions;
     uint64_t now = kt_clock_ns();
     uint64_t period = (uint64_t)(force ? CATALOG_KERNEL_MISS_MS : CATALOG_RESCAN_MS) * 1000000ULL;
-    if (!r || (!r->n_folders && !r->n_kdirs))
+    /* n_kdirs is fixed at start; without --kernels folders to list, n_folders is too */
+    if (!r || (!r->n_kdirs && !r->n_folders))
         return;
     pthread_mutex_lock(&r->refresh);
     if (r->scanned_ns && now - r->scanned_ns < period)

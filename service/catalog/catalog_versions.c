@@ -278,20 +278,24 @@ static void hint_versions(const catalog_versions *r, const char *name, kt_error 
         kt_error_hint(err, "kernel %s has versions %s (GET /v1/kernels/%s)", name, buf, name);
 }
 
-/* 1 when the view of name's stored versions may be behind the database in a way that changes
- * what is picked (read lock held): nothing picked, the version asked for still validating, or a
- * stored version newer than the pick still validating. The view is up to CATALOG_KERNEL_FETCH_MS
- * old; a caller who saw a version ready (GET /v1/kernels/{name}) must get it. */
+/* How the view of name's stored versions may be behind the database in a way that changes what
+ * is picked (read lock held): LAG_VALIDATING when a version it would pick, or pass over for an
+ * older one, is still validating there (the version asked for, a newer one than the pick, or with
+ * nothing picked any version of the name); LAG_UNKNOWN when it knows nothing to pick; else 0. The
+ * view is up to CATALOG_KERNEL_FETCH_MS old; a caller who saw a version ready (GET
+ * /v1/kernels/{name}) must get it. */
+enum { LAG_UNKNOWN = 1, LAG_VALIDATING = 2 };
 static int view_may_lag(const catalog_versions *r, const char *name, const char *version,
                         const catalog_kver *e)
 {
-    int lag = !e || (e->stored && version && e->status == CATALOG_KERNEL_VALIDATING);
-    for (int i = 0; e && e->stored && !version && i < r->n && !lag; i++) {
+    int lag = e && e->stored && version && e->status == CATALOG_KERNEL_VALIDATING;
+    for (int i = 0; (!e || (e->stored && !version)) && i < r->n && !lag; i++) {
         const catalog_kver *v = r->v[i];
-        lag = v->stored && v->rank >= 0 && v->rank < e->rank && !v->retired &&
-              v->status == CATALOG_KERNEL_VALIDATING && strcmp(v->name, name) == 0;
+        lag = v->stored && v->rank >= 0 && (!e || v->rank < e->rank) && !v->retired &&
+              v->status == CATALOG_KERNEL_VALIDATING && strcmp(v->name, name) == 0 &&
+              (!version || strcmp(v->version, version) == 0);
     }
-    return lag;
+    return lag ? LAG_VALIDATING : e ? 0 : LAG_UNKNOWN;
 }
 
 /* catalog_kernel_pick; fresh: a view that may lag (view_may_lag) is fetched again first. */
@@ -324,10 +328,12 @@ static int pick(const catalog *c, const char *name, const char *version, int fre
         pthread_rwlock_unlock(&r->lock);
     }
     pthread_rwlock_rdlock(&r->lock);
-    int lag = fresh && view_may_lag(r, name, version, e);
+    int lag = fresh ? view_may_lag(r, name, version, e) : 0;
     pthread_rwlock_unlock(&r->lock);
     if (lag) {
-        refresh_name(c, name, 0, asked); /* what the database says now */
+        /* validating: what the database says now; nothing known: again after
+         * CATALOG_KERNEL_MISS_MS (a name that does not exist must not cost a read per request) */
+        refresh_name(c, name, lag == LAG_UNKNOWN, lag == LAG_VALIDATING ? asked : 0);
         pthread_rwlock_rdlock(&r->lock);
         e = version ? catalog_versions_find(r, name, version) : stored_newest(r, name);
         pthread_rwlock_unlock(&r->lock);
