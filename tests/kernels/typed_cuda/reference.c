@@ -20,7 +20,9 @@ int ktune_reference(float *const *b, const long long *p)
         long long j = idx[i];
         if (j < 0 || j >= n)
             j = 0;
-        volatile double t = alpha * x[n - 1 - j]; /* no contraction: the tolerance covers the GPU's */
+        /* the product rounded on its own; the GPU may fuse it into the add: the tolerance covers
+         * that */
+        volatile double t = alpha * x[n - 1 - j];
         y[i] = t + (double)(int)shift + a;
     }
     return 0;
