@@ -61,23 +61,31 @@ static int folder_push(catalog_versions *r, const catalog_kfolder *tmpl)
     return rc;
 }
 
-long long *catalog_folders_count(const catalog *c, const kernel_spec *k)
+const long long *catalog_folders_counts(const catalog *c, catalog_kver *e)
 {
-    long long *counts = c->n_devs > 0 ? calloc((size_t)c->n_devs, sizeof *counts) : NULL;
+    long long *have = atomic_load(&e->counts), *counts = NULL;
+    if (have || !e->k || c->n_devs <= 0)
+        return have;
+    counts = calloc((size_t)c->n_devs, sizeof *counts);
     for (int d = 0; counts && d < c->n_devs; d++) {
         kspec_problem p;
-        kt_error e;
+        kt_error err;
         counts[d] = -1;
-        if (!catalog_offers(&c->devs[d], k) || kernel_spec_problem(k, NULL, &p, &e) < 0)
+        if (!catalog_offers(&c->devs[d], e->k) || kernel_spec_problem(e->k, NULL, &p, &err) < 0)
             continue;
-        space *sp = kernel_spec_space(k, c->devs[d].kind, &p, &c->devs[d].limits, &e);
+        space *sp = kernel_spec_space(e->k, c->devs[d].kind, &p, &c->devs[d].limits, &err);
         if (!sp) {
             log_warn("kernel %s on %s: the space of the default problem cannot be built: %s",
-                     k->name, c->devs[d].name, e.message);
+                     e->k->name, c->devs[d].name, err.message);
             continue;
         }
         counts[d] = (long long)space_count(sp);
         space_free(sp);
+    }
+    /* another thread may have counted meanwhile: the first stored stays */
+    if (counts && !atomic_compare_exchange_strong(&e->counts, &have, counts)) {
+        free(counts);
+        counts = have;
     }
     return counts;
 }
@@ -87,21 +95,17 @@ int catalog_folders_add(catalog *c, kernel_spec *k, const char *dir)
     catalog_versions *r = c->versions;
     catalog_kfolder f = {.dir = (char *)dir, .stamp = kernel_files_dir_stamp(dir), .loaded = 1};
     snprintf(f.name, sizeof f.name, "%s", k->name);
-    long long *counts = catalog_folders_count(c, k);
     int rc = folder_push(r, &f);
-    if (rc != 0) {
-        free(counts);
+    if (rc != 0)
         return rc < 0 ? -1 : 0;
-    }
     pthread_rwlock_wrlock(&r->lock);
     catalog_kver *e = catalog_versions_append(r, k, k->name, k->version, 0);
-    if (e) {
+    if (e)
         e->owned = 0; /* the catalog's specs own it */
-        e->counts = counts;
-        counts = NULL;
-    }
     pthread_rwlock_unlock(&r->lock);
-    free(counts);
+    /* counted now, at start, as before any request: the first listing answers at once */
+    if (e && c->n_devs > 0 && !catalog_folders_counts(c, e))
+        return -1;
     return e ? 0 : -1;
 }
 
@@ -203,7 +207,6 @@ static void folder_load(const catalog *c, int i, const kspec_limits *const lim[K
     catalog_kfolder *f = &r->folders[i];
     char why[1024];
     const char *other = NULL;
-    long long *counts = NULL;
     int was_loaded = f->loaded, ok = 0;
     catalog_kver *e = NULL;
     kernel_spec *k = kernel_spec_load(f->dir, lim, why, sizeof why);
@@ -223,18 +226,12 @@ static void folder_load(const catalog *c, int i, const kspec_limits *const lim[K
                  KSPEC_MAX_NAME, k->name, other);
         goto out;
     }
-    /* Only the rescan adds folder versions, and it holds the refresh lock: known stays true. */
-    pthread_rwlock_rdlock(&r->lock);
-    int known = catalog_versions_find(r, k->name, k->version) != NULL;
-    pthread_rwlock_unlock(&r->lock);
-    if (!known)
-        counts = catalog_folders_count(c, k);
+    /* its space sizes are counted by the first listing (catalog_folders_counts), not here: a
+     * rescan runs in a request's thread */
     pthread_rwlock_wrlock(&r->lock);
     catalog_kver *old = (catalog_kver *)catalog_versions_find(r, k->name, k->version);
-    if (!old && (e = catalog_versions_append(r, k, k->name, k->version, 0))) {
-        e->counts = counts;
-        counts = NULL;
-    }
+    if (!old)
+        e = catalog_versions_append(r, k, k->name, k->version, 0);
     if ((ok = e || (old && !old->stored))) {
         /* a new version, or back to one loaded before: the newest either way */
         (e ? e : old)->seq = ++r->seq;
@@ -255,7 +252,6 @@ static void folder_load(const catalog *c, int i, const kspec_limits *const lim[K
 out:
     if (!ok)
         folder_broken(r, f, why);
-    free(counts);
     if (!e)
         kernel_spec_free(k);
 }
@@ -316,7 +312,7 @@ catalog_folder_item *catalog_folders_list(const catalog *c, int *n)
         catalog_folder_item *it = &out[(*n)++];
         snprintf(it->name, sizeof it->name, "%s", f->name);
         it->k = f->invalid ? NULL : e->k;
-        it->counts = f->invalid ? NULL : e->counts;
+        it->v = f->invalid ? NULL : (catalog_kver *)e;
         if (f->invalid)
             snprintf(it->error, sizeof it->error, "%s", f->error);
     }

@@ -6,6 +6,7 @@
 #define KT_CATALOG_CATALOG_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "catalog/catalog.h"
@@ -66,9 +67,10 @@ typedef struct catalog_accel_dev {
 #define CATALOG_INVALID_ERROR 400
 
 /* One version of a kernel (catalog_versions.c): a kernel folder's (loaded at start, or again
- * after its files changed) or a stored kernel's (the kernels table, sql/017). k and counts are
- * immutable and live until catalog_free (targets and backends borrow k); status, log, retired,
- * rank, seq and gone change under the registry's lock. */
+ * after its files changed) or a stored kernel's (the kernels table, sql/017). k is immutable and
+ * lives until catalog_free (targets and backends borrow k); counts is set once (atomically: the
+ * first listing after a folder version is loaded counts, catalog_folders_counts), then immutable;
+ * status, log, retired, rank, seq and gone change under the registry's lock. */
 typedef struct catalog_kver {
     kernel_spec *k; /* NULL: a stored version whose spec does not load here (log says why) */
     char name[KSPEC_MAX_NAME + 1];
@@ -82,8 +84,8 @@ typedef struct catalog_kver {
     int owned;         /* 1: k is freed with the registry (0: the catalog's specs own it) */
     int gone;          /* folder: its folder was removed or no longer loads; not offered to new
                           requests (still found by version) */
-    long long *counts; /* folder: [device of the catalog]: configurations of the default problem,
-                          -1 none (GET /v1/kernels); NULL for stored versions */
+    _Atomic(long long *) counts; /* folder: [device of the catalog]: configurations of the default
+                                    problem, -1 none (GET /v1/kernels); NULL until counted */
 } catalog_kver;
 
 /* Kernel folders a process holds (loaded or not, removed ones included) and versions of every
@@ -161,19 +163,21 @@ int catalog_folders_set_dirs(catalog_versions *r, const char *const *dirs, int n
  * every CATALOG_KERNEL_MISS_MS). Takes the refresh lock, then the write lock: never call it with
  * the registry's lock held. */
 void catalog_folders_rescan(const catalog *c, int force);
-/* Configurations of k's default problem on each of c's devices ([n_devs], -1 where it is not
- * offered or cannot be counted), malloc'd; NULL when there are no devices or out of memory. */
-long long *catalog_folders_count(const catalog *c, const kernel_spec *k);
+/* Configurations of e's default problem on each of c's devices ([n_devs], -1 where it is not
+ * offered or cannot be counted), counted on the first call (outside any lock: an enumeration of the
+ * space, milliseconds to a second) and kept with e; NULL when there are no devices or out of
+ * memory. Any thread. */
+const long long *catalog_folders_counts(const catalog *c, catalog_kver *e);
 
 /* One kernel folder as the listings show it. */
 typedef struct catalog_folder_item {
     char name[KSPEC_MAX_NAME + 1];
-    const kernel_spec *k;    /* its current version; NULL: its files do not load now */
-    const long long *counts; /* k's counts (catalog_kver.counts), may be NULL */
+    const kernel_spec *k; /* its current version; NULL: its files do not load now */
+    catalog_kver *v;      /* k's registry entry (catalog_folders_counts), NULL with k */
     char error[CATALOG_INVALID_ERROR + 1]; /* k NULL: why */
 } catalog_folder_item;
 /* The kernel folders present now (rescanned first, rate-limited), in folder order: a copy taken
- * under the read lock (k and counts live until catalog_free), malloc'd (the caller frees it); *n
+ * under the read lock (k and v live until catalog_free), malloc'd (the caller frees it); *n
  * their count. NULL with *n 0 when there are none or out of memory. */
 catalog_folder_item *catalog_folders_list(const catalog *c, int *n);
 /* The error of a kernel folder named name whose files do not load (why): KT_ERR_KERNEL_INVALID,

@@ -237,7 +237,7 @@ json_t *catalog_kernels_json(const catalog *c)
     catalog_folder_item *folders = catalog_folders_list(c, &n_folders);
     for (int s = 0; arr && s < n_folders; s++)
         if (folders[s].k)
-            add_real_kernel(c, arr, folders[s].k, folders[s].counts);
+            add_real_kernel(c, arr, folders[s].k, catalog_folders_counts(c, folders[s].v));
     catalog_accel_kernels_json(c, arr);
     for (size_t i = 0; i < json_array_size(arr); i++)
         json_object_set_new(json_array_get(arr, i), "status", json_string("ready"));

@@ -38,7 +38,7 @@ void catalog_versions_free(catalog_versions *r)
         if (r->v[i]->owned)
             kernel_spec_free(r->v[i]->k);
         free(r->v[i]->log);
-        free(r->v[i]->counts);
+        free(atomic_load(&r->v[i]->counts));
         free(r->v[i]);
     }
     free(r->v);
