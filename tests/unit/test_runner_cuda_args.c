@@ -18,6 +18,7 @@
 
 #include "runner/cuda.h"
 #include "runner/cuda_args.h"
+#include "cuda_typed_request.h"
 #include "skip_test_util.h"
 
 static const unsigned long long DPTR[3] = {0x7f0000001000ULL, 0x7f0000002000ULL, 0x7f0000003000ULL};
@@ -130,6 +131,43 @@ static void pads_before_a_wider_value(void **state)
     free(q);
 }
 
+/* The request ktuned sends for typed_cuda (cuda_typed_request.h), parsed by the runner's protocol
+ * and packed: the words the protocol makes (a float argument's and an f32 scalar's as a double's
+ * bits) come out as the kernel's C types. */
+static void the_protocol_words_pack(void **state)
+{
+    (void)state;
+    runner_measure_req *q = calloc(1, sizeof *q);
+    cuda_args *a = malloc(sizeof *a);
+    kt_error err;
+    assert_non_null(q);
+    assert_non_null(a);
+    json_t *req = typed_cuda_request(1000, 0.75, 128);
+    assert_non_null(req);
+    if (runner_parse_measure(req, q, &err) < 0)
+        fail_msg("%s", err.message);
+    assert_int_equal(q->buffers[0].dtype, KT_F64);
+    assert_int_equal(q->buffers[2].dtype, KT_I32);
+    assert_int_equal(q->buffers[1].init, RUNNER_INIT_NORMAL);
+    assert_int_equal(cuda_args_pack(q, DPTR, a, &err), 0);
+    assert_int_equal(a->n, 7);
+    long long n;
+    double d;
+    float f;
+    int s;
+    memcpy(&n, a->params[3], sizeof n);
+    memcpy(&d, a->params[4], sizeof d);
+    memcpy(&f, a->params[5], sizeof f);
+    memcpy(&s, a->params[6], sizeof s);
+    assert_int_equal(n, 1000);
+    assert_true(d == 0.75);
+    assert_true(f == 1.5f);
+    assert_int_equal(s, 0); /* 1000 % 5 */
+    json_decref(req);
+    free(a);
+    free(q);
+}
+
 /* The .entry's parameters of a PTX text: each ".param .<type> name" up to the closing ')'. */
 static int ptx_params(const char *ptx, const char *entry, char types[][8], int max)
 {
@@ -192,6 +230,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(packs_each_value_aligned_to_its_size),
         cmocka_unit_test(pads_before_a_wider_value),
+        cmocka_unit_test(the_protocol_words_pack),
         cmocka_unit_test(nvrtc_agrees_with_the_packing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
