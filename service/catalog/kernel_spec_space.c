@@ -262,10 +262,17 @@ const char *kernel_spec_default(const kernel_spec *k, kspec_kind kind, const ksp
 }
 
 /* What the CUDA half does not do (kernels/README.md, "CUDA kernel ABI"): verification other than
- * against a reference (the default configuration's outputs or an answer file). Dtypes, inits,
+ * against a reference (the default configuration's outputs or an answer file), and inits of data
+ * uploaded with the kernel (the CUDA runner asks for no data: runner/main.c). Dtypes, other inits,
  * scalars and float problem arguments it carries (runner/cuda_args.h). */
 static int cuda_unsupported(kspec_loader *L, const kernel_spec *k, const char *where)
 {
+    for (int i = 0; i < k->n_buffers; i++)
+        if (k->buffers[i].init.kind == KSPEC_INIT_FILE && k->buffers[i].init.file.sha256[0])
+            return kspec_bad(L,
+                             "%s: a CUDA variant takes no uploaded data yet (buffer %s's init); "
+                             "use a cpu variant for this kernel, or another init",
+                             where, k->buffers[i].name);
     if (k->verify != KSPEC_VERIFY_REFERENCE)
         return kspec_bad(L,
                          "%s: a CUDA variant verifies against a reference only (verify is "

@@ -633,11 +633,16 @@ out:
     return rc;
 }
 
-/* What the CUDA half carries (PROTOCOL.md): buffers of any dtype and init, integer and float
- * problem words, scalars (cuda_args.h), verification against a reference; anything else (a
- * generated call, openmp: a cpu variant's; verify other than reference) is refused by name. */
+/* What the CUDA half carries (PROTOCOL.md): buffers of any dtype and init but uploaded data,
+ * integer and float problem words, scalars (cuda_args.h), verification against a reference;
+ * anything else (uploaded data, a generated call, openmp: a cpu variant's; verify other than
+ * reference) is refused by name. */
 static int cuda_check_interface(const runner_measure_req *q, kt_error *err)
 {
+    for (int i = 0; i < q->n_buffers; i++)
+        if (q->buffers[i].init == RUNNER_INIT_DATA)
+            return kt_error_set(err, KT_ERR_BAD_REQUEST,
+                                "buffers[%d].init: the CUDA device takes no uploaded data", i);
     if (q->verify != RUNNER_VERIFY_REFERENCE || q->n_call_args >= 0 || q->openmp)
         return kt_error_set(err, KT_ERR_BAD_REQUEST,
                             "the CUDA device takes no call or openmp, and verifies against a "
