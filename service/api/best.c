@@ -314,14 +314,15 @@ static int from_cache(api_context *svc, const http_request *req, http_response *
 
 /* No result under the kernel's current version, none named: the newest older version of the
  * kernel that has one (catalog_kernel_versions' order), or NULL (err clear). The answer's
- * kernel_hash says which. */
+ * kernel_hash says which. *others: 1 when the kernel has other versions (whatever they hold). */
 static json_t *older_version(api_context *svc, PGconn *c, const target *current, const char *kernel,
                              const char *device, const json_t *problem, const best_query *q,
-                             kt_error *err)
+                             int *others, kt_error *err)
 {
     char versions[CATALOG_KERNEL_VERSIONS][KFILES_VERSION_LEN + 1];
     int n = catalog_kernel_versions(svc->cat, kernel, versions, CATALOG_KERNEL_VERSIONS);
     json_t *answer = NULL;
+    *others = n > 1 || (n == 1 && strcmp(versions[0], current->key.kernel_hash) != 0);
     for (int i = 0; i < n && !answer; i++) {
         target other;
         kt_error e;
@@ -354,7 +355,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
     int real = 0;
     target key_only, full;
-    int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags;
+    int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags, others = 0;
     best_query q;
     json_t *answer = NULL, *queued = NULL, *problem = NULL;
     PGconn *c = NULL;
@@ -455,7 +456,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (!answer && err.code != KT_ERR_NO_BEST)
         goto fail;
     if (!answer && real && !version && q.from != BEST_FROM_PREDICTED)
-        answer = older_version(svc, c, &key_only, kernel, device, problem, &q, &err);
+        answer = older_version(svc, c, &key_only, kernel, device, problem, &q, &others, &err);
     found = answer != NULL;
     if (answer)
         json_object_set(answer, "kernel_version", json_object_get(answer, "kernel_hash"));
@@ -516,6 +517,12 @@ reply:
     http_reply_json(res, 200, json_incref(answer));
 store:
     flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);
+    /* Not cached: an answer made while older versions were read (the current version has no
+     * result): its entry would hang on the current version's key alone, so an older version's new
+     * result would not drop it. Nor one whose version is not the one in the request's key (the
+     * catalog's copy moved on between the two). */
+    if (others || (current && strcmp(current->version, key_only.key.kernel_hash) != 0))
+        flags = -1;
     if (qlen && flags >= 0 && (res->status == 200 || res->status == 404) && res->body)
         best_cache_put(svc->best, &ticket, qkey, qlen, &key_only.key, (unsigned)flags, res->status,
                        res->body, res->body_len, best_prepare(res));

@@ -255,47 +255,33 @@ void catalog_devices_free(catalog_device *devs, int n)
     free(devs);
 }
 
-static int add_spec(catalog *c, kernel_spec *k)
+/* A loaded folder's spec (sub: its folder, folder: the sub-folder's name); a second folder of a
+ * kernel name is kept as invalid, with why. */
+static int add_spec(catalog *c, kernel_spec *k, const char *sub, const char *folder)
 {
     const kernel_spec *old = NULL;
     for (int i = 0; i < c->n_specs && !old; i++)
         old = strcmp(c->specs[i]->name, k->name) == 0 ? c->specs[i] : NULL;
     if (old) {
-        log_warn("kernel %s: already loaded from %s; %s skipped", k->name, old->path, k->path);
+        char why[600];
+        snprintf(why, sizeof why,
+                 "spec.json: name: kernel '%s' is loaded from %.300s already: choose another name",
+                 k->name, old->dir);
+        log_warn("kernel %s: %s; skipped", sub, why);
         kernel_spec_free(k);
-        return 0;
+        return catalog_folders_add_invalid(c, sub, folder, why);
     }
     if (KT_ARRAY_GROW(c->specs, c->cap_specs, (size_t)c->n_specs + 1, INT_MAX) < 0) {
         kernel_spec_free(k);
         return -1;
     }
     c->specs[c->n_specs++] = k;
-    if (catalog_versions_add_folder(c, k, k->dir) < 0)
+    if (catalog_folders_add(c, k, k->dir) < 0)
         return -1;
     log_info("catalog: kernel %s from %s (%s%s%s)", k->name, k->path,
              k->variants[KSPEC_CPU].present ? "cpu" : "",
              k->variants[KSPEC_CPU].present && k->variants[KSPEC_CUDA].present ? ", " : "",
              k->variants[KSPEC_CUDA].present ? "cuda" : "");
-    return 0;
-}
-
-/* Keeps a folder that failed to load (its name, capped, and why) so that the API can tell a
- * caller naming it what is wrong (catalog_kernel_invalid); past CATALOG_MAX_INVALID the log alone
- * says it. The first failure of a name is kept. */
-static int add_invalid(catalog *c, const char *folder, const char *why)
-{
-    for (int i = 0; i < c->n_invalid; i++) {
-        if (strncmp(c->invalid[i].name, folder, KSPEC_MAX_NAME) == 0)
-            return 0;
-    }
-    if (c->n_invalid >= CATALOG_MAX_INVALID)
-        return 0;
-    if (KT_ARRAY_GROW(c->invalid, c->cap_invalid, (size_t)c->n_invalid + 1, CATALOG_MAX_INVALID) <
-        0)
-        return -1;
-    catalog_invalid *e = &c->invalid[c->n_invalid++];
-    snprintf(e->name, sizeof e->name, "%.*s", KSPEC_MAX_NAME, folder);
-    snprintf(e->error, sizeof e->error, "%.*s", CATALOG_INVALID_ERROR, why);
     return 0;
 }
 
@@ -318,13 +304,13 @@ static int scan_kernel_dir(catalog *c, const char *dir,
         kernel_spec *k = kernel_spec_load(sub, limits, why, sizeof why);
         if (!k) {
             log_warn("kernel %s: %s; skipped", sub, why);
-            if (add_invalid(c, names[i], why) < 0) {
+            if (catalog_folders_add_invalid(c, sub, names[i], why) < 0) {
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
                 goto out;
             }
             continue;
         }
-        if (add_spec(c, k) < 0) {
+        if (add_spec(c, k, sub, names[i]) < 0) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto out;
         }
@@ -333,34 +319,6 @@ static int scan_kernel_dir(catalog *c, const char *dir,
 out:
     free_names(names, n);
     return rc;
-}
-
-/* Space sizes for the default problem, for /v1/kernels. */
-static int count_spaces(catalog *c)
-{
-    c->counts = calloc((size_t)(c->n_specs * c->n_devs) + 1, sizeof *c->counts);
-    if (!c->counts)
-        return -1;
-    for (int s = 0; s < c->n_specs; s++) {
-        const kernel_spec *k = c->specs[s];
-        for (int d = 0; d < c->n_devs; d++) {
-            long long *slot = &c->counts[s * c->n_devs + d];
-            kspec_problem p;
-            kt_error e;
-            *slot = -1;
-            if (!catalog_offers(&c->devs[d], k) || kernel_spec_problem(k, NULL, &p, &e) < 0)
-                continue;
-            space *sp = kernel_spec_space(k, c->devs[d].kind, &p, &c->devs[d].limits, &e);
-            if (!sp) {
-                log_warn("kernel %s on %s: the space of the default problem cannot be built: %s",
-                         k->name, c->devs[d].name, e.message);
-                continue;
-            }
-            *slot = (long long)space_count(sp);
-            space_free(sp);
-        }
-    }
-    return 0;
 }
 
 /* Real measurement over the devices already in c (handed to catalog_new_real). */
@@ -394,14 +352,12 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
     if ((made && chmod(c->versions->sources_dir, 0700) != 0) || (!made && errno != ENOENT))
         log_warn("the kernel sources folder %s cannot be made private (0700): %s",
                  c->versions->sources_dir, strerror(errno));
-    if (catalog_versions_set_dirs(c->versions, opt->kernel_dirs, opt->n_kernel_dirs) < 0)
+    if (catalog_folders_set_dirs(c->versions, opt->kernel_dirs, opt->n_kernel_dirs) < 0)
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     for (int i = 0; i < opt->n_kernel_dirs; i++) {
         if (scan_kernel_dir(c, opt->kernel_dirs[i], limits, err) < 0)
             return -1;
     }
-    if (count_spaces(c) < 0)
-        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     return 0;
 }
 
@@ -477,8 +433,6 @@ void catalog_free(catalog *c)
     for (int i = 0; i < c->n_specs; i++)
         kernel_spec_free(c->specs[i]);
     free(c->specs);
-    free(c->invalid);
-    free(c->counts);
     catalog_devices_free(c->devs, c->n_devs);
     free(c->runner);
     free(c->cache_dir);

@@ -217,8 +217,9 @@ json_t *catalog_devices_json(const catalog *c);
  * [{"name","status":"ready","devices":[{"device","problem":{defaults},"parameters":[{"name","values"}],
  * "restrictions":[...],"configurations":N}]}]; catalog kernels add "summary" and per device
  * "problem_arguments":[{"name","min","max","default"}], "problem_restrictions", "default" and
- * "hash" ("configurations" is then the count for the default problem). A kernel folder that failed
- * to load (catalog_kernel_invalid) follows as {"name","status":"invalid","devices":[],
+ * "hash" ("configurations" is then the count for the default problem). Kernel folders as they are
+ * now (rescanned: added, edited, fixed, removed); one whose files do not load
+ * (catalog_kernel_invalid) follows as {"name","status":"invalid","origin":"folder","devices":[],
  * "error":{"code","message","hint"}}. */
 json_t *catalog_kernels_json(const catalog *c);
 int catalog_num_devices(const catalog *c);
@@ -261,7 +262,10 @@ const char *catalog_kernel_status_name(catalog_kernel_status s);
  * a stored kernel's newest ready and not retired). Errors: KT_ERR_UNKNOWN_KERNEL (no such name or
  * version; the hint lists the versions), KT_ERR_KERNEL_INVALID (the version is invalid: the log in
  * the message), KT_ERR_KERNEL_VALIDATING (still validating), catalog_kernel_invalid's folder error.
- * *out borrowed until catalog_free. */
+ * Where this process's copy of the stored versions says validating what it would pick or pass
+ * over (the version asked for, a newer one), the database is read again first unless a read
+ * started after the call did: a version a caller saw ready is picked; where it knows nothing of the
+ * name, again after CATALOG_KERNEL_MISS_MS. *out borrowed until catalog_free. */
 int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
                         const kernel_spec **out, kt_error *err);
 /* Exactly that version of name, whatever its status (a stored target's), or NULL. */
@@ -298,11 +302,13 @@ void catalog_device_hint(const catalog *c, char *buf, size_t cap);
 /* The real device behind a name (available or not), or NULL. */
 const catalog_device *catalog_find_real(const catalog *c, const char *device);
 /* The current version of the kernel of that name (catalog_kernel_pick with no version: a folder
- * kernel's newest, a stored kernel's newest ready), or NULL. */
+ * kernel's newest, a stored kernel's newest ready, from this process's copy: no database read
+ * beyond its rate limit, for lookups on the hot path), or NULL. */
 const kernel_spec *catalog_find_kernel(const catalog *c, const char *name);
-/* A kernel folder of that name whose spec failed to load and no loaded kernel of the name: 1 with
- * err set to KT_ERR_KERNEL_INVALID (message: "kernel X cannot be used: spec.json: <field path>:
- * <what is wrong>", hint: fix the file and restart ktuned); 0 (err untouched) otherwise. */
+/* A kernel folder of that name whose files do not load now (at start, or since an edit; rescanned
+ * first) and no loaded kernel of the name: 1 with err set to KT_ERR_KERNEL_INVALID (message:
+ * "kernel X cannot be used: spec.json: <field path>: <what is wrong>", hint: fix the file, no
+ * restart); 0 (err untouched) otherwise. */
 int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err);
 /* The catalog's measurement options, defaults filled (strings owned by the catalog; kernel_dirs is
  * NULL). */

@@ -6,6 +6,7 @@
 #define KT_CATALOG_CATALOG_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "catalog/catalog.h"
@@ -61,22 +62,15 @@ typedef struct catalog_accel_dev {
     char klass[72]; /* "accel:<name>:<16 hex digits>" */
 } catalog_accel_dev;
 
-/* Kernel folders that failed to load, kept with their error; and the characters of the error
- * kept (with the kernel's name, it fits a kt_error message). */
-#define CATALOG_MAX_INVALID   64
+/* The characters of a kernel folder's load error kept (with the kernel's name, it fits a
+ * kt_error message). */
 #define CATALOG_INVALID_ERROR 400
-
-/* A kernel folder whose spec did not load: its folder's name and the loader's message ("spec.json:
- * buffers[0].name: ..."), told to the API (catalog_kernel_invalid) instead of only to the log. */
-typedef struct catalog_invalid {
-    char name[KSPEC_MAX_NAME + 1];
-    char error[CATALOG_INVALID_ERROR + 1];
-} catalog_invalid;
 
 /* One version of a kernel (catalog_versions.c): a kernel folder's (loaded at start, or again
  * after its files changed) or a stored kernel's (the kernels table, sql/017). k is immutable and
- * lives until catalog_free (targets and backends borrow it); status, log, retired and rank change
- * under the registry's lock. */
+ * lives until catalog_free (targets and backends borrow k); counts is set once (atomically: the
+ * first listing after a folder version is loaded counts, catalog_folders_counts), then immutable;
+ * status, log, retired, rank, seq and gone change under the registry's lock. */
 typedef struct catalog_kver {
     kernel_spec *k; /* NULL: a stored version whose spec does not load here (log says why) */
     char name[KSPEC_MAX_NAME + 1];
@@ -88,7 +82,10 @@ typedef struct catalog_kver {
     int rank;          /* stored: position in the name's last fetch, 0 = newest; -1 gone */
     unsigned long seq; /* order of addition: a folder's newest version has the largest */
     int owned;         /* 1: k is freed with the registry (0: the catalog's specs own it) */
-    int gone;          /* folder: its folder was removed; not offered to new requests */
+    int gone;          /* folder: its folder was removed or no longer loads; not offered to new
+                          requests (still found by version) */
+    _Atomic(long long *) counts; /* folder: [device of the catalog]: configurations of the default
+                                    problem, -1 none (GET /v1/kernels); NULL until counted */
 } catalog_kver;
 
 /* Kernel folders a process holds (loaded or not, removed ones included) and versions of every
@@ -96,14 +93,20 @@ typedef struct catalog_kver {
 #define CATALOG_MAX_FOLDERS  1024
 #define CATALOG_MAX_VERSIONS 8192
 
-/* A kernel folder, rescanned for changed files (kernel_files_dir_stamp): one loaded at start, or
- * one found later under a --kernels folder (new, or invalid at start). */
+/* A kernel folder, rescanned for changed files (kernel_files_dir_stamp): one listed at start, or
+ * one found later under a --kernels folder (catalog_folders.c). The listings (GET /v1/kernels,
+ * GET /v1/devices, hints) show each folder as it is now: its kernel's newest version, or the
+ * error its files give. Changed by the rescan only (the refresh lock held) and then under the
+ * registry's write lock too, so that request threads read the array and these fields under the
+ * read lock. */
 typedef struct catalog_kfolder {
     char *dir;
     char name[KSPEC_MAX_NAME + 1]; /* the kernel's name once loaded (the folder's before) */
     unsigned long long stamp;
-    int loaded; /* a version of it is in the registry */
-    int gone;   /* its spec.json was not there at the last rescan */
+    int loaded;  /* a version of it is in the registry */
+    int gone;    /* its spec.json was not there at the last rescan */
+    int invalid; /* its files do not load now (error says why); its versions are not offered */
+    char error[CATALOG_INVALID_ERROR + 1];
 } catalog_kfolder;
 
 /* A name of the kernels table and when it was last fetched (rate limits). */
@@ -113,8 +116,9 @@ typedef struct catalog_kname {
 } catalog_kname;
 
 typedef struct catalog_versions {
-    pthread_rwlock_t lock; /* guards n and each entry's mutable fields */
-    catalog_kver **v;      /* append-only */
+    pthread_rwlock_t
+        lock;         /* guards n, each entry's mutable fields, and (for readers) the folders */
+    catalog_kver **v; /* append-only */
     int n;
     size_t cap;
     unsigned long seq;
@@ -138,11 +142,47 @@ typedef struct catalog_versions {
 /* Registry (catalog_versions.c). */
 catalog_versions *catalog_versions_new(void);
 void catalog_versions_free(catalog_versions *r);
-/* Adds a kernel folder's version loaded at start (k owned by the caller's specs: not freed here).
+/* Appends a version (the write lock held); NULL past CATALOG_MAX_VERSIONS (logged) or out of
+ * memory. k is owned by the registry from then on (owned 1). */
+catalog_kver *catalog_versions_append(catalog_versions *r, kernel_spec *k, const char *name,
+                                      const char *version, int stored);
+/* Exactly (name, version), or NULL; a folder's newest version not gone, or NULL (read lock held).
  */
-int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir);
+const catalog_kver *catalog_versions_find(const catalog_versions *r, const char *name,
+                                          const char *version);
+const catalog_kver *catalog_versions_folder_newest(const catalog_versions *r, const char *name);
+
+/* Kernel folders (catalog_folders.c). A folder's version loaded at start (k owned by the caller's
+ * specs: not freed here), or a folder whose spec did not load at start (its name, why); 0 or -1
+ * (out of memory). */
+int catalog_folders_add(catalog *c, kernel_spec *k, const char *dir);
+int catalog_folders_add_invalid(catalog *c, const char *dir, const char *name, const char *why);
 /* Copies the --kernels folders that rescans list for new sub-folders. 0 or -1 (out of memory). */
-int catalog_versions_set_dirs(catalog_versions *r, const char *const *dirs, int n);
+int catalog_folders_set_dirs(catalog_versions *r, const char *const *dirs, int n);
+/* Loads the folders whose files changed and the new ones, at most every CATALOG_RESCAN_MS (force:
+ * every CATALOG_KERNEL_MISS_MS). Takes the refresh lock, then the write lock: never call it with
+ * the registry's lock held. */
+void catalog_folders_rescan(const catalog *c, int force);
+/* Configurations of e's default problem on each of c's devices ([n_devs], -1 where it is not
+ * offered or cannot be counted), counted on the first call (outside any lock: an enumeration of the
+ * space, milliseconds to a second) and kept with e; NULL when there are no devices or out of
+ * memory. Any thread. */
+const long long *catalog_folders_counts(const catalog *c, catalog_kver *e);
+
+/* One kernel folder as the listings show it. */
+typedef struct catalog_folder_item {
+    char name[KSPEC_MAX_NAME + 1];
+    const kernel_spec *k; /* its current version; NULL: its files do not load now */
+    catalog_kver *v;      /* k's registry entry (catalog_folders_counts), NULL with k */
+    char error[CATALOG_INVALID_ERROR + 1]; /* k NULL: why */
+} catalog_folder_item;
+/* The kernel folders present now (rescanned first, rate-limited), in folder order: a copy taken
+ * under the read lock (k and v live until catalog_free), malloc'd (the caller frees it); *n
+ * their count. NULL with *n 0 when there are none or out of memory. */
+catalog_folder_item *catalog_folders_list(const catalog *c, int *n);
+/* The error of a kernel folder named name whose files do not load (why): KT_ERR_KERNEL_INVALID,
+ * "kernel <name> cannot be used: <why>", the hint to fix the file (no restart). */
+void catalog_folder_error(const char *name, const char *why, kt_error *err);
 
 struct catalog {
     replay_dataset **ds;
@@ -155,13 +195,10 @@ struct catalog {
     char *runner, *cache_dir;
     catalog_device *devs;
     int n_devs;
-    kernel_spec **specs;
+    kernel_spec **specs; /* the folders' versions loaded at start (owned; the listings read the
+                            registry's folders, catalog_folders_list) */
     int n_specs;
     size_t cap_specs;
-    catalog_invalid *invalid; /* at most CATALOG_MAX_INVALID; later failures are only logged */
-    int n_invalid;
-    size_t cap_invalid;
-    long long *counts; /* [spec * n_devs + dev]: configurations for the default problem; -1 none */
     catalog_fleet *fleet; /* devices known from the fleet; mutable behind its lock */
     /* Accel devices (catalog_accel.c), from catalog_options.accel_devices_path. */
     catalog_accel_dev *accel;

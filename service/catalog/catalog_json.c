@@ -1,16 +1,21 @@
 /* catalog/catalog_json — the catalog's JSON views: GET /v1/devices (catalog_devices_json) and
- * GET /v1/kernels (catalog_kernels_json), also synced into the store at start-up. */
+ * GET /v1/kernels (catalog_kernels_json), also synced into the store at start-up. Kernel folders
+ * are listed as they are now (catalog_folders_list: rescanned, at most every CATALOG_RESCAN_MS). */
 #include "catalog/catalog_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 json_t *catalog_real_device_json(const catalog *c, const catalog_device *d)
 {
+    int n = 0;
+    catalog_folder_item *folders = catalog_folders_list(c, &n); /* as they are now */
     json_t *kernels = json_array();
-    for (int s = 0; kernels && s < c->n_specs; s++) {
-        if (catalog_offers(d, c->specs[s]))
-            json_array_append_new(kernels, json_string(c->specs[s]->name));
+    for (int s = 0; kernels && s < n; s++) {
+        if (folders[s].k && catalog_offers(d, folders[s].k))
+            json_array_append_new(kernels, json_string(folders[s].name));
     }
+    free(folders);
     json_t *desc = json_loads(d->description_text ? d->description_text : "{}", 0, NULL);
     json_t *dev =
         json_pack("{s:s, s:s, s:s, s:s?, s:b, s:o, s:o}", "name", d->name, "kind",
@@ -135,15 +140,13 @@ static json_t *real_kernel_device_json(const kernel_spec *k, const catalog_devic
     return o;
 }
 
-/* Adds the catalog kernel s to arr: under the entry of the same name (a replay kernel) or as a new
- * entry, with one element per device that offers it. */
-static void add_real_kernel(const catalog *c, json_t *arr, int s)
+/* Adds a kernel folder's current version k to arr: under the entry of the same name (a replay
+ * kernel) or as a new entry, with one element per device that offers it (counts: this process's
+ * devices', may be NULL). */
+static void add_real_kernel(const catalog *c, json_t *arr, const kernel_spec *k,
+                            const long long *counts)
 {
-    /* the folder's current version (an edited folder is a new version without a restart) */
-    const kernel_spec *k = catalog_find_kernel(c, c->specs[s]->name);
     json_t *entry = NULL;
-    if (!k)
-        k = c->specs[s];
     for (size_t i = 0; i < json_array_size(arr) && !entry; i++) {
         json_t *e = json_array_get(arr, i);
         if (strcmp(json_string_value(json_object_get(e, "name")), k->name) == 0)
@@ -160,9 +163,8 @@ static void add_real_kernel(const catalog *c, json_t *arr, int s)
     json_t *devs = json_object_get(entry, "devices");
     for (int d = 0; d < c->n_devs; d++) {
         if (catalog_offers(&c->devs[d], k))
-            json_array_append_new(
-                devs, real_kernel_device_json(k, &c->devs[d],
-                                              c->counts ? c->counts[s * c->n_devs + d] : -1));
+            json_array_append_new(devs,
+                                  real_kernel_device_json(k, &c->devs[d], counts ? counts[d] : -1));
     }
     /* Devices known from the fleet (catalog_fleet.h): the copy already fetched, not refreshed. */
     const char *names[CATALOG_FLEET_MAX];
@@ -190,22 +192,25 @@ json_t *catalog_kernel_devices_json(const catalog *c, const kernel_spec *k)
     return devs;
 }
 
-/* The kernel folders that failed to load, each with the error a request naming it gets. */
-static void add_invalid_kernels(const catalog *c, json_t *arr)
+/* A kernel folder whose files do not load now, with the error a request naming it gets
+ * (catalog_kernel_invalid's); none when an entry of arr has its name (a loaded kernel). */
+static void add_invalid_kernel(json_t *arr, const catalog_folder_item *it)
 {
-    for (int i = 0; arr && c && i < c->n_invalid; i++) {
-        kt_error e;
-        kt_error_clear(&e);
-        if (!catalog_kernel_invalid(c, c->invalid[i].name, &e))
-            continue; /* a loaded kernel has the name */
-        json_t *error = json_pack("{s:s, s:s, s:s}", "code", kt_error_code_name(e.code), "message",
-                                  e.message, "hint", e.hint);
-        json_t *entry = error ? json_pack("{s:s, s:s, s:[], s:o}", "name", c->invalid[i].name,
-                                          "status", "invalid", "devices", "error", error)
-                              : NULL;
-        if (entry)
-            json_array_append_new(arr, entry);
-    }
+    int listed = 0;
+    for (size_t i = 0; i < json_array_size(arr) && !listed; i++)
+        listed = strcmp(json_string_value(json_object_get(json_array_get(arr, i), "name")),
+                        it->name) == 0;
+    kt_error e;
+    kt_error_clear(&e);
+    catalog_folder_error(it->name, it->error, &e);
+    json_t *error = listed ? NULL
+                           : json_pack("{s:s, s:s, s:s}", "code", kt_error_code_name(e.code),
+                                       "message", e.message, "hint", e.hint);
+    json_t *entry = error ? json_pack("{s:s, s:s, s:s, s:[], s:o}", "name", it->name, "status",
+                                      "invalid", "origin", "folder", "devices", "error", error)
+                          : NULL;
+    if (entry)
+        json_array_append_new(arr, entry);
 }
 
 json_t *catalog_kernels_json(const catalog *c)
@@ -227,11 +232,18 @@ json_t *catalog_kernels_json(const catalog *c)
         json_array_append_new(
             arr, json_pack("{s:s, s:o}", "name", kernel, "devices", devs ? devs : json_array()));
     }
-    for (int s = 0; arr && c && s < c->n_specs; s++)
-        add_real_kernel(c, arr, s);
+    /* The kernel folders as they are now (rescanned: added, edited, fixed, removed ones). */
+    int n_folders = 0;
+    catalog_folder_item *folders = catalog_folders_list(c, &n_folders);
+    for (int s = 0; arr && s < n_folders; s++)
+        if (folders[s].k)
+            add_real_kernel(c, arr, folders[s].k, catalog_folders_counts(c, folders[s].v));
     catalog_accel_kernels_json(c, arr);
     for (size_t i = 0; i < json_array_size(arr); i++)
         json_object_set_new(json_array_get(arr, i), "status", json_string("ready"));
-    add_invalid_kernels(c, arr);
+    for (int s = 0; arr && s < n_folders; s++)
+        if (!folders[s].k)
+            add_invalid_kernel(arr, &folders[s]);
+    free(folders);
     return arr;
 }

@@ -71,34 +71,6 @@ const catalog_device *catalog_find_real(const catalog *c, const char *device)
     return NULL;
 }
 
-const kernel_spec *catalog_find_kernel(const catalog *c, const char *name)
-{
-    const kernel_spec *k = NULL;
-    kt_error e;
-    if (!c || !name)
-        return NULL;
-    return catalog_kernel_pick(c, name, NULL, &k, &e) == 0 ? k : NULL;
-}
-
-int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err)
-{
-    if (!c || !name || catalog_find_kernel(c, name))
-        return 0;
-    for (int i = 0; i < c->n_invalid; i++) {
-        const catalog_invalid *e = &c->invalid[i];
-        if (strcmp(e->name, name) != 0)
-            continue;
-        kt_error_set(err, KT_ERR_KERNEL_INVALID, "kernel %s cannot be used: %s", e->name, e->error);
-        kt_error_hint(err,
-                      "fix the file named in the kernel folder %s (of ktuned's --kernels; "
-                      "kernels/README.md describes spec.json): it is loaded again within a "
-                      "second, no restart",
-                      e->name);
-        return 1;
-    }
-    return 0;
-}
-
 const catalog_real_options *catalog_measure_options(const catalog *c)
 {
     return &c->opt;

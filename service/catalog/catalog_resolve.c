@@ -91,14 +91,16 @@ static void hint_devices(const catalog *c, kt_error *err)
 static void real_kernel_list(const catalog *c, const catalog_device *d, char *buf, size_t cap)
 {
     size_t used = 0;
-    int n = 0;
+    int n = 0, n_folders = 0;
+    catalog_folder_item *folders = catalog_folders_list(c, &n_folders); /* as they are now */
     buf[0] = '\0';
-    for (int i = 0; i < c->n_specs && used < cap; i++) {
-        if (!catalog_offers(d, c->specs[i]))
+    for (int i = 0; i < n_folders && used < cap; i++) {
+        if (!folders[i].k || !catalog_offers(d, folders[i].k))
             continue;
-        int w = snprintf(buf + used, cap - used, "%s%s", n++ ? ", " : "", c->specs[i]->name);
+        int w = snprintf(buf + used, cap - used, "%s%s", n++ ? ", " : "", folders[i].name);
         used += w > 0 ? (size_t)w : 0;
     }
+    free(folders);
     if (!n)
         snprintf(buf, cap, "no kernels");
 }

@@ -2,12 +2,10 @@
  * kernel folders' (rescanned for changed files) and the stored kernels' (fetched from the kernels
  * table through the owner's callback), in an append-only registry behind a read-write lock, so
  * that a target may borrow its version's spec until catalog_free. */
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/array.h"
 #include "core/clock.h"
@@ -40,6 +38,7 @@ void catalog_versions_free(catalog_versions *r)
         if (r->v[i]->owned)
             kernel_spec_free(r->v[i]->k);
         free(r->v[i]->log);
+        free(atomic_load(&r->v[i]->counts));
         free(r->v[i]);
     }
     free(r->v);
@@ -71,8 +70,8 @@ static int status_of(const char *s)
 }
 
 /* Appends an entry (the write lock held by the caller). */
-static catalog_kver *append(catalog_versions *r, kernel_spec *k, const char *name,
-                            const char *version, int stored)
+catalog_kver *catalog_versions_append(catalog_versions *r, kernel_spec *k, const char *name,
+                                      const char *version, int stored)
 {
     if (r->n >= CATALOG_MAX_VERSIONS) {
         log_warn("kernel %s version %s: this process holds %d kernel versions already; not "
@@ -96,49 +95,8 @@ static catalog_kver *append(catalog_versions *r, kernel_spec *k, const char *nam
     return e;
 }
 
-int catalog_versions_set_dirs(catalog_versions *r, const char *const *dirs, int n)
-{
-    if (n <= 0)
-        return 0;
-    if (!(r->kdirs = calloc((size_t)n, sizeof *r->kdirs)))
-        return -1;
-    for (; r->n_kdirs < n; r->n_kdirs++)
-        if (!(r->kdirs[r->n_kdirs] = strdup(dirs[r->n_kdirs])))
-            return -1;
-    return 0;
-}
-
-int catalog_versions_add_folder(catalog *c, kernel_spec *k, const char *dir)
-{
-    catalog_versions *r = c->versions;
-    if (r->n_folders >= CATALOG_MAX_FOLDERS) {
-        log_warn("kernel %s: this process holds %d kernel folders already; not rescanned", dir,
-                 CATALOG_MAX_FOLDERS);
-        return 0;
-    }
-    catalog_kfolder *f = realloc(r->folders, (size_t)(r->n_folders + 1) * sizeof *f);
-    if (!f)
-        return -1;
-    r->folders = f;
-    f = &r->folders[r->n_folders];
-    if (!(f->dir = strdup(dir)))
-        return -1;
-    snprintf(f->name, sizeof f->name, "%s", k->name);
-    f->stamp = kernel_files_dir_stamp(dir);
-    f->loaded = 1;
-    f->gone = 0;
-    catalog_kver *e = append(r, k, k->name, k->version, 0);
-    if (!e) {
-        free(f->dir);
-        return -1;
-    }
-    e->owned = 0; /* the catalog's specs own it */
-    r->n_folders++;
-    return 0;
-}
-
 /* A folder's newest version (read lock held). */
-static const catalog_kver *folder_newest(const catalog_versions *r, const char *name)
+const catalog_kver *catalog_versions_folder_newest(const catalog_versions *r, const char *name)
 {
     const catalog_kver *best = NULL;
     for (int i = 0; i < r->n; i++)
@@ -148,166 +106,13 @@ static const catalog_kver *folder_newest(const catalog_versions *r, const char *
     return best && !best->gone ? best : NULL;
 }
 
-static const catalog_kver *find_version(const catalog_versions *r, const char *name,
-                                        const char *version)
+const catalog_kver *catalog_versions_find(const catalog_versions *r, const char *name,
+                                          const char *version)
 {
     for (int i = 0; i < r->n; i++)
         if (strcmp(r->v[i]->name, name) == 0 && strcmp(r->v[i]->version, version) == 0)
             return r->v[i];
     return NULL;
-}
-
-/* 1 when another loaded folder, still there, holds the kernel name (refresh lock held). */
-static int name_taken(const catalog_versions *r, int self, const char *name)
-{
-    for (int i = 0; i < r->n_folders; i++)
-        if (i != self && r->folders[i].loaded && !r->folders[i].gone &&
-            strcmp(r->folders[i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
-/* Adds the sub-folders of the --kernels folders that have a spec.json and are not known yet (a
- * folder added after start, or one whose spec did not load at start), stamp 0 so that the rescan
- * loads them (refresh lock held). */
-static void find_new_folders(catalog_versions *r)
-{
-    for (int d = 0; d < r->n_kdirs; d++) {
-        DIR *dh = opendir(r->kdirs[d]);
-        struct dirent *de;
-        if (!dh)
-            continue;
-        while ((de = readdir(dh)) != NULL) {
-            char sub[PATH_MAX], spec[PATH_MAX];
-            struct stat st;
-            int known = 0;
-            if (de->d_name[0] == '.')
-                continue;
-            int w = snprintf(sub, sizeof sub, "%s/%s", r->kdirs[d], de->d_name);
-            int w2 = snprintf(spec, sizeof spec, "%s/spec.json", sub);
-            if (w < 0 || (size_t)w >= sizeof sub || w2 < 0 || (size_t)w2 >= sizeof spec ||
-                stat(sub, &st) != 0 || !S_ISDIR(st.st_mode) || stat(spec, &st) != 0)
-                continue; /* not a kernel folder */
-            for (int i = 0; i < r->n_folders && !known; i++)
-                known = strcmp(r->folders[i].dir, sub) == 0;
-            if (known)
-                continue;
-            if (r->n_folders >= CATALOG_MAX_FOLDERS) {
-                if (!r->folders_full)
-                    log_warn("kernel %s: this process holds %d kernel folders already; a new "
-                             "folder needs a restart",
-                             sub, CATALOG_MAX_FOLDERS);
-                r->folders_full = 1;
-                break;
-            }
-            catalog_kfolder *f = realloc(r->folders, (size_t)(r->n_folders + 1) * sizeof *f);
-            if (!f)
-                break;
-            r->folders = f;
-            f = &r->folders[r->n_folders];
-            memset(f, 0, sizeof *f);
-            if (!(f->dir = strdup(sub)))
-                break;
-            snprintf(f->name, sizeof f->name, "%.*s", KSPEC_MAX_NAME, de->d_name);
-            r->n_folders++;
-        }
-        closedir(dh);
-    }
-}
-
-/* The folder's spec.json is gone: its versions are no longer offered to new requests (targets
- * keyed by them keep them). Refresh lock held. */
-static void folder_removed(catalog_versions *r, catalog_kfolder *f)
-{
-    f->gone = 1;
-    f->stamp = 0; /* back again: loaded again */
-    if (!f->loaded)
-        return;
-    pthread_rwlock_wrlock(&r->lock);
-    for (int i = 0; i < r->n; i++)
-        if (!r->v[i]->stored && strcmp(r->v[i]->name, f->name) == 0)
-            r->v[i]->gone = 1;
-    pthread_rwlock_unlock(&r->lock);
-    log_info("catalog: kernel %s: %s/spec.json was removed; no longer offered", f->name, f->dir);
-}
-
-/* Loads the folders whose files changed since their last look, and the new ones, at most every
- * CATALOG_RESCAN_MS (force: an exact version asked for and not known, a job's that another
- * process resolved: every CATALOG_KERNEL_MISS_MS); a folder that no longer loads keeps its last
- * version (logged), a removed one is no longer offered. */
-static void rescan_folders(const catalog *c, int force)
-{
-    catalog_versions *r = c->versions;
-    uint64_t now = kt_clock_ns();
-    uint64_t period = (uint64_t)(force ? CATALOG_KERNEL_MISS_MS : CATALOG_RESCAN_MS) * 1000000ULL;
-    if (!r->n_folders && !r->n_kdirs)
-        return;
-    pthread_mutex_lock(&r->refresh);
-    if (r->scanned_ns && now - r->scanned_ns < period)
-        goto out;
-    r->scanned_ns = now;
-    find_new_folders(r);
-    const kspec_limits *lim[KSPEC_N_KINDS];
-    for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
-        lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
-    for (int i = 0; i < r->n_folders; i++) {
-        catalog_kfolder *f = &r->folders[i];
-        char spec[PATH_MAX];
-        struct stat st;
-        snprintf(spec, sizeof spec, "%s/spec.json", f->dir);
-        if (stat(spec, &st) != 0) {
-            if (!f->gone)
-                folder_removed(r, f);
-            continue;
-        }
-        unsigned long long stamp = kernel_files_dir_stamp(f->dir);
-        if (stamp == f->stamp)
-            continue;
-        f->stamp = stamp;
-        f->gone = 0;
-        char why[1024];
-        kernel_spec *k = kernel_spec_load(f->dir, lim, why, sizeof why);
-        if (!k) {
-            log_warn("kernel %s: %s; %s", f->dir, why,
-                     f->loaded ? "the version loaded before is kept" : "skipped");
-            continue;
-        }
-        if (f->loaded && strcmp(k->name, f->name) != 0) {
-            log_warn("kernel %s: renamed to %s; a new name needs a restart", f->dir, k->name);
-            kernel_spec_free(k);
-            continue;
-        }
-        if (!f->loaded && name_taken(r, i, k->name)) {
-            log_warn("kernel %s: a kernel named %s is already loaded from another folder; skipped",
-                     f->dir, k->name);
-            kernel_spec_free(k);
-            continue;
-        }
-        pthread_rwlock_wrlock(&r->lock);
-        catalog_kver *old = (catalog_kver *)find_version(r, k->name, k->version);
-        catalog_kver *e = old ? NULL : append(r, k, k->name, k->version, 0);
-        if (old && !old->stored)
-            old->seq = ++r->seq; /* back to a version loaded before: the newest again */
-        if (e)
-            e->seq = ++r->seq; /* newest of the folder */
-        /* the folder is there again: its versions are offered again */
-        for (int j = 0; j < r->n; j++)
-            if (!r->v[j]->stored && strcmp(r->v[j]->name, k->name) == 0)
-                r->v[j]->gone = 0;
-        pthread_rwlock_unlock(&r->lock);
-        if (e || (old && !old->stored)) {
-            if (e)
-                log_info("catalog: kernel %s from %s: %s, version %s", k->name, f->dir,
-                         f->loaded ? "files changed" : "new folder", k->version);
-            if (!f->loaded)
-                snprintf(f->name, sizeof f->name, "%s", k->name);
-            f->loaded = 1;
-        }
-        if (!e)
-            kernel_spec_free(k);
-    }
-out:
-    pthread_mutex_unlock(&r->refresh);
 }
 
 void catalog_kernels_set_source(catalog *c, catalog_kernel_fetch fetch, void *ctx)
@@ -345,7 +150,7 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
     if (!version || strlen(version) != KFILES_VERSION_LEN)
         return;
     pthread_rwlock_rdlock(&r->lock);
-    int known = find_version(r, name, version) != NULL;
+    int known = catalog_versions_find(r, name, version) != NULL;
     pthread_rwlock_unlock(&r->lock);
     kernel_spec *k = NULL;
     char why[1024] = "";
@@ -386,8 +191,8 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
             log_warn("kernel %s version %s: %s", name, version, why);
     }
     pthread_rwlock_wrlock(&r->lock);
-    catalog_kver *e = (catalog_kver *)find_version(r, name, version);
-    if (!e && (e = append(r, k, name, version, 1)))
+    catalog_kver *e = (catalog_kver *)catalog_versions_find(r, name, version);
+    if (!e && (e = catalog_versions_append(r, k, name, version, 1)))
         k = NULL;
     if (e) {
         e->status = e->k ? status_of(status) : CATALOG_KERNEL_INVALID;
@@ -404,19 +209,21 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
 }
 
 /* Fetches name's stored versions when the last fetch is older than CATALOG_KERNEL_FETCH_MS (force:
- * a miss, still rate-limited). */
-static void refresh_name(const catalog *c, const char *name, int force)
+ * a miss, still rate-limited); with since (kt_clock_ns, 0: none) instead unless a fetch started at
+ * since or later: then the view holds whatever the database held at since. Requests that wait
+ * here while a fetch runs share the next one. */
+static void refresh_name(const catalog *c, const char *name, int force, uint64_t since)
 {
     catalog_versions *r = c->versions;
-    uint64_t now = kt_clock_ns();
     uint64_t period =
         (uint64_t)(force ? CATALOG_KERNEL_MISS_MS : CATALOG_KERNEL_FETCH_MS) * 1000000ULL;
     json_t *rows = NULL;
     if (!name || !r->fetch || catalog_is_folder_kernel(c, name))
         return;
     pthread_mutex_lock(&r->refresh);
+    uint64_t now = kt_clock_ns(); /* the fetch below starts after it */
     catalog_kname *n = kname(r, name);
-    if (!n || (n->fetched_ns && now - n->fetched_ns < period))
+    if (!n || (since ? n->fetched_ns >= since : n->fetched_ns && now - n->fetched_ns < period))
         goto out;
     n->fetched_ns = now;
     kt_error e;
@@ -464,28 +271,6 @@ static const catalog_kver *stored_any(const catalog_versions *r, const char *nam
     return best;
 }
 
-int catalog_is_folder_kernel(const catalog *c, const char *name)
-{
-    int found = 0;
-    if (c && name && c->versions) {
-        /* folders found after start too (the registry's, under its lock) */
-        rescan_folders(c, 0);
-        pthread_rwlock_rdlock(&c->versions->lock);
-        for (int i = 0; i < c->versions->n && !found; i++)
-            found = !c->versions->v[i]->stored && strcmp(c->versions->v[i]->name, name) == 0;
-        pthread_rwlock_unlock(&c->versions->lock);
-    }
-    if (found)
-        return 1;
-    for (int i = 0; c && name && i < c->n_specs; i++)
-        if (strcmp(c->specs[i]->name, name) == 0)
-            return 1;
-    for (int i = 0; c && name && i < c->n_invalid; i++)
-        if (strcmp(c->invalid[i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
 /* The version hint: "versions: a (ready), b (invalid), ...". */
 static void hint_versions(const catalog_versions *r, const char *name, kt_error *err)
 {
@@ -505,35 +290,64 @@ static void hint_versions(const catalog_versions *r, const char *name, kt_error 
         kt_error_hint(err, "kernel %s has versions %s (GET /v1/kernels/%s)", name, buf, name);
 }
 
-int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
-                        const kernel_spec **out, kt_error *err)
+/* How the view of name's stored versions may be behind the database in a way that changes what
+ * is picked (read lock held): LAG_VALIDATING when a version it would pick, or pass over for an
+ * older one, is still validating there (the version asked for, a newer one than the pick, or with
+ * nothing picked any version of the name); LAG_UNKNOWN when it knows nothing to pick; else 0. The
+ * view is up to CATALOG_KERNEL_FETCH_MS old; a caller who saw a version ready (GET
+ * /v1/kernels/{name}) must get it. */
+enum { LAG_UNKNOWN = 1, LAG_VALIDATING = 2 };
+static int view_may_lag(const catalog_versions *r, const char *name, const char *version,
+                        const catalog_kver *e)
+{
+    int lag = e && e->stored && version && e->status == CATALOG_KERNEL_VALIDATING;
+    for (int i = 0; (!e || (e->stored && !version)) && i < r->n && !lag; i++) {
+        const catalog_kver *v = r->v[i];
+        lag = v->stored && v->rank >= 0 && (!e || v->rank < e->rank) && !v->retired &&
+              v->status == CATALOG_KERNEL_VALIDATING && strcmp(v->name, name) == 0 &&
+              (!version || strcmp(v->version, version) == 0);
+    }
+    return lag ? LAG_VALIDATING : e ? 0 : LAG_UNKNOWN;
+}
+
+/* catalog_kernel_pick; fresh: a view that may lag (view_may_lag) is fetched again first. */
+static int pick(const catalog *c, const char *name, const char *version, int fresh,
+                const kernel_spec **out, kt_error *err)
 {
     catalog_versions *r = c ? c->versions : NULL;
     int rc = -1;
+    uint64_t asked = kt_clock_ns();
     *out = NULL;
     if (!r || !name)
         return kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "no kernel named");
-    rescan_folders(c, 0);
+    catalog_folders_rescan(c, 0);
     pthread_rwlock_rdlock(&r->lock);
-    const catalog_kver *e = version ? find_version(r, name, version) : folder_newest(r, name);
+    const catalog_kver *e =
+        version ? catalog_versions_find(r, name, version) : catalog_versions_folder_newest(r, name);
     if (!e && !version)
         e = stored_newest(r, name);
     pthread_rwlock_unlock(&r->lock);
     if (!e && version) {
-        rescan_folders(c, 1); /* a folder's version another process found first */
+        catalog_folders_rescan(c, 1); /* a folder's version another process found first */
         pthread_rwlock_rdlock(&r->lock);
-        e = find_version(r, name, version);
+        e = catalog_versions_find(r, name, version);
         pthread_rwlock_unlock(&r->lock);
     }
-    if (!e) {
-        refresh_name(c, name, 0);
+    if (!e || e->stored) {
+        refresh_name(c, name, 0, 0); /* a newer version, or a status changed */
         pthread_rwlock_rdlock(&r->lock);
-        e = version ? find_version(r, name, version) : stored_newest(r, name);
+        e = version ? catalog_versions_find(r, name, version) : stored_newest(r, name);
         pthread_rwlock_unlock(&r->lock);
-    } else if (e->stored) {
-        refresh_name(c, name, 0); /* a newer version, or a status changed */
+    }
+    pthread_rwlock_rdlock(&r->lock);
+    int lag = fresh ? view_may_lag(r, name, version, e) : 0;
+    pthread_rwlock_unlock(&r->lock);
+    if (lag) {
+        /* validating: what the database says now; nothing known: again after
+         * CATALOG_KERNEL_MISS_MS (a name that does not exist must not cost a read per request) */
+        refresh_name(c, name, lag == LAG_UNKNOWN, lag == LAG_VALIDATING ? asked : 0);
         pthread_rwlock_rdlock(&r->lock);
-        e = version ? find_version(r, name, version) : stored_newest(r, name);
+        e = version ? catalog_versions_find(r, name, version) : stored_newest(r, name);
         pthread_rwlock_unlock(&r->lock);
     }
     pthread_rwlock_rdlock(&r->lock);
@@ -571,6 +385,21 @@ int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
     return rc;
 }
 
+int catalog_kernel_pick(const catalog *c, const char *name, const char *version,
+                        const kernel_spec **out, kt_error *err)
+{
+    return pick(c, name, version, 1, out, err);
+}
+
+const kernel_spec *catalog_find_kernel(const catalog *c, const char *name)
+{
+    const kernel_spec *k = NULL;
+    kt_error e;
+    if (!c || !name)
+        return NULL;
+    return pick(c, name, NULL, 0, &k, &e) == 0 ? k : NULL;
+}
+
 const kernel_spec *catalog_find_kernel_version(const catalog *c, const char *name,
                                                const char *version)
 {
@@ -580,11 +409,11 @@ const kernel_spec *catalog_find_kernel_version(const catalog *c, const char *nam
         return NULL;
     for (int pass = 0; pass < 2 && !(e && e->k); pass++) {
         if (pass) {
-            rescan_folders(c, 1); /* a folder's version another process found first */
-            refresh_name(c, name, 1);
+            catalog_folders_rescan(c, 1); /* a folder's version another process found first */
+            refresh_name(c, name, 1, 0);
         }
         pthread_rwlock_rdlock(&r->lock);
-        e = find_version(r, name, version);
+        e = catalog_versions_find(r, name, version);
         pthread_rwlock_unlock(&r->lock);
     }
     return e ? e->k : NULL;
@@ -597,8 +426,8 @@ int catalog_kernel_versions(const catalog *c, const char *name, char (*out)[KFIL
     int n = 0;
     if (!r || !name)
         return 0;
-    rescan_folders(c, 0);
-    refresh_name(c, name, 0);
+    catalog_folders_rescan(c, 0);
+    refresh_name(c, name, 0, 0);
     pthread_rwlock_rdlock(&r->lock);
     /* folder versions: newest (largest seq) first; stored: by rank */
     const catalog_kver *order[CATALOG_KERNEL_VERSIONS];

@@ -53,57 +53,6 @@ static json_t *invalid_reply(const char *reason, double compile_ms, double measu
     return reply;
 }
 
-typedef struct verify_result {
-    double max_abs_err; /* NaN when an output or expected element is NaN */
-    long long bad;      /* elements out of tolerance */
-    int first_buffer;   /* -1 when every element passed */
-    long long first_index;
-    double first_value, first_expected;
-} verify_result;
-
-/* One element against its expected value (in double; f16/bf16 converted in software). */
-static void check_element(verify_result *v, int *nan_seen, double o, double e, double rtol,
-                          double atol, int i, long long k)
-{
-    double d = fabs(o - e);
-    if (isnan(d))
-        *nan_seen = 1;
-    else if (d > v->max_abs_err)
-        v->max_abs_err = d;
-    if (d <= atol + rtol * fabs(e))
-        return; /* false for NaN */
-    if (v->bad++ == 0) {
-        v->first_buffer = i;
-        v->first_index = k;
-        v->first_value = o;
-        v->first_expected = e;
-    }
-}
-
-/* Every element of every output buffer with its buffer's tolerance: |o - e| <= atol + rtol*|e|. */
-static void verify_outputs(const cpu_problem *p, verify_result *v)
-{
-    int nan_seen = 0;
-    memset(v, 0, sizeof *v);
-    v->first_buffer = -1;
-    for (int i = 0; i < p->n_buffers; i++) {
-        const runner_buffer *b = &p->buffers[i];
-        if (!b->output || !p->expected[i])
-            continue;
-        if (b->dtype == KT_F32) { /* the common case, without a call per element */
-            const float *o = p->data[i], *e = p->expected[i];
-            for (long long k = 0; k < b->elements; k++)
-                check_element(v, &nan_seen, o[k], e[k], b->rtol, b->atol, i, k);
-            continue;
-        }
-        for (long long k = 0; k < b->elements; k++)
-            check_element(v, &nan_seen, kt_dtype_get(b->dtype, p->data[i], k),
-                          kt_dtype_get(b->dtype, p->expected[i], k), b->rtol, b->atol, i, k);
-    }
-    if (nan_seen)
-        v->max_abs_err = NAN;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -175,18 +124,12 @@ static void time_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_r
     t->repeats = n;
 }
 
-static json_t *wrong_result_reply(const cpu_problem *p, const verify_result *v, double compile_ms,
-                                  double measure_ms)
+static json_t *wrong_result_reply(const cpu_problem *p, const cpu_verify_result *v,
+                                  double compile_ms, double measure_ms)
 {
     json_t *reply = runner_status_reply("wrong_result", compile_ms);
-    json_t *ex = extras_of(reply);
     set_real(reply, "measure_ms", measure_ms);
-    set_real(ex, "max_abs_err", v->max_abs_err);
-    json_object_set_new(ex, "bad_elements", json_integer(v->bad));
-    json_object_set_new(ex, "first_bad_buffer", json_string(p->buffers[v->first_buffer].name));
-    json_object_set_new(ex, "first_bad_index", json_integer(v->first_index));
-    set_real(ex, "first_bad_value", v->first_value);
-    set_real(ex, "first_bad_expected", v->first_expected);
+    cpu_verify_extras(p, v, extras_of(reply));
     return reply;
 }
 
@@ -233,8 +176,8 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
                  p->buffers[bad_input].name);
         return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
     }
-    verify_result v;
-    verify_outputs(p, &v);
+    cpu_verify_result v;
+    cpu_problem_verify(p, &v);
     if (v.bad > 0)
         return wrong_result_reply(p, &v, compile_ms, kt_clock_ms() - start);
     timing t;

@@ -17,10 +17,10 @@
 #include "core/clock.h"
 
 #include "core/hash.h"
+#include "runner/cuda_args.h"
 #include "runner/cuda_internal.h"
 #include "runner/runner.h"
 
-#define CUDA_NAN_BITS        0x7fc00000u /* quiet NaN as a 32-bit pattern */
 #define CUDA_DEFAULT_DYN_MAX (48 * 1024) /* dynamic shared memory allowed without opt-in */
 #define CUDA_CACHE_TAG       "ktune-cuda-v1"
 
@@ -435,7 +435,7 @@ static int cuda_prepare(cuda_trial *t, const char *cache_dir, kt_error *err)
             goto out;
         }
         for (int i = 0; i < q->n_buffers; i++) {
-            size_t bytes = (size_t)q->buffers[i].elements * sizeof(float);
+            size_t bytes = (size_t)q->buffers[i].elements * kt_dtype_size(q->buffers[i].dtype);
             cuda_cu_result cr = d->drv.mem_alloc(&d->problem->dptr[i], bytes);
             if (cr != CUDA_CU_SUCCESS) {
                 d->problem->dptr[i] = 0;
@@ -480,27 +480,27 @@ static cuda_cu_result cuda_launch_once(cuda_trial *t, void **args)
                                    (unsigned)l->shared_bytes, NULL, args, NULL);
 }
 
-/* The checked run: outputs NaN, one launch, outputs compared with the reference. Returns 0 when
- * they match, 1 when the trial ended (status set), -1 with err. */
+/* The checked run: outputs poisoned (NaN; integer dtypes a byte pattern), one launch, outputs
+ * downloaded into the host state and compared with the reference there, as the CPU half compares
+ * (cpu_verify.c: per dtype and tolerance). Returns 0 when they match, 1 when the trial ended
+ * (status set), -1 with err. */
 static int cuda_verify(cuda_trial *t, void **args, kt_error *err)
 {
     int rc = 1;
     cuda_device *d = t->d;
     const runner_measure_req *q = t->q;
-    const cpu_problem *hp = d->host->problem;
-    float *out = NULL;
-    size_t out_cap = 0;
-    double max_abs = 0.0;
-    long long first_bad = -1, bad = 0;
-    int bad_buffer = -1;
+    cpu_problem *hp = d->host->problem;
+    cpu_verify_result v;
     cuda_cu_result r;
 
+    (void)err;
+    cpu_problem_poison_outputs(hp);
     for (int i = 0; i < q->n_buffers; i++) {
         if (!q->buffers[i].output)
             continue;
-        r = d->drv.memset_d32(d->problem->dptr[i], CUDA_NAN_BITS, (size_t)q->buffers[i].elements);
+        r = d->drv.memcpy_htod(d->problem->dptr[i], hp->data[i], d->problem->bytes[i]);
         if (r != CUDA_CU_SUCCESS) {
-            cuda_driver_failure(t, "cuMemsetD32", r, 0);
+            cuda_driver_failure(t, "cuMemcpyHtoD", r, 0);
             goto out;
         }
     }
@@ -517,49 +517,20 @@ static int cuda_verify(cuda_trial *t, void **args, kt_error *err)
     for (int i = 0; i < q->n_buffers; i++) {
         if (!q->buffers[i].output)
             continue;
-        size_t n = (size_t)q->buffers[i].elements;
-        if (n > out_cap) {
-            free(out);
-            out = malloc(n * sizeof *out);
-            out_cap = out ? n : 0;
-            if (!out) {
-                kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory for %zu output elements", n);
-                rc = -1;
-                goto out;
-            }
-        }
-        r = d->drv.memcpy_dtoh(out, d->problem->dptr[i], n * sizeof *out);
+        r = d->drv.memcpy_dtoh(hp->data[i], d->problem->dptr[i], d->problem->bytes[i]);
         if (r != CUDA_CU_SUCCESS) {
             cuda_driver_failure(t, "cuMemcpyDtoH", r, 0);
             goto out;
         }
-        const float *ref = hp->expected[i];
-        for (size_t j = 0; j < n; j++) {
-            double o = out[j], e = ref[j];
-            double diff = fabs(o - e);
-            int ok = diff <= q->atol + q->rtol * fabs(e); /* false for NaN */
-            if (!ok && bad++ == 0) {
-                first_bad = (long long)j;
-                bad_buffer = i;
-            }
-            if (isnan(diff))
-                max_abs = NAN;
-            else if (!isnan(max_abs) && diff > max_abs)
-                max_abs = diff;
-        }
     }
-    json_object_set_new(t->extras, "max_abs_err", runner_json_real(max_abs));
-    if (first_bad >= 0) {
-        json_object_set_new(t->extras, "bad_elements", json_integer(bad));
-        json_object_set_new(t->extras, "first_bad_index", json_integer(first_bad));
-        json_object_set_new(t->extras, "first_bad_buffer",
-                            json_string(q->buffers[bad_buffer].name));
+    cpu_problem_verify(hp, &v);
+    cpu_verify_extras(hp, &v, t->extras);
+    if (v.bad > 0) {
         cuda_set_status(t, "wrong_result");
         goto out;
     }
     rc = 0;
 out:
-    free(out);
     return rc;
 }
 
@@ -662,25 +633,20 @@ out:
     return rc;
 }
 
-/* What the CUDA argument packing carries (PROTOCOL.md): fp32 buffers with the default fill,
- * integer problem words, no scalars, a reference; anything else is refused by name. */
+/* What the CUDA half carries (PROTOCOL.md): buffers of any dtype and init but uploaded data,
+ * integer and float problem words, scalars (cuda_args.h), verification against a reference;
+ * anything else (uploaded data, a generated call, openmp: a cpu variant's; verify other than
+ * reference) is refused by name. */
 static int cuda_check_interface(const runner_measure_req *q, kt_error *err)
 {
     for (int i = 0; i < q->n_buffers; i++)
-        if (q->buffers[i].dtype != KT_F32 || q->buffers[i].init != RUNNER_INIT_DEFAULT)
+        if (q->buffers[i].init == RUNNER_INIT_DATA)
             return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                                "buffers[%d]: the CUDA device takes f32 buffers with the default "
-                                "init only",
-                                i);
-    for (int i = 0; i < q->n_problem; i++)
-        if (q->problem_float[i])
-            return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                                "problem[%d]: the CUDA device takes integer arguments only", i);
-    if (q->n_scalars > 0 || q->verify != RUNNER_VERIFY_REFERENCE || q->n_call_args >= 0 ||
-        q->openmp)
+                                "buffers[%d].init: the CUDA device takes no uploaded data", i);
+    if (q->verify != RUNNER_VERIFY_REFERENCE || q->n_call_args >= 0 || q->openmp)
         return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                            "the CUDA device takes no scalars, call, openmp, or verify other than "
-                            "reference");
+                            "the CUDA device takes no call or openmp, and verifies against a "
+                            "reference only");
     return 0;
 }
 
@@ -693,7 +659,7 @@ json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *c
     kt_error err;
     char *image = NULL;
     size_t image_len = 0;
-    void *args[RUNNER_MAX_BUFFERS + RUNNER_MAX_PROBLEM];
+    cuda_args *args = NULL;
     int r;
 
     memset(&t, 0, sizeof t);
@@ -739,13 +705,15 @@ json_t *cuda_device_measure(cuda_device *d, const json_t *request, const char *c
         goto fail;
     if (r > 0)
         goto done;
-    for (int i = 0; i < q->n_buffers; i++)
-        args[i] = &d->problem->dptr[i];
-    for (int i = 0; i < q->n_problem; i++)
-        args[q->n_buffers + i] = &q->problem[i];
-    r = cuda_verify(&t, args, &err);
+    if (!(args = malloc(sizeof *args))) {
+        kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory for the arguments");
+        goto fail;
+    }
+    if (cuda_args_pack(q, d->problem->dptr, args, &err) < 0)
+        goto fail;
+    r = cuda_verify(&t, args->params, &err);
     if (r == 0)
-        r = cuda_time(&t, args, &err);
+        r = cuda_time(&t, args->params, &err);
     json_object_set_new(t.reply, "measure_ms", json_real(kt_clock_ms() - m0));
     if (r < 0)
         goto fail;
@@ -763,6 +731,7 @@ out:
         d->drv.module_unload(t.mod);
     json_decref(t.reply);
     free(image);
+    free(args);
     free(q);
     return reply;
 }

@@ -369,6 +369,23 @@ void cpu_problem_poison_outputs(cpu_problem *p);
 /* Index of the first input buffer whose checksum changed (that buffer is refilled), or -1. */
 int cpu_problem_check_inputs(cpu_problem *p);
 
+/* ---- cpu_verify.c ---- */
+
+typedef struct cpu_verify_result {
+    double max_abs_err; /* NaN when an output or expected element is NaN */
+    long long bad;      /* elements out of tolerance */
+    int first_buffer;   /* -1 when every element passed */
+    long long first_index;
+    double first_value, first_expected;
+} cpu_verify_result;
+
+/* Every element of every output buffer of p (data) against expected, with its buffer's dtype and
+ * tolerance (runner_buffer.rtol, atol as prepared): |o - e| <= atol + rtol*|e|. */
+void cpu_problem_verify(const cpu_problem *p, cpu_verify_result *v);
+/* Puts v into a reply's extras: max_abs_err, and for bad elements bad_elements, first_bad_buffer,
+ * first_bad_index, first_bad_value, first_bad_expected. */
+void cpu_verify_extras(const cpu_problem *p, const cpu_verify_result *v, json_t *extras);
+
 /* ---- cpu_measure.c ---- */
 
 /* Handles a validated CPU measure request: the reply object without "id", or NULL with err (a

@@ -10,12 +10,14 @@
    None: prints "gpu-check: no CUDA device (<reason>)" and exits 3 (make shows "Error 3").
 2. Build (`make build`, unless --no-build), then ktune-runner's own probe of cuda:0 (name, compute
    capability, toolchain: what ktuned will key results by).
-3. The CUDA unit tests (ctest: test_runner_cuda, test_runner_nvrtc, test_runner_cuda_emulated) with
+3. The CUDA unit tests (ctest: test_runner_cuda, test_runner_cuda_args, test_runner_nvrtc,
+   test_runner_cuda_emulated) with
    KTUNE_REQUIRE_CUDA=1 KTUNE_REQUIRE_NVRTC=1: a skip is a failure, and so is any "SKIP:" line.
 4. A real ktuned (tests/integration/ktuned_fixture.py, embedded PostgreSQL, one measuring thread):
    cuda:0 must be listed available; then a cuda:0 job per catalog kernel with a CUDA variant
    (kernels/*/spec.json variants.cuda or cuda.json): `random`, --check-budget evaluations, the
-   kernel's default problem; for gemm instead one tuning job per --sizes (n^3, the default
+   kernel's default problem, and one of tests/kernels/typed_cuda (f64 and i32 buffers, a float
+   problem argument, f32 and i32 scalars: the CUDA argument packing); for gemm instead one tuning job per --sizes (n^3, the default
    strategy, --budget evaluations, the final pick on). Every job must succeed with every trial ok
    (verified against the CPU reference by the runner).
 5. cuBLAS: gpu_gemm_cublas times sgemm at the same sizes the way the runner times a kernel (the
@@ -45,7 +47,9 @@ SOURCE_DEFAULT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_NO_DEVICE = 0, 1, 2, 3
-UNIT_TESTS = ("test_runner_cuda", "test_runner_cuda_emulated", "test_runner_nvrtc")
+UNIT_TESTS = ("test_runner_cuda", "test_runner_cuda_args", "test_runner_cuda_emulated",
+              "test_runner_nvrtc")
+TYPED = "typed_cuda"  # tests/kernels/typed_cuda: dtypes, scalars and a float argument on the GPU
 REQUIRE_ENV = {"KTUNE_REQUIRE_CUDA": "1", "KTUNE_REQUIRE_NVRTC": "1"}
 MIN_SECONDS = 0.1  # of timed calls per measurement, ktuned's and gpu_gemm_cublas's alike
 TARGET_S = 600     # the whole check, build excluded, should take less on one GPU
@@ -279,9 +283,14 @@ def step_jobs(args, report, logs, kernels):
     from ktuned_fixture import Ktuned
     lines = report.section("%s jobs through ktuned" % args.device)
     gemm_jobs = {}
+    # the typed test kernel beside the catalog's (a folder of its own: tests/kernels holds kernels
+    # that crash and hang on purpose)
+    typed_dir = tempfile.mkdtemp(prefix="ktune-gpu-check-kernels-", dir="/tmp")
+    os.symlink(os.path.join(args.source_dir, "tests", "kernels", TYPED),
+               os.path.join(typed_dir, TYPED))
     k = Ktuned(os.path.join(args.build, "ktuned"), args.source_dir,
-               extra=["--kernels", os.path.join(args.source_dir, "kernels"), "--workers", "1",
-                      "--min-seconds", str(MIN_SECONDS)])
+               extra=["--kernels", os.path.join(args.source_dir, "kernels") + "," + typed_dir,
+                      "--workers", "1", "--min-seconds", str(MIN_SECONDS)])
     try:
         t0 = time.monotonic()
         k.start()
@@ -310,6 +319,11 @@ def step_jobs(args, report, logs, kernels):
                 plan.append((name, {"kernel": name, "device": args.device, "strategy": "random",
                                     "budget": {"evaluations": args.check_budget}, "seed": 1,
                                     "final_remeasure": 0}, None))
+        # f64 and i32 buffers, a float problem argument, f32 and i32 scalars (runner/cuda_args.h):
+        # every trial verified against its C reference
+        plan.append((TYPED, {"kernel": TYPED, "device": args.device, "strategy": "random",
+                             "budget": {"evaluations": 3}, "seed": 1, "final_remeasure": 0},
+                     None))
         if "gemm" not in [name for name, _ in kernels]:
             report.fail("no gemm kernel with a CUDA variant in the catalog: no cuBLAS comparison")
         for name, body, n in plan:
@@ -344,6 +358,7 @@ def step_jobs(args, report, logs, kernels):
         except RuntimeError as e:
             report.fail("ktuned: %s" % e)
         k.cleanup()
+        shutil.rmtree(typed_dir, ignore_errors=True)
         if rc not in (None, 0):
             report.fail("ktuned exited %s on SIGTERM" % rc)
     lines.append("ktuned log: %s" % os.path.join(logs, "ktuned.log"))

@@ -274,14 +274,15 @@ static void data_refused_with_field_paths(void **state)
     if (!k)
         fail_msg("%s", err.message);
     kernel_spec_free(k);
-    /* a CUDA variant cannot take data inits (its argument packing carries fp32 defaults only) */
+    /* a CUDA variant cannot take uploaded data inits (the CUDA runner asks for no data) */
     json_object_set_new(json_object_get(spec, "variants"), "cuda",
                         json_pack("{s:s, s:s, s:[{s:s, s:[i]}], s:{s:i}, s:[s,s,s], s:[s,s,s]}",
                                   "source", "cpu.c", "entry", "k", "parameters", "name", "B",
                                   "values", 32, "default", "B", 32, "block", "B", "1", "1", "grid",
                                   "1", "1", "1"));
     assert_null(catalog_kernel_parse(c, spec, files, data, &err));
-    if (!strstr(err.message, "a CUDA variant takes fp32 buffers with the default init"))
+    if (!strstr(err.message, "variants.cuda: a CUDA variant takes no uploaded data yet (buffer x's "
+                             "init)"))
         fail_msg("%s", err.message);
     json_decref(spec);
     json_decref(files);

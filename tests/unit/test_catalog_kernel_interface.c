@@ -325,14 +325,36 @@ static void each_error_names_its_path(void **state)
                    "spec.json: problem[1].type: must be \"int\" (the default) or \"float\"");
     expect_message(f, "\"default\": 2.5", "\"default\": 12.5",
                    "spec.json: problem[1].default: 12.5 is outside [-10, 10.5]");
-    /* a CUDA variant cannot take these yet: refused at load, saying so */
+    /* a CUDA variant takes dtypes, inits, scalars and float arguments, but verifies against a
+     * reference only: refused at load, saying so */
     write_file(f->dir, "cuda.cu", "extern \"C\" __global__ void k() {}\n");
     expect_message(f, "\"variants\": {",
                    "\"variants\": {\"cuda\": {\"source\": \"cuda.cu\", \"entry\": \"k\", "
                    "\"parameters\": [{\"name\": \"T\", \"values\": [32]}], \"block\": [\"T\", "
                    "\"1\", \"1\"], \"grid\": [\"1\", \"1\", \"1\"], \"default\": {\"T\": 32}}, ",
-                   "spec.json: variants.cuda: a CUDA variant takes fp32 buffers with the default "
-                   "init only (buffer x is f64 with an init); use a cpu variant for this kernel");
+                   "spec.json: variants.cuda: a CUDA variant verifies against a reference only "
+                   "(verify is \"default\")");
+}
+
+/* tests/kernels/typed_cuda: a CUDA variant with f64 and i32 buffers and their inits, a float
+ * problem argument and f32 / i32 scalars loads (runner/cuda_args.h packs them). */
+static void cuda_variant_takes_the_interface(void **state)
+{
+    (void)state;
+    char why[1024];
+    const kspec_limits *lim[KSPEC_N_KINDS] = {NULL, NULL};
+    kernel_spec *k =
+        kernel_spec_load(KT_SOURCE_DIR "/tests/kernels/typed_cuda", lim, why, sizeof why);
+    if (!k)
+        fail_msg("%s", why);
+    assert_true(k->variants[KSPEC_CUDA].present);
+    assert_int_equal(k->n_buffers, 3);
+    assert_int_equal(k->buffers[0].dtype, KT_F64);
+    assert_int_equal(k->buffers[2].dtype, KT_I32);
+    assert_int_equal(k->n_scalars, 2);
+    assert_int_equal(k->scalars[0].type, KT_F32);
+    assert_true(k->args[1].is_float);
+    kernel_spec_free(k);
 }
 
 int main(void)
@@ -344,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(scalar_values_are_checked_per_problem, setup, teardown),
         cmocka_unit_test_setup_teardown(data_files_are_sized_and_hashed, setup, teardown),
         cmocka_unit_test_setup_teardown(each_error_names_its_path, setup, teardown),
+        cmocka_unit_test(cuda_variant_takes_the_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,8 @@
  * version without a new catalog, the old one kept for the targets keyed by it (reopened on it, its
  * own content-addressed copy); stored kernels come through the owner's fetch callback,
  * rate-limited, and are picked by status (validating, invalid with its log, ready) and by version;
- * a kernel given as data is checked with field paths, and a file it does not compile is refused. No
- * runner starts. */
+ * a kernel given as data is checked with field paths, and a file it does not compile is refused;
+ * the listings follow the kernel folders as the rescan finds them. No runner starts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,7 +158,14 @@ static void stored_kernels_come_through_the_source(void **state)
     assert_int_equal(err.code, KT_ERR_KERNEL_VALIDATING);
     assert_int_equal(s.fetches, 1);
     assert_int_equal(catalog_resolve(c, "vmul", "cpu", NULL, &t, &err), -1);
-    assert_int_equal(s.fetches, 1); /* rate-limited */
+    assert_int_equal(s.fetches, 2); /* validating: read again, the copy may lag the table */
+    s.status = "ready";
+    assert_int_equal(catalog_resolve(c, "vmul", "cpu", NULL, &t, &err), 0); /* at once */
+    target_release(&t);
+    assert_int_equal(s.fetches, 3);
+    assert_int_equal(catalog_resolve(c, "vmul", "cpu", NULL, &t, &err), 0);
+    target_release(&t);
+    assert_int_equal(s.fetches, 3); /* ready: rate-limited */
 
     s.status = "invalid";
     s.log = "cpu: default configuration: compile_error\ncpu.c:1: error: nope";
@@ -221,14 +228,21 @@ static void parse_names_field_paths(void **state)
     catalog_free(c);
 }
 
-/* <kernels>/<name>: VALID_SPEC under another name (valid 1) or a spec that does not parse. */
+/* <kernels>/<name>: VALID_SPEC under another name (valid 1), a spec that does not parse (0), or
+ * one whose first restriction does not parse (2: "variants.cpu.restrictions[0]: ..."). */
 static void make_kernel(const fixture *f, const char *name, int valid, char *dir, size_t cap)
 {
     char spec[4096];
+    const char *body = VALID_SPEC + strlen("{\"name\": \"vadd\",");
     snprintf(dir, cap, "%s/%s", f->kernels, name);
     mkdir(dir, 0755);
-    snprintf(spec, sizeof spec, "{\"name\": \"%s\",%s", name,
-             valid ? VALID_SPEC + strlen("{\"name\": \"vadd\",") : " \"summary\": ");
+    snprintf(spec, sizeof spec, "{\"name\": \"%s\",%s", name, valid ? body : " \"summary\": ");
+    if (valid == 2) {
+        const char *at = strstr(body, "\"U*B <= 256\"");
+        assert_non_null(at);
+        snprintf(spec, sizeof spec, "{\"name\": \"%s\",%.*s\"U*B <= 256 && B > 1\"%s", name,
+                 (int)(at - body), body, at + strlen("\"U*B <= 256\""));
+    }
     write_file(dir, "spec.json", spec);
     write_file(dir, "cpu.c",
                "int ktune_kernel(float *const *b, const long long *p) { return 0; }\n");
@@ -282,11 +296,105 @@ static void folders_come_and_go_without_a_restart(void **state)
     catalog_free(c);
 }
 
+/* The entry of name in catalog_kernels_json, or NULL; the cpu device's kernel names listed by
+ * catalog_devices_json hold name (1) or not (0). */
+static json_t *listed(const catalog *c, const char *name, int *on_cpu)
+{
+    json_t *ks = catalog_kernels_json(c), *found = NULL;
+    for (size_t i = 0; i < json_array_size(ks) && !found; i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(ks, i), "name")), name) == 0)
+            found = json_incref(json_array_get(ks, i));
+    json_decref(ks);
+    json_t *devs = catalog_devices_json(c);
+    json_t *names = json_object_get(json_array_get(devs, 0), "kernels");
+    *on_cpu = 0;
+    for (size_t i = 0; i < json_array_size(names); i++)
+        *on_cpu |= strcmp(json_string_value(json_array_get(names, i)), name) == 0;
+    json_decref(devs);
+    return found;
+}
+
+/* GET /v1/kernels and GET /v1/devices follow the rescan: a folder added after start is listed
+ * with its version and space size, one whose files stop loading is listed "invalid" with the
+ * loader's message (field path first) and refused with it, not offered (its version still found
+ * by exact version), listed again once fixed, and gone once removed. */
+static void listings_follow_the_folders(void **state)
+{
+    fixture *f = *state;
+    char dir[256], path[300];
+    kt_error err;
+    target t;
+    int on_cpu = 0;
+    catalog *c = open_catalog(f);
+    json_t *e = listed(c, "vlist", &on_cpu);
+    assert_null(e);
+    assert_int_equal(on_cpu, 0);
+
+    make_kernel(f, "vlist", 1, dir, sizeof dir);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    e = listed(c, "vlist", &on_cpu);
+    assert_non_null(e);
+    assert_int_equal(on_cpu, 1);
+    assert_string_equal(json_string_value(json_object_get(e, "status")), "ready");
+    const kernel_spec *k = catalog_find_kernel(c, "vlist");
+    assert_non_null(k);
+    char v1[KFILES_VERSION_LEN + 1];
+    snprintf(v1, sizeof v1, "%s", k->version);
+    assert_string_equal(json_string_value(json_object_get(e, "version")), v1);
+    json_t *d = json_array_get(json_object_get(e, "devices"), 0);
+    assert_int_equal(json_integer_value(json_object_get(d, "configurations")), 11);
+    json_decref(e);
+
+    /* broken: listed invalid with the message, refused with it, not offered */
+    make_kernel(f, "vlist", 2, dir, sizeof dir);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    e = listed(c, "vlist", &on_cpu);
+    assert_non_null(e);
+    assert_int_equal(on_cpu, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "status")), "invalid");
+    assert_int_equal(json_array_size(json_object_get(e, "devices")), 0);
+    const char *msg = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+    if (!strstr(msg, "kernel vlist cannot be used: spec.json: variants.cpu.restrictions[0]: "))
+        fail_msg("%s", msg);
+    assert_int_equal(catalog_resolve(c, "vlist", "cpu", NULL, &t, &err), -1);
+    assert_int_equal(err.code, KT_ERR_KERNEL_INVALID);
+    assert_string_equal(err.message, msg);
+    json_decref(e);
+    assert_null(catalog_find_kernel(c, "vlist"));
+    assert_non_null(catalog_find_kernel_version(c, "vlist", v1)); /* jobs keyed by it go on */
+    assert_int_equal(catalog_is_folder_kernel(c, "vlist"), 1);
+
+    /* fixed: the same bytes, the same version, listed ready again */
+    make_kernel(f, "vlist", 1, dir, sizeof dir);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    e = listed(c, "vlist", &on_cpu);
+    assert_non_null(e);
+    assert_int_equal(on_cpu, 1);
+    assert_string_equal(json_string_value(json_object_get(e, "status")), "ready");
+    assert_string_equal(json_string_value(json_object_get(e, "version")), v1);
+    json_decref(e);
+    assert_int_equal(catalog_resolve(c, "vlist", "cpu", NULL, &t, &err), 0);
+    target_release(&t);
+
+    /* removed: not listed */
+    snprintf(path, sizeof path, "%s/spec.json", dir);
+    assert_int_equal(unlink(path), 0);
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    assert_null(listed(c, "vlist", &on_cpu));
+    assert_int_equal(on_cpu, 0);
+    e = listed(c, "vadd", &on_cpu); /* the start folder's kernel stays */
+    assert_non_null(e);
+    assert_int_equal(on_cpu, 1);
+    json_decref(e);
+    catalog_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(folder_edit_is_a_new_version, setup, teardown),
         cmocka_unit_test_setup_teardown(folders_come_and_go_without_a_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(listings_follow_the_folders, setup, teardown),
         cmocka_unit_test_setup_teardown(stored_kernels_come_through_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_names_field_paths, setup, teardown),
     };

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "runner/cuda.h"
+#include "cuda_typed_request.h"
 #include "skip_test_util.h"
 
 #define REASON_CAP 512
@@ -341,6 +342,21 @@ static void gemm_small_is_verified(void **state)
     json_decref(measure(g, gemm_request(33, 65, 17, 128, 128, 8, 8, 8, 4, 4, 1), "ok"));
 }
 
+/* tests/kernels/typed_cuda (issue 27): f64 and i32 buffers with their inits, a float problem
+ * argument, f32 and i32 scalars (runner/cuda_args.h) verified against the C reference; the same
+ * problem again with another a (a new reference), and an n that is not a multiple of BLOCK. */
+static void typed_kernel_is_verified(void **state)
+{
+    gpu *g = *state;
+    NEED_NVRTC(g);
+    json_t *r = measure(g, typed_cuda_request(4096, 1.5, 128), "ok");
+    json_t *ex = json_object_get(r, "extras");
+    assert_true(json_number_value(json_object_get(ex, "max_abs_err")) <= 1e-12 * 64);
+    json_decref(r);
+    json_decref(measure(g, typed_cuda_request(4096, -2.25, 64), "ok"));
+    json_decref(measure(g, typed_cuda_request(1001, 0.75, 256), "ok"));
+}
+
 static void impossible_launch_is_invalid(void **state)
 {
     gpu *g = *state;
@@ -429,6 +445,7 @@ int main(void)
         cmocka_unit_test(toolchain_names_driver_and_nvrtc),
         cmocka_unit_test(scale_is_ok_then_cached),
         cmocka_unit_test(gemm_small_is_verified),
+        cmocka_unit_test(typed_kernel_is_verified),
         cmocka_unit_test(impossible_launch_is_invalid),
         cmocka_unit_test(unwritten_outputs_are_wrong),
         cmocka_unit_test(bad_configuration_is_a_compile_error),
