@@ -115,8 +115,8 @@ static int create_external(api_context *svc, const model_request *mr, http_respo
         goto out;
     }
     const char *v = mr->kernel_version ? mr->kernel_version : version;
-    /* The space the trainer will build, and a problem of the key: the predictors learn from
-     * problems of numbers, not lists (Kernel Tuner's problem_size). */
+    /* The space the trainer will build, and a problem of the key (a list argument, Kernel Tuner's
+     * problem_size, is learnt from element by element: training/trainer_data.c). */
     found = model_store_key_space(c, mr->kernel, mr->device_class, v, CATALOG_EXTERNAL_TOOLCHAIN,
                                   &space, &problem, err);
     if (found < 0)
@@ -128,20 +128,6 @@ static int create_external(api_context *svc, const model_request *mr, http_respo
                      mr->kernel, mr->device_class, v);
         kt_error_hint(err, "leave kernel_version out for the newest version with results");
         goto out;
-    }
-    const char *name;
-    json_t *arg;
-    json_object_foreach(problem, name, arg)
-    {
-        if (json_is_array(arg)) {
-            kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
-                         "problem argument %.64s of kernel %.100s is a list: the predictors "
-                         "learn from problems of numbers only",
-                         name, mr->kernel);
-            kt_error_hint(err, "GET /v1/best?device=external answers the problems with results; "
-                               "a key whose problems are numbers (\"n\": 4096) can have a model");
-            goto out;
-        }
     }
     model_key mk = {
         .kind = mr->kind,

@@ -10,6 +10,7 @@
 
 #include "core/array.h"
 #include "core/hash.h"
+#include "core/number.h"
 #include "model/derived.h"
 
 typedef struct ts_problem {
@@ -175,6 +176,37 @@ void training_set_free(training_set *ts)
     free(ts);
 }
 
+/* A problem argument by name: "n" is the member n; "problem_size[1]" is element 1 of the list
+ * problem_size (Kernel Tuner's problem_size, issue 27: a list argument is learnt from element by
+ * element, under the names training_set_list_arg_names gives). NULL when there is none. */
+static const json_t *problem_arg(const json_t *problem, const char *name)
+{
+    char member[128], digits[16];
+    const char *open = strchr(name, '[');
+    size_t len = open ? (size_t)(open - name) : 0, n_digits = open ? strlen(open + 1) : 0;
+    int i;
+    const json_t *whole = json_object_get(problem, name);
+    if (whole || !open) /* a problem rebuilt from its arguments names its elements so */
+        return whole;
+    if (len == 0 || len >= sizeof member || n_digits < 2 || n_digits > sizeof digits ||
+        open[n_digits] != ']')
+        return NULL;
+    memcpy(member, name, len);
+    member[len] = '\0';
+    memcpy(digits, open + 1, n_digits - 1);
+    digits[n_digits - 1] = '\0';
+    if (kt_parse_int(digits, 0, TS_MAX_ARGS - 1, &i) < 0)
+        return NULL;
+    return json_array_get(json_object_get(problem, member), (size_t)i);
+}
+
+/* Whether the argument name is an element of the problem's member key ("key[i]"). */
+static int is_element_of(const char *name, const char *key)
+{
+    size_t len = strlen(key);
+    return strncmp(name, key, len) == 0 && name[len] == '[';
+}
+
 int training_set_args_from(const json_t *arg_names, const json_t *problem, double *out,
                            kt_error *err)
 {
@@ -187,23 +219,34 @@ int training_set_args_from(const json_t *arg_names, const json_t *problem, doubl
         return kt_error_set(err, KT_ERR_BAD_PROBLEM, "the problem must be an object");
     for (int a = 0; a < na; a++) {
         const char *name = json_string_value(json_array_get(arg_names, (size_t)a));
-        v = json_object_get(problem, name);
+        v = problem_arg(problem, name);
         if (!json_is_number(v) || !isfinite(json_number_value(v))) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM, "problem argument %s: %s", name,
                          v ? "not a finite number" : "missing");
-            kt_error_hint(err, "give every argument of the kernel as a number");
+            kt_error_hint(err, "give every argument of the kernel as a number (a list argument "
+                               "with as many numbers as the model was trained on)");
             return -1;
         }
         out[a] = json_number_value(v);
     }
     json_object_foreach((json_t *)problem, k, v)
     {
-        int known = 0;
-        for (int a = 0; a < na && !known; a++)
-            known = strcmp(k, json_string_value(json_array_get(arg_names, (size_t)a))) == 0;
-        if (!known)
+        int whole = 0, elements = 0;
+        for (int a = 0; a < na; a++) {
+            const char *name = json_string_value(json_array_get(arg_names, (size_t)a));
+            whole |= strcmp(name, k) == 0;
+            elements += is_element_of(name, k);
+        }
+        if (whole)
+            continue;
+        if (elements == 0)
             return kt_error_set(err, KT_ERR_BAD_PROBLEM,
                                 "problem argument %s is not an argument of the kernel", k);
+        if (!json_is_array(v) || json_array_size(v) != (size_t)elements)
+            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                                "problem argument %s: a list of %d numbers is what the model "
+                                "knows",
+                                k, elements);
     }
     return 0;
 }

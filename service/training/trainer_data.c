@@ -102,7 +102,8 @@ void trainer_target_release(trainer_target *t)
 }
 
 /* The problem argument names in spec order: the catalog kernel's, else the canonical problem's
- * keys (a replay dataset's problem). New reference. */
+ * keys (a replay dataset's or an external key's problem), a list member by its elements
+ * ("problem_size[0]", "problem_size[1]": model/training_set.c reads them so). New reference. */
 static json_t *arg_names(const trainer_target *t, const char *kernel)
 {
     json_t *names = json_array();
@@ -114,7 +115,18 @@ static json_t *arg_names(const trainer_target *t, const char *kernel)
     }
     const char *key;
     json_t *v;
-    json_object_foreach(t->def.problem, key, v) json_array_append_new(names, json_string(key));
+    json_object_foreach(t->def.problem, key, v)
+    {
+        if (!json_is_array(v)) {
+            json_array_append_new(names, json_string(key));
+            continue;
+        }
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            char name[160];
+            snprintf(name, sizeof name, "%.128s[%zu]", key, i);
+            json_array_append_new(names, json_string(name));
+        }
+    }
     return names;
 }
 

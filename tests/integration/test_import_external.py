@@ -6,7 +6,7 @@ answers the cache's best time, untrusted as "imported" only, trusted also for so
 as a warm-start source of a later ask/tell job of the same kernel. Missing fields are named, with
 a hint; POST /v1/imports checks the inline space like POST /v1/tune; a model of an external key
 whose problems are numbers learns from trusted imports in the stored space and answers a problem
-never tuned (a key of list problems, problem_size, is a plain 501)."""
+never tuned, a key of list problems (problem_size) too, element by element."""
 import gzip
 import json
 import os
@@ -152,12 +152,6 @@ class ImportExternalTest(unittest.TestCase):
                                 timeout=60)
         sources = [s["device_class"] for s in later["history"]["sources"]]
         self.assertIn("NVIDIA_RTX_A4000", sources, later["history"])
-        # Its problems are lists (problem_size): no predictor learns from them yet, said plainly.
-        status, _, err = self.k.post("/v1/models", {
-            "kernel": "convolution_kernel", "device": "external", "device_class": "NVIDIA_RTX_A4000"},
-            headers=AUTH)
-        self.assertEqual((status, err["error"]["code"]), (501, "not_implemented"), err)
-        self.assertIn("problem_size", err["error"]["message"])
 
     def test_model_of_external_key(self):
         """A predictor of an external key whose problems are numbers learns from trusted imports in
@@ -201,6 +195,38 @@ class ImportExternalTest(unittest.TestCase):
         again = json.loads(p.stdout)
         self.assertEqual((again["status"], again["version"], again["toolchain"]),
                          ("ready", 2, "external"), again)
+
+    def test_model_of_list_problems(self):
+        """Kernel Tuner's problem_size is a list: a model learns from it element by element
+        ("problem_size[0]", "problem_size[1]") and answers a list problem never tuned."""
+        space = {"parameters": [{"name": "bs", "values": [32, 64, 128, 256]}]}
+        for size, bs in (([128, 64], 32), ([1024, 64], 32), ([128, 4096], 256),
+                         ([1024, 4096], 256)):
+            trials = [{"config": {"bs": b}, "status": "ok", "time_ms": 1.0 if b == bs else 2.0 + b}
+                      for b in (32, 64, 128, 256)]
+            status, _, made = self.k.post("/v1/imports", {
+                "kernel": "listed", "device": "external", "device_class": "lab-gpu", "space": space,
+                "problem": {"problem_size": size}, "trusted": True, "trials": trials},
+                headers=AUTH)
+            self.assertEqual(status, 201, made)
+        status, _, model = self.k.post("/v1/models", {
+            "kernel": "listed", "device": "external", "device_class": "lab-gpu",
+            "algorithm": "nearest"}, headers=AUTH)
+        self.assertEqual(status, 202, model)
+        deadline = time.time() + 120
+        while model["status"] == "training" and time.time() < deadline:
+            time.sleep(0.2)
+            model = self.k.get("/v1/models/%d" % model["id"])[2]
+        self.assertEqual(model["status"], "ready", model)
+        self.assertEqual(model["training"]["problems"], 4, model)
+        # Never tuned: the nearest problems decide (the second element is what matters here).
+        for size, want in (("900,100", 32), ("200,3000", 256)):
+            status, _, pred = self.best("listed", "lab-gpu", problem_size=size)
+            self.assertEqual((status, pred.get("source"), pred.get("config")),
+                             (200, "predicted", {"bs": want}), pred)
+        # A list of another length is not a problem this model knows: no prediction, a miss.
+        status, _, miss = self.best("listed", "lab-gpu", problem_size="900,100,5")
+        self.assertNotEqual((status, miss.get("source")), (200, "predicted"), miss)
 
     def test_missing_fields_are_named(self):
         base = self.plain("pnpoly_kt-RTX_3090.json.gz")

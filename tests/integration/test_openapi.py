@@ -468,12 +468,12 @@ class ServedTest(unittest.TestCase):
         external = deref(examples["external"])["value"]
         status, _, reply = self.call("POST", "/v1/imports", body=external)
         self.assertEqual((status, reply["job"]["device"], reply["inserted"]), (201, "external", 2), reply)
-        # Its key with a list problem (a 2-D problem_size) has no model: the predictors learn from numbers.
+        # Its key with a list problem (a 2-D problem_size) can have a model (learnt by element).
         listed = dict(external, kernel="cn_pnpoly_2d", problem={"problem_size": [4096, 4096]})
         self.assertEqual(self.call("POST", "/v1/imports", body=listed)[0], 201)
         status, _, reply = self.call("POST", "/v1/models", body={
             "kernel": "cn_pnpoly_2d", "device": "external", "device_class": external["device_class"]})
-        self.assertEqual((status, reply["error"]["code"]), (501, "not_implemented"), reply)
+        self.assertEqual((status, reply["status"]), (202, "training"), reply)
         tuning = self.finished_job()  # a tuning job, with a configuration of its own space
         trial = {"config": tuning["best"]["config"], "status": "ok", "time_ms": 1.0}
         status, _, reply = self.call("POST", "/v1/imports", body={"job": tuning["id"], "trials": [trial]})

@@ -180,12 +180,43 @@ static void tokens_layout(void **state)
     assert_true(fabs(f[12] - (log2(96.0) + 10)) < 1e-5 && fabs(f[13] - 10) < 1e-5);
 }
 
+/* A list argument (Kernel Tuner's problem_size) is read element by element under "name[i]". */
+static void list_arguments_by_element(void **state)
+{
+    (void)state;
+    kt_error err;
+    double a[3];
+    json_t *names = json_pack("[s, s, s]", "problem_size[0]", "problem_size[1]", "n");
+    json_t *problem = json_pack("{s:[i, i], s:i}", "problem_size", 4096, 64, "n", 7);
+    assert_int_equal(training_set_args_from(names, problem, a, &err), 0);
+    assert_true(a[0] == 4096 && a[1] == 64 && a[2] == 7);
+    json_decref(problem);
+    /* Too short a list, an element that is not a number, a number where a list is named, too
+     * long a list. */
+    const char *bad[] = {
+        "{\"problem_size\": [4096], \"n\": 7}", "{\"problem_size\": [4096, \"x\"], \"n\": 7}",
+        "{\"problem_size\": 4096, \"n\": 7}", "{\"problem_size\": [4096, 64, 2], \"n\": 7}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        problem = json_loads(bad[i], 0, NULL);
+        assert_int_equal(training_set_args_from(names, problem, a, &err), -1);
+        assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
+        json_decref(problem);
+    }
+    json_decref(names);
+    names = json_pack("[s, s]", "problem_size[0]", "problem_size[x]");
+    problem = json_pack("{s:[i, i]}", "problem_size", 1, 2);
+    assert_int_equal(training_set_args_from(names, problem, a, &err), -1);
+    json_decref(problem);
+    json_decref(names);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(add_and_dedupe),
         cmocka_unit_test(split_is_deterministic),
         cmocka_unit_test(tokens_layout),
+        cmocka_unit_test(list_arguments_by_element),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
