@@ -34,10 +34,11 @@ void worker_bump(worker_system *w, unsigned long *gen)
     pthread_mutex_unlock(&w->lock);
 }
 
-void worker_bump_job(worker_system *w, long long job_id)
+void worker_bump_job(worker_system *w, long long job_id, int measured)
 {
     pthread_mutex_lock(&w->lock);
-    w->queued_gen++;
+    if (measured)
+        w->queued_gen++;
     w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS]++;
     pthread_cond_broadcast(&w->wake);
     pthread_mutex_unlock(&w->lock);
