@@ -71,6 +71,16 @@ void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_
     pthread_mutex_unlock(&w->lock);
 }
 
+int worker_system_job_stepping(worker_system *w, long long job_id)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    int busy = w->job_busy[(unsigned long long)job_id % WORKER_JOB_SLOTS] && !w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    return busy;
+}
+
 void worker_system_job_told(worker_system *w, long long job_id)
 {
     if (!w)
