@@ -256,7 +256,13 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     /* ktune-runner reads its user from the environment (runner/privileges.h): started by a root
      * ktuned, it switches to this user before it compiles or runs a kernel. Set before any thread
      * exists (setenv is not thread-safe). */
-    if (setenv("KTUNE_RUNNER_USER", svc->cfg.runner_user, 1) != 0) {
+    char base[24], uids[24];
+    snprintf(base, sizeof base, "%lld", svc->cfg.runner_uid_base);
+    snprintf(uids, sizeof uids, "%lld", svc->cfg.runner_uids);
+    /* and the uid range of submitted versions' runners (issue 27, runner/privileges.h) */
+    if (setenv("KTUNE_RUNNER_USER", svc->cfg.runner_user, 1) != 0 ||
+        setenv("KTUNE_RUNNER_UID_BASE", base, 1) != 0 ||
+        setenv("KTUNE_RUNNER_UIDS", uids, 1) != 0) {
         kt_error_set(err, KT_ERR_CONFIG, "cannot pass --runner-user to the runners: %s",
                      strerror(errno));
         goto fail;

@@ -17,7 +17,7 @@
 #include "lookup/best_listen.h"
 #include "store/db.h"
 #include "store/pg_cluster.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "worker/worker.h"
 
 typedef struct service {

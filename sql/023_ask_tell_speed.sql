@@ -1,7 +1,7 @@
--- Speed (issue 27): sql/020's tell, trial completion and ask, with the same rules and replies, in
--- fewer and cheaper statements. Functions only, no table changes.
+-- Speed (issue 27): sql/020's tell, trial completion (with sql/022's objective) and ask, with the
+-- same rules and replies, in fewer and cheaper statements. Functions only, no table changes.
 --
--- Why (measured with pg_stat_statements and perf, tests/bench/README.md): sql/020's ktune_tell
+-- Why (measured with pg_stat_statements and perf, tests/bench/results/ask-tell.txt): sql/020's ktune_tell
 -- found the told trials with a join of jsonb_array_elements (which the planner guesses at 100
 -- rows) and trials; on a table of a few thousand rows that plan was a hash join over a sequential
 -- scan of every trial, twice per tell, so a tell cost more the more trials the database held (1.7
@@ -15,8 +15,7 @@
 -- the order of every writer); the job's row is locked once per tell, not once per trial; what a
 -- trial's record writes (the trial, the job's counters, clock and best, the best table's offer)
 -- is ktune_record_trial, shared by the tell and by ktune_complete_trial (the measurers'
--- completion), so the rules stay in one place; ktune_improves_best is evaluated once per record;
--- ktune_ask keeps one generic plan per session. And a completion no longer sends
+-- completion), so the rules stay in one place; ktune_ask keeps one generic plan per session. And a completion no longer sends
 -- pg_notify('ktune_trials', job id): nothing ever LISTENed on it (ARCHITECTURE.md, "Writes that
 -- nobody reads": the /v1/best cache listens to sql/007's triggers), and a NOTIFY costs every
 -- committing tell a database-wide lock at commit (PostgreSQL queues notifications in commit order)
@@ -26,23 +25,28 @@
 -- locked (the job's first) and checked (the job runs; the trial is running under p_worker, or
 -- pending and taken by p_worker now). p_config and p_remeasure are the trial's config and whether
 -- it is a final-pick re-measurement (final_round set: charged to the clock, no evaluation, no
--- best); p_best_ms is the job's best_time_ms before. The rules of sql/020's ktune_complete_trial:
--- done_seq taken under the job's lock, the job's best replaced when ktune_improves_best says so,
--- the best table offered a measured ok result (a measured offer always replacing an imported
--- entry) unless the job re-measures its pick. Returns the job's best_time_ms after the record.
+-- best); p_metric is the job's objective_metric (NULL: the time). The rules of sql/020's
+-- ktune_complete_trial as sql/022 extended them: done_seq taken under the job's lock; the job's
+-- best replaced when ktune_improves_best says so (a metric job: the best metric value,
+-- ktune_objective_value / ktune_objective_improves, an ok trial without the metric no candidate);
+-- the best table offered a time job's measured ok result (a measured offer always replacing an
+-- imported entry) unless the job re-measures its pick; a metric job offers it nothing.
 CREATE FUNCTION ktune_record_trial(p_trial bigint, p_job bigint, p_worker text, p_status text,
                                    p_time_ms double precision, p_repeats integer,
                                    p_compile_ms double precision, p_measure_ms double precision,
                                    p_noise_cv double precision, p_extras jsonb,
                                    p_charged double precision, p_config json,
-                                   p_remeasure boolean, p_best_ms double precision)
-RETURNS double precision LANGUAGE plpgsql AS $$
+                                   p_remeasure boolean, p_metric text)
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_offer boolean := p_status = 'ok' AND p_time_ms IS NOT NULL AND NOT p_remeasure;
-    v_improves boolean;
+    v_value double precision;
     j record;
 BEGIN
-    v_improves := v_offer AND ktune_improves_best(p_time_ms, p_best_ms);
+    IF p_metric IS NOT NULL THEN
+        v_value := ktune_objective_value(p_status, p_extras, p_metric);
+        v_offer := v_offer AND v_value IS NOT NULL;
+    END IF;
     UPDATE trials SET status = p_status, worker = p_worker,
            claimed_at = CASE WHEN status = 'pending' THEN now() ELSE claimed_at END,
            time_ms = p_time_ms, repeats = p_repeats, compile_ms = p_compile_ms,
@@ -53,13 +57,26 @@ BEGIN
     UPDATE jobs SET trials_done = trials_done + CASE WHEN p_remeasure THEN 0 ELSE 1 END,
            clock_seconds = clock_seconds + p_charged,
            start_attempts = least(start_attempts, 1), updated_at = now(),
-           best_trial_id = CASE WHEN v_improves THEN p_trial ELSE best_trial_id END,
-           best_config = CASE WHEN v_improves THEN p_config ELSE best_config END,
-           best_time_ms = CASE WHEN v_improves THEN p_time_ms ELSE best_time_ms END
+           best_trial_id = CASE WHEN v_offer AND CASE WHEN p_metric IS NULL
+                   THEN ktune_improves_best(p_time_ms, best_time_ms)
+                   ELSE ktune_objective_improves(v_value, best_value, objective_goal = 'max') END
+                THEN p_trial ELSE best_trial_id END,
+           best_config = CASE WHEN v_offer AND CASE WHEN p_metric IS NULL
+                   THEN ktune_improves_best(p_time_ms, best_time_ms)
+                   ELSE ktune_objective_improves(v_value, best_value, objective_goal = 'max') END
+                THEN p_config ELSE best_config END,
+           best_value = CASE WHEN v_offer AND p_metric IS NOT NULL
+                             AND ktune_objective_improves(v_value, best_value,
+                                                          objective_goal = 'max')
+                THEN v_value ELSE best_value END,
+           best_time_ms = CASE WHEN v_offer AND CASE WHEN p_metric IS NULL
+                   THEN ktune_improves_best(p_time_ms, best_time_ms)
+                   ELSE ktune_objective_improves(v_value, best_value, objective_goal = 'max') END
+                THEN p_time_ms ELSE best_time_ms END
      WHERE id = p_job
     RETURNING kernel, device_class, kernel_hash, problem_key, problem, device, toolchain,
-              final_remeasure, best_time_ms INTO j;
-    IF v_offer AND j.final_remeasure = 0 THEN
+              final_remeasure INTO j;
+    IF v_offer AND p_metric IS NULL AND j.final_remeasure = 0 THEN
         INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,
                           time_ms, job_id, trial_id, toolchain, origin)
         VALUES (j.kernel, j.device_class, j.kernel_hash, j.problem_key, j.problem, j.device,
@@ -70,12 +87,12 @@ BEGIN
             origin = EXCLUDED.origin, measured_at = now()
         WHERE best.origin = 'imported' OR ktune_improves_best(EXCLUDED.time_ms, best.time_ms);
     END IF;
-    RETURN j.best_time_ms;
 END
 $$;
 
--- ktune_complete_trial: sql/020's contract (its comment there), but for the notification. The
--- trial is locked and checked by its primary key, then recorded by ktune_record_trial.
+-- ktune_complete_trial: the contract of sql/020 and sql/022 (their comments there), but for the
+-- notification. The trial is locked and checked by its primary key, then recorded by
+-- ktune_record_trial.
 CREATE OR REPLACE FUNCTION ktune_complete_trial(p_trial bigint, p_job bigint, p_worker text,
                                                 p_status text, p_time_ms double precision,
                                                 p_repeats integer, p_compile_ms double precision,
@@ -85,12 +102,12 @@ CREATE OR REPLACE FUNCTION ktune_complete_trial(p_trial bigint, p_job bigint, p_
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     v_job_status text;
-    v_best_ms double precision;
+    v_metric text;
     v_mine boolean;
     v_config json;
     v_remeasure boolean;
 BEGIN
-    SELECT status, best_time_ms INTO v_job_status, v_best_ms FROM jobs WHERE id = p_job FOR UPDATE;
+    SELECT status, objective_metric INTO v_job_status, v_metric FROM jobs WHERE id = p_job FOR UPDATE;
     IF v_job_status IS DISTINCT FROM 'running' THEN
         DELETE FROM trials WHERE id = p_trial AND worker = p_worker AND status = 'running';
         RETURN 0;
@@ -103,7 +120,7 @@ BEGIN
     END IF;
     PERFORM ktune_record_trial(p_trial, p_job, p_worker, p_status, p_time_ms, p_repeats,
                                p_compile_ms, p_measure_ms, p_noise_cv, p_extras, p_charged,
-                               v_config, v_remeasure, v_best_ms);
+                               v_config, v_remeasure, v_metric);
     RETURN 1;
 END
 $$;
@@ -133,16 +150,15 @@ DECLARE
     v_mine boolean;
     v_config json;
     v_remeasure boolean;
-    v_best_ms double precision;
     outcomes text[] := '{}';
     recorded integer := 0;
     v_open boolean := false;
 BEGIN
-    SELECT status, device, batch_size, best_time_ms INTO j FROM jobs WHERE id = p_job FOR UPDATE;
+    SELECT status, device, batch_size, objective_metric INTO j FROM jobs WHERE id = p_job
+       FOR UPDATE;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    v_best_ms := j.best_time_ms;
     FOR i IN 0 .. n - 1 LOOP
         v_id := (p_told -> i ->> 'id')::bigint;
         v_jid := p_job;
@@ -175,7 +191,7 @@ BEGIN
             outcomes := outcomes || 'lost'::text;
         ELSE
             e := p_told -> (i - 1);
-            v_best_ms := ktune_record_trial(ids[i], p_job, p_worker, e->>'status',
+            PERFORM ktune_record_trial(ids[i], p_job, p_worker, e->>'status',
                                             (e->>'time_ms')::double precision,
                                             (e->>'repeats')::integer,
                                             (e->>'compile_ms')::double precision,
@@ -184,7 +200,7 @@ BEGIN
                                             CASE WHEN jsonb_typeof(e->'extras') = 'object'
                                                  THEN e->'extras' END,
                                             (e->>'charged')::double precision,
-                                            configs[i], remeasures[i], v_best_ms);
+                                            configs[i], remeasures[i], j.objective_metric);
             outcomes := outcomes || 'recorded'::text;
             recorded := recorded + 1;
         END IF;

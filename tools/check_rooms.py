@@ -7,6 +7,11 @@ The rules come from CMakeLists.txt (kt_room(<room> USES ...)), written at config
 room and of the rooms it declares (direct uses; what those use is not inherited). Files at the top of
 service/ (ktuned's main and wiring) are the room "ktuned".
 
+Also checks the two room tables against the same rules (issue 28: one source, checked views):
+ARCHITECTURE.md's "room | owns | may use | never touches" table lists every declared room once, its
+"may use" naming exactly the declared uses (what is in parentheses is libraries or detail), and
+service/README.md's "room | owns" table lists every room.
+
 Scanned: every .c and .h under service/ (rules and style), and under tests/ and kernels/ (style only:
 an include that resolves to a file of service/ must be written "room/file.h"; local helpers such as
 "search_test_util.h" are not service files and are left alone).
@@ -122,6 +127,81 @@ def check(root, rules):
     return out, uses, counts
 
 
+ROOM_CELL_RE = re.compile(r"^`([a-z_]+)/`$")
+ARCH_DOC = "ARCHITECTURE.md"
+ROOMS_DOC = "service/README.md"
+
+
+def table_rooms(path, header_cells):
+    """{room: (line number, cells)} of the table in a markdown file whose header row starts with
+    header_cells, rooms written `room/` in its first column; None when no such table is found."""
+    rows = None
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+            if rows is None:
+                if cells and cells[:len(header_cells)] == header_cells:
+                    rows = {}
+                continue
+            if cells is None:
+                break
+            m = ROOM_CELL_RE.match(cells[0])
+            if m:
+                rows[m.group(1)] = (n, cells)
+    return rows
+
+
+def may_use_rooms(cell):
+    """The rooms a "may use" cell names: "core, space, worker (wake, stats)" -> {core, space, worker};
+    what is in parentheses is libraries or what is used; "nothing" is no room."""
+    depth, plain = 0, []
+    for ch in cell:
+        depth += ch == "("
+        if depth == 0:
+            plain.append(ch)
+        depth -= ch == ")" and depth > 0
+    rooms = set()
+    for part in "".join(plain).replace("`", "").split(","):
+        words = part.split()
+        if words and words[0] != "nothing":
+            rooms.add(words[0].rstrip("/"))
+    return rooms
+
+
+def check_docs(root, rules):
+    """Violations of the two room tables against the rules (CMake's declarations, the one source):
+    ARCHITECTURE.md's "room | owns | may use" table must list every room once with exactly its
+    declared uses; service/README.md's "room | owns" table every room."""
+    out = []
+    rooms = set(rules) - {TOP_ROOM}
+    for doc, header, with_uses in ((ARCH_DOC, ["room", "owns", "may use"], True),
+                                   (ROOMS_DOC, ["room", "owns"], False)):
+        path = os.path.join(root, doc)
+        if not os.path.isfile(path):
+            out.append((doc, 0, "missing (it carries the room table)"))
+            continue
+        rows = table_rooms(path, header)
+        if rows is None:
+            out.append((doc, 0, f"no table with the header | {' | '.join(header)} |"))
+            continue
+        for room in sorted(rooms - set(rows)):
+            out.append((doc, 0, f"room {room} (declared in CMakeLists.txt) has no row"))
+        for room in sorted(set(rows) - rooms):
+            out.append((doc, rows[room][0], f"row for room {room}, which CMakeLists.txt does not declare"))
+        if not with_uses:
+            continue
+        for room in sorted(rooms & set(rows)):
+            n, cells = rows[room]
+            said = may_use_rooms(cells[2]) if len(cells) > 2 else set()
+            if said != rules[room]:
+                missing, extra = sorted(rules[room] - said), sorted(said - rules[room])
+                out.append((doc, n, f"room {room}: \"may use\" says {', '.join(sorted(said)) or 'nothing'}; "
+                            f"CMakeLists.txt declares {', '.join(sorted(rules[room])) or 'nothing'}"
+                            + (f" (missing: {', '.join(missing)})" if missing else "")
+                            + (f" (not declared: {', '.join(extra)})" if extra else "")))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rules", required=True, help="room_rules.txt written by CMake")
@@ -138,8 +218,10 @@ def main(argv=None):
         print(f"check_rooms: no {RULED_DIR}/ under {args.root}", file=sys.stderr)
         return 2
     violations, uses, counts = check(args.root, rules)
+    doc_violations = check_docs(args.root, rules)
+    violations += doc_violations
     for f, n, msg in violations:
-        print(f"{f}:{n}: {msg}")
+        print(f"{f}:{n}: {msg}" if n else f"{f}: {msg}")
     if args.print_uses:
         for room in sorted(set(rules) | set(uses)):
             used = uses.get(room, set())
@@ -149,8 +231,10 @@ def main(argv=None):
                   + (f"   (declared, not included: {' '.join(extra)})" if extra else ""))
     if violations:
         print(f"check_rooms: {len(violations)} violations ({counts['room']} room, {counts['style']} "
-              f"style, {counts['norule']} in rooms without a rule); fix the style with "
-              f"tools/fix_includes.py, declare uses with kt_room(... USES ...)", file=sys.stderr)
+              f"style, {counts['norule']} in rooms without a rule, {len(doc_violations)} in the room "
+              f"tables of {ARCH_DOC} and {ROOMS_DOC}); fix the style with tools/fix_includes.py, declare "
+              f"uses with kt_room(... USES ...), and keep the tables as CMakeLists.txt declares",
+              file=sys.stderr)
         return 1
     print(f"check_rooms: clean ({counts['files']} files, {counts['includes']} service includes, "
           f"{len(rules)} rooms)")

@@ -13,7 +13,7 @@
 #include "http/server.h"
 #include "lookup/best_cache.h"
 #include "store/db.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "worker/worker.h"
 
 /* The API tokens this process knows (api/tokens.c): the --api-token's hash and a snapshot of the
@@ -36,7 +36,7 @@ typedef struct api_context {
     const catalog *cat;
     worker_system *workers;
     http_server *http;   /* for the server's own metrics */
-    model_cache *models; /* the process's loaded models and predictions (worker/model_cache.h) */
+    model_cache *models; /* the process's loaded models and predictions (training/model_cache.h) */
     best_cache *best;    /* GET /v1/best answers (lookup/best_cache.h); NULL: no cache */
     api_token_cache *tokens; /* API tokens (api/tokens.c); NULL: no token exists, nothing checked */
 } api_context;

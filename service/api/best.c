@@ -26,7 +26,7 @@
 #include "catalog/catalog_neural.h"
 #include "core/log.h"
 #include "store/best_store.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "api/api_internal.h"
 #include "api/best_cached.h"
 #include "api/best_nearest.h"

@@ -12,7 +12,7 @@
 #include "catalog/catalog.h"
 #include "store/best_store.h"
 #include "store/model_store.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "api/api_internal.h"
 #include "api/best_cached.h"
 #include "api/handlers.h"

@@ -115,10 +115,14 @@ json_t *job_view_json(const job_info *j, kt_error *err)
     char self[64], trials[80];
     snprintf(self, sizeof self, "/v1/jobs/%lld", j->id);
     snprintf(trials, sizeof trials, "/v1/jobs/%lld/trials", j->id);
-    json_t *best = j->has_best ? json_pack("{s:o,s:o,s:I}", "time_ms", pg_double(j->best_time_ms),
-                                           "config", json_or_null(j->best_config), "trial_id",
-                                           (json_int_t)j->best_trial_id)
-                               : json_null();
+    /* "value": the best's value of the job's objective (its time, or its metric's value). */
+    int by_time = kt_objective_is_time(&j->objective);
+    json_t *best =
+        j->has_best
+            ? json_pack("{s:o,s:o,s:I,s:o}", "time_ms", pg_double(j->best_time_ms), "config",
+                        json_or_null(j->best_config), "trial_id", (json_int_t)j->best_trial_id,
+                        "value", pg_double(by_time ? j->best_time_ms : j->best_value))
+            : json_null();
     json_t *out = json_pack(
         "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:I,"
         "s:{s:o,s:o},s:{s:I,s:I,s:o,s:o},s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:s,s:s}}",
@@ -150,7 +154,9 @@ json_t *job_view_json(const job_info *j, kt_error *err)
         json_decref(out);
         out = NULL;
     }
-    if (out && (json_object_set_new(out, "history", history_view(j)) < 0 ||
+    /* "objective" (sql/022): what the job optimises, {"metric", "goal"}; time_ms/min by default. */
+    if (out && (json_object_set_new(out, "objective", kt_objective_json(&j->objective)) < 0 ||
+                json_object_set_new(out, "history", history_view(j)) < 0 ||
                 json_object_set_new(out, "harness", harness_view(j)) < 0)) {
         json_decref(out);
         out = NULL;

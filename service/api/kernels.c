@@ -1,8 +1,8 @@
-/* /v1/kernels (issue 27, kernels are data): POST registers a kernel given inline (spec and
- * sources), GET /v1/kernels/{name} lists a name's versions, GET /v1/kernels lists the catalog's
- * kernels and the stored ones. A POST checks the spec and files synchronously (every error named by
- * its field path) and stores the version as validating; a worker compiles and verifies it
- * afterwards (worker/validator.c), so the answer does not wait for a compiler. */
+/* /v1/kernels (issue 27, kernels are data): POST registers a kernel given inline (spec, sources
+ * and the caller's data files), GET /v1/kernels/{name} lists a name's versions, GET /v1/kernels
+ * lists the catalog's kernels and the stored ones. A POST checks the spec and files synchronously
+ * (every error named by its field path) and stores the version as validating; a worker compiles and
+ * verifies it afterwards (worker/validator.c), so the answer does not wait for a compiler. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,12 +14,12 @@
 
 void api_kernels_create(void *app, const http_request *req, http_response *res)
 {
-    static const char *const fields[] = {"spec", "files", NULL};
+    static const char *const fields[] = {"spec", "files", "data", NULL};
     api_context *svc = app;
     kt_error err;
     json_t *body = NULL, *row = NULL;
     kernel_spec *k = NULL;
-    char *spec_json = NULL, *files_json = NULL, submitter[96];
+    char *spec_json = NULL, *files_json = NULL, *data_json = NULL, submitter[96];
     PGconn *c = NULL;
     int created = 0;
     kt_error_clear(&err);
@@ -28,14 +28,15 @@ void api_kernels_create(void *app, const http_request *req, http_response *res)
     if (!(body = http_parse_json_body(req, &err)) ||
         api_check_fields(body, fields, "the request", &err) < 0)
         goto fail;
-    const json_t *spec = json_object_get(body, "spec"), *files = json_object_get(body, "files");
+    const json_t *spec = json_object_get(body, "spec"), *files = json_object_get(body, "files"),
+                 *data = json_object_get(body, "data");
     if (!spec || !files) {
         kt_error_set(&err, KT_ERR_MISSING_FIELD, "%s: missing", spec ? "files" : "spec");
         kt_error_hint(&err, "send {\"spec\": {<spec.json>}, \"files\": {\"cpu.c\": \"<source>\"}}; "
                             "kernels/README.md describes both");
         goto fail;
     }
-    if (!(k = catalog_kernel_parse(svc->cat, spec, files, &err)))
+    if (!(k = catalog_kernel_parse(svc->cat, spec, files, json_is_null(data) ? NULL : data, &err)))
         goto fail;
     if (catalog_is_folder_kernel(svc->cat, k->name)) {
         kt_error_set(&err, KT_ERR_CONFLICT, "spec.name: '%s' is a kernel folder's of this server",
@@ -48,12 +49,19 @@ void api_kernels_create(void *app, const http_request *req, http_response *res)
         kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
         goto fail;
     }
+    json_t *canonical_data = k->data ? kernel_data_json(k->data) : NULL;
+    data_json = canonical_data ? json_dumps(canonical_data, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(canonical_data);
+    if (k->data && !data_json) {
+        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
+        goto fail;
+    }
     api_caller(svc, req, submitter, sizeof submitter);
     if (!(c = api_db_acquire(svc, res)))
         goto out;
     row = kernel_store_create(c, k->name, k->version, spec_json,
-                              kernel_files_get(k->files, "spec.json", NULL), files_json, submitter,
-                              &created, &err);
+                              kernel_files_get(k->files, "spec.json", NULL), files_json, data_json,
+                              submitter, &created, &err);
     api_db_release(svc, c);
     if (!row)
         goto fail;
@@ -73,6 +81,7 @@ out:
     kernel_spec_free(k);
     free(spec_json);
     free(files_json);
+    free(data_json);
 }
 
 /* The versions of a kernel folder this process loaded, newest first (origin "folder"). */

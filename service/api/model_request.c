@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "model/predictor.h"
-#include "worker/trainer_surrogate.h"
+#include "store/model_store.h"
+#include "training/trainer_surrogate.h"
 #include "api/api_internal.h"
 
 /* A predictor's algorithm (NULL: the default) and hyper (numbers; keys and ranges as the training
@@ -69,9 +70,9 @@ int model_request_parse(const json_t *body, model_request *r, kt_error *err)
         return -1;
     r->external = r->device && strcmp(r->device, "external") == 0;
     if (!r->kind)
-        r->kind = MODEL_REQUEST_KIND;
-    r->surrogate = strcmp(r->kind, TRAINER_SURROGATE_KIND) == 0;
-    if (!r->surrogate && strcmp(r->kind, MODEL_REQUEST_KIND) != 0) {
+        r->kind = MODEL_KIND_PREDICTOR; /* the default kind */
+    r->surrogate = strcmp(r->kind, MODEL_KIND_SURROGATE) == 0;
+    if (!r->surrogate && strcmp(r->kind, MODEL_KIND_PREDICTOR) != 0) {
         kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown model kind '%.64s'", r->kind);
         kt_error_hint(err, "kinds: \"predictor\" (the default: learns from tuned trials), "
                            "\"surrogate\" (learns an accel device's cost model, for mindmap)");

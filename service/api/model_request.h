@@ -14,8 +14,7 @@
 
 #include "core/error.h"
 
-#define MODEL_REQUEST_KIND      "predictor" /* the default kind */
-#define MODEL_REQUEST_HYPER_MAX 32          /* keys of "hyper" */
+#define MODEL_REQUEST_HYPER_MAX 32 /* keys of "hyper" */
 
 typedef struct model_request {
     const char *kernel;

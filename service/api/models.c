@@ -1,9 +1,9 @@
 /* /v1/models — queue the training of a model for a key, list models, read one, delete one.
- * Training happens in the background (worker/trainer.c, any ktuned sharing the database); the body
- * of a POST is checked by api/model_request.h (kinds "predictor" and "surrogate", their algorithms
- * and hyper-parameters, checked as the training checks them); this file resolves the key through
- * the catalog (a surrogate: an accel device only) and reads and writes the models table through
- * store/model_store. */
+ * Training happens in the background (training/trainer.c, any ktuned sharing the database); the
+ * body of a POST is checked by api/model_request.h (kinds "predictor" and "surrogate", their
+ * algorithms and hyper-parameters, checked as the training checks them); this file resolves the key
+ * through the catalog (a surrogate: an accel device only) and reads and writes the models table
+ * through store/model_store. */
 #include <stdio.h>
 #include <string.h>
 

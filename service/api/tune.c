@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/kernel_spec.h"
 #include "search/searcher.h"
 #include "space/space.h"
 #include "store/job_store.h"
 #include "store/model_store.h"
 #include "worker/final_pick.h"
-#include "worker/trainer_surrogate.h"
 #include "worker/worker.h"
 #include "api/api_internal.h"
 #include "api/handlers.h"
@@ -54,7 +54,7 @@ static int require_surrogate(PGconn *c, const tune_request *t, const target *tg,
 {
     model_ready ready;
     int found =
-        model_store_latest_ready(c, TRAINER_SURROGATE_KIND, tg->key.kernel, tg->key.device_class,
+        model_store_latest_ready(c, MODEL_KIND_SURROGATE, tg->key.kernel, tg->key.device_class,
                                  tg->key.kernel_hash, tg->key.toolchain, 0, &ready, err);
     if (found != 0)
         return found < 0 ? -1 : 0;
@@ -64,6 +64,66 @@ static int require_surrogate(PGconn *c, const tune_request *t, const target *tg,
                   "train one: POST /v1/models {\"kind\": \"surrogate\", \"kernel\": \"%s\", "
                   "\"device\": \"%s\"}, then submit again once GET /v1/models/{id} says ready",
                   t->kernel, t->device);
+    return -1;
+}
+
+/* A metric objective (core/objective.h) must name a metric the job's trials will carry: on cpu
+ * and cuda devices one the kernel version declares (its spec's "metrics", computed for every ok
+ * trial); on the external device any name (the harness tells metrics; an ok trial told without it
+ * is a failure for the objective); replay and accel devices report no metrics. The final pick
+ * re-measures times only: with a metric objective it is off, and asking for it is a 501. 0, or -1
+ * with err naming the field. */
+static int check_objective(const api_context *svc, const tune_request *t, const target *tg,
+                           int external, kt_error *err)
+{
+    const kt_objective *o = &t->objective;
+    if (kt_objective_is_time(o))
+        return 0;
+    if (t->final_remeasure > 0) {
+        kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
+                     "final_remeasure: the final pick re-measures times, not metric %s "
+                     "(objective.metric)",
+                     o->metric);
+        kt_error_hint(err, "leave final_remeasure out (0 with a metric objective), or leave the "
+                           "objective out to minimise the time with a final pick");
+        return -1;
+    }
+    if (external)
+        return 0;
+    const kernel_spec *k =
+        tune_device_deterministic(tg->key.device)
+            ? NULL
+            : catalog_find_kernel_version(svc->cat, tg->key.kernel, tg->key.kernel_hash);
+    if (!k) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "objective.metric: device %s reports no metrics, so '%s' cannot be the "
+                     "objective",
+                     t->device, o->metric);
+        kt_error_hint(err, "metrics come from a kernel's spec on cpu and cuda devices, or from "
+                           "the harness on the external device; leave the objective out to "
+                           "minimise the time");
+        return -1;
+    }
+    char names[KSPEC_MAX_METRICS * (KSPEC_MAX_NAME + 2) + 1] = "";
+    size_t len = 0;
+    for (int i = 0; i < k->n_metrics; i++) {
+        if (strcmp(k->metrics[i].name, o->metric) == 0)
+            return 0;
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                k->metrics[i].name);
+        if (len >= sizeof names)
+            len = sizeof names - 1;
+    }
+    kt_error_set(err, KT_ERR_OUT_OF_RANGE, "objective.metric: kernel %s declares no metric '%s'",
+                 t->kernel, o->metric);
+    if (k->n_metrics > 0)
+        kt_error_hint(err,
+                      "its metrics: %s (GET /v1/kernels); or leave the objective out to "
+                      "minimise the time",
+                      names);
+    else
+        kt_error_hint(err, "it declares none: a spec's \"metrics\" lists them (kernels/README.md); "
+                           "or leave the objective out to minimise the time");
     return -1;
 }
 
@@ -113,14 +173,17 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         goto out;
     if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, &target, err) < 0)
         goto out;
+    if (check_objective(svc, t, &target, external, err) < 0)
+        goto out;
+    int by_time = kt_objective_is_time(&t->objective);
     /* The final pick: on by default where a measurement is real; a replayed time (or an accel
      * device's cost model) is the same every time, so asking to re-measure one is refused. */
     int measures = !tune_device_deterministic(target.key.device);
     /* An external harness re-measures only when asked to (its re-measurements are asked like
      * any trial). */
-    int final_remeasure = t->final_remeasure >= 0 ? t->final_remeasure
-                          : measures && !external ? FINAL_PICK_DEFAULT_COUNT
-                                                  : 0;
+    int final_remeasure = t->final_remeasure >= 0            ? t->final_remeasure
+                          : measures && !external && by_time ? FINAL_PICK_DEFAULT_COUNT
+                                                             : 0;
     if (final_remeasure > 0 && !measures) {
         int replay = strncmp(target.key.device, "replay:", 7) == 0;
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
@@ -161,6 +224,7 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         .final_rounds = t->final_rounds > 0 ? t->final_rounds : FINAL_PICK_DEFAULT_ROUNDS,
         .submitter = submitter,
         .space = target.space_def,
+        .objective = &t->objective,
     };
     /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
     if (db_pool_check_writable(svc->db, err) < 0)

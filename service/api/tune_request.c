@@ -131,10 +131,10 @@ static int valid_version(const char *s)
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
-        "kernel",           "device",          "problem",      "strategy",
-        "strategy_options", "budget",          "seed",         "history",
-        "parallel",         "final_remeasure", "final_rounds", "neural",
-        "kernel_version",   "device_class",    "space",        NULL};
+        "kernel",       "device", "problem",        "strategy",     "strategy_options",
+        "budget",       "seed",   "history",        "parallel",     "final_remeasure",
+        "final_rounds", "neural", "kernel_version", "device_class", "space",
+        "objective",    NULL};
     memset(t, 0, sizeof *t);
     if (api_check_fields(body, fields, "the tune request", err) < 0)
         return -1;
@@ -204,7 +204,8 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         t->options = NULL;
     if (t->options && !json_is_object(t->options))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'strategy_options' must be an object");
-    if (parse_budget(cfg, json_object_get(body, "budget"), t, err) < 0)
+    if (parse_budget(cfg, json_object_get(body, "budget"), t, err) < 0 ||
+        kt_objective_parse(json_object_get(body, "objective"), &t->objective, err) < 0)
         return -1;
     json_t *par = json_object_get(body, "parallel");
     if (par && !json_is_null(par)) {

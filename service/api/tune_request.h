@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/objective.h"
 
 #define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100
@@ -42,9 +43,14 @@ typedef struct tune_request {
      * and the inline "space"; refused with any other device. */
     const char *device_class;
     const json_t *space;
+    /* "objective" (issue 27, core/objective.h): what the job optimises, {"metric", "goal"};
+     * absent: the time, minimised. Only its form is checked here; api_tune_queue checks the name
+     * against the kernel's declared metrics. */
+    kt_objective objective;
 } tune_request;
 
-/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (parallel
+/* Fills t from body. Errors: unknown_field, missing_field, wrong_type, out_of_range (objective's
+ * fields (kt_objective_parse), parallel
  * outside 1..TUNE_MAX_PARALLEL, final_remeasure outside 0..8, final_rounds outside 1..16,
  * budget.seconds below TUNE_MIN_SECONDS, a history not "auto" or "none"), unknown_strategy,
  * budget_too_large — each message names the field and what is accepted. */

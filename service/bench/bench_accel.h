@@ -4,7 +4,7 @@
  * --accel: phase 1, per kernel (cnn_layer, mttkrp) on the device (--accel-device, default
  * mindmap): --problems sampled problems (accel_problem_sample), random mappings of each
  * (space_sample) until --samples valid ones in all, their meta-statistics (accel_meta), and a
- * surrogate trained on them (search/surrogate.h); the trained bytes are cached in
+ * surrogate trained on them (model/surrogate.h); the trained bytes are cached in
  * --surrogate-cache DIR under a name that hashes everything the training depends on, so a rerun
  * skips it. Phase 2, for each Table 1 preset x --seeds x --strategies, a searcher (batch 1) with a
  * budget of --budget cost-model evaluations: each proposal is decoded and evaluated

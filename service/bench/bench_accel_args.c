@@ -101,20 +101,6 @@ static int ba_list(const char *flag, const char *list, char *names, int width, i
     return 0;
 }
 
-static int ba_double(const char *flag, const char *v, double lo, double hi, double *out, char *msg,
-                     size_t cap)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || !end || *end || !(x >= lo && x <= hi)) {
-        snprintf(msg, cap, "%s: '%.64s' is not a number in [%g, %g]", flag, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 static int ba_hidden(const char *v, bench_accel_options *opt, char *msg, size_t cap)
 {
     char names[BENCH_ACCEL_MAX_HIDDEN][16];
@@ -186,7 +172,6 @@ static int ba_predictors(const char *v, bench_accel_options *opt, char *msg, siz
 /* One option with a value; 0, 1 when a is not one of them, -1 with msg. */
 static int ba_value(const char *a, const char *v, bench_accel_options *opt, char *msg, size_t cap)
 {
-    char *end = NULL;
     if (strcmp(a, "--accel-devices") == 0)
         opt->devices_path = v;
     else if (strcmp(a, "--accel-device") == 0) {
@@ -206,7 +191,7 @@ static int ba_value(const char *a, const char *v, bench_accel_options *opt, char
     else if (strcmp(a, "--budget") == 0)
         return bench_int_flag(a, v, 1, BENCH_MAX_BUDGET, &opt->budget, msg, cap);
     else if (strcmp(a, "--eval-latency-ms") == 0)
-        return ba_double(a, v, 0, 1e6, &opt->eval_latency_ms, msg, cap);
+        return bench_double_flag(a, v, 0, 1e6, &opt->eval_latency_ms, msg, cap);
     else if (strcmp(a, "--problems") == 0)
         return bench_int_flag(a, v, 2, 100000, &opt->problems, msg, cap);
     else if (strcmp(a, "--samples") == 0)
@@ -216,15 +201,9 @@ static int ba_value(const char *a, const char *v, bench_accel_options *opt, char
     else if (strcmp(a, "--hidden") == 0)
         return ba_hidden(v, opt, msg, cap);
     else if (strcmp(a, "--train-max-s") == 0)
-        return ba_double(a, v, 0, 1e7, &opt->train_max_s, msg, cap);
+        return bench_double_flag(a, v, 0, 1e7, &opt->train_max_s, msg, cap);
     else if (strcmp(a, "--train-seed") == 0) {
-        errno = 0;
-        unsigned long long s = strtoull(v, &end, 10);
-        if (errno || !end || *end || v[0] == '-' || !*v) {
-            snprintf(msg, cap, "--train-seed: '%.64s' is not a non-negative integer", v);
-            return -1;
-        }
-        opt->train_seed = s;
+        return bench_seed_flag(a, v, &opt->train_seed, msg, cap);
     } else if (strcmp(a, "--surrogate-cache") == 0)
         opt->cache_dir = v;
     else if (strcmp(a, "--shapes") == 0)
@@ -241,7 +220,7 @@ static int ba_value(const char *a, const char *v, bench_accel_options *opt, char
     } else if (strcmp(a, "--predictors") == 0)
         return ba_predictors(v, opt, msg, cap);
     else if (strcmp(a, "--test-fraction") == 0) {
-        if (ba_double(a, v, 0, 1, &opt->test_fraction, msg, cap) < 0)
+        if (bench_double_flag(a, v, 0, 1, &opt->test_fraction, msg, cap) < 0)
             return -1;
         if (!(opt->test_fraction > 0 && opt->test_fraction < 1)) {
             snprintf(msg, cap, "--test-fraction: '%.64s' is not in (0, 1)", v);

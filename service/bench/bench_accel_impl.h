@@ -15,7 +15,7 @@
 #include "accel/accel_device.h"
 #include "accel/accel_kernel.h"
 #include "accel/accel_model.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 #include "space/space.h"
 #include "bench/bench_accel.h"
 

@@ -3,6 +3,7 @@
 #include "bench/bench_device_args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "catalog/kernel_spec.h"
 #include "core/log.h"
+#include "core/number.h"
 #include "search/searcher.h"
 
 static const char *const bench_device_flags[] = {"--kernel",
@@ -178,7 +180,7 @@ static int bench_device_parse_times(bench_device_options *opt, const char *val, 
     const char *p = val;
     opt->n_time_checkpoints = 0;
     while (*p) {
-        char num[32], *end = NULL;
+        char num[32];
         size_t len = strcspn(p, ",");
         double d;
         if (len == 0 || len >= sizeof num || opt->n_time_checkpoints == BENCH_DEVICE_MAX_TIME_CP) {
@@ -188,9 +190,7 @@ static int bench_device_parse_times(bench_device_options *opt, const char *val, 
         }
         memcpy(num, p, len);
         num[len] = '\0';
-        errno = 0;
-        d = strtod(num, &end);
-        if (errno || *end || !(d > 0) || d > BENCH_DEVICE_MAX_TIME_S ||
+        if (kt_parse_double(num, 0, BENCH_DEVICE_MAX_TIME_S, &d) < 0 || d == 0 ||
             (opt->n_time_checkpoints > 0 &&
              d <= opt->time_checkpoints[opt->n_time_checkpoints - 1])) {
             snprintf(msg, cap,
@@ -351,21 +351,6 @@ void bench_device_usage(FILE *out)
         searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_DEVICE_MAX_BATCH);
 }
 
-static int bench_parse_double(const char *s, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double v;
-
-    if (!s || !*s)
-        return -1;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int bench_device_flag_known(const char *a)
 {
     for (size_t k = 0; k < BENCH_DEVICE_N_FLAGS; k++) {
@@ -446,7 +431,7 @@ static int bench_device_set(bench_device_options *opt, const char *a, const char
                     : strcmp(a, "--time-budget") == 0 ? BENCH_DEVICE_MAX_TIME_S
                     : strcmp(a, "--slow-factor") == 0 ? 1e6
                                                       : 3600;
-        if (bench_parse_double(val, lo, hi, &d) < 0) {
+        if (kt_parse_double(val, lo, hi, &d) < 0) {
             snprintf(msg, cap, "%s: '%.64s' is not a number in %g-%g", a, val, lo, hi);
             goto out;
         }
@@ -547,7 +532,6 @@ json_t *bench_device_problem_json(const char *text, kt_error *err)
         const char *end = comma ? comma : p + strlen(p);
         char name[KSPEC_MAX_NAME + 1], num[32];
         long long v;
-        char *tail = NULL;
         if (!eq || eq > end || eq == p || (size_t)(eq - p) > KSPEC_MAX_NAME ||
             (size_t)(end - eq - 1) >= sizeof num || end == eq + 1) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: '%.200s' is not NAME=INTEGER,...",
@@ -558,9 +542,7 @@ json_t *bench_device_problem_json(const char *text, kt_error *err)
         name[eq - p] = '\0';
         memcpy(num, eq + 1, (size_t)(end - eq - 1));
         num[end - eq - 1] = '\0';
-        errno = 0;
-        v = strtoll(num, &tail, 10);
-        if (errno || *tail) {
+        if (kt_parse_ll(num, LLONG_MIN, LLONG_MAX, &v) < 0) {
             kt_error_set(err, KT_ERR_BAD_PROBLEM, "--problem: %s=%s is not an integer", name, num);
             goto fail;
         }

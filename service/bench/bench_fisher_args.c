@@ -6,6 +6,7 @@
 
 #include "neural/nn_dataset.h"
 #include "bench/bench_fisher.h"
+#include "bench/bench_parse.h"
 
 int bench_fisher_wanted(int argc, char **argv)
 {
@@ -50,35 +51,6 @@ void bench_fisher_usage(FILE *out)
             "  --from-json FILE     reprint the tables of a saved result (no training)\n");
 }
 
-/* An integer option in [lo, hi]: 0, or -1 with msg. */
-static int int_opt(const char *name, const char *v, long lo, long hi, int *out, char *msg,
-                   size_t cap)
-{
-    char *end = NULL;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || !end || *end || end == v || x < lo || x > hi) {
-        snprintf(msg, cap, "%s: '%s' is not an integer in %ld..%ld", name, v, lo, hi);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
-}
-
-static int real_opt(const char *name, const char *v, double lo, double hi, double *out, char *msg,
-                    size_t cap)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || !end || *end || end == v || !(x > lo && x <= hi)) {
-        snprintf(msg, cap, "%s: '%s' is not a number in (%g, %g]", name, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 int bench_fisher_parse_args(int argc, char **argv, bench_fisher_options *opt, char *msg, size_t cap,
                             FILE *out)
 {
@@ -121,32 +93,25 @@ int bench_fisher_parse_args(int argc, char **argv, bench_fisher_options *opt, ch
             }
             opt->data = v;
         } else if (strcmp(a, "--train-images") == 0) {
-            rc = int_opt(a, v, 0, NN_DATASET_MAX_IMAGES, &opt->train_images, msg, cap);
+            rc = bench_int_flag(a, v, 0, NN_DATASET_MAX_IMAGES, &opt->train_images, msg, cap);
         } else if (strcmp(a, "--test-images") == 0) {
-            rc = int_opt(a, v, 0, NN_DATASET_MAX_IMAGES, &opt->test_images, msg, cap);
+            rc = bench_int_flag(a, v, 0, NN_DATASET_MAX_IMAGES, &opt->test_images, msg, cap);
         } else if (strcmp(a, "--epochs") == 0) {
-            rc = int_opt(a, v, 1, 1000, &opt->epochs, msg, cap);
+            rc = bench_int_flag(a, v, 1, 1000, &opt->epochs, msg, cap);
         } else if (strcmp(a, "--batch") == 0) {
-            rc = int_opt(a, v, 1, 1024, &opt->batch, msg, cap);
+            rc = bench_int_flag(a, v, 1, 1024, &opt->batch, msg, cap);
         } else if (strcmp(a, "--lr") == 0) {
-            rc = real_opt(a, v, 0, 10, &opt->lr, msg, cap);
+            rc = bench_double_flag(a, v, 1e-12, 10, &opt->lr, msg, cap);
         } else if (strcmp(a, "--threshold") == 0) {
-            rc = real_opt(a, v, 0, 1000, &opt->threshold, msg, cap);
+            rc = bench_double_flag(a, v, 1e-12, 1000, &opt->threshold, msg, cap);
         } else if (strcmp(a, "--train-accepted") == 0) {
-            rc = int_opt(a, v, 0, 100, &opt->train_accepted, msg, cap);
+            rc = bench_int_flag(a, v, 0, 100, &opt->train_accepted, msg, cap);
         } else if (strcmp(a, "--train-rejected") == 0) {
-            rc = int_opt(a, v, 0, 100, &opt->train_rejected, msg, cap);
+            rc = bench_int_flag(a, v, 0, 100, &opt->train_rejected, msg, cap);
         } else if (strcmp(a, "--fisher-batch") == 0) {
-            rc = int_opt(a, v, 2, 1024, &opt->fisher_batch, msg, cap);
+            rc = bench_int_flag(a, v, 2, 1024, &opt->fisher_batch, msg, cap);
         } else if (strcmp(a, "--seed") == 0) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || !end || *end || v[0] == '-' || end == v) {
-                snprintf(msg, cap, "--seed: '%s' is not a non-negative integer", v);
-                return -1;
-            }
-            opt->seed = s;
+            rc = bench_seed_flag(a, v, &opt->seed, msg, cap);
         } else if (strcmp(a, "--json") == 0) {
             opt->json_path = v;
         } else if (strcmp(a, "--from-json") == 0) {

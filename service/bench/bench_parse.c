@@ -7,32 +7,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/number.h"
 #include "search/searcher.h"
-
-int bench_parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    long v;
-    int rc = -1;
-
-    if (!s || !*s)
-        goto out;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        goto out;
-    *out = (int)v;
-    rc = 0;
-out:
-    return rc;
-}
 
 int bench_int_flag(const char *name, const char *val, int lo, int hi, int *out, char *msg,
                    size_t cap)
 {
-    if (bench_parse_int(val, lo, hi, out) == 0)
+    if (kt_parse_int(val, lo, hi, out) == 0)
         return 0;
     snprintf(msg, cap, "%s: '%.64s' is not an integer in %d-%d", name, val, lo, hi);
+    return -1;
+}
+
+int bench_double_flag(const char *name, const char *val, double lo, double hi, double *out,
+                      char *msg, size_t cap)
+{
+    if (kt_parse_double(val, lo, hi, out) == 0)
+        return 0;
+    snprintf(msg, cap, "%s: '%.64s' is not a number in [%g, %g]", name, val, lo, hi);
+    return -1;
+}
+
+int bench_seed_flag(const char *name, const char *val, uint64_t *out, char *msg, size_t cap)
+{
+    unsigned long long v;
+    if (kt_parse_u64(val, &v) == 0) {
+        *out = v;
+        return 0;
+    }
+    snprintf(msg, cap, "%s: '%.64s' is not a non-negative integer", name, val);
     return -1;
 }
 

@@ -4,6 +4,7 @@
 #define KT_BENCH_PARSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define BENCH_MAX_BUDGET     100000
 #define BENCH_MAX_SEEDS      1000
@@ -16,11 +17,14 @@
  * Shared with the device mode (bench_device.h). */
 int bench_parse_strategy_list(const char *list, char (*names)[64], int *n_names, char *msg,
                               size_t cap);
-/* A decimal integer in lo..hi into *out; 0, or -1 when s is not one. */
-int bench_parse_int(const char *s, int lo, int hi, int *out);
-/* The value val of the flag name ("--budget") as bench_parse_int; 0, or -1 with "<name>: '<val>'
- * is not an integer in lo-hi" in msg. */
+/* The value val of the flag name ("--budget"), a decimal integer in lo..hi (core/number.h's
+ * strict rule); 0, or -1 with "<name>: '<val>' is not an integer in lo-hi" in msg. */
 int bench_int_flag(const char *name, const char *val, int lo, int hi, int *out, char *msg,
                    size_t cap);
+/* The same for a finite number in [lo, hi]. */
+int bench_double_flag(const char *name, const char *val, double lo, double hi, double *out,
+                      char *msg, size_t cap);
+/* The same for a seed: a non-negative integer up to 2^64 - 1. */
+int bench_seed_flag(const char *name, const char *val, uint64_t *out, char *msg, size_t cap);
 
 #endif

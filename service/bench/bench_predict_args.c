@@ -8,6 +8,7 @@
 #include "model/predictor.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_predict.h"
+#include "core/number.h"
 
 int bench_predict_wanted(int argc, char **argv)
 {
@@ -115,31 +116,23 @@ int bench_predict_parse_args(int argc, char **argv, bench_predict_options *opt, 
             return -1;
         }
         i++;
-        char *end = NULL;
-        errno = 0;
         if (strcmp(a, "--predictors") == 0) {
             if (bench_predict_kinds(v, opt, msg, cap) < 0)
                 return -1;
         } else if (strcmp(a, "--test-fraction") == 0) {
-            opt->test_fraction = strtod(v, &end);
-            if (errno || !end || *end || !(opt->test_fraction > 0 && opt->test_fraction < 1)) {
+            if (kt_parse_double(v, 0, 1, &opt->test_fraction) < 0 || opt->test_fraction == 0 ||
+                opt->test_fraction == 1) {
                 snprintf(msg, cap, "--test-fraction: '%s' is not in (0, 1)", v);
                 return -1;
             }
         } else if (strcmp(a, "--seed") == 0) {
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || !end || *end || v[0] == '-') {
-                snprintf(msg, cap, "--seed: '%s' is not a non-negative integer", v);
+            if (bench_seed_flag(a, v, &opt->seed, msg, cap) < 0)
                 return -1;
-            }
-            opt->seed = s;
         } else if (strcmp(a, "--cpu-core") == 0) {
-            long c = strtol(v, &end, 10);
-            if (errno || !end || *end || c < -1 || c > 4095) {
+            if (kt_parse_int(v, -1, 4095, &opt->cpu_core) < 0) {
                 snprintf(msg, cap, "--cpu-core: '%s' is not -1..4095", v);
                 return -1;
             }
-            opt->cpu_core = (int)c;
         } else if (strcmp(a, "--hyper") == 0) {
             opt->hyper = v;
         } else if (strcmp(a, "--json") == 0) {

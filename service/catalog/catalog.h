@@ -276,10 +276,11 @@ int catalog_is_folder_kernel(const catalog *c, const char *name);
 /* A kernel given as data (POST /v1/kernels: "spec" object and "files" {"name": "text"}): loaded
  * and checked against this catalog's device limits (the spec's first error as "spec: <field path>:
  * <what is wrong>", "files.<name>: ...", KT_ERR_KERNEL_INVALID or the files' own codes); every
- * file must be compiled (a variant's source, the reference, or included by one). The caller frees
- * the spec (kernel_spec_free). */
+ * file must be compiled (a variant's source, the reference, or included by one). data (NULL:
+ * none): the uploaded data files (kernel_data.h, "data.<name>: ..."), each named by an init or an
+ * answer. The caller frees the spec (kernel_spec_free). */
 kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const json_t *files,
-                                  kt_error *err);
+                                  const json_t *data, kt_error *err);
 /* The content-addressed copy of k's compiled files (kernel_files_materialise under
  * <cache_dir>-sources), written when missing; its folder in dir. 0, or -1 with KT_ERR_IO. */
 int catalog_kernel_sources(const catalog *c, const kernel_spec *k, char *dir, size_t cap,

@@ -353,13 +353,23 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
         const char *spec_text = json_string_value(json_object_get(row, "spec_text"));
         kt_error e;
         kernel_files *files = kernel_files_from_json(json_object_get(row, "files"), "files", &e);
+        const json_t *data_json = json_object_get(row, "data");
+        kernel_data *data = NULL;
+        int data_ok = 1;
+        if (files && json_is_object(data_json) &&
+            !(data = kernel_data_from_json(data_json, "data", &e))) {
+            kernel_files_free(files);
+            files = NULL;
+            data_ok = 0;
+        }
         if (files && spec_text &&
             kernel_files_add(files, "spec.json", spec_text, strlen(spec_text), &e) == 0) {
             const kspec_limits *lim[KSPEC_N_KINDS];
             for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
                 lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
-            k = kernel_spec_load_files(files, NULL, lim, why, sizeof why);
+            k = kernel_spec_load_files(files, data, NULL, lim, why, sizeof why);
             files = NULL;
+            data = NULL;
             if (k && strcmp(k->version, version) != 0) {
                 snprintf(why, sizeof why, "the stored files hash to %s, not to %s", k->version,
                          version);
@@ -367,9 +377,11 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
                 k = NULL;
             }
         } else {
-            snprintf(why, sizeof why, "%s", files ? e.message : "the stored files cannot be read");
+            snprintf(why, sizeof why, "%s",
+                     files || !data_ok ? e.message : "the stored files cannot be read");
         }
         kernel_files_free(files);
+        kernel_data_free(data);
         if (!k)
             log_warn("kernel %s version %s: %s", name, version, why);
     }
@@ -609,11 +621,29 @@ int catalog_kernel_versions(const catalog *c, const char *name, char (*out)[KFIL
     return n;
 }
 
+/* The first data file no init or answer of k names, or NULL. */
+static const char *unused_data(const kernel_spec *k)
+{
+    for (int i = 0; i < kernel_data_count(k->data); i++) {
+        const char *name = kernel_data_name(k->data, i);
+        int used = 0;
+        for (int b = 0; b < k->n_buffers && !used; b++) {
+            const kspec_buffer *buf = &k->buffers[b];
+            used = (buf->init.file.sha256[0] && strcmp(buf->init.file.path, name) == 0) ||
+                   (buf->answer.sha256[0] && strcmp(buf->answer.path, name) == 0);
+        }
+        if (!used)
+            return name;
+    }
+    return NULL;
+}
+
 kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const json_t *files,
-                                  kt_error *err)
+                                  const json_t *data, kt_error *err)
 {
     catalog_versions *r = c->versions;
     kernel_files *f = NULL;
+    kernel_data *d = NULL;
     kernel_spec *k = NULL;
     char *text = NULL, why[1024];
     const char *compiled_not[KFILES_MAX_FILES];
@@ -623,7 +653,8 @@ kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const js
         kt_error_hint(err, "kernels/README.md describes spec.json");
         goto out;
     }
-    if (!(f = kernel_files_from_json(files, "files", err)))
+    if (!(f = kernel_files_from_json(files, "files", err)) ||
+        (data && !(d = kernel_data_from_json(data, "data", err))))
         goto out;
     if (kernel_files_get(f, "spec.json", NULL)) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "files.spec.json: the spec goes in \"spec\"");
@@ -638,8 +669,9 @@ kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const js
     const kspec_limits *lim[KSPEC_N_KINDS];
     for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
         lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
-    k = kernel_spec_load_files(f, NULL, lim, why, sizeof why);
+    k = kernel_spec_load_files(f, d, NULL, lim, why, sizeof why);
     f = NULL;
+    d = NULL;
     if (!k) {
         /* "spec.json: buffers[0].name: ..." -> "spec: buffers[0].name: ..." (the body's field) */
         const char *msg = strncmp(why, "spec.json: ", 11) == 0 ? why + 11 : why;
@@ -664,9 +696,21 @@ kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const js
         kt_error_hint(err, "remove it, or name it in the spec");
         kernel_spec_free(k);
         k = NULL;
+    } else if (unused_data(k)) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "data.%s: not used: no buffer's init or verify answer names it",
+                     unused_data(k));
+        kt_error_hint(err,
+                      "remove it, or name it: \"init\": {\"kind\": \"data\", \"file\": "
+                      "\"%s\"} or \"verify\": {\"kind\": \"answer\", \"buffers\": "
+                      "{\"<output>\": {\"file\": \"%s\"}}}",
+                      unused_data(k), unused_data(k));
+        kernel_spec_free(k);
+        k = NULL;
     }
 out:
     kernel_files_free(f);
+    kernel_data_free(d);
     free(text);
     return k;
 }

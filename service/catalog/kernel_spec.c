@@ -224,6 +224,8 @@ static int load_version(kspec_loader *L, kernel_spec *k, const json_t *root,
         canonical_into(&b, "cuda.json", cuda_root);
     if (L->data_hash != KT_FNV1A_OFFSET) /* the data files read (inits, answers) */
         strbuf_appendf(&b, "\ndata %016llx", (unsigned long long)L->data_hash);
+    if (L->data_sums_len) /* the uploaded data files named, by their SHA-256 */
+        strbuf_appendf(&b, "\nuploaded data %zu\n%s", L->data_sums_len, L->data_sums);
     kt_error_clear(&e);
     if (b.failed) {
         kspec_bad(L, "out of memory");
@@ -259,10 +261,10 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
         kspec_bad(&L, "the folder's files: %s", ferr.message);
         return NULL;
     }
-    return kernel_spec_load_files(files, rdir, limits, why, why_cap);
+    return kernel_spec_load_files(files, NULL, rdir, limits, why, why_cap);
 }
 
-kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
+kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, const char *dir,
                                     const kspec_limits *const limits[KSPEC_N_KINDS], char *why,
                                     size_t why_cap)
 {
@@ -302,6 +304,8 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
     }
     k->files = files;
     files = NULL;
+    k->data = data;
+    data = NULL;
     if (dir) {
         char spec_path[PATH_MAX];
         snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, dir);
@@ -395,6 +399,7 @@ out:
         k = NULL;
     }
     kernel_files_free(files);
+    kernel_data_free(data);
     json_decref(root);
     json_decref(cuda_root);
     return k;
@@ -442,5 +447,6 @@ void kernel_spec_free(kernel_spec *k)
     free(k->ref_source);
     free(k->test_problem_text);
     kernel_files_free(k->files);
+    kernel_data_free(k->data);
     free(k);
 }

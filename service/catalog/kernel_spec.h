@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "catalog/kernel_data.h"
 #include "catalog/kernel_files.h"
 #include "space/expr.h"
 #include "space/space.h"
@@ -75,10 +76,13 @@ typedef struct kspec_arg {
     double fmin, fmax, fdef;
 } kspec_arg;
 
-/* A data file of the kernel (init "file", answer): its absolute path and size in bytes. */
+/* A data file of the kernel (init "file" / "data", answer): a kernel folder's file by its absolute
+ * path; a submitted kernel's uploaded data (kernel_data.h) by its name in path and its SHA-256 in
+ * sha256 (empty for a folder's file). bytes: its size. */
 typedef struct kspec_datafile {
     char *path;
     long long bytes;
+    char sha256[KDATA_SHA_LEN + 1];
 } kspec_datafile;
 
 typedef struct kspec_init {
@@ -167,6 +171,9 @@ typedef struct kernel_spec {
     kernel_files *files;
     int n_compiled;
     const char *compiled[KFILES_MAX_INCLUDES];
+    /* the uploaded data files of a kernel given as data (POST /v1/kernels "data"), or NULL; their
+     * SHA-256s are part of the version */
+    kernel_data *data;
     char version[KFILES_VERSION_LEN + 1];
     int n_args;
     kspec_arg args[KSPEC_MAX_ARGS];
@@ -233,9 +240,10 @@ const char *const *kernel_spec_limit_names(kspec_kind kind, int *n);
 kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[KSPEC_N_KINDS],
                               char *why, size_t why_cap);
 /* The same from files given as data: "spec.json" (and "cuda.json") among files, every source named
- * by the spec among them. Takes files in every case (freed with the spec, or at once on failure).
- * dir: the folder they were read from, or NULL. */
-kernel_spec *kernel_spec_load_files(kernel_files *files, const char *dir,
+ * by the spec among them, the data files an init or answer names among data (NULL: none; dir NULL
+ * then, a folder's data files are its own). Takes files and data in every case (freed with the
+ * spec, or at once on failure). dir: the folder they were read from, or NULL. */
+kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, const char *dir,
                                     const kspec_limits *const limits[KSPEC_N_KINDS], char *why,
                                     size_t why_cap);
 void kernel_spec_free(kernel_spec *k);

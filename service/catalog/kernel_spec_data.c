@@ -71,15 +71,17 @@ static int get_number(kspec_loader *L, const json_t *obj, const char *where, con
 static int load_init(kspec_loader *L, kernel_spec *k, kspec_buffer *buf, const json_t *init,
                      const char *where)
 {
+    /* "data" is "file" by its other name: an uploaded data file of a kernel given over HTTP, a
+     * folder's own file otherwise (kspec_data_file) */
     static const char *const kinds[] = {"uniform", "normal", "constant", "iota",
-                                        "zeros",   "file",   NULL};
+                                        "zeros",   "file",   "data",     NULL};
     static const char *const f_uniform[] = {"kind", "min", "max", NULL},
                              *const f_normal[] = {"kind", "mean", "std", NULL},
                              *const f_constant[] = {"kind", "value", NULL},
                              *const f_plain[] = {"kind", NULL},
                              *const f_file[] = {"kind", "file", NULL};
-    static const char *const *const fields[] = {f_uniform, f_normal, f_constant,
-                                                f_plain,   f_plain,  f_file};
+    static const char *const *const fields[] = {f_uniform, f_normal, f_constant, f_plain,
+                                                f_plain,   f_file,   f_file};
     if (!json_is_object(init))
         return kspec_bad(L, "%s: must be an object {\"kind\": ...}", where);
     const json_t *kind = kspec_need(L, init, where, "kind");
@@ -89,12 +91,14 @@ static int load_init(kspec_loader *L, kernel_spec *k, kspec_buffer *buf, const j
     for (int i = 0; kinds[i] && which < 0; i++)
         which = json_is_string(kind) && strcmp(json_string_value(kind), kinds[i]) == 0 ? i : -1;
     if (which < 0)
-        return kspec_bad(L, "%s.kind: must be one of uniform, normal, constant, iota, zeros, file",
+        return kspec_bad(L,
+                         "%s.kind: must be one of uniform, normal, constant, iota, zeros, file, "
+                         "data",
                          where);
     if (kspec_check_fields(L, init, where, fields[which]) < 0)
         return -1;
     kspec_init *in = &buf->init;
-    in->kind = (kspec_init_kind)(which + KSPEC_INIT_UNIFORM);
+    in->kind = (kspec_init_kind)((which > 5 ? 5 : which) + KSPEC_INIT_UNIFORM);
     char field[128];
     switch (in->kind) {
     case KSPEC_INIT_UNIFORM:
@@ -117,7 +121,7 @@ static int load_init(kspec_loader *L, kernel_spec *k, kspec_buffer *buf, const j
         snprintf(field, sizeof field, "%s.file", where);
         {
             const json_t *f = kspec_need(L, init, where, "file");
-            if (!f || kspec_data_file(L, k->dir, f, field, &in->file) < 0)
+            if (!f || kspec_data_file(L, k, f, field, buf->dtype, &in->file) < 0)
                 return -1;
         }
         if (in->file.bytes == 0 || in->file.bytes % (long long)kt_dtype_size(buf->dtype) != 0)
@@ -265,7 +269,7 @@ static int load_answers(kspec_loader *L, kernel_spec *k, const json_t *bufs)
             return -1;
         const json_t *f = kspec_need(L, val, where, "file");
         snprintf(field, sizeof field, "%s.file", where);
-        if (!f || kspec_data_file(L, k->dir, f, field, &k->buffers[b].answer) < 0)
+        if (!f || kspec_data_file(L, k, f, field, k->buffers[b].dtype, &k->buffers[b].answer) < 0)
             return -1;
         size_t es = kt_dtype_size(k->buffers[b].dtype);
         if (k->buffers[b].answer.bytes % (long long)es != 0)

@@ -170,9 +170,9 @@ static int kernel_file(kspec_loader *L, const char *dir, const json_t *v, const 
                          name);
     if (!dir)
         return kspec_bad(L,
-                         "%s: data files are read from a kernel folder; a kernel registered over "
-                         "HTTP cannot name one yet",
-                         field);
+                         "%s: '%.80s' is not among the kernel's \"data\": a kernel registered over "
+                         "HTTP uploads its data files there",
+                         field, name);
     int w = snprintf(path, sizeof path, "%s/%s", dir, name);
     if (w < 0 || (size_t)w >= sizeof path)
         return kspec_bad(L, "%s: path too long", field);
@@ -210,13 +210,46 @@ int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, co
     return 0;
 }
 
-int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                    kspec_datafile *out)
+/* A kernel given as data: the uploaded data file v names (POST /v1/kernels "data"). */
+static int uploaded_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                         kt_dtype dtype, kspec_datafile *out)
+{
+    const char *name = json_string_value(v);
+    int i = kernel_data_find(k->data, name);
+    if (!name)
+        return kspec_bad(L, "%s: must be the name of a data file (a string)", field);
+    if (i < 0)
+        return kspec_bad(
+            L,
+            "%s: '%.80s' is not among the kernel's \"data\": upload it there ({\"%.80s\": "
+            "{\"dtype\", \"encoding\": \"base64\", \"data\"}})",
+            field, name, name);
+    if (kernel_data_dtype(k->data, i) != dtype)
+        return kspec_bad(L, "%s: data file '%s' holds %s values, the buffer is %s", field, name,
+                         kt_dtype_name(kernel_data_dtype(k->data, i)), kt_dtype_name(dtype));
+    size_t len = 0;
+    kernel_data_bytes(k->data, i, &len);
+    int w = snprintf(L->data_sums + L->data_sums_len, sizeof L->data_sums - L->data_sums_len,
+                     "%s %s %s\n", name, kt_dtype_name(dtype), kernel_data_sha256(k->data, i));
+    if (w < 0 || (size_t)w >= sizeof L->data_sums - L->data_sums_len)
+        return kspec_bad(L, "%s: too many data files named", field);
+    L->data_sums_len += (size_t)w;
+    if (!(out->path = strdup(name)))
+        return kspec_bad(L, "out of memory");
+    snprintf(out->sha256, sizeof out->sha256, "%s", kernel_data_sha256(k->data, i));
+    out->bytes = (long long)len;
+    return 0;
+}
+
+int kspec_data_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                    kt_dtype dtype, kspec_datafile *out)
 {
     size_t len = 0;
     if (out->path)
         return kspec_bad(L, "%s: a second data file for the same buffer", field);
-    if (kernel_file(L, dir, v, field, (size_t)KSPEC_MAX_DATA_BYTES, &out->path, &L->data_hash,
+    if (!k->dir && k->data)
+        return uploaded_file(L, k, v, field, dtype, out);
+    if (kernel_file(L, k->dir, v, field, (size_t)KSPEC_MAX_DATA_BYTES, &out->path, &L->data_hash,
                     &len) < 0)
         return -1;
     out->bytes = (long long)len;

@@ -23,6 +23,10 @@ typedef struct kspec_loader {
     size_t cap;
     int failed;
     uint64_t data_hash; /* the data files read (kspec_data_file): part of every variant's hash */
+    /* the uploaded data files named ("<name> <dtype> <sha256>\n" each, in the order read): part
+     * of the version (load_version) */
+    char data_sums[KDATA_MAX_FILES * 2 * (KFILES_MAX_NAME + KDATA_SHA_LEN + 8)];
+    size_t data_sums_len;
 } kspec_loader;
 
 /* --- field checks (kernel_spec_fields.c); each returns -1 after kspec_bad on failure ---------- */
@@ -49,10 +53,12 @@ void kspec_expr_release(kspec_expr *x);
 int kspec_source_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
                       char **name);
 
-/* A data file (a buffer's init "file", an answer) like a source file, at most KSPEC_MAX_DATA_BYTES,
- * hashed into L->data_hash; out->path must be NULL. */
-int kspec_data_file(kspec_loader *L, const char *dir, const json_t *v, const char *field,
-                    kspec_datafile *out);
+/* A data file (a buffer's init "file", an answer) of a buffer of dtype: a kernel folder's file like
+ * a source file, at most KSPEC_MAX_DATA_BYTES, hashed into L->data_hash; a kernel given as data
+ * names one of its uploaded data (k->data: of the same dtype), its SHA-256 noted in L->data_sums.
+ * out->path must be NULL. */
+int kspec_data_file(kspec_loader *L, const kernel_spec *k, const json_t *v, const char *field,
+                    kt_dtype dtype, kspec_datafile *out);
 
 /* --- the parts of a spec ---------------------------------------------------------------------- */
 

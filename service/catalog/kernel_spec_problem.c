@@ -266,11 +266,21 @@ static int derive(const kernel_spec *k, kspec_problem *out, kt_error *err)
         const kspec_datafile *f = b->init.kind == KSPEC_INIT_FILE ? &b->init.file
                                   : b->answer.path                ? &b->answer
                                                                   : NULL;
-        if (f && f->bytes != bytes)
-            return kt_error_set(err, KT_ERR_BAD_PROBLEM,
-                                "for this problem buffer %s holds %lld %s elements (%lld bytes), "
-                                "but its data file has %lld bytes",
-                                b->name, n, kt_dtype_name(b->dtype), bytes, f->bytes);
+        if (f && f->bytes != bytes) {
+            /* the data was made for one problem size: name the buffer and both counts */
+            long long es = (long long)kt_dtype_size(b->dtype);
+            const char *fname = strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path;
+            kt_error_set(err, KT_ERR_BAD_PROBLEM,
+                         "buffers.%s: for this problem the buffer has %lld %s elements "
+                         "(elements = %.200s), but its data file %s holds %lld (%lld bytes)",
+                         b->name, n, kt_dtype_name(b->dtype), b->elements.text, fname,
+                         f->bytes / es, f->bytes);
+            kt_error_hint(err,
+                          "ask for the problem the data was made for, or upload data of %lld "
+                          "elements as a new version",
+                          n);
+            return -1;
+        }
     }
     for (int i = 0; i < k->n_scalars; i++) {
         expr_value r;

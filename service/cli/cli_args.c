@@ -1,5 +1,7 @@
 #include "cli/cli_args.h"
 
+#include "core/number.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -28,37 +30,15 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char **value)
     return 0;
 }
 
-int cli_parse_ll(const char *s, long long min, long long max, long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_parse_double(const char *s, double min, double max, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !isfinite(v) || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 json_t *cli_parse_value(const char *s)
 {
     long long i;
     double d;
     if (s[0] == '[' || s[0] == '{')
         return json_loads(s, JSON_DECODE_ANY, NULL);
-    if (cli_parse_ll(s, LLONG_MIN, LLONG_MAX, &i) == 0)
+    if (kt_parse_ll(s, LLONG_MIN, LLONG_MAX, &i) == 0)
         return json_integer(i);
-    if (cli_parse_double(s, -HUGE_VAL, HUGE_VAL, &d) == 0 && !strchr(s, 'x') && !strchr(s, 'X'))
+    if (kt_parse_double(s, -HUGE_VAL, HUGE_VAL, &d) == 0 && !strchr(s, 'x') && !strchr(s, 'X'))
         return json_real(d);
     if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0)
         return json_boolean(s[0] == 't');

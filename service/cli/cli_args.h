@@ -15,11 +15,6 @@
  * missing. */
 int cli_opt(int argc, char **argv, int *i, const char *name, const char **value);
 
-/* Decimal integer in [min, max]; -1 when s is not one. */
-int cli_parse_ll(const char *s, long long min, long long max, long long *out);
-/* Finite number in [min, max]; -1 when s is not one. */
-int cli_parse_double(const char *s, double min, double max, double *out);
-
 /* "42" -> 42, "0.5" -> 0.5, "true"/"false" -> booleans, JSON text starting with '[' or '{' -> that
  * value, anything else -> the string itself. NULL only when out of memory or bad JSON text. */
 json_t *cli_parse_value(const char *s);

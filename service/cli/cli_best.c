@@ -10,6 +10,7 @@
 #include "cli/cli_client.h"
 #include "cli/cli_render.h"
 #include "cli/cli_table.h"
+#include "core/number.h"
 
 #define BEST_MAX_QUERY 4096
 
@@ -100,87 +101,92 @@ static int best_all(const cli_conn *conn, const char *kernel, const char *device
     return rc;
 }
 
-int cli_best_main(int argc, char **argv)
+/* The options of one `ktune best` call (strings borrowed from argv; problem owned). */
+typedef struct best_args {
+    const char *kernel, *device, *format, *source, *fallback, *k, *tune_on_miss, *device_class;
+    int verbose, all;
+    json_t *problem;
+} best_args;
+
+/* argv into a: 0, or -1 with *rc (a usage error printed, or --help's exit). */
+static int best_parse(cli_conn *conn, int argc, char **argv, best_args *a, int *rc)
 {
-    cli_conn conn;
-    const char *kernel = NULL, *device = NULL, *format = NULL, *source = NULL, *fallback = NULL,
-               *k = NULL, *tune_on_miss = NULL, *device_class = NULL;
-    int verbose = 0, all = 0;
-    json_t *problem = json_object(), *best = NULL;
-    cli_client *cl = NULL;
-    char query[BEST_MAX_QUERY] = "", path[BEST_MAX_QUERY + 16];
-    kt_error err;
-    kt_error_clear(&err);
-    int rc = CLI_EXIT_USAGE;
-    if (cli_conn_init(&conn) < 0)
-        goto done;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = cli_common_option(&conn, argc, argv, &i, best_usage, &rc)) ||
-            (m = cli_problem_option(argc, argv, &i, &problem)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &device)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
-            (m = cli_opt(argc, argv, &i, "--format", &format)) ||
-            (m = cli_opt(argc, argv, &i, "--source", &source)) ||
-            (m = cli_opt(argc, argv, &i, "--fallback", &fallback)) ||
-            (m = cli_opt(argc, argv, &i, "--k", &k)) ||
-            (m = cli_opt(argc, argv, &i, "--tune-on-miss", &tune_on_miss))) {
+        if ((m = cli_common_option(conn, argc, argv, &i, best_usage, rc)) ||
+            (m = cli_problem_option(argc, argv, &i, &a->problem)) ||
+            (m = cli_opt(argc, argv, &i, "--kernel", &a->kernel)) ||
+            (m = cli_opt(argc, argv, &i, "--device", &a->device)) ||
+            (m = cli_opt(argc, argv, &i, "--device-class", &a->device_class)) ||
+            (m = cli_opt(argc, argv, &i, "--format", &a->format)) ||
+            (m = cli_opt(argc, argv, &i, "--source", &a->source)) ||
+            (m = cli_opt(argc, argv, &i, "--fallback", &a->fallback)) ||
+            (m = cli_opt(argc, argv, &i, "--k", &a->k)) ||
+            (m = cli_opt(argc, argv, &i, "--tune-on-miss", &a->tune_on_miss))) {
             if (m < 0)
-                goto done;
+                return -1;
         } else if (strcmp(argv[i], "--verbose") == 0) {
-            verbose = 1;
+            a->verbose = 1;
         } else if (strcmp(argv[i], "--all") == 0) {
-            all = 1;
+            a->all = 1;
         } else {
             fprintf(stderr, "ktune best: unknown argument '%s' (ktune best --help)\n", argv[i]);
-            goto done;
+            return -1;
         }
     }
-    if (all) {
-        rc = best_all(&conn, kernel, device_class, format,
-                      device || source || fallback || k || tune_on_miss || verbose ||
-                          json_object_size(problem) > 0);
-        goto done;
-    }
+    return 0;
+}
+
+/* The checks of a single lookup's options (not --all): 0, or -1 with the reason printed. */
+static int best_check(best_args *a)
+{
+    long long n;
     /* The device external (issue 27) has no class of its own: the caller names it. */
-    if (device_class && !(device && strcmp(device, "external") == 0)) {
+    if (a->device_class && !(a->device && strcmp(a->device, "external") == 0)) {
         fprintf(stderr, "ktune best: --device-class goes with --all or --device external\n");
-        goto done;
+        return -1;
     }
-    if (!format)
-        format = "json";
-    if (!kernel || !device) {
+    if (!a->format)
+        a->format = "json";
+    if (!a->kernel || !a->device) {
         fprintf(stderr, "ktune best: --kernel and --device are required (ktune best --help)\n");
-        goto done;
+        return -1;
     }
-    if (strcmp(format, "json") != 0 && strcmp(format, "flags") != 0 &&
-        strcmp(format, "header") != 0) {
+    if (strcmp(a->format, "json") != 0 && strcmp(a->format, "flags") != 0 &&
+        strcmp(a->format, "header") != 0) {
         fprintf(stderr,
                 "ktune best: --format must be json, flags or header (table with --all), not '%s'\n",
-                format);
-        goto done;
+                a->format);
+        return -1;
     }
-    long long n;
-    if (source && strcmp(source, "measured") != 0 && strcmp(source, "predicted") != 0) {
-        fprintf(stderr, "ktune best: --source must be measured or predicted, not '%s'\n", source);
-        goto done;
+    if (a->source && strcmp(a->source, "measured") != 0 && strcmp(a->source, "predicted") != 0) {
+        fprintf(stderr, "ktune best: --source must be measured or predicted, not '%s'\n",
+                a->source);
+        return -1;
     }
-    if (fallback && strcmp(fallback, "nearest") != 0 && strcmp(fallback, "none") != 0) {
-        fprintf(stderr, "ktune best: --fallback must be nearest or none, not '%s'\n", fallback);
-        goto done;
+    if (a->fallback && strcmp(a->fallback, "nearest") != 0 && strcmp(a->fallback, "none") != 0) {
+        fprintf(stderr, "ktune best: --fallback must be nearest or none, not '%s'\n", a->fallback);
+        return -1;
     }
-    if (k && cli_parse_ll(k, 1, 20, &n) < 0) {
+    if (a->k && kt_parse_ll(a->k, 1, 20, &n) < 0) {
         fprintf(stderr, "ktune best: --k must be a whole number from 1 to 20\n");
-        goto done;
+        return -1;
     }
-    if (tune_on_miss && cli_parse_ll(tune_on_miss, 1, 1000000000, &n) < 0) {
+    if (a->tune_on_miss && kt_parse_ll(a->tune_on_miss, 1, 1000000000, &n) < 0) {
         fprintf(stderr, "ktune best: --tune-on-miss must be a positive whole number\n");
-        goto done;
+        return -1;
     }
+    return 0;
+}
+
+/* "/v1/best?..." of a lookup into path: 0, or -1 with the reason printed. */
+static int best_path(const best_args *a, char *path, size_t cap)
+{
+    char query[BEST_MAX_QUERY] = "";
     const char *names[] = {"kernel", "device",       "source",      "fallback",
                            "k",      "tune_on_miss", "device_class"};
-    const char *values[] = {kernel, device, source, fallback, k, tune_on_miss, device_class};
+    const char *values[] = {a->kernel, a->device,       a->source,      a->fallback,
+                            a->k,      a->tune_on_miss, a->device_class};
     int bad = 0;
     for (size_t o = 0; o < sizeof names / sizeof names[0]; o++) {
         if (!values[o])
@@ -191,20 +197,22 @@ int cli_best_main(int argc, char **argv)
     }
     const char *key;
     json_t *value;
-    json_object_foreach(problem, key, value) bad |= add_query(query, sizeof query, key, value) < 0;
+    json_object_foreach(a->problem, key, value) bad |=
+        add_query(query, sizeof query, key, value) < 0;
     if (bad) {
         fprintf(stderr, "ktune best: the query is too long or a problem value is not a number, "
                         "boolean, string or list of them\n");
-        goto done;
+        return -1;
     }
-    snprintf(path, sizeof path, "/v1/best?%s", query);
-    if (!(cl = cli_client_new(&conn))) {
-        fprintf(stderr, "ktune: cannot start libcurl\n");
-        rc = CLI_EXIT_FAILURE;
-        goto done;
-    }
-    if ((rc = cli_client_call(cl, "GET", path, NULL, &best, NULL)) != 0)
-        goto done;
+    snprintf(path, cap, "/v1/best?%s", query);
+    return 0;
+}
+
+/* The answer: where it came from on stderr, the configuration on stdout in the format asked. */
+static int best_print(const json_t *best, const best_args *a)
+{
+    kt_error err;
+    kt_error_clear(&err);
     char how[1024];
     if (cli_best_source_text(best, how, sizeof how) >= 0)
         fprintf(stderr, "ktune best: %s\n", how);
@@ -214,25 +222,51 @@ int cli_best_main(int argc, char **argv)
                 (long long)json_integer_value(json_object_get(tom, "job_id")),
                 json_is_true(json_object_get(tom, "queued")) ? "queued"
                                                              : "was already queued or running");
-    if (verbose && strcmp(format, "json") == 0) {
+    if (a->verbose && strcmp(a->format, "json") == 0) {
         /* The whole reply: source, provenance, model and candidates. */
         json_dumpf(best, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
-        rc = CLI_EXIT_OK;
-        goto done;
+        return CLI_EXIT_OK;
     }
-    char *text = cli_render_best(best, format, &err);
+    char *text = cli_render_best(best, a->format, &err);
     if (!text) {
         fprintf(stderr, "ktune: %s\n", err.message);
-        rc = CLI_EXIT_FAILURE;
-        goto done;
+        return CLI_EXIT_FAILURE;
     }
     fputs(text, stdout);
     free(text);
-    rc = CLI_EXIT_OK;
+    return CLI_EXIT_OK;
+}
+
+int cli_best_main(int argc, char **argv)
+{
+    cli_conn conn;
+    best_args a = {.problem = json_object()};
+    json_t *best = NULL;
+    cli_client *cl = NULL;
+    char path[BEST_MAX_QUERY + 16];
+    int rc = CLI_EXIT_USAGE;
+    if (cli_conn_init(&conn) < 0 || best_parse(&conn, argc, argv, &a, &rc) < 0)
+        goto done;
+    if (a.all) {
+        rc = best_all(&conn, a.kernel, a.device_class, a.format,
+                      a.device || a.source || a.fallback || a.k || a.tune_on_miss || a.verbose ||
+                          json_object_size(a.problem) > 0);
+        goto done;
+    }
+    if (best_check(&a) < 0 || best_path(&a, path, sizeof path) < 0)
+        goto done;
+    if (!(cl = cli_client_new(&conn))) {
+        fprintf(stderr, "ktune: cannot start libcurl\n");
+        rc = CLI_EXIT_FAILURE;
+        goto done;
+    }
+    if ((rc = cli_client_call(cl, "GET", path, NULL, &best, NULL)) != 0)
+        goto done;
+    rc = best_print(best, &a);
 done:
     json_decref(best);
-    json_decref(problem);
+    json_decref(a.problem);
     cli_client_free(cl);
     return rc;
 }

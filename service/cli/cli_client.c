@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/number.h"
 #include "core/strbuf.h"
 
 struct cli_client {
@@ -15,12 +16,10 @@ struct cli_client {
 
 static int parse_timeout(const char *s, long *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < 1 || v > 3600)
+    long long v;
+    if (kt_parse_ll(s, 1, 3600, &v) < 0)
         return -1;
-    *out = v;
+    *out = (long)v;
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
+#include "core/number.h"
 
 static void jobs_usage(FILE *f)
 {
@@ -52,7 +53,7 @@ static int jobs_parse(int argc, char **argv, int want_id, int allow_list, jobs_a
         } else if (allow_list && (m = cli_opt(argc, argv, &i, "--limit", &v))) {
             if (m < 0)
                 return CLI_EXIT_USAGE;
-            if (cli_parse_ll(v, 1, 500, &a->limit) < 0) {
+            if (kt_parse_ll(v, 1, 500, &a->limit) < 0) {
                 fprintf(stderr, "ktune: --limit must be a whole number from 1 to 500\n");
                 return CLI_EXIT_USAGE;
             }
@@ -65,7 +66,7 @@ static int jobs_parse(int argc, char **argv, int want_id, int allow_list, jobs_a
         }
     }
     long long id;
-    if (want_id && (!a->id || cli_parse_ll(a->id, 1, INT64_MAX, &id) < 0)) {
+    if (want_id && (!a->id || kt_parse_ll(a->id, 1, INT64_MAX, &id) < 0)) {
         fprintf(stderr, "ktune %s: a job id (a positive whole number) is required\n", argv[0]);
         return CLI_EXIT_USAGE;
     }

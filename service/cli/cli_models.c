@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
+#include "core/number.h"
 
 #define TRAIN_POLL_MS 500
 
@@ -199,12 +200,12 @@ int cli_models_main(int argc, char **argv)
             goto done;
         }
     }
-    if (limit_text && cli_parse_ll(limit_text, 1, 500, &limit) < 0) {
+    if (limit_text && kt_parse_ll(limit_text, 1, 500, &limit) < 0) {
         fprintf(stderr, "ktune models: --limit must be a whole number from 1 to 500\n");
         goto done;
     }
     if (id) {
-        if (cli_parse_ll(id, 1, INT64_MAX, &id_value) < 0) {
+        if (kt_parse_ll(id, 1, INT64_MAX, &id_value) < 0) {
             fprintf(stderr, "ktune models: a model id is a positive whole number, not '%s'\n", id);
             goto done;
         }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "core/number.h"
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -190,7 +191,7 @@ int cli_export_main(int argc, char **argv)
             goto done;
         }
     }
-    if (!id_text || cli_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
+    if (!id_text || kt_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
         fprintf(stderr, "ktune export: a job id (a positive whole number) is required\n");
         goto done;
     }
@@ -341,123 +342,157 @@ done:
     return rc;
 }
 
-int cli_import_main(int argc, char **argv)
+/* The options of one `ktune import` call (strings borrowed from argv or from own_*; problem
+ * owned). */
+typedef struct import_args {
+    const char *file, *kernel, *device, *klass, *version;
+    int trusted;
+    json_t *problem;
+    char own_class[sizeof((cli_import *)0)->device_class];
+    char own_version[sizeof((cli_import *)0)->kernel_version];
+} import_args;
+
+/* argv into a: 0, or -1 with *rc (a usage error printed, or --help's exit). */
+static int import_parse(cli_conn *conn, int argc, char **argv, import_args *a, int *rc)
 {
-    cli_conn conn;
-    const char *file = NULL, *kernel = NULL, *device = NULL, *klass = NULL, *version = NULL;
-    int trusted = 0;
-    json_t *problem = NULL, *root = NULL;
-    cli_client *cl = NULL;
-    cli_import im;
-    char *data = NULL;
-    size_t len = 0;
-    kt_error err;
-    kt_error_clear(&err);
-    memset(&im, 0, sizeof im);
-    int rc = CLI_EXIT_USAGE;
-    if (cli_conn_init(&conn) < 0)
-        goto done;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = cli_common_option(&conn, argc, argv, &i, transfer_usage, &rc)) ||
-            (m = cli_problem_option(argc, argv, &i, &problem)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &device)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &klass)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel-version", &version))) {
+        if ((m = cli_common_option(conn, argc, argv, &i, transfer_usage, rc)) ||
+            (m = cli_problem_option(argc, argv, &i, &a->problem)) ||
+            (m = cli_opt(argc, argv, &i, "--kernel", &a->kernel)) ||
+            (m = cli_opt(argc, argv, &i, "--device", &a->device)) ||
+            (m = cli_opt(argc, argv, &i, "--device-class", &a->klass)) ||
+            (m = cli_opt(argc, argv, &i, "--kernel-version", &a->version))) {
             if (m < 0)
-                goto done;
+                return -1;
         } else if (strcmp(argv[i], "--trusted") == 0) {
-            trusted = 1;
-        } else if (!file && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
-            file = argv[i];
+            a->trusted = 1;
+        } else if (!a->file && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
+            a->file = argv[i];
         } else {
             fprintf(stderr, "ktune import: unexpected argument '%s' (ktune import --help)\n",
                     argv[i]);
-            goto done;
+            return -1;
         }
     }
-    if (!file) {
+    if (!a->file) {
         fprintf(stderr, "ktune import: a file is required (ktune import --help)\n");
-        goto done;
+        return -1;
     }
-    rc = CLI_EXIT_FAILURE;
-    if (!(data = kt_file_read_gz(file, TRANSFER_MAX_FILE, &len, &err))) {
-        fprintf(stderr, "ktune: %s\n", err.message);
-        goto done;
-    }
+    return 0;
+}
+
+/* The file read (plain or gzip) and parsed into *root and im: 0, or -1 with the reason printed. */
+static int import_load(const char *file, json_t **root, cli_import *im)
+{
+    kt_error err;
+    size_t len = 0;
     json_error_t je;
-    root = json_loadb(data, len, 0, &je);
-    if (!json_is_object(root)) {
-        fprintf(stderr, "ktune: %s is not a JSON object (%s, line %d)\n", file,
-                root ? "another type" : je.text, je.line);
-        goto done;
+    int rc = -1;
+    kt_error_clear(&err);
+    char *data = kt_file_read_gz(file, TRANSFER_MAX_FILE, &len, &err);
+    if (!data) {
+        fprintf(stderr, "ktune: %s\n", err.message);
+        goto out;
     }
-    if (cli_import_parse(root, &im, &err) < 0) {
+    *root = json_loadb(data, len, 0, &je);
+    if (!json_is_object(*root)) {
+        fprintf(stderr, "ktune: %s is not a JSON object (%s, line %d)\n", file,
+                *root ? "another type" : je.text, je.line);
+        goto out;
+    }
+    if (cli_import_parse(*root, im, &err) < 0) {
         fprintf(stderr, "ktune: %s: %s\n", file, err.message);
         if (err.hint[0])
             fprintf(stderr, "  hint: %s\n", err.hint);
-        goto done;
+        goto out;
     }
+    rc = 0;
+out:
+    free(data);
+    return rc;
+}
+
+/* Which kernel, device, class and version the import goes to: the options, else what the file
+ * says. 0, or an exit status with the reason printed. */
+static int import_target(const json_t *root, cli_import *im, import_args *a)
+{
+    kt_error err;
+    kt_error_clear(&err);
     /* A genuine Kernel Tuner cache names no target ktune knows: its own kernel on the device
-     * external. --device-class or --device external asks for that with any cache. */
-    /* An external job's export names its class and version (unless another device is asked). */
-    char own_class[sizeof im.device_class], own_version[sizeof im.kernel_version];
-    snprintf(own_class, sizeof own_class, "%s", im.device_class);
-    snprintf(own_version, sizeof own_version, "%s", im.kernel_version);
-    int to_external = !device || strcmp(device, "external") == 0;
-    if (to_external && !klass && own_class[0])
-        klass = own_class;
-    if (to_external && !version && own_version[0])
-        version = own_version;
-    if (strcmp(im.format, "kerneltuner") == 0 &&
-        (klass || (device && strcmp(device, "external") == 0) || (!device && !im.device[0]))) {
-        if (device && strcmp(device, "external") != 0) {
+     * external. --device-class or --device external asks for that with any cache. An external
+     * job's export names its class and version (unless another device is asked). */
+    snprintf(a->own_class, sizeof a->own_class, "%s", im->device_class);
+    snprintf(a->own_version, sizeof a->own_version, "%s", im->kernel_version);
+    int to_external = !a->device || strcmp(a->device, "external") == 0;
+    if (to_external && !a->klass && a->own_class[0])
+        a->klass = a->own_class;
+    if (to_external && !a->version && a->own_version[0])
+        a->version = a->own_version;
+    if (strcmp(im->format, "kerneltuner") == 0 &&
+        (a->klass || (a->device && strcmp(a->device, "external") == 0) ||
+         (!a->device && !im->device[0]))) {
+        if (a->device && strcmp(a->device, "external") != 0) {
             fprintf(stderr, "ktune import: --device-class is for --device external\n");
-            rc = CLI_EXIT_USAGE;
-            goto done;
+            return CLI_EXIT_USAGE;
         }
-        if (cli_import_external(root, kernel, klass, &im, &err) < 0) {
-            fprintf(stderr, "ktune: %s: %s\n", file, err.message);
+        if (cli_import_external(root, a->kernel, a->klass, im, &err) < 0) {
+            fprintf(stderr, "ktune: %s: %s\n", a->file, err.message);
             if (err.hint[0])
                 fprintf(stderr, "  hint: %s\n", err.hint);
-            goto done;
+            return CLI_EXIT_FAILURE;
         }
-        if (problem) { /* --problem replaces the file's problem_size */
-            json_decref(im.problem);
-            im.problem = NULL;
+        if (a->problem) { /* --problem replaces the file's problem_size */
+            json_decref(im->problem);
+            im->problem = NULL;
         }
-        device = im.device;
-    } else if (klass || version) {
+        a->device = im->device;
+    } else if (a->klass || a->version) {
         fprintf(stderr, "ktune import: --device-class and --kernel-version are for a Kernel Tuner "
                         "cache imported on the device external\n");
-        rc = CLI_EXIT_USAGE;
-        goto done;
+        return CLI_EXIT_USAGE;
     }
-    if (!kernel)
-        kernel = im.kernel[0] ? im.kernel : NULL;
-    if (!device)
-        device = im.device[0] ? im.device : NULL;
-    if (!problem && im.problem)
-        problem = json_incref(im.problem);
-    if (!kernel || !device) {
+    if (!a->kernel)
+        a->kernel = im->kernel[0] ? im->kernel : NULL;
+    if (!a->device)
+        a->device = im->device[0] ? im->device : NULL;
+    if (!a->problem && im->problem)
+        a->problem = json_incref(im->problem);
+    if (!a->kernel || !a->device) {
         fprintf(stderr,
                 "ktune import: %s does not say which kernel and device it measured; "
                 "give --kernel and --device\n",
-                file);
-        rc = CLI_EXIT_USAGE;
-        goto done;
+                a->file);
+        return CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int cli_import_main(int argc, char **argv)
+{
+    cli_conn conn;
+    import_args a;
+    json_t *root = NULL;
+    cli_client *cl = NULL;
+    cli_import im;
+    memset(&a, 0, sizeof a);
+    memset(&im, 0, sizeof im);
+    int rc = CLI_EXIT_USAGE;
+    if (cli_conn_init(&conn) < 0 || import_parse(&conn, argc, argv, &a, &rc) < 0)
+        goto done;
+    rc = CLI_EXIT_FAILURE;
+    if (import_load(a.file, &root, &im) < 0 || (rc = import_target(root, &im, &a)) != 0)
+        goto done;
+    rc = CLI_EXIT_FAILURE;
     if (!(cl = cli_client_new(&conn))) {
         fprintf(stderr, "ktune: cannot start libcurl\n");
         goto done;
     }
-    rc = send_import(cl, &im, kernel, device, problem, trusted, version);
+    rc = send_import(cl, &im, a.kernel, a.device, a.problem, a.trusted, a.version);
 done:
     cli_import_release(&im);
     json_decref(root);
-    json_decref(problem);
-    free(data);
+    json_decref(a.problem);
     cli_client_free(cl);
     return rc;
 }

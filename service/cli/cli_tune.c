@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/file.h"
+#include "core/number.h"
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -25,7 +26,8 @@ static void tune_usage(FILE *f)
     fprintf(f, "usage: ktune tune --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
                "                  [--strategy S] [--budget-evaluations N] [--budget-seconds S]\n"
                "                  [--option NAME=V]... [--seed N] [--history auto|none]\n"
-               "                  [--parallel N] [--json FILE|-] [--wait]\n"
+               "                  [--parallel N] [--objective max|min:METRIC] [--json FILE|-]\n"
+               "                  [--wait]\n"
                "\n"
                "Submits a tuning job (POST /v1/tune) and prints its id on stdout. --json reads\n"
                "a request body to start from; options override its fields. A problem value with\n"
@@ -36,6 +38,8 @@ static void tune_usage(FILE *f)
                "results of the same kernel on other devices and problems suggest).\n"
                "--parallel N (1..64): configurations measured at once, by as many workers\n"
                "of the device class on any hosts (default: the server's --workers).\n"
+               "--objective max:gflops (or min:NAME) optimises a metric the kernel declares\n"
+               "instead of the time (its best is the job's; GET /v1/best stays time-only).\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
@@ -96,6 +100,70 @@ static int string_option(int argc, char **argv, int *i, json_t *flags)
     return 0;
 }
 
+/* --objective max:METRIC | min:METRIC into flags' "objective" (the server checks the name): 0,
+ * or -1 printed. */
+static int objective_option(const char *v, json_t *flags)
+{
+    const char *colon = strchr(v, ':');
+    size_t goal_len = colon ? (size_t)(colon - v) : 0;
+    if (!colon || !colon[1] ||
+        !((goal_len == 3 && strncmp(v, "max", 3) == 0) ||
+          (goal_len == 3 && strncmp(v, "min", 3) == 0))) {
+        fprintf(stderr,
+                "ktune: --objective must be max:METRIC or min:METRIC (a metric the kernel "
+                "declares), not '%s'\n",
+                v);
+        return -1;
+    }
+    json_object_set_new(flags, "objective",
+                        json_pack("{s:s, s:s#}", "metric", colon + 1, "goal", v, (int)goal_len));
+    return 0;
+}
+
+/* The options with a checked value: --budget-evaluations, --budget-seconds (into *budget, made on
+ * first use), --seed, --parallel, --objective (into flags). 1 taken, 0 not one of them, -1 printed.
+ */
+static int value_option(int argc, char **argv, int *i, json_t *flags, json_t **budget)
+{
+    const char *v = NULL;
+    long long n;
+    double d;
+    int m;
+    if ((m = cli_opt(argc, argv, i, "--budget-evaluations", &v)) > 0) {
+        if (kt_parse_ll(v, 1, 1000000000LL, &n) < 0) {
+            fprintf(stderr, "ktune: --budget-evaluations must be a whole number >= 1\n");
+            return -1;
+        }
+        if (!*budget)
+            *budget = json_object();
+        json_object_set_new(*budget, "evaluations", json_integer(n));
+    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--budget-seconds", &v)) > 0) {
+        if (kt_parse_double(v, 1e-9, 1e12, &d) < 0) {
+            fprintf(stderr, "ktune: --budget-seconds must be a number > 0\n");
+            return -1;
+        }
+        if (!*budget)
+            *budget = json_object();
+        json_object_set_new(*budget, "seconds", json_real(d));
+    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--seed", &v)) > 0) {
+        if (kt_parse_ll(v, 0, INT64_MAX, &n) < 0) {
+            fprintf(stderr, "ktune: --seed must be a whole number >= 0\n");
+            return -1;
+        }
+        json_object_set_new(flags, "seed", json_integer(n));
+    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--parallel", &v)) > 0) {
+        if (kt_parse_ll(v, 1, 64, &n) < 0) {
+            fprintf(stderr, "ktune: --parallel must be a whole number from 1 to 64\n");
+            return -1;
+        }
+        json_object_set_new(flags, "parallel", json_integer(n));
+    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--objective", &v)) > 0) {
+        if (objective_option(v, flags) < 0)
+            return -1;
+    }
+    return m;
+}
+
 int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
 {
     int rc = CLI_EXIT_USAGE;
@@ -109,8 +177,6 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m;
-        long long n;
-        double d;
         if ((m = cli_common_option(conn, argc, argv, &i, tune_usage, &rc)) ||
             (m = cli_problem_option(argc, argv, &i, &problem)) ||
             (m = string_option(argc, argv, &i, flags))) {
@@ -129,42 +195,9 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
                 fprintf(stderr, "ktune: --option %s\n", err.message);
                 goto done;
             }
-        } else if ((m = cli_opt(argc, argv, &i, "--budget-evaluations", &v))) {
+        } else if ((m = value_option(argc, argv, &i, flags, &budget))) {
             if (m < 0)
                 goto done;
-            if (cli_parse_ll(v, 1, 1000000000LL, &n) < 0) {
-                fprintf(stderr, "ktune: --budget-evaluations must be a whole number >= 1\n");
-                goto done;
-            }
-            if (!budget)
-                budget = json_object();
-            json_object_set_new(budget, "evaluations", json_integer(n));
-        } else if ((m = cli_opt(argc, argv, &i, "--budget-seconds", &v))) {
-            if (m < 0)
-                goto done;
-            if (cli_parse_double(v, 1e-9, 1e12, &d) < 0) {
-                fprintf(stderr, "ktune: --budget-seconds must be a number > 0\n");
-                goto done;
-            }
-            if (!budget)
-                budget = json_object();
-            json_object_set_new(budget, "seconds", json_real(d));
-        } else if ((m = cli_opt(argc, argv, &i, "--seed", &v))) {
-            if (m < 0)
-                goto done;
-            if (cli_parse_ll(v, 0, INT64_MAX, &n) < 0) {
-                fprintf(stderr, "ktune: --seed must be a whole number >= 0\n");
-                goto done;
-            }
-            json_object_set_new(flags, "seed", json_integer(n));
-        } else if ((m = cli_opt(argc, argv, &i, "--parallel", &v))) {
-            if (m < 0)
-                goto done;
-            if (cli_parse_ll(v, 1, 64, &n) < 0) {
-                fprintf(stderr, "ktune: --parallel must be a whole number from 1 to 64\n");
-                goto done;
-            }
-            json_object_set_new(flags, "parallel", json_integer(n));
         } else if ((m = cli_opt(argc, argv, &i, "--json", &v))) {
             if (m < 0)
                 goto done;

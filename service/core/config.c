@@ -45,6 +45,15 @@ static const config_option options[] = {
     {"--runner-user", "KTUNE_RUNNER_USER", STR(runner_user),
      "when ktuned runs as root, the user ktune-runner switches to before it compiles or runs a "
      "kernel [nobody]"},
+    {"--runner-uid-base", "KTUNE_RUNNER_UID_BASE", OPT_LLONG, offsetof(kt_config, runner_uid_base),
+     0, 1, 4294967294.0,
+     "when ktuned runs as root, the runner of a kernel submitted over HTTP runs as a uid of its "
+     "version's own, base + hash(version) mod --runner-uids, no /etc/passwd entry needed "
+     "[2000000000]"},
+    {"--runner-uids", "KTUNE_RUNNER_UIDS", OPT_LLONG, offsetof(kt_config, runner_uids), 0, 0,
+     4294967294.0,
+     "how many uids from --runner-uid-base; 0: submitted kernels run as --runner-user like "
+     "folder kernels [100000000]"},
     {"--log-level", "KTUNE_LOG_LEVEL", STR(log_level), "debug, info, warn or error [info]"},
     {"--workers", "KTUNE_WORKERS", OPT_INT, offsetof(kt_config, workers), 0, 1, 256,
      "measurement worker threads [2]"},
@@ -204,6 +213,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->job_max_start_attempts = 3;
     cfg->max_queued_jobs_per_token = 100;
     snprintf(cfg->runner_user, sizeof cfg->runner_user, "nobody");
+    cfg->runner_uid_base = 2000000000LL; /* runner/privileges.h RUNNER_UID_BASE */
+    cfg->runner_uids = 100000000LL;
 }
 
 static int set_value(kt_config *cfg, const config_option *o, const char *value, const char *source,

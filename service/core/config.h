@@ -20,6 +20,8 @@ typedef struct kt_config {
     int max_queued_jobs_per_token; /* --max-queued-jobs-per-token: queued+running jobs, 429 beyond
                                     */
     char runner_user[64];          /* --runner-user: ktune-runner's user when ktuned is root */
+    long long runner_uid_base;     /* --runner-uid-base: first uid of submitted versions' runners */
+    long long runner_uids;         /* --runner-uids: how many (0: they share --runner-user) */
     char log_level[16];            /* --log-level, KTUNE_LOG_LEVEL */
     char kernels[4096];           /* --kernels, KTUNE_KERNELS: comma-separated folders; "" = none */
     char accel_devices[PATH_MAX]; /* --accel-devices, KTUNE_ACCEL_DEVICES: the accel devices file;

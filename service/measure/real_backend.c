@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "core/log.h"
 #include "space/space.h"
 #include "measure/runner_client.h"
@@ -158,7 +159,10 @@ static json_t *buffer_json(const kernel_spec *k, int i, long long elements)
         init = json_pack("{s:s}", "kind", "zeros");
         break;
     case KSPEC_INIT_FILE:
-        init = json_pack("{s:s, s:s}", "kind", "file", "file", in->file.path);
+        /* an uploaded data file goes by its hash (its bytes only when the runner asks: below) */
+        init = in->file.sha256[0]
+                   ? json_pack("{s:s, s:s}", "kind", "data", "sha256", in->file.sha256)
+                   : json_pack("{s:s, s:s}", "kind", "file", "file", in->file.path);
         break;
     default:
         break;
@@ -208,11 +212,14 @@ static int interface_fields(const real_backend *b, const kernel_spec *k, const k
         json_t *files = json_object();
         if (!files || json_object_set_new(verify, "buffers", files) < 0)
             return -1;
-        for (int i = 0; i < k->n_buffers; i++)
-            if (k->buffers[i].answer.path &&
+        for (int i = 0; i < k->n_buffers; i++) {
+            const kspec_datafile *a = &k->buffers[i].answer;
+            if (a->path &&
                 json_object_set_new(files, k->buffers[i].name,
-                                    json_string(k->buffers[i].answer.path)) < 0)
+                                    a->sha256[0] ? json_pack("{s:s}", "sha256", a->sha256)
+                                                 : json_string(a->path)) < 0)
                 return -1;
+        }
     }
     if (b->dev->kind != KSPEC_CPU)
         return 0;
@@ -348,6 +355,40 @@ out:
     return req;
 }
 
+/* The runner's reply {"need_data": ["<sha256>", ...]} (PROTOCOL.md, "data"): it does not hold
+ * these uploaded data files yet. The request gets "data" with every one of them the kernel has
+ * (base64); 0, or -1 when the reply names one the kernel lacks (or out of memory). */
+static int attach_data(const kernel_spec *k, const json_t *need, json_t *req, kt_error *err)
+{
+    json_t *data = json_object(), *v;
+    size_t i;
+    if (!data || json_object_set_new(req, "data", data) < 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    json_array_foreach(need, i, v)
+    {
+        const char *sha = json_string_value(v);
+        int found = 0;
+        for (int j = 0; sha && j < kernel_data_count(k->data) && !found; j++) {
+            if (strcmp(kernel_data_sha256(k->data, j), sha) != 0)
+                continue;
+            size_t len = 0, n = 0;
+            const unsigned char *bytes = kernel_data_bytes(k->data, j, &len);
+            char *text = kt_base64_encode(bytes, len, &n);
+            if (!text || json_object_set_new(data, sha, json_stringn(text, n)) < 0) {
+                free(text);
+                return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+            }
+            free(text);
+            found = 1;
+        }
+        if (!found)
+            return kt_error_set(err, KT_ERR_MEASURE,
+                                "the runner asked for data %.64s, which kernel %s does not have",
+                                sha ? sha : "(not a string)", k->name);
+    }
+    return 0;
+}
+
 static double num_field(const json_t *o, const char *key)
 {
     const json_t *v = json_object_get(o, key);
@@ -467,6 +508,10 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
     snprintf(b->ran_version, sizeof b->ran_version, "%s", k->version);
     b->ran_submitted = submitted;
+    /* and runs as a uid of its version's own (a root ktuned's runner: runner/privileges.h), with a
+     * compile cache folder and a /tmp of its own: it cannot touch another kernel's objects or
+     * sources, nor signal another runner */
+    runner_client_set_version_uid(b->runner, submitted ? k->version : NULL);
     runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
     int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
     int retried = 0;
@@ -477,6 +522,19 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         log_warn("%s on %s, configuration %llu: the runner was killed (SIGKILL); measuring again",
                  k->name, b->dev->name, (unsigned long long)id);
         retried = 1;
+        got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+    }
+    const json_t *need = got == RUNNER_REPLY ? json_object_get(reply, "need_data") : NULL;
+    if (json_is_array(need) && json_array_size(need) > 0) {
+        /* a runner holds a version's uploaded data once it was sent: the bytes travel only when
+         * it asks (a new runner, or one that dropped them), not with every measure */
+        if (attach_data(k, need, req, err) < 0) {
+            runner_client_set_stop(b->runner, NULL, NULL);
+            pthread_mutex_unlock(b->dev->lock);
+            goto out;
+        }
+        json_decref(reply);
+        reply = NULL;
         got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
     }
     runner_client_set_stop(b->runner, NULL, NULL);

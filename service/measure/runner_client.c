@@ -32,7 +32,8 @@
 struct runner_client {
     char *path, *device, *cache_dir;
     int cpu_core;
-    pid_t pid; /* 0 when not running */
+    char version_uid[72]; /* --version-uid of the next start, "" for none */
+    pid_t pid;            /* 0 when not running */
     int in_fd, out_fd;
     long long next_id;
     char *buf; /* bytes read but not consumed */
@@ -74,6 +75,16 @@ runner_client *runner_client_new(const runner_spawn *opt, kt_error *err)
     }
     r->cpu_core = opt->cpu_core;
     return r;
+}
+
+void runner_client_set_version_uid(runner_client *r, const char *version)
+{
+    const char *v = version ? version : "";
+    if (strcmp(r->version_uid, v) == 0)
+        return;
+    /* a runner already started as another uid serves no other version */
+    runner_client_stop(r, RUNNER_REAP_GRACE_S);
+    snprintf(r->version_uid, sizeof r->version_uid, "%s", v);
 }
 
 int runner_client_running(const runner_client *r)
@@ -136,7 +147,7 @@ int runner_client_start(runner_client *r, kt_error *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, st[2] = {-1, -1};
     char core[16];
-    char *argv[9];
+    char *argv[11];
     int n = 0, rc = -1;
     struct rlimit rl;
     int max_fd = RUNNER_MAX_FD_LOOP;
@@ -153,6 +164,10 @@ int runner_client_start(runner_client *r, kt_error *err)
         snprintf(core, sizeof core, "%d", r->cpu_core);
         argv[n++] = "--cpu-core";
         argv[n++] = core;
+    }
+    if (r->version_uid[0]) {
+        argv[n++] = "--version-uid";
+        argv[n++] = r->version_uid;
     }
     argv[n] = NULL;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&

@@ -47,6 +47,10 @@ typedef struct runner_end {
 /* Copies the options; starts nothing. */
 runner_client *runner_client_new(const runner_spawn *opt, kt_error *err);
 int runner_client_running(const runner_client *r);
+/* The kernel version whose own uid the runner takes (--version-uid: a submitted kernel, issue 27),
+ * or NULL for the shared runner user; a runner running with another one is stopped first, so the
+ * next call starts one as this uid. Copies version (at most 64 characters). */
+void runner_client_set_version_uid(runner_client *r, const char *version);
 /* Starts the process if it is not running. Errors: KT_ERR_MEASURE (cannot be executed). */
 int runner_client_start(runner_client *r, kt_error *err);
 /* Sets (or, with fn NULL, clears) the stop check of the following calls; arg is borrowed and must

@@ -5,25 +5,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/codec.h"
 #include "model/seq2seq_internal.h"
 
 #define S2S_MAGIC  "S2SQ"
 #define S2S_FORMAT 1u
-
-static void put_u64(strbuf *out, uint64_t v, int bytes)
-{
-    char b[8];
-    for (int i = 0; i < bytes; i++)
-        b[i] = (char)(unsigned char)(v >> (8 * i));
-    strbuf_append(out, b, (size_t)bytes);
-}
-
-static void put_f64(strbuf *out, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, sizeof v);
-    put_u64(out, v, 8);
-}
 
 int seq2seq_save(const seq2seq *m, strbuf *out, kt_error *err)
 {
@@ -31,24 +17,24 @@ int seq2seq_save(const seq2seq *m, strbuf *out, kt_error *err)
     if (strbuf_reserve(out, 64 + 4 * (size_t)m->n_params + 8 * n_w) < 0)
         goto fail;
     strbuf_append(out, S2S_MAGIC, 4);
-    put_u64(out, S2S_FORMAT, 4);
-    put_u64(out, (uint64_t)m->token_dim, 4);
-    put_u64(out, (uint64_t)m->n_params, 4);
-    put_u64(out, (uint64_t)m->hyper.hidden, 4);
-    put_u64(out, (uint64_t)m->hyper.epochs, 4);
-    put_u64(out, (uint64_t)m->hyper.batch, 4);
-    put_f64(out, m->hyper.lr);
-    put_f64(out, m->hyper.l2);
-    put_u64(out, m->seed, 8);
-    put_u64(out, (uint64_t)m->train_calls, 8);
+    codec_put_uint(out, S2S_FORMAT, 4);
+    codec_put_uint(out, (uint64_t)m->token_dim, 4);
+    codec_put_uint(out, (uint64_t)m->n_params, 4);
+    codec_put_uint(out, (uint64_t)m->hyper.hidden, 4);
+    codec_put_uint(out, (uint64_t)m->hyper.epochs, 4);
+    codec_put_uint(out, (uint64_t)m->hyper.batch, 4);
+    codec_put_f64(out, m->hyper.lr);
+    codec_put_f64(out, m->hyper.l2);
+    codec_put_uint(out, m->seed, 8);
+    codec_put_uint(out, (uint64_t)m->train_calls, 8);
     for (int p = 0; p < m->n_params; p++)
-        put_u64(out, (uint64_t)m->n_values[p], 4);
-    put_u64(out, (uint64_t)n_w, 8);
+        codec_put_uint(out, (uint64_t)m->n_values[p], 4);
+    codec_put_uint(out, (uint64_t)n_w, 8);
     const double *blocks[3] = {m->enc->params, m->dec->params, m->head};
     size_t sizes[3] = {m->enc->n_params, m->dec->n_params, m->n_head};
     for (int b = 0; b < 3; b++)
         for (size_t i = 0; i < sizes[b]; i++)
-            put_f64(out, blocks[b][i]);
+            codec_put_f64(out, blocks[b][i]);
     if (out->failed)
         goto fail;
     return 0;
@@ -60,34 +46,6 @@ fail:
     return -1;
 }
 
-/* A cursor over the buffer: reads fail (and stay failed) past the end. */
-typedef struct reader {
-    const unsigned char *buf;
-    size_t len, pos;
-    int short_read;
-} reader;
-
-static uint64_t get_u64(reader *r, int bytes)
-{
-    uint64_t v = 0;
-    if (r->short_read || r->len - r->pos < (size_t)bytes) {
-        r->short_read = 1;
-        return 0;
-    }
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)r->buf[r->pos + (size_t)i] << (8 * i);
-    r->pos += (size_t)bytes;
-    return v;
-}
-
-static double get_f64(reader *r)
-{
-    uint64_t v = get_u64(r, 8);
-    double d;
-    memcpy(&d, &v, sizeof d);
-    return d;
-}
-
 seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_error *err)
 {
     seq2seq *m = NULL;
@@ -97,29 +55,29 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
         kt_error_hint(err, "give bytes written by seq2seq_save and a position inside them");
         goto fail;
     }
-    reader r = {buf, len, *pos, 0};
+    codec_reader r = codec_reader_at(buf, len, *pos);
     if (len - r.pos < 4 || memcmp(buf + r.pos, S2S_MAGIC, 4) != 0) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "the buffer does not hold a seq2seq model");
         kt_error_hint(err, "give bytes written by seq2seq_save");
         goto fail;
     }
     r.pos += 4;
-    uint64_t format = get_u64(&r, 4);
-    if (!r.short_read && format != S2S_FORMAT) {
+    uint64_t format = codec_get_uint(&r, 4);
+    if (!r.bad && format != S2S_FORMAT) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "seq2seq model format %llu, this build reads %u",
                      (unsigned long long)format, S2S_FORMAT);
         kt_error_hint(err, "retrain the model");
         goto fail;
     }
-    uint64_t token_dim = get_u64(&r, 4), n_params = get_u64(&r, 4);
+    uint64_t token_dim = codec_get_uint(&r, 4), n_params = codec_get_uint(&r, 4);
     seq2seq_hyper h;
-    h.hidden = (int)(get_u64(&r, 4) & 0x7fffffff);
-    h.epochs = (int)(get_u64(&r, 4) & 0x7fffffff);
-    h.batch = (int)(get_u64(&r, 4) & 0x7fffffff);
-    h.lr = get_f64(&r);
-    h.l2 = get_f64(&r);
-    uint64_t seed = get_u64(&r, 8), train_calls = get_u64(&r, 8);
-    if (r.short_read)
+    h.hidden = (int)(codec_get_uint(&r, 4) & 0x7fffffff);
+    h.epochs = (int)(codec_get_uint(&r, 4) & 0x7fffffff);
+    h.batch = (int)(codec_get_uint(&r, 4) & 0x7fffffff);
+    h.lr = codec_get_f64(&r);
+    h.l2 = codec_get_f64(&r);
+    uint64_t seed = codec_get_uint(&r, 8), train_calls = codec_get_uint(&r, 8);
+    if (r.bad)
         goto truncated;
     if (n_params < 1 || n_params > SEQ2SEQ_MAX_PARAMS || token_dim > SEQ2SEQ_MAX_TOKEN_DIM ||
         h.hidden < 1 || h.epochs < 1 || h.batch < 1 || !(h.lr > 0) || !(h.l2 > 0) ||
@@ -129,9 +87,9 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
         goto fail;
     }
     for (uint64_t p = 0; p < n_params; p++)
-        n_values[p] = (int)(get_u64(&r, 4) & 0x7fffffff);
-    uint64_t n_w = get_u64(&r, 8);
-    if (r.short_read)
+        n_values[p] = (int)(codec_get_uint(&r, 4) & 0x7fffffff);
+    uint64_t n_w = codec_get_uint(&r, 8);
+    if (r.bad)
         goto truncated;
     /* The weights must all be in the buffer before anything is allocated for them: a corrupted
      * size cannot make the load allocate more than the buffer holds. */
@@ -165,7 +123,7 @@ seq2seq *seq2seq_load(const unsigned char *buf, size_t len, size_t *pos, kt_erro
         goto fail;
     }
     for (uint64_t i = 0; i < n_w; i++) {
-        double w = get_f64(&r);
+        double w = codec_get_f64(&r);
         if (!isfinite(w)) {
             kt_error_set(err, KT_ERR_BAD_REQUEST, "the seq2seq model has a non-finite weight");
             kt_error_hint(err, "the buffer is corrupted: retrain the model");

@@ -138,6 +138,27 @@ static void buffer_rng(kt_rng *rng, const char *kernel, const char *buffer)
     kt_rng_seed(rng, h);
 }
 
+/* An uploaded data file (data.c) into dst: exactly n bytes. Returns 0, 1 with reason. */
+static int copy_data(const runner_data *store, const runner_buffer *b, const char *sha,
+                     const char *what, void *dst, char *reason, size_t cap)
+{
+    const runner_datum *d = runner_data_find(store, sha);
+    if (!d) {
+        snprintf(reason, cap, "buffer %s: %s data %.64s is not held by the runner", b->name, what,
+                 sha);
+        return 1;
+    }
+    if (d->len != buffer_bytes(b)) {
+        snprintf(reason, cap,
+                 "buffer %s: %s data has %zu bytes (%zu %s elements), the buffer %zu (%lld)",
+                 b->name, what, d->len, d->len / kt_dtype_size(b->dtype), kt_dtype_name(b->dtype),
+                 buffer_bytes(b), b->elements);
+        return 1;
+    }
+    memcpy(dst, d->bytes, d->len);
+    return 0;
+}
+
 /* Raw little-endian elements of b's dtype from its init file: exactly the buffer's bytes. */
 static int fill_from_file(void *x, const runner_buffer *b, char *reason, size_t cap)
 {
@@ -171,6 +192,8 @@ int cpu_problem_fill(cpu_problem *p, int i, char *reason, size_t reason_cap)
     switch (b->init) {
     case RUNNER_INIT_FILE:
         return fill_from_file(x, b, reason, reason_cap);
+    case RUNNER_INIT_DATA:
+        return copy_data(p->store, b, b->init_file, "init", x, reason, reason_cap);
     case RUNNER_INIT_ZEROS:
         memset(x, 0, buffer_bytes(b));
         return 0;
@@ -293,11 +316,14 @@ static int check_sgemm_shape(const runner_measure_req *q, kt_error *err)
     return 0;
 }
 
-/* An answer file into b's expected values. Returns 0, 1 with reason. */
-static int read_answer(const runner_buffer *b, void *expected, char *reason, size_t cap)
+/* An answer file (or uploaded data) into b's expected values. Returns 0, 1 with reason. */
+static int read_answer(const runner_data *store, const runner_buffer *b, void *expected,
+                       char *reason, size_t cap)
 {
     kt_error e;
     size_t len = 0;
+    if (b->answer_data)
+        return copy_data(store, b, b->answer, "answer", expected, reason, cap);
     char *bytes = kt_file_read_all(b->answer, (size_t)RUNNER_MAX_DATA_BYTES, &len, &e);
     if (!bytes) {
         snprintf(reason, cap, "buffer %s: answer file: %s", b->name, e.message);
@@ -398,6 +424,7 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
     p->ref_kind = q->ref_kind;
     p->verify = q->verify;
     p->setup_key = q->setup_key;
+    p->store = &r->data;
     if (ref_binary)
         snprintf(p->ref_binary, sizeof p->ref_binary, "%s", ref_binary);
     for (int i = 0; i < q->n_buffers; i++) {
@@ -423,7 +450,7 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
     if (q->verify == RUNNER_VERIFY_ANSWER) {
         for (int i = 0; i < q->n_buffers; i++) {
             if (q->buffers[i].output &&
-                read_answer(&q->buffers[i], p->expected[i], reason, reason_cap) != 0) {
+                read_answer(p->store, &q->buffers[i], p->expected[i], reason, reason_cap) != 0) {
                 rc = 1;
                 goto out;
             }

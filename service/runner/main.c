@@ -20,13 +20,18 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
-          "                    [--log-level debug|info|warn|error] [--user NAME]\n"
-          "Started as root, it switches to --user (else $KTUNE_RUNNER_USER, else nobody) before\n"
-          "it compiles or runs anything, and always sets no-new-privs and resource limits.\n"
-          "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
-          "(see service/runner/PROTOCOL.md).\n",
-          f);
+    fputs(
+        "usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
+        "                    [--log-level debug|info|warn|error] [--user NAME]\n"
+        "                    [--version-uid VERSION]\n"
+        "Started as root, it takes namespaces of its own (network, mount, pid) and switches to\n"
+        "--user (else $KTUNE_RUNNER_USER, else nobody) before it compiles or runs anything; with\n"
+        "--version-uid (a submitted kernel's version, hex), to a uid of that version's own\n"
+        "($KTUNE_RUNNER_UID_BASE + hash mod $KTUNE_RUNNER_UIDS) with a cache folder and /tmp of\n"
+        "its own. It always sets no-new-privs, resource limits and (cpu) a seccomp filter.\n"
+        "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
+        "(see service/runner/PROTOCOL.md).\n",
+        f);
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -68,7 +73,14 @@ static int make_dirs(const char *path)
     return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) && access(buf, W_OK | X_OK) == 0 ? 0 : -1;
 }
 
-static void parse_args(int argc, char **argv, runner *r, const char **user)
+/* A kernel version: 1..64 hex digits. */
+static int is_version(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n <= 64 && strspn(s, "0123456789abcdef") == n;
+}
+
+static void parse_args(int argc, char **argv, runner *r, const char **user, const char **version)
 {
     const char *device = NULL, *cache = NULL, *level = "info";
     for (int i = 1; i < argc; i++) {
@@ -91,7 +103,11 @@ static void parse_args(int argc, char **argv, runner *r, const char **user)
             level = v;
         else if (strcmp(a, "--user") == 0)
             *user = v;
-        else
+        else if (strcmp(a, "--version-uid") == 0) {
+            if (!is_version(v))
+                die_usage("--version-uid must be a kernel version (hex digits; got '%s')", v);
+            *version = v;
+        } else
             die_usage("unknown argument '%s'", a);
     }
     kt_log_level lvl;
@@ -118,7 +134,7 @@ static json_t *probe(runner *r, kt_error *err)
     /* "process": who the runner runs as and its limits (runner/privileges.h). */
     if (r->cuda_ordinal < 0)
         return json_pack("{s:b, s:o, s:o}", "ok", 1, "device", cpu_probe_json(r), "process",
-                         runner_process_json());
+                         runner_process_json(r->sandbox));
     if (!r->cuda)
         return json_pack("{s:b, s:s, s:s}", "ok", 0, "reason", r->cuda_reason, "error",
                          r->cuda_reason);
@@ -127,7 +143,8 @@ static json_t *probe(runner *r, kt_error *err)
         kt_error_set(err, KT_ERR_MEASURE, "the CUDA probe failed");
         return NULL;
     }
-    return json_pack("{s:b, s:o, s:o}", "ok", 1, "device", dev, "process", runner_process_json());
+    return json_pack("{s:b, s:o, s:o}", "ok", 1, "device", dev, "process",
+                     runner_process_json(r->sandbox));
 }
 
 static json_t *measure(runner *r, const json_t *req, kt_error *err)
@@ -156,6 +173,16 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
             kt_error_set(err, KT_ERR_MEASURE, "the CUDA measure returned no reply");
         else if (!json_object_get(reply, "ok") && json_object_get(reply, "status"))
             json_object_set_new(reply, "ok", json_true());
+        goto out;
+    }
+    /* uploaded data files (data.c): held from "data"; one named but not held is asked for */
+    json_t *missing = NULL;
+    if (runner_data_take(&r->data, req, &missing, err) < 0)
+        goto out;
+    if (missing) {
+        reply = json_pack("{s:b, s:o}", "ok", 1, "need_data", missing);
+        if (!reply)
+            kt_error_set(err, KT_ERR_NO_MEMORY, "cannot build the need_data reply");
         goto out;
     }
     q = malloc(sizeof *q);
@@ -258,11 +285,14 @@ int main(int argc, char **argv)
     r.cuda_ordinal = -1;
     r.cpu_core = -1;
     r.sources = &sources;
-    const char *user = getenv("KTUNE_RUNNER_USER");
-    parse_args(argc, argv, &r, &user);
-    /* Before anything is compiled or run: never as root (issue #11). */
+    runner_sandbox sandbox;
+    r.sandbox = &sandbox;
+    const char *user = getenv("KTUNE_RUNNER_USER"), *version = NULL;
+    parse_args(argc, argv, &r, &user, &version);
+    /* Before anything is compiled or run: never as root (issue #11), confined (issue 27). */
     char why[512];
-    if (runner_harden(user, r.cache_dir, r.cuda_ordinal >= 0, why, sizeof why) != 0) {
+    if (runner_harden(user, version, r.cache_dir, sizeof r.cache_dir, r.cuda_ordinal >= 0, &sandbox,
+                      why, sizeof why) != 0) {
         fprintf(stderr, "ktune-runner: %s\n", why);
         return 2;
     }
@@ -333,6 +363,7 @@ int main(int argc, char **argv)
     fclose(in);
     fclose(out);
     cpu_problem_release_all(&r);
+    runner_data_release(&r.data);
     if (r.cuda)
         cuda_device_close(r.cuda);
     return 0;

@@ -1,6 +1,8 @@
 /* runner/privileges — see privileges.h. */
 #include "runner/privileges.h"
 
+#include "core/hash.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +12,7 @@
 #include <sched.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,7 +39,8 @@ static int hand_over_cache(const char *dir, uid_t uid, gid_t gid, char *msg, siz
     int rc = -1;
     DIR *d = NULL;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0755) != 0) {
+    /* 0700: a runner of another uid (a submitted version's) cannot read folder kernels' objects */
+    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
         snprintf(msg, size, "cannot hand the cache folder %s to uid %u: %s", dir, (unsigned)uid,
                  strerror(errno));
         goto out;
@@ -82,7 +86,14 @@ static long long address_space_now(void)
     return kib * 1024;
 }
 
-static int become(const char *name, const char *cache_dir, char *msg, size_t size)
+/* Who the runner becomes: the shared runner user, or a uid of a submitted version's own. */
+typedef struct identity {
+    uid_t uid;
+    gid_t gid;
+    char name[80]; /* for messages */
+} identity;
+
+static int shared_user(const char *name, identity *id, char *msg, size_t size)
 {
     struct passwd pw, *found = NULL;
     char buf[16384];
@@ -97,56 +108,196 @@ static int become(const char *name, const char *cache_dir, char *msg, size_t siz
         snprintf(msg, size, "the runner user '%s' is root; kernels never run as root", name);
         return -1;
     }
-    if (hand_over_cache(cache_dir, pw.pw_uid, pw.pw_gid, msg, size) != 0)
-        return -1;
-    gid_t gid = pw.pw_gid;
-    if (setgroups(1, &gid) != 0 || setgid(pw.pw_gid) != 0 || setuid(pw.pw_uid) != 0) {
-        snprintf(msg, size, "cannot switch to user '%s': %s", name, strerror(errno));
+    id->uid = pw.pw_uid;
+    id->gid = pw.pw_gid;
+    snprintf(id->name, sizeof id->name, "user '%s'", name);
+    return 0;
+}
+
+/* A number from the environment, else def; def when it is not a plain decimal. */
+static unsigned long long env_number(const char *name, unsigned long long def)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        return def;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    return errno || *end || s[0] == '-' ? def : v;
+}
+
+/* Whether id lies in a range of the user namespace's map (/proc/self/uid_map or gid_map): an
+ * unmapped id cannot be switched to (EINVAL), e.g. in a container given 65,536 uids. */
+static int id_mapped(const char *map, unsigned long long id)
+{
+    FILE *f = fopen(map, "re");
+    unsigned long long inside, outside, count;
+    int found = 0;
+    if (!f)
+        return 1; /* no user namespaces: every id is valid */
+    while (!found && fscanf(f, "%llu %llu %llu", &inside, &outside, &count) == 3)
+        found = id >= inside && id - inside < count;
+    fclose(f);
+    return found;
+}
+
+/* The version's own uid: KTUNE_RUNNER_UID_BASE + FNV-1a(version) mod KTUNE_RUNNER_UIDS (ktuned's
+ * --runner-uid-base, --runner-uids). 0 when there is none (UIDS 0, or the uid is not mapped: a
+ * note says so). */
+static uid_t version_uid(const char *version, runner_sandbox *sb)
+{
+    unsigned long long base = env_number("KTUNE_RUNNER_UID_BASE", RUNNER_UID_BASE),
+                       count = env_number("KTUNE_RUNNER_UIDS", RUNNER_UIDS);
+    if (count == 0) {
+        runner_sandbox_note(sb, "KTUNE_RUNNER_UIDS is 0: a submitted version runs as the shared "
+                                "runner user");
+        return 0;
+    }
+    unsigned long long uid = base + kt_fnv1a(KT_FNV1A_OFFSET, version, strlen(version)) % count;
+    if (base == 0 || uid >= 0xFFFFFFFFull || uid < base) {
+        runner_sandbox_note(sb,
+                            "KTUNE_RUNNER_UID_BASE %llu with %llu uids is outside 1..2^32-2: "
+                            "a submitted version runs as the shared runner user",
+                            base, count);
+        return 0;
+    }
+    if (!id_mapped("/proc/self/uid_map", uid) || !id_mapped("/proc/self/gid_map", uid)) {
+        runner_sandbox_note(sb,
+                            "uid %llu is not mapped in this user namespace (/proc/self/uid_map): "
+                            "a submitted version runs as the shared runner user (set "
+                            "--runner-uid-base / --runner-uids to a mapped range)",
+                            uid);
+        return 0;
+    }
+    return (uid_t)uid;
+}
+
+/* <cache-dir>-users/<uid>/: the parent root's, 0711 (nobody lists it), the folder the uid's,
+ * 0700; cache_dir becomes it. Made by root before the switch, so a kernel of another uid can
+ * neither read nor plant anything in it. */
+static int own_cache(char *cache_dir, size_t cap, uid_t uid, char *msg, size_t size)
+{
+    char parent[PATH_MAX], dir[PATH_MAX];
+    int rc = -1, pfd = -1, fd = -1;
+    if (snprintf(parent, sizeof parent, "%s-users", cache_dir) >= (int)sizeof parent ||
+        snprintf(dir, sizeof dir, "%s/%u", parent, (unsigned)uid) >= (int)cap) {
+        snprintf(msg, size, "the cache folder %s is too long", cache_dir);
+        goto out;
+    }
+    if ((mkdir(parent, 0711) != 0 && errno != EEXIST) ||
+        (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fchown(pfd, 0, 0) != 0 || fchmod(pfd, 0711) != 0) {
+        snprintf(msg, size, "cannot make the folder %s: %s", parent, strerror(errno));
+        goto out;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "%u", (unsigned)uid);
+    if ((mkdirat(pfd, name, 0700) != 0 && errno != EEXIST) ||
+        (fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        fchown(fd, uid, uid) != 0 || fchmod(fd, 0700) != 0) {
+        snprintf(msg, size, "cannot make the folder %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    snprintf(cache_dir, cap, "%s", dir);
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (pfd >= 0)
+        close(pfd);
+    return rc;
+}
+
+static int switch_to(const identity *id, const char *cache_dir, char *msg, size_t size)
+{
+    gid_t gid = id->gid;
+    /* Under a pid namespace's init the switch is made already (runner_sandbox_pid). */
+    if (geteuid() == 0 &&
+        (setgroups(1, &gid) != 0 || setgid(id->gid) != 0 || setuid(id->uid) != 0)) {
+        snprintf(msg, size, "cannot switch to %s: %s", id->name, strerror(errno));
         return -1;
     }
     /* Irreversible: a way back to root would mean the switch did not happen. */
     if (setuid(0) == 0 || geteuid() == 0 || getegid() == 0) {
-        snprintf(msg, size, "switching to user '%s' left root privileges", name);
+        snprintf(msg, size, "switching to %s left root privileges", id->name);
         return -1;
     }
     if (access(cache_dir, W_OK | X_OK) != 0) {
         snprintf(msg, size,
-                 "user '%s' cannot write the cache folder %s (%s): a parent folder is not "
+                 "%s cannot write the cache folder %s (%s): a parent folder is not "
                  "searchable by it; choose a --cache-dir / --data-dir outside root's home",
-                 name, cache_dir, strerror(errno));
+                 id->name, cache_dir, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-/* A network namespace of the runner's own (root only: it needs CAP_SYS_ADMIN): a kernel then sees a
- * loopback that is down and nothing else, so it cannot reach ktuned's API, its database or another
- * host. Where it is refused (a container without CAP_SYS_ADMIN) the runner goes on with the host's
- * network, and its probe reply shows the interfaces it sees. */
-static void leave_network(void)
+/* Root only: namespaces, the user (and its cache folder), the switch, the process cap. */
+static int drop_root(const char *user, const char *version, char *cache_dir, size_t cap,
+                     runner_sandbox *sb, char *msg, size_t size)
 {
-    if (unshare(CLONE_NEWNET) != 0)
-        fprintf(stderr,
-                "ktune-runner: no network namespace of its own (%s): kernels share the "
-                "host's network\n",
-                strerror(errno));
+    identity id;
+    runner_sandbox_network(sb);
+    uid_t own = version ? version_uid(version, sb) : 0;
+    if (own) {
+        id.uid = own;
+        id.gid = own;
+        snprintf(id.name, sizeof id.name, "uid %u (the version's own)", (unsigned)own);
+        if (own_cache(cache_dir, cap, own, msg, size) != 0)
+            return -1;
+        sb->own_uid = 1;
+    } else if (shared_user(user && user[0] ? user : RUNNER_DEFAULT_USER, &id, msg, size) != 0 ||
+               hand_over_cache(cache_dir, id.uid, id.gid, msg, size) != 0) {
+        return -1;
+    }
+    sb->uid = id.uid;
+    runner_sandbox_mounts(sb, sb->own_uid, cache_dir);
+    if (runner_sandbox_pid(sb, id.uid, id.gid, msg, size) != 0 ||
+        switch_to(&id, cache_dir, msg, size) != 0)
+        return -1;
+    /* Processes of the runner's user, all its runners of the host together: a bound on a fork
+     * bomb. Only for the user we chose: a user of one's own may already run more. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rlim_t nproc = cpus > RUNNER_NPROC_MIN / 64 ? (rlim_t)cpus * 64 : RUNNER_NPROC_MIN;
+    if (set_limit(RLIMIT_NPROC, nproc) != 0) {
+        snprintf(msg, size, "cannot set the runner's process limit: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
-int runner_harden(const char *user, const char *cache_dir, int cuda, char *msg, size_t size)
+/* The interface names the process sees, comma-separated: only "lo" in a network namespace of its
+ * own. Read once, before the filter refuses the netlink socket that lists them. */
+static void read_interfaces(runner_sandbox *sb)
+{
+    struct if_nameindex *ifs = if_nameindex();
+    size_t used = 0;
+    sb->interfaces[0] = '\0';
+    for (struct if_nameindex *i = ifs; i && i->if_index != 0; i++) {
+        int w = snprintf(sb->interfaces + used, sizeof sb->interfaces - used, "%s%s",
+                         used ? "," : "", i->if_name);
+        if (w < 0 || (size_t)w >= sizeof sb->interfaces - used)
+            break;
+        used += (size_t)w;
+    }
+    if (ifs)
+        if_freenameindex(ifs);
+}
+
+int runner_harden(const char *user, const char *version, char *cache_dir, size_t cap, int cuda,
+                  runner_sandbox *sb, char *msg, size_t size)
 {
     msg[0] = '\0';
+    memset(sb, 0, sizeof *sb);
+    sb->uid = (long long)geteuid();
     if (geteuid() == 0) {
-        leave_network();
-        if (become(user && user[0] ? user : RUNNER_DEFAULT_USER, cache_dir, msg, size) != 0)
+        if (drop_root(user, version, cache_dir, cap, sb, msg, size) != 0)
             return -1;
-        /* Processes of the runner's user, all runners of the host together: a bound on a fork
-         * bomb. Only for the user we chose: a user of one's own may already run more. */
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        rlim_t nproc = cpus > RUNNER_NPROC_MIN / 64 ? (rlim_t)cpus * 64 : RUNNER_NPROC_MIN;
-        if (set_limit(RLIMIT_NPROC, nproc) != 0) {
-            snprintf(msg, size, "cannot set the runner's process limit: %s", strerror(errno));
-            return -1;
-        }
+    } else {
+        runner_sandbox_note(sb,
+                            "not started as root: runs as uid %u, no user switch, no "
+                            "namespaces",
+                            (unsigned)geteuid());
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         snprintf(msg, size, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
@@ -172,6 +323,11 @@ int runner_harden(const char *user, const char *cache_dir, int cuda, char *msg, 
         return -1;
     }
     runner_cpu_budget(RUNNER_CPU_DEFAULT_S);
+    read_interfaces(sb);
+    /* Last: a CPU runner runs the kernel's own host code; a CUDA runner's kernels run on the
+     * device (the driver's needs under a filter are not known here). */
+    if (!cuda)
+        runner_seccomp(sb);
     return 0;
 }
 
@@ -198,32 +354,25 @@ static json_t *limit_json(int resource)
     return json_integer((json_int_t)lim.rlim_cur);
 }
 
-/* The names of the network interfaces the process sees: only "lo" inside the runner's own
- * network namespace. */
-static json_t *interfaces_json(void)
-{
-    json_t *names = json_array();
-    struct if_nameindex *ifs = if_nameindex();
-    for (struct if_nameindex *i = ifs; names && i && i->if_index != 0; i++)
-        json_array_append_new(names, json_string(i->if_name));
-    if (ifs)
-        if_freenameindex(ifs);
-    return names ? names : json_array();
-}
-
-json_t *runner_process_json(void)
+json_t *runner_process_json(const runner_sandbox *sb)
 {
     gid_t groups[64];
     int n = getgroups(64, groups);
-    json_t *g = json_array();
+    json_t *g = json_array(), *ifs = json_array();
     for (int i = 0; g && i < n; i++)
         json_array_append_new(g, json_integer(groups[i]));
-    return json_pack(
-        "{s:I,s:I,s:I,s:o,s:b,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o}}", "uid", (json_int_t)getuid(),
-        "gid", (json_int_t)getgid(), "euid", (json_int_t)geteuid(), "groups", g ? g : json_array(),
-        "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "dumpable",
-        prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "network_interfaces", interfaces_json(), "rlimits",
-        "cpu", limit_json(RLIMIT_CPU), "as", limit_json(RLIMIT_AS), "nofile",
-        limit_json(RLIMIT_NOFILE), "fsize", limit_json(RLIMIT_FSIZE), "core",
-        limit_json(RLIMIT_CORE), "nproc", limit_json(RLIMIT_NPROC));
+    char names[sizeof sb->interfaces];
+    snprintf(names, sizeof names, "%s", sb->interfaces);
+    char *save = NULL;
+    for (char *t = strtok_r(names, ",", &save); ifs && t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(ifs, json_string(t));
+    return json_pack("{s:I,s:I,s:I,s:o,s:b,s:b,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o},s:o}", "uid",
+                     (json_int_t)getuid(), "gid", (json_int_t)getgid(), "euid",
+                     (json_int_t)geteuid(), "groups", g ? g : json_array(), "no_new_privs",
+                     prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1, "dumpable",
+                     prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "network_interfaces",
+                     ifs ? ifs : json_array(), "rlimits", "cpu", limit_json(RLIMIT_CPU), "as",
+                     limit_json(RLIMIT_AS), "nofile", limit_json(RLIMIT_NOFILE), "fsize",
+                     limit_json(RLIMIT_FSIZE), "core", limit_json(RLIMIT_CORE), "nproc",
+                     limit_json(RLIMIT_NPROC), "sandbox", runner_sandbox_json(sb));
 }

@@ -16,11 +16,8 @@ static const char *const measure_fields[] = {
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
     "call_limit_s", "scalars",     "verify",        "call",        "openmp",
-    "threads",      "files",
+    "threads",      "files",       "data",
 };
-
-static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
-                       kt_error *err);
 
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
 {
@@ -287,8 +284,10 @@ static int parse_problem(const json_t *req, runner_measure_req *q, kt_error *err
 /* A buffer's dtype, init and tolerance (PROTOCOL.md). */
 static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *out, kt_error *err)
 {
-    static const char *const init_fields[] = {"kind", "min", "max", "mean", "std", "value", "file"};
-    static const char *const kinds[] = {"uniform", "normal", "constant", "iota", "zeros", "file"};
+    static const char *const init_fields[] = {"kind", "min",   "max",  "mean",
+                                              "std",  "value", "file", "sha256"};
+    static const char *const kinds[] = {"uniform", "normal", "constant", "iota",
+                                        "zeros",   "file",   "data"};
     static const char *const tol_fields[] = {"rtol", "atol"};
     char s[16], w[96];
     out->dtype = KT_F32;
@@ -319,15 +318,16 @@ static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *
     snprintf(w, sizeof w, "%s.init", where);
     if (!json_is_object(in))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "%s must be an object", w);
-    if (check_fields(in, w, init_fields, 7, err) < 0 ||
+    if (check_fields(in, w, init_fields, 8, err) < 0 ||
         get_string(in, w, "kind", s, sizeof s, err) < 0)
         return -1;
     int k = -1;
-    for (int j = 0; j < 6 && k < 0; j++)
+    for (int j = 0; j < 7 && k < 0; j++)
         k = strcmp(s, kinds[j]) == 0 ? j : -1;
     if (k < 0)
         return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                            "%s kind must be uniform, normal, constant, iota, zeros or file", w);
+                            "%s kind must be uniform, normal, constant, iota, zeros, file or data",
+                            w);
     out->init = (runner_init_kind)(k + RUNNER_INIT_UNIFORM);
     switch (out->init) {
     case RUNNER_INIT_UNIFORM:
@@ -347,6 +347,13 @@ static int parse_buffer_data(const json_t *b, const char *where, runner_buffer *
     case RUNNER_INIT_FILE:
         if (get_path(in, w, "file", out->init_file, err) < 0)
             return -1;
+        break;
+    case RUNNER_INIT_DATA:
+        if (get_string(in, w, "sha256", out->init_file, RUNNER_DATA_SHA_LEN + 1, err) < 0)
+            return -1;
+        if (!runner_data_is_sha(out->init_file))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                "%s sha256 must be 64 lowercase hex digits", w);
         break;
     default:
         break;
@@ -512,6 +519,18 @@ static int parse_verify(const json_t *req, runner_measure_req *q, kt_error *err)
             if (b < 0 || !q->buffers[b].output)
                 return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                                     "verify.buffers.%.64s: not an output buffer", name);
+            if (json_is_object(path)) { /* {"sha256"}: an uploaded data file (data.c) */
+                q->buffers[b].answer_data = 1;
+                if (get_string(path, "verify.buffers", "sha256", q->buffers[b].answer,
+                               RUNNER_DATA_SHA_LEN + 1, err) < 0)
+                    return -1;
+                if (!runner_data_is_sha(q->buffers[b].answer))
+                    return kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                                        "verify.buffers.%.64s sha256 must be 64 lowercase hex "
+                                        "digits",
+                                        name);
+                continue;
+            }
             json_t *wrap = json_pack("{s:O}", "file", path);
             int rc = wrap ? get_path(wrap, "verify.buffers", "file", q->buffers[b].answer, err)
                           : kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory");
@@ -701,59 +720,6 @@ static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
     return get_real(req, "", "flops", 0, 1e30, 0, &q->flops, err);
 }
 
-/* 1 when name is a plain file name: [A-Za-z0-9._-], not starting with '.', under 64 bytes. */
-static int plain_file_name(const char *name)
-{
-    size_t n = strlen(name);
-    if (n == 0 || n >= 64 || name[0] == '.')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-/* "files" (optional): {"<plain name>": "<text>"}, RUNNER_MAX_FILES of them, RUNNER_MAX_SOURCE_BYTES
- * together, holding the base name of each path in need[0..n_need) (empty paths skipped). */
-static int parse_files(const json_t *req, const char *const *need, int n_need, const json_t **out,
-                       kt_error *err)
-{
-    const json_t *f = json_object_get(req, "files");
-    const char *name;
-    const json_t *v;
-    size_t total = 0;
-    *out = NULL;
-    if (!f)
-        return 0;
-    if (!json_is_object(f) || json_object_size(f) == 0 || json_object_size(f) > RUNNER_MAX_FILES)
-        return kt_error_set(err, KT_ERR_WRONG_TYPE,
-                            "field 'files' must be an object of 1 to %d files", RUNNER_MAX_FILES);
-    json_object_foreach((json_t *)f, name, v)
-    {
-        if (!plain_file_name(name))
-            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "files: '%.64s' is not a plain file name",
-                                name);
-        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
-            return kt_error_set(err, KT_ERR_WRONG_TYPE, "files.%s must be a string without NUL",
-                                name);
-        total += json_string_length(v);
-    }
-    if (total > RUNNER_MAX_SOURCE_BYTES)
-        return kt_error_set(err, KT_ERR_BODY_TOO_LARGE, "files hold more than %d bytes",
-                            RUNNER_MAX_SOURCE_BYTES);
-    for (int i = 0; i < n_need; i++) {
-        const char *base = strrchr(need[i], '/');
-        if (need[i][0] && !json_object_get(f, base ? base + 1 : need[i]))
-            return kt_error_set(err, KT_ERR_MISSING_FIELD, "files lacks %.200s (of '%.200s')",
-                                base ? base + 1 : need[i], need[i]);
-    }
-    *out = f;
-    return 0;
-}
-
 int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err)
 {
     memset(q, 0, sizeof *q);
@@ -774,7 +740,7 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         parse_limits(req, q, err) < 0 || setup_key(req, q, err) < 0)
         return -1;
     const char *need[] = {q->source, q->ref_kind == RUNNER_REF_C ? q->ref_source : ""};
-    if (parse_files(req, need, 2, &q->files, err) < 0)
+    if (runner_sources_parse(req, need, 2, &q->files, err) < 0)
         return -1;
     for (int i = 0; i < q->n_buffers; i++) {
         runner_buffer *b = &q->buffers[i];
@@ -798,7 +764,7 @@ int runner_parse_compile_check(const json_t *req, char *source, const json_t **d
         get_real(req, where, "compile_timeout_s", 0.1, 3600, 60, timeout_s, err) < 0)
         return -1;
     const char *need[] = {source};
-    if (parse_files(req, need, 1, files, err) < 0)
+    if (runner_sources_parse(req, need, 1, files, err) < 0)
         return -1;
     if (*defines && !json_is_object(*defines))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'defines' must be an object");

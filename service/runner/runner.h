@@ -37,6 +37,9 @@
 #define RUNNER_MAX_CALL_ARGS    (RUNNER_MAX_BUFFERS + RUNNER_MAX_SCALARS + RUNNER_MAX_PROBLEM)
 #define RUNNER_MAX_DATA_BYTES   (64LL << 20) /* an init or answer data file */
 #define RUNNER_MAX_THREADS      1024         /* "threads" accepted */
+#define RUNNER_DATA_FILES       32           /* uploaded data files held (data.c) */
+#define RUNNER_DATA_HELD_BYTES  (64LL << 20) /* ... holding at most this much memory together */
+#define RUNNER_DATA_SHA_LEN     64           /* hex digits of a data file's SHA-256 */
 
 typedef enum { RUNNER_REF_OPENBLAS_SGEMM = 0, RUNNER_REF_C } runner_ref_kind;
 /* What the outputs are compared with (PROTOCOL.md "verify"). */
@@ -55,7 +58,8 @@ typedef enum {
     RUNNER_INIT_CONSTANT,
     RUNNER_INIT_IOTA,
     RUNNER_INIT_ZEROS,
-    RUNNER_INIT_FILE
+    RUNNER_INIT_FILE,
+    RUNNER_INIT_DATA /* an uploaded data file held by the runner (data.c), by its SHA-256 */
 } runner_init_kind;
 
 typedef struct runner_define {
@@ -70,10 +74,24 @@ typedef struct runner_buffer {
     kt_dtype dtype;
     runner_init_kind init;
     double init_a, init_b;           /* uniform min, max; normal mean, std; constant value */
-    char init_file[RUNNER_PATH_MAX]; /* RUNNER_INIT_FILE */
+    char init_file[RUNNER_PATH_MAX]; /* RUNNER_INIT_FILE; RUNNER_INIT_DATA: the SHA-256 */
     double rtol, atol;               /* < 0: the request's "tolerance" (integers: exact) */
     char answer[RUNNER_PATH_MAX];    /* verify "answer": the expected output's file, else "" */
+    int answer_data;                 /* 1: answer is the SHA-256 of an uploaded data file */
 } runner_buffer;
+
+/* The uploaded data files a runner holds (data.c, PROTOCOL.md "data"): a request names them by
+ * SHA-256 and carries their bytes only when the runner asked for them (need_data). */
+typedef struct runner_datum {
+    char sha[RUNNER_DATA_SHA_LEN + 1];
+    unsigned char *bytes;
+    size_t len;
+} runner_datum;
+typedef struct runner_data {
+    runner_datum d[RUNNER_DATA_FILES];
+    int n;
+    size_t total;
+} runner_data;
 
 /* A scalar argument: its C type (f32, f64, i32, i64) and value. */
 typedef struct runner_scalar {
@@ -160,6 +178,7 @@ typedef struct cpu_problem {
     runner_verify_kind verify;
     runner_ref_kind ref_kind;
     char ref_binary[RUNNER_PATH_MAX]; /* the reference's (or default configuration's) .so */
+    const runner_data *store;         /* the runner's uploaded data (RUNNER_INIT_DATA, answers) */
     /* the state */
     void *data[RUNNER_MAX_BUFFERS]; /* 64-byte aligned, elements of the buffer's dtype, ending
                                        at a guard page (an access past the end faults) */
@@ -196,7 +215,24 @@ typedef struct runner {
     /* the current request's source texts (main.c owns it; NULL: sources are read from their
      * paths, as unit tests do) */
     runner_sources *sources;
+    runner_data data; /* uploaded data files held (data.c) */
+    /* what confines the runner (runner/sandbox.h; main.c owns it), for the probe reply */
+    const struct runner_sandbox *sandbox;
 } runner;
+
+/* ---- data.c (uploaded data files, PROTOCOL.md "data") ---- */
+
+/* Takes a measure request's "data" ({"<sha256>": "<base64>"}: decoded, its hash checked, held),
+ * then lists the SHA-256s its buffers' inits and verify answers name that the runner does not
+ * hold: *missing a new array of them, or NULL when it holds every one. 0, or -1 with err (a
+ * malformed "data": a name that is not a SHA-256, text that is not base64, bytes of another
+ * hash, more than RUNNER_DATA_HELD_BYTES). */
+int runner_data_take(runner_data *s, const json_t *req, json_t **missing, kt_error *err);
+/* 1 when s is a SHA-256 as data files are named: 64 lowercase hex digits. */
+int runner_data_is_sha(const char *s);
+/* The held file of that SHA-256, or NULL. */
+const runner_datum *runner_data_find(const runner_data *s, const char *sha);
+void runner_data_release(runner_data *s);
 
 /* ---- sources.c (a request's "files") ---- */
 
@@ -215,6 +251,11 @@ int runner_sources_compile_path(runner_sources *s, const char *cache_dir, const 
 /* Removes the transient folder (called once the request's builds are done, before its kernel
  * runs, and at the end of every request). */
 void runner_sources_done(runner_sources *s);
+/* A request's "files" (optional; protocol.c's parsers call it): {"<plain name>": "<text>"},
+ * RUNNER_MAX_FILES of them, RUNNER_MAX_SOURCE_BYTES together, holding the base name of each path
+ * in need[0..n_need) (empty paths skipped). *out borrowed from req (NULL without "files"). */
+int runner_sources_parse(const json_t *req, const char *const *need, int n_need, const json_t **out,
+                         kt_error *err);
 
 /* ---- protocol.c (requests) and protocol_reply.c (replies) ---- */
 

@@ -143,3 +143,54 @@ void runner_sources_done(runner_sources *s)
         fprintf(stderr, "ktune-runner: cannot remove %s: %s\n", s->dir, strerror(errno));
     s->dir[0] = '\0';
 }
+
+/* 1 when name is a plain file name: [A-Za-z0-9._-], not starting with '.', under 64 bytes. */
+static int plain_file_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= 64 || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int runner_sources_parse(const json_t *req, const char *const *need, int n_need, const json_t **out,
+                         kt_error *err)
+{
+    const json_t *f = json_object_get(req, "files");
+    const char *name;
+    const json_t *v;
+    size_t total = 0;
+    *out = NULL;
+    if (!f)
+        return 0;
+    if (!json_is_object(f) || json_object_size(f) == 0 || json_object_size(f) > RUNNER_MAX_FILES)
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "field 'files' must be an object of 1 to %d files", RUNNER_MAX_FILES);
+    json_object_foreach((json_t *)f, name, v)
+    {
+        if (!plain_file_name(name))
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "files: '%.64s' is not a plain file name",
+                                name);
+        if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
+            return kt_error_set(err, KT_ERR_WRONG_TYPE, "files.%s must be a string without NUL",
+                                name);
+        total += json_string_length(v);
+    }
+    if (total > RUNNER_MAX_SOURCE_BYTES)
+        return kt_error_set(err, KT_ERR_BODY_TOO_LARGE, "files hold more than %d bytes",
+                            RUNNER_MAX_SOURCE_BYTES);
+    for (int i = 0; i < n_need; i++) {
+        const char *base = strrchr(need[i], '/');
+        if (need[i][0] && !json_object_get(f, base ? base + 1 : need[i]))
+            return kt_error_set(err, KT_ERR_MISSING_FIELD, "files lacks %.200s (of '%.200s')",
+                                base ? base + 1 : need[i], need[i]);
+    }
+    *out = f;
+    return 0;
+}

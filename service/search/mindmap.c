@@ -1,5 +1,5 @@
 /* search/mindmap — Mind Mappings' phase 2 (issue 13): projected gradient descent on a frozen
- * surrogate (search/surrogate.h) of the configuration's objective, with random injections accepted
+ * surrogate (model/surrogate.h) of the configuration's objective, with random injections accepted
  * by simulated annealing. Without a surrogate (searcher_set_surrogate) ask returns 0.
  *
  * A chain holds a continuous point x in the surrogate's raw config features and its current

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/trial.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 #include "space/space.h"
 
 typedef struct searcher searcher;

@@ -1,11 +1,13 @@
 #include "store/job_store.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/db.h"
 #include "store/pick_store.h"
+#include "store/reap.h"
 #include "store/store_util.h"
 
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
@@ -56,6 +58,9 @@
     " CASE WHEN j.device = 'external' THEN (SELECT count(*) FROM trials lt WHERE lt.job_id = j.id" \
     " AND lt.status = 'running' AND lt.lease_expires_at > now()) ELSE 0 END AS harness_leased"
 
+/* What the job optimises (sql/022), read by name (read_objective). */
+#define JOB_OBJECTIVE_COLUMNS "j.objective_metric, j.objective_goal, j.best_value"
+
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
 /* clang-format off */
@@ -66,7 +71,7 @@
     " to_json(j.created_at) #>> '{}', to_json(j.started_at) #>> '{}',"                             \
     " to_json(j.finished_at) #>> '{}',"                                                            \
     " EXTRACT(EPOCH FROM COALESCE(j.finished_at, now()) - j.started_at), " JOB_HISTORY_COLUMNS   \
-    ", j.parallel AS parallel, " PICK_JOB_COLUMNS ", " JOB_HARNESS_COLUMNS
+    ", j.parallel AS parallel, " PICK_JOB_COLUMNS ", " JOB_HARNESS_COLUMNS ", " JOB_OBJECTIVE_COLUMNS
 /* clang-format on */
 
 static char *dup_value(const PGresult *r, int row, int col)
@@ -110,6 +115,14 @@ static int read_history(const PGresult *r, int row, char **history, json_t **use
     return *history ? 0 : -1;
 }
 
+/* The objective columns of row, found by name (absent: the time). */
+static void read_objective(const PGresult *r, int row, kt_objective *o)
+{
+    int m = PQfnumber(r, "objective_metric"), g = PQfnumber(r, "objective_goal");
+    kt_objective_set(o, m >= 0 && !PQgetisnull(r, row, m) ? PQgetvalue(r, row, m) : NULL,
+                     g >= 0 ? PQgetvalue(r, row, g) : NULL);
+}
+
 /* Fills j from a row of JOB_INFO_COLUMNS; 0, or -1 (err set) when out of memory. */
 static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
 {
@@ -146,6 +159,9 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     j->last_ask_at = la >= 0 ? dup_or_null(r, row, la) : NULL;
     j->since_ask_s = sa >= 0 && !PQgetisnull(r, row, sa) ? store_get_double(r, row, sa) : -1;
     j->harness_leased = hl >= 0 ? store_get_ll(r, row, hl) : 0;
+    read_objective(r, row, &j->objective);
+    int bv = PQfnumber(r, "best_value");
+    j->best_value = bv >= 0 && !PQgetisnull(r, row, bv) ? store_get_double(r, row, bv) : NAN;
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -203,6 +219,8 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         store_ll(&fk, s->final_remeasure > 0 ? s->final_rounds : 0),
         s->submitter,
         space,
+        s->objective && !kt_objective_is_time(s->objective) ? s->objective->metric : NULL,
+        s->objective ? kt_objective_goal(s->objective) : "min",
     };
     /* A job made finished (an import) started and finished now; a queued one has neither yet. */
     PGresult *r = db_exec(
@@ -210,11 +228,11 @@ int job_store_create(PGconn *c, const job_spec *s, long long *id_out, kt_error *
         "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
         " strategy, strategy_options, seed, budget_evaluations, budget_seconds, batch_size,"
         " space_size, stop_reason, status, started_at, finished_at, toolchain, history, parallel,"
-        " final_remeasure, final_rounds, submitter, space)"
+        " final_remeasure, final_rounds, submitter, space, objective_metric, objective_goal)"
         " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, t.at, t.at, $16,"
-        " $17, $18, $19, $20, $21, $22::jsonb FROM (SELECT CASE WHEN $14::text IS NULL THEN NULL"
-        " ELSE now() END AS at) t RETURNING id",
-        22, p, err);
+        " $17, $18, $19, $20, $21, $22::jsonb, $23, $24 FROM (SELECT CASE WHEN $14::text IS NULL"
+        " THEN NULL ELSE now() END AS at) t RETURNING id",
+        24, p, err);
     if (!r)
         goto out;
     *id_out = store_get_ll(r, 0, 0);
@@ -417,7 +435,8 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attem
         " updated_at = now() FROM pick WHERE j.id = pick.id RETURNING j.id, "
         JOB_TARGET_COLUMNS("j.") ", j.strategy, j.strategy_options, j.seed,"
         " j.budget_evaluations, j.budget_seconds, j.batch_size, j.history, j.history_used,"
-        " j.final_remeasure, j.final_rounds, j.start_attempts, " JOB_SPACE_COLUMN("j."),
+        " j.final_remeasure, j.final_rounds, j.start_attempts, " JOB_SPACE_COLUMN("j.") ","
+        " j.objective_metric, j.objective_goal",
         5, p, err);
     /* clang-format on */
     if (!r)
@@ -438,6 +457,7 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attem
         row->final_remeasure = (int)store_get_ll(r, i, 16);
         row->final_rounds = (int)store_get_ll(r, i, 17);
         row->start_attempts = (int)store_get_ll(r, i, 18);
+        read_objective(r, i, &row->objective);
     }
 out:
     PQclear(r);
@@ -592,49 +612,16 @@ int job_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err)
 
 int job_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, kt_error *err)
 {
-    int freed = -1;
-    store_num s, pid;
-    const char *p1[] = {store_ll(&s, stale_s)};
-    PGresult *r =
-        db_exec(c,
-                "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner IS NOT NULL"
-                " AND runner_heartbeat < now() - make_interval(secs => $1) RETURNING id",
-                1, p1, err);
-    if (!r)
-        goto out;
-    freed = PQntuples(r);
-    PQclear(r);
-    /* Runners on this host are checked by pid: a ktuned killed with -9 is noticed at once. A runner
-     * with my pid but another id is a previous incarnation (containers reuse pid 1). */
-    const char *p2[] = {me->host, me->id};
-    r = db_exec(c,
-                "SELECT DISTINCT runner_pid FROM jobs WHERE status = 'running' AND runner_host = $1"
-                " AND runner IS NOT NULL AND runner <> $2",
-                2, p2, err);
-    if (!r) {
-        freed = -1;
-        goto out;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        int other = (int)store_get_ll(r, i, 0);
-        if (other != me->pid && store_pid_alive(other))
-            continue;
-        const char *p3[] = {me->host, store_ll(&pid, other), me->id};
-        PGresult *u =
-            db_exec(c,
-                    "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner_host = $1"
-                    " AND runner_pid = $2 AND runner <> $3 RETURNING id",
-                    3, p3, err);
-        if (!u) {
-            freed = -1;
-            goto out;
-        }
-        freed += PQntuples(u);
-        PQclear(u);
-    }
-out:
-    PQclear(r);
-    return freed;
+    static const store_reap_sql jobs = {
+        .release_stale = "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner IS NOT"
+                         " NULL AND runner_heartbeat < now() - make_interval(secs => $1)"
+                         " RETURNING id",
+        .runners = "SELECT DISTINCT runner FROM jobs WHERE status = 'running' AND runner IS NOT"
+                   " NULL AND runner <> $1",
+        .release_runner = "UPDATE jobs SET runner = NULL WHERE status = 'running' AND runner = $1"
+                          " RETURNING id",
+    };
+    return store_reap_dead(c, me, stale_s, &jobs, err);
 }
 
 int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)

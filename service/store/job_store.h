@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/objective.h"
 #include "core/target_key.h"
 
 /* A job's target as stored with the job when it was made: the key the catalog resolved then and the
@@ -52,6 +53,7 @@ typedef struct job_spec {
                               * "anonymous"), NULL for none (imports): its job cap and its share
                               * of the job slots (job_store_claim) */
     const json_t *space;     /* the inline space of an external job (sql/016), NULL otherwise */
+    const kt_objective *objective; /* what the job optimises (sql/022); NULL: the time */
 } job_spec;
 
 /* What the runner needs to drive a job. */
@@ -68,7 +70,8 @@ typedef struct job_row {
     json_t *history_used; /* what the driver seeded the searcher with (sql/006), NULL: not yet */
     int final_remeasure;  /* the final pick (sql/012): configurations re-measured, 0 = none */
     int final_rounds;
-    int start_attempts; /* this claim included (sql/015) */
+    int start_attempts;     /* this claim included (sql/015) */
+    kt_objective objective; /* what the job optimises (sql/022) */
 } job_row;
 
 /* Identity of the process driving jobs. */
@@ -96,8 +99,10 @@ typedef struct job_info {
     long long best_trial_id;
     double best_time_ms;
     json_t *best_config;
-    char *stop_reason; /* NULL while it runs */
-    json_t *error;     /* {"code","message","hint"} of a failed job, else NULL */
+    kt_objective objective; /* what the job optimises (sql/022) */
+    double best_value;      /* a metric job's best metric value (NAN: none, or a time job) */
+    char *stop_reason;      /* NULL while it runs */
+    json_t *error;          /* {"code","message","hint"} of a failed job, else NULL */
     char *created_at, *started_at, *finished_at;
     double elapsed_seconds;    /* (finished_at or now) - started_at; NAN before it started */
     char *history;             /* "auto" or "none" */

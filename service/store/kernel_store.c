@@ -9,24 +9,25 @@
 #include "store/store_util.h"
 
 json_t *kernel_store_create(PGconn *c, const char *name, const char *version, const char *spec_json,
-                            const char *spec_text, const char *files_json, const char *submitter,
-                            int *created, kt_error *err)
+                            const char *spec_text, const char *files_json, const char *data_json,
+                            const char *submitter, int *created, kt_error *err)
 {
-    const char *p[] = {name, version, spec_json, spec_text, files_json, submitter};
+    const char *p[] = {name, version, spec_json, spec_text, files_json, submitter, data_json};
     /* The insert's row, else the existing one: one statement, so a race of two equal POSTs
      * answers both with the one row. */
     json_t *out = store_query_json(
         c,
         "WITH ins AS (INSERT INTO kernel_versions (name, version, spec, spec_text, files, "
-        "submitter)"
-        " VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6) ON CONFLICT (name, version) DO NOTHING"
+        "submitter, data)"
+        " VALUES ($1, $2, $3::jsonb, $4, $5::jsonb, $6, $7::jsonb)"
+        " ON CONFLICT (name, version) DO NOTHING"
         " RETURNING name, version, status, created_at)"
         " SELECT json_build_object('name', name, 'version', version, 'status', status,"
         " 'created_at', created_at, 'created', true) FROM ins"
         " UNION ALL SELECT json_build_object('name', name, 'version', version, 'status', status,"
         " 'created_at', created_at, 'created', false) FROM kernel_versions"
         " WHERE name = $1 AND version = $2 AND NOT EXISTS (SELECT 1 FROM ins)",
-        6, p, "the kernel version was not stored", err);
+        7, p, "the kernel version was not stored", err);
     if (out) {
         *created = json_is_true(json_object_get(out, "created"));
         json_object_del(out, "created");
@@ -41,7 +42,11 @@ json_t *kernel_store_versions_json(PGconn *c, const char *name, kt_error *err)
         c,
         "SELECT COALESCE(json_agg(json_build_object('version', version, 'created_at', created_at,"
         " 'submitter', submitter, 'status', status, 'log', log, 'validation', validation,"
-        " 'retired', retired_at IS NOT NULL, 'retired_at', retired_at, 'spec', spec)"
+        " 'retired', retired_at IS NOT NULL, 'retired_at', retired_at, 'spec', spec)::jsonb"
+        " || CASE WHEN data IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('data',"
+        " (SELECT jsonb_object_agg(f.key, jsonb_build_object('dtype', f.value->'dtype', 'bytes',"
+        " length(decode(f.value->>'data', 'base64')), 'sha256',"
+        " encode(sha256(decode(f.value->>'data', 'base64')), 'hex'))) FROM jsonb_each(data) f)) END"
         " ORDER BY created_at DESC, id DESC), '[]'::json) FROM kernel_versions WHERE name = $1",
         1, p, "no versions", err);
 }
@@ -53,8 +58,9 @@ json_t *kernel_store_fetch(PGconn *c, const char *name, int limit, kt_error *err
     return store_query_json(
         c,
         "SELECT COALESCE(json_agg(json_build_object('version', version, 'status', status, 'log',"
-        " log, 'retired', retired_at IS NOT NULL, 'spec_text', spec_text, 'files', files)"
-        " ORDER BY created_at DESC, id DESC), '[]'::json) FROM (SELECT * FROM kernel_versions"
+        " log, 'retired', retired_at IS NOT NULL, 'spec_text', spec_text, 'files', files,"
+        " 'data', data) ORDER BY created_at DESC, id DESC), '[]'::json) FROM (SELECT * FROM"
+        " kernel_versions"
         " WHERE name = $1 ORDER BY created_at DESC, id DESC LIMIT $2::bigint) k",
         2, p, "no versions", err);
 }

@@ -19,15 +19,17 @@
 /* Inserts a version (status validating) unless (name, version) exists: *created 1 when this
  * inserted it, 0 when it was there. Returns {"name","version","status","created_at"} of the row.
  * spec_json is the spec object's text, spec_text the canonical text that was hashed, files_json
- * {"name": "text"}. */
+ * {"name": "text"}, data_json the uploaded data files (kernel_data_json; NULL: none, sql/021). */
 json_t *kernel_store_create(PGconn *c, const char *name, const char *version, const char *spec_json,
-                            const char *spec_text, const char *files_json, const char *submitter,
-                            int *created, kt_error *err);
+                            const char *spec_text, const char *files_json, const char *data_json,
+                            const char *submitter, int *created, kt_error *err);
 /* GET /v1/kernels/{name}: [{"version","created_at","submitter","status","log","validation",
- * "retired","retired_at","spec"}] newest first; [] when the name has none. */
+ * "retired","retired_at","spec"[,"data"]}] newest first (data: each uploaded file's dtype, bytes
+ * and sha256, not its bytes); [] when the name has none. */
 json_t *kernel_store_versions_json(PGconn *c, const char *name, kt_error *err);
 /* The catalog's fetch (catalog_kernel_fetch): the newest `limit` versions of name,
- * [{"version","status","log","retired","spec_text","files"}] newest first. */
+ * [{"version","status","log","retired","spec_text","files","data"}] newest first (data null
+ * without uploaded data). */
 json_t *kernel_store_fetch(PGconn *c, const char *name, int limit, kt_error *err);
 /* GET /v1/kernels: every stored name's newest version, [{"name","version","status",
  * "created_at","summary","versions"}] by name. */

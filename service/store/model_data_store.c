@@ -27,6 +27,56 @@ void model_training_data_release(model_training_data *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The rows of the training-data query into out (rows, n, summary: problems, trials, max_trial_id
+ * and the span of finish times). 0, or -1 (err); out is then released by the caller. */
+static int decode_training_rows(PGresult *r, long long max_id, model_training_data *out,
+                                kt_error *err)
+{
+    int rows = PQntuples(r);
+    out->rows = calloc(rows > 0 ? (size_t)rows : 1, sizeof *out->rows);
+    if (!out->rows) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading %d training rows", rows);
+        return -1;
+    }
+    json_t *problems = json_object();
+    const char *from = NULL, *to = NULL;
+    for (; out->n < rows; out->n++) {
+        model_trial_row *row = &out->rows[out->n];
+        row->trial_id = store_get_ll(r, out->n, 0);
+        row->problem = store_get_json(r, out->n, 1);
+        row->config = store_get_json(r, out->n, 2);
+        row->time_ms = store_get_double(r, out->n, 3);
+        const char *at = PQgetisnull(r, out->n, 4) ? NULL : PQgetvalue(r, out->n, 4);
+        if (at && (!from || strcmp(at, from) < 0))
+            from = at;
+        if (at && (!to || strcmp(at, to) > 0))
+            to = at;
+        if (!row->problem || !row->config) {
+            out->n++;
+            json_decref(problems);
+            kt_error_set(err, KT_ERR_INTERNAL,
+                         "trial %lld has a problem or config that does "
+                         "not parse",
+                         row->trial_id);
+            return -1;
+        }
+        char *pk = store_json_text(row->problem);
+        if (pk)
+            json_object_set_new(problems, pk, json_true());
+        free(pk);
+    }
+    /* Timestamps of one UTC server in ISO 8601 compare as text. */
+    out->summary = json_pack("{s:I, s:I, s:I, s:s?, s:s?}", "problems",
+                             (json_int_t)json_object_size(problems), "trials", (json_int_t)out->n,
+                             "max_trial_id", (json_int_t)max_id, "from", from, "to", to);
+    json_decref(problems);
+    if (!out->summary) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory summarising the training data");
+        return -1;
+    }
+    return 0;
+}
+
 int model_store_training_data(PGconn *c, const char *kernel, const char *device_class,
                               const char *kernel_hash, const char *toolchain, int top,
                               int max_problems, model_training_data *out, kt_error *err)
@@ -80,48 +130,8 @@ int model_store_training_data(PGconn *c, const char *kernel, const char *device_
                 7, p, err);
     if (!r)
         goto out;
-    int rows = PQntuples(r);
-    out->rows = calloc(rows > 0 ? (size_t)rows : 1, sizeof *out->rows);
-    if (!out->rows) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading %d training rows", rows);
+    if (decode_training_rows(r, max_id, out, err) < 0)
         goto out;
-    }
-    json_t *problems = json_object();
-    const char *from = NULL, *to = NULL;
-    for (; out->n < rows; out->n++) {
-        model_trial_row *row = &out->rows[out->n];
-        row->trial_id = store_get_ll(r, out->n, 0);
-        row->problem = store_get_json(r, out->n, 1);
-        row->config = store_get_json(r, out->n, 2);
-        row->time_ms = store_get_double(r, out->n, 3);
-        const char *at = PQgetisnull(r, out->n, 4) ? NULL : PQgetvalue(r, out->n, 4);
-        if (at && (!from || strcmp(at, from) < 0))
-            from = at;
-        if (at && (!to || strcmp(at, to) > 0))
-            to = at;
-        if (!row->problem || !row->config) {
-            out->n++;
-            json_decref(problems);
-            kt_error_set(err, KT_ERR_INTERNAL,
-                         "trial %lld has a problem or config that does "
-                         "not parse",
-                         row->trial_id);
-            goto out;
-        }
-        char *pk = store_json_text(row->problem);
-        if (pk)
-            json_object_set_new(problems, pk, json_true());
-        free(pk);
-    }
-    /* Timestamps of one UTC server in ISO 8601 compare as text. */
-    out->summary = json_pack("{s:I, s:I, s:I, s:s?, s:s?}", "problems",
-                             (json_int_t)json_object_size(problems), "trials", (json_int_t)out->n,
-                             "max_trial_id", (json_int_t)max_id, "from", from, "to", to);
-    json_decref(problems);
-    if (!out->summary) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory summarising the training data");
-        goto out;
-    }
     rc = 0;
 out:
     PQclear(r);

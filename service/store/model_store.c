@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/reap.h"
 #include "store/store_util.h"
 
 /* The key columns in model_key order (less algorithm), as $-parameters from `first`. */
@@ -233,6 +234,21 @@ out:
     return rc;
 }
 
+/* Row 0 of r, (id, algorithm, version, model bytes or NULL), into out: the bytes unescaped when
+ * want_bytes and present (else out->bytes stays NULL). 0, or -1 (err) out of memory. */
+static int model_ready_decode(PGresult *r, int want_bytes, model_ready *out, kt_error *err)
+{
+    out->id = store_get_ll(r, 0, 0);
+    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
+    out->version = (int)store_get_ll(r, 0, 2);
+    if (!want_bytes || PQgetisnull(r, 0, 3))
+        return 0;
+    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
+    if (!out->bytes)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+    return 0;
+}
+
 int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
                              const char *device_class, const char *kernel_hash,
                              const char *toolchain, int want_bytes, model_ready *out, kt_error *err)
@@ -257,17 +273,7 @@ int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
         rc = 0;
         goto out;
     }
-    out->id = store_get_ll(r, 0, 0);
-    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
-    out->version = (int)store_get_ll(r, 0, 2);
-    if (want_bytes && !PQgetisnull(r, 0, 3)) {
-        out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
-        if (!out->bytes) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
-            goto out;
-        }
-    }
-    rc = 1;
+    rc = model_ready_decode(r, want_bytes, out, err) < 0 ? -1 : 1;
 out:
     PQclear(r);
     if (rc < 0)
@@ -307,16 +313,10 @@ int model_store_job_model(PGconn *c, long long job_id, const char *kind, const c
         rc = 0;
         goto out;
     }
-    out->id = store_get_ll(r, 0, 0);
-    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
-    out->version = (int)store_get_ll(r, 0, 2);
-    if (PQgetisnull(r, 0, 3)) {
-        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
+    if (model_ready_decode(r, 1, out, err) < 0)
         goto out;
-    }
-    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
     if (!out->bytes) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
         goto out;
     }
     rc = 1;
@@ -448,76 +448,19 @@ int model_store_heartbeat(PGconn *c, const runner_identity *me, kt_error *err)
         1, p, err);
 }
 
-/* "<host>:<pid>:<start>": 1 with host (into buf) and pid, 0 when the id is not of that form. */
-static int parse_runner(const char *id, char *host, size_t cap, int *pid)
-{
-    const char *last = strrchr(id, ':');
-    if (!last || last == id)
-        return 0;
-    const char *p = last - 1;
-    while (p > id && *p != ':')
-        p--;
-    if (*p != ':' || (size_t)(p - id) >= cap)
-        return 0;
-    char *end = NULL;
-    long v = strtol(p + 1, &end, 10);
-    if (end != last || v <= 0 || v > 0x7fffffff)
-        return 0;
-    memcpy(host, id, (size_t)(p - id));
-    host[p - id] = '\0';
-    *pid = (int)v;
-    return 1;
-}
-
 int model_store_release_dead(PGconn *c, const runner_identity *me, int stale_s, kt_error *err)
 {
-    int freed = -1;
-    store_num s;
-    const char *p1[] = {store_ll(&s, stale_s)};
-    PGresult *r =
-        db_exec(c,
-                "UPDATE models SET runner = NULL WHERE status = 'training' AND runner IS NOT NULL"
-                " AND runner_heartbeat < now() - make_interval(secs => $1) RETURNING id",
-                1, p1, err);
-    if (!r)
-        goto out;
-    freed = PQntuples(r);
-    PQclear(r);
-    /* Runners on this host are checked by pid, as job_store_release_dead does: a ktuned killed
-     * with -9 is noticed at once; my pid under another id is a previous incarnation. */
-    const char *p2[] = {me->id};
-    r = db_exec(
-        c,
-        "SELECT DISTINCT runner FROM models WHERE status = 'training' AND runner IS NOT NULL"
-        " AND runner <> $1",
-        1, p2, err);
-    if (!r) {
-        freed = -1;
-        goto out;
-    }
-    for (int i = 0; i < PQntuples(r); i++) {
-        char host[256];
-        int pid = 0;
-        const char *runner = PQgetvalue(r, i, 0);
-        if (!parse_runner(runner, host, sizeof host, &pid) || strcmp(host, me->host) != 0)
-            continue;
-        if (pid != me->pid && store_pid_alive(pid))
-            continue;
-        const char *p3[] = {runner};
-        PGresult *u = db_exec(c,
-                              "UPDATE models SET runner = NULL WHERE status = 'training' AND"
-                              " runner = $1 RETURNING id",
-                              1, p3, err);
-        if (!u) {
-            freed = -1;
-            goto out;
-        }
-        freed += PQntuples(u);
-        PQclear(u);
-    }
-out:
-    PQclear(r);
-    return freed;
+    static const store_reap_sql models = {
+        .release_stale = "UPDATE models SET runner = NULL WHERE status = 'training' AND runner IS"
+                         " NOT NULL AND runner_heartbeat < now() - make_interval(secs => $1)"
+                         " RETURNING id",
+        .runners = "SELECT DISTINCT runner FROM models WHERE status = 'training' AND runner IS NOT"
+                   " NULL AND runner <> $1",
+        .release_runner =
+            "UPDATE models SET runner = NULL WHERE status = 'training' AND runner = $1"
+            " RETURNING id",
+    };
+    return store_reap_dead(c, me, stale_s, &models, err);
 }
 
 int model_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err)

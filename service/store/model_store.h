@@ -26,6 +26,10 @@
 #include "core/error.h"
 #include "store/job_store.h"
 
+/* The kinds of a models row (its kind column): a predictor of best configurations
+ * (model/predictor.h) or Mind Mappings' surrogate (model/surrogate.h). */
+#define MODEL_KIND_PREDICTOR "predictor"
+#define MODEL_KIND_SURROGATE "surrogate"
 /* A model claimed this many times without finishing is failed by the next claim. */
 #define MODEL_MAX_ATTEMPTS 3
 /* Serialised models larger than this are refused (model_store_finish). */

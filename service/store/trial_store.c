@@ -43,7 +43,7 @@ int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, in
 
 #define TRIAL_LOAD_COLUMNS                                                                         \
     "t.seq, t.config_id, t.status, t.time_ms, t.repeats, t.compile_ms, t.measure_ms, t.noise_cv,"  \
-    " COALESCE(t.charged_seconds, 0)"
+    " COALESCE(t.charged_seconds, 0), t.extras -> 'metrics'"
 
 /* The trial rows of r from row first on, their columns (TRIAL_LOAD_COLUMNS) from col on. */
 static int load_rows(const PGresult *r, int first, int col, trial_row **out, int *n, kt_error *err)
@@ -65,6 +65,17 @@ static int load_rows(const PGresult *r, int first, int col, trial_row **out, int
         t[i].result.measure_ms = store_get_double(r, row, col + 6);
         t[i].result.noise_cv = store_get_double(r, row, col + 7);
         t[i].charged_seconds = store_get_double(r, row, col + 8);
+        /* Only the user metrics of extras: a metric objective's value (core/objective.h). */
+        json_t *metrics = store_get_json(r, row, col + 9);
+        if (metrics) {
+            t[i].result.extras = json_pack("{s:o}", "metrics", metrics);
+            if (!t[i].result.extras) {
+                for (int j = 0; j < i; j++)
+                    trial_row_release(&t[j]);
+                free(t);
+                return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading %d trials", rows);
+            }
+        }
     }
     *out = t;
     *n = rows > 0 ? rows : 0;

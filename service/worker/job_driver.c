@@ -9,7 +9,6 @@
 #include "store/model_store.h"
 #include "store/pick_store.h"
 #include "store/trial_store.h"
-#include "worker/trainer_surrogate.h"
 #include "worker/warm_start.h"
 
 static int end_job(job_driver *d, PGconn *c, const char *status, const char *reason,
@@ -37,11 +36,25 @@ static int end_search(job_driver *d, PGconn *c, const char *reason, kt_error *er
         d->row.final_remeasure <= FINAL_PICK_MAX_COUNT && d->row.final_rounds > 0 &&
         d->row.final_rounds <= FINAL_PICK_MAX_ROUNDS)
         return final_start(d, c, reason, err);
-    if (d->told_by_status[TRIAL_OK] > 0)
+    /* A metric objective: success needs a trial with the metric's value (the job's best). */
+    int by_time = kt_objective_is_time(&d->row.objective);
+    if (by_time ? d->told_by_status[TRIAL_OK] > 0 : d->told_valued > 0)
         return end_job(d, c, "succeeded", reason, NULL, err);
     kt_error why;
     char counts[KT_ERROR_MESSAGE_MAX] = "";
     size_t len = 0;
+    if (!by_time && d->told_by_status[TRIAL_OK] > 0) {
+        kt_error_set(&why, KT_ERR_MEASURE,
+                     "no trial reported metric '%s', the objective: %lld ok trial%s without it "
+                     "(%lld trial%s, stopped by %s)",
+                     d->row.objective.metric, d->told_unvalued, d->told_unvalued == 1 ? "" : "s",
+                     d->told, d->told == 1 ? "" : "s", reason);
+        kt_error_hint(&why,
+                      "an objective value is a number > 0 in an ok trial's extras.metrics (GET "
+                      "/v1/jobs/%lld/trials); an ask/tell harness tells it in \"metrics\"",
+                      d->row.id);
+        return end_job(d, c, "failed", "no_ok_trial", &why, err);
+    }
     for (int s = 0; s < TRIAL__STATUS_COUNT && len < sizeof counts; s++) {
         if (d->told_by_status[s] > 0)
             len += (size_t)snprintf(counts + len, sizeof counts - len, "%s%lld %s", len ? ", " : "",
@@ -145,13 +158,18 @@ static int advance(job_driver *d, PGconn *c, const trial_row *rows, int n_rows, 
             if (!results)
                 return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory telling a batch");
             for (int i = 0; i < d->batch_n; i++) {
-                results[i] = rows[pos + i].result;
-                results[i].extras = NULL;
+                /* The searcher sees the objective's cost (core/objective.h): the time, or a
+                 * metric's value (min) or its reciprocal (max); an ok trial without the metric
+                 * as a failure. The counts keep the stored statuses. */
+                int unvalued =
+                    kt_objective_told(&d->row.objective, &rows[pos + i].result, &results[i]);
+                d->told_unvalued += unvalued;
+                d->told_valued += rows[pos + i].result.status == TRIAL_OK && !unvalued;
                 /* The charge as stored with the trial: the driver reads the clock, it does not
                  * price trials itself. */
                 d->clock_seconds += rows[pos + i].charged_seconds;
-                if (results[i].status < TRIAL__STATUS_COUNT)
-                    d->told_by_status[results[i].status]++;
+                if (rows[pos + i].result.status < TRIAL__STATUS_COUNT)
+                    d->told_by_status[rows[pos + i].result.status]++;
             }
             searcher_tell(d->search, d->batch, results, d->batch_n);
             free(results);
@@ -333,7 +351,7 @@ static int open_surrogate(job_driver *d, PGconn *c, kt_error *err)
     const target_key *k = &d->row.target.key;
     if (!searcher_needs_surrogate(d->row.strategy))
         return 0;
-    int found = model_store_job_model(c, d->row.id, TRAINER_SURROGATE_KIND, k->kernel,
+    int found = model_store_job_model(c, d->row.id, MODEL_KIND_SURROGATE, k->kernel,
                                       k->device_class, k->kernel_hash, k->toolchain, &ready, err);
     if (found < 0)
         return -1;
@@ -424,8 +442,14 @@ int job_driver_open(job_driver *d, job_row *row, const catalog *cat, target_cach
     rc = -1;
     /* Warm start: the recorded history (gathered and recorded on the first open), before the
      * replay, so that a resumed searcher sees exactly what the first one saw. */
-    if (warm_start_prepare(c, &d->row, d->target, models, &ws, err) < 0 ||
-        searcher_set_history(d->search, &ws.h, err) < 0)
+    if (warm_start_prepare(c, &d->row, d->target, models, &ws, err) < 0)
+        goto out;
+    /* The prior is times of other targets: a cost of another objective, so a metric job's
+     * searcher gets none (its first configurations are still proposed first). The same rule on
+     * every open keeps the replay exact. */
+    if (!kt_objective_is_time(&d->row.objective))
+        ws.h.n_prior = 0;
+    if (searcher_set_history(d->search, &ws.h, err) < 0)
         goto out;
     if (trial_store_load(c, d->row.id, 0, &rows, &n_rows, err) < 0)
         goto out;

@@ -20,10 +20,10 @@
 
 #include "catalog/catalog.h"
 #include "search/searcher.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 #include "store/job_store.h"
 #include "worker/final_pick.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 #include "worker/target_cache.h"
 
 typedef enum { JOB_DRIVER_WAITING = 0, JOB_DRIVER_QUEUED, JOB_DRIVER_ENDED } job_driver_state;
@@ -50,7 +50,10 @@ typedef struct job_driver {
      * from the row while a resumed job replays trials past that boundary. */
     double clock_seconds;
     long long told_by_status[TRIAL__STATUS_COUNT]; /* the told trials (seqs 1..told) per status */
-    config_id *batch;                              /* the batch asked for and not yet told */
+    /* A metric objective (core/objective.h): told ok trials with a value of the metric, and ok
+     * trials without one (told to the searcher as failures). */
+    long long told_valued, told_unvalued;
+    config_id *batch; /* the batch asked for and not yet told */
     int batch_n;
     int batch_inserted;
     int ended;

@@ -27,7 +27,7 @@
 #include "store/fault_store.h"
 #include "store/trial_store.h"
 #include "store/worker_store.h"
-#include "worker/fault_log.h"
+#include "core/fault_log.h"
 #include "worker/worker_internal.h"
 
 #define MEASURER_IDLE_MS         200

@@ -32,7 +32,7 @@
 #include "store/catalog_store.h"
 #include "store/model_store.h"
 #include "store/worker_store.h"
-#include "worker/fault_log.h"
+#include "core/fault_log.h"
 #include "worker/job_driver.h"
 #include "worker/worker_internal.h"
 

@@ -132,6 +132,8 @@ static int nvrtc_check_variant(const worker_system *w, const kernel_spec *k, str
         strbuf_appendf(log, "cuda: not compiled: %s\n", e.message[0] ? e.message : "out of memory");
         goto out;
     }
+    if (!k->dir) /* a submitted kernel's text: compiled as its version's own uid */
+        runner_client_set_version_uid(rc, k->version);
     int got = runner_client_call(rc, req, o->compile_timeout_s + 30, &reply, &end, &e);
     if (got != RUNNER_REPLY) {
         strbuf_appendf(log, "cuda: not compiled: the runner %s\n",

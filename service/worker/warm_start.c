@@ -155,6 +155,60 @@ static int has_config(const json_t *list, const json_t *config)
     return 0;
 }
 
+/* The sources ranked: the same problem on another class first, then the same class's other
+ * problems, then the rest, nearer problems first (ranked_cmp). NULL when out of memory; freed by
+ * the caller. */
+static ranked_source *rank_sources(history_sources *all, const target_key *key,
+                                   const json_t *problem)
+{
+    ranked_source *rank = calloc((size_t)all->n + 1, sizeof *rank);
+    if (!rank)
+        return NULL;
+    for (int i = 0; i < all->n; i++) {
+        int same_problem = strcmp(all->s[i].problem_key, key->problem_key) == 0;
+        int same_class = strcmp(all->s[i].device_class, key->device_class) == 0;
+        rank[i].s = &all->s[i];
+        rank[i].relation = same_problem ? 0 : same_class ? 1 : 2;
+        rank[i].distance =
+            same_problem ? 0 : warm_start_problem_distance(all->s[i].problem, problem);
+    }
+    qsort(rank, (size_t)all->n, sizeof *rank, ranked_cmp);
+    return rank;
+}
+
+/* `first`: the predictor's top-k for this problem (source -1, no time), then the n sources'
+ * best interleaved, each configuration once. This is the only place that builds `first`. */
+static void fill_first(json_t *first, const json_t *predicted, const space *sp, json_t *const *per,
+                       int n)
+{
+    size_t pi;
+    json_t *cand;
+    json_array_foreach(json_object_get(predicted, "candidates"), pi, cand)
+    {
+        const json_t *config = json_object_get(cand, "config");
+        config_id id;
+        kt_error ignored;
+        if (json_array_size(first) >= WARM_PREDICTED)
+            break;
+        if (!config || space_config_from_json(sp, config, &id, &ignored) < 0 ||
+            has_config(first, config))
+            continue;
+        json_array_append_new(
+            first, json_pack("{s:O, s:n, s:i}", "config", config, "time_ms", "source", -1));
+    }
+    for (size_t r = 0, any = 1; any && json_array_size(first) < WARM_FIRST; r++) {
+        any = 0;
+        for (int s = 0; s < n && json_array_size(first) < WARM_FIRST; s++) {
+            json_t *e = json_array_get(per[s], r);
+            if (e && r < WARM_FIRST_PER_SOURCE) {
+                any = 1;
+                if (!has_config(first, json_object_get(e, "config")))
+                    json_array_append(first, e);
+            }
+        }
+    }
+}
+
 json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *problem, const space *sp,
                           const json_t *predicted, kt_error *err)
 {
@@ -171,20 +225,10 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
     }
     if (history_store_sources(c, key->kernel, key->device_class, key->problem_key, &all, err) < 0)
         goto out;
-    rank = calloc((size_t)all.n + 1, sizeof *rank);
-    if (!rank) {
+    if (!(rank = rank_sources(&all, key, problem))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory gathering history");
         goto out;
     }
-    for (int i = 0; i < all.n; i++) {
-        int same_problem = strcmp(all.s[i].problem_key, key->problem_key) == 0;
-        int same_class = strcmp(all.s[i].device_class, key->device_class) == 0;
-        rank[i].s = &all.s[i];
-        rank[i].relation = same_problem ? 0 : same_class ? 1 : 2;
-        rank[i].distance =
-            same_problem ? 0 : warm_start_problem_distance(all.s[i].problem, problem);
-    }
-    qsort(rank, (size_t)all.n, sizeof *rank, ranked_cmp);
     for (int i = 0; i < all.n && n < WARM_MAX_SOURCES; i++) {
         history_trials t;
         int room = WARM_MAX_PRIOR - (int)json_array_size(prior);
@@ -215,34 +259,7 @@ json_t *warm_start_gather(PGconn *c, const target_key *key, const json_t *proble
             json_array_extend(prior, per[n]);
         n++;
     }
-    /* The predictor's top-k for this problem head `first` (source -1, no time), then the sources'
-     * interleaved best. This is the only place that builds `first`. */
-    size_t pi;
-    json_t *cand;
-    json_array_foreach(json_object_get(predicted, "candidates"), pi, cand)
-    {
-        const json_t *config = json_object_get(cand, "config");
-        config_id id;
-        kt_error ignored;
-        if (json_array_size(first) >= WARM_PREDICTED)
-            break;
-        if (!config || space_config_from_json(sp, config, &id, &ignored) < 0 ||
-            has_config(first, config))
-            continue;
-        json_array_append_new(
-            first, json_pack("{s:O, s:n, s:i}", "config", config, "time_ms", "source", -1));
-    }
-    for (size_t r = 0, any = 1; any && json_array_size(first) < WARM_FIRST; r++) {
-        any = 0;
-        for (int s = 0; s < n && json_array_size(first) < WARM_FIRST; s++) {
-            json_t *e = json_array_get(per[s], r);
-            if (e && r < WARM_FIRST_PER_SOURCE) {
-                any = 1;
-                if (!has_config(first, json_object_get(e, "config")))
-                    json_array_append(first, e);
-            }
-        }
-    }
+    fill_first(first, predicted, sp, per, n);
     res = json_pack("{s:O, s:O, s:O, s:O*}", "first", first, "prior", prior, "sources", srcs,
                     "model", json_object_get(predicted, "model"));
     if (!res)

@@ -6,7 +6,7 @@
  *   same class; 2: another problem on another class), then by problem distance (nearest first),
  *   at most WARM_MAX_SOURCES;
  * - first: the predictor's top WARM_PREDICTED for this problem when a model of the job's key is
- *   ready (worker/model_cache.h; "source": -1), then the sources' fastest configurations,
+ *   ready (training/model_cache.h; "source": -1), then the sources' fastest configurations,
  *   interleaved by rank across the ranked sources (source 0's best, source 1's best, ..., source
  *   0's second, ...), WARM_FIRST in all, each mapped into the job's space by parameter names and
  *   values (configurations that are not valid there are dropped);
@@ -30,7 +30,7 @@
 #include "space/space.h"
 #include "catalog/target.h"
 #include "store/job_store.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 
 #define WARM_MAX_SOURCES      8
 #define WARM_FIRST            8    /* the bench's choice too (bench/README.md, warm starts) */

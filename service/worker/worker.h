@@ -1,7 +1,7 @@
 /* worker/worker — the threads that do the tuning inside ktuned: one runner thread that drives jobs
  * (asks searchers for batches, inserts them as pending trials, tells results back, ends jobs), N
  * measurement threads that claim pending trials, measure them with a backend and store the results,
- * and one model trainer thread (worker/trainer.h) that trains queued models.
+ * and one model trainer thread (training/trainer.h) that trains queued models.
  * They meet only through the database, so any number of processes on any hosts can share the work,
  * and a job resumes after a crash by replaying its stored trials.
  *
@@ -13,7 +13,7 @@
 #include "catalog/catalog.h"
 #include "core/error.h"
 #include "store/db.h"
-#include "worker/model_cache.h"
+#include "training/model_cache.h"
 
 typedef struct worker_system worker_system;
 
@@ -22,9 +22,9 @@ typedef struct worker_options {
     const catalog *cat;
     int measurers;                 /* measurement threads */
     int max_jobs;                  /* jobs the runner drives at once */
-    long long model_retrain_after; /* --model-retrain-after (worker/trainer.h); 0 = off */
-    double model_train_delay_s;    /* --model-train-delay-s (testing, worker/trainer.h); 0 = none */
-    model_cache *models;           /* borrowed, may be NULL: the predictor's top-k in warm starts */
+    long long model_retrain_after; /* --model-retrain-after (training/trainer.h); 0 = off */
+    double model_train_delay_s; /* --model-train-delay-s (testing, training/trainer.h); 0 = none */
+    model_cache *models;        /* borrowed, may be NULL: the predictor's top-k in warm starts */
     double lease_s; /* --lease-s: a process silent this long loses its jobs, trials, models and
                      * devices to the others (the reaper's limit); 0 = WORKER_LEASE_DEFAULT_S */
     int max_start_attempts; /* --job-max-start-attempts: a job whose process died this many times
@@ -66,7 +66,7 @@ int worker_system_job_stepping(worker_system *w, long long job_id);
 unsigned long worker_system_job_gen(worker_system *w, long long job_id);
 unsigned long worker_system_wait_job(worker_system *w, long long job_id, unsigned long seen,
                                      int timeout_ms);
-/* Tells the model trainer (worker/trainer.h) that a model was queued (it also polls). */
+/* Tells the model trainer (training/trainer.h) that a model was queued (it also polls). */
 void worker_system_wake_trainer(worker_system *w);
 /* w may be NULL (an API process, --role api, has no workers): the wakes do nothing and the stats
  * are zeros; the workers of other processes poll the database. */

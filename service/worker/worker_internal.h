@@ -9,7 +9,7 @@
 
 #include "store/job_store.h"
 #include "worker/target_cache.h"
-#include "worker/trainer.h"
+#include "training/trainer.h"
 #include "worker/worker.h"
 
 /* The reaper's limit for jobs, trials and models (a heartbeat older than this means the process

@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "model/predictor.h"
-#include "worker/trainer_surrogate.h"
+#include "training/trainer_surrogate.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

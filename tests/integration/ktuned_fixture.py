@@ -42,7 +42,26 @@ def run_tests():
     which make test's summary lists); exits 1 on a failure, SKIP_EXIT when every case was skipped
     (ctest then reports the whole file as skipped), else 0."""
     import unittest
-    result = unittest.main(verbosity=2, exit=False).result
+
+    class TimedResult(unittest.TextTestResult):
+        """Records each case's wall time (setUpClass and tearDownClass not included), so the
+        slowest cases print at the end: where a file's time goes, for trimming `make test`."""
+
+        def startTest(self, test):
+            self._case_started = time.monotonic()
+            super().startTest(test)
+
+        def stopTest(self, test):
+            super().stopTest(test)
+            self.case_times.append((time.monotonic() - self._case_started, test.id()))
+
+    TimedResult.case_times = []
+    started = time.monotonic()
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult)
+    result = unittest.main(testRunner=runner, exit=False).result
+    slowest = sorted(TimedResult.case_times, reverse=True)[:5]
+    print("slowest cases (of %.1f s in all): %s" % (time.monotonic() - started, ", ".join(
+        "%s %.1f s" % (name.rsplit(".", 1)[-1], secs) for secs, name in slowest)))
     if not result.wasSuccessful():
         sys.exit(1)
     if result.testsRun > 0 and len(result.skipped) == result.testsRun:

@@ -21,7 +21,8 @@ against a real ktuned (started with an API token and the kernel folders):
 - a harness that leaves a leased trial untold and goes away: client.attach(job) from another client goes
   on, the abandoned trial comes back after its lease, the job succeeds, the late tell is a duplicate.
   Where the server has no `external` device yet, those cases are skipped saying so.
-- ktune.tune_kernel (Kernel Tuner's interface, array.array buffers: no numpy needed): a source that
+- ktune.tune_kernel (Kernel Tuner's interface, array.array buffers: no numpy needed; the arrays and
+  the answer uploaded with the kernel): a source that
   does not compile raises KtuneError kernel_invalid with the compiler's words, one that reads the
   output it writes (verified) raises with the hint that outputs start as NaN; a kernel whose B=4
   configuration computes a wrong answer, with `answer` naming the output: every configuration
@@ -327,13 +328,16 @@ class ClientTest(unittest.TestCase):
             y[j] = (B == 4 ? 3.0f : 2.0f) * x[j];   /* B = 4 is wrong on purpose */
 }
 """
-        with warnings.catch_warnings(record=True):
+        twice = array.array("f", [2 * v for v in x])
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             results, env = ktune.tune_kernel("tk_twice", src, n, [y, x, n], {"B": [1, 2, 4]},
-                                             answer=[x, None, None],
+                                             answer=[twice, None, None],
                                              metrics={"GB/s": "8*n / (time*1e6)"},
                                              client=self.client, timeout=120)
-        self.assertEqual((env["verify"], env["strategy"], env["failed"]), ("default", "exhaustive", 1), env)
+        self.assertEqual([str(w.message) for w in caught], [])  # the data travelled: nothing to warn
+        self.assertEqual((env["verify"], env["uploaded"], env["strategy"], env["failed"]),
+                         ("answer", True, "exhaustive", 1), env)
         self.assertEqual(sorted(r["B"] for r in results), [1, 2], results)
         for r in results:
             self.assertGreater(r["time"], 0)
@@ -341,6 +345,23 @@ class ClientTest(unittest.TestCase):
         self.assertIn(env["best"]["config"], [{"B": 1}, {"B": 2}])
         b = self.client.best("tk_twice", device="cpu", problem=env["problem"])
         self.assertEqual((b.kernel_version, b.config), (env["kernel_version"], env["best"]["config"]))
+        # The answer is compared, so it is the caller's data the kernel computed on: x's own
+        # values as the answer (2*x expected) fail at the default configuration.
+        with self.assertRaises(ktune.KtuneError) as cm:
+            ktune.tune_kernel("tk_twice", src, n, [y, x, n], {"B": [1, 2, 4]},
+                              answer=[x, None, None], client=self.client, timeout=120)
+        self.assertIn("wrong_result", cm.exception.message)
+        self.assertIn("differs from answer", cm.exception.hint)
+        # Past the data cap the arrays do not travel: inputs drawn like them, a warning says so.
+        big = array.array("f", [1.0]) * (ktune.kernel_tuner.DATA_CAP // 4 + 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            spec, _, notes = ktune.kernel_tuner.build_spec("tk_big", src, len(big),
+                                                           [array.array("f", big), big, len(big)],
+                                                           {"B": [1]}, answer=[big, None, None])
+        self.assertEqual((notes["uploaded"], notes["verify"], notes["data"]), (False, "default", {}))
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "constant", "value": 1.0})
+        self.assertIn("DATA_CAP", str(caught[0].message))
 
     def test_h_autotune(self):
         probe = self.tune_external_or_skip("py_probe", {"a": [1]}, device_class="external:probe", budget=1)

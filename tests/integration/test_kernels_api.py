@@ -76,6 +76,7 @@ HOSTILE = r"""/* A submitted kernel trying, per ATTACK, what it must not do; 0 (
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -99,13 +100,19 @@ static int attempt(void)
             close(fd);
         return ok;
     }
-    case 5: /* a source's transient copy in the compile cache (src.*): only while it compiles */
-        d = opendir(CACHE);
-        for (struct dirent *e; d && (e = readdir(d));)
-            ok |= strncmp(e->d_name, "src.", 4) == 0;
-        if (d)
-            closedir(d);
+    case 5: { /* a source's transient copy in the compile cache (src.*): only while it compiles;
+               * the shared folder, and its version's own (a root ktuned: <cache>-users/<uid>) */
+        char own[512];
+        snprintf(own, sizeof own, "%s-users/%u", CACHE, (unsigned)getuid());
+        for (int i = 0; i < 2; i++) {
+            d = opendir(i ? own : CACHE);
+            for (struct dirent *e; d && (e = readdir(d));)
+                ok |= strncmp(e->d_name, "src.", 4) == 0;
+            if (d)
+                closedir(d);
+        }
         return ok;
+    }
     default: return 1;
     }
     ok = fd >= 0;
@@ -282,16 +289,26 @@ class KernelsApiTest(unittest.TestCase):
     def test_submitted_kernels_never_share_a_runner(self):
         """A submitted kernel may leave its runner changed (a thread, patched code) and read the
         requests it is sent next (other kernels' source texts): a runner that ran one measures no
-        other version. Each kernel writes its runner's pid where the runner's user may (a folder of
-        /tmp: README.md, Security, "can still do"); the two kernels' pids never meet."""
+        other version. Each kernel writes an identity of its runner process (the 16 random bytes the
+        kernel gives each exec, AT_RANDOM: a pid is 2 in every runner's own pid namespace) where it
+        may: its version's own cache folder (<cache-dir>-users/<uid>/, a root ktuned), else a folder
+        of /tmp (then the host's: no private /tmp without root). The two kernels' runners never
+        meet."""
         folder = tempfile.mkdtemp(prefix="ktune-pids-")
         os.chmod(folder, 0o777)
         log = os.path.join(folder, "pids")
-        pid_cpu = ('#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <unistd.h>\n'
+        users = os.path.join(self.k.data_dir, "cache-users")
+        pid_cpu = ('#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/auxv.h>\n'
+                   '#include <unistd.h>\n'
                    + CPU.replace("    return 0;\n}\n", """    static int told; /* once per load of the kernel: a trial */
-    char line[64];
-    int fd = told++ ? -1 : open("%s", O_WRONLY | O_APPEND | O_CREAT, 0666);
-    snprintf(line, sizeof line, "%%s %%d\\n", TAG, (int)getpid());
+    char line[64], own[512];
+    const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+    snprintf(own, sizeof own, "%s/%%u/pids", (unsigned)getuid());
+    int fd = told++ ? -1 : open(own, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0 && told == 1)
+        fd = open("%s", O_WRONLY | O_APPEND | O_CREAT, 0666);
+    snprintf(line, sizeof line, "%%s %%02x%%02x%%02x%%02x%%02x%%02x%%02x%%02x\\n", TAG, r[0], r[1],
+             r[2], r[3], r[4], r[5], r[6], r[7]);
     if (fd >= 0) {
         ssize_t w = write(fd, line, strlen(line));
         (void)w;
@@ -299,7 +316,7 @@ class KernelsApiTest(unittest.TestCase):
     }
     return 0;
 }
-""" % log))
+""" % (users, log)))
         jobs = []
         for tag in ("A", "B", "A"):
             name = "pid" + tag
@@ -311,10 +328,15 @@ class KernelsApiTest(unittest.TestCase):
             done = self.k.wait_job(job["id"], timeout=120)
             self.assertEqual(done["status"], "succeeded", done)
             jobs.append((tag, job["id"]))
-        with open(log) as f:
-            seen = [line.split() for line in f if line.strip()]
+        logs = [log] + ([os.path.join(users, u, "pids") for u in os.listdir(users)]
+                        if os.path.isdir(users) else [])
+        seen = []
+        for path in logs:
+            if os.path.exists(path):
+                with open(path) as f:
+                    seen += [line.split() for line in f if line.strip()]
         pids = {tag: {pid for t, pid in seen if t == tag} for tag in ("A", "B")}
-        print("runner pids per kernel: %s" % pids, file=sys.stderr)
+        print("runner identities per kernel: %s" % pids, file=sys.stderr)
         self.assertTrue(pids["A"] and pids["B"], pids)
         self.assertEqual(pids["A"] & pids["B"], set(), pids)
         shutil.rmtree(folder, ignore_errors=True)

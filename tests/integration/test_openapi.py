@@ -265,6 +265,16 @@ class ServedTest(unittest.TestCase):
             with self.subTest(body=body):
                 status, _, reply = self.call("POST", "/v1/tune", body=body)
                 self.assertEqual((status, reply["error"]["code"]), (400, code), reply)
+        # Issue 27: a metric objective on a replay device is a 400 naming the field; with a final
+        # pick it is a 501 (the pick re-measures times).
+        status, _, reply = self.call("POST", "/v1/tune", body=dict(conv, objective={"metric": "gflops", "goal": "max"}))
+        self.assertEqual((status, reply["error"]["code"]), (400, "out_of_range"), reply)
+        self.assertTrue(reply["error"]["message"].startswith("objective.metric:"), reply)
+        external = {"kernel": "objective_doc", "device": "external", "device_class": "doc-class",
+                    "space": {"parameters": [{"name": "BS", "values": [32, 64]}]},
+                    "objective": {"metric": "gbps", "goal": "max"}, "final_remeasure": 2}
+        status, _, reply = self.call("POST", "/v1/tune", body=external)
+        self.assertEqual((status, reply["error"]["code"]), (501, "not_implemented"), reply)
         status, _, reply = self.call("POST", "/v1/tune", raw=b"{not json", headers={"Content-Type": "application/json"})
         self.assertEqual((status, reply["error"]["code"]), (400, "bad_json"))
         status, _, reply = self.call("POST", "/v1/tune", raw=b"kernel=x", headers={"Content-Type": "text/plain"})
@@ -649,7 +659,8 @@ class ServedTest(unittest.TestCase):
 
     def test_n_kernels_as_documented(self):
         """POST /v1/kernels (issue 27): the documented example is a new version (201), again the same
-        (200); a folder kernel's name is 409, a file over 256 KiB 413; GET /v1/kernels/{name} lists it."""
+        (200); a folder kernel's name is 409, a file over 256 KiB 413; GET /v1/kernels/{name} lists it.
+        The example with the caller's data is a new version too."""
         example = DOC["paths"]["/v1/kernels"]["post"]["requestBody"]["content"]["application/json"]["examples"]
         body = example["vscale"]["value"]
         status, headers, made = self.call("POST", "/v1/kernels", body=body)
@@ -657,6 +668,10 @@ class ServedTest(unittest.TestCase):
         self.assertEqual(headers["location"], "/v1/kernels/vscale")
         status, _, again = self.call("POST", "/v1/kernels", body=body)
         self.assertEqual((status, again["version"]), (200, made["version"]), again)
+        status, _, with_data = self.call("POST", "/v1/kernels", body=example["with_data"]["value"])
+        self.assertEqual((status, with_data["name"]), (201, "vcopy"), with_data)
+        status, _, listed = self.call("GET", "/v1/kernels/{name}", {"name": "vcopy"})
+        self.assertEqual((status, listed["versions"][0]["data"]["x.bin"]["bytes"]), (200, 16), listed)
         status, _, reply = self.call("POST", "/v1/kernels", body=dict(body, spec=dict(body["spec"], name="gemm")))
         self.assertEqual((status, reply["error"]["code"]), (409, "conflict"), reply)
         big = dict(body, files=dict(body["files"], **{"big.h": "x" * (257 * 1024)}))

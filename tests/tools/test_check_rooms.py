@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tools/check_rooms.py can fail: on a fake tree with a crossed room boundary and the wrong include
-styles it exits 1 with one line per violation; on a clean fake tree it exits 0. Also checks that
+styles, or room tables in ARCHITECTURE.md / service/README.md that disagree with the declared rules,
+it exits 1 with one line per violation; on a clean fake tree it exits 0. Also checks that
 tools/fix_includes.py turns the styles into "room/file.h" (and nothing else). Run by ctest as
 tools_check_rooms."""
 import os
@@ -27,6 +28,12 @@ CLEAN = {
     "service/ktuned.c": '#include "service.h"\n#include "space/space.h"\n',
     "tests/unit/test_util.h": '#pragma once\n#include "space/space.h"\n',
     "tests/unit/test_space.c": '#include "test_util.h"\n#include "service.h"\n',
+    "ARCHITECTURE.md": ("# House\n\n| room | owns | may use | never touches |\n|---|---|---|---|\n"
+                        "| `core/` | errors | nothing (jansson, libm) | any other room |\n"
+                        "| `space/` | spaces | core | DB |\n"
+                        "| `store/` | SQL | `core` (libpq) | HTTP |\n\nAfter the table.\n"),
+    "service/README.md": ("# service/\n\n| room | owns |\n|---|---|\n| `core/` | errors |\n"
+                          "| `space/` | spaces |\n| `store/` | SQL |\n"),
 }
 
 
@@ -99,6 +106,30 @@ class CheckRooms(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stdout.splitlines(),
                          ["service/store/db.c:2: includes service.h, but room store may use: core"])
+
+    def test_room_tables_follow_the_declarations(self):
+        files = dict(CLEAN)
+        # space's row forgets nothing but claims store; store's row misses core's use; the service
+        # README has no store row and a row for a room nobody declared.
+        files["ARCHITECTURE.md"] = CLEAN["ARCHITECTURE.md"].replace(
+            "| `space/` | spaces | core | DB |", "| `space/` | spaces | core, store (SQL) | DB |").replace(
+            "| `store/` | SQL | `core` (libpq) | HTTP |", "| `store/` | SQL | nothing | HTTP |")
+        files["service/README.md"] = CLEAN["service/README.md"].replace("| `store/` | SQL |",
+                                                                        "| `model/` | predictors |")
+        rules = write_tree(self.root, files)
+        r = run(CHECK, "--rules", rules, "--root", self.root)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            'ARCHITECTURE.md:6: room space: "may use" says core, store; CMakeLists.txt declares core '
+            "(not declared: store)",
+            'ARCHITECTURE.md:7: room store: "may use" says nothing; CMakeLists.txt declares core (missing: core)',
+            "service/README.md: room store (declared in CMakeLists.txt) has no row",
+            "service/README.md:7: row for room model, which CMakeLists.txt does not declare",
+        ])
+        self.assertIn("4 in the room tables", r.stderr)
+        os.remove(os.path.join(self.root, "service/README.md"))
+        r = run(CHECK, "--rules", rules, "--root", self.root)
+        self.assertIn("service/README.md: missing (it carries the room table)", r.stdout)
 
     def test_fix_includes_rewrites_to_the_one_style(self):
         files = dict(CLEAN)

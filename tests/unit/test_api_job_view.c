@@ -86,7 +86,23 @@ static void succeeded_job_is_whole_and_shows_best(void **state)
     json_t *best = json_object_get(doc, "best");
     assert_int_equal(json_integer_value(json_object_get(best, "trial_id")), 9);
     assert_true(json_real_value(json_object_get(best, "time_ms")) == 3.25);
+    assert_true(json_real_value(json_object_get(best, "value")) == 3.25); /* the time's */
+    json_t *objective = json_object_get(doc, "objective");
+    assert_string_equal(json_string_value(json_object_get(objective, "metric")), "time_ms");
+    assert_string_equal(json_string_value(json_object_get(objective, "goal")), "min");
     assert_true(json_is_real(json_object_get(json_object_get(doc, "timings"), "elapsed_seconds")));
+    json_decref(doc);
+    /* A metric job (issue 27): its objective, and the best's value is the metric's. */
+    kt_objective_set(&j.objective, "gflops", "max");
+    j.best_value = 12.5;
+    doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    objective = json_object_get(doc, "objective");
+    assert_string_equal(json_string_value(json_object_get(objective, "metric")), "gflops");
+    assert_string_equal(json_string_value(json_object_get(objective, "goal")), "max");
+    best = json_object_get(doc, "best");
+    assert_true(json_real_value(json_object_get(best, "value")) == 12.5);
+    assert_true(json_real_value(json_object_get(best, "time_ms")) == 3.25);
     json_decref(doc);
     json_decref(j.target.problem);
     json_decref(j.options);

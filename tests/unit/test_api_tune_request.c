@@ -241,6 +241,33 @@ static void external_fields(void **state)
         KT_ERR_WRONG_TYPE);
 }
 
+/* Issue 27: "objective" names a metric and a goal (its name is checked against the kernel by
+ * api_tune_queue); absent, the time. */
+static void objective_field(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(parse("{\"kernel\": \"k\", \"device\": \"d\"}", &t, &err), KT_OK);
+    assert_true(kt_objective_is_time(&t.objective));
+    assert_int_equal(parse("{\"kernel\": \"k\", \"device\": \"d\", \"objective\": "
+                           "{\"metric\": \"gflops\", \"goal\": \"max\"}}",
+                           &t, &err),
+                     KT_OK);
+    assert_string_equal(t.objective.metric, "gflops");
+    assert_true(t.objective.maximise);
+    assert_int_equal(parse("{\"kernel\": \"k\", \"device\": \"d\", \"objective\": "
+                           "{\"metric\": \"gflops\", \"goal\": \"up\"}}",
+                           &t, &err),
+                     KT_ERR_OUT_OF_RANGE);
+    assert_non_null(strstr(err.message, "objective.goal"));
+    assert_int_equal(parse("{\"kernel\": \"k\", \"device\": \"d\", \"objective\": []}", &t, &err),
+                     KT_ERR_WRONG_TYPE);
+    /* a budgeted request (tune_on_miss) minimises the time */
+    tune_request_budgeted("k", "cpu", NULL, 10, &t);
+    assert_true(kt_objective_is_time(&t.objective));
+}
+
 static void deterministic_devices(void **state)
 {
     (void)state;
@@ -264,6 +291,7 @@ int main(void)
         cmocka_unit_test(final_pick_options),
         cmocka_unit_test(deterministic_devices),
         cmocka_unit_test(external_fields),
+        cmocka_unit_test(objective_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

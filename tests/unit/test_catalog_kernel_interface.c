@@ -230,8 +230,9 @@ static void data_files_are_sized_and_hashed(void **state)
     kt_error err;
     json_t *pr = json_pack("{s:i}", "n", 65);
     assert_int_equal(kernel_spec_problem(k, pr, &p, &err), -1);
-    assert_string_equal(err.message, "for this problem buffer x holds 65 f64 elements (520 "
-                                     "bytes), but its data file has 512 bytes");
+    assert_string_equal(err.message,
+                        "buffers.x: for this problem the buffer has 65 f64 elements "
+                        "(elements = n), but its data file x.bin holds 64 (512 bytes)");
     json_decref(pr);
     kernel_spec_free(k);
     /* other bytes: another version of the kernel */
@@ -274,7 +275,7 @@ static void each_error_names_its_path(void **state)
     expect_message(f, "\"dtype\": \"i32\", \"init\": {\"kind\": \"iota\"}",
                    "\"dtype\": \"i32\", \"init\": {\"kind\": \"ramp\"}",
                    "spec.json: buffers[1].init.kind: must be one of uniform, normal, constant, "
-                   "iota, zeros, file");
+                   "iota, zeros, file, data");
     expect_message(f, "\"init\": {\"kind\": \"iota\"}",
                    "\"init\": {\"kind\": \"uniform\", \"min\": 3, \"max\": 1}",
                    "spec.json: buffers[1].init: min 3 is greater than max 1");

@@ -144,7 +144,7 @@ static void stored_kernels_come_through_the_source(void **state)
         "{s:s, s:s}", "cpu.c",
         "int ktune_kernel(float *const *b, const long long *p) { return 0; }\n", "reference.c",
         "int ktune_reference(float *const *b, const long long *p) { return 0; }\n");
-    kernel_spec *k = catalog_kernel_parse(c, spec, files, &err);
+    kernel_spec *k = catalog_kernel_parse(c, spec, files, NULL, &err);
     if (!k)
         fail_msg("%s", err.message);
     store_fake s = {.status = "validating", .files = files};
@@ -198,23 +198,23 @@ static void parse_names_field_paths(void **state)
     json_t *files = json_pack("{s:s, s:s}", "cpu.c", "int x;\n", "reference.c", "int y;\n");
     json_t *buffers = json_object_get(spec, "buffers");
     json_object_set_new(json_array_get(buffers, 0), "name", json_string("in"));
-    assert_null(catalog_kernel_parse(c, spec, files, &err));
+    assert_null(catalog_kernel_parse(c, spec, files, NULL, &err));
     assert_int_equal(err.code, KT_ERR_KERNEL_INVALID);
     assert_non_null(strstr(err.message, "spec: buffers[0].name: \"in\" is a Python keyword"));
     json_object_set_new(json_array_get(buffers, 0), "name", json_string("x"));
 
     json_object_set_new(files, "notes.h", json_string("/* never included */\n"));
-    assert_null(catalog_kernel_parse(c, spec, files, &err));
+    assert_null(catalog_kernel_parse(c, spec, files, NULL, &err));
     assert_non_null(strstr(err.message, "files.notes.h: not compiled"));
     json_object_set_new(files, "cpu.c", json_string("#include \"notes.h\"\nint x;\n"));
-    kernel_spec *k = catalog_kernel_parse(c, spec, files, &err);
+    kernel_spec *k = catalog_kernel_parse(c, spec, files, NULL, &err);
     if (!k)
         fail_msg("%s", err.message);
     assert_int_equal(k->n_compiled, 3); /* cpu.c, notes.h, reference.c */
     kernel_spec_free(k);
 
     json_object_del(files, "reference.c");
-    assert_null(catalog_kernel_parse(c, spec, files, &err));
+    assert_null(catalog_kernel_parse(c, spec, files, NULL, &err));
     assert_non_null(strstr(err.message, "spec: reference.source: 'reference.c': no such file"));
     json_decref(spec);
     json_decref(files);

@@ -72,15 +72,6 @@ static void test_problem_arguments(void **state)
     assert_int_equal(cli_parse_pair("novalue", o, &err), -1);
     assert_int_equal(cli_parse_pair("bad=[1,", o, &err), -1);
     json_decref(o);
-
-    long long n;
-    double d;
-    assert_int_equal(cli_parse_ll("42", 1, 100, &n), 0);
-    assert_int_equal(n, 42);
-    assert_int_equal(cli_parse_ll("0", 1, 100, &n), -1);
-    assert_int_equal(cli_parse_ll("4x", 1, 100, &n), -1);
-    assert_int_equal(cli_parse_double("2.5", 0, 10, &d), 0);
-    assert_int_equal(cli_parse_double("nan", 0, 10, &d), -1);
 }
 
 static void test_tune_arguments(void **state)
@@ -113,6 +104,8 @@ static void test_tune_arguments(void **state)
                     "none",
                     "--parallel",
                     "8",
+                    "--objective",
+                    "max:gflops",
                     "--wait",
                     "--server",
                     "http://h:1/",
@@ -124,6 +117,7 @@ static void test_tune_arguments(void **state)
     assert_true(a.wait);
     assert_json(a.body, "{\"kernel\": \"gemm\", \"device\": \"cpu\", \"strategy\": \"random\","
                         " \"seed\": 7, \"history\": \"none\", \"parallel\": 8,"
+                        " \"objective\": {\"metric\": \"gflops\", \"goal\": \"max\"},"
                         " \"problem\": {\"M\": 64, \"N\": 32, \"K\": 16},"
                         " \"strategy_options\": {\"x\": 1},"
                         " \"budget\": {\"evaluations\": 50, \"seconds\": 2.5}}");
@@ -141,6 +135,14 @@ static void test_tune_arguments(void **state)
     char *bad_parallel[] = {"tune", "--kernel", "k", "--device", "d", "--parallel", "65", NULL};
     assert_int_equal(cli_tune_parse(7, bad_parallel, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);
+    const char *bad_objectives[] = {"gflops", "max:", "best:gflops", "maxi:x", ":x"};
+    for (size_t o = 0; o < sizeof bad_objectives / sizeof bad_objectives[0]; o++) {
+        char *bad_objective[] = {
+            "tune", "--kernel", "k", "--device", "d", "--objective", (char *)bad_objectives[o],
+            NULL};
+        assert_int_equal(cli_tune_parse(7, bad_objective, &conn, &a), CLI_EXIT_USAGE);
+        cli_tune_args_release(&a);
+    }
     char *no_value[] = {"tune", "--kernel", NULL};
     assert_int_equal(cli_tune_parse(2, no_value, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);

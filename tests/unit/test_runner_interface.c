@@ -1,8 +1,9 @@
 /* Tests of the kernel interface of issue 27 in ktune-runner (PROTOCOL.md, kernels/README.md):
  * buffers of every dtype filled by each init and compared with their tolerances, scalar and float
  * problem arguments, the generated call of a natural C signature, the verify kinds (reference,
- * default, answer, none) and OpenMP thread counts, through the runner's process interface (the
- * built runner, KT_RUNNER_PATH) with kernels written into a temporary folder. */
+ * default, answer, none), OpenMP thread counts and uploaded data (asked for with need_data, then
+ * held), through the runner's process interface (the built runner, KT_RUNNER_PATH) with kernels
+ * written into a temporary folder. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,8 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/dtype.h"
+#include "core/sha256.h"
 #include "runner/runner.h"
 
 #include "runner_test_util.h"
@@ -502,6 +505,74 @@ static void openmp_widens_a_pinned_runner(void **state)
     json_decref(r);
 }
 
+/* The hex SHA-256 of n floats from first, and their base64 (malloc'd). */
+static char *floats_data(float first, int n, char sha[65])
+{
+    float v[64];
+    unsigned char d[KT_SHA256_SIZE];
+    for (int i = 0; i < n; i++)
+        v[i] = first + 0.5f * (float)i;
+    kt_sha256(v, (size_t)n * sizeof(float), d);
+    for (int i = 0; i < KT_SHA256_SIZE; i++)
+        snprintf(sha + 2 * i, 3, "%02x", d[i]);
+    return kt_base64_encode(v, (size_t)n * sizeof(float), NULL);
+}
+
+/* y = x over 16 floats, x an uploaded data file, y compared with another (PROTOCOL.md "data"). */
+static json_t *data_request(const char *src, const char *sx, const char *sy, json_t *data)
+{
+    json_t *r = json_pack(
+        "{s:i, s:s, s:s, s:s, s:[i], s:[{s:s, s:i, s:s, s:{s:s, s:s}}, {s:s, s:i, s:s}], "
+        "s:{s:s, s:{s:{s:s}}}, s:i, s:i, s:f}",
+        "id", 9, "op", "measure", "kernel", "dcopy", "source", src, "problem", 16, "buffers",
+        "name", "x", "elements", 16, "role", "input", "init", "kind", "data", "sha256", sx, "name",
+        "y", "elements", 16, "role", "output", "verify", "kind", "answer", "buffers", "y", "sha256",
+        sy, "min_repeats", 1, "max_repeats", 2, "min_seconds", 0.0);
+    if (data)
+        json_object_set_new(r, "data", data);
+    return r;
+}
+
+/* What travels when: a request names the data by hash; a runner that lacks it answers need_data
+ * at once, and holds what a request then carries (checked against its hash) for the next ones. */
+static void uploaded_data_is_asked_for_then_held(void **state)
+{
+    fixture *f = *state;
+    static const char DCOPY[] = "int ktune_kernel(float *const *b, const long long *p)\n"
+                                "{ for (long long i = 0; i < p[0]; i++) b[1][i] = b[0][i];"
+                                " return 0; }\n";
+    char src[256], sx[65], sy[65];
+    put_file(f, "dcopy.c", DCOPY, strlen(DCOPY), src);
+    char *x = floats_data(3, 16, sx), *wrong = floats_data(4, 16, sy);
+    json_t *r = call_exact(&f->c, data_request(src, sx, sx, NULL), 60000);
+    const json_t *need = json_object_get(r, "need_data");
+    if (json_array_size(need) != 1 || strcmp(json_string_value(json_array_get(need, 0)), sx) != 0)
+        fail_msg("wanted need_data [%s]: %s", sx, json_dumps(r, 0));
+    json_decref(r);
+    /* bytes that do not hash to their name are refused */
+    r = call_exact(&f->c, data_request(src, sx, sx, json_pack("{s:s}", sx, wrong)), 60000);
+    assert_true(json_is_false(json_object_get(r, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(r, "error")), "the bytes hash to"));
+    json_decref(r);
+    /* sent once: verified against the same values (so the kernel saw them), then held */
+    r = call_exact(&f->c, data_request(src, sx, sx, json_pack("{s:s}", sx, x)), 60000);
+    expect_status(r, "ok");
+    assert_string_equal(extra_str(r, "verified"), "answer");
+    json_decref(r);
+    r = call_exact(&f->c, data_request(src, sx, sx, NULL), 60000);
+    expect_status(r, "ok");
+    json_decref(r);
+    /* another answer: asked for, then compared (and the copy differs from it) */
+    r = call_exact(&f->c, data_request(src, sx, sy, NULL), 60000);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(r, "need_data"), 0)), sy);
+    json_decref(r);
+    r = call_exact(&f->c, data_request(src, sx, sy, json_pack("{s:s}", sy, wrong)), 60000);
+    expect_status(r, "wrong_result");
+    json_decref(r);
+    free(x);
+    free(wrong);
+}
+
 static void expect_refused(fixture *f, json_t *req, const char *needle)
 {
     json_t *r = call_exact(&f->c, req, 10000);
@@ -546,6 +617,12 @@ static void bad_interface_fields_are_refused(void **state)
                              "name", "o", "elements", 1, "role", "output", "verify", "kind", "none",
                              "scalars", "name", "n", "type", "i32", "value", 1.5),
                    "scalars[0] value must be an i32");
+    expect_refused(f,
+                   json_pack(BASE "s:[{s:s, s:i, s:s, s:{s:s, s:s}}], s:{s:s}}", "id", 5, "op",
+                             "measure", "kernel", "k", "source", src, "problem", 1, "buffers",
+                             "name", "o", "elements", 1, "role", "input", "init", "kind", "data",
+                             "sha256", "not-a-hash", "verify", "kind", "none"),
+                   "buffers[0].init sha256 must be 64 lowercase hex digits");
 #undef BASE
 }
 
@@ -561,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(openmp_runs_the_threads_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(openmp_widens_a_pinned_runner, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_interface_fields_are_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(uploaded_data_is_asked_for_then_held, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@
 
 #include "core/rng.h"
 #include "search/searcher.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 
 #include "search_test_util.h"
 #include "skip_test_util.h"

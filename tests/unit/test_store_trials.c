@@ -154,6 +154,75 @@ static void finish_deletes_unfinished_trials(void **state)
     assert_int_equal(trials_where(f->c, other, "status = 'pending'"), 1);
 }
 
+/* A metric objective (sql/022): the job's best is the trial with the best value of
+ * extras.metrics.<metric> (max: highest; ties keep the first), an ok trial without it (or with a
+ * value <= 0) is no candidate even when fastest, best_time_ms is the best's time, and nothing is
+ * offered to the best table. */
+static void metric_objective_best(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    kt_error_clear(&err);
+    pg_empty_jobs(f->c);
+    long long job = running_job(f->c, 5);
+    char q[160];
+    snprintf(q, sizeof q,
+             "UPDATE jobs SET objective_metric = 'gbps', objective_goal = 'max' WHERE id = %lld",
+             job);
+    sql(f->c, q);
+    static const struct {
+        double ms;
+        const char *metrics; /* NULL: none told */
+    } told[] = {{3.0, "{\"gbps\": 10}"},
+                {0.5, NULL},
+                {2.0, "{\"gbps\": 40, \"other\": 1}"},
+                {0.1, "{\"gbps\": -5}"},
+                {4.0, "{\"gbps\": 40}"}};
+    long long ids[5];
+    for (int i = 0; i < 5; i++) {
+        trial_claim t = pg_claim_one(f->c, WORKER);
+        ids[i] = t.id;
+        trial_result r = result(TRIAL_OK, told[i].ms);
+        if (told[i].metrics)
+            r.extras = json_pack("{s:o}", "metrics", json_loads(told[i].metrics, 0, NULL));
+        assert_int_equal(trial_store_complete(f->c, &t, WORKER, &r, &err), 1);
+        trial_result_release(&r);
+        if (i == 1) /* the fastest so far, without the metric: the best stays */
+            assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), ids[0]);
+    }
+    assert_int_equal(pg_job_ll(f->c, job, "best_trial_id"), ids[2]); /* 40, first of the tie */
+    assert_int_equal(pg_job_ll(f->c, job, "best_value"), 40);
+    assert_int_equal(pg_job_ll(f->c, job, "best_time_ms"), 2);
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best WHERE kernel = 'k'"), 0);
+    /* goal min on the same trials: the lowest positive value */
+    long long job2 = running_job(f->c, 3);
+    snprintf(q, sizeof q,
+             "UPDATE jobs SET objective_metric = 'gbps', objective_goal = 'min' WHERE id = %lld",
+             job2);
+    sql(f->c, q);
+    const double vals[] = {30, 20, 25};
+    long long mid = 0;
+    for (int i = 0; i < 3; i++) {
+        trial_claim t = pg_claim_one(f->c, WORKER);
+        if (i == 1)
+            mid = t.id;
+        trial_result r = result(TRIAL_OK, 1.0 + i);
+        r.extras = json_pack("{s:{s:f}}", "metrics", "gbps", vals[i]);
+        assert_int_equal(trial_store_complete(f->c, &t, WORKER, &r, &err), 1);
+        trial_result_release(&r);
+    }
+    assert_int_equal(pg_job_ll(f->c, job2, "best_trial_id"), mid);
+    assert_int_equal(pg_job_ll(f->c, job2, "best_value"), 20);
+    /* A time job of the same key writes the best table as before. */
+    long long job3 = running_job(f->c, 1);
+    trial_claim t = pg_claim_one(f->c, WORKER);
+    trial_result r = result(TRIAL_OK, 7.0);
+    assert_int_equal(trial_store_complete(f->c, &t, WORKER, &r, &err), 1);
+    assert_int_equal(pg_job_ll(f->c, job3, "best_trial_id"), t.id);
+    assert_int_equal(pg_job_ll(f->c, job3, "(best_value IS NULL)::int"), 1);
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best WHERE kernel = 'k'"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +230,7 @@ int main(void)
         cmocka_unit_test(complete_after_the_job_ended_records_nothing),
         cmocka_unit_test(release_hands_back_or_deletes),
         cmocka_unit_test(finish_deletes_unfinished_trials),
+        cmocka_unit_test(metric_objective_best),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }

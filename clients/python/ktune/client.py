@@ -215,11 +215,13 @@ class Client:
     # --- ask/tell ------------------------------------------------------------------------------
     def tune_external(self, kernel, space, problem=None, device_class=None, strategy="auto",
                       budget=20, n=1, kernel_version=None, restrictions=None, default=None, seed=None,
-                      lease_s=60, wait_s=5, options=None):
+                      lease_s=60, wait_s=5, options=None, objective=None):
         """Queues a job on the `external` device (the caller measures) and returns an ExternalTuning:
         `for trial in client.tune_external(...): trial.tell(measure(trial.config))`. `space`: Kernel
         Tuner's tune_params ({name: [values]}) or {"parameters": [{"name", "values"}], "restrictions",
-        "default"}; `budget`: evaluations (an int) or POST /v1/tune's budget object; `n`: trials per ask."""
+        "default"}; `budget`: evaluations (an int) or POST /v1/tune's budget object; `n`: trials per ask;
+        `objective`: {"metric": name, "goal": "max"|"min"} to optimise a metric the harness tells
+        (`trial.tell(t, metrics={name: value})`) instead of the time."""
         if device_class is None:
             from .device import device_class as this_class
             device_class = this_class()
@@ -233,6 +235,8 @@ class Client:
             body["seed"] = int(seed)
         if options:
             body["strategy_options"] = dict(options)
+        if objective:
+            body["objective"] = dict(objective)
         job = self._conn.call("POST", "/v1/tune", json.loads(json.dumps(body, default=_plain_default)))
         if "id" not in job and "job_id" in job:
             job = dict(job, id=job["job_id"])
@@ -248,11 +252,15 @@ class Client:
         return ExternalTuning(self, job, max(1, int(n)), lease_s, wait_s)
 
     # --- kernels over HTTP and server-side jobs ------------------------------------------------
-    def register_kernel(self, spec, files):
-        """POST /v1/kernels: registers a kernel (spec.json's object and its files, name -> text) and
+    def register_kernel(self, spec, files, data=None):
+        """POST /v1/kernels: registers a kernel (spec.json's object and its files, name -> text; data:
+        its data files, name -> {"dtype", "encoding": "base64", "data"}, kernels/README.md) and
         returns the reply (name, version, status: validating, or the status of the same bytes posted
-        before). A spec or file error raises KtuneError naming its field path."""
-        return self._conn.call("POST", "/v1/kernels", {"spec": spec, "files": dict(files)})
+        before). A spec, file or data error raises KtuneError naming its field path."""
+        body = {"spec": spec, "files": dict(files)}
+        if data:
+            body["data"] = dict(data)
+        return self._conn.call("POST", "/v1/kernels", body)
 
     def kernel_versions(self, name):
         """GET /v1/kernels/{name}: its versions, newest first (version, status, log, spec, ...)."""

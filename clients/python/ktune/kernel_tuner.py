@@ -7,16 +7,30 @@
 The call builds a kernel spec (kernels/README.md) from the C function and the arguments, registers it
 with POST /v1/kernels, waits for its validation, tunes it with POST /v1/tune on a device of the
 server (`cpu`), waits for the job and returns Kernel Tuner's (results, env). build_spec() is the first
-step alone (no server). What is not carried over (the arrays' data, `answer`'s data) is said in
-tune_kernel's docstring and clients/python/README.md."""
+step alone (no server). The arrays' data and `answer`'s travel with the kernel (POST /v1/kernels
+"data", at most DATA_CAP bytes in all); what is not carried over is said in tune_kernel's docstring
+and clients/python/README.md."""
 import array
+import base64
+import collections
 import itertools
 import keyword
 import math
 import numbers
 import os
 import re
+import sys
 import warnings
+
+# The server's cap on a kernel's data files, decoded (catalog/kernel_data.h: KDATA_MAX_BYTES; the
+# request body is at most 1 MiB and base64 takes 4/3)
+DATA_CAP = 512 * 1024
+DTYPE_SIZES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1}
+
+
+class Buffer(collections.namedtuple("Buffer", "data dtype")):
+    """A buffer argument without numpy: raw little-endian bytes (bytes, bytearray, memoryview) and
+    their ktune dtype ("f32", "f64", "i32", ...): ktune.Buffer(struct.pack("<4f", ...), "f32")."""
 
 # numpy dtype names (str(a.dtype)) and array.array typecodes -> the spec's dtypes
 NUMPY_DTYPES = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
@@ -34,11 +48,23 @@ MAX_DEFAULT_SCAN = 1 << 20
 IN_OUT_HINT = ("the default configuration's output did not verify; a kernel that reads a buffer it "
                "writes (y = a*x + y) finds NaN there, as ktune fills each output with NaN before a "
                "checked run: pass verify=\"none\" (or no answer), or write the result to a buffer "
-               "of its own")  # configurations tried when looking for a valid default
+               "of its own")
+ANSWER_HINT = ("the default configuration's output differs from answer: check the answer (its dtype, "
+               "order and values); a kernel that reads a buffer it writes (y = a*x + y) finds NaN "
+               "there, as ktune fills each output with NaN before a checked run: pass verify=\"none\", "
+               "or write the result to a buffer of its own")
+# configurations tried when looking for a valid default
 
 
 def _array_dtype(a):
     """The spec dtype of a buffer argument, or None when a is not an array."""
+    if isinstance(a, Buffer):
+        if a.dtype not in DTYPE_SIZES:
+            raise TypeError("Buffer dtype %r is not one of %s" % (a.dtype, ", ".join(DTYPE_SIZES)))
+        if len(memoryview(a.data).cast("B")) % DTYPE_SIZES[a.dtype]:
+            raise ValueError("Buffer of %d bytes is not a whole number of %s elements"
+                             % (len(memoryview(a.data).cast("B")), a.dtype))
+        return a.dtype
     if isinstance(a, array.array):
         code = a.typecode
         if code == "f":
@@ -89,6 +115,34 @@ def _scalar(v, where):
     return t, v
 
 
+def _array_bytes(a):
+    """The raw little-endian bytes of a buffer argument (numpy: C order)."""
+    if isinstance(a, Buffer):
+        return bytes(memoryview(a.data).cast("B"))
+    if isinstance(a, array.array):
+        if sys.byteorder == "little":
+            return a.tobytes()
+        b = array.array(a.typecode, a)
+        b.byteswap()
+        return b.tobytes()
+    dtype = a.dtype
+    if dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big"):
+        a = a.astype(dtype.newbyteorder("<"))
+    return a.tobytes(order="C")
+
+
+def _array_size(a):
+    if isinstance(a, Buffer):
+        return len(memoryview(a.data).cast("B")) // DTYPE_SIZES[a.dtype]
+    size = getattr(a, "size", None)
+    return len(a) if size is None else int(size)
+
+
+def _data_entry(a, dtype):
+    return {"dtype": dtype, "encoding": "base64",
+            "data": base64.b64encode(_array_bytes(a)).decode("ascii")}
+
+
 def _strip_comments(src):
     src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
     return re.sub(r"//[^\n]*", " ", src)
@@ -124,6 +178,9 @@ def _init_of(a, dtype):
     """A buffer's init kind that mirrors the caller's array: zeros, constant, iota, else uniform in
     its [min, max] (floating: rounded outward to whole numbers). The data itself is not uploaded
     (see tune_kernel)."""
+    if isinstance(a, Buffer):
+        a = memoryview(a.data).cast("B").cast({"f32": "f", "f64": "d", "i8": "b", "i16": "h",
+                                                "i32": "i", "i64": "q", "u8": "B"}.get(dtype, "B"))
     values = a.tolist() if hasattr(a, "tolist") else list(a)
     if hasattr(values, "__len__") and values and isinstance(values[0], list):
         values = list(itertools.chain.from_iterable(values))  # a 2-D array: its elements in order
@@ -205,10 +262,14 @@ def _metric_expr(expr, scalars):
 
 
 def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params, restrictions=None,
-               answer=None, metrics=None, verify=None, atol=None, default=None):
+               answer=None, metrics=None, verify=None, atol=None, default=None, upload=None):
     """The kernel spec (the object of spec.json, kernels/README.md) and files of a tune_kernel call,
     and what it decided: (spec, files, notes) with notes["verify"], notes["names"] (each argument's
-    name in the spec), notes["problem"], notes["metric_names"] (spec name -> the caller's)."""
+    name in the spec), notes["problem"], notes["metric_names"] (spec name -> the caller's),
+    notes["data"] (the data files to upload, POST /v1/kernels "data"; {} when none) and
+    notes["uploaded"] (whether the arrays' data travels). upload: True sends the input arrays and
+    answer's arrays, False draws inputs like them instead (below), None (default) uploads when they
+    take at most DATA_CAP bytes together."""
     if not re.fullmatch(r"[A-Za-z_]\w*", kernel_name or ""):
         raise ValueError("kernel_name must be the C function's name, not %r" % (kernel_name,))
     if isinstance(kernel_source, str) and "\n" not in kernel_source and os.path.isfile(kernel_source):
@@ -245,6 +306,34 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
                 n += "_"
         taken.add(n)
         names.append(n)
+    if verify is not None and verify not in ("answer", "default", "none"):
+        raise ValueError("verify must be 'answer' (against answer's arrays), 'default' (against the "
+                         "default configuration's outputs) or 'none', not %r" % (verify,))
+    if verify == "answer" and answer is None:
+        raise ValueError("verify='answer' needs answer=[...]")
+    # the data that would travel: every input array, and answer's arrays (for verify answer)
+    want_answer = answer is not None and verify in (None, "answer")
+    total = 0
+    for i, a in enumerate(arguments):
+        dtype = _array_dtype(a)
+        if dtype is None:
+            continue
+        if answer is None or answer[i] is None:
+            total += _array_size(a) * DTYPE_SIZES[dtype]
+        elif want_answer and _array_dtype(answer[i]) is not None:  # else refused below
+            total += _array_size(answer[i]) * DTYPE_SIZES[_array_dtype(answer[i]) or dtype]
+    if upload is None:
+        upload = total <= DATA_CAP
+        if not upload:
+            warnings.warn("ktune.tune_kernel: the arrays take %d bytes, more than the %d a kernel's "
+                          "data may (DATA_CAP): inputs are drawn to resemble them%s" %
+                          (total, DATA_CAP, ", outputs verified against the default "
+                           "configuration's" if answer is not None else ""), stacklevel=3)
+    if verify is None:
+        verify = ("answer" if upload else "default") if answer is not None else "none"
+    if verify == "answer" and not upload:
+        raise ValueError("verify='answer' needs the answer's data uploaded (upload=True)")
+    data = {}
     buffers, scalars, scalar_values = [], [], {}
     for i, (a, n) in enumerate(zip(arguments, names)):
         where = "arguments[%d] (%s)" % (i, n)
@@ -256,8 +345,7 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
             scalars.append({"name": n, "type": t, "value": repr(v)})
             scalar_values[n] = v
             continue
-        size = getattr(a, "size", None)
-        size = len(a) if size is None else int(size)
+        size = _array_size(a)
         if size < 1:
             raise ValueError("%s: an empty array" % where)
         if answer is not None:
@@ -268,10 +356,22 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
             output = False
         buf = {"name": n, "elements": str(size), "role": "output" if output else "input",
                "dtype": dtype}
-        if not output:
+        if not output and upload:
+            data[n + ".bin"] = _data_entry(a, dtype)
+            buf["init"] = {"kind": "data", "file": n + ".bin"}
+        elif not output:
             init = _init_of(a, dtype)
             if init is not None:
                 buf["init"] = init
+        if output and verify == "answer":
+            ans = answer[i]
+            adtype = _array_dtype(ans)
+            if adtype is None:
+                raise TypeError("answer[%d]: must be an array (or None), not %r" % (i, type(ans)))
+            if adtype != dtype or _array_size(ans) != size:
+                raise ValueError("answer[%d]: %d %s elements for argument %s of %d %s elements"
+                                 % (i, _array_size(ans), adtype, n, size, dtype))
+            data[n + ".answer.bin"] = _data_entry(ans, dtype)
         buffers.append(buf)
     if not any(b["role"] == "output" for b in buffers):
         raise ValueError("no argument is an output buffer: declare the kernel's inputs `const` "
@@ -289,22 +389,19 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
                             "expressions of the parameters), not %s" % (i, type(r).__name__))
     if default is None:
         default = _default_config(space, restr, problem)
-    # verification
-    if verify is None:
-        verify = "default" if answer is not None else "none"
-    if verify not in ("default", "none"):
-        raise ValueError("verify must be 'default' (against the default configuration's outputs) "
-                         "or 'none', not %r" % (verify,))
     spec = {"name": kernel_name,
             "summary": "registered by ktune.tune_kernel",
             "problem": [{"name": k, "min": v, "max": v, "default": v} for k, v in problem.items()],
             "buffers": buffers,
             "flops": "0",
             "tolerance": {"rtol": 1e-5, "atol": 1e-6 if atol is None else float(atol)},
-            "verify": {"kind": verify},
+            "verify": {"kind": verify},  # "answer": its buffers below
             "variants": {"cpu": {"source": "kernel.c", "entry": kernel_name, "arguments": names,
                                  "parameters": [{"name": k, "values": v} for k, v in space.items()],
                                  "restrictions": restr, "default": default}}}
+    if verify == "answer":
+        spec["verify"]["buffers"] = {b["name"]: {"file": b["name"] + ".answer.bin"}
+                                     for b in buffers if b["role"] == "output"}
     if scalars:
         spec["scalars"] = scalars
     metric_names = {}
@@ -320,14 +417,15 @@ def build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
             ident = _metric_ident(mname, set(metric_names) | taken)
             metric_names[ident] = mname
             spec["metrics"].append({"name": ident, "value": _metric_expr(expr, scalar_values)})
-    notes = {"verify": verify, "names": names, "problem": problem, "metric_names": metric_names}
+    notes = {"verify": verify, "names": names, "problem": problem, "metric_names": metric_names,
+             "data": data, "uploaded": bool(upload)}
     return spec, {"kernel.c": kernel_source}, notes
 
 
 def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params, restrictions=None,
                 answer=None, lang="C", strategy=None, strategy_options=None, metrics=None,
                 device="cpu", client=None, verify=None, atol=None, default=None, seed=None,
-                quiet=True, verbose=False, timeout=600.0, **ignored):
+                quiet=True, verbose=False, timeout=600.0, upload=None, **ignored):
     """Kernel Tuner's tune_kernel on a ktune server: registers the C function `kernel_name` of
     `kernel_source` (the text, or a file name) as a kernel (POST /v1/kernels), waits until a worker
     validated it, tunes it on the server's `device` (cpu) and returns (results, env).
@@ -336,18 +434,26 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
       (float16 f16, float32 f32, float64 f64, int8/16/32/64 i8/16/32/64, uint8 u8; array.array works
       without numpy); numpy scalars are scalars of theirs (a smaller integer is an int32); a Python
       int is an int32 (int64 beyond its range), a Python float a double (Kernel Tuner asks for numpy
-      types). The C function is called with its natural signature (ktune generates the call).
-    - What travels: each array's dtype and size, not its data (uploading data is not supported yet):
-      an input buffer is filled by the server like the caller's (zeros, a constant, 0, 1, 2, ..., else
-      uniform in the array's [min, max], rounded outward to whole numbers for floating arrays).
-      Outputs: the arrays whose `answer` entry is not None, or, without answer, the pointers the
-      signature does not declare const. An output is filled with NaN (integers 0xA5 bytes) before
-      each checked run: a buffer the kernel reads and writes starts so (verified, such a kernel is
-      invalid, and the error's hint says why: tune it with verify="none").
-    - answer: its arrays are NOT compared (their data is not uploaded yet): with answer, each output is
-      verified against the default configuration's output, within atol (default 1e-6) + 1e-5 relative
-      (Kernel Tuner's np.allclose); without it nothing is verified, as in Kernel Tuner. verify=
-      "default" or "none" chooses explicitly.
+      types); ktune.Buffer(bytes, "f32") is a buffer of raw little-endian bytes. The C function is
+      called with its natural signature (ktune generates the call).
+    - What travels: each input array's data (POST /v1/kernels "data", base64; part of the kernel's
+      version: other data, another version), so the kernel sees exactly the caller's inputs. The
+      data fixes the problem size: the kernel is registered for problem_size only. The arrays and
+      answer's together may take at most DATA_CAP bytes (512 KiB; the server's cap): beyond it (or
+      with upload=False) an input is instead filled by the server like the caller's (zeros, a
+      constant, 0, 1, 2, ..., else uniform in the array's [min, max], rounded outward to whole
+      numbers for floating arrays), with a warning. Outputs: the arrays whose `answer` entry is not
+      None, or, without answer, the pointers the signature does not declare const; their data does
+      not travel: an output is filled with NaN (integers 0xA5 bytes) before each checked run, so a
+      buffer the kernel reads and writes starts so (verified, such a kernel is invalid, and the
+      error's hint says why: tune it with verify="none").
+    - answer: one entry per argument, None where nothing is compared (Kernel Tuner's list): each
+      output's expected values are uploaded and every configuration's output is compared with them
+      within atol (default 1e-6) + 1e-5 relative (Kernel Tuner's np.allclose); a configuration whose
+      output differs is a wrong_result trial (env["failed"]), and a default configuration that
+      differs makes the kernel invalid (KtuneError). Without answer nothing is verified, as in
+      Kernel Tuner. verify="answer", "default" (against the default configuration's outputs, no
+      answer data uploaded) or "none" chooses explicitly.
     - problem_size: an int or a tuple of up to 3: the problem arguments size_x, size_y, size_z (the key
       under which /v1/best finds the results).
     - tune_params {name: [values]} and restrictions (a list of strings: Python expressions of the
@@ -364,7 +470,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
 
     results: one dict per configuration measured: its parameters, "time" (ms, the median), and the
     metrics by the caller's names. env: kernel_name, kernel_version, device, device_class, job_id,
-    strategy, budget, verify, best ({config, time_ms}), failed (trials that did not run), server.
+    strategy, budget, verify, uploaded (whether the arrays' data travelled), best ({config,
+    time_ms}), failed (trials that did not run or did not verify), server.
     Errors: a spec or compile error raises KtuneError with the server's message or log."""
     from .client import Client
     from .errors import KtuneError
@@ -381,20 +488,18 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if ignored:
         warnings.warn("ktune.tune_kernel ignores %s" % ", ".join(sorted(ignored)), stacklevel=2)
     spec, files, notes = build_spec(kernel_name, kernel_source, problem_size, arguments, tune_params,
-                                    restrictions, answer, metrics, verify, atol, default)
-    if answer is not None:
-        warnings.warn("ktune.tune_kernel: answer's data is not uploaded yet; the outputs are "
-                      "verified against the default configuration's instead", stacklevel=2)
+                                    restrictions, answer, metrics, verify, atol, default, upload)
     client = client or Client()
     say = (lambda *a: print(*a)) if (verbose or not quiet) else (lambda *a: None)
-    reg = client.register_kernel(spec, files)
+    reg = client.register_kernel(spec, files, notes["data"])
     version = reg["version"]
     say("ktune: %s version %s %s" % (kernel_name, version, reg.get("status")))
     try:
         client.wait_kernel(kernel_name, version, timeout=timeout)
     except KtuneError as e:
         if e.code == "kernel_invalid" and "wrong_result" in (e.message or ""):
-            raise KtuneError(e.status, e.code, e.message, IN_OUT_HINT) from None
+            raise KtuneError(e.status, e.code, e.message,
+                             ANSWER_HINT if notes["verify"] == "answer" else IN_OUT_HINT) from None
         raise
 
     options = dict(strategy_options or {})
@@ -436,7 +541,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         results.append(r)
     env = {"kernel_name": kernel_name, "kernel_version": version, "device": device,
            "device_class": done.get("device_class"), "job_id": job["id"], "strategy": strategy,
-           "budget": budget, "verify": notes["verify"], "best": done.get("best"), "failed": failed,
+           "budget": budget, "verify": notes["verify"], "uploaded": notes["uploaded"],
+           "best": done.get("best"), "failed": failed,
            "problem": notes["problem"], "server": client.server}
     say("ktune: best %s" % (done.get("best"),))
     return results, env

@@ -3,15 +3,17 @@ an unreachable server as KtuneError, the query and space encodings, tell's check
 key and name, the kernel spec tune_kernel builds and its refusals. (Answers of a real ktuned:
 tests/integration/test_client_python.py.)"""
 import array
+import base64
 import os
 import socket
+import struct
 import unittest
 from unittest import mock
 
 import ktune
 from ktune.autotune import autotune, kernel_name_of
 from ktune.client import Trial, _query_value, space_body
-from ktune.kernel_tuner import build_spec, parse_signature
+from ktune.kernel_tuner import Buffer, build_spec, parse_signature
 from ktune.http import Connection
 
 
@@ -142,8 +144,17 @@ class TuneKernelTest(unittest.TestCase):
         self.assertEqual([(b["name"], b["role"], b["dtype"], b["elements"]) for b in spec["buffers"]],
                          [("c", "output", "f32", "8"), ("a", "input", "f32", "8"),
                           ("b", "input", "f32", "8")])
-        self.assertEqual(spec["buffers"][1]["init"], {"kind": "iota"})
-        self.assertEqual(spec["buffers"][2]["init"], {"kind": "constant", "value": 2.0})
+        # the inputs' data travels: each input names its uploaded file, raw little-endian values
+        self.assertEqual(spec["buffers"][1]["init"], {"kind": "data", "file": "a.bin"})
+        self.assertEqual(sorted(notes["data"]), ["a.bin", "b.bin"])
+        self.assertEqual(notes["data"]["a.bin"]["dtype"], "f32")
+        self.assertEqual(base64.b64decode(notes["data"]["b.bin"]["data"]), struct.pack("<8f", *[2.0] * 8))
+        self.assertTrue(notes["uploaded"])
+        # not uploaded: the server draws inputs like them
+        drawn, _, dnotes = self.spec(restrictions=["B > 1"], upload=False)
+        self.assertEqual(drawn["buffers"][1]["init"], {"kind": "iota"})
+        self.assertEqual(drawn["buffers"][2]["init"], {"kind": "constant", "value": 2.0})
+        self.assertEqual((dnotes["data"], dnotes["uploaded"]), ({}, False))
         self.assertEqual(spec["scalars"], [{"name": "s", "type": "f64", "value": "0.5"},
                                            {"name": "n", "type": "i32", "value": "8"}])
         cpu = spec["variants"]["cpu"]
@@ -152,11 +163,28 @@ class TuneKernelTest(unittest.TestCase):
         self.assertEqual(spec["problem"], [{"name": "size_x", "min": 8, "max": 8, "default": 8}])
         self.assertEqual(spec["verify"], {"kind": "none"})  # no answer: nothing compared, as Kernel Tuner
 
-    def test_answer_names_outputs_and_verifies_against_the_default(self):
+    def test_answer_names_outputs_and_verifies_against_it(self):
         spec, _, notes = self.spec(answer=[None, array.array("f", [1.0] * 8), None, None, None],
                                    atol=1e-3)
         self.assertEqual([b["role"] for b in spec["buffers"]], ["input", "output", "input"])
-        self.assertEqual((spec["verify"], spec["tolerance"]["atol"]), ({"kind": "default"}, 1e-3))
+        self.assertEqual((spec["verify"], spec["tolerance"]["atol"]),
+                         ({"kind": "answer", "buffers": {"a": {"file": "a.answer.bin"}}}, 1e-3))
+        self.assertEqual(base64.b64decode(notes["data"]["a.answer.bin"]["data"]),
+                         struct.pack("<8f", *[1.0] * 8))
+        self.assertEqual(sorted(notes["data"]), ["a.answer.bin", "b.bin", "c.bin"])  # inputs too
+        spec, _, notes = self.spec(answer=[None, array.array("f", [1.0] * 8), None, None, None],
+                                   verify="default")
+        self.assertEqual((spec["verify"], sorted(notes["data"])), ({"kind": "default"}, ["b.bin", "c.bin"]))
+        with self.assertRaises(ValueError):  # an answer of another size than its argument
+            self.spec(answer=[None, array.array("f", [1.0] * 7), None, None, None])
+        # without numpy: raw bytes with their dtype
+        spec, _, notes = self.spec(arguments=[array.array("f", [0.0] * 2), Buffer(struct.pack("<2f", 1, 2), "f32"),
+                                              Buffer(bytes(8), "f32"), 0.5, 2], problem_size=2)
+        self.assertEqual(spec["buffers"][1]["elements"], "2")
+        self.assertEqual(base64.b64decode(notes["data"]["a.bin"]["data"]), struct.pack("<2f", 1, 2))
+        with self.assertRaises(ValueError):
+            self.spec(arguments=[array.array("f", [0.0] * 2), Buffer(bytes(7), "f32"),
+                                 Buffer(bytes(8), "f32"), 0.5, 2], problem_size=2)
         with self.assertRaises(ValueError):
             self.spec(answer=[None, None, None, 1.0, None])  # a scalar's answer
         with self.assertRaises(ValueError):
@@ -166,18 +194,19 @@ class TuneKernelTest(unittest.TestCase):
         args = [array.array("d", [0.0] * 4), array.array("i", [3, -2, 7, 0]), array.array("b", [1] * 4),
                 2**40, 1.0]
         src = "void vadd(double *c, const int *a, const signed char *b, long long s, double n) { }"
-        spec, _, _ = build_spec("vadd", src, (2, 2), args, {"B": [1]})
+        spec, _, _ = build_spec("vadd", src, (2, 2), args, {"B": [1]}, upload=False)
         self.assertEqual([b["dtype"] for b in spec["buffers"]], ["f64", "i32", "i8"])
         self.assertEqual(spec["buffers"][1]["init"], {"kind": "uniform", "min": -2, "max": 7})
         self.assertEqual([s["type"] for s in spec["scalars"]], ["i64", "f64"])
         self.assertEqual([p["name"] for p in spec["problem"]], ["size_x", "size_y"])
         spec, _, _ = build_spec("vadd", src, 4, [array.array("d", [0.0] * 4),
                                                  array.array("i", [0] * 4), array.array("b", [1] * 4),
-                                                 2, 1.0], {"B": [1]})
+                                                 2, 1.0], {"B": [1]}, upload=False)
         self.assertEqual(spec["buffers"][1]["init"], {"kind": "zeros"})
         spec, _, _ = build_spec("vadd", src.replace("double *c", "const double *c")
                                 .replace("const int *a", "int *a"),
-                                4, [array.array("d", [-0.25, 1.5, 0.5, 0.1])] + args[1:], {"B": [1]})
+                                4, [array.array("d", [-0.25, 1.5, 0.5, 0.1])] + args[1:], {"B": [1]},
+                                upload=False)
         self.assertEqual(spec["buffers"][0]["init"], {"kind": "uniform", "min": -1, "max": 2})
 
     def test_refusals_say_what_to_do(self):

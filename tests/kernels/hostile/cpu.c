@@ -3,8 +3,9 @@
  *   0  open a TCP connection to 127.0.0.1:port (ktuned's API, whose port is the problem's `port`)
  *   1  send a UDP datagram off the machine (192.0.2.1, TEST-NET-1: never answered)
  *   2  start more processes than the runner's cap (RLIMIT_NPROC of its user; 1,200 without one)
- *   3  signal ktuned (the runner's parent)
- *   4  read ktuned's environment (/proc/<parent>/environ: tokens, the database password)
+ *   3  signal ktuned (the problem's `pid`; 0: the runner's parent, which a runner under a pid
+ *      namespace's init, issue 27, is that init)
+ *   4  read ktuned's environment (/proc/<pid>/environ: tokens, the database password)
  * It returns 0 (the trial is `ok`) when the attempt worked and 1 (`invalid`) when it was refused.
  * The attempt is made once per process: the measurement calls the kernel many times. */
 #include <arpa/inet.h>
@@ -73,10 +74,10 @@ static int fork_past_cap(void)
     return made == attempts;
 }
 
-static int read_parent_environment(void)
+static int read_environment(int pid)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)getppid());
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     char c;
     int ok = fd >= 0 && read(fd, &c, 1) >= 0;
@@ -88,6 +89,7 @@ static int read_parent_environment(void)
 int ktune_kernel(float *const *buffers, const long long *problem)
 {
     static int tried, escaped;
+    int ktuned = problem[2] > 0 ? (int)problem[2] : (int)getppid();
     if (!tried) {
         tried = 1;
         switch (ATTACK) {
@@ -101,10 +103,10 @@ int ktune_kernel(float *const *buffers, const long long *problem)
             escaped = fork_past_cap();
             break;
         case 3:
-            escaped = kill(getppid(), 0) == 0;
+            escaped = kill(ktuned, 0) == 0;
             break;
         default:
-            escaped = read_parent_environment();
+            escaped = read_environment(ktuned);
             break;
         }
     }

@@ -35,6 +35,13 @@ function harnessText(hs) {
   return `${what} · ${hs.leased} leased · ${since}`;
 }
 
+// What the job optimises (GET /v1/jobs/{id} "objective", issue 27): null for the time (the page's
+// default), else the metric's name and goal.
+function metricObjective(job) {
+  const o = job && job.objective;
+  return o && o.metric !== "time_ms" ? o : null;
+}
+
 function field(label, value, cls) {
   return h("div", { class: "field " + (cls || "") }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
@@ -219,6 +226,7 @@ export function mount(root, { id }) {
         field("device", job.device_class && job.device === "external" ? `external (${job.device_class})` : job.device, "mono"),
         job.harness ? field("harness", harnessText(job.harness), "harness-" + job.harness.state) : null,
         field("problem", fmtObject(job.problem), "mono"),
+        field("objective", metricObjective(job) ? `${job.objective.goal}imise ${job.objective.metric}` : "minimise the time", "objective-field"),
         field("strategy", job.strategy + (job.strategy_options && Object.keys(job.strategy_options).length ? ` (${fmtObject(job.strategy_options)})` : "")),
         field("budget", budget || "–"),
         field("warm start", historyText(job.history)),
@@ -240,7 +248,9 @@ export function mount(root, { id }) {
         : null,
       h("a", { class: "button-link small", href: `#/compare?jobs=${job.id}` }, "Compare…"));
     if (job.best) {
-      bestTime.textContent = objective().fmt(job.best.time_ms);
+      // A metric job's best is its metric's best value; its time follows.
+      const mo = metricObjective(job);
+      bestTime.textContent = mo ? `${mo.metric} ${fmtNum(job.best.value)} · ${objective().fmt(job.best.time_ms)}` : objective().fmt(job.best.time_ms);
       bestBox.textContent = JSON.stringify(job.best.config, null, 2);
     }
     copyBtn.disabled = !job.best;

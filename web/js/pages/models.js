@@ -108,7 +108,7 @@ export function heldoutPoints(heldout) {
   return points;
 }
 
-// A surrogate's metrics (search/surrogate.h): its fit on held-out problems, no held-out predictions.
+// A surrogate's metrics (model/surrogate.h): its fit on held-out problems, no held-out predictions.
 function surrogateMetricsSection(m) {
   const x = m.metrics || {};
   const known = ["test_objective_spearman", "test_objective_rmse", "test_huber", "train_huber"];

@@ -1,5 +1,5 @@
-/* worker/model_cache — loaded models and cached predictions. See model_cache.h. */
-#include "worker/model_cache.h"
+/* training/model_cache — loaded models and cached predictions. See model_cache.h. */
+#include "training/model_cache.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -11,8 +11,7 @@
 #include "model/predictor.h"
 #include "store/model_store.h"
 
-#define MODEL_KIND_PREDICTOR "predictor"
-#define MODEL_CACHE_BUCKETS  1024
+#define MODEL_CACHE_BUCKETS 1024
 /* The key's toolchain (merged with i10-toolchain: core/target_key.h has it). */
 #define TARGET_TOOLCHAIN(t) ((t)->key.toolchain)
 

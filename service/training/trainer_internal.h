@@ -1,15 +1,15 @@
-/* worker/trainer_internal — the trainer's helpers for one model (trainer_data.c): the device and
+/* training/trainer_internal — the trainer's helpers for one model (trainer_data.c): the device and
  * default target of the model's key, the training set built from the stored rows, and the held-out
  * spaces for predictor_evaluate. Internal to worker/. */
-#ifndef KT_WORKER_TRAINER_INTERNAL_H
-#define KT_WORKER_TRAINER_INTERNAL_H
+#ifndef KT_TRAINING_TRAINER_INTERNAL_H
+#define KT_TRAINING_TRAINER_INTERNAL_H
 
 #include <stdlib.h>
 
 #include "catalog/catalog.h"
 #include "model/training_set.h"
 #include "store/model_store.h"
-#include "worker/trainer.h"
+#include "training/trainer.h"
 
 /* The model's kernel on a device of its class: the default problem's target (its space gives the
  * parameters) and the targets resolved for held-out problems (kept until release, as
@@ -67,7 +67,7 @@ void *trainer_run_on_helper(trainer *t, const trainer_task *task, int *abandoned
                             kt_error *err);
 
 /* Trains a claimed model of kind "surrogate" to 'ready' or 'failed' (trainer_surrogate.c; see
- * worker/trainer_surrogate.h). */
+ * training/trainer_surrogate.h). */
 void trainer_surrogate_train(trainer *t, const model_claim *m);
 
 #endif

@@ -1,7 +1,8 @@
-/* worker/trainer_data — what the trainer needs from the catalog and the store before training: the
- * device of the model's class that offers its kernel (and the kernel hash check), the training set
- * built from the stored trials, and the held-out spaces for predictor_evaluate. See trainer.h. */
-#include "worker/trainer_internal.h"
+/* training/trainer_data — what the trainer needs from the catalog and the store before training:
+ * the device of the model's class that offers its kernel (and the kernel hash check), the training
+ * set built from the stored trials, and the held-out spaces for predictor_evaluate. See trainer.h.
+ */
+#include "training/trainer_internal.h"
 
 #include <stdio.h>
 #include <string.h>

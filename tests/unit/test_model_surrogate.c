@@ -1,4 +1,4 @@
-/* Unit tests of search/surrogate: problem features, the encoding's widths (numeric one feature,
+/* Unit tests of model/surrogate: problem features, the encoding's widths (numeric one feature,
  * string and boolean one-hot over the values seen), data errors, training on a synthetic smooth
  * function of (problem, configuration) over a restricted space with numeric and string parameters
  * (held-out problems' objective Spearman > 0.9), determinism for a seed, save / load round trip
@@ -17,7 +17,7 @@
 
 #include "core/clock.h"
 #include "core/rng.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 #include "skip_test_util.h"
 
 /* a: 1..64 (powers of two), b: 1..10, c: "x" | "y" | "z", d: true | false; a * b <= 256. */

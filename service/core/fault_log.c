@@ -1,5 +1,5 @@
-/* worker/fault_log — see fault_log.h. */
-#include "worker/fault_log.h"
+/* core/fault_log — see fault_log.h. */
+#include "core/fault_log.h"
 
 #include "core/clock.h"
 #include "core/log.h"

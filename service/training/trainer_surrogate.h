@@ -1,6 +1,6 @@
-/* worker/trainer_surrogate — the models of kind "surrogate" (algorithm "mlp"): Mind Mappings'
- * differentiable cost model of an accel device (search/surrogate.h), trained by the trainer thread
- * (worker/trainer.c hands it the claimed model) and searched through by `mindmap` jobs
+/* training/trainer_surrogate — the models of kind "surrogate" (algorithm "mlp"): Mind Mappings'
+ * differentiable cost model of an accel device (model/surrogate.h), trained by the trainer thread
+ * (training/trainer.c hands it the claimed model) and searched through by `mindmap` jobs
  * (worker/job_driver.c loads the job's surrogate).
  *
  * A surrogate learns a device's cost model, not tuned trials: the training data is drawn here.
@@ -32,15 +32,14 @@
  *   lr           Adam's learning rate              [0.001]  (0, 1]
  *   seed         any integer >= 0  [derived from the model's id and version]
  *   max_seconds  sampling and training together    [600]    1 .. 86400 */
-#ifndef KT_WORKER_TRAINER_SURROGATE_H
-#define KT_WORKER_TRAINER_SURROGATE_H
+#ifndef KT_TRAINING_TRAINER_SURROGATE_H
+#define KT_TRAINING_TRAINER_SURROGATE_H
 
 #include <jansson.h>
 
 #include "core/error.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 
-#define TRAINER_SURROGATE_KIND      "surrogate"
 #define TRAINER_SURROGATE_ALGORITHM "mlp"
 /* models.format_version of a surrogate's bytes (surrogate_save checks its own version inside). */
 #define TRAINER_SURROGATE_FORMAT 1

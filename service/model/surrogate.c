@@ -1,7 +1,7 @@
-/* search/surrogate — the surrogate's encoding (problem features, parameters by name, numeric and
+/* model/surrogate — the surrogate's encoding (problem features, parameters by name, numeric and
  * one-hot), its training data and prediction with the input gradient. Training is in
  * surrogate_train.c, save / load in surrogate_io.c. */
-#include "search/surrogate_impl.h"
+#include "model/surrogate_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* search/surrogate — Mind Mappings' differentiable surrogate (issue 13): an MLP from (problem,
+/* model/surrogate — Mind Mappings' differentiable surrogate (issue 13): an MLP from (problem,
  * configuration) to a backend's normalised meta-statistics, trained offline across many problems of
  * one kernel and device class, then frozen; `mindmap` descends its gradient with respect to the
  * configuration. Generic over spaces: a configuration is encoded per parameter by name, so spaces
@@ -13,8 +13,8 @@
  * Lifecycle: surrogate_data_new -> surrogate_data_add* -> surrogate_train -> surrogate_save /
  * surrogate_predict / surrogate_encode -> surrogate_free; or surrogate_load -> ... -> free.
  * A trained surrogate is read-only except for its scratch buffers: one per thread (load a copy). */
-#ifndef KT_SEARCH_SURROGATE_H
-#define KT_SEARCH_SURROGATE_H
+#ifndef KT_MODEL_SURROGATE_H
+#define KT_MODEL_SURROGATE_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
-/* worker/trainer_surrogate — trains a claimed model of kind "surrogate": samples problems and valid
- * mappings from the device's cost model, trains the MLP on a helper thread, stores it. See
+/* training/trainer_surrogate — trains a claimed model of kind "surrogate": samples problems and
+ * valid mappings from the device's cost model, trains the MLP on a helper thread, stores it. See
  * trainer_surrogate.h. */
-#include "worker/trainer_surrogate.h"
+#include "training/trainer_surrogate.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
-#include "worker/trainer_internal.h"
+#include "training/trainer_internal.h"
 
 /* Sampling may take this share of max_seconds; training gets what is left. */
 #define SAMPLE_SHARE 0.5

@@ -1,6 +1,6 @@
-/* worker/trainer_surrogate_plan: a surrogate model's hyper-parameters (POST /v1/models checks them
- * with the function the trainer uses): defaults, every key read, each bound refused with the key
- * named and its range in the hint, unknown keys and wrong types refused, and the stored JSON
+/* training/trainer_surrogate_plan: a surrogate model's hyper-parameters (POST /v1/models checks
+ * them with the function the trainer uses): defaults, every key read, each bound refused with the
+ * key named and its range in the hint, unknown keys and wrong types refused, and the stored JSON
  * round-trips. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "worker/trainer_surrogate.h"
+#include "training/trainer_surrogate.h"
 
 /* Parses text (a JSON object, or NULL for no hyper); returns the parse's result. */
 static int parse(const char *text, trainer_surrogate_plan *p, kt_error *err)

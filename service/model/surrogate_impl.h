@@ -1,14 +1,14 @@
-/* search/surrogate_impl — internal to search/: the structs behind surrogate.h shared by
+/* model/surrogate_impl — internal to model/: the structs behind surrogate.h shared by
  * surrogate.c (encoding, data, prediction), surrogate_io.c (save / load) and surrogate_train.c
  * (whitening, Huber loss, Adam, metrics). A configuration is stored per parameter as one double: a
  * numeric parameter's encoded value (sign(v) log2(1 + |v|)), a categorical parameter's category
  * index
  * (-1: a value the surrogate never saw). */
-#ifndef KT_SEARCH_SURROGATE_IMPL_H
-#define KT_SEARCH_SURROGATE_IMPL_H
+#ifndef KT_MODEL_SURROGATE_IMPL_H
+#define KT_MODEL_SURROGATE_IMPL_H
 
 #include "learn/mlp.h"
-#include "search/surrogate.h"
+#include "model/surrogate.h"
 
 #define SURROGATE_MAX_PARAMS     256
 #define SURROGATE_MAX_CATEGORIES 256 /* distinct values of one string / boolean parameter */

@@ -1,4 +1,4 @@
-/* worker/fault_log: a streak of failures waits 100 ms doubling to 2 s between attempts (never 0:
+/* core/fault_log: a streak of failures waits 100 ms doubling to 2 s between attempts (never 0:
  * no spin), logs once when it starts, and ends with the first success. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "worker/fault_log.h"
+#include "core/fault_log.h"
 
 static void retry_delay_doubles_and_caps(void **state)
 {

@@ -1,11 +1,11 @@
-/* worker/trainer_surrogate_plan — a surrogate model's hyper-parameters, parsed and checked (see
+/* training/trainer_surrogate_plan — a surrogate model's hyper-parameters, parsed and checked (see
  * trainer_surrogate.h for the keys, defaults and ranges). */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
 #include "store/model_store.h"
-#include "worker/trainer_surrogate.h"
+#include "training/trainer_surrogate.h"
 
 #define PLAN_DEFAULT_SAMPLES     60000
 #define PLAN_DEFAULT_PROBLEMS    200

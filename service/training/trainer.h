@@ -1,4 +1,4 @@
-/* worker/trainer — the thread of a ktuned that trains models (store/model_store.h) in the
+/* training/trainer — the thread of a ktuned that trains models (store/model_store.h) in the
  * background. Any ktuned sharing the database may train any queued model: models are claimed like
  * jobs (FOR UPDATE SKIP LOCKED, runner = this process's runner id, heartbeats by the runner thread,
  * the reaper's staleness limit, the lease --lease-s (trainer_options.stale_s),
@@ -29,8 +29,8 @@
  * Lifecycle: trainer_start -> trainer_wake* -> trainer_stop (joins; a training under way is
  * abandoned and its model let go with model_store_release_mine, for the next start to train). The
  * pool, catalog and identity are borrowed and must outlive the trainer. */
-#ifndef KT_WORKER_TRAINER_H
-#define KT_WORKER_TRAINER_H
+#ifndef KT_TRAINING_TRAINER_H
+#define KT_TRAINING_TRAINER_H
 
 #include "catalog/catalog.h"
 #include "core/error.h"

@@ -1,10 +1,10 @@
-/* search/surrogate_train — surrogate_train: problems split into training and held-out sets (every
+/* model/surrogate_train — surrogate_train: problems split into training and held-out sets (every
  * sample of a problem on one side), inputs and outputs whitened with the training side's means and
  * deviations (a constant feature keeps deviation 1), a relu MLP fitted with the Huber loss on
  * whitened outputs by Adam on shuffled mini-batches (learning rate x0.1 at 50% and x0.01 at 75% of
  * the epochs), then the metrics on the held-out problems. Deterministic for a seed (the shuffles
  * and the initial weights come from it), unless max_seconds stops it early. */
-#include "search/surrogate_impl.h"
+#include "model/surrogate_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* worker/model_cache — the predictions of the stored models (store/model_store.h) for this
+/* training/model_cache — the predictions of the stored models (store/model_store.h) for this
  * process: the API's /v1/best for a problem never measured, and the job driver's warm start.
  *
  * A prediction is asked for a target (resolved with its space). The cache looks up the newest
@@ -19,8 +19,8 @@
  *
  * Lifecycle: model_cache_new -> model_cache_predict* -> model_cache_free (after every caller). The
  * catalog is borrowed (the space of a target comes from the caller; kept for later use). */
-#ifndef KT_WORKER_MODEL_CACHE_H
-#define KT_WORKER_MODEL_CACHE_H
+#ifndef KT_TRAINING_MODEL_CACHE_H
+#define KT_TRAINING_MODEL_CACHE_H
 
 #include <jansson.h>
 #include <libpq-fe.h>

@@ -1,6 +1,6 @@
-/* worker/trainer — the model training thread: claims, trains on a helper thread, evaluates, stores.
- * See trainer.h. */
-#include "worker/trainer.h"
+/* training/trainer — the model training thread: claims, trains on a helper thread, evaluates,
+ * stores. See trainer.h. */
+#include "training/trainer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,10 +12,9 @@
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "model/predictor.h"
-#include "worker/fault_log.h"
-#include "worker/trainer_internal.h"
-#include "worker/trainer_surrogate.h"
-#include "worker/worker_internal.h"
+#include "core/fault_log.h"
+#include "training/trainer_internal.h"
+#include "training/trainer_surrogate.h"
 
 #define TRAINER_DEFAULT_TOP 8 /* the predictors' default "top" */
 
@@ -377,11 +376,11 @@ out:
 /* Trains one claimed model of any kind to 'ready' or 'failed'. */
 static void train_one(trainer *t, const model_claim *m)
 {
-    if (strcmp(m->kind, TRAINER_SURROGATE_KIND) == 0) {
+    if (strcmp(m->kind, MODEL_KIND_SURROGATE) == 0) {
         trainer_surrogate_train(t, m);
         return;
     }
-    if (strcmp(m->kind, "predictor") == 0) {
+    if (strcmp(m->kind, MODEL_KIND_PREDICTOR) == 0) {
         train_predictor(t, m);
         return;
     }

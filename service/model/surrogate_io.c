@@ -1,49 +1,24 @@
-/* search/surrogate_io — surrogate_save / surrogate_load.
+/* model/surrogate_io — surrogate_save / surrogate_load.
  * Layout, integers and doubles little-endian:
  *   "KSUR" | u32 format (1) | u32 n_pf, n_params, n_out, n_hidden, activation |
  *   u32 hidden[n_hidden] | per parameter: u32 name_len, name, u32 numeric, u32 n_cats, per
  *   category u32 len, key | f64 in_mean[n_in], in_sd[n_in], out_mean[n_out], out_sd[n_out],
  *   obj_w[n_out], obj_sd | u64 n_weights | f64 weights[n_weights] | u64 FNV-1a of every byte before
  * it. */
-#include "search/surrogate_impl.h"
+#include "model/surrogate_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/codec.h"
+#include "core/hash.h"
+
 #define SUR_MAGIC  "KSUR"
 #define SUR_FORMAT 1u
 
-static void put_uint(strbuf *out, uint64_t v, int bytes)
-{
-    char b[8];
-    for (int i = 0; i < bytes; i++)
-        b[i] = (char)(unsigned char)(v >> (8 * i));
-    strbuf_append(out, b, (size_t)bytes);
-}
-
-static void put_f64(strbuf *out, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, sizeof v);
-    put_uint(out, v, 8);
-}
-
-static void put_text(strbuf *out, const char *t)
-{
-    put_uint(out, strlen(t), 4);
-    strbuf_append(out, t, strlen(t));
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+/* The checksum: FNV-1a (core/hash.h) from this offset, as format 1 has always written it. */
+#define SUR_CHECKSUM_OFFSET 1469598103934665603ull
 
 int surrogate_save(const surrogate *s, strbuf *out, kt_error *err)
 {
@@ -52,39 +27,39 @@ int surrogate_save(const surrogate *s, strbuf *out, kt_error *err)
     if (strbuf_reserve(out, 64 + 16 * (size_t)s->n_in + 24 * (size_t)s->n_out + 8 * n_w) < 0)
         goto fail;
     strbuf_append(out, SUR_MAGIC, 4);
-    put_uint(out, SUR_FORMAT, 4);
-    put_uint(out, (uint64_t)s->n_pf, 4);
-    put_uint(out, (uint64_t)s->n_params, 4);
-    put_uint(out, (uint64_t)s->n_out, 4);
-    put_uint(out, (uint64_t)s->n_hidden, 4);
-    put_uint(out, (uint64_t)s->act, 4);
+    codec_put_uint(out, SUR_FORMAT, 4);
+    codec_put_uint(out, (uint64_t)s->n_pf, 4);
+    codec_put_uint(out, (uint64_t)s->n_params, 4);
+    codec_put_uint(out, (uint64_t)s->n_out, 4);
+    codec_put_uint(out, (uint64_t)s->n_hidden, 4);
+    codec_put_uint(out, (uint64_t)s->act, 4);
     for (int l = 0; l < s->n_hidden; l++)
-        put_uint(out, (uint64_t)s->hidden[l], 4);
+        codec_put_uint(out, (uint64_t)s->hidden[l], 4);
     for (int j = 0; j < s->n_params; j++) {
-        put_text(out, s->params[j].name);
-        put_uint(out, (uint64_t)s->params[j].numeric, 4);
-        put_uint(out, (uint64_t)s->params[j].n_cats, 4);
+        codec_put_text(out, s->params[j].name);
+        codec_put_uint(out, (uint64_t)s->params[j].numeric, 4);
+        codec_put_uint(out, (uint64_t)s->params[j].n_cats, 4);
         for (int c = 0; c < s->params[j].n_cats; c++)
-            put_text(out, s->params[j].cats[c]);
+            codec_put_text(out, s->params[j].cats[c]);
     }
     for (int i = 0; i < s->n_in; i++)
-        put_f64(out, s->in_mean[i]);
+        codec_put_f64(out, s->in_mean[i]);
     for (int i = 0; i < s->n_in; i++)
-        put_f64(out, s->in_sd[i]);
+        codec_put_f64(out, s->in_sd[i]);
     for (int k = 0; k < s->n_out; k++)
-        put_f64(out, s->out_mean[k]);
+        codec_put_f64(out, s->out_mean[k]);
     for (int k = 0; k < s->n_out; k++)
-        put_f64(out, s->out_sd[k]);
+        codec_put_f64(out, s->out_sd[k]);
     for (int k = 0; k < s->n_out; k++)
-        put_f64(out, s->obj_w[k]);
-    put_f64(out, s->obj_sd);
-    put_uint(out, (uint64_t)n_w, 8);
+        codec_put_f64(out, s->obj_w[k]);
+    codec_put_f64(out, s->obj_sd);
+    codec_put_uint(out, (uint64_t)n_w, 8);
     const double *w = learn_mlp_params(s->mlp);
     for (size_t i = 0; i < n_w; i++)
-        put_f64(out, w[i]);
+        codec_put_f64(out, w[i]);
     if (out->failed)
         goto fail;
-    put_uint(out, fnv1a((const unsigned char *)out->data + start, out->len - start), 8);
+    codec_put_uint(out, kt_fnv1a(SUR_CHECKSUM_OFFSET, out->data + start, out->len - start), 8);
     if (out->failed)
         goto fail;
     return 0;
@@ -94,66 +69,15 @@ fail:
     return -1;
 }
 
-typedef struct reader {
-    const unsigned char *buf;
-    size_t len, pos;
-    int bad;
-} reader;
-
-static uint64_t get_uint(reader *r, int bytes)
-{
-    uint64_t v = 0;
-    if (r->bad || r->len - r->pos < (size_t)bytes) {
-        r->bad = 1;
-        return 0;
-    }
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)r->buf[r->pos + (size_t)i] << (8 * i);
-    r->pos += (size_t)bytes;
-    return v;
-}
-
-static double get_f64(reader *r)
-{
-    uint64_t v = get_uint(r, 8);
-    double d;
-    memcpy(&d, &v, sizeof d);
-    return d;
-}
-
-/* A NUL-terminated copy of a u32-length text of at most max bytes; NULL (r->bad) otherwise. */
-static char *get_text(reader *r, size_t max)
-{
-    uint64_t n = get_uint(r, 4);
-    if (r->bad || n == 0 || n > max || r->len - r->pos < n) {
-        r->bad = 1;
-        return NULL;
-    }
-    char *t = malloc((size_t)n + 1);
-    if (!t) {
-        r->bad = 1;
-        return NULL;
-    }
-    memcpy(t, r->buf + r->pos, (size_t)n);
-    t[n] = '\0';
-    r->pos += (size_t)n;
-    if (strlen(t) != (size_t)n) { /* an embedded NUL */
-        free(t);
-        r->bad = 1;
-        return NULL;
-    }
-    return t;
-}
-
-static int read_params(reader *r, surrogate *s)
+static int read_params(codec_reader *r, surrogate *s)
 {
     s->params = calloc((size_t)s->n_params, sizeof *s->params);
     if (!s->params)
         return -1;
     for (int j = 0; j < s->n_params && !r->bad; j++) {
         surrogate_param *par = &s->params[j];
-        par->name = get_text(r, SURROGATE_MAX_NAME);
-        uint64_t numeric = get_uint(r, 4), n_cats = get_uint(r, 4);
+        par->name = codec_get_text(r, SURROGATE_MAX_NAME);
+        uint64_t numeric = codec_get_uint(r, 4), n_cats = codec_get_uint(r, 4);
         if (r->bad || numeric > 1 || n_cats > SURROGATE_MAX_CATEGORIES || (numeric && n_cats) ||
             (!numeric && !n_cats))
             return -1;
@@ -163,7 +87,7 @@ static int read_params(reader *r, surrogate *s)
             return -1;
         par->cap_cats = (int)n_cats;
         for (uint64_t c = 0; c < n_cats; c++) {
-            par->cats[c] = get_text(r, SURROGATE_MAX_KEY);
+            par->cats[c] = codec_get_text(r, SURROGATE_MAX_KEY);
             if (!par->cats[c])
                 return -1;
             par->n_cats++;
@@ -175,15 +99,15 @@ static int read_params(reader *r, surrogate *s)
 surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
 {
     surrogate *s = NULL;
-    reader r = {bytes, n, 0, 0};
+    codec_reader r = codec_reader_at(bytes, n, 0);
     if (!bytes || n < 4 + 8 || memcmp(bytes, SUR_MAGIC, 4) != 0) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "the bytes do not hold a surrogate");
         kt_error_hint(err, "give bytes written by surrogate_save");
         goto fail;
     }
     r.pos = n - 8;
-    uint64_t sum = get_uint(&r, 8);
-    if (fnv1a(bytes, n - 8) != sum) {
+    uint64_t sum = codec_get_uint(&r, 8);
+    if (kt_fnv1a(SUR_CHECKSUM_OFFSET, bytes, n - 8) != sum) {
         kt_error_set(err, KT_ERR_BAD_REQUEST, "the surrogate's checksum does not match");
         kt_error_hint(err, "the bytes are truncated or corrupted: retrain the surrogate");
         goto fail;
@@ -195,8 +119,9 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto fail;
     }
-    uint64_t format = get_uint(&r, 4), n_pf = get_uint(&r, 4), n_params = get_uint(&r, 4),
-             n_out = get_uint(&r, 4), n_hidden = get_uint(&r, 4), act = get_uint(&r, 4);
+    uint64_t format = codec_get_uint(&r, 4), n_pf = codec_get_uint(&r, 4),
+             n_params = codec_get_uint(&r, 4), n_out = codec_get_uint(&r, 4),
+             n_hidden = codec_get_uint(&r, 4), act = codec_get_uint(&r, 4);
     if (r.bad || format != SUR_FORMAT || n_pf > SURROGATE_MAX_PROBLEM_FEATURES || n_params < 1 ||
         n_params > SURROGATE_MAX_PARAMS || n_out < 1 || n_out > SURROGATE_MAX_OUTPUTS ||
         n_hidden > SURROGATE_MAX_HIDDEN || act > LEARN_ACT_RELU)
@@ -206,7 +131,7 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
     s->n_hidden = (int)n_hidden;
     s->act = (learn_activation)act;
     for (int l = 0; l < s->n_hidden; l++) {
-        uint64_t h = get_uint(&r, 4);
+        uint64_t h = codec_get_uint(&r, 4);
         if (h < 1 || h > 4096)
             goto corrupt;
         s->hidden[l] = (int)h;
@@ -231,23 +156,23 @@ surrogate *surrogate_load(const void *bytes, size_t n, kt_error *err)
     if (surrogate_finish(s, 0, err) < 0)
         goto fail;
     for (int i = 0; i < s->n_in; i++)
-        s->in_mean[i] = get_f64(&r);
+        s->in_mean[i] = codec_get_f64(&r);
     for (int i = 0; i < s->n_in; i++)
-        s->in_sd[i] = get_f64(&r);
+        s->in_sd[i] = codec_get_f64(&r);
     for (int k = 0; k < s->n_out; k++)
-        s->out_mean[k] = get_f64(&r);
+        s->out_mean[k] = codec_get_f64(&r);
     for (int k = 0; k < s->n_out; k++)
-        s->out_sd[k] = get_f64(&r);
+        s->out_sd[k] = codec_get_f64(&r);
     for (int k = 0; k < s->n_out; k++)
-        s->obj_w[k] = get_f64(&r);
-    s->obj_sd = get_f64(&r);
-    uint64_t n_w = get_uint(&r, 8);
+        s->obj_w[k] = codec_get_f64(&r);
+    s->obj_sd = codec_get_f64(&r);
+    uint64_t n_w = codec_get_uint(&r, 8);
     if (r.bad || n_w != learn_mlp_num_params(s->mlp) || (r.len - r.pos) / 8 != n_w ||
         (r.len - r.pos) % 8 != 0)
         goto corrupt;
     double *w = learn_mlp_params(s->mlp);
     for (uint64_t i = 0; i < n_w; i++)
-        w[i] = get_f64(&r);
+        w[i] = codec_get_f64(&r);
     for (int i = 0; i < s->n_in; i++) {
         if (!isfinite(s->in_mean[i]) || !(s->in_sd[i] > 0) || !isfinite(s->in_sd[i]))
             goto corrupt;

@@ -1,6 +1,6 @@
-/* worker/model_cache against a real embedded PostgreSQL and a real predictor, and the trainer's
- * catalog helpers (worker/trainer_internal.h): a ready model is loaded from its stored bytes (also
- * by a fresh cache, as after a restart), its prediction is cached per (model, problem, k) and
+/* training/model_cache against a real embedded PostgreSQL and a real predictor, and the trainer's
+ * catalog helpers (training/trainer_internal.h): a ready model is loaded from its stored bytes
+ * (also by a fresh cache, as after a restart), its prediction is cached per (model, problem, k) and
  * replaced when a newer model is ready, a target of another kernel hash never gets it (the lookup
  * is by the target's own key), and the trainer refuses a model whose kernel changed. */
 #include "pg_test_util.h"
@@ -9,8 +9,8 @@
 #include "core/strbuf.h"
 #include "model/predictor.h"
 #include "store/model_store.h"
-#include "worker/model_cache.h"
-#include "worker/trainer_internal.h"
+#include "training/model_cache.h"
+#include "training/trainer_internal.h"
 
 static const runner_identity ME = {"hostA:1:100", "hostA", 1};
 

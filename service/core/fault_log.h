@@ -1,11 +1,11 @@
-/* worker/fault_log — rate-limited logging of a failure that repeats (the database down, the disk
+/* core/fault_log — rate-limited logging of a failure that repeats (the database down, the disk
  * full): one warning when a streak of failures starts, a reminder at most every
  * FAULT_LOG_REMIND_S, one line when it ends ("recovered after N s"); never a line per attempt.
  * Also the retry delay of a streak: doubling from FAULT_RETRY_MIN_MS to FAULT_RETRY_MAX_MS.
  *
  * A fault_log is a plain struct owned by one thread (zero-initialised = no failure). */
-#ifndef KT_WORKER_FAULT_LOG_H
-#define KT_WORKER_FAULT_LOG_H
+#ifndef KT_CORE_FAULT_LOG_H
+#define KT_CORE_FAULT_LOG_H
 
 #include <stdint.h>
 
