@@ -3,9 +3,11 @@
  * results, which are recorded like any measured trial (store/ask_store.h). An ask that finds
  * nothing to lease waits for the driver (worker_system_wait_job: woken when this process's runner
  * queues the job's trials or the job ends; other processes' runners are seen by looking at the
- * database again every ASK_RECHECK_MS); it runs on a thread of its own (a blocking route,
- * api_blocking_routes), so a wait never holds an HTTP worker's event loop. A tell wakes the runner
- * at once (worker_system_job_told). */
+ * database again every ASK_RECHECK_MS). It is a blocking route (api_blocking_routes): an ask whose
+ * configurations are ready (or whose job is over) is answered on the HTTP worker's first call;
+ * one that would wait (for a step a tell asked of the runner, or for proposals) defers to a thread
+ * of its own (http_response_defer), so a wait never holds an HTTP worker's event loop. A tell
+ * wakes the runner at once (worker_system_job_told). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +108,10 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
     }
     uint64_t deadline = kt_clock_ns() + (uint64_t)(wait_s * 1e9);
     /* A tell just woke the job's driver here: its next proposals are coming, look once they are
-     * (one look at the database less per batch of one). */
+     * (one look at the database less per batch of one). On the HTTP worker's first call that
+     * wait, like any other, is the thread's (http_response_defer). */
+    if (wait_s > 0 && req->may_defer && worker_system_job_stepping(svc->workers, id))
+        goto defer;
     if (wait_s > 0)
         worker_system_wait_stepped(svc->workers, id, ASK_RECHECK_MS);
     for (;;) {
@@ -130,6 +135,8 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
         uint64_t now = kt_clock_ns();
         if (now >= deadline || http_request_stopping(req))
             break;
+        if (req->may_defer)
+            goto defer;
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         json_decref(got);
         got = NULL;
@@ -145,6 +152,9 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
         goto fail;
     }
     http_reply_json(res, 200, reply);
+    goto out;
+defer:
+    http_response_defer(res);
     goto out;
 fail:
     api_fail(res, &err);

@@ -32,6 +32,11 @@ void http_response_clear(http_response *res)
     memset(res, 0, sizeof *res);
 }
 
+void http_response_defer(http_response *res)
+{
+    res->deferred = 1;
+}
+
 /* Replies replace status, type and body; extra headers stay (e.g. Allow set before an error reply).
  */
 static void set_body(http_response *res, int status, const char *content_type, char *body,

@@ -262,9 +262,17 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
         kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory while reading the request body");
         http_reply_error(&res, &err);
     } else if (m == HTTP_MATCH_OK && s->route_blocking[route_index]) {
-        if (start_blocking(w, conn, st, &req, route_index, &res)) {
-            ok = MHD_YES; /* the reply comes when the handler's thread resumes the connection */
-            goto out;
+        /* First here, for an answer that needs no wait (an ask whose configurations are ready):
+         * no thread, no suspension. Only one that would wait goes to a thread of its own. */
+        req.may_defer = 1;
+        s->routes[route_index].handler(s->app, &req, &res);
+        req.may_defer = 0;
+        if (res.deferred) {
+            http_response_clear(&res);
+            if (start_blocking(w, conn, st, &req, route_index, &res)) {
+                ok = MHD_YES; /* the reply comes when the handler's thread resumes the connection */
+                goto out;
+            }
         }
     } else if (m == HTTP_MATCH_OK && s->route_heavy[route_index]) {
         run_heavy(w, &s->routes[route_index], &req, &res);

@@ -38,6 +38,10 @@ typedef struct http_request {
     size_t body_len;
     void *conn;                 /* the struct MHD_Connection, for query and header look-ups */
     struct http_server *server; /* for http_request_stopping */
+    /* A blocking route's first call, on the worker's event loop (http_server_options.blocking):
+     * the handler answers at once, or, when it would wait, calls http_response_defer and is
+     * called again on a thread of its own (may_defer 0 there). */
+    int may_defer;
 } http_request;
 
 typedef struct http_response {
@@ -47,6 +51,7 @@ typedef struct http_response {
     size_t body_len;
     char *extra_headers;            /* owned, "Name: value\r\n"... or NULL */
     struct http_prepared *prepared; /* owned: sent instead of the above (http/prepared.h) */
+    int deferred;                   /* http_response_defer: run the handler again on a thread */
 } http_response;
 
 typedef void (*http_handler_fn)(void *app, const http_request *req, http_response *res);
@@ -67,11 +72,12 @@ typedef struct http_server_options {
      * thread. Borrowed. */
     const char *const *heavy;
     /* Patterns of blocking routes (handlers that may wait for an event, such as ask/tell's ask),
-     * NULL-ended, or NULL: each such request runs its handler on a thread of its own while its
-     * connection is suspended, so a worker's event loop (and every other connection on it) never
-     * waits for it; at most HTTP_MAX_BLOCKING at once, beyond 429 too_many_requests. Their
-     * handlers should ask http_request_stopping while they wait: http_server_stop waits for
-     * them. Borrowed. */
+     * NULL-ended, or NULL: such a handler is called first on the worker with req->may_defer set,
+     * where it must not wait: it answers what needs no wait, else calls http_response_defer; a
+     * deferred request runs its handler again on a thread of its own while its connection is
+     * suspended, so a worker's event loop (and every other connection on it) never waits for
+     * it; at most HTTP_MAX_BLOCKING at once, beyond 429 too_many_requests. Their handlers should
+     * ask http_request_stopping while they wait: http_server_stop waits for them. Borrowed. */
     const char *const *blocking;
     /* Admission (0 = default): connections at once [HTTP_DEFAULT_MAX_CONNECTIONS, at most what
      * RLIMIT_NOFILE leaves], per client address [HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP]; beyond,
@@ -137,6 +143,9 @@ void http_reply_error(http_response *res,
 void http_reply_error_with(http_response *res, const kt_error *err, const char *key, json_t *extra);
 void http_reply_text(http_response *res, int status, const char *content_type, const char *text);
 void http_response_add_header(http_response *res, const char *name, const char *value);
+/* A blocking route's first call (req->may_defer) cannot answer without waiting: whatever res
+ * holds is dropped and the handler runs again on a thread of its own. */
+void http_response_defer(http_response *res);
 
 /* Prometheus text lines for the request counters, appended to a malloc'd string the caller frees:
  * ktune_http_requests_total{route="/v1/jobs",method="GET",status="200"} 12 */

@@ -186,9 +186,7 @@ int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker
      * transaction: the job locked before done_seq is taken (within a job done_seq order is commit
      * order: a poller reading ?after=N never sees N+1 committed while N is still to come), nothing
      * recorded for a job that no longer runs (its trial removed), the counters and clock, the
-     * job's best and the best table (ktune_improves_best), pg_notify('ktune_trials', <job id>),
-     * delivered at commit. Nothing LISTENs on ktune_trials yet; issue 11's /v1/best cache listens
-     * to sql/007's triggers instead. */
+     * job's best and the best table (ktune_improves_best); sql/023 has its statements. */
     const char *p[] = {
         store_ll(&tid, claim->id),
         store_ll(&jid, claim->job_id),

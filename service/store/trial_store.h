@@ -61,19 +61,19 @@ typedef struct trial_claim_devices {
 int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *devices,
                       trial_claim *out, kt_error *err);
 /* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once),
- * in one round trip (sql/020's ktune_complete_trial, its own transaction); in the same transaction
- * counts it in its job (trials_done, and the charge added to the job's
- * clock), offers it to the job's best and to the best table (the rules of job_store_offer_best
- * and of best_store_offer for a measurement, written again in SQL there: change them together; a
- * job with final_remeasure > 0 offers the best table only its final pick, and a re-measurement,
- * trials.final_round set, is added to the clock only: not to trials_done, to no best) and notifies
- * channel ktune_trials with the job id (for external listeners; the /v1/best cache listens on
- * ktune_best, sent by sql/007's trigger). Returns 1, or 0 when the claim was lost: the trial was
- * requeued meanwhile, or its job no longer runs (cancelled or ended; the trial deleted by
- * job_store_cancel / job_store_finish, or deleted here): then nothing is recorded, the job's
- * counters, clock and best are unchanged. The claim holds only while the trial is 'running' under
- * worker, the id that claimed it: a worker whose lease ran out (the trial handed back, perhaps
- * claimed and measured by another) records nothing and counts nothing. */
+ * in one round trip (sql/020's ktune_complete_trial as sql/023 wrote it again, its own
+ * transaction); in the same transaction counts it in its job (trials_done, and the charge added to
+ * the job's clock), offers it to the job's best and to the best table (the rules of
+ * job_store_offer_best and of best_store_offer for a measurement, written again in SQL there:
+ * change them together; a job with final_remeasure > 0 offers the best table only its final pick,
+ * and a re-measurement, trials.final_round set, is added to the clock only: not to trials_done, to
+ * no best; the /v1/best cache hears of a change through sql/007's trigger on the best table).
+ * Returns 1, or 0 when the claim was lost: the trial was requeued meanwhile, or its job no longer
+ * runs (cancelled or ended; the trial deleted by job_store_cancel / job_store_finish, or deleted
+ * here): then nothing is recorded, the job's counters, clock and best are unchanged. The claim
+ * holds only while the trial is 'running' under worker, the id that claimed it: a worker whose
+ * lease ran out (the trial handed back, perhaps claimed and measured by another) records nothing
+ * and counts nothing. */
 int trial_store_complete(PGconn *c, const trial_claim *claim, const char *worker,
                          const trial_result *r, kt_error *err);
 /* A long measurement's check: 1 while the trial is still running under worker and its job running,

@@ -65,6 +65,13 @@ typedef struct runner_state {
     long long last_idle; /* the last hand-back of external jobs without a harness */
 } runner_state;
 
+/* A job whose trials this process's measurers may claim (an external job's go to its harness). */
+static int measured_by_workers(const job_driver *d)
+{
+    const char *device = d->row.target.key.device;
+    return !device || strcmp(device, CATALOG_EXTERNAL_DEVICE) != 0;
+}
+
 static long long now_ms(void)
 {
     return (long long)(kt_clock_ns() / 1000000u);
@@ -196,7 +203,7 @@ static void claim_jobs(runner_state *st, PGconn *c)
                  d->row.target.key.kernel, d->row.target.key.device, d->row.strategy,
                  d->row.start_attempts, attempts);
         if (rc == JOB_DRIVER_QUEUED)
-            worker_bump_job(w, id);
+            worker_bump_job(w, id, measured_by_workers(d));
         st->n_jobs++;
     }
     for (int i = 0; i < room; i++)
@@ -288,7 +295,7 @@ static void step_jobs(runner_state *st, PGconn *c, const long long *only, int n_
             round_failed(st, what, &err);
         }
         if (rc == JOB_DRIVER_QUEUED || rc == JOB_DRIVER_ENDED)
-            worker_bump_job(st->w, d->row.id); /* measurers and the job's asks (ask/tell) */
+            worker_bump_job(st->w, d->row.id, measured_by_workers(d)); /* measurers, asks */
         worker_job_stepped(st->w, d->row.id);
         if (rc == JOB_DRIVER_ENDED) {
             worker_system_job_ended(st->w, d->row.id); /* a measurement of it under way stops */

@@ -34,10 +34,11 @@ void worker_bump(worker_system *w, unsigned long *gen)
     pthread_mutex_unlock(&w->lock);
 }
 
-void worker_bump_job(worker_system *w, long long job_id)
+void worker_bump_job(worker_system *w, long long job_id, int measured)
 {
     pthread_mutex_lock(&w->lock);
-    w->queued_gen++;
+    if (measured)
+        w->queued_gen++;
     w->job_gen[(unsigned long long)job_id % WORKER_JOB_SLOTS]++;
     pthread_cond_broadcast(&w->wake);
     pthread_mutex_unlock(&w->lock);
@@ -68,6 +69,16 @@ void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_
         }
     }
     pthread_mutex_unlock(&w->lock);
+}
+
+int worker_system_job_stepping(worker_system *w, long long job_id)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    int busy = w->job_busy[(unsigned long long)job_id % WORKER_JOB_SLOTS] && !w->stopping;
+    pthread_mutex_unlock(&w->lock);
+    return busy;
 }
 
 void worker_system_job_told(worker_system *w, long long job_id)

@@ -57,6 +57,8 @@ void worker_system_job_told(worker_system *w, long long job_id);
 /* Ask/tell: waits (at most timeout_ms) while a tell of job_id woke this process's runner and it has
  * not stepped that job since. Returns at once when none is pending, or w is NULL. */
 void worker_system_wait_stepped(worker_system *w, long long job_id, int timeout_ms);
+/* Ask/tell: 1 while such a step is pending (wait_stepped would wait), else 0 (also for w NULL). */
+int worker_system_job_stepping(worker_system *w, long long job_id);
 /* Ask/tell (api/ask_tell.c): job_id's generation, bumped when this process's runner queued
  * trials of the job or the job ended here; wait_job waits until it differs from seen, the system
  * stops, or timeout_ms pass, and returns it. With w NULL (an API process) the generation is 0 and

@@ -83,8 +83,10 @@ void *measurer_main(void *arg);
 unsigned long worker_wait(worker_system *w, const unsigned long *gen, unsigned long seen,
                           int timeout_ms);
 void worker_bump(worker_system *w, unsigned long *gen);
-/* Bumps job_id's generation (and queued_gen, for the measurers) in one broadcast. */
-void worker_bump_job(worker_system *w, long long job_id);
+/* Bumps job_id's generation (and queued_gen, for the measurers, when measured is set: a job of the
+ * external device has no trial a measurer could claim, so its steps wake only its asks) in one
+ * broadcast. */
+void worker_bump_job(worker_system *w, long long job_id, int measured);
 /* The runner stepped job_id: a pending tell's step is done (worker_system_wait_stepped). */
 void worker_job_stepped(worker_system *w, long long job_id);
 int worker_stopping(worker_system *w);

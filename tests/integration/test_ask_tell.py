@@ -6,9 +6,11 @@ trials[i].id; a bad space is a 400 with its JSON path; a lease that runs out (le
 configuration again; a harness that goes away leaves the job running with the view saying
 "waiting", and when it comes back the job finishes with a best; GET /v1/best answers the external
 key with the version it answers for, and a catalog key by device_class as by device; an ask on a
-job of another device is a 409; with a token, ask and tell need the tune scope."""
+job of another device is a 409; with a token, ask and tell need the tune scope; asks that wait
+(more than the HTTP threads) leave GET /healthz answered at once."""
 import os
 import sys
+import threading
 import time
 import unittest
 
@@ -192,6 +194,38 @@ class AskTellTest(unittest.TestCase):
         self.assertEqual((view["status"], view["progress"]["trials"]), ("succeeded", 6), view)
         self.assertIsNotNone(view["best"])
         self.assertEqual(view["harness"]["state"], "ended")
+
+    def test_g_waiting_asks_hold_no_http_worker(self):
+        """An ask with configurations ready is answered on the HTTP worker (api_job_ask's first
+        call); one that must wait defers to a thread of its own: more waiting asks than HTTP
+        threads (4) leave every worker free, and GET /healthz answers at once meanwhile."""
+        jid = self.submit(budget=8, seed=7)
+        leased = self.ask(jid, n=8, wait_s=5)["trials"]
+        self.assertTrue(leased)
+        results = []
+
+        def waiting_ask():
+            t0 = time.monotonic()
+            status, _, reply = self.k.post("/v1/jobs/%d/ask" % jid, {"n": 1, "wait_s": 1.5})
+            results.append((status, reply.get("trials"), time.monotonic() - t0))
+
+        threads = [threading.Thread(target=waiting_ask) for _ in range(6)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        for _ in range(5):
+            self.assertEqual(self.k.get("/healthz")[0], 200)
+        healthz_s = time.monotonic() - t0
+        for t in threads:
+            t.join()
+        # Nothing was open (every trial of the batch leased for 60 s): each ask waited its wait_s.
+        self.assertEqual([(s, tr) for s, tr, _ in results], [(200, [])] * 6, results)
+        self.assertTrue(all(w >= 1.4 for _, _, w in results), results)
+        self.assertLess(healthz_s, 1.0, "GET /healthz waited for the asks")
+        self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])}
+                        for t in leased])
+        self.finish(jid)
 
     def test_e_best_names_the_version(self):
         v1 = self.submit(budget=16, version="v1", seed=5)
