@@ -73,6 +73,8 @@ typedef struct bench_accel_options {
     const char *log_level;
 } bench_accel_options;
 
+/* The --accel modes' arguments: their option table, defaults, checks and --help. */
+extern const bench_args bench_accel_args;
 /* 1 when the arguments after "bench" ask for this mode (--accel or --accel-predict). */
 int bench_accel_wanted(int argc, char **argv);
 void bench_accel_usage(FILE *out);

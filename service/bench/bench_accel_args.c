@@ -1,7 +1,6 @@
 /* bench/bench_accel_args — the options of `ktune bench --accel` / `--accel-predict` and their
  * parsing (see bench_accel.h). */
-#include <errno.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "model/predictor.h"
@@ -11,58 +10,6 @@
 static const char *const ba_default_presets[] = {"resnet_conv3", "resnet_conv4",  "inception_conv2",
                                                  "vgg_conv2",    "alexnet_conv2", "alexnet_conv4",
                                                  "mttkrp_0",     "mttkrp_1"};
-
-int bench_accel_wanted(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--accel") == 0 || strcmp(argv[i], "--accel-predict") == 0)
-            return 1;
-    }
-    return 0;
-}
-
-void bench_accel_usage(FILE *out)
-{
-    fprintf(out,
-            "\n"
-            "usage: ktune bench --accel [--accel-devices FILE] [--accel-device NAME]\n"
-            "                   [--presets LIST] [--strategies LIST] [--seeds N] [--budget N]\n"
-            "                   [--eval-latency-ms X] [--free-invalid] [--problems N]\n"
-            "                   [--samples N] [--epochs N] [--hidden W,W,...]\n"
-            "                   [--train-max-s X] [--train-seed N]\n"
-            "                   [--surrogate-cache DIR|none] [--json FILE]\n"
-            "       ktune bench --accel --from-json FILE   (the tables of a saved --json)\n"
-            "       ktune bench --accel-predict [--shapes N] [--predict-evals N]\n"
-            "                   [--predict-strategy NAME] [--predictors LIST]\n"
-            "                   [--test-fraction F] [--hyper JSON] [--json FILE] ...\n"
-            "\n"
-            "Mind Mappings' report on the accel cost model, in process: per kernel a surrogate\n"
-            "trained on random valid mappings of sampled problems (cached), then every strategy\n"
-            "on the paper's Table 1 problems; best EDP / algorithmic minimum at equal\n"
-            "evaluations and at equal time (wall, and modelled at X ms per evaluation).\n"
-            "--accel-predict: the learned-models predictors on cnn_layer layer shapes.\n"
-            "  --accel-devices FILE   devices file [<ktune dir>/../accel/devices.json]\n"
-            "  --accel-device NAME    the device [mindmap]\n"
-            "  --presets LIST         Table 1 presets [all 8]\n"
-            "  --strategies LIST      [mindmap,anneal,genetic,na2c,auto,random]\n"
-            "  --seeds N              seeds 0..N-1, 1-%d [10]\n"
-            "  --budget N             cost-model evaluations per run, 1-%d [1000]\n"
-            "  --eval-latency-ms X    modelled cost of one evaluation, >= 0 [10]\n"
-            "  --free-invalid         an invalid proposal costs no evaluation (a cheap validity\n"
-            "                         check for every strategy; default: it counts)\n"
-            "  --problems N           training problems per kernel [200]\n"
-            "  --samples N            valid training mappings per kernel [40000]\n"
-            "  --epochs N             surrogate epochs [40]\n"
-            "  --hidden LIST          hidden widths [256,256,128]\n"
-            "  --train-max-s X        stop training after X s [0: no limit]\n"
-            "  --train-seed N         sampling and training seed [0]\n"
-            "  --surrogate-cache DIR  trained surrogates kept here [<ktune dir>/accel-surrogates]\n"
-            "  --shapes N             --accel-predict: sampled cnn_layer shapes [300]\n"
-            "  --predict-evals N      --accel-predict: evaluations of the search per shape [2000]\n"
-            "  --predict-strategy S   --accel-predict: that search [anneal]\n"
-            "  --predictors LIST      --accel-predict: of %s [all]\n",
-            BENCH_MAX_SEEDS, BENCH_MAX_BUDGET, predictor_kinds());
-}
 
 /* A comma-separated list into names[cap][width]; 0, or -1 with msg. */
 static int ba_list(const char *flag, const char *list, char *names, int width, int cap, int *n,
@@ -169,119 +116,242 @@ static int ba_predictors(const char *v, bench_accel_options *opt, char *msg, siz
     return 0;
 }
 
-/* One option with a value; 0, 1 when a is not one of them, -1 with msg. */
-static int ba_value(const char *a, const char *v, bench_accel_options *opt, char *msg, size_t cap)
+static int ba_opt_device(void *o, const kt_option *ko, const char *v, char *msg, size_t cap)
 {
-    if (strcmp(a, "--accel-devices") == 0)
-        opt->devices_path = v;
-    else if (strcmp(a, "--accel-device") == 0) {
-        if (!*v || strlen(v) >= sizeof opt->device) {
-            snprintf(msg, cap, "--accel-device: '%.64s' is not a device name", v);
-            return -1;
-        }
-        snprintf(opt->device, sizeof opt->device, "%s", v);
-    } else if (strcmp(a, "--presets") == 0)
-        return ba_list(a, v, &opt->presets[0][0], 32, BENCH_ACCEL_MAX_PRESETS, &opt->n_presets, 0,
-                       msg, cap);
-    else if (strcmp(a, "--strategies") == 0) {
-        opt->n_strategies = 0;
-        return bench_parse_strategy_list(v, opt->strategies, &opt->n_strategies, msg, cap);
-    } else if (strcmp(a, "--seeds") == 0)
-        return bench_int_flag(a, v, 1, BENCH_MAX_SEEDS, &opt->seeds, msg, cap);
-    else if (strcmp(a, "--budget") == 0)
-        return bench_int_flag(a, v, 1, BENCH_MAX_BUDGET, &opt->budget, msg, cap);
-    else if (strcmp(a, "--eval-latency-ms") == 0)
-        return bench_double_flag(a, v, 0, 1e6, &opt->eval_latency_ms, msg, cap);
-    else if (strcmp(a, "--problems") == 0)
-        return bench_int_flag(a, v, 2, 100000, &opt->problems, msg, cap);
-    else if (strcmp(a, "--samples") == 0)
-        return bench_int_flag(a, v, 10, 2000000, &opt->samples, msg, cap);
-    else if (strcmp(a, "--epochs") == 0)
-        return bench_int_flag(a, v, 1, 10000, &opt->epochs, msg, cap);
-    else if (strcmp(a, "--hidden") == 0)
-        return ba_hidden(v, opt, msg, cap);
-    else if (strcmp(a, "--train-max-s") == 0)
-        return bench_double_flag(a, v, 0, 1e7, &opt->train_max_s, msg, cap);
-    else if (strcmp(a, "--train-seed") == 0) {
-        return bench_seed_flag(a, v, &opt->train_seed, msg, cap);
-    } else if (strcmp(a, "--surrogate-cache") == 0)
-        opt->cache_dir = v;
-    else if (strcmp(a, "--shapes") == 0)
-        return bench_int_flag(a, v, 4, 100000, &opt->shapes, msg, cap);
-    else if (strcmp(a, "--predict-evals") == 0)
-        return bench_int_flag(a, v, 1, BENCH_MAX_BUDGET, &opt->predict_evals, msg, cap);
-    else if (strcmp(a, "--predict-strategy") == 0) {
-        if (!searcher_exists(v) || strlen(v) >= sizeof opt->predict_strategy) {
-            snprintf(msg, cap, "--predict-strategy: unknown strategy '%.64s' (strategies: %s)", v,
-                     searcher_names());
-            return -1;
-        }
-        snprintf(opt->predict_strategy, sizeof opt->predict_strategy, "%s", v);
-    } else if (strcmp(a, "--predictors") == 0)
-        return ba_predictors(v, opt, msg, cap);
-    else if (strcmp(a, "--test-fraction") == 0) {
-        if (bench_double_flag(a, v, 0, 1, &opt->test_fraction, msg, cap) < 0)
-            return -1;
-        if (!(opt->test_fraction > 0 && opt->test_fraction < 1)) {
-            snprintf(msg, cap, "--test-fraction: '%.64s' is not in (0, 1)", v);
-            return -1;
-        }
-    } else if (strcmp(a, "--hyper") == 0)
-        opt->hyper = v;
-    else if (strcmp(a, "--json") == 0) {
-        if (!*v) {
-            snprintf(msg, cap, "--json needs a file name");
-            return -1;
-        }
-        opt->json_path = v;
-    } else if (strcmp(a, "--from-json") == 0)
-        opt->from_json = v;
-    else if (strcmp(a, "--log-level") == 0)
-        opt->log_level = v;
-    else
-        return 1;
+    bench_accel_options *opt = o;
+    (void)ko;
+    if (!*v || strlen(v) >= sizeof opt->device) {
+        snprintf(msg, cap, "--accel-device: '%.64s' is not a device name", v);
+        return -1;
+    }
+    snprintf(opt->device, sizeof opt->device, "%s", v);
     return 0;
 }
+
+static int ba_opt_presets(void *o, const kt_option *ko, const char *v, char *msg, size_t cap)
+{
+    bench_accel_options *opt = o;
+    return ba_list(ko->name, v, &opt->presets[0][0], 32, BENCH_ACCEL_MAX_PRESETS, &opt->n_presets,
+                   0, msg, cap);
+}
+
+static int ba_opt_hidden(void *o, const kt_option *ko, const char *v, char *msg, size_t cap)
+{
+    (void)ko;
+    return ba_hidden(v, o, msg, cap);
+}
+
+static int ba_opt_predictors(void *o, const kt_option *ko, const char *v, char *msg, size_t cap)
+{
+    (void)ko;
+    return ba_predictors(v, o, msg, cap);
+}
+
+static int ba_opt_predict_strategy(void *o, const kt_option *ko, const char *v, char *msg,
+                                   size_t cap)
+{
+    bench_accel_options *opt = o;
+    (void)ko;
+    if (!searcher_exists(v) || strlen(v) >= sizeof opt->predict_strategy) {
+        snprintf(msg, cap, "--predict-strategy: unknown strategy '%.64s' (strategies: %s)", v,
+                 searcher_names());
+        return -1;
+    }
+    snprintf(opt->predict_strategy, sizeof opt->predict_strategy, "%s", v);
+    return 0;
+}
+
+#define O(f) offsetof(bench_accel_options, f)
+
+static const kt_option bench_accel_option_list[] = {
+    {.name = "--accel", .kind = KT_OPT_FLAG, .flags = KT_OPT_IGNORED},
+    {.name = "--accel-predict", .kind = KT_OPT_FLAG, .offset = O(predict)},
+    {.name = "--accel-devices",
+     .kind = KT_OPT_STRING,
+     .offset = O(devices_path),
+     .arg = "--accel-devices FILE",
+     .help = "devices file [<ktune dir>/../accel/devices.json]"},
+    {.name = "--accel-device",
+     .kind = KT_OPT_CALLBACK,
+     .cb = ba_opt_device,
+     .arg = "--accel-device NAME",
+     .help = "the device [mindmap]"},
+    {.name = "--presets",
+     .kind = KT_OPT_CALLBACK,
+     .cb = ba_opt_presets,
+     .arg = "--presets LIST",
+     .help = "Table 1 presets [all 8]"},
+    {.name = "--strategies",
+     .kind = KT_OPT_CALLBACK,
+     .offset = O(strategies),
+     .count_offset = O(n_strategies),
+     .cb = bench_opt_strategies_new,
+     .arg = "--strategies LIST",
+     .help = "[mindmap,anneal,genetic,na2c,auto,random]"},
+    {.name = "--seeds",
+     .kind = KT_OPT_INT,
+     .offset = O(seeds),
+     .lo = 1,
+     .hi = BENCH_MAX_SEEDS,
+     .arg = "--seeds N",
+     .help = "seeds 0..N-1, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [10]"},
+    {.name = "--budget",
+     .kind = KT_OPT_INT,
+     .offset = O(budget),
+     .lo = 1,
+     .hi = BENCH_MAX_BUDGET,
+     .arg = "--budget N",
+     .help = "cost-model evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [1000]"},
+    {.name = "--eval-latency-ms",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(eval_latency_ms),
+     .lo = 0,
+     .hi = 1e6,
+     .arg = "--eval-latency-ms X",
+     .help = "modelled cost of one evaluation, >= 0 [10]"},
+    {.name = "--free-invalid",
+     .kind = KT_OPT_FLAG,
+     .offset = O(free_invalid),
+     .help = "an invalid proposal costs no evaluation (a cheap validity\n"
+             "check for every strategy; default: it counts)"},
+    {.name = "--problems",
+     .kind = KT_OPT_INT,
+     .offset = O(problems),
+     .lo = 2,
+     .hi = 100000,
+     .arg = "--problems N",
+     .help = "training problems per kernel [200]"},
+    {.name = "--samples",
+     .kind = KT_OPT_INT,
+     .offset = O(samples),
+     .lo = 10,
+     .hi = 2000000,
+     .arg = "--samples N",
+     .help = "valid training mappings per kernel [40000]"},
+    {.name = "--epochs",
+     .kind = KT_OPT_INT,
+     .offset = O(epochs),
+     .lo = 1,
+     .hi = 10000,
+     .arg = "--epochs N",
+     .help = "surrogate epochs [40]"},
+    {.name = "--hidden",
+     .kind = KT_OPT_CALLBACK,
+     .cb = ba_opt_hidden,
+     .arg = "--hidden LIST",
+     .help = "hidden widths [256,256,128]"},
+    {.name = "--train-max-s",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(train_max_s),
+     .lo = 0,
+     .hi = 1e7,
+     .arg = "--train-max-s X",
+     .help = "stop training after X s [0: no limit]"},
+    {.name = "--train-seed",
+     .kind = KT_OPT_SEED,
+     .offset = O(train_seed),
+     .arg = "--train-seed N",
+     .help = "sampling and training seed [0]"},
+    {.name = "--surrogate-cache",
+     .kind = KT_OPT_STRING,
+     .offset = O(cache_dir),
+     .arg = "--surrogate-cache DIR",
+     .help = "trained surrogates kept here [<ktune dir>/accel-surrogates]"},
+    {.name = "--shapes",
+     .kind = KT_OPT_INT,
+     .offset = O(shapes),
+     .lo = 4,
+     .hi = 100000,
+     .arg = "--shapes N",
+     .help = "--accel-predict: sampled cnn_layer shapes [300]"},
+    {.name = "--predict-evals",
+     .kind = KT_OPT_INT,
+     .offset = O(predict_evals),
+     .lo = 1,
+     .hi = BENCH_MAX_BUDGET,
+     .arg = "--predict-evals N",
+     .help = "--accel-predict: evaluations of the search per shape [2000]"},
+    {.name = "--predict-strategy",
+     .kind = KT_OPT_CALLBACK,
+     .cb = ba_opt_predict_strategy,
+     .arg = "--predict-strategy S",
+     .help = "--accel-predict: that search [anneal]"},
+    {.name = "--predictors",
+     .kind = KT_OPT_CALLBACK,
+     .cb = ba_opt_predictors,
+     .arg = "--predictors LIST",
+     .help = "--accel-predict: of %s [all]",
+     .help_arg = predictor_kinds},
+    {.name = "--test-fraction",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(test_fraction),
+     .lo = 0,
+     .hi = 1,
+     .flags = KT_OPT_OPEN_LO | KT_OPT_OPEN_HI},
+    {.name = "--hyper", .kind = KT_OPT_STRING, .offset = O(hyper)},
+    {.name = "--json", .kind = KT_OPT_STRING, .offset = O(json_path), .flags = KT_OPT_NONEMPTY},
+    {.name = "--from-json", .kind = KT_OPT_STRING, .offset = O(from_json)},
+    {.name = "--log-level",
+     .kind = KT_OPT_CALLBACK,
+     .offset = O(log_level),
+     .cb = bench_opt_log_level},
+    {.kind = KT_OPT_END}};
+
+static const kt_opt_table bench_accel_table = {
+    .options = bench_accel_option_list,
+    .mode = "--accel",
+    .width = 22,
+    .usage = "\n"
+             "usage: ktune bench --accel [--accel-devices FILE] [--accel-device NAME]\n"
+             "                   [--presets LIST] [--strategies LIST] [--seeds N] [--budget N]\n"
+             "                   [--eval-latency-ms X] [--free-invalid] [--problems N]\n"
+             "                   [--samples N] [--epochs N] [--hidden W,W,...]\n"
+             "                   [--train-max-s X] [--train-seed N]\n"
+             "                   [--surrogate-cache DIR|none] [--json FILE]\n"
+             "       ktune bench --accel --from-json FILE   (the tables of a saved --json)\n"
+             "       ktune bench --accel-predict [--shapes N] [--predict-evals N]\n"
+             "                   [--predict-strategy NAME] [--predictors LIST]\n"
+             "                   [--test-fraction F] [--hyper JSON] [--json FILE] ...\n"
+             "\n"
+             "Mind Mappings' report on the accel cost model, in process: per kernel a surrogate\n"
+             "trained on random valid mappings of sampled problems (cached), then every strategy\n"
+             "on the paper's Table 1 problems; best EDP / algorithmic minimum at equal\n"
+             "evaluations and at equal time (wall, and modelled at X ms per evaluation).\n"
+             "--accel-predict: the learned-models predictors on cnn_layer layer shapes.\n"};
+
+int bench_accel_wanted(int argc, char **argv)
+{
+    static const char *const selectors[] = {"--accel", "--accel-predict", NULL};
+    return bench_args_has(argc, argv, selectors);
+}
+
+void bench_accel_usage(FILE *out)
+{
+    kt_opt_usage(&bench_accel_table, out);
+}
+
+static void bench_accel_defaults(void *o)
+{
+    ba_defaults(o);
+}
+
+/* The defaults of the lists not given. */
+static int bench_accel_check(void *o, char *msg, size_t cap)
+{
+    bench_accel_options *opt = o;
+    if (opt->n_strategies == 0 && !opt->predict && ba_default_strategies(opt, msg, cap) < 0)
+        return -1;
+    if (opt->n_predictors == 0 &&
+        ba_predictors("seq2seq,nearest,common,xgb,local,ensemble", opt, msg, cap) < 0)
+        return -1;
+    return 0;
+}
+
+const bench_args bench_accel_args = {&bench_accel_table, bench_accel_defaults, bench_accel_check,
+                                     bench_accel_usage};
 
 int bench_accel_parse_args(int argc, char **argv, bench_accel_options *opt, char *msg, size_t cap,
                            FILE *out)
 {
-    int have_strategies = 0, have_predictors = 0;
-    ba_defaults(opt);
-    msg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            bench_accel_usage(out);
-            return 1;
-        }
-        if (strcmp(a, "--free-invalid") == 0) {
-            opt->free_invalid = 1;
-            continue;
-        }
-        if (strcmp(a, "--accel") == 0 || strcmp(a, "--accel-predict") == 0) {
-            opt->predict |= a[7] == '-';
-            continue;
-        }
-        if (!v) {
-            snprintf(msg, cap, "%s: needs a value (or is not an option of --accel)", a);
-            return -1;
-        }
-        int r = ba_value(a, v, opt, msg, cap);
-        if (r < 0)
-            return -1;
-        if (r > 0) {
-            snprintf(msg, cap, "%s: not an option of --accel", a);
-            return -1;
-        }
-        have_strategies |= strcmp(a, "--strategies") == 0;
-        have_predictors |= strcmp(a, "--predictors") == 0;
-        i++;
-    }
-    if (!have_strategies && !opt->predict && ba_default_strategies(opt, msg, cap) < 0)
-        return -1;
-    if (!have_predictors &&
-        ba_predictors("seq2seq,nearest,common,xgb,local,ensemble", opt, msg, cap) < 0)
-        return -1;
-    return 0;
+    return bench_args_parse(&bench_accel_args, argc, argv, opt, msg, cap, out);
 }

@@ -14,52 +14,6 @@
 #include "core/number.h"
 #include "search/searcher.h"
 
-static const char *const bench_device_flags[] = {"--kernel",
-                                                 "--device",
-                                                 "--problem",
-                                                 "--strategies",
-                                                 "--relative-to",
-                                                 "--budget",
-                                                 "--seeds",
-                                                 "--batch",
-                                                 "--progress",
-                                                 "--measure-cache",
-                                                 "--json",
-                                                 "--runner",
-                                                 "--kernels",
-                                                 "--cache-dir",
-                                                 "--cpu-core",
-                                                 "--min-repeats",
-                                                 "--min-seconds",
-                                                 "--run-timeout-s",
-                                                 "--compile-timeout-s",
-                                                 "--log-level",
-                                                 "--max-repeats",
-                                                 "--max-timing-s",
-                                                 "--slow-factor",
-                                                 "--time-budget",
-                                                 "--time-checkpoints",
-                                                 "--variant",
-                                                 "--test-strategies"};
-#define BENCH_DEVICE_N_FLAGS (sizeof bench_device_flags / sizeof bench_device_flags[0])
-
-/* The integer flags: their range and the field of bench_device_options they set. */
-typedef struct bench_device_int_flag {
-    const char *name;
-    int lo, hi;
-    size_t offset;
-} bench_device_int_flag;
-
-static const bench_device_int_flag bench_device_int_flags[] = {
-    {"--budget", 1, BENCH_MAX_BUDGET, offsetof(bench_device_options, budget)},
-    {"--seeds", 1, BENCH_MAX_SEEDS, offsetof(bench_device_options, seeds)},
-    {"--batch", 1, BENCH_DEVICE_MAX_BATCH, offsetof(bench_device_options, batch)},
-    {"--progress", 0, BENCH_MAX_BUDGET, offsetof(bench_device_options, progress)},
-    {"--cpu-core", -1, 4095, offsetof(bench_device_options, cpu_core)},
-    {"--min-repeats", 1, 100, offsetof(bench_device_options, min_repeats)},
-    {"--max-repeats", 1, 100000, offsetof(bench_device_options, max_repeats)}};
-#define BENCH_DEVICE_N_INT_FLAGS (sizeof bench_device_int_flags / sizeof bench_device_int_flags[0])
-
 const char *bench_device_row_label(const bench_device_options *opt, int r)
 {
     return r < opt->n_strategies ? opt->strategies[r] : opt->variants[r - opt->n_strategies].label;
@@ -107,9 +61,11 @@ static int bench_device_option_known(const char *strategy, const char *name, cha
 
 /* --variant LABEL=STRATEGY:JSON. Its option values are checked against the space when the bench
  * starts (searcher_new); here the text, the label, the strategy and the option names. */
-static int bench_device_parse_variant(bench_device_options *opt, const char *val, char *msg,
+static int bench_device_parse_variant(void *dst, const kt_option *ko, const char *val, char *msg,
                                       size_t cap)
 {
+    bench_device_options *opt = dst;
+    (void)ko;
     const char *eq = strchr(val, '='), *colon = eq ? strchr(eq + 1, ':') : NULL;
     bench_device_variant *v = &opt->variants[opt->n_variants];
     json_t *o = NULL;
@@ -174,9 +130,11 @@ out:
 }
 
 /* --time-checkpoints: ascending positive seconds. */
-static int bench_device_parse_times(bench_device_options *opt, const char *val, char *msg,
+static int bench_device_parse_times(void *o, const kt_option *ko, const char *val, char *msg,
                                     size_t cap)
 {
+    bench_device_options *opt = o;
+    (void)ko;
     const char *p = val;
     opt->n_time_checkpoints = 0;
     while (*p) {
@@ -210,9 +168,11 @@ static int bench_device_parse_times(bench_device_options *opt, const char *val, 
 }
 
 /* --test-strategies: row labels, checked against the rows once all flags are read. */
-static int bench_device_parse_tests(bench_device_options *opt, const char *val, char *msg,
+static int bench_device_parse_tests(void *o, const kt_option *ko, const char *val, char *msg,
                                     size_t cap)
 {
+    bench_device_options *opt = o;
+    (void)ko;
     const char *p = val;
     opt->n_test_rows = 0;
     while (*p) {
@@ -282,182 +242,251 @@ static int bench_device_check_rows(const bench_device_options *opt, char *msg, s
     return 0;
 }
 
+#define O(f) offsetof(bench_device_options, f)
+#define NE   KT_OPT_NONEMPTY
+
+static const kt_option bench_device_option_list[] = {
+    {.name = "--kernel",
+     .kind = KT_OPT_STRING,
+     .offset = O(kernel),
+     .flags = NE,
+     .arg = "--kernel NAME",
+     .help = "a kernel of the kernel folders (gemm_tiled, gemm, conv2d)"},
+    {.name = "--device",
+     .kind = KT_OPT_STRING,
+     .offset = O(device),
+     .flags = NE,
+     .arg = "--device DEV",
+     .help = "cpu, or cuda:N"},
+    {.name = "--problem",
+     .kind = KT_OPT_STRING,
+     .offset = O(problem),
+     .max_len = BENCH_DEVICE_MAX_PROBLEM,
+     .arg = "--problem ARGS",
+     .help = "problem arguments NAME=INT,... or a JSON object [defaults]"},
+    {.name = "--strategies",
+     .kind = KT_OPT_CALLBACK,
+     .offset = O(strategies),
+     .count_offset = O(n_strategies),
+     .flags = NE,
+     .cb = bench_opt_strategies,
+     .arg = "--strategies LIST",
+     .help = "comma-separated strategy names (%s)",
+     .help_arg = searcher_names},
+    {.name = "--variant",
+     .kind = KT_OPT_CALLBACK,
+     .flags = NE,
+     .cb = bench_device_parse_variant,
+     .arg = "--variant L=S:JSON",
+     .help = "a row labelled L ([a-z0-9_-]) running strategy S with those\n"
+             "options, e.g. 'na2c-eps1=na2c:{\"epsilon\":1}'; repeatable.\n"
+             "--strategies rows run with default options"},
+    {.name = "--budget",
+     .kind = KT_OPT_INT,
+     .offset = O(budget),
+     .flags = NE,
+     .lo = 1,
+     .hi = BENCH_MAX_BUDGET,
+     .arg = "--budget N",
+     .help = "distinct evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [100]"},
+    {.name = "--time-budget",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(time_budget_s),
+     .flags = NE,
+     .lo = 0.001,
+     .hi = BENCH_DEVICE_MAX_TIME_S,
+     .arg = "--time-budget S",
+     .help = "a run also stops once its modelled clock (the compile and\n"
+             "measurement time recorded for each evaluation, cached or\n"
+             "not, plus the searcher's own time) passes S seconds [none]"},
+    {.name = "--time-checkpoints",
+     .kind = KT_OPT_CALLBACK,
+     .flags = NE,
+     .cb = bench_device_parse_times,
+     .arg = "--time-checkpoints T",
+     .help = "best cost at these modelled-clock seconds, ascending\n"
+             "[1-2-5 steps up to the longest clock, and --time-budget]"},
+    {.name = "--test-strategies",
+     .kind = KT_OPT_CALLBACK,
+     .flags = NE,
+     .cb = bench_device_parse_tests,
+     .arg = "--test-strategies L",
+     .help = "rows tested (Welch) against every other row [gbfs,na2c]"},
+    {.name = "--seeds",
+     .kind = KT_OPT_INT,
+     .offset = O(seeds),
+     .flags = NE,
+     .lo = 1,
+     .hi = BENCH_MAX_SEEDS,
+     .arg = "--seeds N",
+     .help = "seeds 0..N-1 per strategy, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [3]"},
+    {.name = "--batch",
+     .kind = KT_OPT_INT,
+     .offset = O(batch),
+     .flags = NE,
+     .lo = 1,
+     .hi = BENCH_DEVICE_MAX_BATCH,
+     .arg = "--batch N",
+     .help =
+         "configurations asked for and told at once, 1-" BENCH_STR(BENCH_DEVICE_MAX_BATCH) " [1]"},
+    {.name = "--measure-cache",
+     .kind = KT_OPT_STRING,
+     .offset = O(measure_cache),
+     .flags = NE,
+     .arg = "--measure-cache FILE",
+     .help = "measurements as JSON lines: read first, appended after every\n"
+             "measurement (a killed run resumes); refused when recorded\n"
+             "for another kernel, problem or CPU [in memory only]"},
+    {.name = "--json",
+     .kind = KT_OPT_STRING,
+     .offset = O(json_path),
+     .flags = NE,
+     .arg = "--json FILE",
+     .help = "everything, best-so-far curves and trials included"},
+    {.name = "--progress",
+     .kind = KT_OPT_INT,
+     .offset = O(progress),
+     .flags = NE,
+     .lo = 0,
+     .hi = BENCH_MAX_BUDGET,
+     .arg = "--progress N",
+     .help = "a progress line on stderr every N evaluations, 0 none [25]"},
+    {.name = "--relative-to",
+     .kind = KT_OPT_STRING,
+     .offset = O(relative_to),
+     .flags = NE,
+     .arg = "--relative-to NAME",
+     .help = "costs are shown relative to this strategy [gbfs, or the first]"},
+    {.name = "--runner",
+     .kind = KT_OPT_STRING,
+     .offset = O(runner),
+     .flags = NE,
+     .arg = "--runner PATH",
+     .help = "the ktune-runner binary [<dir of ktune>/ktune-runner]"},
+    {.name = "--kernels",
+     .kind = KT_OPT_STRING,
+     .offset = O(kernels),
+     .flags = NE,
+     .arg = "--kernels DIRS",
+     .help = "folders of kernel folders [<dir of ktune>/../kernels, or\n"
+             "./kernels]"},
+    {.name = "--cache-dir",
+     .kind = KT_OPT_STRING,
+     .offset = O(cache_dir),
+     .flags = NE,
+     .arg = "--cache-dir DIR",
+     .help = "the runner's compiled kernels [./var/cache]"},
+    {.name = "--cpu-core",
+     .kind = KT_OPT_INT,
+     .offset = O(cpu_core),
+     .flags = NE,
+     .lo = -1,
+     .hi = 4095,
+     .arg = "--cpu-core N",
+     .help = "core cpu measurements are pinned to; -1 none [the last core]"},
+    {.name = "--min-repeats",
+     .kind = KT_OPT_INT,
+     .offset = O(min_repeats),
+     .flags = NE,
+     .lo = 1,
+     .hi = 100,
+     .arg = "--min-repeats N",
+     .help = "timed runs per measurement at least, 1-100 [5]"},
+    /* the seconds: same ranges as ktuned's flags (service/core/config.c) */
+    {.name = "--min-seconds",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(min_seconds),
+     .flags = NE,
+     .lo = 0,
+     .hi = 3,
+     .arg = "--min-seconds S",
+     .help = "seconds of timed runs per measurement at least, 0-3 [0.2]"},
+    {.name = "--max-repeats",
+     .kind = KT_OPT_INT,
+     .offset = O(max_repeats),
+     .flags = NE,
+     .lo = 1,
+     .hi = 100000,
+     .arg = "--max-repeats N",
+     .help = "timed runs per measurement at most [100]"},
+    {.name = "--max-timing-s",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(max_timing_s),
+     .flags = NE,
+     .lo = 0.001,
+     .hi = 3600,
+     .arg = "--max-timing-s S",
+     .help = "timing stops after S seconds (at least one run) [3]"},
+    {.name = "--run-timeout-s",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(run_timeout_s),
+     .flags = NE,
+     .lo = 0.5,
+     .hi = 3600,
+     .arg = "--run-timeout-s S",
+     .help = "seconds a measurement may run before the first ok result;\n"
+             "later ones get 20x the best time per run, 5-60 s [60]"},
+    {.name = "--compile-timeout-s",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(compile_timeout_s),
+     .flags = NE,
+     .lo = 1,
+     .hi = 3600,
+     .arg = "--compile-timeout-s S",
+     .help = "seconds a configuration may take to compile [60]"},
+    {.name = "--slow-factor",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(slow_factor),
+     .flags = NE,
+     .lo = 0,
+     .hi = 1e6,
+     .arg = "--slow-factor F",
+     .help = "give up on a configuration (status timeout) once one call takes\n"
+             "more than F x the best time so far; 0 waits for every call [0]"},
+    {.name = "--log-level",
+     .kind = KT_OPT_CALLBACK,
+     .offset = O(log_level),
+     .flags = NE,
+     .cb = bench_opt_log_level,
+     .arg = "--log-level L",
+     .help = "debug, info, warn or error [warn]"},
+    {.kind = KT_OPT_END}};
+
+static const kt_opt_table bench_device_table = {
+    .options = bench_device_option_list,
+    .mode = "--device",
+    .usage = "\n"
+             "usage: ktune bench --kernel NAME --device cpu|cuda:N --strategies A,B,...\n"
+             "                   [--problem M=1024,N=1024,K=1024] [--budget N] [--seeds N]\n"
+             "                   [--batch N] [--measure-cache FILE] [--json FILE] [--progress N]\n"
+             "                   [--relative-to NAME] [--runner PATH] [--kernels DIR[,DIR]]\n"
+             "                   [--cache-dir DIR] [--cpu-core N] [--min-repeats N]\n"
+             "                   [--min-seconds S] [--max-repeats N] [--max-timing-s S]\n"
+             "                   [--run-timeout-s S] [--compile-timeout-s S] [--log-level L]\n"
+             "                   [--variant LABEL=STRATEGY:JSON]... [--time-budget S]\n"
+             "                   [--time-checkpoints T1,T2,...] [--test-strategies A,B]\n"
+             "\n"
+             "Device mode: measures for real with ktune-runner (compile, verify, time). Each\n"
+             "(strategy, seed) run stops after N distinct evaluations; failed configurations\n"
+             "(compile errors, timeouts, wrong results, crashes) count as evaluations.\n"
+             "A measurement costs about one verification call plus the timed calls: at "
+             "gemm_tiled\n"
+             "1024^3 on one CPU core 0.4-17 s (4 s on average for random configurations).\n"};
+
 int bench_device_wanted(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--device") == 0 || strcmp(argv[i], "--kernel") == 0)
-            return 1;
-    }
-    return 0;
+    static const char *const selectors[] = {"--device", "--kernel", NULL};
+    return bench_args_has(argc, argv, selectors);
 }
 
 void bench_device_usage(FILE *out)
 {
-    fprintf(
-        out,
-        "\n"
-        "usage: ktune bench --kernel NAME --device cpu|cuda:N --strategies A,B,...\n"
-        "                   [--problem M=1024,N=1024,K=1024] [--budget N] [--seeds N]\n"
-        "                   [--batch N] [--measure-cache FILE] [--json FILE] [--progress N]\n"
-        "                   [--relative-to NAME] [--runner PATH] [--kernels DIR[,DIR]]\n"
-        "                   [--cache-dir DIR] [--cpu-core N] [--min-repeats N]\n"
-        "                   [--min-seconds S] [--max-repeats N] [--max-timing-s S]\n"
-        "                   [--run-timeout-s S] [--compile-timeout-s S] [--log-level L]\n"
-        "                   [--variant LABEL=STRATEGY:JSON]... [--time-budget S]\n"
-        "                   [--time-checkpoints T1,T2,...] [--test-strategies A,B]\n"
-        "\n"
-        "Device mode: measures for real with ktune-runner (compile, verify, time). Each\n"
-        "(strategy, seed) run stops after N distinct evaluations; failed configurations\n"
-        "(compile errors, timeouts, wrong results, crashes) count as evaluations.\n"
-        "A measurement costs about one verification call plus the timed calls: at gemm_tiled\n"
-        "1024^3 on one CPU core 0.4-17 s (4 s on average for random configurations).\n"
-        "  --kernel NAME        a kernel of the kernel folders (gemm_tiled, gemm, conv2d)\n"
-        "  --device DEV         cpu, or cuda:N\n"
-        "  --problem ARGS       problem arguments NAME=INT,... or a JSON object [defaults]\n"
-        "  --strategies LIST    comma-separated strategy names (%s)\n"
-        "  --variant L=S:JSON   a row labelled L ([a-z0-9_-]) running strategy S with those\n"
-        "                       options, e.g. 'na2c-eps1=na2c:{\"epsilon\":1}'; repeatable.\n"
-        "                       --strategies rows run with default options\n"
-        "  --budget N           distinct evaluations per run, 1-%d [100]\n"
-        "  --time-budget S      a run also stops once its modelled clock (the compile and\n"
-        "                       measurement time recorded for each evaluation, cached or\n"
-        "                       not, plus the searcher's own time) passes S seconds [none]\n"
-        "  --time-checkpoints T best cost at these modelled-clock seconds, ascending\n"
-        "                       [1-2-5 steps up to the longest clock, and --time-budget]\n"
-        "  --test-strategies L  rows tested (Welch) against every other row [gbfs,na2c]\n"
-        "  --seeds N            seeds 0..N-1 per strategy, 1-%d [3]\n"
-        "  --batch N            configurations asked for and told at once, 1-%d [1]\n"
-        "  --measure-cache FILE measurements as JSON lines: read first, appended after every\n"
-        "                       measurement (a killed run resumes); refused when recorded\n"
-        "                       for another kernel, problem or CPU [in memory only]\n"
-        "  --json FILE          everything, best-so-far curves and trials included\n"
-        "  --progress N         a progress line on stderr every N evaluations, 0 none [25]\n"
-        "  --relative-to NAME   costs are shown relative to this strategy [gbfs, or the first]\n"
-        "  --runner PATH        the ktune-runner binary [<dir of ktune>/ktune-runner]\n"
-        "  --kernels DIRS       folders of kernel folders [<dir of ktune>/../kernels, or\n"
-        "                       ./kernels]\n"
-        "  --cache-dir DIR      the runner's compiled kernels [./var/cache]\n"
-        "  --cpu-core N         core cpu measurements are pinned to; -1 none [the last core]\n"
-        "  --min-repeats N      timed runs per measurement at least, 1-100 [5]\n"
-        "  --min-seconds S      seconds of timed runs per measurement at least, 0-3 [0.2]\n"
-        "  --max-repeats N      timed runs per measurement at most [100]\n"
-        "  --max-timing-s S     timing stops after S seconds (at least one run) [3]\n"
-        "  --run-timeout-s S    seconds a measurement may run before the first ok result;\n"
-        "                       later ones get 20x the best time per run, 5-60 s [60]\n"
-        "  --compile-timeout-s S seconds a configuration may take to compile [60]\n"
-        "  --slow-factor F      give up on a configuration (status timeout) once one call takes\n"
-        "                       more than F x the best time so far; 0 waits for every call [0]\n"
-        "  --log-level L        debug, info, warn or error [warn]\n",
-        searcher_names(), BENCH_MAX_BUDGET, BENCH_MAX_SEEDS, BENCH_DEVICE_MAX_BATCH);
+    kt_opt_usage(&bench_device_table, out);
 }
 
-static int bench_device_flag_known(const char *a)
+static void bench_device_defaults(void *o)
 {
-    for (size_t k = 0; k < BENCH_DEVICE_N_FLAGS; k++) {
-        if (strcmp(a, bench_device_flags[k]) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* One flag with its value. Returns 0 or -1 with msg. */
-static int bench_device_set(bench_device_options *opt, const char *a, const char *val, char *msg,
-                            size_t cap)
-{
-    int rc = -1;
-    double d;
-
-    if (!*val && strcmp(a, "--problem") != 0) {
-        snprintf(msg, cap, "%s needs a non-empty value", a);
-        goto out;
-    }
-    for (size_t k = 0; k < BENCH_DEVICE_N_INT_FLAGS; k++) {
-        const bench_device_int_flag *f = &bench_device_int_flags[k];
-        if (strcmp(a, f->name) == 0) {
-            rc = bench_int_flag(a, val, f->lo, f->hi, (int *)((char *)opt + f->offset), msg, cap);
-            goto out;
-        }
-    }
-    if (strcmp(a, "--kernel") == 0) {
-        opt->kernel = val;
-    } else if (strcmp(a, "--device") == 0) {
-        opt->device = val;
-    } else if (strcmp(a, "--problem") == 0) {
-        if (strlen(val) > BENCH_DEVICE_MAX_PROBLEM) {
-            snprintf(msg, cap, "--problem: at most %d characters", BENCH_DEVICE_MAX_PROBLEM);
-            goto out;
-        }
-        opt->problem = val;
-    } else if (strcmp(a, "--strategies") == 0) {
-        if (bench_parse_strategy_list(val, opt->strategies, &opt->n_strategies, msg, cap) < 0)
-            goto out;
-    } else if (strcmp(a, "--variant") == 0) {
-        if (bench_device_parse_variant(opt, val, msg, cap) < 0)
-            goto out;
-    } else if (strcmp(a, "--time-checkpoints") == 0) {
-        if (bench_device_parse_times(opt, val, msg, cap) < 0)
-            goto out;
-    } else if (strcmp(a, "--test-strategies") == 0) {
-        if (bench_device_parse_tests(opt, val, msg, cap) < 0)
-            goto out;
-    } else if (strcmp(a, "--relative-to") == 0) {
-        opt->relative_to = val;
-    } else if (strcmp(a, "--measure-cache") == 0) {
-        opt->measure_cache = val;
-    } else if (strcmp(a, "--json") == 0) {
-        opt->json_path = val;
-    } else if (strcmp(a, "--runner") == 0) {
-        opt->runner = val;
-    } else if (strcmp(a, "--kernels") == 0) {
-        opt->kernels = val;
-    } else if (strcmp(a, "--cache-dir") == 0) {
-        opt->cache_dir = val;
-    } else if (strcmp(a, "--log-level") == 0) {
-        kt_log_level l;
-        if (kt_log_parse_level(val, &l) < 0) {
-            snprintf(msg, cap, "--log-level: '%.64s' is not debug, info, warn or error", val);
-            goto out;
-        }
-        opt->log_level = val;
-    } else {
-        /* the seconds: same ranges as ktuned's flags (service/core/config.c) */
-        double lo = strcmp(a, "--min-seconds") == 0     ? 0
-                    : strcmp(a, "--time-budget") == 0   ? 0.001
-                    : strcmp(a, "--max-timing-s") == 0  ? 0.001
-                    : strcmp(a, "--run-timeout-s") == 0 ? 0.5
-                    : strcmp(a, "--slow-factor") == 0   ? 0
-                                                        : 1;
-        double hi = strcmp(a, "--min-seconds") == 0   ? 3
-                    : strcmp(a, "--time-budget") == 0 ? BENCH_DEVICE_MAX_TIME_S
-                    : strcmp(a, "--slow-factor") == 0 ? 1e6
-                                                      : 3600;
-        if (kt_parse_double(val, lo, hi, &d) < 0) {
-            snprintf(msg, cap, "%s: '%.64s' is not a number in %g-%g", a, val, lo, hi);
-            goto out;
-        }
-        if (strcmp(a, "--min-seconds") == 0)
-            opt->min_seconds = d;
-        else if (strcmp(a, "--max-timing-s") == 0)
-            opt->max_timing_s = d;
-        else if (strcmp(a, "--run-timeout-s") == 0)
-            opt->run_timeout_s = d;
-        else if (strcmp(a, "--slow-factor") == 0)
-            opt->slow_factor = d;
-        else if (strcmp(a, "--time-budget") == 0)
-            opt->time_budget_s = d;
-        else
-            opt->compile_timeout_s = d;
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
-int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, char *msg, size_t cap,
-                            FILE *out)
-{
-    int rc = -1;
-
+    bench_device_options *opt = o;
     memset(opt, 0, sizeof *opt);
     opt->budget = 100;
     opt->seeds = 3;
@@ -465,44 +494,38 @@ int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, ch
     opt->progress = 25;
     opt->cpu_core = BENCH_CPU_CORE_AUTO;
     opt->min_seconds = -1;
-    msg[0] = '\0';
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            bench_device_usage(out);
-            rc = 1;
-            goto out;
-        }
-        if (!bench_device_flag_known(a)) {
-            snprintf(msg, cap, "unknown argument '%.200s' (with --device)", a);
-            goto out;
-        }
-        if (i + 1 >= argc) {
-            snprintf(msg, cap, "%s needs a value", a);
-            goto out;
-        }
-        if (bench_device_set(opt, a, argv[++i], msg, cap) < 0)
-            goto out;
-    }
+}
+
+/* Once every flag is read: the required ones, the rows, the files. */
+static int bench_device_check(void *o, char *msg, size_t cap)
+{
+    bench_device_options *opt = o;
     if (!opt->kernel || !opt->device) {
         snprintf(msg, cap, "%s is required with %s", opt->kernel ? "--device" : "--kernel",
                  opt->kernel ? "--kernel" : "--device");
-        goto out;
+        return -1;
     }
     if (bench_device_n_rows(opt) == 0) {
         snprintf(msg, cap, "--strategies is required (or a --variant; strategies: %s)",
                  searcher_names());
-        goto out;
+        return -1;
     }
     if (bench_device_check_rows(opt, msg, cap) < 0)
-        goto out;
+        return -1;
     if (opt->measure_cache && opt->json_path && strcmp(opt->measure_cache, opt->json_path) == 0) {
         snprintf(msg, cap, "--json and --measure-cache name the same file");
-        goto out;
+        return -1;
     }
-    rc = 0;
-out:
-    return rc;
+    return 0;
+}
+
+const bench_args bench_device_args = {&bench_device_table, bench_device_defaults,
+                                      bench_device_check, bench_device_usage};
+
+int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, char *msg, size_t cap,
+                            FILE *out)
+{
+    return bench_args_parse(&bench_device_args, argc, argv, opt, msg, cap, out);
 }
 
 /* --problem text -> JSON object: "M=1024,N=512" or a JSON object. NULL with err when malformed. */

@@ -60,6 +60,8 @@ typedef struct bench_device_options {
     const char *log_level;     /* --log-level [warn] */
 } bench_device_options;
 
+/* The device mode's arguments: its option table, defaults, checks and --help. */
+extern const bench_args bench_device_args;
 /* 1 when the arguments after "bench" ask for the device mode (--device or --kernel is given). */
 int bench_device_wanted(int argc, char **argv);
 /* The label of row r: the strategy for r < n_strategies, else the variant's label. */

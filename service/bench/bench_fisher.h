@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "bench/bench_parse.h"
 
 #define BENCH_FISHER_MAX_NETWORKS 8
 
@@ -45,6 +46,8 @@ typedef struct bench_fisher_options {
     const char *log_level;
 } bench_fisher_options;
 
+/* The --fisher mode's arguments: its option table, defaults and --help. */
+extern const bench_args bench_fisher_args;
 /* 1 when the arguments after "bench" ask for this report (--fisher is given). */
 int bench_fisher_wanted(int argc, char **argv);
 /* The --fisher part of `ktune bench --help`. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "bench/bench_parse.h"
 
 #define BENCH_PREDICT_MAX_DIRS       64
 #define BENCH_PREDICT_MAX_FILES      10000 /* caches (problems) in all */
@@ -46,6 +47,8 @@ typedef struct bench_predict_options {
     const char *log_level;
 } bench_predict_options;
 
+/* The --predict mode's arguments: its option table, defaults, checks and --help. */
+extern const bench_args bench_predict_args;
 /* 1 when the arguments after "bench" ask for the report (--predict is given). */
 int bench_predict_wanted(int argc, char **argv);
 /* The --predict part of `ktune bench --help`. */
