@@ -23,7 +23,7 @@
  *
  * Call order: bench_accel_wanted -> bench_accel_parse_args -> bench_accel_run or
  * bench_accel_predict_run -> bench_accel_print_table / bench_accel_predict_print_table; or
- * bench_accel_main (bench_main.h) for all of it. Results are new references. */
+ * bench_main (bench_main.h, its mode table) for all of it. Results are new references. */
 #ifndef KT_BENCH_ACCEL_H
 #define KT_BENCH_ACCEL_H
 

@@ -25,6 +25,7 @@ typedef struct bench_options {
     /* --kt-reference; bench_main puts the default (shared/data/kerneltuner-dev/summary.csv next to
      * the build) here when it exists. bench_run: NULL = no Kernel Tuner comparison. */
     const char *kt_reference;
+    char kt_reference_buf[BENCH_MAX_PATH]; /* the default reference's path, when found */
     /* Warm starts (bench_history.h): --history files or folders; each strategy then also runs
      * warm ("<strategy>+history") on every space that has related history. */
     const char *history[BENCH_MAX_SPACES];

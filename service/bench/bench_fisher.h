@@ -12,7 +12,7 @@
  * against one training.
  *
  * Call order: bench_fisher_wanted -> bench_fisher_parse_args -> bench_fisher_run (or, with
- * --from-json, the saved result loaded) -> bench_fisher_print_table, or bench_fisher_main
+ * --from-json, the saved result loaded) -> bench_fisher_print_table, or bench_main
  * (bench_main.h) for all of it. Results are new references. */
 #ifndef KT_BENCH_FISHER_H
 #define KT_BENCH_FISHER_H

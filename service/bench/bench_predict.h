@@ -15,7 +15,7 @@
  * file; without, it is counted as unmeasured and the ratios are over the measured ones.
  *
  * Call order: bench_predict_wanted -> bench_predict_parse_args -> bench_predict_run ->
- * bench_predict_print_table (bench_predict_report.c), or bench_predict_main (bench_main.h) for
+ * bench_predict_print_table (bench_predict_report.c), or bench_main (bench_main.h) for
  * all of it. Results are new references. */
 #ifndef KT_BENCH_PREDICT_H
 #define KT_BENCH_PREDICT_H
