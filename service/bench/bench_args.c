@@ -7,6 +7,7 @@
 
 #include "search/searcher.h"
 #include "bench/bench_accel.h"
+#include "bench/bench_combine.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_fisher.h"
 #include "bench/bench_history.h"
@@ -119,6 +120,7 @@ static void bench_usage(FILE *out)
     bench_predict_usage(out);
     bench_accel_usage(out);
     bench_fisher_usage(out);
+    bench_combine_usage(out);
 }
 
 static void bench_defaults(void *o)

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "bench/bench_accel.h"
 #include "bench/bench_args.h"
+#include "bench/bench_combine.h"
 #include "bench/bench_device.h"
 #include "bench/bench_device_args.h"
 #include "bench/bench_device_report.h"
@@ -144,6 +145,19 @@ static void fisher_print(const json_t *res, const void *o, FILE *out)
     bench_fisher_print_table(res, out);
 }
 
+static json_t *combine_run(void *o, const char *exe_dir, kt_error *err)
+{
+    (void)exe_dir;
+    return bench_combine_run(o, err);
+}
+
+static void combine_print(const json_t *res, const void *o, FILE *out)
+{
+    (void)o;
+    bench_combine_print_table(res, out);
+}
+
+static const char *const combine_flags[] = {"--combine", NULL};
 static const char *const accel_flags[] = {"--accel", "--accel-predict", NULL};
 static const char *const fisher_flags[] = {"--fisher", NULL};
 static const char *const predict_flags[] = {"--predict", NULL};
@@ -153,6 +167,8 @@ static const char *const device_flags[] = {"--device", "--kernel", NULL};
 
 /* In the order the selectors are tried; the last row, the default. */
 static const bench_mode bench_modes[] = {
+    {"combine", combine_flags, &bench_combine_args, sizeof(bench_combine_options), BENCH_NO_FIELD,
+     BENCH_NO_FIELD, NULL, combine_run, combine_print, 0},
     {"accel", accel_flags, &bench_accel_args, MODE_FIELDS(bench_accel_options), NULL, accel_run,
      accel_print, 1},
     {"fisher", fisher_flags, &bench_fisher_args, MODE_FIELDS(bench_fisher_options), NULL,
