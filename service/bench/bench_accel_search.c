@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "search/searcher.h"
 #include "bench/bench_accel_impl.h"
+#include "bench/bench_loop.h"
 
 int ba_problem_init(ba_problem *bp, const accel_device *d, const accel_problem *p, kt_error *err)
 {
@@ -109,68 +110,92 @@ static void ba_top_add(ba_run *r, config_id id, double obj)
     r->top_obj[i] = obj;
 }
 
+/* The accel evaluator of bench_loop: the cost model; a free rejection does not count. */
+typedef struct ba_loop_eval {
+    const ba_problem *bp;
+    ba_run *run;
+    int free_invalid;
+    long max_rejected;
+    double t0, best;
+} ba_loop_eval;
+
+static int ba_loop_evaluate(bench_loop *l, config_id id, trial_result *r, kt_error *err)
+{
+    ba_loop_eval *e = l->ctx;
+    double obj = INFINITY;
+    int v = ba_evaluate(e->bp, id, &obj, NULL, err);
+    if (v < 0)
+        return -1;
+    r->status = v ? TRIAL_OK : TRIAL_INVALID;
+    r->time_ms = v ? obj : 0;
+    r->repeats = 1;
+    return !v && e->free_invalid; /* rejected by the cheap check: no budget */
+}
+
+/* After the tell: the curve point (best so far, seconds since the run began) of a counted
+ * evaluation, the run's top mappings; too many free rejections end the run. */
+static void ba_loop_told(bench_loop *l, const config_id *ids, const trial_result *res, int n,
+                         double ask_s, double tell_s, int evals_before)
+{
+    ba_loop_eval *e = l->ctx;
+    ba_run *run = e->run;
+    (void)ask_s;
+    (void)tell_s;
+    (void)evals_before;
+    for (int i = 0; i < n; i++) {
+        int v = res[i].status == TRIAL_OK;
+        if (!v && e->free_invalid) {
+            if (++run->rejected > e->max_rejected)
+                l->stop = 1;
+            continue;
+        }
+        if (v) {
+            run->valid++;
+            e->best = res[i].time_ms < e->best ? res[i].time_ms : e->best;
+            ba_top_add(run, ids[i], res[i].time_ms);
+        }
+        run->best[run->n] = e->best;
+        run->t[run->n] = kt_clock_s() - e->t0;
+        run->n++;
+    }
+}
+
 int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int budget, surrogate *sur,
               int free_invalid, ba_run *run, kt_error *err)
 {
     ba_oracle_ctx oc = {bp, 0};
-    searcher *s = NULL;
-    double t0 = kt_clock_s(), best = INFINITY, in_searcher = 0;
+    ba_loop_eval e = {bp,           run,     free_invalid, BA_MAX_REJECTED_PER_EVAL * (long)budget,
+                      kt_clock_s(), INFINITY};
+    bench_loop l = {0};
+    double setup_s = 0;
     int rc = -1;
 
     run->n = run->valid = run->n_top = 0;
     run->rejected = 0;
-    if (!(s = searcher_new(strategy, bp->sp, NULL, seed, err)))
+    if (!(l.s = searcher_new(strategy, bp->sp, NULL, seed, err)))
         goto out;
-    searcher_set_oracle(s, ba_oracle, &oc);
+    searcher_set_oracle(l.s, ba_oracle, &oc);
     if (searcher_needs_surrogate(strategy)) {
         if (!sur) {
             kt_error_set(err, KT_ERR_BAD_REQUEST, "strategy %s needs a trained surrogate",
                          strategy);
             goto out;
         }
-        if (searcher_set_surrogate(s, sur, bp->pf, bp->npf, err) < 0)
+        if (searcher_set_surrogate(l.s, sur, bp->pf, bp->npf, err) < 0)
             goto out;
     }
-    in_searcher = kt_clock_s() - t0;
-    while (run->n < budget) {
-        config_id id;
-        trial_result tr;
-        double obj = INFINITY, a0 = kt_clock_s();
-        if (searcher_ask(s, &id, 1) != 1) {
-            in_searcher += kt_clock_s() - a0;
-            break;
-        }
-        double a1 = kt_clock_s();
-        int v = ba_evaluate(bp, id, &obj, NULL, err);
-        if (v < 0)
-            goto out;
-        trial_result_init(&tr);
-        tr.status = v ? TRIAL_OK : TRIAL_INVALID;
-        tr.time_ms = v ? obj : 0;
-        tr.repeats = 1;
-        double a2 = kt_clock_s();
-        searcher_tell(s, &id, &tr, 1);
-        double a3 = kt_clock_s();
-        in_searcher += (a1 - a0) + (a3 - a2);
-        if (!v && free_invalid) { /* rejected by the cheap check: no budget */
-            if (++run->rejected > BA_MAX_REJECTED_PER_EVAL * (long)budget)
-                break;
-            continue;
-        }
-        if (v) {
-            run->valid++;
-            best = obj < best ? obj : best;
-            ba_top_add(run, id, obj);
-        }
-        run->best[run->n] = best;
-        run->t[run->n] = a3 - t0;
-        run->n++;
-    }
-    rc = 0;
+    setup_s = kt_clock_s() - e.t0;
+    l.budget = budget;
+    l.batch = 1;
+    l.what = strategy;
+    l.ctx = &e;
+    l.evaluate = ba_loop_evaluate;
+    l.after_tell = ba_loop_told;
+    rc = bench_loop_run(&l, err);
 out:
-    searcher_free(s);
+    searcher_free(l.s);
     run->oracle_calls = oc.calls;
-    run->end_s = kt_clock_s() - t0;
-    run->searcher_s = in_searcher;
+    run->end_s = kt_clock_s() - e.t0;
+    run->searcher_s = setup_s + l.overhead_s;
     return rc;
 }

@@ -18,12 +18,12 @@
 #include "core/log.h"
 #include "measure/backend.h"
 #include "measure/device.h"
-#include "search/search_set.h"
 #include "search/searcher.h"
 #include "bench/bench_device_compare.h"
 #include "bench/bench_device_impl.h"
 #include "bench/bench_device_summary.h"
 #include "bench/bench_device_time.h"
+#include "bench/bench_loop.h"
 #include "bench/bench_mcache.h"
 
 #define BENCH_DEVICE_MAX_KERNEL_DIRS 32
@@ -127,89 +127,73 @@ static int bench_device_record(bench_device_run_state *run, config_id id, const 
     return 0;
 }
 
-/* One (strategy, seed) run of a row. Stops at the budget of evaluations, when the searcher has
- * nothing more to propose, or once the modelled clock passes --time-budget (the evaluation that
- * passes it is recorded: its result is known at a clock past the budget, so no time checkpoint up
- * to the budget counts it). Returns 0, or -1 with err set (run freed). */
+/* The device mode's evaluator of bench_loop: the cache, else the backend; the run's record. */
+typedef struct bench_device_eval {
+    bench_device_ctx *ctx;
+    const bench_device_row *row;
+    bench_device_run_state *run;
+    double t_start;
+} bench_device_eval;
+
+static int bench_device_loop_evaluate(bench_loop *l, config_id id, trial_result *r, kt_error *err)
+{
+    bench_device_eval *e = l->ctx;
+    bench_device_run_state *run = e->run;
+    int cached;
+    double wall;
+    if (bench_device_evaluate(e->ctx, id, r, &cached, &wall, err) < 0)
+        return -1;
+    run->clock_s = run->clock_measure_s + l->searcher_s; /* the modelled clock before this one */
+    if (bench_device_record(run, id, r, cached, wall, e->t_start, err) < 0)
+        return -1;
+    if (e->ctx->progress_every > 0 && run->evals % e->ctx->progress_every == 0)
+        bench_device_progress(e->ctx, e->row->label, run);
+    if (e->ctx->time_budget_s > 0 && run->clock_s > e->ctx->time_budget_s) {
+        run->stopped_by_time = 1;
+        l->stop = 1; /* the rest of the batch is never evaluated, nor told */
+    }
+    return 0;
+}
+
+/* One (strategy, seed) run of a row through bench_loop. Stops at the budget of evaluations, when
+ * the searcher has nothing more to propose, or once the modelled clock passes --time-budget (the
+ * evaluation that passes it is recorded: its result is known at a clock past the budget, so no
+ * time checkpoint up to the budget counts it). Returns 0, or -1 with err set (run freed). */
 static int bench_device_run_one(bench_device_ctx *ctx, const bench_device_row *row, int seed,
                                 bench_device_run_state *run, kt_error *err)
 {
-    searcher *s = NULL;
-    search_set seen = {0}; /* ids proposed so far */
-    config_id ids[BENCH_DEVICE_MAX_BATCH];
-    trial_result res[BENCH_DEVICE_MAX_BATCH];
-    int n = 0, rc = -1, budget = ctx->budget;
-    double t_start = kt_clock_s();
+    bench_device_eval e = {ctx, row, run, kt_clock_s()};
+    bench_loop l = {0};
+    char what[128];
+    int rc = -1;
 
     memset(run, 0, sizeof *run);
     run->seed = seed;
     run->best_ms = INFINITY;
-    s = searcher_new(row->strategy, ctx->target->sp, row->options, (uint64_t)seed, err);
-    if (!s) {
+    l.s = searcher_new(row->strategy, ctx->target->sp, row->options, (uint64_t)seed, err);
+    if (!l.s) {
         kt_error_prefix(err, "strategy %s", row->label);
         goto out;
     }
-    while (run->evals < budget && !run->stopped_by_time) {
-        int want = budget - run->evals < ctx->batch ? budget - run->evals : ctx->batch;
-        double t0 = kt_clock_s(), dt;
-        n = searcher_ask(s, ids, want);
-        dt = kt_clock_s() - t0;
-        run->overhead_s += dt;
-        run->clock_s += dt;
-        if (n <= 0) {
-            run->stopped_early = 1;
-            n = 0;
-            break;
-        }
-        run->proposals += n;
-        for (int i = 0; i < n; i++)
-            trial_result_init(&res[i]);
-        for (int i = 0; i < n; i++) {
-            int cached;
-            double wall;
-            if (ids[i] >= space_count(ctx->target->sp) || search_set_has(&seen, ids[i])) {
-                kt_error_set(err, KT_ERR_INTERNAL,
-                             "strategy %s, seed %d: configuration %llu %s at evaluation %d",
-                             row->label, seed, (unsigned long long)ids[i],
-                             ids[i] >= space_count(ctx->target->sp) ? "is outside the space"
-                                                                    : "proposed twice",
-                             run->evals + 1);
-                goto out;
-            }
-            if (search_set_add(&seen, ids[i]) < 0) {
-                kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-                goto out;
-            }
-            if (bench_device_evaluate(ctx, ids[i], &res[i], &cached, &wall, err) < 0 ||
-                bench_device_record(run, ids[i], &res[i], cached, wall, t_start, err) < 0)
-                goto out;
-            if (ctx->progress_every > 0 && run->evals % ctx->progress_every == 0)
-                bench_device_progress(ctx, row->label, run);
-            if (ctx->time_budget_s > 0 && run->clock_s > ctx->time_budget_s) {
-                run->stopped_by_time = 1;
-                break; /* the rest of the batch is never evaluated, nor told */
-            }
-        }
-        if (!run->stopped_by_time) {
-            t0 = kt_clock_s();
-            searcher_tell(s, ids, res, n);
-            dt = kt_clock_s() - t0;
-            run->overhead_s += dt;
-            run->clock_s += dt;
-        }
-        for (int i = 0; i < n; i++)
-            trial_result_release(&res[i]);
-        n = 0;
-    }
+    snprintf(what, sizeof what, "strategy %s, seed %d", row->label, seed);
+    l.budget = ctx->budget;
+    l.batch = ctx->batch;
+    l.space_n = space_count(ctx->target->sp);
+    l.what = what;
+    l.ctx = &e;
+    l.evaluate = bench_device_loop_evaluate;
+    if (bench_loop_run(&l, err) < 0)
+        goto out;
     if (ctx->progress_every > 0 && run->evals % ctx->progress_every != 0)
         bench_device_progress(ctx, row->label, run);
     rc = 0;
 out:
-    run->wall_s = kt_clock_s() - t_start;
-    for (int i = 0; i < n; i++)
-        trial_result_release(&res[i]);
-    searcher_free(s);
-    search_set_free(&seen);
+    run->proposals = l.proposals;
+    run->overhead_s = l.overhead_s;
+    run->stopped_early = l.stopped_early;
+    run->clock_s = run->clock_measure_s + l.overhead_s;
+    run->wall_s = kt_clock_s() - e.t_start;
+    searcher_free(l.s);
     if (rc < 0)
         bench_device_run_free(run);
     return rc;

@@ -13,6 +13,7 @@
 #include "search/searcher.h"
 #include "bench/bench_history.h"
 #include "bench/bench_kt.h"
+#include "bench/bench_loop.h"
 #include "bench/bench_score.h"
 #include "bench/bench_space.h"
 #include "bench/bench_summary.h"
@@ -68,17 +69,47 @@ static void bench_evaluate(const bench_space *bs, config_id id, trial_result *r,
     *cum += bs->cost_s[id];
 }
 
-/* One strategy, one seed: ask up to batch, evaluate, tell them, until budget or the searcher
- * stops (the last ask cut to the budget). hist: a warm start (searcher_set_history), or NULL. */
+/* The offline evaluator of bench_loop: the replayed cache, the run's curves. */
+typedef struct bench_replay {
+    const bench_space *bs;
+    bench_curve *c;
+    double best, cum;
+} bench_replay;
+
+static int bench_replay_evaluate(bench_loop *l, config_id id, trial_result *r, kt_error *err)
+{
+    bench_replay *e = l->ctx;
+    (void)err;
+    bench_evaluate(e->bs, id, r, &e->best, &e->cum);
+    e->c->best[l->evals] = e->best;
+    e->c->cum_s[l->evals] = e->cum;
+    e->c->clock_s[l->evals] = e->cum + l->searcher_s;
+    return 0;
+}
+
+/* A round told: where it ended, and the overhead at 400 results (rounds asked at 350-399). */
+static void bench_replay_told(bench_loop *l, const config_id *ids, const trial_result *res, int n,
+                              double ask_s, double tell_s, int evals_before)
+{
+    bench_curve *c = ((bench_replay *)l->ctx)->c;
+    (void)ids;
+    (void)res;
+    if (evals_before >= 350 && evals_before < 400) {
+        c->ovh400_ns += (ask_s + tell_s) * 1e9;
+        c->ovh400_proposals += n;
+    }
+    c->round_end[c->rounds++] = l->evals;
+}
+
+/* One strategy, one seed through bench_loop, until budget or the searcher stops. hist: a warm
+ * start (searcher_set_history), or NULL. */
 static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t seed, int budget,
                          int batch, const searcher_history *hist, bench_curve *c, kt_error *err)
 {
-    searcher *s = NULL;
-    unsigned char *seen = NULL;
-    config_id *ids = NULL;
-    trial_result *res = NULL;
+    bench_replay e = {bs, c, INFINITY, 0};
+    bench_loop l = {0};
+    char what[256];
     int rc = -1;
-    double best = INFINITY, cum = 0, ovh_s = 0;
 
     memset(c, 0, sizeof *c);
     c->len = (uint64_t)budget < bs->n ? budget : (int)bs->n;
@@ -86,74 +117,41 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
     c->cum_s = malloc((size_t)c->len * sizeof *c->cum_s);
     c->clock_s = malloc((size_t)c->len * sizeof *c->clock_s);
     c->round_end = malloc((size_t)c->len * sizeof *c->round_end);
-    ids = malloc((size_t)batch * sizeof *ids);
-    res = malloc((size_t)batch * sizeof *res);
-    seen = calloc(bs->n, 1);
-    if (!c->best || !c->cum_s || !c->clock_s || !c->round_end || !ids || !res || !seen) {
+    if (!c->best || !c->cum_s || !c->clock_s || !c->round_end) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    s = searcher_new(strategy, bs->sp, NULL, seed, err);
-    if (s && searcher_set_history(s, hist, err) < 0) {
-        searcher_free(s);
-        s = NULL;
+    l.s = searcher_new(strategy, bs->sp, NULL, seed, err);
+    if (l.s && searcher_set_history(l.s, hist, err) < 0) {
+        searcher_free(l.s);
+        l.s = NULL;
     }
-    if (!s) {
+    if (!l.s) {
         kt_error_prefix(err, "strategy %s on %s", strategy, bs->name);
         goto out;
     }
-    while (c->evals < c->len) {
-        int want = batch < c->len - c->evals ? batch : c->len - c->evals, told = c->evals;
-        uint64_t t0 = kt_clock_ns();
-        int k = searcher_ask(s, ids, want);
-        double ask_ns = (double)kt_clock_since_ns(t0);
-        c->overhead_ns += ask_ns;
-        if (k <= 0)
-            break;
-        if (k > want) {
-            kt_error_set(err, KT_ERR_INTERNAL, "strategy %s on %s: %d proposals for an ask of %d",
-                         strategy, bs->name, k, want);
-            goto out;
-        }
-        c->proposals += k;
-        for (int j = 0; j < k; j++) {
-            config_id id = ids[j];
-            if (id >= bs->n || seen[id]) {
-                kt_error_set(err, KT_ERR_INTERNAL,
-                             "strategy %s on %s, seed %llu: configuration %llu %s at evaluation %d",
-                             strategy, bs->name, (unsigned long long)seed, (unsigned long long)id,
-                             id >= bs->n ? "is outside the space" : "proposed twice", c->evals + 1);
-                goto out;
-            }
-            seen[id] = 1;
-            bench_evaluate(bs, id, &res[j], &best, &cum);
-            c->best[c->evals] = best;
-            c->cum_s[c->evals] = cum;
-            c->clock_s[c->evals] = cum + ovh_s + ask_ns / 1e9;
-            c->evals++;
-        }
-        t0 = kt_clock_ns();
-        searcher_tell(s, ids, res, k);
-        double round_ns = ask_ns + (double)kt_clock_since_ns(t0);
-        c->overhead_ns += round_ns - ask_ns;
-        ovh_s += round_ns / 1e9;
-        if (told >= 350 && told < 400) {
-            c->ovh400_ns += round_ns;
-            c->ovh400_proposals += k;
-        }
-        c->round_end[c->rounds++] = c->evals;
-    }
+    snprintf(what, sizeof what, "strategy %s on %s, seed %llu", strategy, bs->name,
+             (unsigned long long)seed);
+    l.budget = c->len;
+    l.batch = batch;
+    l.space_n = bs->n;
+    l.what = what;
+    l.ctx = &e;
+    l.evaluate = bench_replay_evaluate;
+    l.after_tell = bench_replay_told;
+    if (bench_loop_run(&l, err) < 0)
+        goto out;
+    c->evals = l.evals;
+    c->proposals = l.proposals;
+    c->overhead_ns = l.overhead_s * 1e9;
     for (int k = c->evals; k < c->len; k++) { /* stopped early: carry the last best forward */
-        c->best[k] = best;
-        c->cum_s[k] = cum;
-        c->clock_s[k] = cum + ovh_s;
+        c->best[k] = e.best;
+        c->cum_s[k] = e.cum;
+        c->clock_s[k] = e.cum + l.searcher_s;
     }
     rc = 0;
 out:
-    searcher_free(s);
-    free(seen);
-    free(ids);
-    free(res);
+    searcher_free(l.s);
     if (rc < 0)
         bench_curve_free(c);
     return rc;
