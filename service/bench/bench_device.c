@@ -418,13 +418,88 @@ out:
     return res;
 }
 
+/* What the catalog of a device bench is opened from: its strings outlive the catalog. */
+typedef struct bench_device_setup {
+    char runner[PATH_MAX], kbuf[BENCH_DEVICE_MAX_DIRS_TEXT], cache_dir[PATH_MAX];
+    const char *kdirs[BENCH_DEVICE_MAX_KERNEL_DIRS];
+    int nk;
+} bench_device_setup;
+
+/* The catalog of this machine's real devices (discovered), the target resolved (kernel, device,
+ * problem) and the rows' searcher options checked against its space. 0, or -1 with err. */
+static int bench_device_open(const bench_device_options *opt, const char *exe_dir,
+                             const json_t *problem, bench_device_setup *su, catalog **cat,
+                             target *t, bench_device_row *rows, kt_error *err)
+{
+    if (bench_device_paths(opt, exe_dir, su->runner, sizeof su->runner, su->kbuf, sizeof su->kbuf,
+                           su->kdirs, &su->nk, err) < 0)
+        return -1;
+    snprintf(su->cache_dir, sizeof su->cache_dir, "%s",
+             opt->cache_dir ? opt->cache_dir : "var/cache");
+    catalog_options copt = {.dataset_dirs = NULL, .n_dataset_dirs = 0, .replay_speed = 0};
+    catalog_real_options real = {
+        .kernel_dirs = su->kdirs,
+        .n_kernel_dirs = su->nk,
+        .runner = su->runner,
+        .cache_dir = su->cache_dir,
+        .cpu_core = opt->cpu_core == BENCH_CPU_CORE_AUTO ? bench_device_auto_core() : opt->cpu_core,
+        .min_repeats = opt->min_repeats,
+        /* 0 in the catalog means "the default": an explicit 0 becomes a nanosecond */
+        .min_seconds = opt->min_seconds < 0    ? 0
+                       : opt->min_seconds == 0 ? 1e-9
+                                               : opt->min_seconds,
+        .max_repeats = opt->max_repeats,
+        .max_seconds = opt->max_timing_s,
+        .compile_timeout_s = opt->compile_timeout_s,
+        .run_timeout_s = opt->run_timeout_s,
+        .slow_factor = opt->slow_factor};
+    catalog_device *devs = NULL;
+    int n_devs = 0;
+    if (device_discover(&real, &devs, &n_devs, err) < 0 ||
+        !(*cat = catalog_new_real(&copt, &real, devs, n_devs, err)) ||
+        catalog_resolve(*cat, opt->kernel, opt->device, problem, t, err) < 0 ||
+        bench_device_rows(opt, *cat, t, rows, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* What the measurement cache is recorded for (kernel, its hash, device, class, problem) and with
+ * (the measurement settings). 0, or -1 with err. */
+static int bench_device_identity(const catalog *cat, const target *t, json_t **identity,
+                                 json_t **measure, kt_error *err)
+{
+    const catalog_real_options *mo = catalog_measure_options(cat);
+    *identity = json_pack("{s:s, s:s, s:s, s:s, s:O}", "kernel", t->key.kernel, "kernel_hash",
+                          t->key.kernel_hash, "device", t->key.device, "device_class",
+                          t->key.device_class, "problem", t->problem);
+    *measure = json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "min_repeats", mo->min_repeats,
+                         "max_repeats", mo->max_repeats, "min_seconds", mo->min_seconds,
+                         "max_seconds", mo->max_seconds, "compile_timeout_s", mo->compile_timeout_s,
+                         "run_timeout_s", mo->run_timeout_s, "slow_factor", mo->slow_factor);
+    if (!*identity || !*measure)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return 0;
+}
+
+/* The evaluation checkpoints: 100, 300, 900 up to the budget, and the budget. */
+static int bench_device_eval_checkpoints(int budget, int *checkpoints)
+{
+    static const int cp_list[] = {100, 300, 900};
+    int n = 0;
+    for (size_t k = 0; k < sizeof cp_list / sizeof cp_list[0]; k++) {
+        if (cp_list[k] <= budget)
+            checkpoints[n++] = cp_list[k];
+    }
+    if (n == 0 || checkpoints[n - 1] != budget)
+        checkpoints[n++] = budget;
+    return n;
+}
+
 json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, FILE *progress,
                          kt_error *err)
 {
-    static const int cp_list[] = {100, 300, 900};
-    char runner[PATH_MAX], kbuf[BENCH_DEVICE_MAX_DIRS_TEXT], cache_dir[PATH_MAX];
-    const char *kdirs[BENCH_DEVICE_MAX_KERNEL_DIRS];
-    int nk = 0, n_cp = 0, n_runs = 0, n_tcp = 0, checkpoints[4];
+    bench_device_setup su;
+    int n_cp = 0, n_runs = 0, n_tcp = 0, checkpoints[4];
     double tcps[BENCH_DEVICE_MAX_TIME_CP];
     bench_device_row rows[BENCH_MAX_STRATEGIES];
     catalog *cat = NULL;
@@ -440,33 +515,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
     kt_error_clear(err);
     if (bench_device_validate(opt, err) < 0 ||
         !(problem = bench_device_problem_json(opt->problem, err)) ||
-        bench_device_paths(opt, exe_dir, runner, sizeof runner, kbuf, sizeof kbuf, kdirs, &nk,
-                           err) < 0)
-        goto out;
-    snprintf(cache_dir, sizeof cache_dir, "%s", opt->cache_dir ? opt->cache_dir : "var/cache");
-    catalog_options copt = {.dataset_dirs = NULL, .n_dataset_dirs = 0, .replay_speed = 0};
-    catalog_real_options real = {
-        .kernel_dirs = kdirs,
-        .n_kernel_dirs = nk,
-        .runner = runner,
-        .cache_dir = cache_dir,
-        .cpu_core = opt->cpu_core == BENCH_CPU_CORE_AUTO ? bench_device_auto_core() : opt->cpu_core,
-        .min_repeats = opt->min_repeats,
-        /* 0 in the catalog means "the default": an explicit 0 becomes a nanosecond */
-        .min_seconds = opt->min_seconds < 0    ? 0
-                       : opt->min_seconds == 0 ? 1e-9
-                                               : opt->min_seconds,
-        .max_repeats = opt->max_repeats,
-        .max_seconds = opt->max_timing_s,
-        .compile_timeout_s = opt->compile_timeout_s,
-        .run_timeout_s = opt->run_timeout_s,
-        .slow_factor = opt->slow_factor};
-    catalog_device *devs = NULL;
-    int n_devs = 0;
-    if (device_discover(&real, &devs, &n_devs, err) < 0 ||
-        !(cat = catalog_new_real(&copt, &real, devs, n_devs, err)) ||
-        catalog_resolve(cat, opt->kernel, opt->device, problem, &t, err) < 0 ||
-        bench_device_rows(opt, cat, &t, rows, err) < 0)
+        bench_device_open(opt, exe_dir, problem, &su, &cat, &t, rows, err) < 0)
         goto out;
     const kernel_spec *ks = catalog_find_kernel(cat, t.key.kernel);
     if (!ks || kernel_spec_problem(ks, t.problem, &kp, err) < 0) {
@@ -474,27 +523,11 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
             kt_error_set(err, KT_ERR_INTERNAL, "kernel %s has no spec", t.key.kernel);
         goto out;
     }
-    const catalog_real_options *mo = catalog_measure_options(cat);
-    identity = json_pack("{s:s, s:s, s:s, s:s, s:O}", "kernel", t.key.kernel, "kernel_hash",
-                         t.key.kernel_hash, "device", t.key.device, "device_class",
-                         t.key.device_class, "problem", t.problem);
-    measure = json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "min_repeats", mo->min_repeats,
-                        "max_repeats", mo->max_repeats, "min_seconds", mo->min_seconds,
-                        "max_seconds", mo->max_seconds, "compile_timeout_s", mo->compile_timeout_s,
-                        "run_timeout_s", mo->run_timeout_s, "slow_factor", mo->slow_factor);
-    if (!identity || !measure) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    if (!(mc = bench_mcache_open(opt->measure_cache, t.sp, identity, measure, err)) ||
+    if (bench_device_identity(cat, &t, &identity, &measure, err) < 0 ||
+        !(mc = bench_mcache_open(opt->measure_cache, t.sp, identity, measure, err)) ||
         !(b = backend_open(cat, t.key.device, err)))
         goto out;
-    for (size_t k = 0; k < sizeof cp_list / sizeof cp_list[0]; k++) {
-        if (cp_list[k] <= opt->budget)
-            checkpoints[n_cp++] = cp_list[k];
-    }
-    if (n_cp == 0 || checkpoints[n_cp - 1] != opt->budget)
-        checkpoints[n_cp++] = opt->budget;
+    n_cp = bench_device_eval_checkpoints(opt->budget, checkpoints);
     bench_device_ctx ctx = {.target = &t,
                             .backend = b,
                             .cache = mc,
@@ -519,8 +552,7 @@ json_t *bench_device_run(const bench_device_options *opt, const char *exe_dir, F
         fflush(progress);
     }
     n_runs = bench_device_n_rows(opt) * opt->seeds;
-    runs = calloc((size_t)n_runs, sizeof *runs);
-    if (!runs) {
+    if (!(runs = calloc((size_t)n_runs, sizeof *runs))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
