@@ -209,6 +209,76 @@ static void rep_print_blocks(FILE *out, const json_t *res, json_int_t last)
     }
 }
 
+/* The per-seed lines: best ms at each checkpoint, evaluations and statuses, measured + cached,
+ * wall and modelled clock. */
+static void rep_print_seeds(FILE *out, const json_t *cps, const json_t *strats)
+{
+    const char *name;
+    json_t *st, *cp;
+    size_t i;
+    fprintf(out,
+            "\nper seed: best ms @N; evaluations (statuses); measured + cached; wall; modelled "
+            "clock\n");
+    json_object_foreach((json_t *)strats, name, st)
+    {
+        const json_t *run;
+        size_t j;
+        json_array_foreach(json_object_get(st, "runs"), j, run)
+        {
+            fprintf(out, "  %-12.12s seed %-3lld", name,
+                    (long long)json_integer_value(json_object_get(run, "seed")));
+            json_array_foreach(cps, i, cp)
+            {
+                char key[24];
+                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
+                fprintf(out, " @%s", key);
+                rep_print_ms(out, json_object_get(json_object_get(run, "best_ms"), key), 8);
+            }
+            fprintf(out, "; %lld evaluations%s (",
+                    (long long)json_integer_value(json_object_get(run, "evaluations")),
+                    json_is_true(json_object_get(run, "stopped_early"))     ? ", stopped early"
+                    : json_is_true(json_object_get(run, "stopped_by_time")) ? ", time budget"
+                                                                            : "");
+            rep_print_statuses(out, json_object_get(run, "statuses"));
+            fprintf(out, "); %lld + %lld; %.0f s",
+                    (long long)json_integer_value(json_object_get(run, "measured")),
+                    (long long)json_integer_value(json_object_get(run, "cached")),
+                    json_number_value(json_object_get(run, "wall_s")));
+            if (json_is_number(json_object_get(run, "clock_s")))
+                fprintf(out, "; clock %.0f s", json_number_value(json_object_get(run, "clock_s")));
+            fputc('\n', out);
+        }
+    }
+}
+
+/* Each strategy's best configuration and what its measurements took. */
+static void rep_print_best(FILE *out, const json_t *strats)
+{
+    const char *name;
+    json_t *st;
+    fprintf(out, "\nbest configuration per strategy:\n");
+    json_object_foreach((json_t *)strats, name, st)
+    {
+        const json_t *best = json_object_get(st, "best");
+        const json_t *ew = json_object_get(st, "eval_wall_s");
+        if (!json_is_object(best)) {
+            fprintf(out, "  %-12s nothing ran correctly\n", name);
+            continue;
+        }
+        char *cfg = json_dumps(json_object_get(best, "config"), JSON_COMPACT);
+        fprintf(out, "  %-12s %.5g ms, seed %lld, evaluation %lld: %s\n", name,
+                json_number_value(json_object_get(best, "time_ms")),
+                (long long)json_integer_value(json_object_get(best, "seed")),
+                (long long)json_integer_value(json_object_get(best, "evaluation")),
+                cfg ? cfg : "?");
+        free(cfg);
+        if (json_is_number(json_object_get(ew, "mean")))
+            fprintf(out, "  %-12s measurements taken: %.2f s each on average, %.2f s at most\n", "",
+                    json_number_value(json_object_get(ew, "mean")),
+                    json_number_value(json_object_get(ew, "max")));
+    }
+}
+
 void bench_device_print_table(const json_t *res, FILE *out)
 {
     const json_t *cps = json_object_get(res, "checkpoints");
@@ -283,58 +353,6 @@ void bench_device_print_table(const json_t *res, FILE *out)
         fputc('\n', out);
     }
     rep_print_blocks(out, res, last);
-    fprintf(out,
-            "\nper seed: best ms @N; evaluations (statuses); measured + cached; wall; modelled "
-            "clock\n");
-    json_object_foreach((json_t *)strats, name, st)
-    {
-        const json_t *run;
-        size_t j;
-        json_array_foreach(json_object_get(st, "runs"), j, run)
-        {
-            fprintf(out, "  %-12.12s seed %-3lld", name,
-                    (long long)json_integer_value(json_object_get(run, "seed")));
-            json_array_foreach(cps, i, cp)
-            {
-                char key[24];
-                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-                fprintf(out, " @%s", key);
-                rep_print_ms(out, json_object_get(json_object_get(run, "best_ms"), key), 8);
-            }
-            fprintf(out, "; %lld evaluations%s (",
-                    (long long)json_integer_value(json_object_get(run, "evaluations")),
-                    json_is_true(json_object_get(run, "stopped_early"))     ? ", stopped early"
-                    : json_is_true(json_object_get(run, "stopped_by_time")) ? ", time budget"
-                                                                            : "");
-            rep_print_statuses(out, json_object_get(run, "statuses"));
-            fprintf(out, "); %lld + %lld; %.0f s",
-                    (long long)json_integer_value(json_object_get(run, "measured")),
-                    (long long)json_integer_value(json_object_get(run, "cached")),
-                    json_number_value(json_object_get(run, "wall_s")));
-            if (json_is_number(json_object_get(run, "clock_s")))
-                fprintf(out, "; clock %.0f s", json_number_value(json_object_get(run, "clock_s")));
-            fputc('\n', out);
-        }
-    }
-    fprintf(out, "\nbest configuration per strategy:\n");
-    json_object_foreach((json_t *)strats, name, st)
-    {
-        const json_t *best = json_object_get(st, "best");
-        const json_t *ew = json_object_get(st, "eval_wall_s");
-        if (!json_is_object(best)) {
-            fprintf(out, "  %-12s nothing ran correctly\n", name);
-            continue;
-        }
-        char *cfg = json_dumps(json_object_get(best, "config"), JSON_COMPACT);
-        fprintf(out, "  %-12s %.5g ms, seed %lld, evaluation %lld: %s\n", name,
-                json_number_value(json_object_get(best, "time_ms")),
-                (long long)json_integer_value(json_object_get(best, "seed")),
-                (long long)json_integer_value(json_object_get(best, "evaluation")),
-                cfg ? cfg : "?");
-        free(cfg);
-        if (json_is_number(json_object_get(ew, "mean")))
-            fprintf(out, "  %-12s measurements taken: %.2f s each on average, %.2f s at most\n", "",
-                    json_number_value(json_object_get(ew, "mean")),
-                    json_number_value(json_object_get(ew, "max")));
-    }
+    rep_print_seeds(out, cps, strats);
+    rep_print_best(out, strats);
 }
