@@ -158,6 +158,32 @@ out:
     return rc;
 }
 
+/* Seed 001's decoding grid of a judged predictor into grid: per decoding mode and k, accuracy,
+ * perfect and valid shares. 0, or -1 out of memory. */
+static int bp_grid_json(const bp_acc *ac, json_t *grid)
+{
+    for (int m = 0; m < 3; m++) {
+        json_t *mk = json_object();
+        for (int j = 0; mk && j < BP_NK; j++) {
+            char key[16];
+            if (m == 0 && bp_ks[j] > 1)
+                continue;
+            snprintf(key, sizeof key, "%d", bp_ks[j]);
+            json_object_set_new(
+                mk, key,
+                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy",
+                          ac->n ? ac->acc[m][j] / ac->n : 0.0, "perfect",
+                          ac->n ? ac->perfect[m][j] / ac->n : 0.0, "valid",
+                          ac->emitted[m][j] ? json_real(ac->valid[m][j] / (double)ac->emitted[m][j])
+                                            : json_null(),
+                          "emitted", (json_int_t)ac->emitted[m][j]));
+        }
+        if (!mk || json_object_set_new(grid, bp_modes[m], mk) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* One trained predictor judged on the held-out problems: its JSON (NULL with err). */
 static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double train_s,
                       double train_cpu_s, size_t model_bytes, kt_error *err)
@@ -226,22 +252,9 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
             goto out;
         }
     }
-    for (int m = 0; m < 3; m++) {
-        json_t *mk = json_object();
-        for (int j = 0; mk && j < BP_NK; j++) {
-            char key[16];
-            if (m == 0 && bp_ks[j] > 1)
-                continue;
-            snprintf(key, sizeof key, "%d", bp_ks[j]);
-            json_object_set_new(
-                mk, key,
-                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy", a.n ? a.acc[m][j] / a.n : 0.0,
-                          "perfect", a.n ? a.perfect[m][j] / a.n : 0.0, "valid",
-                          a.emitted[m][j] ? json_real(a.valid[m][j] / (double)a.emitted[m][j])
-                                          : json_null(),
-                          "emitted", (json_int_t)a.emitted[m][j]));
-        }
-        json_object_set_new(grid, bp_modes[m], mk);
+    if (bp_grid_json(&a, grid) < 0) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
     }
     res = json_pack(
         "{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
