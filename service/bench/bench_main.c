@@ -9,16 +9,16 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "bench/bench_accel.h"
-#include "bench/bench_args.h"
-#include "bench/bench_combine.h"
-#include "bench/bench_device.h"
-#include "bench/bench_device_args.h"
-#include "bench/bench_device_report.h"
-#include "bench/bench_fisher.h"
-#include "bench/bench_predict.h"
-#include "bench/bench_report.h"
-#include "bench/bench_run.h"
+#include "bench/accel/bench_accel.h"
+#include "bench/offline/bench_args.h"
+#include "bench/combine/bench_combine.h"
+#include "bench/device/bench_device.h"
+#include "bench/device/bench_device_args.h"
+#include "bench/device/bench_device_report.h"
+#include "bench/fisher/bench_fisher.h"
+#include "bench/predict/bench_predict.h"
+#include "bench/offline/bench_report.h"
+#include "bench/offline/bench_run.h"
 
 #define BENCH_NO_FIELD ((size_t)-1)
 

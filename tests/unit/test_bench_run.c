@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/bench_combine.h"
+#include "bench/combine/bench_combine.h"
 #include "bench/bench_main.h"
-#include "bench/bench_report.h"
-#include "bench/bench_run.h"
+#include "bench/offline/bench_report.h"
+#include "bench/offline/bench_run.h"
 
 typedef struct fixture {
     char dir[64];
