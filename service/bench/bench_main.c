@@ -1,276 +1,268 @@
-/* bench/bench_main — `ktune bench`: argument parsing, the run, the table and --json for both modes
- * (see bench_main.h). */
+/* bench/bench_main — `ktune bench`: the mode table and its one driver (see bench_main.h). */
 #include "bench/bench_main.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/log.h"
-#include "bench/bench_accel.h"
-#include "bench/bench_args.h"
-#include "bench/bench_device.h"
-#include "bench/bench_device_args.h"
-#include "bench/bench_device_report.h"
-#include "bench/bench_fisher.h"
-#include "bench/bench_predict.h"
-#include "bench/bench_report.h"
-#include "bench/bench_run.h"
+#include "bench/accel/bench_accel.h"
+#include "bench/offline/bench_args.h"
+#include "bench/combine/bench_combine.h"
+#include "bench/device/bench_device.h"
+#include "bench/device/bench_device_args.h"
+#include "bench/device/bench_device_report.h"
+#include "bench/fisher/bench_fisher.h"
+#include "bench/predict/bench_predict.h"
+#include "bench/offline/bench_report.h"
+#include "bench/offline/bench_run.h"
 
-/* The steps both mains share, in call order. bench_args_exit: the exit code after a *_parse_args
- * that returned parsed != 0 (printing msg for a usage error): 2, or 0 after --help.
- * bench_json_open: opens --json FILE (path NULL: none, *json NULL) before the run, so that a bad
- * path fails early; 0, or -1 after printing why. bench_finish: after the table, writes result as
- * one JSON line to *json and closes it (setting *json NULL; the caller fcloses a *json left open by
- * a failure); result NULL: prints err. Returns 0, or 1 after printing why. */
-static int bench_args_exit(int parsed, const char *msg)
+#define BENCH_NO_FIELD ((size_t)-1)
+
+/* One mode of `ktune bench`. selectors: the flags that choose it (NULL-terminated; NULL: the
+ * default mode). json_path, log_level: offsets of the const char * fields of its options struct
+ * (BENCH_NO_FIELD: none; without a log level the log is left as it is). begin (NULL: none): after
+ * the arguments, before the --json file is opened; 0, or an exit code after printing why. run:
+ * the result, or NULL with err. print: the tables. usage_errors: a run's 4xx error exits 2 (else
+ * every failure exits 1). */
+typedef struct bench_mode {
+    const char *name;
+    const char *const *selectors;
+    const bench_args *args;
+    size_t size;
+    size_t json_path, log_level;
+    int (*begin)(void *opts, const char *exe_dir);
+    json_t *(*run)(void *opts, const char *exe_dir, kt_error *err);
+    void (*print)(const json_t *res, const void *opts, FILE *out);
+    int usage_errors;
+} bench_mode;
+
+/* offline: the Kernel Tuner reference, given (it must be readable) or found next to the build */
+static int offline_begin(void *o, const char *exe_dir)
 {
-    if (parsed < 0)
-        fprintf(stderr, "ktune bench: %s\nTry 'ktune bench --help'.\n", msg);
-    return parsed < 0 ? 2 : 0;
+    bench_options *opt = o;
+    char *ref = NULL;
+    if (opt->kt_reference) {
+        if (access(opt->kt_reference, R_OK) != 0) {
+            fprintf(stderr, "ktune bench: --kt-reference %s: %s\n", opt->kt_reference,
+                    strerror(errno));
+            return 2;
+        }
+        return 0;
+    }
+    if (exe_dir) {
+        /* the options struct borrows its strings; this one is kept in the struct's own buffer */
+        ref = opt->kt_reference_buf;
+        int w = snprintf(ref, sizeof opt->kt_reference_buf,
+                         "%s/../../shared/data/kerneltuner-dev/summary.csv", exe_dir);
+        if (w > 0 && (size_t)w < sizeof opt->kt_reference_buf && access(ref, R_OK) == 0)
+            opt->kt_reference = ref;
+    }
+    return 0;
 }
 
-static int bench_json_open(const char *path, FILE **json)
+static json_t *offline_run(void *o, const char *exe_dir, kt_error *err)
 {
-    *json = NULL;
-    if (!path)
-        return 0;
-    *json = fopen(path, "w");
-    if (!*json) {
-        fprintf(stderr, "ktune bench: --json %s: %s\n", path, strerror(errno));
+    (void)exe_dir;
+    return bench_run(o, err);
+}
+
+static void offline_print(const json_t *res, const void *o, FILE *out)
+{
+    bench_print_table(res, ((const bench_options *)o)->kt_reference, out);
+}
+
+static json_t *device_run(void *o, const char *exe_dir, kt_error *err)
+{
+    return bench_device_run(o, exe_dir, stderr, err);
+}
+
+static void device_print(const json_t *res, const void *o, FILE *out)
+{
+    (void)o;
+    bench_device_print_table(res, out);
+}
+
+static json_t *predict_run(void *o, const char *exe_dir, kt_error *err)
+{
+    return bench_predict_run(o, exe_dir, stderr, err);
+}
+
+static void predict_print(const json_t *res, const void *o, FILE *out)
+{
+    (void)o;
+    bench_predict_print_table(res, out);
+}
+
+/* --accel, --accel-predict; with --from-json the tables of a saved result, its mode the file's */
+static json_t *accel_run(void *o, const char *exe_dir, kt_error *err)
+{
+    bench_accel_options *opt = o;
+    json_t *res;
+    json_error_t je;
+    if (!opt->from_json)
+        return opt->predict ? bench_accel_predict_run(opt, exe_dir, stderr, err)
+                            : bench_accel_run(opt, exe_dir, stderr, err);
+    if (!(res = json_load_file(opt->from_json, 0, &je)))
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt->from_json, je.text);
+    opt->predict =
+        res && strcmp(json_string_value(json_object_get(res, "mode")) ?: "", "accel-predict") == 0;
+    return res;
+}
+
+static void accel_print(const json_t *res, const void *o, FILE *out)
+{
+    if (((const bench_accel_options *)o)->predict)
+        bench_accel_predict_print_table(res, out);
+    else
+        bench_accel_print_table(res, out);
+}
+
+/* --fisher; with --from-json the tables of a saved result, checked first */
+static json_t *fisher_run(void *o, const char *exe_dir, kt_error *err)
+{
+    bench_fisher_options *opt = o;
+    json_t *res;
+    json_error_t je;
+    if (!opt->from_json)
+        return bench_fisher_run(opt, exe_dir, stderr, err);
+    if (!(res = json_load_file(opt->from_json, 0, &je))) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt->from_json, je.text);
+    } else if (bench_fisher_check(res, err) < 0) {
+        kt_error_prefix(err, "--from-json %s", opt->from_json);
+        json_decref(res);
+        res = NULL;
+    }
+    return res;
+}
+
+static void fisher_print(const json_t *res, const void *o, FILE *out)
+{
+    (void)o;
+    bench_fisher_print_table(res, out);
+}
+
+static json_t *combine_run(void *o, const char *exe_dir, kt_error *err)
+{
+    (void)exe_dir;
+    return bench_combine_run(o, err);
+}
+
+static void combine_print(const json_t *res, const void *o, FILE *out)
+{
+    (void)o;
+    bench_combine_print_table(res, out);
+}
+
+static const char *const combine_flags[] = {"--combine", NULL};
+static const char *const accel_flags[] = {"--accel", "--accel-predict", NULL};
+static const char *const fisher_flags[] = {"--fisher", NULL};
+static const char *const predict_flags[] = {"--predict", NULL};
+static const char *const device_flags[] = {"--device", "--kernel", NULL};
+
+#define MODE_FIELDS(T) sizeof(T), offsetof(T, json_path), offsetof(T, log_level)
+
+/* In the order the selectors are tried; the last row, the default. */
+static const bench_mode bench_modes[] = {
+    {"combine", combine_flags, &bench_combine_args, sizeof(bench_combine_options), BENCH_NO_FIELD,
+     BENCH_NO_FIELD, NULL, combine_run, combine_print, 0},
+    {"accel", accel_flags, &bench_accel_args, MODE_FIELDS(bench_accel_options), NULL, accel_run,
+     accel_print, 1},
+    {"fisher", fisher_flags, &bench_fisher_args, MODE_FIELDS(bench_fisher_options), NULL,
+     fisher_run, fisher_print, 1},
+    {"predict", predict_flags, &bench_predict_args, MODE_FIELDS(bench_predict_options), NULL,
+     predict_run, predict_print, 1},
+    {"device", device_flags, &bench_device_args, MODE_FIELDS(bench_device_options), NULL,
+     device_run, device_print, 1},
+    {"offline", NULL, &bench_offline_args, sizeof(bench_options),
+     offsetof(bench_options, json_path), BENCH_NO_FIELD, offline_begin, offline_run, offline_print,
+     0},
+};
+
+static const bench_mode *bench_mode_of(int argc, char **argv)
+{
+    size_t n = sizeof bench_modes / sizeof bench_modes[0];
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (bench_args_has(argc, argv, bench_modes[i].selectors))
+            return &bench_modes[i];
+    }
+    return &bench_modes[n - 1];
+}
+
+static const char *mode_string(const void *opts, size_t offset)
+{
+    return offset == BENCH_NO_FIELD ? NULL : *(const char *const *)((const char *)opts + offset);
+}
+
+/* After the table: result as one JSON line to json (closed here); 0, or -1 after printing why. */
+static int bench_write_json(const json_t *res, FILE *json, const char *path)
+{
+    int bad = json_dumpf(res, json, JSON_COMPACT) != 0 || fputc('\n', json) == EOF;
+    if (fclose(json) != 0 || bad) {
+        fprintf(stderr, "ktune bench: cannot write %s%s%s\n", path, bad ? "" : ": ",
+                bad ? "" : strerror(errno));
         return -1;
     }
     return 0;
 }
 
-static int bench_finish(const json_t *result, const kt_error *err, FILE **json,
-                        const char *json_path)
-{
-    int rc = 1;
-    if (!result) {
-        fprintf(stderr, "ktune bench: error: %s%s%s\n", err->message, err->hint[0] ? " — " : "",
-                err->hint);
-        goto out;
-    }
-    if (*json) {
-        if (json_dumpf(result, *json, JSON_COMPACT) != 0 || fputc('\n', *json) == EOF) {
-            fprintf(stderr, "ktune bench: cannot write %s\n", json_path);
-            goto out;
-        }
-        int cr = fclose(*json);
-        *json = NULL;
-        if (cr != 0) {
-            fprintf(stderr, "ktune bench: cannot write %s: %s\n", json_path, strerror(errno));
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    return rc;
-}
-
-/* 4xx errors are about what was asked (exit 2); the others are failures (exit 1). */
-static int rep_exit_code(const kt_error *err)
-{
-    int status = kt_error_http_status(err->code);
-    return status >= 400 && status < 500 ? 2 : 1;
-}
-
-/* A mode's start: its log level, then its JSON file. 0, or 2 (usage) when the file cannot be
- * opened. */
-static int mode_begin(const char *log_level, const char *json_path, FILE **jf)
-{
-    kt_log_level level = KT_LOG_WARN;
-    if (log_level)
-        kt_log_parse_level(log_level, &level);
-    kt_log_init(level);
-    return bench_json_open(json_path, jf) < 0 ? 2 : 0;
-}
-
-/* A mode's exit code once res (NULL: err) is printed: the JSON file written and closed. */
-static int mode_end(json_t *res, kt_error *err, FILE **jf, const char *json_path)
-{
-    int rc = bench_finish(res, err, jf, json_path);
-    return res ? rc : rep_exit_code(err);
-}
-
-int bench_device_main(int argc, char **argv, const char *exe_dir)
-{
-    bench_device_options opt;
-    kt_error err;
-    char msg[1024];
-    json_t *res = NULL;
-    FILE *jf = NULL;
-    int rc = bench_device_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (rc != 0) {
-        rc = bench_args_exit(rc, msg);
-        goto out;
-    }
-    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
-        goto out;
-    res = bench_device_run(&opt, exe_dir, stderr, &err);
-    if (res)
-        bench_device_print_table(res, stdout);
-    rc = mode_end(res, &err, &jf, opt.json_path);
-out:
-    if (jf)
-        fclose(jf);
-    json_decref(res);
-    return rc;
-}
-
-int bench_predict_main(int argc, char **argv, const char *exe_dir)
-{
-    bench_predict_options opt;
-    kt_error err;
-    char msg[1024];
-    json_t *res = NULL;
-    FILE *jf = NULL;
-    int rc = bench_predict_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (rc != 0) {
-        rc = bench_args_exit(rc, msg);
-        goto out;
-    }
-    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
-        goto out;
-    res = bench_predict_run(&opt, exe_dir, stderr, &err);
-    if (res)
-        bench_predict_print_table(res, stdout);
-    rc = mode_end(res, &err, &jf, opt.json_path);
-out:
-    if (jf)
-        fclose(jf);
-    json_decref(res);
-    return rc;
-}
-
-int bench_accel_main(int argc, char **argv, const char *exe_dir)
-{
-    bench_accel_options opt;
-    kt_error err;
-    char msg[1024];
-    json_t *res = NULL;
-    FILE *jf = NULL;
-    int rc = bench_accel_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (rc != 0) {
-        rc = bench_args_exit(rc, msg);
-        goto out;
-    }
-    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
-        goto out;
-    if (opt.from_json) { /* the tables of a saved result: the mode is the file's */
-        json_error_t je;
-        if (!(res = json_load_file(opt.from_json, 0, &je)))
-            kt_error_set(&err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt.from_json, je.text);
-        opt.predict = res && strcmp(json_string_value(json_object_get(res, "mode")) ?: "",
-                                    "accel-predict") == 0;
-    } else
-        res = opt.predict ? bench_accel_predict_run(&opt, exe_dir, stderr, &err)
-                          : bench_accel_run(&opt, exe_dir, stderr, &err);
-    if (res && opt.predict)
-        bench_accel_predict_print_table(res, stdout);
-    else if (res)
-        bench_accel_print_table(res, stdout);
-    rc = mode_end(res, &err, &jf, opt.json_path);
-out:
-    if (jf)
-        fclose(jf);
-    json_decref(res);
-    return rc;
-}
-
-int bench_fisher_main(int argc, char **argv, const char *exe_dir)
-{
-    bench_fisher_options opt;
-    kt_error err;
-    char msg[1024];
-    json_t *res = NULL;
-    FILE *jf = NULL;
-    int rc = bench_fisher_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (rc != 0) {
-        rc = bench_args_exit(rc, msg);
-        goto out;
-    }
-    if ((rc = mode_begin(opt.log_level, opt.json_path, &jf)) != 0)
-        goto out;
-    if (opt.from_json) { /* the tables of a saved result, checked first */
-        json_error_t je;
-        if (!(res = json_load_file(opt.from_json, 0, &je))) {
-            kt_error_set(&err, KT_ERR_BAD_REQUEST, "--from-json %s: %s", opt.from_json, je.text);
-        } else if (bench_fisher_check(res, &err) < 0) {
-            kt_error_prefix(&err, "--from-json %s", opt.from_json);
-            json_decref(res);
-            res = NULL;
-        }
-    } else {
-        res = bench_fisher_run(&opt, exe_dir, stderr, &err);
-    }
-    if (res)
-        bench_fisher_print_table(res, stdout);
-    rc = mode_end(res, &err, &jf, opt.json_path);
-out:
-    if (jf)
-        fclose(jf);
-    json_decref(res);
-    return rc;
-}
-
+/* The driver: arguments -> begin -> log level -> --json opened (a bad path fails before the run)
+ * -> run -> table -> --json written -> exit code. */
 int bench_main(int argc, char **argv, const char *exe_dir)
 {
-    bench_options opt;
+    const bench_mode *m = bench_mode_of(argc, argv);
+    void *opts = calloc(1, m->size);
+    const char *json_path = NULL, *level;
+    char msg[1024];
     kt_error err;
-    char msg[1024], ref_path[BENCH_MAX_PATH];
-    const char *ref = NULL;
     json_t *res = NULL;
     FILE *jf = NULL;
-    int rc = 1;
+    int rc = 1, parsed;
 
-    if (bench_accel_wanted(argc, argv)) { /* --accel, --accel-predict: Mind Mappings' report */
-        rc = bench_accel_main(argc, argv, exe_dir);
+    if (!opts) {
+        fprintf(stderr, "ktune bench: out of memory\n");
         goto out;
     }
-    if (bench_fisher_wanted(argc, argv)) { /* --fisher: the Fisher Potential check validated */
-        rc = bench_fisher_main(argc, argv, exe_dir);
+    if ((parsed = bench_args_parse(m->args, argc, argv, opts, msg, sizeof msg, stdout)) != 0) {
+        if (parsed < 0)
+            fprintf(stderr, "ktune bench: %s\nTry 'ktune bench --help'.\n", msg);
+        rc = parsed < 0 ? 2 : 0;
         goto out;
     }
-    if (bench_predict_wanted(argc, argv)) { /* --predict: the prediction report */
-        rc = bench_predict_main(argc, argv, exe_dir);
+    if (m->begin && (rc = m->begin(opts, exe_dir)) != 0)
+        goto out;
+    if (m->log_level != BENCH_NO_FIELD) {
+        kt_log_level l = KT_LOG_WARN;
+        if ((level = mode_string(opts, m->log_level)))
+            kt_log_parse_level(level, &l);
+        kt_log_init(l);
+    }
+    json_path = mode_string(opts, m->json_path);
+    if (json_path && !(jf = fopen(json_path, "w"))) {
+        fprintf(stderr, "ktune bench: --json %s: %s\n", json_path, strerror(errno));
+        rc = m->usage_errors ? 2 : 1;
         goto out;
     }
-    if (bench_device_wanted(argc, argv)) { /* --device: measured for real (bench_device.h) */
-        rc = bench_device_main(argc, argv, exe_dir);
+    if (!(res = m->run(opts, exe_dir, &err))) {
+        int status = kt_error_http_status(err.code);
+        fprintf(stderr, "ktune bench: error: %s%s%s\n", err.message, err.hint[0] ? " — " : "",
+                err.hint);
+        rc = m->usage_errors && status >= 400 && status < 500 ? 2 : 1;
         goto out;
     }
-    int p = bench_parse_args(argc, argv, &opt, msg, sizeof msg, stdout);
-    if (p != 0) {
-        rc = bench_args_exit(p, msg);
-        goto out;
+    m->print(res, opts, stdout);
+    rc = 0;
+    if (jf) {
+        rc = bench_write_json(res, jf, json_path) < 0 ? 1 : 0;
+        jf = NULL;
     }
-    if (opt.kt_reference) {
-        if (access(opt.kt_reference, R_OK) != 0) {
-            fprintf(stderr, "ktune bench: --kt-reference %s: %s\n", opt.kt_reference,
-                    strerror(errno));
-            rc = 2;
-            goto out;
-        }
-        ref = opt.kt_reference;
-    } else if (exe_dir) {
-        int w = snprintf(ref_path, sizeof ref_path,
-                         "%s/../../shared/data/kerneltuner-dev/summary.csv", exe_dir);
-        if (w > 0 && (size_t)w < sizeof ref_path && access(ref_path, R_OK) == 0)
-            ref = ref_path;
-    }
-    opt.kt_reference = ref; /* bench_run compares with it, per space and on average */
-    if (bench_json_open(opt.json_path, &jf) < 0)
-        goto out;
-    res = bench_run(&opt, &err);
-    if (res)
-        bench_print_table(res, ref, stdout);
-    rc = bench_finish(res, &err, &jf, opt.json_path);
 out:
     if (jf)
         fclose(jf);
     json_decref(res);
+    free(opts);
     return rc;
 }

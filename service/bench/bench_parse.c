@@ -1,5 +1,5 @@
-/* bench/bench_parse — argument helpers shared by both modes of `ktune bench` (see bench_parse.h).
- */
+/* bench/bench_parse — what the argument tables of every `ktune bench` mode share (see
+ * bench_parse.h). */
 #include "bench/bench_parse.h"
 
 #include <errno.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/number.h"
 #include "search/searcher.h"
 
@@ -19,24 +20,52 @@ int bench_int_flag(const char *name, const char *val, int lo, int hi, int *out, 
     return -1;
 }
 
-int bench_double_flag(const char *name, const char *val, double lo, double hi, double *out,
-                      char *msg, size_t cap)
+int bench_args_parse(const bench_args *a, int argc, char **argv, void *opts, char *msg, size_t cap,
+                     FILE *out)
 {
-    if (kt_parse_double(val, lo, hi, out) == 0)
-        return 0;
-    snprintf(msg, cap, "%s: '%.64s' is not a number in [%g, %g]", name, val, lo, hi);
-    return -1;
+    int rc;
+    msg[0] = '\0';
+    a->defaults(opts);
+    rc = kt_opt_parse(a->table, argc, argv, opts, msg, cap);
+    if (rc == 1)
+        a->usage(out);
+    else if (rc == 0 && a->check && a->check(opts, msg, cap) < 0)
+        rc = -1;
+    return rc;
 }
 
-int bench_seed_flag(const char *name, const char *val, uint64_t *out, char *msg, size_t cap)
+int bench_args_has(int argc, char **argv, const char *const *names)
 {
-    unsigned long long v;
-    if (kt_parse_u64(val, &v) == 0) {
-        *out = v;
-        return 0;
+    for (int i = 1; i < argc; i++) {
+        for (const char *const *n = names; *n; n++) {
+            if (strcmp(argv[i], *n) == 0)
+                return 1;
+        }
     }
-    snprintf(msg, cap, "%s: '%.64s' is not a non-negative integer", name, val);
-    return -1;
+    return 0;
+}
+
+int bench_opt_strategies(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    return bench_parse_strategy_list(v, (char(*)[64])((char *)opts + o->offset),
+                                     (int *)((char *)opts + o->count_offset), msg, cap);
+}
+
+int bench_opt_strategies_new(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    *(int *)((char *)opts + o->count_offset) = 0;
+    return bench_opt_strategies(opts, o, v, msg, cap);
+}
+
+int bench_opt_log_level(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    kt_log_level l;
+    if (kt_log_parse_level(v, &l) < 0) {
+        snprintf(msg, cap, "%s: '%.64s' is not debug, info, warn or error", o->name, v);
+        return -1;
+    }
+    *(const char **)((char *)opts + o->offset) = v;
+    return 0;
 }
 
 int bench_parse_strategy_list(const char *list, char (*names)[64], int *n_names, char *msg,

@@ -1,4 +1,4 @@
-/* Unit tests of `ktune bench --accel` and `--accel-predict` (bench/bench_accel.h) at a tiny
+/* Unit tests of `ktune bench --accel` and `--accel-predict` (bench/accel/bench_accel.h) at a tiny
  * setting (1 preset, 2 seeds, budget 60, a 16-16 surrogate on 8 problems): the whole command runs
  * in seconds and prints its tables; every strategy's best EDP / minimum is >= 1 (the minimum is a
  * lower bound) and does not grow with evaluations; every run spends its budget; the second run
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench_accel.h"
+#include "bench/accel/bench_accel.h"
 #include "bench/bench_main.h"
 
 #define DEVICES KT_SOURCE_DIR "/accel/devices.json"

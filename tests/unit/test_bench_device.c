@@ -20,10 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench_run.h"
-#include "bench/bench_device.h"
-#include "bench/bench_device_args.h"
-#include "bench/bench_device_report.h"
+#include "bench/offline/bench_run.h"
+#include "bench/device/bench_device.h"
+#include "bench/device/bench_device_args.h"
+#include "bench/device/bench_device_report.h"
 #include "bench/bench_main.h"
 
 #define BUDGET 20

@@ -1,5 +1,5 @@
-/* Unit tests of `ktune bench --fisher` (bench/bench_fisher.h): Spearman's rank correlation on
- * hand-computed cases (ties included); the argument parser's defaults and refusals; a small run
+/* Unit tests of `ktune bench --fisher` (bench/fisher/bench_fisher.h): Spearman's rank correlation
+ * on hand-computed cases (ties included); the argument parser's defaults and refusals; a small run
  * (the shipped fashion-mnist-small's first 500 training images, vgg_fm, 1 epoch, the original and
  * one accepted and one rejected variant trained) whose report has the documented structure with
  * finite numbers in range, an original that beats chance, and verdicts that agree with the ratios
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_fisher.h"
+#include "bench/fisher/bench_fisher.h"
 
 #define NETWORKS KT_SOURCE_DIR "/networks"
 

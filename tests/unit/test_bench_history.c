@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench_history.h"
-#include "bench/bench_run.h"
+#include "bench/offline/bench_history.h"
+#include "bench/offline/bench_run.h"
 
 typedef struct fixture {
     char dir[64];

@@ -1,4 +1,4 @@
-/* Unit tests of `ktune bench --predict` (bench/bench_predict.h) on the committed fixture
+/* Unit tests of `ktune bench --predict` (bench/predict/bench_predict.h) on the committed fixture
  * tests/fixtures/predict-gemm (5 small gemm problems, 24 measured configurations each, cut from
  * the cpu-shapes measurements): the report runs in seconds for every predictor, has the shape the
  * README documents, and every share is in [0, 1]; the argument parser refuses what it must; and
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "bench/bench_main.h"
-#include "bench/bench_predict.h"
+#include "bench/predict/bench_predict.h"
 #include "catalog/catalog_device.h"
 #include "measure/device.h"
 #include "skip_test_util.h"

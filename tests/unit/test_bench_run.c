@@ -15,9 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/combine/bench_combine.h"
 #include "bench/bench_main.h"
-#include "bench/bench_report.h"
-#include "bench/bench_run.h"
+#include "bench/offline/bench_report.h"
+#include "bench/offline/bench_run.h"
 
 typedef struct fixture {
     char dir[64];
@@ -516,6 +517,31 @@ static void test_random_score_pnpoly(void **state)
     json_decref(res);
 }
 
+/* ktune bench --combine (bench_combine.c; ctests bench_combine_512/1024 diff its whole report):
+ * the rows and the tested pairs of one part, and the refusals with their exit codes. */
+static void test_combine(void **state)
+{
+    (void)state;
+    const char *part = KT_SOURCE_DIR "/tests/bench/results/gemm_tiled-512-cpu-gbfs-na2c.json";
+    bench_combine_options o;
+    char msg[256];
+    char *args[] = {"bench", "--combine", (char *)part, "--test", "na2c,nosuch"};
+    assert_int_equal(bench_args_parse(&bench_combine_args, 5, args, &o, msg, sizeof msg, stdout),
+                     0);
+    kt_error err;
+    json_t *res = bench_combine_run(&o, &err);
+    assert_non_null(res);
+    assert_int_equal(json_object_size(json_object_get(res, "rows")), 3); /* gbfs, na2c, na2c-eps1 */
+    assert_int_equal(json_array_size(json_object_get(res, "test")), 1);  /* nosuch is no row */
+    json_decref(res);
+    char *twice[] = {"bench", "--combine", (char *)part, (char *)part};
+    assert_int_equal(bench_main(4, twice, NULL), 1); /* a row given twice */
+    char *missing[] = {"bench", "--combine", "/nonexistent.json"};
+    assert_int_equal(bench_main(3, missing, NULL), 1);
+    char *none[] = {"bench", "--combine"};
+    assert_int_equal(bench_main(2, none, NULL), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +553,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_rounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kt_reference, setup, teardown),
         cmocka_unit_test(test_random_pnpoly),
+        cmocka_unit_test(test_combine),
         cmocka_unit_test(test_random_score_pnpoly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,332 @@
+/* bench/combine/bench_combine — `ktune bench --combine`: device results combined (see
+ * bench_combine.h). */
+#include "bench/combine/bench_combine.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/file.h"
+#include "bench/bench_stats.h"
+
+#define COMBINE_MAX_BYTES (512L << 20)
+#define COMBINE_MAX_SEEDS 1000
+
+#define O(f) offsetof(bench_combine_options, f)
+
+static const kt_option bench_combine_option_list[] = {
+    {.name = "--combine",
+     .kind = KT_OPT_PATHS,
+     .offset = O(files),
+     .count_offset = O(n_files),
+     .lo = 1,
+     .hi = BENCH_COMBINE_MAX_FILES,
+     .max_len = BENCH_MAX_PATH,
+     .arg = "--combine FILE...",
+     .help = "--json results of `ktune bench --device` (.gz: gzip'd)"},
+    {.name = "--test",
+     .kind = KT_OPT_STRING,
+     .offset = O(test),
+     .flags = KT_OPT_NONEMPTY,
+     .arg = "--test A,B",
+     .help = "rows tested (Welch) against every other row [gbfs,na2c]"},
+    {.kind = KT_OPT_END}};
+
+static const kt_opt_table bench_combine_table = {
+    .options = bench_combine_option_list,
+    .mode = "--combine",
+    .usage = "\n"
+             "usage: ktune bench --combine RESULT.json[.gz]... [--test A,B]\n"
+             "\n"
+             "The --json results of device runs of one kernel, device and problem (rows measured\n"
+             "in parts) as one report: best ms at the checkpoints, box data, Welch's t-tests.\n"};
+
+void bench_combine_usage(FILE *out)
+{
+    kt_opt_usage(&bench_combine_table, out);
+}
+
+static void bench_combine_defaults(void *o)
+{
+    bench_combine_options *opt = o;
+    memset(opt, 0, sizeof *opt);
+    opt->test = "gbfs,na2c";
+}
+
+const bench_args bench_combine_args = {&bench_combine_table, bench_combine_defaults, NULL,
+                                       bench_combine_usage};
+
+/* What makes two results one experiment: kernel, device class, problem, budget, seeds. */
+static int same_experiment(const json_t *a, const json_t *b)
+{
+    static const char *const keys[] = {"kernel", "device_class", "problem", "budget", "seeds"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (!json_equal(json_object_get(a, keys[i]), json_object_get(b, keys[i])))
+            return 0;
+    }
+    return 1;
+}
+
+/* "<path>: a, b; N measured, M replayed from FILE" */
+static json_t *source_line(const char *path, const json_t *d)
+{
+    const json_t *mc = json_object_get(d, "measure_cache");
+    char names[1024] = "";
+    size_t used = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)json_object_get(d, "strategies"), k, v)
+    {
+        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", k);
+        if (w > 0 && (size_t)w < sizeof names - used)
+            used += (size_t)w;
+    }
+    return json_sprintf("%s: %s; %lld measured, %lld replayed from %s", path, names,
+                        json_integer_value(json_object_get(mc, "measured")),
+                        json_integer_value(json_object_get(mc, "hits")),
+                        json_string_value(json_object_get(mc, "file")) ?: "");
+}
+
+/* One file into res; 0, or -1 with err. */
+static int combine_one(json_t *res, const char *path, kt_error *err)
+{
+    json_t *first = json_object_get(res, "first"), *rows = json_object_get(res, "rows"), *d, *s;
+    json_error_t je;
+    const char *name;
+    size_t len;
+    char *text = kt_file_read_gz(path, COMBINE_MAX_BYTES, &len, err);
+    int rc = -1;
+
+    if (!text)
+        return -1;
+    if (!(d = json_loadb(text, len, 0, &je)) || !json_is_object(json_object_get(d, "strategies"))) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "%s: not a device result (%s)", path,
+                     d ? "no strategies" : je.text);
+        goto out;
+    }
+    if (!first) {
+        json_object_set(res, "first", d);
+        first = d;
+    } else if (!same_experiment(d, first)) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "%s: another experiment (expected the first file's)",
+                     path);
+        goto out;
+    }
+    if (!json_equal(json_object_get(d, "time_checkpoints"),
+                    json_object_get(first, "time_checkpoints")) &&
+        (json_object_get(d, "time_checkpoints") || json_object_get(first, "time_checkpoints"))) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "%s: other time checkpoints", path);
+        goto out;
+    }
+    json_array_append_new(json_object_get(res, "sources"), source_line(path, d));
+    json_object_foreach(json_object_get(d, "strategies"), name, s)
+    {
+        if (json_object_get(rows, name)) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "%s: row %s given twice", path, name);
+            goto out;
+        }
+        json_object_set(rows, name, s);
+    }
+    rc = 0;
+out:
+    json_decref(d);
+    free(text);
+    return rc;
+}
+
+json_t *bench_combine_run(const bench_combine_options *opt, kt_error *err)
+{
+    json_t *res = json_pack("{s:[],s:{},s:[]}", "sources", "rows", "test");
+    const char *p = opt->test;
+    if (!res) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        return NULL;
+    }
+    for (int i = 0; i < opt->n_files; i++) {
+        if (combine_one(res, opt->files[i], err) < 0) {
+            json_decref(res);
+            return NULL;
+        }
+    }
+    while (*p) { /* the tested rows that are rows */
+        size_t n = strcspn(p, ",");
+        char name[64];
+        if (n < sizeof name) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            if (json_object_get(json_object_get(res, "rows"), name))
+                json_array_append_new(json_object_get(res, "test"), json_string(name));
+        }
+        p += n + (p[n] == ',');
+    }
+    return res;
+}
+
+/* A row's per-seed values at a checkpoint: at most COMBINE_MAX_SEEDS; *nulls counts the seeds
+ * that found nothing (JSON null), left out of v. */
+static int per_seed(const json_t *point, double *v, int *nulls)
+{
+    size_t i;
+    json_t *x;
+    int n = 0;
+    *nulls = 0;
+    json_array_foreach(json_object_get(point, "per_seed"), i, x)
+    {
+        if (json_is_null(x))
+            (*nulls)++;
+        else if (n < COMBINE_MAX_SEEDS)
+            v[n++] = json_number_value(x);
+    }
+    return n;
+}
+
+/* The point of row s at the last checkpoint of a block: "checkpoints" or "time_checkpoints". */
+static const json_t *block_point(const json_t *s, const char *block, const char *key)
+{
+    return json_object_get(json_object_get(s, block), key);
+}
+
+static void print_box(const json_t *rows, const char *label, const char *block, const char *key,
+                      FILE *out)
+{
+    const char *name;
+    json_t *s;
+    fprintf(out,
+            "\nbox data over seeds at %s (ms; quartiles by linear interpolation, type 7)\n"
+            "%-12s%10s%10s%10s%10s%10s%10s\n",
+            label, "strategy", "min", "q1", "median", "mean", "q3", "max");
+    json_object_foreach((json_t *)rows, name, s)
+    {
+        double v[COMBINE_MAX_SEEDS];
+        int nulls, n = per_seed(block_point(s, block, key), v, &nulls);
+        double mean = bench_stats_mean(v, n); /* in the file's order, before the sort */
+        bench_stats_box_data b = bench_stats_box(v, n);
+        fprintf(out, "%-12s%10.4g%10.4g%10.4g%10.4g%10.4g%10.4g\n", name, b.min, b.q1, b.median,
+                mean, b.q3, b.max);
+    }
+}
+
+static void print_welch(const json_t *res, const char *label, const char *block, const char *key,
+                        FILE *out)
+{
+    const json_t *rows = json_object_get(res, "rows"), *tests = json_object_get(res, "test");
+    size_t ti;
+    json_t *t;
+    fprintf(out, "\nWelch's t-test at %s (two-sided, unequal variances, on ms)\n", label);
+    json_array_foreach((json_t *)tests, ti, t)
+    {
+        const char *tn = json_string_value(t), *n;
+        json_t *s;
+        json_object_foreach((json_t *)rows, n, s)
+        {
+            int done = strcmp(n, tn) == 0, nx, ny, ux, uy;
+            for (size_t u = 0; u < ti && !done; u++) /* the pair was an earlier tested row's */
+                done = strcmp(json_string_value(json_array_get(tests, u)), n) == 0;
+            if (done)
+                continue;
+            double x[COMBINE_MAX_SEEDS], y[COMBINE_MAX_SEEDS];
+            bench_stats_welch_result w;
+            nx = per_seed(block_point(json_object_get(rows, tn), block, key), x, &ux);
+            ny = per_seed(block_point(s, block, key), y, &uy);
+            if (ux || uy || bench_stats_welch(x, nx, y, ny, &w) < 0) {
+                fprintf(out, "  %-12s vs %-12s undefined (a seed found nothing)\n", tn, n);
+                continue;
+            }
+            if (isnan(
+                    w.df)) /* no variance at all: the degrees of freedom as the test counts them */
+                w.df = nx + ny - 2;
+            fprintf(out,
+                    "  %-12s vs %-12s means %8.4g vs %8.4g, t %7.3f, df %5.1f, p %.4f; %s %.1f%% "
+                    "lower\n",
+                    tn, n, w.mean_a, w.mean_b, w.t, w.df, w.p, w.mean_a < w.mean_b ? tn : n,
+                    100 *
+                        (w.mean_a < w.mean_b ? 1 - w.mean_a / w.mean_b : 1 - w.mean_b / w.mean_a));
+        }
+    }
+}
+
+void bench_combine_print_table(const json_t *res, FILE *out)
+{
+    const json_t *d = json_object_get(res, "first"), *rows = json_object_get(res, "rows");
+    const json_t *cps = json_object_get(d, "checkpoints"),
+                 *tcs = json_object_get(d, "time_checkpoints");
+    char *problem = json_dumps(json_object_get(d, "problem"), JSON_ENCODE_ANY);
+    char last_cp[32] = "", last_tc[32] = "", label[96];
+    size_t i;
+    json_t *x, *s;
+    const char *name;
+
+    fprintf(out, "ktune bench (combined): %s on %s (%s), problem %s\n",
+            json_string_value(json_object_get(d, "kernel")),
+            json_string_value(json_object_get(d, "device")),
+            json_string_value(json_object_get(d, "device_class")), problem ? problem : "?");
+    free(problem);
+    fprintf(out, "  %lld configurations; budget %lld distinct evaluations, seeds 0-%lld\n",
+            json_integer_value(json_object_get(d, "space_size")),
+            json_integer_value(json_object_get(d, "budget")),
+            json_integer_value(json_object_get(d, "seeds")) - 1);
+    json_array_foreach((json_t *)json_object_get(res, "sources"), i, x)
+        fprintf(out, "  %s\n", json_string_value(x));
+    fprintf(out, "\nbest ms after N evaluations: mean over seeds (median)\n%-12s", "strategy");
+    json_array_foreach((json_t *)cps, i, x)
+    {
+        snprintf(last_cp, sizeof last_cp, "%lld", json_integer_value(x));
+        snprintf(label, sizeof label, "@%s", last_cp);
+        fprintf(out, "%22s", label);
+    }
+    fputc('\n', out);
+    json_object_foreach((json_t *)rows, name, s)
+    {
+        fprintf(out, "%-12s", name);
+        json_array_foreach((json_t *)cps, i, x)
+        {
+            char key[32];
+            snprintf(key, sizeof key, "%lld", json_integer_value(x));
+            const json_t *p = block_point(s, "checkpoints", key);
+            fprintf(out, "%11.4g (%8.4g)", json_number_value(json_object_get(p, "mean_ms")),
+                    json_number_value(json_object_get(p, "median_ms")));
+        }
+        fputc('\n', out);
+    }
+    if (json_array_size(tcs) > 0) {
+        fprintf(out,
+                "\nbest ms at T s of the modelled tuning clock (recorded compile + measurement "
+                "time plus the searcher's), mean (median); seeds that got to T\n%-12s",
+                "strategy");
+        json_array_foreach((json_t *)tcs, i, x)
+        {
+            snprintf(last_tc, sizeof last_tc, "%g", json_number_value(x));
+            snprintf(label, sizeof label, "@%ss", last_tc);
+            fprintf(out, "%26s", label);
+        }
+        fputc('\n', out);
+        json_object_foreach((json_t *)rows, name, s)
+        {
+            fprintf(out, "%-12s", name);
+            json_array_foreach((json_t *)tcs, i, x)
+            {
+                char key[32];
+                snprintf(key, sizeof key, "%g", json_number_value(x));
+                const json_t *p = block_point(s, "time_checkpoints", key);
+                fprintf(out, "%11.4g (%8.4g) %3lld",
+                        json_number_value(json_object_get(p, "mean_ms")),
+                        json_number_value(json_object_get(p, "median_ms")),
+                        json_integer_value(json_object_get(p, "reached")));
+            }
+            fputc('\n', out);
+        }
+    }
+    snprintf(label, sizeof label, "@%s evaluations", last_cp);
+    print_box(rows, label, "checkpoints", last_cp, out);
+    if (last_tc[0]) {
+        char tlabel[96];
+        snprintf(tlabel, sizeof tlabel, "T = %s s of the modelled clock", last_tc);
+        print_box(rows, tlabel, "time_checkpoints", last_tc, out);
+    }
+    print_welch(res, label, "checkpoints", last_cp, out);
+    if (last_tc[0]) {
+        snprintf(label, sizeof label, "T = %s s of the modelled clock", last_tc);
+        print_welch(res, label, "time_checkpoints", last_tc, out);
+    }
+}

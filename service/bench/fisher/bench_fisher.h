@@ -1,0 +1,73 @@
+/* bench/fisher/bench_fisher — `ktune bench --fisher`: the validation of the Fisher Potential
+ * legality check of issue 14. For each preset network (the *.json files of networks/): the variants
+ * (the original; one transformation of one conv layer: group 2/4/8, bottleneck 2, spatial_group 4,
+ * unroll_group 4, split_group 2; a few whole-network combinations), each one's Fisher Potential at
+ * initialisation (nn_fisher_potential) and ratio to the original's, accepted when the ratio is at
+ * least the threshold; then the original, --train-accepted accepted and --train-rejected rejected
+ * variants (spread evenly over their Fisher ratios) are trained by nn_train with the same seed and
+ * schedule, and the report gives per variant its parameters, Fisher ratio, verdict, test accuracy
+ * and the difference to the original's; the Spearman rank correlation between Fisher Potential and
+ * final accuracy over the trained variants (per network and over all: each network's Fisher scores
+ * taken relative to its original's); the mean time of one legality check (one Fisher computation)
+ * against one training.
+ *
+ * Call order: bench_fisher_wanted -> bench_fisher_parse_args -> bench_fisher_run (or, with
+ * --from-json, the saved result loaded) -> bench_fisher_print_table, or bench_main
+ * (bench_main.h) for all of it. Results are new references. */
+#ifndef KT_BENCH_FISHER_H
+#define KT_BENCH_FISHER_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "bench/bench_parse.h"
+
+#define BENCH_FISHER_MAX_NETWORKS 8
+
+typedef struct bench_fisher_options {
+    const char *networks_dir; /* --networks DIR [<exe_dir>/../networks, else ./networks] */
+    const char *names[BENCH_FISHER_MAX_NETWORKS]; /* --network NAME (repeatable) [all presets] */
+    int n_names;
+    const char *data;   /* --data fashion-mnist|fashion-mnist-small [fashion-mnist] */
+    int train_images;   /* --train-images N [0: all] */
+    int test_images;    /* --test-images N [0: all] */
+    int epochs;         /* --epochs N [3] */
+    int batch;          /* --batch N [64] */
+    double lr;          /* --lr X [0.05] */
+    double threshold;   /* --threshold R [1.0] */
+    int train_accepted; /* --train-accepted N [3] per network */
+    int train_rejected; /* --train-rejected N [3] per network */
+    int fisher_batch;   /* --fisher-batch N [64] */
+    uint64_t seed;      /* --seed N [1]: initialisation, shuffling, Fisher minibatch */
+    const char *json_path;
+    const char *from_json; /* --from-json FILE: reprint a saved result */
+    const char *log_level;
+} bench_fisher_options;
+
+/* The --fisher mode's arguments: its option table, defaults and --help. */
+extern const bench_args bench_fisher_args;
+/* 1 when the arguments after "bench" ask for this report (--fisher is given). */
+int bench_fisher_wanted(int argc, char **argv);
+/* The --fisher part of `ktune bench --help`. */
+void bench_fisher_usage(FILE *out);
+/* Parses the arguments after "bench": 0, 1 after --help (usage printed to out), -1 with msg. */
+int bench_fisher_parse_args(int argc, char **argv, bench_fisher_options *opt, char *msg, size_t cap,
+                            FILE *out);
+/* The report as JSON (service/bench/README.md, "--fisher", documents the fields). exe_dir places
+ * the default networks folder. progress: one line per trained variant (NULL: none). NULL with err:
+ * 4xx codes for what was asked (unknown network or data set), KT_ERR_UNAVAILABLE when the data set
+ * is absent. */
+json_t *bench_fisher_run(const bench_fisher_options *opt, const char *exe_dir, FILE *progress,
+                         kt_error *err);
+/* Checks a result's structure (a saved one before reprinting it): 0, or -1 with err naming the
+ * first missing or out-of-range field. */
+int bench_fisher_check(const json_t *res, kt_error *err);
+/* The tables for people. */
+void bench_fisher_print_table(const json_t *res, FILE *out);
+/* Spearman's rank correlation of x and y (n pairs; ties get their mean rank). NAN when n < 2 or
+ * either is constant. */
+double bench_fisher_spearman(const double *x, const double *y, int n);
+
+#endif

@@ -1,0 +1,358 @@
+/* bench/predict/bench_predict — the run of `ktune bench --predict` (see bench_predict.h): the
+ * split, and per predictor the training, the decoding grid of seed 001 and the users' time ratios
+ * on the held-out problems. */
+#include "bench/predict/bench_predict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "model/predictor.h"
+#include "bench/predict/bench_predict_impl.h"
+#include "bench/bench_ratio.h"
+
+#define BP_TOP 5 /* the users' "best of the top 5" */
+
+static const int bp_ks[] = {1, 10, 100};
+#define BP_NK 3
+static const char *const bp_modes[] = {"greedy", "free", "constrained"};
+
+/* Accumulated over the held-out problems for one predictor. */
+typedef struct bp_acc {
+    double acc[3][BP_NK], perfect[3][BP_NK], valid[3][BP_NK];
+    long emitted[3][BP_NK];
+    double *r1, *r5; /* ratios (INFINITY: the top-1 failed) */
+    int n1, n5, unmeasured1, unmeasured5, failed1, n;
+    double predict_cpu_s; /* the top-5 predictions, summed */
+} bp_acc;
+
+static json_t *bp_ratio_json(double r)
+{
+    return isnan(r) ? json_null() : isfinite(r) ? json_real(r) : json_string("failed");
+}
+
+/* The time of row for problem di: 1 with *t, 0 failed, -1 unknown (not measured, no --measure),
+ * -2 error. */
+static int bp_time(bp_data *d, int di, const int *row, int measure, double *t, kt_error *err)
+{
+    const char *status = NULL;
+    if (training_set_find_trial(d->all, di, row, t))
+        return 1;
+    if (training_set_find_trial(d->failed, di, row, NULL))
+        return 0;
+    if (!measure)
+        return -1;
+    int r = bp_measure(d, di, row, t, &status, err);
+    return r < 0 ? -2 : r;
+}
+
+/* Seed 001's grid for one problem: accuracy of the best-matching of the k, perfect, valid share. */
+static int bp_grid(predictor *p, bp_data *d, int di, const int *best, int *rows, double *score,
+                   bp_acc *a, kt_error *err)
+{
+    int np = predictor_num_params(p);
+    const space *sp = d->probs[di].t.sp;
+    const json_t *problem = training_set_problem(d->all, di);
+    for (int m = 0; m < 3; m++) {
+        for (int j = 0; j < BP_NK; j++) {
+            if (m == 0 && bp_ks[j] > 1)
+                continue; /* greedy is one sequence */
+            int n =
+                predictor_decode(p, problem, sp, (predict_mode)m, 0, bp_ks[j], rows, score, err);
+            if (n < 0)
+                return -1;
+            int best_same = 0, valid = 0;
+            for (int i = 0; i < n; i++) {
+                const int *row = rows + (size_t)i * (size_t)np;
+                config_id id;
+                int same = 0;
+                for (int q = 0; q < np; q++)
+                    same += row[q] == best[q];
+                best_same = same > best_same ? same : best_same;
+                valid += space_encode(sp, row, &id) == 0;
+            }
+            a->acc[m][j] += (double)best_same / np;
+            a->perfect[m][j] += n > 0 && best_same == np;
+            a->valid[m][j] += valid;
+            a->emitted[m][j] += n;
+        }
+    }
+    return 0;
+}
+
+/* CPU seconds of this thread (training is single-threaded: comparable on a busy machine). */
+static double bp_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Trains predictor k of the options on train: *out, its training seconds (wall, cpu) and saved
+ * size. */
+static int bp_train(const bench_predict_options *opt, const training_set *train, int k,
+                    const json_t *hyper_all, FILE *progress, predictor **out, double *train_s,
+                    double *train_cpu_s, size_t *model_bytes, kt_error *err)
+{
+    strbuf bytes;
+    double t0 = kt_clock_s(), c0 = bp_cpu_s();
+    int rc = -1;
+    const char *kind = opt->kinds[k];
+
+    strbuf_init(&bytes, (size_t)1 << 31);
+    if (progress)
+        fprintf(progress, "ktune bench: training %s on %d problems\n", kind,
+                training_set_num_problems(train));
+    if (!(*out = predictor_train(kind, train, json_object_get(hyper_all, kind), opt->seed, err)))
+        goto out;
+    *train_s = kt_clock_s() - t0;
+    *train_cpu_s = bp_cpu_s() - c0;
+    if (predictor_save(*out, &bytes, err) < 0)
+        goto out;
+    *model_bytes = bytes.len;
+    rc = 0;
+out:
+    strbuf_release(&bytes);
+    return rc;
+}
+
+/* --measure: every predictor's top-5 of every held-out problem measured when the cache lacks it,
+ * before any ratio is computed, so that all predictors are judged against the same best. */
+static int bp_measure_pass(bp_data *d, const training_set *test, predictor **ps, int n_ps,
+                           FILE *progress, kt_error *err)
+{
+    int np = training_set_num_params(d->all), rc = -1, n_measured = 0;
+    int *rows = malloc((size_t)BP_TOP * (size_t)np * sizeof *rows);
+    double score[BP_TOP], t;
+    if (!rows)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int i = 0; i < training_set_num_problems(test); i++) {
+        kt_error perr;
+        int di = training_set_add_problem(d->all, training_set_problem(test, i), &perr);
+        if (di < 0)
+            continue;
+        for (int k = 0; k < n_ps; k++) {
+            int n = predictor_decode(ps[k], training_set_problem(d->all, di), d->probs[di].t.sp,
+                                     PREDICT_CONSTRAINED, 0, BP_TOP, rows, score, err);
+            if (n < 0)
+                goto out;
+            for (int j = 0; j < n; j++) {
+                const int *row = rows + (size_t)j * (size_t)np;
+                int known = training_set_find_trial(d->all, di, row, NULL) ||
+                            training_set_find_trial(d->failed, di, row, NULL);
+                if (!known && bp_time(d, di, row, 1, &t, err) == -2)
+                    goto out;
+                n_measured += !known;
+            }
+        }
+        if (progress && n_measured)
+            fprintf(progress, "ktune bench: %d configurations measured so far (problem %s)\n",
+                    n_measured, training_set_problem_key(d->all, di));
+    }
+    rc = 0;
+out:
+    free(rows);
+    return rc;
+}
+
+/* Seed 001's decoding grid of a judged predictor into grid: per decoding mode and k, accuracy,
+ * perfect and valid shares. 0, or -1 out of memory. */
+static int bp_grid_json(const bp_acc *ac, json_t *grid)
+{
+    for (int m = 0; m < 3; m++) {
+        json_t *mk = json_object();
+        for (int j = 0; mk && j < BP_NK; j++) {
+            char key[16];
+            if (m == 0 && bp_ks[j] > 1)
+                continue;
+            snprintf(key, sizeof key, "%d", bp_ks[j]);
+            json_object_set_new(
+                mk, key,
+                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy",
+                          ac->n ? ac->acc[m][j] / ac->n : 0.0, "perfect",
+                          ac->n ? ac->perfect[m][j] / ac->n : 0.0, "valid",
+                          ac->emitted[m][j] ? json_real(ac->valid[m][j] / (double)ac->emitted[m][j])
+                                            : json_null(),
+                          "emitted", (json_int_t)ac->emitted[m][j]));
+        }
+        if (!mk || json_object_set_new(grid, bp_modes[m], mk) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One trained predictor judged on the held-out problems: its JSON (NULL with err). */
+static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double train_s,
+                      double train_cpu_s, size_t model_bytes, kt_error *err)
+{
+    int *rows = NULL, np = training_set_num_params(d->all),
+        n_test = training_set_num_problems(test);
+    double *score = NULL;
+    bp_acc a;
+    json_t *res = NULL, *per = json_array(), *grid = json_object();
+    const char *kind = predictor_kind(p);
+
+    memset(&a, 0, sizeof a);
+    rows = malloc((size_t)PREDICTOR_MAX_K * (size_t)np * sizeof *rows);
+    score = malloc(PREDICTOR_MAX_K * sizeof *score);
+    a.r1 = malloc((size_t)(n_test ? n_test : 1) * sizeof *a.r1);
+    a.r5 = malloc((size_t)(n_test ? n_test : 1) * sizeof *a.r5);
+    if (!rows || !score || !a.r1 || !a.r5 || !per || !grid) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    for (int i = 0; i < n_test; i++) {
+        kt_error perr;
+        int di = training_set_add_problem(d->all, training_set_problem(test, i), &perr);
+        double best_ms, t, r1 = NAN, r5 = INFINITY;
+        const int *best = training_set_trial(d->all, di, 0, &best_ms);
+        if (di < 0 || !best)
+            continue;
+        a.n++;
+        if (bp_grid(p, d, di, best, rows, score, &a, err) < 0)
+            goto out;
+        const json_t *problem = training_set_problem(d->all, di);
+        double c0 = bp_cpu_s();
+        int n = predictor_decode(p, problem, d->probs[di].t.sp, PREDICT_CONSTRAINED, 0, BP_TOP,
+                                 rows, score, err);
+        a.predict_cpu_s += bp_cpu_s() - c0;
+        if (n < 0)
+            goto out;
+        int unknown5 = 0, known5 = 0;
+        for (int j = 0; j < n; j++) {
+            int s = bp_time(d, di, rows + (size_t)j * (size_t)np, 0, &t, err);
+            if (s == -2)
+                goto out;
+            double r = s == 1 ? t / best_ms : s == 0 ? INFINITY : NAN;
+            if (j == 0)
+                r1 = r;
+            unknown5 += s < 0;
+            known5 += s >= 0;
+            if (s >= 0 && r < r5)
+                r5 = r;
+        }
+        if (n > 0 && isnan(r1))
+            a.unmeasured1++;
+        else if (n > 0)
+            a.r1[a.n1++] = r1;
+        a.failed1 += n > 0 && isinf(r1);
+        a.unmeasured5 += unknown5 > 0;
+        if (known5 > 0)
+            a.r5[a.n5++] = r5;
+        json_t *cfg = n > 0 ? training_set_config_json(d->all, rows) : json_null();
+        json_t *o =
+            json_pack("{s:O, s:f, s:o*, s:o, s:o, s:i}", "problem", problem, "best_ms", best_ms,
+                      "top1", cfg, "top1_ratio", bp_ratio_json(n ? r1 : NAN), "top5_ratio",
+                      bp_ratio_json(known5 ? r5 : NAN), "top5_unmeasured", unknown5);
+        if (!o || json_array_append_new(per, o) != 0) {
+            kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+            goto out;
+        }
+    }
+    if (bp_grid_json(&a, grid) < 0) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    res = json_pack(
+        "{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
+        "s:{s:o, s:o, s:i, s:i}, s:O}",
+        "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s, "predict_cpu_ms",
+        a.n ? 1e3 * a.predict_cpu_s / a.n : 0.0, "model_bytes", (json_int_t)model_bytes, "hyper",
+        predictor_hyper_json(p), "decoding", grid, "top1", "median",
+        bench_ratio_median(a.r1, a.n1, "inf"), "within_1_10", bench_ratio_share(a.r1, a.n1, 1.10),
+        "measured", a.n1, "unmeasured", a.unmeasured1, "failed", a.failed1, "top5", "median",
+        bench_ratio_median(a.r5, a.n5, "inf"), "within_1_05", bench_ratio_share(a.r5, a.n5, 1.05),
+        "measured", a.n5, "incomplete", a.unmeasured5, "heldout", per);
+    if (!res)
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    free(rows);
+    free(score);
+    free(a.r1);
+    free(a.r5);
+    json_decref(per);
+    json_decref(grid);
+    return res;
+}
+
+json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir, FILE *progress,
+                          kt_error *err)
+{
+    bp_data d;
+    training_set *train = NULL, *test = NULL;
+    json_t *hyper = NULL, *preds = json_object(), *res = NULL, *heldout = json_array();
+    double t0 = kt_clock_s(), train_s[BENCH_PREDICT_MAX_KINDS], cpu_s[BENCH_PREDICT_MAX_KINDS];
+    predictor *ps[BENCH_PREDICT_MAX_KINDS] = {NULL};
+    size_t bytes[BENCH_PREDICT_MAX_KINDS];
+
+    memset(&d, 0, sizeof d);
+    kt_error_clear(err);
+    if (opt->hyper)
+        hyper = json_loads(opt->hyper, 0, NULL); /* not inside json_is_object: a macro */
+    if (opt->hyper && !json_is_object(hyper)) {
+        kt_error_set(err, KT_ERR_BAD_OPTION, "--hyper: not a JSON object of predictor -> object");
+        goto out;
+    }
+    if (!preds || !heldout) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    if (bench_predict_load(opt, exe_dir, &d, progress, err) < 0 ||
+        training_set_split(d.all, opt->test_fraction, opt->seed, &train, &test, err) < 0)
+        goto out;
+    if (training_set_num_problems(test) == 0) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "%d problem%s: nothing to hold out", d.n,
+                     d.n == 1 ? "" : "s");
+        kt_error_hint(err, "the report needs at least two problems");
+        goto out;
+    }
+    for (int i = 0; i < training_set_num_problems(test); i++)
+        json_array_append(heldout, (json_t *)training_set_problem(test, i));
+    for (int k = 0; k < opt->n_kinds; k++) {
+        if (bp_train(opt, train, k, hyper, progress, &ps[k], &train_s[k], &cpu_s[k], &bytes[k],
+                     err) < 0) {
+            kt_error_prefix(err, "%s", opt->kinds[k]);
+            goto out;
+        }
+    }
+    if (opt->measure && bp_measure_pass(&d, test, ps, opt->n_kinds, progress, err) < 0)
+        goto out;
+    for (int k = 0; k < opt->n_kinds; k++) {
+        json_t *one = bp_one(&d, test, ps[k], train_s[k], cpu_s[k], bytes[k], err);
+        if (!one) {
+            kt_error_prefix(err, "%s", opt->kinds[k]);
+            goto out;
+        }
+        json_object_set_new(preds, opt->kinds[k], one);
+    }
+    long long trials = 0;
+    for (int i = 0; i < d.n; i++)
+        trials += training_set_num_trials(d.all, i);
+    res =
+        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:I, s:b, s:O, s:O, "
+                  "s:{s:f, s:f}, s:O, s:f}",
+                  "kernel", json_string_value(json_object_get(d.header, "kernel")), "device",
+                  json_string_value(json_object_get(d.header, "device")), "device_class",
+                  json_string_value(json_object_get(d.header, "device_class")), "kernel_hash",
+                  json_string_value(json_object_get(d.header, "kernel_hash")), "problems", d.n,
+                  "train_problems", training_set_num_problems(train), "test_problems",
+                  training_set_num_problems(test), "ok_trials", (json_int_t)trials, "test_fraction",
+                  opt->test_fraction, "seed", (json_int_t)opt->seed, "measure", opt->measure,
+                  "heldout", heldout, "predictors", preds, "targets", "top1_within_1_10", 0.80,
+                  "top5_within_1_05", 0.90, "warnings", d.warnings, "wall_s", kt_clock_s() - t0);
+    if (!res)
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    for (int k = 0; k < BENCH_PREDICT_MAX_KINDS; k++)
+        predictor_free(ps[k]);
+    training_set_free(train);
+    training_set_free(test);
+    bp_data_free(&d);
+    json_decref(hyper);
+    json_decref(preds);
+    json_decref(heldout);
+    return res;
+}

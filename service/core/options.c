@@ -1,0 +1,176 @@
+/* core/options — one parser for options declared in tables (see options.h). */
+#include "core/options.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/number.h"
+
+static const kt_option *opt_find(const kt_opt_table *t, const char *name)
+{
+    for (const kt_option *o = t->options; o->kind != KT_OPT_END; o++) {
+        if (o->name && strcmp(o->name, name) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+static void *opt_field(void *opts, size_t offset)
+{
+    return (char *)opts + offset;
+}
+
+/* One value appended to a STRINGS or PATHS array; 0, or -1 with msg. */
+static int opt_append(const kt_option *o, void *opts, const char *value, char *msg, size_t cap)
+{
+    const char **list = opt_field(opts, o->offset);
+    int *n = opt_field(opts, o->count_offset);
+    if (o->kind == KT_OPT_PATHS && (*n >= (int)o->hi || strlen(value) >= o->max_len)) {
+        snprintf(msg, cap, "%s: at most %d paths of < %zu characters", o->name, (int)o->hi,
+                 o->max_len);
+        return -1;
+    }
+    if (*n >= (int)o->hi) {
+        snprintf(msg, cap, "%s: at most %d values", o->name, (int)o->hi);
+        return -1;
+    }
+    list[(*n)++] = value;
+    return 0;
+}
+
+static int opt_double(const kt_option *o, const char *v, double *out, char *msg, size_t cap)
+{
+    double d;
+    int open_lo = (o->flags & KT_OPT_OPEN_LO) != 0, open_hi = (o->flags & KT_OPT_OPEN_HI) != 0;
+    if (kt_parse_double(v, o->lo, o->hi, &d) < 0 || (open_lo && d == o->lo) ||
+        (open_hi && d == o->hi)) {
+        snprintf(msg, cap, "%s: '%.64s' is not a number in %c%g, %g%c", o->name, v,
+                 open_lo ? '(' : '[', o->lo, o->hi, open_hi ? ')' : ']');
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* The value v of option o into opts; 0, or -1 with msg. */
+static int opt_set(const kt_option *o, void *opts, const char *v, char *msg, size_t cap)
+{
+    unsigned long long u;
+
+    if ((o->flags & KT_OPT_NONEMPTY) && !*v) {
+        snprintf(msg, cap, "%s needs a non-empty value", o->name);
+        return -1;
+    }
+    switch (o->kind) {
+    case KT_OPT_INT:
+        if (kt_parse_int(v, (int)o->lo, (int)o->hi, opt_field(opts, o->offset)) < 0) {
+            snprintf(msg, cap, "%s: '%.64s' is not an integer in %d-%d", o->name, v, (int)o->lo,
+                     (int)o->hi);
+            return -1;
+        }
+        return 0;
+    case KT_OPT_DOUBLE:
+        return opt_double(o, v, opt_field(opts, o->offset), msg, cap);
+    case KT_OPT_SEED:
+        if (kt_parse_u64(v, &u) < 0) {
+            snprintf(msg, cap, "%s: '%.64s' is not a non-negative integer", o->name, v);
+            return -1;
+        }
+        *(uint64_t *)opt_field(opts, o->offset) = u;
+        return 0;
+    case KT_OPT_STRING:
+        if (o->max_len && strlen(v) > o->max_len) {
+            snprintf(msg, cap, "%s: at most %zu characters", o->name, o->max_len);
+            return -1;
+        }
+        *(const char **)opt_field(opts, o->offset) = v;
+        return 0;
+    case KT_OPT_STRINGS:
+        return opt_append(o, opts, v, msg, cap);
+    case KT_OPT_CALLBACK:
+        return o->cb(opts, o, v, msg, cap);
+    default:
+        snprintf(msg, cap, "%s: not an option with a value", o->name);
+        return -1;
+    }
+}
+
+int kt_opt_parse(const kt_opt_table *t, int argc, char **argv, void *opts, char *msg, size_t cap)
+{
+    msg[0] = '\0';
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const kt_option *o;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return 1;
+        if (!(o = opt_find(t, a))) {
+            snprintf(msg, cap, "unknown argument '%.200s'%s%s%s", a,
+                     t->mode ? " (not an option of " : "", t->mode ? t->mode : "",
+                     t->mode ? ")" : "");
+            return -1;
+        }
+        if (o->kind == KT_OPT_FLAG) {
+            if (!(o->flags & KT_OPT_IGNORED))
+                *(int *)opt_field(opts, o->offset) = 1;
+            continue;
+        }
+        if (o->kind == KT_OPT_PATHS) {
+            int before = *(int *)opt_field(opts, o->count_offset);
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+                if (opt_append(o, opts, argv[++i], msg, cap) < 0)
+                    return -1;
+            }
+            if (*(int *)opt_field(opts, o->count_offset) - before < (int)o->lo) {
+                snprintf(msg, cap, "%s needs at least one file or folder", a);
+                return -1;
+            }
+            continue;
+        }
+        if (i + 1 >= argc) {
+            snprintf(msg, cap, "%s needs a value", a);
+            return -1;
+        }
+        if (opt_set(o, opts, argv[++i], msg, cap) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* text with each '\n' followed by indent spaces. */
+static void opt_print_indented(FILE *out, const char *text, int indent)
+{
+    for (const char *p = text; *p; p++) {
+        fputc(*p, out);
+        if (*p == '\n' && p[1])
+            fprintf(out, "%*s", indent, "");
+    }
+}
+
+void kt_opt_usage(const kt_opt_table *t, FILE *out)
+{
+    int width = t->width > 0 ? t->width : 20;
+    char line[2048];
+
+    fputs(t->usage, out);
+    for (const kt_option *o = t->options; o->kind != KT_OPT_END; o++) {
+        const char *help = o->help;
+        if (!help)
+            continue;
+        if (o->kind == KT_OPT_TEXT) {
+            fputs(help, out);
+            continue;
+        }
+        if (o->help_arg) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+            snprintf(line, sizeof line, help, o->help_arg());
+#pragma GCC diagnostic pop
+            help = line;
+        }
+        fprintf(out, "  %-*s ", width, o->arg ? o->arg : o->name);
+        opt_print_indented(out, help, width + 3);
+        fputc('\n', out);
+    }
+    if (t->footer)
+        fputs(t->footer, out);
+}

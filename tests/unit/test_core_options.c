@@ -1,0 +1,186 @@
+/* Unit tests of core/options: one table parsed (every kind, its bounds and its messages) and the
+ * help printed from the same table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/options.h"
+
+typedef struct demo {
+    int n, flag;
+    double x, f;
+    uint64_t seed;
+    const char *name, *json;
+    const char *items[2];
+    int n_items;
+    const char *paths[3];
+    int n_paths;
+    int calls;
+} demo;
+
+static int demo_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    demo *d = opts;
+    if (strcmp(v, "no") == 0) {
+        snprintf(msg, cap, "%s: not '%s'", o->name, v);
+        return -1;
+    }
+    d->calls++;
+    return 0;
+}
+
+static const char *demo_arg(void)
+{
+    return "a, b";
+}
+
+#define O(f) offsetof(demo, f)
+static const kt_option demo_options[] = {
+    {.name = "--n",
+     .kind = KT_OPT_INT,
+     .offset = O(n),
+     .lo = 1,
+     .hi = 10,
+     .arg = "--n N",
+     .help = "a count, 1-10 [3]"},
+    {.name = "--x",
+     .kind = KT_OPT_DOUBLE,
+     .offset = O(x),
+     .lo = 0,
+     .hi = 1,
+     .flags = KT_OPT_OPEN_LO,
+     .arg = "--x F",
+     .help = "a share\nin (0, 1]"},
+    {.name = "--f", .kind = KT_OPT_DOUBLE, .offset = O(f), .lo = -1, .hi = 1},
+    {.name = "--seed", .kind = KT_OPT_SEED, .offset = O(seed)},
+    {.name = "--name",
+     .kind = KT_OPT_STRING,
+     .offset = O(name),
+     .max_len = 4,
+     .flags = KT_OPT_NONEMPTY,
+     .help = "of: %s",
+     .help_arg = demo_arg},
+    {.name = "--json", .kind = KT_OPT_STRING, .offset = O(json)},
+    {.name = "--item",
+     .kind = KT_OPT_STRINGS,
+     .offset = O(items),
+     .count_offset = O(n_items),
+     .hi = 2},
+    {.name = "--paths",
+     .kind = KT_OPT_PATHS,
+     .offset = O(paths),
+     .count_offset = O(n_paths),
+     .lo = 1,
+     .hi = 3,
+     .max_len = 8},
+    {.name = "--flag", .kind = KT_OPT_FLAG, .offset = O(flag), .help = "a flag"},
+    {.name = "--mode", .kind = KT_OPT_FLAG, .flags = KT_OPT_IGNORED},
+    {.name = "--cb", .kind = KT_OPT_CALLBACK, .cb = demo_cb},
+    {.kind = KT_OPT_TEXT, .help = "  and more\n"},
+    {.kind = KT_OPT_END}};
+static const kt_opt_table demo_table = {demo_options, "--demo", "usage: demo\n", "end\n", 8};
+static const kt_opt_table plain_table = {demo_options, NULL, "", NULL, 0};
+
+/* line split at spaces ('' is an empty argument); buf is static: the struct borrows its strings */
+static int parse(const kt_opt_table *t, demo *d, char *msg, const char *line)
+{
+    static char buf[512];
+    char *argv[32], *save = NULL;
+    int argc = 0;
+    snprintf(buf, sizeof buf, "demo %s", line);
+    for (char *tok = strtok_r(buf, " ", &save); tok && argc < 32; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = strcmp(tok, "''") == 0 ? "" : tok;
+    memset(d, 0, sizeof *d);
+    return kt_opt_parse(t, argc, argv, d, msg, 256);
+}
+
+static void every_kind(void **state)
+{
+    (void)state;
+    demo d;
+    char msg[256];
+    assert_int_equal(parse(&demo_table, &d, msg,
+                           "--n 4 --x 1 --f -0.5 --seed 18446744073709551615 --name ab --item p "
+                           "--item q --paths a b c --flag --mode --cb yes --cb yes --json ''"),
+                     0);
+    assert_int_equal(d.n, 4);
+    assert_true(d.x == 1.0 && d.f == -0.5);
+    assert_true(d.seed == UINT64_MAX);
+    assert_string_equal(d.name, "ab");
+    assert_string_equal(d.json, "");
+    assert_int_equal(d.n_items, 2);
+    assert_string_equal(d.items[1], "q");
+    assert_int_equal(d.n_paths, 3);
+    assert_string_equal(d.paths[2], "c");
+    assert_int_equal(d.flag, 1);
+    assert_int_equal(d.calls, 2);
+    assert_int_equal(parse(&demo_table, &d, msg, "--n 2 --help --n 0"), 1);
+    assert_int_equal(parse(&demo_table, &d, msg, "-h"), 1);
+}
+
+static void messages(void **state)
+{
+    (void)state;
+    demo d;
+    char msg[256];
+    struct {
+        const kt_opt_table *t;
+        const char *line, *want;
+    } bad[] = {
+        {&demo_table, "--n 11", "--n: '11' is not an integer in 1-10"},
+        {&demo_table, "--n 2x", "--n: '2x' is not an integer in 1-10"},
+        {&demo_table, "--x 0", "--x: '0' is not a number in (0, 1]"},
+        {&demo_table, "--f 2", "--f: '2' is not a number in [-1, 1]"},
+        {&demo_table, "--seed -1", "--seed: '-1' is not a non-negative integer"},
+        {&demo_table, "--name abcde", "--name: at most 4 characters"},
+        {&demo_table, "--name ''", "--name needs a non-empty value"},
+        {&demo_table, "--item a --item b --item c", "--item: at most 2 values"},
+        {&demo_table, "--paths --flag", "--paths needs at least one file or folder"},
+        {&demo_table, "--paths a b c d", "--paths: at most 3 paths of < 8 characters"},
+        {&demo_table, "--paths abcdefgh", "--paths: at most 3 paths of < 8 characters"},
+        {&demo_table, "--cb no", "--cb: not 'no'"},
+        {&demo_table, "--n", "--n needs a value"},
+        {&demo_table, "--bogus 1", "unknown argument '--bogus' (not an option of --demo)"},
+        {&plain_table, "--n 1 x", "unknown argument 'x'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse(bad[i].t, &d, msg, bad[i].line), -1);
+        if (strcmp(msg, bad[i].want) != 0)
+            fail_msg("'%s': message '%s', want '%s'", bad[i].line, msg, bad[i].want);
+    }
+}
+
+static void usage_from_the_table(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    kt_opt_usage(&demo_table, out);
+    fclose(out);
+    assert_string_equal(text, "usage: demo\n"
+                              "  --n N    a count, 1-10 [3]\n"
+                              "  --x F    a share\n"
+                              "           in (0, 1]\n"
+                              "  --name   of: a, b\n"
+                              "  --flag   a flag\n"
+                              "  and more\n"
+                              "end\n");
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_kind),
+        cmocka_unit_test(messages),
+        cmocka_unit_test(usage_from_the_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
