@@ -6,10 +6,32 @@
 
 #include "core/number.h"
 
-static const kt_option *opt_find(const kt_opt_table *t, const char *name)
+/* The option that argument a names: "--name" itself, or "--name=value" for an option with a value
+ * (*inline_value then points after '='). */
+static const kt_option *opt_find(const kt_opt_table *t, const char *a, const char **inline_value)
+{
+    const char *eq = strchr(a, '=');
+    *inline_value = NULL;
+    for (const kt_option *o = t->options; o->kind != KT_OPT_END; o++) {
+        if (!o->name)
+            continue;
+        if (strcmp(o->name, a) == 0)
+            return o;
+        size_t n = strlen(o->name);
+        if (eq && (size_t)(eq - a) == n && strncmp(o->name, a, n) == 0 && o->kind != KT_OPT_FLAG &&
+            o->kind != KT_OPT_PATHS) {
+            *inline_value = eq + 1;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* The table's positional entry (KT_OPT_ARG), or NULL. */
+static const kt_option *opt_positional(const kt_opt_table *t)
 {
     for (const kt_option *o = t->options; o->kind != KT_OPT_END; o++) {
-        if (o->name && strcmp(o->name, name) == 0)
+        if (o->kind == KT_OPT_ARG)
             return o;
     }
     return NULL;
@@ -95,19 +117,44 @@ static int opt_set(const kt_option *o, void *opts, const char *v, char *msg, siz
     }
 }
 
+/* An argument a that no option names: the positional entry's, or the unknown-argument error. */
+static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg, size_t cap)
+{
+    const kt_option *p = opt_positional(t);
+    if (p && (a[0] != '-' || ((p->flags & KT_OPT_DASH) && strcmp(a, "-") == 0))) {
+        if (p->cb)
+            return p->cb(opts, p, a, msg, cap);
+        const char **field = opt_field(opts, p->offset);
+        if (!*field) {
+            *field = a;
+            return 0;
+        }
+    }
+    if (t->unknown) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        snprintf(msg, cap, t->unknown, a);
+#pragma GCC diagnostic pop
+        return KT_OPT_UNKNOWN;
+    }
+    snprintf(msg, cap, "unknown argument '%.200s'%s%s%s", a, t->mode ? " (not an option of " : "",
+             t->mode ? t->mode : "", t->mode ? ")" : "");
+    return -1;
+}
+
 int kt_opt_parse(const kt_opt_table *t, int argc, char **argv, void *opts, char *msg, size_t cap)
 {
     msg[0] = '\0';
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *inline_value;
         const kt_option *o;
+        int rc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return 1;
-        if (!(o = opt_find(t, a))) {
-            snprintf(msg, cap, "unknown argument '%.200s'%s%s%s", a,
-                     t->mode ? " (not an option of " : "", t->mode ? t->mode : "",
-                     t->mode ? ")" : "");
-            return -1;
+        if (!(o = opt_find(t, a, &inline_value))) {
+            if ((rc = opt_other(t, a, opts, msg, cap)) < 0)
+                return rc;
+            continue;
         }
         if (o->kind == KT_OPT_FLAG) {
             if (!(o->flags & KT_OPT_IGNORED))
@@ -126,11 +173,11 @@ int kt_opt_parse(const kt_opt_table *t, int argc, char **argv, void *opts, char 
             }
             continue;
         }
-        if (i + 1 >= argc) {
+        if (!inline_value && i + 1 >= argc) {
             snprintf(msg, cap, "%s needs a value", a);
             return -1;
         }
-        if (opt_set(o, opts, argv[++i], msg, cap) < 0)
+        if (opt_set(o, opts, inline_value ? inline_value : argv[++i], msg, cap) < 0)
             return -1;
     }
     return 0;
@@ -167,7 +214,7 @@ void kt_opt_usage(const kt_opt_table *t, FILE *out)
 #pragma GCC diagnostic pop
             help = line;
         }
-        fprintf(out, "  %-*s ", width, o->arg ? o->arg : o->name);
+        fprintf(out, "  %-*s ", width, o->arg ? o->arg : o->name ? o->name : "");
         opt_print_indented(out, help, width + 3);
         fputc('\n', out);
     }

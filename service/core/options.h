@@ -6,7 +6,8 @@
  *
  * Call order: fill the struct's defaults -> kt_opt_parse -> the caller's own cross-option checks
  * (required options, exclusions). Values of kind STRING, STRINGS and PATHS point into argv (the
- * struct borrows them; nothing to free). Only "--name value" is read ("--name=value" is not). */
+ * struct borrows them; nothing to free). An option with a value is read as "--name value" or
+ * "--name=value"; a flag only as "--name". */
 #ifndef KT_CORE_OPTIONS_H
 #define KT_CORE_OPTIONS_H
 
@@ -25,12 +26,16 @@ typedef enum {
     KT_OPT_PATHS,    /* every following argument not starting with "--" appended, as STRINGS;
                       * at least lo per use; each shorter than max_len */
     KT_OPT_CALLBACK, /* cb(opts, option, value, msg, cap) parses the value */
+    KT_OPT_ARG,      /* name NULL: a positional argument (one not starting with '-'; "-" too with
+                      * KT_OPT_DASH), set as STRING at offset once; with cb set, cb takes every
+                      * one instead */
 } kt_opt_kind;
 
-#define KT_OPT_NONEMPTY 1 /* a value, of any kind but FLAG, may not be "" */
-#define KT_OPT_OPEN_LO  2 /* DOUBLE: lo itself refused */
-#define KT_OPT_OPEN_HI  4 /* DOUBLE: hi itself refused */
-#define KT_OPT_IGNORED  8 /* FLAG: accepted, sets nothing (a mode's own selector) */
+#define KT_OPT_NONEMPTY 1  /* a value, of any kind but FLAG, may not be "" */
+#define KT_OPT_OPEN_LO  2  /* DOUBLE: lo itself refused */
+#define KT_OPT_OPEN_HI  4  /* DOUBLE: hi itself refused */
+#define KT_OPT_IGNORED  8  /* FLAG: accepted, sets nothing (a mode's own selector) */
+#define KT_OPT_DASH     16 /* ARG: "-" (standard input) is an argument too */
 
 struct kt_option;
 /* A callback parses value for option o (its name, its offsets and bounds are the callback's to
@@ -59,14 +64,19 @@ typedef struct kt_opt_table {
     const char *usage;  /* printed before the option lines (synopsis, what it does) */
     const char *footer; /* printed after them, or NULL */
     int width;          /* the first column's width [20] */
+    /* When set, the whole message of an argument no option takes, a format with one %s (the
+     * argument), instead of "unknown argument 'X'" (and mode). */
+    const char *unknown;
 } kt_opt_table;
 
 /* Reads argv[1..argc-1] into opts (argv[0] is the command). Returns 0; 1 when --help or -h was
  * given (nothing printed: the caller prints kt_opt_usage, perhaps with more); -1 with a message in
- * msg: "unknown argument 'X'", "X needs a value", "X needs a non-empty value", "X: 'v' is not an
- * integer in lo-hi", "X: 'v' is not a number in [lo, hi]", "X: 'v' is not a non-negative integer",
- * "X: at most N characters", "X: at most N values", "X: at most N paths of < L characters",
- * "X needs at least one file or folder", or the callback's. */
+ * msg: "unknown argument 'X'" (KT_OPT_UNKNOWN (-2) with the table's unknown message when the table
+ * sets one, so that a caller can print it otherwise), "X needs a value", "X needs a non-empty
+ * value", "X: 'v' is not an integer in lo-hi", "X: 'v' is not a number in [lo, hi]", "X: 'v' is not
+ * a non-negative integer", "X: at most N characters", "X: at most N values", "X: at most N paths of
+ * < L characters", "X needs at least one file or folder", or the callback's. */
+#define KT_OPT_UNKNOWN (-2)
 int kt_opt_parse(const kt_opt_table *table, int argc, char **argv, void *opts, char *msg,
                  size_t cap);
 /* The help: usage, then per option "  ARG  help" (continuation lines indented to the help

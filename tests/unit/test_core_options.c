@@ -27,7 +27,7 @@ static int demo_cb(void *opts, const kt_option *o, const char *v, char *msg, siz
 {
     demo *d = opts;
     if (strcmp(v, "no") == 0) {
-        snprintf(msg, cap, "%s: not '%s'", o->name, v);
+        snprintf(msg, cap, "%s: not '%s'", o->name ? o->name : "ARG", v);
         return -1;
     }
     d->calls++;
@@ -83,8 +83,21 @@ static const kt_option demo_options[] = {
     {.name = "--cb", .kind = KT_OPT_CALLBACK, .cb = demo_cb},
     {.kind = KT_OPT_TEXT, .help = "  and more\n"},
     {.kind = KT_OPT_END}};
-static const kt_opt_table demo_table = {demo_options, "--demo", "usage: demo\n", "end\n", 8};
-static const kt_opt_table plain_table = {demo_options, NULL, "", NULL, 0};
+static const kt_opt_table demo_table = {demo_options, "--demo", "usage: demo\n", "end\n", 8, NULL};
+static const kt_opt_table plain_table = {demo_options, NULL, "", NULL, 0, NULL};
+
+/* A command with one positional argument (the first free argument, into name) and its own message
+ * for anything else; and one whose callback takes every free argument. */
+static const kt_option arg_options[] = {
+    {.name = "--n", .kind = KT_OPT_INT, .offset = O(n), .lo = 1, .hi = 10},
+    {.name = "--flag", .kind = KT_OPT_FLAG, .offset = O(flag)},
+    {.kind = KT_OPT_ARG, .offset = O(name), .flags = KT_OPT_DASH},
+    {.kind = KT_OPT_END}};
+static const kt_opt_table arg_table = {
+    arg_options, NULL, "", NULL, 0, "demo: unexpected argument '%s' (demo --help)"};
+static const kt_option args_cb_options[] = {{.kind = KT_OPT_ARG, .cb = demo_cb},
+                                            {.kind = KT_OPT_END}};
+static const kt_opt_table args_cb_table = {args_cb_options, NULL, "", NULL, 0, NULL};
 
 /* line split at spaces ('' is an empty argument); buf is static: the struct borrows its strings */
 static int parse(const kt_opt_table *t, demo *d, char *msg, const char *line)
@@ -121,6 +134,64 @@ static void every_kind(void **state)
     assert_int_equal(d.calls, 2);
     assert_int_equal(parse(&demo_table, &d, msg, "--n 2 --help --n 0"), 1);
     assert_int_equal(parse(&demo_table, &d, msg, "-h"), 1);
+}
+
+static void inline_values(void **state)
+{
+    (void)state;
+    demo d;
+    char msg[256];
+    assert_int_equal(parse(&demo_table, &d, msg,
+                           "--n=4 --x=0.5 --seed=7 --name=a=b --item=p --item q --cb=yes --json="),
+                     0);
+    assert_int_equal(d.n, 4);
+    assert_true(d.x == 0.5);
+    assert_true(d.seed == 7);
+    assert_string_equal(d.name, "a=b");
+    assert_string_equal(d.json, "");
+    assert_int_equal(d.n_items, 2);
+    assert_string_equal(d.items[0], "p");
+    assert_int_equal(d.calls, 1);
+    /* a flag takes no value; a name that only starts like an option is not it */
+    assert_int_equal(parse(&demo_table, &d, msg, "--flag=1"), -1);
+    assert_string_equal(msg, "unknown argument '--flag=1' (not an option of --demo)");
+    assert_int_equal(parse(&demo_table, &d, msg, "--nn=1"), -1);
+    assert_int_equal(parse(&demo_table, &d, msg, "--n=11"), -1);
+    assert_string_equal(msg, "--n: '11' is not an integer in 1-10");
+    assert_int_equal(parse(&demo_table, &d, msg, "--name="), -1);
+    assert_string_equal(msg, "--name needs a non-empty value");
+    assert_int_equal(parse(&demo_table, &d, msg, "--cb=no"), -1);
+    assert_string_equal(msg, "--cb: not 'no'");
+}
+
+static void positional(void **state)
+{
+    (void)state;
+    demo d;
+    char msg[256];
+    assert_int_equal(parse(&arg_table, &d, msg, "--n 3 id7 --flag"), 0);
+    assert_string_equal(d.name, "id7");
+    assert_int_equal(d.n, 3);
+    assert_int_equal(parse(&arg_table, &d, msg, "-"), 0);
+    assert_string_equal(d.name, "-");
+    assert_int_equal(parse(&arg_table, &d, msg, ""), 0);
+    assert_null(d.name);
+    /* a second one, or an unknown option, is the table's own message and KT_OPT_UNKNOWN */
+    assert_int_equal(parse(&arg_table, &d, msg, "a b"), KT_OPT_UNKNOWN);
+    assert_string_equal(msg, "demo: unexpected argument 'b' (demo --help)");
+    assert_int_equal(parse(&arg_table, &d, msg, "--bogus"), KT_OPT_UNKNOWN);
+    assert_string_equal(msg, "demo: unexpected argument '--bogus' (demo --help)");
+    assert_int_equal(parse(&arg_table, &d, msg, "--n"), -1);
+    assert_string_equal(msg, "--n needs a value");
+    /* a callback takes every free argument */
+    assert_int_equal(parse(&args_cb_table, &d, msg, "yes yes yes"), 0);
+    assert_int_equal(d.calls, 3);
+    assert_int_equal(parse(&args_cb_table, &d, msg, "yes no"), -1);
+    assert_string_equal(msg, "ARG: not 'no'");
+    assert_int_equal(parse(&args_cb_table, &d, msg, "-x"), -1);
+    assert_string_equal(msg, "unknown argument '-x'");
+    assert_int_equal(parse(&args_cb_table, &d, msg, "-"), -1); /* without KT_OPT_DASH */
+    assert_string_equal(msg, "unknown argument '-'");
 }
 
 static void messages(void **state)
@@ -178,8 +249,8 @@ static void usage_from_the_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_kind),
-        cmocka_unit_test(messages),
+        cmocka_unit_test(every_kind),           cmocka_unit_test(inline_values),
+        cmocka_unit_test(positional),           cmocka_unit_test(messages),
         cmocka_unit_test(usage_from_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
