@@ -1,5 +1,7 @@
 #include "cli/cli_args.h"
 
+#include "cli/cli.h"
+
 #include "core/number.h"
 
 #include <errno.h>
@@ -151,4 +153,48 @@ int cli_parse_pair(const char *text, json_t *obj, kt_error *err)
         return kt_error_set(err, KT_ERR_BAD_REQUEST, "'%.80s': the value is not valid JSON", text);
     json_object_set_new(obj, key, v);
     return 0;
+}
+
+int cli_problem_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap)
+{
+    json_t **problem = (json_t **)((char *)opts + o->offset);
+    kt_error err;
+    kt_error_clear(&err);
+    if (!*problem)
+        *problem = json_object();
+    if (cli_parse_problem(value, *problem, &err) < 0) {
+        snprintf(msg, cap, "%s", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_pair_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap)
+{
+    json_t **obj = (json_t **)((char *)opts + o->offset);
+    kt_error err;
+    kt_error_clear(&err);
+    if (!*obj)
+        *obj = json_object();
+    if (cli_parse_pair(value, *obj, &err) < 0) {
+        snprintf(msg, cap, "%s %s", o->name, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_parse_options(const kt_opt_table *t, int argc, char **argv, void *opts,
+                      void (*usage)(FILE *))
+{
+    char msg[1024];
+    int rc = kt_opt_parse(t, argc, argv, opts, msg, sizeof msg);
+    if (rc == 1) {
+        usage(stdout);
+        return 1;
+    }
+    if (rc == KT_OPT_UNKNOWN)
+        fprintf(stderr, "ktune %s: %s (ktune %s --help)\n", argv[0], msg, argv[0]);
+    else if (rc < 0)
+        fprintf(stderr, "ktune: %s\n", msg);
+    return rc < 0 ? -1 : 0;
 }

@@ -7,8 +7,10 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/error.h"
+#include "core/options.h"
 
 /* Matches argv[*i] against name ("--kernel"): sets *value from the next argument (advancing *i)
  * or from after '='. Returns 1 matched, 0 not this option, -1 (printed) when the value is
@@ -29,5 +31,18 @@ int cli_parse_problem(const char *text, json_t *problem, kt_error *err);
 int cli_problem_option(int argc, char **argv, int *i, json_t **problem);
 /* "key=value" (one pair; value as cli_parse_value) added to obj. */
 int cli_parse_pair(const char *text, json_t *obj, kt_error *err);
+
+/* Option callbacks (core/options.h) whose field is a json_t * (created on first use, the caller
+ * decrefs it): --problem (cli_parse_problem; repeated uses merge) and a NAME=V pair
+ * (cli_parse_pair; the message names the option). 0, or -1 with the reason in msg. */
+int cli_problem_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap);
+int cli_pair_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap);
+
+/* The command's arguments (argv[0] its name) parsed against table t into opts. Returns 0; 1 after
+ * printing usage on stdout for --help or -h; -1 after printing a usage error on stderr:
+ * "ktune: MESSAGE", or for an argument no option takes "ktune CMD: UNKNOWN (ktune CMD --help)"
+ * with UNKNOWN the table's unknown message ("unknown argument '%s'"). */
+int cli_parse_options(const kt_opt_table *t, int argc, char **argv, void *opts,
+                      void (*usage)(FILE *));
 
 #endif

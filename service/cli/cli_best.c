@@ -1,6 +1,7 @@
 /* ktune best — the best known configuration of a kernel on a device for a problem, as JSON,
  * compiler flags or a C header (cli_render.h), and where it came from (measured, predicted by a
  * model, or the nearest tuned problem) on stderr. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,39 +104,30 @@ static int best_all(const cli_conn *conn, const char *kernel, const char *device
 
 /* The options of one `ktune best` call (strings borrowed from argv; problem owned). */
 typedef struct best_args {
+    cli_conn *conn;
     const char *kernel, *device, *format, *source, *fallback, *k, *tune_on_miss, *device_class;
     int verbose, all;
     json_t *problem;
 } best_args;
 
-/* argv into a: 0, or -1 with *rc (a usage error printed, or --help's exit). */
-static int best_parse(cli_conn *conn, int argc, char **argv, best_args *a, int *rc)
-{
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = cli_common_option(conn, argc, argv, &i, best_usage, rc)) ||
-            (m = cli_problem_option(argc, argv, &i, &a->problem)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &a->kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &a->device)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &a->device_class)) ||
-            (m = cli_opt(argc, argv, &i, "--format", &a->format)) ||
-            (m = cli_opt(argc, argv, &i, "--source", &a->source)) ||
-            (m = cli_opt(argc, argv, &i, "--fallback", &a->fallback)) ||
-            (m = cli_opt(argc, argv, &i, "--k", &a->k)) ||
-            (m = cli_opt(argc, argv, &i, "--tune-on-miss", &a->tune_on_miss))) {
-            if (m < 0)
-                return -1;
-        } else if (strcmp(argv[i], "--verbose") == 0) {
-            a->verbose = 1;
-        } else if (strcmp(argv[i], "--all") == 0) {
-            a->all = 1;
-        } else {
-            fprintf(stderr, "ktune best: unknown argument '%s' (ktune best --help)\n", argv[i]);
-            return -1;
-        }
-    }
-    return 0;
-}
+#define BO(f) offsetof(best_args, f)
+static const kt_option best_options[] = {
+    CLI_CONN_OPTIONS(best_args, conn),
+    {.name = "--problem", .kind = KT_OPT_CALLBACK, .offset = BO(problem), .cb = cli_problem_cb},
+    {.name = "--kernel", .kind = KT_OPT_STRING, .offset = BO(kernel)},
+    {.name = "--device", .kind = KT_OPT_STRING, .offset = BO(device)},
+    {.name = "--device-class", .kind = KT_OPT_STRING, .offset = BO(device_class)},
+    {.name = "--format", .kind = KT_OPT_STRING, .offset = BO(format)},
+    {.name = "--source", .kind = KT_OPT_STRING, .offset = BO(source)},
+    {.name = "--fallback", .kind = KT_OPT_STRING, .offset = BO(fallback)},
+    {.name = "--k", .kind = KT_OPT_STRING, .offset = BO(k)},
+    {.name = "--tune-on-miss", .kind = KT_OPT_STRING, .offset = BO(tune_on_miss)},
+    {.name = "--verbose", .kind = KT_OPT_FLAG, .offset = BO(verbose)},
+    {.name = "--all", .kind = KT_OPT_FLAG, .offset = BO(all)},
+    {.kind = KT_OPT_END}};
+#undef BO
+static const kt_opt_table best_table = {.options = best_options,
+                                        .unknown = "unknown argument '%s'"};
 
 /* The checks of a single lookup's options (not --all): 0, or -1 with the reason printed. */
 static int best_check(best_args *a)
@@ -241,13 +233,18 @@ static int best_print(const json_t *best, const best_args *a)
 int cli_best_main(int argc, char **argv)
 {
     cli_conn conn;
-    best_args a = {.problem = json_object()};
+    best_args a = {.conn = &conn, .problem = json_object()};
     json_t *best = NULL;
     cli_client *cl = NULL;
     char path[BEST_MAX_QUERY + 16];
     int rc = CLI_EXIT_USAGE;
-    if (cli_conn_init(&conn) < 0 || best_parse(&conn, argc, argv, &a, &rc) < 0)
+    if (cli_conn_init(&conn) < 0)
         goto done;
+    int parsed = cli_parse_options(&best_table, argc, argv, &a, best_usage);
+    if (parsed != 0) {
+        rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        goto done;
+    }
     if (a.all) {
         rc = best_all(&conn, a.kernel, a.device_class, a.format,
                       a.device || a.source || a.fallback || a.k || a.tune_on_miss || a.verbose ||

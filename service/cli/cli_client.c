@@ -14,26 +14,19 @@ struct cli_client {
     CURL *curl;
 };
 
-static int parse_timeout(const char *s, long *out)
-{
-    long long v;
-    if (kt_parse_ll(s, 1, 3600, &v) < 0)
-        return -1;
-    *out = (long)v;
-    return 0;
-}
-
-static int set_server(cli_conn *c, const char *url, const char *from)
+/* url, without its trailing '/', into c->server: 0, or -1 with the reason in msg (from names the
+ * option or the variable). */
+static int set_server(cli_conn *c, const char *url, const char *from, char *msg, size_t cap)
 {
     size_t n = strlen(url);
     while (n > 0 && url[n - 1] == '/')
         n--;
     if ((strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) || n < 8 ||
         n >= sizeof c->server) {
-        fprintf(stderr,
-                "ktune: %s '%.200s' is not a server address like http://127.0.0.1:8080 "
-                "(at most %zu characters)\n",
-                from, url, sizeof c->server - 1);
+        snprintf(msg, cap,
+                 "%s '%.200s' is not a server address like http://127.0.0.1:8080 "
+                 "(at most %zu characters)",
+                 from, url, sizeof c->server - 1);
         return -1;
     }
     memcpy(c->server, url, n);
@@ -41,35 +34,55 @@ static int set_server(cli_conn *c, const char *url, const char *from)
     return 0;
 }
 
-static int set_token(cli_conn *c, const char *token, const char *from)
+static int set_token(cli_conn *c, const char *token, const char *from, char *msg, size_t cap)
 {
     if (strlen(token) >= sizeof c->token || strpbrk(token, "\r\n")) {
-        fprintf(stderr, "ktune: %s must be one line of at most %zu characters\n", from,
-                sizeof c->token - 1);
+        snprintf(msg, cap, "%s must be one line of at most %zu characters", from,
+                 sizeof c->token - 1);
         return -1;
     }
     snprintf(c->token, sizeof c->token, "%s", token);
     return 0;
 }
 
+static int set_timeout(cli_conn *c, const char *s, const char *from, char *msg, size_t cap)
+{
+    long long v;
+    if (kt_parse_ll(s, 1, 3600, &v) < 0) {
+        snprintf(msg, cap, "%s must be whole seconds from 1 to 3600, not '%.40s'", from, s);
+        return -1;
+    }
+    c->timeout_s = (long)v;
+    return 0;
+}
+
 int cli_conn_init(cli_conn *c)
 {
+    static const char *const vars[] = {"KTUNE_SERVER", "KTUNE_TOKEN", "KTUNE_TIMEOUT"};
+    int (*const set[])(cli_conn *, const char *, const char *, char *,
+                       size_t) = {set_server, set_token, set_timeout};
+    char msg[512];
     memset(c, 0, sizeof *c);
     snprintf(c->server, sizeof c->server, "%s", CLI_DEFAULT_SERVER);
     c->timeout_s = CLI_DEFAULT_TIMEOUT;
-    const char *s = getenv("KTUNE_SERVER");
-    if (s && *s && set_server(c, s, "KTUNE_SERVER") < 0)
-        return -1;
-    s = getenv("KTUNE_TOKEN");
-    if (s && *s && set_token(c, s, "KTUNE_TOKEN") < 0)
-        return -1;
-    s = getenv("KTUNE_TIMEOUT");
-    if (s && *s && parse_timeout(s, &c->timeout_s) < 0) {
-        fprintf(stderr, "ktune: KTUNE_TIMEOUT must be whole seconds from 1 to 3600, not '%.40s'\n",
-                s);
-        return -1;
+    for (int k = 0; k < 3; k++) {
+        const char *s = getenv(vars[k]);
+        if (s && *s && set[k](c, s, vars[k], msg, sizeof msg) < 0) {
+            fprintf(stderr, "ktune: %s\n", msg);
+            return -1;
+        }
     }
     return 0;
+}
+
+int cli_conn_option_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap)
+{
+    cli_conn *c = *(cli_conn **)((char *)opts + o->offset);
+    if (strcmp(o->name, "--server") == 0)
+        return set_server(c, value, o->name, msg, cap);
+    if (strcmp(o->name, "--token") == 0)
+        return set_token(c, value, o->name, msg, cap);
+    return set_timeout(c, value, o->name, msg, cap);
 }
 
 int cli_conn_option(cli_conn *c, int argc, char **argv, int *i)
@@ -90,13 +103,11 @@ int cli_conn_option(cli_conn *c, int argc, char **argv, int *i)
         } else {
             continue;
         }
-        if (k == 0)
-            return set_server(c, value, "--server") < 0 ? -1 : 1;
-        if (k == 1)
-            return set_token(c, value, "--token") < 0 ? -1 : 1;
-        if (parse_timeout(value, &c->timeout_s) < 0) {
-            fprintf(stderr, "ktune: --timeout must be whole seconds from 1 to 3600, not '%.40s'\n",
-                    value);
+        char msg[512];
+        int (*const set[])(cli_conn *, const char *, const char *, char *,
+                           size_t) = {set_server, set_token, set_timeout};
+        if (set[k](c, value, names[k], msg, sizeof msg) < 0) {
+            fprintf(stderr, "ktune: %s\n", msg);
             return -1;
         }
         return 1;

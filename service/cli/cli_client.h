@@ -2,7 +2,7 @@
  * the command line or the environment, a timeout per request, replies capped in size, and failures
  * turned into the command's exit codes (cli.h) with the API's message and hint printed on stderr.
  *
- * Call order: cli_conn_init -> cli_conn_option or cli_common_option (for each argument) ->
+ * Call order: cli_conn_init -> the command's option table with CLI_CONN_OPTIONS parsed ->
  * cli_client_new -> cli_client_call* -> cli_client_free. The caller owns the client and every
  * JSON reply. */
 #ifndef KT_CLI_CLIENT_H
@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "core/options.h"
 
 #define CLI_DEFAULT_SERVER  "http://127.0.0.1:8080" /* ktuned's default --listen */
 #define CLI_DEFAULT_TIMEOUT 60
@@ -27,14 +29,28 @@ typedef struct cli_conn {
 /* Defaults, then KTUNE_SERVER, KTUNE_TOKEN, KTUNE_TIMEOUT. Returns 0, or -1 after printing what is
  * wrong with the environment. */
 int cli_conn_init(cli_conn *c);
-/* Consumes --server, --token, --timeout (with the value as the next argument or after '=') at
- * argv[*i], advancing *i past the value. Returns 1 when consumed, 0 when argv[*i] is not one of
- * them, -1 after printing a usage error. */
+/* The option callback of --server, --token and --timeout (core/options.h): the field at the
+ * option's offset is a cli_conn *. Returns 0, or -1 with the reason in msg. */
+int cli_conn_option_cb(void *opts, const kt_option *o, const char *value, char *msg, size_t cap);
+/* The three entries of an option table (core/options.h) for a struct type whose member field is
+ * the cli_conn * they set. */
+#define CLI_CONN_OPTIONS(type, field)                                                              \
+    {.name = "--server",                                                                           \
+     .kind = KT_OPT_CALLBACK,                                                                      \
+     .offset = offsetof(type, field),                                                              \
+     .cb = cli_conn_option_cb},                                                                    \
+        {.name = "--token",                                                                        \
+         .kind = KT_OPT_CALLBACK,                                                                  \
+         .offset = offsetof(type, field),                                                          \
+         .cb = cli_conn_option_cb},                                                                \
+    {                                                                                              \
+        .name = "--timeout", .kind = KT_OPT_CALLBACK, .offset = offsetof(type, field),             \
+        .cb = cli_conn_option_cb                                                                   \
+    }
+
+/* TRANSITION (until every command parses by table): --server, --token, --timeout at argv[*i]
+ * (1 consumed, 0 not one, -1 printed), and those with --help / -h (usage(stdout), *rc). */
 int cli_conn_option(cli_conn *c, int argc, char **argv, int *i);
-/* The arguments every client subcommand takes: the connection options (cli_conn_option) and
- * --help / -h, for which usage(stdout) is called. Returns 1 when consumed, 0 when argv[*i] is
- * neither, -1 when the subcommand stops here: *rc is then CLI_EXIT_OK after the usage text, or
- * CLI_EXIT_USAGE after printing a usage error. */
 int cli_common_option(cli_conn *c, int argc, char **argv, int *i, void (*usage)(FILE *), int *rc);
 
 typedef struct cli_client cli_client;

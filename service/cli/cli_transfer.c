@@ -1,6 +1,7 @@
 /* ktune export / import — a job's trials to a Kernel Tuner cache or T4 results file, and such a
  * file (from ktune or from the tools people already use) into the server as an import job
  * (POST /v1/imports, several requests when the file is larger than one body may be). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,24 @@ static int write_json(const json_t *doc, const char *path)
     return CLI_EXIT_OK;
 }
 
+/* The options of one `ktune export` call (strings borrowed from argv). */
+typedef struct export_args {
+    cli_conn *conn;
+    const char *id, *format, *output;
+} export_args;
+
+#define EO(f) offsetof(export_args, f)
+static const kt_option export_options[] = {
+    CLI_CONN_OPTIONS(export_args, conn),
+    {.name = "--format", .kind = KT_OPT_STRING, .offset = EO(format)},
+    {.name = "-o", .kind = KT_OPT_STRING, .offset = EO(output)},
+    {.name = "--output", .kind = KT_OPT_STRING, .offset = EO(output)},
+    {.kind = KT_OPT_ARG, .offset = EO(id)},
+    {.kind = KT_OPT_END}};
+#undef EO
+static const kt_opt_table export_table = {.options = export_options,
+                                          .unknown = "unexpected argument '%s'"};
+
 int cli_export_main(int argc, char **argv)
 {
     cli_conn conn;
@@ -173,24 +192,17 @@ int cli_export_main(int argc, char **argv)
     kt_error err;
     kt_error_clear(&err);
     int rc = CLI_EXIT_USAGE;
+    export_args x = {.conn = &conn};
     if (cli_conn_init(&conn) < 0)
         goto done;
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = cli_common_option(&conn, argc, argv, &i, transfer_usage, &rc)) ||
-            (m = cli_opt(argc, argv, &i, "--format", &format)) ||
-            (m = cli_opt(argc, argv, &i, "-o", &output)) ||
-            (m = cli_opt(argc, argv, &i, "--output", &output))) {
-            if (m < 0)
-                goto done;
-        } else if (!id_text && argv[i][0] != '-') {
-            id_text = argv[i];
-        } else {
-            fprintf(stderr, "ktune export: unexpected argument '%s' (ktune export --help)\n",
-                    argv[i]);
-            goto done;
-        }
+    int parsed = cli_parse_options(&export_table, argc, argv, &x, transfer_usage);
+    if (parsed != 0) {
+        rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        goto done;
     }
+    id_text = x.id;
+    format = x.format;
+    output = x.output;
     if (!id_text || kt_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
         fprintf(stderr, "ktune export: a job id (a positive whole number) is required\n");
         goto done;
@@ -345,6 +357,7 @@ done:
 /* The options of one `ktune import` call (strings borrowed from argv or from own_*; problem
  * owned). */
 typedef struct import_args {
+    cli_conn *conn;
     const char *file, *kernel, *device, *klass, *version;
     int trusted;
     json_t *problem;
@@ -352,28 +365,28 @@ typedef struct import_args {
     char own_version[sizeof((cli_import *)0)->kernel_version];
 } import_args;
 
+#define IO(f) offsetof(import_args, f)
+static const kt_option import_options[] = {
+    CLI_CONN_OPTIONS(import_args, conn),
+    {.name = "--problem", .kind = KT_OPT_CALLBACK, .offset = IO(problem), .cb = cli_problem_cb},
+    {.name = "--kernel", .kind = KT_OPT_STRING, .offset = IO(kernel)},
+    {.name = "--device", .kind = KT_OPT_STRING, .offset = IO(device)},
+    {.name = "--device-class", .kind = KT_OPT_STRING, .offset = IO(klass)},
+    {.name = "--kernel-version", .kind = KT_OPT_STRING, .offset = IO(version)},
+    {.name = "--trusted", .kind = KT_OPT_FLAG, .offset = IO(trusted)},
+    {.kind = KT_OPT_ARG, .offset = IO(file), .flags = KT_OPT_DASH},
+    {.kind = KT_OPT_END}};
+#undef IO
+static const kt_opt_table import_table = {.options = import_options,
+                                          .unknown = "unexpected argument '%s'"};
+
 /* argv into a: 0, or -1 with *rc (a usage error printed, or --help's exit). */
-static int import_parse(cli_conn *conn, int argc, char **argv, import_args *a, int *rc)
+static int import_parse(int argc, char **argv, import_args *a, int *rc)
 {
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = cli_common_option(conn, argc, argv, &i, transfer_usage, rc)) ||
-            (m = cli_problem_option(argc, argv, &i, &a->problem)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &a->kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &a->device)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &a->klass)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel-version", &a->version))) {
-            if (m < 0)
-                return -1;
-        } else if (strcmp(argv[i], "--trusted") == 0) {
-            a->trusted = 1;
-        } else if (!a->file && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
-            a->file = argv[i];
-        } else {
-            fprintf(stderr, "ktune import: unexpected argument '%s' (ktune import --help)\n",
-                    argv[i]);
-            return -1;
-        }
+    int parsed = cli_parse_options(&import_table, argc, argv, a, transfer_usage);
+    if (parsed != 0) {
+        *rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        return -1;
     }
     if (!a->file) {
         fprintf(stderr, "ktune import: a file is required (ktune import --help)\n");
@@ -477,8 +490,9 @@ int cli_import_main(int argc, char **argv)
     cli_import im;
     memset(&a, 0, sizeof a);
     memset(&im, 0, sizeof im);
+    a.conn = &conn;
     int rc = CLI_EXIT_USAGE;
-    if (cli_conn_init(&conn) < 0 || import_parse(&conn, argc, argv, &a, &rc) < 0)
+    if (cli_conn_init(&conn) < 0 || import_parse(argc, argv, &a, &rc) < 0)
         goto done;
     rc = CLI_EXIT_FAILURE;
     if (import_load(a.file, &root, &im) < 0 || (rc = import_target(root, &im, &a)) != 0)

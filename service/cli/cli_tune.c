@@ -2,6 +2,7 @@
 #include "cli/cli_tune.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,139 +85,129 @@ static json_t *member(json_t *body, const char *key)
     return o;
 }
 
-/* --kernel, --device, --strategy, --history: set as the body field of the same name (the server
+/* What the options gave, applied over the --json body once all are read. */
+typedef struct tune_opts {
+    cli_conn *conn;
+    json_t *flags; /* body fields given as options */
+    json_t *problem, *options, *budget;
+    const char *json_path;
+    int wait;
+} tune_opts;
+
+/* --kernel, --device, --strategy, --history: the body field of the same name (the server
  * validates the values). */
-static int string_option(int argc, char **argv, int *i, json_t *flags)
+static int tune_string_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
 {
-    static const char *const names[] = {"--kernel", "--device", "--strategy", "--history"};
-    for (int k = 0; k < 4; k++) {
-        const char *v = NULL;
-        int m = cli_opt(argc, argv, i, names[k], &v);
-        if (m > 0)
-            json_object_set_new(flags, names[k] + 2, json_string(v));
-        if (m != 0)
-            return m;
-    }
-    return 0;
+    (void)msg;
+    (void)cap;
+    tune_opts *t = opts;
+    return json_object_set_new(t->flags, o->name + 2, json_string(v));
 }
 
-/* --objective max:METRIC | min:METRIC into flags' "objective" (the server checks the name): 0,
- * or -1 printed. */
-static int objective_option(const char *v, json_t *flags)
+/* --objective max:METRIC | min:METRIC into flags' "objective" (the server checks the name). */
+static int tune_objective_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
 {
+    (void)o;
+    tune_opts *t = opts;
     const char *colon = strchr(v, ':');
     size_t goal_len = colon ? (size_t)(colon - v) : 0;
     if (!colon || !colon[1] ||
         !((goal_len == 3 && strncmp(v, "max", 3) == 0) ||
           (goal_len == 3 && strncmp(v, "min", 3) == 0))) {
-        fprintf(stderr,
-                "ktune: --objective must be max:METRIC or min:METRIC (a metric the kernel "
-                "declares), not '%s'\n",
-                v);
+        snprintf(msg, cap,
+                 "--objective must be max:METRIC or min:METRIC (a metric the kernel declares), "
+                 "not '%s'",
+                 v);
         return -1;
     }
-    json_object_set_new(flags, "objective",
-                        json_pack("{s:s, s:s#}", "metric", colon + 1, "goal", v, (int)goal_len));
-    return 0;
+    return json_object_set_new(
+        t->flags, "objective",
+        json_pack("{s:s, s:s#}", "metric", colon + 1, "goal", v, (int)goal_len));
 }
 
-/* The options with a checked value: --budget-evaluations, --budget-seconds (into *budget, made on
- * first use), --seed, --parallel, --objective (into flags). 1 taken, 0 not one of them, -1 printed.
- */
-static int value_option(int argc, char **argv, int *i, json_t *flags, json_t **budget)
+/* The options with a checked number: --budget-evaluations and --budget-seconds (into budget, made
+ * on first use), --seed and --parallel (into flags); each with its own message. */
+static int tune_number_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
 {
-    const char *v = NULL;
+    tune_opts *t = opts;
     long long n;
     double d;
-    int m;
-    if ((m = cli_opt(argc, argv, i, "--budget-evaluations", &v)) > 0) {
-        if (kt_parse_ll(v, 1, 1000000000LL, &n) < 0) {
-            fprintf(stderr, "ktune: --budget-evaluations must be a whole number >= 1\n");
-            return -1;
-        }
-        if (!*budget)
-            *budget = json_object();
-        json_object_set_new(*budget, "evaluations", json_integer(n));
-    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--budget-seconds", &v)) > 0) {
+    if (strcmp(o->name, "--budget-seconds") == 0) {
         if (kt_parse_double(v, 1e-9, 1e12, &d) < 0) {
-            fprintf(stderr, "ktune: --budget-seconds must be a number > 0\n");
+            snprintf(msg, cap, "--budget-seconds must be a number > 0");
             return -1;
         }
-        if (!*budget)
-            *budget = json_object();
-        json_object_set_new(*budget, "seconds", json_real(d));
-    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--seed", &v)) > 0) {
-        if (kt_parse_ll(v, 0, INT64_MAX, &n) < 0) {
-            fprintf(stderr, "ktune: --seed must be a whole number >= 0\n");
-            return -1;
-        }
-        json_object_set_new(flags, "seed", json_integer(n));
-    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--parallel", &v)) > 0) {
-        if (kt_parse_ll(v, 1, 64, &n) < 0) {
-            fprintf(stderr, "ktune: --parallel must be a whole number from 1 to 64\n");
-            return -1;
-        }
-        json_object_set_new(flags, "parallel", json_integer(n));
-    } else if (m == 0 && (m = cli_opt(argc, argv, i, "--objective", &v)) > 0) {
-        if (objective_option(v, flags) < 0)
-            return -1;
+        if (!t->budget)
+            t->budget = json_object();
+        return json_object_set_new(t->budget, "seconds", json_real(d));
     }
-    return m;
+    if (strcmp(o->name, "--budget-evaluations") == 0) {
+        if (kt_parse_ll(v, 1, 1000000000LL, &n) < 0) {
+            snprintf(msg, cap, "--budget-evaluations must be a whole number >= 1");
+            return -1;
+        }
+        if (!t->budget)
+            t->budget = json_object();
+        return json_object_set_new(t->budget, "evaluations", json_integer(n));
+    }
+    if (strcmp(o->name, "--seed") == 0) {
+        if (kt_parse_ll(v, 0, INT64_MAX, &n) < 0) {
+            snprintf(msg, cap, "--seed must be a whole number >= 0");
+            return -1;
+        }
+        return json_object_set_new(t->flags, "seed", json_integer(n));
+    }
+    if (kt_parse_ll(v, 1, 64, &n) < 0) {
+        snprintf(msg, cap, "--parallel must be a whole number from 1 to 64");
+        return -1;
+    }
+    return json_object_set_new(t->flags, "parallel", json_integer(n));
 }
+
+#define TO(f) offsetof(tune_opts, f)
+static const kt_option tune_options[] = {
+    CLI_CONN_OPTIONS(tune_opts, conn),
+    {.name = "--problem", .kind = KT_OPT_CALLBACK, .offset = TO(problem), .cb = cli_problem_cb},
+    {.name = "--kernel", .kind = KT_OPT_CALLBACK, .cb = tune_string_cb},
+    {.name = "--device", .kind = KT_OPT_CALLBACK, .cb = tune_string_cb},
+    {.name = "--strategy", .kind = KT_OPT_CALLBACK, .cb = tune_string_cb},
+    {.name = "--history", .kind = KT_OPT_CALLBACK, .cb = tune_string_cb},
+    {.name = "--wait", .kind = KT_OPT_FLAG, .offset = TO(wait)},
+    {.name = "--option", .kind = KT_OPT_CALLBACK, .offset = TO(options), .cb = cli_pair_cb},
+    {.name = "--budget-evaluations", .kind = KT_OPT_CALLBACK, .cb = tune_number_cb},
+    {.name = "--budget-seconds", .kind = KT_OPT_CALLBACK, .cb = tune_number_cb},
+    {.name = "--seed", .kind = KT_OPT_CALLBACK, .cb = tune_number_cb},
+    {.name = "--parallel", .kind = KT_OPT_CALLBACK, .cb = tune_number_cb},
+    {.name = "--objective", .kind = KT_OPT_CALLBACK, .cb = tune_objective_cb},
+    {.name = "--json", .kind = KT_OPT_STRING, .offset = TO(json_path)},
+    {.kind = KT_OPT_END}};
+#undef TO
+static const kt_opt_table tune_table = {.options = tune_options,
+                                        .unknown = "unknown argument '%s'"};
 
 int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
 {
     int rc = CLI_EXIT_USAGE;
-    const char *json_path = NULL;
-    json_t *flags = json_object(); /* options given, applied over the --json body */
-    json_t *problem = NULL, *options = NULL, *budget = NULL;
-    kt_error err;
-    kt_error_clear(&err);
+    tune_opts t = {.conn = conn, .flags = json_object()};
     memset(out, 0, sizeof *out);
     out->body = json_object();
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int m;
-        if ((m = cli_common_option(conn, argc, argv, &i, tune_usage, &rc)) ||
-            (m = cli_problem_option(argc, argv, &i, &problem)) ||
-            (m = string_option(argc, argv, &i, flags))) {
-            if (m < 0) {
-                out->help = rc == CLI_EXIT_OK;
-                goto done;
-            }
-        } else if (strcmp(argv[i], "--wait") == 0) {
-            out->wait = 1;
-        } else if ((m = cli_opt(argc, argv, &i, "--option", &v))) {
-            if (m < 0)
-                goto done;
-            if (!options)
-                options = json_object();
-            if (cli_parse_pair(v, options, &err) < 0) {
-                fprintf(stderr, "ktune: --option %s\n", err.message);
-                goto done;
-            }
-        } else if ((m = value_option(argc, argv, &i, flags, &budget))) {
-            if (m < 0)
-                goto done;
-        } else if ((m = cli_opt(argc, argv, &i, "--json", &v))) {
-            if (m < 0)
-                goto done;
-            json_path = v;
-        } else {
-            fprintf(stderr, "ktune tune: unknown argument '%s' (ktune tune --help)\n", argv[i]);
-            goto done;
-        }
+    int parsed = cli_parse_options(&tune_table, argc, argv, &t, tune_usage);
+    if (parsed != 0) {
+        out->help = parsed == 1;
+        rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        goto done;
     }
-    if (json_path && (rc = read_body(json_path, &out->body)) != 0)
+    out->wait = t.wait;
+    if (t.json_path && (rc = read_body(t.json_path, &out->body)) != 0)
         goto done;
     rc = CLI_EXIT_USAGE;
-    json_object_update(out->body, flags);
-    if (problem)
-        json_object_update(member(out->body, "problem"), problem);
-    if (options)
-        json_object_update(member(out->body, "strategy_options"), options);
-    if (budget)
-        json_object_update(member(out->body, "budget"), budget);
+    json_object_update(out->body, t.flags);
+    if (t.problem)
+        json_object_update(member(out->body, "problem"), t.problem);
+    if (t.options)
+        json_object_update(member(out->body, "strategy_options"), t.options);
+    if (t.budget)
+        json_object_update(member(out->body, "budget"), t.budget);
     if (!json_is_string(json_object_get(out->body, "kernel")) ||
         !json_is_string(json_object_get(out->body, "device"))) {
         fprintf(stderr, "ktune tune: --kernel and --device are required (ktune tune --help)\n");
@@ -224,10 +215,10 @@ int cli_tune_parse(int argc, char **argv, cli_conn *conn, cli_tune_args *out)
     }
     rc = 0;
 done:
-    json_decref(flags);
-    json_decref(problem);
-    json_decref(options);
-    json_decref(budget);
+    json_decref(t.flags);
+    json_decref(t.problem);
+    json_decref(t.options);
+    json_decref(t.budget);
     return rc;
 }
 
