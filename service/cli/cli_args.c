@@ -13,25 +13,6 @@
 
 #define CLI_MAX_PIECE 256 /* characters of one problem value */
 
-int cli_opt(int argc, char **argv, int *i, const char *name, const char **value)
-{
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strcmp(arg, name) == 0) {
-        if (*i + 1 >= argc) {
-            fprintf(stderr, "ktune: %s needs a value\n", name);
-            return -1;
-        }
-        *value = argv[++*i];
-        return 1;
-    }
-    if (strncmp(arg, name, n) == 0 && arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    return 0;
-}
-
 json_t *cli_parse_value(const char *s)
 {
     long long i;
@@ -121,23 +102,6 @@ int cli_parse_problem(const char *text, json_t *problem, kt_error *err)
     rc = 0;
 done:
     return rc;
-}
-
-int cli_problem_option(int argc, char **argv, int *i, json_t **problem)
-{
-    const char *v = NULL;
-    kt_error err;
-    int m = cli_opt(argc, argv, i, "--problem", &v);
-    if (m <= 0)
-        return m;
-    if (!*problem)
-        *problem = json_object();
-    kt_error_clear(&err);
-    if (cli_parse_problem(v, *problem, &err) < 0) {
-        fprintf(stderr, "ktune: %s\n", err.message);
-        return -1;
-    }
-    return 1;
 }
 
 int cli_parse_pair(const char *text, json_t *obj, kt_error *err)

@@ -85,52 +85,6 @@ int cli_conn_option_cb(void *opts, const kt_option *o, const char *value, char *
     return set_timeout(c, value, o->name, msg, cap);
 }
 
-int cli_conn_option(cli_conn *c, int argc, char **argv, int *i)
-{
-    static const char *const names[] = {"--server", "--token", "--timeout"};
-    const char *arg = argv[*i];
-    for (int k = 0; k < 3; k++) {
-        size_t n = strlen(names[k]);
-        const char *value = NULL;
-        if (strcmp(arg, names[k]) == 0) {
-            if (*i + 1 >= argc) {
-                fprintf(stderr, "ktune: %s needs a value\n", names[k]);
-                return -1;
-            }
-            value = argv[++*i];
-        } else if (strncmp(arg, names[k], n) == 0 && arg[n] == '=') {
-            value = arg + n + 1;
-        } else {
-            continue;
-        }
-        char msg[512];
-        int (*const set[])(cli_conn *, const char *, const char *, char *,
-                           size_t) = {set_server, set_token, set_timeout};
-        if (set[k](c, value, names[k], msg, sizeof msg) < 0) {
-            fprintf(stderr, "ktune: %s\n", msg);
-            return -1;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-int cli_common_option(cli_conn *c, int argc, char **argv, int *i, void (*usage)(FILE *), int *rc)
-{
-    int m = cli_conn_option(c, argc, argv, i);
-    if (m < 0) {
-        *rc = CLI_EXIT_USAGE;
-        return -1;
-    }
-    if (m > 0)
-        return 1;
-    if (strcmp(argv[*i], "--help") != 0 && strcmp(argv[*i], "-h") != 0)
-        return 0;
-    usage(stdout);
-    *rc = CLI_EXIT_OK;
-    return -1;
-}
-
 cli_client *cli_client_new(const cli_conn *c)
 {
     cli_client *cl = calloc(1, sizeof *cl);

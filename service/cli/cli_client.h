@@ -48,11 +48,6 @@ int cli_conn_option_cb(void *opts, const kt_option *o, const char *value, char *
         .cb = cli_conn_option_cb                                                                   \
     }
 
-/* TRANSITION (until every command parses by table): --server, --token, --timeout at argv[*i]
- * (1 consumed, 0 not one, -1 printed), and those with --help / -h (usage(stdout), *rc). */
-int cli_conn_option(cli_conn *c, int argc, char **argv, int *i);
-int cli_common_option(cli_conn *c, int argc, char **argv, int *i, void (*usage)(FILE *), int *rc);
-
 typedef struct cli_client cli_client;
 
 cli_client *cli_client_new(const cli_conn *c); /* NULL when libcurl cannot start */

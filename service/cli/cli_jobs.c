@@ -1,4 +1,5 @@
 /* ktune jobs / job ID / cancel ID — list, read and cancel jobs. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,49 +22,60 @@ static void jobs_usage(FILE *f)
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
-/* Shared argument loop: connection options, --json, --help, and what extra accepts. */
+/* The options of jobs, job ID and cancel ID (strings borrowed from argv). */
 typedef struct jobs_args {
     cli_conn conn;
+    cli_conn *conn_p; /* &conn, for CLI_CONN_OPTIONS */
     int json, help;
     const char *status, *id;
     long long limit;
 } jobs_args;
 
-static int jobs_parse(int argc, char **argv, int want_id, int allow_list, jobs_args *a)
+static int jobs_limit_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    jobs_args *a = opts;
+    if (kt_parse_ll(v, 1, 500, &a->limit) < 0) {
+        snprintf(msg, cap, "%s must be a whole number from 1 to 500", o->name);
+        return -1;
+    }
+    return 0;
+}
+
+#define JO(f) offsetof(jobs_args, f)
+static const kt_option jobs_options[] =
+    {/* ktune jobs */
+     CLI_CONN_OPTIONS(jobs_args, conn_p),
+     {.name = "--json", .kind = KT_OPT_FLAG, .offset = JO(json)},
+     {.name = "--status", .kind = KT_OPT_STRING, .offset = JO(status)},
+     {.name = "--limit", .kind = KT_OPT_CALLBACK, .cb = jobs_limit_cb},
+     {.kind = KT_OPT_END}};
+static const kt_option one_job_options[] = {/* ktune job ID, ktune cancel ID */
+                                            CLI_CONN_OPTIONS(jobs_args, conn_p),
+                                            {.name = "--json",
+                                             .kind = KT_OPT_FLAG,
+                                             .offset = JO(json)},
+                                            {.kind = KT_OPT_ARG, .offset = JO(id)},
+                                            {.kind = KT_OPT_END}};
+#undef JO
+static const kt_opt_table jobs_opt_table = {.options = jobs_options,
+                                            .unknown = "unexpected argument '%s'"};
+static const kt_opt_table one_job_opt_table = {.options = one_job_options,
+                                               .unknown = "unexpected argument '%s'"};
+
+/* argv into a (want_id: job ID or cancel ID, else jobs): 0, or CLI_EXIT_USAGE after printing why,
+ * or 0 with a->help after printing the usage. */
+static int jobs_parse(int argc, char **argv, int want_id, jobs_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->conn_p = &a->conn;
     a->limit = 20;
     if (cli_conn_init(&a->conn) < 0)
         return CLI_EXIT_USAGE;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int m;
-        int rc = CLI_EXIT_USAGE;
-        if ((m = cli_common_option(&a->conn, argc, argv, &i, jobs_usage, &rc)) != 0) {
-            if (m < 0) {
-                a->help = rc == CLI_EXIT_OK;
-                return rc;
-            }
-        } else if (strcmp(argv[i], "--json") == 0) {
-            a->json = 1;
-        } else if (allow_list && (m = cli_opt(argc, argv, &i, "--status", &v))) {
-            if (m < 0)
-                return CLI_EXIT_USAGE;
-            a->status = v;
-        } else if (allow_list && (m = cli_opt(argc, argv, &i, "--limit", &v))) {
-            if (m < 0)
-                return CLI_EXIT_USAGE;
-            if (kt_parse_ll(v, 1, 500, &a->limit) < 0) {
-                fprintf(stderr, "ktune: --limit must be a whole number from 1 to 500\n");
-                return CLI_EXIT_USAGE;
-            }
-        } else if (want_id && !a->id && argv[i][0] != '-') {
-            a->id = argv[i];
-        } else {
-            fprintf(stderr, "ktune %s: unexpected argument '%s' (ktune %s --help)\n", argv[0],
-                    argv[i], argv[0]);
-            return CLI_EXIT_USAGE;
-        }
+    int parsed = cli_parse_options(want_id ? &one_job_opt_table : &jobs_opt_table, argc, argv, a,
+                                   jobs_usage);
+    if (parsed != 0) {
+        a->help = parsed == 1;
+        return parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     }
     long long id;
     if (want_id && (!a->id || kt_parse_ll(a->id, 1, INT64_MAX, &id) < 0)) {
@@ -118,7 +130,7 @@ static void jobs_table(const json_t *page)
 int cli_jobs_main(int argc, char **argv)
 {
     jobs_args a;
-    int rc = jobs_parse(argc, argv, 0, 1, &a);
+    int rc = jobs_parse(argc, argv, 0, &a);
     if (rc != 0 || a.help)
         return rc;
     char path[256], status[128];
@@ -205,7 +217,7 @@ static int one_job(int argc, char **argv, const char *method)
 {
     jobs_args a;
     int cancel = strcmp(method, "DELETE") == 0;
-    int rc = jobs_parse(argc, argv, 1, 0, &a);
+    int rc = jobs_parse(argc, argv, 1, &a);
     if (rc != 0 || a.help)
         return rc;
     char path[96];

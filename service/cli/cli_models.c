@@ -1,5 +1,6 @@
 /* ktune models / models ID / train — list the models of the server, read one (its training set and
  * held-out metrics), and queue the training of one (optionally following it until it is ready). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,36 +171,46 @@ static int add_filter(char *path, size_t cap, const char *key, const char *value
     return n < 0 || (size_t)n >= cap - len ? -1 : 0;
 }
 
+/* The options of `ktune models [ID]` (strings borrowed from argv). */
+typedef struct models_args {
+    cli_conn *conn;
+    const char *kernel, *device_class, *status, *limit_text, *id;
+    int json;
+} models_args;
+
+#define MO(f) offsetof(models_args, f)
+static const kt_option models_options[] = {
+    CLI_CONN_OPTIONS(models_args, conn),
+    {.name = "--kernel", .kind = KT_OPT_STRING, .offset = MO(kernel)},
+    {.name = "--device-class", .kind = KT_OPT_STRING, .offset = MO(device_class)},
+    {.name = "--status", .kind = KT_OPT_STRING, .offset = MO(status)},
+    {.name = "--limit", .kind = KT_OPT_STRING, .offset = MO(limit_text)},
+    {.name = "--json", .kind = KT_OPT_FLAG, .offset = MO(json)},
+    {.kind = KT_OPT_ARG, .offset = MO(id)},
+    {.kind = KT_OPT_END}};
+#undef MO
+static const kt_opt_table models_opt_table = {.options = models_options,
+                                              .unknown = "unexpected argument '%s'"};
+
 int cli_models_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *kernel = NULL, *device_class = NULL, *status = NULL, *limit_text = NULL, *id = NULL;
-    int json = 0, rc = CLI_EXIT_USAGE;
+    models_args a = {.conn = &conn};
+    int rc = CLI_EXIT_USAGE;
     long long limit = 20, id_value;
     char path[2048];
     json_t *reply = NULL;
     cli_client *cl = NULL;
     if (cli_conn_init(&conn) < 0)
         goto done;
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = cli_common_option(&conn, argc, argv, &i, models_usage, &rc)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
-            (m = cli_opt(argc, argv, &i, "--status", &status)) ||
-            (m = cli_opt(argc, argv, &i, "--limit", &limit_text))) {
-            if (m < 0)
-                goto done;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (!id && argv[i][0] != '-') {
-            id = argv[i];
-        } else {
-            fprintf(stderr, "ktune models: unexpected argument '%s' (ktune models --help)\n",
-                    argv[i]);
-            goto done;
-        }
+    int parsed = cli_parse_options(&models_opt_table, argc, argv, &a, models_usage);
+    if (parsed != 0) {
+        rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        goto done;
     }
+    const char *kernel = a.kernel, *device_class = a.device_class, *status = a.status,
+               *limit_text = a.limit_text, *id = a.id;
+    int json = a.json;
     if (limit_text && kt_parse_ll(limit_text, 1, 500, &limit) < 0) {
         fprintf(stderr, "ktune models: --limit must be a whole number from 1 to 500\n");
         goto done;
@@ -260,40 +271,50 @@ static int wait_model(cli_client *cl, long long id, json_t **model)
     }
 }
 
+/* The options of `ktune train` (strings borrowed from argv). */
+typedef struct train_args {
+    cli_conn *conn;
+    const char *kernel, *device, *device_class, *algorithm, *hyper_text, *kind, *kernel_version;
+    int wait, json;
+} train_args;
+
+#define TA(f) offsetof(train_args, f)
+static const kt_option train_options[] = {
+    CLI_CONN_OPTIONS(train_args, conn),
+    {.name = "--kernel", .kind = KT_OPT_STRING, .offset = TA(kernel)},
+    {.name = "--device", .kind = KT_OPT_STRING, .offset = TA(device)},
+    {.name = "--device-class", .kind = KT_OPT_STRING, .offset = TA(device_class)},
+    {.name = "--algorithm", .kind = KT_OPT_STRING, .offset = TA(algorithm)},
+    {.name = "--kind", .kind = KT_OPT_STRING, .offset = TA(kind)},
+    {.name = "--hyper", .kind = KT_OPT_STRING, .offset = TA(hyper_text)},
+    {.name = "--kernel-version", .kind = KT_OPT_STRING, .offset = TA(kernel_version)},
+    {.name = "--wait", .kind = KT_OPT_FLAG, .offset = TA(wait)},
+    {.name = "--json", .kind = KT_OPT_FLAG, .offset = TA(json)},
+    {.kind = KT_OPT_END}};
+#undef TA
+static const kt_opt_table train_table = {.options = train_options,
+                                         .unknown = "unexpected argument '%s'"};
+
 int cli_train_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *kernel = NULL, *device = NULL, *device_class = NULL, *algorithm = NULL,
-               *hyper_text = NULL, *kind = "predictor", *kernel_version = NULL;
-    int wait = 0, json = 0, rc = CLI_EXIT_USAGE;
+    train_args a = {.conn = &conn, .kind = "predictor"};
+    int rc = CLI_EXIT_USAGE;
     json_t *body = NULL, *model = NULL;
     cli_client *cl = NULL;
     kt_error err;
     kt_error_clear(&err);
     if (cli_conn_init(&conn) < 0)
         goto done;
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = cli_common_option(&conn, argc, argv, &i, train_usage, &rc)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel", &kernel)) ||
-            (m = cli_opt(argc, argv, &i, "--device", &device)) ||
-            (m = cli_opt(argc, argv, &i, "--device-class", &device_class)) ||
-            (m = cli_opt(argc, argv, &i, "--algorithm", &algorithm)) ||
-            (m = cli_opt(argc, argv, &i, "--kind", &kind)) ||
-            (m = cli_opt(argc, argv, &i, "--hyper", &hyper_text)) ||
-            (m = cli_opt(argc, argv, &i, "--kernel-version", &kernel_version))) {
-            if (m < 0)
-                goto done;
-        } else if (strcmp(argv[i], "--wait") == 0) {
-            wait = 1;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else {
-            fprintf(stderr, "ktune train: unexpected argument '%s' (ktune train --help)\n",
-                    argv[i]);
-            goto done;
-        }
+    int parsed = cli_parse_options(&train_table, argc, argv, &a, train_usage);
+    if (parsed != 0) {
+        rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        goto done;
     }
+    const char *kernel = a.kernel, *device = a.device, *device_class = a.device_class,
+               *algorithm = a.algorithm, *hyper_text = a.hyper_text, *kind = a.kind,
+               *kernel_version = a.kernel_version;
+    int wait = a.wait, json = a.json;
     /* The device external names its class too (issue 27). */
     int external = device && strcmp(device, "external") == 0;
     if (!kernel || (external ? !device_class : !device == !device_class) ||
