@@ -30,10 +30,35 @@ static void ktune_usage(FILE *out)
                  "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
 }
 
+/* The commands, as git.c's table: a name and the function that runs it (argv[0] its name). */
+typedef struct ktune_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    int (*run_in)(int argc, char **argv, const char *exe_dir); /* bench: finds its tools there */
+} ktune_command;
+
+static const ktune_command ktune_commands[] = {
+    {"bench", NULL, bench_main},       {"tune", cli_tune_main, NULL},
+    {"jobs", cli_jobs_main, NULL},     {"job", cli_job_main, NULL},
+    {"cancel", cli_cancel_main, NULL}, {"best", cli_best_main, NULL},
+    {"models", cli_models_main, NULL}, {"train", cli_train_main, NULL},
+    {"export", cli_export_main, NULL}, {"import", cli_import_main, NULL},
+};
+
+static const ktune_command *ktune_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof ktune_commands / sizeof ktune_commands[0]; i++) {
+        if (strcmp(name, ktune_commands[i].name) == 0)
+            return &ktune_commands[i];
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     char exe[PATH_MAX];
     const char *exe_dir = NULL;
+    const ktune_command *c = NULL;
     int rc = 2;
 
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -48,26 +73,8 @@ int main(int argc, char **argv)
                strcmp(argv[1], "help") == 0) {
         ktune_usage(stdout);
         rc = 0;
-    } else if (strcmp(argv[1], "bench") == 0) {
-        rc = bench_main(argc - 1, argv + 1, exe_dir);
-    } else if (strcmp(argv[1], "tune") == 0) {
-        rc = cli_tune_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "jobs") == 0) {
-        rc = cli_jobs_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "job") == 0) {
-        rc = cli_job_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "cancel") == 0) {
-        rc = cli_cancel_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "best") == 0) {
-        rc = cli_best_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "models") == 0) {
-        rc = cli_models_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "train") == 0) {
-        rc = cli_train_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "export") == 0) {
-        rc = cli_export_main(argc - 1, argv + 1);
-    } else if (strcmp(argv[1], "import") == 0) {
-        rc = cli_import_main(argc - 1, argv + 1);
+    } else if ((c = ktune_find(argv[1]))) {
+        rc = c->run ? c->run(argc - 1, argv + 1) : c->run_in(argc - 1, argv + 1, exe_dir);
     } else if (argv[1][0] == '-') {
         fprintf(stderr, "ktune: unknown option '%s'\n", argv[1]);
         ktune_usage(stderr);
