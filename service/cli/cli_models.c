@@ -208,28 +208,26 @@ int cli_models_main(int argc, char **argv)
         rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         goto done;
     }
-    const char *kernel = a.kernel, *device_class = a.device_class, *status = a.status,
-               *limit_text = a.limit_text, *id = a.id;
-    int json = a.json;
-    if (limit_text && kt_parse_ll(limit_text, 1, 500, &limit) < 0) {
+    if (a.limit_text && kt_parse_ll(a.limit_text, 1, 500, &limit) < 0) {
         fprintf(stderr, "ktune models: --limit must be a whole number from 1 to 500\n");
         goto done;
     }
-    if (id) {
-        if (kt_parse_ll(id, 1, INT64_MAX, &id_value) < 0) {
-            fprintf(stderr, "ktune models: a model id is a positive whole number, not '%s'\n", id);
+    if (a.id) {
+        if (kt_parse_ll(a.id, 1, INT64_MAX, &id_value) < 0) {
+            fprintf(stderr, "ktune models: a model id is a positive whole number, not '%s'\n",
+                    a.id);
             goto done;
         }
-        if (kernel || device_class || status || limit_text) {
+        if (a.kernel || a.device_class || a.status || a.limit_text) {
             fprintf(stderr, "ktune models: filters apply to the list, not to one model\n");
             goto done;
         }
         snprintf(path, sizeof path, "/v1/models/%lld", id_value);
     } else {
         snprintf(path, sizeof path, "/v1/models?limit=%lld", limit);
-        if (add_filter(path, sizeof path, "kernel", kernel) < 0 ||
-            add_filter(path, sizeof path, "device_class", device_class) < 0 ||
-            add_filter(path, sizeof path, "status", status) < 0) {
+        if (add_filter(path, sizeof path, "kernel", a.kernel) < 0 ||
+            add_filter(path, sizeof path, "device_class", a.device_class) < 0 ||
+            add_filter(path, sizeof path, "status", a.status) < 0) {
             fprintf(stderr, "ktune models: a filter is too long\n");
             goto done;
         }
@@ -241,9 +239,9 @@ int cli_models_main(int argc, char **argv)
     }
     if ((rc = cli_client_call(cl, "GET", path, NULL, &reply, NULL)) != 0)
         goto done;
-    if (json)
+    if (a.json)
         print_json(reply);
-    else if (id)
+    else if (a.id)
         model_details(reply);
     else
         models_table(reply);
@@ -311,32 +309,28 @@ int cli_train_main(int argc, char **argv)
         rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         goto done;
     }
-    const char *kernel = a.kernel, *device = a.device, *device_class = a.device_class,
-               *algorithm = a.algorithm, *hyper_text = a.hyper_text, *kind = a.kind,
-               *kernel_version = a.kernel_version;
-    int wait = a.wait, json = a.json;
     /* The device external names its class too (issue 27). */
-    int external = device && strcmp(device, "external") == 0;
-    if (!kernel || (external ? !device_class : !device == !device_class) ||
-        (kernel_version && !external)) {
+    int external = a.device && strcmp(a.device, "external") == 0;
+    if (!a.kernel || (external ? !a.device_class : !a.device == !a.device_class) ||
+        (a.kernel_version && !external)) {
         fprintf(stderr, "ktune train: --kernel and one of --device and --device-class are "
                         "required (both with --device external, which alone takes "
                         "--kernel-version; ktune train --help)\n");
         goto done;
     }
-    body = json_pack("{s:s, s:s}", "kernel", kernel, "kind", kind);
-    if (device)
-        json_object_set_new(body, "device", json_string(device));
-    if (device_class)
-        json_object_set_new(body, "device_class", json_string(device_class));
-    if (kernel_version)
-        json_object_set_new(body, "kernel_version", json_string(kernel_version));
-    if (algorithm)
-        json_object_set_new(body, "algorithm", json_string(algorithm));
-    if (hyper_text) {
+    body = json_pack("{s:s, s:s}", "kernel", a.kernel, "kind", a.kind);
+    if (a.device)
+        json_object_set_new(body, "device", json_string(a.device));
+    if (a.device_class)
+        json_object_set_new(body, "device_class", json_string(a.device_class));
+    if (a.kernel_version)
+        json_object_set_new(body, "kernel_version", json_string(a.kernel_version));
+    if (a.algorithm)
+        json_object_set_new(body, "algorithm", json_string(a.algorithm));
+    if (a.hyper_text) {
         json_t *hyper = json_object();
         json_object_set_new(body, "hyper", hyper);
-        if (cli_parse_problem(hyper_text, hyper, &err) < 0) {
+        if (cli_parse_problem(a.hyper_text, hyper, &err) < 0) {
             fprintf(stderr, "ktune train: --hyper: %s\n", err.message);
             goto done;
         }
@@ -349,21 +343,21 @@ int cli_train_main(int argc, char **argv)
     if ((rc = cli_client_call(cl, "POST", "/v1/models", body, &model, NULL)) != 0)
         goto done;
     long long id = json_integer_value(json_object_get(model, "id"));
-    if (!wait) {
-        if (json)
+    if (!a.wait) {
+        if (a.json)
             print_json(model);
         else
             printf("model %lld queued (%s %s on %s, version %lld)\n", id,
-                   str_or(json_object_get(model, "algorithm"), "?"), kernel,
+                   str_or(json_object_get(model, "algorithm"), "?"), a.kernel,
                    str_or(json_object_get(model, "device_class"), "?"),
                    (long long)json_integer_value(json_object_get(model, "version")));
         goto done;
     }
-    if (!json)
+    if (!a.json)
         fprintf(stderr, "ktune train: model %lld training...\n", id);
     if ((rc = wait_model(cl, id, &model)) != 0)
         goto done;
-    if (json)
+    if (a.json)
         print_json(model);
     else
         model_details(model);

@@ -184,7 +184,6 @@ static const kt_opt_table export_table = {.options = export_options,
 int cli_export_main(int argc, char **argv)
 {
     cli_conn conn;
-    const char *id_text = NULL, *format = NULL, *output = NULL;
     long long id = 0;
     cli_client *cl = NULL;
     json_t *job = NULL, *kernels = NULL, *trials = NULL, *params = NULL, *restr = NULL, *doc = NULL,
@@ -200,14 +199,11 @@ int cli_export_main(int argc, char **argv)
         rc = parsed == 1 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         goto done;
     }
-    id_text = x.id;
-    format = x.format;
-    output = x.output;
-    if (!id_text || kt_parse_ll(id_text, 1, INT64_MAX, &id) < 0) {
+    if (!x.id || kt_parse_ll(x.id, 1, INT64_MAX, &id) < 0) {
         fprintf(stderr, "ktune export: a job id (a positive whole number) is required\n");
         goto done;
     }
-    if (!format || (strcmp(format, "kerneltuner") != 0 && strcmp(format, "t4") != 0)) {
+    if (!x.format || (strcmp(x.format, "kerneltuner") != 0 && strcmp(x.format, "t4") != 0)) {
         fprintf(stderr, "ktune export: --format kerneltuner or --format t4 is required\n");
         goto done;
     }
@@ -225,7 +221,7 @@ int cli_export_main(int argc, char **argv)
     if (status && (strcmp(status, "queued") == 0 || strcmp(status, "running") == 0))
         fprintf(stderr, "ktune: job %lld is %s; exporting the %zu trials finished so far\n", id,
                 status, json_array_size(trials));
-    if (strcmp(format, "kerneltuner") == 0) {
+    if (strcmp(x.format, "kerneltuner") == 0) {
         if ((rc = cli_client_call(cl, "GET", "/v1/kernels", NULL, &kernels, NULL)) != 0 ||
             (rc = cli_client_call(cl, "GET", "/v1/devices", NULL, &devices, NULL)) != 0)
             goto done;
@@ -241,10 +237,10 @@ int cli_export_main(int argc, char **argv)
         rc = CLI_EXIT_FAILURE;
         goto done;
     }
-    rc = write_json(doc, output);
-    if (rc == CLI_EXIT_OK && output && strcmp(output, "-") != 0)
+    rc = write_json(doc, x.output);
+    if (rc == CLI_EXIT_OK && x.output && strcmp(x.output, "-") != 0)
         fprintf(stderr, "ktune: wrote %zu trials of job %lld to %s\n", json_array_size(trials), id,
-                output);
+                x.output);
 done:
     json_decref(doc);
     json_decref(params);

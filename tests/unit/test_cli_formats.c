@@ -152,6 +152,25 @@ static void test_tune_arguments(void **state)
     char *unknown[] = {"tune", "--kernal", "k", NULL};
     assert_int_equal(cli_tune_parse(3, unknown, &conn, &a), CLI_EXIT_USAGE);
     cli_tune_args_release(&a);
+    /* "--name=value" for every option with a value (an '=' in the value kept); a flag takes none */
+    char *inline_values[] = {
+        "tune",        "--kernel=k", "--device=cpu", "--problem=M=8", "--option=a=b",
+        "--timeout=5", "--seed=3",   "--parallel=2", "--history=",    "--budget-seconds=1",
+        NULL};
+    assert_int_equal(cli_tune_parse(10, inline_values, &conn, &a), 0);
+    assert_json(a.body, "{\"kernel\": \"k\", \"device\": \"cpu\", \"seed\": 3, \"parallel\": 2,"
+                        " \"history\": \"\", \"problem\": {\"M\": 8},"
+                        " \"strategy_options\": {\"a\": \"b\"}, \"budget\": {\"seconds\": 1.0}}");
+    assert_int_equal(conn.timeout_s, 5);
+    cli_tune_args_release(&a);
+    char *flag_value[] = {"tune", "--kernel", "k", "--device", "d", "--wait=1", NULL};
+    assert_int_equal(cli_tune_parse(6, flag_value, &conn, &a), CLI_EXIT_USAGE);
+    cli_tune_args_release(&a);
+    /* --help ends the parse: asked, exit 0 (the usage went to stdout) */
+    char *help[] = {"tune", "--kernel", "k", "--help", "--bogus", NULL};
+    assert_int_equal(cli_tune_parse(5, help, &conn, &a), 0);
+    assert_true(a.help);
+    cli_tune_args_release(&a);
 
     /* --json FILE: options override its fields. */
     char path[] = "/tmp/kt_cli_tune_XXXXXX";
