@@ -75,9 +75,8 @@ static int parse_record(const json_t *rec, catalog_device *d, const char **why)
     if (!json_is_integer(ord) || json_integer_value(ord) < 0 || json_integer_value(ord) > 4095)
         return (*why = "ordinal is not an integer in 0..4095", -1);
     d->kind = k == KT_DEVICE_CUDA ? KSPEC_CUDA : KSPEC_CPU;
-    if ((k == KT_DEVICE_CPU) !=
-        (kt_device_parse(name, &named, NULL) == 0 && named.kind == KT_DEVICE_CPU))
-        return (*why = "a cpu record must be named cpu and only it", -1);
+    if (kt_device_parse(name, &named, NULL) < 0 || named.kind != k)
+        return (*why = "a cpu record must be named cpu and a cuda record cuda:N", -1);
     int n = 0;
     const char *const *names = kernel_spec_limit_names(d->kind, &n);
     for (int i = 0; i < n; i++) {

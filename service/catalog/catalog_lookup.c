@@ -135,7 +135,17 @@ int catalog_find_device(const catalog *c, const char *device, catalog_find_scope
 {
     char hint[KT_ERROR_HINT_MAX];
     memset(out, 0, sizeof *out);
-    if (kt_device_parse(device, &out->dev, err) == 0) {
+    const catalog_device *own = catalog_find_real(c, device);
+    int parsed = kt_device_parse(device, &out->dev, err) == 0;
+    if (!parsed && own && !own->available) {
+        /* The record "cuda" (catalog_device.h) that says why no CUDA device is here: asking for
+         * it by that name gets the reason. */
+        out->dev.kind = own->kind == KSPEC_CUDA ? KT_DEVICE_CUDA : KT_DEVICE_CPU;
+        out->parsed = 1;
+        out->real = own;
+        return 0;
+    }
+    if (parsed) {
         out->parsed = 1;
         switch (out->dev.kind) {
         case KT_DEVICE_REPLAY:

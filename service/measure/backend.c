@@ -53,7 +53,7 @@ static const backend_ops *pick_ops(const catalog *c, const char *device,
                 f->real ? (f->real->reason ? f->real->reason : "unknown reason") : f->unavailable);
             break;
         }
-        /* fall through: no kernel folders configured */
+        /* fall through - no kernel folders configured: as hip, opencl */
     case KT_DEVICE_HIP:
     case KT_DEVICE_OPENCL:
         kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
