@@ -214,7 +214,7 @@ int device_discover(const catalog_real_options *opt, catalog_device **out, int *
         fail = set_unavailable(&devs[count++], "cpu", KSPEC_CPU, reason) < 0;
     }
     for (int i = 0; i < DEVICE_MAX_CUDA && !fail; i++) {
-        snprintf(name, sizeof name, "cuda:%d", i);
+        kt_device_format(&(kt_device){.kind = KT_DEVICE_CUDA, .ordinal = i}, name, sizeof name);
         if (!probe(opt, name, &desc, reason, sizeof reason)) {
             if (i == 0) {
                 log_info("no CUDA device: %s", reason);
