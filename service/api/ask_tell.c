@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_name.h"
 #include "core/clock.h"
 #include "store/ask_store.h"
 #include "worker/worker.h"
@@ -126,7 +127,7 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
             goto fail;
         const char *device = json_string_value(json_object_get(got, "device"));
         const char *status = json_string_value(json_object_get(got, "job_status"));
-        if (!device || strcmp(device, "external") != 0) {
+        if (kt_device_kind_of(device) != KT_DEVICE_EXTERNAL) {
             job_not_external(id, device ? device : "", &err);
             goto fail;
         }
@@ -326,7 +327,7 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
         kt_error_set(&err, KT_ERR_INTERNAL, "the database's tell reply is not what ktuned expects");
         goto fail;
     }
-    if (strcmp(device, "external") != 0) {
+    if (kt_device_kind_of(device) != KT_DEVICE_EXTERNAL) {
         job_not_external(id, device, &err);
         goto fail;
     }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_name.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_neural.h"
 #include "core/log.h"
@@ -353,7 +354,7 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     best_args a = {0};
     const char *kernel = NULL, *device = NULL, *version = NULL;
     char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
-    int real = 0;
+    int real = 0, kind = -1;
     target key_only, full;
     int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags, others = 0;
     best_query q;
@@ -421,7 +422,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     version = a.opt[OPT_KERNEL_VERSION];
     /* A cpu / cuda kernel has versions (issue 27): the request's key names the version asked for,
      * else the current one, so that a new version is a new cached answer. */
-    real = strcmp(device, "cpu") == 0 || strncmp(device, "cuda", 4) == 0;
+    kind = kt_device_kind_of(device);
+    real = kind == KT_DEVICE_CPU || kind == KT_DEVICE_CUDA;
     const kernel_spec *current = real && !version ? catalog_find_kernel(svc->cat, kernel) : NULL;
     snprintf(kernel_at, sizeof kernel_at, "%.256s@%.64s", kernel,
              version   ? version

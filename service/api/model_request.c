@@ -1,5 +1,6 @@
 /* api/model_request — a POST /v1/models body checked before anything is stored (see
  * model_request.h). */
+#include "core/device_name.h"
 #include "api/model_request.h"
 
 #include <string.h>
@@ -68,7 +69,7 @@ int model_request_parse(const json_t *body, model_request *r, kt_error *err)
         api_get_string(body, "algorithm", 0, API_MAX_NAME, &r->algorithm, err) < 0 ||
         api_get_string(body, "kernel_version", 0, API_MAX_NAME, &r->kernel_version, err) < 0)
         return -1;
-    r->external = r->device && strcmp(r->device, "external") == 0;
+    r->external = kt_device_kind_of(r->device) == KT_DEVICE_EXTERNAL;
     if (!r->kind)
         r->kind = MODEL_KIND_PREDICTOR; /* the default kind */
     r->surrogate = strcmp(r->kind, MODEL_KIND_SURROGATE) == 0;

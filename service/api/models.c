@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/device_name.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
 #include "core/log.h"
@@ -186,7 +187,7 @@ void api_models_create(void *app, const http_request *req, http_response *res)
             goto fail;
         device = class_device;
     }
-    if (mr.surrogate && strncmp(device, "accel:", 6) != 0) {
+    if (mr.surrogate && kt_device_kind_of(device) != KT_DEVICE_ACCEL) {
         kt_error_set(&err, KT_ERR_BAD_REQUEST,
                      "device %.200s has no cost model for a surrogate to learn", device);
         kt_error_hint(&err,

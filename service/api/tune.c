@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_name.h"
 #include "catalog/catalog.h"
 #include "catalog/kernel_spec.h"
 #include "search/searcher.h"
@@ -185,7 +186,7 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
                           : measures && !external && by_time ? FINAL_PICK_DEFAULT_COUNT
                                                              : 0;
     if (final_remeasure > 0 && !measures) {
-        int replay = strncmp(target.key.device, "replay:", 7) == 0;
+        int replay = kt_device_kind_of(target.key.device) == KT_DEVICE_REPLAY;
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                      "field 'final_remeasure' must be 0 on %s device %s, not %d",
                      replay ? "replay" : "accel", t->device, final_remeasure);

@@ -1,3 +1,4 @@
+#include "core/device_name.h"
 #include "api/tune_request.h"
 
 #include <math.h>
@@ -155,7 +156,7 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     t->space = json_object_get(body, "space");
     if (t->space && json_is_null(t->space))
         t->space = NULL;
-    if (strcmp(t->device, "external") != 0 && (t->device_class || t->space)) {
+    if (kt_device_kind_of(t->device) != KT_DEVICE_EXTERNAL && (t->device_class || t->space)) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "field '%s' is only for device external (a harness measures through "
                      "ask/tell)",
@@ -257,5 +258,6 @@ void tune_request_budgeted(const char *kernel, const char *device, const json_t 
 
 int tune_device_deterministic(const char *device)
 {
-    return device && (strncmp(device, "replay:", 7) == 0 || strncmp(device, "accel:", 6) == 0);
+    int kind = kt_device_kind_of(device);
+    return kind == KT_DEVICE_REPLAY || kind == KT_DEVICE_ACCEL;
 }

@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "core/device_name.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "space/space.h"
@@ -315,8 +316,35 @@ int catalog_kernel_invalid(const catalog *c, const char *name, kt_error *err);
 const catalog_real_options *catalog_measure_options(const catalog *c);
 /* 1 when real measurement is configured (kernel folders given). */
 int catalog_has_real(const catalog *c);
-/* With real measurement on: why device ("cpu", "cuda", "cuda:N") cannot be measured on, or NULL
- * when it can or is not a real device name. */
+/* With real measurement on: why device ("cpu", "cuda:N") cannot be measured on, or NULL when it
+ * can or is not a real device name. */
 const char *catalog_real_unavailable(const catalog *c, const char *device);
+
+/* What a device name is here: the one place a name is resolved (catalog_lookup.c). The name is
+ * parsed (core/device_name.h) and looked up by its kind: replay -> its dataset, accel -> its
+ * device, cpu / cuda -> a real device. */
+typedef struct catalog_found_device {
+    kt_device dev;                /* parsed; kind valid whenever parsed is 1 */
+    int parsed;                   /* 1 when the name parsed (even if nothing here has it) */
+    const replay_dataset *replay; /* kind replay */
+    const struct catalog_accel_dev *accel; /* kind accel (catalog_impl.h; catalog_find_accel) */
+    const catalog_device *real; /* cpu, cuda: this process's own or (fleet) a host's, maybe
+                                 * unavailable (real->available 0, real->reason why) */
+    const char *unavailable;    /* cpu, cuda with real measurement on and no record: why */
+} catalog_found_device;
+
+typedef enum {
+    CATALOG_FIND_LOCAL, /* this process's own devices (a backend measures on them) */
+    CATALOG_FIND_FLEET, /* and, for cpu / cuda, the fleet's (catalog_fleet.h) */
+} catalog_find_scope;
+
+/* Resolves device into *out. 0 when something here has that name: out->replay, out->accel or
+ * out->real is set (a real device may be unavailable: the caller says so). -1 with err
+ * KT_ERR_UNKNOWN_DEVICE and the hint of the devices there are otherwise: a name that does not
+ * parse (the parser's message), "device X is not available: why" (out->unavailable), or
+ * "unknown device 'X'" (hip, opencl and external are not in any catalog). want (FLEET only, may
+ * be NULL): a stored key, whose class and toolchain pick the fleet record. */
+int catalog_find_device(const catalog *c, const char *device, catalog_find_scope scope,
+                        const target_key *want, catalog_found_device *out, kt_error *err);
 
 #endif

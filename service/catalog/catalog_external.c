@@ -18,7 +18,7 @@
 
 int catalog_is_external(const char *device)
 {
-    return device && strcmp(device, CATALOG_EXTERNAL_DEVICE) == 0;
+    return kt_device_kind_of(device) == KT_DEVICE_EXTERNAL;
 }
 
 int catalog_external_check_names(const char *version, const char *device_class, kt_error *err)

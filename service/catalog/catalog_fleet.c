@@ -66,15 +66,17 @@ static int parse_record(const json_t *rec, catalog_device *d, const char **why)
     const json_t *ord = json_object_get(rec, "ordinal"), *lim = json_object_get(rec, "limits");
     if (!name || !*name || strlen(name) >= sizeof d->name)
         return (*why = "name missing or longer than 31 characters", -1);
-    if (!kind || (strcmp(kind, "cpu") != 0 && strcmp(kind, "cuda") != 0))
+    kt_device_kind k;
+    kt_device named;
+    if (kt_device_kind_from_name(kind, &k) < 0 || (k != KT_DEVICE_CPU && k != KT_DEVICE_CUDA))
         return (*why = "kind is not cpu or cuda", -1);
     if (!klass || !*klass || !tool || !*tool)
         return (*why = "class or toolchain missing or too long", -1);
     if (!json_is_integer(ord) || json_integer_value(ord) < 0 || json_integer_value(ord) > 4095)
         return (*why = "ordinal is not an integer in 0..4095", -1);
-    d->kind = strcmp(kind, "cuda") == 0 ? KSPEC_CUDA : KSPEC_CPU;
-    if ((d->kind == KSPEC_CPU) != (strcmp(name, "cpu") == 0))
-        return (*why = "a cpu record must be named cpu and only it", -1);
+    d->kind = k == KT_DEVICE_CUDA ? KSPEC_CUDA : KSPEC_CPU;
+    if (kt_device_parse(name, &named, NULL) < 0 || named.kind != k)
+        return (*why = "a cpu record must be named cpu and a cuda record cuda:N", -1);
     int n = 0;
     const char *const *names = kernel_spec_limit_names(d->kind, &n);
     for (int i = 0; i < n; i++) {
@@ -137,8 +139,9 @@ static int merge_row(catalog_fleet *f, const json_t *row)
     catalog_fleet_entry *e = NULL, *made = NULL;
     int rc = 0;
     const json_t *rec = json_object_get(row, "record");
-    const char *kind = json_string_value(json_object_get(rec, "kind"));
-    if (kind && (strcmp(kind, "replay") == 0 || strcmp(kind, "accel") == 0))
+    kt_device_kind kind;
+    if (kt_device_kind_from_name(json_string_value(json_object_get(rec, "kind")), &kind) == 0 &&
+        (kind == KT_DEVICE_REPLAY || kind == KT_DEVICE_ACCEL))
         return 0; /* replay and accel devices resolve from this process's own datasets and file */
     if (parse_record(rec, &d, &why) < 0) {
         log_warn("fleet: a device record is skipped: %s", why);

@@ -37,7 +37,8 @@ typedef int (*catalog_fleet_fetch)(void *ctx, json_t **rows, kt_error *err);
  * other threads use the catalog. */
 void catalog_fleet_set_source(catalog *c, catalog_fleet_fetch fetch, void *ctx, double period_s);
 /* Merges rows (the fetch format) into the fleet: records of kinds cpu and cuda are taken (replay
- * and accel ones skipped), checked (name, kind, ordinal, class, toolchain, every limit of the kind
+ * and accel ones skipped), checked (name — a device name of the record's kind, kt_device_parse —,
+ * kind, ordinal, class, toolchain, every limit of the kind
  * as an integer >= 0); a bad record is skipped with a warning. Every record not in rows is marked
  * gone. 0, or -1 when out of memory.
  */

@@ -188,58 +188,23 @@ out:
     return rc;
 }
 
-/* The real device a name resolves to: this process's own when it serves it (and, for a stored key
- * want, with the key's class and toolchain), else the fleet's (catalog_fleet.h: for want, the
- * record of exactly its class and toolchain; for a request, the live one most hosts serve), else
- * this process's unavailable one, or NULL. */
-static const catalog_device *real_device_for(const catalog *c, const char *device,
-                                             const target_key *want)
-{
-    const catalog_device *local = catalog_find_real(c, device);
-    const catalog_device *f = NULL;
-    if (!device)
-        return NULL;
-    if (want) {
-        if (local && local->available && strcmp(local->klass, want->device_class) == 0 &&
-            want->toolchain && strcmp(local->toolchain, want->toolchain) == 0)
-            return local;
-        f = catalog_fleet_find(c, device, want->device_class, want->toolchain);
-        if (f || local)
-            return f ? f : local; /* local: reopen reports what changed */
-    } else if (local && local->available)
-        return local;
-    f = catalog_fleet_find(c, device, NULL, NULL);
-    return f ? f : local;
-}
-
 static int resolve(const catalog *c, const char *kernel, const char *version, int any_status,
                    const char *device, const json_t *problem, int with_space,
                    const target_key *want, target *out, kt_error *err)
 {
     json_t *canon = NULL;
     int rc = -1;
-    const catalog_accel_dev *ad = catalog_accel_find(c, device);
-    const replay_dataset *ds = ad ? NULL : catalog_find_replay(c, device);
-    const catalog_device *rd = ad || ds ? NULL : real_device_for(c, device, want);
-
+    catalog_found_device found;
     char *problem_key = NULL;
     memset(out, 0, sizeof *out);
-    if (ad)
-        return catalog_accel_resolve(c, ad, kernel, problem, with_space, out, err);
-    if (rd)
-        return resolve_real(c, rd, kernel, version, any_status, problem, with_space, out, err);
-    const char *why = ds ? NULL : catalog_real_unavailable(c, device);
-    if (why) {
-        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
-                     why);
-        hint_devices(c, err);
-        goto out;
-    }
-    if (!ds) {
-        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device ? device : "");
-        hint_devices(c, err);
-        goto out;
-    }
+    if (catalog_find_device(c, device, CATALOG_FIND_FLEET, want, &found, err) < 0)
+        return -1;
+    if (found.accel)
+        return catalog_accel_resolve(c, found.accel, kernel, problem, with_space, out, err);
+    if (found.real)
+        return resolve_real(c, found.real, kernel, version, any_status, problem, with_space, out,
+                            err);
+    const replay_dataset *ds = found.replay;
     if (!kernel || strcmp(kernel, ds->kernel) != 0) {
         kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
                      ds->device, kernel ? kernel : "");

@@ -1,26 +1,25 @@
-/* measure/backend — dispatch from a device to the backend of its kind through a const table. Kinds
- * that are planned but not built yet (and cpu / cuda when no kernel folders are configured) answer
- * KT_ERR_NOT_IMPLEMENTED rather than "unknown device". */
+/* measure/backend — dispatch from a device to the backend of its kind (a switch on the kind
+ * catalog_find_device parsed) through a const table. Kinds that are planned but not built yet (and
+ * cpu / cuda when no kernel folders are configured) answer KT_ERR_NOT_IMPLEMENTED rather than
+ * "unknown device". */
 #include "measure/backend_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct backend_ops {
-    const char *kind;
     void *(*open)(const catalog *c, const char *device, kt_error *err);
     int (*measure)(void *impl, const target *t, config_id id, const backend_stop *stop,
                    trial_result *out, kt_error *err);
     void (*close)(void *impl);
 } backend_ops;
 
+/* Indexed by what measures: [0] replay, [1] real (cpu, cuda), [2] accel. */
 static const backend_ops backend_kinds[] = {
-    {"replay", replay_open, replay_measure, replay_close},
-    {"real", real_open, real_measure, real_close},
-    {"accel", accel_open, accel_measure, accel_close},
+    {replay_open, replay_measure, replay_close},
+    {real_open, real_measure, real_close},
+    {accel_open, accel_measure, accel_close},
 };
-
-static const char *const planned_kinds[] = {"cpu", "cuda", "hip", "opencl"};
 
 struct backend {
     const backend_ops *ops;
@@ -29,64 +28,54 @@ struct backend {
     const catalog *cat;
 };
 
-/* The kind named by a device: "cuda:0" -> "cuda", "cpu" -> "cpu". */
-static size_t kind_len(const char *device)
+/* The backend of what catalog_find_device found, or NULL with err: an unavailable real device
+ * says why; cpu and cuda without real measurement, hip and opencl are not implemented (501). */
+static const backend_ops *pick_ops(const catalog *c, const char *device,
+                                   const catalog_found_device *f, kt_error *err)
 {
-    const char *colon = strchr(device, ':');
-    return colon ? (size_t)(colon - device) : strlen(device);
-}
-
-static const backend_ops *find_ops(const char *kind)
-{
-    for (size_t i = 0; i < sizeof backend_kinds / sizeof backend_kinds[0]; i++) {
-        if (strcmp(backend_kinds[i].kind, kind) == 0)
-            return &backend_kinds[i];
+    char hint[KT_ERROR_HINT_MAX];
+    switch (f->parsed ? (int)f->dev.kind : -1) {
+    case KT_DEVICE_REPLAY:
+        if (f->replay)
+            return &backend_kinds[0];
+        break;
+    case KT_DEVICE_ACCEL:
+        if (f->accel)
+            return &backend_kinds[2];
+        break;
+    case KT_DEVICE_CPU:
+    case KT_DEVICE_CUDA:
+        if (f->real && f->real->available)
+            return &backend_kinds[1];
+        if (f->real || f->unavailable) {
+            kt_error_set(
+                err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s", device,
+                f->real ? (f->real->reason ? f->real->reason : "unknown reason") : f->unavailable);
+            break;
+        }
+        /* fall through - no kernel folders configured: as hip, opencl */
+    case KT_DEVICE_HIP:
+    case KT_DEVICE_OPENCL:
+        kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
+                     "device %.200s: the %s backend is not implemented yet", device,
+                     kt_device_kind_name(f->dev.kind));
+        break;
+    default:
+        break; /* err: catalog_find_device's unknown device */
     }
+    catalog_device_hint(c, hint, sizeof hint);
+    kt_error_hint(err, "%s", hint);
     return NULL;
 }
 
 backend *backend_open(const catalog *c, const char *device, kt_error *err)
 {
     backend *b = NULL;
-    const backend_ops *ops = NULL;
-    char hint[KT_ERROR_HINT_MAX];
-
-    if (!device)
-        device = "";
-    if (catalog_find_replay(c, device))
-        ops = find_ops("replay");
-    else if (catalog_find_accel(c, device))
-        ops = find_ops("accel");
-    const catalog_device *rd = ops ? NULL : catalog_find_real(c, device);
-    if (rd && rd->available)
-        ops = find_ops("real");
-    if (!ops) {
-        size_t n = kind_len(device);
-        /* cpu and cuda are built: with real measurement on, such a device that cannot be used is
-         * "not available" (with the reason the runner gave). */
-        const char *why = catalog_real_unavailable(c, device);
-        if (why) {
-            kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "device %.200s is not available: %.300s",
-                         device, why);
-            catalog_device_hint(c, hint, sizeof hint);
-            kt_error_hint(err, "%s", hint);
-            goto out;
-        }
-        for (size_t i = 0; i < sizeof planned_kinds / sizeof planned_kinds[0]; i++) {
-            if (strlen(planned_kinds[i]) == n && strncmp(planned_kinds[i], device, n) == 0) {
-                kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
-                             "device %.200s: the %s backend is not implemented yet", device,
-                             planned_kinds[i]);
-                catalog_device_hint(c, hint, sizeof hint);
-                kt_error_hint(err, "%s", hint);
-                goto out;
-            }
-        }
-        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device);
-        catalog_device_hint(c, hint, sizeof hint);
-        kt_error_hint(err, "%s", hint);
+    catalog_found_device f;
+    catalog_find_device(c, device, CATALOG_FIND_LOCAL, NULL, &f, err);
+    const backend_ops *ops = pick_ops(c, device ? device : "", &f, err);
+    if (!ops)
         goto out;
-    }
     b = calloc(1, sizeof *b);
     if (!b) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
@@ -134,7 +123,8 @@ void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)
 
 int backend_quick_check(const catalog *c, const target *t, config_id id)
 {
-    if (!t || !t->key.device || !catalog_find_accel(c, t->key.device))
+    if (!t || kt_device_kind_of(t->key.device) != KT_DEVICE_ACCEL ||
+        !catalog_find_accel(c, t->key.device))
         return -1; /* cpu, cuda, replay: no check without measuring */
     return accel_quick_check(c, t, id);
 }

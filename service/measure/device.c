@@ -3,6 +3,7 @@
  * device's description, its limits the constants of the kernels' restrictions, its model the
  * device class and its toolchain the toolchain that results are keyed by. Creates the runners'
  * cache folder first. */
+#include "core/device_name.h"
 #include "measure/device.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ static int probe(const catalog_real_options *opt, const char *device, json_t **o
     runner_spawn sp = {.path = opt->runner,
                        .device = device,
                        .cache_dir = opt->cache_dir,
-                       .cpu_core = strcmp(device, "cpu") == 0 ? opt->cpu_core : -1};
+                       .cpu_core = kt_device_kind_of(device) == KT_DEVICE_CPU ? opt->cpu_core : -1};
     kt_error err;
     json_t *req = json_pack("{s:s}", "op", "probe"), *reply = NULL;
     runner_end end;
@@ -213,7 +214,7 @@ int device_discover(const catalog_real_options *opt, catalog_device **out, int *
         fail = set_unavailable(&devs[count++], "cpu", KSPEC_CPU, reason) < 0;
     }
     for (int i = 0; i < DEVICE_MAX_CUDA && !fail; i++) {
-        snprintf(name, sizeof name, "cuda:%d", i);
+        kt_device_format(&(kt_device){.kind = KT_DEVICE_CUDA, .ordinal = i}, name, sizeof name);
         if (!probe(opt, name, &desc, reason, sizeof reason)) {
             if (i == 0) {
                 log_info("no CUDA device: %s", reason);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/device_name.h"
 #include "core/log.h"
 #include "runner/privileges.h"
 #include "runner/runner.h"
@@ -116,10 +117,11 @@ static void parse_args(int argc, char **argv, runner *r, const char **user, cons
     kt_log_init(lvl);
     if (!device)
         die_usage("%s", "--device is required");
-    if (strcmp(device, "cpu") == 0)
-        r->cuda_ordinal = -1;
-    else if (strncmp(device, "cuda:", 5) != 0 || parse_nonneg_int(device + 5, &r->cuda_ordinal) < 0)
+    kt_device dev;
+    if (kt_device_parse(device, &dev, NULL) < 0 ||
+        (dev.kind != KT_DEVICE_CPU && dev.kind != KT_DEVICE_CUDA))
         die_usage("--device must be cpu or cuda:N (got '%s')", device);
+    r->cuda_ordinal = dev.kind == KT_DEVICE_CPU ? -1 : dev.ordinal;
     if (!cache)
         die_usage("%s", "--cache-dir is required");
     if (strlen(cache) + 64 >= sizeof r->cache_dir)

@@ -1,6 +1,7 @@
 /* training/trainer_surrogate — trains a claimed model of kind "surrogate": samples problems and
  * valid mappings from the device's cost model, trains the MLP on a helper thread, stores it. See
  * trainer_surrogate.h. */
+#include "core/device_name.h"
 #include "training/trainer_surrogate.h"
 
 #include <stdint.h>
@@ -241,7 +242,7 @@ void trainer_surrogate_train(trainer *t, const model_claim *m)
         trainer_fail_model(t, m, &err, reason, NULL);
         return;
     }
-    if (strncmp(tt.device, "accel:", 6) != 0) {
+    if (kt_device_kind_of(tt.device) != KT_DEVICE_ACCEL) {
         reason = "no_cost_model";
         kt_error_set(&err, KT_ERR_BAD_REQUEST,
                      "device class %s has no cost model for a surrogate to learn", m->device_class);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device_name.h"
 #include "core/log.h"
 #include "core/strbuf.h"
 #include "measure/backend.h"
@@ -31,7 +32,7 @@ static const char *device_of_kind(const worker_system *w, kspec_kind kind)
 {
     for (int i = 0; i < w->n_devices; i++) {
         const char *d = w->devices[i];
-        if (kind == KSPEC_CPU ? strcmp(d, "cpu") == 0 : strncmp(d, "cuda:", 5) == 0)
+        if (kt_device_kind_of(d) == (kind == KSPEC_CPU ? KT_DEVICE_CPU : KT_DEVICE_CUDA))
             return d;
     }
     return NULL;

@@ -1,3 +1,4 @@
+#include "core/device_name.h"
 #include "worker/worker_internal.h"
 #include "worker/validator.h"
 
@@ -220,8 +221,10 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
     if (!w->trainer)
         goto fail;
     int real = 0;
-    for (int i = 0; i < w->n_devices; i++)
-        real |= strcmp(w->devices[i], "cpu") == 0 || strncmp(w->devices[i], "cuda:", 5) == 0;
+    for (int i = 0; i < w->n_devices; i++) {
+        int kind = kt_device_kind_of(w->devices[i]);
+        real |= kind == KT_DEVICE_CPU || kind == KT_DEVICE_CUDA;
+    }
     if (real) {
         if (pthread_create(&w->validator_thread, NULL, validator_main, w) != 0) {
             kt_error_set(err, KT_ERR_INTERNAL, "cannot start the kernel validator thread");

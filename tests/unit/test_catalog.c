@@ -207,6 +207,41 @@ static void resolve_reports_each_error(void **state)
     catalog_free(c);
 }
 
+/* catalog_find_device: the one resolution of a device name, by its parsed kind. */
+static void find_device_switches_on_the_kind(void **state)
+{
+    (void)state;
+    catalog *c = open_catalog(DATASETS, 0);
+    catalog_found_device f;
+    kt_error err;
+    assert_int_equal(catalog_find_device(c, CONV, CATALOG_FIND_FLEET, NULL, &f, &err), 0);
+    assert_int_equal(f.dev.kind, KT_DEVICE_REPLAY);
+    assert_string_equal(f.dev.name, "convolution_milo-A4000");
+    assert_non_null(f.replay);
+    assert_ptr_equal(f.replay, catalog_find_replay(c, CONV));
+    assert_null(f.accel);
+    assert_null(f.real);
+    /* Parsed but not here: every kind a catalog of datasets does not have. */
+    const char *absent[] = {"replay:nope", "accel:nope", "cpu", "cuda:0", "hip:0", "external"};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+        assert_int_equal(catalog_find_device(c, absent[i], CATALOG_FIND_LOCAL, NULL, &f, &err), -1);
+        assert_int_equal(f.parsed, 1);
+        assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
+        assert_non_null(strstr(err.message, "unknown device"));
+        assert_non_null(strstr(err.hint, PNPOLY));
+    }
+    /* Not a device name: the parser's why, and the hint of the devices there are. */
+    assert_int_equal(catalog_find_device(c, "cuda:01", CATALOG_FIND_FLEET, NULL, &f, &err), -1);
+    assert_int_equal(f.parsed, 0);
+    assert_int_equal(err.code, KT_ERR_UNKNOWN_DEVICE);
+    assert_non_null(strstr(err.message, "without sign or leading zero"));
+    assert_non_null(strstr(err.hint, CONV));
+    target t;
+    assert_int_equal(catalog_resolve(c, "convolution", "replay:", NULL, &t, &err), -1);
+    assert_non_null(strstr(err.message, "field 'device'"));
+    catalog_free(c);
+}
+
 static void bad_files_are_skipped(void **state)
 {
     (void)state;
@@ -368,6 +403,7 @@ int main(void)
         cmocka_unit_test(catalog_finds_three_devices),
         cmocka_unit_test(resolve_canonicalises_the_problem),
         cmocka_unit_test(resolve_reports_each_error),
+        cmocka_unit_test(find_device_switches_on_the_kind),
         cmocka_unit_test(resolve_key_is_the_key_without_a_space),
         cmocka_unit_test(reopen_checks_the_stored_key),
         cmocka_unit_test(bad_files_are_skipped),
