@@ -11,6 +11,7 @@
 #include "cli/cli_client.h"
 #include "cli/cli_render.h"
 #include "cli/cli_table.h"
+#include "core/device_name.h"
 #include "core/number.h"
 
 #define BEST_MAX_QUERY 4096
@@ -134,7 +135,7 @@ static int best_check(best_args *a)
 {
     long long n;
     /* The device external (issue 27) has no class of its own: the caller names it. */
-    if (a->device_class && !(a->device && strcmp(a->device, "external") == 0)) {
+    if (a->device_class && !(a->device && kt_device_kind_of(a->device) == KT_DEVICE_EXTERNAL)) {
         fprintf(stderr, "ktune best: --device-class goes with --all or --device external\n");
         return -1;
     }

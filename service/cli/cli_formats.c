@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli_render.h"
+#include "core/device_name.h"
 
 #define KEY_MAX           4096 /* characters of one Kernel Tuner cache key */
 #define KT_ERROR_VALUE    1e20 /* Kernel Tuner's old caches store failures as this time */
@@ -561,7 +562,7 @@ static void import_target(const json_t *file, cli_import *im)
         /* An external job's export: its class and version key the re-import. */
         const char *klass = json_string_value(json_object_get(meta, "device_class"));
         const char *version = json_string_value(json_object_get(meta, "kernel_hash"));
-        if (strcmp(device, "external") == 0 && klass && version) {
+        if (kt_device_kind_of(device) == KT_DEVICE_EXTERNAL && klass && version) {
             snprintf(im->device_class, sizeof im->device_class, "%s", klass);
             snprintf(im->kernel_version, sizeof im->kernel_version, "%s", version);
         }

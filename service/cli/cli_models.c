@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
+#include "core/device_name.h"
 #include "core/number.h"
 
 #define TRAIN_POLL_MS 500
@@ -310,7 +311,7 @@ int cli_train_main(int argc, char **argv)
         goto done;
     }
     /* The device external names its class too (issue 27). */
-    int external = a.device && strcmp(a.device, "external") == 0;
+    int external = a.device && kt_device_kind_of(a.device) == KT_DEVICE_EXTERNAL;
     if (!a.kernel || (external ? !a.device_class : !a.device == !a.device_class) ||
         (a.kernel_version && !external)) {
         fprintf(stderr, "ktune train: --kernel and one of --device and --device-class are "

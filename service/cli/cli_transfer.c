@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/device_name.h"
 #include "core/file.h"
 #include "core/number.h"
 
@@ -433,15 +434,15 @@ static int import_target(const json_t *root, cli_import *im, import_args *a)
      * job's export names its class and version (unless another device is asked). */
     snprintf(a->own_class, sizeof a->own_class, "%s", im->device_class);
     snprintf(a->own_version, sizeof a->own_version, "%s", im->kernel_version);
-    int to_external = !a->device || strcmp(a->device, "external") == 0;
+    int to_external = !a->device || kt_device_kind_of(a->device) == KT_DEVICE_EXTERNAL;
     if (to_external && !a->klass && a->own_class[0])
         a->klass = a->own_class;
     if (to_external && !a->version && a->own_version[0])
         a->version = a->own_version;
     if (strcmp(im->format, "kerneltuner") == 0 &&
-        (a->klass || (a->device && strcmp(a->device, "external") == 0) ||
+        (a->klass || (a->device && kt_device_kind_of(a->device) == KT_DEVICE_EXTERNAL) ||
          (!a->device && !im->device[0]))) {
-        if (a->device && strcmp(a->device, "external") != 0) {
+        if (a->device && kt_device_kind_of(a->device) != KT_DEVICE_EXTERNAL) {
             fprintf(stderr, "ktune import: --device-class is for --device external\n");
             return CLI_EXIT_USAGE;
         }
