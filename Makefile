@@ -8,6 +8,10 @@ JOBS       ?= $(shell nproc)
 # (a ktuned, its database, a lease, a poll; test_models_store: 21 s of CPU in 116 s), so a core per
 # test leaves half the machine idle. Tests that time something are RUN_SERIAL and still run alone.
 TEST_JOBS  ?= $(shell echo $$(( $$(nproc) * 2 )))
+# OpenBLAS sizes its pool by the cores and its threads spin while they wait for work: with tests side
+# by side, each test's pool would take cores from the others. One thread per test process (tests only:
+# make run and make bench keep OpenBLAS's own choice).
+TEST_ENV   = OPENBLAS_NUM_THREADS=1
 ARGS       ?=
 
 .PHONY: all deps build run test test-fast test-asan bench gpu-check format format-check banned-check clean
@@ -63,7 +67,7 @@ test-fast: build test-fast-run
 
 test-fast-run:
 	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
-	ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(TEST_JOBS)
+	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(TEST_JOBS)
 
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -77,12 +81,12 @@ test-asan: asan-build test-asan-run
 
 test-asan-run:
 	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
-	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
 # Everything, the sanitizer pass with every integration test (label "full" too).
 .PHONY: test-full asan-build asan-compile test-fast-run test-asan-run
 test-full: format-check banned-check rooms-check test-fast asan-build
-	$(ASAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
 	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
 
 # Fails when a file includes a header of a room it may not use (rules: kt_room(... USES ...) in

@@ -3,6 +3,7 @@
  * without a server or a database (tests/fuzz/). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <strings.h>
 
 #include "api/api_internal.h"
+#include "core/number.h"
 
 int api_in_list(const char *key, const char *const *allowed)
 {
@@ -38,13 +40,7 @@ int api_decimal_ll(const char *s, long long *out)
     size_t n = strspn(p, "0123456789");
     if (n == 0 || n > 19 || p[n] != '\0')
         return -1;
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10); /* digits only by now: no sign, space or base left */
-    if (errno || *end != '\0')
-        return -1;
-    *out = v;
-    return 0;
+    return kt_parse_ll(s, LLONG_MIN, LLONG_MAX, out); /* digits only by now */
 }
 
 int api_number_text(const char *s, size_t len, long long *i, double *d)
@@ -79,13 +75,7 @@ int api_number_text(const char *s, size_t len, long long *i, double *d)
     }
     if (*p != '\0')
         return 0;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(buf, &end);
-    if (errno || *end != '\0' || !isfinite(v))
-        return 0;
-    *d = v;
-    return 2;
+    return kt_parse_double(buf, -HUGE_VAL, HUGE_VAL, d) == 0 ? 2 : 0;
 }
 
 int api_check_fields(const json_t *obj, const char *const *allowed, const char *where,

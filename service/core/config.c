@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/number.h"
+
 /* OPT_BOOL: an int 0/1; the flag alone means 1 (--flag=0 or an env value 0/1 also work). */
 typedef enum { OPT_STRING, OPT_INT, OPT_LLONG, OPT_DOUBLE, OPT_BOOL } opt_kind;
 
@@ -238,10 +240,8 @@ static int set_value(kt_config *cfg, const config_option *o, const char *value, 
         memcpy(base, value, strlen(value) + 1);
         return 0;
     }
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (errno || end == value || *end != '\0' || !isfinite(v))
+    double v;
+    if (kt_parse_double(value, -HUGE_VAL, HUGE_VAL, &v) < 0)
         return kt_error_set(err, KT_ERR_CONFIG, "%s must be a number, not '%s'", source, value);
     if (o->kind != OPT_DOUBLE && v != floor(v))
         return kt_error_set(err, KT_ERR_CONFIG, "%s must be an integer, not '%s'", source, value);

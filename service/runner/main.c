@@ -16,6 +16,7 @@
 
 #include "core/device_name.h"
 #include "core/log.h"
+#include "core/number.h"
 #include "runner/privileges.h"
 #include "runner/runner.h"
 
@@ -46,13 +47,7 @@ static void die_usage(const char *fmt, const char *arg)
 
 static int parse_nonneg_int(const char *s, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > INT_MAX)
-        return -1;
-    *out = (int)v;
-    return 0;
+    return kt_parse_int(s, 0, INT_MAX, out);
 }
 
 /* mkdir -p for the cache folder. */

@@ -2,6 +2,7 @@
 #include "runner/privileges.h"
 
 #include "core/hash.h"
+#include "core/number.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -118,12 +119,8 @@ static int shared_user(const char *name, identity *id, char *msg, size_t size)
 static unsigned long long env_number(const char *name, unsigned long long def)
 {
     const char *s = getenv(name);
-    char *end;
-    if (!s || !*s)
-        return def;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    return errno || *end || s[0] == '-' ? def : v;
+    unsigned long long v;
+    return s && kt_parse_u64(s, &v) == 0 ? v : def;
 }
 
 /* Whether id lies in a range of the user namespace's map (/proc/self/uid_map or gid_map): an
