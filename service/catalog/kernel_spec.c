@@ -264,6 +264,100 @@ kernel_spec *kernel_spec_load(const char *dir, const kspec_limits *const limits[
     return kernel_spec_load_files(files, NULL, rdir, limits, why, why_cap);
 }
 
+/* file's bytes (from the kernel's files) as a JSON document: NULL after kspec_bad. */
+static json_t *parse_file(kspec_loader *L, const char *bytes, size_t len)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        kspec_bad(L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
+    return root;
+}
+
+/* The kernel's name and summary, and its folder and spec path when it has a folder (dir). */
+static int load_identity(kspec_loader *L, kernel_spec *k, const json_t *root, const char *dir)
+{
+    if (dir) {
+        char spec_path[PATH_MAX];
+        snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, dir);
+        if (!(k->dir = strdup(dir)) || !(k->path = strdup(spec_path)))
+            return kspec_bad(L, "out of memory");
+    }
+    const json_t *name = kspec_need(L, root, "", "name");
+    if (!name)
+        return -1;
+    if (!json_is_string(name) || !valid_kernel_name(json_string_value(name)))
+        return kspec_bad(L, "name: must be 1 to %d characters of letters, digits, '_', '-' and '.'",
+                         KSPEC_MAX_NAME);
+    snprintf(k->name, sizeof k->name, "%s", json_string_value(name));
+    const json_t *summary = json_object_get(root, "summary");
+    if (summary &&
+        (!json_is_string(summary) || strlen(json_string_value(summary)) > KSPEC_MAX_SUMMARY))
+        return kspec_bad(L, "summary: must be a string of at most %d characters",
+                         KSPEC_MAX_SUMMARY);
+    if (!(k->summary = strdup(summary ? json_string_value(summary) : "")))
+        return kspec_bad(L, "out of memory");
+    return 0;
+}
+
+/* What every variant shares: the problem and its expressions, tolerance, reference, verification
+ * and test problem; the default problem must fit the data files as the test problem does. */
+static int load_problem(kspec_loader *L, kernel_spec *k, const json_t *root)
+{
+    kspec_problem dp;
+    kt_error de;
+    const json_t *problem = kspec_need(L, root, "", "problem");
+    if (!problem || kspec_load_args(L, k, problem) < 0 || kspec_scan_neural(L, k, root) < 0 ||
+        kspec_load_problem_exprs(L, k, root) < 0 || load_tolerance(L, k, root) < 0 ||
+        load_reference(L, k, root) < 0 || kspec_load_verify(L, k, root) < 0 ||
+        load_test_problem(L, k, root) < 0)
+        return -1;
+    kt_error_clear(&de);
+    if (kernel_spec_problem(k, NULL, &dp, &de) < 0)
+        return kspec_bad(L, "problem: the default problem: %s", de.message);
+    return 0;
+}
+
+/* The variants of spec.json's "variants", or the cuda one of cuda.json (parsed into *cuda_root),
+ * each default checked against the device limits when they are known; at least one. */
+static int load_variants(kspec_loader *L, kernel_spec *k, const json_t *root,
+                         const kspec_limits *const limits[KSPEC_N_KINDS], json_t **cuda_root)
+{
+    static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
+    const char *cuda_bytes;
+    size_t cuda_len = 0;
+    const json_t *variants = json_object_get(root, "variants");
+    if (variants && !json_is_object(variants))
+        return kspec_bad(L, "variants: must be an object {\"cpu\": {...}, \"cuda\": {...}}");
+    if (variants && kspec_check_fields(L, variants, "variants", variant_kinds) < 0)
+        return -1;
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
+        const kspec_limits *lim = limits && limits[kind] ? limits[kind] : &typical_limits[kind];
+        const json_t *obj = variants ? json_object_get(variants, variant_kinds[kind]) : NULL;
+        char where[32];
+        snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
+        if (!obj && kind == KSPEC_CUDA &&
+            (cuda_bytes = kernel_files_get(k->files, "cuda.json", &cuda_len))) {
+            /* The CUDA variant kept beside spec.json until the two are merged. */
+            L->file = "cuda.json";
+            if (!(*cuda_root = parse_file(L, cuda_bytes, cuda_len)))
+                return -1;
+            obj = *cuda_root;
+            snprintf(where, sizeof where, "cuda");
+        }
+        if (!obj)
+            continue;
+        if (kspec_load_variant(L, k, (kspec_kind)kind, obj, where, lim) < 0)
+            return -1;
+        if (limits && limits[kind] && check_default(L, k, (kspec_kind)kind, lim, where) < 0)
+            return -1;
+        L->file = "spec.json";
+    }
+    if (!k->variants[KSPEC_CPU].present && !k->variants[KSPEC_CUDA].present)
+        return kspec_bad(L, "variants: the kernel has neither a cpu nor a cuda variant");
+    return 0;
+}
+
 kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, const char *dir,
                                     const kspec_limits *const limits[KSPEC_N_KINDS], char *why,
                                     size_t why_cap)
@@ -272,11 +366,9 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, cons
         "name",      "summary",   "problem",  "problem_restrictions", "buffers", "flops",
         "tolerance", "reference", "variants", "test_problem",         "scalars", "metrics",
         "verify",    NULL};
-    static const char *const variant_kinds[] = {"cpu", "cuda", NULL};
-    const char *bytes = NULL, *cuda_bytes = NULL;
-    size_t len = 0, cuda_len = 0;
+    const char *bytes = NULL;
+    size_t len = 0;
     json_t *root = NULL, *cuda_root = NULL;
-    json_error_t jerr;
     kernel_spec *k = NULL;
     /* Messages name the file by its base name: the caller knows the folder (the catalog's log
      * line names it; an API reply names the kernel). */
@@ -290,10 +382,8 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, cons
         kspec_bad(&L, "missing: the kernel has no spec.json");
         goto out;
     }
-    if (!(root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES, &jerr))) {
-        kspec_bad(&L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line, jerr.column);
+    if (!(root = parse_file(&L, bytes, len)))
         goto out;
-    }
     if (!json_is_object(root)) {
         kspec_bad(&L, "the file must hold a JSON object");
         goto out;
@@ -306,91 +396,11 @@ kernel_spec *kernel_spec_load_files(kernel_files *files, kernel_data *data, cons
     files = NULL;
     k->data = data;
     data = NULL;
-    if (dir) {
-        char spec_path[PATH_MAX];
-        snprintf(spec_path, sizeof spec_path, "%.*s/spec.json", PATH_MAX - 16, dir);
-        if (!(k->dir = strdup(dir)) || !(k->path = strdup(spec_path))) {
-            kspec_bad(&L, "out of memory");
-            goto out;
-        }
-    }
-    if (kspec_check_fields(&L, root, "", top_fields) < 0)
-        goto out;
-    const json_t *name = kspec_need(&L, root, "", "name");
-    if (!name)
-        goto out;
-    if (!json_is_string(name) || !valid_kernel_name(json_string_value(name))) {
-        kspec_bad(&L, "name: must be 1 to %d characters of letters, digits, '_', '-' and '.'",
-                  KSPEC_MAX_NAME);
-        goto out;
-    }
-    snprintf(k->name, sizeof k->name, "%s", json_string_value(name));
-    const json_t *summary = json_object_get(root, "summary");
-    if (summary &&
-        (!json_is_string(summary) || strlen(json_string_value(summary)) > KSPEC_MAX_SUMMARY)) {
-        kspec_bad(&L, "summary: must be a string of at most %d characters", KSPEC_MAX_SUMMARY);
-        goto out;
-    }
-    if (!(k->summary = strdup(summary ? json_string_value(summary) : ""))) {
-        kspec_bad(&L, "out of memory");
-        goto out;
-    }
-    const json_t *problem = kspec_need(&L, root, "", "problem");
-    if (!problem || kspec_load_args(&L, k, problem) < 0 || kspec_scan_neural(&L, k, root) < 0 ||
-        kspec_load_problem_exprs(&L, k, root) < 0 || load_tolerance(&L, k, root) < 0 ||
-        load_reference(&L, k, root) < 0 || kspec_load_verify(&L, k, root) < 0 ||
-        load_test_problem(&L, k, root) < 0)
-        goto out;
-    {
-        /* the default problem must fit the data files as the test problem does */
-        kspec_problem dp;
-        kt_error de;
-        kt_error_clear(&de);
-        if (kernel_spec_problem(k, NULL, &dp, &de) < 0) {
-            kspec_bad(&L, "problem: the default problem: %s", de.message);
-            goto out;
-        }
-    }
-    /* the data files (inits, answers) are part of what every variant computes: load_version
-     * hashes L.data_hash into the version */
-
-    const json_t *variants = json_object_get(root, "variants");
-    if (variants && !json_is_object(variants)) {
-        kspec_bad(&L, "variants: must be an object {\"cpu\": {...}, \"cuda\": {...}}");
-        goto out;
-    }
-    if (variants && kspec_check_fields(&L, variants, "variants", variant_kinds) < 0)
-        goto out;
-    for (int kind = 0; kind < KSPEC_N_KINDS; kind++) {
-        const kspec_limits *lim = limits && limits[kind] ? limits[kind] : &typical_limits[kind];
-        const json_t *obj = variants ? json_object_get(variants, variant_kinds[kind]) : NULL;
-        char where[32];
-        snprintf(where, sizeof where, "variants.%s", variant_kinds[kind]);
-        if (!obj && kind == KSPEC_CUDA &&
-            (cuda_bytes = kernel_files_get(k->files, "cuda.json", &cuda_len))) {
-            /* The CUDA variant kept beside spec.json until the two are merged. */
-            L.file = "cuda.json";
-            if (!(cuda_root = json_loadb(cuda_bytes, cuda_len, JSON_REJECT_DUPLICATES, &jerr))) {
-                kspec_bad(&L, "not valid JSON: %s at line %d column %d", jerr.text, jerr.line,
-                          jerr.column);
-                goto out;
-            }
-            obj = cuda_root;
-            snprintf(where, sizeof where, "cuda");
-        }
-        if (!obj)
-            continue;
-        if (kspec_load_variant(&L, k, (kspec_kind)kind, obj, where, lim) < 0)
-            goto out;
-        if (limits && limits[kind] && check_default(&L, k, (kspec_kind)kind, lim, where) < 0)
-            goto out;
-        L.file = "spec.json";
-    }
-    if (!k->variants[KSPEC_CPU].present && !k->variants[KSPEC_CUDA].present) {
-        kspec_bad(&L, "variants: the kernel has neither a cpu nor a cuda variant");
-        goto out;
-    }
-    if (load_version(&L, k, root, cuda_root) < 0)
+    /* the data files (inits, answers) the problem names are part of what every variant computes:
+     * load_version hashes L.data_hash into the version */
+    if (kspec_check_fields(&L, root, "", top_fields) < 0 || load_identity(&L, k, root, dir) < 0 ||
+        load_problem(&L, k, root) < 0 || load_variants(&L, k, root, limits, &cuda_root) < 0 ||
+        load_version(&L, k, root, cuda_root) < 0)
         goto out;
     ok = 1;
 out:

@@ -173,23 +173,17 @@ static int load_metrics(kspec_loader *L, kernel_spec *k, const json_t *arr)
         return kspec_bad(L, "metrics: must be an array of at most %d {\"name\", \"value\"}",
                          KSPEC_MAX_METRICS);
     for (size_t i = 0; i < json_array_size(arr); i++) {
-        const json_t *m = json_array_get(arr, i);
         char where[48], field[64];
-        snprintf(where, sizeof where, "metrics[%zu]", i);
-        if (!json_is_object(m))
-            return kspec_bad(L, "%s: must be an object {\"name\", \"value\"}", where);
-        if (kspec_check_fields(L, m, where, fields) < 0)
+        const json_t *m = kspec_entry(L, arr, i, "metrics", " {\"name\", \"value\"}", fields, where,
+                                      sizeof where);
+        if (!m)
             return -1;
         const json_t *name = kspec_need(L, m, where, "name"),
                      *val = kspec_need(L, m, where, "value");
-        snprintf(field, sizeof field, "%s.name", where);
-        if (!name || !val || kspec_check_ident(L, name, field) < 0)
+        if (!name || !val || kspec_entry_name(L, arr, i, name, where) < 0)
             return -1;
         kspec_metric *me = &k->metrics[i];
         snprintf(me->name, sizeof me->name, "%s", json_string_value(name));
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(k->metrics[j].name, me->name) == 0)
-                return kspec_bad(L, "%s: '%s' is listed twice", field, me->name);
         k->n_metrics++;
         snprintf(field, sizeof field, "%s.value", where);
         if (kspec_parse_expr(L, &me->value, val, field, &en) < 0)
@@ -209,30 +203,26 @@ int kspec_load_scalars(kspec_loader *L, kernel_spec *k, const json_t *root)
                          "scalars: must be an array of at most %d {\"name\", \"type\", \"value\"}",
                          KSPEC_MAX_SCALARS);
     for (size_t i = 0; arr && i < json_array_size(arr); i++) {
-        const json_t *s = json_array_get(arr, i);
         char where[48], field[64];
-        snprintf(where, sizeof where, "scalars[%zu]", i);
-        if (!json_is_object(s))
-            return kspec_bad(L, "%s: must be an object {\"name\", \"type\", \"value\"}", where);
-        if (kspec_check_fields(L, s, where, fields) < 0)
+        const json_t *s = kspec_entry(L, arr, i, "scalars", " {\"name\", \"type\", \"value\"}",
+                                      fields, where, sizeof where);
+        if (!s)
             return -1;
         const json_t *name = kspec_need(L, s, where, "name"),
                      *type = kspec_need(L, s, where, "type"),
                      *val = kspec_need(L, s, where, "value");
-        snprintf(field, sizeof field, "%s.name", where);
-        if (!name || !type || !val || kspec_check_ident(L, name, field) < 0)
+        /* a name listed twice fails at its first place when it is also an argument or buffer */
+        if (!name || !type || !val || kspec_entry_name(L, arr, i, name, where) < 0)
             return -1;
         kspec_scalar *sc = &k->scalars[i];
         snprintf(sc->name, sizeof sc->name, "%s", json_string_value(name));
+        snprintf(field, sizeof field, "%s.name", where);
         for (int j = 0; j < k->n_args; j++)
             if (strcmp(k->args[j].name, sc->name) == 0)
                 return kspec_bad(L, "%s: '%s' is also a problem argument", field, sc->name);
         for (int j = 0; j < k->n_buffers; j++)
             if (strcmp(k->buffers[j].name, sc->name) == 0)
                 return kspec_bad(L, "%s: '%s' is also a buffer", field, sc->name);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(k->scalars[j].name, sc->name) == 0)
-                return kspec_bad(L, "%s: '%s' is listed twice", field, sc->name);
         int t = json_is_string(type) ? kt_dtype_parse(json_string_value(type)) : -1;
         if (t != KT_F32 && t != KT_F64 && t != KT_I32 && t != KT_I64)
             return kspec_bad(L, "%s.type: must be one of f32, f64, i32, i64", where);

@@ -107,6 +107,34 @@ const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, 
     return v;
 }
 
+const json_t *kspec_entry(kspec_loader *L, const json_t *arr, size_t i, const char *section,
+                          const char *shape, const char *const *fields, char *where, size_t cap)
+{
+    const json_t *e = json_array_get(arr, i);
+    snprintf(where, cap, "%s[%zu]", section, i);
+    if (!json_is_object(e)) {
+        kspec_bad(L, "%s: must be an object%s", where, shape);
+        return NULL;
+    }
+    return kspec_check_fields(L, e, where, fields) < 0 ? NULL : e;
+}
+
+int kspec_entry_name(kspec_loader *L, const json_t *arr, size_t i, const json_t *name,
+                     const char *where)
+{
+    char field[256];
+    snprintf(field, sizeof field, "%s.name", where);
+    if (kspec_check_ident(L, name, field) < 0)
+        return -1;
+    /* the entries before i passed this check: each has an identifier for a name */
+    for (size_t j = 0; j < i; j++) {
+        const char *before = json_string_value(json_object_get(json_array_get(arr, j), "name"));
+        if (before && strcmp(before, json_string_value(name)) == 0)
+            return kspec_bad(L, "%s: '%s' is listed twice", field, before);
+    }
+    return 0;
+}
+
 int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long *out)
 {
     if (!json_is_integer(v))

@@ -42,6 +42,15 @@ int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                        const char *const *accepted);
 /* obj[key] (borrowed), or NULL after "<where>.<key>: missing". */
 const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, const char *key);
+/* Entry i of the array arr of section (a field path: "metrics", "<where>.transformations"): where
+ * (cap bytes) gets "<section>[i]"; the entry must be an object ("<where>: must be an
+ * object<shape>") holding only fields. Returns it (borrowed from arr), or NULL after kspec_bad. */
+const json_t *kspec_entry(kspec_loader *L, const json_t *arr, size_t i, const char *section,
+                          const char *shape, const char *const *fields, char *where, size_t cap);
+/* The "name" of entry i of arr (where: "<section>[i]"), fetched by the caller: an identifier that
+ * no entry before it has ("<where>.name: '<name>' is listed twice"). 0, or -1 after kspec_bad. */
+int kspec_entry_name(kspec_loader *L, const json_t *arr, size_t i, const json_t *name,
+                     const char *where);
 int kspec_get_int(kspec_loader *L, const json_t *v, const char *field, long long *out);
 /* Parses an expression field (a string, or an integer taken as its text) into out (owned by out;
  * kspec_expr_release frees it). */

@@ -96,36 +96,31 @@ static void neural_slots(const kernel_spec *k, const long long *values, expr_val
         slots[j] = (expr_value){.type = EXPR_INT, .u.i = values[j]};
 }
 
-int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_variant *v,
-                      const json_t *obj, const char *where)
+/* The variant's section names the parameters and identity of spec.json's (kspec_scan_neural). */
+static int check_same_head(kspec_loader *L, const kernel_spec *k, const char *nw, int count,
+                           char names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1], const long long *ident)
 {
-    static const char *const fields[] = {"parameters", "identity", "transformations", NULL};
-    static const char *const tfields[] = {"name", "when", NULL};
-    char nw[64], names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1];
-    const char *slot_names[KSPEC_MAX_NEURAL];
-    long long ident[KSPEC_MAX_NEURAL];
-    json_t *params = NULL;
-    int rc = -1;
-
-    if (!obj)
-        return 0;
-    snprintf(nw, sizeof nw, "%s.neural", where);
-    if (json_is_object(obj) && kspec_check_fields(L, obj, nw, fields) < 0)
-        goto out;
-    int count = read_head(L, k, obj, nw, names, ident);
-    if (count < 0)
-        goto out;
     int same = count == k->n_neural;
     for (int j = 0; same && j < count; j++)
         same = strcmp(names[j], k->neural_names[j]) == 0 && ident[j] == k->neural_identity[j];
-    if (!same) {
-        kspec_bad(L,
-                  "%s: a neural section belongs in spec.json's variants, with the same parameters "
-                  "and identity in each",
-                  nw);
-        goto out;
-    }
-    if (!(params = json_loads(v->params_text, 0, NULL))) {
+    if (!same)
+        return kspec_bad(
+            L,
+            "%s: a neural section belongs in spec.json's variants, with the same parameters "
+            "and identity in each",
+            nw);
+    return 0;
+}
+
+/* Each neural parameter is a parameter of the variant (v->neural_param) whose values hold its
+ * identity value; slot_names gets the names the transformations' expressions see. */
+static int bind_params(kspec_loader *L, const kernel_spec *k, kspec_variant *v, const char *nw,
+                       int count, char names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1],
+                       const long long *ident, const char **slot_names)
+{
+    json_t *params = json_loads(v->params_text, 0, NULL);
+    int rc = -1;
+    if (!params) {
         kspec_bad(L, "out of memory");
         goto out;
     }
@@ -149,61 +144,77 @@ int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_va
         v->neural_param[j] = p;
         slot_names[j] = k->neural_names[j];
     }
-    const json_t *tr = kspec_need(L, obj, nw, "transformations");
-    if (!tr)
-        goto out;
-    if (!json_is_array(tr) || json_array_size(tr) < 1 || json_array_size(tr) > KSPEC_MAX_NEURAL) {
-        kspec_bad(L, "%s.transformations: must be an array of 1 to %d objects {\"name\", \"when\"}",
-                  nw, KSPEC_MAX_NEURAL);
-        goto out;
-    }
-    expr_names en = {.n_params = count, .params = slot_names};
-    expr_value slots[KSPEC_MAX_NEURAL];
-    neural_slots(k, k->neural_identity, slots);
-    for (size_t i = 0; i < json_array_size(tr); i++) {
-        const json_t *t = json_array_get(tr, i);
-        char tw[160], fw[176];
-        snprintf(tw, sizeof tw, "%s.transformations[%zu]", nw, i);
-        if (!json_is_object(t)) {
-            kspec_bad(L, "%s: must be an object {\"name\", \"when\"}", tw);
-            goto out;
-        }
-        if (kspec_check_fields(L, t, tw, tfields) < 0)
-            goto out;
-        const json_t *name = kspec_need(L, t, tw, "name"), *when = kspec_need(L, t, tw, "when");
-        if (!name || !when)
-            goto out;
-        const char *ns = json_string_value(name);
-        snprintf(fw, sizeof fw, "%s.name", tw);
-        if (kspec_check_ident(L, name, fw) < 0)
-            goto out;
-        for (int j = 0; j < v->n_trans; j++) {
-            if (strcmp(v->trans_names[j], ns) == 0) {
-                kspec_bad(L, "%s.name: '%s' is listed twice", tw, ns);
-                goto out;
-            }
-        }
-        snprintf(v->trans_names[i], sizeof v->trans_names[i], "%s", ns);
-        v->n_trans++; /* kernel_spec_free releases the expression from here on */
-        snprintf(fw, sizeof fw, "%s.when", tw);
-        if (!json_is_string(when)) {
-            kspec_bad(L, "%s: must be an expression (a string) over the neural parameters", fw);
-            goto out;
-        }
-        if (kspec_parse_expr(L, &v->trans_when[i], when, fw, &en) < 0)
-            goto out;
-        if (expr_test(v->trans_when[i].e, slots) != 0) {
-            kspec_bad(L, "%s: '%.200s' holds (or fails) for the identity, which transforms nothing",
-                      fw, v->trans_when[i].text);
-            goto out;
-        }
-    }
-    v->has_neural = 1;
-    (void)kind;
     rc = 0;
 out:
     json_decref(params);
     return rc;
+}
+
+/* Transformation i of the array tr (section: "<where>.neural.transformations"): its name and its
+ * "when", an expression over the neural parameters (en) that does not hold for their identity
+ * values (slots). */
+static int load_transformation(kspec_loader *L, kspec_variant *v, const json_t *tr, size_t i,
+                               const char *section, const expr_names *en, const expr_value *slots)
+{
+    static const char *const tfields[] = {"name", "when", NULL};
+    char tw[160], fw[176];
+    const json_t *t =
+        kspec_entry(L, tr, i, section, " {\"name\", \"when\"}", tfields, tw, sizeof tw);
+    if (!t)
+        return -1;
+    const json_t *name = kspec_need(L, t, tw, "name"), *when = kspec_need(L, t, tw, "when");
+    if (!name || !when || kspec_entry_name(L, tr, i, name, tw) < 0)
+        return -1;
+    snprintf(v->trans_names[i], sizeof v->trans_names[i], "%s", json_string_value(name));
+    v->n_trans++; /* kernel_spec_free releases the expression from here on */
+    snprintf(fw, sizeof fw, "%s.when", tw);
+    if (!json_is_string(when))
+        return kspec_bad(L, "%s: must be an expression (a string) over the neural parameters", fw);
+    if (kspec_parse_expr(L, &v->trans_when[i], when, fw, en) < 0)
+        return -1;
+    if (expr_test(v->trans_when[i].e, slots) != 0)
+        return kspec_bad(L,
+                         "%s: '%.200s' holds (or fails) for the identity, which transforms nothing",
+                         fw, v->trans_when[i].text);
+    return 0;
+}
+
+int kspec_load_neural(kspec_loader *L, kernel_spec *k, kspec_kind kind, kspec_variant *v,
+                      const json_t *obj, const char *where)
+{
+    static const char *const fields[] = {"parameters", "identity", "transformations", NULL};
+    char nw[64], section[96], names[KSPEC_MAX_NEURAL][KSPEC_MAX_NAME + 1];
+    const char *slot_names[KSPEC_MAX_NEURAL];
+    long long ident[KSPEC_MAX_NEURAL];
+
+    (void)kind;
+    if (!obj)
+        return 0;
+    snprintf(nw, sizeof nw, "%s.neural", where);
+    if (json_is_object(obj) && kspec_check_fields(L, obj, nw, fields) < 0)
+        return -1;
+    int count = read_head(L, k, obj, nw, names, ident);
+    if (count < 0 || check_same_head(L, k, nw, count, names, ident) < 0 ||
+        bind_params(L, k, v, nw, count, names, ident, slot_names) < 0)
+        return -1;
+    const json_t *tr = kspec_need(L, obj, nw, "transformations");
+    if (!tr)
+        return -1;
+    if (!json_is_array(tr) || json_array_size(tr) < 1 || json_array_size(tr) > KSPEC_MAX_NEURAL)
+        return kspec_bad(L,
+                         "%s.transformations: must be an array of 1 to %d objects {\"name\", "
+                         "\"when\"}",
+                         nw, KSPEC_MAX_NEURAL);
+    expr_names en = {.n_params = count, .params = slot_names};
+    expr_value slots[KSPEC_MAX_NEURAL];
+    neural_slots(k, k->neural_identity, slots);
+    snprintf(section, sizeof section, "%s.transformations", nw);
+    for (size_t i = 0; i < json_array_size(tr); i++) {
+        if (load_transformation(L, v, tr, i, section, &en, slots) < 0)
+            return -1;
+    }
+    v->has_neural = 1;
+    return 0;
 }
 
 int kspec_neural_restrict(const kernel_spec *k, kspec_kind kind, unsigned allow_mask, json_t *restr)

@@ -39,25 +39,15 @@ int kspec_load_args(kspec_loader *L, kernel_spec *k, const json_t *arr)
     if (!json_is_array(arr) || json_array_size(arr) < 1 || json_array_size(arr) > KSPEC_MAX_ARGS)
         return kspec_bad(L, "problem: must be an array of 1 to %d arguments", KSPEC_MAX_ARGS);
     for (size_t i = 0; i < json_array_size(arr); i++) {
-        const json_t *a = json_array_get(arr, i);
         char where[64], field[96];
-        snprintf(where, sizeof where, "problem[%zu]", i);
-        if (!json_is_object(a))
-            return kspec_bad(L, "%s: must be an object", where);
-        if (kspec_check_fields(L, a, where, fields) < 0)
+        const json_t *a = kspec_entry(L, arr, i, "problem", "", fields, where, sizeof where);
+        if (!a)
             return -1;
         const json_t *name = kspec_need(L, a, where, "name");
-        if (!name)
-            return -1;
-        snprintf(field, sizeof field, "%s.name", where);
-        if (kspec_check_ident(L, name, field) < 0)
+        if (!name || kspec_entry_name(L, arr, i, name, where) < 0)
             return -1;
         kspec_arg *arg = &k->args[i];
         snprintf(arg->name, sizeof arg->name, "%s", json_string_value(name));
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(k->args[j].name, arg->name) == 0)
-                return kspec_bad(L, "%s.name: '%s' is listed twice", where, arg->name);
-        }
         const json_t *type = json_object_get(a, "type");
         const char *ts = json_string_value(type);
         if (type && (!ts || (strcmp(ts, "int") != 0 && strcmp(ts, "float") != 0)))
@@ -138,27 +128,17 @@ int kspec_load_problem_exprs(kspec_loader *L, kernel_spec *k, const json_t *root
         return kspec_bad(L, "buffers: must be an array of 1 to %d buffers", KSPEC_MAX_BUFFERS);
     int outputs = 0;
     for (size_t i = 0; i < json_array_size(bufs); i++) {
-        const json_t *b = json_array_get(bufs, i);
         char where[64];
-        snprintf(where, sizeof where, "buffers[%zu]", i);
-        if (!json_is_object(b))
-            return kspec_bad(L, "%s: must be an object", where);
-        if (kspec_check_fields(L, b, where, bfields) < 0)
+        const json_t *b = kspec_entry(L, bufs, i, "buffers", "", bfields, where, sizeof where);
+        if (!b)
             return -1;
         const json_t *name = kspec_need(L, b, where, "name"),
                      *el = kspec_need(L, b, where, "elements"),
                      *role = kspec_need(L, b, where, "role");
-        if (!name || !el || !role)
-            return -1;
-        snprintf(field, sizeof field, "%s.name", where);
-        if (kspec_check_ident(L, name, field) < 0)
+        if (!name || !el || !role || kspec_entry_name(L, bufs, i, name, where) < 0)
             return -1;
         kspec_buffer *buf = &k->buffers[i];
         snprintf(buf->name, sizeof buf->name, "%s", json_string_value(name));
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(k->buffers[j].name, buf->name) == 0)
-                return kspec_bad(L, "%s.name: '%s' is listed twice", where, buf->name);
-        }
         const char *r = json_string_value(role);
         if (r && strcmp(r, "input") == 0) {
             buf->role = KSPEC_INPUT;

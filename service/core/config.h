@@ -1,6 +1,8 @@
-/* core/config — ktuned's configuration: every setting is a flag with an environment twin (flag
- * wins), parsed once at start-up into a plain struct the service keeps. config_parse validates
- * every value; config_usage prints the table of settings (ktuned --help). Nothing to free. */
+/* core/config — ktuned's configuration: every setting is a flag with an environment twin,
+ * KTUNE_<FLAG> ("--max-jobs": KTUNE_MAX_JOBS; the flag wins), parsed once at start-up into a plain
+ * struct the service keeps. The settings are a core/options table (the one parser of the CLI and
+ * bench too); config_parse validates every value; config_usage prints the table of settings
+ * (ktuned --help). Nothing to free. */
 #ifndef KT_CORE_CONFIG_H
 #define KT_CORE_CONFIG_H
 

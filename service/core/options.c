@@ -117,6 +117,15 @@ static int opt_set(const kt_option *o, void *opts, const char *v, char *msg, siz
     }
 }
 
+/* msg from fmt, a table's format with one %s (arg). */
+static void opt_message(char *msg, size_t cap, const char *fmt, const char *arg)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(msg, cap, fmt, arg);
+#pragma GCC diagnostic pop
+}
+
 /* An argument a that no option names: the positional entry's, or the unknown-argument error. */
 static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg, size_t cap)
 {
@@ -131,10 +140,7 @@ static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg
         }
     }
     if (t->unknown) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        snprintf(msg, cap, t->unknown, a);
-#pragma GCC diagnostic pop
+        opt_message(msg, cap, t->unknown, a);
         return KT_OPT_UNKNOWN;
     }
     snprintf(msg, cap, "unknown argument '%.200s'%s%s%s", a, t->mode ? " (not an option of " : "",
@@ -144,13 +150,18 @@ static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg
 
 int kt_opt_parse(const kt_opt_table *t, int argc, char **argv, void *opts, char *msg, size_t cap)
 {
+    int help = 0;
     msg[0] = '\0';
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *inline_value;
         const kt_option *o;
         int rc;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-            return 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (!t->help_reads_on)
+                return 1;
+            help = 1;
+            continue;
+        }
         if (!(o = opt_find(t, a, &inline_value))) {
             if ((rc = opt_other(t, a, opts, msg, cap)) < 0)
                 return rc;
@@ -173,14 +184,22 @@ int kt_opt_parse(const kt_opt_table *t, int argc, char **argv, void *opts, char 
             }
             continue;
         }
+        if (o->kind == KT_OPT_CALLBACK && (o->flags & KT_OPT_OPTIONAL) && !inline_value) {
+            if (o->cb(opts, o, NULL, msg, cap) < 0)
+                return -1;
+            continue;
+        }
         if (!inline_value && i + 1 >= argc) {
-            snprintf(msg, cap, "%s needs a value", a);
+            if (t->missing)
+                opt_message(msg, cap, t->missing, a);
+            else
+                snprintf(msg, cap, "%s needs a value", a);
             return -1;
         }
         if (opt_set(o, opts, inline_value ? inline_value : argv[++i], msg, cap) < 0)
             return -1;
     }
-    return 0;
+    return help;
 }
 
 /* text with each '\n' followed by indent spaces. */

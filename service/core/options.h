@@ -36,6 +36,9 @@ typedef enum {
 #define KT_OPT_OPEN_HI  4  /* DOUBLE: hi itself refused */
 #define KT_OPT_IGNORED  8  /* FLAG: accepted, sets nothing (a mode's own selector) */
 #define KT_OPT_DASH     16 /* ARG: "-" (standard input) is an argument too */
+#define KT_OPT_OPTIONAL                                                                            \
+    32 /* CALLBACK: the value is optional: "--name" alone calls cb with value                      \
+        * NULL, "--name=v" with v; the next argument is never its value */
 
 struct kt_option;
 /* A callback parses value for option o (its name, its offsets and bounds are the callback's to
@@ -67,12 +70,19 @@ typedef struct kt_opt_table {
     /* When set, the whole message of an argument no option takes, a format with one %s (the
      * argument), instead of "unknown argument 'X'" (and mode). */
     const char *unknown;
+    /* When set, the message of an option given no value, a format with one %s (the option),
+     * instead of "X needs a value". */
+    const char *missing;
+    /* When set, --help and -h do not end the parse: the arguments after them are read too (their
+     * errors returned), then 1. */
+    int help_reads_on;
 } kt_opt_table;
 
 /* Reads argv[1..argc-1] into opts (argv[0] is the command). Returns 0; 1 when --help or -h was
  * given (nothing printed: the caller prints kt_opt_usage, perhaps with more); -1 with a message in
  * msg: "unknown argument 'X'" (KT_OPT_UNKNOWN (-2) with the table's unknown message when the table
- * sets one, so that a caller can print it otherwise), "X needs a value", "X needs a non-empty
+ * sets one, so that a caller can print it otherwise), "X needs a value" (or the table's missing
+ * message), "X needs a non-empty
  * value", "X: 'v' is not an integer in lo-hi", "X: 'v' is not a number in [lo, hi]", "X: 'v' is not
  * a non-negative integer", "X: at most N characters", "X: at most N values", "X: at most N paths of
  * < L characters", "X needs at least one file or folder", or the callback's. */

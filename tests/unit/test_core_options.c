@@ -83,8 +83,12 @@ static const kt_option demo_options[] = {
     {.name = "--cb", .kind = KT_OPT_CALLBACK, .cb = demo_cb},
     {.kind = KT_OPT_TEXT, .help = "  and more\n"},
     {.kind = KT_OPT_END}};
-static const kt_opt_table demo_table = {demo_options, "--demo", "usage: demo\n", "end\n", 8, NULL};
-static const kt_opt_table plain_table = {demo_options, NULL, "", NULL, 0, NULL};
+static const kt_opt_table demo_table = {.options = demo_options,
+                                        .mode = "--demo",
+                                        .usage = "usage: demo\n",
+                                        .footer = "end\n",
+                                        .width = 8};
+static const kt_opt_table plain_table = {.options = demo_options, .usage = ""};
 
 /* A command with one positional argument (the first free argument, into name) and its own message
  * for anything else; and one whose callback takes every free argument. */
@@ -94,10 +98,31 @@ static const kt_option arg_options[] = {
     {.kind = KT_OPT_ARG, .offset = O(name), .flags = KT_OPT_DASH},
     {.kind = KT_OPT_END}};
 static const kt_opt_table arg_table = {
-    arg_options, NULL, "", NULL, 0, "demo: unexpected argument '%s' (demo --help)"};
+    .options = arg_options, .usage = "", .unknown = "demo: unexpected argument '%s' (demo --help)"};
 static const kt_option args_cb_options[] = {{.kind = KT_OPT_ARG, .cb = demo_cb},
                                             {.kind = KT_OPT_END}};
-static const kt_opt_table args_cb_table = {args_cb_options, NULL, "", NULL, 0, NULL};
+static const kt_opt_table args_cb_table = {.options = args_cb_options, .usage = ""};
+
+/* ktuned's way (core/config): an optional value, its own message for a missing value, and --help
+ * that does not end the parse. */
+static int switch_cb(void *opts, const kt_option *o, const char *v, char *msg, size_t cap)
+{
+    demo *d = opts;
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        snprintf(msg, cap, "%s must be 1 or 0, not '%s'", o->name, v);
+        return -1;
+    }
+    d->flag = !v || v[0] == '1';
+    return 0;
+}
+static const kt_option config_like_options[] = {
+    {.name = "--n", .kind = KT_OPT_INT, .offset = O(n), .lo = 1, .hi = 10},
+    {.name = "--switch", .kind = KT_OPT_CALLBACK, .flags = KT_OPT_OPTIONAL, .cb = switch_cb},
+    {.kind = KT_OPT_END}};
+static const kt_opt_table config_like_table = {.options = config_like_options,
+                                               .usage = "",
+                                               .missing = "option %s needs a value",
+                                               .help_reads_on = 1};
 
 /* line split at spaces ('' is an empty argument); buf is static: the struct borrows its strings */
 static int parse(const kt_opt_table *t, demo *d, char *msg, const char *line)
@@ -226,6 +251,30 @@ static void messages(void **state)
     }
 }
 
+static void optional_value_and_help_reads_on(void **state)
+{
+    (void)state;
+    demo d;
+    char msg[256];
+    assert_int_equal(parse(&config_like_table, &d, msg, "--switch --n 3"), 0);
+    assert_int_equal(d.flag, 1);
+    assert_int_equal(d.n, 3);
+    assert_int_equal(parse(&config_like_table, &d, msg, "--switch=0"), 0);
+    assert_int_equal(d.flag, 0);
+    assert_int_equal(parse(&config_like_table, &d, msg, "--switch=2"), -1);
+    assert_string_equal(msg, "--switch must be 1 or 0, not '2'");
+    /* the next argument is never the optional value */
+    assert_int_equal(parse(&config_like_table, &d, msg, "--switch 1"), -1);
+    assert_string_equal(msg, "unknown argument '1'");
+    assert_int_equal(parse(&config_like_table, &d, msg, "--n"), -1);
+    assert_string_equal(msg, "option --n needs a value");
+    /* --help is noted, the rest still read */
+    assert_int_equal(parse(&config_like_table, &d, msg, "--help --n 4"), 1);
+    assert_int_equal(d.n, 4);
+    assert_int_equal(parse(&config_like_table, &d, msg, "-h --n 0"), -1);
+    assert_string_equal(msg, "--n: '0' is not an integer in 1-10");
+}
+
 static void usage_from_the_table(void **state)
 {
     (void)state;
@@ -251,7 +300,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_kind),           cmocka_unit_test(inline_values),
         cmocka_unit_test(positional),           cmocka_unit_test(messages),
-        cmocka_unit_test(usage_from_the_table),
+        cmocka_unit_test(usage_from_the_table), cmocka_unit_test(optional_value_and_help_reads_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
