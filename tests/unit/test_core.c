@@ -145,6 +145,102 @@ static void config_accel_devices(void **state)
     assert_string_equal(cfg.accel_devices, "");
 }
 
+/* ktuned's options through core/options: the messages start-up prints, a switch with an optional
+ * value, --help that still reads what follows it, and the environment twins named by KTUNE_<FLAG>.
+ */
+static void config_options_and_messages(void **state)
+{
+    (void)state;
+    kt_config cfg;
+    kt_error err;
+    struct {
+        const char *args[4];
+        const char *message, *hint;
+    } bad[] = {
+        {{"--workers"}, "option --workers needs a value", ""},
+        {{"--bogus"}, "unknown option '--bogus'", "run ktuned --help for the list of options"},
+        {{"--version=1"},
+         "unknown option '--version=1'",
+         "run ktuned --help for the list of options"},
+        {{"--workers=0"}, "--workers must be between 1 and 256, not 0", ""},
+        {{"--workers", "2.5"}, "--workers must be an integer, not '2.5'", ""},
+        {{"--max-seconds", "inf"}, "--max-seconds must be a number, not 'inf'", ""},
+        {{"--allow-insecure-listen=maybe"},
+         "--allow-insecure-listen must be 1 or 0 (true or false), not 'maybe'",
+         ""},
+        {{"--allow-insecure-listen", "yes"},
+         "unknown option 'yes'",
+         "run ktuned --help for the list of options"},
+        {{"--help", "--workers", "0"}, "--workers must be between 1 and 256, not 0", ""},
+        {{"--log-level=loud", "--help"},
+         "--log-level must be debug, info, warn or error, not 'loud'",
+         ""},
+        {{"--role", "x"},
+         "--role must be api, worker or all, not 'x'",
+         "api serves the HTTP API only; worker measures; all does both"},
+    };
+    unsetenv("KTUNE_WORKERS");
+    unsetenv("KTUNE_ALLOW_INSECURE_LISTEN");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[5] = {"ktuned"};
+        int argc = 1;
+        while (argc < 5 && bad[i].args[argc - 1])
+            argv[argc] = (char *)bad[i].args[argc - 1], argc++;
+        kt_error_clear(&err);
+        assert_int_equal(config_parse(&cfg, argc, argv, NULL, &err), -1);
+        assert_int_equal(err.code, KT_ERR_CONFIG);
+        assert_string_equal(err.message, bad[i].message);
+        assert_string_equal(err.hint, bad[i].hint);
+    }
+    char long_listen[300];
+    memset(long_listen, 'a', sizeof long_listen - 1);
+    long_listen[sizeof long_listen - 1] = '\0';
+    char *too_long[] = {"ktuned", "--listen", long_listen, NULL};
+    assert_int_equal(config_parse(&cfg, 3, too_long, NULL, &err), -1);
+    assert_string_equal(err.message, "--listen is too long (at most 255 characters)");
+
+    char *ok[] = {"ktuned", "--allow-insecure-listen", "--workers", "3", "-h", "--version", NULL};
+    assert_int_equal(config_parse(&cfg, 6, ok, NULL, &err), 0);
+    assert_int_equal(cfg.allow_insecure_listen, 1);
+    assert_int_equal(cfg.workers, 3);
+    assert_int_equal(cfg.help, 1);
+    assert_int_equal(cfg.version, 1);
+    assert_string_equal(cfg.listen, "127.0.0.1:8080");
+    char *off[] = {"ktuned", "--allow-insecure-listen=0", "--listen=", NULL};
+    assert_int_equal(config_parse(&cfg, 3, off, NULL, &err), 0);
+    assert_int_equal(cfg.allow_insecure_listen, 0);
+    assert_int_equal(cfg.help, 0);
+    assert_string_equal(cfg.listen, "");
+
+    /* the environment, named by its variable; the flag wins */
+    setenv("KTUNE_WORKERS", "abc", 1);
+    assert_int_equal(config_parse(&cfg, 1, ok, NULL, &err), -1);
+    assert_string_equal(err.message, "KTUNE_WORKERS must be a number, not 'abc'");
+    setenv("KTUNE_WORKERS", "7", 1);
+    setenv("KTUNE_ALLOW_INSECURE_LISTEN", "true", 1);
+    assert_int_equal(config_parse(&cfg, 1, ok, NULL, &err), 0);
+    assert_int_equal(cfg.workers, 7);
+    assert_int_equal(cfg.allow_insecure_listen, 1);
+    assert_int_equal(config_parse(&cfg, 4, ok, NULL, &err), 0);
+    assert_int_equal(cfg.workers, 3);
+    unsetenv("KTUNE_WORKERS");
+    unsetenv("KTUNE_ALLOW_INSECURE_LISTEN");
+
+    /* the help: every flag beside its variable */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    config_usage(out);
+    fclose(out);
+    assert_non_null(strstr(text, "\n  --max-jobs           KTUNE_MAX_JOBS           jobs this "));
+    assert_non_null(
+        strstr(text, "\n  --max-queued-jobs-per-token KTUNE_MAX_QUEUED_JOBS_PER_TOKEN "));
+    assert_non_null(strstr(text, "\n  --version                                     print the "
+                                 "version and exit\n"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +252,7 @@ int main(void)
         cmocka_unit_test(fnv1a_matches_known_vectors),
         cmocka_unit_test(config_accel_devices),
         cmocka_unit_test(config_model_retrain_after),
+        cmocka_unit_test(config_options_and_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
