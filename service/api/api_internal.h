@@ -56,6 +56,12 @@ int api_host_is_loopback(const char *host);
 /* A path {id}: a positive decimal integer, else KT_ERR_NOT_FOUND. */
 int api_path_id(const http_request *req, int index, const char *what, long long *out,
                 kt_error *err);
+/* A route on one thing by its path {id} (the first) that takes no query: fn's body (taken over)
+ * with 200 (fn returns NULL with err set to fail), or the error of the id (404), of a query
+ * argument (400), of no connection (503). what names the thing ("model"). */
+typedef json_t *(*api_by_id_fn)(PGconn *c, long long id, kt_error *err);
+void api_reply_by_id(api_context *svc, const http_request *req, http_response *res,
+                     const char *what, api_by_id_fn fn);
 /* Fails (400 unknown_field) when obj has a key not in allowed (NULL-ended); where names the object.
  */
 int api_check_fields(const json_t *obj, const char *const *allowed, const char *where,

@@ -341,36 +341,24 @@ out:
 }
 
 /* DELETE /v1/imports/{id} (admin, routes.c): the import job, its trials and its best entries. */
-void api_import_delete(void *app, const http_request *req, http_response *res)
+static json_t *import_delete(PGconn *c, long long id, kt_error *err)
 {
-    static const char *const allowed[] = {NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    PGconn *c = NULL;
-    long long id;
     import_removed removed;
-    if (api_path_id(req, 0, "import job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
-        goto fail;
-    if (!(c = api_db_acquire(svc, res)))
-        return;
     db_set_limit(c, DB_LIMIT_MS); /* an import's trials and best entries go in one transaction */
-    if (import_store_remove(c, id, &removed, &err) < 0) {
-        if (err.code == KT_ERR_CONFLICT)
-            kt_error_hint(&err, "a tuning job is cancelled with DELETE /v1/jobs/%lld", id);
-        goto fail;
+    if (import_store_remove(c, id, &removed, err) < 0) {
+        if (err->code == KT_ERR_CONFLICT)
+            kt_error_hint(err, "a tuning job is cancelled with DELETE /v1/jobs/%lld", id);
+        return NULL;
     }
     log_info("import job %lld removed: %lld trials, %lld best entries (%lld put back from other "
              "jobs)",
              id, removed.trials, removed.best_removed, removed.best_restored);
-    http_reply_json(res, 200,
-                    json_pack("{s:I,s:b,s:I,s:I,s:I}", "job", (json_int_t)id, "removed", 1,
-                              "trials", (json_int_t)removed.trials, "best_removed",
-                              (json_int_t)removed.best_removed, "best_restored",
-                              (json_int_t)removed.best_restored));
-    goto done;
-fail:
-    api_fail(res, &err);
-done:
-    api_db_release(svc, c);
+    return json_pack("{s:I,s:b,s:I,s:I,s:I}", "job", (json_int_t)id, "removed", 1, "trials",
+                     (json_int_t)removed.trials, "best_removed", (json_int_t)removed.best_removed,
+                     "best_restored", (json_int_t)removed.best_restored);
+}
+
+void api_import_delete(void *app, const http_request *req, http_response *res)
+{
+    api_reply_by_id(app, req, res, "import job", import_delete);
 }

@@ -259,55 +259,35 @@ void api_models_list(void *app, const http_request *req, http_response *res)
     http_reply_json(res, 200, list);
 }
 
+/* GET /v1/models/{id}. */
+static json_t *model_get(PGconn *c, long long id, kt_error *err)
+{
+    json_t *model = model_store_get_json(c, id, err);
+    if (!model && err->code == KT_ERR_NOT_FOUND)
+        kt_error_hint(err, "GET /v1/models lists the models");
+    return model;
+}
+
 void api_model_get(void *app, const http_request *req, http_response *res)
 {
-    static const char *const allowed[] = {NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    long long id;
-    if (api_path_id(req, 0, "model", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
-        return api_fail(res, &err);
-    PGconn *c = api_db_acquire(svc, res);
-    if (!c)
-        return;
-    json_t *model = model_store_get_json(c, id, &err);
-    api_db_release(svc, c);
-    if (!model) {
-        if (err.code == KT_ERR_NOT_FOUND)
-            kt_error_hint(&err, "GET /v1/models lists the models");
-        return api_fail(res, &err);
-    }
-    http_reply_json(res, 200, model);
+    api_reply_by_id(app, req, res, "model", model_get);
 }
 
 /* DELETE /v1/models/{id} (admin, routes.c): whatever its status; what that means for a model being
  * trained, one serving predictions and a surrogate a job searches through is model_store_delete's
  * (store/model_store.h). */
-void api_model_delete(void *app, const http_request *req, http_response *res)
+static json_t *model_delete(PGconn *c, long long id, kt_error *err)
 {
-    static const char *const allowed[] = {NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    PGconn *c = NULL;
-    long long id;
     model_deleted gone;
-    if (api_path_id(req, 0, "model", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
-        goto fail;
-    if (!(c = api_db_acquire(svc, res)))
-        return;
-    if (model_store_delete(c, id, &gone, &err) < 0)
-        goto fail;
+    if (model_store_delete(c, id, &gone, err) < 0)
+        return NULL;
     log_info("model %lld deleted (%s %s; %lld ended jobs unlinked)", id, gone.kind, gone.status,
              gone.jobs_unlinked);
-    http_reply_json(res, 200,
-                    json_pack("{s:I,s:b,s:s,s:s,s:I}", "id", (json_int_t)id, "deleted", 1, "kind",
-                              gone.kind, "status", gone.status, "jobs_unlinked",
-                              (json_int_t)gone.jobs_unlinked));
-    goto done;
-fail:
-    api_fail(res, &err);
-done:
-    api_db_release(svc, c);
+    return json_pack("{s:I,s:b,s:s,s:s,s:I}", "id", (json_int_t)id, "deleted", 1, "kind", gone.kind,
+                     "status", gone.status, "jobs_unlinked", (json_int_t)gone.jobs_unlinked);
+}
+
+void api_model_delete(void *app, const http_request *req, http_response *res)
+{
+    api_reply_by_id(app, req, res, "model", model_delete);
 }

@@ -99,4 +99,23 @@ int api_path_id(const http_request *req, int index, const char *what, long long 
     return 0;
 }
 
+void api_reply_by_id(api_context *svc, const http_request *req, http_response *res,
+                     const char *what, api_by_id_fn fn)
+{
+    static const char *const allowed[] = {NULL};
+    kt_error err;
+    long long id;
+    kt_error_clear(&err);
+    if (api_path_id(req, 0, what, &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        return api_fail(res, &err);
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *body = fn(c, id, &err);
+    api_db_release(svc, c);
+    if (!body && err.code != KT_OK)
+        return api_fail(res, &err);
+    http_reply_json(res, 200, body); /* NULL without an error: out of memory, a 500 */
+}
+
 /* api_authorize: api/tokens.c (with the token cache it reads). */

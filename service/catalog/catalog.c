@@ -114,40 +114,48 @@ static int is_dataset_file(const char *name)
     return ends_with(name, ".json") || ends_with(name, ".json.gz");
 }
 
-/* Loads every *.json / *.json.gz of one folder, in name order so that duplicates resolve the same
- * way on every start. */
-static int scan_dir(catalog *c, const char *dir, kt_error *err)
+/* One entry name of the folder dir, loaded into c or skipped with a warning: 0, or -1 when out of
+ * memory. ctx: what the scan was given for it. */
+typedef int (*folder_entry_fn)(catalog *c, const char *dir, const char *name, const void *ctx);
+
+/* Every entry of dir that keep() accepts (list_folder), each given to load in name order so that
+ * duplicates resolve the same way on every start. */
+static int scan_folder(catalog *c, const char *dir, const char *what, int max,
+                       int (*keep)(const char *name), folder_entry_fn load, const void *ctx,
+                       kt_error *err)
 {
     char **names = NULL;
-    int n = 0, rc = -1;
-    if (list_folder(dir, "dataset", CATALOG_MAX_FILES, is_dataset_file, &names, &n, err) < 0)
+    int n = 0, rc = 0;
+    if (list_folder(dir, what, max, keep, &names, &n, err) < 0)
         return -1;
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX], base[256], why[512];
-        struct stat st;
-        int w = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (w < 0 || (size_t)w >= sizeof path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-            log_warn("dataset %s/%s: not a readable regular file; skipped", dir, names[i]);
-            continue;
-        }
-        size_t blen = strlen(names[i]) - (ends_with(names[i], ".gz") ? 8 : 5);
-        snprintf(base, sizeof base, "%.*s", (int)(blen < sizeof base ? blen : sizeof base - 1),
-                 names[i]);
-        why[0] = '\0';
-        replay_dataset *ds = dataset_load(path, base, why, sizeof why);
-        if (!ds) {
-            log_warn("dataset %s: %s; skipped", path, why);
-            continue;
-        }
-        if (add_dataset(c, ds) < 0) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-            goto out;
-        }
-    }
-    rc = 0;
-out:
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = load(c, dir, names[i], ctx);
+    if (rc < 0)
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     free_names(names, n);
     return rc;
+}
+
+/* A *.json / *.json.gz of a dataset folder. */
+static int load_dataset_entry(catalog *c, const char *dir, const char *name, const void *ctx)
+{
+    char path[PATH_MAX], base[256], why[512];
+    struct stat st;
+    (void)ctx;
+    int w = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= sizeof path || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        log_warn("dataset %s/%s: not a readable regular file; skipped", dir, name);
+        return 0;
+    }
+    size_t blen = strlen(name) - (ends_with(name, ".gz") ? 8 : 5);
+    snprintf(base, sizeof base, "%.*s", (int)(blen < sizeof base ? blen : sizeof base - 1), name);
+    why[0] = '\0';
+    replay_dataset *ds = dataset_load(path, base, why, sizeof why);
+    if (!ds) {
+        log_warn("dataset %s: %s; skipped", path, why);
+        return 0;
+    }
+    return add_dataset(c, ds);
 }
 
 /* Copies opt into out with the defaults filled and checks it; out's strings still point into opt.
@@ -285,40 +293,24 @@ static int add_spec(catalog *c, kernel_spec *k, const char *sub, const char *fol
     return 0;
 }
 
-/* Loads <dir>/<name>/spec.json for every sub-folder that has one, in name order. */
-static int scan_kernel_dir(catalog *c, const char *dir,
-                           const kspec_limits *const limits[KSPEC_N_KINDS], kt_error *err)
+/* <dir>/<name>/spec.json of a kernel folder's sub-folder that has one; ctx: the device limits
+ * (kspec_limits *const [KSPEC_N_KINDS], or NULL). */
+static int load_kernel_entry(catalog *c, const char *dir, const char *name, const void *ctx)
 {
-    char **names = NULL;
-    int n = 0, rc = -1;
-    if (list_folder(dir, "kernel", CATALOG_MAX_KERNELS, NULL, &names, &n, err) < 0)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        char sub[PATH_MAX], spec[PATH_MAX], why[1024];
-        struct stat st;
-        int w = snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
-        int w2 = snprintf(spec, sizeof spec, "%s/spec.json", sub);
-        if (w < 0 || (size_t)w >= sizeof sub || w2 < 0 || (size_t)w2 >= sizeof spec ||
-            stat(sub, &st) != 0 || !S_ISDIR(st.st_mode) || stat(spec, &st) != 0)
-            continue; /* not a kernel folder (README.md, include folders, ...) */
-        kernel_spec *k = kernel_spec_load(sub, limits, why, sizeof why);
-        if (!k) {
-            log_warn("kernel %s: %s; skipped", sub, why);
-            if (catalog_folders_add_invalid(c, sub, names[i], why) < 0) {
-                kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-                goto out;
-            }
-            continue;
-        }
-        if (add_spec(c, k, sub, names[i]) < 0) {
-            kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-            goto out;
-        }
+    const kspec_limits *const *limits = ctx;
+    char sub[PATH_MAX], spec[PATH_MAX], why[1024];
+    struct stat st;
+    int w = snprintf(sub, sizeof sub, "%s/%s", dir, name);
+    int w2 = snprintf(spec, sizeof spec, "%s/spec.json", sub);
+    if (w < 0 || (size_t)w >= sizeof sub || w2 < 0 || (size_t)w2 >= sizeof spec ||
+        stat(sub, &st) != 0 || !S_ISDIR(st.st_mode) || stat(spec, &st) != 0)
+        return 0; /* not a kernel folder (README.md, include folders, ...) */
+    kernel_spec *k = kernel_spec_load(sub, limits, why, sizeof why);
+    if (!k) {
+        log_warn("kernel %s: %s; skipped", sub, why);
+        return catalog_folders_add_invalid(c, sub, name, why);
     }
-    rc = 0;
-out:
-    free_names(names, n);
-    return rc;
+    return add_spec(c, k, sub, name);
 }
 
 /* Real measurement over the devices already in c (handed to catalog_new_real). */
@@ -355,7 +347,8 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
     if (catalog_folders_set_dirs(c->versions, opt->kernel_dirs, opt->n_kernel_dirs) < 0)
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     for (int i = 0; i < opt->n_kernel_dirs; i++) {
-        if (scan_kernel_dir(c, opt->kernel_dirs[i], limits, err) < 0)
+        if (scan_folder(c, opt->kernel_dirs[i], "kernel", CATALOG_MAX_KERNELS, NULL,
+                        load_kernel_entry, limits, err) < 0)
             return -1;
     }
     return 0;
@@ -402,7 +395,9 @@ catalog *catalog_new_real(const catalog_options *opt, const catalog_real_options
         devs = NULL;
     }
     for (int i = 0; i < opt->n_dataset_dirs; i++) {
-        if (!opt->dataset_dirs[i] || scan_dir(c, opt->dataset_dirs[i], err) < 0) {
+        if (!opt->dataset_dirs[i] ||
+            scan_folder(c, opt->dataset_dirs[i], "dataset", CATALOG_MAX_FILES, is_dataset_file,
+                        load_dataset_entry, NULL, err) < 0) {
             if (!opt->dataset_dirs[i])
                 kt_error_set(err, KT_ERR_CONFIG, "dataset folder %d is not named", i);
             goto out;

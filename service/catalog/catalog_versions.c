@@ -138,6 +138,17 @@ static catalog_kname *kname(catalog_versions *r, const char *name)
     return n;
 }
 
+/* A kernel given as data (its files with spec.json, its uploaded data; no folder), loaded against
+ * the limits of the devices r knows; takes files and data. */
+static kernel_spec *load_given(const catalog_versions *r, kernel_files *files, kernel_data *data,
+                               char *why, size_t why_cap)
+{
+    const kspec_limits *lim[KSPEC_N_KINDS];
+    for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
+        lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
+    return kernel_spec_load_files(files, data, NULL, lim, why, why_cap);
+}
+
 /* One fetched row: a version not known yet is loaded and added; a known one takes the row's
  * status, log, retired and rank (write lock taken here). */
 static void merge_row(const catalog *c, const char *name, const json_t *row, int rank)
@@ -169,10 +180,7 @@ static void merge_row(const catalog *c, const char *name, const json_t *row, int
         }
         if (files && spec_text &&
             kernel_files_add(files, "spec.json", spec_text, strlen(spec_text), &e) == 0) {
-            const kspec_limits *lim[KSPEC_N_KINDS];
-            for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
-                lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
-            k = kernel_spec_load_files(files, data, NULL, lim, why, sizeof why);
+            k = load_given(r, files, data, why, sizeof why);
             files = NULL;
             data = NULL;
             if (k && strcmp(k->version, version) != 0) {
@@ -495,10 +503,7 @@ kernel_spec *catalog_kernel_parse(const catalog *c, const json_t *spec, const js
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    const kspec_limits *lim[KSPEC_N_KINDS];
-    for (int kind = 0; kind < KSPEC_N_KINDS; kind++)
-        lim[kind] = r->has_limits[kind] ? &r->limits[kind] : NULL;
-    k = kernel_spec_load_files(f, d, NULL, lim, why, sizeof why);
+    k = load_given(r, f, d, why, sizeof why);
     f = NULL;
     d = NULL;
     if (!k) {

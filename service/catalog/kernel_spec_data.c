@@ -84,18 +84,8 @@ static int load_init(kspec_loader *L, kernel_spec *k, kspec_buffer *buf, const j
                                                 f_plain,   f_file,   f_file};
     if (!json_is_object(init))
         return kspec_bad(L, "%s: must be an object {\"kind\": ...}", where);
-    const json_t *kind = kspec_need(L, init, where, "kind");
-    if (!kind)
-        return -1;
-    int which = -1;
-    for (int i = 0; kinds[i] && which < 0; i++)
-        which = json_is_string(kind) && strcmp(json_string_value(kind), kinds[i]) == 0 ? i : -1;
-    if (which < 0)
-        return kspec_bad(L,
-                         "%s.kind: must be one of uniform, normal, constant, iota, zeros, file, "
-                         "data",
-                         where);
-    if (kspec_check_fields(L, init, where, fields[which]) < 0)
+    int which = kspec_kind_of(L, init, where, kinds);
+    if (which < 0 || kspec_check_fields(L, init, where, fields[which]) < 0)
         return -1;
     kspec_init *in = &buf->init;
     in->kind = (kspec_init_kind)((which > 5 ? 5 : which) + KSPEC_INIT_UNIFORM);
@@ -294,14 +284,9 @@ int kspec_load_verify(kspec_loader *L, kernel_spec *k, const json_t *root)
         return 0;
     if (!json_is_object(v))
         return kspec_bad(L, "verify: must be an object {\"kind\": reference|default|answer|none}");
-    const json_t *kind = kspec_need(L, v, "verify", "kind");
-    if (!kind)
-        return -1;
-    int which = -1;
-    for (int i = 0; kinds[i] && which < 0; i++)
-        which = json_is_string(kind) && strcmp(json_string_value(kind), kinds[i]) == 0 ? i : -1;
+    int which = kspec_kind_of(L, v, "verify", kinds);
     if (which < 0)
-        return kspec_bad(L, "verify.kind: must be one of reference, default, answer, none");
+        return -1;
     k->verify = (kspec_verify_kind)which;
     if (kspec_check_fields(L, v, "verify", k->verify == KSPEC_VERIFY_ANSWER ? f_answer : f_plain) <
         0)

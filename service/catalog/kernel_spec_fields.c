@@ -72,6 +72,31 @@ int kspec_check_ident(kspec_loader *L, const json_t *v, const char *field)
     return kspec_bad(L, "%s: \"%.64s\" %s", field, s, why);
 }
 
+/* names (NULL-terminated) as "a, b, c" in list (cut at cap). */
+static void join_names(const char *const *names, char *list, size_t cap)
+{
+    size_t used = 0;
+    list[0] = '\0';
+    for (int i = 0; names[i] && used < cap; i++) {
+        int w = snprintf(list + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int kspec_kind_of(kspec_loader *L, const json_t *obj, const char *where, const char *const *kinds)
+{
+    char list[512];
+    const json_t *kind = kspec_need(L, obj, where, "kind");
+    if (!kind)
+        return -1;
+    for (int i = 0; kinds[i]; i++) {
+        if (json_is_string(kind) && strcmp(json_string_value(kind), kinds[i]) == 0)
+            return i;
+    }
+    join_names(kinds, list, sizeof list);
+    return kspec_bad(L, "%s.kind: must be one of %s", where, list);
+}
+
 /* Refuses fields of obj not in accepted (NULL-terminated); where: obj's path ("" at the top). */
 int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                        const char *const *accepted)
@@ -85,13 +110,7 @@ int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
             ok = strcmp(key, accepted[i]) == 0;
         if (!ok) {
             char list[512];
-            size_t used = 0;
-            list[0] = '\0';
-            for (int i = 0; accepted[i] && used < sizeof list; i++) {
-                int w =
-                    snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", accepted[i]);
-                used += w > 0 ? (size_t)w : 0;
-            }
+            join_names(accepted, list, sizeof list);
             return kspec_bad(L, "%s%s%.64s: unknown field; accepted: %s", where,
                              where[0] ? "." : "", key, list);
         }

@@ -42,6 +42,9 @@ int kspec_check_fields(kspec_loader *L, const json_t *obj, const char *where,
                        const char *const *accepted);
 /* obj[key] (borrowed), or NULL after "<where>.<key>: missing". */
 const json_t *kspec_need(kspec_loader *L, const json_t *obj, const char *where, const char *key);
+/* obj's "kind" (<where>.kind), one of kinds (NULL-terminated): its index, or -1 after kspec_bad
+ * ("<where>.kind: must be one of a, b, c"). */
+int kspec_kind_of(kspec_loader *L, const json_t *obj, const char *where, const char *const *kinds);
 /* Entry i of the array arr of section (a field path: "metrics", "<where>.transformations"): where
  * (cap bytes) gets "<section>[i]"; the entry must be an object ("<where>: must be an
  * object<shape>") holding only fields. Returns it (borrowed from arr), or NULL after kspec_bad. */

@@ -15,6 +15,18 @@
 
 #define KT_FILE_GZ_CHUNK 65536 /* bytes asked of one gzread */
 
+/* The bytes read (used of them in *buf, which has room for one more), NUL-terminated, handed to
+ * the caller with their length: *buf is NULL after. */
+static char *hand_over(char **buf, size_t used, size_t *len)
+{
+    char *text = *buf;
+    text[used] = '\0';
+    if (len)
+        *len = used;
+    *buf = NULL;
+    return text;
+}
+
 char *kt_file_read_all(const char *path, size_t cap, size_t *len, kt_error *err)
 {
     char *buf = NULL, *text = NULL;
@@ -58,11 +70,7 @@ char *kt_file_read_all(const char *path, size_t cap, size_t *len, kt_error *err)
         }
         got += (size_t)n;
     }
-    buf[got] = '\0';
-    if (len)
-        *len = got;
-    text = buf;
-    buf = NULL;
+    text = hand_over(&buf, got, len);
 out:
     free(buf);
     if (fd >= 0)
@@ -126,11 +134,7 @@ char *kt_file_read_gz(const char *path, size_t cap, size_t *len, kt_error *err)
             goto out;
         }
     }
-    buf[used] = '\0';
-    if (len)
-        *len = used;
-    text = buf;
-    buf = NULL;
+    text = hand_over(&buf, used, len);
 out:
     free(buf);
     if (gz)

@@ -23,17 +23,11 @@ typedef struct accel_backend {
 
 void *accel_open(const catalog *c, const char *device, kt_error *err)
 {
-    accel_backend *b = NULL;
     const accel_device *d = catalog_find_accel(c, device);
-    if (!d || strlen(device) >= sizeof b->device) {
-        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device);
+    accel_backend *b = backend_state_new(d && strlen(device) < sizeof b->device ? d : NULL, device,
+                                         sizeof *b, err);
+    if (!b)
         return NULL;
-    }
-    b = calloc(1, sizeof *b);
-    if (!b) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        return NULL;
-    }
     b->cat = c;
     b->dev = d;
     memcpy(b->device, device, strlen(device) + 1);

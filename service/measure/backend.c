@@ -68,6 +68,16 @@ static const backend_ops *pick_ops(const catalog *c, const char *device,
     return NULL;
 }
 
+void *backend_state_new(const void *known, const char *device, size_t size, kt_error *err)
+{
+    void *state = NULL;
+    if (!known)
+        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device);
+    else if (!(state = calloc(1, size)))
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return state;
+}
+
 backend *backend_open(const catalog *c, const char *device, kt_error *err)
 {
     backend *b = NULL;

@@ -16,6 +16,10 @@ typedef struct backend_stop {
     void *arg;
 } backend_stop;
 
+/* A kind's state (size bytes, zeroed) for device, which the catalog found as known (its entry,
+ * NULL: none): the state, or NULL with KT_ERR_UNKNOWN_DEVICE or KT_ERR_NO_MEMORY (backend.c). */
+void *backend_state_new(const void *known, const char *device, size_t size, kt_error *err);
+
 /* Replay backend (replay.c). */
 void *replay_open(const catalog *c, const char *device, kt_error *err);
 int replay_measure(void *impl, const target *t, config_id id, const backend_stop *stop,

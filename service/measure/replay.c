@@ -19,17 +19,10 @@ typedef struct replay_backend {
 
 void *replay_open(const catalog *c, const char *device, kt_error *err)
 {
-    replay_backend *b = NULL;
     const replay_dataset *ds = catalog_find_replay(c, device);
-    if (!ds) {
-        kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "unknown device '%.200s'", device);
+    replay_backend *b = backend_state_new(ds, device, sizeof *b, err);
+    if (!b)
         return NULL;
-    }
-    b = calloc(1, sizeof *b);
-    if (!b) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        return NULL;
-    }
     b->ds = ds;
     b->speed = catalog_replay_speed(c);
     return b;

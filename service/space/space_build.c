@@ -46,6 +46,20 @@ static double group_raw(const space *sp, const space_group *g)
     return raw;
 }
 
+/* KT_ERR_SPACE_TOO_LARGE: group g <verb> more than limit <what> (with the limit's hint); -1. */
+static int group_too_large(const space *sp, const space_group *g, const char *verb,
+                           unsigned long long limit, const char *what, const char *hint,
+                           kt_error *err)
+{
+    char names[256];
+    group_names(sp, g, names, sizeof names);
+    kt_error_set(err, KT_ERR_SPACE_TOO_LARGE,
+                 "parameter group (%s) of raw size %.0f %s more than %llu %s", names,
+                 group_raw(sp, g), verb, limit, what);
+    kt_error_hint(err, "%s", hint);
+    return -1;
+}
+
 /* Stable LSD radix sort of g's rows by column, last column first: lexicographic (raw-grid) order.
  */
 static int sort_rows(const space *sp, space_group *g, kt_error *err)
@@ -86,14 +100,8 @@ static int append_row(const space *sp, space_group *g, uint64_t *cap, const uint
 {
     size_t k = (size_t)g->k;
     if (g->n >= sp->lim.max_group_valid) {
-        char names[256];
-        group_names(sp, g, names, sizeof names);
-        kt_error_set(err, KT_ERR_SPACE_TOO_LARGE,
-                     "parameter group (%s) of raw size %.0f has more than %llu valid "
-                     "sub-configurations",
-                     names, group_raw(sp, g), (unsigned long long)sp->lim.max_group_valid);
-        kt_error_hint(err, "raise max_group_valid, or add restrictions");
-        return -1;
+        return group_too_large(sp, g, "has", sp->lim.max_group_valid, "valid sub-configurations",
+                               "raise max_group_valid, or add restrictions", err);
     }
     if (g->n == *cap) {
         size_t row_bytes = (k ? k : 1) * sizeof *g->rows, ncap = (size_t)*cap;
@@ -197,14 +205,10 @@ static int enumerate_group(space *sp, space_group *g, const int *rids, int nr, k
             continue;
         }
         if (++nodes > sp->lim.max_group_nodes) {
-            char names[256];
-            group_names(sp, g, names, sizeof names);
-            kt_error_set(err, KT_ERR_SPACE_TOO_LARGE,
-                         "parameter group (%s) of raw size %.0f needs more than %llu enumeration "
-                         "steps",
-                         names, group_raw(sp, g), (unsigned long long)sp->lim.max_group_nodes);
-            kt_error_hint(err, "raise max_group_nodes, or write restrictions on fewer parameters "
-                               "so that pruning starts earlier");
+            group_too_large(sp, g, "needs", sp->lim.max_group_nodes, "enumeration steps",
+                            "raise max_group_nodes, or write restrictions on fewer parameters so "
+                            "that pruning starts earlier",
+                            err);
             goto out;
         }
         slots[p] = par->vals[cur[d]];

@@ -294,6 +294,21 @@ static void each_error_names_its_path(void **state)
                    "(in 'a*q')");
     expect_message(f, "{\"name\": \"alpha\"", "{\"name\": \"x\"",
                    "spec.json: scalars[0].name: 'x' is also a buffer");
+    /* the entries of an array: objects, names that are identifiers, each once */
+    expect_message(f, "{\"name\": \"count\"", "{\"name\": \"alpha\"",
+                   "spec.json: scalars[1].name: 'alpha' is listed twice");
+    expect_message(f, "{\"name\": \"c\"", "{\"name\": \"y\"",
+                   "spec.json: buffers[4].name: 'y' is listed twice");
+    expect_message(f, "{\"name\": \"c\"", "{\"name\": \"2c\"",
+                   "spec.json: buffers[4].name: \"2c\" must start with a letter or '_'");
+    expect_message(f, "[{\"name\": \"gflops\", \"value\": \"2*n / (time_ms * 1e6)\"}]",
+                   "[{\"name\": \"gflops\", \"value\": \"n\"}, {\"name\": \"gflops\", "
+                   "\"value\": \"n\"}]",
+                   "spec.json: metrics[1].name: 'gflops' is listed twice");
+    expect_message(f, "[{\"name\": \"gflops\", \"value\": \"2*n / (time_ms * 1e6)\"}]", "[3]",
+                   "spec.json: metrics[0]: must be an object {\"name\", \"value\"}");
+    expect_message(f, "{\"name\": \"count\", \"type\": \"i32\", \"value\": \"n\"}", "[]",
+                   "spec.json: scalars[1]: must be an object {\"name\", \"type\", \"value\"}");
     expect_message(f, "\"2*n / (time_ms * 1e6)\"", "\"2*n / (time * 1e6)\"",
                    "spec.json: metrics[0].value: unknown name 'time' at column 8: parameters: n, "
                    "a, time_ms (in '2*n / (time * 1e6)')");
