@@ -79,15 +79,32 @@ static int device_of_class(const catalog *cat, const char *kernel, const char *d
     return rc;
 }
 
+/* The model of key mk asked for (status requested, hyper its hyperparameters) and the trainer
+ * woken: 0 after replying 202 with the model and its Location, or -1 with err. */
+static int create_model(api_context *svc, PGconn *c, const model_key *mk, const json_t *hyper,
+                        http_response *res, kt_error *err)
+{
+    long long id = 0;
+    json_t *model = NULL;
+    char location[64];
+    if (model_store_create(c, mk, hyper, "requested", &id, err) < 0 ||
+        !(model = model_store_get_json(c, id, err)))
+        return -1;
+    worker_system_wake_trainer(svc->workers);
+    snprintf(location, sizeof location, "/v1/models/%lld", id);
+    http_reply_json(res, 202, model);
+    http_response_add_header(res, "Location", location);
+    return 0;
+}
+
 /* POST /v1/models on an external key: 0 (the reply sent, or the 503 of a missing connection), or
  * -1 with err. */
 static int create_external(api_context *svc, const model_request *mr, http_response *res,
                            kt_error *err)
 {
     PGconn *c = NULL;
-    json_t *model = NULL, *space = NULL, *problem = NULL;
+    json_t *space = NULL, *problem = NULL;
     char version[CATALOG_EXTERNAL_MAX_VERSION + 1];
-    long long id = 0;
     int rc = -1;
     if (mr->surrogate) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
@@ -138,18 +155,9 @@ static int create_external(api_context *svc, const model_request *mr, http_respo
         .kernel_hash = v,
         .toolchain = CATALOG_EXTERNAL_TOOLCHAIN,
     };
-    if (model_store_create(c, &mk, mr->hyper, "requested", &id, err) < 0 ||
-        !(model = model_store_get_json(c, id, err)))
-        goto out;
-    worker_system_wake_trainer(svc->workers);
-    char location[64];
-    snprintf(location, sizeof location, "/v1/models/%lld", id);
-    http_reply_json(res, 202, json_incref(model));
-    http_response_add_header(res, "Location", location);
-    rc = 0;
+    rc = create_model(svc, c, &mk, mr->hyper, res, err);
 out:
     api_db_release(svc, c);
-    json_decref(model);
     json_decref(space);
     json_decref(problem);
     return rc;
@@ -160,12 +168,11 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    json_t *body = NULL, *model = NULL;
+    json_t *body = NULL;
     model_request mr;
     char class_device[API_MAX_NAME + 1];
     target t;
     int resolved = 0;
-    long long id = 0;
     PGconn *c = NULL;
     if (api_authorize(svc, req, res, API_SCOPE_ADMIN) < 0)
         goto out;
@@ -213,14 +220,8 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
-    if (model_store_create(c, &mk, mr.hyper, "requested", &id, &err) < 0 ||
-        !(model = model_store_get_json(c, id, &err)))
+    if (create_model(svc, c, &mk, mr.hyper, res, &err) < 0)
         goto fail;
-    worker_system_wake_trainer(svc->workers);
-    char location[64];
-    snprintf(location, sizeof location, "/v1/models/%lld", id);
-    http_reply_json(res, 202, json_incref(model));
-    http_response_add_header(res, "Location", location);
     goto out;
 fail:
     api_fail(res, &err);
@@ -228,7 +229,6 @@ out:
     api_db_release(svc, c);
     if (resolved)
         target_release(&t);
-    json_decref(model);
     json_decref(body);
 }
 
