@@ -53,10 +53,11 @@ typedef struct kt_option {
     size_t count_offset; /* STRINGS, PATHS: the int count of the array at offset */
     double lo, hi;       /* INT, DOUBLE: bounds; STRINGS, PATHS: lo per use (PATHS), hi capacity */
     size_t max_len;      /* STRING, PATHS: characters at most (STRING) / fewer than (PATHS) */
-    int flags;           /* KT_OPT_NONEMPTY, KT_OPT_OPEN_LO, KT_OPT_OPEN_HI, KT_OPT_IGNORED */
-    kt_opt_cb cb;        /* CALLBACK */
-    const char *arg;     /* the help's first column ("--budget N"); NULL: name */
-    const char *help;    /* the help text, '\n' before each continuation line; NULL: no line */
+    int flags;    /* KT_OPT_NONEMPTY, KT_OPT_OPEN_LO, KT_OPT_OPEN_HI, KT_OPT_IGNORED, KT_OPT_DASH,
+                   * KT_OPT_OPTIONAL */
+    kt_opt_cb cb; /* CALLBACK */
+    const char *arg;  /* the help's first column ("--budget N"); NULL: name */
+    const char *help; /* the help text, '\n' before each continuation line; NULL: no line */
     const char *(*help_arg)(void); /* when set, help is a format with one %s this fills */
 } kt_option;
 
