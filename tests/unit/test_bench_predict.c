@@ -183,6 +183,13 @@ static void parse_refusals(void **state)
     char *a2[] = {"bench", "--predict", "x", "--predictors", "nearest,forest"};
     assert_int_equal(bench_args_parse(&bench_predict_args, 5, a2, &o, msg, sizeof msg, stdout), -1);
     assert_non_null(strstr(msg, "forest"));
+    /* the one predictor-list checker (bench_parse_predictors, --accel-predict's too) */
+    char *a5[] = {"bench", "--predict", "x", "--predictors", "xgb,nearest,xgb"};
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a5, &o, msg, sizeof msg, stdout), -1);
+    assert_string_equal(msg, "--predictors: 'xgb' given twice");
+    char *a6[] = {"bench", "--predict", "x", "--predictors", "xgb,"};
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a6, &o, msg, sizeof msg, stdout), -1);
+    assert_string_equal(msg, "--predictors: trailing comma");
     char *a3[] = {"bench", "--predict", "x", "--test-fraction", "1"};
     assert_int_equal(bench_args_parse(&bench_predict_args, 5, a3, &o, msg, sizeof msg, stdout), -1);
     char *a4[] = {"bench", "--predict", "x", "y", "--predictors", "xgb", "--measure"};
