@@ -65,13 +65,12 @@ int bench_judge_grid_json(const bench_judge *j, int skip_empty, json_t *grid, kt
             if ((m == 0 && bench_judge_ks[k] > 1) || (skip_empty && e == 0))
                 continue; /* greedy is one sequence */
             snprintf(key, sizeof key, "%d", bench_judge_ks[k]);
-            json_object_set_new(
-                mk, key,
-                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy",
-                          j->n ? j->acc[m][k] / j->n : 0.0, "perfect",
-                          j->n ? j->perfect[m][k] / j->n : 0.0, "valid",
-                          e ? json_real(j->valid[m][k] / (double)e) : json_null(), "emitted",
-                          (json_int_t)e));
+            json_object_set_new(mk, key,
+                                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy",
+                                          j->n ? j->acc[m][k] / j->n : 0.0, "perfect",
+                                          j->n ? j->perfect[m][k] / j->n : 0.0, "valid",
+                                          e ? json_real(j->valid[m][k] / (double)e) : json_null(),
+                                          "emitted", (json_int_t)e));
         }
         if (!mk || json_object_set_new(grid, bench_judge_modes[m], mk) != 0) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);

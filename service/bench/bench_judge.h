@@ -4,8 +4,8 @@
  * decoding mode and k and written as the reports' JSON.
  *
  * Call order: bench_judge_init -> per held-out problem, bench_judge_decode for each (mode, k) the
- * report wants, the ratios appended to r1 / r5 -> bench_judge_grid_json -> bench_judge_free (always,
- * after init, even a failed one). */
+ * report wants, the ratios appended to r1 / r5 -> bench_judge_grid_json -> bench_judge_free
+ * (always, after init, even a failed one). */
 #ifndef KT_BENCH_BENCH_JUDGE_H
 #define KT_BENCH_BENCH_JUDGE_H
 
@@ -21,8 +21,8 @@ extern const int bench_judge_ks[BENCH_JUDGE_NK];
 extern const char *const bench_judge_modes[BENCH_JUDGE_MODES];
 
 typedef struct bench_judge {
-    /* the grid: sums over the held-out problems of the best-matching candidate's share of
-     * parameters equal to the best's, 1 when it is the best, the valid candidates, the candidates */
+    /* the grid, summed over the held-out problems: the best-matching candidate's share of
+     * parameters equal to the best's; 1 when it is the best; valid candidates; candidates */
     double acc[BENCH_JUDGE_MODES][BENCH_JUDGE_NK], perfect[BENCH_JUDGE_MODES][BENCH_JUDGE_NK],
         valid[BENCH_JUDGE_MODES][BENCH_JUDGE_NK];
     long emitted[BENCH_JUDGE_MODES][BENCH_JUDGE_NK];
