@@ -22,15 +22,13 @@
 
 #define BENCH_NO_FIELD ((size_t)-1)
 
-/* One mode of `ktune bench`. selectors: the flags that choose it (NULL-terminated; NULL: the
- * default mode). json_path, log_level: offsets of the const char * fields of its options struct
- * (BENCH_NO_FIELD: none; without a log level the log is left as it is). begin (NULL: none): after
- * the arguments, before the --json file is opened; 0, or an exit code after printing why. run:
- * the result, or NULL with err. print: the tables. usage_errors: a run's 4xx error exits 2 (else
- * every failure exits 1). */
+/* One mode of `ktune bench`; args->selectors, the flags that choose it. json_path, log_level:
+ * offsets of the const char * fields of its options struct (BENCH_NO_FIELD: none; without a log
+ * level the log is left as it is). begin (NULL: none): after the arguments, before the --json file
+ * is opened; 0, or an exit code after printing why. run: the result, or NULL with err. print: the
+ * tables. usage_errors: a run's 4xx error exits 2 (else every failure exits 1). */
 typedef struct bench_mode {
     const char *name;
-    const char *const *selectors;
     const bench_args *args;
     size_t size;
     size_t json_path, log_level;
@@ -157,36 +155,28 @@ static void combine_print(const json_t *res, const void *o, FILE *out)
     bench_combine_print_table(res, out);
 }
 
-static const char *const combine_flags[] = {"--combine", NULL};
-static const char *const accel_flags[] = {"--accel", "--accel-predict", NULL};
-static const char *const fisher_flags[] = {"--fisher", NULL};
-static const char *const predict_flags[] = {"--predict", NULL};
-static const char *const device_flags[] = {"--device", "--kernel", NULL};
-
 #define MODE_FIELDS(T) sizeof(T), offsetof(T, json_path), offsetof(T, log_level)
 
 /* In the order the selectors are tried; the last row, the default. */
 static const bench_mode bench_modes[] = {
-    {"combine", combine_flags, &bench_combine_args, sizeof(bench_combine_options), BENCH_NO_FIELD,
-     BENCH_NO_FIELD, NULL, combine_run, combine_print, 0},
-    {"accel", accel_flags, &bench_accel_args, MODE_FIELDS(bench_accel_options), NULL, accel_run,
-     accel_print, 1},
-    {"fisher", fisher_flags, &bench_fisher_args, MODE_FIELDS(bench_fisher_options), NULL,
-     fisher_run, fisher_print, 1},
-    {"predict", predict_flags, &bench_predict_args, MODE_FIELDS(bench_predict_options), NULL,
-     predict_run, predict_print, 1},
-    {"device", device_flags, &bench_device_args, MODE_FIELDS(bench_device_options), NULL,
-     device_run, device_print, 1},
-    {"offline", NULL, &bench_offline_args, sizeof(bench_options),
-     offsetof(bench_options, json_path), BENCH_NO_FIELD, offline_begin, offline_run, offline_print,
-     0},
+    {"combine", &bench_combine_args, sizeof(bench_combine_options), BENCH_NO_FIELD, BENCH_NO_FIELD,
+     NULL, combine_run, combine_print, 0},
+    {"accel", &bench_accel_args, MODE_FIELDS(bench_accel_options), NULL, accel_run, accel_print, 1},
+    {"fisher", &bench_fisher_args, MODE_FIELDS(bench_fisher_options), NULL, fisher_run,
+     fisher_print, 1},
+    {"predict", &bench_predict_args, MODE_FIELDS(bench_predict_options), NULL, predict_run,
+     predict_print, 1},
+    {"device", &bench_device_args, MODE_FIELDS(bench_device_options), NULL, device_run,
+     device_print, 1},
+    {"offline", &bench_offline_args, sizeof(bench_options), offsetof(bench_options, json_path),
+     BENCH_NO_FIELD, offline_begin, offline_run, offline_print, 0},
 };
 
 static const bench_mode *bench_mode_of(int argc, char **argv)
 {
     size_t n = sizeof bench_modes / sizeof bench_modes[0];
     for (size_t i = 0; i + 1 < n; i++) {
-        if (bench_args_has(argc, argv, bench_modes[i].selectors))
+        if (bench_args_wanted(bench_modes[i].args, argc, argv))
             return &bench_modes[i];
     }
     return &bench_modes[n - 1];

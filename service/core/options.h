@@ -79,6 +79,29 @@ typedef struct kt_opt_table {
     int help_reads_on;
 } kt_opt_table;
 
+/* A table row per kind (git's OPT_INTEGER, OPT_STRING, ... are the model), so that a row is a
+ * line or two: n the name, off the field's offset, fl the KT_OPT_* flags, a the help's first
+ * column (NULL: the name), h the help (NULL: no line). KT_OPT_ROW sets every field but help_arg. */
+#define KT_OPT_ROW(k, n, off, cnt, lo_, hi_, len, fl, fn, a, h)                                    \
+    {                                                                                              \
+        .name = (n), .kind = (k), .offset = (off), .count_offset = (cnt), .lo = (lo_),             \
+        .hi = (hi_), .max_len = (len), .flags = (fl), .cb = (fn), .arg = (a), .help = (h)          \
+    }
+#define KT_OPT_ROW_FLAG(n, off, h) KT_OPT_ROW(KT_OPT_FLAG, n, off, 0, 0, 0, 0, 0, NULL, NULL, h)
+#define KT_OPT_ROW_INT(n, off, lo, hi, fl, a, h)                                                   \
+    KT_OPT_ROW(KT_OPT_INT, n, off, 0, lo, hi, 0, fl, NULL, a, h)
+#define KT_OPT_ROW_DOUBLE(n, off, lo, hi, fl, a, h)                                                \
+    KT_OPT_ROW(KT_OPT_DOUBLE, n, off, 0, lo, hi, 0, fl, NULL, a, h)
+#define KT_OPT_ROW_SEED(n, off, a, h) KT_OPT_ROW(KT_OPT_SEED, n, off, 0, 0, 0, 0, 0, NULL, a, h)
+/* len: the longest value accepted (0: any) */
+#define KT_OPT_ROW_STRING(n, off, len, fl, a, h)                                                   \
+    KT_OPT_ROW(KT_OPT_STRING, n, off, 0, 0, 0, len, fl, NULL, a, h)
+/* off, cnt: what the callback fn is given in its option (0 when it uses neither) */
+#define KT_OPT_ROW_CALLBACK(n, off, cnt, fl, fn, a, h)                                             \
+    KT_OPT_ROW(KT_OPT_CALLBACK, n, off, cnt, 0, 0, 0, fl, fn, a, h)
+#define KT_OPT_ROW_PATHS(n, off, cnt, lo, hi, len, a, h)                                           \
+    KT_OPT_ROW(KT_OPT_PATHS, n, off, cnt, lo, hi, len, 0, NULL, a, h)
+
 /* Reads argv[1..argc-1] into opts (argv[0] is the command). Returns 0; 1 when --help or -h was
  * given (nothing printed: the caller prints kt_opt_usage, perhaps with more); -1 with a message in
  * msg: "unknown argument 'X'" (KT_OPT_UNKNOWN (-2) with the table's unknown message when the table

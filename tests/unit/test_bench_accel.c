@@ -53,7 +53,7 @@ static void tiny(bench_accel_options *o, const char *extra_flag, const char *ext
         argv[argc++] = (char *)extra_flag;
         argv[argc++] = (char *)extra_val;
     }
-    int rc = bench_accel_parse_args(argc, argv, o, msg, sizeof msg, stdout);
+    int rc = bench_args_parse(&bench_accel_args, argc, argv, o, msg, sizeof msg, stdout);
     if (rc != 0)
         fail_msg("parse: %s", msg);
 }
@@ -178,7 +178,7 @@ static void accel_predict_tiny(void **state)
     bench_accel_options o;
     kt_error err;
     char msg[256];
-    if (bench_accel_parse_args(10, argv, &o, msg, sizeof msg, stdout) != 0)
+    if (bench_args_parse(&bench_accel_args, 10, argv, &o, msg, sizeof msg, stdout) != 0)
         fail_msg("parse: %s", msg);
     assert_true(o.predict);
     json_t *res = bench_accel_predict_run(&o, NULL, NULL, &err);

@@ -32,7 +32,7 @@
 static int parse(int argc, const char **argv, bench_device_options *o, char *msg, size_t cap)
 {
     FILE *devnull = fopen("/dev/null", "w");
-    int rc = bench_device_parse_args(argc, (char **)argv, o, msg, cap, devnull);
+    int rc = bench_args_parse(&bench_device_args, argc, (char **)argv, o, msg, cap, devnull);
     fclose(devnull);
     return rc;
 }
@@ -183,9 +183,9 @@ static void test_args(void **state)
     assert_int_equal(bench_main(7, (char **)b1, NULL), 2);
     const char *b2[] = {"bench", "--device", "cpu", "--strategies", "random"};
     assert_int_equal(bench_main(5, (char **)b2, NULL), 2);
-    assert_int_equal(bench_device_wanted(5, (char **)b2), 1);
+    assert_int_equal(bench_args_wanted(&bench_device_args, 5, (char **)b2), 1);
     const char *b3[] = {"bench", "--spaces", "x", "--strategies", "random"};
-    assert_int_equal(bench_device_wanted(5, (char **)b3), 0);
+    assert_int_equal(bench_args_wanted(&bench_device_args, 5, (char **)b3), 0);
 }
 
 static void test_problem_text(void **state)

@@ -39,7 +39,7 @@ static void spearman(void **state)
 static int parse(int argc, char **argv, bench_fisher_options *o, char *msg)
 {
     FILE *null = fopen("/dev/null", "w");
-    int rc = bench_fisher_parse_args(argc, argv, o, msg, 256, null);
+    int rc = bench_args_parse(&bench_fisher_args, argc, argv, o, msg, 256, null);
     fclose(null);
     return rc;
 }
@@ -50,8 +50,8 @@ static void arguments(void **state)
     bench_fisher_options o;
     char msg[256];
     char *plain[] = {"bench", "--fisher"};
-    assert_true(bench_fisher_wanted(2, plain));
-    assert_false(bench_fisher_wanted(1, plain));
+    assert_true(bench_args_wanted(&bench_fisher_args, 2, plain));
+    assert_false(bench_args_wanted(&bench_fisher_args, 1, plain));
     assert_int_equal(parse(2, plain, &o, msg), 0);
     assert_string_equal(o.data, "fashion-mnist");
     assert_int_equal(o.epochs, 3);

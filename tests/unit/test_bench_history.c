@@ -183,7 +183,7 @@ static int parse(const char *line, bench_options *o)
     for (char *t = strtok_r(buf, " ", &save); t && argc < 32; t = strtok_r(NULL, " ", &save))
         argv[argc++] = t;
     FILE *devnull = fopen("/dev/null", "w");
-    int rc = bench_parse_args(argc, argv, o, msg, sizeof msg, devnull);
+    int rc = bench_args_parse(&bench_offline_args, argc, argv, o, msg, sizeof msg, devnull);
     fclose(devnull);
     if (rc < 0)
         assert_true(strlen(msg) > 0);

@@ -42,7 +42,7 @@ static void opts(bench_predict_options *o, const char *dir)
                            "-1"};
     char msg[256];
     argv[2] = (char *)dir;
-    assert_int_equal(bench_predict_parse_args(9, argv, o, msg, sizeof msg, stdout), 0);
+    assert_int_equal(bench_args_parse(&bench_predict_args, 9, argv, o, msg, sizeof msg, stdout), 0);
 #ifdef KT_RUNNER_PATH
     o->runner = KT_RUNNER_PATH;
 #endif
@@ -178,19 +178,26 @@ static void parse_refusals(void **state)
     bench_predict_options o;
     char msg[256];
     char *a1[] = {"bench", "--predict"};
-    assert_int_equal(bench_predict_parse_args(2, a1, &o, msg, sizeof msg, stdout), -1);
+    assert_int_equal(bench_args_parse(&bench_predict_args, 2, a1, &o, msg, sizeof msg, stdout), -1);
     assert_non_null(strstr(msg, "folder"));
     char *a2[] = {"bench", "--predict", "x", "--predictors", "nearest,forest"};
-    assert_int_equal(bench_predict_parse_args(5, a2, &o, msg, sizeof msg, stdout), -1);
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a2, &o, msg, sizeof msg, stdout), -1);
     assert_non_null(strstr(msg, "forest"));
+    /* the one predictor-list checker (bench_parse_predictors, --accel-predict's too) */
+    char *a5[] = {"bench", "--predict", "x", "--predictors", "xgb,nearest,xgb"};
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a5, &o, msg, sizeof msg, stdout), -1);
+    assert_string_equal(msg, "--predictors: 'xgb' given twice");
+    char *a6[] = {"bench", "--predict", "x", "--predictors", "xgb,"};
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a6, &o, msg, sizeof msg, stdout), -1);
+    assert_string_equal(msg, "--predictors: trailing comma");
     char *a3[] = {"bench", "--predict", "x", "--test-fraction", "1"};
-    assert_int_equal(bench_predict_parse_args(5, a3, &o, msg, sizeof msg, stdout), -1);
+    assert_int_equal(bench_args_parse(&bench_predict_args, 5, a3, &o, msg, sizeof msg, stdout), -1);
     char *a4[] = {"bench", "--predict", "x", "y", "--predictors", "xgb", "--measure"};
-    assert_int_equal(bench_predict_parse_args(7, a4, &o, msg, sizeof msg, stdout), 0);
+    assert_int_equal(bench_args_parse(&bench_predict_args, 7, a4, &o, msg, sizeof msg, stdout), 0);
     assert_int_equal(o.n_dirs, 2);
     assert_int_equal(o.n_kinds, 1);
     assert_int_equal(o.measure, 1);
-    assert_true(bench_predict_wanted(7, a4));
+    assert_true(bench_args_wanted(&bench_predict_args, 7, a4));
 }
 
 static void measure_refuses_another_cpu(void **state)

@@ -22,7 +22,7 @@
  * layer shapes, the best mappings of each found by a fixed search (--predict-strategy, default
  * anneal, --predict-evals evaluations, seed 0), a held-out share, bench_predict's metrics.
  *
- * Call order: bench_accel_wanted -> bench_accel_parse_args -> bench_accel_run or
+ * Call order: bench_args_wanted(&bench_accel_args) -> bench_args_parse -> bench_accel_run or
  * bench_accel_predict_run -> bench_accel_print_table / bench_accel_predict_print_table; or
  * bench_main (bench_main.h, its mode table) for all of it. Results are new references. */
 #ifndef KT_BENCH_ACCEL_H
@@ -62,10 +62,10 @@ typedef struct bench_accel_options {
     uint64_t train_seed;   /* --train-seed [0] */
     const char *cache_dir; /* --surrogate-cache [<exe dir>/accel-surrogates]; "none": no cache */
     /* --accel-predict */
-    int shapes;                                      /* --shapes [300] */
-    int predict_evals;                               /* --predict-evals [2000] */
-    char predict_strategy[64];                       /* --predict-strategy [anneal] */
-    char predictors[BENCH_ACCEL_MAX_PREDICTORS][16]; /* --predictors [all] */
+    int shapes;                /* --shapes [300] */
+    int predict_evals;         /* --predict-evals [2000] */
+    char predict_strategy[64]; /* --predict-strategy [anneal] */
+    char predictors[BENCH_ACCEL_MAX_PREDICTORS][BENCH_PREDICTOR_NAME]; /* --predictors [all] */
     int n_predictors;
     double test_fraction;  /* --test-fraction [0.25] */
     const char *hyper;     /* --hyper JSON per predictor */
@@ -74,14 +74,9 @@ typedef struct bench_accel_options {
     const char *log_level;
 } bench_accel_options;
 
-/* The --accel modes' arguments: their option table, defaults, checks and --help. */
+/* The --accel modes' arguments (selected by --accel or --accel-predict): their option table,
+ * defaults, checks and --help. */
 extern const bench_args bench_accel_args;
-/* 1 when the arguments after "bench" ask for this mode (--accel or --accel-predict). */
-int bench_accel_wanted(int argc, char **argv);
-void bench_accel_usage(FILE *out);
-/* Parses the arguments after "bench": 0, 1 after --help (usage printed to out), -1 with msg. */
-int bench_accel_parse_args(int argc, char **argv, bench_accel_options *opt, char *msg, size_t cap,
-                           FILE *out);
 /* --accel: the report as JSON (service/bench/README.md, "--accel"). exe_dir places the default
  * devices file and surrogate cache. progress: progress lines (NULL: none). NULL with err: 4xx
  * codes for what was asked (an unknown device or preset, a strategy that needs a surrogate the

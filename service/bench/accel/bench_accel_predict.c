@@ -21,12 +21,10 @@
 #include "core/rng.h"
 #include "model/predictor.h"
 #include "bench/accel/bench_accel_impl.h"
+#include "bench/bench_judge.h"
 #include "bench/bench_ratio.h"
 
 #define BAP_TOP 5
-static const int bap_ks[] = {1, 10, 100};
-#define BAP_NK 3
-static const char *const bap_modes[] = {"greedy", "free", "constrained"};
 
 typedef struct bap_shape {
     ba_problem bp;
@@ -246,68 +244,70 @@ static int bap_eval_row(bap_data *dd, bap_shape *s, const int *row, double *obj,
     return *space_ok ? ba_evaluate(&s->bp, id, obj, NULL, &err) == 1 : 0;
 }
 
+/* Accumulated over the held-out shapes for one predictor: the grid and the ratios in j, and what
+ * only this report counts. */
 typedef struct bap_acc {
-    double acc[3][BAP_NK], perfect[3][BAP_NK], valid[3][BAP_NK];
-    long emitted[3][BAP_NK];
-    double *r1, *r5;
-    int n1, n5, n, invalid1, none;
+    bench_judge j;
+    int invalid1, none;
     double predict_s;
 } bap_acc;
 
+/* The shape a candidate of the grid is judged on. */
+typedef struct bap_judged {
+    bap_data *dd;
+    bap_shape *s;
+} bap_judged;
+
+/* A candidate of the grid is valid when the cost model accepts it for the shape. */
+static int bap_valid(void *ctx, const int *row)
+{
+    bap_judged *c = ctx;
+    double obj;
+    int ok;
+    bap_eval_row(c->dd, c->s, row, &obj, &ok);
+    return ok;
+}
+
 /* One held-out shape for predictor p: the grid and the ratios into a. */
-static int bap_one_shape(bap_data *dd, predictor *p, bap_shape *s, int *rows, double *score,
-                         bap_acc *a, kt_error *err)
+static int bap_one_shape(bap_data *dd, predictor *p, bap_shape *s, bap_acc *a, kt_error *err)
 {
     int np = predictor_num_params(p), ok;
     const int *best = training_set_trial(dd->all, s->ts_index, 0, NULL);
     const space *us = bap_uspace(dd, s);
+    bench_judge *j = &a->j;
+    bap_judged ctx = {dd, s};
     double obj;
-    for (int m = 0; m < 3; m++) {
-        for (int j = 0; j < BAP_NK; j++) {
-            if ((m == 0 && bap_ks[j] > 1) || (m == 2 && !us))
+    for (int m = 0; m < BENCH_JUDGE_MODES; m++) {
+        for (int k = 0; k < BENCH_JUDGE_NK; k++) {
+            if ((m == 0 && bench_judge_ks[k] > 1) || (m == 2 && !us))
                 continue;
-            int n = predictor_decode(p, s->problem, m == 2 ? us : NULL, (predict_mode)m, 0,
-                                     bap_ks[j], rows, score, err);
-            if (n < 0)
+            if (bench_judge_decode(j, p, s->problem, m == 2 ? us : NULL, m, k, best, bap_valid,
+                                   &ctx, err) < 0)
                 return -1;
-            int best_same = 0, valid = 0;
-            for (int i = 0; i < n; i++) {
-                const int *row = rows + (size_t)i * (size_t)np;
-                int same = 0;
-                for (int q = 0; q < np; q++)
-                    same += row[q] == best[q];
-                best_same = same > best_same ? same : best_same;
-                bap_eval_row(dd, s, row, &obj, &ok);
-                valid += ok;
-            }
-            a->acc[m][j] += (double)best_same / np;
-            a->perfect[m][j] += n > 0 && best_same == np;
-            a->valid[m][j] += valid;
-            a->emitted[m][j] += n;
         }
     }
     double c0 = kt_clock_s();
     int n = predictor_decode(p, s->problem, us, us ? PREDICT_CONSTRAINED : PREDICT_FREE, 0, BAP_TOP,
-                             rows, score, err);
+                             j->rows, j->score, err);
     a->predict_s += kt_clock_s() - c0;
     if (n < 0)
         return -1;
     double r5 = INFINITY;
     for (int i = 0; i < n; i++) {
-        double r = bap_eval_row(dd, s, rows + (size_t)i * (size_t)np, &obj, &ok) ? obj / s->best
-                                                                                 : INFINITY;
+        double r = bap_eval_row(dd, s, j->rows + (size_t)i * (size_t)np, &obj, &ok) ? obj / s->best
+                                                                                    : INFINITY;
         if (i == 0) {
-            a->r1[a->n1++] = r;
+            j->r1[j->n1++] = r;
             a->invalid1 += !isfinite(r);
         }
         r5 = r < r5 ? r : r5;
     }
     if (n == 0) { /* no prediction: a miss */
-        a->r1[a->n1++] = INFINITY;
+        j->r1[j->n1++] = INFINITY;
         a->none++;
     }
-    a->r5[a->n5++] = r5;
-    a->n++;
+    j->r5[j->n5++] = r5;
+    j->n++;
     return 0;
 }
 
@@ -315,15 +315,13 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
                          size_t bytes, kt_error *err)
 {
     int np = predictor_num_params(p), nt = training_set_num_problems(test);
-    int *rows = malloc((size_t)PREDICTOR_MAX_K * (size_t)np * sizeof *rows);
-    double *score = malloc(PREDICTOR_MAX_K * sizeof *score);
-    bap_acc a;
+    bap_acc a = {0};
+    bench_judge *j = &a.j;
     json_t *res = NULL, *grid = json_object();
 
-    memset(&a, 0, sizeof a);
-    a.r1 = malloc((size_t)(nt ? nt : 1) * sizeof *a.r1);
-    a.r5 = malloc((size_t)(nt ? nt : 1) * sizeof *a.r5);
-    if (!rows || !score || !a.r1 || !a.r5 || !grid) {
+    if (bench_judge_init(j, np, nt, err) < 0)
+        goto out;
+    if (!grid) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -331,39 +329,23 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
         kt_error perr;
         int di = training_set_add_problem(dd->all, training_set_problem(test, i), &perr);
         bap_shape *s = di < 0 ? NULL : bap_shape_of(dd, di);
-        if (s && bap_one_shape(dd, p, s, rows, score, &a, err) < 0)
+        if (s && bap_one_shape(dd, p, s, &a, err) < 0)
             goto out;
     }
-    for (int m = 0; m < 3; m++) {
-        json_t *mk = json_object();
-        for (int j = 0; mk && j < BAP_NK; j++) {
-            char key[16];
-            if ((m == 0 && bap_ks[j] > 1) || a.emitted[m][j] == 0)
-                continue;
-            snprintf(key, sizeof key, "%d", bap_ks[j]);
-            json_object_set_new(mk, key,
-                                json_pack("{s:f, s:f, s:f, s:I}", "param_accuracy",
-                                          a.acc[m][j] / a.n, "perfect", a.perfect[m][j] / a.n,
-                                          "valid", a.valid[m][j] / (double)a.emitted[m][j],
-                                          "emitted", (json_int_t)a.emitted[m][j]));
-        }
-        json_object_set_new(grid, bap_modes[m], mk);
-    }
+    if (bench_judge_grid_json(j, 1, grid, err) < 0)
+        goto out;
     res = json_pack(
         "{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i, s:i}, s:{s:o, s:o, s:i}}",
         "predictor", predictor_kind(p), "train_s", train_s, "model_bytes", (json_int_t)bytes,
-        "predict_ms", a.n ? 1e3 * a.predict_s / a.n : 0.0, "decoding", grid, "hyper",
-        predictor_hyper_json(p), "top1", "median", bench_ratio_median(a.r1, a.n1, "invalid"),
-        "within_1_10", bench_ratio_share(a.r1, a.n1, 1.10), "n", a.n1, "invalid", a.invalid1,
-        "none", a.none, "top5", "median", bench_ratio_median(a.r5, a.n5, "invalid"), "within_1_05",
-        bench_ratio_share(a.r5, a.n5, 1.05), "n", a.n5);
+        "predict_ms", j->n ? 1e3 * a.predict_s / j->n : 0.0, "decoding", grid, "hyper",
+        predictor_hyper_json(p), "top1", "median", bench_ratio_median(j->r1, j->n1, "invalid"),
+        "within_1_10", bench_ratio_share(j->r1, j->n1, 1.10), "n", j->n1, "invalid", a.invalid1,
+        "none", a.none, "top5", "median", bench_ratio_median(j->r5, j->n5, "invalid"),
+        "within_1_05", bench_ratio_share(j->r5, j->n5, 1.05), "n", j->n5);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
-    free(rows);
-    free(score);
-    free(a.r1);
-    free(a.r5);
+    bench_judge_free(j);
     json_decref(grid);
     return res;
 }

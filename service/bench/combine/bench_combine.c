@@ -16,21 +16,10 @@
 #define O(f) offsetof(bench_combine_options, f)
 
 static const kt_option bench_combine_option_list[] = {
-    {.name = "--combine",
-     .kind = KT_OPT_PATHS,
-     .offset = O(files),
-     .count_offset = O(n_files),
-     .lo = 1,
-     .hi = BENCH_COMBINE_MAX_FILES,
-     .max_len = BENCH_MAX_PATH,
-     .arg = "--combine FILE...",
-     .help = "--json results of `ktune bench --device` (.gz: gzip'd)"},
-    {.name = "--test",
-     .kind = KT_OPT_STRING,
-     .offset = O(test),
-     .flags = KT_OPT_NONEMPTY,
-     .arg = "--test A,B",
-     .help = "rows tested (Welch) against every other row [gbfs,na2c]"},
+    KT_OPT_ROW_PATHS("--combine", O(files), O(n_files), 1, BENCH_COMBINE_MAX_FILES, BENCH_MAX_PATH,
+                     "--combine FILE...", "--json results of `ktune bench --device` (.gz: gzip'd)"),
+    KT_OPT_ROW_STRING("--test", O(test), 0, KT_OPT_NONEMPTY, "--test A,B",
+                      "rows tested (Welch) against every other row [gbfs,na2c]"),
     {.kind = KT_OPT_END}};
 
 static const kt_opt_table bench_combine_table = {
@@ -42,10 +31,7 @@ static const kt_opt_table bench_combine_table = {
              "The --json results of device runs of one kernel, device and problem (rows measured\n"
              "in parts) as one report: best ms at the checkpoints, box data, Welch's t-tests.\n"};
 
-void bench_combine_usage(FILE *out)
-{
-    kt_opt_usage(&bench_combine_table, out);
-}
+static const char *const bench_combine_selectors[] = {"--combine", NULL};
 
 static void bench_combine_defaults(void *o)
 {
@@ -54,8 +40,8 @@ static void bench_combine_defaults(void *o)
     opt->test = "gbfs,na2c";
 }
 
-const bench_args bench_combine_args = {&bench_combine_table, bench_combine_defaults, NULL,
-                                       bench_combine_usage};
+const bench_args bench_combine_args = {bench_combine_selectors, &bench_combine_table,
+                                       bench_combine_defaults, NULL, NULL};
 
 /* What makes two results one experiment: kernel, device class, problem, budget, seeds. */
 static int same_experiment(const json_t *a, const json_t *b)
@@ -246,6 +232,52 @@ static void print_welch(const json_t *res, const char *label, const char *block,
     }
 }
 
+/* A checkpoint's key in its block: the evaluations ("checkpoints") or the seconds, %g
+ * ("time_checkpoints"). */
+static void point_key(const json_t *x, int timed, char *key, size_t cap)
+{
+    if (timed)
+        snprintf(key, cap, "%g", json_number_value(x));
+    else
+        snprintf(key, cap, "%lld", json_integer_value(x));
+}
+
+/* The table of one block ("checkpoints" or "time_checkpoints"; points, its checkpoints) under
+ * title: per row the mean (median) at each checkpoint and, on the modelled clock, the seeds that
+ * got there. The last checkpoint's key is left in last. */
+static void print_block(const json_t *rows, const json_t *points, const char *block,
+                        const char *title, char *last, size_t cap, FILE *out)
+{
+    int timed = strcmp(block, "time_checkpoints") == 0;
+    char label[96], key[32];
+    const char *name;
+    json_t *x, *s;
+    size_t i;
+
+    fprintf(out, "%s\n%-12s", title, "strategy");
+    json_array_foreach((json_t *)points, i, x)
+    {
+        point_key(x, timed, last, cap);
+        snprintf(label, sizeof label, "@%s%s", last, timed ? "s" : "");
+        fprintf(out, "%*s", timed ? 26 : 22, label);
+    }
+    fputc('\n', out);
+    json_object_foreach((json_t *)rows, name, s)
+    {
+        fprintf(out, "%-12s", name);
+        json_array_foreach((json_t *)points, i, x)
+        {
+            point_key(x, timed, key, sizeof key);
+            const json_t *p = block_point(s, block, key);
+            fprintf(out, "%11.4g (%8.4g)", json_number_value(json_object_get(p, "mean_ms")),
+                    json_number_value(json_object_get(p, "median_ms")));
+            if (timed)
+                fprintf(out, " %3lld", json_integer_value(json_object_get(p, "reached")));
+        }
+        fputc('\n', out);
+    }
+}
+
 void bench_combine_print_table(const json_t *res, FILE *out)
 {
     const json_t *d = json_object_get(res, "first"), *rows = json_object_get(res, "rows");
@@ -254,8 +286,7 @@ void bench_combine_print_table(const json_t *res, FILE *out)
     char *problem = json_dumps(json_object_get(d, "problem"), JSON_ENCODE_ANY);
     char last_cp[32] = "", last_tc[32] = "", label[96];
     size_t i;
-    json_t *x, *s;
-    const char *name;
+    json_t *x;
 
     fprintf(out, "ktune bench (combined): %s on %s (%s), problem %s\n",
             json_string_value(json_object_get(d, "kernel")),
@@ -268,55 +299,13 @@ void bench_combine_print_table(const json_t *res, FILE *out)
             json_integer_value(json_object_get(d, "seeds")) - 1);
     json_array_foreach((json_t *)json_object_get(res, "sources"), i, x)
         fprintf(out, "  %s\n", json_string_value(x));
-    fprintf(out, "\nbest ms after N evaluations: mean over seeds (median)\n%-12s", "strategy");
-    json_array_foreach((json_t *)cps, i, x)
-    {
-        snprintf(last_cp, sizeof last_cp, "%lld", json_integer_value(x));
-        snprintf(label, sizeof label, "@%s", last_cp);
-        fprintf(out, "%22s", label);
-    }
-    fputc('\n', out);
-    json_object_foreach((json_t *)rows, name, s)
-    {
-        fprintf(out, "%-12s", name);
-        json_array_foreach((json_t *)cps, i, x)
-        {
-            char key[32];
-            snprintf(key, sizeof key, "%lld", json_integer_value(x));
-            const json_t *p = block_point(s, "checkpoints", key);
-            fprintf(out, "%11.4g (%8.4g)", json_number_value(json_object_get(p, "mean_ms")),
-                    json_number_value(json_object_get(p, "median_ms")));
-        }
-        fputc('\n', out);
-    }
-    if (json_array_size(tcs) > 0) {
-        fprintf(out,
-                "\nbest ms at T s of the modelled tuning clock (recorded compile + measurement "
-                "time plus the searcher's), mean (median); seeds that got to T\n%-12s",
-                "strategy");
-        json_array_foreach((json_t *)tcs, i, x)
-        {
-            snprintf(last_tc, sizeof last_tc, "%g", json_number_value(x));
-            snprintf(label, sizeof label, "@%ss", last_tc);
-            fprintf(out, "%26s", label);
-        }
-        fputc('\n', out);
-        json_object_foreach((json_t *)rows, name, s)
-        {
-            fprintf(out, "%-12s", name);
-            json_array_foreach((json_t *)tcs, i, x)
-            {
-                char key[32];
-                snprintf(key, sizeof key, "%g", json_number_value(x));
-                const json_t *p = block_point(s, "time_checkpoints", key);
-                fprintf(out, "%11.4g (%8.4g) %3lld",
-                        json_number_value(json_object_get(p, "mean_ms")),
-                        json_number_value(json_object_get(p, "median_ms")),
-                        json_integer_value(json_object_get(p, "reached")));
-            }
-            fputc('\n', out);
-        }
-    }
+    print_block(rows, cps, "checkpoints", "\nbest ms after N evaluations: mean over seeds (median)",
+                last_cp, sizeof last_cp, out);
+    if (json_array_size(tcs) > 0)
+        print_block(rows, tcs, "time_checkpoints",
+                    "\nbest ms at T s of the modelled tuning clock (recorded compile + measurement "
+                    "time plus the searcher's), mean (median); seeds that got to T",
+                    last_tc, sizeof last_tc, out);
     snprintf(label, sizeof label, "@%s evaluations", last_cp);
     print_box(rows, label, "checkpoints", last_cp, out);
     if (last_tc[0]) {

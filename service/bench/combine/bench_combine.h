@@ -25,9 +25,8 @@ typedef struct bench_combine_options {
     const char *test; /* --test A,B: the rows tested against every other [gbfs,na2c] */
 } bench_combine_options;
 
-/* The --combine mode's arguments: its option table, defaults, checks and --help. */
+/* The --combine mode's arguments (selected by --combine): option table, defaults, --help. */
 extern const bench_args bench_combine_args;
-void bench_combine_usage(FILE *out);
 /* The combined result: {"first": the first file's result, "sources": [lines], "rows": {name: the
  * strategy object of its file}, "test": [row names]}. NULL with err naming the file: unreadable,
  * not JSON, another experiment (kernel, device class, problem, budget, seeds) or other time

@@ -7,7 +7,7 @@
  * configurations seen by several strategies or seeds are measured once and a killed experiment
  * resumes. bench_device_run returns everything as JSON; bench_device_report.h formats it.
  *
- * Call order: bench_device_parse_args (bench_device_args.h) -> bench_device_run ->
+ * Call order: bench_args_parse(&bench_device_args) (bench_device_args.h) -> bench_device_run ->
  * bench_device_print_table (bench_device_report.h), or all of it with bench_main
  * (bench_main.h). Results are new references. */
 #ifndef KT_BENCH_DEVICE_H

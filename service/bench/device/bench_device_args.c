@@ -246,210 +246,72 @@ static int bench_device_check_rows(const bench_device_options *opt, char *msg, s
 #define NE   KT_OPT_NONEMPTY
 
 static const kt_option bench_device_option_list[] = {
-    {.name = "--kernel",
-     .kind = KT_OPT_STRING,
-     .offset = O(kernel),
-     .flags = NE,
-     .arg = "--kernel NAME",
-     .help = "a kernel of the kernel folders (gemm_tiled, gemm, conv2d)"},
-    {.name = "--device",
-     .kind = KT_OPT_STRING,
-     .offset = O(device),
-     .flags = NE,
-     .arg = "--device DEV",
-     .help = "cpu, or cuda:N"},
-    {.name = "--problem",
-     .kind = KT_OPT_STRING,
-     .offset = O(problem),
-     .max_len = BENCH_DEVICE_MAX_PROBLEM,
-     .arg = "--problem ARGS",
-     .help = "problem arguments NAME=INT,... or a JSON object [defaults]"},
-    {.name = "--strategies",
-     .kind = KT_OPT_CALLBACK,
-     .offset = O(strategies),
-     .count_offset = O(n_strategies),
-     .flags = NE,
-     .cb = bench_opt_strategies,
-     .arg = "--strategies LIST",
-     .help = "comma-separated strategy names (%s)",
-     .help_arg = searcher_names},
-    {.name = "--variant",
-     .kind = KT_OPT_CALLBACK,
-     .flags = NE,
-     .cb = bench_device_parse_variant,
-     .arg = "--variant L=S:JSON",
-     .help = "a row labelled L ([a-z0-9_-]) running strategy S with those\n"
-             "options, e.g. 'na2c-eps1=na2c:{\"epsilon\":1}'; repeatable.\n"
-             "--strategies rows run with default options"},
-    {.name = "--budget",
-     .kind = KT_OPT_INT,
-     .offset = O(budget),
-     .flags = NE,
-     .lo = 1,
-     .hi = BENCH_MAX_BUDGET,
-     .arg = "--budget N",
-     .help = "distinct evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [100]"},
-    {.name = "--time-budget",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(time_budget_s),
-     .flags = NE,
-     .lo = 0.001,
-     .hi = BENCH_DEVICE_MAX_TIME_S,
-     .arg = "--time-budget S",
-     .help = "a run also stops once its modelled clock (the compile and\n"
-             "measurement time recorded for each evaluation, cached or\n"
-             "not, plus the searcher's own time) passes S seconds [none]"},
-    {.name = "--time-checkpoints",
-     .kind = KT_OPT_CALLBACK,
-     .flags = NE,
-     .cb = bench_device_parse_times,
-     .arg = "--time-checkpoints T",
-     .help = "best cost at these modelled-clock seconds, ascending\n"
-             "[1-2-5 steps up to the longest clock, and --time-budget]"},
-    {.name = "--test-strategies",
-     .kind = KT_OPT_CALLBACK,
-     .flags = NE,
-     .cb = bench_device_parse_tests,
-     .arg = "--test-strategies L",
-     .help = "rows tested (Welch) against every other row [gbfs,na2c]"},
-    {.name = "--seeds",
-     .kind = KT_OPT_INT,
-     .offset = O(seeds),
-     .flags = NE,
-     .lo = 1,
-     .hi = BENCH_MAX_SEEDS,
-     .arg = "--seeds N",
-     .help = "seeds 0..N-1 per strategy, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [3]"},
-    {.name = "--batch",
-     .kind = KT_OPT_INT,
-     .offset = O(batch),
-     .flags = NE,
-     .lo = 1,
-     .hi = BENCH_DEVICE_MAX_BATCH,
-     .arg = "--batch N",
-     .help =
-         "configurations asked for and told at once, 1-" BENCH_STR(BENCH_DEVICE_MAX_BATCH) " [1]"},
-    {.name = "--measure-cache",
-     .kind = KT_OPT_STRING,
-     .offset = O(measure_cache),
-     .flags = NE,
-     .arg = "--measure-cache FILE",
-     .help = "measurements as JSON lines: read first, appended after every\n"
-             "measurement (a killed run resumes); refused when recorded\n"
-             "for another kernel, problem or CPU [in memory only]"},
-    {.name = "--json",
-     .kind = KT_OPT_STRING,
-     .offset = O(json_path),
-     .flags = NE,
-     .arg = "--json FILE",
-     .help = "everything, best-so-far curves and trials included"},
-    {.name = "--progress",
-     .kind = KT_OPT_INT,
-     .offset = O(progress),
-     .flags = NE,
-     .lo = 0,
-     .hi = BENCH_MAX_BUDGET,
-     .arg = "--progress N",
-     .help = "a progress line on stderr every N evaluations, 0 none [25]"},
-    {.name = "--relative-to",
-     .kind = KT_OPT_STRING,
-     .offset = O(relative_to),
-     .flags = NE,
-     .arg = "--relative-to NAME",
-     .help = "costs are shown relative to this strategy [gbfs, or the first]"},
-    {.name = "--runner",
-     .kind = KT_OPT_STRING,
-     .offset = O(runner),
-     .flags = NE,
-     .arg = "--runner PATH",
-     .help = "the ktune-runner binary [<dir of ktune>/ktune-runner]"},
-    {.name = "--kernels",
-     .kind = KT_OPT_STRING,
-     .offset = O(kernels),
-     .flags = NE,
-     .arg = "--kernels DIRS",
-     .help = "folders of kernel folders [<dir of ktune>/../kernels, or\n"
-             "./kernels]"},
-    {.name = "--cache-dir",
-     .kind = KT_OPT_STRING,
-     .offset = O(cache_dir),
-     .flags = NE,
-     .arg = "--cache-dir DIR",
-     .help = "the runner's compiled kernels [./var/cache]"},
-    {.name = "--cpu-core",
-     .kind = KT_OPT_INT,
-     .offset = O(cpu_core),
-     .flags = NE,
-     .lo = -1,
-     .hi = 4095,
-     .arg = "--cpu-core N",
-     .help = "core cpu measurements are pinned to; -1 none [the last core]"},
-    {.name = "--min-repeats",
-     .kind = KT_OPT_INT,
-     .offset = O(min_repeats),
-     .flags = NE,
-     .lo = 1,
-     .hi = 100,
-     .arg = "--min-repeats N",
-     .help = "timed runs per measurement at least, 1-100 [5]"},
+    KT_OPT_ROW_STRING("--kernel", O(kernel), 0, NE, "--kernel NAME",
+                      "a kernel of the kernel folders (gemm_tiled, gemm, conv2d)"),
+    KT_OPT_ROW_STRING("--device", O(device), 0, NE, "--device DEV", "cpu, or cuda:N"),
+    KT_OPT_ROW_STRING("--problem", O(problem), BENCH_DEVICE_MAX_PROBLEM, 0, "--problem ARGS",
+                      "problem arguments NAME=INT,... or a JSON object [defaults]"),
+    BENCH_OPT_STRATEGIES(bench_device_options, NE, bench_opt_strategies,
+                         "comma-separated strategy names (%s)"),
+    KT_OPT_ROW_CALLBACK("--variant", 0, 0, NE, bench_device_parse_variant, "--variant L=S:JSON",
+                        "a row labelled L ([a-z0-9_-]) running strategy S with those\n"
+                        "options, e.g. 'na2c-eps1=na2c:{\"epsilon\":1}'; repeatable.\n"
+                        "--strategies rows run with default options"),
+    BENCH_OPT_BUDGET(bench_device_options, NE,
+                     "distinct evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [100]"),
+    KT_OPT_ROW_DOUBLE("--time-budget", O(time_budget_s), 0.001, BENCH_DEVICE_MAX_TIME_S, NE,
+                      "--time-budget S",
+                      "a run also stops once its modelled clock (the compile and\n"
+                      "measurement time recorded for each evaluation, cached or\n"
+                      "not, plus the searcher's own time) passes S seconds [none]"),
+    KT_OPT_ROW_CALLBACK("--time-checkpoints", 0, 0, NE, bench_device_parse_times,
+                        "--time-checkpoints T",
+                        "best cost at these modelled-clock seconds, ascending\n"
+                        "[1-2-5 steps up to the longest clock, and --time-budget]"),
+    KT_OPT_ROW_CALLBACK("--test-strategies", 0, 0, NE, bench_device_parse_tests,
+                        "--test-strategies L",
+                        "rows tested (Welch) against every other row [gbfs,na2c]"),
+    BENCH_OPT_SEEDS(bench_device_options, NE,
+                    "seeds 0..N-1 per strategy, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [3]"),
+    KT_OPT_ROW_INT(
+        "--batch", O(batch), 1, BENCH_DEVICE_MAX_BATCH, NE, "--batch N",
+        "configurations asked for and told at once, 1-" BENCH_STR(BENCH_DEVICE_MAX_BATCH) " [1]"),
+    KT_OPT_ROW_STRING("--measure-cache", O(measure_cache), 0, NE, "--measure-cache FILE",
+                      "measurements as JSON lines: read first, appended after every\n"
+                      "measurement (a killed run resumes); refused when recorded\n"
+                      "for another kernel, problem or CPU [in memory only]"),
+    BENCH_OPT_JSON(bench_device_options, NE, "everything, best-so-far curves and trials included"),
+    KT_OPT_ROW_INT("--progress", O(progress), 0, BENCH_MAX_BUDGET, NE, "--progress N",
+                   "a progress line on stderr every N evaluations, 0 none [25]"),
+    KT_OPT_ROW_STRING("--relative-to", O(relative_to), 0, NE, "--relative-to NAME",
+                      "costs are shown relative to this strategy [gbfs, or the first]"),
+    KT_OPT_ROW_STRING("--runner", O(runner), 0, NE, "--runner PATH",
+                      "the ktune-runner binary [<dir of ktune>/ktune-runner]"),
+    KT_OPT_ROW_STRING("--kernels", O(kernels), 0, NE, "--kernels DIRS",
+                      "folders of kernel folders [<dir of ktune>/../kernels, or\n"
+                      "./kernels]"),
+    KT_OPT_ROW_STRING("--cache-dir", O(cache_dir), 0, NE, "--cache-dir DIR",
+                      "the runner's compiled kernels [./var/cache]"),
+    KT_OPT_ROW_INT("--cpu-core", O(cpu_core), -1, 4095, NE, "--cpu-core N",
+                   "core cpu measurements are pinned to; -1 none [the last core]"),
+    KT_OPT_ROW_INT("--min-repeats", O(min_repeats), 1, 100, NE, "--min-repeats N",
+                   "timed runs per measurement at least, 1-100 [5]"),
     /* the seconds: same ranges as ktuned's flags (service/core/config.c) */
-    {.name = "--min-seconds",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(min_seconds),
-     .flags = NE,
-     .lo = 0,
-     .hi = 3,
-     .arg = "--min-seconds S",
-     .help = "seconds of timed runs per measurement at least, 0-3 [0.2]"},
-    {.name = "--max-repeats",
-     .kind = KT_OPT_INT,
-     .offset = O(max_repeats),
-     .flags = NE,
-     .lo = 1,
-     .hi = 100000,
-     .arg = "--max-repeats N",
-     .help = "timed runs per measurement at most [100]"},
-    {.name = "--max-timing-s",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(max_timing_s),
-     .flags = NE,
-     .lo = 0.001,
-     .hi = 3600,
-     .arg = "--max-timing-s S",
-     .help = "timing stops after S seconds (at least one run) [3]"},
-    {.name = "--run-timeout-s",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(run_timeout_s),
-     .flags = NE,
-     .lo = 0.5,
-     .hi = 3600,
-     .arg = "--run-timeout-s S",
-     .help = "seconds a measurement may run before the first ok result;\n"
-             "later ones get 20x the best time per run, 5-60 s [60]"},
-    {.name = "--compile-timeout-s",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(compile_timeout_s),
-     .flags = NE,
-     .lo = 1,
-     .hi = 3600,
-     .arg = "--compile-timeout-s S",
-     .help = "seconds a configuration may take to compile [60]"},
-    {.name = "--slow-factor",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(slow_factor),
-     .flags = NE,
-     .lo = 0,
-     .hi = 1e6,
-     .arg = "--slow-factor F",
-     .help = "give up on a configuration (status timeout) once one call takes\n"
-             "more than F x the best time so far; 0 waits for every call [0]"},
-    {.name = "--log-level",
-     .kind = KT_OPT_CALLBACK,
-     .offset = O(log_level),
-     .flags = NE,
-     .cb = bench_opt_log_level,
-     .arg = "--log-level L",
-     .help = "debug, info, warn or error [warn]"},
+    KT_OPT_ROW_DOUBLE("--min-seconds", O(min_seconds), 0, 3, NE, "--min-seconds S",
+                      "seconds of timed runs per measurement at least, 0-3 [0.2]"),
+    KT_OPT_ROW_INT("--max-repeats", O(max_repeats), 1, 100000, NE, "--max-repeats N",
+                   "timed runs per measurement at most [100]"),
+    KT_OPT_ROW_DOUBLE("--max-timing-s", O(max_timing_s), 0.001, 3600, NE, "--max-timing-s S",
+                      "timing stops after S seconds (at least one run) [3]"),
+    KT_OPT_ROW_DOUBLE("--run-timeout-s", O(run_timeout_s), 0.5, 3600, NE, "--run-timeout-s S",
+                      "seconds a measurement may run before the first ok result;\n"
+                      "later ones get 20x the best time per run, 5-60 s [60]"),
+    KT_OPT_ROW_DOUBLE("--compile-timeout-s", O(compile_timeout_s), 1, 3600, NE,
+                      "--compile-timeout-s S", "seconds a configuration may take to compile [60]"),
+    KT_OPT_ROW_DOUBLE("--slow-factor", O(slow_factor), 0, 1e6, NE, "--slow-factor F",
+                      "give up on a configuration (status timeout) once one call takes\n"
+                      "more than F x the best time so far; 0 waits for every call [0]"),
+    BENCH_OPT_LOG_LEVEL(bench_device_options, NE, "debug, info, warn or error [warn]"),
     {.kind = KT_OPT_END}};
 
 static const kt_opt_table bench_device_table = {
@@ -473,16 +335,7 @@ static const kt_opt_table bench_device_table = {
              "gemm_tiled\n"
              "1024^3 on one CPU core 0.4-17 s (4 s on average for random configurations).\n"};
 
-int bench_device_wanted(int argc, char **argv)
-{
-    static const char *const selectors[] = {"--device", "--kernel", NULL};
-    return bench_args_has(argc, argv, selectors);
-}
-
-void bench_device_usage(FILE *out)
-{
-    kt_opt_usage(&bench_device_table, out);
-}
+static const char *const bench_device_selectors[] = {"--device", "--kernel", NULL};
 
 static void bench_device_defaults(void *o)
 {
@@ -519,14 +372,8 @@ static int bench_device_check(void *o, char *msg, size_t cap)
     return 0;
 }
 
-const bench_args bench_device_args = {&bench_device_table, bench_device_defaults,
-                                      bench_device_check, bench_device_usage};
-
-int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, char *msg, size_t cap,
-                            FILE *out)
-{
-    return bench_args_parse(&bench_device_args, argc, argv, opt, msg, cap, out);
-}
+const bench_args bench_device_args = {bench_device_selectors, &bench_device_table,
+                                      bench_device_defaults, bench_device_check, NULL};
 
 /* --problem text -> JSON object: "M=1024,N=512" or a JSON object. NULL with err when malformed. */
 json_t *bench_device_problem_json(const char *text, kt_error *err)

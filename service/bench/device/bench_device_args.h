@@ -60,22 +60,15 @@ typedef struct bench_device_options {
     const char *log_level;     /* --log-level [warn] */
 } bench_device_options;
 
-/* The device mode's arguments: its option table, defaults, checks and --help. */
+/* The device mode's arguments (selected by --device or --kernel): its option table, defaults,
+ * checks and --help. */
 extern const bench_args bench_device_args;
-/* 1 when the arguments after "bench" ask for the device mode (--device or --kernel is given). */
-int bench_device_wanted(int argc, char **argv);
 /* The label of row r: the strategy for r < n_strategies, else the variant's label. */
 const char *bench_device_row_label(const bench_device_options *opt, int r);
 /* The strategy of row r. */
 const char *bench_device_row_strategy(const bench_device_options *opt, int r);
 /* Rows in all: strategies then variants. */
 int bench_device_n_rows(const bench_device_options *opt);
-/* The device mode's part of `ktune bench --help`. */
-void bench_device_usage(FILE *out);
-/* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out),
- * or -1 with a message in msg (a usage error: exit code 2). */
-int bench_device_parse_args(int argc, char **argv, bench_device_options *opt, char *msg, size_t cap,
-                            FILE *out);
 /* --problem text -> JSON object: "M=1024,N=512" or a JSON object; NULL or "": {} (new reference).
  * NULL with err (KT_ERR_BAD_PROBLEM) when malformed. */
 json_t *bench_device_problem_json(const char *text, kt_error *err);

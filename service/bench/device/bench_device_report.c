@@ -5,12 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* " " and v in fmt (a width, then the number: "%*.3f") at width, or "-" at width. */
+static void rep_print_num(FILE *out, const json_t *v, const char *fmt, int width)
+{
+    fputc(' ', out);
+    if (json_is_number(v))
+        fprintf(out, fmt, width, json_number_value(v));
+    else
+        fprintf(out, "%*s", width, "-");
+}
+
 static void rep_print_ms(FILE *out, const json_t *v, int width)
 {
-    if (json_is_number(v))
-        fprintf(out, " %*.5g", width, json_number_value(v));
-    else
-        fprintf(out, " %*s", width, "-");
+    rep_print_num(out, v, "%*.5g", width);
 }
 
 static void rep_print_statuses(FILE *out, const json_t *statuses)
@@ -131,15 +138,9 @@ static void rep_print_welch(FILE *out, const json_t *w, const char *what)
         fputs(" vs", out);
         rep_print_ms(out, json_object_get(e, "mean_b"), 8);
         fputs(", t", out);
-        if (json_is_number(json_object_get(e, "t")))
-            fprintf(out, " %6.3f", json_number_value(json_object_get(e, "t")));
-        else
-            fprintf(out, " %6s", "-");
+        rep_print_num(out, json_object_get(e, "t"), "%*.3f", 6);
         fputs(", df", out);
-        if (json_is_number(json_object_get(e, "df")))
-            fprintf(out, " %5.1f", json_number_value(json_object_get(e, "df")));
-        else
-            fprintf(out, " %5s", "-");
+        rep_print_num(out, json_object_get(e, "df"), "%*.1f", 5);
         fputs(", p", out);
         if (json_is_number(json_object_get(e, "p")))
             fprintf(out, " %.4f", json_number_value(json_object_get(e, "p")));
@@ -334,10 +335,7 @@ void bench_device_print_table(const json_t *res, FILE *out)
             rep_print_cell(out, json_object_get(c, key), 0, 0);
         }
         rep_print_ms(out, json_object_get(best, "time_ms"), 10);
-        if (json_is_number(json_object_get(best, "gflops")))
-            fprintf(out, " %8.1f", json_number_value(json_object_get(best, "gflops")));
-        else
-            fprintf(out, " %8s", "-");
+        rep_print_num(out, json_object_get(best, "gflops"), "%*.1f", 8);
         snprintf(key, sizeof key, "%lld", (long long)last);
         const json_t *k = json_object_get(c, key);
         if (ref && strcmp(name, ref) == 0)

@@ -11,9 +11,9 @@
  * taken relative to its original's); the mean time of one legality check (one Fisher computation)
  * against one training.
  *
- * Call order: bench_fisher_wanted -> bench_fisher_parse_args -> bench_fisher_run (or, with
- * --from-json, the saved result loaded) -> bench_fisher_print_table, or bench_main
- * (bench_main.h) for all of it. Results are new references. */
+ * Call order: bench_args_wanted(&bench_fisher_args) -> bench_args_parse ->
+ * bench_fisher_run (or, with --from-json, the saved result loaded) -> bench_fisher_print_table, or
+ * bench_main (bench_main.h) for all of it. Results are new references. */
 #ifndef KT_BENCH_FISHER_H
 #define KT_BENCH_FISHER_H
 
@@ -46,15 +46,8 @@ typedef struct bench_fisher_options {
     const char *log_level;
 } bench_fisher_options;
 
-/* The --fisher mode's arguments: its option table, defaults and --help. */
+/* The --fisher mode's arguments (selected by --fisher): its option table, defaults and --help. */
 extern const bench_args bench_fisher_args;
-/* 1 when the arguments after "bench" ask for this report (--fisher is given). */
-int bench_fisher_wanted(int argc, char **argv);
-/* The --fisher part of `ktune bench --help`. */
-void bench_fisher_usage(FILE *out);
-/* Parses the arguments after "bench": 0, 1 after --help (usage printed to out), -1 with msg. */
-int bench_fisher_parse_args(int argc, char **argv, bench_fisher_options *opt, char *msg, size_t cap,
-                            FILE *out);
 /* The report as JSON (service/bench/README.md, "--fisher", documents the fields). exe_dir places
  * the default networks folder. progress: one line per trained variant (NULL: none). NULL with err:
  * 4xx codes for what was asked (unknown network or data set), KT_ERR_UNAVAILABLE when the data set

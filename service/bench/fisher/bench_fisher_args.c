@@ -23,11 +23,8 @@ static int bench_fisher_opt_data(void *o, const kt_option *ko, const char *v, ch
 
 static const kt_option bench_fisher_option_list[] = {
     {.name = "--fisher", .kind = KT_OPT_FLAG, .flags = KT_OPT_IGNORED},
-    {.name = "--networks",
-     .kind = KT_OPT_STRING,
-     .offset = O(networks_dir),
-     .arg = "--networks DIR",
-     .help = "preset networks (*.json) [<ktune>/../networks]"},
+    KT_OPT_ROW_STRING("--networks", O(networks_dir), 0, 0, "--networks DIR",
+                      "preset networks (*.json) [<ktune>/../networks]"),
     {.name = "--network",
      .kind = KT_OPT_STRINGS,
      .offset = O(names),
@@ -35,82 +32,29 @@ static const kt_option bench_fisher_option_list[] = {
      .hi = BENCH_FISHER_MAX_NETWORKS,
      .arg = "--network NAME",
      .help = "only this preset (repeatable) [all]"},
-    {.name = "--data",
-     .kind = KT_OPT_CALLBACK,
-     .cb = bench_fisher_opt_data,
-     .arg = "--data SET",
-     .help = "fashion-mnist (Debian's package) or fashion-mnist-small\n"
-             "(the copy shipped in DIR/data) [fashion-mnist]"},
-    {.name = "--train-images",
-     .kind = KT_OPT_INT,
-     .offset = O(train_images),
-     .lo = 0,
-     .hi = NN_DATASET_MAX_IMAGES,
-     .arg = "--train-images N",
-     .help = "first N training images [all]"},
-    {.name = "--test-images",
-     .kind = KT_OPT_INT,
-     .offset = O(test_images),
-     .lo = 0,
-     .hi = NN_DATASET_MAX_IMAGES,
-     .arg = "--test-images N",
-     .help = "first N test images [all]"},
-    {.name = "--epochs",
-     .kind = KT_OPT_INT,
-     .offset = O(epochs),
-     .lo = 1,
-     .hi = 1000,
-     .arg = "--epochs N",
-     .help = "training epochs [3]; --batch N [64]; --lr X [0.05]"},
-    {.name = "--batch", .kind = KT_OPT_INT, .offset = O(batch), .lo = 1, .hi = 1024},
-    {.name = "--lr", .kind = KT_OPT_DOUBLE, .offset = O(lr), .lo = 1e-12, .hi = 10},
-    {.name = "--threshold",
-     .kind = KT_OPT_DOUBLE,
-     .offset = O(threshold),
-     .lo = 1e-12,
-     .hi = 1000,
-     .arg = "--threshold R",
-     .help = "accepted when Fisher ratio >= R [1.0]"},
-    {.name = "--train-accepted",
-     .kind = KT_OPT_INT,
-     .offset = O(train_accepted),
-     .lo = 0,
-     .hi = 100,
-     .arg = "--train-accepted N",
-     .help = "accepted variants trained per network [3]"},
-    {.name = "--train-rejected",
-     .kind = KT_OPT_INT,
-     .offset = O(train_rejected),
-     .lo = 0,
-     .hi = 100,
-     .arg = "--train-rejected N",
-     .help = "rejected variants trained per network [3]"},
-    {.name = "--fisher-batch",
-     .kind = KT_OPT_INT,
-     .offset = O(fisher_batch),
-     .lo = 2,
-     .hi = 1024,
-     .arg = "--fisher-batch N",
-     .help = "images of the Fisher minibatch [64]"},
-    {.name = "--seed",
-     .kind = KT_OPT_SEED,
-     .offset = O(seed),
-     .arg = "--seed N",
-     .help = "initialisation, shuffling and minibatch seed [1]"},
-    {.name = "--json",
-     .kind = KT_OPT_STRING,
-     .offset = O(json_path),
-     .arg = "--json FILE",
-     .help = "the whole result as one JSON line"},
-    {.name = "--from-json",
-     .kind = KT_OPT_STRING,
-     .offset = O(from_json),
-     .arg = "--from-json FILE",
-     .help = "reprint the tables of a saved result (no training)"},
-    {.name = "--log-level",
-     .kind = KT_OPT_CALLBACK,
-     .offset = O(log_level),
-     .cb = bench_opt_log_level},
+    KT_OPT_ROW_CALLBACK("--data", 0, 0, 0, bench_fisher_opt_data, "--data SET",
+                        "fashion-mnist (Debian's package) or fashion-mnist-small\n"
+                        "(the copy shipped in DIR/data) [fashion-mnist]"),
+    KT_OPT_ROW_INT("--train-images", O(train_images), 0, NN_DATASET_MAX_IMAGES, 0,
+                   "--train-images N", "first N training images [all]"),
+    KT_OPT_ROW_INT("--test-images", O(test_images), 0, NN_DATASET_MAX_IMAGES, 0, "--test-images N",
+                   "first N test images [all]"),
+    KT_OPT_ROW_INT("--epochs", O(epochs), 1, 1000, 0, "--epochs N",
+                   "training epochs [3]; --batch N [64]; --lr X [0.05]"),
+    KT_OPT_ROW_INT("--batch", O(batch), 1, 1024, 0, NULL, NULL),
+    KT_OPT_ROW_DOUBLE("--lr", O(lr), 1e-12, 10, 0, NULL, NULL),
+    KT_OPT_ROW_DOUBLE("--threshold", O(threshold), 1e-12, 1000, 0, "--threshold R",
+                      "accepted when Fisher ratio >= R [1.0]"),
+    KT_OPT_ROW_INT("--train-accepted", O(train_accepted), 0, 100, 0, "--train-accepted N",
+                   "accepted variants trained per network [3]"),
+    KT_OPT_ROW_INT("--train-rejected", O(train_rejected), 0, 100, 0, "--train-rejected N",
+                   "rejected variants trained per network [3]"),
+    KT_OPT_ROW_INT("--fisher-batch", O(fisher_batch), 2, 1024, 0, "--fisher-batch N",
+                   "images of the Fisher minibatch [64]"),
+    BENCH_OPT_SEED(bench_fisher_options, "initialisation, shuffling and minibatch seed [1]"),
+    BENCH_OPT_JSON(bench_fisher_options, 0, "the whole result as one JSON line"),
+    BENCH_OPT_FROM_JSON(bench_fisher_options, "reprint the tables of a saved result (no training)"),
+    BENCH_OPT_LOG_LEVEL(bench_fisher_options, 0, NULL),
     {.kind = KT_OPT_END}};
 
 static const kt_opt_table bench_fisher_table = {
@@ -132,16 +76,7 @@ static const kt_opt_table bench_fisher_table = {
              "time of one check against one training.\n"
              "\n"};
 
-int bench_fisher_wanted(int argc, char **argv)
-{
-    static const char *const selectors[] = {"--fisher", NULL};
-    return bench_args_has(argc, argv, selectors);
-}
-
-void bench_fisher_usage(FILE *out)
-{
-    kt_opt_usage(&bench_fisher_table, out);
-}
+static const char *const bench_fisher_selectors[] = {"--fisher", NULL};
 
 static void bench_fisher_defaults(void *o)
 {
@@ -158,11 +93,5 @@ static void bench_fisher_defaults(void *o)
     opt->seed = 1;
 }
 
-const bench_args bench_fisher_args = {&bench_fisher_table, bench_fisher_defaults, NULL,
-                                      bench_fisher_usage};
-
-int bench_fisher_parse_args(int argc, char **argv, bench_fisher_options *opt, char *msg, size_t cap,
-                            FILE *out)
-{
-    return bench_args_parse(&bench_fisher_args, argc, argv, opt, msg, cap, out);
-}
+const bench_args bench_fisher_args = {bench_fisher_selectors, &bench_fisher_table,
+                                      bench_fisher_defaults, NULL, NULL};

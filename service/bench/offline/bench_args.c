@@ -17,88 +17,36 @@
 #define O(f) offsetof(bench_options, f)
 
 static const kt_option bench_offline_options[] = {
-    {.name = "--spaces",
-     .kind = KT_OPT_PATHS,
-     .offset = O(spaces),
-     .count_offset = O(n_spaces),
-     .lo = 1,
-     .hi = BENCH_MAX_SPACES,
-     .max_len = BENCH_MAX_PATH,
-     .arg = "--spaces PATH...",
-     .help = "cache files or folders (one or more; repeatable)"},
-    {.name = "--strategies",
-     .kind = KT_OPT_CALLBACK,
-     .offset = O(strategies),
-     .count_offset = O(n_strategies),
-     .cb = bench_opt_strategies,
-     .arg = "--strategies LIST",
-     .help = "comma-separated strategy names (%s)",
-     .help_arg = searcher_names},
-    {.name = "--budget",
-     .kind = KT_OPT_INT,
-     .offset = O(budget),
-     .lo = 1,
-     .hi = BENCH_MAX_BUDGET,
-     .arg = "--budget N",
-     .help = "distinct evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [400]"},
-    {.name = "--seeds",
-     .kind = KT_OPT_INT,
-     .offset = O(seeds),
-     .lo = 1,
-     .hi = BENCH_MAX_SEEDS,
-     .arg = "--seeds N",
-     .help = "seeds 0..N-1 per strategy and space, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [20]"},
-    {.name = "--batch",
-     .kind = KT_OPT_INT,
-     .offset = O(batch),
-     .lo = 1,
-     .hi = BENCH_MAX_BATCH,
-     .arg = "--batch N",
-     .help = "configurations asked for, evaluated and told at once, 1-" BENCH_STR(
-         BENCH_MAX_BATCH) "\n[1]; figures also against rounds (one ask + tell each)"},
-    {.name = "--include-failed",
-     .kind = KT_OPT_FLAG,
-     .offset = O(include_failed),
-     .help = "keep failed configurations in the space (they find nothing)"},
-    {.name = "--json",
-     .kind = KT_OPT_STRING,
-     .offset = O(json_path),
-     .flags = KT_OPT_NONEMPTY,
-     .arg = "--json FILE",
-     .help = "write everything, per-seed curves included, to FILE"},
-    {.name = "--kt-reference",
-     .kind = KT_OPT_STRING,
-     .offset = O(kt_reference),
-     .flags = KT_OPT_NONEMPTY,
-     .arg = "--kt-reference FILE",
-     .help = "Kernel Tuner reference (kerneltuner-dev/summary.csv)"},
-    {.name = "--history",
-     .kind = KT_OPT_PATHS,
-     .offset = O(history),
-     .count_offset = O(n_history),
-     .lo = 1,
-     .hi = BENCH_MAX_SPACES,
-     .max_len = BENCH_MAX_PATH,
-     .arg = "--history PATH...",
-     .help = "warm starts: each strategy also runs as <name>+history with\n"
-             "the history of the spaces of the same kernel and parameters\n"
-             "(never the space itself); printed warm against cold"},
-    {.name = "--history-first",
-     .kind = KT_OPT_INT,
-     .offset = O(history_first),
-     .lo = 0,
-     .hi = BENCH_HISTORY_MAX_FIRST,
-     .arg = "--history-first N",
-     .help = "history configurations measured first, 0-" BENCH_STR(
-         BENCH_HISTORY_MAX_FIRST) " [" BENCH_STR(BENCH_HISTORY_DEFAULT_FIRST) "]"},
-    {.name = "--history-shuffle",
-     .kind = KT_OPT_FLAG,
-     .offset = O(history_shuffle),
-     .help = "shuffle the history's times (a history without information)"},
-    {.name = "--history-invert",
-     .kind = KT_OPT_FLAG,
-     .offset = O(history_invert),
-     .help = "history times t -> 1/t (a history that misleads)"},
+    KT_OPT_ROW_PATHS("--spaces", O(spaces), O(n_spaces), 1, BENCH_MAX_SPACES, BENCH_MAX_PATH,
+                     "--spaces PATH...", "cache files or folders (one or more; repeatable)"),
+    BENCH_OPT_STRATEGIES(bench_options, 0, bench_opt_strategies,
+                         "comma-separated strategy names (%s)"),
+    BENCH_OPT_BUDGET(bench_options, 0,
+                     "distinct evaluations per run, 1-" BENCH_STR(BENCH_MAX_BUDGET) " [400]"),
+    BENCH_OPT_SEEDS(bench_options, 0,
+                    "seeds 0..N-1 per strategy and space, 1-" BENCH_STR(BENCH_MAX_SEEDS) " [20]"),
+    KT_OPT_ROW_INT("--batch", O(batch), 1, BENCH_MAX_BATCH, 0, "--batch N",
+                   "configurations asked for, evaluated and told at once, 1-" BENCH_STR(
+                       BENCH_MAX_BATCH) "\n[1]; figures also against rounds (one ask + tell each)"),
+    KT_OPT_ROW_FLAG("--include-failed", O(include_failed),
+                    "keep failed configurations in the space (they find nothing)"),
+    BENCH_OPT_JSON(bench_options, KT_OPT_NONEMPTY,
+                   "write everything, per-seed curves included, to FILE"),
+    KT_OPT_ROW_STRING("--kt-reference", O(kt_reference), 0, KT_OPT_NONEMPTY, "--kt-reference FILE",
+                      "Kernel Tuner reference (kerneltuner-dev/summary.csv)"),
+    KT_OPT_ROW_PATHS("--history", O(history), O(n_history), 1, BENCH_MAX_SPACES, BENCH_MAX_PATH,
+                     "--history PATH...",
+                     "warm starts: each strategy also runs as <name>+history with\n"
+                     "the history of the spaces of the same kernel and parameters\n"
+                     "(never the space itself); printed warm against cold"),
+    KT_OPT_ROW_INT("--history-first", O(history_first), 0, BENCH_HISTORY_MAX_FIRST, 0,
+                   "--history-first N",
+                   "history configurations measured first, 0-" BENCH_STR(
+                       BENCH_HISTORY_MAX_FIRST) " [" BENCH_STR(BENCH_HISTORY_DEFAULT_FIRST) "]"),
+    KT_OPT_ROW_FLAG("--history-shuffle", O(history_shuffle),
+                    "shuffle the history's times (a history without information)"),
+    KT_OPT_ROW_FLAG("--history-invert", O(history_invert),
+                    "history times t -> 1/t (a history that misleads)"),
     {.kind = KT_OPT_END}};
 
 static const kt_opt_table bench_offline_table = {
@@ -116,12 +64,12 @@ static const kt_opt_table bench_offline_table = {
 /* The offline usage, then every other mode's: `ktune bench --help` is the whole story. */
 static void bench_usage(FILE *out)
 {
+    static const bench_args *const others[] = {&bench_device_args, &bench_predict_args,
+                                               &bench_accel_args, &bench_fisher_args,
+                                               &bench_combine_args};
     kt_opt_usage(&bench_offline_table, out);
-    bench_device_usage(out);
-    bench_predict_usage(out);
-    bench_accel_usage(out);
-    bench_fisher_usage(out);
-    bench_combine_usage(out);
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        bench_args_usage(others[i], out);
 }
 
 static void bench_defaults(void *o)
@@ -157,10 +105,5 @@ static int bench_check(void *o, char *msg, size_t cap)
     return 0;
 }
 
-const bench_args bench_offline_args = {&bench_offline_table, bench_defaults, bench_check,
+const bench_args bench_offline_args = {NULL, &bench_offline_table, bench_defaults, bench_check,
                                        bench_usage};
-
-int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out)
-{
-    return bench_args_parse(&bench_offline_args, argc, argv, opt, msg, cap, out);
-}

@@ -37,8 +37,5 @@ typedef struct bench_options {
 
 /* The offline mode's arguments: its option table, defaults, checks and --help (every mode's). */
 extern const bench_args bench_offline_args;
-/* Parses the arguments after "bench". Returns 0, 1 when --help was asked (usage printed to out), or
- * -1 with a message in msg (a usage error: exit code 2). opt keeps pointers into argv. */
-int bench_parse_args(int argc, char **argv, bench_options *opt, char *msg, size_t cap, FILE *out);
 
 #endif

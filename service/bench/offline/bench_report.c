@@ -40,37 +40,36 @@ static void bench_print_header(const json_t *result, FILE *out)
     fprintf(out, " | %8s %5s | %9s | %6s %9s\n", "s->5%", "succ", "ovh us", "score", "ovh@400");
 }
 
-static void bench_print_row(const json_t *result, const char *name, const json_t *st, FILE *out)
+/* A strategy's fractions (member frac of st) at each of the checkpoints points, width w each,
+ * then the median and success rate of its member to5 (to within 5% of the optimum). */
+static void bench_print_fractions(FILE *out, const json_t *st, const json_t *points,
+                                  const char *frac, int w, const char *to5)
 {
     size_t i;
     json_t *v;
     char key[24];
 
-    fprintf(out, "%-14.14s", name);
-    json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+    json_array_foreach(points, i, v)
     {
         snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
         fputc(' ', out);
-        bench_print_number(out, json_object_get(json_object_get(st, "fraction"), key), "%*.4f", 7);
+        bench_print_number(out, json_object_get(json_object_get(st, frac), key), "%*.4f", w);
     }
-    const json_t *e = json_object_get(st, "evals_to_5pct");
+    const json_t *e = json_object_get(st, to5);
     fprintf(out, " | ");
     bench_print_number(out, json_object_get(e, "median"), "%*.1f", 8);
     fputc(' ', out);
     bench_print_number(out, json_object_get(e, "success_rate"), "%*.2f", 5);
+}
+
+static void bench_print_row(const json_t *result, const char *name, const json_t *st, FILE *out)
+{
+    fprintf(out, "%-14.14s", name);
+    bench_print_fractions(out, st, json_object_get(result, "checkpoints"), "fraction", 7,
+                          "evals_to_5pct");
     fprintf(out, " |");
-    json_array_foreach(json_object_get(result, "clock_budgets_s"), i, v)
-    {
-        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
-        fputc(' ', out);
-        bench_print_number(out, json_object_get(json_object_get(st, "clock_fraction"), key),
-                           "%*.4f", 6);
-    }
-    const json_t *c = json_object_get(st, "clock_to_5pct_s");
-    fprintf(out, " | ");
-    bench_print_number(out, json_object_get(c, "median"), "%*.1f", 8);
-    fputc(' ', out);
-    bench_print_number(out, json_object_get(c, "success_rate"), "%*.2f", 5);
+    bench_print_fractions(out, st, json_object_get(result, "clock_budgets_s"), "clock_fraction", 6,
+                          "clock_to_5pct_s");
     fprintf(out, " | ");
     bench_print_number(out, json_object_get(st, "overhead_us"), "%*.2f", 9);
     fprintf(out, " | ");
@@ -196,18 +195,7 @@ static void bench_print_rounds(const json_t *result, const json_t *strategies, F
     json_object_foreach((json_t *)strategies, name, st)
     {
         fprintf(out, "%-14.14s", name);
-        json_array_foreach(rcs, i, v)
-        {
-            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
-            fputc(' ', out);
-            bench_print_number(out, json_object_get(json_object_get(st, "rounds_fraction"), key),
-                               "%*.4f", 7);
-        }
-        const json_t *r = json_object_get(st, "rounds_to_5pct");
-        fprintf(out, " | ");
-        bench_print_number(out, json_object_get(r, "median"), "%*.1f", 8);
-        fputc(' ', out);
-        bench_print_number(out, json_object_get(r, "success_rate"), "%*.2f", 5);
+        bench_print_fractions(out, st, rcs, "rounds_fraction", 7, "rounds_to_5pct");
         fputc('\n', out);
     }
 }

@@ -11,20 +11,16 @@
 #include "core/clock.h"
 #include "model/predictor.h"
 #include "bench/predict/bench_predict_impl.h"
+#include "bench/bench_judge.h"
 #include "bench/bench_ratio.h"
 
 #define BP_TOP 5 /* the users' "best of the top 5" */
 
-static const int bp_ks[] = {1, 10, 100};
-#define BP_NK 3
-static const char *const bp_modes[] = {"greedy", "free", "constrained"};
-
-/* Accumulated over the held-out problems for one predictor. */
+/* Accumulated over the held-out problems for one predictor: the grid and the ratios (INFINITY:
+ * the top-1 failed) in j, and what only this report counts. */
 typedef struct bp_acc {
-    double acc[3][BP_NK], perfect[3][BP_NK], valid[3][BP_NK];
-    long emitted[3][BP_NK];
-    double *r1, *r5; /* ratios (INFINITY: the top-1 failed) */
-    int n1, n5, unmeasured1, unmeasured5, failed1, n;
+    bench_judge j;
+    int unmeasured1, unmeasured5, failed1;
     double predict_cpu_s; /* the top-5 predictions, summed */
 } bp_acc;
 
@@ -48,35 +44,25 @@ static int bp_time(bp_data *d, int di, const int *row, int measure, double *t, k
     return r < 0 ? -2 : r;
 }
 
-/* Seed 001's grid for one problem: accuracy of the best-matching of the k, perfect, valid share. */
-static int bp_grid(predictor *p, bp_data *d, int di, const int *best, int *rows, double *score,
-                   bp_acc *a, kt_error *err)
+/* A candidate of the grid is valid when it is a configuration of the problem's space. */
+static int bp_valid(void *sp, const int *row)
 {
-    int np = predictor_num_params(p);
+    config_id id;
+    return space_encode(sp, row, &id) == 0;
+}
+
+/* Seed 001's decoding grid on held-out problem di (best: its best configuration) into a. */
+static int bp_grid(predictor *p, bp_data *d, int di, const int *best, bp_acc *a, kt_error *err)
+{
     const space *sp = d->probs[di].t.sp;
     const json_t *problem = training_set_problem(d->all, di);
-    for (int m = 0; m < 3; m++) {
-        for (int j = 0; j < BP_NK; j++) {
-            if (m == 0 && bp_ks[j] > 1)
+    for (int m = 0; m < BENCH_JUDGE_MODES; m++) {
+        for (int k = 0; k < BENCH_JUDGE_NK; k++) {
+            if (m == 0 && bench_judge_ks[k] > 1)
                 continue; /* greedy is one sequence */
-            int n =
-                predictor_decode(p, problem, sp, (predict_mode)m, 0, bp_ks[j], rows, score, err);
-            if (n < 0)
+            if (bench_judge_decode(&a->j, p, problem, sp, m, k, best, bp_valid, (void *)sp, err) <
+                0)
                 return -1;
-            int best_same = 0, valid = 0;
-            for (int i = 0; i < n; i++) {
-                const int *row = rows + (size_t)i * (size_t)np;
-                config_id id;
-                int same = 0;
-                for (int q = 0; q < np; q++)
-                    same += row[q] == best[q];
-                best_same = same > best_same ? same : best_same;
-                valid += space_encode(sp, row, &id) == 0;
-            }
-            a->acc[m][j] += (double)best_same / np;
-            a->perfect[m][j] += n > 0 && best_same == np;
-            a->valid[m][j] += valid;
-            a->emitted[m][j] += n;
         }
     }
     return 0;
@@ -158,49 +144,19 @@ out:
     return rc;
 }
 
-/* Seed 001's decoding grid of a judged predictor into grid: per decoding mode and k, accuracy,
- * perfect and valid shares. 0, or -1 out of memory. */
-static int bp_grid_json(const bp_acc *ac, json_t *grid)
-{
-    for (int m = 0; m < 3; m++) {
-        json_t *mk = json_object();
-        for (int j = 0; mk && j < BP_NK; j++) {
-            char key[16];
-            if (m == 0 && bp_ks[j] > 1)
-                continue;
-            snprintf(key, sizeof key, "%d", bp_ks[j]);
-            json_object_set_new(
-                mk, key,
-                json_pack("{s:f, s:f, s:o, s:I}", "param_accuracy",
-                          ac->n ? ac->acc[m][j] / ac->n : 0.0, "perfect",
-                          ac->n ? ac->perfect[m][j] / ac->n : 0.0, "valid",
-                          ac->emitted[m][j] ? json_real(ac->valid[m][j] / (double)ac->emitted[m][j])
-                                            : json_null(),
-                          "emitted", (json_int_t)ac->emitted[m][j]));
-        }
-        if (!mk || json_object_set_new(grid, bp_modes[m], mk) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* One trained predictor judged on the held-out problems: its JSON (NULL with err). */
 static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double train_s,
                       double train_cpu_s, size_t model_bytes, kt_error *err)
 {
-    int *rows = NULL, np = training_set_num_params(d->all),
-        n_test = training_set_num_problems(test);
-    double *score = NULL;
-    bp_acc a;
+    int np = training_set_num_params(d->all), n_test = training_set_num_problems(test);
+    bp_acc a = {0};
+    bench_judge *j = &a.j;
     json_t *res = NULL, *per = json_array(), *grid = json_object();
     const char *kind = predictor_kind(p);
 
-    memset(&a, 0, sizeof a);
-    rows = malloc((size_t)PREDICTOR_MAX_K * (size_t)np * sizeof *rows);
-    score = malloc(PREDICTOR_MAX_K * sizeof *score);
-    a.r1 = malloc((size_t)(n_test ? n_test : 1) * sizeof *a.r1);
-    a.r5 = malloc((size_t)(n_test ? n_test : 1) * sizeof *a.r5);
-    if (!rows || !score || !a.r1 || !a.r5 || !per || !grid) {
+    if (bench_judge_init(j, np, n_test, err) < 0)
+        goto out;
+    if (!per || !grid) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -211,23 +167,23 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         const int *best = training_set_trial(d->all, di, 0, &best_ms);
         if (di < 0 || !best)
             continue;
-        a.n++;
-        if (bp_grid(p, d, di, best, rows, score, &a, err) < 0)
+        j->n++;
+        if (bp_grid(p, d, di, best, &a, err) < 0)
             goto out;
         const json_t *problem = training_set_problem(d->all, di);
         double c0 = bp_cpu_s();
         int n = predictor_decode(p, problem, d->probs[di].t.sp, PREDICT_CONSTRAINED, 0, BP_TOP,
-                                 rows, score, err);
+                                 j->rows, j->score, err);
         a.predict_cpu_s += bp_cpu_s() - c0;
         if (n < 0)
             goto out;
         int unknown5 = 0, known5 = 0;
-        for (int j = 0; j < n; j++) {
-            int s = bp_time(d, di, rows + (size_t)j * (size_t)np, 0, &t, err);
+        for (int c = 0; c < n; c++) {
+            int s = bp_time(d, di, j->rows + (size_t)c * (size_t)np, 0, &t, err);
             if (s == -2)
                 goto out;
             double r = s == 1 ? t / best_ms : s == 0 ? INFINITY : NAN;
-            if (j == 0)
+            if (c == 0)
                 r1 = r;
             unknown5 += s < 0;
             known5 += s >= 0;
@@ -237,12 +193,12 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         if (n > 0 && isnan(r1))
             a.unmeasured1++;
         else if (n > 0)
-            a.r1[a.n1++] = r1;
+            j->r1[j->n1++] = r1;
         a.failed1 += n > 0 && isinf(r1);
         a.unmeasured5 += unknown5 > 0;
         if (known5 > 0)
-            a.r5[a.n5++] = r5;
-        json_t *cfg = n > 0 ? training_set_config_json(d->all, rows) : json_null();
+            j->r5[j->n5++] = r5;
+        json_t *cfg = n > 0 ? training_set_config_json(d->all, j->rows) : json_null();
         json_t *o =
             json_pack("{s:O, s:f, s:o*, s:o, s:o, s:i}", "problem", problem, "best_ms", best_ms,
                       "top1", cfg, "top1_ratio", bp_ratio_json(n ? r1 : NAN), "top5_ratio",
@@ -252,27 +208,23 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
             goto out;
         }
     }
-    if (bp_grid_json(&a, grid) < 0) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    if (bench_judge_grid_json(j, 0, grid, err) < 0)
         goto out;
-    }
-    res = json_pack(
-        "{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
-        "s:{s:o, s:o, s:i, s:i}, s:O}",
-        "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s, "predict_cpu_ms",
-        a.n ? 1e3 * a.predict_cpu_s / a.n : 0.0, "model_bytes", (json_int_t)model_bytes, "hyper",
-        predictor_hyper_json(p), "decoding", grid, "top1", "median",
-        bench_ratio_median(a.r1, a.n1, "inf"), "within_1_10", bench_ratio_share(a.r1, a.n1, 1.10),
-        "measured", a.n1, "unmeasured", a.unmeasured1, "failed", a.failed1, "top5", "median",
-        bench_ratio_median(a.r5, a.n5, "inf"), "within_1_05", bench_ratio_share(a.r5, a.n5, 1.05),
-        "measured", a.n5, "incomplete", a.unmeasured5, "heldout", per);
+    res = json_pack("{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
+                    "s:{s:o, s:o, s:i, s:i}, s:O}",
+                    "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s,
+                    "predict_cpu_ms", j->n ? 1e3 * a.predict_cpu_s / j->n : 0.0, "model_bytes",
+                    (json_int_t)model_bytes, "hyper", predictor_hyper_json(p), "decoding", grid,
+                    "top1", "median", bench_ratio_median(j->r1, j->n1, "inf"), "within_1_10",
+                    bench_ratio_share(j->r1, j->n1, 1.10), "measured", j->n1, "unmeasured",
+                    a.unmeasured1, "failed", a.failed1, "top5", "median",
+                    bench_ratio_median(j->r5, j->n5, "inf"), "within_1_05",
+                    bench_ratio_share(j->r5, j->n5, 1.05), "measured", j->n5, "incomplete",
+                    a.unmeasured5, "heldout", per);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
-    free(rows);
-    free(score);
-    free(a.r1);
-    free(a.r5);
+    bench_judge_free(j);
     json_decref(per);
     json_decref(grid);
     return res;

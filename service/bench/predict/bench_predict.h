@@ -14,9 +14,9 @@
  * device (the same CPU class as the cache header, refused otherwise) and appended to the cache
  * file; without, it is counted as unmeasured and the ratios are over the measured ones.
  *
- * Call order: bench_predict_wanted -> bench_predict_parse_args -> bench_predict_run ->
- * bench_predict_print_table (bench_predict_report.c), or bench_main (bench_main.h) for
- * all of it. Results are new references. */
+ * Call order: bench_args_wanted(&bench_predict_args) -> bench_args_parse ->
+ * bench_predict_run -> bench_predict_print_table (bench_predict_report.c), or bench_main
+ * (bench_main.h) for all of it. Results are new references. */
 #ifndef KT_BENCH_PREDICT_H
 #define KT_BENCH_PREDICT_H
 
@@ -35,7 +35,8 @@
 typedef struct bench_predict_options {
     const char *dirs[BENCH_PREDICT_MAX_DIRS]; /* --predict DIR... */
     int n_dirs;
-    char kinds[BENCH_PREDICT_MAX_KINDS][16]; /* --predictors [all of predictor_kinds()] */
+    char kinds[BENCH_PREDICT_MAX_KINDS]
+              [BENCH_PREDICTOR_NAME]; /* --predictors [all of predictor_kinds()] */
     int n_kinds;
     double test_fraction; /* --test-fraction [0.25] */
     uint64_t seed;        /* --seed [0]: the split and the training */
@@ -47,15 +48,9 @@ typedef struct bench_predict_options {
     const char *log_level;
 } bench_predict_options;
 
-/* The --predict mode's arguments: its option table, defaults, checks and --help. */
+/* The --predict mode's arguments (selected by --predict): its option table, defaults, checks and
+ * --help. */
 extern const bench_args bench_predict_args;
-/* 1 when the arguments after "bench" ask for the report (--predict is given). */
-int bench_predict_wanted(int argc, char **argv);
-/* The --predict part of `ktune bench --help`. */
-void bench_predict_usage(FILE *out);
-/* Parses the arguments after "bench": 0, 1 after --help (usage printed to out), -1 with msg. */
-int bench_predict_parse_args(int argc, char **argv, bench_predict_options *opt, char *msg,
-                             size_t cap, FILE *out);
 /* The report as JSON (service/bench/README.md, "--predict", documents the fields). exe_dir
  * places the default runner and kernels. progress: where progress lines go (NULL: none). NULL
  * with err: 4xx codes for what was asked (no cache, mixed kernels, an unknown predictor, a cache

@@ -28,6 +28,24 @@ static const char *bp_verdict(const json_t *w1, const json_t *w5, int dash)
     return m1 && m5 ? "both met" : m1 ? "top1 met" : m5 ? "top5 met" : "missed";
 }
 
+/* A predictor's row begins: its name, the top-1 median and share within 1.10x, the verdict (dash:
+ * as bp_verdict's). */
+static void bp_print_top1(FILE *out, const char *kind, const json_t *t1, const json_t *t5, int dash)
+{
+    const json_t *w1 = json_object_get(t1, "within_1_10");
+    fprintf(out, "%-9s", kind);
+    bp_num(out, json_object_get(t1, "median"), " %*.3f", 9);
+    bp_num(out, w1, " %*.2f", 8);
+    fprintf(out, " %8s", bp_verdict(w1, json_object_get(t5, "within_1_05"), dash));
+}
+
+/* The best of the top-5: median and share within 1.05x. */
+static void bp_print_top5(FILE *out, const json_t *t5)
+{
+    bp_num(out, json_object_get(t5, "median"), " %*.3f", 8);
+    bp_num(out, json_object_get(t5, "within_1_05"), " %*.2f", 8);
+}
+
 /* Seed 001's table: per predictor and decoding, the cells at k = 1, 10, 100; then the wall time. */
 static void bp_print_decoding(const json_t *res, const char *against, FILE *out)
 {
@@ -95,16 +113,10 @@ void bench_predict_print_table(const json_t *res, FILE *out)
     json_object_foreach((json_t *)preds, kind, p)
     {
         const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
-        fprintf(out, "%-9s", kind);
-        bp_num(out, json_object_get(t1, "median"), " %*.3f", 9);
-        bp_num(out, json_object_get(t1, "within_1_10"), " %*.2f", 8);
-        fprintf(
-            out, " %8s",
-            bp_verdict(json_object_get(t1, "within_1_10"), json_object_get(t5, "within_1_05"), 1));
+        bp_print_top1(out, kind, t1, t5, 1);
         fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t1, "measured")),
                 json_integer_value(json_object_get(t1, "unmeasured")));
-        bp_num(out, json_object_get(t5, "median"), " %*.3f", 8);
-        bp_num(out, json_object_get(t5, "within_1_05"), " %*.2f", 8);
+        bp_print_top5(out, t5);
         fprintf(out, " %5lld %5lld", json_integer_value(json_object_get(t5, "measured")),
                 json_integer_value(json_object_get(t5, "incomplete")));
         fprintf(out, " %8.2fs %10lld %8.3f\n", json_number_value(json_object_get(p, "train_cpu_s")),
@@ -151,17 +163,11 @@ void bench_accel_predict_print_table(const json_t *res, FILE *out)
     json_object_foreach((json_t *)preds, kind, p)
     {
         const json_t *t1 = json_object_get(p, "top1"), *t5 = json_object_get(p, "top5");
-        const json_t *w1 = json_object_get(t1, "within_1_10"),
-                     *w5 = json_object_get(t5, "within_1_05");
-        fprintf(out, "%-9s", kind);
-        bp_num(out, json_object_get(t1, "median"), " %*.3f", 9);
-        bp_num(out, w1, " %*.2f", 8);
-        fprintf(out, " %8s", bp_verdict(w1, w5, 0));
+        bp_print_top1(out, kind, t1, t5, 0);
         fprintf(out, " %5lld %7lld %5lld", json_integer_value(json_object_get(t1, "n")),
                 json_integer_value(json_object_get(t1, "invalid")),
                 json_integer_value(json_object_get(t1, "none")));
-        bp_num(out, json_object_get(t5, "median"), " %*.3f", 8);
-        bp_num(out, w5, " %*.2f", 8);
+        bp_print_top5(out, t5);
         fprintf(out, " %5lld %8.2fs %10lld %8.3f\n", json_integer_value(json_object_get(t5, "n")),
                 json_number_value(json_object_get(p, "train_s")),
                 json_integer_value(json_object_get(p, "model_bytes")),
