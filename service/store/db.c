@@ -489,6 +489,11 @@ PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_
     db_slot *slot = slot_of(conn);
     if (!slot || id < 0 || id >= DB_PREPARED__COUNT)
         return db_exec(conn, sql, n_params, params, err);
+    /* One id, one text: a statement of another text under an id already prepared runs unprepared
+     * (a caller's slip costs speed, never a wrong statement). */
+    if ((slot->prepared & (1u << id)) && slot->prepared_sql[id] != sql &&
+        strcmp(slot->prepared_sql[id], sql) != 0)
+        return db_exec(conn, sql, n_params, params, err);
     char name[24];
     snprintf(name, sizeof name, "kt_prepared_%d", (int)id);
     uint64_t t0 = kt_clock_ns();
@@ -500,6 +505,7 @@ PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_
             return NULL;
         PQclear(r);
         slot->prepared |= 1u << id;
+        slot->prepared_sql[id] = sql;
     }
     int sent = PQsendQueryPrepared(conn, name, n_params, params, NULL, NULL, 0);
     return collect(conn, sent, t0, NULL, err);

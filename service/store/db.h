@@ -63,7 +63,6 @@ PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char 
 typedef enum db_prepared {
     DB_PREPARED_ASK,            /* store/ask_store: an ask's lease */
     DB_PREPARED_TELL,           /* store/ask_store: a tell */
-    DB_PREPARED_TELL_ASK,       /* store/ask_store: a tell that also asks */
     DB_PREPARED_TRIALS_DRIVING, /* store/trial_store: a driver's step reads */
     DB_PREPARED_TRIALS_INSERT,  /* store/trial_store: a driver's step queues */
     DB_PREPARED_JOBS_EXHAUSTED, /* store/job_store: the runner's round, before a claim */

@@ -474,8 +474,8 @@ int job_store_yield(PGconn *c, const runner_identity *me, double wait_s, long lo
      * newest job of the caller driving the most, when that is at least two more (one more would
      * only swap who waits). */
     /* clang-format off */
-    PGresult *r = db_exec_prepared(
-        c, DB_PREPARED_JOBS_CLAIM,
+    PGresult *r = db_exec(
+        c,
         "WITH " JOB_FAIR_DRIVEN ", " JOB_FAIR_WAITING ","
         " least AS (SELECT min(COALESCE(d.n, 0)) AS n FROM waiting w LEFT JOIN driven d"
         " ON d.caller = w.caller WHERE w.updated_at <= now() - make_interval(secs => $2)),"
