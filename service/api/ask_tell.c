@@ -456,6 +456,8 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
         read_body(req, 1, &body, &err) < 0 || api_check_fields(body, fields, "the tell", &err) < 0)
         goto out;
     json_t *ask = json_object_get(body, "ask");
+    if (json_is_null(ask))
+        ask = NULL; /* as absent, like the ask's own fields */
     if ((ask && parse_ask_opts(ask, "ask.", &a, &err) < 0) || parse_tell(body, &b, &err) < 0)
         goto out;
     if (ask && req->may_defer) {

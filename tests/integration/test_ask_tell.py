@@ -248,6 +248,8 @@ class AskTellTest(unittest.TestCase):
                                       "ask": {"n": 1, "wait": 1}})
         self.assertEqual(status, 400, bad)
         self.assertIn("wait", bad["error"]["message"])
+        _, _, view = self.k.get("/v1/jobs/%d" % combined)
+        self.assertEqual(view["progress"]["trials"], 0, view)  # the refused tells recorded nothing
         replies = []
         while trials:
             t = trials[0]
