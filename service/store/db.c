@@ -508,7 +508,15 @@ PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_
         slot->prepared_sql[id] = sql;
     }
     int sent = PQsendQueryPrepared(conn, name, n_params, params, NULL, NULL, 0);
-    return collect(conn, sent, t0, NULL, err);
+    char state[6];
+    PGresult *r = collect(conn, sent, t0, state, err);
+    if (r || strcmp(state, "26000") != 0)
+        return r;
+    /* The session lost it (a DISCARD, a pooler in front of the server that changed sessions):
+     * prepared again at the next run, this one unprepared. */
+    slot->prepared &= ~(1u << id);
+    kt_error_clear(err);
+    return db_exec(conn, sql, n_params, params, err);
 }
 
 PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const *params,

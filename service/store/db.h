@@ -71,7 +71,9 @@ typedef enum db_prepared {
 } db_prepared;
 
 /* db_exec of the statement id, whose text is always sql (with n_params parameters), prepared on
- * conn at its first run; on a connection of no pool, db_exec itself. */
+ * conn at its first run; on a connection of no pool, db_exec itself. A session that lost it (a
+ * DISCARD, a pooler that changed sessions) runs it unprepared once and prepares it again: so not
+ * inside a transaction, which that failure would abort. */
 PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_params,
                            const char *const *params, kt_error *err);
 /* db_exec for statements whose result is not needed. Returns 0 or -1. */

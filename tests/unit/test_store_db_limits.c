@@ -199,8 +199,8 @@ static long prepared_value(PGconn *c, const char *sql, const char *arg)
 }
 
 /* db_exec_prepared prepares a statement once per session: the server holds it after the first
- * run; another text under the same id runs (unprepared) with its own result; a connection that
- * was reset (its session ended) prepares it again instead of failing. */
+ * run; another text under the same id runs (unprepared) with its own result; a session that lost
+ * it, and a connection that was reset (its session ended), prepare it again instead of failing. */
 static void prepared_statements_once_per_session(void **state)
 {
     pg_fixture *f = *state;
@@ -221,6 +221,10 @@ static void prepared_statements_once_per_session(void **state)
                      1);
     assert_string_equal(n, "1");
     assert_int_equal(prepared_value(c, "SELECT $1::int * 2", "21"), 42);
+    /* A session that lost it (DEALLOCATE, a pooler): this run unprepared, the next prepares. */
+    assert_int_equal(db_run(c, "DEALLOCATE ALL", 0, NULL, &err), 0);
+    assert_int_equal(prepared_value(c, sql, "2"), 3);
+    assert_int_equal(prepared_value(c, sql, "3"), 4);
     /* The session ends under the pool: the next acquire resets the connection. */
     assert_int_equal(db_run(c, "SELECT pg_terminate_backend(pg_backend_pid())", 0, NULL, &err), -1);
     db_release(pool, c);
