@@ -7,7 +7,9 @@
  * configurations are ready (or whose job is over) is answered on the HTTP worker's first call;
  * one that would wait (for a step a tell asked of the runner, or for proposals) defers to a thread
  * of its own (http_response_defer), so a wait never holds an HTTP worker's event loop. A tell
- * wakes the runner at once (worker_system_job_told). */
+ * wakes the runner at once (worker_system_job_told); a tell with "ask" also leases the next
+ * configurations once that step is made, answering both in one round trip (it runs on a thread
+ * of its own from the start, api_job_tell). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,19 +34,19 @@
 #define TELL_MAX         256
 #define TELL_MAX_METRICS 64
 
-/* An optional integer field in lo..hi (def when absent). */
-static int int_field(const json_t *body, const char *name, long long lo, long long hi,
-                     long long def, long long *out, kt_error *err)
+/* An optional integer field in lo..hi (def when absent); where: how the message names it. */
+static int int_field(const json_t *body, const char *name, const char *where, long long lo,
+                     long long hi, long long def, long long *out, kt_error *err)
 {
     json_t *v = body ? json_object_get(body, name) : NULL;
     *out = def;
     if (!v || json_is_null(v))
         return 0;
     if (!json_is_integer(v))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s' must be an integer", name);
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field '%s%s' must be an integer", where, name);
     if (json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s' must be %lld to %lld, not %lld",
-                            name, lo, hi, (long long)json_integer_value(v));
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%s%s' must be %lld to %lld, not %lld",
+                            where, name, lo, hi, (long long)json_integer_value(v));
     *out = json_integer_value(v);
     return 0;
 }
@@ -79,65 +81,95 @@ static int job_over(const char *status)
            strcmp(status, "cancelled") == 0;
 }
 
-void api_job_ask(void *app, const http_request *req, http_response *res)
+/* What an ask asks for: an ask's body, or a tell's "ask" member (where "ask."). */
+typedef struct ask_opts {
+    long long n, lease_s;
+    double wait_s;
+} ask_opts;
+
+/* o: the object (NULL: the defaults); a tell's "ask" may also be the integer n alone. */
+static int parse_ask_opts(const json_t *o, const char *where, ask_opts *a, kt_error *err)
 {
-    static const char *const allowed[] = {NULL};
     static const char *const fields[] = {"n", "lease_s", "wait_s", NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    json_t *body = NULL, *got = NULL;
-    long long id, n, lease;
-    double wait_s = ASK_DEFAULT_WAIT;
-    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
-        read_body(req, 0, &body, &err) < 0 ||
-        (body && api_check_fields(body, fields, "the ask", &err) < 0) ||
-        int_field(body, "n", 1, ASK_MAX_N, ASK_DEFAULT_N, &n, &err) < 0 ||
-        int_field(body, "lease_s", 1, ASK_MAX_LEASE_S, ASK_DEFAULT_LEASE, &lease, &err) < 0)
-        goto fail;
-    json_t *w = body ? json_object_get(body, "wait_s") : NULL;
+    a->wait_s = ASK_DEFAULT_WAIT;
+    if (o && json_is_integer(o) && where[0]) {
+        a->lease_s = ASK_DEFAULT_LEASE;
+        if (json_integer_value(o) < 1 || json_integer_value(o) > ASK_MAX_N)
+            return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'ask' must be 1 to %d, not %lld",
+                                ASK_MAX_N, (long long)json_integer_value(o));
+        a->n = json_integer_value(o);
+        return 0;
+    }
+    if (o && !json_is_object(o) && !where[0])
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "the ask's body must be a JSON object");
+    if (o && !json_is_object(o))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE,
+                            "field 'ask' must be the number of trials to ask for, or an object "
+                            "{\"n\", \"lease_s\", \"wait_s\"} as POST /v1/jobs/{id}/ask takes");
+    if ((o && api_check_fields(o, fields, where[0] ? "the tell's ask" : "the ask", err) < 0) ||
+        int_field(o, "n", where, 1, ASK_MAX_N, ASK_DEFAULT_N, &a->n, err) < 0 ||
+        int_field(o, "lease_s", where, 1, ASK_MAX_LEASE_S, ASK_DEFAULT_LEASE, &a->lease_s, err) < 0)
+        return -1;
+    json_t *w = o ? json_object_get(o, "wait_s") : NULL;
     if (w && !json_is_null(w)) {
         if (!json_is_number(w) || !(json_number_value(w) >= 0) ||
             !(json_number_value(w) <= ASK_MAX_WAIT_S)) {
-            kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "field 'wait_s' must be a number 0 to %g",
-                         ASK_MAX_WAIT_S);
-            kt_error_hint(&err, "wait_s is how long the ask waits for configurations when none "
-                                "is ready; ask again after an empty reply");
-            goto fail;
+            kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field '%swait_s' must be a number 0 to %g",
+                         where, ASK_MAX_WAIT_S);
+            kt_error_hint(err, "wait_s is how long the ask waits for configurations when none "
+                               "is ready; ask again after an empty reply");
+            return -1;
         }
-        wait_s = json_number_value(w);
+        a->wait_s = json_number_value(w);
     }
-    uint64_t deadline = kt_clock_ns() + (uint64_t)(wait_s * 1e9);
+    return 0;
+}
+
+/* What ask_lease did: the reply is in *out; the request is to run again on a thread of its own
+ * (http_response_defer); it failed (err); res holds the answer already (no database). */
+enum { ASK_READY = 1, ASK_DEFER = 0, ASK_FAILED = -1, ASK_ANSWERED = -2 };
+
+/* Leases up to a->n of job id's configurations, waiting up to a->wait_s for some, into *out:
+ * {"job_id", "job_status", "trials", "done"}. */
+static int ask_lease(api_context *svc, const http_request *req, http_response *res, long long id,
+                     const ask_opts *a, json_t **out, kt_error *err)
+{
+    json_t *got = NULL;
+    int rc = ASK_FAILED;
+    *out = NULL;
+    uint64_t deadline = kt_clock_ns() + (uint64_t)(a->wait_s * 1e9);
     /* A tell just woke the job's driver here: its next proposals are coming, look once they are
      * (one look at the database less per batch of one). On the HTTP worker's first call that
      * wait, like any other, is the thread's (http_response_defer). */
-    if (wait_s > 0 && req->may_defer && worker_system_job_stepping(svc->workers, id))
-        goto defer;
-    if (wait_s > 0)
+    if (a->wait_s > 0 && req->may_defer && worker_system_job_stepping(svc->workers, id))
+        return ASK_DEFER;
+    if (a->wait_s > 0)
         worker_system_wait_stepped(svc->workers, id, ASK_RECHECK_MS);
     for (;;) {
         /* The generation before the look: a proposal made after the look wakes the wait. */
         unsigned long gen = worker_system_job_gen(svc->workers, id);
         PGconn *c = api_db_acquire(svc, res);
         if (!c)
-            goto out;
-        got = ask_store_lease(c, id, (int)n, (int)lease, &err);
+            return ASK_ANSWERED;
+        got = ask_store_lease(c, id, (int)a->n, (int)a->lease_s, err);
         api_db_release(svc, c);
         if (!got)
-            goto fail;
+            goto out;
         const char *device = json_string_value(json_object_get(got, "device"));
         const char *status = json_string_value(json_object_get(got, "job_status"));
         if (kt_device_kind_of(device) != KT_DEVICE_EXTERNAL) {
-            job_not_external(id, device ? device : "", &err);
-            goto fail;
+            job_not_external(id, device ? device : "", err);
+            goto out;
         }
         if (json_array_size(json_object_get(got, "trials")) > 0 || !status || job_over(status))
             break;
         uint64_t now = kt_clock_ns();
         if (now >= deadline || http_request_stopping(req))
             break;
-        if (req->may_defer)
-            goto defer;
+        if (req->may_defer) {
+            rc = ASK_DEFER;
+            goto out;
+        }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         json_decref(got);
         got = NULL;
@@ -145,22 +177,37 @@ void api_job_ask(void *app, const http_request *req, http_response *res)
                                left_ms < ASK_RECHECK_MS ? (int)left_ms : ASK_RECHECK_MS);
     }
     const char *status = json_string_value(json_object_get(got, "job_status"));
-    json_t *reply = json_pack("{s:I, s:s, s:O, s:b}", "job_id", (json_int_t)id, "job_status",
-                              status ? status : "", "trials", json_object_get(got, "trials"),
-                              "done", status && job_over(status));
-    if (!reply) {
-        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
-        goto fail;
-    }
-    http_reply_json(res, 200, reply);
-    goto out;
-defer:
-    http_response_defer(res);
-    goto out;
-fail:
-    api_fail(res, &err);
+    *out = json_pack("{s:I, s:s, s:O, s:b}", "job_id", (json_int_t)id, "job_status",
+                     status ? status : "", "trials", json_object_get(got, "trials"), "done",
+                     status && job_over(status));
+    rc = *out ? ASK_READY : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
     json_decref(got);
+    return rc;
+}
+
+void api_job_ask(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *body = NULL, *reply = NULL;
+    long long id;
+    ask_opts a;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
+        read_body(req, 0, &body, &err) < 0 || parse_ask_opts(body, "", &a, &err) < 0) {
+        api_fail(res, &err);
+        goto out;
+    }
+    int rc = ask_lease(svc, req, res, id, &a, &reply, &err);
+    if (rc == ASK_READY)
+        http_reply_json(res, 200, reply);
+    else if (rc == ASK_DEFER)
+        http_response_defer(res);
+    else if (rc == ASK_FAILED)
+        api_fail(res, &err);
+out:
     json_decref(body);
 }
 
@@ -270,88 +317,107 @@ static int parse_told(const json_t *arr, told *out, kt_error *err)
     return 0;
 }
 
-void api_job_tell(void *app, const http_request *req, http_response *res)
+/* A tell's parsed trials: items (the results, which own their extras), with their ids and
+ * results side by side as ask_store_tell takes them (rs borrows from items). */
+typedef struct tell_batch {
+    size_t n;
+    told *items;
+    long long *ids;
+    trial_result *rs;
+} tell_batch;
+
+static void tell_batch_release(tell_batch *b)
 {
-    static const char *const allowed[] = {NULL};
-    static const char *const fields[] = {"trials", NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    json_t *body = NULL, *results = NULL, *got = NULL;
-    told *items = NULL;
-    long long *ids = NULL;
-    trial_result *rs = NULL;
-    PGconn *c = NULL;
-    long long id;
-    size_t n = 0;
-    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
-        read_body(req, 1, &body, &err) < 0 || api_check_fields(body, fields, "the tell", &err) < 0)
-        goto fail;
+    for (size_t i = 0; b->items && i < b->n; i++)
+        trial_result_release(&b->items[i].r);
+    free(b->items);
+    free(b->ids);
+    free(b->rs);
+}
+
+/* The tell's "trials" into b (released by tell_batch_release, also after a failure). */
+static int parse_tell(const json_t *body, tell_batch *b, kt_error *err)
+{
     json_t *arr = json_object_get(body, "trials");
-    n = json_array_size(arr);
-    if (!json_is_array(arr) || n < 1 || n > TELL_MAX) {
-        kt_error_set(&err, arr ? KT_ERR_OUT_OF_RANGE : KT_ERR_MISSING_FIELD,
+    b->n = json_array_size(arr);
+    if (!json_is_array(arr) || b->n < 1 || b->n > TELL_MAX) {
+        kt_error_set(err, arr ? KT_ERR_OUT_OF_RANGE : KT_ERR_MISSING_FIELD,
                      "field 'trials' must be an array of 1 to %d results", TELL_MAX);
-        kt_error_hint(&err, "{\"trials\": [{\"id\": 17, \"status\": \"ok\", \"time_ms\": 1.23}]}");
-        goto fail;
+        kt_error_hint(err, "{\"trials\": [{\"id\": 17, \"status\": \"ok\", \"time_ms\": 1.23}]}");
+        b->n = 0;
+        return -1;
     }
-    items = calloc(n, sizeof *items);
-    ids = calloc(n, sizeof *ids);
-    rs = calloc(n, sizeof *rs);
-    if (!items || !ids || !rs) {
-        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
-        goto fail;
+    b->items = calloc(b->n, sizeof *b->items);
+    b->ids = calloc(b->n, sizeof *b->ids);
+    b->rs = calloc(b->n, sizeof *b->rs);
+    if (!b->items || !b->ids || !b->rs)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (size_t i = 0; i < b->n; i++)
+        trial_result_init(&b->items[i].r);
+    if (parse_told(arr, b->items, err) < 0)
+        return -1;
+    for (size_t i = 0; i < b->n; i++) {
+        b->ids[i] = b->items[i].id;
+        b->rs[i] = b->items[i].r; /* borrowed: items own the extras */
     }
-    for (size_t i = 0; i < n; i++)
-        trial_result_init(&items[i].r);
-    if (parse_told(arr, items, &err) < 0)
-        goto fail;
-    for (size_t i = 0; i < n; i++) {
-        ids[i] = items[i].id;
-        rs[i] = items[i].r; /* borrowed: items own the extras */
-    }
-    if (!(c = api_db_acquire(svc, res)))
-        goto out;
-    /* The check and every record in one round trip (store/ask_store.h): a bad id refuses the
-     * whole tell before anything is recorded. */
-    got = ask_store_tell(c, id, ids, rs, (int)n, &err);
-    api_db_release(svc, c);
-    c = NULL;
-    if (!got)
-        goto fail;
+    return 0;
+}
+
+/* The database's tell reply got, checked: the job is external and, when nothing was recorded
+ * because of an id, which id. 0, or -1 with err. */
+static int tell_check(const json_t *got, long long id, const tell_batch *b, kt_error *err)
+{
     const char *job_status = json_string_value(json_object_get(got, "job_status"));
     const char *device = json_string_value(json_object_get(got, "device"));
     json_t *checks = json_object_get(got, "checks");
     json_t *outcomes = json_object_get(got, "outcomes");
-    if (!job_status || !device || json_array_size(checks) != n) {
-        kt_error_set(&err, KT_ERR_INTERNAL, "the database's tell reply is not what ktuned expects");
-        goto fail;
-    }
-    if (kt_device_kind_of(device) != KT_DEVICE_EXTERNAL) {
-        job_not_external(id, device, &err);
-        goto fail;
-    }
+    if (!job_status || !device || json_array_size(checks) != b->n)
+        return kt_error_set(err, KT_ERR_INTERNAL,
+                            "the database's tell reply is not what ktuned expects");
+    if (kt_device_kind_of(device) != KT_DEVICE_EXTERNAL)
+        return job_not_external(id, device, err);
     int running = strcmp(job_status, "running") == 0;
-    for (size_t i = 0; !json_is_array(outcomes) && i < n; i++) {
+    for (size_t i = 0; !json_is_array(outcomes) && i < b->n; i++) {
         json_t *check = json_array_get(checks, i);
         int other = json_is_true(json_array_get(check, 1));
         if (other || (json_is_null(json_array_get(check, 0)) && running)) {
-            kt_error_set(&err, KT_ERR_BAD_REQUEST, "trials[%zu].id: job %lld has no trial %lld%s",
-                         i, id, items[i].id, other ? " (it is another job's)" : "");
-            kt_error_hint(&err, "tell the ids this job's asks gave");
-            goto fail;
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "trials[%zu].id: job %lld has no trial %lld%s", i,
+                         id, b->ids[i], other ? " (it is another job's)" : "");
+            kt_error_hint(err, "tell the ids this job's asks gave");
+            return -1;
         }
     }
-    if (json_array_size(outcomes) != n) {
-        kt_error_set(&err, KT_ERR_INTERNAL, "the database's tell reply is not what ktuned expects");
-        goto fail;
-    }
+    if (json_array_size(outcomes) != b->n)
+        return kt_error_set(err, KT_ERR_INTERNAL,
+                            "the database's tell reply is not what ktuned expects");
+    return 0;
+}
+
+/* Records b for job id (one round trip, store/ask_store.h) and wakes its driver when it must
+ * step; *out: the tell's reply {"job_id", "job_status", "results"}. ASK_READY, ASK_FAILED or
+ * ASK_ANSWERED (no database: res holds the answer). */
+static int tell_record(api_context *svc, http_response *res, long long id, const tell_batch *b,
+                       json_t **out, kt_error *err)
+{
+    int rc = ASK_FAILED;
+    json_t *results = NULL;
+    *out = NULL;
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return ASK_ANSWERED;
+    /* The check and every record in one round trip: a bad id refuses the whole tell before
+     * anything is recorded. */
+    json_t *got = ask_store_tell(c, id, b->ids, b->rs, (int)b->n, err);
+    api_db_release(svc, c);
+    if (!got || tell_check(got, id, b, err) < 0)
+        goto out;
+    json_t *outcomes = json_object_get(got, "outcomes");
     int recorded = 0;
     results = json_array();
-    for (size_t i = 0; results && i < n; i++) {
+    for (size_t i = 0; results && i < b->n; i++) {
         const char *outcome = json_string_value(json_array_get(outcomes, i));
         recorded += outcome && strcmp(outcome, "recorded") == 0;
-        json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)items[i].id,
+        json_array_append_new(results, json_pack("{s:I, s:s}", "id", (json_int_t)b->ids[i],
                                                  "outcome", outcome ? outcome : "lost"));
     }
     /* The driver goes on once its whole batch is told: a batch still open needs no step (a batch
@@ -359,25 +425,61 @@ void api_job_tell(void *app, const http_request *req, http_response *res)
      * the records, and saves the runner a step of the job per tell). */
     if (recorded && !json_is_true(json_object_get(got, "open")))
         worker_system_job_told(svc->workers, id); /* its driver tells its searcher, proposes */
-    json_t *reply = results ? json_pack("{s:I, s:s, s:O}", "job_id", (json_int_t)id, "job_status",
-                                        job_status, "results", results)
-                            : NULL;
-    if (!reply) {
-        kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
-        goto fail;
-    }
-    http_reply_json(res, 200, reply);
-    goto out;
-fail:
-    api_fail(res, &err);
+    const char *job_status = json_string_value(json_object_get(got, "job_status"));
+    *out = results ? json_pack("{s:I, s:s, s:O}", "job_id", (json_int_t)id, "job_status",
+                               job_status, "results", results)
+                   : NULL;
+    rc = *out ? ASK_READY : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
-    api_db_release(svc, c);
-    for (size_t i = 0; items && i < n; i++)
-        trial_result_release(&items[i].r);
-    free(items);
-    free(ids);
-    free(rs);
     json_decref(results);
     json_decref(got);
+    return rc;
+}
+
+/* A tell may also ask ("ask": n, or the ask's own object): the next configurations come back in
+ * its reply's "ask", one round trip instead of two for a harness's loop. Such a tell waits for
+ * the driver's step it causes, so it runs on a thread of its own from the start (the tell route
+ * is a blocking route): deferred once told, its records would be made a second time. */
+void api_job_tell(void *app, const http_request *req, http_response *res)
+{
+    static const char *const allowed[] = {NULL};
+    static const char *const fields[] = {"trials", "ask", NULL};
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    json_t *body = NULL, *reply = NULL, *asked = NULL;
+    tell_batch b = {0};
+    ask_opts a;
+    long long id;
+    int rc = ASK_FAILED;
+    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0 ||
+        read_body(req, 1, &body, &err) < 0 || api_check_fields(body, fields, "the tell", &err) < 0)
+        goto out;
+    json_t *ask = json_object_get(body, "ask");
+    if (json_is_null(ask))
+        ask = NULL; /* as absent, like the ask's own fields */
+    if ((ask && parse_ask_opts(ask, "ask.", &a, &err) < 0) || parse_tell(body, &b, &err) < 0)
+        goto out;
+    if (ask && req->may_defer) {
+        rc = ASK_DEFER;
+        goto out;
+    }
+    rc = tell_record(svc, res, id, &b, &reply, &err);
+    if (rc == ASK_READY && ask) {
+        rc = ask_lease(svc, req, res, id, &a, &asked, &err);
+        if (rc == ASK_READY && json_object_set_new(reply, "ask", asked) < 0)
+            rc = kt_error_set(&err, KT_ERR_NO_MEMORY, NULL);
+    }
+out:
+    if (rc == ASK_READY) {
+        http_reply_json(res, 200, reply);
+        reply = NULL;
+    } else if (rc == ASK_DEFER) {
+        http_response_defer(res);
+    } else if (rc == ASK_FAILED) {
+        api_fail(res, &err);
+    }
+    tell_batch_release(&b);
+    json_decref(reply);
     json_decref(body);
 }

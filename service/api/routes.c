@@ -96,8 +96,9 @@ const char *const *api_heavy_routes(void)
     return heavy;
 }
 
-/* An ask waits up to its wait_s for the job's driver to propose: on a thread of its own. */
-static const char *const blocking[] = {"/v1/jobs/{id}/ask", NULL};
+/* An ask waits up to its wait_s for the job's driver to propose: on a thread of its own; so does a
+ * tell that also asks (a tell alone answers on the HTTP worker). */
+static const char *const blocking[] = {"/v1/jobs/{id}/ask", "/v1/jobs/{id}/tell", NULL};
 
 const char *const *api_blocking_routes(void)
 {

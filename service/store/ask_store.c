@@ -19,7 +19,9 @@ json_t *ask_store_lease(PGconn *c, long long job_id, int n, int lease_s, kt_erro
      * open trials (pending, or running past their lease: a lease that ran out is offered again
      * here, without waiting for any reaper) are leased in proposal order. Trials another ask is
      * leasing are skipped, never handed twice. */
-    return store_query_json(c, "SELECT ktune_ask($1, $2, $3, $4)", 4, p, "no such job", err);
+    return store_result_json(
+        db_exec_prepared(c, DB_PREPARED_ASK, "SELECT ktune_ask($1, $2, $3, $4)", 4, p, err),
+        "no such job", err);
 }
 
 /* A number member of a told trial, left out when not finite (SQL NULL in ktune_tell). */
@@ -61,7 +63,9 @@ json_t *ask_store_tell(PGconn *c, long long job_id, const long long *ids, const 
     const char *p[] = {store_ll(&jid, job_id), ASK_STORE_WORKER, told_text};
     /* One round trip and one transaction for the whole tell (sql/020): the check, then every
      * trial's completion as trial_store_complete records a measured one. */
-    out = store_query_json(c, "SELECT ktune_tell($1, $2, $3::jsonb)", 3, p, "no such job", err);
+    out = store_result_json(
+        db_exec_prepared(c, DB_PREPARED_TELL, "SELECT ktune_tell($1, $2, $3::jsonb)", 3, p, err),
+        "no such job", err);
 out:
     free(told_text);
     json_decref(told);

@@ -53,12 +53,17 @@ static void log_notice(void *arg, const char *message)
 }
 
 /* libpq calls this on a connection's events; it exists so that a pooled connection can carry its
- * db_slot as instance data (PQsetInstanceData needs a registered procedure). */
+ * db_slot as instance data (PQsetInstanceData needs a registered procedure), and it forgets the
+ * statements prepared on a connection that was reset. */
 static int slot_event(PGEventId id, void *info, void *pass)
 {
-    (void)id;
-    (void)info;
     (void)pass;
+    if (id == PGEVT_CONNRESET) {
+        /* A new session: none of the old one's prepared statements is there any more. */
+        db_slot *slot = PQinstanceData(((PGEventConnReset *)info)->conn, slot_event);
+        if (slot)
+            slot->prepared = 0;
+    }
     return 1;
 }
 
@@ -400,8 +405,9 @@ static void note_hung(PGconn *conn, const char *why)
         log_warn("%s; answering 503 until it is back, reconnecting every %d ms", why, DB_RETRY_MS);
 }
 
-PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
-                        char sqlstate[6], kt_error *err)
+/* The result of the statement just sent on conn (sent: whether the send worked), as db_exec_state
+ * answers it: every result read under the connection's limit, the first failure the one kept. */
+static PGresult *collect(PGconn *conn, int sent, uint64_t t0, char sqlstate[6], kt_error *err)
 {
     PGresult *res = NULL;
     int hung = 0;
@@ -409,8 +415,7 @@ PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char 
         sqlstate[0] = '\0';
     db_slot *slot = slot_of(conn);
     int limit_ms = slot ? slot->limit_ms : DB_LIMIT_MS;
-    uint64_t t0 = kt_clock_ns();
-    if (!PQsendQueryParams(conn, sql, n_params, NULL, params, NULL, NULL, 0)) {
+    if (!sent) {
         set_db_error(err, "", PQerrorMessage(conn));
         classify_error(conn, NULL, err);
         return NULL;
@@ -468,6 +473,50 @@ PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char 
 out:
     PQclear(res);
     return NULL;
+}
+
+PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
+                        char sqlstate[6], kt_error *err)
+{
+    uint64_t t0 = kt_clock_ns();
+    int sent = PQsendQueryParams(conn, sql, n_params, NULL, params, NULL, NULL, 0);
+    return collect(conn, sent, t0, sqlstate, err);
+}
+
+PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_params,
+                           const char *const *params, kt_error *err)
+{
+    db_slot *slot = slot_of(conn);
+    if (!slot || id < 0 || id >= DB_PREPARED__COUNT)
+        return db_exec(conn, sql, n_params, params, err);
+    /* One id, one text: a statement of another text under an id already prepared runs unprepared
+     * (a caller's slip costs speed, never a wrong statement). */
+    if ((slot->prepared & (1u << id)) && slot->prepared_sql[id] != sql &&
+        strcmp(slot->prepared_sql[id], sql) != 0)
+        return db_exec(conn, sql, n_params, params, err);
+    char name[24];
+    snprintf(name, sizeof name, "kt_prepared_%d", (int)id);
+    uint64_t t0 = kt_clock_ns();
+    if (!(slot->prepared & (1u << id))) {
+        /* Once per session: the server keeps it until the connection ends (a reset clears the
+         * mark, slot_event). */
+        PGresult *r = collect(conn, PQsendPrepare(conn, name, sql, n_params, NULL), t0, NULL, err);
+        if (!r)
+            return NULL;
+        PQclear(r);
+        slot->prepared |= 1u << id;
+        slot->prepared_sql[id] = sql;
+    }
+    int sent = PQsendQueryPrepared(conn, name, n_params, params, NULL, NULL, 0);
+    char state[6];
+    PGresult *r = collect(conn, sent, t0, state, err);
+    if (r || strcmp(state, "26000") != 0)
+        return r;
+    /* The session lost it (a DISCARD, a pooler in front of the server that changed sessions):
+     * prepared again at the next run, this one unprepared. */
+    slot->prepared &= ~(1u << id);
+    kt_error_clear(err);
+    return db_exec(conn, sql, n_params, params, err);
 }
 
 PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const *params,

@@ -57,6 +57,25 @@ PGresult *db_exec(PGconn *conn, const char *sql, int n_params, const char *const
  * when there is none, e.g. a lost connection), for callers that map some errors to other codes. */
 PGresult *db_exec_state(PGconn *conn, const char *sql, int n_params, const char *const *params,
                         char sqlstate[6], kt_error *err);
+/* The statements run at every ask, tell or step of a job: each pooled connection prepares them
+ * once (its session keeps the parse, and after a few runs the plan), instead of parsing and
+ * planning them at every run. */
+typedef enum db_prepared {
+    DB_PREPARED_ASK,            /* store/ask_store: an ask's lease */
+    DB_PREPARED_TELL,           /* store/ask_store: a tell */
+    DB_PREPARED_TRIALS_DRIVING, /* store/trial_store: a driver's step reads */
+    DB_PREPARED_TRIALS_INSERT,  /* store/trial_store: a driver's step queues */
+    DB_PREPARED_JOBS_EXHAUSTED, /* store/job_store: the runner's round, before a claim */
+    DB_PREPARED_JOBS_CLAIM,     /* store/job_store: the runner's round claims */
+    DB_PREPARED__COUNT
+} db_prepared;
+
+/* db_exec of the statement id, whose text is always sql (with n_params parameters), prepared on
+ * conn at its first run; on a connection of no pool, db_exec itself. A session that lost it (a
+ * DISCARD, a pooler that changed sessions) runs it unprepared once and prepares it again: so not
+ * inside a transaction, which that failure would abort. */
+PGresult *db_exec_prepared(PGconn *conn, db_prepared id, const char *sql, int n_params,
+                           const char *const *params, kt_error *err);
 /* db_exec for statements whose result is not needed. Returns 0 or -1. */
 int db_run(PGconn *conn, const char *sql, int n_params, const char *const *params, kt_error *err);
 int db_begin(PGconn *conn, kt_error *err);

@@ -13,7 +13,9 @@
  * procedure), so that db_exec, which gets only the PGconn, finds the time limit and the pool. */
 typedef struct db_slot {
     db_pool *pool;
-    int limit_ms; /* db_set_limit; DB_LIMIT_MS from each db_acquire on */
+    int limit_ms;      /* db_set_limit; DB_LIMIT_MS from each db_acquire on */
+    unsigned prepared; /* bit i: db_prepared i is prepared in this session (db_exec_prepared) */
+    const char *prepared_sql[DB_PREPARED__COUNT]; /* the text each was prepared with */
 } db_slot;
 
 struct db_pool {

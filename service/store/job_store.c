@@ -390,15 +390,15 @@ int job_store_fail_exhausted(PGconn *c, int max_attempts, long long *ids, int ma
     json_decref(e);
     const char *p[] = {store_ll(&max, max_attempts), error_text};
     /* The job and its unfinished trials in one statement, like job_store_finish. */
-    PGresult *r =
-        db_exec(c,
-                "WITH ended AS (UPDATE jobs SET status = 'failed', stop_reason = 'attempts',"
-                " error = $2::jsonb, finished_at = now(), updated_at = now()"
-                " WHERE status = 'running' AND runner IS NULL AND start_attempts >= $1"
-                " RETURNING id), gone AS (DELETE FROM trials WHERE job_id IN"
-                " (SELECT id FROM ended) AND status IN ('pending', 'running'))"
-                " SELECT id FROM ended ORDER BY id",
-                2, p, err);
+    PGresult *r = db_exec_prepared(
+        c, DB_PREPARED_JOBS_EXHAUSTED,
+        "WITH ended AS (UPDATE jobs SET status = 'failed', stop_reason = 'attempts',"
+        " error = $2::jsonb, finished_at = now(), updated_at = now()"
+        " WHERE status = 'running' AND runner IS NULL AND start_attempts >= $1"
+        " RETURNING id), gone AS (DELETE FROM trials WHERE job_id IN"
+        " (SELECT id FROM ended) AND status IN ('pending', 'running'))"
+        " SELECT id FROM ended ORDER BY id",
+        2, p, err);
     if (!r)
         goto out;
     n = PQntuples(r);
@@ -421,8 +421,8 @@ int job_store_claim(PGconn *c, const runner_identity *me, int max, int max_attem
      * skipping those another runner is claiming, and checked again under the lock. A job out of
      * start attempts is not claimed (job_store_fail_exhausted ends it). */
     /* clang-format off */
-    PGresult *r = db_exec(
-        c,
+    PGresult *r = db_exec_prepared(
+        c, DB_PREPARED_JOBS_CLAIM,
         "WITH " JOB_FAIR_DRIVEN ", " JOB_FAIR_WAITING ","
         " turns AS (SELECT w.id, COALESCE(d.n, 0) + row_number() OVER (PARTITION BY w.caller"
         " ORDER BY w.id) AS turn FROM waiting w LEFT JOIN driven d ON d.caller = w.caller),"

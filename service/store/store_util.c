@@ -45,8 +45,12 @@ json_t *store_get_json(const PGresult *r, int row, int col)
 json_t *store_query_json(PGconn *c, const char *sql, int n, const char *const *params,
                          const char *not_found_msg, kt_error *err)
 {
+    return store_result_json(db_exec(c, sql, n, params, err), not_found_msg, err);
+}
+
+json_t *store_result_json(PGresult *r, const char *not_found_msg, kt_error *err)
+{
     json_t *out = NULL;
-    PGresult *r = db_exec(c, sql, n, params, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) {

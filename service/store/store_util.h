@@ -32,6 +32,9 @@ json_t *store_get_json(const PGresult *r, int row, int col);
  * KT_ERR_NOT_FOUND with not_found_msg. */
 json_t *store_query_json(PGconn *c, const char *sql, int n, const char *const *params,
                          const char *not_found_msg, kt_error *err);
+/* store_query_json of a result already had (db_exec_prepared's; NULL: err is set), which it
+ * PQclear()s. */
+json_t *store_result_json(PGresult *r, const char *not_found_msg, kt_error *err);
 /* Runs a query returning at most one row and copies its first cell (text form) into out (cap
  * bytes, truncated). 1 when a row came, 0 when none (out untouched), -1 on a database error. */
 int store_query_text(PGconn *c, const char *sql, int n, const char *const *params, char *out,

@@ -27,13 +27,16 @@ int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, in
     store_num jid, seq;
     const char *p[] = {store_ll(&jid, job_id), device, store_ll(&seq, first_seq), ids_text,
                        cfgs_text};
-    rc = db_run(c,
-                "INSERT INTO trials (job_id, device, seq, config_id, config)"
-                " SELECT $1, $2, $3 + ord - 1, (e.id)::bigint, cfg"
-                " FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS e(id, ord)"
-                " JOIN json_array_elements($5::json) WITH ORDINALITY AS f(cfg, ord2) ON ord = ord2"
-                " ON CONFLICT (job_id, seq) DO NOTHING",
-                5, p, err);
+    PGresult *r = db_exec_prepared(
+        c, DB_PREPARED_TRIALS_INSERT,
+        "INSERT INTO trials (job_id, device, seq, config_id, config)"
+        " SELECT $1, $2, $3 + ord - 1, (e.id)::bigint, cfg"
+        " FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS e(id, ord)"
+        " JOIN json_array_elements($5::json) WITH ORDINALITY AS f(cfg, ord2) ON ord = ord2"
+        " ON CONFLICT (job_id, seq) DO NOTHING",
+        5, p, err);
+    rc = r ? 0 : -1;
+    PQclear(r);
     free(ids_text);
     free(cfgs_text);
     json_decref(id_arr);
@@ -111,11 +114,12 @@ int trial_store_load_driving(PGconn *c, long long job_id, const char *runner, in
     *n = 0;
     /* The job's row first (its trials, if any, follow in seq order): one snapshot, one round
      * trip. */
-    PGresult *r = db_exec(c,
-                          "SELECT j.status, j.runner IS NOT DISTINCT FROM $3, " TRIAL_LOAD_COLUMNS
-                          " FROM jobs j LEFT JOIN trials t ON t.job_id = j.id AND t.seq > $2"
-                          " AND t.final_round IS NULL WHERE j.id = $1 ORDER BY t.seq NULLS FIRST",
-                          3, p, err);
+    PGresult *r =
+        db_exec_prepared(c, DB_PREPARED_TRIALS_DRIVING,
+                         "SELECT j.status, j.runner IS NOT DISTINCT FROM $3, " TRIAL_LOAD_COLUMNS
+                         " FROM jobs j LEFT JOIN trials t ON t.job_id = j.id AND t.seq > $2"
+                         " AND t.final_round IS NULL WHERE j.id = $1 ORDER BY t.seq NULLS FIRST",
+                         3, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {

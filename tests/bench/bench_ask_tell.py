@@ -5,11 +5,14 @@ each):
 
 1. Round trip: one harness on one external job (random over a 32 x 32 space, parallel 1) asks one
    configuration and tells its result, --rounds times: p50 and p90 of ask + tell in milliseconds
-   (target: p50 < 2 ms); again after the throughput part, on a database holding its trials too
-   (a tell's cost must not grow with the trials table).
+   (target: p50 < 2 ms); then the same with one request a round, a tell that also asks for the
+   next configuration ("ask": 1; both figures are printed, each labelled); the two-call round trip
+   again after the throughput part, on a database holding its trials too (a tell's cost must not
+   grow with the trials table).
 2. Throughput: --harnesses harnesses at once (default 8), each a process of its own on its own
    external job (parallel 8), ask 8 and tell each result in a request of its own: tells a second
-   over all of them (target: >= 1,000).
+   over all of them (target: >= 1,000); then the same with the last tell of each batch asking for
+   the next 8 (no ask requests but the first), labelled apart.
 3. Replay equivalence: the same `auto` job (seed 1, history none, parallel 1, --evaluations, default
    400) twice: in process on the replay device replay:gemm_clblast-RTX_2080_Ti, and on the external
    device with the dataset's space inline, measured by a harness that looks each configuration up in
@@ -120,48 +123,66 @@ def baseline(address, rounds):
     return percentile(times, 0.5)
 
 
-def round_trip(address, rounds):
+def round_trip(address, rounds, combined=False):
+    """p50 and p90 of one round of batch 1: an ask and a tell (two requests), or (combined) a tell
+    that also asks for the next configuration ("ask": 1 in its body: one request)."""
     c = Client(address)
     jid = external_job(c, "bench_rt", GRID, rounds + 10, 1)
     times = []
+    trials = c.post("/v1/jobs/%d/ask" % jid, {"n": 1})["trials"] if combined else None
     for i in range(rounds):
         t0 = time.perf_counter()
-        a = c.post("/v1/jobs/%d/ask" % jid, {"n": 1})
-        if not a["trials"]:
-            raise RuntimeError("round %d: an empty ask %s" % (i, a))
-        c.post("/v1/jobs/%d/tell" % jid,
-               {"trials": [{"id": a["trials"][0]["id"], "status": "ok", "time_ms": 1.0 + i % 13}]})
+        if not combined:
+            trials = c.post("/v1/jobs/%d/ask" % jid, {"n": 1})["trials"]
+        if not trials:
+            raise RuntimeError("round %d: an empty ask" % i)
+        body = {"trials": [{"id": trials[0]["id"], "status": "ok", "time_ms": 1.0 + i % 13}]}
+        if combined:
+            body["ask"] = 1
+        reply = c.post("/v1/jobs/%d/tell" % jid, body)
+        if combined:
+            trials = reply["ask"]["trials"]
         times.append((time.perf_counter() - t0) * 1000)
     return percentile(times, 0.5), percentile(times, 0.9)
 
 
-def harness_loop(address, job, tells_each, start, done):
+def harness_loop(address, job, tells_each, start, done, combined):
     """One harness of the throughput part, in a process of its own (a harness is a program of its
     own; 8 threads of one Python would share one interpreter lock): asks 8, tells each result in a
-    request of its own, until tells_each are told or the job is done. Puts (tells, error) on done."""
+    request of its own, until tells_each are told or the job is done; combined: the last tell of
+    each batch also asks for the next 8 ("ask" in its body), no ask of its own but the first. Puts
+    (tells, error) on done."""
     told, error = 0, None
     try:
         c = Client(address)
         start.wait()
+        a = None
         while told < tells_each:
-            a = c.post("/v1/jobs/%d/ask" % job, {"n": 8, "wait_s": 10})
+            if a is None:
+                a = c.post("/v1/jobs/%d/ask" % job, {"n": 8, "wait_s": 10})
             if a["done"]:
                 break
-            for t in a["trials"]:
-                c.post("/v1/jobs/%d/tell" % job,
-                       {"trials": [{"id": t["id"], "status": "ok", "time_ms": 1.0 + t["seq"] % 7}]})
+            trials, a = a["trials"], None
+            for i, t in enumerate(trials):
+                body = {"trials": [{"id": t["id"], "status": "ok", "time_ms": 1.0 + t["seq"] % 7}]}
+                if combined and i == len(trials) - 1:
+                    body["ask"] = {"n": 8, "wait_s": 10}
+                r = c.post("/v1/jobs/%d/tell" % job, body)
                 told += 1
+                if "ask" in body:
+                    a = r["ask"]
     except Exception as e:  # reported, and the bench fails
         error = "harness on job %d: %s" % (job, e)
     done.put((told, error))
 
 
-def throughput(address, harnesses, tells_each):
+def throughput(address, harnesses, tells_each, combined=False):
     ctx = multiprocessing.get_context("fork")
-    jobs = [external_job(Client(address), "bench_tp_%d" % h, GRID, tells_each, 8, seed=h + 1)
+    tag = "c" if combined else ""
+    jobs = [external_job(Client(address), "bench_tp%s_%d" % (tag, h), GRID, tells_each, 8, seed=h + 1)
             for h in range(harnesses)]
     start, done = ctx.Barrier(harnesses + 1), ctx.Queue()
-    procs = [ctx.Process(target=harness_loop, args=(address, jobs[h], tells_each, start, done))
+    procs = [ctx.Process(target=harness_loop, args=(address, jobs[h], tells_each, start, done, combined))
              for h in range(harnesses)]
     for p in procs:
         p.start()
@@ -244,6 +265,8 @@ def main():
     ap.add_argument("--harnesses", type=int, default=8)
     ap.add_argument("--tells", type=int, default=400, help="tells per harness")
     ap.add_argument("--evaluations", type=int, default=400)
+    ap.add_argument("--two-call-only", action="store_true",
+                    help="leave out the tell that also asks (a server from before it, to compare)")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.harnesses, args.tells, args.evaluations = 40, 2, 40, 60
@@ -255,30 +278,40 @@ def main():
         print("load average before: %s (cores: %d)" % (" ".join("%.2f" % x for x in os.getloadavg()),
                                                        os.cpu_count() or 0))
         base = baseline(k.address, args.rounds)
-        rt0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
-        p50, p90 = round_trip(k.address, args.rounds)
-        rt1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
         print("baseline GET /healthz (same connection kind, %d rounds): p50 %.2f ms"
               % (args.rounds, base))
-        print("round trip (ask + tell, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms, %.1f x the "
-              "baseline (target p50 < 2 ms)" % (args.rounds, p50, p90, p50 / base if base > 0 else 0))
-        if rt0 is not None and rt1 is not None:
-            print("server CPU per round trip (ktuned + its PostgreSQL, user + system): %.3f ms"
-                  % ((rt1 - rt0) * 1000 / args.rounds))
-        cpu0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
-        n, seconds, errors = throughput(k.address, args.harnesses, args.tells)
-        cpu1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
-        failures += errors
-        print("throughput: %d tells from %d harnesses in %.2f s: %.0f tells/s (target >= 1,000)"
-              % (n, args.harnesses, seconds, n / seconds if seconds > 0 else 0))
-        if cpu0 is not None and cpu1 is not None and n > 0:
-            print("server CPU per tell (ktuned + its PostgreSQL, user + system, asks and steps "
-                  "included): %.3f ms" % ((cpu1 - cpu0) * 1000 / n))
+        kinds = (False,) if args.two_call_only else (False, True)
+        for combined in kinds:
+            label = ("one tell with \"ask\": 1, one request" if combined
+                     else "ask + tell, two requests")
+            rt0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            p50, p90 = round_trip(k.address, args.rounds, combined)
+            rt1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            print("round trip (%s, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms, %.1f x the "
+                  "baseline (target p50 < 2 ms)"
+                  % (label, args.rounds, p50, p90, p50 / base if base > 0 else 0))
+            if rt0 is not None and rt1 is not None:
+                print("  server CPU per round trip (ktuned + its PostgreSQL, user + system): %.3f ms"
+                      % ((rt1 - rt0) * 1000 / args.rounds))
+        for combined in kinds:
+            label = ("the last tell of each batch asks for the next 8" if combined
+                     else "ask 8, then a tell per result: two-call")
+            cpu0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            n, seconds, errors = throughput(k.address, args.harnesses, args.tells, combined)
+            cpu1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            failures += errors
+            print("throughput (%s): %d tells from %d harnesses in %.2f s: %.0f tells/s "
+                  "(target >= 1,000)" % (label, n, args.harnesses, seconds,
+                                         n / seconds if seconds > 0 else 0))
+            if cpu0 is not None and cpu1 is not None and n > 0:
+                print("  server CPU per tell (ktuned + its PostgreSQL, user + system, asks and "
+                      "steps included): %.3f ms" % ((cpu1 - cpu0) * 1000 / n))
         # The same round trip again, the database now holding the throughput part's trials too: a
         # tell must cost the same whatever the trials table holds (sql/020's tell scanned it all).
         held = int(k.psql("SELECT count(*) FROM trials"))
         p50b, p90b = round_trip(k.address, args.rounds)
-        print("round trip again, %d trials in the database: p50 %.2f ms, p90 %.2f ms"
+        print("round trip again (ask + tell, two requests), %d trials in the database: p50 %.2f "
+              "ms, p90 %.2f ms"
               % (held, p50b, p90b))
         eq = replay_equivalence(k, args.source_dir, args.evaluations)
         for name in ("replay", "external"):

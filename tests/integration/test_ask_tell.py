@@ -7,7 +7,8 @@ configuration again; a harness that goes away leaves the job running with the vi
 "waiting", and when it comes back the job finishes with a best; GET /v1/best answers the external
 key with the version it answers for, and a catalog key by device_class as by device; an ask on a
 job of another device is a 409; with a token, ask and tell need the tune scope; asks that wait
-(more than the HTTP threads) leave GET /healthz answered at once."""
+(more than the HTTP threads) leave GET /healthz answered at once; a tell that also asks ("ask")
+answers the next configurations in its reply, the same ones as separate asks would."""
 import os
 import sys
 import threading
@@ -226,6 +227,44 @@ class AskTellTest(unittest.TestCase):
         self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])}
                         for t in leased])
         self.finish(jid)
+
+    def test_h_tell_that_asks(self):
+        """A tell with "ask" records, then leases the configurations the step it caused proposed,
+        in one round trip: the same configurations in the same order as a job of the same seed
+        driven by separate asks and tells; its last reply says done. A bad "ask" is a 400 naming
+        it, and nothing is recorded then."""
+        def configs(jid):
+            return [t["config"] for t in sorted(self.k.all_trials(jid), key=lambda t: t["seq"])
+                    if t.get("final_round") is None]
+
+        plain, combined = self.submit(budget=5, seed=11, parallel=1), self.submit(budget=5, seed=11, parallel=1)
+        self.finish(plain)
+        trials = self.ask(combined, n=1)["trials"]
+        status, _, bad = self.k.post("/v1/jobs/%d/tell" % combined,
+                                     {"trials": [{"id": trials[0]["id"], "status": "invalid"}], "ask": 0})
+        self.assertEqual((status, bad["error"]["message"][:13]), (400, "field 'ask' m"), bad)
+        status, _, bad = self.k.post("/v1/jobs/%d/tell" % combined,
+                                     {"trials": [{"id": trials[0]["id"], "status": "invalid"}],
+                                      "ask": {"n": 1, "wait": 1}})
+        self.assertEqual(status, 400, bad)
+        self.assertIn("wait", bad["error"]["message"])
+        _, _, view = self.k.get("/v1/jobs/%d" % combined)
+        self.assertEqual(view["progress"]["trials"], 0, view)  # the refused tells recorded nothing
+        replies = []
+        while trials:
+            t = trials[0]
+            status, _, r = self.k.post("/v1/jobs/%d/tell" % combined,
+                                       {"trials": [{"id": t["id"], "status": "ok", "time_ms": fake_time(t["config"])}],
+                                        "ask": {"n": 1, "wait_s": 5}})
+            self.assertEqual(status, 200, r)
+            self.assertEqual(r["results"], [{"id": t["id"], "outcome": "recorded"}], r)
+            replies.append(r["ask"])
+            trials = r["ask"]["trials"]
+        self.assertEqual([len(a["trials"]) for a in replies], [1, 1, 1, 1, 0], replies)
+        self.assertTrue(replies[-1]["done"], replies)
+        self.assertEqual(replies[-1]["job_status"], "succeeded", replies)
+        self.assertEqual(configs(combined), configs(plain))
+        self.assertEqual(self.k.wait_job(combined)["best"]["config"], self.k.wait_job(plain)["best"]["config"])
 
     def test_e_best_names_the_version(self):
         v1 = self.submit(budget=16, version="v1", seed=5)

@@ -14,7 +14,8 @@ against a real ktuned (started with an API token and the kernel folders):
 - `ktune best --all --format table` writes a table the Python Table and the C reader
   (clients/c/ktune_table.h, through build/test_ktune_table) load with the same answers;
 - with ask/tell on the server (the `external` device), a harness timing a pure-Python function:
-  `for trial in client.tune_external(...): trial.tell(ms)` until done, the job's best is what
+  `for trial in client.tune_external(...): trial.tell(ms)` until done (one ask request, then the
+  batch's last tell asks for the next batch), the job's best is what
   /v1/best answers for the class, and @ktune.autotune tunes on a miss, then answers from memory,
   and a second decorated copy (another process, in effect) takes the stored best without tuning;
   another kernel_version tunes afresh and both versions' results answer.
@@ -259,7 +260,14 @@ class ClientTest(unittest.TestCase):
         space = {"block": [16, 32, 64, 128], "unroll": [1, 2]}
         run = self.tune_external_or_skip("py_work", space, problem={"n": 2000}, device_class=klass,
                                         strategy="random", budget=6, n=2, seed=5)
-        told = []
+        told, calls = [], []
+        call = run.client._conn.call
+
+        def counted(method, path, body=None, **kw):
+            calls.append((path.rsplit("/", 1)[-1], "ask" in (body or {})))
+            return call(method, path, body, **kw)
+
+        run.client._conn.call = counted
         for trial in run:
             start = time.perf_counter()
             self.work(2000, **trial.config)
@@ -268,6 +276,11 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(trial.tell(ms), "duplicate")  # a tell is idempotent per trial
             told.append((trial.config, ms))
         self.assertEqual(len(told), 6)
+        # One ask request; then the last tell of each batch of 2 asked for the next (the third's
+        # answered done), and the repeated tells did not ask.
+        self.assertEqual(calls, [("ask", False)] + [("tell", False), ("tell", False), ("tell", True),
+                                                     ("tell", False)] * 3, calls)
+        run.client._conn.call = call
         job = run.job()
         self.assertEqual(job["status"], "succeeded", job)
         best = run.best

@@ -3,11 +3,13 @@
  * connection's limit (db_set_limit), then fails with KT_ERR_DATABASE, a message naming the limit
  * and a hint, and its connection is dropped (later statements and the rollback fail at once); the
  * pool counts it as an outage (db_pool_down, acquires fail fast); sending a large statement to the
- * stopped server does not block either; after SIGCONT the pool reconnects by itself.
+ * stopped server does not block either; after SIGCONT the pool reconnects by itself. And the
+ * statements db_exec_prepared prepares once per session, prepared again after a reset.
  *
  * A watchdog (alarm) continues the server and fails the test if anything blocks: these calls hung
  * without limit before. The stopped processes are continued in every case. */
 #include "pg_test_util.h"
+#include "store/store_util.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -184,11 +186,63 @@ static void no_limit_waits_for_the_statement(void **state)
     db_pool_free(pool);
 }
 
+/* The value of a one-cell statement run with db_exec_prepared, as a number (-1 on failure). */
+static long prepared_value(PGconn *c, const char *sql, const char *arg)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    const char *p[] = {arg};
+    PGresult *r = db_exec_prepared(c, DB_PREPARED_ASK, sql, 1, p, &err);
+    long v = r && PQntuples(r) == 1 ? strtol(PQgetvalue(r, 0, 0), NULL, 10) : -1;
+    PQclear(r);
+    return v;
+}
+
+/* db_exec_prepared prepares a statement once per session: the server holds it after the first
+ * run; another text under the same id runs (unprepared) with its own result; a session that lost
+ * it, and a connection that was reset (its session ended), prepare it again instead of failing. */
+static void prepared_statements_once_per_session(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    kt_error_clear(&err);
+    const char *sql = "SELECT $1::int + 1";
+    db_pool *pool = db_pool_new(pg_cluster_conninfo(f->cluster), 1, &err);
+    assert_non_null(pool);
+    PGconn *c = db_acquire(pool, 1000, &err);
+    assert_non_null(c);
+    assert_int_equal(prepared_value(c, sql, "41"), 42);
+    assert_int_equal(prepared_value(c, sql, "1"), 2);
+    char n[16];
+    assert_int_equal(store_query_text(c,
+                                      "SELECT count(*) FROM pg_prepared_statements WHERE "
+                                      "statement = 'SELECT $1::int + 1'",
+                                      0, NULL, n, sizeof n, &err),
+                     1);
+    assert_string_equal(n, "1");
+    assert_int_equal(prepared_value(c, "SELECT $1::int * 2", "21"), 42);
+    /* A session that lost it (DEALLOCATE, a pooler): this run unprepared, the next prepares. */
+    assert_int_equal(db_run(c, "DEALLOCATE ALL", 0, NULL, &err), 0);
+    assert_int_equal(prepared_value(c, sql, "2"), 3);
+    assert_int_equal(prepared_value(c, sql, "3"), 4);
+    /* The session ends under the pool: the next acquire resets the connection. */
+    assert_int_equal(db_run(c, "SELECT pg_terminate_backend(pg_backend_pid())", 0, NULL, &err), -1);
+    db_release(pool, c);
+    c = NULL;
+    for (int i = 0; i < 50 && !(c = db_acquire(pool, 1000, &err)); i++)
+        usleep(100 * 1000);
+    assert_non_null(c);
+    assert_int_equal(prepared_value(c, sql, "6"), 7);
+    db_release(pool, c);
+    db_pool_free(pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(hung_statement_fails_within_its_limit, teardown),
         cmocka_unit_test(no_limit_waits_for_the_statement),
+        cmocka_unit_test(prepared_statements_once_per_session),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }

@@ -112,7 +112,12 @@ class Trial:
 
 class ExternalTuning:
     """An ask/tell job: iterate over it for trials; `job_id`; `best` (the job's best once done, a dict
-    with config and time_ms, or None); `job()` the job as GET /v1/jobs/{id} shows it."""
+    with config and time_ms, or None); `job()` the job as GET /v1/jobs/{id} shows it.
+
+    While iterating, the tell of the last untold trial of a batch also asks for the next batch (the
+    tell's "ask": one request per round instead of two); the loop then yields what that tell brought.
+    A loop left after telling a whole batch has leased the next one: its leases run out (lease_s) and
+    the job offers those configurations again."""
 
     def __init__(self, client, job, n, lease_s, wait_s):
         self.client = client
@@ -124,6 +129,9 @@ class ExternalTuning:
         self.done = False
         self.status = job.get("status")
         self._best = None
+        self._iterating = False
+        self._untold = set()  # ids of the iterator's batch not told yet
+        self._next = None  # the trials a tell's "ask" leased, for the iterator
 
     def ask(self, n=None):
         reply = self.client._conn.call("POST", "/v1/jobs/%d/ask" % self.job_id,
@@ -134,18 +142,37 @@ class ExternalTuning:
         return [Trial(self, t) for t in reply.get("trials") or []]
 
     def _tell(self, items):
-        reply = self.client._conn.call("POST", "/v1/jobs/%d/tell" % self.job_id, {"trials": items})
+        body = {"trials": items}
+        ids = {i["id"] for i in items}
+        timeout = None
+        # The batch's last result: ask for the next batch in the same request.
+        if self._iterating and self._untold and self._untold <= ids:
+            body["ask"] = {"n": self.n, "lease_s": self.lease_s, "wait_s": self.wait_s}
+            timeout = self.client._conn.timeout + self.wait_s
+        self._untold -= ids
+        reply = self.client._conn.call("POST", "/v1/jobs/%d/tell" % self.job_id, body, timeout=timeout)
         self.status = reply.get("job_status", self.status)
+        if "ask" in body:
+            asked = reply.get("ask") or {}
+            self.status = asked.get("job_status", self.status)
+            self.done = bool(asked.get("done"))
+            self._next = [Trial(self, t) for t in asked.get("trials") or []]
         outcomes = {r.get("id"): r.get("outcome") for r in reply.get("results") or []}
         return [outcomes.get(i["id"]) for i in items]
 
     def __iter__(self):
-        while not self.done:
-            trials = self.ask()
-            for t in trials:
-                yield t
-            if not trials and not self.done and self.status in ("failed", "cancelled", "succeeded"):
-                break
+        self._iterating = True
+        try:
+            while not self.done or self._next:
+                trials, self._next = (self._next, None) if self._next is not None else (self.ask(), None)
+                self._untold = {t.id for t in trials}
+                for t in trials:
+                    yield t
+                if not trials and not self.done and self.status in ("failed", "cancelled", "succeeded"):
+                    break
+        finally:
+            self._iterating = False
+            self._untold = set()
 
     def job(self):
         return self.client._conn.call("GET", "/v1/jobs/%d" % self.job_id)
