@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 #define BEST_FIELDS_SQL                                                                            \
@@ -89,7 +90,7 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
 {
     store_num j;
     const char *p[] = {store_ll(&j, job_id), NULL};
-    PGresult *keys = NULL, *back = NULL;
+    PGresult *keys = NULL;
     int rc = -1;
     keys = db_exec(c,
                    "WITH gone AS (DELETE FROM best WHERE job_id = $1 RETURNING kernel,"
@@ -101,7 +102,7 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
         goto out;
     *removed = store_get_ll(keys, 0, 0);
     p[1] = PQgetvalue(keys, 0, 1);
-    back = db_exec(
+    int back = store_exec_count(
         c,
         "INSERT INTO best (kernel, device_class, kernel_hash, problem_key, problem, device, config,"
         " time_ms, job_id, trial_id, toolchain, origin)"
@@ -118,12 +119,11 @@ int best_store_forget_job(PGconn *c, long long job_id, long long *removed, long 
             "j") ", t.time_ms, t.id"
                  " ON CONFLICT DO NOTHING RETURNING 1",
         2, p, err);
-    if (!back)
+    if (back < 0)
         goto out;
-    *restored = PQntuples(back);
+    *restored = back;
     rc = 0;
 out:
-    PQclear(back);
     PQclear(keys);
     return rc;
 }

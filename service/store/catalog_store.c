@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 int catalog_store_sync(PGconn *c, const json_t *devices, const json_t *kernels, kt_error *err)
@@ -36,30 +37,34 @@ int catalog_store_sync(PGconn *c, const json_t *devices, const json_t *kernels, 
 /* Rows of hosts silent for this long are deleted when a worker registers. */
 #define FLEET_RETENTION "7 days"
 
+/* catalog_store_fleet_register in its transaction; ctx: its parameters (host, runner, records). */
+static int fleet_register_tx(PGconn *c, void *ctx, kt_error *err)
+{
+    const char *const *p = ctx;
+    const char *pd[] = {p[0], p[2]};
+    /* The devices this host no longer has go; the others are (re)registered under this runner. */
+    if (db_run(c,
+               "DELETE FROM fleet_devices WHERE (host = $1 AND name NOT IN (SELECT r->>'name'"
+               " FROM jsonb_array_elements($2::jsonb) AS r)) OR heartbeat_at < now() - "
+               "interval '" FLEET_RETENTION "'",
+               2, pd, err) < 0)
+        return -1;
+    return db_run(c,
+                  "INSERT INTO fleet_devices (host, name, runner, kind, class, toolchain, record)"
+                  " SELECT $1, r->>'name', $2, r->>'kind', r->>'class', COALESCE(r->>'toolchain',"
+                  " ''), r FROM jsonb_array_elements($3::jsonb) AS r ON CONFLICT (host, name) DO"
+                  " UPDATE SET runner = EXCLUDED.runner, kind = EXCLUDED.kind, class ="
+                  " EXCLUDED.class, toolchain = EXCLUDED.toolchain, record = EXCLUDED.record,"
+                  " started_at = now(), heartbeat_at = now()",
+                  3, p, err);
+}
+
 int catalog_store_fleet_register(PGconn *c, const char *host, const char *runner,
                                  const json_t *records, kt_error *err)
 {
     char *recs = store_json_text(records);
     const char *p[] = {host, runner, recs ? recs : "[]"};
-    const char *pd[] = {host, p[2]};
-    int rc = db_begin(c, err);
-    /* The devices this host no longer has go; the others are (re)registered under this runner. */
-    if (rc == 0)
-        rc = db_run(c,
-                    "DELETE FROM fleet_devices WHERE (host = $1 AND name NOT IN (SELECT r->>'name'"
-                    " FROM jsonb_array_elements($2::jsonb) AS r)) OR heartbeat_at < now() - "
-                    "interval '" FLEET_RETENTION "'",
-                    2, pd, err);
-    if (rc == 0)
-        rc = db_run(c,
-                    "INSERT INTO fleet_devices (host, name, runner, kind, class, toolchain, record)"
-                    " SELECT $1, r->>'name', $2, r->>'kind', r->>'class', COALESCE(r->>'toolchain',"
-                    " ''), r FROM jsonb_array_elements($3::jsonb) AS r ON CONFLICT (host, name) DO"
-                    " UPDATE SET runner = EXCLUDED.runner, kind = EXCLUDED.kind, class ="
-                    " EXCLUDED.class, toolchain = EXCLUDED.toolchain, record = EXCLUDED.record,"
-                    " started_at = now(), heartbeat_at = now()",
-                    3, p, err);
-    rc = rc == 0 ? db_commit(c, err) : (db_rollback(c), -1);
+    int rc = store_tx(c, fleet_register_tx, (void *)p, err);
     free(recs);
     return rc;
 }

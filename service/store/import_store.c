@@ -7,6 +7,7 @@
 #include "store/best_store.h"
 #include "store/db.h"
 #include "store/job_store.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 /* Creates the job row, already finished: an import job is its trials. Trust is recorded in its
@@ -105,47 +106,36 @@ out:
     return rc;
 }
 
-int import_store_add(PGconn *c, const import_target *t, const json_t *trials, long long *job_id,
-                     import_counts *counts, kt_error *err)
+typedef struct add_ctx {
+    const import_target *t;
+    const char *trials_text, *charges_text; /* the trials and their charges, as JSON arrays */
+    long long n;                            /* how many trials */
+    long long id;                           /* the job, 0 for a new one */
+    import_counts *counts;
+} add_ctx;
+
+/* import_store_add in its transaction. */
+static int add_tx(PGconn *c, void *ctx, kt_error *err)
 {
-    int rc = -1, begun = 0;
-    long long n = (long long)json_array_size(trials);
-    char *trials_text = store_json_text(trials);
-    /* Each trial's charge, by the one rule, computed here once; stored with the trial. */
-    json_t *charges = json_array();
-    for (size_t i = 0; charges && i < json_array_size(trials); i++) {
-        const json_t *trial = json_array_get(trials, i);
-        double compile_ms = json_number_value(json_object_get(trial, "compile_ms"));
-        double measure_ms = json_number_value(json_object_get(trial, "measure_ms"));
-        json_array_append_new(charges, json_real(trial_cost_seconds_of(compile_ms, measure_ms)));
-    }
-    char *charges_text = store_json_text(charges);
-    PGresult *r = NULL;
-    store_num jid;
-    long long id = *job_id; /* *job_id is set only once the transaction committed */
-    memset(counts, 0, sizeof *counts);
-    if (!trials_text || !charges_text) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory encoding %lld trials", n);
-        goto out;
-    }
-    if (db_begin(c, err) < 0)
-        goto out;
-    begun = 1;
+    add_ctx *x = ctx;
+    const import_target *t = x->t;
     int trusted = t->trusted || t->replace_measured;
-    if (id == 0 ? create_job(c, t, n, &id, err) : lock_job(c, id, &trusted, err))
-        goto out;
+    if (x->id == 0 ? create_job(c, t, x->n, &x->id, err) : lock_job(c, x->id, &trusted, err))
+        return -1;
     if (t->replace_measured && !trusted) {
         kt_error_set(err, KT_ERR_CONFLICT,
-                     "import job %lld is not trusted: its trials cannot replace a measurement", id);
+                     "import job %lld is not trusted: its trials cannot replace a measurement",
+                     x->id);
         kt_error_hint(err, "import them as a new job (without \"job\") with \"replace_measured\": "
                            "true, which trusts it (admin)");
-        goto out;
+        return -1;
     }
     /* json (not jsonb) keeps each configuration's parameter order. A configuration already in the
      * job, or repeated in this batch (the first one counts), is skipped before numbering, so seq
      * stays 1, 2, 3, ... with no gaps; the job row is locked, so nothing else inserts meanwhile. */
-    const char *p[] = {store_ll(&jid, id), trials_text, charges_text};
-    r = db_exec(
+    store_num jid;
+    const char *p[] = {store_ll(&jid, x->id), x->trials_text, x->charges_text};
+    int inserted = store_exec_count(
         c,
         "WITH e AS (SELECT x.t, x.ord, (x.t->>'config_id')::bigint AS cid, y.charge::float8"
         "   AS charge FROM json_array_elements($2::json) WITH ORDINALITY AS x(t, ord)"
@@ -168,53 +158,69 @@ int import_store_add(PGconn *c, const import_target *t, const json_t *trials, lo
         " '{\"imported\": true}'::jsonb, 'import', nextval('trials_done_seq'), now(), now(),"
         " fresh.charge FROM fresh, base, job ORDER BY fresh.rn ON CONFLICT DO NOTHING RETURNING id",
         3, p, err);
-    if (!r)
-        goto out;
-    counts->inserted = PQntuples(r);
-    counts->duplicates = n - counts->inserted;
-    if (refresh_job(c, id, t->replace_measured, trusted, err) < 0 || db_commit(c, err) < 0)
-        goto out;
-    begun = 0;
-    *job_id = id;
-    rc = 0;
-out:
-    if (begun)
-        db_rollback(c);
-    PQclear(r);
+    if (inserted < 0)
+        return -1;
+    x->counts->inserted = inserted;
+    x->counts->duplicates = x->n - inserted;
+    return refresh_job(c, x->id, t->replace_measured, trusted, err);
+}
+
+int import_store_add(PGconn *c, const import_target *t, const json_t *trials, long long *job_id,
+                     import_counts *counts, kt_error *err)
+{
+    long long n = (long long)json_array_size(trials);
+    char *trials_text = store_json_text(trials);
+    /* Each trial's charge, by the one rule, computed here once; stored with the trial. */
+    json_t *charges = json_array();
+    for (size_t i = 0; charges && i < json_array_size(trials); i++) {
+        const json_t *trial = json_array_get(trials, i);
+        double compile_ms = json_number_value(json_object_get(trial, "compile_ms"));
+        double measure_ms = json_number_value(json_object_get(trial, "measure_ms"));
+        json_array_append_new(charges, json_real(trial_cost_seconds_of(compile_ms, measure_ms)));
+    }
+    char *charges_text = store_json_text(charges);
+    memset(counts, 0, sizeof *counts);
+    add_ctx x = {.t = t,
+                 .trials_text = trials_text,
+                 .charges_text = charges_text,
+                 .n = n,
+                 .id = *job_id,
+                 .counts = counts};
+    int rc = !trials_text || !charges_text
+                 ? kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory encoding %lld trials", n)
+                 : store_tx(c, add_tx, &x, err);
+    if (rc >= 0)
+        *job_id = x.id; /* set only once the transaction committed */
     free(trials_text);
     free(charges_text);
     json_decref(charges);
-    return rc;
+    return rc < 0 ? -1 : 0;
+}
+
+typedef struct remove_ctx {
+    long long job_id;
+    import_removed *out;
+} remove_ctx;
+
+/* import_store_remove in its transaction. */
+static int remove_tx(PGconn *c, void *ctx, kt_error *err)
+{
+    const remove_ctx *x = ctx;
+    store_num n;
+    const char *p[] = {store_ll(&n, x->job_id)};
+    if (lock_job(c, x->job_id, NULL, err) < 0 ||
+        best_store_forget_job(c, x->job_id, &x->out->best_removed, &x->out->best_restored, err) < 0)
+        return -1;
+    /* The trials go with the job (ON DELETE CASCADE); counted first for the reply. */
+    return store_query_ll(c,
+                          "WITH t AS (SELECT count(*) AS n FROM trials WHERE job_id = $1),"
+                          " j AS (DELETE FROM jobs WHERE id = $1) SELECT n FROM t",
+                          1, p, &x->out->trials, err);
 }
 
 int import_store_remove(PGconn *c, long long job_id, import_removed *out, kt_error *err)
 {
-    int rc = -1, begun = 0;
-    store_num n;
-    const char *p[] = {store_ll(&n, job_id)};
-    PGresult *r = NULL;
+    remove_ctx x = {.job_id = job_id, .out = out};
     memset(out, 0, sizeof *out);
-    if (db_begin(c, err) < 0)
-        goto out;
-    begun = 1;
-    if (lock_job(c, job_id, NULL, err) < 0 ||
-        best_store_forget_job(c, job_id, &out->best_removed, &out->best_restored, err) < 0)
-        goto out;
-    /* The trials go with the job (ON DELETE CASCADE); counted first for the reply. */
-    r = db_exec(c,
-                "WITH t AS (SELECT count(*) AS n FROM trials WHERE job_id = $1),"
-                " j AS (DELETE FROM jobs WHERE id = $1) SELECT n FROM t",
-                1, p, err);
-    if (!r)
-        goto out;
-    out->trials = store_get_ll(r, 0, 0);
-    if (db_commit(c, err) < 0)
-        goto out;
-    begun = 0;
-    rc = 0;
-out:
-    if (begun)
-        db_rollback(c);
-    PQclear(r);
-    return rc;
+    return store_tx(c, remove_tx, &x, err) < 0 ? -1 : 0;
 }

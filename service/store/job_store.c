@@ -8,6 +8,7 @@
 #include "store/db.h"
 #include "store/pick_store.h"
 #include "store/reap.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 /* The columns of a job's target, in job_target_of_row's order; prefix names the table alias. */
@@ -317,47 +318,40 @@ int job_store_offer_best(PGconn *c, long long job_id, long long trial_id, double
                   4, p, err);
 }
 
-int job_store_cancel(PGconn *c, long long id, kt_error *err)
+/* job_store_cancel in its transaction; ctx: the parameters, the job's id first. */
+static int cancel_tx(PGconn *c, void *ctx, kt_error *err)
 {
-    int rc = -1;
-    store_num n;
-    const char *p[] = {store_ll(&n, id)};
-    PGresult *r = NULL;
-    if (db_begin(c, err) < 0)
-        return -1;
-    r = db_exec(
+    const char *const *p = ctx;
+    int rows = store_exec_count(
         c,
         "UPDATE jobs SET status = 'cancelled', stop_reason = 'cancelled', finished_at = now(),"
         " updated_at = now() WHERE id = $1 AND status IN ('queued', 'running') RETURNING id",
         1, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        r = db_exec(c, "SELECT status FROM jobs WHERE id = $1", 1, p, err);
-        if (!r)
-            goto out;
-        if (PQntuples(r) == 0)
-            kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", id);
-        else
+    if (rows < 0)
+        return -1;
+    if (rows == 0) {
+        char status[32];
+        int found = store_query_text(c, "SELECT status FROM jobs WHERE id = $1", 1, p, status,
+                                     sizeof status, err);
+        if (found == 0)
+            kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %s", p[0]);
+        else if (found > 0)
             kt_error_set(err, KT_ERR_CONFLICT,
-                         "job %lld already %s; only queued or running jobs can be cancelled", id,
-                         PQgetvalue(r, 0, 0));
-        goto out;
+                         "job %s already %s; only queued or running jobs can be cancelled", p[0],
+                         status);
+        return -1;
     }
     /* Its unfinished trials go: pending ones are never measured, running ones record nothing (their
      * measurement is stopped, and trial_store_complete finds no row). */
-    if (db_run(c, "DELETE FROM trials WHERE job_id = $1 AND status IN ('pending', 'running')", 1, p,
-               err) < 0)
-        goto out;
-    if (db_commit(c, err) < 0)
-        goto out;
-    rc = 0;
-out:
-    if (rc < 0)
-        db_rollback(c);
-    PQclear(r);
-    return rc;
+    return db_run(c, "DELETE FROM trials WHERE job_id = $1 AND status IN ('pending', 'running')", 1,
+                  p, err);
+}
+
+int job_store_cancel(PGconn *c, long long id, kt_error *err)
+{
+    store_num n;
+    const char *p[] = {store_ll(&n, id)};
+    return store_tx(c, cancel_tx, (void *)p, err);
 }
 
 json_t *job_store_status_counts(PGconn *c, kt_error *err)
@@ -522,28 +516,19 @@ int job_store_status(PGconn *c, long long id, char *status, size_t cap, kt_error
 {
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    PGresult *r = db_exec(c, "SELECT status, runner FROM jobs WHERE id = $1", 1, p, err);
-    if (!r)
-        return -1;
-    int rc = 0;
-    if (PQntuples(r) == 0)
-        rc = kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", id);
-    else
-        snprintf(status, cap, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return rc;
+    int found =
+        store_query_text(c, "SELECT status FROM jobs WHERE id = $1", 1, p, status, cap, err);
+    if (found == 0)
+        return kt_error_set(err, KT_ERR_NOT_FOUND, "no job with id %lld", id);
+    return found < 0 ? -1 : 0;
 }
 
 int job_store_is_mine(PGconn *c, long long id, const runner_identity *me, kt_error *err)
 {
     store_num n;
     const char *p[] = {store_ll(&n, id), me->id};
-    PGresult *r = db_exec(c, "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2", 2, p, err);
-    if (!r)
-        return -1;
-    int mine = PQntuples(r) == 1;
-    PQclear(r);
-    return mine;
+    int rows = store_exec_count(c, "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2", 2, p, err);
+    return rows < 0 ? -1 : rows == 1;
 }
 
 int job_store_finish(PGconn *c, const runner_identity *me, long long id, const char *status,
@@ -576,20 +561,13 @@ int job_store_release_idle_external(PGconn *c, const runner_identity *me, long l
 {
     const char *p[] = {me->id};
     /* A clean hand-back (its start attempt given back): the job goes on when its harness asks. */
-    PGresult *r =
-        db_exec(c,
-                "UPDATE jobs SET runner = NULL, start_attempts = greatest(start_attempts -"
-                " 1, 0), updated_at = now() WHERE runner = $1 AND status = 'running'"
-                " AND device = 'external' AND COALESCE(last_ask_at, started_at) < now()"
-                " - make_interval(secs => " JOB_EXTERNAL_IDLE_S_SQL ") RETURNING id",
-                1, p, err);
-    if (!r)
-        return -1;
-    int n = PQntuples(r);
-    for (int i = 0; ids && i < n && i < max_ids; i++)
-        ids[i] = store_get_ll(r, i, 0);
-    PQclear(r);
-    return n;
+    return store_exec_ids(
+        c,
+        "UPDATE jobs SET runner = NULL, start_attempts = greatest(start_attempts -"
+        " 1, 0), updated_at = now() WHERE runner = $1 AND status = 'running'"
+        " AND device = 'external' AND COALESCE(last_ask_at, started_at) < now()"
+        " - make_interval(secs => " JOB_EXTERNAL_IDLE_S_SQL ") RETURNING id",
+        1, p, ids, max_ids, err);
 }
 
 int job_store_release_mine(PGconn *c, const runner_identity *me, kt_error *err)
@@ -650,71 +628,61 @@ int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
 int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int *stored,
                                kt_error *err)
 {
-    int rc = -1;
     store_num n;
     char *text = store_json_text(used);
     const char *p[] = {store_ll(&n, id), text};
-    PGresult *r = NULL;
     *stored = 0;
-    if (!text) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory recording the history of job %lld", id);
-        goto out;
-    }
-    r = db_exec(c,
-                "UPDATE jobs SET history_used = $2::jsonb, updated_at = now() WHERE id = $1"
-                " AND history_used IS NULL RETURNING id",
-                2, p, err);
-    if (!r)
-        goto out;
-    *stored = PQntuples(r) > 0;
-    rc = 0;
-out:
-    PQclear(r);
+    if (!text)
+        return kt_error_set(err, KT_ERR_NO_MEMORY,
+                            "out of memory recording the history of job %lld", id);
+    int rows = store_exec_count(c,
+                                "UPDATE jobs SET history_used = $2::jsonb, updated_at = now()"
+                                " WHERE id = $1 AND history_used IS NULL RETURNING id",
+                                2, p, err);
     free(text);
-    return rc;
+    *stored = rows > 0;
+    return rows < 0 ? -1 : 0;
 }
 
-int job_store_create_unless_active(PGconn *c, const job_spec *s, long long *id_out, int *created,
-                                   kt_error *err)
+typedef struct create_unless_active_ctx {
+    const job_spec *s;
+    long long *id_out;
+    int *created;
+} create_unless_active_ctx;
+
+/* job_store_create_unless_active in its transaction. */
+static int create_unless_active_tx(PGconn *c, void *ctx, kt_error *err)
 {
-    int rc = -1, began = 0;
-    PGresult *r = NULL;
+    const create_unless_active_ctx *x = ctx;
+    const job_spec *s = x->s;
     const char *p[] = {s->key.kernel, s->key.device_class, s->key.kernel_hash, s->key.problem_key,
                        s->key.toolchain};
-    *created = 0;
-    if (db_begin(c, err) < 0)
-        goto out;
-    began = 1;
     /* Two requests for the same key serialise on this lock until commit: the second sees the
      * first's job. */
     if (db_run(c,
                "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2 || chr(31) || $3"
                " || chr(31) || $4 || chr(31) || $5, 10))",
                5, p, err) < 0)
-        goto out;
-    r = db_exec(c,
-                "SELECT id FROM jobs WHERE kernel = $1 AND device_class = $2 AND kernel_hash = $3"
-                " AND problem_key = $4 AND toolchain = $5 AND status IN ('queued', 'running')"
-                " ORDER BY id LIMIT 1",
-                5, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) > 0) {
-        *id_out = store_get_ll(r, 0, 0);
-    } else {
-        if (job_store_create(c, s, id_out, err) < 0)
-            goto out;
-        *created = 1;
-    }
-    if (db_commit(c, err) < 0)
-        goto out;
-    began = 0;
-    rc = 0;
-out:
-    if (began)
-        db_rollback(c);
-    PQclear(r);
-    return rc;
+        return -1;
+    int found = store_query_ll(c,
+                               "SELECT id FROM jobs WHERE kernel = $1 AND device_class = $2"
+                               " AND kernel_hash = $3 AND problem_key = $4 AND toolchain = $5"
+                               " AND status IN ('queued', 'running') ORDER BY id LIMIT 1",
+                               5, p, x->id_out, err);
+    if (found != 0)
+        return found < 0 ? -1 : 0;
+    if (job_store_create(c, s, x->id_out, err) < 0)
+        return -1;
+    *x->created = 1;
+    return 0;
+}
+
+int job_store_create_unless_active(PGconn *c, const job_spec *s, long long *id_out, int *created,
+                                   kt_error *err)
+{
+    create_unless_active_ctx x = {.s = s, .id_out = id_out, .created = created};
+    *created = 0;
+    return store_tx(c, create_unless_active_tx, &x, err);
 }
 
 int job_store_queue_load(PGconn *c, long long *queued_jobs, long long *pending_evaluations,

@@ -7,6 +7,7 @@
 
 #include "store/db.h"
 #include "store/model_store.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 /* The jobs (alias j) of a key: kernel $1, device_class $2, kernel_hash $3, toolchain $4 (sql/004),
@@ -96,14 +97,12 @@ int model_store_training_data(PGconn *c, const char *kernel, const char *device_
     const char *key[] = {kernel, device_class, kernel_hash, toolchain ? toolchain : ""};
     /* The newest ok trial first: the rows below stop there, so a retrain check that compares
      * against max_trial_id never misses a trial that landed while this one was read. */
-    r = db_exec(c,
-                "SELECT max((SELECT max(t.id) FROM trials t WHERE t.job_id = j.id"
-                " AND t.status = 'ok')) FROM jobs j WHERE " JOBS_OF_KEY,
-                4, key, err);
-    if (!r)
+    long long max_id = 0;
+    if (store_query_ll(c,
+                       "SELECT max((SELECT max(t.id) FROM trials t WHERE t.job_id = j.id"
+                       " AND t.status = 'ok')) FROM jobs j WHERE " JOBS_OF_KEY,
+                       4, key, &max_id, err) < 0)
         goto out;
-    long long max_id = store_get_ll(r, 0, 0);
-    PQclear(r);
     const char *p[] = {key[0],
                        key[1],
                        key[2],
@@ -145,19 +144,16 @@ long long model_store_new_trials(PGconn *c, const char *kind, const char *kernel
                                  const char *toolchain, kt_error *err)
 {
     const char *p[] = {kernel, device_class, kernel_hash, toolchain ? toolchain : "", kind};
-    PGresult *r = db_exec(
+    long long n = 0;
+    int rc = store_query_ll(
         c,
         "SELECT count(*) FROM trials t JOIN jobs j ON j.id = t.job_id WHERE " JOBS_OF_KEY
         " AND t.status = 'ok' AND t.id > COALESCE((SELECT (m.training ->> 'max_trial_id')::bigint"
         " FROM models m WHERE m.kind = $5 AND m.kernel = $1 AND m.device_class = $2"
         " AND m.kernel_hash = $3 AND m.toolchain = $4 AND m.status = 'ready'"
         " ORDER BY m.version DESC LIMIT 1), 0)",
-        5, p, err);
-    if (!r)
-        return -1;
-    long long n = store_get_ll(r, 0, 0);
-    PQclear(r);
-    return n;
+        5, p, &n, err);
+    return rc < 0 ? -1 : n;
 }
 
 int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
@@ -168,7 +164,7 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
      * never retrained here); the count of ok trials of the key's jobs above that model's
      * max_trial_id; a new version when enough, nothing training and no retrain failed since. The
      * one-training index makes a race with another ktuned's check lose quietly (ON CONFLICT). */
-    PGresult *r = db_exec(
+    return store_exec_count(
         c,
         "WITH newest AS (SELECT DISTINCT ON (kind, kernel, device_class, kernel_hash, toolchain)"
         " * FROM models WHERE status = 'ready' AND kind = 'predictor'"
@@ -193,9 +189,4 @@ int model_store_queue_retrains(PGconn *c, long long threshold, kt_error *err)
                  "d.hyper,"
                  " 'retrain' FROM due d ON CONFLICT DO NOTHING RETURNING id",
         1, p, err);
-    if (!r)
-        return -1;
-    int n = PQntuples(r);
-    PQclear(r);
-    return n;
 }

@@ -8,6 +8,7 @@
 
 #include "store/db.h"
 #include "store/reap.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 /* The key columns in model_key order (less algorithm), as $-parameters from `first`. */
@@ -79,22 +80,23 @@ int model_store_create(PGconn *c, const model_key *k, const json_t *hyper, const
                        k->algorithm,
                        hyper_text ? hyper_text : "{}",
                        reason};
-    PGresult *r = db_exec(
+    PGresult *r = NULL;
+    char training[32];
+    int busy = store_query_text(
         c,
         "SELECT id FROM models WHERE " MODEL_KEY_MATCH("", "1", "2", "3", "4", "5") " AND status = "
                                                                                     "'training'",
-        5, p, err);
-    if (!r)
+        5, p, training, sizeof training, err);
+    if (busy < 0)
         goto out;
-    if (PQntuples(r) > 0) {
+    if (busy) {
         kt_error_set(err, KT_ERR_CONFLICT,
-                     "model %s of kernel %s on device class %s is already training",
-                     PQgetvalue(r, 0, 0), k->kernel, k->device_class);
+                     "model %s of kernel %s on device class %s is already training", training,
+                     k->kernel, k->device_class);
         kt_error_hint(err, "wait for model %s (GET /v1/models/%s) before asking for another",
-                      PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+                      training, training);
         goto out;
     }
-    PQclear(r);
     r = db_exec_state(
         c,
         "INSERT INTO models (kind, kernel, device_class, kernel_hash, toolchain, algorithm, hyper,"
@@ -175,28 +177,30 @@ out:
     return out;
 }
 
-int model_store_delete(PGconn *c, long long id, model_deleted *out, kt_error *err)
+typedef struct delete_ctx {
+    long long id;
+    model_deleted *out;
+} delete_ctx;
+
+/* model_store_delete in its transaction. */
+static int delete_tx(PGconn *c, void *ctx, kt_error *err)
 {
-    int rc = -1, begun = 0;
+    const delete_ctx *x = ctx;
+    int rc = -1;
     store_num n;
-    const char *p[] = {store_ll(&n, id)};
-    PGresult *r = NULL;
-    memset(out, 0, sizeof *out);
-    if (db_begin(c, err) < 0)
-        goto out;
-    begun = 1;
+    const char *p[] = {store_ll(&n, x->id)};
     /* The row lock orders this against a job's first open recording the model
      * (model_store_job_model: its reference takes a key-share lock on the row). */
-    r = db_exec(c, "SELECT status, kind FROM models WHERE id = $1 FOR UPDATE", 1, p, err);
+    PGresult *r = db_exec(c, "SELECT status, kind FROM models WHERE id = $1 FOR UPDATE", 1, p, err);
     if (!r)
         goto out;
     if (PQntuples(r) == 0) {
-        kt_error_set(err, KT_ERR_NOT_FOUND, "no model with id %lld", id);
+        kt_error_set(err, KT_ERR_NOT_FOUND, "no model with id %lld", x->id);
         kt_error_hint(err, "GET /v1/models lists the models");
         goto out;
     }
-    snprintf(out->status, sizeof out->status, "%s", PQgetvalue(r, 0, 0));
-    snprintf(out->kind, sizeof out->kind, "%s", PQgetvalue(r, 0, 1));
+    snprintf(x->out->status, sizeof x->out->status, "%s", PQgetvalue(r, 0, 0));
+    snprintf(x->out->kind, sizeof x->out->kind, "%s", PQgetvalue(r, 0, 1));
     PQclear(r);
     /* A queued or running job resumes by replaying through the model it recorded: it must stay. */
     r = db_exec(c,
@@ -206,79 +210,78 @@ int model_store_delete(PGconn *c, long long id, model_deleted *out, kt_error *er
     if (!r)
         goto out;
     if (PQntuples(r) > 0) {
-        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is the surrogate of job %s, which is %s", id,
-                     PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is the surrogate of job %s, which is %s",
+                     x->id, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
         kt_error_hint(err,
                       "a job resumes through the surrogate it started with: wait for job %s to "
                       "end, or cancel it (DELETE /v1/jobs/%s), then delete the model",
                       PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
         goto out;
     }
-    PQclear(r);
     /* Ended jobs forget it (their reference is history, not a resume), then the row goes. */
-    r = db_exec(c,
-                "UPDATE jobs SET surrogate_model_id = NULL WHERE surrogate_model_id = $1"
-                " RETURNING id",
-                1, p, err);
-    if (!r)
+    int unlinked = store_exec_count(c,
+                                    "UPDATE jobs SET surrogate_model_id = NULL"
+                                    " WHERE surrogate_model_id = $1 RETURNING id",
+                                    1, p, err);
+    if (unlinked < 0 || db_run(c, "DELETE FROM models WHERE id = $1", 1, p, err) < 0)
         goto out;
-    out->jobs_unlinked = PQntuples(r);
-    if (db_run(c, "DELETE FROM models WHERE id = $1", 1, p, err) < 0 || db_commit(c, err) < 0)
-        goto out;
-    begun = 0;
+    x->out->jobs_unlinked = unlinked;
     rc = 0;
 out:
-    if (begun)
-        db_rollback(c);
     PQclear(r);
     return rc;
 }
 
-/* Row 0 of r, (id, algorithm, version, model bytes or NULL), into out: the bytes unescaped when
- * want_bytes and present (else out->bytes stays NULL). 0, or -1 (err) out of memory. */
-static int model_ready_decode(PGresult *r, int want_bytes, model_ready *out, kt_error *err)
+int model_store_delete(PGconn *c, long long id, model_deleted *out, kt_error *err)
 {
-    out->id = store_get_ll(r, 0, 0);
-    snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
-    out->version = (int)store_get_ll(r, 0, 2);
-    if (!want_bytes || PQgetisnull(r, 0, 3))
-        return 0;
-    out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
-    if (!out->bytes)
-        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
-    return 0;
+    delete_ctx x = {.id = id, .out = out};
+    memset(out, 0, sizeof *out);
+    return store_tx(c, delete_tx, &x, err);
+}
+
+/* Runs sql, whose row (if any) is (id, algorithm, version, model bytes or NULL), into out: the
+ * bytes unescaped when want_bytes and present (else out->bytes stays NULL). 1 with a row, 0
+ * without, -1 (err) on a database error or out of memory. */
+static int model_ready_query(PGconn *c, const char *sql, int n, const char *const *p,
+                             int want_bytes, model_ready *out, kt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    PGresult *r = db_exec(c, sql, n, p, err);
+    if (!r)
+        return -1;
+    int rc = PQntuples(r) > 0;
+    if (rc) {
+        out->id = store_get_ll(r, 0, 0);
+        snprintf(out->algorithm, sizeof out->algorithm, "%s", PQgetvalue(r, 0, 1));
+        out->version = (int)store_get_ll(r, 0, 2);
+    }
+    if (rc && want_bytes && !PQgetisnull(r, 0, 3)) {
+        out->bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 3), &out->len);
+        if (!out->bytes)
+            rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading model %lld", out->id);
+    }
+    PQclear(r);
+    if (rc < 0)
+        model_ready_release(out);
+    return rc;
 }
 
 int model_store_latest_ready(PGconn *c, const char *kind, const char *kernel,
                              const char *device_class, const char *kernel_hash,
                              const char *toolchain, int want_bytes, model_ready *out, kt_error *err)
 {
-    int rc = -1;
     const char *p[] = {kind,
                        kernel,
                        device_class,
                        kernel_hash,
                        toolchain ? toolchain : "",
                        want_bytes ? "t" : "f"};
-    memset(out, 0, sizeof *out);
-    PGresult *r = db_exec(c,
-                          "SELECT id, algorithm, version, CASE WHEN $6::boolean THEN model END"
-                          " FROM models WHERE " MODEL_KEY_MATCH(
-                              "", "1", "2", "3", "4", "5") " AND status = 'ready'"
-                                                           " ORDER BY version DESC LIMIT 1",
-                          6, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0) {
-        rc = 0;
-        goto out;
-    }
-    rc = model_ready_decode(r, want_bytes, out, err) < 0 ? -1 : 1;
-out:
-    PQclear(r);
-    if (rc < 0)
-        model_ready_release(out);
-    return rc;
+    return model_ready_query(c,
+                             "SELECT id, algorithm, version, CASE WHEN $6::boolean THEN model END"
+                             " FROM models WHERE " MODEL_KEY_MATCH(
+                                 "", "1", "2", "3", "4", "5") " AND status = 'ready'"
+                                                              " ORDER BY version DESC LIMIT 1",
+                             6, p, want_bytes, out, err);
 }
 
 /* The newest ready model of kind $2 and key $3 .. $6 (model_store_job_model). */
@@ -292,38 +295,25 @@ int model_store_job_model(PGconn *c, long long job_id, const char *kind, const c
                           const char *device_class, const char *kernel_hash, const char *toolchain,
                           model_ready *out, kt_error *err)
 {
-    int rc = -1;
     store_num j;
     const char *p[] = {store_ll(&j, job_id), kind,        kernel,
                        device_class,         kernel_hash, toolchain ? toolchain : ""};
-    memset(out, 0, sizeof *out);
     /* One statement: the recorded model, or the newest ready one recorded now (the job's row lock
      * makes a second first call find the first one's record). */
-    PGresult *r = db_exec(c,
+    int rc =
+        model_ready_query(c,
                           "WITH pick AS (UPDATE jobs SET surrogate_model_id = " JOB_NEWEST_READY_SQL
                           " WHERE id = $1 AND surrogate_model_id IS NULL"
                           " RETURNING surrogate_model_id)"
                           " SELECT m.id, m.algorithm, m.version, m.model FROM models m"
                           " WHERE m.id = COALESCE((SELECT surrogate_model_id FROM pick),"
                           " (SELECT surrogate_model_id FROM jobs WHERE id = $1))",
-                          6, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0) {
-        rc = 0;
-        goto out;
-    }
-    if (model_ready_decode(r, 1, out, err) < 0)
-        goto out;
-    if (!out->bytes) {
-        kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id, job_id);
-        goto out;
-    }
-    rc = 1;
-out:
-    PQclear(r);
-    if (rc < 0)
+                          6, p, 1, out, err);
+    if (rc > 0 && !out->bytes) {
+        rc = kt_error_set(err, KT_ERR_INTERNAL, "model %lld of job %lld has no bytes", out->id,
+                          job_id);
         model_ready_release(out);
+    }
     return rc;
 }
 
@@ -489,16 +479,56 @@ static char *bytea_hex(const unsigned char *bytes, size_t len)
     return out;
 }
 
+typedef struct finish_ctx {
+    long long id;
+    const runner_identity *me;
+    const char *const *p; /* model_store_finish's 7 parameters */
+} finish_ctx;
+
+/* model_store_finish in its transaction: the model made ready, then the older ready versions of
+ * its key superseded. */
+static int finish_tx(PGconn *c, void *ctx, kt_error *err)
+{
+    const finish_ctx *x = ctx;
+    PGresult *r =
+        db_exec(c,
+                "UPDATE models SET status = 'ready', model = $3::bytea, format_version = $4,"
+                " metrics = $5::jsonb, training = COALESCE($6::jsonb, training),"
+                " hyper = COALESCE($7::jsonb, hyper), error = NULL, finished_at = now(),"
+                " runner = NULL WHERE id = $1 AND runner = $2 AND status = 'training'"
+                " RETURNING kind, kernel, device_class, kernel_hash, toolchain, version",
+                7, x->p, err);
+    if (!r)
+        return -1;
+    int rc = -1;
+    if (PQntuples(r) == 0) {
+        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is no longer trained by %s", x->id,
+                     x->me->id);
+        kt_error_hint(err,
+                      "it was deleted (DELETE /v1/models/%lld), or another trainer claimed it "
+                      "after this one's heartbeat went stale",
+                      x->id);
+    } else {
+        const char *q[] = {PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+                           PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 5)};
+        rc = db_run(c,
+                    "UPDATE models SET status = 'superseded' WHERE " MODEL_KEY_MATCH(
+                        "", "1", "2", "3", "4", "5") " AND status = 'ready' AND version < $6",
+                    6, q, err);
+    }
+    PQclear(r);
+    return rc;
+}
+
 int model_store_finish(PGconn *c, const runner_identity *me, long long id,
                        const unsigned char *bytes, size_t len, int format_version,
                        const json_t *metrics, const json_t *training, const json_t *hyper,
                        kt_error *err)
 {
-    int rc = -1, began = 0;
+    int rc = -1;
     store_num n, fv;
     char *hex = NULL, *metrics_text = store_json_text(metrics);
     char *training_text = store_json_text(training), *hyper_text = store_json_text(hyper);
-    PGresult *r = NULL;
     if (len > MODEL_MAX_BYTES) {
         kt_error_set(err, KT_ERR_OUT_OF_RANGE, "model %lld is %zu bytes, more than %u", id, len,
                      MODEL_MAX_BYTES);
@@ -510,41 +540,11 @@ int model_store_finish(PGconn *c, const runner_identity *me, long long id,
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory storing model %lld", id);
         goto out;
     }
-    if (db_begin(c, err) < 0)
-        goto out;
-    began = 1;
     const char *p[] = {store_ll(&n, id), me->id,        hex,       store_ll(&fv, format_version),
                        metrics_text,     training_text, hyper_text};
-    r = db_exec(c,
-                "UPDATE models SET status = 'ready', model = $3::bytea, format_version = $4,"
-                " metrics = $5::jsonb, training = COALESCE($6::jsonb, training),"
-                " hyper = COALESCE($7::jsonb, hyper), error = NULL, finished_at = now(),"
-                " runner = NULL WHERE id = $1 AND runner = $2 AND status = 'training'"
-                " RETURNING kind, kernel, device_class, kernel_hash, toolchain, version",
-                7, p, err);
-    if (!r)
-        goto out;
-    if (PQntuples(r) == 0) {
-        kt_error_set(err, KT_ERR_CONFLICT, "model %lld is no longer trained by %s", id, me->id);
-        kt_error_hint(err,
-                      "it was deleted (DELETE /v1/models/%lld), or another trainer claimed it "
-                      "after this one's heartbeat went stale",
-                      id);
-        goto out;
-    }
-    const char *q[] = {PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
-                       PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4), PQgetvalue(r, 0, 5)};
-    if (db_run(c,
-               "UPDATE models SET status = 'superseded' WHERE " MODEL_KEY_MATCH(
-                   "", "1", "2", "3", "4", "5") " AND status = 'ready' AND version < $6",
-               6, q, err) < 0 ||
-        db_commit(c, err) < 0)
-        goto out;
-    rc = 0;
+    finish_ctx x = {.id = id, .me = me, .p = p};
+    rc = store_tx(c, finish_tx, &x, err) < 0 ? -1 : 0;
 out:
-    if (rc < 0 && began)
-        db_rollback(c);
-    PQclear(r);
     free(hex);
     free(metrics_text);
     free(training_text);

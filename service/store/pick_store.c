@@ -6,6 +6,7 @@
 
 #include "store/best_store.h"
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 void pick_store_read_job(const PGresult *r, int row, job_info *j)
@@ -90,40 +91,33 @@ out:
     return rc;
 }
 
-int pick_store_record(PGconn *c, const runner_identity *me, long long job_id,
-                      long long winner_trial_id, const json_t *pick, kt_error *err)
+typedef struct record_ctx {
+    const runner_identity *me;
+    long long job_id, winner_trial_id;
+    const char *pick_text;
+} record_ctx;
+
+/* pick_store_record in its transaction. */
+static int record_tx(PGconn *c, void *ctx, kt_error *err)
 {
-    int rc = -1, in_tx = 0;
+    const record_ctx *x = ctx;
+    int rc = -1;
     PGresult *win = NULL, *job = NULL;
-    char *pick_text = store_json_text(pick);
     store_num jid, tid;
-    const char *pw[] = {store_ll(&jid, job_id), store_ll(&tid, winner_trial_id)};
-    if (!pick_text) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory recording the pick of job %lld", job_id);
-        goto out;
-    }
-    if (db_begin(c, err) < 0)
-        goto out;
-    in_tx = 1;
+    const char *pw[] = {store_ll(&jid, x->job_id), store_ll(&tid, x->winner_trial_id)};
     /* The job row first, locked (as trial_store_complete locks it): a cancel or a reaper that
      * took the job wins, and nothing is written. */
-    const char *pj[] = {jid.text, me->id};
-    job = db_exec(c,
-                  "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2 AND status = 'running'"
-                  " FOR UPDATE",
-                  2, pj, err);
-    if (!job)
-        goto out;
-    if (PQntuples(job) == 0) {
-        rc = 0;
-        goto out;
-    }
-    PQclear(job);
-    job = NULL;
+    const char *pj[] = {jid.text, x->me->id};
+    int mine = store_exec_count(c,
+                                "SELECT 1 FROM jobs WHERE id = $1 AND runner = $2"
+                                " AND status = 'running' FOR UPDATE",
+                                2, pj, err);
+    if (mine <= 0)
+        return mine;
     const char *best_config = NULL;
     double best_ms = NAN;
     long long best_trial = 0;
-    if (winner_trial_id > 0) {
+    if (x->winner_trial_id > 0) {
         win = db_exec(c,
                       "SELECT config, time_ms FROM trials WHERE job_id = $1 AND id = $2"
                       " AND final_round IS NOT NULL AND status = 'ok' AND time_ms IS NOT NULL",
@@ -133,15 +127,15 @@ int pick_store_record(PGconn *c, const runner_identity *me, long long job_id,
         if (PQntuples(win) == 0) {
             kt_error_set(err, KT_ERR_INTERNAL,
                          "the pick of job %lld names trial %lld, not an ok re-measurement of it",
-                         job_id, winner_trial_id);
+                         x->job_id, x->winner_trial_id);
             goto out;
         }
         best_config = PQgetvalue(win, 0, 0);
         best_ms = store_get_double(win, 0, 1);
-        best_trial = winner_trial_id;
+        best_trial = x->winner_trial_id;
     }
     store_num ms;
-    const char *pu[] = {jid.text, pick_text, best_trial > 0 ? tid.text : NULL,
+    const char *pu[] = {jid.text, x->pick_text, best_trial > 0 ? tid.text : NULL,
                         best_trial > 0 ? store_double(&ms, best_ms) : NULL, best_config};
     /* With a winner the job's best is replaced outright: the re-measured median is the job's answer
      * even when a search trial of it was faster once. */
@@ -157,20 +151,27 @@ int pick_store_record(PGconn *c, const runner_identity *me, long long job_id,
         goto out;
     if (PQntuples(job) == 1 && !PQgetisnull(job, 0, 7)) {
         best_offer offer =
-            best_offer_of_job_row(job, 0, job_id, store_get_ll(job, 0, 7),
+            best_offer_of_job_row(job, 0, x->job_id, store_get_ll(job, 0, 7),
                                   store_get_double(job, 0, 8), PQgetvalue(job, 0, 9));
         if (best_store_offer(c, &offer, err) < 0)
             goto out;
     }
-    in_tx = 0;
-    if (db_commit(c, err) < 0)
-        goto out;
     rc = 1;
 out:
-    if (in_tx)
-        db_rollback(c);
     PQclear(win);
     PQclear(job);
+    return rc;
+}
+
+int pick_store_record(PGconn *c, const runner_identity *me, long long job_id,
+                      long long winner_trial_id, const json_t *pick, kt_error *err)
+{
+    char *pick_text = store_json_text(pick);
+    record_ctx x = {
+        .me = me, .job_id = job_id, .winner_trial_id = winner_trial_id, .pick_text = pick_text};
+    int rc = pick_text ? store_tx(c, record_tx, &x, err)
+                       : kt_error_set(err, KT_ERR_NO_MEMORY,
+                                      "out of memory recording the pick of job %lld", job_id);
     free(pick_text);
     return rc;
 }

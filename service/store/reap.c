@@ -5,6 +5,7 @@
 
 #include "core/number.h"
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 /* "<host>:<pid>:<start>": 1 with host (into buf) and pid, 0 when the id is not of that form. */
@@ -31,14 +32,12 @@ static int parse_runner(const char *id, char *host, size_t cap, int *pid)
 int store_reap_dead(PGconn *c, const runner_identity *me, int stale_s, const store_reap_sql *q,
                     kt_error *err)
 {
-    int freed = -1;
     store_num s;
     const char *p1[] = {store_ll(&s, stale_s)};
-    PGresult *r = db_exec(c, q->release_stale, 1, p1, err);
-    if (!r)
+    PGresult *r = NULL;
+    int freed = store_exec_count(c, q->release_stale, 1, p1, err);
+    if (freed < 0)
         goto out;
-    freed = PQntuples(r);
-    PQclear(r);
     const char *p2[] = {me->id};
     if (!(r = db_exec(c, q->runners, 1, p2, err))) {
         freed = -1;
@@ -53,13 +52,12 @@ int store_reap_dead(PGconn *c, const runner_identity *me, int stale_s, const sto
         if (pid != me->pid && store_pid_alive(pid))
             continue;
         const char *p3[] = {runner};
-        PGresult *u = db_exec(c, q->release_runner, 1, p3, err);
-        if (!u) {
+        int n = store_exec_count(c, q->release_runner, 1, p3, err);
+        if (n < 0) {
             freed = -1;
             goto out;
         }
-        freed += PQntuples(u);
-        PQclear(u);
+        freed += n;
     }
 out:
     PQclear(r);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 #define TOKEN_JSON_SQL                                                                             \
@@ -62,12 +63,10 @@ int token_store_delete(PGconn *c, long long id, kt_error *err)
 {
     store_num n;
     const char *p[] = {store_ll(&n, id)};
-    PGresult *r = db_exec(c, "DELETE FROM api_tokens WHERE id = $1 RETURNING id", 1, p, err);
-    if (!r)
+    int found = store_exec_count(c, "DELETE FROM api_tokens WHERE id = $1 RETURNING id", 1, p, err);
+    if (found < 0)
         return -1;
-    int found = PQntuples(r) == 1;
-    PQclear(r);
-    if (!found) {
+    if (found != 1) {
         kt_error_set(err, KT_ERR_NOT_FOUND, "no API token %lld", id);
         kt_error_hint(err, "GET /v1/tokens lists them");
         return -1;
@@ -114,13 +113,10 @@ done:
 int token_store_active_jobs(PGconn *c, const char *submitter, long long *n, kt_error *err)
 {
     const char *p[] = {submitter};
-    PGresult *r = db_exec(c,
-                          "SELECT count(*) FROM jobs WHERE submitter = $1"
-                          " AND status IN ('queued', 'running')",
-                          1, p, err);
-    if (!r)
-        return -1;
-    *n = store_get_ll(r, 0, 0);
-    PQclear(r);
-    return 0;
+    *n = 0;
+    int found = store_query_ll(c,
+                               "SELECT count(*) FROM jobs WHERE submitter = $1"
+                               " AND status IN ('queued', 'running')",
+                               1, p, n, err);
+    return found < 0 ? -1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "core/strbuf.h"
 #include "store/db.h"
 #include "store/job_store.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 int trial_store_insert_batch(PGconn *c, long long job_id, const char *device, int first_seq,
@@ -218,39 +219,32 @@ int trial_store_claim_live(PGconn *c, const trial_claim *claim, const char *work
 {
     store_num tid;
     const char *p[] = {store_ll(&tid, claim->id), worker};
-    PGresult *r = db_exec(c,
-                          "SELECT 1 FROM trials t JOIN jobs j ON j.id = t.job_id"
-                          " WHERE t.id = $1 AND t.worker = $2 AND t.status = 'running'"
-                          " AND j.status = 'running'",
-                          2, p, err);
-    int rc = r ? PQntuples(r) == 1 : -1;
-    PQclear(r);
-    return rc;
+    int rows = store_exec_count(c,
+                                "SELECT 1 FROM trials t JOIN jobs j ON j.id = t.job_id"
+                                " WHERE t.id = $1 AND t.worker = $2 AND t.status = 'running'"
+                                " AND j.status = 'running'",
+                                2, p, err);
+    return rows < 0 ? -1 : rows == 1;
 }
 
 int trial_store_release(PGconn *c, const trial_claim *claim, const char *worker, kt_error *err)
 {
-    int rc = -1;
     store_num tid;
     const char *p[] = {store_ll(&tid, claim->id), worker};
+    long long n = 0;
     /* One statement: the job's status decides between deleting and handing back, seen at once. */
-    PGresult *r =
-        db_exec(c,
-                "WITH t AS (SELECT t.id, j.status = 'running' AS job_runs FROM trials t"
-                " JOIN jobs j ON j.id = t.job_id WHERE t.id = $1 AND t.worker = $2"
-                " AND t.status = 'running' FOR UPDATE OF t),"
-                " gone AS (DELETE FROM trials WHERE id IN (SELECT id FROM t WHERE NOT job_runs)"
-                " RETURNING id),"
-                " back AS (UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL"
-                " WHERE id IN (SELECT id FROM t WHERE job_runs) RETURNING id)"
-                " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM back)",
-                2, p, err);
-    if (!r)
-        goto out;
-    rc = strcmp(PQgetvalue(r, 0, 0), "0") != 0;
-out:
-    PQclear(r);
-    return rc;
+    int rc = store_query_ll(
+        c,
+        "WITH t AS (SELECT t.id, j.status = 'running' AS job_runs FROM trials t"
+        " JOIN jobs j ON j.id = t.job_id WHERE t.id = $1 AND t.worker = $2"
+        " AND t.status = 'running' FOR UPDATE OF t),"
+        " gone AS (DELETE FROM trials WHERE id IN (SELECT id FROM t WHERE NOT job_runs)"
+        " RETURNING id),"
+        " back AS (UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL"
+        " WHERE id IN (SELECT id FROM t WHERE job_runs) RETURNING id)"
+        " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM back)",
+        2, p, &n, err);
+    return rc < 0 ? -1 : n != 0;
 }
 
 json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit,
@@ -327,16 +321,17 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     int rc = -1;
     strbuf b;
     strbuf_init(&b, TRIAL_PAGE_HARD_MAX);
-    PGresult *job = NULL, *r = NULL;
+    PGresult *r = NULL;
+    char status[32];
     store_num jid, a, l;
     const char *p[] = {store_ll(&jid, job_id), store_ll(&a, after), store_ll(&l, limit)};
     *text = NULL;
     /* The job's status first: a poller that sees "succeeded" then has every trial in this page. */
-    job = db_exec(c, "SELECT status FROM jobs WHERE id = $1", 1, p, err);
-    if (!job)
-        goto out;
-    if (PQntuples(job) == 0) {
-        kt_error_set(err, KT_ERR_NOT_FOUND, "no such job");
+    int found = store_query_text(c, "SELECT status FROM jobs WHERE id = $1", 1, p, status,
+                                 sizeof status, err);
+    if (found <= 0) {
+        if (found == 0)
+            kt_error_set(err, KT_ERR_NOT_FOUND, "no such job");
         goto out;
     }
     r = db_exec(c,
@@ -349,7 +344,7 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     char head[96];
     snprintf(head, sizeof head, "{\"job_id\":%lld,\"job_status\":", job_id);
     strbuf_puts(&b, head);
-    page_string(&b, PQgetvalue(job, 0, 0));
+    page_string(&b, status);
     strbuf_puts(&b, ",\"format\":\"compact\",\"fields\":[\"seq\",\"done_seq\",\"config_id\","
                     "\"status\",\"time_ms\",\"compile_ms\",\"measure_ms\",\"finished_at\","
                     "\"config\",\"metrics\"],\"rows\":[");
@@ -389,7 +384,6 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     rc = 0;
 out:
     strbuf_release(&b);
-    PQclear(job);
     PQclear(r);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "store/db.h"
+#include "store/store_exec.h"
 #include "store/store_util.h"
 
 int worker_store_register(PGconn *c, const char *id, const char *host, int pid,
@@ -81,17 +82,14 @@ int worker_store_reap(PGconn *c, const char *host, int my_pid, const char *my_pr
                    3, p3, err) < 0)
             goto out;
     }
-    PQclear(r);
-    r = db_exec(c,
-                "UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL WHERE "
-                "status = 'running' AND lease_expires_at IS NULL" /* leased: its lease decides */
-                " AND (worker IS NULL OR worker IN (SELECT id FROM workers WHERE status IN "
-                "('dead', 'stopped'))"
-                " OR worker NOT IN (SELECT id FROM workers)) RETURNING id",
-                0, NULL, err);
-    if (!r)
-        goto out;
-    requeued = PQntuples(r);
+    requeued = store_exec_count(
+        c,
+        "UPDATE trials SET status = 'pending', worker = NULL, claimed_at = NULL WHERE "
+        "status = 'running' AND lease_expires_at IS NULL" /* leased: its lease decides */
+        " AND (worker IS NULL OR worker IN (SELECT id FROM workers WHERE status IN "
+        "('dead', 'stopped'))"
+        " OR worker NOT IN (SELECT id FROM workers)) RETURNING id",
+        0, NULL, err);
 out:
     PQclear(r);
     return requeued;

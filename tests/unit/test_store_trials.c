@@ -4,10 +4,14 @@
  * and best unchanged); a cancel deletes the job's pending and running trials; a long measurement's
  * check (trial_store_claim_live) turns false when the job stops or the claim is lost; a given-up
  * measurement (trial_store_release) is deleted when its job no longer runs and handed back when it
- * does; an ended job keeps no unfinished trial (job_store_finish). */
+ * does; an ended job keeps no unfinished trial (job_store_finish). And the statement helpers the
+ * stores share (store/store_exec.h, issue 28): counts, ids, single values, a transaction committed
+ * or rolled back, a cancel's refusals. */
 #include "pg_test_util.h"
 
 #include "store/job_store.h"
+#include "store/store_exec.h"
+#include "store/store_util.h"
 #include "store/trial_store.h"
 
 static const runner_identity ME = {"hostA:1:100", "hostA", 1};
@@ -223,6 +227,86 @@ static void metric_objective_best(void **state)
     assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM best WHERE kernel = 'k'"), 1);
 }
 
+/* A store_tx body: inserts a job row, then fails when ctx says so. */
+static int insert_then(PGconn *c, void *ctx, kt_error *err)
+{
+    const int *fail = ctx;
+    if (db_run(c,
+               "INSERT INTO jobs (kernel, device, device_class, kernel_hash, problem, problem_key,"
+               " toolchain, strategy, seed, budget_evaluations, batch_size, space_size) VALUES"
+               " ('tx', 'dev', 'class', 'h', '{}', '{}', 'tc', 'random', 1, 1, 1, 1)",
+               0, NULL, err) < 0)
+        return -1;
+    return *fail ? kt_error_set(err, KT_ERR_CONFLICT, "body failed") : 7;
+}
+
+static void exec_helpers(void **state)
+{
+    pg_fixture *f = *state;
+    kt_error err;
+    kt_error_clear(&err);
+    pg_empty_jobs(f->c);
+    long long job = running_job(f->c, 3);
+    store_num j;
+    const char *p[] = {store_ll(&j, job)};
+    /* Counts and ids: every row returned, at most max copied. */
+    long long ids[2] = {0, 0};
+    assert_int_equal(store_exec_ids(f->c, "SELECT seq FROM trials WHERE job_id = $1 ORDER BY seq",
+                                    1, p, ids, 2, &err),
+                     3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    assert_int_equal(store_exec_count(f->c,
+                                      "UPDATE trials SET status = 'running' WHERE job_id = $1"
+                                      " AND seq > 1 RETURNING id",
+                                      1, p, &err),
+                     2);
+    assert_int_equal(
+        store_exec_count(f->c, "SELECT 1 FROM trials WHERE job_id = $1::bigint + 1000", 1, p, &err),
+        0);
+    /* A single value: 1 with it, 0 without a row (the output untouched). */
+    long long v = -1;
+    assert_int_equal(
+        store_query_ll(f->c, "SELECT count(*) FROM trials WHERE job_id = $1", 1, p, &v, &err), 1);
+    assert_int_equal(v, 3);
+    assert_int_equal(
+        store_query_ll(f->c, "SELECT id FROM jobs WHERE id = $1::bigint + 1000", 1, p, &v, &err),
+        0);
+    assert_int_equal(v, 3);
+    /* A failed statement: -1 and the database's error. */
+    assert_int_equal(store_exec_count(f->c, "SELECT no_such_column FROM jobs", 0, NULL, &err), -1);
+    assert_int_equal(err.code, KT_ERR_DATABASE);
+    kt_error_clear(&err);
+    assert_int_equal(store_query_ll(f->c, "SELECT 1/0", 0, NULL, &v, &err), -1);
+    assert_int_equal(err.code, KT_ERR_DATABASE);
+    kt_error_clear(&err);
+    /* A transaction: committed with the body's value, or rolled back with its error. */
+    int fail = 0;
+    assert_int_equal(store_tx(f->c, insert_then, &fail, &err), 7);
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM jobs WHERE kernel = 'tx'"), 1);
+    fail = 1;
+    assert_int_equal(store_tx(f->c, insert_then, &fail, &err), -1);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    assert_int_equal(sql_ll(f->c, "SELECT count(*) FROM jobs WHERE kernel = 'tx'"), 1);
+    assert_int_equal(PQtransactionStatus(f->c), PQTRANS_IDLE);
+    kt_error_clear(&err);
+    /* job_store_cancel (a store_tx): done once, then refused with its own messages. */
+    assert_int_equal(job_store_cancel(f->c, job, &err), 0);
+    assert_int_equal(trials_where(f->c, job, "true"), 0);
+    assert_int_equal(job_store_cancel(f->c, job, &err), -1);
+    assert_int_equal(err.code, KT_ERR_CONFLICT);
+    char want[128];
+    snprintf(want, sizeof want,
+             "job %lld already cancelled; only queued or running jobs can be cancelled", job);
+    assert_string_equal(err.message, want);
+    kt_error_clear(&err);
+    assert_int_equal(job_store_cancel(f->c, job + 1000, &err), -1);
+    assert_int_equal(err.code, KT_ERR_NOT_FOUND);
+    snprintf(want, sizeof want, "no job with id %lld", job + 1000);
+    assert_string_equal(err.message, want);
+    assert_int_equal(PQtransactionStatus(f->c), PQTRANS_IDLE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +315,7 @@ int main(void)
         cmocka_unit_test(release_hands_back_or_deletes),
         cmocka_unit_test(finish_deletes_unfinished_trials),
         cmocka_unit_test(metric_objective_best),
+        cmocka_unit_test(exec_helpers),
     };
     return cmocka_run_group_tests(tests, pg_group_setup, pg_group_teardown);
 }
