@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "core/clock.h"
+#include "core/array.h"
 #include "core/log.h"
 #include "catalog/catalog_impl.h"
 
@@ -48,11 +49,9 @@ static int folder_push(catalog_versions *r, const catalog_kfolder *tmpl)
     if (!(dir = strdup(tmpl->dir)))
         return -1;
     pthread_rwlock_wrlock(&r->lock);
-    catalog_kfolder *f = realloc(r->folders, (size_t)(r->n_folders + 1) * sizeof *f);
-    if (f) {
-        r->folders = f;
-        f[r->n_folders] = *tmpl;
-        f[r->n_folders++].dir = dir;
+    if (kt_array_resize((void **)&r->folders, (size_t)r->n_folders + 1, sizeof *r->folders) == 0) {
+        r->folders[r->n_folders] = *tmpl;
+        r->folders[r->n_folders++].dir = dir;
         dir = NULL;
         rc = 0;
     }

@@ -26,6 +26,12 @@ double kt_clock_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double kt_clock_thread_cpu_s(void)
+{
+    struct timespec ts = read_clock(CLOCK_THREAD_CPUTIME_ID);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 uint64_t kt_clock_since_ns(uint64_t t0)
 {
     uint64_t now = kt_clock_ns();

@@ -15,6 +15,8 @@
 uint64_t kt_clock_ns(void);
 double kt_clock_ms(void);
 double kt_clock_s(void);
+/* CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID). */
+double kt_clock_thread_cpu_s(void);
 /* Nanoseconds from t0 (a kt_clock_ns reading) to now; 0 if the clock reads earlier. */
 uint64_t kt_clock_since_ns(uint64_t t0);
 /* The monotonic time timeout_ms from now (negative counts as 0), for pthread_cond_timedwait. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/array.h"
 
 /* The first available device of class device_class that offers kernel, into buf; 0 or -1. */
 static int device_of_class(const catalog *cat, const char *kernel, const char *device_class,
@@ -168,12 +169,10 @@ const space *trainer_space_for(void *ctx, const json_t *problem, kt_error *err)
     trainer_target *t = ctx;
     kt_error why;
     kt_error_clear(&why);
-    target *grown = realloc(t->held, sizeof *t->held * (size_t)(t->n_held + 1));
-    if (!grown) {
+    if (kt_array_resize((void **)&t->held, (size_t)t->n_held + 1, sizeof *t->held) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory resolving held-out problems");
         return NULL;
     }
-    t->held = grown;
     /* An external key's problems are built from its stored space (cat is NULL there). */
     int rc = t->cat ? catalog_resolve(t->cat, t->def.key.kernel, t->device, problem,
                                       &t->held[t->n_held], &why)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
 #include "bench/accel/bench_accel_impl.h"
@@ -50,35 +51,12 @@ static uint64_t ba_train_key(const bench_accel_options *opt, const accel_device 
 /* The whole file into *buf (malloc'd); 1 read, 0 absent, -1 with err. */
 static int ba_read_file(const char *path, char **buf, size_t *n, kt_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    long len;
-    int rc = -1;
-    *buf = NULL;
-    if (!f)
-        return errno == ENOENT ? 0 : kt_error_set(err, KT_ERR_IO, "%s: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || len > BA_MAX_FILE ||
-        fseek(f, 0, SEEK_SET) != 0) {
-        kt_error_set(err, KT_ERR_IO, "%s: cannot read (or over %ld bytes)", path, BA_MAX_FILE);
-        goto out;
-    }
-    if (!(*buf = malloc((size_t)len + 1))) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        goto out;
-    }
-    if (fread(*buf, 1, (size_t)len, f) != (size_t)len) {
-        kt_error_set(err, KT_ERR_IO, "%s: short read", path);
-        goto out;
-    }
-    (*buf)[len] = '\0';
-    *n = (size_t)len;
-    rc = 1;
-out:
-    fclose(f);
-    if (rc < 0) {
-        free(*buf);
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
         *buf = NULL;
+        return 0;
     }
-    return rc;
+    *buf = kt_file_read_all(path, BA_MAX_FILE, n, err);
+    return *buf ? 1 : -1;
 }
 
 /* Writes n bytes to path through a temporary file and a rename. 0, or -1 with err. */

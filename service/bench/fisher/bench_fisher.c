@@ -3,10 +3,14 @@
 #include "bench/fisher/bench_fisher.h"
 
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/array.h"
+#include "core/clock.h"
 
 #include "neural/nn_dataset.h"
 #include "neural/nn_fisher.h"
@@ -36,15 +40,9 @@ typedef struct bf_net {
     const nn_network *net;
     int convs;
     bf_variant *v; /* v[0]: the original */
-    int n, cap;
+    int n;
+    size_t cap;
 } bf_net;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* "group g=4", "bottleneck b=2", "spatial_group g=4", "group+bottleneck g=2 b=2". */
 static void describe(const nn_transform *t, char *buf, int cap)
@@ -73,14 +71,8 @@ static int add_variant(bf_net *b, const nn_transform *per_conv, const char *desc
     kt_error ignored;
     if (!nn_network_transforms_valid(b->net, per_conv, &ignored))
         return 0;
-    if (b->n == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 64;
-        bf_variant *v = realloc(b->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return kt_error_set(err, KT_ERR_NO_MEMORY, "no memory for variants");
-        b->v = v;
-        b->cap = cap;
-    }
+    if (KT_ARRAY_GROW(b->v, b->cap, (size_t)b->n + 1, (size_t)INT_MAX) < 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "no memory for variants");
     bf_variant *v = &b->v[b->n];
     memset(v, 0, sizeof *v);
     v->per_conv = malloc((size_t)b->convs * sizeof *v->per_conv);
@@ -216,13 +208,13 @@ static int run_network(bf_net *b, const bench_fisher_options *opt, const nn_data
     fo.batch = opt->fisher_batch;
     fo.seed = opt->seed;
     for (int i = 0; i < b->n; i++) {
-        double t0 = now_seconds();
+        double t0 = kt_clock_s();
         if (nn_fisher_potential(b->net, b->v[i].per_conv, train, &fo, NULL, &b->v[i].fisher, NULL,
                                 err) != 0) {
             kt_error_prefix(err, "%s, %s", nn_network_name(b->net), b->v[i].desc);
             return -1;
         }
-        b->v[i].fisher_seconds = now_seconds() - t0;
+        b->v[i].fisher_seconds = kt_clock_s() - t0;
     }
     double f0 = b->v[0].fisher;
     for (int i = 0; i < b->n; i++)

@@ -69,14 +69,6 @@ static int bp_grid(predictor *p, bp_data *d, int di, const int *best, bp_acc *a,
 }
 
 /* CPU seconds of this thread (training is single-threaded: comparable on a busy machine). */
-static double bp_cpu_s(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Trains predictor k of the options on train: *out, its training seconds (wall, cpu) and saved
  * size. */
 static int bp_train(const bench_predict_options *opt, const training_set *train, int k,
@@ -84,7 +76,7 @@ static int bp_train(const bench_predict_options *opt, const training_set *train,
                     double *train_cpu_s, size_t *model_bytes, kt_error *err)
 {
     strbuf bytes;
-    double t0 = kt_clock_s(), c0 = bp_cpu_s();
+    double t0 = kt_clock_s(), c0 = kt_clock_thread_cpu_s();
     int rc = -1;
     const char *kind = opt->kinds[k];
 
@@ -95,7 +87,7 @@ static int bp_train(const bench_predict_options *opt, const training_set *train,
     if (!(*out = predictor_train(kind, train, json_object_get(hyper_all, kind), opt->seed, err)))
         goto out;
     *train_s = kt_clock_s() - t0;
-    *train_cpu_s = bp_cpu_s() - c0;
+    *train_cpu_s = kt_clock_thread_cpu_s() - c0;
     if (predictor_save(*out, &bytes, err) < 0)
         goto out;
     *model_bytes = bytes.len;
@@ -171,10 +163,10 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
         if (bp_grid(p, d, di, best, &a, err) < 0)
             goto out;
         const json_t *problem = training_set_problem(d->all, di);
-        double c0 = bp_cpu_s();
+        double c0 = kt_clock_thread_cpu_s();
         int n = predictor_decode(p, problem, d->probs[di].t.sp, PREDICT_CONSTRAINED, 0, BP_TOP,
                                  j->rows, j->score, err);
-        a.predict_cpu_s += bp_cpu_s() - c0;
+        a.predict_cpu_s += kt_clock_thread_cpu_s() - c0;
         if (n < 0)
             goto out;
         int unknown5 = 0, known5 = 0;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/file.h"
+#include "core/array.h"
 #include "measure/device.h"
 #include "bench/device/bench_device_args.h"
 #include "bench/predict/bench_predict_impl.h"
@@ -44,9 +45,7 @@ static int bp_list(const bench_predict_options *opt, char ***paths, int *n, kt_e
                              BENCH_PREDICT_MAX_FILES);
                 goto out;
             }
-            char **grown = realloc(*paths, (size_t)(*n + 1) * sizeof **paths);
-            if (grown)
-                *paths = grown;
+            int grown = kt_array_resize((void **)paths, (size_t)*n + 1, sizeof **paths) == 0;
             char *p = grown ? malloc(cap) : NULL;
             if (!p) {
                 kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
