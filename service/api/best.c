@@ -208,7 +208,7 @@ static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long
     tune_request tr;
     long long id = 0;
     int created = 0;
-    tune_request_budgeted(t->key.kernel, t->key.device, t->problem, evaluations, &tr);
+    tune_request_budgeted(&t->key, t->problem, evaluations, &tr);
     if (api_tune_queue(svc, c, &tr, submitter, 1, &id, &created, err) < 0)
         return -1;
     *out = json_pack("{s:I, s:b}", "job_id", (json_int_t)id, "queued", created);
@@ -352,6 +352,7 @@ typedef struct best_request {
     best_args a;
     best_query q;
     const char *kernel, *device, *version;
+    int kind;          /* device parsed once: a kt_device_kind, -1 for none (device_class=) */
     const char *klass; /* device_class= instead of device= (issue 27); NULL with device= */
     char class_key[CATALOG_EXTERNAL_MAX_CLASS + 16];
     char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
@@ -417,8 +418,7 @@ static int check_device_args(best_request *r, kt_error *err)
  * new version is a new cached answer. */
 static void request_key(const api_context *svc, best_request *r, char *qkey, size_t cap)
 {
-    int kind = kt_device_kind_of(r->device);
-    r->real = kind == KT_DEVICE_CPU || kind == KT_DEVICE_CUDA;
+    r->real = r->kind == KT_DEVICE_CPU || r->kind == KT_DEVICE_CUDA;
     r->current = r->real && !r->version ? catalog_find_kernel(svc->cat, r->kernel) : NULL;
     snprintf(r->kernel_at, sizeof r->kernel_at, "%.256s@%.64s", r->kernel,
              r->version   ? r->version
@@ -570,7 +570,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     }
     r.kernel = r.a.opt[OPT_KERNEL];
     r.device = r.a.opt[OPT_DEVICE];
-    if (r.kernel && catalog_is_external(r.device)) {
+    r.kind = kt_device_kind_of(r.device); /* the request's device, parsed once */
+    if (r.kernel && r.kind == KT_DEVICE_EXTERNAL) {
         external_best(svc, req, res, &r, &err);
         goto out;
     }

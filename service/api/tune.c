@@ -92,7 +92,7 @@ static int check_objective(const api_context *svc, const tune_request *t, const 
     if (external)
         return 0;
     const kernel_spec *k =
-        tune_device_deterministic(tg->key.device)
+        tune_device_deterministic((int)tg->key.dev.kind)
             ? NULL
             : catalog_find_kernel_version(svc->cat, tg->key.kernel, tg->key.kernel_hash);
     if (!k) {
@@ -138,7 +138,7 @@ static int resolve_target(const api_context *svc, const tune_request *t, target 
     json_t *problem = tune_request_problem(t, &oom);
     if (oom)
         return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
-    *external = catalog_is_external(t->device);
+    *external = t->device_kind == KT_DEVICE_EXTERNAL;
     int rc = -1;
     if (*external && t->neural)
         kt_error_set(err, KT_ERR_BAD_REQUEST, "field 'neural' is not for device external");
@@ -186,12 +186,12 @@ static int final_remeasure_of(const tune_request *t, const target *tg, int exter
                               kt_error *err)
 {
     int by_time = kt_objective_is_time(&t->objective);
-    int measures = !tune_device_deterministic(tg->key.device);
+    int measures = !tune_device_deterministic((int)tg->key.dev.kind);
     *out = t->final_remeasure >= 0            ? t->final_remeasure
            : measures && !external && by_time ? FINAL_PICK_DEFAULT_COUNT
                                               : 0;
     if (*out > 0 && !measures) {
-        int replay = kt_device_kind_of(tg->key.device) == KT_DEVICE_REPLAY;
+        int replay = tg->key.dev.kind == KT_DEVICE_REPLAY;
         kt_error_set(err, KT_ERR_OUT_OF_RANGE,
                      "field 'final_remeasure' must be 0 on %s device %s, not %d",
                      replay ? "replay" : "accel", t->device, *out);

@@ -150,7 +150,8 @@ static int parse_names(const json_t *body, tune_request *t, kt_error *err)
     t->space = json_object_get(body, "space");
     if (t->space && json_is_null(t->space))
         t->space = NULL;
-    if (kt_device_kind_of(t->device) != KT_DEVICE_EXTERNAL && (t->device_class || t->space)) {
+    t->device_kind = kt_device_kind_of(t->device); /* the request's device, parsed once */
+    if (t->device_kind != KT_DEVICE_EXTERNAL && (t->device_class || t->space)) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "field '%s' is only for device external (a harness measures through "
                      "ask/tell)",
@@ -264,12 +265,13 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     return 0;
 }
 
-void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
-                           long long evaluations, tune_request *t)
+void tune_request_budgeted(const target_key *key, const json_t *problem, long long evaluations,
+                           tune_request *t)
 {
     memset(t, 0, sizeof *t);
-    t->kernel = kernel;
-    t->device = device;
+    t->kernel = key->kernel;
+    t->device = key->device;
+    t->device_kind = (int)key->dev.kind;
     t->problem = problem;
     t->strategy = TUNE_DEFAULT_STRATEGY;
     t->history = TUNE_DEFAULT_HISTORY;
@@ -279,8 +281,7 @@ void tune_request_budgeted(const char *kernel, const char *device, const json_t 
     t->final_rounds = -1;
 }
 
-int tune_device_deterministic(const char *device)
+int tune_device_deterministic(int kind)
 {
-    int kind = kt_device_kind_of(device);
     return kind == KT_DEVICE_REPLAY || kind == KT_DEVICE_ACCEL;
 }
