@@ -208,7 +208,7 @@ static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long
     tune_request tr;
     long long id = 0;
     int created = 0;
-    tune_request_budgeted(t->key.kernel, t->key.device, t->problem, evaluations, &tr);
+    tune_request_budgeted(&t->key, t->problem, evaluations, &tr);
     if (api_tune_queue(svc, c, &tr, submitter, 1, &id, &created, err) < 0)
         return -1;
     *out = json_pack("{s:I, s:b}", "job_id", (json_int_t)id, "queued", created);
@@ -346,201 +346,284 @@ static json_t *older_version(api_context *svc, PGconn *c, const target *current,
     return answer;
 }
 
-void api_best_get(void *app, const http_request *req, http_response *res)
-{
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    best_args a = {0};
-    const char *kernel = NULL, *device = NULL, *version = NULL;
-    char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
-    int real = 0, kind = -1;
-    target key_only, full;
-    int have_key = 0, have_full = 0, found = 0, got_nearest = 0, flags, others = 0;
+/* One GET /v1/best request as it goes: what it asks, where it is in the answer cache, the targets
+ * resolved for it and the answer made. */
+typedef struct best_request {
+    best_args a;
     best_query q;
-    json_t *answer = NULL, *queued = NULL, *problem = NULL;
-    PGconn *c = NULL;
-    char qkey[BEST_CACHE_KEY_MAX];
-    size_t qlen = 0;
-    best_cache_ticket ticket = {0};
-    if (http_query_each(req, collect_arg, &a)) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
-                     BEST_MAX_PROBLEM_ARGS);
-        goto fail;
-    }
-    kernel = a.opt[OPT_KERNEL];
-    device = a.opt[OPT_DEVICE];
-    if (kernel && catalog_is_external(device)) { /* issue 27: a harness's results */
-        problem = problem_of(&a);
-        if (!problem) {
-            kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
-            goto fail;
-        }
-        api_best_external(svc, req, res, kernel, a.opt[OPT_DEVICE_CLASS], a.opt[OPT_KERNEL_VERSION],
-                          a.opt[OPT_SOURCE], problem);
-        goto out;
-    }
-    if (device && a.opt[OPT_DEVICE_CLASS]) {
-        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+    const char *kernel, *device, *version;
+    int kind;          /* device parsed once: a kt_device_kind, -1 for none (device_class=) */
+    const char *klass; /* device_class= instead of device= (issue 27); NULL with device= */
+    char class_key[CATALOG_EXTERNAL_MAX_CLASS + 16];
+    char kernel_at[API_MAX_NAME + KFILES_VERSION_LEN + 40];
+    int real;                   /* a cpu / cuda device: its kernels have versions */
+    const kernel_spec *current; /* real, no version named: the kernel's current one */
+    const char *qkey;           /* the request's key in the answer cache; qlen 0: not cached */
+    size_t qlen;
+    best_cache_ticket ticket;
+    json_t *problem;
+    target key_only, full; /* have_key, have_full: resolved */
+    int have_key, have_full;
+    int found;       /* a result (measured or imported) of the key, or of an older version */
+    int others;      /* the kernel has other versions (older_version) */
+    int got_nearest; /* the answer is the nearest tuned problem's */
+    json_t *answer, *queued;
+} best_request;
+
+/* The device parameters together: device= or device_class= (issue 27: a host of the fleet asks
+ * for the class it runs on; key-only answers, a measurement or a prediction already cached), with
+ * the kernel. 0 (r->klass, r->device), or -1 with err naming the parameter. */
+static int check_device_args(best_request *r, kt_error *err)
+{
+    const char *const *opt = r->a.opt;
+    if (r->device && opt[OPT_DEVICE_CLASS]) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "query parameter 'device_class' goes with device=external or instead of "
                      "device=");
-        kt_error_hint(&err, "a catalog device's class comes from the device; leave one out");
-        goto fail;
+        kt_error_hint(err, "a catalog device's class comes from the device; leave one out");
+        return -1;
     }
-    if (!device && a.opt[OPT_DEVICE_CLASS] && a.opt[OPT_KERNEL_VERSION]) {
-        kt_error_set(&err, KT_ERR_NOT_IMPLEMENTED,
+    if (!r->device && opt[OPT_DEVICE_CLASS] && opt[OPT_KERNEL_VERSION]) {
+        kt_error_set(err, KT_ERR_NOT_IMPLEMENTED,
                      "kernel_version with device_class= is not supported yet");
-        kt_error_hint(&err, "name the device (device=cpu&kernel_version=...), or leave "
-                            "kernel_version out: the class's current version answers");
-        goto fail;
+        kt_error_hint(err, "name the device (device=cpu&kernel_version=...), or leave "
+                           "kernel_version out: the class's current version answers");
+        return -1;
     }
-    /* device_class= instead of device= (issue 27): a host of the fleet asks for the class it runs
-     * on. Key-only answers: a measurement, or a prediction already cached. */
-    const char *klass = device ? NULL : a.opt[OPT_DEVICE_CLASS];
-    char class_key[CATALOG_EXTERNAL_MAX_CLASS + 16];
-    if (klass && (a.opt[OPT_TUNE_ON_MISS] || a.opt[OPT_FALLBACK])) {
-        kt_error_set(&err, KT_ERR_BAD_REQUEST,
+    r->klass = r->device ? NULL : opt[OPT_DEVICE_CLASS];
+    if (r->klass && (opt[OPT_TUNE_ON_MISS] || opt[OPT_FALLBACK])) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "query parameter '%s' needs device=, not device_class=",
-                     a.opt[OPT_TUNE_ON_MISS] ? "tune_on_miss" : "fallback");
-        kt_error_hint(&err, "name the device to tune on or to check a nearest answer against");
-        goto fail;
+                     opt[OPT_TUNE_ON_MISS] ? "tune_on_miss" : "fallback");
+        kt_error_hint(err, "name the device to tune on or to check a nearest answer against");
+        return -1;
     }
-    if (klass) {
-        snprintf(class_key, sizeof class_key, "class:%.128s", klass);
-        device = class_key; /* the answer cache's key only */
+    if (r->klass) {
+        snprintf(r->class_key, sizeof r->class_key, "class:%.128s", r->klass);
+        r->device = r->class_key; /* the answer cache's key only */
     }
-    if (!kernel || !device) {
-        kt_error_set(&err, KT_ERR_MISSING_FIELD,
+    if (!r->kernel || !r->device) {
+        kt_error_set(err, KT_ERR_MISSING_FIELD,
                      "query parameters 'kernel' and 'device' (or 'device_class') are required");
-        kt_error_hint(&err,
+        kt_error_hint(err,
                       "GET /v1/best?kernel=convolution&device=replay:convolution_milo-A4000"
                       "&<problem argument>=<value>...; GET /v1/kernels lists kernels and devices");
-        goto fail;
+        return -1;
     }
-    if (parse_options(svc, &a, &q, &err) < 0)
-        goto fail;
-    version = a.opt[OPT_KERNEL_VERSION];
-    /* A cpu / cuda kernel has versions (issue 27): the request's key names the version asked for,
-     * else the current one, so that a new version is a new cached answer. */
-    kind = kt_device_kind_of(device);
-    real = kind == KT_DEVICE_CPU || kind == KT_DEVICE_CUDA;
-    const kernel_spec *current = real && !version ? catalog_find_kernel(svc->cat, kernel) : NULL;
-    snprintf(kernel_at, sizeof kernel_at, "%.256s@%.64s", kernel,
-             version   ? version
-             : current ? current->version
-                       : "");
-    /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
-    if (svc->best && !a.repeated)
-        qlen = best_request_key(qkey, sizeof qkey, kernel_at, device, "amp"[q.from], q.nearest, q.k,
-                                a.param, a.count);
-    if (from_cache(svc, req, res, &q, qkey, qlen))
-        goto out;
-    problem = problem_of(&a);
-    if (!problem) {
-        kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
-        goto fail;
-    }
-    /* The key only: a measured lookup never builds the space (a cpu kernel's costs milliseconds).
-     * A query parameter that is neither an option nor a problem argument is refused here
-     * (bad_problem naming it). */
-    if ((klass ? catalog_resolve_class_key(svc->cat, kernel, klass, problem, &key_only, &err)
-               : catalog_resolve_version(svc->cat, kernel, version, device, problem, 0, &key_only,
-                                         &err)) < 0)
-        goto fail;
-    have_key = 1;
-    if (qlen) /* before the database is read: a change notified from now on drops this fill */
-        ticket = best_cache_ticket_take(svc->best, &key_only.key);
-    c = api_db_acquire(svc, res);
-    if (!c)
-        goto out;
+    return 0;
+}
+
+/* The request's key in the answer cache, into qkey (r->qlen 0: not cached). A cpu / cuda kernel
+ * has versions (issue 27): the key names the version asked for, else the current one, so that a
+ * new version is a new cached answer. */
+static void request_key(const api_context *svc, best_request *r, char *qkey, size_t cap)
+{
+    r->real = r->kind == KT_DEVICE_CPU || r->kind == KT_DEVICE_CUDA;
+    r->current = r->real && !r->version ? catalog_find_kernel(svc->cat, r->kernel) : NULL;
+    snprintf(r->kernel_at, sizeof r->kernel_at, "%.256s@%.64s", r->kernel,
+             r->version   ? r->version
+             : r->current ? r->current->version
+                          : "");
+    r->qkey = qkey;
+    if (svc->best && !r->a.repeated)
+        r->qlen = best_request_key(qkey, cap, r->kernel_at, r->device, "amp"[r->q.from],
+                                   r -> q.nearest, r->q.k, r->a.param, r->a.count);
+}
+
+/* The problem arguments and the key only: a measured lookup never builds the space (a cpu kernel's
+ * costs milliseconds). A query parameter that is neither an option nor a problem argument is
+ * refused here (bad_problem naming it). 0 (r->key_only, and the answer cache's ticket when the
+ * request is cached), or -1 with err. */
+static int resolve_key(api_context *svc, best_request *r, kt_error *err)
+{
+    r->problem = problem_of(&r->a);
+    if (!r->problem)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
+    if ((r->klass ? catalog_resolve_class_key(svc->cat, r->kernel, r->klass, r->problem,
+                                              &r->key_only, err)
+                  : catalog_resolve_version(svc->cat, r->kernel, r->version, r->device, r->problem,
+                                            0, &r->key_only, err)) < 0)
+        return -1;
+    r->have_key = 1;
+    if (r->qlen) /* before the database is read: a change notified from now on drops this fill */
+        r->ticket = best_cache_ticket_take(svc->best, &r->key_only.key);
+    return 0;
+}
+
+/* The result stored for the key, or for an older version of the kernel when the current one has
+ * none (a real device, no version named): r->answer (NULL: none), r->found. -1 with err for a
+ * database error of the key's own lookup. */
+static int stored_result(api_context *svc, PGconn *c, best_request *r, kt_error *err)
+{
     /* source=measured: a measurement or a trusted import's result only (issue 26). */
-    answer = best_store_get_json(c, &key_only.key, q.from == BEST_FROM_MEASURED, &err);
-    if (!answer && err.code != KT_ERR_NO_BEST)
-        goto fail;
-    if (!answer && real && !version && q.from != BEST_FROM_PREDICTED)
-        answer = older_version(svc, c, &key_only, kernel, device, problem, &q, &others, &err);
-    found = answer != NULL;
-    if (answer)
-        json_object_set(answer, "kernel_version", json_object_get(answer, "kernel_hash"));
-    if (found && q.from != BEST_FROM_PREDICTED) {
-        catalog_neural_mark(svc->cat, &key_only, answer); /* a plain key holds no network change */
-        goto reply;                                       /* a measurement always wins */
+    r->answer = best_store_get_json(c, &r->key_only.key, r->q.from == BEST_FROM_MEASURED, err);
+    if (!r->answer && err->code != KT_ERR_NO_BEST)
+        return -1;
+    if (!r->answer && r->real && !r->version && r->q.from != BEST_FROM_PREDICTED)
+        r->answer = older_version(svc, c, &r->key_only, r->kernel, r->device, r->problem, &r->q,
+                                  &r->others, err);
+    r->found = r->answer != NULL;
+    if (r->answer)
+        json_object_set(r->answer, "kernel_version", json_object_get(r->answer, "kernel_hash"));
+    return 0;
+}
+
+/* No result: a prediction (a cached one needs no space: the key first, the space only when a
+ * model must run) or, with fallback=nearest, the nearest tuned problem (checked against the
+ * space) into r->answer (NULL: none). 0, or -1 with err. */
+static int model_or_nearest(api_context *svc, PGconn *c, best_request *r, kt_error *err)
+{
+    int got = predicted(svc, c, &r->key_only, (int)r->q.k, &r->answer, err);
+    if (r->klass && got == MODEL_CACHE_NEEDS_SPACE)
+        got = 0; /* by class: no space is built (the device of the name may be another) */
+    if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && r->q.nearest)) {
+        if (catalog_resolve_version(svc->cat, r->kernel, r->version, r->device, r->problem, 1,
+                                    &r->full, err) < 0)
+            return -1;
+        r->have_full = 1;
+        if (got == MODEL_CACHE_NEEDS_SPACE)
+            got = predicted(svc, c, &r->full, (int)r->q.k, &r->answer, err);
+        if (got == 0 && r->q.nearest) {
+            got = nearest(c, &r->full, &r->answer, err);
+            r->got_nearest = got > 0;
+        }
     }
-    json_decref(answer);
-    answer = NULL;
-    kt_error_clear(&err);
-    if (!found && q.tune_on_miss) {
+    return got < 0 ? -1 : 0;
+}
+
+/* A miss of the stored results: the job tune_on_miss queues (r->queued), then a prediction or the
+ * nearest answer (r->answer, NULL: none). 0, 1 when the reply is made (refused: no scope or over
+ * the caller's job cap), or -1 with err. */
+static int answer_miss(api_context *svc, const http_request *req, http_response *res, PGconn *c,
+                       best_request *r, kt_error *err)
+{
+    if (!r->found && r->q.tune_on_miss) {
         /* Queueing is a write: it needs scope tune (a hit only read) and counts against the
          * caller's job cap. */
         char who[32];
         if (api_authorize(svc, req, res, API_SCOPE_TUNE) < 0 ||
             api_job_quota(svc, c, req, res, who, sizeof who) < 0)
-            goto out;
-        if (queue_on_miss(svc, c, &key_only, q.tune_on_miss, who, &queued, &err) < 0)
-            goto fail;
+            return 1;
+        if (queue_on_miss(svc, c, &r->key_only, r->q.tune_on_miss, who, &r->queued, err) < 0)
+            return -1;
     }
     /* A neural problem (issue 14) is answered by its measurements only: the models learn
      * semantics-preserving configurations of plain problems. */
-    if (q.from != BEST_FROM_MEASURED && !key_only.neural) {
-        /* A cached prediction needs no space: the key first, the space only when a model must
-         * run or the nearest answer must be checked against it. */
-        int got = predicted(svc, c, &key_only, (int)q.k, &answer, &err);
-        if (klass && got == MODEL_CACHE_NEEDS_SPACE)
-            got = 0; /* by class: no space is built (the device of the name may be another) */
-        if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && q.nearest)) {
-            if (catalog_resolve_version(svc->cat, kernel, version, device, problem, 1, &full,
-                                        &err) < 0)
-                goto fail;
-            have_full = 1;
-            if (got == MODEL_CACHE_NEEDS_SPACE)
-                got = predicted(svc, c, &full, (int)q.k, &answer, &err);
-            if (got == 0 && q.nearest) {
-                got = nearest(c, &full, &answer, &err);
-                got_nearest = got > 0;
-            }
-        }
-        if (got < 0)
-            goto fail;
-    }
-    if (answer && catalog_neural_mark(svc->cat, &key_only, answer)) {
+    if (r->q.from != BEST_FROM_MEASURED && !r->key_only.neural &&
+        model_or_nearest(svc, c, r, err) < 0)
+        return -1;
+    if (r->answer && catalog_neural_mark(svc->cat, &r->key_only, r->answer)) {
         /* Marked ("changes_network" of neural kernels), and never a configuration that changes
          * the network to a caller that did not opt in. */
-        json_decref(answer);
-        answer = NULL;
+        json_decref(r->answer);
+        r->answer = NULL;
     }
-    if (!answer) {
-        no_best(&key_only, &q, queued, &err);
-        http_reply_error_with(res, &err, "tune_on_miss", queued);
-        goto store;
-    }
-    if (queued)
-        json_object_set(answer, "tune_on_miss", queued);
-reply:
-    http_reply_json(res, 200, json_incref(answer));
-store:
-    flags = answer_flags(&q, found && q.from != BEST_FROM_PREDICTED, got_nearest, queued);
+    return 0;
+}
+
+/* Keeps the reply made (200 or 404) in the answer cache under the request's key, unless it must
+ * not be kept; then its ETag. */
+static void keep_reply(api_context *svc, const http_request *req, http_response *res,
+                       best_request *r)
+{
+    int flags = answer_flags(&r->q, r->found && r->q.from != BEST_FROM_PREDICTED, r->got_nearest,
+                             r->queued);
     /* Not cached: an answer made while older versions were read (the current version has no
      * result): its entry would hang on the current version's key alone, so an older version's new
      * result would not drop it. Nor one whose version is not the one in the request's key (the
      * catalog's copy moved on between the two). */
-    if (others || (current && strcmp(current->version, key_only.key.kernel_hash) != 0))
+    if (r->others || (r->current && strcmp(r->current->version, r->key_only.key.kernel_hash) != 0))
         flags = -1;
-    if (qlen && flags >= 0 && (res->status == 200 || res->status == 404) && res->body)
-        best_cache_put(svc->best, &ticket, qkey, qlen, &key_only.key, (unsigned)flags, res->status,
-                       res->body, res->body_len, best_prepare(res));
+    if (r->qlen && flags >= 0 && (res->status == 200 || res->status == 404) && res->body)
+        best_cache_put(svc->best, &r->ticket, r->qkey, r->qlen, &r->key_only.key, (unsigned)flags,
+                       res->status, res->body, res->body_len, best_prepare(res));
     best_reply_etag(req, res);
+}
+
+/* The external device (issue 27): a harness's results, answered by api/best_external.c. */
+static void external_best(api_context *svc, const http_request *req, http_response *res,
+                          best_request *r, kt_error *err)
+{
+    r->problem = problem_of(&r->a);
+    if (!r->problem) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem arguments");
+        api_fail(res, err);
+        return;
+    }
+    api_best_external(svc, req, res, r->kernel, r->a.opt[OPT_DEVICE_CLASS],
+                      r->a.opt[OPT_KERNEL_VERSION], r->a.opt[OPT_SOURCE], r->problem);
+}
+
+void api_best_get(void *app, const http_request *req, http_response *res)
+{
+    api_context *svc = app;
+    kt_error err;
+    kt_error_clear(&err);
+    best_request r = {0};
+    PGconn *c = NULL;
+    char qkey[BEST_CACHE_KEY_MAX];
+    int missed;
+    if (http_query_each(req, collect_arg, &r.a)) {
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
+                     BEST_MAX_PROBLEM_ARGS);
+        goto fail;
+    }
+    r.kernel = r.a.opt[OPT_KERNEL];
+    r.device = r.a.opt[OPT_DEVICE];
+    r.kind = kt_device_kind_of(r.device); /* the request's device, parsed once */
+    if (r.kernel && r.kind == KT_DEVICE_EXTERNAL) {
+        external_best(svc, req, res, &r, &err);
+        goto out;
+    }
+    if (check_device_args(&r, &err) < 0 || parse_options(svc, &r.a, &r.q, &err) < 0)
+        goto fail;
+    r.version = r.a.opt[OPT_KERNEL_VERSION];
+    request_key(svc, &r, qkey, sizeof qkey);
+    /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
+    if (from_cache(svc, req, res, &r.q, qkey, r.qlen))
+        goto out;
+    if (resolve_key(svc, &r, &err) < 0)
+        goto fail;
+    c = api_db_acquire(svc, res);
+    if (!c)
+        goto out;
+    if (stored_result(svc, c, &r, &err) < 0)
+        goto fail;
+    if (r.found && r.q.from != BEST_FROM_PREDICTED) {
+        catalog_neural_mark(svc->cat, &r.key_only, r.answer); /* a plain key: no network change */
+        goto reply;                                           /* a measurement always wins */
+    }
+    json_decref(r.answer);
+    r.answer = NULL;
+    kt_error_clear(&err);
+    missed = answer_miss(svc, req, res, c, &r, &err);
+    if (missed > 0) /* the reply is made */
+        goto out;
+    if (missed < 0)
+        goto fail;
+    if (!r.answer) {
+        no_best(&r.key_only, &r.q, r.queued, &err);
+        http_reply_error_with(res, &err, "tune_on_miss", r.queued);
+        goto keep;
+    }
+    if (r.queued)
+        json_object_set(r.answer, "tune_on_miss", r.queued);
+reply:
+    http_reply_json(res, 200, json_incref(r.answer));
+keep:
+    keep_reply(svc, req, res, &r);
     goto out;
 fail:
     api_fail(res, &err);
 out:
     api_db_release(svc, c);
-    if (have_full)
-        target_release(&full);
-    if (have_key)
-        target_release(&key_only);
-    json_decref(answer);
-    json_decref(queued);
-    json_decref(problem);
+    if (r.have_full)
+        target_release(&r.full);
+    if (r.have_key)
+        target_release(&r.key_only);
+    json_decref(r.answer);
+    json_decref(r.queued);
+    json_decref(r.problem);
 }
 
 void api_best_list(void *app, const http_request *req, http_response *res)

@@ -54,6 +54,84 @@ static int predicted(api_context *svc, PGconn *c, const target *t, const json_t 
     return rc == MODEL_CACHE_NEEDS_SPACE ? 0 : rc;
 }
 
+/* The query's own checks: a device class, a source of the two an external kernel has, names the
+ * catalog accepts. 0, or -1 with err naming the parameter. */
+static int check_query(const char *kernel, const char *device_class, const char *version,
+                       const char *source, kt_error *err)
+{
+    if (!device_class) {
+        kt_error_set(err, KT_ERR_MISSING_FIELD,
+                     "query parameter 'device_class' is required with device=external");
+        kt_error_hint(err,
+                      "the class your harness measured on: GET /v1/best?kernel=%s&device="
+                      "external&device_class=laptop-rtx4060&n=1000000",
+                      kernel);
+        return -1;
+    }
+    if (source && strcmp(source, "measured") != 0 && strcmp(source, "predicted") != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "source=%.40s: an external kernel is answered by its results or a model",
+                     source);
+        kt_error_hint(err, "leave source out, or send source=measured or source=predicted");
+        return -1;
+    }
+    return catalog_external_check_names(version, device_class, err);
+}
+
+/* No version named: the newest with a result for the problem (want_results), else the newest with
+ * a stored space, for a model (want_model), into newest. 0, or -1 with err (404 no_best when none
+ * has either). */
+static int newest_version(PGconn *c, const char *kernel, const char *device_class,
+                          const char *problem_key, int measured_only, int want_results,
+                          int want_model, char *newest, size_t cap, kt_error *err)
+{
+    int found = want_results
+                    ? best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
+                                                problem_key, measured_only, newest, cap, err)
+                    : 0;
+    /* A problem never tuned: the newest version with a stored space, for a model. */
+    if (found == 0 && want_model)
+        found = model_store_newest_external_version(c, kernel, device_class, newest, cap, err);
+    if (found < 0)
+        return -1;
+    if (found == 0) {
+        kt_error_set(err, KT_ERR_NO_BEST,
+                     "no version of kernel %.100s measured on device class %.128s has a "
+                     "result for problem %.200s",
+                     kernel, device_class, problem_key);
+        kt_error_hint(err,
+                      "tune it: POST /v1/tune {\"kernel\": \"%.100s\", \"device\": "
+                      "\"external\", \"device_class\": \"%.128s\", \"space\": {...}, "
+                      "\"problem\": %.200s}, then measure through ask/tell",
+                      kernel, device_class, problem_key);
+        return -1;
+    }
+    return 0;
+}
+
+/* The answer for the key t: its result (want_results), else a ready model's prediction
+ * (want_model). A new reference, or NULL with err (404 no_best for none). */
+static json_t *answer_of(api_context *svc, PGconn *c, const target *t, const json_t *canon,
+                         int measured_only, int want_results, int want_model, kt_error *err)
+{
+    json_t *answer = want_results ? best_store_get_json(c, &t->key, measured_only, err) : NULL;
+    if (answer || !want_model || (want_results && err->code != KT_ERR_NO_BEST))
+        return answer;
+    kt_error e;
+    kt_error_clear(&e);
+    int got = predicted(svc, c, t, canon, &answer, &e);
+    if (got < 0) {
+        *err = e;
+        return NULL;
+    }
+    if (got == 0 && !want_results)
+        kt_error_set(err, KT_ERR_NO_BEST,
+                     "no ready model of kernel %.100s on device external, class %.128s, "
+                     "version %.64s",
+                     t->key.kernel, t->key.device_class, t->key.kernel_hash);
+    return answer;
+}
+
 void api_best_external(api_context *svc, const http_request *req, http_response *res,
                        const char *kernel, const char *device_class, const char *version,
                        const char *source, const json_t *problem)
@@ -70,75 +148,22 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     int want_model = !source || strcmp(source, "predicted") == 0;
     json_t *answer = NULL, *canon = NULL;
     char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
-    if (!device_class) {
-        kt_error_set(&err, KT_ERR_MISSING_FIELD,
-                     "query parameter 'device_class' is required with device=external");
-        kt_error_hint(&err,
-                      "the class your harness measured on: GET /v1/best?kernel=%s&device="
-                      "external&device_class=laptop-rtx4060&n=1000000",
-                      kernel);
-        goto fail;
-    }
-    if (source && strcmp(source, "measured") != 0 && strcmp(source, "predicted") != 0) {
-        kt_error_set(&err, KT_ERR_OUT_OF_RANGE,
-                     "source=%.40s: an external kernel is answered by its results or a model",
-                     source);
-        kt_error_hint(&err, "leave source out, or send source=measured or source=predicted");
-        goto fail;
-    }
-    if (catalog_external_check_names(version, device_class, &err) < 0)
-        goto fail;
-    if (!(canon = catalog_external_problem(problem, &problem_key, &err)))
+    if (check_query(kernel, device_class, version, source, &err) < 0 ||
+        !(canon = catalog_external_problem(problem, &problem_key, &err)))
         goto fail;
     c = api_db_acquire(svc, res);
     if (!c)
         goto out;
     if (!version) {
-        int found =
-            want_results
-                ? best_store_newest_version(c, kernel, device_class, CATALOG_EXTERNAL_TOOLCHAIN,
-                                            problem_key, measured_only, newest, sizeof newest, &err)
-                : 0;
-        /* A problem never tuned: the newest version with a stored space, for a model. */
-        if (found == 0 && want_model)
-            found = model_store_newest_external_version(c, kernel, device_class, newest,
-                                                        sizeof newest, &err);
-        if (found < 0)
+        if (newest_version(c, kernel, device_class, problem_key, measured_only, want_results,
+                           want_model, newest, sizeof newest, &err) < 0)
             goto fail;
-        if (found == 0) {
-            kt_error_set(&err, KT_ERR_NO_BEST,
-                         "no version of kernel %.100s measured on device class %.128s has a "
-                         "result for problem %.200s",
-                         kernel, device_class, problem_key);
-            kt_error_hint(&err,
-                          "tune it: POST /v1/tune {\"kernel\": \"%.100s\", \"device\": "
-                          "\"external\", \"device_class\": \"%.128s\", \"space\": {...}, "
-                          "\"problem\": %.200s}, then measure through ask/tell",
-                          kernel, device_class, problem_key);
-            goto fail;
-        }
         version = newest;
     }
     if (catalog_external_key(kernel, version, device_class, canon, &t, &err) < 0)
         goto fail;
     have = 1;
-    answer = want_results ? best_store_get_json(c, &t.key, measured_only, &err) : NULL;
-    if (!answer && want_results && err.code != KT_ERR_NO_BEST)
-        goto fail;
-    if (!answer && want_model) {
-        kt_error e;
-        kt_error_clear(&e);
-        int got = predicted(svc, c, &t, canon, &answer, &e);
-        if (got < 0) {
-            err = e;
-            goto fail;
-        }
-        if (got == 0 && !want_results)
-            kt_error_set(&err, KT_ERR_NO_BEST,
-                         "no ready model of kernel %.100s on device external, class %.128s, "
-                         "version %.64s",
-                         kernel, device_class, t.key.kernel_hash);
-    }
+    answer = answer_of(svc, c, &t, canon, measured_only, want_results, want_model, &err);
     if (!answer)
         goto fail;
     json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));

@@ -100,7 +100,7 @@ static json_t *final_pick_view(const job_info *j)
 #define JOB_VIEW_HARNESS_ACTIVE_S 5.0
 static json_t *harness_view(const job_info *j)
 {
-    if (kt_device_kind_of(j->target.key.device) != KT_DEVICE_EXTERNAL)
+    if (j->target.key.dev.kind != KT_DEVICE_EXTERNAL)
         return json_null();
     int open = strcmp(j->status, "queued") == 0 || strcmp(j->status, "running") == 0;
     int recent = j->since_ask_s >= 0 && j->since_ask_s < JOB_VIEW_HARNESS_ACTIVE_S;

@@ -69,7 +69,8 @@ int model_request_parse(const json_t *body, model_request *r, kt_error *err)
         api_get_string(body, "algorithm", 0, API_MAX_NAME, &r->algorithm, err) < 0 ||
         api_get_string(body, "kernel_version", 0, API_MAX_NAME, &r->kernel_version, err) < 0)
         return -1;
-    r->external = kt_device_kind_of(r->device) == KT_DEVICE_EXTERNAL;
+    r->device_kind = kt_device_kind_of(r->device); /* the request's device, parsed once */
+    r->external = r->device_kind == KT_DEVICE_EXTERNAL;
     if (!r->kind)
         r->kind = MODEL_KIND_PREDICTOR; /* the default kind */
     r->surrogate = strcmp(r->kind, MODEL_KIND_SURROGATE) == 0;

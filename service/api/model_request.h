@@ -19,10 +19,11 @@
 typedef struct model_request {
     const char *kernel;
     const char *device, *device_class; /* exactly one is non-NULL */
-    const char *kind;                  /* "predictor" or "surrogate" (filled) */
-    const char *algorithm;             /* as given, or the kind's default (filled) */
-    int surrogate;                     /* kind is "surrogate" */
-    const json_t *hyper;               /* an object, or NULL when absent or null */
+    int device_kind;  /* device parsed once: a kt_device_kind, or -1 (absent, or no device name) */
+    const char *kind; /* "predictor" or "surrogate" (filled) */
+    const char *algorithm; /* as given, or the kind's default (filled) */
+    int surrogate;         /* kind is "surrogate" */
+    const json_t *hyper;   /* an object, or NULL when absent or null */
     /* device "external" (issue 27) takes its class from device_class (then both are set) and
      * may name kernel_version; any other device takes neither. */
     int external;

@@ -180,6 +180,7 @@ void api_models_create(void *app, const http_request *req, http_response *res)
     if (!body || model_request_parse(body, &mr, &err) < 0)
         goto fail;
     const char *device = mr.device;
+    int kind = mr.device_kind;
     if (mr.external) {
         /* An external key (issue 27): kernel, the caller's class, its version (kernel_version, or
          * the newest with a stored space), toolchain "external". The trainer builds the space from
@@ -193,8 +194,9 @@ void api_models_create(void *app, const http_request *req, http_response *res)
                             &err) < 0)
             goto fail;
         device = class_device;
+        kind = kt_device_kind_of(class_device); /* the class's device, parsed once */
     }
-    if (mr.surrogate && kt_device_kind_of(device) != KT_DEVICE_ACCEL) {
+    if (mr.surrogate && kind != KT_DEVICE_ACCEL) {
         kt_error_set(&err, KT_ERR_BAD_REQUEST,
                      "device %.200s has no cost model for a surrogate to learn", device);
         kt_error_hint(&err,

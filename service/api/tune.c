@@ -92,7 +92,7 @@ static int check_objective(const api_context *svc, const tune_request *t, const 
     if (external)
         return 0;
     const kernel_spec *k =
-        tune_device_deterministic(tg->key.device)
+        tune_device_deterministic((int)tg->key.dev.kind)
             ? NULL
             : catalog_find_kernel_version(svc->cat, tg->key.kernel, tg->key.kernel_hash);
     if (!k) {
@@ -128,75 +128,122 @@ static int check_objective(const api_context *svc, const tune_request *t, const 
     return -1;
 }
 
+/* The request's target, with its space: the external device's from the request (issue 27: stored
+ * with the job, the caller's harness measures through ask/tell), elsewhere the catalog's, of the
+ * version kernel_version names (NULL: the newest ready). 0 (*out, *external), or -1 with err. */
+static int resolve_target(const api_context *svc, const tune_request *t, target *out, int *external,
+                          kt_error *err)
+{
+    int oom;
+    json_t *problem = tune_request_problem(t, &oom);
+    if (oom)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
+    *external = t->device_kind == KT_DEVICE_EXTERNAL;
+    int rc = -1;
+    if (*external && t->neural)
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "field 'neural' is not for device external");
+    else
+        rc = *external ? catalog_external_resolve(t->kernel, t->kernel_version, t->device_class,
+                                                  t->space, problem, 1, out, err)
+                       : catalog_resolve_version(svc->cat, t->kernel, t->kernel_version, t->device,
+                                                 problem, 1, out, err);
+    json_decref(problem);
+    return rc;
+}
+
+/* Building the searcher once checks the options now, not when the job starts; "start": "default"
+ * is resolved as the job driver will (the job keeps the options as sent). Then what the strategy
+ * and the objective need of the target. 0, or -1 with err. */
+static int check_search(const api_context *svc, PGconn *c, const tune_request *t, const target *tg,
+                        int external, kt_error *err)
+{
+    int rc = -1;
+    searcher *probe = NULL;
+    json_t *def_config = catalog_default_config(svc->cat, tg);
+    json_t *options = searcher_options_resolve_start(t->options, def_config, err);
+    if (!options && t->options) /* NULL from options: no default configuration to start at */
+        goto out;
+    probe = searcher_new(t->strategy, tg->sp, options, t->seed, err);
+    if (!probe)
+        goto out;
+    if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, tg, err) < 0)
+        goto out;
+    if (check_objective(svc, t, tg, external, err) < 0)
+        goto out;
+    rc = 0;
+out:
+    searcher_free(probe);
+    json_decref(options);
+    json_decref(def_config);
+    return rc;
+}
+
+/* The final pick's count: on by default where a measurement is real; a replayed time (or an accel
+ * device's cost model) is the same every time, so asking to re-measure one is refused. An
+ * external harness re-measures only when asked to (its re-measurements are asked like any
+ * trial). 0 (*out), or -1 with err. */
+static int final_remeasure_of(const tune_request *t, const target *tg, int external, int *out,
+                              kt_error *err)
+{
+    int by_time = kt_objective_is_time(&t->objective);
+    int measures = !tune_device_deterministic((int)tg->key.dev.kind);
+    *out = t->final_remeasure >= 0            ? t->final_remeasure
+           : measures && !external && by_time ? FINAL_PICK_DEFAULT_COUNT
+                                              : 0;
+    if (*out > 0 && !measures) {
+        int replay = tg->key.dev.kind == KT_DEVICE_REPLAY;
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
+                     "field 'final_remeasure' must be 0 on %s device %s, not %d",
+                     replay ? "replay" : "accel", t->device, *out);
+        kt_error_hint(err,
+                      "%s, so re-measuring changes nothing; leave final_remeasure out or send 0",
+                      replay ? "a replay device answers every measurement with the recorded time"
+                             : "an accel device's cost model gives a mapping the same cost every "
+                               "time");
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the job of spec once the disk and the admission allow it: *created 1 when a job was
+ * made (unless_active: 0 when one of the key was queued or running already, *id_out is it). */
+static int create_job(api_context *svc, PGconn *c, const tune_request *t, const job_spec *spec,
+                      int unless_active, long long *id_out, int *created, kt_error *err)
+{
+    /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
+    if (db_pool_check_writable(svc->db, err) < 0)
+        return -1;
+    long long space =
+        spec->space_size > (uint64_t)INT64_MAX ? INT64_MAX : (long long)spec->space_size;
+    long long want = t->evaluations > 0 ? t->evaluations : JOB_SECONDS_ONLY_EVALUATIONS;
+    long long share = want < space ? want : space;
+    if (admit(svc, c, share, err) < 0)
+        return -1;
+    if (unless_active)
+        return job_store_create_unless_active(c, spec, id_out, created, err) < 0 ? -1 : 0;
+    if (job_store_create(c, spec, id_out, err) < 0)
+        return -1;
+    *created = 1;
+    return 0;
+}
+
 int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const char *submitter,
                    int unless_active, long long *id_out, int *created, kt_error *err)
 {
     int rc = -1;
     json_t *empty = json_object();
     target target;
-    int resolved = 0;
-    searcher *probe = NULL;
-    json_t *def_config = NULL, *options = NULL;
+    int resolved = 0, external = 0, final_remeasure = 0;
     *created = 0;
     int parallel = t->parallel > 0                         ? t->parallel
                    : svc->cfg->workers > TUNE_MAX_PARALLEL ? TUNE_MAX_PARALLEL
                                                            : svc->cfg->workers;
-    int oom;
-    json_t *problem = tune_request_problem(t, &oom);
-    if (oom) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading the problem");
+    if (resolve_target(svc, t, &target, &external, err) < 0)
         goto out;
-    }
-    int external = catalog_is_external(t->device);
-    if (external && t->neural) {
-        json_decref(problem);
-        kt_error_set(err, KT_ERR_BAD_REQUEST, "field 'neural' is not for device external");
+    resolved = 1;
+    if (check_search(svc, c, t, &target, external, err) < 0 ||
+        final_remeasure_of(t, &target, external, &final_remeasure, err) < 0)
         goto out;
-    }
-    /* The external device (issue 27): the space comes with the request and is stored with the
-     * job; the caller's harness measures through ask/tell. Elsewhere kernel_version names a
-     * stored version of a catalog kernel (NULL: the newest ready). */
-    resolved = (external ? catalog_external_resolve(t->kernel, t->kernel_version, t->device_class,
-                                                    t->space, problem, 1, &target, err)
-                         : catalog_resolve_version(svc->cat, t->kernel, t->kernel_version,
-                                                   t->device, problem, 1, &target, err)) == 0;
-    json_decref(problem);
-    if (!resolved)
-        goto out;
-    /* Building the searcher once checks the options now, not when the job starts; "start":
-     * "default" is resolved as the job driver will (the job keeps the options as sent). */
-    def_config = catalog_default_config(svc->cat, &target);
-    options = searcher_options_resolve_start(t->options, def_config, err);
-    if (!options && t->options) /* NULL from options: no default configuration to start at */
-        goto out;
-    probe = searcher_new(t->strategy, target.sp, options, t->seed, err);
-    if (!probe)
-        goto out;
-    if (searcher_needs_surrogate(t->strategy) && require_surrogate(c, t, &target, err) < 0)
-        goto out;
-    if (check_objective(svc, t, &target, external, err) < 0)
-        goto out;
-    int by_time = kt_objective_is_time(&t->objective);
-    /* The final pick: on by default where a measurement is real; a replayed time (or an accel
-     * device's cost model) is the same every time, so asking to re-measure one is refused. */
-    int measures = !tune_device_deterministic(target.key.device);
-    /* An external harness re-measures only when asked to (its re-measurements are asked like
-     * any trial). */
-    int final_remeasure = t->final_remeasure >= 0            ? t->final_remeasure
-                          : measures && !external && by_time ? FINAL_PICK_DEFAULT_COUNT
-                                                             : 0;
-    if (final_remeasure > 0 && !measures) {
-        int replay = kt_device_kind_of(target.key.device) == KT_DEVICE_REPLAY;
-        kt_error_set(err, KT_ERR_OUT_OF_RANGE,
-                     "field 'final_remeasure' must be 0 on %s device %s, not %d",
-                     replay ? "replay" : "accel", t->device, final_remeasure);
-        kt_error_hint(err,
-                      "%s, so re-measuring changes nothing; leave final_remeasure out or send 0",
-                      replay ? "a replay device answers every measurement with the recorded time"
-                             : "an accel device's cost model gives a mapping the same cost every "
-                               "time");
-        goto out;
-    }
     if (space_count(target.sp) == 0) {
         kt_error_set(err, KT_ERR_BAD_SPACE,
                      "kernel %s on %s has no valid configuration for this problem", t->kernel,
@@ -227,30 +274,12 @@ int api_tune_queue(api_context *svc, PGconn *c, const tune_request *t, const cha
         .space = target.space_def,
         .objective = &t->objective,
     };
-    /* A full or read-only disk refuses the job now (507) rather than queue one that cannot run. */
-    if (db_pool_check_writable(svc->db, err) < 0)
+    if (create_job(svc, c, t, &spec, unless_active, id_out, created, err) < 0)
         goto out;
-    long long space =
-        spec.space_size > (uint64_t)INT64_MAX ? INT64_MAX : (long long)spec.space_size;
-    long long want = t->evaluations > 0 ? t->evaluations : JOB_SECONDS_ONLY_EVALUATIONS;
-    long long share = want < space ? want : space;
-    if (admit(svc, c, share, err) < 0)
-        goto out;
-    if (unless_active) {
-        if (job_store_create_unless_active(c, &spec, id_out, created, err) < 0)
-            goto out;
-    } else {
-        if (job_store_create(c, &spec, id_out, err) < 0)
-            goto out;
-        *created = 1;
-    }
     if (*created)
         worker_system_wake(svc->workers);
     rc = 0;
 out:
-    searcher_free(probe);
-    json_decref(options);
-    json_decref(def_config);
     if (resolved)
         target_release(&target);
     json_decref(empty);

@@ -129,16 +129,10 @@ static int valid_version(const char *s)
     return 1;
 }
 
-int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
+/* The names: kernel, device, strategy, history, kernel_version, and the external device's
+ * device_class and space (refused with any other device). */
+static int parse_names(const json_t *body, tune_request *t, kt_error *err)
 {
-    static const char *const fields[] = {
-        "kernel",       "device", "problem",        "strategy",     "strategy_options",
-        "budget",       "seed",   "history",        "parallel",     "final_remeasure",
-        "final_rounds", "neural", "kernel_version", "device_class", "space",
-        "objective",    NULL};
-    memset(t, 0, sizeof *t);
-    if (api_check_fields(body, fields, "the tune request", err) < 0)
-        return -1;
     if (api_get_string(body, "kernel", 1, API_MAX_NAME, &t->kernel, err) < 0 ||
         api_get_string(body, "device", 1, API_MAX_NAME, &t->device, err) < 0 ||
         api_get_string(body, "strategy", 0, API_MAX_NAME, &t->strategy, err) < 0 ||
@@ -156,7 +150,8 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     t->space = json_object_get(body, "space");
     if (t->space && json_is_null(t->space))
         t->space = NULL;
-    if (kt_device_kind_of(t->device) != KT_DEVICE_EXTERNAL && (t->device_class || t->space)) {
+    t->device_kind = kt_device_kind_of(t->device); /* the request's device, parsed once */
+    if (t->device_kind != KT_DEVICE_EXTERNAL && (t->device_class || t->space)) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "field '%s' is only for device external (a harness measures through "
                      "ask/tell)",
@@ -165,6 +160,12 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
                       t->device);
         return -1;
     }
+    return 0;
+}
+
+/* The history ("auto" when absent) and the strategy (TUNE_DEFAULT_STRATEGY when absent). */
+static int check_history_strategy(tune_request *t, kt_error *err)
+{
     if (!t->history)
         t->history = TUNE_DEFAULT_HISTORY;
     if (strcmp(t->history, "auto") != 0 && strcmp(t->history, "none") != 0) {
@@ -181,15 +182,24 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         kt_error_hint(err, "valid strategies: %s", searcher_names());
         return -1;
     }
-    t->problem = json_object_get(body, "problem");
-    if (t->problem && json_is_null(t->problem))
-        t->problem = NULL;
+    return 0;
+}
+
+/* The member name of body when it is neither absent nor null, else NULL. */
+static const json_t *present(const json_t *body, const char *name)
+{
+    const json_t *v = json_object_get(body, name);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+/* The objects: problem, neural (given once) and strategy_options. */
+static int parse_objects(const json_t *body, tune_request *t, kt_error *err)
+{
+    t->problem = present(body, "problem");
     if (t->problem && !json_is_object(t->problem))
         return kt_error_set(err, KT_ERR_WRONG_TYPE,
                             "field 'problem' must be an object of problem arguments");
-    t->neural = json_object_get(body, "neural");
-    if (t->neural && json_is_null(t->neural))
-        t->neural = NULL;
+    t->neural = present(body, "neural");
     if (t->neural && !json_is_object(t->neural)) {
         kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'neural' must be an object");
         kt_error_hint(err, "{\"allow\": [\"group\"], \"network\": \"vgg_fm\", \"layer\": "
@@ -200,16 +210,17 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
     if (t->neural && t->problem && json_object_get(t->problem, "neural"))
         return kt_error_set(err, KT_ERR_BAD_REQUEST,
                             "give 'neural' once: as a field of the request or of its problem");
-    t->options = json_object_get(body, "strategy_options");
-    if (t->options && json_is_null(t->options))
-        t->options = NULL;
+    t->options = present(body, "strategy_options");
     if (t->options && !json_is_object(t->options))
         return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'strategy_options' must be an object");
-    if (parse_budget(cfg, json_object_get(body, "budget"), t, err) < 0 ||
-        kt_objective_parse(json_object_get(body, "objective"), &t->objective, err) < 0)
-        return -1;
-    json_t *par = json_object_get(body, "parallel");
-    if (par && !json_is_null(par)) {
+    return 0;
+}
+
+/* How a batch runs: parallel, final_remeasure and final_rounds. */
+static int parse_batch(const json_t *body, tune_request *t, kt_error *err)
+{
+    const json_t *par = present(body, "parallel");
+    if (par) {
         if (!json_is_integer(par))
             return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'parallel' must be an integer");
         if (json_integer_value(par) < 1 || json_integer_value(par) > TUNE_MAX_PARALLEL) {
@@ -229,24 +240,38 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
                     "final_rounds is how many times each of them is measured again, interleaved",
                     err) < 0)
         return -1;
-    json_t *seed = json_object_get(body, "seed");
-    if (seed && !json_is_null(seed)) {
-        if (!json_is_integer(seed) || json_integer_value(seed) < 0)
-            return kt_error_set(err, KT_ERR_WRONG_TYPE,
-                                "field 'seed' must be a non-negative integer");
-        t->seed = (uint64_t)json_integer_value(seed);
-    } else {
-        t->seed = fresh_seed();
-    }
     return 0;
 }
 
-void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
-                           long long evaluations, tune_request *t)
+int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
+{
+    static const char *const fields[] = {
+        "kernel",       "device", "problem",        "strategy",     "strategy_options",
+        "budget",       "seed",   "history",        "parallel",     "final_remeasure",
+        "final_rounds", "neural", "kernel_version", "device_class", "space",
+        "objective",    NULL};
+    memset(t, 0, sizeof *t);
+    if (api_check_fields(body, fields, "the tune request", err) < 0 ||
+        parse_names(body, t, err) < 0 || check_history_strategy(t, err) < 0 ||
+        parse_objects(body, t, err) < 0 ||
+        parse_budget(cfg, json_object_get(body, "budget"), t, err) < 0 ||
+        kt_objective_parse(json_object_get(body, "objective"), &t->objective, err) < 0 ||
+        parse_batch(body, t, err) < 0)
+        return -1;
+    const json_t *seed = present(body, "seed");
+    if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'seed' must be a non-negative integer");
+    t->seed = seed ? (uint64_t)json_integer_value(seed) : fresh_seed();
+    return 0;
+}
+
+void tune_request_budgeted(const target_key *key, const json_t *problem, long long evaluations,
+                           tune_request *t)
 {
     memset(t, 0, sizeof *t);
-    t->kernel = kernel;
-    t->device = device;
+    t->kernel = key->kernel;
+    t->device = key->device;
+    t->device_kind = (int)key->dev.kind;
     t->problem = problem;
     t->strategy = TUNE_DEFAULT_STRATEGY;
     t->history = TUNE_DEFAULT_HISTORY;
@@ -256,8 +281,7 @@ void tune_request_budgeted(const char *kernel, const char *device, const json_t 
     t->final_rounds = -1;
 }
 
-int tune_device_deterministic(const char *device)
+int tune_device_deterministic(int kind)
 {
-    int kind = kt_device_kind_of(device);
     return kind == KT_DEVICE_REPLAY || kind == KT_DEVICE_ACCEL;
 }

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/objective.h"
+#include "core/target_key.h"
 
 #define TUNE_DEFAULT_STRATEGY    "auto"
 #define TUNE_DEFAULT_EVALUATIONS 100
@@ -19,6 +20,9 @@
 
 typedef struct tune_request {
     const char *kernel, *device, *strategy;
+    /* device parsed once (core/device_name.h): a kt_device_kind, or -1 when it is no device name
+     * (the catalog says why when it resolves the request). */
+    int device_kind;
     /* "kernel_version" (issue 27), 1-64 characters of [A-Za-z0-9._:-]: on cpu / cuda the version
      * of the kernel to tune (GET /v1/kernels/{name}; NULL: the newest ready); on external the
      * client's version of its kernel (NULL: the space's hash keys the results). */
@@ -55,17 +59,17 @@ typedef struct tune_request {
  * budget.seconds below TUNE_MIN_SECONDS, a history not "auto" or "none"), unknown_strategy,
  * budget_too_large — each message names the field and what is accepted. */
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err);
-/* A request with every default (strategy, options, seed fresh) but kernel, device, problem
- * (borrowed) and an evaluation budget the caller validated: the job GET /v1/best?tune_on_miss
- * queues. */
-void tune_request_budgeted(const char *kernel, const char *device, const json_t *problem,
-                           long long evaluations, tune_request *t);
+/* A request with every default (strategy, options, seed fresh) but the kernel and device of key,
+ * problem (borrowed, as key's strings) and an evaluation budget the caller validated: the job GET
+ * /v1/best?tune_on_miss queues. */
+void tune_request_budgeted(const target_key *key, const json_t *problem, long long evaluations,
+                           tune_request *t);
 /* The problem to resolve: t->problem, with t->neural as its "neural" member when given (new
  * reference; NULL for no problem and no neural, or out of memory with *oom set). */
 json_t *tune_request_problem(const tune_request *t, int *oom);
-/* 1 when the device gives a configuration the same result every time: "replay:..." (a recorded
- * time) and "accel:..." (the cost model). Such a job's final_remeasure defaults to 0, and more is
- * refused (out_of_range). */
-int tune_device_deterministic(const char *device);
+/* 1 when a device of kind (a kt_device_kind, or -1 for none) gives a configuration the same result
+ * every time: replay (a recorded time) and accel (the cost model). Such a job's final_remeasure
+ * defaults to 0, and more is refused (out_of_range). */
+int tune_device_deterministic(int kind);
 
 #endif

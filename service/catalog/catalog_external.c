@@ -421,6 +421,7 @@ static int own_key(target *out, const char *kernel, const char *klass, const cha
     out->key.device_class = s + lk;
     out->key.kernel_hash = s + lk + lc;
     out->key.device = CATALOG_EXTERNAL_DEVICE;
+    out->key.dev = (kt_device){.kind = KT_DEVICE_EXTERNAL};
     out->key.toolchain = CATALOG_EXTERNAL_TOOLCHAIN;
     return 0;
 }

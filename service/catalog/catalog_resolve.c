@@ -199,11 +199,15 @@ static int resolve(const catalog *c, const char *kernel, const char *version, in
     memset(out, 0, sizeof *out);
     if (catalog_find_device(c, device, CATALOG_FIND_FLEET, want, &found, err) < 0)
         return -1;
-    if (found.accel)
-        return catalog_accel_resolve(c, found.accel, kernel, problem, with_space, out, err);
-    if (found.real)
-        return resolve_real(c, found.real, kernel, version, any_status, problem, with_space, out,
-                            err);
+    if (found.accel || found.real) {
+        rc = found.accel
+                 ? catalog_accel_resolve(c, found.accel, kernel, problem, with_space, out, err)
+                 : resolve_real(c, found.real, kernel, version, any_status, problem, with_space,
+                                out, err);
+        if (rc == 0)
+            out->key.dev = found.dev; /* the name parsed once, by catalog_find_device */
+        return rc;
+    }
     const replay_dataset *ds = found.replay;
     if (!kernel || strcmp(kernel, ds->kernel) != 0) {
         kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
@@ -229,7 +233,8 @@ static int resolve(const catalog *c, const char *kernel, const char *version, in
                             .device_class = ds->device,
                             .kernel_hash = ds->kernel_hash,
                             .problem_key = problem_key,
-                            .toolchain = ds->toolchain};
+                            .toolchain = ds->toolchain,
+                            .dev = found.dev};
     out->sp = with_space ? ds->sp : NULL; /* borrowed either way: nothing to build */
     out->problem = canon;
     canon = NULL;
@@ -266,6 +271,14 @@ int catalog_resolve_key(const catalog *c, const char *kernel, const char *device
     return resolve(c, kernel, NULL, 0, device, problem, 0, NULL, out, err);
 }
 
+/* A key resolved from a device record of a class: its device's name parsed once, here. */
+static int with_dev(int rc, target *out)
+{
+    if (rc == 0)
+        kt_device_parse(out->key.device, &out->key.dev, NULL);
+    return rc;
+}
+
 int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *device_class,
                               const json_t *problem, target *out, kt_error *err)
 {
@@ -273,17 +286,18 @@ int catalog_resolve_class_key(const catalog *c, const char *kernel, const char *
     for (int i = 0; device_class && i < c->n_devs; i++) {
         const catalog_device *d = &c->devs[i];
         if (d->available && d->klass && strcmp(d->klass, device_class) == 0)
-            return resolve_real(c, d, kernel, NULL, 0, problem, 0, out, err);
+            return with_dev(resolve_real(c, d, kernel, NULL, 0, problem, 0, out, err), out);
     }
     for (int i = 0; device_class && i < c->n_accel; i++) {
         if (strcmp(c->accel[i].klass, device_class) == 0)
-            return catalog_accel_resolve(c, &c->accel[i], kernel, problem, 0, out, err);
+            return with_dev(catalog_accel_resolve(c, &c->accel[i], kernel, problem, 0, out, err),
+                            out);
     }
     if (catalog_find_replay(c, device_class)) /* a replay device is its own class */
         return resolve(c, kernel, NULL, 0, device_class, problem, 0, NULL, out, err);
     const catalog_device *f = catalog_fleet_find_class(c, device_class);
     if (f)
-        return resolve_real(c, f, kernel, NULL, 0, problem, 0, out, err);
+        return with_dev(resolve_real(c, f, kernel, NULL, 0, problem, 0, out, err), out);
     kt_error_set(err, KT_ERR_UNKNOWN_DEVICE, "no device of class '%.200s' is known here",
                  device_class ? device_class : "");
     kt_error_hint(err, "GET /v1/devices lists each device's class (\"class\"); results of a "

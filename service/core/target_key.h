@@ -7,9 +7,17 @@
  * (job_store_target), the API and the worker pass it on.
  *
  * A target_key is a view: its strings are borrowed from whoever made it (a catalog target, a stored
- * job's row) and live exactly as long as that owner. Copying the struct copies the view. */
+ * job's row) and live exactly as long as that owner. Copying the struct copies the view.
+ *
+ * The device comes twice: as its name (device, what is stored and shown) and parsed (dev,
+ * core/device_name.h), parsed once by whoever makes the key: the catalog when it resolves a
+ * request (catalog_resolve*, catalog_external_*), the store when it reads a row (job_store's job
+ * targets, best_offer_of_job_row). Code that asks what the device is switches on dev.kind and
+ * never parses the name again. */
 #ifndef KT_CORE_TARGET_KEY_H
 #define KT_CORE_TARGET_KEY_H
+
+#include "core/device_name.h"
 
 #define TARGET_TOOLCHAIN_MAX 128 /* bytes of a toolchain, NUL excluded */
 
@@ -25,6 +33,9 @@ typedef struct target_key {
      * NVRTC), "recorded" (a replay dataset, or the toolchain the dataset records). Printable
      * ASCII, 1..TARGET_TOOLCHAIN_MAX bytes. */
     const char *toolchain;
+    /* device parsed (see above); a key made by hand with no dev reads as kind cpu, so every maker
+     * of a key fills it. */
+    kt_device dev;
 } target_key;
 
 #endif

@@ -133,8 +133,7 @@ void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)
 
 int backend_quick_check(const catalog *c, const target *t, config_id id)
 {
-    if (!t || kt_device_kind_of(t->key.device) != KT_DEVICE_ACCEL ||
-        !catalog_find_accel(c, t->key.device))
+    if (!t || t->key.dev.kind != KT_DEVICE_ACCEL || !catalog_find_accel(c, t->key.device))
         return -1; /* cpu, cuda, replay: no check without measuring */
     return accel_quick_check(c, t, id);
 }

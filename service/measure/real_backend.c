@@ -440,58 +440,59 @@ static int map_reply(real_backend *b, json_t *reply, trial_result *out, kt_error
     return 0;
 }
 
-int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
-                 trial_result *out, kt_error *err)
-{
-    real_backend *b = impl;
-    const kernel_spec *k = NULL;
-    kspec_problem p;
-    json_t *req = NULL, *reply = NULL;
+/* One measurement's call to the runner and what came of it. */
+typedef struct real_call {
+    const kernel_spec *k;
+    config_id id;
+    seen_target *seen;   /* the target's best time so far, or NULL */
+    double timeout;      /* the call's deadline, s */
+    double call_limit_s; /* the runner's own limit on one kernel call (slow_factor), 0: none */
+    int retried;         /* measured again after a SIGKILL */
+    int got;             /* runner_client_call's answer */
+    json_t *reply;
     runner_end end;
-    char reason[KT_ERROR_MESSAGE_MAX], sig[16];
-    int rc = -1;
+} real_call;
 
-    trial_result_init(out);
-    if (!t || !t->key.device || strcmp(t->key.device, b->dev->name) != 0 || !t->sp) {
-        kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s", b->dev->name);
-        goto out;
+/* The kernel version of t this backend measures at id: 0 (*k), or -1 with err (internal: the
+ * caller passed a target of another device, kernel or space). */
+static int check_target(const real_backend *b, const target *t, config_id id, const kernel_spec **k,
+                        kt_error *err)
+{
+    if (!t || !t->key.device || strcmp(t->key.device, b->dev->name) != 0 || !t->sp)
+        return kt_error_set(err, KT_ERR_INTERNAL, "target is not a target of device %s",
+                            b->dev->name);
+    *k = catalog_find_kernel_version(b->cat, t->key.kernel, t->key.kernel_hash);
+    if (!*k || !(*k)->variants[b->dev->kind].present ||
+        space_num_params(t->sp) != (*k)->variants[b->dev->kind].n_params)
+        return kt_error_set(err, KT_ERR_INTERNAL, "kernel %s is not offered on %s",
+                            t->key.kernel ? t->key.kernel : "", b->dev->name);
+    if (id >= space_count(t->sp))
+        return kt_error_set(err, KT_ERR_INTERNAL,
+                            "configuration id %llu is outside the space (%llu)",
+                            (unsigned long long)id, (unsigned long long)space_count(t->sp));
+    return 0;
+}
+
+/* The call's deadline, and on cpu with slow_factor set and a best time known the runner's limit
+ * on one kernel call (req "call_limit_s"). 0, or -1 when out of memory. */
+static int set_limits(const real_backend *b, real_call *m, json_t *req)
+{
+    m->timeout = deadline_s(b, m->seen);
+    m->call_limit_s = 0;
+    if (b->opt->slow_factor > 0 && b->dev->kind == KSPEC_CPU && m->seen && m->seen->best_ms > 0) {
+        m->call_limit_s = b->opt->slow_factor * m->seen->best_ms / 1000.0;
+        m->call_limit_s =
+            m->call_limit_s < REAL_CALL_LIMIT_FLOOR_S ? REAL_CALL_LIMIT_FLOOR_S : m->call_limit_s;
+        if (json_object_set_new(req, "call_limit_s", json_real(m->call_limit_s)) < 0)
+            return -1;
     }
-    k = catalog_find_kernel_version(b->cat, t->key.kernel, t->key.kernel_hash);
-    if (!k || !k->variants[b->dev->kind].present ||
-        space_num_params(t->sp) != k->variants[b->dev->kind].n_params) {
-        kt_error_set(err, KT_ERR_INTERNAL, "kernel %s is not offered on %s",
-                     t->key.kernel ? t->key.kernel : "", b->dev->name);
-        goto out;
-    }
-    if (id >= space_count(t->sp)) {
-        kt_error_set(err, KT_ERR_INTERNAL, "configuration id %llu is outside the space (%llu)",
-                     (unsigned long long)id, (unsigned long long)space_count(t->sp));
-        goto out;
-    }
-    if (catalog_target_problem(k, t, &p, err) < 0 ||
-        kernel_spec_problem_neural(k, b->dev->kind, t->sp, id, &p, err) < 0)
-        goto out;
-    reason[0] = '\0';
-    req = build_request(b, k, t, id, &p, reason, sizeof reason, err);
-    if (!req) {
-        if (reason[0]) {
-            out->status = TRIAL_INVALID;
-            out->extras = json_pack("{s:s}", "reason", reason);
-            rc = 0;
-        }
-        goto out;
-    }
-    seen_target *seen = seen_for(b, t);
-    double timeout = deadline_s(b, seen);
-    double call_limit_s = 0;
-    if (b->opt->slow_factor > 0 && b->dev->kind == KSPEC_CPU && seen && seen->best_ms > 0) {
-        call_limit_s = b->opt->slow_factor * seen->best_ms / 1000.0;
-        call_limit_s =
-            call_limit_s < REAL_CALL_LIMIT_FLOOR_S ? REAL_CALL_LIMIT_FLOOR_S : call_limit_s;
-        if (json_object_set_new(req, "call_limit_s", json_real(call_limit_s)) < 0)
-            goto out;
-    }
-    pthread_mutex_lock(b->dev->lock);
+    return 0;
+}
+
+/* Before a call, under the device's lock: a new runner after a lost device context, and one per
+ * change of version where a submitted kernel is concerned. */
+static void prepare_runner(real_backend *b, const kernel_spec *k, const backend_stop *stop)
+{
     if (b->restart) {
         log_info("runner %s: restarting after a lost device context", b->dev->name);
         runner_client_stop(b->runner, REAL_STOP_GRACE_S);
@@ -513,89 +514,152 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
      * sources, nor signal another runner */
     runner_client_set_version_uid(b->runner, submitted ? k->version : NULL);
     runner_client_set_stop(b->runner, stop ? stop->fn : NULL, stop ? stop->arg : NULL);
-    int got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
-    int retried = 0;
-    if (got == RUNNER_DIED && end.signal == SIGKILL) {
+}
+
+/* The call itself, under the device's lock: once more on a new runner after a SIGKILL, and again
+ * with the uploaded data the runner asks for. 0 (m->got, m->reply, m->end), or -1 with err when
+ * the data it asks for cannot be sent. */
+static int call_runner(real_backend *b, real_call *m, json_t *req, const backend_stop *stop,
+                       kt_error *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(b->dev->lock);
+    prepare_runner(b, m->k, stop);
+    m->got = runner_client_call(b->runner, req, m->timeout, &m->reply, &m->end, err);
+    if (m->got == RUNNER_DIED && m->end.signal == SIGKILL) {
         /* SIGKILL does not come from the kernel's own faults (those are SIGSEGV, SIGBUS, ...): an
          * operator, a kill -9 of the runner, the OOM killer. Measured once more on a new runner
          * before it counts against the configuration; a second SIGKILL is its result. */
         log_warn("%s on %s, configuration %llu: the runner was killed (SIGKILL); measuring again",
-                 k->name, b->dev->name, (unsigned long long)id);
-        retried = 1;
-        got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+                 m->k->name, b->dev->name, (unsigned long long)m->id);
+        m->retried = 1;
+        m->got = runner_client_call(b->runner, req, m->timeout, &m->reply, &m->end, err);
     }
-    const json_t *need = got == RUNNER_REPLY ? json_object_get(reply, "need_data") : NULL;
+    const json_t *need = m->got == RUNNER_REPLY ? json_object_get(m->reply, "need_data") : NULL;
     if (json_is_array(need) && json_array_size(need) > 0) {
         /* a runner holds a version's uploaded data once it was sent: the bytes travel only when
          * it asks (a new runner, or one that dropped them), not with every measure */
-        if (attach_data(k, need, req, err) < 0) {
-            runner_client_set_stop(b->runner, NULL, NULL);
-            pthread_mutex_unlock(b->dev->lock);
+        if (attach_data(m->k, need, req, err) < 0) {
+            rc = -1;
             goto out;
         }
-        json_decref(reply);
-        reply = NULL;
-        got = runner_client_call(b->runner, req, timeout, &reply, &end, err);
+        json_decref(m->reply);
+        m->reply = NULL;
+        m->got = runner_client_call(b->runner, req, m->timeout, &m->reply, &m->end, err);
     }
+out:
     runner_client_set_stop(b->runner, NULL, NULL);
     pthread_mutex_unlock(b->dev->lock);
-    switch (got) {
+    return rc;
+}
+
+/* The runner's reply as the trial's result: its metrics, and the target's best time so far. 0, or
+ * -1 with err when the reply is not a result. */
+static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_result *out,
+                   kt_error *err)
+{
+    if (map_reply(b, m->reply, out, err) < 0)
+        return -1;
+    if (m->retried && out->extras)
+        json_object_set_new(out->extras, "retried_after", json_string("SIGKILL"));
+    if (out->status == TRIAL_OK && out->extras && m->k->n_metrics > 0) {
+        /* the kernel's user metrics of this trial (kernels/README.md, "metrics") */
+        json_t *x = kernel_spec_metrics_json(m->k, p, out->time_ms);
+        if (x)
+            json_object_set_new(out->extras, "metrics", x);
+    }
+    if (out->status == TRIAL_OK && m->seen &&
+        (m->seen->best_ms <= 0 || out->time_ms < m->seen->best_ms))
+        m->seen->best_ms = out->time_ms;
+    return 0;
+}
+
+/* The runner died during the call: a runtime error, or a timeout when its own call limit
+ * (slow_factor) stopped it. */
+static void died(const real_backend *b, const real_call *m, trial_result *out)
+{
+    char sig[16];
+    out->status = TRIAL_RUNTIME_ERROR;
+    out->measure_ms = m->end.waited_s * 1000.0;
+    if (m->end.signal == SIGALRM && m->call_limit_s > 0) {
+        /* the runner's own call limit (slow_factor), not a crash */
+        out->status = TRIAL_TIMEOUT;
+        out->extras = json_pack("{s:f, s:f, s:s}", "call_limit_s", m->call_limit_s, "slow_factor",
+                                b->opt->slow_factor, "reason",
+                                "a kernel call took longer than slow_factor x the best time; "
+                                "given up on");
+        return;
+    }
+    if (m->end.signal)
+        out->extras = json_pack("{s:i, s:s, s:s}", "signal", m->end.signal, "signal_name",
+                                runner_signal_name(m->end.signal, sig, sizeof sig), "reason",
+                                "the runner died during the measurement");
+    else
+        out->extras = json_pack("{s:i, s:s}", "exit_code", m->end.exit_code, "reason",
+                                "the runner exited during the measurement");
+    log_info("%s on %s, configuration %llu: the runner died (%s %d)", m->k->name, b->dev->name,
+             (unsigned long long)m->id, m->end.signal ? "signal" : "exit code",
+             m->end.signal ? m->end.signal : m->end.exit_code);
+}
+
+/* What came of the call: 0 (out), BACKEND_STOPPED, or -1 with err. */
+static int result_of_call(real_backend *b, real_call *m, const kspec_problem *p, trial_result *out,
+                          kt_error *err)
+{
+    switch (m->got) {
     case RUNNER_STOPPED:
-        log_info("%s on %s, configuration %llu: stopped after %.1f s (no longer wanted)", k->name,
-                 b->dev->name, (unsigned long long)id, end.waited_s);
-        rc = BACKEND_STOPPED;
-        goto out;
+        log_info("%s on %s, configuration %llu: stopped after %.1f s (no longer wanted)",
+                 m->k->name, b->dev->name, (unsigned long long)m->id, m->end.waited_s);
+        return BACKEND_STOPPED;
     case RUNNER_REPLY:
-        if (map_reply(b, reply, out, err) < 0)
-            goto out;
-        if (retried && out->extras)
-            json_object_set_new(out->extras, "retried_after", json_string("SIGKILL"));
-        if (out->status == TRIAL_OK && out->extras && k->n_metrics > 0) {
-            /* the kernel's user metrics of this trial (kernels/README.md, "metrics") */
-            json_t *m = kernel_spec_metrics_json(k, &p, out->time_ms);
-            if (m)
-                json_object_set_new(out->extras, "metrics", m);
-        }
-        if (out->status == TRIAL_OK && seen && (seen->best_ms <= 0 || out->time_ms < seen->best_ms))
-            seen->best_ms = out->time_ms;
-        break;
+        return replied(b, m, p, out, err);
     case RUNNER_DEADLINE:
         out->status = TRIAL_TIMEOUT;
-        out->measure_ms = end.waited_s * 1000.0;
-        out->extras = json_pack("{s:f, s:f, s:s}", "seconds", end.waited_s, "deadline_s", timeout,
-                                "reason", "no reply before the deadline; the runner was killed");
-        log_info("%s on %s, configuration %llu: no reply within %.1f s; runner killed", k->name,
-                 b->dev->name, (unsigned long long)id, timeout);
-        break;
+        out->measure_ms = m->end.waited_s * 1000.0;
+        out->extras =
+            json_pack("{s:f, s:f, s:s}", "seconds", m->end.waited_s, "deadline_s", m->timeout,
+                      "reason", "no reply before the deadline; the runner was killed");
+        log_info("%s on %s, configuration %llu: no reply within %.1f s; runner killed", m->k->name,
+                 b->dev->name, (unsigned long long)m->id, m->timeout);
+        return 0;
     case RUNNER_DIED:
-        out->status = TRIAL_RUNTIME_ERROR;
-        out->measure_ms = end.waited_s * 1000.0;
-        if (end.signal == SIGALRM && call_limit_s > 0) {
-            /* the runner's own call limit (slow_factor), not a crash */
-            out->status = TRIAL_TIMEOUT;
-            out->extras = json_pack("{s:f, s:f, s:s}", "call_limit_s", call_limit_s, "slow_factor",
-                                    b->opt->slow_factor, "reason",
-                                    "a kernel call took longer than slow_factor x the best time; "
-                                    "given up on");
-            break;
-        }
-        if (end.signal)
-            out->extras = json_pack("{s:i, s:s, s:s}", "signal", end.signal, "signal_name",
-                                    runner_signal_name(end.signal, sig, sizeof sig), "reason",
-                                    "the runner died during the measurement");
-        else
-            out->extras = json_pack("{s:i, s:s}", "exit_code", end.exit_code, "reason",
-                                    "the runner exited during the measurement");
-        log_info("%s on %s, configuration %llu: the runner died (%s %d)", k->name, b->dev->name,
-                 (unsigned long long)id, end.signal ? "signal" : "exit code",
-                 end.signal ? end.signal : end.exit_code);
-        break;
+        died(b, m, out);
+        return 0;
     default:
+        return -1;
+    }
+}
+
+int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
+                 trial_result *out, kt_error *err)
+{
+    real_backend *b = impl;
+    real_call m = {.id = id};
+    kspec_problem p;
+    json_t *req = NULL;
+    char reason[KT_ERROR_MESSAGE_MAX];
+    int rc = -1;
+
+    trial_result_init(out);
+    if (check_target(b, t, id, &m.k, err) < 0 || catalog_target_problem(m.k, t, &p, err) < 0 ||
+        kernel_spec_problem_neural(m.k, b->dev->kind, t->sp, id, &p, err) < 0)
+        goto out;
+    reason[0] = '\0';
+    req = build_request(b, m.k, t, id, &p, reason, sizeof reason, err);
+    if (!req) {
+        if (reason[0]) {
+            out->status = TRIAL_INVALID;
+            out->extras = json_pack("{s:s}", "reason", reason);
+            rc = 0;
+        }
         goto out;
     }
-    rc = 0;
+    m.seen = seen_for(b, t);
+    if (set_limits(b, &m, req) < 0 || call_runner(b, &m, req, stop, err) < 0)
+        goto out;
+    rc = result_of_call(b, &m, &p, out, err);
 out:
     json_decref(req);
-    json_decref(reply);
+    json_decref(m.reply);
     return rc;
 }

@@ -373,28 +373,110 @@ static int run_reference(cpu_problem *p, const char *ref_binary, char *reason, s
     return 0;
 }
 
-int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused,
-                        char *reason, size_t reason_cap, kt_error *err)
+/* The current state when it has q's key (*reused), or a kept one made current: 1, else 0. */
+static int reuse_state(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused)
 {
-    int rc = -1;
-    cpu_problem *p = NULL;
-    *reused = 0;
     if (r->problem && same_key(r->problem, q, ref_binary)) {
         *reused = 1;
-        return 0;
+        return 1;
     }
     for (int i = 0; i < RUNNER_KEPT_PROBLEMS && r->kept[i]; i++) {
         if (!same_key(r->kept[i], q, ref_binary))
             continue;
-        p = r->kept[i];
+        cpu_problem *p = r->kept[i];
         memmove(&r->kept[i], &r->kept[i + 1],
                 sizeof r->kept[0] * (size_t)(RUNNER_KEPT_PROBLEMS - 1 - i));
         r->kept[RUNNER_KEPT_PROBLEMS - 1] = NULL;
         keep_state(r, r->problem);
         p->setup_ms = 0;
         r->problem = p;
+        return 1;
+    }
+    return 0;
+}
+
+/* A new state of q's key, its buffers not allocated yet; NULL with err when out of memory. */
+static cpu_problem *state_new(runner *r, const runner_measure_req *q, const char *ref_binary,
+                              kt_error *err)
+{
+    cpu_problem *p = calloc(1, sizeof *p);
+    if (!p) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the problem state");
+        return NULL;
+    }
+    memcpy(p->kernel, q->kernel, sizeof p->kernel);
+    p->n_problem = abi_words(q);
+    memcpy(p->problem, q->problem, sizeof p->problem);
+    p->n_buffers = q->n_buffers;
+    memcpy(p->buffers, q->buffers, sizeof p->buffers);
+    p->ref_kind = q->ref_kind;
+    p->verify = q->verify;
+    p->setup_key = q->setup_key;
+    p->store = &r->data;
+    if (ref_binary)
+        snprintf(p->ref_binary, sizeof p->ref_binary, "%s", ref_binary);
+    return p;
+}
+
+/* Allocates every buffer (and the expected copy of each compared output) and fills the inputs,
+ * keeping their checksums. 0, or 1 with reason (bytes: the total, for the message). */
+static int alloc_buffers(cpu_problem *p, const runner_measure_req *q, unsigned long long bytes,
+                         char *reason, size_t reason_cap)
+{
+    for (int i = 0; i < q->n_buffers; i++) {
+        const runner_buffer *b = &q->buffers[i];
+        int mapped = alloc_guarded(p, i, buffer_bytes(b));
+        int compared = b->output && q->verify != RUNNER_VERIFY_NONE;
+        if (compared)
+            p->expected[i] = alloc_bytes(buffer_bytes(b));
+        if (mapped < 0 || (compared && !p->expected[i])) {
+            snprintf(reason, reason_cap, "out of memory allocating %.2f GiB of buffers",
+                     (double)bytes / (1 << 30));
+            return 1;
+        }
+        if (!b->output) {
+            if (cpu_problem_fill(p, i, reason, reason_cap) != 0)
+                return 1;
+            p->checksum[i] = checksum(p->data[i], buffer_bytes(b));
+        }
+    }
+    return 0;
+}
+
+/* The expected outputs, by q's way of verifying: the uploaded answer files, none, or what the
+ * reference wrote (which must leave the inputs as they were). 0, or 1 with reason. */
+static int expected_outputs(cpu_problem *p, const runner_measure_req *q, const char *ref_binary,
+                            char *reason, size_t reason_cap)
+{
+    if (q->verify == RUNNER_VERIFY_ANSWER) {
+        for (int i = 0; i < q->n_buffers; i++)
+            if (q->buffers[i].output &&
+                read_answer(p->store, &q->buffers[i], p->expected[i], reason, reason_cap) != 0)
+                return 1;
         return 0;
     }
+    if (q->verify == RUNNER_VERIFY_NONE)
+        return 0;
+    if (run_reference(p, ref_binary, reason, reason_cap) != 0)
+        return 1;
+    if (cpu_problem_check_inputs(p) >= 0) {
+        snprintf(reason, reason_cap, "the reference wrote to an input buffer");
+        return 1;
+    }
+    for (int i = 0; i < q->n_buffers; i++)
+        if (q->buffers[i].output)
+            memcpy(p->expected[i], p->data[i], buffer_bytes(&q->buffers[i]));
+    return 0;
+}
+
+int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_binary, int *reused,
+                        char *reason, size_t reason_cap, kt_error *err)
+{
+    int rc = -1;
+    cpu_problem *p = NULL;
+    *reused = 0;
+    if (reuse_state(r, q, ref_binary, reused))
+        return 0;
     keep_state(r, r->problem); /* before allocating the next one: memory is bounded per state */
     r->problem = NULL;
     if (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_OPENBLAS_SGEMM &&
@@ -411,71 +493,13 @@ int cpu_problem_prepare(runner *r, const runner_measure_req *q, const char *ref_
         goto out;
     }
     double t0 = kt_clock_ms();
-    p = calloc(1, sizeof *p);
-    if (!p) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the problem state");
+    if (!(p = state_new(r, q, ref_binary, err)))
         goto out;
-    }
-    memcpy(p->kernel, q->kernel, sizeof p->kernel);
-    p->n_problem = abi_words(q);
-    memcpy(p->problem, q->problem, sizeof p->problem);
-    p->n_buffers = q->n_buffers;
-    memcpy(p->buffers, q->buffers, sizeof p->buffers);
-    p->ref_kind = q->ref_kind;
-    p->verify = q->verify;
-    p->setup_key = q->setup_key;
-    p->store = &r->data;
-    if (ref_binary)
-        snprintf(p->ref_binary, sizeof p->ref_binary, "%s", ref_binary);
-    for (int i = 0; i < q->n_buffers; i++) {
-        const runner_buffer *b = &q->buffers[i];
-        int mapped = alloc_guarded(p, i, buffer_bytes(b));
-        int compared = b->output && q->verify != RUNNER_VERIFY_NONE;
-        if (compared)
-            p->expected[i] = alloc_bytes(buffer_bytes(b));
-        if (mapped < 0 || (compared && !p->expected[i])) {
-            snprintf(reason, reason_cap, "out of memory allocating %.2f GiB of buffers",
-                     (double)bytes / (1 << 30));
-            rc = 1;
-            goto out;
-        }
-        if (!b->output) {
-            if (cpu_problem_fill(p, i, reason, reason_cap) != 0) {
-                rc = 1;
-                goto out;
-            }
-            p->checksum[i] = checksum(p->data[i], buffer_bytes(b));
-        }
-    }
-    if (q->verify == RUNNER_VERIFY_ANSWER) {
-        for (int i = 0; i < q->n_buffers; i++) {
-            if (q->buffers[i].output &&
-                read_answer(p->store, &q->buffers[i], p->expected[i], reason, reason_cap) != 0) {
-                rc = 1;
-                goto out;
-            }
-        }
-        p->setup_ms = kt_clock_ms() - t0;
-        r->problem = p;
-        return 0;
-    }
-    if (q->verify == RUNNER_VERIFY_NONE) {
-        p->setup_ms = kt_clock_ms() - t0;
-        r->problem = p;
-        return 0;
-    }
-    if (run_reference(p, ref_binary, reason, reason_cap) != 0) {
+    if (alloc_buffers(p, q, bytes, reason, reason_cap) != 0 ||
+        expected_outputs(p, q, ref_binary, reason, reason_cap) != 0) {
         rc = 1;
         goto out;
     }
-    if (cpu_problem_check_inputs(p) >= 0) {
-        snprintf(reason, reason_cap, "the reference wrote to an input buffer");
-        rc = 1;
-        goto out;
-    }
-    for (int i = 0; i < q->n_buffers; i++)
-        if (q->buffers[i].output)
-            memcpy(p->expected[i], p->data[i], buffer_bytes(&q->buffers[i]));
     p->setup_ms = kt_clock_ms() - t0;
     r->problem = p;
     p = NULL;

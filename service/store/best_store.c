@@ -23,7 +23,7 @@
 best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, long long trial_id,
                                  double time_ms, const char *config_json)
 {
-    return (best_offer){
+    best_offer o = {
         .key =
             {
                 .kernel = PQgetvalue(r, row, 0),
@@ -39,6 +39,8 @@ best_offer best_offer_of_job_row(const PGresult *r, int row, long long job_id, l
         .job_id = job_id,
         .trial_id = trial_id,
     };
+    kt_device_parse(o.key.device, &o.key.dev, NULL); /* parsed once, here (core/target_key.h) */
+    return o;
 }
 
 /* The entry's job (alias best) is a trusted import: its rank between a measurement and an

@@ -91,6 +91,8 @@ static int job_target_of_row(const PGresult *r, int row, int col, job_target *t)
         .problem_key = dup_value(r, row, col + 4),
         .toolchain = dup_value(r, row, col + 6),
     };
+    if (t->key.device) /* parsed once, here (core/target_key.h) */
+        kt_device_parse(t->key.device, &t->key.dev, NULL);
     t->problem = store_get_json(r, row, col + 5);
     /* The inline space of an external job (sql/016), by name: the queries that read targets end
      * with JOB_SPACE_COLUMN; NULL for catalog devices. */

@@ -68,8 +68,7 @@ typedef struct runner_state {
 /* A job whose trials this process's measurers may claim (an external job's go to its harness). */
 static int measured_by_workers(const job_driver *d)
 {
-    const char *device = d->row.target.key.device;
-    return !device || strcmp(device, CATALOG_EXTERNAL_DEVICE) != 0;
+    return d->row.target.key.dev.kind != KT_DEVICE_EXTERNAL;
 }
 
 static long long now_ms(void)

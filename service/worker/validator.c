@@ -30,11 +30,9 @@
 /* The first device of w of kind ("cpu" or "cuda"), or NULL. */
 static const char *device_of_kind(const worker_system *w, kspec_kind kind)
 {
-    for (int i = 0; i < w->n_devices; i++) {
-        const char *d = w->devices[i];
-        if (kt_device_kind_of(d) == (kind == KSPEC_CPU ? KT_DEVICE_CPU : KT_DEVICE_CUDA))
-            return d;
-    }
+    for (int i = 0; i < w->n_devices; i++)
+        if (w->kinds[i] == (kind == KSPEC_CPU ? KT_DEVICE_CPU : KT_DEVICE_CUDA))
+            return w->devices[i];
     return NULL;
 }
 

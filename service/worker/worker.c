@@ -145,7 +145,8 @@ static int collect_devices(worker_system *w, kt_error *err)
     w->devices = calloc(n > 0 ? n : 1, sizeof *w->devices);
     w->classes = calloc(n > 0 ? n : 1, sizeof *w->classes);
     w->toolchains = calloc(n > 0 ? n : 1, sizeof *w->toolchains);
-    if (!w->devices || !w->classes || !w->toolchains) {
+    w->kinds = calloc(n > 0 ? n : 1, sizeof *w->kinds);
+    if (!w->devices || !w->classes || !w->toolchains || !w->kinds) {
         json_decref(devs);
         return kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory listing devices");
     }
@@ -161,6 +162,7 @@ static int collect_devices(worker_system *w, kt_error *err)
             continue;
         w->classes[w->n_devices] = strdup(klass);
         w->toolchains[w->n_devices] = strdup(tool ? tool : "");
+        w->kinds[w->n_devices] = kt_device_kind_of(name); /* the name parsed once, here */
         w->devices[w->n_devices++] = strdup(name);
     }
     json_decref(devs);
@@ -221,10 +223,8 @@ worker_system *worker_system_start(const worker_options *opt, kt_error *err)
     if (!w->trainer)
         goto fail;
     int real = 0;
-    for (int i = 0; i < w->n_devices; i++) {
-        int kind = kt_device_kind_of(w->devices[i]);
-        real |= kind == KT_DEVICE_CPU || kind == KT_DEVICE_CUDA;
-    }
+    for (int i = 0; i < w->n_devices; i++)
+        real |= w->kinds[i] == KT_DEVICE_CPU || w->kinds[i] == KT_DEVICE_CUDA;
     if (real) {
         if (pthread_create(&w->validator_thread, NULL, validator_main, w) != 0) {
             kt_error_set(err, KT_ERR_INTERNAL, "cannot start the kernel validator thread");
@@ -296,6 +296,7 @@ void worker_system_stop(worker_system *w)
     free(w->devices);
     free(w->classes);
     free(w->toolchains);
+    free(w->kinds);
     free(w->classes_json);
     free(w->measurer_threads);
     free(w->measurer_args);

@@ -43,6 +43,7 @@ struct worker_system {
     target_cache *targets; /* the jobs' targets, shared by the runner and the measurers */
     trainer *trainer;      /* the model trainer thread; NULL until started */
     char **devices;        /* names of the catalog's devices, measured by this process */
+    int *kinds;            /* their kinds (kt_device_kind, -1: no device name), parsed once */
     char **classes;        /* their classes and toolchains (trial claims match the job's) */
     char **toolchains;
     int n_devices;

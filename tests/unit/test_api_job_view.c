@@ -16,12 +16,14 @@ static job_info queued_job(void)
     memset(&j, 0, sizeof j);
     j.id = 42;
     j.status = "queued";
-    j.target.key = (target_key){"convolution",
-                                "replay:convolution_milo-A4000",
-                                "replay:convolution_milo-A4000",
-                                "abc",
-                                "{}",
-                                "recorded"};
+    j.target.key =
+        (target_key){.kernel = "convolution",
+                     .device = "replay:convolution_milo-A4000",
+                     .device_class = "replay:convolution_milo-A4000",
+                     .kernel_hash = "abc",
+                     .problem_key = "{}",
+                     .toolchain = "recorded",
+                     .dev = {.kind = KT_DEVICE_REPLAY, .name = "convolution_milo-A4000"}};
     j.strategy = "random";
     j.target.problem = json_object();
     j.options = json_object();
@@ -62,6 +64,16 @@ static void job_document_has_links_and_null_best(void **state)
     json_t *timings = json_object_get(doc, "timings");
     assert_true(json_is_null(json_object_get(timings, "started_at")));
     assert_true(json_is_null(json_object_get(timings, "elapsed_seconds")));
+    /* "harness" is an external job's only: the key's parsed device says which (the name is not
+     * parsed again). */
+    assert_true(json_is_null(json_object_get(doc, "harness")));
+    json_decref(doc);
+    j.target.key.dev = (kt_device){.kind = KT_DEVICE_EXTERNAL};
+    j.since_ask_s = -1; /* no ask yet */
+    doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(doc, "harness"), "state")), "waiting");
     json_decref(doc);
     json_decref(j.target.problem);
     json_decref(j.options);

@@ -211,10 +211,14 @@ static void final_pick_options(void **state)
         if (bad[i].code == KT_ERR_OUT_OF_RANGE)
             assert_true(err.hint[0] != '\0');
     }
-    /* The budgeted request of tune_on_miss leaves the defaults to the device too. */
-    tune_request_budgeted("k", "cpu", NULL, 5, &t);
+    /* The budgeted request of tune_on_miss leaves the defaults to the device too, and carries the
+     * key's parsed device. */
+    target_key key = {.kernel = "k", .device = "replay:d", .dev = {.kind = KT_DEVICE_REPLAY}};
+    tune_request_budgeted(&key, NULL, 5, &t);
     assert_int_equal(t.final_remeasure, -1);
     assert_int_equal(t.final_rounds, -1);
+    assert_string_equal(t.device, "replay:d");
+    assert_int_equal(t.device_kind, KT_DEVICE_REPLAY);
 }
 
 /* Replay and accel devices answer a configuration the same every time: no final re-measure. */
@@ -264,19 +268,32 @@ static void objective_field(void **state)
     assert_int_equal(parse("{\"kernel\": \"k\", \"device\": \"d\", \"objective\": []}", &t, &err),
                      KT_ERR_WRONG_TYPE);
     /* a budgeted request (tune_on_miss) minimises the time */
-    tune_request_budgeted("k", "cpu", NULL, 10, &t);
+    target_key key = {.kernel = "k", .device = "cpu", .dev = {.kind = KT_DEVICE_CPU}};
+    tune_request_budgeted(&key, NULL, 10, &t);
     assert_true(kt_objective_is_time(&t.objective));
+}
+
+/* The request's device is parsed once, by tune_request_parse; -1 when it is no device name. */
+static int parsed_kind(const char *device)
+{
+    char body[160];
+    tune_request t;
+    kt_error err;
+    snprintf(body, sizeof body, "{\"kernel\": \"k\", \"device\": \"%s\"}", device);
+    assert_int_equal(parse(body, &t, &err), KT_OK);
+    return t.device_kind;
 }
 
 static void deterministic_devices(void **state)
 {
     (void)state;
-    assert_int_equal(tune_device_deterministic("replay:pnpoly_kt-RTX_3090"), 1);
-    assert_int_equal(tune_device_deterministic("accel:mindmap"), 1);
-    assert_int_equal(tune_device_deterministic("cpu"), 0);
-    assert_int_equal(tune_device_deterministic("cuda:0"), 0);
-    assert_int_equal(tune_device_deterministic("accel"), 0);
-    assert_int_equal(tune_device_deterministic(NULL), 0);
+    assert_int_equal(tune_device_deterministic(parsed_kind("replay:pnpoly_kt-RTX_3090")), 1);
+    assert_int_equal(tune_device_deterministic(parsed_kind("accel:mindmap")), 1);
+    assert_int_equal(tune_device_deterministic(parsed_kind("cpu")), 0);
+    assert_int_equal(tune_device_deterministic(parsed_kind("cuda:0")), 0);
+    assert_int_equal(tune_device_deterministic(parsed_kind("external")), 0);
+    assert_int_equal(parsed_kind("accel"), -1);
+    assert_int_equal(tune_device_deterministic(-1), 0);
 }
 
 int main(void)
