@@ -14,7 +14,7 @@
 
 void xgb_features(xgb_state *st, config_id id, float *f)
 {
-    xgb_knob_features(st->sp, st->vals, st->voff, st->idx, id, f);
+    xgb_knob_features(st->b.sp, st->knobs.vals, st->knobs.voff, st->knobs.idx, id, f);
 }
 
 static int xgb_check(int rc, const char *what)
@@ -74,7 +74,7 @@ static int training_rows(xgb_state *st, float *xs, float *label)
     for (int i = 0; i < st->n; i++)
         perm[i] = i;
     for (int i = st->n - 1; i > 0; i--) {
-        int j = (int)kt_rng_below(&st->rng, (uint64_t)i + 1), t = perm[i];
+        int j = (int)kt_rng_below(&st->b.rng, (uint64_t)i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
@@ -154,7 +154,5 @@ done:
 
 int xgb_predict(xgb_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
 {
-    for (int i = 0; i < n; i++)
-        xgb_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    return xgb_predict_rows(b, st->fx, n, st->np, out, "xgb");
+    return xgb_predict_ids(b, st->b.sp, &st->knobs, ids, n, st->w.fx, out, "xgb");
 }
