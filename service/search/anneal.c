@@ -36,7 +36,6 @@ typedef struct anneal_state {
     double t0, alpha, temp;
     long restart_after, since_best;
     int has_cur;
-    search_start start;
     int start_wait; /* a non-random start proposed, its result awaited */
     config_id cur;
     double cur_t;
@@ -67,7 +66,7 @@ static int anneal_neighbour(anneal_state *st, config_id *out)
 static int anneal_pick(void *state, config_id *slot)
 {
     anneal_state *st = state;
-    int rc = search_start_take(&st->start, &st->b.visited, slot);
+    int rc = search_start_take(&st->b.start, &st->b.visited, slot);
     if (rc > 0)
         st->start_wait = 1;
     if (rc != 0 || !st->has_cur)
@@ -88,8 +87,8 @@ static int anneal_told(void *state, config_id id, double t)
         st->since_best = 0;
     else
         st->since_best++;
-    if (!st->has_cur || (st->start_wait && id == st->start.id)) {
-        st->start_wait &= id != st->start.id;
+    if (!st->has_cur || (st->start_wait && id == st->b.start.id)) {
+        st->start_wait &= id != st->b.start.id;
         st->has_cur = 1;
         st->cur = id;
         st->cur_t = t;
@@ -115,11 +114,14 @@ static int anneal_told(void *state, config_id id, double t)
 
 static void *anneal_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
+    /* a random start is the first restart: the stream stays */
+    static const search_hooks hooks = {"anneal", &anneal_options[OPT_START], anneal_pick,
+                                       anneal_told};
     char buf[32];
-    anneal_state *st = calloc(1, sizeof *st);
+    anneal_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
 
-    if (!st || search_base_init(&st->b, sp, seed, anneal_pick, anneal_told) < 0)
-        goto oom;
+    if (!st)
+        return NULL;
     const char *nbh =
         searcher_option_string(&anneal_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
     st->kind =
@@ -128,16 +130,7 @@ static void *anneal_create(const space *sp, const json_t *options, uint64_t seed
     st->alpha = searcher_option_number(&anneal_options[OPT_ALPHA], options);
     st->restart_after = (long)searcher_option_number(&anneal_options[OPT_RESTART_AFTER], options);
     st->temp = st->t0;
-    /* a random start is the first restart: the stream stays */
-    if (search_start_init(&st->start, "anneal", &anneal_options[OPT_START], options, sp, &st->b.rng,
-                          err) < 0)
-        goto fail;
     return st;
-oom:
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-fail:
-    anneal_destroy(st);
-    return NULL;
 }
 
 const searcher_vtable searcher_anneal_vtable = {

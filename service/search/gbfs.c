@@ -60,7 +60,6 @@ typedef struct gbfs_state {
     uint64_t seq;
     config_id *batch; /* B_test still to propose: batch[pos..len) */
     int pos, len;
-    search_start start; /* s_0; not pending for a random start (a restart draws it) */
 } gbfs_state;
 
 static void gbfs_destroy(void *state)
@@ -153,7 +152,7 @@ static int gbfs_expand(gbfs_state *st, config_id s)
 static int gbfs_pick(void *state, config_id *slot)
 {
     gbfs_state *st = state;
-    int rc = search_start_take(&st->start, &st->b.visited, slot);
+    int rc = search_start_take(&st->b.start, &st->b.visited, slot);
     if (rc != 0)
         return rc;
     while (st->pos >= st->len) {
@@ -179,10 +178,12 @@ static int gbfs_told(void *state, config_id id, double t)
 
 static void *gbfs_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
+    /* a random start is drawn by the first restart, as before the option */
+    static const search_hooks hooks = {"gbfs", &gbfs_options[OPT_START], gbfs_pick, gbfs_told};
     char buf[32];
-    gbfs_state *st = calloc(1, sizeof *st);
-    if (!st || search_base_init(&st->b, sp, seed, gbfs_pick, gbfs_told) < 0)
-        goto oom;
+    gbfs_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
     st->rho = (int)searcher_option_number(&gbfs_options[OPT_RHO], options);
     const char *nbh =
         searcher_option_string(&gbfs_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
@@ -196,14 +197,9 @@ static void *gbfs_create(const space *sp, const json_t *options, uint64_t seed, 
     st->batch = malloc((size_t)st->b.nb_cap * sizeof *st->batch);
     if (!st->batch)
         goto oom;
-    /* a random start is drawn by the first restart, as before the option */
-    if (search_start_init(&st->start, "gbfs", &gbfs_options[OPT_START], options, sp, &st->b.rng,
-                          err) < 0)
-        goto fail;
     return st;
 oom:
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-fail:
     gbfs_destroy(st);
     return NULL;
 }

@@ -128,9 +128,10 @@ static int ga_told(void *state, config_id id, double t)
 
 static void *ga_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    ga_state *st = calloc(1, sizeof *st);
-    if (!st || search_base_init(&st->b, sp, seed, ga_pick, ga_told) < 0)
-        goto oom;
+    static const search_hooks hooks = {"genetic", NULL, ga_pick, ga_told};
+    ga_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
     st->pop_size = (int)searcher_option_number(&ga_options[OPT_POPULATION], options);
     st->mutation_rate = searcher_option_number(&ga_options[OPT_MUTATION_RATE], options);
     st->n_params = space_num_params(sp);

@@ -31,7 +31,6 @@ typedef struct ils_state {
     int perturbation;
     double restart_p;
     int has_cur, has_pending;
-    search_start start;
     config_id cur, pending;
     double cur_t;
     search_best best;
@@ -123,7 +122,7 @@ static int ils_jump(ils_state *st, int rc, const config_id *slot)
 static int ils_pick(void *state, config_id *slot)
 {
     ils_state *st = state;
-    int rc = search_start_take(&st->start, &st->b.visited, slot);
+    int rc = search_start_take(&st->b.start, &st->b.visited, slot);
     if (rc != 0)
         return ils_jump(st, rc, slot);
     while (st->has_cur && st->pos < st->len && rc == 0) {
@@ -155,9 +154,11 @@ static int ils_told(void *state, config_id id, double t)
 
 static void *ils_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    ils_state *st = calloc(1, sizeof *st);
-    if (!st || search_base_init(&st->b, sp, seed, ils_pick, ils_told) < 0)
-        goto oom;
+    /* a random start is the first random proposal: stream kept */
+    static const search_hooks hooks = {"greedy_ils", &ils_options[OPT_START], ils_pick, ils_told};
+    ils_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
     st->perturbation = (int)searcher_option_number(&ils_options[OPT_PERTURBATION], options);
     st->restart_p = searcher_option_number(&ils_options[OPT_RESTART_PROBABILITY], options);
     int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
@@ -166,14 +167,9 @@ static void *ils_create(const space *sp, const json_t *options, uint64_t seed, k
     st->scratch = malloc((size_t)st->scratch_cap * sizeof *st->scratch);
     if (!st->scratch)
         goto oom;
-    /* a random start is the first random proposal: stream kept */
-    if (search_start_init(&st->start, "greedy_ils", &ils_options[OPT_START], options, sp,
-                          &st->b.rng, err) < 0)
-        goto fail;
     return st;
 oom:
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-fail:
     ils_destroy(st);
     return NULL;
 }

@@ -172,19 +172,32 @@ double search_score(const trial_result *r)
     return r->time_ms;
 }
 
-int search_base_init(search_base *b, const space *sp, uint64_t seed, search_pick_fn pick,
-                     search_told_fn told)
+void *search_base_new(size_t size, const search_hooks *h, const space *sp, const json_t *options,
+                      uint64_t seed, kt_error *err)
 {
     int adj = space_max_neighbours(sp, SPACE_NEIGHBOURS_ADJACENT);
     int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
     int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
+    search_base *b = calloc(1, size);
+    if (!b)
+        goto oom;
     b->sp = sp;
     kt_rng_seed(&b->rng, seed);
-    b->pick = pick;
-    b->told = told;
+    b->h = h;
     b->nb_cap = adj + (ham > pair ? ham : pair) + 1;
     b->nb = malloc((size_t)b->nb_cap * sizeof *b->nb);
-    return b->nb ? 0 : -1;
+    if (!b->nb)
+        goto oom;
+    if (h->start && search_start_init(&b->start, h->name, h->start, options, sp, &b->rng, err) < 0)
+        goto fail;
+    return b;
+oom:
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    if (b)
+        search_base_free(b);
+    free(b);
+    return NULL;
 }
 
 void search_base_free(search_base *b)
@@ -199,7 +212,7 @@ int search_base_ask(void *state, config_id *out, int max)
     search_base *b = state;
     int n = 0;
     while (n < max) {
-        int rc = b->pick(state, &out[n]);
+        int rc = b->h->pick(state, &out[n]);
         if (rc == 0)
             rc = search_random_unvisited(b->sp, &b->visited, &b->rng, &out[n]);
         if (rc <= 0)
@@ -213,7 +226,7 @@ void search_base_tell(void *state, const config_id *ids, const trial_result *r, 
 {
     search_base *b = state;
     for (int i = 0; i < n; i++) {
-        if (b->told(state, ids[i], search_score(&r[i])) < 0)
+        if (b->h->told(state, ids[i], search_score(&r[i])) < 0)
             break;
     }
 }

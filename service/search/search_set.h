@@ -57,34 +57,6 @@ typedef int (*search_pick_fn)(void *state, config_id *slot);
  * results told with it (out of memory). */
 typedef int (*search_told_fn)(void *state, config_id id, double t);
 
-/* What the state of a strategy that proposes one configuration at a time begins with (its first
- * member, so that search_base_ask can be its vtable's ask): the space (borrowed), the strategy's
- * random stream, the ids it proposed, a neighbour scratch list with room for a configuration's
- * ADJACENT and then its HAMMING or PAIR_SCALE neighbours, its pick and (for search_base_tell) its
- * told. */
-typedef struct search_base {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
-    config_id *nb;
-    int nb_cap;
-    search_pick_fn pick;
-    search_told_fn told; /* NULL for a strategy with its own tell */
-} search_base;
-
-/* Seeds the stream and allocates the scratch: 0, or -1 out of memory (search_base_free frees what
- * was allocated). */
-int search_base_init(search_base *b, const space *sp, uint64_t seed, search_pick_fn pick,
-                     search_told_fn told);
-void search_base_free(search_base *b);
-/* The vtable ask of such a strategy (state begins with a search_base): fills out[0..max) with its
- * pick's proposals, a random unvisited configuration (search_random_unvisited) wherever the pick
- * has none, and stops at the first slot neither fills (space exhausted, out of memory). Returns
- * how many. */
-int search_base_ask(void *state, config_id *out, int max);
-/* The vtable tell of such a strategy with a told: each result in order, until told returns -1. */
-void search_base_tell(void *state, const config_id *ids, const trial_result *r, int n);
-
 /* A start state (a SEARCHER_OPT_START option, searcher_start_id) proposed once, first. */
 typedef struct search_start {
     config_id id;
@@ -100,6 +72,43 @@ int search_start_init(search_start *s, const char *strategy, const searcher_opti
 /* The pending start, once: 1 with *out proposed (added to visited), 0 when none is pending or it
  * was already proposed, -1 out of memory. */
 int search_start_take(search_start *s, search_set *visited, config_id *out);
+
+/* What a strategy that proposes one configuration at a time gives search_base_new: its name (for
+ * errors), its start option (NULL: none), its pick and its told (NULL: it has its own tell). */
+typedef struct search_hooks {
+    const char *name;
+    const searcher_option *start;
+    search_pick_fn pick;
+    search_told_fn told;
+} search_hooks;
+
+/* What the state of such a strategy begins with (its first member, so that search_base_ask and
+ * search_base_tell can be its vtable's ask and tell): the space (borrowed), the strategy's random
+ * stream, the ids it proposed, a neighbour scratch list with room for a configuration's ADJACENT
+ * and then its HAMMING or PAIR_SCALE neighbours, its start and its hooks. */
+typedef struct search_base {
+    const space *sp;
+    kt_rng rng;
+    search_set visited;
+    config_id *nb;
+    int nb_cap;
+    search_start start; /* propose it with search_start_take */
+    const search_hooks *h;
+} search_base;
+
+/* A zeroed state of size bytes beginning with a search_base, set up for sp: the stream seeded,
+ * the scratch allocated, the start read from options (search_start_init). NULL with err
+ * (KT_ERR_NO_MEMORY, or the start's errors). The strategy's destroy calls search_base_free, then
+ * frees the state. */
+void *search_base_new(size_t size, const search_hooks *h, const space *sp, const json_t *options,
+                      uint64_t seed, kt_error *err);
+void search_base_free(search_base *b);
+/* The vtable ask of such a strategy: fills out[0..max) with its pick's proposals, a random
+ * unvisited configuration (search_random_unvisited) wherever the pick has none, and stops at the
+ * first slot neither fills (space exhausted, out of memory). Returns how many. */
+int search_base_ask(void *state, config_id *out, int max);
+/* The vtable tell of such a strategy with a told: each result in order, until told returns -1. */
+void search_base_tell(void *state, const config_id *ids, const trial_result *r, int n);
 
 /* The best told result so far (zero-initialise it: none yet). */
 typedef struct search_best {

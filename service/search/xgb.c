@@ -82,9 +82,10 @@ static int xgb_pick(void *state, config_id *slot)
 
 static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    xgb_state *st = calloc(1, sizeof *st);
-    if (!st || search_base_init(&st->b, sp, seed, xgb_pick, NULL) < 0)
-        goto oom;
+    static const search_hooks hooks = {"xgb", NULL, xgb_pick, NULL};
+    xgb_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
     st->seed = seed;
     st->plan_size = (int)searcher_option_number(&xgb_options[OPT_BATCH], options);
     st->random_tail =

@@ -302,9 +302,10 @@ static int xgbl_pick(void *state, config_id *slot)
 
 static void *xgbl_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    xgbl_state *st = calloc(1, sizeof *st);
-    if (!st || search_base_init(&st->b, sp, seed, xgbl_pick, NULL) < 0)
-        goto oom;
+    static const search_hooks hooks = {"xgb_local", NULL, xgbl_pick, NULL};
+    xgbl_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
     st->seed = seed;
     st->batch = (int)searcher_option_number(&xgbl_options[OPT_BATCH], options);
     st->explore = searcher_option_number(&xgbl_options[OPT_EXPLORATION], options);
