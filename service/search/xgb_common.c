@@ -135,6 +135,32 @@ int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who)
     return xgb_lib_check(XGBoosterSetParam(b, "seed", text), who, "XGBoosterSetParam");
 }
 
+int xgb_train_begin(const float *x, int n, int np, const float *label, int group, uint64_t seed,
+                    const char *who, DMatrixHandle *dm, BoosterHandle *b)
+{
+    unsigned groups = (unsigned)n;
+    if (xgb_lib_check(XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)np, NAN, dm, 1), who,
+                      "XGDMatrixCreateFromMat") < 0 ||
+        xgb_lib_check(XGDMatrixSetFloatInfo(*dm, "label", label, (bst_ulong)n), who, "set label") <
+            0 ||
+        (group &&
+         xgb_lib_check(XGDMatrixSetUIntInfo(*dm, "group", &groups, 1), who, "set group") < 0) ||
+        xgb_lib_check(XGBoosterCreate(dm, 1, b), who, "XGBoosterCreate") < 0)
+        return -1;
+    return xgb_set_params(*b, seed, who);
+}
+
+BoosterHandle xgb_train_end(DMatrixHandle dm, BoosterHandle b, int ok, const char *who)
+{
+    if (dm)
+        xgb_lib_check(XGDMatrixFree(dm), who, "XGDMatrixFree");
+    if (!ok && b) {
+        xgb_lib_check(XGBoosterFree(b), who, "XGBoosterFree");
+        b = NULL;
+    }
+    return b;
+}
+
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who)
 {
     DMatrixHandle dm = NULL;

@@ -115,6 +115,14 @@ int xgb_lib_check(int rc, const char *who, const char *what);
  * min_child_weight 1, subsample 1, eta 0.3, lambda 1, alpha 0, rank:pairwise), then exact trees,
  * one thread and a seed derived from seed, for determinism. 0, or -1 after a logged failure. */
 int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who);
+/* The start of a training: a DMatrix of the n x np rows x with labels label (and, when group,
+ * one query group of all n rows) and a booster on it with xgb_set_params. 0, or -1 after a logged
+ * failure; either way *dm and *b (NULL-initialised by the caller) hold what was created, for
+ * xgb_train_end. */
+int xgb_train_begin(const float *x, int n, int np, const float *label, int group, uint64_t seed,
+                    const char *who, DMatrixHandle *dm, BoosterHandle *b);
+/* Its end: frees the DMatrix, and the booster unless ok; returns the booster (NULL unless ok). */
+BoosterHandle xgb_train_end(DMatrixHandle dm, BoosterHandle b, int ok, const char *who);
 /* Scores of the n rows of fx (n x np, row-major) into out; -1 after a logged failure. */
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who);
 /* Room for one more told trial in the parallel arrays x (np floats per trial), v and id, holding

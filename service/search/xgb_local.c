@@ -115,16 +115,9 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     }
     for (int i = 0; i < st->n; i++)
         label[i] = st->t[i] >= SEARCH_BAD_SCORE ? 0.0f : (float)(st->best_t / st->t[i]);
-    unsigned group = (unsigned)st->n;
-    if (xgbl_check(
-            XGDMatrixCreateFromMat_omp(st->x, (bst_ulong)st->n, (bst_ulong)st->np, NAN, &dm, 1),
-            "XGDMatrixCreateFromMat") < 0 ||
-        xgbl_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)st->n), "set label") < 0 ||
-        xgbl_check(XGDMatrixSetUIntInfo(dm, "group", &group, 1), "set group") < 0 ||
-        xgbl_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0)
-        goto done;
-    /* AutoTVM's XGBoostCostModel parameters, single-threaded and exact for determinism. */
-    if (xgb_set_params(b, st->seed, "xgb_local") < 0)
+    /* all trials one query group; AutoTVM's XGBoostCostModel parameters, single-threaded and
+     * exact for determinism */
+    if (xgb_train_begin(st->x, st->n, st->np, label, 1, st->seed, "xgb_local", &dm, &b) < 0)
         goto done;
     for (int it = 0; it < st->rounds; it++) {
         if (xgbl_check(XGBoosterUpdateOneIter(b, it, dm), "XGBoosterUpdateOneIter") < 0)
@@ -132,12 +125,7 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     }
     ok = 1;
 done:
-    if (dm)
-        xgbl_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    if (!ok && b) {
-        xgbl_check(XGBoosterFree(b), "XGBoosterFree");
-        b = NULL;
-    }
+    b = xgb_train_end(dm, b, ok, "xgb_local");
     free(label);
     return b;
 }

@@ -104,11 +104,7 @@ BoosterHandle xgb_fit(xgb_state *st)
         goto done;
     }
     /* No query groups: all rows are one group, as in AutoTVM's DMatrix. */
-    if (xgb_check(XGDMatrixCreateFromMat_omp(xs, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
-                  "XGDMatrixCreateFromMat") < 0 ||
-        xgb_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)n), "set label") < 0 ||
-        xgb_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0 ||
-        xgb_set_params(b, st->seed, "xgb") < 0)
+    if (xgb_train_begin(xs, st->n, st->np, label, 0, st->seed, "xgb", &dm, &b) < 0)
         goto done;
     /* AutoTVM's custom_callback: after each round the training set's a-recall@plan_size; stop once
      * stop_rounds rounds passed without a strictly better one. The booster keeps every round. */
@@ -139,12 +135,7 @@ BoosterHandle xgb_fit(xgb_state *st)
     st->last_recall = best;
     ok = 1;
 done:
-    if (dm)
-        xgb_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    if (!ok && b) {
-        xgb_check(XGBoosterFree(b), "XGBoosterFree");
-        b = NULL;
-    }
+    b = xgb_train_end(dm, b, ok, "xgb");
     free(xs);
     free(label);
     free(items);
