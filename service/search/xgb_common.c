@@ -1,8 +1,8 @@
 /* search/xgb_common — what both XGBoost strategies (xgb.c with xgb_model.c / xgb_anneal.c, and
- * xgb_local.c) share: the knob-value table behind their features, the libxgboost call check,
- * the annealing walkers' arrays, prediction on a feature matrix, the arrays of told trials, the
- * one-parameter move of their annealing walks and the heap of best candidates their annealing
- * keeps. */
+ * xgb_local.c) share: the knob-value table behind their features, the libxgboost call check, the
+ * start and end of a training, the annealing walkers' arrays, prediction on a feature matrix, the
+ * arrays of told trials, the one-parameter move of their annealing walks and the heap of best
+ * candidates their annealing keeps. */
 #include "search/xgb_impl.h"
 
 #include "core/array.h"
