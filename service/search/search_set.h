@@ -1,6 +1,6 @@
 /* search/search_set — internal to search/: what the result-driven strategies (anneal, greedy_ils,
  * genetic, gbfs, na2c, the xgb ones, ...) share: a set of the config ids already proposed (and,
- * for random, a map over it), a random unvisited configuration, the state and the ask of the
+ * for random, a map over it), a random unvisited configuration, the state, ask and tell of the
  * strategies that propose one configuration at a time (search_base), a start state proposed
  * once, the best result so far, the score of a told result (failures count as very bad) and the
  * strategies' vtables. */
