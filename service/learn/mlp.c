@@ -163,7 +163,39 @@ const double *learn_mlp_forward(learn_mlp *m, const double *x, int batch)
     return m->acts[m->n_layers];
 }
 
-int learn_mlp_backward(learn_mlp *m, const double *dout)
+/* Through the hidden activation: d *= act'(Z) for the n values a = act(Z) of a layer. */
+static void act_backward(const learn_mlp *m, const double *a, size_t n, double *d)
+{
+    if (m->activation == LEARN_ACT_TANH) {
+        for (size_t i = 0; i < n; i++)
+            d[i] *= 1.0 - a[i] * a[i];
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = a[i] > 0 ? d[i] : 0;
+    }
+}
+
+/* The parameters' gradients of one layer l from its output's gradient d: dW = A^T D, db = column
+ * sums of D. */
+static void layer_grads(learn_mlp *m, int l, const double *d)
+{
+    int batch = m->batch, in = m->sizes[l], out = m->sizes[l + 1];
+    double *gw = m->grads + m->w_off[l];
+    double *gb = gw + (size_t)in * (size_t)out;
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, batch, 1.0, m->acts[l], in, d,
+                out, 0.0, gw, out);
+    for (int j = 0; j < out; j++)
+        gb[j] = 0;
+    for (int r = 0; r < batch; r++) {
+        const double *row = d + (size_t)r * (size_t)out;
+        for (int j = 0; j < out; j++)
+            gb[j] += row[j];
+    }
+}
+
+/* Back-propagates dout from the output down: the parameters' gradients when dx is NULL, else the
+ * input's gradient into dx (the parameters' gradients untouched). */
+static int backprop(learn_mlp *m, const double *dout, double *dx)
 {
     int batch = m->batch;
     if (batch < 1)
@@ -174,32 +206,22 @@ int learn_mlp_backward(learn_mlp *m, const double *dout)
     for (int l = top - 1; l >= 0; l--) {
         int in = m->sizes[l], out = m->sizes[l + 1];
         const double *w = m->params + m->w_off[l];
-        double *gw = m->grads + m->w_off[l];
-        double *gb = gw + (size_t)in * (size_t)out;
-        /* dW = A^T D, db = column sums of D */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, batch, 1.0, m->acts[l], in, d,
-                    out, 0.0, gw, out);
-        for (int j = 0; j < out; j++)
-            gb[j] = 0;
-        for (int r = 0; r < batch; r++) {
-            const double *row = d + (size_t)r * (size_t)out;
-            for (int j = 0; j < out; j++)
-                gb[j] += row[j];
+        if (!dx) {
+            layer_grads(m, l, d);
+            if (l == 0)
+                break;
         }
+        /* D_prev = D W^T, then (below the first layer) times act'(A), where A = act(Z) is what the
+         * layer below produced; one row of the input's gradient: W d */
+        double *to = l == 0 ? dx : dprev;
+        if (dx && batch == 1)
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, in, out, 1.0, w, out, d, 1, 0.0, to, 1);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w,
+                        out, 0.0, to, in);
         if (l == 0)
             break;
-        /* D_prev = (D W^T) * act'(A), where A = act(Z) is what the layer below produced */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w, out,
-                    0.0, dprev, in);
-        const double *a = m->acts[l];
-        size_t n = (size_t)batch * (size_t)in;
-        if (m->activation == LEARN_ACT_TANH) {
-            for (size_t i = 0; i < n; i++)
-                dprev[i] *= 1.0 - a[i] * a[i];
-        } else {
-            for (size_t i = 0; i < n; i++)
-                dprev[i] = a[i] > 0 ? dprev[i] : 0;
-        }
+        act_backward(m, m->acts[l], (size_t)batch * (size_t)in, dprev);
         double *t = d;
         d = dprev;
         dprev = t;
@@ -207,40 +229,14 @@ int learn_mlp_backward(learn_mlp *m, const double *dout)
     return 0;
 }
 
+int learn_mlp_backward(learn_mlp *m, const double *dout)
+{
+    return backprop(m, dout, NULL);
+}
+
 int learn_mlp_input_grad(learn_mlp *m, const double *dout, double *dx)
 {
-    int batch = m->batch;
-    if (batch < 1)
-        return -1;
-    int top = m->n_layers;
-    double *d = m->delta[0], *dprev = m->delta[1];
-    memcpy(d, dout, (size_t)batch * (size_t)m->sizes[top] * sizeof *d);
-    for (int l = top - 1; l >= 0; l--) {
-        int in = m->sizes[l], out = m->sizes[l + 1];
-        const double *w = m->params + m->w_off[l];
-        /* D_prev = D W^T, then (below the first layer) times act'(A); one row: W d */
-        if (batch == 1)
-            cblas_dgemv(CblasRowMajor, CblasNoTrans, in, out, 1.0, w, out, d, 1, 0.0,
-                        l == 0 ? dx : dprev, 1);
-        else
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, in, out, 1.0, d, out, w,
-                        out, 0.0, l == 0 ? dx : dprev, in);
-        if (l == 0)
-            break;
-        const double *a = m->acts[l];
-        size_t n = (size_t)batch * (size_t)in;
-        if (m->activation == LEARN_ACT_TANH) {
-            for (size_t i = 0; i < n; i++)
-                dprev[i] *= 1.0 - a[i] * a[i];
-        } else {
-            for (size_t i = 0; i < n; i++)
-                dprev[i] = a[i] > 0 ? dprev[i] : 0;
-        }
-        double *t = d;
-        d = dprev;
-        dprev = t;
-    }
-    return 0;
+    return backprop(m, dout, dx);
 }
 
 int learn_softmax(const double *z, const unsigned char *mask, int n, double *p)

@@ -1,11 +1,12 @@
 /* model/predictor_impl — internal to the predictor facade (nothing outside model/predictor*.c
  * includes it): the predictor struct and the operations each algorithm provides.
  *
- * Each algorithm (predictor_simple.c: nearest, common; predictor_xgb.c; predictor_seq2seq.c)
- * fills a pred_ops. The facade (predictor.c) parses the hyper-parameters, copies the layout
- * (parameters, value counts, argument names), then calls train or load; predict / decode go
- * through decode; save writes meta (a JSON object the facade puts on the meta line) and the binary
- * payload. state is the algorithm's, freed by its destroy. */
+ * Each algorithm (predictor_simple.c: nearest, common; predictor_xgb.c; predictor_seq2seq.c;
+ * predictor_local.c; predictor_ensemble.c) fills a pred_ops; nearest and local keep their
+ * problems in a pred_problems table (predictor_problems.c). The facade (predictor.c) parses the
+ * hyper-parameters, copies the layout (parameters, value counts, argument names), then calls
+ * train or load; predict / decode go through decode; save writes meta (a JSON object the facade
+ * puts on the meta line) and the binary payload. state is the algorithm's, freed by its destroy. */
 #ifndef KT_MODEL_PREDICTOR_IMPL_H
 #define KT_MODEL_PREDICTOR_IMPL_H
 
@@ -78,6 +79,32 @@ int pred_put_blob(strbuf *bin, const void *data, size_t n);
 /* Reads a blob at *pos of bin (len bytes): *data points into bin; 0, or -1 with err. */
 int pred_get_blob(const unsigned char *bin, size_t len, size_t *pos, const unsigned char **data,
                   size_t *n, kt_error *err);
+
+/* predictor_problems.c: the table of tuned problems behind the neighbourhood kinds (nearest,
+ * local). Zero-initialise it; pred_problems_free empties it. */
+typedef struct pred_problems {
+    int n;       /* problems (those with trials) */
+    double *lg;  /* n * nf: log2 of each feature (values below 1 count as 1) */
+    int *off;    /* n + 1 offsets into rows, in rows of np */
+    int *rows;   /* per problem its fastest rows, fastest first */
+    double *rat; /* per row, its time over the problem's best (>= 1); NULL when not kept */
+} pred_problems;
+
+/* Fills t from ts: each problem with trials and its fastest cap rows (ratios: their ratios too).
+ * 0, or -1 out of memory (t empty). */
+int pred_problems_train(pred_problems *t, const predictor *p, const training_set *ts, int cap,
+                        int ratios);
+/* Euclidean distance of the log2 features of args (nf) to each problem's, into dist (n). */
+void pred_problems_dist(const pred_problems *t, const predictor *p, const double *args,
+                        double *dist);
+/* The table as meta["problems"]: per problem {"log2_args", "rows"} (and "ratios" when kept).
+ * 0, or -1 with err (no memory). */
+int pred_problems_save(const pred_problems *t, const predictor *p, json_t *meta, kt_error *err);
+/* And back (ratios: "ratios" is required, each >= 1 and finite); rows are checked against the
+ * layout. 0, or -1 with err: KT_ERR_BAD_REQUEST "<kind> model: bad ..." naming the kind of p. */
+int pred_problems_load(pred_problems *t, const predictor *p, const json_t *meta, int ratios,
+                       kt_error *err);
+void pred_problems_free(pred_problems *t);
 
 /* Value-index rows in a model's meta: n integers as a JSON array (new reference, NULL when out of
  * memory), and back: pred_read_ints reads an array of n integers each in [0, lim[i]) (lim NULL:

@@ -18,77 +18,24 @@
 
 /* ---- nearest ---- */
 
-typedef struct near_state {
-    int n;      /* problems */
-    double *lg; /* n * na log2 arguments */
-    int *off;   /* n + 1 offsets into rows (in rows of np) */
-    int *rows;  /* fastest first per problem */
-} near_state;
-
-static double near_log2(double v)
-{
-    return log2(v < 1 ? 1 : v);
-}
-
+/* The state: the problems' table (predictor_problems.c), each problem's fastest `top` rows. */
 static void near_destroy(predictor *p)
 {
-    near_state *st = p->state;
+    pred_problems *st = p->state;
     if (st) {
-        free(st->lg);
-        free(st->off);
-        free(st->rows);
+        pred_problems_free(st);
         free(st);
     }
     p->state = NULL;
 }
 
-static near_state *near_alloc(const predictor *p, int n, int total)
-{
-    near_state *st = calloc(1, sizeof *st);
-    if (!st)
-        return NULL;
-    st->n = n;
-    st->lg = malloc((size_t)(n ? n : 1) * (size_t)p->nf * sizeof *st->lg);
-    st->off = calloc((size_t)n + 1, sizeof *st->off);
-    st->rows = malloc((size_t)(total ? total : 1) * (size_t)p->np * sizeof *st->rows);
-    if (!st->lg || !st->off || !st->rows) {
-        free(st->lg);
-        free(st->off);
-        free(st->rows);
-        free(st);
-        return NULL;
-    }
-    return st;
-}
-
 static int near_train(predictor *p, const training_set *ts, uint64_t seed, kt_error *err)
 {
     (void)seed;
-    int n = 0, total = 0;
-    for (int i = 0; i < training_set_num_problems(ts); i++) {
-        int t = training_set_num_trials(ts, i);
-        n += t > 0;
-        total += t < p->top ? t : p->top;
-    }
-    near_state *st = near_alloc(p, n, total);
-    if (!st)
-        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    int j = 0, at = 0;
-    for (int i = 0; i < training_set_num_problems(ts); i++) {
-        int t = training_set_num_trials(ts, i);
-        if (t == 0)
-            continue;
-        const double *a = training_set_problem_args(ts, i);
-        for (int q = 0; q < p->nf; q++)
-            st->lg[(size_t)j * (size_t)p->nf + (size_t)q] = near_log2(a[q]);
-        st->off[j] = at;
-        for (int r = 0; r < t && r < p->top; r++, at++)
-            memcpy(st->rows + (size_t)at * (size_t)p->np, training_set_trial(ts, i, r, NULL),
-                   (size_t)p->np * sizeof *st->rows);
-        j++;
-    }
-    st->off[j] = at;
+    pred_problems *st = calloc(1, sizeof *st);
     p->state = st;
+    if (!st || pred_problems_train(st, p, ts, p->top, 0) < 0)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     return 0;
 }
 
@@ -109,20 +56,19 @@ static int near_decode(predictor *p, const double *args, const space *sp, predic
                        int width, int k, int *rows, double *score, kt_error *err)
 {
     (void)width;
-    near_state *st = p->state;
-    near_dist *d = malloc((size_t)(st->n ? st->n : 1) * sizeof *d);
+    const pred_problems *st = p->state;
+    size_t nn = (size_t)(st->n ? st->n : 1);
+    near_dist *d = malloc(nn * sizeof *d);
+    double *dist = malloc(nn * sizeof *dist);
     int n = 0;
-    if (!d)
+    if (!d || !dist) {
+        free(d);
+        free(dist);
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    for (int i = 0; i < st->n; i++) {
-        double s = 0;
-        for (int q = 0; q < p->nf; q++) {
-            double x = st->lg[(size_t)i * (size_t)p->nf + (size_t)q] - near_log2(args[q]);
-            s += x * x;
-        }
-        d[i].d = sqrt(s);
-        d[i].i = i;
     }
+    pred_problems_dist(st, p, args, dist);
+    for (int i = 0; i < st->n; i++)
+        d[i] = (near_dist){dist[i], i};
     qsort(d, (size_t)st->n, sizeof *d, near_dist_cmp);
     for (int j = 0; j < st->n && n < k; j++) {
         int i = d[j].i;
@@ -137,30 +83,14 @@ static int near_decode(predictor *p, const double *args, const space *sp, predic
         }
     }
     free(d);
+    free(dist);
     return n;
 }
 
 static int near_save(const predictor *p, json_t *meta, strbuf *bin, kt_error *err)
 {
     (void)bin;
-    const near_state *st = p->state;
-    json_t *probs = json_array();
-    for (int i = 0; probs && i < st->n; i++) {
-        json_t *lg = json_array(), *rows = json_array();
-        for (int q = 0; lg && q < p->nf; q++)
-            json_array_append_new(lg, json_real(st->lg[(size_t)i * (size_t)p->nf + (size_t)q]));
-        for (int r = st->off[i]; rows && r < st->off[i + 1]; r++)
-            json_array_append_new(rows,
-                                  pred_int_array(st->rows + (size_t)r * (size_t)p->np, p->np));
-        json_t *o = lg && rows ? json_pack("{s:o, s:o}", "log2_args", lg, "rows", rows) : NULL;
-        if (!o || json_array_append_new(probs, o) != 0) {
-            json_decref(probs);
-            probs = NULL;
-        }
-    }
-    if (!probs || json_object_set_new(meta, "problems", probs) != 0)
-        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    return 0;
+    return pred_problems_save(p->state, p, meta, err);
 }
 
 static int near_load(predictor *p, const json_t *meta, const unsigned char *bin, size_t len,
@@ -168,34 +98,11 @@ static int near_load(predictor *p, const json_t *meta, const unsigned char *bin,
 {
     (void)bin;
     (void)len;
-    const json_t *probs = json_object_get(meta, "problems");
-    int n = json_is_array(probs) ? (int)json_array_size(probs) : -1, total = 0;
-    for (int i = 0; i < n; i++) {
-        const json_t *rows = json_object_get(json_array_get(probs, (size_t)i), "rows");
-        total += json_is_array(rows) ? (int)json_array_size(rows) : 0;
-    }
-    near_state *st = n >= 0 && total < (1 << 24) ? near_alloc(p, n, total) : NULL;
-    if (!st)
-        return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad \"problems\"");
+    pred_problems *st = calloc(1, sizeof *st);
     p->state = st;
-    int at = 0;
-    for (int i = 0; i < n; i++) {
-        const json_t *o = json_array_get(probs, (size_t)i), *lg = json_object_get(o, "log2_args");
-        const json_t *rows = json_object_get(o, "rows");
-        if (!json_is_array(lg) || json_array_size(lg) != (size_t)p->nf || !json_is_array(rows))
-            return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad problem %d", i);
-        for (int q = 0; q < p->nf; q++)
-            st->lg[(size_t)i * (size_t)p->nf + (size_t)q] =
-                json_number_value(json_array_get(lg, (size_t)q));
-        st->off[i] = at;
-        for (size_t r = 0; r < json_array_size(rows); r++, at++) {
-            if (pred_read_ints(json_array_get(rows, r), p->np, p->nv,
-                               st->rows + (size_t)at * (size_t)p->np) < 0)
-                return kt_error_set(err, KT_ERR_BAD_REQUEST, "nearest model: bad row");
-        }
-    }
-    st->off[n] = at;
-    return 0;
+    if (!st)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return pred_problems_load(st, p, meta, 0, err);
 }
 
 const pred_ops pred_nearest_ops = {"nearest", near_train, near_decode,

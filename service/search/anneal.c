@@ -31,19 +31,15 @@ static const searcher_option anneal_options[N_OPTS] = {
 };
 
 typedef struct anneal_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
+    search_base b; /* first: its ask is the vtable's */
     space_neighbour_kind kind;
     double t0, alpha, temp;
     long restart_after, since_best;
     int has_cur;
-    int start_pending, start_wait; /* a non-random start: to propose / its result awaited */
-    config_id start;
+    int start_wait; /* a non-random start proposed, its result awaited */
     config_id cur;
-    double cur_t, best_t;
-    config_id *nb; /* neighbour scratch */
-    int nb_cap;
+    double cur_t;
+    search_best best;
 } anneal_state;
 
 static void anneal_destroy(void *state)
@@ -51,21 +47,81 @@ static void anneal_destroy(void *state)
     anneal_state *st = state;
     if (!st)
         return;
-    search_set_free(&st->visited);
-    free(st->nb);
+    search_base_free(&st->b);
     free(st);
+}
+
+/* A random unvisited neighbour of the current configuration: 1, 0 if none, -1 out of memory. */
+static int anneal_neighbour(anneal_state *st, config_id *out)
+{
+    int n = space_neighbours(st->b.sp, st->cur, st->kind, st->b.nb, st->b.nb_cap);
+    if (n == 0) /* e.g. products fixed by restrictions: single-parameter moves are all invalid */
+        n = space_neighbours(st->b.sp, st->cur, SPACE_NEIGHBOURS_PAIR_SCALE, st->b.nb,
+                             st->b.nb_cap);
+    return search_pick_unvisited(&st->b.visited, &st->b.rng, st->b.nb, n, out);
+}
+
+/* The next proposal: the start, then a random unvisited neighbour of the current configuration
+ * (0 at a dead end, which restarts the walk from a random configuration). */
+static int anneal_pick(void *state, config_id *slot)
+{
+    anneal_state *st = state;
+    int rc = search_start_take(&st->b.start, &st->b.visited, slot);
+    if (rc > 0)
+        st->start_wait = 1;
+    if (rc != 0 || !st->has_cur)
+        return rc;
+    rc = anneal_neighbour(st, slot);
+    if (rc == 0) { /* a dead end: restart from a random configuration */
+        st->has_cur = 0;
+        st->temp = st->t0;
+        st->since_best = 0;
+    }
+    return rc;
+}
+
+static int anneal_told(void *state, config_id id, double t)
+{
+    anneal_state *st = state;
+    if (search_best_offer(&st->best, id, t))
+        st->since_best = 0;
+    else
+        st->since_best++;
+    if (!st->has_cur || (st->start_wait && id == st->b.start.id)) {
+        st->start_wait &= id != st->b.start.id;
+        st->has_cur = 1;
+        st->cur = id;
+        st->cur_t = t;
+        return 0;
+    }
+    int accept = t <= st->cur_t;
+    if (!accept) {
+        double rel = (t - st->cur_t) / (st->temp * (st->cur_t > 1e-12 ? st->cur_t : 1e-12));
+        accept = kt_rng_uniform(&st->b.rng) < exp(-rel);
+    }
+    if (accept) {
+        st->cur = id;
+        st->cur_t = t;
+    }
+    st->temp *= st->alpha;
+    if (st->since_best >= st->restart_after) {
+        st->has_cur = 0; /* the next told result (a random proposal, or a pending one) */
+        st->temp = st->t0;
+        st->since_best = 0;
+    }
+    return 0;
 }
 
 static void *anneal_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
+    /* a random start is the first restart: the stream stays */
+    static const search_hooks hooks = {"anneal", &anneal_options[OPT_START], anneal_pick,
+                                       anneal_told};
     char buf[32];
-    anneal_state *st = calloc(1, sizeof *st);
-    int cap = 1;
+    anneal_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
 
     if (!st)
-        goto oom;
-    st->sp = sp;
-    kt_rng_seed(&st->rng, seed);
+        return NULL;
     const char *nbh =
         searcher_option_string(&anneal_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
     st->kind =
@@ -74,106 +130,7 @@ static void *anneal_create(const space *sp, const json_t *options, uint64_t seed
     st->alpha = searcher_option_number(&anneal_options[OPT_ALPHA], options);
     st->restart_after = (long)searcher_option_number(&anneal_options[OPT_RESTART_AFTER], options);
     st->temp = st->t0;
-    st->best_t = INFINITY;
-    for (int k = SPACE_NEIGHBOURS_ADJACENT; k <= SPACE_NEIGHBOURS_PAIR_SCALE; k++) {
-        int m = space_max_neighbours(sp, (space_neighbour_kind)k);
-        cap = m > cap ? m : cap;
-    }
-    st->nb = malloc((size_t)cap * sizeof *st->nb);
-    if (!st->nb)
-        goto oom;
-    st->nb_cap = cap;
-    if (space_count(sp) > 0) {    /* an empty space has no start: ask returns 0 */
-        kt_rng scratch = st->rng; /* a random start is the first restart: the stream stays */
-        int is_random;
-        if (searcher_start_id("anneal", &anneal_options[OPT_START], options, sp, &scratch,
-                              &st->start, &is_random, err) < 0)
-            goto fail;
-        st->start_pending = !is_random;
-    }
     return st;
-oom:
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-fail:
-    anneal_destroy(st);
-    return NULL;
-}
-
-/* A random unvisited neighbour of the current configuration: 1, 0 if none, -1 out of memory. */
-static int anneal_neighbour(anneal_state *st, config_id *out)
-{
-    int n = space_neighbours(st->sp, st->cur, st->kind, st->nb, st->nb_cap);
-    if (n == 0) /* e.g. products fixed by restrictions: single-parameter moves are all invalid */
-        n = space_neighbours(st->sp, st->cur, SPACE_NEIGHBOURS_PAIR_SCALE, st->nb, st->nb_cap);
-    return search_pick_unvisited(&st->visited, &st->rng, st->nb, n, out);
-}
-
-static int anneal_ask(void *state, config_id *out, int max)
-{
-    anneal_state *st = state;
-    int n = 0, rc = 1;
-    while (n < max && rc >= 0) {
-        rc = 0;
-        if (st->start_pending) {
-            st->start_pending = 0;
-            rc = search_set_add(&st->visited, st->start);
-            if (rc > 0) {
-                st->start_wait = 1;
-                out[n++] = st->start;
-            }
-            continue;
-        }
-        if (st->has_cur) {
-            rc = anneal_neighbour(st, &out[n]);
-            if (rc == 0) { /* a dead end: restart from a random configuration */
-                st->has_cur = 0;
-                st->temp = st->t0;
-                st->since_best = 0;
-            }
-        }
-        if (rc == 0)
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        if (rc <= 0)
-            break;
-        n++;
-    }
-    return n;
-}
-
-static void anneal_tell(void *state, const config_id *ids, const trial_result *r, int n)
-{
-    anneal_state *st = state;
-    for (int i = 0; i < n; i++) {
-        double t = search_score(&r[i]);
-        if (t < st->best_t) {
-            st->best_t = t;
-            st->since_best = 0;
-        } else {
-            st->since_best++;
-        }
-        if (!st->has_cur || (st->start_wait && ids[i] == st->start)) {
-            st->start_wait &= ids[i] != st->start;
-            st->has_cur = 1;
-            st->cur = ids[i];
-            st->cur_t = t;
-            continue;
-        }
-        int accept = t <= st->cur_t;
-        if (!accept) {
-            double rel = (t - st->cur_t) / (st->temp * (st->cur_t > 1e-12 ? st->cur_t : 1e-12));
-            accept = kt_rng_uniform(&st->rng) < exp(-rel);
-        }
-        if (accept) {
-            st->cur = ids[i];
-            st->cur_t = t;
-        }
-        st->temp *= st->alpha;
-        if (st->since_best >= st->restart_after) {
-            st->has_cur = 0; /* the next told result (a random proposal, or a pending one) */
-            st->temp = st->t0;
-            st->since_best = 0;
-        }
-    }
 }
 
 const searcher_vtable searcher_anneal_vtable = {
@@ -183,7 +140,7 @@ const searcher_vtable searcher_anneal_vtable = {
     .options = anneal_options,
     .n_options = N_OPTS,
     .create = anneal_create,
-    .ask = anneal_ask,
-    .tell = anneal_tell,
+    .ask = search_base_ask,
+    .tell = search_base_tell,
     .destroy = anneal_destroy,
 };

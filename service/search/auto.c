@@ -172,6 +172,40 @@ static double farthest_unvisited(auto_state *st, int candidates, const int *pts,
     return best_d;
 }
 
+/* Proposes id (unvisited): 1 with *out set, -1 out of memory. */
+static int propose_id(auto_state *st, config_id id, config_id *out)
+{
+    if (search_set_add(&st->visited, id) < 0)
+        return -1;
+    *out = id;
+    return 1;
+}
+
+/* The candidate predicted fastest of those offered so far (pred INFINITY: none yet). */
+typedef struct auto_pick {
+    double pred;
+    config_id id;
+    int n; /* candidates offered */
+} auto_pick;
+
+static void pick_offer(auto_pick *k, config_id id, double pred)
+{
+    if (pred < k->pred) {
+        k->pred = pred;
+        k->id = id;
+    }
+    k->n++;
+}
+
+/* Offers id to the model's pool unless proposed already or without features: its prediction plus
+ * bias, plus a tiny random tie-break when jitter. fp: feature scratch. */
+static void pool_offer(auto_state *st, int *fp, config_id id, double bias, int jitter, auto_pick *k)
+{
+    if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
+        return;
+    pick_offer(k, id, auto_predict(st, fp) + bias + (jitter ? 1e-9 * kt_rng_uniform(&st->rng) : 0));
+}
+
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
  * FILL_CANDIDATES random unvisited configurations. */
 static int propose_fill(auto_state *st, config_id *out)
@@ -179,26 +213,24 @@ static int propose_fill(auto_state *st, config_id *out)
     config_id best_id = 0;
     if (farthest_unvisited(st, FILL_CANDIDATES, st->fill, st->n_fill, &best_id) < 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    if (search_set_add(&st->visited, best_id) < 0)
+    if (propose_id(st, best_id, out) < 0)
         return -1;
     space_decode(st->sp, best_id, st->fill + (size_t)st->n_fill * st->np);
     st->n_fill++;
-    *out = best_id;
     return 1;
 }
 
 /* The unvisited candidate predicted fastest. */
 static int propose_model(auto_state *st, config_id *out)
 {
-    int np = st->np, nc = 0;
+    int np = st->np;
     int f[256];
     int *fp = np <= 256 ? f : NULL;
     if (!fp)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     int top[TOP_K];
     int nt = best_observations(st, top, TOP_K);
-    double best_pred = INFINITY;
-    config_id best_id = 0;
+    auto_pick pick = {INFINITY, 0, 0};
     for (int k = 0; k < nt; k++) {
         double r = st->resid[top[k]] * RESID;
         config_id origin = st->o[top[k]].id;
@@ -207,48 +239,18 @@ static int propose_model(auto_state *st, config_id *out)
             SPACE_NEIGHBOURS_ADJACENT, SPACE_NEIGHBOURS_HAMMING, SPACE_NEIGHBOURS_PAIR_SCALE};
         for (int q = 0; q < 3; q++)
             m += space_neighbours(st->sp, origin, kinds[q], st->scratch + m, st->scratch_cap - m);
-        for (int i = 0; i < m; i++) {
-            config_id id = st->scratch[i];
-            if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
-                continue;
-            double pr = auto_predict(st, fp) + r + 1e-9 * kt_rng_uniform(&st->rng);
-            if (pr < best_pred) {
-                best_pred = pr;
-                best_id = id;
-            }
-            nc++;
-        }
+        for (int i = 0; i < m; i++)
+            pool_offer(st, fp, st->scratch[i], r, 1, &pick);
     }
     /* The related targets' best, while the told results still confirm the prior. */
     int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
-    for (int k = 0; k < n_top; k++) {
-        config_id id = st->prior.top[k];
-        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
-            continue;
-        double pr = auto_predict(st, fp);
-        if (pr < best_pred) {
-            best_pred = pr;
-            best_id = id;
-        }
-        nc++;
-    }
-    for (int c = 0; c < POOL_RANDOM; c++) {
-        config_id id = space_sample(st->sp, &st->rng);
-        if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
-            continue;
-        double pr = auto_predict(st, fp);
-        if (pr < best_pred) {
-            best_pred = pr;
-            best_id = id;
-        }
-        nc++;
-    }
-    if (nc == 0)
+    for (int k = 0; k < n_top; k++)
+        pool_offer(st, fp, st->prior.top[k], 0, 0, &pick);
+    for (int c = 0; c < POOL_RANDOM; c++)
+        pool_offer(st, fp, space_sample(st->sp, &st->rng), 0, 0, &pick);
+    if (pick.n == 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    if (search_set_add(&st->visited, best_id) < 0)
-        return -1;
-    *out = best_id;
-    return 1;
+    return propose_id(st, pick.id, out);
 }
 
 /* A restart of the local walk: of RESTART_CANDIDATES random unvisited configurations, the farthest
@@ -263,10 +265,7 @@ static int propose_restart(auto_state *st, config_id *out)
     config_id best_id = 0;
     if (nt == 0 || farthest_unvisited(st, RESTART_CANDIDATES, away, n_away, &best_id) < 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    if (search_set_add(&st->visited, best_id) < 0)
-        return -1;
-    *out = best_id;
-    return 1;
+    return propose_id(st, best_id, out);
 }
 
 /* Local search from the current configuration: its unvisited neighbour (ADJACENT, HAMMING,
@@ -284,9 +283,7 @@ static int propose_local(auto_state *st, config_id *out)
     int m = 0;
     for (int q = 0; q < 3; q++)
         m += space_neighbours(st->sp, cur, kinds[q], st->scratch + m, st->scratch_cap - m);
-    double best_pred = INFINITY;
-    config_id best_id = 0;
-    int nc = 0;
+    auto_pick pick = {INFINITY, 0, 0};
     for (int i = 0; i < m; i++) {
         config_id id = st->scratch[i];
         if (search_set_has(&st->visited, id) || auto_features(st, id, f) < 0)
@@ -295,13 +292,9 @@ static int propose_local(auto_state *st, config_id *out)
         double pr = st->since_imp >= LONG_STALL ? kt_rng_uniform(&st->rng)
                                                 : (st->fitted ? auto_predict(st, f) + r : 0) +
                                                       1e-9 * kt_rng_uniform(&st->rng);
-        if (pr < best_pred) {
-            best_pred = pr;
-            best_id = id;
-        }
-        nc++;
+        pick_offer(&pick, id, pr);
     }
-    if (nc == 0) {
+    if (pick.n == 0) {
         /* A local optimum: the model's pick near the best, or after a long stall (the model's
          * basin is evidently used up) a restart away from the best results. */
         int rc = st->since_imp >= LONG_STALL ? propose_restart(st, out) : propose_model(st, out);
@@ -311,10 +304,7 @@ static int propose_local(auto_state *st, config_id *out)
         }
         return rc;
     }
-    if (search_set_add(&st->visited, best_id) < 0)
-        return -1;
-    *out = best_id;
-    return 1;
+    return propose_id(st, pick.id, out);
 }
 
 /* With a prior, the start is the related targets' best configurations (their order), not a
@@ -325,12 +315,8 @@ static int propose_prior_top(auto_state *st, config_id *out)
 {
     int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
     for (int k = 0; trusted && k < st->prior.n_top; k++) {
-        if (search_set_has(&st->visited, st->prior.top[k]))
-            continue;
-        if (search_set_add(&st->visited, st->prior.top[k]) < 0)
-            return -1;
-        *out = st->prior.top[k];
-        return 1;
+        if (!search_set_has(&st->visited, st->prior.top[k]))
+            return propose_id(st, st->prior.top[k], out);
     }
     return 0;
 }

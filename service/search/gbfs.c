@@ -51,20 +51,15 @@ typedef struct gbfs_node {
 } gbfs_node;
 
 typedef struct gbfs_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited; /* S_v, plus everything proposed and not yet told */
+    search_base b; /* first: its ask is the vtable's; b.visited is S_v, plus everything proposed
+                      and not yet told; b.nb is g(s) of the last expanded configuration */
     int rho;
     int kind;        /* a space_neighbour_kind or NB_AUTO */
     gbfs_node *heap; /* Q: binary min-heap on (t, seq) */
     size_t n_heap, heap_cap;
     uint64_t seq;
-    config_id *nb; /* g(s) of the last expanded configuration */
-    int nb_cap;
     config_id *batch; /* B_test still to propose: batch[pos..len) */
     int pos, len;
-    int start_pending; /* s_0 (start) not proposed yet; 0 for a random start (a restart draws it) */
-    config_id start;
 } gbfs_state;
 
 static void gbfs_destroy(void *state)
@@ -72,54 +67,10 @@ static void gbfs_destroy(void *state)
     gbfs_state *st = state;
     if (!st)
         return;
-    search_set_free(&st->visited);
+    search_base_free(&st->b);
     free(st->heap);
-    free(st->nb);
     free(st->batch);
     free(st);
-}
-
-static void *gbfs_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
-{
-    char buf[32];
-    gbfs_state *st = calloc(1, sizeof *st);
-    if (!st)
-        goto oom;
-    st->sp = sp;
-    kt_rng_seed(&st->rng, seed);
-    st->rho = (int)searcher_option_number(&gbfs_options[OPT_RHO], options);
-    const char *nbh =
-        searcher_option_string(&gbfs_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
-    st->kind = NB_AUTO;
-    if (nbh && strcmp(nbh, "adjacent") == 0)
-        st->kind = SPACE_NEIGHBOURS_ADJACENT;
-    else if (nbh && strcmp(nbh, "hamming") == 0)
-        st->kind = SPACE_NEIGHBOURS_HAMMING;
-    else if (nbh && strcmp(nbh, "pair_scale") == 0)
-        st->kind = SPACE_NEIGHBOURS_PAIR_SCALE;
-    int adj = space_max_neighbours(sp, SPACE_NEIGHBOURS_ADJACENT);
-    int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
-    int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
-    st->nb_cap = adj + (ham > pair ? ham : pair) + 1;
-    st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
-    st->batch = malloc((size_t)st->nb_cap * sizeof *st->batch);
-    if (!st->nb || !st->batch)
-        goto oom;
-    if (space_count(sp) > 0) { /* an empty space has no start: ask returns 0 */
-        /* A copy of the rng: a random start is drawn by the first restart, as before the option. */
-        kt_rng scratch = st->rng;
-        int is_random;
-        if (searcher_start_id("gbfs", &gbfs_options[OPT_START], options, sp, &scratch, &st->start,
-                              &is_random, err) < 0)
-            goto fail;
-        st->start_pending = !is_random;
-    }
-    return st;
-oom:
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-fail:
-    gbfs_destroy(st);
-    return NULL;
 }
 
 static int node_less(const gbfs_node *a, const gbfs_node *b)
@@ -160,15 +111,17 @@ static gbfs_node heap_pop(gbfs_state *st)
     return top;
 }
 
-/* g(s) into st->nb; returns its size. */
+/* g(s) into st->b.nb; returns its size. */
 static int gbfs_neighbours(gbfs_state *st, config_id id)
 {
     if (st->kind != NB_AUTO)
-        return space_neighbours(st->sp, id, (space_neighbour_kind)st->kind, st->nb, st->nb_cap);
-    int a = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_ADJACENT, st->nb, st->nb_cap);
-    a += space_neighbours(st->sp, id, SPACE_NEIGHBOURS_PAIR_SCALE, st->nb + a, st->nb_cap - a);
+        return space_neighbours(st->b.sp, id, (space_neighbour_kind)st->kind, st->b.nb,
+                                st->b.nb_cap);
+    int a = space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_ADJACENT, st->b.nb, st->b.nb_cap);
+    a +=
+        space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_PAIR_SCALE, st->b.nb + a, st->b.nb_cap - a);
     if (a == 0) /* ADJACENT and PAIR_SCALE moves are disjoint: no duplicates above */
-        a = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
+        a = space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_HAMMING, st->b.nb, st->b.nb_cap);
     return a;
 }
 
@@ -180,11 +133,11 @@ static int gbfs_expand(gbfs_state *st, config_id s)
     int take = st->rho < m ? st->rho : m;
     st->pos = st->len = 0;
     for (int i = 0; i < take; i++) { /* partial Fisher-Yates: a uniform sample, random order */
-        int j = i + (int)kt_rng_below(&st->rng, (uint64_t)(m - i));
-        config_id c = st->nb[j];
-        st->nb[j] = st->nb[i];
-        st->nb[i] = c;
-        int added = search_set_add(&st->visited, c);
+        int j = i + (int)kt_rng_below(&st->b.rng, (uint64_t)(m - i));
+        config_id c = st->b.nb[j];
+        st->b.nb[j] = st->b.nb[i];
+        st->b.nb[i] = c;
+        int added = search_set_add(&st->b.visited, c);
         if (added < 0)
             return -1;
         if (added)
@@ -193,48 +146,62 @@ static int gbfs_expand(gbfs_state *st, config_id s)
     return 0;
 }
 
-static int gbfs_ask(void *state, config_id *out, int max)
+/* The next proposal: s_0 (measured, then enqueued by tell: Algorithm 1, lines 1-3), then B_test,
+ * refilled by expanding the fastest open configuration; 0 when Q is empty (a random s_0, or a
+ * restart from a random unvisited configuration). */
+static int gbfs_pick(void *state, config_id *slot)
 {
     gbfs_state *st = state;
-    int n = 0;
-    while (n < max) {
-        if (st->start_pending) { /* s_0: measured, then enqueued by tell (Algorithm 1, lines 1-3) */
-            st->start_pending = 0;
-            int added = search_set_add(&st->visited, st->start);
-            if (added < 0)
-                break;
-            if (added)
-                out[n++] = st->start;
-            continue;
-        }
-        if (st->pos < st->len) {
-            out[n++] = st->batch[st->pos++];
-            continue;
-        }
-        if (st->n_heap > 0) {
-            if (gbfs_expand(st, heap_pop(st).id) < 0)
-                break;
-            continue;
-        }
-        /* Q is empty: a random s_0, or a restart from a random unvisited configuration. */
-        if (search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]) <= 0)
-            break;
-        n++;
+    int rc = search_start_take(&st->b.start, &st->b.visited, slot);
+    if (rc != 0)
+        return rc;
+    while (st->pos >= st->len) {
+        if (st->n_heap == 0)
+            return 0;
+        if (gbfs_expand(st, heap_pop(st).id) < 0)
+            return -1;
     }
-    return n;
+    *slot = st->batch[st->pos++];
+    return 1;
 }
 
-static void gbfs_tell(void *state, const config_id *ids, const trial_result *r, int n)
+static int gbfs_told(void *state, config_id id, double t)
 {
     gbfs_state *st = state;
-    for (int i = 0; i < n; i++) {
-        double t = search_score(&r[i]);
-        if (t >= SEARCH_BAD_SCORE)
-            continue; /* not a legitimate state: never expanded */
-        gbfs_node nd = {t, st->seq++, ids[i]};
-        if (heap_push(st, nd) < 0)
-            return; /* out of memory: the rest stay unexpanded; asks go on by restarts */
-    }
+    if (t >= SEARCH_BAD_SCORE)
+        return 0; /* not a legitimate state: never expanded */
+    gbfs_node nd = {t, st->seq++, id};
+    if (heap_push(st, nd) < 0)
+        return -1; /* out of memory: the rest stay unexpanded; asks go on by restarts */
+    return 0;
+}
+
+static void *gbfs_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
+{
+    /* a random start is drawn by the first restart, as before the option */
+    static const search_hooks hooks = {"gbfs", &gbfs_options[OPT_START], gbfs_pick, gbfs_told};
+    char buf[32];
+    gbfs_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
+    st->rho = (int)searcher_option_number(&gbfs_options[OPT_RHO], options);
+    const char *nbh =
+        searcher_option_string(&gbfs_options[OPT_NEIGHBOURHOOD], options, buf, sizeof buf);
+    st->kind = NB_AUTO;
+    if (nbh && strcmp(nbh, "adjacent") == 0)
+        st->kind = SPACE_NEIGHBOURS_ADJACENT;
+    else if (nbh && strcmp(nbh, "hamming") == 0)
+        st->kind = SPACE_NEIGHBOURS_HAMMING;
+    else if (nbh && strcmp(nbh, "pair_scale") == 0)
+        st->kind = SPACE_NEIGHBOURS_PAIR_SCALE;
+    st->batch = malloc((size_t)st->b.nb_cap * sizeof *st->batch);
+    if (!st->batch)
+        goto oom;
+    return st;
+oom:
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    gbfs_destroy(st);
+    return NULL;
 }
 
 const searcher_vtable searcher_gbfs_vtable = {
@@ -244,7 +211,7 @@ const searcher_vtable searcher_gbfs_vtable = {
     .options = gbfs_options,
     .n_options = N_OPTS,
     .create = gbfs_create,
-    .ask = gbfs_ask,
-    .tell = gbfs_tell,
+    .ask = search_base_ask,
+    .tell = search_base_tell,
     .destroy = gbfs_destroy,
 };

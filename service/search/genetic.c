@@ -26,16 +26,12 @@ typedef struct ga_indiv {
 } ga_indiv;
 
 typedef struct ga_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
+    search_base b; /* first: its ask is the vtable's */
     int pop_size, n_params;
     double mutation_rate;
     ga_indiv *pop, *next; /* current generation (npop) and the one being told (nnext) */
     int npop, nnext;
     int *pa, *pb, *child; /* value indices */
-    config_id *nb;
-    int nb_cap;
 } ga_state;
 
 static void ga_destroy(void *state)
@@ -43,48 +39,20 @@ static void ga_destroy(void *state)
     ga_state *st = state;
     if (!st)
         return;
-    search_set_free(&st->visited);
+    search_base_free(&st->b);
     free(st->pop);
     free(st->next);
     free(st->pa);
     free(st->pb);
     free(st->child);
-    free(st->nb);
     free(st);
-}
-
-static void *ga_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
-{
-    ga_state *st = calloc(1, sizeof *st);
-    if (!st)
-        goto oom;
-    st->sp = sp;
-    kt_rng_seed(&st->rng, seed);
-    st->pop_size = (int)searcher_option_number(&ga_options[OPT_POPULATION], options);
-    st->mutation_rate = searcher_option_number(&ga_options[OPT_MUTATION_RATE], options);
-    st->n_params = space_num_params(sp);
-    size_t np = (size_t)(st->n_params > 0 ? st->n_params : 1);
-    st->nb_cap = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING) + 1;
-    st->pop = malloc((size_t)st->pop_size * sizeof *st->pop);
-    st->next = malloc((size_t)st->pop_size * sizeof *st->next);
-    st->pa = malloc(np * sizeof *st->pa);
-    st->pb = malloc(np * sizeof *st->pb);
-    st->child = malloc(np * sizeof *st->child);
-    st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
-    if (!st->pop || !st->next || !st->pa || !st->pb || !st->child || !st->nb)
-        goto oom;
-    return st;
-oom:
-    ga_destroy(st);
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    return NULL;
 }
 
 static const ga_indiv *ga_tournament(ga_state *st)
 {
     const ga_indiv *best = NULL;
     for (int k = 0; k < GA_TOURNAMENT; k++) {
-        const ga_indiv *c = &st->pop[kt_rng_below(&st->rng, (uint64_t)st->npop)];
+        const ga_indiv *c = &st->pop[kt_rng_below(&st->b.rng, (uint64_t)st->npop)];
         if (!best || c->t < best->t)
             best = c;
     }
@@ -98,42 +66,34 @@ static int ga_breed(ga_state *st, config_id *out)
     for (int attempt = 0; attempt < GA_CHILD_TRIES; attempt++) {
         a = ga_tournament(st);
         const ga_indiv *b = ga_tournament(st);
-        if (space_decode(st->sp, a->id, st->pa) < 0 || space_decode(st->sp, b->id, st->pb) < 0)
+        if (space_decode(st->b.sp, a->id, st->pa) < 0 || space_decode(st->b.sp, b->id, st->pb) < 0)
             return 0;
         for (int p = 0; p < st->n_params; p++) {
-            st->child[p] = kt_rng_below(&st->rng, 2) ? st->pa[p] : st->pb[p];
-            int nv = space_param_num_values(st->sp, p);
-            if (nv > 1 && kt_rng_uniform(&st->rng) < st->mutation_rate) {
-                int v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
+            st->child[p] = kt_rng_below(&st->b.rng, 2) ? st->pa[p] : st->pb[p];
+            int nv = space_param_num_values(st->b.sp, p);
+            if (nv > 1 && kt_rng_uniform(&st->b.rng) < st->mutation_rate) {
+                int v = (int)kt_rng_below(&st->b.rng, (uint64_t)nv - 1);
                 st->child[p] = v >= st->child[p] ? v + 1 : v; /* any other value */
             }
         }
         config_id id;
-        if (space_encode(st->sp, st->child, &id) == 0 && !search_set_has(&st->visited, id)) {
-            if (search_set_add(&st->visited, id) < 0)
+        if (space_encode(st->b.sp, st->child, &id) == 0 && !search_set_has(&st->b.visited, id)) {
+            if (search_set_add(&st->b.visited, id) < 0)
                 return -1;
             *out = id;
             return 1;
         }
     }
     /* Crossover keeps missing (tight restrictions, or a converged generation): a neighbour. */
-    int m = space_neighbours(st->sp, a->id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
-    return search_pick_unvisited(&st->visited, &st->rng, st->nb, m, out);
+    int m = space_neighbours(st->b.sp, a->id, SPACE_NEIGHBOURS_HAMMING, st->b.nb, st->b.nb_cap);
+    return search_pick_unvisited(&st->b.visited, &st->b.rng, st->b.nb, m, out);
 }
 
-static int ga_ask(void *state, config_id *out, int max)
+/* A child once the current generation has two individuals; 0 before (a random configuration). */
+static int ga_pick(void *state, config_id *slot)
 {
     ga_state *st = state;
-    int n = 0;
-    while (n < max) {
-        int rc = st->npop >= 2 && st->n_params <= GA_MAX_PARAMS ? ga_breed(st, &out[n]) : 0;
-        if (rc == 0)
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        if (rc <= 0)
-            break;
-        n++;
-    }
-    return n;
+    return st->npop >= 2 && st->n_params <= GA_MAX_PARAMS ? ga_breed(st, slot) : 0;
 }
 
 static int ga_cmp(const void *x, const void *y)
@@ -144,27 +104,50 @@ static int ga_cmp(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id; /* total order: qsort stays deterministic */
 }
 
-static void ga_tell(void *state, const config_id *ids, const trial_result *r, int n)
+static int ga_told(void *state, config_id id, double t)
 {
     ga_state *st = state;
-    for (int i = 0; i < n; i++) {
-        st->next[st->nnext].id = ids[i];
-        st->next[st->nnext].t = search_score(&r[i]);
-        st->nnext++;
-        int elite = st->npop > 0 ? 1 : 0;
-        if (st->nnext + elite < st->pop_size)
-            continue;
-        /* Generation complete: the old best survives, the told children fill the rest. */
-        if (elite) {
-            qsort(st->pop, (size_t)st->npop, sizeof *st->pop, ga_cmp);
-            st->next[st->nnext++] = st->pop[0];
-        }
-        ga_indiv *t = st->pop;
-        st->pop = st->next;
-        st->next = t;
-        st->npop = st->nnext;
-        st->nnext = 0;
+    st->next[st->nnext].id = id;
+    st->next[st->nnext].t = t;
+    st->nnext++;
+    int elite = st->npop > 0 ? 1 : 0;
+    if (st->nnext + elite < st->pop_size)
+        return 0;
+    /* Generation complete: the old best survives, the told children fill the rest. */
+    if (elite) {
+        qsort(st->pop, (size_t)st->npop, sizeof *st->pop, ga_cmp);
+        st->next[st->nnext++] = st->pop[0];
     }
+    ga_indiv *swap = st->pop;
+    st->pop = st->next;
+    st->next = swap;
+    st->npop = st->nnext;
+    st->nnext = 0;
+    return 0;
+}
+
+static void *ga_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
+{
+    static const search_hooks hooks = {"genetic", NULL, ga_pick, ga_told};
+    ga_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
+    st->pop_size = (int)searcher_option_number(&ga_options[OPT_POPULATION], options);
+    st->mutation_rate = searcher_option_number(&ga_options[OPT_MUTATION_RATE], options);
+    st->n_params = space_num_params(sp);
+    size_t np = (size_t)(st->n_params > 0 ? st->n_params : 1);
+    st->pop = malloc((size_t)st->pop_size * sizeof *st->pop);
+    st->next = malloc((size_t)st->pop_size * sizeof *st->next);
+    st->pa = malloc(np * sizeof *st->pa);
+    st->pb = malloc(np * sizeof *st->pb);
+    st->child = malloc(np * sizeof *st->child);
+    if (!st->pop || !st->next || !st->pa || !st->pb || !st->child)
+        goto oom;
+    return st;
+oom:
+    ga_destroy(st);
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return NULL;
 }
 
 const searcher_vtable searcher_genetic_vtable = {
@@ -174,7 +157,7 @@ const searcher_vtable searcher_genetic_vtable = {
     .options = ga_options,
     .n_options = N_OPTS,
     .create = ga_create,
-    .ask = ga_ask,
-    .tell = ga_tell,
+    .ask = search_base_ask,
+    .tell = search_base_tell,
     .destroy = ga_destroy,
 };

@@ -110,9 +110,7 @@ typedef struct mindmap_state {
     mm_chain *chains;
     int next_chain;
     long injections;
-    int best_known;
-    config_id best;
-    double best_f;
+    search_best best; /* the best success, by f */
     /* scratch */
     int *idx;
     double *xbuf, *grad, *cand_x, *cand_f, *cand_d;
@@ -469,8 +467,8 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
         if (gradient_step(st, c, &id))
             goto found;
     }
-    if (best_neighbour(st, c->cur, &id) || (st->best_known && best_neighbour(st, st->best, &id)) ||
-        random_valid(st, &id))
+    if (best_neighbour(st, c->cur, &id) ||
+        (st->best.known && best_neighbour(st, st->best.id, &id)) || random_valid(st, &id))
         goto found;
     return 0;
 found:
@@ -506,11 +504,8 @@ static void mindmap_tell(void *state, const config_id *ids, const trial_result *
         memcpy(&bits, &f, sizeof bits);
         if (search_map_reserve(&st->told) == 0)
             search_map_put(&st->told, ids[i], bits);
-        if (ok && (!st->best_known || f < st->best_f)) {
-            st->best_known = 1;
-            st->best = ids[i];
-            st->best_f = f;
-        }
+        if (ok)
+            search_best_offer(&st->best, ids[i], f);
         if (!st->chains || !search_map_get(&st->owner, ids[i], &ci))
             continue;
         mm_chain *c = &st->chains[ci];

@@ -156,14 +156,14 @@ typedef struct na2c_state {
     unsigned char *m_row;
     double *dp;
     /* search */
-    int start_pending, has_best, told_any, stuck, fruitless; /* has_best: a success */
+    int told_any, stuck, fruitless;
     int t_eff;     /* T grown by stalls, episode_length..max_T */
     int soft;      /* the soft start's T (decreasing per episode), 0 once none */
     int stall;     /* episodes since the best last improved */
     int n_initial; /* random configurations proposed so far */
-    config_id start, best;
-    double best_t;
-    double r_scale; /* t_0: the first successful time (0 until one): reward t_0 / t */
+    search_start start;
+    search_best best; /* the best success */
+    double r_scale;   /* t_0: the first successful time (0 until one): reward t_0 / t */
 } na2c_state;
 
 static void na2c_destroy(void *state)
@@ -410,10 +410,10 @@ static void *na2c_create(const space *sp, const json_t *options, uint64_t seed, 
     if (st->na > 0 && make_networks(st, hidden, actor_lr, critic_lr) < 0)
         goto oom;
     if (space_count(sp) > 0) { /* an empty space has no start: ask returns 0 */
-        if (searcher_start_id("na2c", &o[OPT_START], options, sp, &st->rng, &st->start, NULL, err) <
-            0)
+        if (searcher_start_id("na2c", &o[OPT_START], options, sp, &st->rng, &st->start.id, NULL,
+                              err) < 0)
             goto fail;
-        st->start_pending = 1;
+        st->start.pending = 1;
     }
     return st;
 oom:
@@ -631,14 +631,11 @@ static int refill(na2c_state *st)
     int rc;
     if (space_count(st->sp) == 0)
         return 0;
-    if (st->start_pending) { /* s_0 first, then the `initial` random ones */
-        st->start_pending = 0;
-        rc = search_set_add(&st->visited, st->start);
-        if (rc < 0)
-            return -1;
-        if (rc > 0)
-            queue_push(st, st->start);
-    }
+    rc = search_start_take(&st->start, &st->visited, &id); /* s_0, then the `initial` random ones */
+    if (rc < 0)
+        return -1;
+    if (rc > 0)
+        queue_push(st, id);
     while (st->n_initial < st->initial && st->q_len < st->batch) {
         rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
         if (rc < 0)
@@ -649,7 +646,7 @@ static int refill(na2c_state *st)
     }
     if (st->q_len > 0)
         return 1;
-    if (!st->has_best && st->told_any) { /* all told failed, s_0 too: restart at random (G-BFS) */
+    if (!st->best.known && st->told_any) { /* all told failed, s_0 too: restart at random (G-BFS) */
         rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &id);
         if (rc > 0)
             queue_push(st, id);
@@ -665,7 +662,7 @@ static int refill(na2c_state *st)
     }
     if (++st->stall % STALL_EPISODES == 0 && st->t_eff < st->max_T)
         st->t_eff++; /* long at the same start: look farther */
-    config_id s0 = st->has_best ? st->best : st->start;
+    config_id s0 = st->best.known ? st->best.id : st->start.id;
     int steps_left = st->stuck ? STUCK_BUDGET : STEP_BUDGET;
     while (st->actor && st->q_len < st->batch && steps_left > 0) {
         int c = walk(st, s0, &steps_left);
@@ -725,10 +722,7 @@ static void na2c_tell(void *state, const config_id *ids, const trial_result *r, 
         if (st->r_scale == 0 && t > 0 && t < SEARCH_BAD_SCORE)
             st->r_scale = t; /* t_0: fixed for the run, so rewards keep their meaning */
         st->told_any = 1;
-        if (t < SEARCH_BAD_SCORE && (!st->has_best || t < st->best_t)) {
-            st->has_best = 1;
-            st->best = ids[i];
-            st->best_t = t;
+        if (t < SEARCH_BAD_SCORE && search_best_offer(&st->best, ids[i], t)) {
             st->t_eff = st->T;
             st->fruitless = 0;
             st->stall = 0;

@@ -1,5 +1,6 @@
 /* search/search_set — the visited set (and the id map random.c shuffles with), random unvisited
- * proposals and result scoring shared by the result-driven strategies. */
+ * proposals, the state and ask of the one-at-a-time strategies, the start state, the best so far
+ * and result scoring shared by the result-driven strategies. */
 #include "search/search_set.h"
 
 #include <math.h>
@@ -169,4 +170,98 @@ double search_score(const trial_result *r)
     if (r->status != TRIAL_OK || !isfinite(r->time_ms) || r->time_ms < 0)
         return SEARCH_BAD_SCORE;
     return r->time_ms;
+}
+
+void *search_base_new(size_t size, const search_hooks *h, const space *sp, const json_t *options,
+                      uint64_t seed, kt_error *err)
+{
+    int adj = space_max_neighbours(sp, SPACE_NEIGHBOURS_ADJACENT);
+    int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
+    int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
+    search_base *b = calloc(1, size);
+    if (!b)
+        goto oom;
+    b->sp = sp;
+    kt_rng_seed(&b->rng, seed);
+    b->h = h;
+    b->nb_cap = adj + (ham > pair ? ham : pair) + 1;
+    b->nb = malloc((size_t)b->nb_cap * sizeof *b->nb);
+    if (!b->nb)
+        goto oom;
+    if (h->start && search_start_init(&b->start, h->name, h->start, options, sp, &b->rng, err) < 0)
+        goto fail;
+    return b;
+oom:
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+fail:
+    if (b)
+        search_base_free(b);
+    free(b);
+    return NULL;
+}
+
+void search_base_free(search_base *b)
+{
+    search_set_free(&b->visited);
+    free(b->nb);
+    b->nb = NULL;
+}
+
+int search_base_ask(void *state, config_id *out, int max)
+{
+    search_base *b = state;
+    int n = 0;
+    while (n < max) {
+        int rc = b->h->pick(state, &out[n]);
+        if (rc == 0)
+            rc = search_random_unvisited(b->sp, &b->visited, &b->rng, &out[n]);
+        if (rc <= 0)
+            break;
+        n++;
+    }
+    return n;
+}
+
+void search_base_tell(void *state, const config_id *ids, const trial_result *r, int n)
+{
+    search_base *b = state;
+    for (int i = 0; i < n; i++) {
+        if (b->h->told(state, ids[i], search_score(&r[i])) < 0)
+            break;
+    }
+}
+
+int search_start_init(search_start *s, const char *strategy, const searcher_option *o,
+                      const json_t *options, const space *sp, const kt_rng *rng, kt_error *err)
+{
+    s->pending = 0;
+    if (space_count(sp) == 0) /* an empty space has no start: ask returns 0 */
+        return 0;
+    kt_rng scratch = *rng;
+    int is_random;
+    if (searcher_start_id(strategy, o, options, sp, &scratch, &s->id, &is_random, err) < 0)
+        return -1;
+    s->pending = !is_random;
+    return 0;
+}
+
+int search_start_take(search_start *s, search_set *visited, config_id *out)
+{
+    if (!s->pending)
+        return 0;
+    s->pending = 0;
+    int rc = search_set_add(visited, s->id);
+    if (rc > 0)
+        *out = s->id;
+    return rc;
+}
+
+int search_best_offer(search_best *b, config_id id, double t)
+{
+    if (b->known && !(t < b->t))
+        return 0;
+    b->known = 1;
+    b->id = id;
+    b->t = t;
+    return 1;
 }

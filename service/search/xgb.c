@@ -14,11 +14,9 @@
  * at random until the next fit. Files: xgb_impl.h (state), xgb_model.c, xgb_anneal.c. */
 #include "search/xgb_impl.h"
 
-#include "core/array.h"
 #include "core/log.h"
 
 #include <float.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,40 +56,37 @@ static void xgb_destroy(void *state)
     xgb_state *st = state;
     if (!st)
         return;
-    search_set_free(&st->visited);
-    free(st->vals);
-    free(st->voff);
-    free(st->idx);
+    search_base_free(&st->b);
+    xgb_knobs_free(&st->knobs);
+    xgb_walkers_free(&st->w);
     free(st->x);
     free(st->y);
     free(st->id);
     free(st->plan);
-    free(st->pts);
-    free(st->newp);
-    free(st->sc);
-    free(st->newsc);
-    free(st->fx);
-    free(st->nb);
     free(st->heap);
     free(st);
 }
 
-static int init_features(xgb_state *st)
+/* next_batch: the plan's next unvisited entry while more than random_tail of them are left, else
+ * 0 (a random configuration). */
+static int xgb_pick(void *state, config_id *slot)
 {
-    st->idx = calloc((size_t)(st->np > 0 ? st->np : 1), sizeof *st->idx);
-    if (!st->idx)
-        return -1;
-    return xgb_knob_values(st->sp, &st->vals, &st->voff);
+    xgb_state *st = state;
+    while (st->plan_pt < st->plan_len && search_set_has(&st->b.visited, st->plan[st->plan_pt]))
+        st->plan_pt++;
+    if (st->plan_pt >= st->plan_len - st->random_tail)
+        return 0;
+    *slot = st->plan[st->plan_pt];
+    return search_set_add(&st->b.visited, *slot);
 }
 
 static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    xgb_state *st = calloc(1, sizeof *st);
+    static const search_hooks hooks = {"xgb", NULL, xgb_pick, NULL};
+    xgb_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
     if (!st)
-        goto oom;
-    st->sp = sp;
+        return NULL;
     st->seed = seed;
-    kt_rng_seed(&st->rng, seed);
     st->plan_size = (int)searcher_option_number(&xgb_options[OPT_BATCH], options);
     st->random_tail =
         (int)(searcher_option_number(&xgb_options[OPT_EXPLORATION], options) * st->plan_size);
@@ -101,23 +96,15 @@ static void *xgb_create(const space *sp, const json_t *options, uint64_t seed, k
     st->sa_early_stop = (int)searcher_option_number(&xgb_options[OPT_SA_EARLY_STOP], options);
     st->sa_parallel = (int)searcher_option_number(&xgb_options[OPT_SA_POINTS], options);
     st->np = space_num_params(sp);
-    if (init_features(st) < 0)
+    if (xgb_knobs_init(&st->knobs, sp) < 0)
         goto oom;
     uint64_t count = space_count(sp);
     st->n_points = count < (uint64_t)st->sa_parallel ? (int)count : st->sa_parallel;
     size_t P = (size_t)(st->n_points > 0 ? st->n_points : 1);
     size_t pn = (size_t)(st->np > 0 ? st->np : 1);
-    st->nb_cap = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING) + 1;
     st->plan = malloc((size_t)st->plan_size * sizeof *st->plan);
     st->heap = malloc((size_t)st->plan_size * sizeof *st->heap);
-    st->pts = malloc(P * sizeof *st->pts);
-    st->newp = malloc(P * sizeof *st->newp);
-    st->sc = malloc(P * sizeof *st->sc);
-    st->newsc = malloc(P * sizeof *st->newsc);
-    st->fx = malloc(P * pn * sizeof *st->fx);
-    st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
-    if (!st->plan || !st->heap || !st->pts || !st->newp || !st->sc || !st->newsc || !st->fx ||
-        !st->nb)
+    if (!st->plan || !st->heap || xgb_walkers_alloc(&st->w, P, pn) < 0)
         goto oom;
     xgb_walk_init(st);
     return st;
@@ -127,49 +114,12 @@ oom:
     return NULL;
 }
 
-/* next_batch: plan entries while more than random_tail of them are left, else random. */
-static int xgb_ask(void *state, config_id *out, int max)
-{
-    xgb_state *st = state;
-    int n = 0;
-    while (n < max) {
-        while (st->plan_pt < st->plan_len && search_set_has(&st->visited, st->plan[st->plan_pt]))
-            st->plan_pt++;
-        int rc;
-        if (st->plan_pt >= st->plan_len - st->random_tail) {
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        } else {
-            out[n] = st->plan[st->plan_pt];
-            rc = search_set_add(&st->visited, out[n]);
-        }
-        if (rc <= 0)
-            break;
-        n++;
-    }
-    return n;
-}
-
-static int xgb_grow(xgb_state *st)
-{
-    if (st->n < st->cap)
-        return 0;
-    /* Three arrays share one capacity: it is stored only once all three have grown. */
-    size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
-    size_t np = (size_t)(st->np > 0 ? st->np : 1);
-    if (cap == 0 || kt_array_resize((void **)&st->x, cap, np * sizeof *st->x) != 0 ||
-        kt_array_resize((void **)&st->y, cap, sizeof *st->y) != 0 ||
-        kt_array_resize((void **)&st->id, cap, sizeof *st->id) != 0)
-        return -1;
-    st->cap = (int)cap;
-    return 0;
-}
-
 /* update: keep the trials; refit and replan once plan_size x (fits + 1) are told. */
 static void xgb_tell(void *state, const config_id *ids, const trial_result *r, int n)
 {
     xgb_state *st = state;
     for (int i = 0; i < n; i++) {
-        if (xgb_grow(st) < 0) {
+        if (xgb_trials_grow(&st->x, &st->y, &st->id, st->n, &st->cap, st->np) < 0) {
             log_warn("xgb searcher: out of memory for the told trials; not learning from more");
             break;
         }
@@ -208,7 +158,7 @@ const searcher_vtable searcher_xgb_vtable = {
     .options = xgb_options,
     .n_options = N_OPTS,
     .create = xgb_create,
-    .ask = xgb_ask,
+    .ask = search_base_ask,
     .tell = xgb_tell,
     .destroy = xgb_destroy,
 };

@@ -24,10 +24,10 @@ enum { PARAM_TRIES = 8 };
 
 void xgb_walk_init(xgb_state *st)
 {
-    int ng = space_num_groups(st->sp);
+    int ng = space_num_groups(st->b.sp);
     st->n_movable = 0;
     for (int g = 0; g < ng; g++)
-        st->n_movable += space_group_size(st->sp, g) > 1;
+        st->n_movable += space_group_size(st->b.sp, g) > 1;
     st->move = ng == 1 && st->np > 1 ? XGB_MOVE_PARAM : XGB_MOVE_GROUP;
 }
 
@@ -35,39 +35,35 @@ void xgb_walk_init(xgb_state *st)
  * knob with n_g sub-configurations is chosen with probability proportional to (n_g - 1) / n_g. */
 static config_id walk_group(xgb_state *st, config_id id)
 {
-    int ng = space_num_groups(st->sp);
+    int ng = space_num_groups(st->b.sp);
     for (;;) {
-        int g = (int)kt_rng_below(&st->rng, (uint64_t)ng);
-        uint64_t pos, to = kt_rng_below(&st->rng, space_group_size(st->sp, g));
+        int g = (int)kt_rng_below(&st->b.rng, (uint64_t)ng);
+        uint64_t pos, to = kt_rng_below(&st->b.rng, space_group_size(st->b.sp, g));
         config_id out;
-        if (space_group_position(st->sp, id, g, &pos) < 0)
+        if (space_group_position(st->b.sp, id, g, &pos) < 0)
             return id;
-        if (to != pos && space_with_group_position(st->sp, id, g, to, &out) == 0)
+        if (to != pos && space_with_group_position(st->b.sp, id, g, to, &out) == 0)
             return out;
     }
 }
 
 static config_id walk_param(xgb_state *st, config_id id)
 {
-    int *idx = st->idx;
+    int *idx = st->knobs.idx;
     config_id out;
-    if (space_decode(st->sp, id, idx) < 0)
+    if (space_decode(st->b.sp, id, idx) < 0)
         return id;
     for (int k = 0; k < PARAM_TRIES; k++) {
         int p, nv;
         do {
-            p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
-            nv = space_param_num_values(st->sp, p);
+            p = (int)kt_rng_below(&st->b.rng, (uint64_t)st->np);
+            nv = space_param_num_values(st->b.sp, p);
         } while (nv < 2);
-        int old = idx[p], v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
-        idx[p] = v >= old ? v + 1 : v;
-        int ok = space_encode(st->sp, idx, &out) == 0;
-        idx[p] = old;
-        if (ok)
+        if (xgb_param_move(st->b.sp, idx, p, &st->b.rng, &out))
             return out;
     }
-    int m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
-    return m > 0 ? st->nb[kt_rng_below(&st->rng, (uint64_t)m)] : id;
+    int m = space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_HAMMING, st->b.nb, st->b.nb_cap);
+    return m > 0 ? st->b.nb[kt_rng_below(&st->b.rng, (uint64_t)m)] : id;
 }
 
 config_id xgb_walk(xgb_state *st, config_id id)
@@ -85,7 +81,7 @@ static int heap_offer(xgb_state *st, config_id id, float score)
     xgb_cand c = {score, id};
     if (st->n_heap == st->plan_size && !(score > st->heap[0].score))
         return 0;
-    if (search_set_has(&st->visited, id))
+    if (search_set_has(&st->b.visited, id))
         return 0;
     for (int i = 0; i < st->n_heap; i++)
         if (st->heap[i].id == id)
@@ -103,10 +99,10 @@ static void initial_points(xgb_state *st)
     for (int i = 0; i < st->n_points; i++) {
         int dup;
         do {
-            st->pts[i] = space_sample(st->sp, &st->rng);
+            st->w.pts[i] = space_sample(st->b.sp, &st->b.rng);
             dup = 0;
             for (int j = 0; j < i && !dup; j++)
-                dup = st->pts[j] == st->pts[i];
+                dup = st->w.pts[j] == st->w.pts[i];
         } while (dup);
     }
     st->have_points = 1;
@@ -120,26 +116,26 @@ int xgb_find_maximums(xgb_state *st, BoosterHandle b)
     st->last_sa_iters = st->last_dropped = 0;
     if (!st->have_points)
         initial_points(st);
-    if (xgb_predict(st, b, st->pts, P, st->sc) < 0)
+    if (xgb_predict(st, b, st->w.pts, P, st->w.sc) < 0)
         return -1;
     for (int i = 0; i < P; i++)
-        heap_offer(st, st->pts[i], st->sc[i]);
+        heap_offer(st, st->w.pts[i], st->w.sc[i]);
     double t = 1.0, cool = 1.0 / (st->sa_iter + 1);
     int k = 0, k_last_modify = 0;
     while (k < st->sa_iter && k < k_last_modify + st->sa_early_stop) {
         for (int i = 0; i < P; i++)
-            st->newp[i] = xgb_walk(st, st->pts[i]);
-        if (xgb_predict(st, b, st->newp, P, st->newsc) < 0)
+            st->w.newp[i] = xgb_walk(st, st->w.pts[i]);
+        if (xgb_predict(st, b, st->w.newp, P, st->w.newsc) < 0)
             return -1;
         for (int i = 0; i < P; i++) {
-            double d = ((double)st->newsc[i] - st->sc[i]) / (t + 1e-5);
-            if (kt_rng_uniform(&st->rng) < exp(d < 1 ? d : 1)) {
-                st->pts[i] = st->newp[i];
-                st->sc[i] = st->newsc[i];
+            double d = ((double)st->w.newsc[i] - st->w.sc[i]) / (t + 1e-5);
+            if (kt_rng_uniform(&st->b.rng) < exp(d < 1 ? d : 1)) {
+                st->w.pts[i] = st->w.newp[i];
+                st->w.sc[i] = st->w.newsc[i];
             }
         }
         for (int i = 0; i < P; i++) {
-            if (heap_offer(st, st->newp[i], st->newsc[i]))
+            if (heap_offer(st, st->w.newp[i], st->w.newsc[i]))
                 k_last_modify = k;
         }
         k++;

@@ -1,11 +1,15 @@
 /* search/xgb_common — what both XGBoost strategies (xgb.c with xgb_model.c / xgb_anneal.c, and
- * xgb_local.c) share: the knob-value table behind their features, the libxgboost call check,
- * prediction on a feature matrix, and the heap of best candidates their annealing keeps. */
+ * xgb_local.c) share: the knob-value table behind their features, the libxgboost call check, the
+ * start and end of a training, the annealing walkers' arrays, prediction on a feature matrix, the
+ * arrays of told trials, the one-parameter move of their annealing walks and the heap of best
+ * candidates their annealing keeps. */
 #include "search/xgb_impl.h"
 
+#include "core/array.h"
 #include "core/log.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +59,50 @@ void xgb_knob_features(const space *sp, const float *vals, const int *voff, int 
         f[p] = vals[voff[p] + idx[p]];
 }
 
+int xgb_knobs_init(xgb_knobs *k, const space *sp)
+{
+    int np = space_num_params(sp);
+    k->idx = calloc((size_t)(np > 0 ? np : 1), sizeof *k->idx);
+    if (!k->idx)
+        return -1;
+    return xgb_knob_values(sp, &k->vals, &k->voff);
+}
+
+void xgb_knobs_free(xgb_knobs *k)
+{
+    free(k->vals);
+    free(k->voff);
+    free(k->idx);
+}
+
+int xgb_walkers_alloc(xgb_walkers *w, size_t P, size_t np)
+{
+    w->pts = malloc(P * sizeof *w->pts);
+    w->newp = malloc(P * sizeof *w->newp);
+    w->sc = malloc(P * sizeof *w->sc);
+    w->newsc = malloc(P * sizeof *w->newsc);
+    w->fx = malloc(P * np * sizeof *w->fx);
+    return w->pts && w->newp && w->sc && w->newsc && w->fx ? 0 : -1;
+}
+
+void xgb_walkers_free(xgb_walkers *w)
+{
+    free(w->pts);
+    free(w->newp);
+    free(w->sc);
+    free(w->newsc);
+    free(w->fx);
+}
+
+int xgb_predict_ids(BoosterHandle b, const space *sp, xgb_knobs *k, const config_id *ids, int n,
+                    float *fx, float *out, const char *who)
+{
+    int np = space_num_params(sp);
+    for (int i = 0; i < n; i++)
+        xgb_knob_features(sp, k->vals, k->voff, k->idx, ids[i], fx + (size_t)i * (size_t)np);
+    return xgb_predict_rows(b, fx, n, np, out, who);
+}
+
 int xgb_lib_check(int rc, const char *who, const char *what)
 {
     if (rc != 0)
@@ -87,6 +135,32 @@ int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who)
     return xgb_lib_check(XGBoosterSetParam(b, "seed", text), who, "XGBoosterSetParam");
 }
 
+int xgb_train_begin(const float *x, int n, int np, const float *label, int group, uint64_t seed,
+                    const char *who, DMatrixHandle *dm, BoosterHandle *b)
+{
+    unsigned groups = (unsigned)n;
+    if (xgb_lib_check(XGDMatrixCreateFromMat_omp(x, (bst_ulong)n, (bst_ulong)np, NAN, dm, 1), who,
+                      "XGDMatrixCreateFromMat") < 0 ||
+        xgb_lib_check(XGDMatrixSetFloatInfo(*dm, "label", label, (bst_ulong)n), who, "set label") <
+            0 ||
+        (group &&
+         xgb_lib_check(XGDMatrixSetUIntInfo(*dm, "group", &groups, 1), who, "set group") < 0) ||
+        xgb_lib_check(XGBoosterCreate(dm, 1, b), who, "XGBoosterCreate") < 0)
+        return -1;
+    return xgb_set_params(*b, seed, who);
+}
+
+BoosterHandle xgb_train_end(DMatrixHandle dm, BoosterHandle b, int ok, const char *who)
+{
+    if (dm)
+        xgb_lib_check(XGDMatrixFree(dm), who, "XGDMatrixFree");
+    if (!ok && b) {
+        xgb_lib_check(XGBoosterFree(b), who, "XGBoosterFree");
+        b = NULL;
+    }
+    return b;
+}
+
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who)
 {
     DMatrixHandle dm = NULL;
@@ -109,6 +183,31 @@ done:
     if (dm)
         xgb_lib_check(XGDMatrixFree(dm), who, "XGDMatrixFree");
     return rc;
+}
+
+int xgb_trials_grow(float **x, double **v, config_id **id, int n, int *cap, int np)
+{
+    if (n < *cap)
+        return 0;
+    /* Three arrays share one capacity: it is stored only once all three have grown. */
+    size_t next = kt_array_next_cap((size_t)*cap, (size_t)n + 1, INT_MAX);
+    size_t row = (size_t)(np > 0 ? np : 1);
+    if (next == 0 || kt_array_resize((void **)x, next, row * sizeof **x) != 0 ||
+        kt_array_resize((void **)v, next, sizeof **v) != 0 ||
+        kt_array_resize((void **)id, next, sizeof **id) != 0)
+        return -1;
+    *cap = (int)next;
+    return 0;
+}
+
+int xgb_param_move(const space *sp, int *idx, int p, kt_rng *rng, config_id *out)
+{
+    int nv = space_param_num_values(sp, p);
+    int old = idx[p], v = (int)kt_rng_below(rng, (uint64_t)nv - 1);
+    idx[p] = v >= old ? v + 1 : v;
+    int ok = space_encode(sp, idx, out) == 0;
+    idx[p] = old;
+    return ok;
 }
 
 int xgb_cand_worse(const xgb_cand *a, const xgb_cand *b)

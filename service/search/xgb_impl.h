@@ -36,19 +36,31 @@ typedef struct xgb_cand {
     config_id id;
 } xgb_cand;
 
+/* The knob features of a space (xgb_common.c): vals[voff[p] + v] for value v of parameter p (see
+ * xgb_knob_values) and a decode scratch of one entry per parameter. */
+typedef struct xgb_knobs {
+    float *vals;
+    int *voff;
+    int *idx;
+} xgb_knobs;
+
+/* The annealing walkers (xgb_common.c): P points and their model scores, each step's moves and
+ * theirs, and the feature rows (P x np) their prediction fills. */
+typedef struct xgb_walkers {
+    config_id *pts, *newp;
+    float *sc, *newsc, *fx;
+} xgb_walkers;
+
 typedef struct xgb_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited; /* proposed ids: AutoTVM's `visited`, the optimizer's exclusive set */
+    search_base b; /* first: its ask is the vtable's; b.visited holds the proposed ids (AutoTVM's
+                      `visited`, the optimizer's exclusive set); b.nb the HAMMING neighbours of
+                      XGB_MOVE_PARAM's last resort */
     uint64_t seed;
     /* options */
     int plan_size, max_rounds, stop_rounds, sa_iter, sa_early_stop, sa_parallel;
     int random_tail; /* (int)(exploration * plan_size): the plan's last entries taken at random */
-    /* knob features: vals[voff[p] + v] for value v of parameter p */
     int np;
-    float *vals;
-    int *voff;
-    int *idx; /* decode scratch */
+    xgb_knobs knobs;
     /* told trials, in told order: AutoTVM's xs / ys */
     float *x;      /* np features per trial */
     double *y;     /* 1 / time (proportional to flops), 0 for a failure */
@@ -64,10 +76,7 @@ typedef struct xgb_state {
     int n_movable; /* groups with more than one valid sub-configuration */
     int n_points;  /* min(sa_parallel, count) */
     int have_points;
-    config_id *pts, *newp;
-    float *sc, *newsc, *fx;
-    config_id *nb; /* HAMMING neighbours (XGB_MOVE_PARAM's last resort) */
-    int nb_cap;
+    xgb_walkers w;
     xgb_cand *heap; /* min-heap of the best plan_size candidates (worst at 0) */
     int n_heap;
     /* what the last fit and annealing did (tests, logs) */
@@ -87,6 +96,18 @@ int xgb_knob_values(const space *sp, float **vals, int **voff);
  * parameter). An id outside the space reads as every parameter's first value. */
 void xgb_knob_features(const space *sp, const float *vals, const int *voff, int *idx, config_id id,
                        float *f);
+/* The table and the scratch for sp: 0, or -1 out of memory (xgb_knobs_free frees what was
+ * allocated). */
+int xgb_knobs_init(xgb_knobs *k, const space *sp);
+void xgb_knobs_free(xgb_knobs *k);
+/* Room for P walkers of np features: 0, or -1 out of memory (xgb_walkers_free frees what was
+ * allocated). */
+int xgb_walkers_alloc(xgb_walkers *w, size_t P, size_t np);
+void xgb_walkers_free(xgb_walkers *w);
+/* Model scores of ids[0..n) (n <= P) into out: their knob features into fx (n x np), then
+ * xgb_predict_rows. -1 after a logged failure. */
+int xgb_predict_ids(BoosterHandle b, const space *sp, xgb_knobs *k, const config_id *ids, int n,
+                    float *fx, float *out, const char *who);
 /* rc of a libxgboost call: 0 -> 0; else logs "<who> searcher: <what> failed: <XGBoost's error>"
  * (warn) and returns -1. */
 int xgb_lib_check(int rc, const char *who, const char *what);
@@ -94,8 +115,23 @@ int xgb_lib_check(int rc, const char *who, const char *what);
  * min_child_weight 1, subsample 1, eta 0.3, lambda 1, alpha 0, rank:pairwise), then exact trees,
  * one thread and a seed derived from seed, for determinism. 0, or -1 after a logged failure. */
 int xgb_set_params(BoosterHandle b, uint64_t seed, const char *who);
+/* The start of a training: a DMatrix of the n x np rows x with labels label (and, when group,
+ * one query group of all n rows) and a booster on it with xgb_set_params. 0, or -1 after a logged
+ * failure; either way *dm and *b (NULL-initialised by the caller) hold what was created, for
+ * xgb_train_end. */
+int xgb_train_begin(const float *x, int n, int np, const float *label, int group, uint64_t seed,
+                    const char *who, DMatrixHandle *dm, BoosterHandle *b);
+/* Its end: frees the DMatrix, and the booster unless ok; returns the booster (NULL unless ok). */
+BoosterHandle xgb_train_end(DMatrixHandle dm, BoosterHandle b, int ok, const char *who);
 /* Scores of the n rows of fx (n x np, row-major) into out; -1 after a logged failure. */
 int xgb_predict_rows(BoosterHandle b, const float *fx, int n, int np, float *out, const char *who);
+/* Room for one more told trial in the parallel arrays x (np floats per trial), v and id, holding
+ * n of capacity *cap: 0, or -1 out of memory (the arrays keep what they held). */
+int xgb_trials_grow(float **x, double **v, config_id **id, int n, int *cap, int np);
+/* The walks' one-parameter move: parameter p of idx (value indices of a configuration; p has at
+ * least two values) to a uniformly random other value, one draw of rng. 1 with *out that
+ * configuration when it is valid, else 0; idx is left as it was. */
+int xgb_param_move(const space *sp, int *idx, int p, kt_rng *rng, config_id *out);
 /* The heap of best candidates (a min-heap on (score, then the larger id ranks lower), the worst at
  * h[0]): push (the caller checks room), replace the worst, and a qsort comparator, best first. */
 int xgb_cand_worse(const xgb_cand *a, const xgb_cand *b);

@@ -23,10 +23,8 @@
 #include "search/xgb_impl.h"
 
 #include "core/log.h"
-#include "core/array.h"
 
 #include <float.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,17 +51,13 @@ static const searcher_option xgbl_options[N_OPTS] = {
 enum { SA_EARLY_STOP = 50, WALK_TRIES = 4 };
 
 typedef struct xgbl_state {
-    const space *sp;
-    kt_rng rng;
-    search_set visited;
+    search_base b; /* first: its ask is the vtable's */
     uint64_t seed;
     int batch, rounds, sa_steps, sa_points;
     double explore;
     int np;
-    float *vals; /* feature value of each parameter value: vals[voff[p] + v] */
-    int *voff;
+    xgb_knobs knobs;   /* knob features; knobs.idx: decode scratch */
     int *twice, *half; /* value index of 2x / 0.5x value v of parameter p at voff[p] + v, or -1 */
-    int *idx;          /* decode scratch */
     /* told trials */
     float *x;      /* np features per trial */
     double *t;     /* search_score per trial */
@@ -73,10 +67,7 @@ typedef struct xgbl_state {
     /* the plan: plan[pos..len) */
     config_id *plan;
     int plan_pos, plan_len;
-    /* annealing scratch */
-    config_id *pts, *newp, *nb;
-    float *sc, *newsc, *fx;
-    int nb_cap;
+    xgb_walkers w; /* annealing */
     xgb_cand *top; /* min-heap of the best `batch` candidates (worst at 0) */
     int n_top;
 } xgbl_state;
@@ -86,96 +77,23 @@ static void xgbl_destroy(void *state)
     xgbl_state *st = state;
     if (!st)
         return;
-    search_set_free(&st->visited);
-    free(st->vals);
-    free(st->voff);
+    search_base_free(&st->b);
+    xgb_knobs_free(&st->knobs);
+    xgb_walkers_free(&st->w);
     free(st->twice);
     free(st->half);
-    free(st->idx);
     free(st->x);
     free(st->t);
     free(st->id);
     free(st->plan);
-    free(st->pts);
-    free(st->newp);
-    free(st->nb);
-    free(st->sc);
-    free(st->newsc);
-    free(st->fx);
     free(st->top);
     free(st);
-}
-
-static void *xgbl_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
-{
-    xgbl_state *st = calloc(1, sizeof *st);
-    if (!st)
-        goto oom;
-    st->sp = sp;
-    st->seed = seed;
-    kt_rng_seed(&st->rng, seed);
-    st->batch = (int)searcher_option_number(&xgbl_options[OPT_BATCH], options);
-    st->explore = searcher_option_number(&xgbl_options[OPT_EXPLORATION], options);
-    st->rounds = (int)searcher_option_number(&xgbl_options[OPT_ROUNDS], options);
-    st->sa_steps = (int)searcher_option_number(&xgbl_options[OPT_SA_STEPS], options);
-    st->sa_points = (int)searcher_option_number(&xgbl_options[OPT_SA_POINTS], options);
-    st->best_t = SEARCH_BAD_SCORE;
-    int np = space_num_params(sp);
-    st->np = np;
-    size_t pn = (size_t)(np > 0 ? np : 1), nvals = 0;
-    st->idx = calloc(pn, sizeof *st->idx);
-    if (!st->idx || xgb_knob_values(sp, &st->vals, &st->voff) < 0)
-        goto oom;
-    for (int p = 0; p < np; p++)
-        nvals += (size_t)space_param_num_values(sp, p);
-    /* twice / half: the value index of 2x / x/2 in the same list (-1 none), for the x2 / /2 moves
-     */
-    st->twice = malloc((nvals ? nvals : 1) * sizeof *st->twice);
-    st->half = malloc((nvals ? nvals : 1) * sizeof *st->half);
-    if (!st->twice || !st->half)
-        goto oom;
-    for (int p = 0; p < np; p++) {
-        int nv = space_param_num_values(sp, p), numeric = 1;
-        for (int v = 0; v < nv && numeric; v++)
-            numeric = fabs(space_param_value_number(sp, p, v)) < FLT_MAX; /* NAN: a string */
-        for (int v = 0; v < nv; v++) {
-            double x = space_param_value_number(sp, p, v);
-            st->twice[st->voff[p] + v] = st->half[st->voff[p] + v] = -1;
-            for (int w = 0; w < nv && numeric && x != 0; w++) {
-                double y = space_param_value_number(sp, p, w);
-                if (y == 2 * x)
-                    st->twice[st->voff[p] + v] = w;
-                if (2 * y == x)
-                    st->half[st->voff[p] + v] = w;
-            }
-        }
-    }
-    size_t P = (size_t)st->sa_points;
-    st->plan = malloc((size_t)st->batch * sizeof *st->plan);
-    st->top = malloc((size_t)st->batch * sizeof *st->top);
-    st->pts = malloc(P * sizeof *st->pts);
-    st->newp = malloc(P * sizeof *st->newp);
-    st->sc = malloc(P * sizeof *st->sc);
-    st->newsc = malloc(P * sizeof *st->newsc);
-    st->fx = malloc(P * pn * sizeof *st->fx);
-    int ham = space_max_neighbours(sp, SPACE_NEIGHBOURS_HAMMING);
-    int pair = space_max_neighbours(sp, SPACE_NEIGHBOURS_PAIR_SCALE);
-    st->nb_cap = (ham > pair ? ham : pair) + 1;
-    st->nb = malloc((size_t)st->nb_cap * sizeof *st->nb);
-    if (!st->plan || !st->top || !st->pts || !st->newp || !st->sc || !st->newsc || !st->fx ||
-        !st->nb)
-        goto oom;
-    return st;
-oom:
-    xgbl_destroy(st);
-    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    return NULL;
 }
 
 /* Features of id into f (np floats). */
 static void xgbl_features(xgbl_state *st, config_id id, float *f)
 {
-    xgb_knob_features(st->sp, st->vals, st->voff, st->idx, id, f);
+    xgb_knob_features(st->b.sp, st->knobs.vals, st->knobs.voff, st->knobs.idx, id, f);
 }
 
 static int xgbl_check(int rc, const char *what)
@@ -197,16 +115,9 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     }
     for (int i = 0; i < st->n; i++)
         label[i] = st->t[i] >= SEARCH_BAD_SCORE ? 0.0f : (float)(st->best_t / st->t[i]);
-    unsigned group = (unsigned)st->n;
-    if (xgbl_check(
-            XGDMatrixCreateFromMat_omp(st->x, (bst_ulong)st->n, (bst_ulong)st->np, NAN, &dm, 1),
-            "XGDMatrixCreateFromMat") < 0 ||
-        xgbl_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)st->n), "set label") < 0 ||
-        xgbl_check(XGDMatrixSetUIntInfo(dm, "group", &group, 1), "set group") < 0 ||
-        xgbl_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0)
-        goto done;
-    /* AutoTVM's XGBoostCostModel parameters, single-threaded and exact for determinism. */
-    if (xgb_set_params(b, st->seed, "xgb_local") < 0)
+    /* all trials one query group; AutoTVM's XGBoostCostModel parameters, single-threaded and
+     * exact for determinism */
+    if (xgb_train_begin(st->x, st->n, st->np, label, 1, st->seed, "xgb_local", &dm, &b) < 0)
         goto done;
     for (int it = 0; it < st->rounds; it++) {
         if (xgbl_check(XGBoosterUpdateOneIter(b, it, dm), "XGBoosterUpdateOneIter") < 0)
@@ -214,12 +125,7 @@ static BoosterHandle xgbl_train(xgbl_state *st)
     }
     ok = 1;
 done:
-    if (dm)
-        xgbl_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    if (!ok && b) {
-        xgbl_check(XGBoosterFree(b), "XGBoosterFree");
-        b = NULL;
-    }
+    b = xgb_train_end(dm, b, ok, "xgb_local");
     free(label);
     return b;
 }
@@ -227,9 +133,7 @@ done:
 /* Model scores (higher = predicted faster) of ids[0..n) into out. -1 after a logged failure. */
 static int xgbl_predict(xgbl_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
 {
-    for (int i = 0; i < n; i++)
-        xgbl_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    return xgb_predict_rows(b, st->fx, n, st->np, out, "xgb_local");
+    return xgb_predict_ids(b, st->b.sp, &st->knobs, ids, n, st->w.fx, out, "xgb_local");
 }
 
 /* Offers id to the top-`batch` heap unless visited or already offered. 1 if it entered, -1 no
@@ -237,7 +141,7 @@ static int xgbl_predict(xgbl_state *st, BoosterHandle b, const config_id *ids, i
 static int top_offer(xgbl_state *st, search_set *seen, config_id id, float score)
 {
     xgb_cand c = {score, id};
-    if (search_set_has(&st->visited, id) || search_set_has(seen, id))
+    if (search_set_has(&st->b.visited, id) || search_set_has(seen, id))
         return 0;
     if (st->n_top == st->batch && !xgb_cand_worse(&st->top[0], &c))
         return 0;
@@ -258,43 +162,38 @@ static int top_offer(xgbl_state *st, search_set *seen, config_id id, float score
 static config_id xgbl_walk(xgbl_state *st, config_id id)
 {
     config_id out;
-    int *idx = st->idx;
-    if (st->np > 0 && space_decode(st->sp, id, idx) == 0) {
+    int *idx = st->knobs.idx;
+    if (st->np > 0 && space_decode(st->b.sp, id, idx) == 0) {
         for (int k = 0; k < WALK_TRIES; k++) {
-            int p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
-            int nv = space_param_num_values(st->sp, p);
-            if (nv < 2)
-                continue;
-            int old = idx[p], v = (int)kt_rng_below(&st->rng, (uint64_t)nv - 1);
-            idx[p] = v >= old ? v + 1 : v;
-            int ok = space_encode(st->sp, idx, &out) == 0;
-            idx[p] = old;
-            if (ok)
+            int p = (int)kt_rng_below(&st->b.rng, (uint64_t)st->np);
+            if (space_param_num_values(st->b.sp, p) >= 2 &&
+                xgb_param_move(st->b.sp, idx, p, &st->b.rng, &out))
                 return out;
         }
         for (int k = 0; k < WALK_TRIES && st->np > 1; k++) {
-            int p = (int)kt_rng_below(&st->rng, (uint64_t)st->np);
-            int q = (int)kt_rng_below(&st->rng, (uint64_t)st->np - 1);
+            int p = (int)kt_rng_below(&st->b.rng, (uint64_t)st->np);
+            int q = (int)kt_rng_below(&st->b.rng, (uint64_t)st->np - 1);
             q += q >= p;
-            int vp = st->twice[st->voff[p] + idx[p]], vq = st->half[st->voff[q] + idx[q]];
+            int vp = st->twice[st->knobs.voff[p] + idx[p]],
+                vq = st->half[st->knobs.voff[q] + idx[q]];
             if (vp < 0 || vq < 0)
                 continue;
             int op = idx[p], oq = idx[q];
             idx[p] = vp;
             idx[q] = vq;
-            int ok = space_encode(st->sp, idx, &out) == 0;
+            int ok = space_encode(st->b.sp, idx, &out) == 0;
             idx[p] = op;
             idx[q] = oq;
             if (ok)
                 return out;
         }
     }
-    int m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_PAIR_SCALE, st->nb, st->nb_cap);
+    int m = space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_PAIR_SCALE, st->b.nb, st->b.nb_cap);
     if (m == 0)
-        m = space_neighbours(st->sp, id, SPACE_NEIGHBOURS_HAMMING, st->nb, st->nb_cap);
+        m = space_neighbours(st->b.sp, id, SPACE_NEIGHBOURS_HAMMING, st->b.nb, st->b.nb_cap);
     if (m == 0)
-        return space_sample(st->sp, &st->rng);
-    return st->nb[kt_rng_below(&st->rng, (uint64_t)m)];
+        return space_sample(st->b.sp, &st->b.rng);
+    return st->b.nb[kt_rng_below(&st->b.rng, (uint64_t)m)];
 }
 
 /* Indices of the best `k` successful trials into out (k <= n_ok): a partial selection sort,
@@ -334,27 +233,27 @@ static int xgbl_anneal(xgbl_state *st, BoosterHandle b)
         goto done;
     int nb = best_trials(st, best, P / 4);
     for (int i = 0; i < P; i++)
-        st->pts[i] = i < nb ? st->id[best[i]] : space_sample(st->sp, &st->rng);
-    if (xgbl_predict(st, b, st->pts, P, st->sc) < 0)
+        st->w.pts[i] = i < nb ? st->id[best[i]] : space_sample(st->b.sp, &st->b.rng);
+    if (xgbl_predict(st, b, st->w.pts, P, st->w.sc) < 0)
         goto done;
     for (int i = 0; i < P; i++) {
-        if (top_offer(st, &seen, st->pts[i], st->sc[i]) < 0)
+        if (top_offer(st, &seen, st->w.pts[i], st->w.sc[i]) < 0)
             goto done;
     }
     double temp = 1.0, cool = 1.0 / (st->sa_steps + 1);
     int last_change = 0;
     for (int k = 0; k < st->sa_steps && k < last_change + SA_EARLY_STOP; k++) {
         for (int i = 0; i < P; i++)
-            st->newp[i] = xgbl_walk(st, st->pts[i]);
-        if (xgbl_predict(st, b, st->newp, P, st->newsc) < 0)
+            st->w.newp[i] = xgbl_walk(st, st->w.pts[i]);
+        if (xgbl_predict(st, b, st->w.newp, P, st->w.newsc) < 0)
             goto done;
         for (int i = 0; i < P; i++) {
-            double d = ((double)st->newsc[i] - st->sc[i]) / (temp + 1e-5);
-            if (kt_rng_uniform(&st->rng) < exp(d < 1 ? d : 1)) {
-                st->pts[i] = st->newp[i];
-                st->sc[i] = st->newsc[i];
+            double d = ((double)st->w.newsc[i] - st->w.sc[i]) / (temp + 1e-5);
+            if (kt_rng_uniform(&st->b.rng) < exp(d < 1 ? d : 1)) {
+                st->w.pts[i] = st->w.newp[i];
+                st->w.sc[i] = st->w.newsc[i];
             }
-            int in = top_offer(st, &seen, st->newp[i], st->newsc[i]);
+            int in = top_offer(st, &seen, st->w.newp[i], st->w.newsc[i]);
             if (in < 0)
                 goto done;
             if (in)
@@ -373,49 +272,81 @@ done:
     return rc;
 }
 
-static int xgbl_ask(void *state, config_id *out, int max)
+/* The plan's next unvisited entry, unless this proposal explores (0: a random configuration). */
+static int xgbl_pick(void *state, config_id *slot)
 {
     xgbl_state *st = state;
-    int n = 0;
-    while (n < max) {
-        int rc = 0;
-        if (st->plan_pos < st->plan_len && kt_rng_uniform(&st->rng) >= st->explore) {
-            while (st->plan_pos < st->plan_len && rc == 0) {
-                config_id id = st->plan[st->plan_pos++];
-                rc = search_set_add(&st->visited, id);
-                if (rc > 0)
-                    out[n] = id;
-            }
+    int rc = 0;
+    if (st->plan_pos < st->plan_len && kt_rng_uniform(&st->b.rng) >= st->explore) {
+        while (st->plan_pos < st->plan_len && rc == 0) {
+            config_id id = st->plan[st->plan_pos++];
+            rc = search_set_add(&st->b.visited, id);
+            if (rc > 0)
+                *slot = id;
         }
-        if (rc == 0)
-            rc = search_random_unvisited(st->sp, &st->visited, &st->rng, &out[n]);
-        if (rc <= 0)
-            break;
-        n++;
     }
-    return n;
+    return rc;
 }
 
-static int xgbl_grow(xgbl_state *st)
+static void *xgbl_create(const space *sp, const json_t *options, uint64_t seed, kt_error *err)
 {
-    if (st->n < st->cap)
-        return 0;
-    /* Three arrays share one capacity: it is stored only once all three have grown. */
-    size_t cap = kt_array_next_cap((size_t)st->cap, (size_t)st->n + 1, INT_MAX);
-    size_t np = (size_t)(st->np > 0 ? st->np : 1);
-    if (cap == 0 || kt_array_resize((void **)&st->x, cap, np * sizeof *st->x) != 0 ||
-        kt_array_resize((void **)&st->t, cap, sizeof *st->t) != 0 ||
-        kt_array_resize((void **)&st->id, cap, sizeof *st->id) != 0)
-        return -1;
-    st->cap = (int)cap;
-    return 0;
+    static const search_hooks hooks = {"xgb_local", NULL, xgbl_pick, NULL};
+    xgbl_state *st = search_base_new(sizeof *st, &hooks, sp, options, seed, err);
+    if (!st)
+        return NULL;
+    st->seed = seed;
+    st->batch = (int)searcher_option_number(&xgbl_options[OPT_BATCH], options);
+    st->explore = searcher_option_number(&xgbl_options[OPT_EXPLORATION], options);
+    st->rounds = (int)searcher_option_number(&xgbl_options[OPT_ROUNDS], options);
+    st->sa_steps = (int)searcher_option_number(&xgbl_options[OPT_SA_STEPS], options);
+    st->sa_points = (int)searcher_option_number(&xgbl_options[OPT_SA_POINTS], options);
+    st->best_t = SEARCH_BAD_SCORE;
+    int np = space_num_params(sp);
+    st->np = np;
+    size_t pn = (size_t)(np > 0 ? np : 1), nvals = 0;
+    if (xgb_knobs_init(&st->knobs, sp) < 0)
+        goto oom;
+    for (int p = 0; p < np; p++)
+        nvals += (size_t)space_param_num_values(sp, p);
+    /* twice / half: the value index of 2x / x/2 in the same list (-1 none), for the x2 / /2 moves
+     */
+    st->twice = malloc((nvals ? nvals : 1) * sizeof *st->twice);
+    st->half = malloc((nvals ? nvals : 1) * sizeof *st->half);
+    if (!st->twice || !st->half)
+        goto oom;
+    for (int p = 0; p < np; p++) {
+        int nv = space_param_num_values(sp, p), numeric = 1;
+        for (int v = 0; v < nv && numeric; v++)
+            numeric = fabs(space_param_value_number(sp, p, v)) < FLT_MAX; /* NAN: a string */
+        for (int v = 0; v < nv; v++) {
+            double x = space_param_value_number(sp, p, v);
+            st->twice[st->knobs.voff[p] + v] = st->half[st->knobs.voff[p] + v] = -1;
+            for (int w = 0; w < nv && numeric && x != 0; w++) {
+                double y = space_param_value_number(sp, p, w);
+                if (y == 2 * x)
+                    st->twice[st->knobs.voff[p] + v] = w;
+                if (2 * y == x)
+                    st->half[st->knobs.voff[p] + v] = w;
+            }
+        }
+    }
+    size_t P = (size_t)st->sa_points;
+    st->plan = malloc((size_t)st->batch * sizeof *st->plan);
+    st->top = malloc((size_t)st->batch * sizeof *st->top);
+    if (!st->plan || !st->top || xgb_walkers_alloc(&st->w, P, pn) < 0)
+        goto oom;
+    return st;
+oom:
+    xgbl_destroy(st);
+    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    return NULL;
 }
 
 static void xgbl_tell(void *state, const config_id *ids, const trial_result *r, int n)
 {
     xgbl_state *st = state;
     for (int i = 0; i < n; i++) {
-        if (xgbl_grow(st) < 0) {
+        if (xgb_trials_grow(&st->x, &st->t, &st->id, st->n, &st->cap, st->np) < 0) {
             log_warn(
                 "xgb_local searcher: out of memory for the told trials; not learning from more");
             break;
@@ -455,7 +386,7 @@ const searcher_vtable searcher_xgb_local_vtable = {
     .options = xgbl_options,
     .n_options = N_OPTS,
     .create = xgbl_create,
-    .ask = xgbl_ask,
+    .ask = search_base_ask,
     .tell = xgbl_tell,
     .destroy = xgbl_destroy,
 };

@@ -14,7 +14,7 @@
 
 void xgb_features(xgb_state *st, config_id id, float *f)
 {
-    xgb_knob_features(st->sp, st->vals, st->voff, st->idx, id, f);
+    xgb_knob_features(st->b.sp, st->knobs.vals, st->knobs.voff, st->knobs.idx, id, f);
 }
 
 static int xgb_check(int rc, const char *what)
@@ -74,7 +74,7 @@ static int training_rows(xgb_state *st, float *xs, float *label)
     for (int i = 0; i < st->n; i++)
         perm[i] = i;
     for (int i = st->n - 1; i > 0; i--) {
-        int j = (int)kt_rng_below(&st->rng, (uint64_t)i + 1), t = perm[i];
+        int j = (int)kt_rng_below(&st->b.rng, (uint64_t)i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
@@ -104,11 +104,7 @@ BoosterHandle xgb_fit(xgb_state *st)
         goto done;
     }
     /* No query groups: all rows are one group, as in AutoTVM's DMatrix. */
-    if (xgb_check(XGDMatrixCreateFromMat_omp(xs, (bst_ulong)n, (bst_ulong)st->np, NAN, &dm, 1),
-                  "XGDMatrixCreateFromMat") < 0 ||
-        xgb_check(XGDMatrixSetFloatInfo(dm, "label", label, (bst_ulong)n), "set label") < 0 ||
-        xgb_check(XGBoosterCreate(&dm, 1, &b), "XGBoosterCreate") < 0 ||
-        xgb_set_params(b, st->seed, "xgb") < 0)
+    if (xgb_train_begin(xs, st->n, st->np, label, 0, st->seed, "xgb", &dm, &b) < 0)
         goto done;
     /* AutoTVM's custom_callback: after each round the training set's a-recall@plan_size; stop once
      * stop_rounds rounds passed without a strictly better one. The booster keeps every round. */
@@ -139,12 +135,7 @@ BoosterHandle xgb_fit(xgb_state *st)
     st->last_recall = best;
     ok = 1;
 done:
-    if (dm)
-        xgb_check(XGDMatrixFree(dm), "XGDMatrixFree");
-    if (!ok && b) {
-        xgb_check(XGBoosterFree(b), "XGBoosterFree");
-        b = NULL;
-    }
+    b = xgb_train_end(dm, b, ok, "xgb");
     free(xs);
     free(label);
     free(items);
@@ -154,7 +145,5 @@ done:
 
 int xgb_predict(xgb_state *st, BoosterHandle b, const config_id *ids, int n, float *out)
 {
-    for (int i = 0; i < n; i++)
-        xgb_features(st, ids[i], st->fx + (size_t)i * (size_t)st->np);
-    return xgb_predict_rows(b, st->fx, n, st->np, out, "xgb");
+    return xgb_predict_ids(b, st->b.sp, &st->knobs, ids, n, st->w.fx, out, "xgb");
 }

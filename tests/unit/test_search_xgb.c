@@ -178,7 +178,7 @@ static void plan_in_order_with_random_tail(void **state)
     int len = st->plan_len;
     memcpy(plan, st->plan, (size_t)len * sizeof *plan);
     for (int i = 0; i < len; i++)
-        assert_false(search_set_has(&st->visited, plan[i]));
+        assert_false(search_set_has(&st->b.visited, plan[i]));
     state_drive(st, &o, ids + 64, len, 0);
     for (int i = 0; i < len - 3; i++)
         assert_true(ids[64 + i] == plan[i]);
