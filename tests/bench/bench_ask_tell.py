@@ -38,6 +38,8 @@ import http.client
 import json
 import multiprocessing
 import os
+import resource
+import subprocess
 import sys
 import time
 
@@ -195,6 +197,30 @@ def throughput(address, harnesses, tells_each, combined=False):
     return sum(r[0] for r in results), seconds, [r[1] for r in results if r[1]]
 
 
+def c_harness(path, k, extra):
+    """Runs the harnesses in C (bench_ask_tell_load, tests/bench/bench_ask_tell_load.c) against k
+    with extra arguments: (its JSON figures, the server's CPU seconds over the run, an error or None).
+    The server's CPU is read from /proc around the run as for the Python harnesses; the C program's
+    own CPU (getrusage, all its threads) is in its figures."""
+    cmd = [path, "--url", "http://" + k.address, "--json"] + extra
+    if k.token:
+        cmd += ["--token", k.token]
+    cpu0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    cpu1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+    server = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return None, server, "harnesses in C (%s): exit %d: %s" % (
+            " ".join(extra), out.returncode, (out.stderr or out.stdout).strip()[-500:])
+    return json.loads(lines[-1]), server, None
+
+
+def lat_text(fig, kind):
+    lat = fig["latency"].get(kind)
+    return "p50 %.2f ms, p90 %.2f ms" % (lat["p50_ms"], lat["p90_ms"]) if lat else "-"
+
+
 def load_cache(source_dir):
     with gzip.open(os.path.join(source_dir, "datasets", DATASET + ".json.gz")) as f:
         return json.load(f)
@@ -267,7 +293,19 @@ def main():
     ap.add_argument("--evaluations", type=int, default=400)
     ap.add_argument("--two-call-only", action="store_true",
                     help="leave out the tell that also asks (a server from before it, to compare)")
+    ap.add_argument("--c-harness", default=None,
+                    help="the harnesses in C (bench_ask_tell_load; default: beside --ktuned, where "
+                         "the build puts it; not run when that one is missing, an error when a path "
+                         "given here is)")
     args = ap.parse_args()
+    c_path = args.c_harness or os.path.join(os.path.dirname(os.path.abspath(args.ktuned)),
+                                            "bench_ask_tell_load")
+    if not os.access(c_path, os.X_OK):
+        if args.c_harness:
+            print("FAIL: --c-harness %s: no such program" % c_path)
+            sys.exit(1)
+        print("harnesses in C: not run (no %s: `make build` builds it)" % c_path)
+        c_path = None
     if args.quick:
         args.rounds, args.harnesses, args.tells, args.evaluations = 40, 2, 40, 60
     failures = []
@@ -285,27 +323,72 @@ def main():
             label = ("one tell with \"ask\": 1, one request" if combined
                      else "ask + tell, two requests")
             rt0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            pc0 = time.process_time()
             p50, p90 = round_trip(k.address, args.rounds, combined)
+            pc1 = time.process_time()
             rt1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
-            print("round trip (%s, batch 1, %d rounds): p50 %.2f ms, p90 %.2f ms, %.1f x the "
-                  "baseline (target p50 < 2 ms)"
+            print("round trip (%s, batch 1, %d rounds), harnesses in Python: p50 %.2f ms, p90 "
+                  "%.2f ms, %.1f x the baseline (target p50 < 2 ms)"
                   % (label, args.rounds, p50, p90, p50 / base if base > 0 else 0))
             if rt0 is not None and rt1 is not None:
                 print("  server CPU per round trip (ktuned + its PostgreSQL, user + system): %.3f ms"
                       % ((rt1 - rt0) * 1000 / args.rounds))
+            print("  client CPU per round trip (the harness, user + system): %.3f ms"
+                  % ((pc1 - pc0) * 1000 / args.rounds))
+            if c_path:
+                fig, server, err = c_harness(c_path, k, ["--roundtrip", "--rounds", str(args.rounds)]
+                                             + (["--combined"] if combined else []))
+                if err:
+                    failures.append(err)
+                    continue
+                print("round trip (%s, batch 1, %d rounds), harnesses in C: %s, %.1f x the baseline"
+                      % (label, args.rounds, lat_text(fig, "round"),
+                         fig["latency"]["round"]["p50_ms"] / base if base > 0 else 0))
+                if server is not None:
+                    print("  server CPU per round trip (ktuned + its PostgreSQL, user + system): "
+                          "%.3f ms" % (server * 1000 / args.rounds))
+                print("  client CPU per round trip (the harness, user + system): %.3f ms"
+                      % fig["client_cpu_ms_per_tell"])
         for combined in kinds:
             label = ("the last tell of each batch asks for the next 8" if combined
                      else "ask 8, then a tell per result: two-call")
             cpu0 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             n, seconds, errors = throughput(k.address, args.harnesses, args.tells, combined)
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu1 = tree_cpu_s(k.proc.pid, k.postmaster_pid())
             failures += errors
-            print("throughput (%s): %d tells from %d harnesses in %.2f s: %.0f tells/s "
-                  "(target >= 1,000)" % (label, n, args.harnesses, seconds,
-                                         n / seconds if seconds > 0 else 0))
+            print("throughput (%s), harnesses in Python: %d tells from %d harnesses in %.2f s: "
+                  "%.0f tells/s (target >= 1,000)" % (label, n, args.harnesses, seconds,
+                                                      n / seconds if seconds > 0 else 0))
             if cpu0 is not None and cpu1 is not None and n > 0:
                 print("  server CPU per tell (ktuned + its PostgreSQL, user + system, asks and "
                       "steps included): %.3f ms" % ((cpu1 - cpu0) * 1000 / n))
+            if n > 0:
+                # the harness processes, reaped by throughput(): their whole lives, start included
+                client = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+                print("  client CPU per tell (the harness processes, user + system): %.3f ms"
+                      % (client * 1000 / n))
+            if c_path:
+                fig, server, err = c_harness(c_path, k, ["--harnesses", str(args.harnesses),
+                                                         "--tells", str(args.tells)]
+                                             + (["--combined"] if combined else []))
+                if err:
+                    failures.append(err)
+                    continue
+                print("throughput (%s), harnesses in C: %d tells from %d harnesses in %.2f s: "
+                      "%.0f tells/s (target >= 1,000)"
+                      % (label, fig["tells"], fig["harnesses"], fig["seconds"], fig["tells_per_s"]))
+                if server is not None and fig["tells"] > 0:
+                    print("  server CPU per tell (ktuned + its PostgreSQL, user + system, asks and "
+                          "steps included): %.3f ms" % (server * 1000 / fig["tells"]))
+                print("  client CPU per tell (the harness threads, user + system): %.3f ms"
+                      % fig["client_cpu_ms_per_tell"])
+                print("  request latency: ask %s; tell %s; tell that asks %s"
+                      % (lat_text(fig, "ask"), lat_text(fig, "tell"), lat_text(fig, "tell_ask")))
+                if fig["tells"] != args.harnesses * args.tells:
+                    failures.append("harnesses in C told %d of %d" % (fig["tells"],
+                                                                      args.harnesses * args.tells))
         # The same round trip again, the database now holding the throughput part's trials too: a
         # tell must cost the same whatever the trials table holds (sql/020's tell scanned it all).
         held = int(k.psql("SELECT count(*) FROM trials"))
