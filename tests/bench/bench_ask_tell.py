@@ -20,6 +20,16 @@ each):
    must propose the same configurations in the same order (checked: exit 1 otherwise); prints both
    wall times and their ratio (target: external <= 1.5 x replay).
 
+Parts 1 and 2 run twice each: with the harnesses written here in Python, then with harnesses in C
+(bench_ask_tell_load, tests/bench/bench_ask_tell_load.c: a thread and a libcurl keep-alive
+connection per harness, jansson for the replies; the same request bodies, batch sizes and fake
+times) when that program exists (--c-harness, default: beside --ktuned, where the build puts it).
+Each figure is labelled "harnesses in Python" or "harnesses in C", each with the server's CPU per
+tell and the harnesses' own CPU per tell (Python: this process, or the harness processes from
+RUSAGE_CHILDREN; C: its getrusage, all threads): on a small machine the harnesses share the cores
+with ktuned and its PostgreSQL, and a Python harness's 0.3-0.7 ms of CPU per request is a large part
+of what a tell costs, where a framework's own harness (C++, CUDA) costs far less.
+
 Beside them: the load average, a baseline measured in the same run (GET /healthz p50 on a keep-alive
 connection; the round trip is also given as a ratio to it) and the server's CPU time per round trip
 and per tell in the throughput part (ktuned's processes and its embedded PostgreSQL's, which pg_ctl
@@ -27,8 +37,9 @@ starts outside ktuned's process tree, from /proc: figures the machine's load mov
 rate).
 
 Prints the figures; exits 1 only when a check of correctness fails (a configuration sequence that
-differs, an error reply, a job that does not end), never on a time. --quick (ctest
-bench_ask_tell_small): 40 rounds, 2 harnesses of 40 tells, 60 evaluations.
+differs, an error reply, a job that does not end, harnesses in C that fail or tell fewer than asked),
+never on a time. --quick (ctest bench_ask_tell_small): 40 rounds, 2 harnesses of 40 tells, 60
+evaluations, the harnesses in C at the same sizes.
 
   python3 tests/bench/bench_ask_tell.py --ktuned build/ktuned --source-dir .
 """

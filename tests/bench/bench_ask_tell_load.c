@@ -85,7 +85,7 @@ typedef struct load_harness {
     long long job;
     load_gate *gate;
     long told;
-    load_lat ask, tell, tell_ask;
+    load_lat first_ask, ask, tell, tell_ask;
     double end_s;
     char error[512];
 } load_harness;
@@ -291,8 +291,9 @@ static void *load_harness_run(void *arg)
         if (!asked) {
             double t0 = kt_clock_ms();
             snprintf(body, sizeof body, "{\"n\":%d,\"wait_s\":%d}", LOAD_BATCH, LOAD_WAIT_S);
+            load_lat *l = h->first_ask.n == 0 ? &h->first_ask : &h->ask;
             if (load_request(&c, o, path_ask, body, &asked, h->error, sizeof h->error) != 0 ||
-                load_lat_add(&h->ask, kt_clock_ms() - t0) != 0)
+                load_lat_add(l, kt_clock_ms() - t0) != 0)
                 goto done;
         }
         if (json_is_true(json_object_get(asked, "done")))
@@ -337,13 +338,26 @@ done:
     return NULL;
 }
 
-static double load_cpu_s(void)
+/* CPU seconds of this process, all threads. */
+typedef struct load_cpu {
+    double user_s, sys_s;
+} load_cpu;
+
+static load_cpu load_cpu_now(void)
 {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0.0;
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    load_cpu c = {0, 0};
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        c.user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+        c.sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    }
+    return c;
+}
+
+static load_cpu load_cpu_since(load_cpu t0)
+{
+    load_cpu now = load_cpu_now();
+    return (load_cpu){now.user_s - t0.user_s, now.sys_s - t0.sys_s};
 }
 
 static void load_print_lat(const char *name, load_lat *l, int json, json_t *obj)
@@ -360,7 +374,7 @@ static void load_print_lat(const char *name, load_lat *l, int json, json_t *obj)
 }
 
 /* Prints the run's figures as text, or as one JSON object; 0 or -1 (out of memory). */
-static int load_report(const load_opts *o, long tells, double seconds, double cpu_s,
+static int load_report(const load_opts *o, long tells, double seconds, load_cpu cpu,
                        load_lat *kinds[], const char *names[], int nkinds)
 {
     int rc = -1;
@@ -371,6 +385,7 @@ static int load_report(const load_opts *o, long tells, double seconds, double cp
     const char *variant = o->combined ? "tell with ask" : "two-call";
     long harnesses = o->roundtrip ? 1 : o->harnesses;
     double rate = seconds > 0 ? (double)tells / seconds : 0.0;
+    double cpu_s = cpu.user_s + cpu.sys_s;
     double cpu_ms = tells > 0 ? cpu_s * 1000.0 / (double)tells : 0.0;
     if (o->json) {
         json_object_set_new(obj, "mode", json_string(what));
@@ -380,12 +395,15 @@ static int load_report(const load_opts *o, long tells, double seconds, double cp
         json_object_set_new(obj, "seconds", json_real(seconds));
         json_object_set_new(obj, "tells_per_s", json_real(rate));
         json_object_set_new(obj, "client_cpu_s", json_real(cpu_s));
+        json_object_set_new(obj, "client_user_s", json_real(cpu.user_s));
+        json_object_set_new(obj, "client_system_s", json_real(cpu.sys_s));
         json_object_set_new(obj, "client_cpu_ms_per_tell", json_real(cpu_ms));
     } else {
         printf("%s (%s), harnesses in C: %ld tells from %ld harness%s in %.2f s: %.0f tells/s\n",
                what, variant, tells, harnesses, harnesses == 1 ? "" : "es", seconds, rate);
-        printf("  client CPU (this process, user + system): %.3f ms per tell (%.2f s)\n", cpu_ms,
-               cpu_s);
+        printf("  client CPU (this process, all threads): %.3f ms per tell (user %.2f s + system "
+               "%.2f s)\n",
+               cpu_ms, cpu.user_s, cpu.sys_s);
     }
     for (int i = 0; i < nkinds; i++)
         load_print_lat(names[i], kinds[i], o->json, lat);
@@ -413,7 +431,7 @@ static int load_throughput(const load_opts *o, load_client *c)
     load_harness *hs = calloc((size_t)o->harnesses, sizeof *hs);
     pthread_t *threads = calloc((size_t)o->harnesses, sizeof *threads);
     load_gate gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    load_lat all[4] = {{0}};
+    load_lat all[5] = {{0}};
     if (!hs || !threads) {
         fprintf(stderr, "bench_ask_tell_load: out of memory\n");
         goto done;
@@ -440,7 +458,8 @@ static int load_throughput(const load_opts *o, load_client *c)
     gate.abort = started < o->harnesses;
     gate.t0_s = kt_clock_s();
     gate.open = 1;
-    double t0 = gate.t0_s, cpu0 = load_cpu_s();
+    double t0 = gate.t0_s;
+    load_cpu cpu0 = load_cpu_now();
     pthread_cond_broadcast(&gate.cv);
     pthread_mutex_unlock(&gate.mu);
     long tells = 0;
@@ -458,23 +477,25 @@ static int load_throughput(const load_opts *o, load_client *c)
             rc = 1;
         }
     }
-    double cpu_s = load_cpu_s() - cpu0;
+    load_cpu cpu = load_cpu_since(cpu0);
     for (long i = 0; rc == 0 && i < o->harnesses; i++)
-        if (load_lat_merge(&all[0], &hs[i].ask) || load_lat_merge(&all[1], &hs[i].tell) ||
-            load_lat_merge(&all[2], &hs[i].tell_ask) || load_lat_merge(&all[3], &hs[i].ask) ||
-            load_lat_merge(&all[3], &hs[i].tell) || load_lat_merge(&all[3], &hs[i].tell_ask))
+        if (load_lat_merge(&all[0], &hs[i].first_ask) || load_lat_merge(&all[1], &hs[i].ask) ||
+            load_lat_merge(&all[2], &hs[i].tell) || load_lat_merge(&all[3], &hs[i].tell_ask) ||
+            load_lat_merge(&all[4], &hs[i].first_ask) || load_lat_merge(&all[4], &hs[i].ask) ||
+            load_lat_merge(&all[4], &hs[i].tell) || load_lat_merge(&all[4], &hs[i].tell_ask))
             rc = 1;
-    load_lat *kinds[] = {&all[0], &all[1], &all[2], &all[3]};
-    const char *names[] = {"ask", "tell", "tell_ask", "all"};
-    if (rc == 0 && load_report(o, tells, end - t0, cpu_s, kinds, names, 4) != 0)
+    load_lat *kinds[] = {&all[0], &all[1], &all[2], &all[3], &all[4]};
+    const char *names[] = {"first_ask", "ask", "tell", "tell_ask", "all"};
+    if (rc == 0 && load_report(o, tells, end - t0, cpu, kinds, names, 5) != 0)
         rc = 1;
 done:
     for (long i = 0; hs && i < o->harnesses; i++) {
+        free(hs[i].first_ask.ms);
         free(hs[i].ask.ms);
         free(hs[i].tell.ms);
         free(hs[i].tell_ask.ms);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         free(all[i].ms);
     free(hs);
     free(threads);
@@ -496,7 +517,8 @@ static int load_roundtrip(const load_opts *o, load_client *c)
     snprintf(path_tell, sizeof path_tell, "/v1/jobs/%lld/tell", job);
     if (o->combined && load_request(c, o, path_ask, "{\"n\":1}", &asked, err, sizeof err) != 0)
         goto done;
-    double t_start = kt_clock_s(), cpu0 = load_cpu_s();
+    double t_start = kt_clock_s();
+    load_cpu cpu0 = load_cpu_now();
     for (long i = 0; i < o->rounds; i++) {
         double t0 = kt_clock_ms();
         if (!o->combined) {
@@ -526,10 +548,11 @@ static int load_roundtrip(const load_opts *o, load_client *c)
         json_decref(reply);
         reply = NULL;
     }
-    double seconds = kt_clock_s() - t_start, cpu_s = load_cpu_s() - cpu0;
+    double seconds = kt_clock_s() - t_start;
+    load_cpu cpu = load_cpu_since(cpu0);
     load_lat *kinds[] = {&round, &ask, &tell};
     const char *names[] = {"round", "ask", o->combined ? "tell_ask" : "tell"};
-    rc = load_report(o, o->rounds, seconds, cpu_s, kinds, names, 3) != 0;
+    rc = load_report(o, o->rounds, seconds, cpu, kinds, names, 3) != 0;
 done:
     if (err[0])
         fprintf(stderr, "bench_ask_tell_load: %s\n", err);
