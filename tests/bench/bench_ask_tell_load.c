@@ -85,6 +85,7 @@ typedef struct load_harness {
     long long job;
     load_gate *gate;
     long told;
+    int done; /* an ask answered done: the job ended */
     load_lat first_ask, ask, tell, tell_ask;
     double end_s;
     char error[512];
@@ -188,6 +189,32 @@ static int load_request(load_client *c, const load_opts *o, const char *path, co
     rc = 0;
 done:
     return rc;
+}
+
+/* DELETE /v1/jobs/{id}: a job the bench leaves unfinished (a round trip's budget has 10 to spare; a
+ * harness stopped by --seconds) would hold one of the server's --max-jobs slots until its runner
+ * hands it back (a harness away 30 s), and the next run's jobs would wait for it. 409 (the job
+ * ended meanwhile) is fine. 0 or -1 (err set). */
+static int load_cancel(load_client *c, const load_opts *o, long long job, char *err, size_t errlen)
+{
+    char url[512];
+    long status = 0;
+    c->len = 0;
+    c->curl_err[0] = '\0';
+    snprintf(url, sizeof url, "%s/v1/jobs/%lld", o->url, job);
+    curl_easy_setopt(c->curl, CURLOPT_URL, url);
+    curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+    CURLcode cc = curl_easy_perform(c->curl);
+    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, NULL);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 200 || status == 409)
+        return 0;
+    snprintf(err, errlen, "DELETE /v1/jobs/%lld: %s %ld %.300s", job,
+             cc != CURLE_OK ? curl_easy_strerror(cc) : "", status,
+             cc == CURLE_OK && c->reply ? c->reply : "");
+    return -1;
 }
 
 static int load_lat_add(load_lat *l, double ms)
@@ -296,8 +323,10 @@ static void *load_harness_run(void *arg)
                 load_lat_add(l, kt_clock_ms() - t0) != 0)
                 goto done;
         }
-        if (json_is_true(json_object_get(asked, "done")))
+        if (json_is_true(json_object_get(asked, "done"))) {
+            h->done = 1;
             break;
+        }
         json_t *trials = json_incref(json_object_get(asked, "trials"));
         json_decref(asked);
         asked = NULL;
@@ -478,6 +507,18 @@ static int load_throughput(const load_opts *o, load_client *c)
         }
     }
     load_cpu cpu = load_cpu_since(cpu0);
+    for (long i = 0; i < started; i++)
+        if (!hs[i].done && hs[i].told < o->tells && load_cancel(c, o, hs[i].job, err, sizeof err)) {
+            fprintf(stderr, "bench_ask_tell_load: %s\n", err);
+            rc = 1;
+        }
+    if (rc == 0 && tells == 0) {
+        fprintf(stderr,
+                "bench_ask_tell_load: no trial leased in %.1f s (the server's --max-jobs "
+                "slots taken by other jobs?)\n",
+                end - t0);
+        rc = 1;
+    }
     for (long i = 0; rc == 0 && i < o->harnesses; i++)
         if (load_lat_merge(&all[0], &hs[i].first_ask) || load_lat_merge(&all[1], &hs[i].ask) ||
             load_lat_merge(&all[2], &hs[i].tell) || load_lat_merge(&all[3], &hs[i].tell_ask) ||
@@ -556,6 +597,10 @@ static int load_roundtrip(const load_opts *o, load_client *c)
 done:
     if (err[0])
         fprintf(stderr, "bench_ask_tell_load: %s\n", err);
+    if (job >= 0 && load_cancel(c, o, job, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_ask_tell_load: %s\n", err);
+        rc = 1;
+    }
     json_decref(asked);
     json_decref(reply);
     free(round.ms);
