@@ -225,6 +225,15 @@ static int load_lat_add(load_lat *l, double ms)
     return 0;
 }
 
+/* load_lat_add, saying so in err when it fails. */
+static int load_note(load_lat *l, double ms, char *err, size_t errlen)
+{
+    if (load_lat_add(l, ms) == 0)
+        return 0;
+    snprintf(err, errlen, "out of memory keeping latencies");
+    return -1;
+}
+
 static int load_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -295,10 +304,9 @@ static void *load_harness_run(void *arg)
     const load_opts *o = h->o;
     load_client c;
     json_t *asked = NULL, *reply = NULL, *probe = NULL;
-    char path_ask[64], path_tell[64], body[256];
+    char path_ask[64], path_tell[64], body[256], ask_part[64];
     int opened = load_client_open(&c, o, h->error, sizeof h->error) == 0;
-    /* opens the connection before the clock starts, as the Python harness's first request does not
-     */
+    /* connected before the clock starts (a Python harness connects in its first timed request) */
     if (opened && load_request(&c, o, "/healthz", NULL, &probe, h->error, sizeof h->error) != 0)
         opened = 0;
     pthread_mutex_lock(&h->gate->mu);
@@ -313,6 +321,8 @@ static void *load_harness_run(void *arg)
         goto done;
     snprintf(path_ask, sizeof path_ask, "/v1/jobs/%lld/ask", h->job);
     snprintf(path_tell, sizeof path_tell, "/v1/jobs/%lld/tell", h->job);
+    snprintf(ask_part, sizeof ask_part, ",\"ask\":{\"n\":%d,\"wait_s\":%d}", LOAD_BATCH,
+             LOAD_WAIT_S);
     double deadline = o->seconds > 0 ? t0_s + o->seconds : 0;
     while (h->told < o->tells && (deadline == 0 || kt_clock_s() < deadline)) {
         if (!asked) {
@@ -320,7 +330,7 @@ static void *load_harness_run(void *arg)
             snprintf(body, sizeof body, "{\"n\":%d,\"wait_s\":%d}", LOAD_BATCH, LOAD_WAIT_S);
             load_lat *l = h->first_ask.n == 0 ? &h->first_ask : &h->ask;
             if (load_request(&c, o, path_ask, body, &asked, h->error, sizeof h->error) != 0 ||
-                load_lat_add(l, kt_clock_ms() - t0) != 0)
+                load_note(l, kt_clock_ms() - t0, h->error, sizeof h->error) != 0)
                 goto done;
         }
         if (json_is_true(json_object_get(asked, "done"))) {
@@ -339,10 +349,11 @@ static void *load_harness_run(void *arg)
             snprintf(body, sizeof body,
                      "{\"trials\":[{\"id\":%" JSON_INTEGER_FORMAT
                      ",\"status\":\"ok\",\"time_ms\":%.1f}]%s}",
-                     id, 1.0 + (double)(seq % 7), asks ? ",\"ask\":{\"n\":8,\"wait_s\":10}" : "");
+                     id, 1.0 + (double)(seq % 7), asks ? ask_part : "");
             double t0 = kt_clock_ms();
             int rc = load_request(&c, o, path_tell, body, &reply, h->error, sizeof h->error);
-            if (rc != 0 || load_lat_add(asks ? &h->tell_ask : &h->tell, kt_clock_ms() - t0) != 0) {
+            if (rc != 0 || load_note(asks ? &h->tell_ask : &h->tell, kt_clock_ms() - t0, h->error,
+                                     sizeof h->error) != 0) {
                 json_decref(trials);
                 goto done;
             }
@@ -564,7 +575,7 @@ static int load_roundtrip(const load_opts *o, load_client *c)
         double t0 = kt_clock_ms();
         if (!o->combined) {
             if (load_request(c, o, path_ask, "{\"n\":1}", &asked, err, sizeof err) != 0 ||
-                load_lat_add(&ask, kt_clock_ms() - t0) != 0)
+                load_note(&ask, kt_clock_ms() - t0, err, sizeof err) != 0)
                 goto done;
         }
         json_t *t = json_array_get(json_object_get(asked, "trials"), 0);
@@ -581,8 +592,8 @@ static int load_roundtrip(const load_opts *o, load_client *c)
         asked = NULL;
         double t1 = kt_clock_ms();
         if (load_request(c, o, path_tell, body, &reply, err, sizeof err) != 0 ||
-            load_lat_add(&tell, kt_clock_ms() - t1) != 0 ||
-            load_lat_add(&round, kt_clock_ms() - t0) != 0)
+            load_note(&tell, kt_clock_ms() - t1, err, sizeof err) != 0 ||
+            load_note(&round, kt_clock_ms() - t0, err, sizeof err) != 0)
             goto done;
         if (o->combined)
             asked = json_incref(json_object_get(reply, "ask"));
