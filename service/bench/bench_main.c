@@ -25,7 +25,8 @@
 /* One mode of `ktune bench`; args->selectors, the flags that choose it. json_path, log_level:
  * offsets of the const char * fields of its options struct (BENCH_NO_FIELD: none; without a log
  * level the log is left as it is). begin (NULL: none): after the arguments, before the --json file
- * is opened; 0, or an exit code after printing why. run: the result, or NULL with err. print: the
+ * is opened, with the caller's searcher maker (offline: --remote); 0, or an exit code after
+ * printing why. run: the result, or NULL with err. print: the
  * tables. usage_errors: a run's 4xx error exits 2 (else every failure exits 1). */
 typedef struct bench_mode {
     const char *name;
