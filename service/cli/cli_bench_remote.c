@@ -45,18 +45,28 @@ typedef struct remote_searcher {
     json_t *stash;  /* the trials a tell's "ask" leased, for the next ask (NULL: none) */
 } remote_searcher;
 
-/* The first failure is kept (the rest follow from it). Returns -1. */
-static int remote_fail(remote_ctx *x, kt_code code, const char *what, int call_rc)
+/* The first failure is kept (the rest follow from it): what failed, and how (call_rc: the exit
+ * code of cli_client_call, 0 for a reply that is not what ktune expects; status: its HTTP status).
+ * Returns -1. */
+static int remote_fail_http(remote_ctx *x, kt_code code, const char *what, int call_rc, long status)
 {
     if (x->failed)
         return -1;
     x->failed = 1;
     x->unreachable = call_rc == CLI_EXIT_UNREACHABLE;
-    kt_error_set(&x->why, code, "%s: %s", what,
-                 call_rc == CLI_EXIT_UNREACHABLE ? "no answer from ktuned (see above)"
-                 : call_rc                       ? "ktuned refused it (its message above)"
-                                                 : "ktuned's reply is not what ktune expects");
+    if (call_rc == CLI_EXIT_UNREACHABLE)
+        kt_error_set(&x->why, code, "%s: no answer from ktuned (see above)", what);
+    else if (call_rc)
+        kt_error_set(&x->why, code, "%s: ktuned answered HTTP %ld (its message above)", what,
+                     status);
+    else
+        kt_error_set(&x->why, code, "%s: ktuned's reply is not what ktune expects", what);
     return -1;
+}
+
+static int remote_fail(remote_ctx *x, kt_code code, const char *what, int call_rc)
+{
+    return remote_fail_http(x, code, what, call_rc, 0);
 }
 
 /* method path with body (NULL: none) into *reply; 0, or -1 after remote_fail. */
@@ -69,8 +79,9 @@ static int remote_call(remote_ctx *x, const char *method, const char *path, cons
         return 0;
     char what[160];
     snprintf(what, sizeof what, "%s %s at %s", method, path, cli_client_server(x->cl));
-    return remote_fail(x, status >= 400 && status < 500 ? KT_ERR_BAD_REQUEST : KT_ERR_UNAVAILABLE,
-                       what, rc);
+    return remote_fail_http(x,
+                            status >= 400 && status < 500 ? KT_ERR_BAD_REQUEST : KT_ERR_UNAVAILABLE,
+                            what, rc, status);
 }
 
 /* The space as the external device takes it inline: its parameters and, as an explicit list in

@@ -344,6 +344,7 @@ class AskTellTest(unittest.TestCase):
         self.assertIn("strategy mindmap needs a trained surrogate", p.stderr)
         self.assertIn("ktune bench: error: strategy mindmap on pnpoly_kt-RTX_3090: POST /v1/tune",
                       p.stderr)
+        self.assertIn("ktuned answered HTTP 409 (its message above)", p.stderr)
         p = self.bench("--spaces", space, "--strategies", "random", "--history", space, "--remote",
                        expect=2)
         self.assertIn("--history runs in process only", p.stderr)
