@@ -320,6 +320,7 @@ class AskTellTest(unittest.TestCase):
                 lj = json.load(f)
             with open(remote_json) as f:
                 rj = json.load(f)
+            self.assertEqual((lj.get("remote"), rj.get("remote")), (None, True))
             for ls, rs in zip(lj["spaces"], rj["spaces"]):
                 for name, lf in ls["strategies"].items():
                     rf = rs["strategies"][name]

@@ -561,6 +561,8 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
                     clocks, "spaces", spaces, "summary", summary, "averages", avg);
     if (res && opt->n_history > 0)
         json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
+    if (res && opt->maker) /* --remote: the searchers were the maker's */
+        json_object_set_new(res, "remote", json_true());
     if (res)
         bench_kt_into(res, opt->kt_reference, kt_ref, kt_errno, spaces, checkpoints);
     if (!res)
