@@ -25,24 +25,36 @@
 /* One mode of `ktune bench`; args->selectors, the flags that choose it. json_path, log_level:
  * offsets of the const char * fields of its options struct (BENCH_NO_FIELD: none; without a log
  * level the log is left as it is). begin (NULL: none): after the arguments, before the --json file
- * is opened; 0, or an exit code after printing why. run: the result, or NULL with err. print: the
+ * is opened, with the caller's searcher maker (offline: --remote); 0, or an exit code after
+ * printing why. run: the result, or NULL with err. print: the
  * tables. usage_errors: a run's 4xx error exits 2 (else every failure exits 1). */
 typedef struct bench_mode {
     const char *name;
     const bench_args *args;
     size_t size;
     size_t json_path, log_level;
-    int (*begin)(void *opts, const char *exe_dir);
+    int (*begin)(void *opts, const char *exe_dir, const bench_searcher_maker *remote);
     json_t *(*run)(void *opts, const char *exe_dir, kt_error *err);
     void (*print)(const json_t *res, const void *opts, FILE *out);
     int usage_errors;
 } bench_mode;
 
-/* offline: the Kernel Tuner reference, given (it must be readable) or found next to the build */
-static int offline_begin(void *o, const char *exe_dir)
+/* offline: the remote searchers' maker opened (--remote); the Kernel Tuner reference, given (it
+ * must be readable) or found next to the build */
+static int offline_begin(void *o, const char *exe_dir, const bench_searcher_maker *remote)
 {
     bench_options *opt = o;
     char *ref = NULL;
+    if (opt->remote && !remote) {
+        fprintf(stderr, "ktune bench: --remote: remote searchers are made by the ktune command\n");
+        return 2;
+    }
+    if (opt->remote) {
+        int rc = remote->open(remote->ctx, opt);
+        if (rc != 0)
+            return rc;
+        opt->maker = remote;
+    }
     if (opt->kt_reference) {
         if (access(opt->kt_reference, R_OK) != 0) {
             fprintf(stderr, "ktune bench: --kt-reference %s: %s\n", opt->kt_reference,
@@ -203,6 +215,11 @@ static int bench_write_json(const json_t *res, FILE *json, const char *path)
  * -> run -> table -> --json written -> exit code. */
 int bench_main(int argc, char **argv, const char *exe_dir)
 {
+    return bench_main_with(argc, argv, exe_dir, NULL);
+}
+
+int bench_main_with(int argc, char **argv, const char *exe_dir, const bench_searcher_maker *remote)
+{
     const bench_mode *m = bench_mode_of(argc, argv);
     void *opts = calloc(1, m->size);
     const char *json_path = NULL, *level;
@@ -222,7 +239,7 @@ int bench_main(int argc, char **argv, const char *exe_dir)
         rc = parsed < 0 ? 2 : 0;
         goto out;
     }
-    if (m->begin && (rc = m->begin(opts, exe_dir)) != 0)
+    if (m->begin && (rc = m->begin(opts, exe_dir, remote)) != 0)
         goto out;
     if (m->log_level != BENCH_NO_FIELD) {
         kt_log_level l = KT_LOG_WARN;

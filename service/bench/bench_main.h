@@ -15,4 +15,12 @@
  * outside the offline mode also a run's 4xx error, about what was asked). */
 int bench_main(int argc, char **argv, const char *exe_dir);
 
+/* The same, with remote: who makes the offline mode's searchers when --remote or --server is given
+ * (bench_args.h; cli/cli_bench_remote.h's is ktuned's through ask/tell), opened before the runs.
+ * NULL: such a command line is a usage error (exit 2), the remote searchers being made above
+ * bench/. */
+struct bench_searcher_maker;
+int bench_main_with(int argc, char **argv, const char *exe_dir,
+                    const struct bench_searcher_maker *remote);
+
 #endif

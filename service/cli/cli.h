@@ -25,7 +25,7 @@ enum {
     "  5 not found (no such job; best: nothing known), 6 unauthorized (token),\n"                  \
     "  7 server error (5xx), 8 job (train --wait: model) failed, 9 job cancelled.\n"
 #define CLI_CONN_TEXT                                                                              \
-    "Server options (every subcommand but bench):\n"                                               \
+    "Server options (every subcommand; bench only with --remote):\n"                               \
     "  --server URL   ktuned's address [KTUNE_SERVER, else http://127.0.0.1:8080]\n"               \
     "  --token T      API token sent as 'Authorization: Bearer T' [KTUNE_TOKEN]\n"                 \
     "  --timeout S    seconds per request, 1-3600 [KTUNE_TIMEOUT, else 60]\n"

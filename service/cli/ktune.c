@@ -1,5 +1,6 @@
 /* cli/ktune — main of the `ktune` command. Subcommands: bench (the benchmark harness for
- * searchers on replayed caches or a real device: service/bench/, bench_main.h); tune, jobs, job,
+ * searchers on replayed caches or a real device: service/bench/, bench_main.h, with ktuned's
+ * searchers through ask/tell under --remote: cli_bench_remote.h); tune, jobs, job,
  * cancel, best, models, train, export and import talk to a ktuned (cli.h). */
 #include <libgen.h>
 #include <limits.h>
@@ -7,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench_main.h"
 #include "cli/cli.h"
+#include "cli/cli_bench_remote.h"
 
 static void ktune_usage(FILE *out)
 {
@@ -38,7 +39,7 @@ typedef struct ktune_command {
 } ktune_command;
 
 static const ktune_command ktune_commands[] = {
-    {"bench", NULL, bench_main},       {"tune", cli_tune_main, NULL},
+    {"bench", NULL, cli_bench_main},   {"tune", cli_tune_main, NULL},
     {"jobs", cli_jobs_main, NULL},     {"job", cli_job_main, NULL},
     {"cancel", cli_cancel_main, NULL}, {"best", cli_best_main, NULL},
     {"models", cli_models_main, NULL}, {"train", cli_train_main, NULL},

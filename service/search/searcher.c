@@ -10,6 +10,7 @@
 
 struct searcher {
     const searcher_vtable *vt;
+    searcher_vtable ops_vt; /* searcher_new_ops: the caller's operations, vt points here */
     void *state;
     const space *sp;
     int asked; /* 1 once searcher_ask was called: history comes too late then */
@@ -329,6 +330,30 @@ searcher *searcher_new(const char *name, const space *sp, const json_t *options,
         s = NULL;
     }
 out:
+    return s;
+}
+
+searcher *searcher_new_ops(const searcher_ops *ops, void *state, const space *sp, kt_error *err)
+{
+    searcher *s = NULL;
+    if (!ops || !ops->name || !ops->ask || !ops->tell || !ops->destroy || !sp) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "searcher_new_ops needs a name, ask, tell, destroy "
+                     "and a space");
+        return NULL;
+    }
+    if (!(s = calloc(1, sizeof *s))) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        return NULL;
+    }
+    s->ops_vt.name = ops->name;
+    s->ops_vt.summary = "";
+    s->ops_vt.ask = ops->ask;
+    s->ops_vt.tell = ops->tell;
+    s->ops_vt.destroy = ops->destroy;
+    s->vt = &s->ops_vt;
+    s->state = state;
+    s->sp = sp;
     return s;
 }
 

@@ -29,6 +29,21 @@ int searcher_ask(searcher *s, config_id *out, int max);
 /* Results for configurations this searcher proposed, in any order. */
 void searcher_tell(searcher *s, const config_id *ids, const trial_result *r, int n);
 
+/* A searcher whose strategy runs outside search/ (cli's remote searcher: ktuned's, reached
+ * through ask/tell): ask and tell behave as searcher_ask and searcher_tell, destroy frees state.
+ * name (borrowed, outlives the searcher) is what searcher_name answers. History, the oracle and a
+ * surrogate are not passed on (searcher_set_history keeps only its first ids; the setters are
+ * no-ops). Returns the searcher, which owns state from then on (searcher_free calls destroy), or
+ * NULL with err (KT_ERR_BAD_REQUEST for a missing operation, KT_ERR_NO_MEMORY), state still the
+ * caller's. */
+typedef struct searcher_ops {
+    const char *name;
+    int (*ask)(void *state, config_id *out, int max);
+    void (*tell)(void *state, const config_id *ids, const trial_result *r, int n);
+    void (*destroy)(void *state);
+} searcher_ops;
+searcher *searcher_new_ops(const searcher_ops *ops, void *state, const space *sp, kt_error *err);
+
 /* History for a warm start: what related targets (the same kernel on other devices or problems)
  * suggest, mapped into this searcher's space by the caller.
  *

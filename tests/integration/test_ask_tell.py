@@ -8,9 +8,17 @@ configuration again; a harness that goes away leaves the job running with the vi
 key with the version it answers for, and a catalog key by device_class as by device; an ask on a
 job of another device is a 409; with a token, ask and tell need the tune scope; asks that wait
 (more than the HTTP threads) leave GET /healthz answered at once; a tell that also asks ("ask")
-answers the next configurations in its reply, the same ones as separate asks would."""
+answers the next configurations in its reply, the same ones as separate asks would. `ktune bench
+--server` (issue 28 item 1) runs the offline bench with ktuned's searchers through ask/tell: the same
+seeds give the same curves as in process; an unreachable server and a strategy the server refuses
+fail with their messages."""
+import json
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -265,6 +273,84 @@ class AskTellTest(unittest.TestCase):
         self.assertEqual(replies[-1]["job_status"], "succeeded", replies)
         self.assertEqual(configs(combined), configs(plain))
         self.assertEqual(self.k.wait_job(combined)["best"]["config"], self.k.wait_job(plain)["best"]["config"])
+
+    def bench(self, *args, env_server=None, expect=0):
+        """`ktune bench` with args: the completed process (its exit code checked)."""
+        env = dict(os.environ)
+        for var in ("KTUNE_SERVER", "KTUNE_TOKEN", "KTUNE_TIMEOUT"):
+            env.pop(var, None)
+        if env_server:
+            env["KTUNE_SERVER"] = env_server
+        ktune = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune")
+        p = subprocess.run([ktune, "bench"] + list(args), env=env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, expect, "ktune bench %s\nstdout: %s\nstderr: %s"
+                         % (" ".join(args), p.stdout[-2000:], p.stderr[-2000:]))
+        return p
+
+    def test_i_bench_remote(self):
+        """ktune bench --server / --remote: each run an external job whose searcher ktuned runs, the
+        replayed cache answering; curves, fractions and rounds as in process (same seeds, same
+        configurations), the jobs succeeded with the budget's trials."""
+        space = os.path.join(ARGS.source_dir, "datasets", "pnpoly_kt-RTX_3090.json.gz")
+        tmp = tempfile.mkdtemp(prefix="kt-bench-remote-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cases = [(["--strategies", "random,auto", "--budget", "30", "--seeds", "2"], "server"),
+                 (["--strategies", "gbfs", "--budget", "12", "--seeds", "1", "--batch", "3",
+                   "--include-failed"], "env")]
+        for n, (args, how) in enumerate(cases):
+            common = ["--spaces", space] + args
+            local_json, remote_json = ("%s/%s-%d.json" % (tmp, w, n) for w in ("local", "remote"))
+            local = self.bench(*common, "--json", local_json)
+            if how == "server":
+                remote = self.bench(*common, "--json", remote_json, "--server",
+                                    "http://" + self.k.address)
+            else:
+                remote = self.bench(*common, "--json", remote_json, "--remote",
+                                    env_server="http://" + self.k.address)
+            # The tables: the same but for the searcher's time (ask + tell are HTTP round trips
+            # now), in "ovh us" and in the score's clock (the score, the share of its range after
+            # a run's last evaluation).
+            def masked(text):
+                return [re.sub(r"up to \d+% of it", "up to N% of it",
+                               re.sub(r"\|\s+[\d.]+ \|\s+-?[\d.]+ ", "| OVH | SCORE ", line))
+                        for line in text.splitlines()]
+            self.assertEqual(masked(local.stdout), masked(remote.stdout), remote.stdout)
+            with open(local_json) as f:
+                lj = json.load(f)
+            with open(remote_json) as f:
+                rj = json.load(f)
+            self.assertEqual((lj.get("remote"), rj.get("remote")), (None, True))
+            for ls, rs in zip(lj["spaces"], rj["spaces"]):
+                for name, lf in ls["strategies"].items():
+                    rf = rs["strategies"][name]
+                    for key in ("fraction", "evals_to_5pct", "rounds_fraction", "clock_fraction"):
+                        self.assertEqual(lf[key], rf[key], (name, key))
+                    for lr, rr in zip(lf["runs"], rf["runs"]):
+                        for key in ("evaluations", "rounds", "best_so_far", "cum_cost_s"):
+                            self.assertEqual(lr[key], rr[key], (name, lr["seed"], key))
+        # The jobs: external, one per run, each ended by its budget.
+        _, _, page = self.k.get("/v1/jobs?limit=100")
+        jobs = [j for j in page["jobs"] if j["kernel"] == "pnpoly_kt-RTX_3090"]
+        self.assertEqual(len(jobs), 5, page)
+        for j in jobs:
+            view = self.k.wait_job(j["id"], timeout=30)
+            self.assertEqual(view["status"], "succeeded", view)
+            self.assertIn(view["progress"]["trials"], (30, 12), view)
+        # Errors: no server, a strategy the server refuses (its message), history with --remote.
+        p = self.bench("--spaces", space, "--strategies", "random", "--budget", "5", "--seeds", "1",
+                       "--server", "http://127.0.0.1:1", expect=3)
+        self.assertIn("cannot reach ktuned at http://127.0.0.1:1", p.stderr)
+        self.assertIn("--remote needs ktuned at http://127.0.0.1:1", p.stderr)
+        p = self.bench("--spaces", space, "--strategies", "mindmap", "--budget", "5", "--seeds",
+                       "1", "--server", "http://" + self.k.address, expect=1)
+        self.assertIn("strategy mindmap needs a trained surrogate", p.stderr)
+        self.assertIn("ktune bench: error: strategy mindmap on pnpoly_kt-RTX_3090: POST /v1/tune",
+                      p.stderr)
+        self.assertIn("ktuned answered HTTP 409 (its message above)", p.stderr)
+        p = self.bench("--spaces", space, "--strategies", "random", "--history", space, "--remote",
+                       expect=2)
+        self.assertIn("--history runs in process only", p.stderr)
 
     def test_e_best_names_the_version(self):
         v1 = self.submit(budget=16, version="v1", seed=5)

@@ -471,6 +471,118 @@ static void test_arguments(void **state)
     unlink(bad);
 }
 
+/* A searcher maker as `ktune bench --remote` hands one in (cli/cli_bench_remote.c), here forwarding
+ * to an in-process searcher through searcher_new_ops: the runs and figures are the in-process ones;
+ * the maker sees every run's strategy, seed, budget and batch; a failure it reports fails the run.
+ */
+typedef struct maker_ctx {
+    int makes, opens, last_budget, last_batch, fail_at;
+    char last_space[64];
+} maker_ctx;
+
+static int fwd_ask(void *st, config_id *out, int max)
+{
+    return searcher_ask(st, out, max);
+}
+
+static void fwd_tell(void *st, const config_id *ids, const trial_result *r, int n)
+{
+    searcher_tell(st, ids, r, n);
+}
+
+static void fwd_destroy(void *st)
+{
+    searcher_free(st);
+}
+
+static int maker_open(void *ctx, const bench_options *opt)
+{
+    ((maker_ctx *)ctx)->opens++;
+    return opt->server && strcmp(opt->server, "unreachable") == 0 ? 3 : 0;
+}
+
+static searcher *maker_make(void *ctx, const space *sp, const char *space_name,
+                            const char *strategy, uint64_t seed, int budget, int batch,
+                            kt_error *err)
+{
+    maker_ctx *m = ctx;
+    static const searcher_ops ops = {"forwarded", fwd_ask, fwd_tell, fwd_destroy};
+    searcher *inner = searcher_new(strategy, sp, NULL, seed, err), *s;
+    m->makes++;
+    m->last_budget = budget;
+    m->last_batch = batch;
+    snprintf(m->last_space, sizeof m->last_space, "%s", space_name);
+    if (!inner)
+        return NULL;
+    s = searcher_new_ops(&ops, inner, sp, err);
+    if (!s)
+        searcher_free(inner);
+    assert_string_equal(searcher_name(s), "forwarded");
+    return s;
+}
+
+static int maker_failed(void *ctx, kt_error *err)
+{
+    maker_ctx *m = ctx;
+    return m->makes == m->fail_at ? kt_error_set(err, KT_ERR_UNAVAILABLE, "the connection broke")
+                                  : 0;
+}
+
+static void test_searcher_maker(void **state)
+{
+    fixture *f = *state;
+    maker_ctx m = {0};
+    bench_searcher_maker maker = {maker_open, maker_make, maker_failed, &m};
+    bench_options o;
+    kt_error err;
+
+    opts(&o, f->file, "random", 25, 3);
+    o.batch = 2;
+    json_t *local = bench_run(&o, &err);
+    assert_non_null(local);
+    o.maker = &maker;
+    json_t *made = bench_run(&o, &err);
+    assert_non_null(made);
+    assert_int_equal(m.makes, 3);
+    assert_int_equal(m.last_budget, 5); /* min(budget, the space's 5 valid configurations) */
+    assert_int_equal(m.last_batch, 2);
+    assert_string_equal(m.last_space, "tiny-cache");
+    const json_t *a = json_object_get(strat(local, "random"), "runs");
+    const json_t *b = json_object_get(strat(made, "random"), "runs");
+    assert_int_equal(json_array_size(a), 3);
+    for (size_t i = 0; i < json_array_size(a); i++)
+        assert_true(json_equal(json_object_get(json_array_get(a, i), "best_so_far"),
+                               json_object_get(json_array_get(b, i), "best_so_far")));
+    assert_true(json_equal(json_object_get(strat(local, "random"), "fraction"),
+                           json_object_get(strat(made, "random"), "fraction")));
+    json_decref(local);
+    json_decref(made);
+
+    /* a failure the maker reports after a run fails the bench, naming the run */
+    m.makes = 0;
+    m.fail_at = 2;
+    assert_null(bench_run(&o, &err));
+    assert_string_equal(err.message, "strategy random on tiny-cache, seed 1: the connection broke");
+
+    /* the options: --server implies --remote; --token alone, --remote with --history refused */
+    assert_int_equal(parse("bench --spaces a --strategies random --server http://h:1", &o), 0);
+    assert_true(o.remote && o.server); /* (the strings point into parse's own buffer, gone) */
+    assert_int_equal(parse("bench --spaces a --strategies random --remote --timeout 5", &o), 0);
+    assert_true(o.remote && !o.server && o.timeout && !o.token);
+    assert_int_equal(parse("bench --spaces a --strategies random --token t", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies random --remote --history b", &o), -1);
+
+    /* bench_main: --remote without a maker is a usage error; the maker's open decides the rest */
+    char line[256];
+    snprintf(line, sizeof line, "%s", f->file);
+    char *a1[] = {"bench", "--spaces", line, "--strategies", "random", "--remote"};
+    assert_int_equal(bench_main(6, a1, NULL), 2);
+    char *a2[] = {"bench", "--spaces", line, "--strategies", "random", "--server", "unreachable"};
+    m.opens = m.makes = 0;
+    assert_int_equal(bench_main_with(7, a2, NULL, &maker), 3);
+    assert_int_equal(m.opens + m.makes, 1);
+}
+
 static void test_random_pnpoly(void **state)
 {
     (void)state;
@@ -552,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_score_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_rounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kt_reference, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_searcher_maker, setup, teardown),
         cmocka_unit_test(test_random_pnpoly),
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_random_score_pnpoly),

@@ -1,7 +1,8 @@
 /* Unit tests of search/: the strategy registry and option checks, random (valid, no repeats,
  * seeded, resumable by replay, fast on the 899,756-config GEMM tiling space), exhaustive (id
  * order), and the "start" option of the strategies that walk neighbours (searcher_start_id,
- * searcher_options_resolve_start). */
+ * searcher_options_resolve_start), and a searcher of another room's operations (searcher_new_ops).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +274,75 @@ static void exhaustive_walks_ids_in_order(void **state)
     assert_int_equal(next, 1000);
     assert_int_equal(searcher_ask(s, batch, 300), 0);
     searcher_free(s);
+    space_free(sp);
+}
+
+/* searcher_new_ops: another room's ask/tell/destroy behind searcher.h (cli's remote searcher): an
+ * id counter here, told results counted; the first ids of a history come first and the counter's
+ * later proposal of one is dropped; free calls destroy; a missing operation is refused. */
+typedef struct ops_state {
+    config_id next;
+    int told, *destroyed;
+} ops_state;
+
+static int ops_ask(void *st, config_id *out, int max)
+{
+    ops_state *o = st;
+    int n = 0;
+    while (n < max && o->next < 10)
+        out[n++] = o->next++;
+    return n;
+}
+
+static void ops_tell(void *st, const config_id *ids, const trial_result *r, int n)
+{
+    (void)ids;
+    (void)r;
+    ((ops_state *)st)->told += n;
+}
+
+static void ops_destroy(void *st)
+{
+    ++*((ops_state *)st)->destroyed;
+    free(st);
+}
+
+static void ops_searcher_forwards(void **state)
+{
+    (void)state;
+    space *sp = space_1000();
+    int destroyed = 0;
+    kt_error err;
+    ops_state *o = calloc(1, sizeof *o);
+    o->destroyed = &destroyed;
+    searcher_ops ops = {"counter", ops_ask, ops_tell, ops_destroy};
+    searcher_ops no_tell = {"counter", ops_ask, NULL, ops_destroy};
+    kt_error_clear(&err);
+    assert_null(searcher_new_ops(&no_tell, o, sp, &err));
+    assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
+    searcher *s = searcher_new_ops(&ops, o, sp, &err);
+    assert_non_null(s);
+    assert_string_equal(searcher_name(s), "counter");
+    config_id first[] = {7}, ids[4];
+    searcher_history h = {.first = first, .n_first = 1};
+    assert_int_equal(searcher_set_history(s, &h, &err), 0);
+    assert_int_equal(searcher_ask(s, ids, 4), 4);
+    assert_true(ids[0] == 7 && ids[1] == 0 && ids[2] == 1 && ids[3] == 2);
+    trial_result r[4];
+    for (int i = 0; i < 4; i++) {
+        trial_result_init(&r[i]);
+        r[i].status = TRIAL_OK;
+        r[i].time_ms = 1.0 + i;
+    }
+    searcher_tell(s, ids, r, 4);
+    assert_int_equal(o->told, 4);
+    assert_int_equal(searcher_ask(s, ids, 4), 4); /* 3, 4, 5, 6 */
+    assert_int_equal(ids[3], 6);
+    assert_int_equal(searcher_ask(s, ids, 4), 2); /* 7 dropped (a first id): 8, 9 */
+    assert_true(ids[0] == 8 && ids[1] == 9);
+    assert_int_equal(searcher_ask(s, ids, 4), 0);
+    searcher_free(s);
+    assert_int_equal(destroyed, 1);
     space_free(sp);
 }
 
@@ -610,6 +680,7 @@ int main(void)
         cmocka_unit_test(random_is_seeded_and_resumable),
         cmocka_unit_test(random_first_proposal_is_uniform),
         cmocka_unit_test(exhaustive_walks_ids_in_order),
+        cmocka_unit_test(ops_searcher_forwards),
         cmocka_unit_test(empty_space_proposes_nothing),
         cmocka_unit_test(random_on_big_space_is_fast_without_repeats),
         cmocka_unit_test(random_on_huge_space_keeps_memory_small),

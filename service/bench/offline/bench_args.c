@@ -47,6 +47,17 @@ static const kt_option bench_offline_options[] = {
                     "shuffle the history's times (a history without information)"),
     KT_OPT_ROW_FLAG("--history-invert", O(history_invert),
                     "history times t -> 1/t (a history that misleads)"),
+    KT_OPT_ROW_FLAG("--remote", O(remote),
+                    "each run's searcher is ktuned's, reached through ask/tell: an\n"
+                    "external job (the space inline, the strategy, the seed, --batch,\n"
+                    "the budget, history none); the replayed cache still answers"),
+    KT_OPT_ROW_STRING("--server", O(server), 0, KT_OPT_NONEMPTY, "--server URL",
+                      "ktuned's address, implies --remote [KTUNE_SERVER, else\n"
+                      "http://127.0.0.1:8080]"),
+    KT_OPT_ROW_STRING("--token", O(token), 0, 0, "--token T",
+                      "with --remote: API token (tune scope) [KTUNE_TOKEN]"),
+    KT_OPT_ROW_STRING("--timeout", O(timeout), 0, KT_OPT_NONEMPTY, "--timeout S",
+                      "with --remote: seconds per request, 1-3600 [KTUNE_TIMEOUT, else 60]"),
     {.kind = KT_OPT_END}};
 
 static const kt_opt_table bench_offline_table = {
@@ -56,9 +67,11 @@ static const kt_opt_table bench_offline_table = {
              "FILE]\n"
              "                   [--history PATH... [--history-first N]\n"
              "                    [--history-shuffle | --history-invert]]\n"
+             "                   [--remote | --server URL] [--token T] [--timeout S]\n"
              "\n"
              "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
-             "each strategy on each, in process, with Kernel Tuner's tune_cache protocol.\n",
+             "each strategy on each, in process, with Kernel Tuner's tune_cache protocol\n"
+             "(--remote: the searchers are ktuned's, the caches still answer).\n",
     .footer = "Exit codes: 0 done, 1 failure, 2 usage error.\n"};
 
 /* The offline usage, then every other mode's: `ktune bench --help` is the whole story. */
@@ -99,6 +112,17 @@ static int bench_check(void *o, char *msg, size_t cap)
     }
     if (opt->history_shuffle && opt->history_invert) {
         snprintf(msg, cap, "--history-shuffle and --history-invert exclude each other");
+        return -1;
+    }
+    opt->remote |= opt->server != NULL;
+    if (!opt->remote && (opt->token || opt->timeout)) {
+        snprintf(msg, cap, "--token and --timeout go with --remote or --server");
+        return -1;
+    }
+    if (opt->remote && opt->n_history > 0) {
+        snprintf(msg, cap,
+                 "--history runs in process only: a remote searcher's job has history "
+                 "none (leave out --history or --remote)");
         return -1;
     }
     opt->curves = opt->json_path != NULL;

@@ -101,10 +101,29 @@ static void bench_replay_told(bench_loop *l, const config_id *ids, const trial_r
     c->round_end[c->rounds++] = l->evals;
 }
 
+/* The run's searcher: maker's (--remote) or made in process with hist (a warm start, or NULL).
+ * NULL with err. */
+static searcher *bench_searcher(const bench_searcher_maker *maker, const bench_space *bs,
+                                const char *strategy, uint64_t seed, int budget, int batch,
+                                const searcher_history *hist, kt_error *err)
+{
+    searcher *s =
+        maker ? maker->make(maker->ctx, bs->sp, bs->name, strategy, seed, budget, batch, err)
+              : searcher_new(strategy, bs->sp, NULL, seed, err);
+    if (s && searcher_set_history(s, hist, err) < 0) {
+        searcher_free(s);
+        s = NULL;
+    }
+    if (!s)
+        kt_error_prefix(err, "strategy %s on %s", strategy, bs->name);
+    return s;
+}
+
 /* One strategy, one seed through bench_loop, until budget or the searcher stops. hist: a warm
- * start (searcher_set_history), or NULL. */
+ * start (searcher_set_history), or NULL; maker: who makes the searcher (NULL: in process). */
 static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t seed, int budget,
-                         int batch, const searcher_history *hist, bench_curve *c, kt_error *err)
+                         int batch, const searcher_history *hist, const bench_searcher_maker *maker,
+                         bench_curve *c, kt_error *err)
 {
     bench_replay e = {bs, c, INFINITY, 0};
     bench_loop l = {0};
@@ -121,15 +140,8 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
-    l.s = searcher_new(strategy, bs->sp, NULL, seed, err);
-    if (l.s && searcher_set_history(l.s, hist, err) < 0) {
-        searcher_free(l.s);
-        l.s = NULL;
-    }
-    if (!l.s) {
-        kt_error_prefix(err, "strategy %s on %s", strategy, bs->name);
+    if (!(l.s = bench_searcher(maker, bs, strategy, seed, c->len, batch, hist, err)))
         goto out;
-    }
     snprintf(what, sizeof what, "strategy %s on %s, seed %llu", strategy, bs->name,
              (unsigned long long)seed);
     l.budget = c->len;
@@ -141,6 +153,10 @@ static int bench_run_one(const bench_space *bs, const char *strategy, uint64_t s
     l.after_tell = bench_replay_told;
     if (bench_loop_run(&l, err) < 0)
         goto out;
+    if (maker && maker->failed(maker->ctx, err) < 0) {
+        kt_error_prefix(err, "%s", what);
+        goto out;
+    }
     c->evals = l.evals;
     c->proposals = l.proposals;
     c->overhead_ns = l.overhead_s * 1e9;
@@ -360,7 +376,7 @@ static json_t *bench_strategy_on_space(const bench_space_ctx *x, const char *str
     }
     for (done = 0; done < x->opt->seeds; done++) {
         if (bench_run_one(x->bs, strategy, (uint64_t)done, x->opt->budget, x->batch, hist,
-                          &curves[done], err) < 0)
+                          x->opt->maker, &curves[done], err) < 0)
             goto out;
     }
     res = bench_figures(x, curves);
@@ -545,6 +561,8 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
                     clocks, "spaces", spaces, "summary", summary, "averages", avg);
     if (res && opt->n_history > 0)
         json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
+    if (res && opt->maker) /* --remote: the searchers were the maker's */
+        json_object_set_new(res, "remote", json_true());
     if (res)
         bench_kt_into(res, opt->kt_reference, kt_ref, kt_errno, spaces, checkpoints);
     if (!res)

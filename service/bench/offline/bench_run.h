@@ -26,7 +26,8 @@
  * null,...],"cum_cost_s":[...]}]}}}], "summary":{"<s>":{"25":f,...}}, "averages":{"<s>":{...same as
  * per space, without runs}}, with opt->kt_reference: "kt_reference" (the file), "kt_strategies"
  * (how many), "kt_best" (the best Kernel Tuner strategy per checkpoint by mean over the spaces), or
- * "kt_error"}. kt_best per space is there only with a readable reference. The score is
+ * "kt_error"}, with opt->maker "remote": true. kt_best per space is there only with a readable
+ * reference. The score is
  * bench_score.h's. NULL with err set on failure (unreadable space, unknown strategy, a repeated
  * proposal). */
 json_t *bench_run(const bench_options *opt, kt_error *err);
