@@ -57,21 +57,7 @@ void api_jobs_list(void *app, const http_request *req, http_response *res)
 
 void api_job_get(void *app, const http_request *req, http_response *res)
 {
-    static const char *const allowed[] = {NULL};
-    api_context *svc = app;
-    kt_error err;
-    kt_error_clear(&err);
-    long long id;
-    if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
-        return api_fail(res, &err);
-    PGconn *c = api_db_acquire(svc, res);
-    if (!c)
-        return;
-    json_t *job = job_view_get(c, id, &err);
-    api_db_release(svc, c);
-    if (!job)
-        return api_fail(res, &err);
-    http_reply_json(res, 200, job);
+    api_reply_by_id(app, req, res, "job", job_view_get);
 }
 
 void api_job_trials(void *app, const http_request *req, http_response *res)

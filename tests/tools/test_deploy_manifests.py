@@ -60,10 +60,13 @@ def image_name(image):
 
 
 def ktuned_settings(root):
-    """{flag: env} from config.c's option table."""
+    """{flag: env} from config.c's option table: its CFG_<KIND>("--flag", ...) rows, each flag's
+    environment twin named as config.c's env_name names it ("--max-jobs" -> KTUNE_MAX_JOBS)."""
     text = open(os.path.join(root, "service/core/config.c")).read()
-    found = dict(re.findall(r'\{"(--[a-z0-9-]+)",\s*"(KTUNE_[A-Z0-9_]+)"', text))
-    return found
+    flags = re.findall(r'\bCFG_(?:STRING|BOOL|INT|LLONG|DOUBLE)\(\s*"(--[a-z0-9-]+)"', text)
+    if not flags:
+        raise SystemExit("FAIL: no option rows found in service/core/config.c (the table's shape changed?)")
+    return {f: "KTUNE_" + f[2:].replace("-", "_").upper() for f in flags}
 
 
 def cmake_targets(root):
