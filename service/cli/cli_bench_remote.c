@@ -3,6 +3,7 @@
 #include "cli/cli_bench_remote.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,7 +313,7 @@ static int remote_failed(void *ctx, kt_error *err)
  * the other commands' callback), and ktuned reached once before any run. */
 static int remote_open(void *ctx, const bench_options *opt)
 {
-    static const kt_option rows[] = {CLI_CONN_OPTIONS(remote_ctx, conn_p)};
+    static const char *const names[] = {"--server", "--token", "--timeout"};
     const char *given[] = {opt->server, opt->token, opt->timeout};
     remote_ctx *x = ctx;
     json_t *reply = NULL;
@@ -322,7 +323,9 @@ static int remote_open(void *ctx, const bench_options *opt)
         return CLI_EXIT_USAGE;
     x->conn_p = &x->conn;
     for (int k = 0; k < 3; k++) {
-        if (given[k] && rows[k].cb(x, &rows[k], given[k], msg, sizeof msg) < 0) {
+        /* The callback the other commands' tables use, told the option by its name. */
+        kt_option row = {.name = names[k], .offset = offsetof(remote_ctx, conn_p)};
+        if (given[k] && cli_conn_option_cb(x, &row, given[k], msg, sizeof msg) < 0) {
             fprintf(stderr, "ktune bench: %s\n", msg);
             return CLI_EXIT_USAGE;
         }
