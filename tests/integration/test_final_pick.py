@@ -120,7 +120,16 @@ class FinalPickTest(unittest.TestCase):
             if job["status"] != "running" and job["status"] != "queued":
                 break
             time.sleep(0.02)
-        winner, median = self.check_pick(job, self.k.all_trials(jid))
+        trials = self.k.all_trials(jid)
+        winner, median = self.check_pick(job, trials)
+        # The dashboard's compact page tells re-measurements apart and carries the runner's GFLOP/s.
+        _, _, compact = self.k.get("/v1/jobs/%d/trials?format=compact" % jid)
+        f, by_seq = compact["fields"], {t["seq"]: t for t in trials}
+        for row in compact["rows"]:
+            t = by_seq[row[f.index("seq")]]
+            self.assertEqual(row[f.index("final_round")], t["final_round"], row)
+            self.assertEqual(row[f.index("gflops")], (t["extras"] or {}).get("gflops"), row)
+        self.assertTrue(all(row[f.index("gflops")] > 0 for row in compact["rows"] if row[3] == "ok"), compact)
         if seen_measuring:  # while measuring: how many done, the search already counted in full
             self.assertGreater(seen_measuring["final_pick"]["measured"], 0)
             self.assertEqual(seen_measuring["progress"]["trials"], BUDGET)

@@ -57,7 +57,7 @@ function startForm(onStarted) {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = { kernel: kernelSel.value, device: deviceSel.value, strategy: strategySel.value, budget: { evaluations: Number(evals.value) } };
-    if (seed.value !== "") body.seed = Number(seed.value);
+    if (seed.value !== "") body.seed = seed.value.trim(); // decimal text: no rounding above 2^53 (issue 31)
     try {
       const job = await post("/v1/tune", body);
       clear(msg, h("span", { class: "ok" }, `job ${job.id} ${job.status}`));
