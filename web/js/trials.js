@@ -111,12 +111,6 @@ export class TrialSet {
     return this.finished[i] - t0;
   }
 
-  // GFLOP/s of row i: the user metric "gflops" when told, else the runner's; NaN when neither.
-  gflopsOf(i) {
-    const m = this.metrics[i];
-    return m && Number.isFinite(m.gflops) ? m.gflops : this.gflops[i];
-  }
-
   firstFinished() {
     let t0 = Infinity;
     for (let i = 0; i < Math.min(this.n, 64); i++) if (this.finished[i] < t0) t0 = this.finished[i];

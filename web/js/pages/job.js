@@ -93,6 +93,7 @@ export function mount(root, { id }) {
   const details = new TrialDetails(id);
   let kernelDefault; // undefined: not asked yet; null: none; else the default configuration
   let gflopsCol = false; // the table has the runner's GFLOP/s column
+  let bestRowIndex = -1; // the row of the job's best trial (bestRow), highlighted in the table
   let metricCols = 0; // metric columns the table has
   let bestKey = null; // what the best metrics were drawn for (rows loaded, best configuration)
 
@@ -137,7 +138,7 @@ export function mount(root, { id }) {
       pageSize: 25,
       empty: "No trials finished yet.",
       onRow: (i, tr) => {
-        if (i === ts.bestIndex) tr.classList.add("best-row");
+        if (i === bestRowIndex) tr.classList.add("best-row"); // the job's best (a final pick's median trial)
       },
     }
   );
@@ -207,12 +208,14 @@ export function mount(root, { id }) {
       datasets.push({ label: "trial (ok)", data: tp.ok, borderColor: color(5, 0.5), backgroundColor: color(5, 0.35), pointRadius: 2, order: 1 });
       if (tp.failed.length)
         datasets.push({ label: `failed (${tp.nFailed.toLocaleString("en")})`, data: tp.failed, borderColor: FAIL_COLOR, backgroundColor: FAIL_COLOR, pointStyle: "crossRot", pointRadius: 4, order: 2 });
-      if (tp.ok.length + tp.failed.length < ts.n) note = `${ts.n.toLocaleString("en")} trials; showing ${(tp.ok.length + tp.failed.length).toLocaleString("en")} (fastest and slowest of each run of trials, failures sampled).`;
+      if (tp.ok.length + tp.failed.length < ts.searchN) note = `${ts.searchN.toLocaleString("en")} trials; showing ${(tp.ok.length + tp.failed.length).toLocaleString("en")} (fastest and slowest of each run of trials, failures sampled).`;
     }
     if (ts.finalN) note = (note ? note + " " : "") + `The final pick's ${ts.finalN.toLocaleString("en")} re-measurements are not evaluations: see the Final pick card.`;
     convNote.textContent = note;
-    // The axis ends at the search's budget (or its evaluations so far, when more).
-    const budget = job && job.budget && job.budget.evaluations;
+    // The axis ends at the search's budget (no further than the space, and never before the
+    // evaluations loaded), so a running job shows how much of it is searched.
+    const space = job && job.progress && job.progress.space_size;
+    const budget = job && job.budget && job.budget.evaluations ? Math.min(job.budget.evaluations, space > 0 ? space : Infinity) : 0;
     const xMax = mode === "evals" && budget ? Math.max(budget, ts.searchN) : undefined;
     const opts = { xTitle: mode === "time" ? "seconds since the job started" : "evaluations", yTitle: objective().title, logY: state.logY, label: tooltipLabel, xMin: mode === "evals" ? 0 : undefined, xMax };
     if (!convChart) convChart = makeChart(convCanvas, datasets, opts);
@@ -314,7 +317,9 @@ export function mount(root, { id }) {
   // this job measured the default (its median ok time here).
   function renderFigures(row) {
     const out = [];
-    const g = row >= 0 ? ts.gflopsOf(row) : NaN;
+    // A told gflops metric is among the best's metrics already; the runner's is shown here.
+    const told = row >= 0 && ts.metrics[row] && Number.isFinite(ts.metrics[row].gflops);
+    const g = row >= 0 && !told ? ts.gflops[row] : NaN;
     if (Number.isFinite(g)) out.push(field("GFLOP/s", h("span", { id: "best-gflops" }, fmtNum(g)), "metric"));
     if (job && job.best && kernelDefault && metricObjective(job) === null) {
       const want = configKey(kernelDefault);
@@ -322,9 +327,10 @@ export function mount(root, { id }) {
       for (let i = 0; i < ts.n; i++) if (ts.status[i] === "ok" && configKey(ts.configs[i]) === want) times.push(ts.time[i]);
       times.sort((a, b) => a - b);
       const def = times.length ? times[(times.length - 1) >> 1] : NaN;
-      out.push(field("over the default configuration",
+      out.push(field("vs. the default",
         Number.isFinite(def) && job.best.time_ms > 0
-          ? h("span", { id: "speedup", title: fmtObject(kernelDefault) }, `${(def / job.best.time_ms).toFixed(2)}× faster (default ${fmtMs(def)})`)
+          ? h("span", { id: "speedup", title: fmtObject(kernelDefault) },
+            def >= job.best.time_ms ? `${(def / job.best.time_ms).toFixed(2)}× faster (default ${fmtMs(def)})` : `${(job.best.time_ms / def).toFixed(2)}× slower (default ${fmtMs(def)})`)
           : h("span", { id: "speedup", class: "muted" }, "not measured by this job"), "speedup-field"));
     }
     clear(bestFigures, out);
@@ -371,8 +377,12 @@ export function mount(root, { id }) {
     if (key === bestKey) return;
     bestKey = key;
     const row = bestRow();
+    if (row !== bestRowIndex) {
+      bestRowIndex = row;
+      table.render();
+    }
     const m = row >= 0 ? ts.metrics[row] : null;
-    clear(bestMetrics, m ? Object.entries(m).filter(([k]) => k !== "gflops").map(([k, v]) => field(k, fmtNum(v), "metric")) : []);
+    clear(bestMetrics, m ? Object.entries(m).map(([k, v]) => field(k, fmtNum(v), "metric")) : []);
     renderFigures(row);
   }
 
