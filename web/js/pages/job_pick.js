@@ -51,7 +51,8 @@ export function pickExplanation(pick, cfg) {
   const spread = Number.isFinite(W.spread) ? `, spread ${pct(W.spread)}` : "";
   if (w === s) {
     const same = Math.abs(W.median_ms - S.search_ms) <= 1e-9 * Math.max(1, S.search_ms);
-    return `The search's fastest configuration is also the final answer: re-measured ${rounds} times (interleaved with ${cands.length - 1} runner${cands.length === 2 ? "-up" : "s-up"}), its median is ${fmtMs(W.median_ms)}${spread}` +
+    const others = cands.length === 1 ? "" : ` (interleaved with ${cands.length - 1} runner${cands.length === 2 ? "-up" : "s-up"})`;
+    return `The search's fastest configuration is also the final answer: re-measured ${rounds} times${others}, its median is ${fmtMs(W.median_ms)}${spread}` +
       (same ? "." : `; the search's single measurement said ${fmtMs(S.search_ms)}, so the job reports the median, which a re-run is more likely to see.`);
   }
   const why = !S.qualified
