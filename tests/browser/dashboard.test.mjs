@@ -186,11 +186,17 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await row.waitFor();
     assert.match(await row.textContent(), /gemm/);
 
+    const eventReplies = [];
+    page.on("response", (r) => {
+      if (r.url().includes(`/v1/jobs/${liveId}/events?`)) eventReplies.push(r.status());
+    });
     await page.goto(`${k.base}/#/jobs/${liveId}`);
     await page.waitForFunction(() => {
       const c = window.Chart && window.Chart.getChart(document.getElementById("convergence-chart"));
       return c && c.data.datasets[0].data.length > 0;
     });
+    // Live by Server-Sent Events (GET /v1/jobs/{id}/events), not by polling.
+    await page.waitForSelector('#job-page[data-live="events"]');
     // The best-so-far line ends at the latest trial: its x grows while the job runs.
     const seen = [];
     let grew = false;
@@ -201,8 +207,10 @@ describe("dashboard", { timeout: 1800000 }, () => {
       if (seen.length > 1 && p.lastX > seen[0] && job.status === "running") grew = true;
       await sleep(500);
     }
-    note(`live job ${liveId}: convergence chart's last x went ${seen[0]} -> ${seen[seen.length - 1]} while running`);
+    note(`live job ${liveId}: convergence chart's last x went ${seen[0]} -> ${seen[seen.length - 1]} while running, ${eventReplies.length} events replies`);
     assert.ok(grew, "the convergence chart did not grow while the job ran: " + seen.join(","));
+    assert.ok(eventReplies.length >= 2 && eventReplies.every((st) => st === 200), "events replies: " + eventReplies.join(","));
+    assert.equal(await page.getAttribute("#job-page", "data-live"), "events", "the page fell back to polling");
     await k.waitJob(liveId, { timeoutMs: 600000 });
     await page.waitForSelector("#job-page[data-loaded=all]", { timeout: 30000 });
     const job = (await k.api("GET", `/v1/jobs/${liveId}`)).body;

@@ -2,8 +2,9 @@
 // or time, every trial as a point, failures marked, log-scale toggle), time against each
 // parameter's value, and the trials table (sortable, paged). Where trials carry user metrics
 // (extras.metrics: GFLOP/s, GB/s, ...), the best trial's values and a table column per metric.
-// Live while the job runs: the job is polled every second and only trials finished since the last
-// cursor are fetched. The final pick (its candidates, rounds and why the answer differs from the
+// Live while the job runs: after the first load, Server-Sent Events (GET /v1/jobs/{id}/events,
+// events.js) bring the job and the trials finished since the last cursor as soon as they finish;
+// where they fail the page polls every second (#job-page data-live says which). The final pick (its candidates, rounds and why the answer differs from the
 // search's best) has a card of its own (job_pick.js): its re-measurements are not evaluations, so
 // the convergence chart's x axis ends at the search's budget. Each trial's row opens its details
 // (compile log, verification error, extras: job_trial.js). The best's GFLOP/s and its speed-up
@@ -14,6 +15,7 @@
 
 import { get, del } from "../api.js";
 import { TrialSet } from "../trials.js";
+import { nextEvents } from "../events.js";
 import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, paramPoints, color, FAIL_COLOR } from "../charts.js";
 import { DataTable } from "../table.js";
 import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
@@ -21,6 +23,7 @@ import { renderPick, failureBox, stopWords, configKey } from "./job_pick.js";
 import { TrialDetails, detailsLabel } from "./job_trial.js";
 
 const POLL_MS = 1000;
+const EVENTS_PAGE = 10000; // trials an events reply carries at most (api/job_events.c)
 
 // The warm start as one line: what history seeded the search with (GET /v1/jobs/{id} "history").
 function historyText(hist) {
@@ -396,12 +399,41 @@ export function mount(root, { id }) {
     }
   }
 
+  // Live updates: Server-Sent Events once the page has loaded (the server answers when something
+  // changed, so the next request follows at once); polling every POLL_MS when they fail.
+  let live = "events";
+  async function update() {
+    if (!job || live !== "events") {
+      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
+      await ts.fetchNew(ac.signal);
+      return;
+    }
+    try {
+      const ev = await nextEvents(id, { after: ts.after, status: job.status, waitS: 5, signal: ac.signal });
+      job = ev.job;
+      if (ev.trials) {
+        ts.jobStatus = ev.trials.job_status;
+        ts.append(ev.trials);
+        if (ev.trials.rows.length >= EVENTS_PAGE) await ts.fetchNew(ac.signal);
+      } else {
+        ts.jobStatus = job.status;
+      }
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+      live = "polling"; // e.g. a server without the route, or too many waiting requests
+      root.querySelector("#job-page")?.setAttribute("data-live", live);
+      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: true });
+      await ts.fetchNew(ac.signal);
+    }
+  }
+
   async function tick() {
     try {
-      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
+      const first = job === null;
       const before = ts.n;
-      await ts.fetchNew(ac.signal);
+      await update();
       if (!alive) return;
+      if (first) root.querySelector("#job-page")?.setAttribute("data-live", live);
       clear(msg);
       renderSummary();
       if (ts.n !== before || !convChart) {
@@ -423,7 +455,7 @@ export function mount(root, { id }) {
       if (e.status === 404) return; // no such job: nothing to poll
     }
     // A finished job still gets polled once more in case trials were in flight; then it stops.
-    if (alive && !(loadedAll && TERMINAL.has(job && job.status))) timer = setTimeout(tick, POLL_MS);
+    if (alive && !(loadedAll && TERMINAL.has(job && job.status))) timer = setTimeout(tick, live === "events" ? 0 : POLL_MS);
   }
 
   tick();
