@@ -31,7 +31,16 @@
 
 #include "core/array.h"
 
-enum { OPT_INITIAL, OPT_EXPLORATION, OPT_MODEL, OPT_STALL, OPT_LONG_STALL, N_OPTS };
+enum {
+    OPT_INITIAL,
+    OPT_EXPLORATION,
+    OPT_MODEL,
+    OPT_WALK,
+    OPT_STALL,
+    OPT_LONG_STALL,
+    OPT_POOL,
+    N_OPTS
+};
 
 /* Restarts (after LONG_STALL results without a new best, at a local optimum). */
 enum {
@@ -47,11 +56,16 @@ static const searcher_option auto_options[N_OPTS] = {
     {"model", SEARCHER_OPT_STRING, "\"ei\"", 0, 0, "ei|ridge",
      "the pool's pick: ei, a Gaussian process's expected improvement; ridge, the ridge "
      "surrogate's fastest prediction"},
-    {"stall", SEARCHER_OPT_INTEGER, "5", 1, 100000, NULL,
+    {"walk", SEARCHER_OPT_STRING, "\"ei\"", 0, 0, "ridge|ei",
+     "the local walk's order after a stall: ridge, the ridge's prediction; ei, the Gaussian "
+     "process's expected improvement (with model ei)"},
+    {"stall", SEARCHER_OPT_INTEGER, "3", 1, 100000, NULL,
      "results without a new best before a local walk from the current configuration takes over"},
     {"long_stall", SEARCHER_OPT_INTEGER, "30", 1, 100000, NULL,
      "results without a new best after which the walk is random and a used-up neighbourhood "
      "restarts away from the explored basins"},
+    {"pool", SEARCHER_OPT_INTEGER, "32", 1, 4096, NULL,
+     "random configurations in the candidate pool, besides the neighbours of the best ones"},
 };
 
 static void auto_destroy(void *state)
@@ -91,9 +105,12 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
     st->explore = searcher_option_number(&auto_options[OPT_EXPLORATION], options);
     st->stall = (int)searcher_option_number(&auto_options[OPT_STALL], options);
     st->long_stall = (int)searcher_option_number(&auto_options[OPT_LONG_STALL], options);
+    st->pool_random = (int)searcher_option_number(&auto_options[OPT_POOL], options);
     char model[8];
     const char *m = searcher_option_string(&auto_options[OPT_MODEL], options, model, sizeof model);
     st->model_ei = m && strcmp(m, "ei") == 0;
+    m = searcher_option_string(&auto_options[OPT_WALK], options, model, sizeof model);
+    st->walk_ei = st->model_ei && m && strcmp(m, "ei") == 0;
     st->best_i = -1;
     st->cur_i = -1;
     st->clip = INFINITY;
@@ -245,6 +262,15 @@ static int propose_fill(auto_state *st, config_id *out)
     return 1;
 }
 
+/* The GP fitted for this ask (model ei): once per ask, only when a proposal needs it. */
+static void gp_ensure(auto_state *st)
+{
+    if (st->model_ei && !st->gp_tried) {
+        st->gp_tried = 1;
+        auto_gp_fit(st);
+    }
+}
+
 /* The unvisited candidate predicted fastest. */
 static int propose_model(auto_state *st, config_id *out)
 {
@@ -256,10 +282,7 @@ static int propose_model(auto_state *st, config_id *out)
     int top[TOP_K];
     int nt = best_observations(st, top, TOP_K);
     auto_pick pick = {INFINITY, 0, 0};
-    if (st->model_ei && !st->gp_tried) { /* once per ask, only when the pool is asked for */
-        st->gp_tried = 1;
-        auto_gp_fit(st);
-    }
+    gp_ensure(st);
     st->nc = 0;
     for (int k = 0; k < nt; k++) {
         double r = st->resid[top[k]] * RESID;
@@ -276,7 +299,7 @@ static int propose_model(auto_state *st, config_id *out)
     int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
     for (int k = 0; k < n_top; k++)
         pool_offer(st, fp, st->prior.top[k], 0, 0, &pick);
-    for (int c = 0; c < POOL_RANDOM; c++)
+    for (int c = 0; c < st->pool_random; c++)
         pool_offer(st, fp, space_sample(st->sp, &st->rng), 0, 0, &pick);
     if (pick.n == 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
@@ -317,6 +340,11 @@ static int propose_local(auto_state *st, config_id *out)
     for (int q = 0; q < 3; q++)
         m += space_neighbours(st->sp, cur, kinds[q], st->scratch + m, st->scratch_cap - m);
     auto_pick pick = {INFINITY, 0, 0};
+    /* walk ei: the GP's expected improvement orders the walk until the long stall */
+    int walk_ei = st->walk_ei && st->since_imp < st->long_stall;
+    if (walk_ei)
+        gp_ensure(st);
+    st->nc = 0;
     for (int i = 0; i < m; i++) {
         config_id id = st->scratch[i];
         if (search_set_has(&st->visited, id) || auto_features(st, id, f) < 0)
@@ -326,6 +354,8 @@ static int propose_local(auto_state *st, config_id *out)
                                                     : (st->fitted ? auto_predict(st, f) + r : 0) +
                                                           1e-9 * kt_rng_uniform(&st->rng);
         pick_offer(&pick, id, pr);
+        if (walk_ei)
+            auto_gp_offer(st, id, pr);
     }
     if (pick.n == 0) {
         /* A local optimum: the model's pick near the best, or after a long stall (the model's
@@ -338,6 +368,9 @@ static int propose_local(auto_state *st, config_id *out)
         }
         return rc;
     }
+    config_id ei_id;
+    if (walk_ei && auto_gp_pick(st, &ei_id) > 0)
+        pick.id = ei_id;
     return propose_id(st, pick.id, out);
 }
 
@@ -389,7 +422,11 @@ static int propose_one(auto_state *st, config_id *out)
                    : search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     if (kt_rng_uniform(&st->rng) < st->explore)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    if (st->since_imp >= st->stall && (rc = propose_local(st, out)) != 0)
+    /* With model ei, one walk step per batch: the rest of it, chosen while proposals are still
+     * outstanding, is the GP's (kriging believer), which spreads it instead of crowding it
+     * around the walk's current configuration. At batch 1 nothing is outstanding. */
+    int walk = st->since_imp >= st->stall && (!st->model_ei || st->n_out == 0);
+    if (walk && (rc = propose_local(st, out)) != 0)
         return rc;
     return propose_model(st, out);
 }

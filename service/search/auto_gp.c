@@ -36,7 +36,7 @@ int auto_gp_init(auto_state *st, kt_error *err)
     st->g = gp_new(np, st->nv, kind, err);
     if (!st->g)
         goto out;
-    st->ccap = POOL_RANDOM + TOP_K * st->scratch_cap + AUTO_PRIOR_TOP;
+    st->ccap = st->pool_random + TOP_K * st->scratch_cap + AUTO_PRIOR_TOP;
     st->cid = malloc((size_t)st->ccap * sizeof *st->cid);
     st->crow = malloc((size_t)st->ccap * (size_t)np * sizeof *st->crow);
     st->cpred = malloc((size_t)st->ccap * sizeof *st->cpred);

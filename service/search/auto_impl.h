@@ -11,7 +11,6 @@
 
 enum {
     MAX_FEATURES = 256, /* one-hot columns of the surrogate */
-    POOL_RANDOM = 128,  /* random samples scored per proposal */
     TOP_K = 3,          /* best configurations whose neighbours join the pool */
     FILL_CANDIDATES = 16,
 };
@@ -43,25 +42,27 @@ typedef struct auto_state {
     search_set visited;
     int initial;
     double explore;
-    int stall;      /* results without a new best before the local walk takes over */
-    int long_stall; /* ... after which the walk is random and a used-up neighbourhood restarts */
-    int model_ei;   /* option model "ei": the pool's pick by the GP's expected improvement */
-    int np;         /* parameters */
-    int nf;         /* features */
-    int *nv;        /* values per parameter */
-    int *nb;        /* buckets per parameter */
-    int *off;       /* first feature of each parameter */
-    int *idx;       /* decode scratch */
-    int *fidx;      /* the observations' features, np per observation */
-    obs *o;         /* told results (and, during an ask, lies after them) */
-    int n, cap;     /* told results; capacity of o, fidx, resid, pp and ok_y */
-    int proposed;   /* proposals made */
-    int dirty;      /* results told since the last fit */
-    double *xtx;    /* nf * nf, accumulated */
-    double *a;      /* nf * nf, factorised */
-    double *w;      /* nf weights */
-    double mean;    /* intercept */
-    double *resid;  /* per observation: y - prediction at the last fit */
+    int stall;       /* results without a new best before the local walk takes over */
+    int pool_random; /* random samples in the pool per proposal */
+    int long_stall;  /* ... after which the walk is random and a used-up neighbourhood restarts */
+    int model_ei;    /* option model "ei": the pool's pick by the GP's expected improvement */
+    int walk_ei;     /* option walk "ei" (with model ei): the local walk's pick by it too */
+    int np;          /* parameters */
+    int nf;          /* features */
+    int *nv;         /* values per parameter */
+    int *nb;         /* buckets per parameter */
+    int *off;        /* first feature of each parameter */
+    int *idx;        /* decode scratch */
+    int *fidx;       /* the observations' features, np per observation */
+    obs *o;          /* told results (and, during an ask, lies after them) */
+    int n, cap;      /* told results; capacity of o, fidx, resid, pp and ok_y */
+    int proposed;    /* proposals made */
+    int dirty;       /* results told since the last fit */
+    double *xtx;     /* nf * nf, accumulated */
+    double *a;       /* nf * nf, factorised */
+    double *w;       /* nf weights */
+    double mean;     /* intercept */
+    double *resid;   /* per observation: y - prediction at the last fit */
     int fitted;
     config_id *scratch;
     int scratch_cap;

@@ -248,8 +248,9 @@ static void run_batches(space *sp, const char *options, uint64_t seed, int batch
     json_decref(opts);
 }
 
-/* The expected-improvement pick (the default model "ei", issue 29) and the ridge's ("ridge"): for a
- * seed and batch size the same proposals every time, each ask answered in full (batch 1, 4, 16),
+/* The expected-improvement pick (the default model "ei", issue 29), the ridge's ("ridge") and the
+ * EI-ordered local walk ("walk" "ei", from 2 results without a new best): for a seed and batch
+ * size the same proposals every time, each ask answered in full (batch 1, 4, 16),
  * distinct, and within the restricted tiling space (one configuration in 13 failing); the two
  * models propose differently (the option is read), as do two seeds. */
 static void ei_is_deterministic_and_respects_restrictions(void **state)
@@ -258,10 +259,11 @@ static void ei_is_deterministic_and_respects_restrictions(void **state)
     space *sp = space_gemm_tiling();
     enum { N = 64 };
     static const int batches[3] = {1, 4, 16};
-    static const char *const models[2] = {NULL, "{\"model\": \"ridge\"}"};
+    static const char *const models[3] = {NULL, "{\"model\": \"ridge\"}",
+                                          "{\"walk\": \"ei\", \"stall\": 2}"};
     config_id a[N], b[N], ridge[N], other[N];
     for (int bi = 0; bi < 3; bi++) {
-        for (int m = 0; m < 2; m++) {
+        for (int m = 0; m < 3; m++) {
             run_batches(sp, models[m], 5, batches[bi], a, N);
             run_batches(sp, models[m], 5, batches[bi], b, N);
             assert_memory_equal(a, b, sizeof a);
@@ -283,7 +285,8 @@ static void ei_options_are_checked(void **state)
     (void)state;
     space *sp = space_small();
     static const char *const bad[] = {"{\"model\": \"gp\"}", "{\"stall\": 0}",
-                                      "{\"long_stall\": 0}", "{\"model\": 1}"};
+                                      "{\"long_stall\": 0}", "{\"model\": 1}",
+                                      "{\"walk\": \"gp\"}",  "{\"pool\": 0}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *o = json_loads(bad[i], 0, NULL);
         kt_error err;

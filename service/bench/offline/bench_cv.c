@@ -12,28 +12,27 @@
 
 /* auto's tunable constants (search/auto.c's options), a small grid: the pool's pick by the GP's
  * expected improvement with the share of random proposals, the results without a new best before
- * the local walk and before its random order and restarts; the first is the earlier default (the
- * ridge surrogate's pick). */
+ * the local walk, the random samples in the pool and the walk's order (ridge or EI); the first is
+ * the earlier default (the ridge surrogate's pick). Dropped after a first round: `initial` 5 (10
+ * was chosen on every fold), `long_stall` 60 against 30, `exploration` 0. */
 static const char *const bench_cv_candidates[] = {
-    "{\"model\": \"ridge\", \"exploration\": 0.15, \"stall\": 5, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 3, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 3, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 5, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 5, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 15, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0, \"stall\": 15, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 3, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 3, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 5, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 5, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 15, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.05, \"stall\": 15, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 3, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 3, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 5, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 5, \"long_stall\": 60}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 15, \"long_stall\": 30}",
-    "{\"model\": \"ei\", \"exploration\": 0.15, \"stall\": 15, \"long_stall\": 60}",
+    "{\"model\": \"ridge\", \"exploration\": 0.15, \"stall\": 5, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.05, \"stall\": 3, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.05, \"stall\": 3, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.05, \"stall\": 3, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.05, \"stall\": 3, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.05, \"stall\": 5, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.05, \"stall\": 5, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.05, \"stall\": 5, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.05, \"stall\": 5, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.15, \"stall\": 3, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.15, \"stall\": 3, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.15, \"stall\": 3, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.15, \"stall\": 3, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.15, \"stall\": 5, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.15, \"stall\": 5, \"pool\": 32}",
+    "{\"model\": \"ei\", \"walk\": \"ridge\", \"exploration\": 0.15, \"stall\": 5, \"pool\": 128}",
+    "{\"model\": \"ei\", \"walk\": \"ei\", \"exploration\": 0.15, \"stall\": 5, \"pool\": 128}",
 };
 #define BENCH_CV_N (int)(sizeof bench_cv_candidates / sizeof bench_cv_candidates[0])
 #define CV_LO      25 /* the checkpoints a candidate is scored on: 25..400 */
