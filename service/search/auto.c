@@ -262,10 +262,19 @@ static int propose_fill(auto_state *st, config_id *out)
     return 1;
 }
 
-/* The GP fitted for this ask (model ei): once per ask, only when a proposal needs it. */
+/* Whether a warm-start prior is still confirmed by the told results (its fitted coefficient above
+ * half its a-priori value): the ridge, which carries it, then picks; the GP, which does not, takes
+ * over once the measurements overrule the prior. */
+static int prior_trusted(const auto_state *st)
+{
+    return st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
+}
+
+/* The GP fitted for this ask (model ei, no trusted prior): once per ask, only when a proposal
+ * needs it. */
 static void gp_ensure(auto_state *st)
 {
-    if (st->model_ei && !st->gp_tried) {
+    if (st->model_ei && !st->gp_tried && !prior_trusted(st)) {
         st->gp_tried = 1;
         auto_gp_fit(st);
     }
@@ -296,7 +305,7 @@ static int propose_model(auto_state *st, config_id *out)
             pool_offer(st, fp, st->scratch[i], r, 1, &pick);
     }
     /* The related targets' best, while the told results still confirm the prior. */
-    int n_top = st->has_prior && st->beta > 0.5 * st->prior.beta0 ? st->prior.n_top : 0;
+    int n_top = prior_trusted(st) ? st->prior.n_top : 0;
     for (int k = 0; k < n_top; k++)
         pool_offer(st, fp, st->prior.top[k], 0, 0, &pick);
     for (int c = 0; c < st->pool_random; c++)
@@ -380,7 +389,7 @@ static int propose_local(auto_state *st, config_id *out)
  * unvisited. */
 static int propose_prior_top(auto_state *st, config_id *out)
 {
-    int trusted = st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
+    int trusted = prior_trusted(st);
     for (int k = 0; trusted && k < st->prior.n_top; k++) {
         if (!search_set_has(&st->visited, st->prior.top[k]))
             return propose_id(st, st->prior.top[k], out);
@@ -439,6 +448,7 @@ static int auto_ask(void *state, config_id *out, int max)
     auto_state *st = state;
     int n = 0;
     st->gp_tried = 0; /* the GP is refitted in each ask that needs it */
+    st->gp_ok = 0;
     for (int k = 0; k < st->n_out; k++)
         st->dirty |= auto_lie_push(st, st->out_id[k]);
     while (n < max) {
