@@ -118,6 +118,21 @@ class CliTest(unittest.TestCase):
         self.assertEqual(p.stdout, "")
         p = self.ktune("tune", *CONV, "--strategy", "no_such", expect=REJECTED)
         self.assertIn("no strategy named 'no_such'", p.stderr)
+        # "Did you mean" (issue 31): kernels, devices, strategies, strategy options, flags, commands.
+        p = self.ktune("best", "--kernel", "pnpol", "--device", "replay:pnpoly_kt-RTX_3090", expect=REJECTED)
+        self.assertIn("hint: did you mean 'pnpoly'? device replay:pnpoly_kt-RTX_3090 offers: pnpoly", p.stderr)
+        p = self.ktune("best", "--kernel", "pnpoly", "--device", "replay:pnpoly_kt-RTX_309", expect=REJECTED)
+        self.assertIn("did you mean 'replay:pnpoly_kt-RTX_3090'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "bayes", expect=REJECTED)
+        self.assertIn("did you mean 'bo'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "randon", expect=REJECTED)
+        self.assertIn("did you mean 'random'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "anneal", "--option", "neighborhood=adjacent", expect=REJECTED)
+        self.assertIn("did you mean 'neighbourhood'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--budget", "5", expect=USAGE)
+        self.assertIn("did you mean '--budget-evaluations' or '--budget-seconds'?", p.stderr)
+        p = self.ktune("tun", expect=USAGE)
+        self.assertIn("did you mean 'tune'?", p.stderr)
         p = self.ktune("job", "999999", expect=NOT_FOUND)
         self.assertIn("no such job", p.stderr)
         # Usage errors never reach the server.
@@ -135,7 +150,12 @@ class CliTest(unittest.TestCase):
         p = self.ktune("best", "--kernel", "pnpoly", "--device", "replay:pnpoly_kt-RTX_3090",
                        expect=NOT_FOUND)
         self.assertIn("no measured or predicted configuration of kernel pnpoly is known", p.stderr)
-        self.assertIn("hint: tune it: POST /v1/tune", p.stderr)
+        # The hint in CLI words (issue 31), not REST.
+        self.assertIn("hint: tune it: ktune tune --kernel pnpoly --device replay:pnpoly_kt-RTX_3090 --problem "
+                      "problem_size=", p.stderr)
+        self.assertIn("--wait (or add --tune-on-miss N); train a model of the key: ktune train --kernel pnpoly "
+                      "--device replay:pnpoly_kt-RTX_3090 --wait; or ask with --fallback nearest", p.stderr)
+        self.assertNotIn("POST /v1/", p.stderr)
         self.assertEqual(p.stdout, "")
 
     def test_models_train_and_predicted_best(self):
