@@ -105,7 +105,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(cc.returncode, 0, cc.stderr)
 
     def test_best_miss_and_bad_input(self):
-        p = self.ktune("best", "--kernel", "gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
+        p = self.ktune("best", "--kernel", "clblast_gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
                        "--problem", "problem_size=1,2", expect=REJECTED)
         self.assertIn("ktune: ", p.stderr)
         p = self.ktune("best", "--kernel", "nope", "--device", "replay:pnpoly_kt-RTX_3090",
@@ -245,7 +245,7 @@ class CliTest(unittest.TestCase):
 
     # --- cancel --------------------------------------------------------------------------------
     def test_cancel(self):
-        args = ["--kernel", "gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
+        args = ["--kernel", "clblast_gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
                 "--strategy", "exhaustive", "--budget-evaluations", "17956"]
         job_id = int(self.ktune("tune", *args).stdout)
         p = self.ktune("cancel", str(job_id))
