@@ -294,9 +294,10 @@ static void no_best(const target *t, const best_query *q, const json_t *queued, 
         const json_t *conf = json_object_get(weak, "confidence");
         kt_error_set(
             err, KT_ERR_NO_BEST,
-            "no measured configuration of kernel %s is known for device class %s and "
+            "no %s configuration of kernel %s is known for device class %s and "
             "problem %s, and model %lld of the key is weak: %s",
-            t->key.kernel, t->key.device_class, t->key.problem_key,
+            q->from == BEST_FROM_PREDICTED ? "predicted" : "measured", t->key.kernel,
+            t->key.device_class, t->key.problem_key,
             (long long)json_integer_value(json_object_get(json_object_get(weak, "model"), "id")),
             json_string_value(json_object_get(conf, "why")));
         kt_error_hint(err,

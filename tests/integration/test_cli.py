@@ -182,7 +182,7 @@ class CliTest(unittest.TestCase):
             self.assertEqual(status, 201, reply)
         gemm = ["--kernel", "gemm", "--device", "cpu"]
         p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", expect=NOT_FOUND)
-        self.assertIn("POST /v1/models", p.stderr)
+        self.assertIn("train a model of the key: ktune train --kernel gemm --device cpu --wait", p.stderr)
         p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", "--fallback", "nearest",
                        "--format", "flags")
         self.assertIn("nearest tuned problem", p.stderr)
@@ -211,6 +211,10 @@ class CliTest(unittest.TestCase):
         q = ["best", *gemm, "--problem", "M=100,N=100,K=100"]
         p = self.ktune(*q)
         self.assertIn("ktune best: predicted by model %d (nearest, version 1)" % model_id, p.stderr)
+        # Its confidence (issue 31): how many problems it learnt from, how far this one is from them.
+        self.assertRegex(p.stderr, r"; model trained on \d+ problems, nearest trained problem at log-distance [0-9.]+")
+        self.assertEqual(self.ktune(*q, "--accept", "weak").stdout, p.stdout)
+        self.assertIn("--accept must be weak", self.ktune(*q, "--accept", "strong", expect=USAGE).stderr)
         config = json.loads(p.stdout)
         self.assertEqual(set(config), set(default))
         flags = self.ktune(*q, "--format", "flags").stdout.split()
