@@ -40,7 +40,8 @@ void model_cache_free(model_cache *mc);
 
 /* ktuned's minimum for a model to be served without ?accept=weak (--model-min-problems,
  * --model-min-accuracy; MODEL_MIN_*_DEFAULT until set). Once, before the first prediction (a model
- * loaded before keeps the facts judged by the minimum of its load); drops the cached predictions. */
+ * loaded before keeps the facts judged by the minimum of its load); drops the cached predictions.
+ */
 void model_cache_set_minimum(model_cache *mc, const model_minimum *min);
 
 /* The prediction for target t: the newest ready model of t's key loaded (once per model id, from
