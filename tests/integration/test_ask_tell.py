@@ -109,6 +109,9 @@ class AskTellTest(unittest.TestCase):
         self.assertEqual([x["outcome"] for x in r["results"]], ["recorded"] * 4, r)
         again = self.tell(jid, told[:2])
         self.assertEqual([x["outcome"] for x in again["results"]], ["duplicate"] * 2, again)
+        # A tell of one trial records first (sql/024); one already final falls back to the checks.
+        once = self.tell(jid, told[2:3])
+        self.assertEqual([x["outcome"] for x in once["results"]], ["duplicate"], once)
         # What was told is what the trials page shows; the best is the fastest ok.
         page = self.k.all_trials(jid)
         by_id = {t["id"]: t for t in page}
