@@ -285,6 +285,8 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory creating the model cache");
         goto fail;
     }
+    model_cache_set_minimum(svc->models,
+                            &(model_minimum){cfg->model_min_problems, cfg->model_min_accuracy});
     wopt.models = svc->models;
     wopt.lease_s = cfg->lease_s;
     wopt.max_start_attempts = cfg->job_max_start_attempts;

@@ -77,7 +77,7 @@ static json_t *value_from_text(const char *s)
  * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
 static const char *const best_options[] = {
     "kernel",       "device",       "source",         "fallback", "k",
-    "tune_on_miss", "device_class", "kernel_version", NULL};
+    "tune_on_miss", "device_class", "kernel_version", "accept",   NULL};
 enum {
     OPT_KERNEL,
     OPT_DEVICE,
@@ -87,6 +87,7 @@ enum {
     OPT_TUNE_ON_MISS,
     OPT_DEVICE_CLASS,
     OPT_KERNEL_VERSION,
+    OPT_ACCEPT,
     OPT_COUNT
 };
 
@@ -151,6 +152,7 @@ typedef struct best_query {
     int nearest;            /* fallback=nearest */
     long long k;            /* candidates of a prediction */
     long long tune_on_miss; /* evaluations of the job queued on a miss; 0: none */
+    int accept_weak;        /* accept=weak: a weak model's prediction is served (issue 31) */
 } best_query;
 
 static int parse_options(const api_context *svc, const best_args *a, best_query *q, kt_error *err)
@@ -176,6 +178,14 @@ static int parse_options(const api_context *svc, const best_args *a, best_query 
                            "answers) or fallback=none (the default)");
         return -1;
     }
+    const char *accept = a->opt[OPT_ACCEPT];
+    if (accept && strcmp(accept, "weak") != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown accept '%.40s'", accept);
+        kt_error_hint(err, "accept=weak (serve the prediction of a model below ktuned's minimum "
+                           "of trained problems or held-out accuracy); leave it out otherwise");
+        return -1;
+    }
+    q->accept_weak = accept != NULL;
     if (q->nearest && q->from == BEST_FROM_MEASURED) {
         kt_error_set(err, KT_ERR_BAD_REQUEST,
                      "source=measured refuses every answer but a measurement; it cannot be "
@@ -216,14 +226,23 @@ static int queue_on_miss(api_context *svc, PGconn *c, const target *t, long long
 }
 
 /* The newest ready model's answer for t: 1 (*out), 0 none, -1 err, MODEL_CACHE_NEEDS_SPACE when t
- * is key-only and the answer is not cached. */
-static int predicted(api_context *svc, PGconn *c, const target *t, int k, json_t **out,
-                     kt_error *err)
+ * is key-only and the answer is not cached. A weak model's answer (its confidence below ktuned's
+ * minimum, training/model_confidence.h) is none unless accept_weak: *weak then gets the model and
+ * why (a new reference; the 404 says it), once. */
+static int predicted(api_context *svc, PGconn *c, const target *t, int k, int accept_weak,
+                     json_t **out, json_t **weak, kt_error *err)
 {
     json_t *pred = NULL;
     if (!svc->models)
         return 0;
     int rc = model_cache_predict(svc->models, c, t, k, &pred, err);
+    json_t *conf = rc == 1 ? json_object_get(pred, "confidence") : NULL;
+    if (conf && json_is_true(json_object_get(conf, "weak")) && !accept_weak) {
+        if (!*weak)
+            *weak = json_pack("{s:O, s:O}", "model", json_object_get(pred, "model"), "confidence",
+                              conf);
+        rc = 0;
+    }
     if (rc == 1) {
         *out = answer_new(t, "predicted", "predicted");
         if (!*out || json_object_update(*out, pred) < 0)
@@ -263,11 +282,31 @@ static int nearest(PGconn *c, const target *t, json_t **out, kt_error *err)
 }
 
 /* 404 no_best for a miss, saying what was looked at and what would answer. */
-static void no_best(const target *t, const best_query *q, const json_t *queued, kt_error *err)
+static void no_best(const target *t, const best_query *q, const json_t *queued, const json_t *weak,
+                    kt_error *err)
 {
     const char *what = q->from == BEST_FROM_MEASURED    ? "measured"
                        : q->from == BEST_FROM_PREDICTED ? "predicted"
                                                         : "measured or predicted";
+    if (weak) {
+        /* The key has a ready model, but below the minimum (issue 31): say so, and how to take its
+         * guess anyway. */
+        const json_t *conf = json_object_get(weak, "confidence");
+        kt_error_set(
+            err, KT_ERR_NO_BEST,
+            "no %s configuration of kernel %s is known for device class %s and "
+            "problem %s, and model %lld of the key is weak: %s",
+            q->from == BEST_FROM_PREDICTED ? "predicted" : "measured", t->key.kernel,
+            t->key.device_class, t->key.problem_key,
+            (long long)json_integer_value(json_object_get(json_object_get(weak, "model"), "id")),
+            json_string_value(json_object_get(conf, "why")));
+        kt_error_hint(err,
+                      "add accept=weak to get its prediction anyway (\"source\": \"predicted\", "
+                      "confidence.weak true); or tune this problem, or tune more problems of "
+                      "kernel %s and train the model again",
+                      t->key.kernel);
+        return;
+    }
     kt_error_set(err, KT_ERR_NO_BEST,
                  "no %s configuration of kernel %s is known for device class %s, toolchain %s and "
                  "problem %s",
@@ -368,6 +407,7 @@ typedef struct best_request {
     int others;      /* the kernel has other versions (older_version) */
     int got_nearest; /* the answer is the nearest tuned problem's */
     json_t *answer, *queued;
+    json_t *weak; /* a weak model refused (no accept=weak): {"model", "confidence"} */
 } best_request;
 
 /* The device parameters together: device= or device_class= (issue 27: a host of the fleet asks
@@ -426,8 +466,9 @@ static void request_key(const api_context *svc, best_request *r, char *qkey, siz
                           : "");
     r->qkey = qkey;
     if (svc->best && !r->a.repeated)
-        r->qlen = best_request_key(qkey, cap, r->kernel_at, r->device, "amp"[r->q.from],
-                                   r -> q.nearest, r->q.k, r->a.param, r->a.count);
+        r->qlen = best_request_key(qkey, cap, r->kernel_at, r->device,
+                                   (r->q.accept_weak ? "AMP" : "amp")[r->q.from], r->q.nearest,
+                                   r->q.k, r->a.param, r->a.count);
 }
 
 /* The problem arguments and the key only: a measured lookup never builds the space (a cpu kernel's
@@ -473,7 +514,8 @@ static int stored_result(api_context *svc, PGconn *c, best_request *r, kt_error 
  * space) into r->answer (NULL: none). 0, or -1 with err. */
 static int model_or_nearest(api_context *svc, PGconn *c, best_request *r, kt_error *err)
 {
-    int got = predicted(svc, c, &r->key_only, (int)r->q.k, &r->answer, err);
+    int got =
+        predicted(svc, c, &r->key_only, (int)r->q.k, r->q.accept_weak, &r->answer, &r->weak, err);
     if (r->klass && got == MODEL_CACHE_NEEDS_SPACE)
         got = 0; /* by class: no space is built (the device of the name may be another) */
     if (got == MODEL_CACHE_NEEDS_SPACE || (got == 0 && r->q.nearest)) {
@@ -482,7 +524,8 @@ static int model_or_nearest(api_context *svc, PGconn *c, best_request *r, kt_err
             return -1;
         r->have_full = 1;
         if (got == MODEL_CACHE_NEEDS_SPACE)
-            got = predicted(svc, c, &r->full, (int)r->q.k, &r->answer, err);
+            got = predicted(svc, c, &r->full, (int)r->q.k, r->q.accept_weak, &r->answer, &r->weak,
+                            err);
         if (got == 0 && r->q.nearest) {
             got = nearest(c, &r->full, &r->answer, err);
             r->got_nearest = got > 0;
@@ -551,7 +594,8 @@ static void external_best(api_context *svc, const http_request *req, http_respon
         return;
     }
     api_best_external(svc, req, res, r->kernel, r->a.opt[OPT_DEVICE_CLASS],
-                      r->a.opt[OPT_KERNEL_VERSION], r->a.opt[OPT_SOURCE], r->problem);
+                      r->a.opt[OPT_KERNEL_VERSION], r->a.opt[OPT_SOURCE], r->a.opt[OPT_ACCEPT],
+                      r->problem);
 }
 
 void api_best_get(void *app, const http_request *req, http_response *res)
@@ -602,8 +646,11 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     if (missed < 0)
         goto fail;
     if (!r.answer) {
-        no_best(&r.key_only, &r.q, r.queued, &err);
-        http_reply_error_with(res, &err, "tune_on_miss", r.queued);
+        no_best(&r.key_only, &r.q, r.queued, r.queued ? NULL : r.weak, &err);
+        if (r.weak && !r.queued)
+            http_reply_error_with(res, &err, "weak_model", r.weak);
+        else
+            http_reply_error_with(res, &err, "tune_on_miss", r.queued);
         goto keep;
     }
     if (r.queued)
@@ -623,6 +670,7 @@ out:
         target_release(&r.key_only);
     json_decref(r.answer);
     json_decref(r.queued);
+    json_decref(r.weak);
     json_decref(r.problem);
 }
 

@@ -21,7 +21,7 @@
  * err. A prediction that is not cached needs the space: the one stored with the key's newest job,
  * built for this problem. */
 static int predicted(api_context *svc, PGconn *c, const target *t, const json_t *problem,
-                     json_t **out, kt_error *err)
+                     int accept_weak, json_t **out, json_t **weak, kt_error *err)
 {
     json_t *pred = NULL, *space = NULL, *stored_problem = NULL;
     if (!svc->models)
@@ -39,6 +39,13 @@ static int predicted(api_context *svc, PGconn *c, const target *t, const json_t 
             rc = model_cache_predict(svc->models, c, &full, 1, &pred, err);
             target_release(&full);
         }
+    }
+    /* A weak model (issue 31, training/model_confidence.h): served only with accept=weak. */
+    json_t *conf = rc == 1 ? json_object_get(pred, "confidence") : NULL;
+    if (conf && json_is_true(json_object_get(conf, "weak")) && !accept_weak) {
+        *weak =
+            json_pack("{s:O, s:O}", "model", json_object_get(pred, "model"), "confidence", conf);
+        rc = 0;
     }
     if (rc == 1) {
         *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:s}", "kernel", t->key.kernel,
@@ -112,16 +119,29 @@ static int newest_version(PGconn *c, const char *kernel, const char *device_clas
 /* The answer for the key t: its result (want_results), else a ready model's prediction
  * (want_model). A new reference, or NULL with err (404 no_best for none). */
 static json_t *answer_of(api_context *svc, PGconn *c, const target *t, const json_t *canon,
-                         int measured_only, int want_results, int want_model, kt_error *err)
+                         int measured_only, int want_results, int want_model, int accept_weak,
+                         json_t **weak, kt_error *err)
 {
     json_t *answer = want_results ? best_store_get_json(c, &t->key, measured_only, err) : NULL;
     if (answer || !want_model || (want_results && err->code != KT_ERR_NO_BEST))
         return answer;
     kt_error e;
     kt_error_clear(&e);
-    int got = predicted(svc, c, t, canon, &answer, &e);
+    int got = predicted(svc, c, t, canon, accept_weak, &answer, weak, &e);
     if (got < 0) {
         *err = e;
+        return NULL;
+    }
+    if (*weak) {
+        kt_error_set(
+            err, KT_ERR_NO_BEST,
+            "no result of kernel %.100s on device external, class %.128s, version %.64s "
+            "for this problem, and model %lld of the key is weak: %s",
+            t->key.kernel, t->key.device_class, t->key.kernel_hash,
+            (long long)json_integer_value(json_object_get(json_object_get(*weak, "model"), "id")),
+            json_string_value(json_object_get(json_object_get(*weak, "confidence"), "why")));
+        kt_error_hint(err, "add accept=weak to get its prediction anyway (\"source\": "
+                           "\"predicted\", confidence.weak true), or tune this problem");
         return NULL;
     }
     if (got == 0 && !want_results)
@@ -134,7 +154,7 @@ static json_t *answer_of(api_context *svc, PGconn *c, const target *t, const jso
 
 void api_best_external(api_context *svc, const http_request *req, http_response *res,
                        const char *kernel, const char *device_class, const char *version,
-                       const char *source, const json_t *problem)
+                       const char *source, const char *accept, const json_t *problem)
 {
     kt_error err;
     kt_error_clear(&err);
@@ -146,8 +166,14 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     int measured_only = source != NULL;
     int want_results = !source || strcmp(source, "measured") == 0;
     int want_model = !source || strcmp(source, "predicted") == 0;
-    json_t *answer = NULL, *canon = NULL;
+    json_t *answer = NULL, *canon = NULL, *weak = NULL;
     char *problem_key = NULL, newest[CATALOG_EXTERNAL_MAX_VERSION + 1];
+    if (accept && strcmp(accept, "weak") != 0) {
+        kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown accept '%.40s'", accept);
+        kt_error_hint(&err,
+                      "accept=weak (serve a weak model's prediction); leave it out otherwise");
+        goto fail;
+    }
     if (check_query(kernel, device_class, version, source, &err) < 0 ||
         !(canon = catalog_external_problem(problem, &problem_key, &err)))
         goto fail;
@@ -163,7 +189,8 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     if (catalog_external_key(kernel, version, device_class, canon, &t, &err) < 0)
         goto fail;
     have = 1;
-    answer = answer_of(svc, c, &t, canon, measured_only, want_results, want_model, &err);
+    answer = answer_of(svc, c, &t, canon, measured_only, want_results, want_model, accept != NULL,
+                       &weak, &err);
     if (!answer)
         goto fail;
     json_object_set_new(answer, "kernel_version", json_string(t.key.kernel_hash));
@@ -171,11 +198,15 @@ void api_best_external(api_context *svc, const http_request *req, http_response 
     best_reply_etag(req, res); /* an ETag as for every answer (304 when If-None-Match names it) */
     goto out;
 fail:
-    api_fail(res, &err);
+    if (weak)
+        http_reply_error_with(res, &err, "weak_model", weak);
+    else
+        api_fail(res, &err);
 out:
     api_db_release(svc, c);
     if (have)
         target_release(&t);
+    json_decref(weak);
     json_decref(answer);
     json_decref(canon);
     free(problem_key);

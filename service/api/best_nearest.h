@@ -12,10 +12,8 @@
 
 #include "space/space.h"
 
-/* Distance between two problems (objects of arguments): the Euclidean distance of
- * sign(x) * log(1 + |x|) over every numeric argument (lists of numbers element by element).
- * Returns -1 when they are not comparable: an argument missing from one, a string or boolean that
- * differs, lists of different lengths. 0 for equal problems. */
+/* Distance between two problems: core/problem_distance.h's kt_problem_distance (the one rule,
+ * shared with a prediction's distance to its model's nearest trained problem). */
 double best_problem_distance(const json_t *a, const json_t *b);
 
 /* The index in entries (an array of {"problem","config",...}) of the entry nearest to problem whose

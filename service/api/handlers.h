@@ -23,7 +23,7 @@ void api_best_get(void *app, const http_request *req, http_response *res); /* be
 /* GET /v1/best for device=external (best_external.c): problem is the query's other arguments. */
 void api_best_external(api_context *svc, const http_request *req, http_response *res,
                        const char *kernel, const char *device_class, const char *version,
-                       const char *source, const json_t *problem);
+                       const char *source, const char *accept, const json_t *problem);
 void api_best_list(void *app, const http_request *req, http_response *res);
 void api_models_create(void *app, const http_request *req, http_response *res); /* models.c */
 void api_models_list(void *app, const http_request *req, http_response *res);

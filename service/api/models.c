@@ -16,6 +16,7 @@
 #include "api/api_internal.h"
 #include "api/handlers.h"
 #include "api/model_request.h"
+#include "training/model_confidence.h"
 
 #define MODELS_PAGE_DEFAULT 50
 #define MODELS_PAGE_MAX     500
@@ -234,6 +235,22 @@ out:
     json_decref(body);
 }
 
+/* Adds "confidence" (training/model_confidence.h: the facts /v1/best judges a model by, with this
+ * process's minimum) to a ready or superseded predictor of model; others are left as they are.
+ * -1 when out of memory. */
+static int add_confidence(const api_context *svc, json_t *model)
+{
+    const char *kind = json_string_value(json_object_get(model, "kind"));
+    const char *status = json_string_value(json_object_get(model, "status"));
+    if (!kind || strcmp(kind, "predictor") != 0 || !status ||
+        (strcmp(status, "ready") != 0 && strcmp(status, "superseded") != 0))
+        return 0;
+    model_minimum min = {svc->cfg->model_min_problems, svc->cfg->model_min_accuracy};
+    json_t *conf = model_confidence_json(json_object_get(model, "training"),
+                                         json_object_get(model, "metrics"), &min);
+    return conf ? json_object_set_new(model, "confidence", conf) : -1;
+}
+
 void api_models_list(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {"kernel", "device_class", "status", "limit", NULL};
@@ -258,21 +275,44 @@ void api_models_list(void *app, const http_request *req, http_response *res)
     api_db_release(svc, c);
     if (!list)
         return api_fail(res, &err);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(list, "models"), i, m)
+    {
+        if (add_confidence(svc, m) < 0) {
+            json_decref(list);
+            list = NULL; /* a 500 */
+            break;
+        }
+    }
     http_reply_json(res, 200, list);
 }
 
-/* GET /v1/models/{id}. */
-static json_t *model_get(PGconn *c, long long id, kt_error *err)
-{
-    json_t *model = model_store_get_json(c, id, err);
-    if (!model && err->code == KT_ERR_NOT_FOUND)
-        kt_error_hint(err, "GET /v1/models lists the models");
-    return model;
-}
-
+/* GET /v1/models/{id}: the row, with its confidence (add_confidence). */
 void api_model_get(void *app, const http_request *req, http_response *res)
 {
-    api_reply_by_id(app, req, res, "model", model_get);
+    static const char *const allowed[] = {NULL};
+    api_context *svc = app;
+    kt_error err;
+    long long id;
+    kt_error_clear(&err);
+    if (api_path_id(req, 0, "model", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
+        return api_fail(res, &err);
+    PGconn *c = api_db_acquire(svc, res);
+    if (!c)
+        return;
+    json_t *model = model_store_get_json(c, id, &err);
+    api_db_release(svc, c);
+    if (!model) {
+        if (err.code == KT_ERR_NOT_FOUND)
+            kt_error_hint(&err, "GET /v1/models lists the models");
+        return api_fail(res, &err);
+    }
+    if (add_confidence(svc, model) < 0) {
+        json_decref(model);
+        model = NULL; /* a 500 */
+    }
+    http_reply_json(res, 200, model);
 }
 
 /* DELETE /v1/models/{id} (admin, routes.c): whatever its status; what that means for a model being

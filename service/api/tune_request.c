@@ -180,6 +180,7 @@ static int check_history_strategy(tune_request *t, kt_error *err)
     if (!searcher_exists(t->strategy)) {
         kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "no strategy named '%s'", t->strategy);
         kt_error_hint(err, "valid strategies: %s", searcher_names());
+        searcher_suggest(t->strategy, err);
         return -1;
     }
     return 0;

@@ -13,6 +13,7 @@
 
 #include "accel/accel_model.h"
 #include "core/log.h"
+#include "core/suggest.h"
 
 /* The kernel's index among the accel kernels, or -1. */
 static int kernel_index(const accel_kernel *k)
@@ -184,6 +185,10 @@ static const accel_kernel *find_kernel(const catalog_accel_dev *a, const char *k
                  kernel ? kernel : "");
     kernel_list(list, sizeof list);
     kt_error_hint(err, "device %s offers: %s", a->name, list);
+    kt_suggest s;
+    kt_suggest_init(&s, kernel);
+    kt_suggest_add_list(&s, list);
+    kt_suggest_hint(&s, err);
     return NULL;
 }
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/suggest.h"
+
 #define CATALOG_HINT_DEVICES 8 /* devices named in an unknown-device hint */
 
 const replay_dataset *catalog_find_replay(const catalog *c, const char *device)
@@ -174,6 +176,14 @@ int catalog_find_device(const catalog *c, const char *device, catalog_find_scope
     }
     catalog_device_hint(c, hint, sizeof hint);
     kt_error_hint(err, "%s", hint);
+    /* "did you mean 'cpu'?" (issue 31): every usable device, listed in the hint or not. */
+    const char *fleet[CATALOG_FLEET_MAX];
+    int n_fleet = catalog_fleet_names(c, fleet, CATALOG_FLEET_MAX);
+    kt_suggest s;
+    kt_suggest_init(&s, device);
+    for (int i = 0; usable_device(c, i, fleet, n_fleet); i++)
+        kt_suggest_add(&s, usable_device(c, i, fleet, n_fleet), (size_t)-1);
+    kt_suggest_hint(&s, err);
     return -1;
 }
 

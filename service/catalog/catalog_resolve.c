@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/suggest.h"
+
 /* JSON equality where numbers compare by value, so 4096.0 is accepted for 4096. */
 static int json_same(const json_t *a, const json_t *b)
 {
@@ -87,6 +89,15 @@ static void hint_devices(const catalog *c, kt_error *err)
     kt_error_hint(err, "%s", hint);
 }
 
+/* "did you mean 'gemm'?" before the hint when a kernel of list is close to kernel (issue 31). */
+static void suggest_kernel(const char *kernel, const char *list, kt_error *err)
+{
+    kt_suggest s;
+    kt_suggest_init(&s, kernel);
+    kt_suggest_add_list(&s, list);
+    kt_suggest_hint(&s, err);
+}
+
 /* "gemm, conv2d" — the kernels a real device offers. */
 static void real_kernel_list(const catalog *c, const catalog_device *d, char *buf, size_t cap)
 {
@@ -145,6 +156,7 @@ static int resolve_real(const catalog *c, const catalog_device *d, const char *k
                      d->name, kernel ? kernel : "");
         real_kernel_list(c, d, list, sizeof list);
         kt_error_hint(err, "device %s offers: %s", d->name, list);
+        suggest_kernel(kernel, list, err);
         goto out;
     }
     /* A "neural" member (catalog_neural.h) is split off, checked and kept in the canonical
@@ -213,6 +225,7 @@ static int resolve(const catalog *c, const char *kernel, const char *version, in
         kt_error_set(err, KT_ERR_UNKNOWN_KERNEL, "device %s does not offer kernel '%.100s'",
                      ds->device, kernel ? kernel : "");
         kt_error_hint(err, "device %s offers: %s", ds->device, ds->kernel);
+        suggest_kernel(kernel, ds->kernel, err);
         goto out;
     }
     canon = catalog_canonical_problem(ds);

@@ -375,7 +375,17 @@ static int load_header(replay_dataset *ds, const json_t *root, const char *path,
     const char *us = strchr(name, '_');
     ds->name = strdup(name);
     ds->device = strdup(dev);
-    ds->kernel = us && us != name ? strndup(name, (size_t)(us - name)) : strdup(name);
+    /* The file's "kernel" names its kernel (issue 31: gemm_clblast-* says clblast_gemm, so that
+     * "gemm" is the cpu catalog's alone); else the name up to its first '_'. */
+    const char *kernel = json_string_value(json_object_get(root, "kernel"));
+    if (kernel && !name_ok(kernel)) {
+        snprintf(why, why_cap, "kernel name '%.*s' is not usable (1-%d of A-Z a-z 0-9 - _ . +)",
+                 REPLAY_MAX_NAME, kernel, REPLAY_MAX_NAME);
+        return -1;
+    }
+    ds->kernel = kernel             ? strdup(kernel)
+                 : us && us != name ? strndup(name, (size_t)(us - name))
+                                    : strdup(name);
     ds->file = strdup(path);
     ds->gpu = string_field(root, "device_name");
     ds->recorded_kernel = string_field(root, "kernel_name");

@@ -22,7 +22,8 @@ static void best_usage(FILE *f)
         f,
         "usage: ktune best --kernel K --device D [--problem NAME=V[,NAME=V...]]\n"
         "                  [--format json|flags|header] [--source measured|predicted]\n"
-        "                  [--fallback nearest] [--k N] [--tune-on-miss EVALUATIONS] [--verbose]\n"
+        "                  [--fallback nearest] [--accept weak] [--k N]\n"
+        "                  [--tune-on-miss EVALUATIONS] [--verbose]\n"
         "       ktune best --kernel K --device external --device-class C [--problem ...]\n"
         "       ktune best --all [--format table] [--kernel K] [--device-class C]\n"
         "\n"
@@ -34,7 +35,10 @@ static void best_usage(FILE *f)
         "-DKTUNE_PREDICTED=1 and the header defines KTUNE_PREDICTED), or with\n"
         "--fallback nearest the nearest tuned problem (KTUNE_NEAREST). --source\n"
         "measured refuses anything but a measurement; --source predicted asks the\n"
-        "model even for a tuned problem. --verbose (with --format json) prints the whole\n"
+        "model even for a tuned problem. A weak model (trained on too few problems, or a\n"
+        "low or unknown held-out accuracy: ktuned's --model-min-problems and\n"
+        "--model-min-accuracy) answers only with --accept weak. --verbose (with --format json) "
+        "prints the whole\n"
         "reply; --k: candidates of a prediction there (1-20). --tune-on-miss N queues a job of N\n"
         "evaluations for a problem never measured (once; needs the token when set).\n"
         "When nothing is known yet the exit code is 5, with the server's message and\n"
@@ -107,6 +111,7 @@ static int best_all(const cli_conn *conn, const char *kernel, const char *device
 typedef struct best_args {
     cli_conn *conn;
     const char *kernel, *device, *format, *source, *fallback, *k, *tune_on_miss, *device_class;
+    const char *accept;
     int verbose, all;
     json_t *problem;
 } best_args;
@@ -121,6 +126,7 @@ static const kt_option best_options[] = {
     {.name = "--format", .kind = KT_OPT_STRING, .offset = BO(format)},
     {.name = "--source", .kind = KT_OPT_STRING, .offset = BO(source)},
     {.name = "--fallback", .kind = KT_OPT_STRING, .offset = BO(fallback)},
+    {.name = "--accept", .kind = KT_OPT_STRING, .offset = BO(accept)},
     {.name = "--k", .kind = KT_OPT_STRING, .offset = BO(k)},
     {.name = "--tune-on-miss", .kind = KT_OPT_STRING, .offset = BO(tune_on_miss)},
     {.name = "--verbose", .kind = KT_OPT_FLAG, .offset = BO(verbose)},
@@ -157,6 +163,10 @@ static int best_check(best_args *a)
                 a->source);
         return -1;
     }
+    if (a->accept && strcmp(a->accept, "weak") != 0) {
+        fprintf(stderr, "ktune best: --accept must be weak, not '%s'\n", a->accept);
+        return -1;
+    }
     if (a->fallback && strcmp(a->fallback, "nearest") != 0 && strcmp(a->fallback, "none") != 0) {
         fprintf(stderr, "ktune best: --fallback must be nearest or none, not '%s'\n", a->fallback);
         return -1;
@@ -176,10 +186,10 @@ static int best_check(best_args *a)
 static int best_path(const best_args *a, char *path, size_t cap)
 {
     char query[BEST_MAX_QUERY] = "";
-    const char *names[] = {"kernel", "device",       "source",      "fallback",
-                           "k",      "tune_on_miss", "device_class"};
-    const char *values[] = {a->kernel, a->device,       a->source,      a->fallback,
-                            a->k,      a->tune_on_miss, a->device_class};
+    const char *names[] = {"kernel", "device",       "source",       "fallback",
+                           "k",      "tune_on_miss", "device_class", "accept"};
+    const char *values[] = {a->kernel, a->device,       a->source,       a->fallback,
+                            a->k,      a->tune_on_miss, a->device_class, a->accept};
     int bad = 0;
     for (size_t o = 0; o < sizeof names / sizeof names[0]; o++) {
         if (!values[o])
@@ -248,8 +258,8 @@ int cli_best_main(int argc, char **argv)
     }
     if (a.all) {
         rc = best_all(&conn, a.kernel, a.device_class, a.format,
-                      a.device || a.source || a.fallback || a.k || a.tune_on_miss || a.verbose ||
-                          json_object_size(a.problem) > 0);
+                      a.device || a.source || a.fallback || a.accept || a.k || a.tune_on_miss ||
+                          a.verbose || json_object_size(a.problem) > 0);
         goto done;
     }
     if (best_check(&a) < 0 || best_path(&a, path, sizeof path) < 0)

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_hint.h"
+#include "core/error.h"
 #include "core/number.h"
 #include "core/strbuf.h"
 
@@ -150,8 +152,12 @@ void cli_print_api_error(FILE *f, long status, const char *body, size_t len)
     const char *hint = json_string_value(json_object_get(e, "hint"));
     if (message) {
         fprintf(f, "ktune: %s\n", message);
-        if (hint && *hint)
-            fprintf(f, "  hint: %s\n", hint);
+        if (hint && *hint) {
+            /* The hint as ktune commands (issue 31: POST /v1/tune {...} -> ktune tune ...). */
+            char cli[KT_ERROR_HINT_MAX * 2];
+            cli_hint_translate(hint, cli, sizeof cli);
+            fprintf(f, "  hint: %s\n", cli);
+        }
     } else {
         fprintf(f, "ktune: the server answered HTTP %ld without an API error body\n", status);
     }

@@ -50,6 +50,18 @@ int cli_best_source_text(const json_t *best, char *buf, size_t cap)
                          : "?",
                      (long long)json_integer_value(json_object_get(m, "version")),
                      json_number_value(json_object_get(best, "score")));
+        /* Its confidence (issue 31): how many problems the model learnt from, and how far this
+         * one is from the nearest of them. */
+        const json_t *conf = json_object_get(best, "confidence");
+        const json_t *near = json_object_get(conf, "nearest_trained");
+        if (n >= 0 && (size_t)n < cap && json_is_object(conf))
+            n += snprintf(buf + n, cap - (size_t)n, "; %smodel trained on %lld problems%s",
+                          json_is_true(json_object_get(conf, "weak")) ? "a weak " : "",
+                          (long long)json_integer_value(json_object_get(conf, "train_problems")),
+                          json_is_object(near) ? ", nearest trained problem at log-distance " : "");
+        if (n >= 0 && (size_t)n < cap && json_is_object(near))
+            n += snprintf(buf + n, cap - (size_t)n, "%.3g",
+                          json_number_value(json_object_get(near, "distance")));
     } else if (strcmp(source, "nearest") == 0) {
         const json_t *nb = json_object_get(best, "nearest");
         char *problem = json_dumps(json_object_get(nb, "problem"),

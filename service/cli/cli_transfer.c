@@ -239,9 +239,22 @@ int cli_export_main(int argc, char **argv)
         goto done;
     }
     rc = write_json(doc, x.output);
-    if (rc == CLI_EXIT_OK && x.output && strcmp(x.output, "-") != 0)
-        fprintf(stderr, "ktune: wrote %zu trials of job %lld to %s\n", json_array_size(trials), id,
-                x.output);
+    if (rc == CLI_EXIT_OK && x.output && strcmp(x.output, "-") != 0) {
+        /* What the file holds (issue 31: a 12-entry cache was announced as 27 trials): a Kernel
+         * Tuner cache has one entry per configuration (a configuration measured again, by a final
+         * pick's rounds, is one entry), T4 one result per trial. */
+        const json_t *cache = json_object_get(doc, "cache");
+        size_t entries = json_is_object(cache) ? json_object_size(cache)
+                                               : json_array_size(json_object_get(doc, "results"));
+        size_t n = json_array_size(trials);
+        if (entries == n)
+            fprintf(stderr, "ktune: wrote %zu trials of job %lld to %s\n", n, id, x.output);
+        else
+            fprintf(stderr,
+                    "ktune: wrote %zu %s of job %lld to %s (from %zu trials: a configuration "
+                    "measured more than once is one entry)\n",
+                    entries, json_is_object(cache) ? "configurations" : "results", id, x.output, n);
+    }
 done:
     json_decref(doc);
     json_decref(params);

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_bench_remote.h"
+#include "core/suggest.h"
 
 static void ktune_usage(FILE *out)
 {
@@ -81,7 +82,18 @@ int main(int argc, char **argv)
         ktune_usage(stderr);
         rc = 2;
     } else {
-        fprintf(stderr, "ktune: unknown command '%s' (ktune --help lists them)\n", argv[1]);
+        /* "did you mean 'tune'?" (issue 31) */
+        kt_suggest s;
+        char text[KT_SUGGEST_MAX * (KT_SUGGEST_LEN + 8)];
+        kt_suggest_init(&s, argv[1]);
+        for (size_t i = 0; i < sizeof ktune_commands / sizeof ktune_commands[0]; i++)
+            kt_suggest_add(&s, ktune_commands[i].name, (size_t)-1);
+        if (kt_suggest_text(&s, text, sizeof text))
+            fprintf(stderr,
+                    "ktune: unknown command '%s' (did you mean %s? ktune --help lists them)\n",
+                    argv[1], text);
+        else
+            fprintf(stderr, "ktune: unknown command '%s' (ktune --help lists them)\n", argv[1]);
         rc = 2;
     }
     return rc;

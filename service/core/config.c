@@ -192,6 +192,13 @@ static const kt_option options[] = {
     CFG_LLONG("--model-retrain-after", model_retrain_after, 0, 1e9,
               "retrain a kernel's predictor on a device class once this many ok trials of it "
               "arrived since its newest model's data; 0 = never [200]"),
+    CFG_INT("--model-min-problems", model_min_problems, 0, 1000000,
+            "a predictor trained on fewer problems is weak: ready, but GET /v1/best serves its "
+            "predictions only with ?accept=weak [8]"),
+    CFG_DOUBLE("--model-min-accuracy", model_min_accuracy, 0, 1,
+               "a predictor whose held-out accuracy (the share of held-out problems whose "
+               "predicted configuration is within 1.10x of their best) is below this, or unknown, "
+               "is weak (as --model-min-problems); 0 = no minimum [0.5]"),
     CFG_DOUBLE("--model-train-delay-s", model_train_delay_s, 0, 3600,
                "testing: hold every model training this many seconds at least before it is stored, "
                "so that a kill during training can be exercised [0]"),
@@ -280,6 +287,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->run_timeout_s = 60;
     cfg->neural_check_timeout_s = 60;
     cfg->model_retrain_after = 200;
+    cfg->model_min_problems = 8;   /* training/model_confidence.h MODEL_MIN_PROBLEMS_DEFAULT */
+    cfg->model_min_accuracy = 0.5; /* MODEL_MIN_ACCURACY_DEFAULT */
     snprintf(cfg->role, sizeof cfg->role, "all");
     cfg->lease_s = 10;
     cfg->job_max_start_attempts = 3;

@@ -47,6 +47,8 @@ typedef struct kt_config {
                                     * legality check of a neural problem (issue 26) */
     long long model_retrain_after; /* --model-retrain-after, KTUNE_MODEL_RETRAIN_AFTER: 0 off */
     double model_train_delay_s;    /* --model-train-delay-s, KTUNE_MODEL_TRAIN_DELAY_S: testing */
+    int model_min_problems;        /* --model-min-problems: fewer trained problems, a weak model */
+    double model_min_accuracy;     /* --model-min-accuracy: lower held-out accuracy, weak (31) */
     double
         replay_speed; /* --replay-speed, KTUNE_REPLAY_SPEED: replay sleeps speed x recorded time */
     char role[16];    /* --role, KTUNE_ROLE: "api", "worker" or "all" (checked) */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/number.h"
+#include "core/suggest.h"
 
 /* The option that argument a names: "--name" itself, or "--name=value" for an option with a value
  * (*inline_value then points after '='). */
@@ -126,6 +127,26 @@ static void opt_message(char *msg, size_t cap, const char *fmt, const char *arg)
 #pragma GCC diagnostic pop
 }
 
+/* Appends " (did you mean '--x'?)" to msg when an option of t is close to a (core/suggest.h:
+ * "--budget" -> "--budget-evaluations" or "--budget-seconds"), a written without its "=value". */
+static void opt_suggest(const kt_opt_table *t, const char *a, char *msg, size_t cap)
+{
+    char word[KT_SUGGEST_LEN + 1], text[KT_SUGGEST_MAX * (KT_SUGGEST_LEN + 8)];
+    size_t len = strcspn(a, "=");
+    if (a[0] != '-' || len > KT_SUGGEST_LEN)
+        return;
+    memcpy(word, a, len);
+    word[len] = '\0';
+    kt_suggest s;
+    kt_suggest_init(&s, word);
+    for (const kt_option *o = t->options; o->kind != KT_OPT_END; o++)
+        if (o->name)
+            kt_suggest_add(&s, o->name, (size_t)-1);
+    size_t used = strlen(msg);
+    if (kt_suggest_text(&s, text, sizeof text) && used < cap)
+        snprintf(msg + used, cap - used, " (did you mean %s?)", text);
+}
+
 /* An argument a that no option names: the positional entry's, or the unknown-argument error. */
 static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg, size_t cap)
 {
@@ -141,10 +162,12 @@ static int opt_other(const kt_opt_table *t, const char *a, void *opts, char *msg
     }
     if (t->unknown) {
         opt_message(msg, cap, t->unknown, a);
+        opt_suggest(t, a, msg, cap);
         return KT_OPT_UNKNOWN;
     }
     snprintf(msg, cap, "unknown argument '%.200s'%s%s%s", a, t->mode ? " (not an option of " : "",
              t->mode ? t->mode : "", t->mode ? ")" : "");
+    opt_suggest(t, a, msg, cap);
     return -1;
 }
 

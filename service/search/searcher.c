@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "core/suggest.h"
 
 struct searcher {
     const searcher_vtable *vt;
@@ -76,6 +79,43 @@ int searcher_exists(const char *name)
 const char *searcher_names(void)
 {
     return strategy_names;
+}
+
+/* Names people reach for that are none of ours, and the strategy they mean (issue 31: "bayes" is
+ * two edits too far from "bo" for the distance rule). */
+static const struct {
+    const char *alias, *name;
+} strategy_aliases[] = {
+    {"bayes", "bo"},
+    {"bayesian", "bo"},
+    {"bayes_opt", "bo"},
+    {"bayesian_optimization", "bo"},
+    {"sa", "anneal"},
+    {"simulated_annealing", "anneal"},
+    {"annealing", "anneal"},
+    {"ga", "genetic"},
+    {"genetic_algorithm", "genetic"},
+    {"brute_force", "exhaustive"},
+    {"grid", "exhaustive"},
+    {"ils", "greedy_ils"},
+    {"mind_mappings", "mindmap"},
+};
+
+void searcher_suggest(const char *name, kt_error *err)
+{
+    kt_suggest s;
+    kt_suggest_init(&s, name);
+    for (size_t i = 0; name && i < sizeof strategy_aliases / sizeof strategy_aliases[0]; i++) {
+        if (strcasecmp(name, strategy_aliases[i].alias) == 0 && err) {
+            char old[KT_ERROR_HINT_MAX];
+            snprintf(old, sizeof old, "%s", err->hint);
+            kt_error_hint(err, "did you mean '%s'?%s%s", strategy_aliases[i].name,
+                          old[0] ? " " : "", old);
+            return;
+        }
+    }
+    kt_suggest_add_list(&s, strategy_names);
+    kt_suggest_hint(&s, err);
 }
 
 /* "a, b, c" of a strategy's option names into buf (truncated to fit). */
@@ -178,6 +218,10 @@ int searcher_validate_options(const char *strategy, const searcher_option *opts,
             } else {
                 option_names(opts, n_opts, names, sizeof names);
                 kt_error_hint(err, "accepted options: %s", names);
+                kt_suggest s;
+                kt_suggest_init(&s, key);
+                kt_suggest_add_list(&s, names);
+                kt_suggest_hint(&s, err);
             }
             return -1;
         }
@@ -309,6 +353,7 @@ searcher *searcher_new(const char *name, const space *sp, const json_t *options,
     if (!vt) {
         kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%.100s'", name ? name : "");
         kt_error_hint(err, "valid strategies: %s", strategy_names);
+        searcher_suggest(name, err);
         goto out;
     }
     if (!sp) {

@@ -115,6 +115,9 @@ int searcher_learns(const char *name);
 int searcher_exists(const char *name);
 /* Comma-separated strategy names, for hints ("random, exhaustive"). Static storage. */
 const char *searcher_names(void);
+/* "did you mean 'bo'?" before err's hint when a strategy is close to name, or name is a common
+ * alias of one ("bayes", "sa", "ga", "grid", ...; core/suggest.h's rule otherwise). */
+void searcher_suggest(const char *name, kt_error *err);
 /* [{"name": ..., "summary": ..., "options": {"opt": {"type":..., "default":...,
  * "description":...}}}] New reference. */
 json_t *searcher_catalog_json(void);

@@ -22,13 +22,14 @@
  * refuses: such a column (a row stored before the hyper check, or by hand) is shown as null and
  * named in "unreadable", and the rest of the row and of the list are served (issue 26). */
 /* clang-format off */
-#define MODEL_ROW_SQL                                                                              \
+#define MODEL_ROW_SQL_WITH(training)                                                               \
     "SELECT json_build_object('id', m.id, 'kind', m.kind, 'algorithm', m.algorithm, 'kernel',"     \
     " m.kernel, 'device_class', m.device_class, 'kernel_hash', m.kernel_hash, 'toolchain',"        \
     " m.toolchain, 'version', m.version, 'status', m.status, 'size_bytes', octet_length(m.model)," \
     " 'format_version', m.format_version, 'reason', m.reason, 'attempts', m.attempts,"             \
     " 'created_at', m.created_at, 'started_at', m.started_at, 'finished_at', m.finished_at),"      \
-    " m.training, m.hyper, m.metrics, m.error"
+    " " training ", m.hyper, m.metrics, m.error"
+#define MODEL_ROW_SQL MODEL_ROW_SQL_WITH("m.training")
 /* clang-format on */
 static const char *const model_json_columns[] = {"training", "hyper", "metrics", "error"};
 #define MODEL_JSON_COLUMNS ((int)(sizeof model_json_columns / sizeof model_json_columns[0]))
@@ -152,12 +153,17 @@ json_t *model_store_list_json(PGconn *c, const char *kernel, const char *device_
     const char *p[] = {kernel, device_class, status, store_ll(&l, limit)};
     /* A row per model, parsed one by one: a row that does not read is marked, never the end of
      * the list (model_of_row). */
-    PGresult *r = db_exec(c,
-                          MODEL_ROW_SQL " FROM models m WHERE ($1::text IS NULL OR m.kernel = $1)"
-                                        " AND ($2::text IS NULL OR m.device_class = $2)"
-                                        " AND ($3::text IS NULL OR m.status = $3)"
-                                        " ORDER BY m.id DESC LIMIT $4",
-                          4, p, err);
+    PGresult *r =
+        db_exec(c,
+                /* A list leaves out each model's trained-on problems (up to 10,000
+                 * each, issue 31): GET /v1/models/{id} shows them. */
+                MODEL_ROW_SQL_WITH(
+                    "(m.training - 'trained_on')") " FROM models m WHERE ($1::text IS NULL OR "
+                                                   "m.kernel = $1)"
+                                                   " AND ($2::text IS NULL OR m.device_class = $2)"
+                                                   " AND ($3::text IS NULL OR m.status = $3)"
+                                                   " ORDER BY m.id DESC LIMIT $4",
+                4, p, err);
     json_t *models = json_array(), *out = NULL;
     if (!r || !models)
         goto out;

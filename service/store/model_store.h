@@ -56,7 +56,8 @@ int model_store_create(PGconn *c, const model_key *k, const json_t *hyper, const
  *  served (and can be deleted). */
 json_t *model_store_get_json(PGconn *c, long long id, kt_error *err);
 /* {"models":[...]} newest first, at most limit (1..1000); filters may be NULL. Each row as
- * model_store_get_json: one unreadable row never fails the list. */
+ * model_store_get_json, less training.trained_on (issue 31: thousands of problems per model): one
+ * unreadable row never fails the list. */
 json_t *model_store_list_json(PGconn *c, const char *kernel, const char *device_class,
                               const char *status, int limit, kt_error *err);
 

@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "model/predictor.h"
 #include "store/model_store.h"
+#include "training/model_confidence.h"
 
 #define MODEL_CACHE_BUCKETS 1024
 /* The key's toolchain (merged with i10-toolchain: core/target_key.h has it). */
@@ -22,6 +23,8 @@ typedef struct loaded_model {
     char algorithm[32];
     int version;
     predictor *p;
+    json_t *confidence; /* model_confidence_json of its row (issue 31) */
+    json_t *trained_on; /* its row's training.trained_on (an array; empty for older models) */
     pthread_mutex_t lock;
     int users;
     unsigned long long last_used;
@@ -36,6 +39,7 @@ typedef struct prediction {
 
 struct model_cache {
     const catalog *cat;
+    model_minimum min; /* below it a model is weak (model_cache_set_minimum) */
     pthread_mutex_t lock;
     loaded_model *models[MODEL_CACHE_MODELS];
     unsigned long long tick;
@@ -50,6 +54,7 @@ model_cache *model_cache_new(const catalog *cat)
     if (!mc)
         return NULL;
     mc->cat = cat;
+    mc->min = (model_minimum){MODEL_MIN_PROBLEMS_DEFAULT, MODEL_MIN_ACCURACY_DEFAULT};
     pthread_mutex_init(&mc->lock, NULL);
     return mc;
 }
@@ -59,6 +64,8 @@ static void free_model(loaded_model *m)
     if (!m)
         return;
     predictor_free(m->p);
+    json_decref(m->confidence);
+    json_decref(m->trained_on);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -87,6 +94,14 @@ void model_cache_free(model_cache *mc)
         free_model(mc->models[i]);
     pthread_mutex_destroy(&mc->lock);
     free(mc);
+}
+
+void model_cache_set_minimum(model_cache *mc, const model_minimum *min)
+{
+    pthread_mutex_lock(&mc->lock);
+    mc->min = *min;
+    clear_predictions(mc); /* each carries its model's weak flag */
+    pthread_mutex_unlock(&mc->lock);
 }
 
 void model_cache_stats_get(model_cache *mc, model_cache_stats *out)
@@ -162,10 +177,28 @@ static loaded_model *load_model(model_cache *mc, PGconn *c, const target *t, kt_
     if (found <= 0)
         return NULL;
     predictor *p = r.bytes ? predictor_load(r.bytes, r.len, err) : NULL;
+    json_t *row = NULL, *confidence = NULL, *trained_on = NULL;
     if (!p) {
         if (!r.bytes)
             kt_error_set(err, KT_ERR_INTERNAL, "ready model %lld has no bytes", r.id);
         kt_error_prefix(err, "loading model %lld", r.id);
+        goto out;
+    }
+    /* Its confidence facts (issue 31), read once per load: the row's training and metrics. */
+    row = model_store_get_json(c, r.id, err);
+    if (!row) {
+        if (err && err->code == KT_ERR_NOT_FOUND)
+            kt_error_clear(err); /* deleted meanwhile: no model */
+        goto out;
+    }
+    pthread_mutex_lock(&mc->lock);
+    confidence = model_confidence_json(json_object_get(row, "training"),
+                                       json_object_get(row, "metrics"), &mc->min);
+    pthread_mutex_unlock(&mc->lock);
+    trained_on = json_object_get(json_object_get(row, "training"), "trained_on");
+    trained_on = json_is_array(trained_on) ? json_incref(trained_on) : json_array();
+    if (!confidence || !trained_on) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory loading model %lld", r.id);
         goto out;
     }
     pthread_mutex_lock(&mc->lock);
@@ -191,6 +224,9 @@ static loaded_model *load_model(model_cache *mc, PGconn *c, const target *t, kt_
         m->version = r.version;
         m->p = p;
         p = NULL;
+        m->confidence = confidence;
+        m->trained_on = trained_on;
+        confidence = trained_on = NULL;
         pthread_mutex_init(&m->lock, NULL);
         m->users = 1;
         m->last_used = ++mc->tick;
@@ -205,6 +241,9 @@ static loaded_model *load_model(model_cache *mc, PGconn *c, const target *t, kt_
     pthread_mutex_unlock(&mc->lock);
 out:
     predictor_free(p);
+    json_decref(row);
+    json_decref(confidence);
+    json_decref(trained_on);
     model_ready_release(&r);
     return m;
 }
@@ -215,16 +254,25 @@ static json_t *score_json(double score)
     return isfinite(score) ? json_real(score) : json_null();
 }
 
-/* The answer JSON of n candidates of model m; NULL when out of memory. */
-static json_t *answer_json(const loaded_model *m, predictor_candidate *cands, int n)
+/* The answer JSON of n candidates of model m for problem; NULL when out of memory. Its
+ * "confidence": the model's facts and how far problem is from the nearest trained one. */
+static json_t *answer_json(const loaded_model *m, const json_t *problem, predictor_candidate *cands,
+                           int n)
 {
+    json_t *confidence = json_deep_copy(m->confidence);
+    if (!confidence || json_object_set_new(confidence, "nearest_trained",
+                                           model_confidence_nearest(m->trained_on, problem)) < 0) {
+        json_decref(confidence);
+        return NULL;
+    }
     json_t *list = json_array();
     for (int i = 0; list && i < n; i++)
         json_array_append_new(list, json_pack("{s:O, s:o}", "config", cands[i].config, "score",
                                               score_json(cands[i].score)));
-    return json_pack("{s:{s:I, s:s, s:i}, s:O, s:o, s:o}", "model", "id", (json_int_t)m->id,
+    return json_pack("{s:{s:I, s:s, s:i}, s:O, s:o, s:o, s:o}", "model", "id", (json_int_t)m->id,
                      "algorithm", m->algorithm, "version", m->version, "config", cands[0].config,
-                     "score", score_json(cands[0].score), "candidates", list);
+                     "score", score_json(cands[0].score), "candidates", list, "confidence",
+                     confidence);
 }
 
 int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json_t **out,
@@ -294,7 +342,7 @@ int model_cache_predict(model_cache *mc, PGconn *c, const target *t, int k, json
         kt_error_prefix(err, "model %lld", m->id);
         goto out;
     }
-    if (n > 0 && !(answer = answer_json(m, cands, n))) {
+    if (n > 0 && !(answer = answer_json(m, t->problem, cands, n))) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory predicting");
         goto out;
     }

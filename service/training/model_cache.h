@@ -27,6 +27,7 @@
 
 #include "catalog/catalog.h"
 #include "core/error.h"
+#include "training/model_confidence.h"
 
 #define MODEL_CACHE_MODELS      16
 #define MODEL_CACHE_PREDICTIONS 4096
@@ -37,10 +38,17 @@ typedef struct model_cache model_cache; /* one per process (struct service) */
 model_cache *model_cache_new(const catalog *cat);
 void model_cache_free(model_cache *mc);
 
+/* ktuned's minimum for a model to be served without ?accept=weak (--model-min-problems,
+ * --model-min-accuracy; MODEL_MIN_*_DEFAULT until set). Once, before the first prediction (a model
+ * loaded before keeps the facts judged by the minimum of its load); drops the cached predictions.
+ */
+void model_cache_set_minimum(model_cache *mc, const model_minimum *min);
+
 /* The prediction for target t: the newest ready model of t's key loaded (once per model id, from
  * the bytes), its top-k (1..MODEL_CACHE_MAX_K) for t's problem, cached per (model id, problem key,
  * k) until a newer model is ready. Fills *out (a new reference, the caller's to change):
- *   {"model":{"id","algorithm","version"},"config":{...},"score":x,"candidates":[{"config","score"}...]}
+ *   {"model":{"id","algorithm","version"},"config":{...},"score":x,"candidates":[{"config","score"}...],
+ *    "confidence": model_confidence_json's facts + "nearest_trained" (model_confidence_nearest)}
  * Returns 1 predicted, 0 no ready model (or it yields no valid candidate), -1 error (the model's
  * bytes do not load, a database error, k out of range), MODEL_CACHE_NEEDS_SPACE when t has no
  * space (a key-only target, catalog_resolve_key) and the prediction is not cached: a cached answer

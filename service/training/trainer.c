@@ -334,6 +334,12 @@ static void train_predictor(trainer *t, const model_claim *m)
     json_object_set_new(training, "train_problems", json_integer(n_train));
     json_object_set_new(training, "test_problems", json_integer(n_test));
     json_object_set_new(training, "attempt", json_integer(m->attempts));
+    /* The problems it learns from, for each prediction's distance to the nearest of them (issue
+     * 31; training/model_confidence.h). At most the training data's problems (10,000). */
+    json_t *trained_on = json_array();
+    for (int i = 0; trained_on && i < n_train; i++)
+        json_array_append(trained_on, (json_t *)training_set_problem(train, i));
+    json_object_set_new(training, "trained_on", trained_on);
     double train_s = 0;
     p = train_on_helper(t, m->algorithm, train, m->hyper, seed, &abandoned, &train_s, &err);
     train = NULL; /* taken by train_on_helper */

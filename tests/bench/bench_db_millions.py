@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_pg import PgServer  # noqa: E402
 from ktuned_fixture import Ktuned  # noqa: E402
 
-GEMM = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
+GEMM = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
 
 
 def timed(conn, path, repeat, check):

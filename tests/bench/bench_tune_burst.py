@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ktuned_fixture import Ktuned  # noqa: E402
 
 TARGETS = [
-    {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"},
+    {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"},
     {"kernel": "convolution", "device": "replay:convolution_milo-A4000"},
     {"kernel": "pnpoly", "device": "replay:pnpoly_kt-RTX_3090"},
 ]

@@ -174,7 +174,7 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await page.fill("#token-input", TOKEN);
     await page.click("#token-form button");
     await page.click("details.start > summary");
-    await page.selectOption("#start-form select[name=kernel]", "gemm");
+    await page.selectOption("#start-form select[name=kernel]", "clblast_gemm");
     await page.selectOption("#start-form select[name=device]", "replay:gemm_clblast-RTX_2080_Ti");
     await page.selectOption("#start-form select[name=strategy]", "random");
     await page.fill("#start-form input[name=evaluations]", "1000");
@@ -309,11 +309,11 @@ describe("dashboard", { timeout: 1800000 }, () => {
     const page = await newPage();
     await page.goto(`${k.base}/#/best`);
     await page.waitForSelector("#lookup-form");
-    await page.selectOption("#lookup-kernel", "gemm");
+    await page.selectOption("#lookup-kernel", "clblast_gemm");
     await page.selectOption("#lookup-device", "replay:gemm_clblast-RTX_2080_Ti");
     await page.click("#lookup-form button[type=submit]");
     await page.waitForSelector('#lookup-result [data-found="yes"]');
-    const best = (await k.api("GET", "/v1/best?kernel=gemm&device=replay:gemm_clblast-RTX_2080_Ti&problem_size=4096,4096")).body;
+    const best = (await k.api("GET", "/v1/best?kernel=clblast_gemm&device=replay:gemm_clblast-RTX_2080_Ti&problem_size=4096,4096")).body;
     const text = await page.textContent("#lookup-result");
     assert.ok(text.includes(JSON.stringify(best.config, null, 2)), "the page shows the best configuration");
     assert.ok(text.includes(`job #${best.job_id}`));
@@ -469,7 +469,7 @@ describe("dashboard", { timeout: 1800000 }, () => {
           await page.waitForSelector("#bench-section[data-loaded=all]");
         }
         if (name === "best") {
-          await page.selectOption("#lookup-kernel", "gemm");
+          await page.selectOption("#lookup-kernel", "clblast_gemm");
           await page.click("#lookup-form button[type=submit]");
           await page.waitForSelector('#lookup-result [data-found="yes"]');
         }

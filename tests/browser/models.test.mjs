@@ -8,7 +8,11 @@
 //   predicted configuration was measured (predicted time against the best time), a y = x line of
 //   two points, and every held-out problem in the table (those not plotted marked so);
 // - a model trained from the page's form (with the API token) opens and is followed until ready;
-// - the Best page's lookup of a problem never tuned answers "predicted" and links the newest model;
+// - its confidence (issue 31): weak (6 problems trained on, below the minimum 8) and why, and its
+//   held-out table's best time is GET /v1/best's for each problem;
+// - the Best page's lookup of a problem never tuned is refused (the newest model is weak: why, and
+//   how to accept it); with "a weak model's guess too" it answers "predicted" with its confidence
+//   and links the newest model;
 // - a surrogate (issue 13: kind surrogate of the accel device's cost model, small hyper through the
 //   API) is listed as "surrogate mlp" with its samples, and its page shows the sampled training set
 //   and the held-out fit instead of held-out predictions; the form's kind "surrogate" disables the
@@ -135,6 +139,20 @@ describe("models page", { timeout: 600000 }, () => {
       assert.deepEqual(sets[0], want);
       assert.equal(sets[1].length, 2);
       for (const [x, y] of sets[1]) assert.equal(x, y); // the y = x line
+      // Its confidence (issue 31): trained on 6 of the 8 problems, below ktuned's minimum of 8: weak.
+      const conf = page.locator("#model-confidence");
+      assert.equal(await conf.getAttribute("data-weak"), "yes");
+      assert.equal(model.confidence.weak, true, JSON.stringify(model.confidence));
+      assert.match(await conf.textContent(), new RegExp(`trained on${model.confidence.train_problems} problems \\(minimum 8\\)`));
+      assert.match(await page.locator("#model-weak-why").textContent(), /only with accept=weak: trained on \d+ problems, fewer than the minimum 8/);
+      // Its "best time" column is /v1/best's for each held-out problem: what a deployment gets.
+      await page.waitForFunction((n) => document.querySelectorAll("#heldout-table td.best-now[data-best-now]").length === n, heldout.length);
+      const now = await page.locator("#heldout-table td.best-now").evaluateAll((tds) => tds.map((td) => Number(td.dataset.bestNow)));
+      for (const [i, e] of heldout.entries()) {
+        const q = new URLSearchParams({ kernel: "gemm", device_class: model.device_class, source: "measured", ...e.problem });
+        const b = (await k.api("GET", "/v1/best?" + q)).body;
+        assert.equal(now[i], b.time_ms, JSON.stringify(b));
+      }
       await page.screenshot({ path: path.join(ARTIFACTS, `model-${name}.png`), fullPage: true });
       await closePage(page);
     }
@@ -161,12 +179,25 @@ describe("models page", { timeout: 600000 }, () => {
     await closePage(page);
   });
 
-  it("the Best lookup of a problem never tuned answers predicted and links the model", async () => {
+  it("the Best lookup of a problem never tuned refuses a weak model, then with accept=weak answers predicted and links the model", async () => {
     const page = await newPage();
     await page.goto(`${k.base}/#/best`);
     await page.selectOption("#lookup-kernel", "gemm");
     await page.selectOption("#lookup-device", "cpu");
     await page.fill('input[name="problem:M"]', "100");
+    await page.click("#lookup-form button[type=submit]");
+    // Both models are weak (trained on fewer than 8 problems): the miss says why and how to accept.
+    const refused = page.locator('#lookup-result [data-found="no"]');
+    await refused.waitFor();
+    assert.match(await refused.textContent(), /no_best: .* is weak: trained on \d+ problems/);
+    assert.match(await refused.textContent(), /add accept=weak/);
+    await page.screenshot({ path: path.join(ARTIFACTS, "best-weak-refused.png"), fullPage: true });
+    // The refusal is a 404 by design (no_best), which the browser logs as a failed resource: that one
+    // line is expected, any other stays an error.
+    const refusals = page.errors.filter((e) => /status of 404/.test(e));
+    assert.equal(refusals.length, 1, JSON.stringify(page.errors));
+    page.errors = page.errors.filter((e) => !/status of 404/.test(e));
+    await page.check("#lookup-weak");
     await page.click("#lookup-form button[type=submit]");
     const hit = page.locator('#lookup-result [data-source="predicted"]');
     await hit.waitFor();
@@ -177,6 +208,8 @@ describe("models page", { timeout: 600000 }, () => {
     assert.equal(older.status, "superseded");
     assert.match(await hit.textContent(), new RegExp(`predicted by model #${newest.id} \\(common, version 2\\)`));
     assert.equal(await hit.locator(`a[href="#/models/${newest.id}"]`).count(), 1);
+    assert.equal(await hit.locator("#lookup-confidence").getAttribute("data-weak"), "yes");
+    assert.match(await hit.locator("#lookup-confidence").textContent(), /A weak model's guess: trained on \d+ problems, evaluated on \d+; .* nearest trained problem/);
     await closePage(page);
   });
 

@@ -125,7 +125,12 @@ class Ktuned:
         # instead of initdb + migrations, and no fsync (KTUNE_PG_FSYNC=off). product_db=True keeps
         # the product's own path and defaults: the kill -9, fault and security tests.
         self.product_db = product_db
-        self.env = dict(os.environ, **({} if product_db else {"KTUNE_PG_FSYNC": "off"}), **(env or {}))
+        # Tests train models on a handful of problems: no minimum for a model to be served (issue
+        # 31's --model-min-problems, --model-min-accuracy). test_models_best runs with the
+        # defaults (env {"KTUNE_MODEL_MIN_PROBLEMS": ""}: an empty twin is unset).
+        self.env = dict(os.environ, KTUNE_MODEL_MIN_PROBLEMS="0", KTUNE_MODEL_MIN_ACCURACY="0")
+        self.env.update({} if product_db else {"KTUNE_PG_FSYNC": "off"})
+        self.env.update(env or {})
         self.proc = None
         self.address = None
         self.log_path = os.path.join(self.data_dir, "ktuned.log")

@@ -115,7 +115,7 @@ class ApiTest(unittest.TestCase):
     def test_cancel_and_list(self):
         # A seed above 2^53, sent as decimal text, comes back as the same text (issue 31).
         big = str(2 ** 63 - 3)
-        req = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
+        req = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
                "budget": {"evaluations": 17956}, "seed": big}
         status, _, job = self.k.post("/v1/tune", req)
         self.assertEqual(status, 202, job)
@@ -218,7 +218,7 @@ class ApiTest(unittest.TestCase):
     def test_best_unknown_is_404(self):
         # unittest runs tests in name order: this one comes before test_cancel_and_list, the only test
         # that measures the CLBlast GEMM space, so nothing is known for it yet.
-        status, _, reply = self.k.get(best_query("gemm", "replay:gemm_clblast-RTX_2080_Ti"))
+        status, _, reply = self.k.get(best_query("clblast_gemm", "replay:gemm_clblast-RTX_2080_Ti"))
         err = self.error(status, 404, reply, "no_best")
         self.assertIn("POST /v1/tune", err["hint"])
 

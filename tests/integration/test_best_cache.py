@@ -29,7 +29,7 @@ from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E4
 ARGS = parse_args()
 CONV = ("convolution", "replay:convolution_milo-A4000")
 PNPOLY = ("pnpoly", "replay:pnpoly_kt-RTX_3090")
-GEMM = ("gemm", "replay:gemm_clblast-RTX_2080_Ti")
+GEMM = ("clblast_gemm", "replay:gemm_clblast-RTX_2080_Ti")
 EXTRA = ["--workers", "1", "--kernels", ""]
 SEEN_WITHIN_S = 5.0
 

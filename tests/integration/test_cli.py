@@ -105,7 +105,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(cc.returncode, 0, cc.stderr)
 
     def test_best_miss_and_bad_input(self):
-        p = self.ktune("best", "--kernel", "gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
+        p = self.ktune("best", "--kernel", "clblast_gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
                        "--problem", "problem_size=1,2", expect=REJECTED)
         self.assertIn("ktune: ", p.stderr)
         p = self.ktune("best", "--kernel", "nope", "--device", "replay:pnpoly_kt-RTX_3090",
@@ -118,6 +118,21 @@ class CliTest(unittest.TestCase):
         self.assertEqual(p.stdout, "")
         p = self.ktune("tune", *CONV, "--strategy", "no_such", expect=REJECTED)
         self.assertIn("no strategy named 'no_such'", p.stderr)
+        # "Did you mean" (issue 31): kernels, devices, strategies, strategy options, flags, commands.
+        p = self.ktune("best", "--kernel", "pnpol", "--device", "replay:pnpoly_kt-RTX_3090", expect=REJECTED)
+        self.assertIn("hint: did you mean 'pnpoly'? device replay:pnpoly_kt-RTX_3090 offers: pnpoly", p.stderr)
+        p = self.ktune("best", "--kernel", "pnpoly", "--device", "replay:pnpoly_kt-RTX_309", expect=REJECTED)
+        self.assertIn("did you mean 'replay:pnpoly_kt-RTX_3090'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "bayes", expect=REJECTED)
+        self.assertIn("did you mean 'bo'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "randon", expect=REJECTED)
+        self.assertIn("did you mean 'random'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--strategy", "anneal", "--option", "neighborhood=adjacent", expect=REJECTED)
+        self.assertIn("did you mean 'neighbourhood'?", p.stderr)
+        p = self.ktune("tune", *CONV, "--budget", "5", expect=USAGE)
+        self.assertIn("did you mean '--budget-evaluations' or '--budget-seconds'?", p.stderr)
+        p = self.ktune("tun", expect=USAGE)
+        self.assertIn("did you mean 'tune'?", p.stderr)
         p = self.ktune("job", "999999", expect=NOT_FOUND)
         self.assertIn("no such job", p.stderr)
         # Usage errors never reach the server.
@@ -135,7 +150,12 @@ class CliTest(unittest.TestCase):
         p = self.ktune("best", "--kernel", "pnpoly", "--device", "replay:pnpoly_kt-RTX_3090",
                        expect=NOT_FOUND)
         self.assertIn("no measured or predicted configuration of kernel pnpoly is known", p.stderr)
-        self.assertIn("hint: tune it: POST /v1/tune", p.stderr)
+        # The hint in CLI words (issue 31), not REST.
+        self.assertIn("hint: tune it: ktune tune --kernel pnpoly --device replay:pnpoly_kt-RTX_3090 --problem "
+                      "problem_size=", p.stderr)
+        self.assertIn("--wait (or add --tune-on-miss N); train a model of the key: ktune train --kernel pnpoly "
+                      "--device replay:pnpoly_kt-RTX_3090 --wait; or ask with --fallback nearest", p.stderr)
+        self.assertNotIn("POST /v1/", p.stderr)
         self.assertEqual(p.stdout, "")
 
     def test_models_train_and_predicted_best(self):
@@ -162,7 +182,7 @@ class CliTest(unittest.TestCase):
             self.assertEqual(status, 201, reply)
         gemm = ["--kernel", "gemm", "--device", "cpu"]
         p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", expect=NOT_FOUND)
-        self.assertIn("POST /v1/models", p.stderr)
+        self.assertIn("train a model of the key: ktune train --kernel gemm --device cpu --wait", p.stderr)
         p = self.ktune("best", *gemm, "--problem", "M=100,N=100,K=100", "--fallback", "nearest",
                        "--format", "flags")
         self.assertIn("nearest tuned problem", p.stderr)
@@ -191,6 +211,10 @@ class CliTest(unittest.TestCase):
         q = ["best", *gemm, "--problem", "M=100,N=100,K=100"]
         p = self.ktune(*q)
         self.assertIn("ktune best: predicted by model %d (nearest, version 1)" % model_id, p.stderr)
+        # Its confidence (issue 31): how many problems it learnt from, how far this one is from them.
+        self.assertRegex(p.stderr, r"; model trained on \d+ problems, nearest trained problem at log-distance [0-9.]+")
+        self.assertEqual(self.ktune(*q, "--accept", "weak").stdout, p.stdout)
+        self.assertIn("--accept must be weak", self.ktune(*q, "--accept", "strong", expect=USAGE).stderr)
         config = json.loads(p.stdout)
         self.assertEqual(set(config), set(default))
         flags = self.ktune(*q, "--format", "flags").stdout.split()
@@ -225,7 +249,7 @@ class CliTest(unittest.TestCase):
 
     # --- cancel --------------------------------------------------------------------------------
     def test_cancel(self):
-        args = ["--kernel", "gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
+        args = ["--kernel", "clblast_gemm", "--device", "replay:gemm_clblast-RTX_2080_Ti",
                 "--strategy", "exhaustive", "--budget-evaluations", "17956"]
         job_id = int(self.ktune("tune", *args).stdout)
         p = self.ktune("cancel", str(job_id))

@@ -144,6 +144,16 @@ class ClientTest(unittest.TestCase):
         pred = self.client.best("gemm", device="cpu", problem=UNTUNED, accept=("measured", "predicted"))
         self.assertEqual(pred.source, "predicted")
         self.assertEqual(set(pred.config), set(self.gemm_default))
+        # Its confidence (issue 31; the fixture's ktuned has no minimum: not weak).
+        self.assertFalse(pred.measured)
+        self.assertIs(pred.weak, False)
+        self.assertEqual(pred.confidence["train_problems"], model["training"]["train_problems"])
+        self.assertIn(pred.confidence["nearest_trained"]["problem"], model["training"]["trained_on"])
+        weak_too = self.client.best("gemm", device="cpu", problem=UNTUNED, accept=("measured", "predicted", "weak"))
+        self.assertEqual(weak_too.config, pred.config)
+        for bad in (("weak",), ("measured", "strong")):
+            with self.assertRaises(ValueError):
+                self.client.best("gemm", device="cpu", problem=UNTUNED, accept=bad)
 
     # --- the deploy table -----------------------------------------------------------------------
     def test_d_entries_pages(self):

@@ -27,7 +27,7 @@ from ktuned_fixture import Ktuned, best_query, parse_args, run_tests  # noqa: E4
 
 ARGS = parse_args()
 CONV = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"}
-GEMM = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
+GEMM = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
 # Timing bounds are looser for the sanitizer build (make test-asan: build-asan/ktuned).
 SLOW = 3.0 if "asan" in os.path.abspath(ARGS.ktuned) else 1.0
 

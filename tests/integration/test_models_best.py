@@ -72,7 +72,9 @@ class ModelsBestTest(unittest.TestCase):
     def setUpClass(cls):
         cls.k = Ktuned(ARGS.ktuned, ARGS.source_dir,
                        extra=["--kernels", os.path.join(SOURCE, "kernels"), "--workers", "1",
-                              "--min-seconds", "0.01", "--api-token", TOKEN])
+                              "--min-seconds", "0.01", "--api-token", TOKEN],
+                       # ktuned's own minimum for a served model (issue 31), not the fixture's 0
+                       env={"KTUNE_MODEL_MIN_PROBLEMS": "", "KTUNE_MODEL_MIN_ACCURACY": ""})
         cls.k.start()
 
     @classmethod
@@ -189,6 +191,33 @@ class ModelsBestTest(unittest.TestCase):
         print("  model %d (%s) ready in %.1f s: %s" % (model["id"], model["algorithm"], time.time() - started,
                                                        json.dumps(model["metrics"], sort_keys=True)[:300]))
         self.assertEqual(model["training"]["problems"], len(TUNED), model)
+        # --- its confidence (issue 31): what it was trained and evaluated on, weak below 8 ------
+        conf, training = model["confidence"], model["training"]
+        trained_on = training["trained_on"]
+        heldout = [h["problem"] for h in model["metrics"]["heldout"]]
+        self.assertEqual(len(trained_on), training["train_problems"], model)
+        canon = lambda p: json.dumps(p, sort_keys=True)  # noqa: E731
+        self.assertEqual(sorted(map(canon, trained_on + heldout)), sorted(map(canon, TUNED)), model)
+        self.assertEqual((conf["train_problems"], conf["test_problems"]),
+                         (training["train_problems"], training["test_problems"]), conf)
+        self.assertEqual(conf["accuracy"], model["metrics"]["top1_within_1_10"], conf)
+        self.assertEqual(conf["minimum"], {"problems": 8, "accuracy": 0.5}, conf)
+        self.assertIs(conf["weak"], True, conf)
+        self.assertIn("trained on %d problems, fewer than the minimum 8" % len(trained_on), conf["why"])
+        status, _, listed = self.get("/v1/models?kernel=gemm")
+        row = next(m for m in listed["models"] if m["id"] == model["id"])
+        self.assertNotIn("trained_on", row["training"])  # a list leaves the problems out
+        self.assertEqual(row["confidence"], conf)
+        # A weak model is ready, but /v1/best says why it does not serve it and how to accept it.
+        status, _, weak = self.get(best_path(UNTUNED, k=3))
+        self.assertEqual((status, weak["error"]["code"]), (404, "no_best"), weak)
+        self.assertEqual(weak["weak_model"]["model"]["id"], model["id"], weak)
+        self.assertIn("is weak: trained on", weak["error"]["message"])
+        self.assertIn("accept=weak", weak["error"]["hint"])
+        status, _, err = self.get(best_path(UNTUNED, accept="strong"))
+        self.assertEqual((status, err["error"]["code"]), (400, "out_of_range"), err)
+        status, _, near = self.get(best_path(UNTUNED, fallback="nearest"))
+        self.assertEqual((status, near["source"]), (200, "nearest"), near)  # not the weak model
         status, _, listed = self.get("/v1/models?kernel=gemm&status=ready")
         self.assertEqual(status, 200, listed)
         self.assertIn(model["id"], [m["id"] for m in listed["models"]])
@@ -205,13 +234,19 @@ class ModelsBestTest(unittest.TestCase):
 
         # --- predicted for a problem never tuned -----------------------------------------------
         started = time.perf_counter()
-        status, _, pred = self.get(best_path(UNTUNED, k=3))
+        status, _, pred = self.get(best_path(UNTUNED, k=3, accept="weak"))
         first_ms = (time.perf_counter() - started) * 1000
         self.assertEqual(status, 200, pred)
         self.assertEqual(pred["source"], "predicted", pred)
         self.assertEqual(pred["model"], {"id": model["id"], "algorithm": model["algorithm"],
                                          "version": model["version"]})
         self.assertEqual(pred["problem"], UNTUNED)
+        # It says how weak it is and how far the problem is from the nearest trained one.
+        self.assertEqual({k: v for k, v in pred["confidence"].items() if k != "nearest_trained"}, conf)
+        want = min(trained_on, key=lambda p: log_distance(UNTUNED, p))
+        self.assertEqual(pred["confidence"]["nearest_trained"]["problem"], want, pred)
+        self.assertAlmostEqual(pred["confidence"]["nearest_trained"]["distance"], log_distance(UNTUNED, want),
+                               places=9)
         self.assertTrue(1 <= len(pred["candidates"]) <= 3, pred)
         self.assertEqual(pred["candidates"][0]["config"], pred["config"])
         self.assertEqual(pred["score"], pred["candidates"][0]["score"])
@@ -220,7 +255,7 @@ class ModelsBestTest(unittest.TestCase):
         cached, measured_ms = [], []
         for _ in range(20):
             started = time.perf_counter()
-            status, _, again = self.get(best_path(UNTUNED, k=3))
+            status, _, again = self.get(best_path(UNTUNED, k=3, accept="weak"))
             cached.append((time.perf_counter() - started) * 1000)
             self.assertEqual((status, again["config"]), (200, pred["config"]))
             started = time.perf_counter()
@@ -230,7 +265,7 @@ class ModelsBestTest(unittest.TestCase):
               " measured %.1f ms" % (first_ms, sorted(cached)[10], sorted(measured_ms)[10]))
         status, _, err = self.get(best_path(UNTUNED, source="measured"))
         self.assertEqual((status, err["error"]["code"]), (404, "no_best"), err)
-        status, _, own = self.get(best_path(TUNED[0], source="predicted"))
+        status, _, own = self.get(best_path(TUNED[0], source="predicted", accept="weak"))
         self.assertEqual((status, own["source"]), (200, "predicted"), own)
         status, _, tuned = self.get(best_path(TUNED[0]))
         self.assertEqual((status, tuned["source"]), (200, "measured"), tuned)
@@ -254,7 +289,7 @@ class ModelsBestTest(unittest.TestCase):
         fresh = {"M": 8, "N": 8, "K": 8}
         status, _, err = self.get(best_path(fresh, tune_on_miss=3), headers={})  # no token at all
         self.assertEqual((status, err["error"]["code"]), (401, "unauthorized"), err)
-        status, _, first = self.get(best_path(fresh, tune_on_miss=3), headers=AUTH)
+        status, _, first = self.get(best_path(fresh, tune_on_miss=3, accept="weak"), headers=AUTH)
         self.assertEqual((status, first["source"]), (200, "predicted"), first)
         self.assertTrue(first["tune_on_miss"]["queued"], first)
         jid = first["tune_on_miss"]["job_id"]
@@ -270,7 +305,7 @@ class ModelsBestTest(unittest.TestCase):
         # Its warm start (history "auto") began with the model's top-k for the problem.
         self.assertEqual(job["history"]["model"], first["model"], job["history"])
         self.assertGreaterEqual(job["history"]["seeded"], 1, job["history"])
-        status, _, top4 = self.get(best_path(fresh, k=4, source="predicted"))
+        status, _, top4 = self.get(best_path(fresh, k=4, source="predicted", accept="weak"))
         status, _, page = self.get("/v1/jobs/%d/trials" % jid)
         by_seq = sorted(page["trials"], key=lambda t: t["seq"])
         self.assertEqual(by_seq[0]["config"], top4["candidates"][0]["config"], (by_seq, top4))
@@ -443,6 +478,11 @@ class ImportsAreNotMeasurementsTest(unittest.TestCase):
         status, pred = self.best_until(Q, lambda st, r: st == 200)
         self.assertEqual((status, pred["source"], pred["origin"]), (200, "predicted", "predicted"), pred)
         self.assertEqual(pred["config"]["UNROLL"], 1, pred)
+        # The fixture's minimum is 0: not weak; Q's nearest trained problem is one the model lists.
+        self.assertIs(pred["confidence"]["weak"], False, pred)
+        self.assertNotIn("why", pred["confidence"])
+        nearest_trained = min(model["training"]["trained_on"], key=lambda p: log_distance(Q, p))
+        self.assertEqual(pred["confidence"]["nearest_trained"]["problem"], nearest_trained, pred)
         # In the best table a trusted import outranks an untrusted one: a faster untrusted import of
         # the same problem does not replace it, and a slower trusted one replaces an untrusted
         # entry (after the model above: this makes 2048^3 a trusted problem).

@@ -248,7 +248,7 @@ class ServedTest(unittest.TestCase):
                 else:
                     ServedTest.done_job = self.k.wait_job(job["id"])
         # A job long enough to be cancelled while it runs: 200 with the cancelled job.
-        long_job = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
+        long_job = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
                     "budget": {"evaluations": 17956}}
         status, _, job = self.call("POST", "/v1/tune", body=long_job)
         self.assertEqual(status, 202, job)
@@ -636,7 +636,7 @@ class ServedTest(unittest.TestCase):
         self.assertEqual(self.call("DELETE", "/v1/imports/{id}", {"id": self.finished_job()["id"]})[0], 409)
         # The job cap of the tune token (8): 429 with Retry-After, on POST /v1/tune and on a miss
         # that would queue; a read token cannot queue on a miss at all.
-        long_job = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
+        long_job = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
                     "budget": {"evaluations": 17956}}
         ids = []
         for _ in range(8):

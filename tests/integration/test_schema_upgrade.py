@@ -4,7 +4,8 @@ A ktuned (A, embedded PostgreSQL) measures a replay job and takes an import, so 
 real keys (kernel hash, device class, problem key). Then a second database on A's cluster gets only
 the first migrations of sql/ (OLD_PREFIX, applied and recorded as store/migrate.c does) and those
 rows, written with the columns that schema has: a job with its trials and best entry, an import job
-and its entry. A second ktuned (B, --database-url on that database) starts on it: it must apply every
+and its entry, and a job of the CLBlast replay dataset under the kernel name it had then (`gemm`,
+issue 31: renamed `clblast_gemm` by sql/025). A second ktuned (B, --database-url on that database) starts on it: it must apply every
 later migration (schema_migrations lists every file of sql/), their back-fills must hold (the trials'
 charges, the replay toolchain `recorded`, the import's entry `origin` imported), and the old data
 must read back through B's API as A serves it (the job, its trials, GET /v1/best, /v1/best/entries);
@@ -23,6 +24,8 @@ SQL = sorted(glob.glob(os.path.join(os.path.abspath(ARGS.source_dir), "sql", "[0
 OLD_PREFIX = 2  # 001, 002: before the trial charge (003), the toolchain (004), origin (008), ...
 PNPOLY = {"kernel": "pnpoly", "device": "replay:pnpoly_kt-RTX_3090"}
 CONV = {"kernel": "convolution", "device": "replay:convolution_milo-A4000"}
+# Issue 31 (sql/025): the CLBlast replay dataset's kernel, "gemm" in databases of before.
+CLBLAST = {"kernel": "clblast_gemm", "device": "replay:gemm_clblast-RTX_2080_Ti"}
 
 # The columns of sql/001_schema.sql (002 adds none): what a database of that era holds.
 ERA_COLUMNS = {
@@ -78,6 +81,9 @@ class SchemaUpgrade(unittest.TestCase):
         status, _, a_best = a.get(best_query(PNPOLY["kernel"], PNPOLY["device"]))
         self.assertEqual(status, 200, a_best)
         a_trials = a.all_trials(job["id"])
+        clblast = self.tune(a, dict(CLBLAST, strategy="random", budget={"evaluations": 2}, seed=5, history="none"))
+        status, _, a_clblast = a.get(best_query(CLBLAST["kernel"], CLBLAST["device"]))
+        self.assertEqual(status, 200, a_clblast)
 
         # The old database: the first migrations only, recorded as migrate_apply records them.
         a.psql("CREATE DATABASE ktune_old OWNER ktune", role="ktune_admin", dbname="postgres")
@@ -87,7 +93,7 @@ class SchemaUpgrade(unittest.TestCase):
             with open(path) as f:
                 self.old_psql("BEGIN;\n" + f.read() + "\nINSERT INTO schema_migrations (name) VALUES ('%s');"
                               "\nCOMMIT;" % os.path.basename(path))
-        ids = "%d, %d" % (job["id"], imp_id)
+        ids = "%d, %d, %d" % (job["id"], imp_id, clblast["id"])
         for table, where in (("jobs", "id IN (%s)" % ids), ("trials", "job_id IN (%s)" % ids),
                              ("best", "job_id IN (%s)" % ids)):
             rows = a.psql("COPY (SELECT %s FROM %s WHERE %s ORDER BY 1) TO STDOUT"
@@ -96,7 +102,10 @@ class SchemaUpgrade(unittest.TestCase):
         self.old_psql("SELECT setval('jobs_id_seq', (SELECT max(id) FROM jobs)), "
                       "setval('trials_id_seq', (SELECT max(id) FROM trials)), "
                       "setval('trials_done_seq', (SELECT max(done_seq) FROM trials))")
-        self.assertEqual(self.old_psql("SELECT count(*) FROM best"), "2")
+        # What an older ktuned wrote for the CLBlast dataset: kernel "gemm".
+        self.old_psql("UPDATE jobs SET kernel = 'gemm' WHERE id = %d; UPDATE best SET kernel = 'gemm' "
+                      "WHERE job_id = %d" % (clblast["id"], clblast["id"]))
+        self.assertEqual(self.old_psql("SELECT count(*) FROM best"), "3")
         self.assertEqual(self.old_psql("SELECT count(*) FROM information_schema.columns WHERE "
                                        "table_name = 'trials' AND column_name = 'charged_seconds'"), "0")
 
@@ -110,6 +119,13 @@ class SchemaUpgrade(unittest.TestCase):
         self.assertEqual(self.old_psql("SELECT count(*) FROM trials WHERE charged_seconds IS NULL"), "0")
         self.assertEqual(self.old_psql("SELECT string_agg(DISTINCT toolchain, ',') FROM best"), "recorded")
         self.assertEqual(self.old_psql("SELECT origin FROM best WHERE job_id = %d" % imp_id), "imported")
+        # 025: the CLBlast replay results renamed clblast_gemm, and they answer as A's do.
+        self.assertEqual(self.old_psql("SELECT kernel FROM best WHERE job_id = %d" % clblast["id"]), "clblast_gemm")
+        status, _, b_job = b.get("/v1/jobs/%d" % clblast["id"])
+        self.assertEqual((status, b_job["kernel"]), (200, "clblast_gemm"), b_job)
+        status, _, b_clblast = b.get(best_query(CLBLAST["kernel"], CLBLAST["device"]))
+        self.assertEqual(status, 200, b_clblast)
+        self.assertEqual((b_clblast["config"], b_clblast["time_ms"]), (a_clblast["config"], a_clblast["time_ms"]))
 
         # The old data through B's API, as A serves it.
         status, _, b_job = b.get("/v1/jobs/%d" % job["id"])

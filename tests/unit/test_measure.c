@@ -151,7 +151,7 @@ static void replay_measures_every_id(void **state)
     assert_int_equal(measure_all(c, "pnpoly", PNPOLY, &s), 3774);
     assert_true(fabs(s - 1071.584226) < 1e-3); /* the recorded compile+verify+benchmark seconds */
     assert_int_equal(measure_all(c, "convolution", CONV, &s), 4201);
-    assert_int_equal(measure_all(c, "gemm", "replay:gemm_clblast-RTX_2080_Ti", &s), 17956);
+    assert_int_equal(measure_all(c, "clblast_gemm", "replay:gemm_clblast-RTX_2080_Ti", &s), 17956);
     catalog_free(c);
 }
 

@@ -62,6 +62,15 @@ static void unknown_strategy_and_bad_options(void **state)
     assert_null(searcher_new("simulated_annealing", sp, NULL, 1, &err));
     assert_int_equal(err.code, KT_ERR_UNKNOWN_STRATEGY);
     assert_non_null(strstr(err.message, "simulated_annealing"));
+    /* "did you mean" (issue 31): simulated_annealing is a known alias of anneal */
+    assert_string_equal(err.hint, "did you mean 'anneal'? valid strategies: random, exhaustive, "
+                                  "anneal, greedy_ils, genetic, auto, gbfs, xgb, rnn, na2c, bo, "
+                                  "mindmap, xgb_local");
+    assert_null(searcher_new("bayes", sp, NULL, 1, &err));
+    assert_non_null(strstr(err.hint, "did you mean 'bo'? valid strategies"));
+    assert_null(searcher_new("randm", sp, NULL, 1, &err));
+    assert_non_null(strstr(err.hint, "did you mean 'random'? valid strategies"));
+    assert_null(searcher_new("zzzzzz", sp, NULL, 1, &err));
     assert_string_equal(err.hint, "valid strategies: random, exhaustive, anneal, greedy_ils, "
                                   "genetic, auto, gbfs, xgb, rnn, na2c, bo, mindmap, xgb_local");
     assert_null(searcher_new(NULL, sp, NULL, 1, &err));

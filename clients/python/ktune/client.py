@@ -17,6 +17,8 @@ from .http import Connection
 from .table import write_table
 
 SOURCES = ("measured", "imported", "predicted", "nearest")
+# Not a source: "weak" in `accept` takes a weak model's prediction too (GET /v1/best?accept=weak).
+ACCEPT_FLAGS = ("weak",)
 TRIAL_STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "wrong_result")
 ENTRIES_PAGE = 1000  # GET /v1/best/entries answers at most 1000 entries a request
 VALIDATING_RETRY_S = 5.0  # tune: how long a 409 kernel_validating is retried
@@ -53,7 +55,10 @@ def space_body(space, restrictions=None, default=None):
 
 class Best:
     """An answer of GET /v1/best: `config`, `source` (measured, imported, predicted, nearest),
-    `time_ms` (None for a prediction), `kernel_hash`, `device_class`, `problem`, and `raw` (the reply)."""
+    `time_ms` (None for a prediction), `kernel_hash`, `device_class`, `problem`, and `raw` (the reply).
+    A prediction has `confidence` (the model's trained and held-out problems, held-out accuracy,
+    distance to the nearest trained problem) and `weak` (True: below the server's minimum, taken
+    only with "weak" in `accept`); `measured` is True for a measurement or a trusted import."""
 
     def __init__(self, reply):
         self.raw = reply
@@ -66,6 +71,9 @@ class Best:
         self.device_class = reply.get("device_class")
         self.problem = reply.get("problem")
         self.nearest = reply.get("nearest")
+        self.confidence = reply.get("confidence")
+        self.weak = bool((self.confidence or {}).get("weak"))
+        self.measured = self.source == "measured"
 
     def __repr__(self):
         return "Best(%s, source=%s, time_ms=%s)" % (json.dumps(self.config, sort_keys=True),
@@ -204,13 +212,16 @@ class Client:
         `accept` names the answers taken: "measured" (also a trusted import, which the server vouches
         for as measured), "imported" (an untrusted import), "predicted" (a model's answer for a problem
         never tuned), "nearest" (the nearest tuned problem: asks with fallback=nearest). Any other
-        answer is a miss: None. Without `device`, the lookup is by class (`device=external` and
+        answer is a miss: None. "weak" with "predicted" also takes a weak model's prediction (one the
+        server does not serve by default: trained on too few problems, or a low or unknown held-out
+        accuracy; `Best.weak` says so). Without `device`, the lookup is by class (`device=external` and
         `device_class`, default this machine's ktune.device_class()); `kernel_version` names the
         version of an external kernel (left out: the newest with a result for the problem)."""
         accept = tuple(accept)
-        bad = [a for a in accept if a not in SOURCES]
-        if bad or not accept:
-            raise ValueError("accept must name some of %s, not %r" % (", ".join(SOURCES), accept))
+        bad = [a for a in accept if a not in SOURCES + ACCEPT_FLAGS]
+        if bad or not set(accept) & set(SOURCES):
+            raise ValueError("accept must name some of %s (and optionally weak), not %r"
+                             % (", ".join(SOURCES), accept))
         if device is None:
             if device_class is None:
                 from .device import device_class as this_class
@@ -226,6 +237,8 @@ class Client:
             query.append(("source", "measured"))
         elif "nearest" in accept:
             query.append(("fallback", "nearest"))
+        if "weak" in accept and "predicted" in accept:
+            query.append(("accept", "weak"))
         for k, v in (problem or {}).items():
             query.append((k, _query_value(v)))
         try:

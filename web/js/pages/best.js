@@ -13,6 +13,21 @@ function problemArg(v) {
   return Array.isArray(v) ? v.join(",") : String(v);
 }
 
+// A prediction's confidence (issue 31): the model's trained and held-out problems, its held-out
+// accuracy, whether it is weak (served only with accept=weak) and why, and the nearest trained problem.
+function confidenceLine(c) {
+  if (!c) return null;
+  const acc = typeof c.accuracy === "number" ? `${(c.accuracy * 100).toFixed(0)}% of ${c.measured} held-out problems within 1.10× of their best` : "held-out accuracy unknown";
+  const near = c.nearest_trained ? ` · nearest trained problem ${fmtObject(c.nearest_trained.problem)} (log-distance ${fmtNum(c.nearest_trained.distance)})` : "";
+  return h(
+    "p",
+    { class: c.weak ? "warn" : "muted", id: "lookup-confidence", "data-weak": c.weak ? "yes" : "no" },
+    c.weak ? h("strong", {}, "A weak model's guess: ") : null,
+    `trained on ${c.train_problems} problems, evaluated on ${c.test_problems}; ${acc}${near}`,
+    c.weak && c.why ? h("span", { class: "muted" }, ` (${c.why})`) : null
+  );
+}
+
 // How an answer was made: the measurement (job, repeats, noise), the model, or the nearest problem.
 function provenance(best) {
   if (best.source === "predicted") {
@@ -21,6 +36,7 @@ function provenance(best) {
       "div",
       {},
       h("p", { class: "muted" }, "Not measured: predicted by ", h("a", { href: `#/models/${m.id}` }, `model #${m.id}`), ` (${m.algorithm}, version ${m.version}), score ${fmtNum(best.score)} · problem ${fmtObject(best.problem)}`),
+      confidenceLine(best.confidence),
       best.candidates && best.candidates.length > 1 ? h("details", {}, h("summary", {}, `${best.candidates.length} candidates`), h("ol", { class: "mono" }, best.candidates.map((c) => h("li", {}, `${fmtObject(c.config)} (score ${fmtNum(c.score)})`)))) : null
     );
   }
@@ -69,6 +85,7 @@ function lookupSection(kernels) {
     h("label", {}, "Device", deviceSel),
     problemBox,
     h("label", { class: "check" }, h("input", { type: "checkbox", id: "lookup-nearest" }), "nearest tuned problem as a fallback"),
+    h("label", { class: "check" }, h("input", { type: "checkbox", id: "lookup-weak" }), "a weak model's guess too (accept=weak)"),
     h("button", { type: "submit" }, "Look up")
   );
   form.addEventListener("submit", async (e) => {
@@ -76,6 +93,7 @@ function lookupSection(kernels) {
     const params = { kernel: kernelSel.value, device: deviceSel.value };
     for (const input of problemBox.querySelectorAll("input")) if (input.value.trim() !== "") params[input.name.slice(8)] = input.value.trim();
     if (form.querySelector("#lookup-nearest").checked) params.fallback = "nearest";
+    if (form.querySelector("#lookup-weak").checked) params.accept = "weak";
     const url = "/v1/best" + query(params);
     clear(out, h("p", { class: "loading" }, "Looking up…"));
     try {

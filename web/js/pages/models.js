@@ -6,7 +6,7 @@
 // held-out problem (metrics.heldout; entries whose prediction was never measured are listed, not
 // plotted), with the y = x line a perfect predictor would sit on.
 
-import { get, post } from "../api.js";
+import { get, post, query } from "../api.js";
 import { makeChart, destroyChart, color } from "../charts.js";
 import { h, clear, fmtMs, fmtTime, fmtObject, fmtNum, statusBadge, errorBox } from "../dom.js";
 
@@ -155,6 +155,45 @@ function metricsSection(m) {
   );
 }
 
+// What GET /v1/best judges the model by (issue 31, the server's confidence): the problems it was
+// trained and evaluated on, its held-out accuracy, and whether it is weak (ready, but served by
+// /v1/best only with accept=weak) and why.
+function confidenceSection(m) {
+  const c = m.confidence;
+  if (!c) return null;
+  const trained = (m.training && m.training.trained_on) || [];
+  return h(
+    "section",
+    { class: "card", id: "model-confidence", "data-weak": c.weak ? "yes" : "no" },
+    h("h2", {}, "Confidence ", h("span", { class: "badge " + (c.weak ? "status-failed" : "status-succeeded") }, c.weak ? "weak" : "served")),
+    c.weak ? h("p", { class: "warn", id: "model-weak-why" }, `GET /v1/best serves its predictions only with accept=weak: ${c.why}.`) : h("p", { class: "muted" }, "GET /v1/best serves its predictions for problems never tuned."),
+    h(
+      "div",
+      { class: "fields" },
+      field("trained on", `${c.train_problems} problems (minimum ${c.minimum.problems})`),
+      field("evaluated on", `${c.test_problems} held-out problems, ${c.measured} measured its prediction`),
+      field("held-out accuracy", typeof c.accuracy === "number" ? `${fmtShare(c.accuracy)} within 1.10× of the best (minimum ${fmtShare(c.minimum.accuracy)})` : `unknown (minimum ${fmtShare(c.minimum.accuracy)})`),
+      field("parameter accuracy", fmtShare(c.param_accuracy))
+    ),
+    trained.length ? h("details", { id: "model-trained-on" }, h("summary", {}, `the ${trained.length} problems it was trained on`), h("ul", { class: "mono" }, trained.map((p) => h("li", {}, fmtObject(p))))) : null
+  );
+}
+
+// The best time GET /v1/best answers now for a held-out problem (source=measured, by the model's
+// device class), into cell: the same number a deployment gets, which may differ from the best in
+// the model's training data (a final pick's re-measured median, or faster trials since).
+async function fillBestNow(m, problem, cell) {
+  const args = {};
+  for (const [k, v] of Object.entries(problem || {})) args[k] = Array.isArray(v) ? v.join(",") : String(v);
+  try {
+    const b = await get("/v1/best" + query({ ...args, kernel: m.kernel, device_class: m.device_class, source: "measured" }), { quiet: true });
+    clear(cell, fmtMs(b.time_ms));
+    cell.dataset.bestNow = String(b.time_ms);
+  } catch {
+    clear(cell, h("span", { class: "muted" }, "–"));
+  }
+}
+
 function heldoutSection(m, charts) {
   const heldout = (m.metrics && m.metrics.heldout) || [];
   const points = heldoutPoints(heldout);
@@ -162,6 +201,8 @@ function heldoutSection(m, charts) {
   const note = h("p", { class: "muted", id: "heldout-note" });
   const rows = heldout.map((e) => {
     const ratio = typeof e.predicted_time_ms === "number" && e.best_time_ms > 0 ? e.predicted_time_ms / e.best_time_ms : null;
+    const now = h("td", { class: "num best-now" }, "…");
+    fillBestNow(m, e.problem, now);
     return h(
       "tr",
       { "data-plotted": ratio == null ? "no" : "yes" },
@@ -169,6 +210,7 @@ function heldoutSection(m, charts) {
       h("td", { class: "mono opt" }, fmtObject(e.config)),
       h("td", { class: "num" }, typeof e.predicted_time_ms === "number" ? fmtMs(e.predicted_time_ms) : h("span", { class: "muted" }, "not measured")),
       h("td", { class: "num" }, fmtMs(e.best_time_ms)),
+      now,
       h("td", { class: "num" }, ratio == null ? "–" : fmtRatio(ratio))
     );
   });
@@ -184,8 +226,8 @@ function heldoutSection(m, charts) {
       h(
         "table",
         { id: "heldout-table" },
-        h("thead", {}, h("tr", {}, h("th", {}, "problem"), h("th", { class: "opt" }, "predicted configuration"), h("th", { class: "num" }, "its time"), h("th", { class: "num" }, "best time"), h("th", { class: "num" }, "ratio"))),
-        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No held-out problems.")))
+        h("thead", {}, h("tr", {}, h("th", {}, "problem"), h("th", { class: "opt" }, "predicted configuration"), h("th", { class: "num" }, "its time"), h("th", { class: "num", title: "the fastest trial in the model's training data, which the ratio and the metrics use" }, "best in training data"), h("th", { class: "num", title: "GET /v1/best?source=measured now: what a deployment gets" }, "best time (/v1/best)"), h("th", { class: "num" }, "ratio"))),
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No held-out problems.")))
       )
     )
   );
@@ -246,6 +288,7 @@ function detail(m, charts) {
         err ? field("error", `${err.code}: ${err.message}`, "error-text") : null
       )
     ),
+    confidenceSection(m),
     metricsSection(m),
     m.metrics && m.kind !== "surrogate" ? heldoutSection(m, charts) : null
   );
