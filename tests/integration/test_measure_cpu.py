@@ -262,7 +262,10 @@ class MeasureCpuTest(unittest.TestCase):
         # y = 2x over n and over 8n elements: eight times the work must measure clearly longer
         # (at least 3x: the median over the 3 configurations, each trial itself a median of
         # repeats). A runner that timed nothing, or the wrong thing, gives a ratio near 1.
-        medians = {}
+        # Issue 32: the second problem size compiles nothing: every object comes from the host's
+        # compile cache (a CPU kernel's object does not depend on the problem), built apart from
+        # the measurement (op "compile", outside the device's lock).
+        medians, compile_s = {}, {}
         for n in (1 << 18, 1 << 21):
             job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": n},
                                         "strategy": "exhaustive", "budget": {"evaluations": 3},
@@ -271,6 +274,14 @@ class MeasureCpuTest(unittest.TestCase):
             times = sorted(t["time_ms"] for t in trials if t["status"] == "ok")
             self.assertEqual(len(times), 3, trials)
             medians[n] = times[1]
+            compile_s[n] = sum(t["compile_ms"] for t in trials) / 1000.0
+            for t in trials:
+                self.assertTrue(t["extras"]["compiled_apart"], t)
+        hits = [t["extras"]["cached_binary"] for t in trials]
+        print("scale: compile %.3f s for n = 2^18, %.3f s for 2^21 (cache hits %d of %d)"
+              % (compile_s[1 << 18], compile_s[1 << 21], sum(hits), len(hits)))
+        self.assertEqual(hits, [True] * 3, trials)
+        self.assertEqual(compile_s[1 << 21], 0.0, trials)
         ratio = medians[1 << 21] / medians[1 << 18]
         print("scale: median %.4f ms at n = 2^18, %.4f ms at 2^21: %.1fx for 8x the work"
               % (medians[1 << 18], medians[1 << 21], ratio))
