@@ -34,6 +34,9 @@
 #define REAL_CALL_LIMIT_FLOOR_S 0.1  /* slow_factor never gives up on a call shorter than this */
 #define REAL_STOP_GRACE_S       2.0
 #define REAL_BUILD_FAILED       2 /* compile_apart: the build's failure is the trial's result */
+/* A measure after a compile apart finds its binary: its deadline allows for a rebuild (the binary
+ * evicted meanwhile) of 3x the compile's time, at least this, at most the compile timeout. */
+#define REAL_REBUILD_FLOOR_S 10.0
 
 typedef struct seen_target {
     char *key; /* kernel_hash|problem_key */
@@ -488,6 +491,12 @@ static int check_target(const real_backend *b, const target *t, config_id id, co
 static int set_limits(const real_backend *b, real_call *m, json_t *req)
 {
     m->timeout = deadline_s(b, m->seen);
+    if (m->compiled) {
+        double rebuild = 3 * m->compile_ms / 1000.0;
+        rebuild = rebuild < REAL_REBUILD_FLOOR_S ? REAL_REBUILD_FLOOR_S : rebuild;
+        if (rebuild < b->opt->compile_timeout_s)
+            m->timeout -= b->opt->compile_timeout_s - rebuild;
+    }
     m->call_limit_s = 0;
     if (b->opt->slow_factor > 0 && b->dev->kind == KSPEC_CPU && m->seen && m->seen->best_ms > 0) {
         m->call_limit_s = b->opt->slow_factor * m->seen->best_ms / 1000.0;

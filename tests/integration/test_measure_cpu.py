@@ -30,7 +30,9 @@ BROKEN_RESTRICTION = "UNROLL >= 1 && UNROLL <= 4"
 BROKEN_MESSAGE = ("kernel mine_broken cannot be used: spec.json: variants.cpu.restrictions[0]: "
                   "unexpected '&' at column 14: write \"and\" (in '%s')" % BROKEN_RESTRICTION)
 RUN_TIMEOUT_S = 3
-COMPILE_TIMEOUT_S = 10
+# Two measuring threads compile at once, apart from the measurement (issue 32): on a 2-core machine
+# both on the one core that does not measure; gemm's -O3 compile took 5 s there at load 20.
+COMPILE_TIMEOUT_S = 30
 
 
 def own_kernels(root):
@@ -225,7 +227,11 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertTrue(ok, trials)
         for t in ok:
             self.assertGreater(t["time_ms"], 0)
-            self.assertGreaterEqual(t["repeats"], 5)
+            # min_repeats (5), unless max_seconds (3 s) of timing stopped it first: a loaded
+            # machine's measuring core ran these 1024^3 products at 0.3-2 s a call
+            if t["measure_ms"] < 3000:
+                self.assertGreaterEqual(t["repeats"], 5, t)
+            self.assertLessEqual(t["extras"]["timed_page_faults"], 4, t)  # issue 32: no allocation
             self.assertGreater(t["extras"]["gflops"], 0)
         fastest = min(ok, key=lambda t: t["time_ms"])
         status, _, best = self.k.get(best_query("gemm", "cpu", **problem))
