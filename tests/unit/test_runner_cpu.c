@@ -566,6 +566,46 @@ static void timed_calls_do_not_depend_on_history(void **state)
     assert_int_equal(client_stop(c, 5000), 0);
 }
 
+/* y = 2*x; with SET=1 it sets flush-to-zero and denormals-are-zero (x86's MXCSR) and leaves them
+ * set, with SET=0 it refuses to run (returns 7) when it finds them set. */
+static const char FTZ_KERNEL[] =
+    "#if defined(__x86_64__) || defined(__i386__)\n#include <xmmintrin.h>\n"
+    "#define CSR() _mm_getcsr()\n#define SET_CSR(v) _mm_setcsr(v)\n"
+    "#else\n#define CSR() 0u\n#define SET_CSR(v) (void)(v)\n#endif\n"
+    "int ktune_kernel(float *const *buffers, const long long *problem);\n"
+    "int ktune_kernel(float *const *buffers, const long long *problem)\n"
+    "{\n"
+    "    if (SET)\n"
+    "        SET_CSR(CSR() | 0x8040u);\n"
+    "    else if (CSR() & 0x8040u)\n"
+    "        return 7;\n"
+    "    for (long long i = 0; i < problem[0]; i++)\n"
+    "        buffers[1][i] = 2.0f * buffers[0][i];\n"
+    "    return 0;\n"
+    "}\n";
+
+/* A kernel that changed the floating-point environment leaves nothing to the next one: the
+ * runner restores its own before every kernel's first call. */
+static void floating_point_state_does_not_carry_over(void **state)
+{
+    client *c = *state;
+    char src[400];
+    snprintf(src, sizeof src, "%s/ftz_kernel.c", c->cache);
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    fputs(FTZ_KERNEL, f);
+    assert_int_equal(fclose(f), 0);
+    client_start(c, 0);
+    for (int set = 1; set >= 0; set--) {
+        json_t *req = xy_request(30 + set, "scale", json_pack("{s:i}", "SET", set), 4096);
+        json_object_set_new(req, "source", json_string(src));
+        json_t *r = client_call_json(c, req, 60000);
+        assert_status(r, "ok"); /* SET=0 after SET=1: "invalid" (returned 7) without the reset */
+        json_decref(r);
+    }
+    assert_int_equal(client_stop(c, 5000), 0);
+}
+
 /* op "compile": the binary (and the reference) built into the cache and nothing run, off the
  * measuring core of a pinned runner where it has another; the measure then finds it. */
 static void compile_op_builds_apart(void **state)
@@ -886,6 +926,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(naive_gemm_verifies_against_openblas, setup, teardown),
         cmocka_unit_test_setup_teardown(timed_calls_do_not_depend_on_history, setup, teardown),
         cmocka_unit_test_setup_teardown(compile_op_builds_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(floating_point_state_does_not_carry_over, setup, teardown),
         cmocka_unit_test_setup_teardown(cache_bound_evicts_least_recently_used, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN);
