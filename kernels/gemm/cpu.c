@@ -11,9 +11,7 @@
  * iteration, prefetching the B panel PF_B steps and the A sliver PF_A steps ahead) and then writes
  * (first K block) or adds (later blocks) the tile to C. Edges: M and N tails run on zero-padded
  * panels (A slivers are copied when A is read in place) and are written back element by element; a
- * last K block shorter than KC runs fewer steps. The packed panels live in the runner's scratch
- * block (buffers[3], ktune_scratch_bytes: mapped and touched before the first call), so that no
- * timed call allocates (kernels/README.md, "Scratch").
+ * last K block shorter than KC runs fewer steps.
  *
  * Parameters (-D defines):
  *   MR      rows of the register tile
@@ -306,13 +304,15 @@ static inline __attribute__((always_inline)) void tile(const float *a, long lda,
 #endif
 }
 
-/* The floats of the packed A block (rounded up to keep the B block 4 KiB-aligned) and of the B
- * block, for M, N, K. */
-static void pack_sizes(long M, long N, long K, long *a_alloc, long *b_floats)
+int ktune_kernel(float *const *buffers, const long long *problem)
 {
+    const float *A = buffers[0], *B = buffers[1];
+    float *C = buffers[2];
+    long M = (long)problem[0], N = (long)problem[1], K = (long)problem[2];
+    if (M < 1 || N < 1 || K < 1)
+        return 1;
     long kc_max = min_l(KC, K);
     long nc_max = min_l(NCE, (N + NR - 1) / NR * NR);
-    (void)M;
 #if PACK_A
     long a_floats = min_l(MCE, (M + MR - 1) / MR * MR) * kc_max;
 #else
@@ -321,29 +321,10 @@ static void pack_sizes(long M, long N, long K, long *a_alloc, long *b_floats)
 #if !PACK_B
     nc_max = NR; /* only the edge panel is packed */
 #endif
-    *a_alloc = (a_floats + 1023) / 1024 * 1024;
-    *b_floats = nc_max * kc_max;
-}
-
-long long ktune_scratch_bytes(const long long *problem)
-{
-    long a_alloc, b_floats;
-    if (problem[0] < 1 || problem[1] < 1 || problem[2] < 1)
-        return 0;
-    pack_sizes((long)problem[0], (long)problem[1], (long)problem[2], &a_alloc, &b_floats);
-    return (long long)(a_alloc + b_floats) * (long long)sizeof(float);
-}
-
-int ktune_kernel(float *const *buffers, const long long *problem)
-{
-    const float *A = buffers[0], *B = buffers[1];
-    float *C = buffers[2];
-    long M = (long)problem[0], N = (long)problem[1], K = (long)problem[2];
-    if (M < 1 || N < 1 || K < 1)
-        return 1;
-    long a_alloc, b_floats;
-    pack_sizes(M, N, K, &a_alloc, &b_floats);
-    float *ap = buffers[3]; /* the scratch block: 4 KiB-aligned, a_alloc + b_floats floats */
+    long a_alloc = (a_floats + 1023) / 1024 * 1024; /* keeps the B block 4 KiB-aligned */
+    /* aligned_alloc wants a size that is a multiple of the alignment. */
+    size_t bytes = ((size_t)(a_alloc + nc_max * kc_max) * sizeof(float) + 4095) / 4096 * 4096;
+    float *ap = aligned_alloc(4096, bytes);
     if (!ap)
         return 2;
     float *bp = ap + a_alloc;
@@ -385,5 +366,6 @@ int ktune_kernel(float *const *buffers, const long long *problem)
             }
         }
     }
+    free(ap);
     return 0;
 }
