@@ -359,8 +359,8 @@ static void measure_ok(runner_proc *p, const char *dir, const json_t *spec, cons
     json_t *gf = json_object_get(json_object_get(r, "extras"), "gflops");
     /* issue 32: the catalog's kernels take their working memory from the runner's scratch block,
      * mapped and touched before timing (gemm, whose recorded fixtures name its version, still
-     * mallocs per call: the runner's fixed allocator thresholds keep that block in its heap): no
-     * timed call faults */
+     * mallocs per call: at its small test problem that block stays in the runner's heap): no timed
+     * call faults */
     json_t *ex = json_object_get(r, "extras");
     if (strstr(dir, "/tests/kernels/") == NULL) {
         if (strcmp(name, "gemm") != 0 && !json_is_integer(json_object_get(ex, "scratch_bytes")))
