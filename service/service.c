@@ -217,7 +217,9 @@ static int start_catalog(service *svc, kt_error *err)
                                  .min_seconds = svc->cfg.min_seconds,
                                  .compile_timeout_s = svc->cfg.compile_timeout_s,
                                  .run_timeout_s = svc->cfg.run_timeout_s,
-                                 .slow_factor = svc->cfg.slow_factor};
+                                 .slow_factor = svc->cfg.slow_factor,
+                                 .cache_max_mb =
+                                     svc->cfg.cache_max_mb > 0 ? svc->cfg.cache_max_mb : -1};
     if (real.min_seconds == 0)
         real.min_seconds = 1e-9; /* 0 in the catalog means "the default" */
     /* The devices are probed (ktune-runner) before the catalog, which takes the records. An API

@@ -263,6 +263,37 @@ static void sweep(const conv *cv, long kt0, long kt1)
     }
 }
 
+/* Where the packed weights, the im2col rows and the offsets lie in the runner's scratch block
+ * (buffers[3], kernels/README.md "Scratch": mapped and touched before the first call, so that no
+ * timed call allocates): byte offsets, each 64-byte aligned; the block's size, 0 for a problem
+ * the kernel refuses, -1 for an im2col copy too large to index. */
+static long long scratch_layout(const long long *problem, long long *wp_at, long long *col_at,
+                                long long *off_at)
+{
+    long N = (long)problem[0], C = (long)problem[1], K = (long)problem[2], H = (long)problem[3];
+    long W = (long)problem[4], R = (long)problem[5], S = (long)problem[6];
+    if (N < 1 || C < 1 || K < 1 || R < 1 || S < 1 || R > H || S > W || C * H * W > 0x7fffffffL)
+        return 0;
+    long long KT = (K + TK - 1) / TK, RS = R * S, CRS = C * RS, cbn = min_l(CB, C);
+    long long wp = PACK ? KT * TK * CRS * 4 : 0, col = 0;
+    if (PACK_IN) {
+        long long elems = cbn * RS * (H - R + 1) * (W - S + 1);
+        if (elems > 0x7fffffffLL)
+            return -1;
+        col = elems * 4;
+    }
+    *wp_at = 0;
+    *col_at = (wp + 63) / 64 * 64;
+    *off_at = (*col_at + col + 63) / 64 * 64;
+    return *off_at + cbn * RS * (long long)sizeof(int);
+}
+
+long long ktune_scratch_bytes(const long long *problem)
+{
+    long long wp_at, col_at, off_at;
+    return scratch_layout(problem, &wp_at, &col_at, &off_at);
+}
+
 int ktune_kernel(float *const *buffers, const long long *problem)
 {
     const float *in = buffers[0], *w = buffers[1];
@@ -271,17 +302,17 @@ int ktune_kernel(float *const *buffers, const long long *problem)
     long W = (long)problem[4], R = (long)problem[5], S = (long)problem[6];
     if (N < 1 || C < 1 || K < 1 || R < 1 || S < 1 || R > H || S > W || C * H * W > 0x7fffffffL)
         return 1;
-    long KT = (K + TK - 1) / TK, RS = R * S, CRS = C * RS, cbn = min_l(CB, C);
-    int *off = malloc(sizeof(int) * (size_t)(cbn * RS));
-    float *wp = NULL, *col = NULL;
-    int rc = 2;
-    if (!off)
-        goto out;
+    long KT = (K + TK - 1) / TK, RS = R * S, CRS = C * RS;
+    long long wp_at, col_at, off_at;
+    char *scratch = (char *)buffers[3];
+    if (!scratch || scratch_layout(problem, &wp_at, &col_at, &off_at) <= 0)
+        return 2;
+    int *off = (int *)(scratch + off_at);
+    float *wp = (float *)(scratch + wp_at), *col = (float *)(scratch + col_at);
+    (void)wp;
+    (void)col;
 #if PACK
     /* panels [kt][c][r][s][t]; channels past K repeat channel K-1 (computed, never stored) */
-    wp = malloc(sizeof(float) * (size_t)(KT * TK * CRS));
-    if (!wp)
-        goto out;
     for (long kt = 0; kt < KT; kt++) {
         float *panel = wp + kt * TK * CRS;
         const float *row[TK];
@@ -299,9 +330,6 @@ int ktune_kernel(float *const *buffers, const long long *problem)
     cv.off = off;
 #if PACK_IN
     /* im2col of a channel block: rows (c, r, s) of P*Q pixels, read with pitch Q */
-    if (cbn * RS * P * Q > 0x7fffffffL ||
-        !(col = malloc(sizeof(float) * (size_t)(cbn * RS * P * Q))))
-        goto out;
     cv.W = Q;
     cv.ext = P * Q;
 #endif
@@ -349,10 +377,5 @@ int ktune_kernel(float *const *buffers, const long long *problem)
 #endif
         }
     }
-    rc = 0;
-out:
-    free(off);
-    free(wp);
-    free(col);
-    return rc;
+    return 0;
 }

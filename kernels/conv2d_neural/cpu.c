@@ -271,26 +271,67 @@ typedef struct layer {
     long P, Q;
 } layer;
 
+/* The runner's scratch block (buffers[3], kernels/README.md "Scratch": mapped and touched before
+ * the first call, so that no timed call allocates), cut for the largest dense part: the row
+ * tables, the packed weights, the im2col rows and the offsets, each 64-byte aligned. */
+typedef struct scratch {
+    const float **wrow;
+    float **orow;
+    float *wp, *col;
+    int *off;
+} scratch;
+
+/* The block's size for the problem (0 for one the kernel refuses, -1 for an im2col copy too large
+ * to index), and with base the pointers into it. */
+static long long scratch_layout(const long long *problem, char *base, scratch *sc)
+{
+    long N = (long)problem[0], C = (long)problem[1], K = (long)problem[2], H = (long)problem[3];
+    long W = (long)problem[4], R = (long)problem[5], S = (long)problem[6];
+    if (N < 1 || C < 1 || K < 1 || R < 1 || S < 1 || R > H || S > W || BOTTLENECK < 1)
+        return 0;
+    /* every part has at most K' outputs, C inputs and P rows */
+    long long Kp = K / BOTTLENECK, RS = R * S, cbn = min_l(CB, C), at = 0;
+    long long rows = (Kp > 0 ? Kp : 1) * (long long)sizeof(float *);
+    long long wp = PACK ? (Kp + TK - 1) / TK * TK * C * RS * 4 : 0, col = 0;
+    if (PACK_IN) {
+        long long elems = cbn * RS * (H - R + 1) * (W - S + 1);
+        if (elems > 0x7fffffffLL)
+            return -1;
+        col = elems * 4;
+    }
+    long long at_orow = (rows + 63) / 64 * 64, at_wp = at_orow + (rows + 63) / 64 * 64;
+    long long at_col = at_wp + (wp + 63) / 64 * 64, at_off = at_col + (col + 63) / 64 * 64;
+    if (base) {
+        sc->wrow = (const float **)(base + at);
+        sc->orow = (float **)(base + at_orow);
+        sc->wp = (float *)(base + at_wp);
+        sc->col = (float *)(base + at_col);
+        sc->off = (int *)(base + at_off);
+    }
+    return at_off + cbn * RS * (long long)sizeof(int);
+}
+
+long long ktune_scratch_bytes(const long long *problem)
+{
+    return scratch_layout(problem, NULL, NULL);
+}
+
 /* One dense part of the layer, for every image: Kn output channels (weight rows wrow[i] of Cn*R*S
  * floats, output planes orow[i] at image 0 and the part's first output row y0) over Cn input
- * channels starting at in0 (image 0, the part's first channel, row y0), P output rows. Returns 0,
- * 2 when out of memory. */
+ * channels starting at in0 (image 0, the part's first channel, row y0), P output rows; packed
+ * weights, im2col rows and offsets in sc. Returns 0. */
 static int dense(const layer *L, const float *in0, const float *const *wrow, float *const *orow,
-                 long Kn, long Cn, long P)
+                 long Kn, long Cn, long P, const scratch *sc)
 {
     const long H = L->H, W = L->W, R = L->R, S = L->S, Q = L->Q;
-    long KT = (Kn + TK - 1) / TK, RS = R * S, CRS = Cn * RS, cbn = min_l(CB, Cn);
+    long KT = (Kn + TK - 1) / TK, RS = R * S, CRS = Cn * RS;
     (void)CRS;
-    int *off = malloc(sizeof(int) * (size_t)(cbn * RS));
-    float *wp = NULL, *col = NULL;
-    int rc = 2;
-    if (!off)
-        goto out;
+    int *off = sc->off;
+    float *wp = sc->wp, *col = sc->col;
+    (void)wp;
+    (void)col;
 #if PACK
     /* panels [kt][c][r][s][t]; channels past Kn repeat channel Kn-1 (computed, never stored) */
-    wp = malloc(sizeof(float) * (size_t)(KT * TK * CRS));
-    if (!wp)
-        goto out;
     for (long kt = 0; kt < KT; kt++) {
         float *panel = wp + kt * TK * CRS;
         const float *row[TK];
@@ -307,9 +348,6 @@ static int dense(const layer *L, const float *in0, const float *const *wrow, flo
     cv.off = off;
 #if PACK_IN
     /* im2col of a channel block: rows (c, r, s) of P*Q pixels, read with pitch Q */
-    if (cbn * RS * P * Q > 0x7fffffffL ||
-        !(col = malloc(sizeof(float) * (size_t)(cbn * RS * P * Q))))
-        goto out;
     cv.W = Q;
     cv.ext = P * Q;
 #endif
@@ -357,12 +395,7 @@ static int dense(const layer *L, const float *in0, const float *const *wrow, flo
 #endif
         }
     }
-    rc = 0;
-out:
-    free(off);
-    free(wp);
-    free(col);
-    return rc;
+    return 0;
 }
 
 /* nn_transform.h's "Needs": 1 when (GROUPS, BOTTLENECK, SEQ) applies to C, K, P. */
@@ -399,12 +432,12 @@ int ktune_kernel(float *const *buffers, const long long *problem)
     if (!applies(C, K, L.P))
         return 1;
     const long g = GROUPS, Kp = L.K, RS = R * S, HW = H * W, PQ = L.P * L.Q, Cg = C / g;
-    const float **wrow = malloc(sizeof *wrow * (size_t)Kp);
-    float **orow = malloc(sizeof *orow * (size_t)Kp);
-    int rc = 2;
-    if (!wrow || !orow)
-        goto out;
-    rc = 0;
+    scratch sc;
+    if (!buffers[3] || scratch_layout(problem, (char *)buffers[3], &sc) <= 0)
+        return 2;
+    const float **wrow = sc.wrow;
+    float **orow = sc.orow;
+    int rc = 0;
 #if SEQ == 0
     for (long grp = 0; grp < g && rc == 0; grp++) {
         const long Kg = Kp / g;
@@ -413,7 +446,7 @@ int ktune_kernel(float *const *buffers, const long long *problem)
             wrow[i] = w + k * Cg * RS;
             orow[i] = out + k * PQ;
         }
-        rc = dense(&L, in + grp * Cg * HW, wrow, orow, Kg, Cg, L.P);
+        rc = dense(&L, in + grp * Cg * HW, wrow, orow, Kg, Cg, L.P, &sc);
     }
 #elif SEQ == 1
     for (long band = 0; band < g && rc == 0; band++) {
@@ -422,7 +455,7 @@ int ktune_kernel(float *const *buffers, const long long *problem)
             wrow[k] = w + k * Cg * RS;
             orow[k] = out + k * PQ + y0 * L.Q;
         }
-        rc = dense(&L, in + band * Cg * HW + y0 * W, wrow, orow, Kp, Cg, y1 - y0);
+        rc = dense(&L, in + band * Cg * HW + y0 * W, wrow, orow, Kp, Cg, y1 - y0, &sc);
     }
 #elif SEQ == 2
     for (long grp = 0; grp < g && rc == 0; grp++) {
@@ -434,7 +467,7 @@ int ktune_kernel(float *const *buffers, const long long *problem)
                 wrow[i] = w + k * Cg * RS;
                 orow[i] = out + k * PQ;
             }
-        rc = dense(&L, in + grp * Cg * HW, wrow, orow, i, Cg, L.P);
+        rc = dense(&L, in + grp * Cg * HW, wrow, orow, i, Cg, L.P, &sc);
     }
 #else
     const long half = Kp / 2;
@@ -447,12 +480,9 @@ int ktune_kernel(float *const *buffers, const long long *problem)
                 wrow[i] = wbase + kk * Cp * RS;
                 orow[i] = out + (part * half + kk) * PQ;
             }
-            rc = dense(&L, in + grp * Cp * HW, wrow, orow, Kg, Cp, L.P);
+            rc = dense(&L, in + grp * Cp * HW, wrow, orow, Kg, Cp, L.P, &sc);
         }
     }
 #endif
-out:
-    free(wrow);
-    free(orow);
     return rc;
 }

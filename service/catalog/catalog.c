@@ -184,7 +184,7 @@ static int resolve_options(const catalog_real_options *opt, catalog_real_options
         !(out->max_seconds >= out->min_seconds) || !(out->compile_timeout_s > 0) ||
         !(out->run_timeout_s > 0) || !isfinite(out->max_seconds) ||
         !isfinite(out->compile_timeout_s) || !isfinite(out->run_timeout_s) || out->cpu_core < -1 ||
-        !(out->slow_factor >= 0) || !isfinite(out->slow_factor))
+        !(out->slow_factor >= 0) || !isfinite(out->slow_factor) || out->cache_max_mb < -1)
         return kt_error_set(err, KT_ERR_CONFIG,
                             "measurement options are not consistent (repeats %d..%d, seconds "
                             "%g..%g, timeouts %g s / %g s, cpu core %d)",

@@ -70,6 +70,8 @@ typedef struct catalog_real_options {
     double run_timeout_s;           /* [60] run deadline of a target without an ok result yet */
     double slow_factor; /* [0: off] CPU: a kernel call slower than slow_factor x the target's best
                          * time is given up on (status timeout), see runner PROTOCOL.md */
+    long long cache_max_mb; /* [the runner's: 2048] MiB of compiled kernels in cache_dir (LRU,
+                             * service/runner/README.md "Caching"); -1: unbounded */
 } catalog_real_options;
 
 /* Scans the dataset folders; a dataset that cannot be read, parsed or validated is skipped with a

@@ -170,6 +170,9 @@ static const kt_option options[] = {
                "ktuned>/ktune-runner]"),
     CFG_STRING("--cache-dir", cache_dir,
                "folder of the runners' compiled kernels [<data-dir>/cache]"),
+    CFG_INT("--cache-max-mb", cache_max_mb, 0, 16777216,
+            "MiB the compiled kernels in --cache-dir may take, shared by every runner using it; "
+            "the least recently used go first; 0 = unbounded [2048]"),
     CFG_INT("--cpu-core", cpu_core, -1, 4095,
             "core that cpu measurements run on, kept free of ktuned's own threads; -1 = no pinning "
             "[the last core when there are 2 or more]"),
@@ -281,6 +284,7 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     snprintf(cfg->runner, sizeof cfg->runner, "%.*s/ktune-runner", PATH_MAX - 16,
              exe_dir ? exe_dir : ".");
     cfg->cpu_core = CONFIG_CPU_CORE_AUTO;
+    cfg->cache_max_mb = 2048;
     cfg->min_repeats = 5;
     cfg->min_seconds = 0.2;
     cfg->compile_timeout_s = 60;

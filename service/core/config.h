@@ -31,6 +31,7 @@ typedef struct kt_config {
     char networks[PATH_MAX];      /* --networks, KTUNE_NETWORKS: preset networks; "" = none */
     char runner[PATH_MAX];        /* --runner, KTUNE_RUNNER: the ktune-runner binary */
     char cache_dir[PATH_MAX];     /* --cache-dir, KTUNE_CACHE_DIR; "" = <data_dir>/cache */
+    int cache_max_mb;             /* --cache-max-mb: the compiled kernels' bound; 0 = unbounded */
     int workers;                  /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
     int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */

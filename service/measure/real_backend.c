@@ -1,14 +1,17 @@
 /* measure/real_backend — the cpu and cuda:N backend: one ktune-runner per backend (per measuring
  * thread and device), started on the first measure. A measure builds the runner request from the
- * kernel spec, the problem and the configuration, holds the device's mutex (one measurement at a
- * time per device), and waits for the reply with a deadline: compile timeout + a run timeout scaled
- * from the best time seen for the target. A runner that overruns is killed (timeout), one that dies
- * is reaped (runtime_error with the signal); the next measure starts a new one. While it waits the
- * runner client asks the backend's stop check: a measurement whose job was cancelled kills the
- * runner's process group and records nothing (BACKEND_STOPPED). A runner killed with SIGKILL from
- * outside is not blamed on the configuration at once: the measure is repeated once on a new runner.
- * A kernel with neural parameters (kernels/README.md) gets the configuration's values after the
- * problem's arguments, with the buffers and FLOPs they give (kernel_spec_problem_neural). */
+ * kernel spec, the problem and the configuration; on cpu it first has the runner compile it (op
+ * "compile": into the binary cache shared by the host's runners, on cores other than the measuring
+ * one) without the device's mutex, so that one thread compiles while another measures (issue 32);
+ * then it holds the device's mutex (one measurement at a time per device) and waits for the reply
+ * with a deadline: compile timeout + a run timeout scaled from the best time seen for the target. A
+ * runner that overruns is killed (timeout), one that dies is reaped (runtime_error with the
+ * signal); the next measure starts a new one. While it waits the runner client asks the backend's
+ * stop check: a measurement whose job was cancelled kills the runner's process group and records
+ * nothing (BACKEND_STOPPED). A runner killed with SIGKILL from outside is not blamed on the
+ * configuration at once: the measure is repeated once on a new runner. A kernel with neural
+ * parameters (kernels/README.md) gets the configuration's values after the problem's arguments,
+ * with the buffers and FLOPs they give (kernel_spec_problem_neural). */
 #include "measure/backend_impl.h"
 
 #include <limits.h>
@@ -30,6 +33,10 @@
 #define REAL_RUN_FACTOR         20.0 /* x best time x (max_repeats + 2) */
 #define REAL_CALL_LIMIT_FLOOR_S 0.1  /* slow_factor never gives up on a call shorter than this */
 #define REAL_STOP_GRACE_S       2.0
+#define REAL_BUILD_FAILED       2 /* compile_apart: the build's failure is the trial's result */
+/* A measure after a compile apart finds its binary: its deadline allows for a rebuild (the binary
+ * evicted meanwhile) of 3x the compile's time, at least this, at most the compile timeout. */
+#define REAL_REBUILD_FLOOR_S 10.0
 
 typedef struct seen_target {
     char *key; /* kernel_hash|problem_key */
@@ -72,7 +79,10 @@ void *real_open(const catalog *c, const char *device, kt_error *err)
     runner_spawn sp = {.path = b->opt->runner,
                        .device = d->name,
                        .cache_dir = b->opt->cache_dir,
-                       .cpu_core = d->kind == KSPEC_CPU ? b->opt->cpu_core : -1};
+                       .cpu_core = d->kind == KSPEC_CPU ? b->opt->cpu_core : -1,
+                       .cache_max_bytes = b->opt->cache_max_mb > 0   ? b->opt->cache_max_mb << 20
+                                          : b->opt->cache_max_mb < 0 ? -1
+                                                                     : 0};
     if (!(b->runner = runner_client_new(&sp, err))) {
         free(b);
         b = NULL;
@@ -447,8 +457,11 @@ typedef struct real_call {
     seen_target *seen;   /* the target's best time so far, or NULL */
     double timeout;      /* the call's deadline, s */
     double call_limit_s; /* the runner's own limit on one kernel call (slow_factor), 0: none */
-    int retried;         /* measured again after a SIGKILL */
-    int got;             /* runner_client_call's answer */
+    int compiled;        /* built before the lock (op "compile"): compile_ms, cached are its */
+    int cached;
+    double compile_ms;
+    int retried; /* measured again after a SIGKILL */
+    int got;     /* runner_client_call's answer */
     json_t *reply;
     runner_end end;
 } real_call;
@@ -488,6 +501,12 @@ static double call_limit_s(const real_backend *b, const seen_target *s)
 static int set_limits(const real_backend *b, real_call *m, json_t *req)
 {
     m->timeout = deadline_s(b, m->seen);
+    if (m->compiled) {
+        double rebuild = 3 * m->compile_ms / 1000.0;
+        rebuild = rebuild < REAL_REBUILD_FLOOR_S ? REAL_REBUILD_FLOOR_S : rebuild;
+        if (rebuild < b->opt->compile_timeout_s)
+            m->timeout -= b->opt->compile_timeout_s - rebuild;
+    }
     m->call_limit_s = call_limit_s(b, m->seen);
     if (m->call_limit_s > 0 &&
         json_object_set_new(req, "call_limit_s", json_real(m->call_limit_s)) < 0)
@@ -568,6 +587,15 @@ static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_
         return -1;
     if (m->retried && out->extras)
         json_object_set_new(out->extras, "retried_after", json_string("SIGKILL"));
+    if (m->compiled) {
+        /* the build was the compile op's; the measure found it (or, evicted meanwhile, built
+         * it again: its compile_ms adds) */
+        out->compile_ms += m->compile_ms;
+        if (out->extras) {
+            json_object_set_new(out->extras, "cached_binary", json_boolean(m->cached));
+            json_object_set_new(out->extras, "compiled_apart", json_true());
+        }
+    }
     if (out->status == TRIAL_OK && out->extras && m->k->n_metrics > 0) {
         /* the kernel's user metrics of this trial (kernels/README.md, "metrics") */
         json_t *x = kernel_spec_metrics_json(m->k, p, out->time_ms);
@@ -578,6 +606,53 @@ static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_
         (m->seen->best_ms <= 0 || out->time_ms < m->seen->best_ms))
         m->seen->best_ms = out->time_ms;
     return 0;
+}
+
+/* On cpu, before the device's lock: the runner builds the kernel (op "compile", PROTOCOL.md) off
+ * the measuring core while another thread may measure. 0: go on measuring (built: m->compiled;
+ * or a runner that cannot compile apart, which then builds in the measure as before),
+ * REAL_BUILD_FAILED: the build's failure is the trial's result (out), BACKEND_STOPPED, or -1 with
+ * err. */
+static int compile_apart(real_backend *b, real_call *m, const json_t *req, const backend_stop *stop,
+                         trial_result *out, kt_error *err)
+{
+    json_t *creq = NULL, *reply = NULL;
+    runner_end end;
+    int rc = 0;
+    if (b->dev->kind != KSPEC_CPU)
+        return 0;
+    if (!(creq = json_copy((json_t *)req)) ||
+        json_object_set_new(creq, "op", json_string("compile")) < 0) {
+        rc = kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    prepare_runner(b, m->k, stop);
+    int got = runner_client_call(b->runner, creq, b->opt->compile_timeout_s + REAL_DEADLINE_SLACK_S,
+                                 &reply, &end, err);
+    runner_client_set_stop(b->runner, NULL, NULL);
+    if (got == RUNNER_STOPPED) {
+        rc = BACKEND_STOPPED;
+        goto out;
+    }
+    if (got < 0) {
+        rc = -1;
+        goto out;
+    }
+    const char *st =
+        got == RUNNER_REPLY ? json_string_value(json_object_get(reply, "status")) : NULL;
+    if (!st)
+        goto out; /* died (a kill from outside), or refused: the measure builds, as before */
+    if (strcmp(st, "ok") != 0) {
+        rc = map_reply(b, reply, out, err) < 0 ? -1 : REAL_BUILD_FAILED;
+        goto out;
+    }
+    m->compiled = 1;
+    m->compile_ms = num_field(reply, "compile_ms");
+    m->cached = json_is_true(json_object_get(json_object_get(reply, "extras"), "cached_binary"));
+out:
+    json_decref(creq);
+    json_decref(reply);
+    return rc;
 }
 
 /* The runner died during the call: a runtime error, or a timeout when its own call limit
@@ -661,6 +736,11 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         goto out;
     }
     m.seen = seen_for(b, t);
+    int built = compile_apart(b, &m, req, stop, out, err);
+    if (built != 0) {
+        rc = built == REAL_BUILD_FAILED ? 0 : built;
+        goto out;
+    }
     if (set_limits(b, &m, req) < 0 || call_runner(b, &m, req, stop, err) < 0)
         goto out;
     rc = result_of_call(b, &m, &p, out, err);

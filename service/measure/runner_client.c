@@ -32,8 +32,9 @@
 struct runner_client {
     char *path, *device, *cache_dir;
     int cpu_core;
-    char version_uid[72]; /* --version-uid of the next start, "" for none */
-    pid_t pid;            /* 0 when not running */
+    long long cache_max_bytes; /* runner_spawn's */
+    char version_uid[72];      /* --version-uid of the next start, "" for none */
+    pid_t pid;                 /* 0 when not running */
     int in_fd, out_fd;
     long long next_id;
     char *buf; /* bytes read but not consumed */
@@ -74,6 +75,7 @@ runner_client *runner_client_new(const runner_spawn *opt, kt_error *err)
         return NULL;
     }
     r->cpu_core = opt->cpu_core;
+    r->cache_max_bytes = opt->cache_max_bytes;
     return r;
 }
 
@@ -146,8 +148,8 @@ fail:
 int runner_client_start(runner_client *r, kt_error *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, st[2] = {-1, -1};
-    char core[16];
-    char *argv[11];
+    char core[16], cache_max[32];
+    char *argv[13];
     int n = 0, rc = -1;
     struct rlimit rl;
     int max_fd = RUNNER_MAX_FD_LOOP;
@@ -168,6 +170,12 @@ int runner_client_start(runner_client *r, kt_error *err)
     if (r->version_uid[0]) {
         argv[n++] = "--version-uid";
         argv[n++] = r->version_uid;
+    }
+    if (r->cache_max_bytes != 0) {
+        snprintf(cache_max, sizeof cache_max, "%lld",
+                 r->cache_max_bytes > 0 ? r->cache_max_bytes : 0);
+        argv[n++] = "--cache-max-bytes";
+        argv[n++] = cache_max;
     }
     argv[n] = NULL;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&

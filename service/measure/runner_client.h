@@ -21,10 +21,11 @@
 typedef struct runner_client runner_client;
 
 typedef struct runner_spawn {
-    const char *path;      /* the ktune-runner binary */
-    const char *device;    /* "cpu", "cuda:0" */
-    const char *cache_dir; /* --cache-dir */
-    int cpu_core;          /* --cpu-core, or -1 for none */
+    const char *path;          /* the ktune-runner binary */
+    const char *device;        /* "cpu", "cuda:0" */
+    const char *cache_dir;     /* --cache-dir */
+    int cpu_core;              /* --cpu-core, or -1 for none */
+    long long cache_max_bytes; /* --cache-max-bytes: 0 the runner's default, -1 unbounded */
 } runner_spawn;
 
 typedef enum { RUNNER_REPLY = 0, RUNNER_DEADLINE, RUNNER_DIED, RUNNER_STOPPED } runner_outcome;

@@ -2,9 +2,10 @@
  * (FNV-1a 64) over a kind tag, the compiler's version line, the host CPU (model and isa:
  * -march=native depends on it), the flags, the sorted defines and the source bytes. A binary is
  * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
- * partial file. The compiler runs with fork/execvp (no shell) under a deadline that kills its whole
- * process group, and dies with the runner (PR_SET_PDEATHSIG): a runner killed by ktuned (a cancel,
- * a deadline) leaves no compiler behind. */
+ * partial file; a hit touches the binary (LRU: the request that stored one then keeps the folder
+ * within its bound, cpu_cache.c). The compiler runs with fork/execvp (no shell) under a deadline
+ * that kills its whole process group, and dies with the runner (PR_SET_PDEATHSIG): a runner killed
+ * by ktuned (a cancel, a deadline) leaves no compiler behind. */
 #include "core/hash.h"
 #include "runner/runner.h"
 
@@ -283,6 +284,7 @@ static int build(const runner *r, const char *source, const runner_define *defin
         goto out;
     }
     if (access(out->path, R_OK) == 0) {
+        cpu_cache_touch(out->path);
         out->cached = 1;
         out->status = CPU_BUILD_OK;
         rc = 0;

@@ -1,13 +1,18 @@
 /* One CPU measure request end to end: build (or find) the kernel and reference binaries, prepare
- * the problem state, run once with NaN outputs and verify every output element, then time repeats
- * with CLOCK_MONOTONIC around each call until min_repeats and min_seconds are reached (max_repeats
- * and max_seconds stop it earlier) and report the median and the coefficient of variation. */
+ * the problem state and the kernel's scratch (cpu_scratch.c), restore the floating-point
+ * environment the runner started with, run once with NaN outputs and verify every output element,
+ * then time repeats with CLOCK_MONOTONIC around each call until min_repeats and min_seconds are
+ * reached (max_repeats and max_seconds stop it earlier) and report the median, the coefficient of
+ * variation and the page faults taken while timing (none, when nothing allocates: issue 32). The
+ * op "compile" (cpu_compile_only) builds the kernel only, off the measuring core. */
 #include "runner/runner.h"
 
 #include <dlfcn.h>
+#include <fenv.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,14 +67,22 @@ static int cmp_double(const void *a, const void *b)
 typedef struct timing {
     double median_ms, mean_ms, min_ms, cv;
     int repeats;
-    int returned; /* non-zero: the kernel returned this on a timed run */
+    int returned;     /* non-zero: the kernel returned this on a timed run */
+    long page_faults; /* minor + major faults of the process while timing */
 } timing;
+
+static long faults_now(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt + ru.ru_majflt : 0;
+}
 
 /* One kernel call under the request's call limit: a call longer than call_limit_s ends the runner
  * by SIGALRM's default action (no handler, on purpose: the kernel cannot be interrupted safely),
  * which the backend records as a timeout. Used to give up on configurations far slower than the
  * best one without waiting for them. */
-static int call_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_req *q)
+static int call_kernel(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
+                       const runner_measure_req *q)
 {
     struct itimerval limit = {0};
     if (q->call_limit_s > 0) {
@@ -80,7 +93,7 @@ static int call_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_re
             limit.it_value.tv_usec = 1;
         setitimer(ITIMER_REAL, &limit, NULL);
     }
-    int rc = fn((float *const *)p->data, p->problem);
+    int rc = fn((float *const *)args, p->problem);
     if (q->call_limit_s > 0) {
         struct itimerval off = {0};
         setitimer(ITIMER_REAL, &off, NULL);
@@ -89,15 +102,17 @@ static int call_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_re
 }
 
 /* Timed repeats; the verification run before was the warm-up. times holds max_repeats entries. */
-static void time_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_req *q,
-                        double *times, timing *t)
+static void time_kernel(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
+                        const runner_measure_req *q, double *times, timing *t)
 {
     memset(t, 0, sizeof *t);
+    memset(times, 0, sizeof *times * (size_t)q->max_repeats); /* its pages faulted in now */
+    long faults = faults_now();
     double start = kt_clock_ms();
     int n = 0;
     while (n < q->max_repeats) {
         double t0 = kt_clock_ms();
-        int rc = call_kernel(fn, p, q);
+        int rc = call_kernel(fn, args, p, q);
         double t1 = kt_clock_ms();
         if (rc != 0) {
             t->returned = rc;
@@ -110,6 +125,7 @@ static void time_kernel(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_r
         if (elapsed_s >= q->max_seconds)
             break;
     }
+    t->page_faults = faults_now() - faults;
     double sum = 0, sq = 0;
     for (int i = 0; i < n; i++)
         sum += times[i];
@@ -154,15 +170,15 @@ static int load_kernel(runner *r, const runner_measure_req *q, cpu_binary *b, vo
 }
 
 /* Verification and timing with the kernel loaded and the problem prepared. */
-static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measure_req *q,
-                           const cpu_binary *kb, double *times)
+static json_t *run_measure(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
+                           const runner_measure_req *q, const cpu_binary *kb, double *times)
 {
     char reason[256];
     double compile_ms = kb->cached ? 0.0 : kb->compile_ms;
     double start = kt_clock_ms();
     cpu_problem_poison_outputs(p);
     double v0 = kt_clock_ms();
-    int rc = call_kernel(fn, p, q);
+    int rc = call_kernel(fn, args, p, q);
     double verify_ms = kt_clock_ms() - v0;
     if (rc != 0) {
         snprintf(reason, sizeof reason,
@@ -181,7 +197,7 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
     if (v.bad > 0)
         return wrong_result_reply(p, &v, compile_ms, kt_clock_ms() - start);
     timing t;
-    time_kernel(fn, p, q, times, &t);
+    time_kernel(fn, args, p, q, times, &t);
     if (t.returned != 0) {
         snprintf(reason, sizeof reason, "the kernel returned %d on a timed run", t.returned);
         return invalid_reply(reason, compile_ms, kt_clock_ms() - start);
@@ -206,6 +222,7 @@ static json_t *run_measure(cpu_kernel_fn fn, cpu_problem *p, const runner_measur
     set_real(ex, "min_ms", t.min_ms);
     set_real(ex, "mean_ms", t.mean_ms);
     set_real(ex, "verify_ms", verify_ms);
+    json_object_set_new(ex, "timed_page_faults", json_integer(t.page_faults));
     return reply;
 }
 
@@ -255,14 +272,26 @@ static void widen(const runner *r, const runner_measure_req *q, int on)
         log_warn("%s: cannot %s the runner's cores", q->kernel, on ? "widen" : "restore");
 }
 
+/* After a request that stored a binary: the cache within its bound, keeping what it used. */
+static void bound_cache(const runner *r, const cpu_binary *kb, const cpu_binary *rb)
+{
+    int stored = (kb && kb->name[0] && !kb->cached) || (rb && rb->name[0] && !rb->cached);
+    const char *keep[2] = {kb ? kb->name : NULL, rb ? rb->name : NULL};
+    if (stored && r->cache_max_bytes > 0)
+        cpu_cache_bound(r->cache_dir, r->cache_max_bytes, keep, 2);
+}
+
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
 {
     json_t *reply = NULL;
     cpu_binary *kb = calloc(1, sizeof *kb), *rb = calloc(1, sizeof *rb);
     double *times = malloc(sizeof *times * (size_t)q->max_repeats);
     void *handle = NULL, *fn = NULL;
+    void *args[RUNNER_MAX_BUFFERS + 1];
+    cpu_scratch scratch;
     char reason[512];
     int reused = 0;
+    memset(&scratch, 0, sizeof scratch);
     if (!kb || !rb || !times) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the measure state");
         goto out;
@@ -305,11 +334,17 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
         cpu_problem_prepare(r, q, ref_built ? rb->path : NULL, &reused, reason, sizeof reason, err);
     if (prep < 0)
         goto out;
-    if (prep > 0) {
+    if (prep > 0 ||
+        cpu_scratch_prepare(&scratch, handle, r->problem->problem, reason, sizeof reason) > 0) {
         reply = invalid_reply(reason, kb->cached ? 0 : kb->compile_ms, 0);
         goto out;
     }
-    reply = run_measure((cpu_kernel_fn)fn, r->problem, q, kb, times);
+    cpu_scratch_args(r->problem, &scratch, args);
+    /* a kernel that changed the floating-point environment (flush to zero, rounding) leaves
+     * nothing to the next one: each starts from the runner's own */
+    if (r->have_fenv)
+        fesetenv(&r->fenv);
+    reply = run_measure((cpu_kernel_fn)fn, args, r->problem, q, kb, times);
     if (!reply) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot build the measure reply");
         goto out;
@@ -324,13 +359,80 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
     json_object_set_new(ex, "verified", json_string(verify_name(q->verify)));
     if (q->threads > 0)
         json_object_set_new(ex, "threads", json_integer(q->threads));
+    if (scratch.wanted)
+        json_object_set_new(ex, "scratch_bytes", json_integer((json_int_t)scratch.bytes));
     log_debug("measure %s %s: %s", q->kernel, kb->name,
               json_string_value(json_object_get(reply, "status")));
 out:
+    bound_cache(r, kb, rb);
     widen(r, q, 0);
+    cpu_scratch_release(&scratch);
     if (handle)
         dlclose(handle);
     free(times);
+    free(rb);
+    free(kb);
+    return reply;
+}
+
+int runner_compile_cores(const runner *r, cpu_set_t *set)
+{
+    if (r->cpu_core < 0 || !r->have_wide)
+        return 0;
+    *set = r->wide;
+    CPU_CLR(r->cpu_core, set);
+    return CPU_COUNT(set) > 0;
+}
+
+json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err)
+{
+    json_t *reply = NULL;
+    cpu_binary *kb = calloc(1, sizeof *kb), *rb = calloc(1, sizeof *rb);
+    cpu_set_t set;
+    /* off the measuring core: the runner itself (hashing, writing the sources) and the compiler,
+     * which inherits the mask */
+    int moved = runner_compile_cores(r, &set) && sched_setaffinity(0, sizeof set, &set) == 0;
+    if (!kb || !rb) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the compile state");
+        goto out;
+    }
+    if (cpu_build_kernel(r, q, q->defines, q->n_defines, kb, err) < 0)
+        goto out;
+    if (kb->status != CPU_BUILD_OK) {
+        reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
+        goto out;
+    }
+    double ref_ms = 0;
+    if (q->verify == RUNNER_VERIFY_DEFAULT ||
+        (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_C)) {
+        /* what computes the expected outputs too (once per kernel): the measure finds both */
+        int built = q->verify == RUNNER_VERIFY_DEFAULT
+                        ? cpu_build_kernel(r, q, q->verify_defines, q->n_verify_defines, rb, err)
+                        : cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err);
+        if (built < 0)
+            goto out;
+        if (rb->status != CPU_BUILD_OK) {
+            reply =
+                build_failure_reply(rb, 1, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
+            goto out;
+        }
+        ref_ms = rb->cached ? 0 : rb->compile_ms;
+    }
+    reply = runner_status_reply("ok", kb->cached ? 0.0 : kb->compile_ms);
+    json_t *ex = extras_of(reply);
+    json_object_set_new(ex, "cached_binary", json_boolean(kb->cached));
+    json_object_set_new(ex, "binary", json_string(kb->name));
+    json_object_set_new(ex, "off_core", json_boolean(moved));
+    if (ref_ms > 0)
+        set_real(ex, "reference_compile_ms", ref_ms);
+out:
+    bound_cache(r, kb, rb);
+    if (moved) {
+        CPU_ZERO(&set);
+        CPU_SET(r->cpu_core, &set);
+        if (sched_setaffinity(0, sizeof set, &set) < 0)
+            log_warn("cannot pin the runner back to core %d after a compile", r->cpu_core);
+    }
     free(rb);
     free(kb);
     return reply;

@@ -362,8 +362,17 @@ static int run_reference(cpu_problem *p, const char *ref_binary, char *reason, s
         return 1;
     }
     cpu_kernel_fn ref = (cpu_kernel_fn)fn;
+    /* the default configuration gets its scratch as in a measure (cpu_scratch.c) */
+    cpu_scratch scratch;
+    void *args[RUNNER_MAX_BUFFERS + 1];
+    if (cpu_scratch_prepare(&scratch, is_default ? h : NULL, p->problem, reason, reason_cap) > 0) {
+        dlclose(h);
+        return 1;
+    }
+    cpu_scratch_args(p, &scratch, args);
     cpu_problem_poison_outputs(p);
-    int rc = ref((float *const *)p->data, p->problem);
+    int rc = ref((float *const *)args, p->problem);
+    cpu_scratch_release(&scratch);
     dlclose(h);
     if (rc != 0) {
         snprintf(reason, reason_cap, "the %s returned %d for this problem",

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,12 +26,14 @@ static void usage(FILE *f)
     fputs(
         "usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
         "                    [--log-level debug|info|warn|error] [--user NAME]\n"
-        "                    [--version-uid VERSION]\n"
+        "                    [--version-uid VERSION] [--cache-max-bytes N]\n"
         "Started as root, it takes namespaces of its own (network, mount, pid) and switches to\n"
         "--user (else $KTUNE_RUNNER_USER, else nobody) before it compiles or runs anything; with\n"
         "--version-uid (a submitted kernel's version, hex), to a uid of that version's own\n"
         "($KTUNE_RUNNER_UID_BASE + hash mod $KTUNE_RUNNER_UIDS) with a cache folder and /tmp of\n"
         "its own. It always sets no-new-privs, resource limits and (cpu) a seccomp filter.\n"
+        "--cache-max-bytes bounds the compiled binaries in DIR (least recently used go first;\n"
+        "0: unbounded; default 2 GiB).\n"
         "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
         "(see service/runner/PROTOCOL.md).\n",
         f);
@@ -95,6 +98,9 @@ static void parse_args(int argc, char **argv, runner *r, const char **user, cons
         else if (strcmp(a, "--cpu-core") == 0) {
             if (parse_nonneg_int(v, &r->cpu_core) < 0 || r->cpu_core >= CPU_SETSIZE)
                 die_usage("--cpu-core must be a core number (got '%s')", v);
+        } else if (strcmp(a, "--cache-max-bytes") == 0) {
+            if (kt_parse_ll(v, 0, LLONG_MAX, &r->cache_max_bytes) < 0)
+                die_usage("--cache-max-bytes must be a number of bytes (got '%s')", v);
         } else if (strcmp(a, "--log-level") == 0)
             level = v;
         else if (strcmp(a, "--user") == 0)
@@ -144,7 +150,8 @@ static json_t *probe(runner *r, kt_error *err)
                      runner_process_json(r->sandbox));
 }
 
-static json_t *measure(runner *r, const json_t *req, kt_error *err)
+/* ops "measure" and "compile" (compile_only: build, run nothing; the CPU device only). */
+static json_t *measure(runner *r, const json_t *req, int compile_only, kt_error *err)
 {
     json_t *reply = NULL;
     runner_measure_req *q = NULL;
@@ -158,6 +165,10 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
     /* "files" (checked by the parser below): the source texts the builds read (sources.c) */
     const json_t *files = json_object_get(req, "files");
     runner_sources_begin(r->sources, json_is_object(files) ? files : NULL);
+    if (r->cuda_ordinal >= 0 && compile_only) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "op 'compile' is for the cpu device only");
+        goto out;
+    }
     if (r->cuda_ordinal >= 0) {
         if (!r->cuda) {
             reply = runner_status_reply("runtime_error", 0.0);
@@ -172,9 +183,10 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
             json_object_set_new(reply, "ok", json_true());
         goto out;
     }
-    /* uploaded data files (data.c): held from "data"; one named but not held is asked for */
+    /* uploaded data files (data.c): held from "data"; one named but not held is asked for
+     * (a compile reads none) */
     json_t *missing = NULL;
-    if (runner_data_take(&r->data, req, &missing, err) < 0)
+    if (!compile_only && runner_data_take(&r->data, req, &missing, err) < 0)
         goto out;
     if (missing) {
         reply = json_pack("{s:b, s:o}", "ok", 1, "need_data", missing);
@@ -189,7 +201,7 @@ static json_t *measure(runner *r, const json_t *req, kt_error *err)
     }
     if (runner_parse_measure(req, q, err) < 0)
         goto out;
-    reply = cpu_measure(r, q, err);
+    reply = compile_only ? cpu_compile_only(r, q, err) : cpu_measure(r, q, err);
 out:
     runner_sources_done(r->sources);
     runner_sources_begin(r->sources, NULL);
@@ -232,9 +244,10 @@ static int serve_line(runner *r, FILE *out, const char *line, size_t len)
     json_t *req = runner_parse_line(line, len, &err);
     json_t *id = req ? runner_request_id(req) : json_null();
     if (req && runner_parse_header(req, &op, &err) == 0)
-        reply = strcmp(op, "probe") == 0           ? probe(r, &err)
-                : strcmp(op, "compile_check") == 0 ? compile_check(r, req, &err)
-                                                   : measure(r, req, &err);
+        reply = strcmp(op, "probe") == 0 ? probe(r, &err)
+                : strcmp(op, "compile_check") == 0
+                    ? compile_check(r, req, &err)
+                    : measure(r, req, strcmp(op, "compile") == 0, &err);
     if (!reply) {
         if (err.code == KT_OK)
             kt_error_set(&err, KT_ERR_INTERNAL, "the request produced no reply");
@@ -281,11 +294,21 @@ int main(int argc, char **argv)
     memset(&sources, 0, sizeof sources);
     r.cuda_ordinal = -1;
     r.cpu_core = -1;
+    r.cache_max_bytes = RUNNER_CACHE_MAX_DEFAULT;
+
     r.sources = &sources;
     runner_sandbox sandbox;
     r.sandbox = &sandbox;
     const char *user = getenv("KTUNE_RUNNER_USER"), *version = NULL;
     parse_args(argc, argv, &r, &user, &version);
+    /* Issue 32: the allocator's state fixed before any kernel runs, so that a kernel's malloc
+     * takes the same path in a fresh runner and after others (runner.h; a sanitizer's allocator
+     * ignores it, and has no dynamic threshold); the floating-point environment of now is what
+     * every kernel starts from (cpu_measure). */
+    if (!mallopt(M_MMAP_THRESHOLD, RUNNER_MMAP_THRESHOLD) ||
+        !mallopt(M_TRIM_THRESHOLD, RUNNER_TRIM_THRESHOLD))
+        log_debug("ktune-runner: the allocator keeps its own mmap and trim thresholds");
+    r.have_fenv = fegetenv(&r.fenv) == 0;
     /* Before anything is compiled or run: never as root (issue #11), confined (issue 27). */
     char why[512];
     if (runner_harden(user, version, r.cache_dir, sizeof r.cache_dir, r.cuda_ordinal >= 0, &sandbox,

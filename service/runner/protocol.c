@@ -102,10 +102,12 @@ int runner_parse_header(const json_t *req, const char **op, kt_error *err)
     if (strcmp(*op, "probe") == 0)
         return check_fields(req, "probe request", probe_fields,
                             sizeof probe_fields / sizeof *probe_fields, err);
-    if (strcmp(*op, "measure") == 0 || strcmp(*op, "compile_check") == 0)
+    if (strcmp(*op, "measure") == 0 || strcmp(*op, "compile") == 0 ||
+        strcmp(*op, "compile_check") == 0)
         return 0; /* fields checked by the op's parser */
     return kt_error_set(err, KT_ERR_BAD_REQUEST,
-                        "unknown op '%.64s' (accepted: probe, measure, compile_check)", *op);
+                        "unknown op '%.64s' (accepted: probe, measure, compile, compile_check)",
+                        *op);
 }
 
 int runner_is_identifier(const char *s)

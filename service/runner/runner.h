@@ -5,6 +5,7 @@
 #ifndef KT_RUNNER_RUNNER_H
 #define KT_RUNNER_RUNNER_H
 
+#include <fenv.h>
 #include <jansson.h>
 #include <sched.h>
 #include <stddef.h>
@@ -40,6 +41,13 @@
 #define RUNNER_DATA_FILES       32           /* uploaded data files held (data.c) */
 #define RUNNER_DATA_HELD_BYTES  (64LL << 20) /* ... holding at most this much memory together */
 #define RUNNER_DATA_SHA_LEN     64           /* hex digits of a data file's SHA-256 */
+#define RUNNER_SCRATCH_MAX      (2ULL << 30) /* a kernel's ktune_scratch_bytes (cpu_scratch.c) */
+/* The allocator's fixed state (main.c, issue 32): glibc's mmap threshold pinned (no dynamic
+ * rise: a block below it always comes from the heap, one above always from mmap) and freed heap
+ * memory kept, so a kernel's malloc costs the same in a fresh runner and after others. */
+#define RUNNER_MMAP_THRESHOLD    (32 << 20)  /* glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX) */
+#define RUNNER_TRIM_THRESHOLD    (512 << 20) /* free heap memory kept before it is given back */
+#define RUNNER_CACHE_MAX_DEFAULT (2LL << 30) /* --cache-max-bytes: the binary cache's bound */
 
 typedef enum { RUNNER_REF_OPENBLAS_SGEMM = 0, RUNNER_REF_C } runner_ref_kind;
 /* What the outputs are compared with (PROTOCOL.md "verify"). */
@@ -204,6 +212,10 @@ typedef struct runner {
     cpu_set_t wide;
     int have_wide;
     char cache_dir[RUNNER_PATH_MAX];
+    long long cache_max_bytes; /* the binary cache's bound (cpu_compile.c); 0: unbounded */
+    /* the floating-point environment at start, restored before each kernel's first call */
+    fenv_t fenv;
+    int have_fenv;
     cpu_info cpu;         /* CPU device only */
     cpu_problem *problem; /* CPU device only; NULL until the first measure */
     /* earlier states (most recent first, NULL-padded), so that requests alternating between a
@@ -338,6 +350,15 @@ int cpu_build_kernel(const runner *r, const runner_measure_req *q, const runner_
  * int ktune_kernel(float *const *, const long long *) calling q->call_entry with the arguments
  * typed. Returns the length written (< cap), -1 when it does not fit. */
 int cpu_call_wrapper(const runner_measure_req *q, const char *source, char *out, size_t cap);
+/* ---- cpu_cache.c (the binary cache's bound) ---- */
+
+/* Marks a cached binary as used now (its mtime: what eviction orders by). */
+void cpu_cache_touch(const char *path);
+/* When the binaries of dir (`*.so`, `cuda-*`) exceed max_bytes (> 0), removes the least recently
+ * used, never one named in keep[0..n_keep) (file names; NULLs skipped), until 90% of it is left.
+ * Returns how many went. */
+int cpu_cache_bound(const char *dir, long long max_bytes, const char *const *keep, int n_keep);
+
 /* dlopen (RTLD_NOW | RTLD_LOCAL) and dlsym. Returns the handle with *fn set, or NULL with log
  * filled. */
 void *cpu_load(const char *path, const char *symbol, void **fn, char *log, size_t log_cap);
@@ -350,6 +371,25 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
 /* ---- cpu_problem.c ---- */
 
 typedef int (*cpu_kernel_fn)(float *const *buffers, const long long *problem);
+
+/* ---- cpu_scratch.c (a kernel's scratch memory, kernels/README.md "Scratch") ---- */
+
+typedef struct cpu_scratch {
+    int wanted; /* the kernel exports ktune_scratch_bytes */
+    void *data; /* its block (aligned, touched, guarded), passed as buffers[n_buffers] */
+    size_t bytes;
+    void *map; /* the mapping behind data */
+    size_t map_bytes;
+} cpu_scratch;
+
+/* Asks the loaded kernel (handle) for its scratch size for problem and maps it. 0 (s->wanted 0
+ * when the kernel exports no ktune_scratch_bytes), or 1 with reason (a size out of range, a
+ * mapping refused: the configuration cannot run). */
+int cpu_scratch_prepare(cpu_scratch *s, void *handle, const long long *problem, char *reason,
+                        size_t reason_cap);
+/* The call's buffers: p's, then the scratch block (NULL without). args holds n_buffers + 1. */
+void cpu_scratch_args(const cpu_problem *p, const cpu_scratch *s, void **args);
+void cpu_scratch_release(cpu_scratch *s);
 
 /* Makes r->problem hold the state for q (reused when the key matches: *reused = 1). A state with
  * another key moves to r->kept (RUNNER_KEPT_PROBLEMS, RUNNER_KEPT_BYTES: the least recent go),
@@ -391,5 +431,14 @@ void cpu_verify_extras(const cpu_problem *p, const cpu_verify_result *v, json_t 
 /* Handles a validated CPU measure request: the reply object without "id", or NULL with err (a
  * request that cannot be served: unreadable source, cache not writable). */
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err);
+/* The op "compile" (PROTOCOL.md): builds q's kernel (and reference) into the cache and runs
+ * nothing, on the runner's cores other than its measuring core when it has any (runner_compile_
+ * cores), so that a compile never disturbs another runner's measurement there. The reply: status
+ * ok, compile_error or timeout, compile_ms, extras.cached_binary and binary; NULL with err as
+ * cpu_measure. */
+json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err);
+/* The cores a pinned runner compiles on: those it was started with but its measuring core. 1 with
+ * set filled, 0 when there are none (not pinned, or one core only). */
+int runner_compile_cores(const runner *r, cpu_set_t *set);
 
 #endif

@@ -30,7 +30,9 @@ BROKEN_RESTRICTION = "UNROLL >= 1 && UNROLL <= 4"
 BROKEN_MESSAGE = ("kernel mine_broken cannot be used: spec.json: variants.cpu.restrictions[0]: "
                   "unexpected '&' at column 14: write \"and\" (in '%s')" % BROKEN_RESTRICTION)
 RUN_TIMEOUT_S = 3
-COMPILE_TIMEOUT_S = 10
+# Two measuring threads compile at once, apart from the measurement (issue 32): on a 2-core machine
+# both on the one core that does not measure; gemm's -O3 compile took 5 s there at load 20.
+COMPILE_TIMEOUT_S = 30
 
 
 def own_kernels(root):
@@ -225,7 +227,17 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertTrue(ok, trials)
         for t in ok:
             self.assertGreater(t["time_ms"], 0)
-            self.assertGreaterEqual(t["repeats"], 5)
+            # min_repeats (5), unless max_seconds (3 s) of timing stopped it first: a loaded
+            # machine's measuring core ran these 1024^3 products at 0.3-2 s a call
+            if t["measure_ms"] < 3000:
+                self.assertGreaterEqual(t["repeats"], 5, t)
+            # issue 32: a kernel with the runner's scratch block takes no page fault while timing;
+            # gemm still allocates its pack buffers per call until its fixtures are re-recorded
+            # (kernels/README.md, "Scratch"), and faults then (hundreds a call at 1024^3)
+            faults = t["extras"]["timed_page_faults"]
+            print("gemm %s: %d page faults in %d timed calls" % (t["config"], faults, t["repeats"]))
+            if "scratch_bytes" in t["extras"]:
+                self.assertLessEqual(faults, 4, t)
             self.assertGreater(t["extras"]["gflops"], 0)
         fastest = min(ok, key=lambda t: t["time_ms"])
         status, _, best = self.k.get(best_query("gemm", "cpu", **problem))
@@ -262,7 +274,10 @@ class MeasureCpuTest(unittest.TestCase):
         # y = 2x over n and over 8n elements: eight times the work must measure clearly longer
         # (at least 3x: the median over the 3 configurations, each trial itself a median of
         # repeats). A runner that timed nothing, or the wrong thing, gives a ratio near 1.
-        medians = {}
+        # Issue 32: the second problem size compiles nothing: every object comes from the host's
+        # compile cache (a CPU kernel's object does not depend on the problem), built apart from
+        # the measurement (op "compile", outside the device's lock).
+        medians, compile_s = {}, {}
         for n in (1 << 18, 1 << 21):
             job, trials = self.run_job({"kernel": "scale", "device": "cpu", "problem": {"n": n},
                                         "strategy": "exhaustive", "budget": {"evaluations": 3},
@@ -271,6 +286,14 @@ class MeasureCpuTest(unittest.TestCase):
             times = sorted(t["time_ms"] for t in trials if t["status"] == "ok")
             self.assertEqual(len(times), 3, trials)
             medians[n] = times[1]
+            compile_s[n] = sum(t["compile_ms"] for t in trials) / 1000.0
+            for t in trials:
+                self.assertTrue(t["extras"]["compiled_apart"], t)
+        hits = [t["extras"]["cached_binary"] for t in trials]
+        print("scale: compile %.3f s for n = 2^18, %.3f s for 2^21 (cache hits %d of %d)"
+              % (compile_s[1 << 18], compile_s[1 << 21], sum(hits), len(hits)))
+        self.assertEqual(hits, [True] * 3, trials)
+        self.assertEqual(compile_s[1 << 21], 0.0, trials)
         ratio = medians[1 << 21] / medians[1 << 18]
         print("scale: median %.4f ms at n = 2^18, %.4f ms at 2^21: %.1fx for 8x the work"
               % (medians[1 << 18], medians[1 << 21], ratio))

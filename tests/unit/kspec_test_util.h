@@ -91,8 +91,9 @@ static const char CUDA_JSON[] =
  * SIGSEGV, 4 hangs (after starting a child `sleep 600` whose pid it writes to hang_child.pid in its
  * cache folder: what a kill must reach too), 8 wrong_result (or, when the request has a call limit,
  * SIGALRM as the runner's timer); while a file kill_next in its cache folder holds a count N > 0 it
- * SIGKILLs itself on the next N measures (a kill from outside). Logs every line it gets and the
- * work intervals into its cache folder. */
+ * SIGKILLs itself on the next N measures (a kill from outside). The op "compile" takes 0.05 s
+ * (compile_ms 7) and fails (compile_error) for U 8 with B 32. Logs every line it gets and the work
+ * intervals (times.log: measures, compiles.log: compiles) into its cache folder. */
 static const char FAKE_RUNNER[] =
     "#!/usr/bin/env python3\n"
     "import json, os, signal, sys, time\n"
@@ -122,6 +123,18 @@ static const char FAKE_RUNNER[] =
     "                rep['device']['toolchain'] = os.environ['KT_FAKE_CUDA']\n"
     "        else:\n"
     "            rep = {'ok': False, 'reason': 'no CUDA driver (libcuda.so.1 not found)'}\n"
+    "    elif req['op'] == 'compile':\n"
+    "        d = req['defines']\n"
+    "        t0 = time.time(); time.sleep(0.05); t1 = time.time()\n"
+    "        with open(os.path.join(cache, 'compiles.log'), 'a') as f:\n"
+    "            f.write('%.6f %.6f\\n' % (t0, t1))\n"
+    "        if d.get('U') == 8 and d.get('B') == 32:\n"
+    "            rep = {'ok': True, 'status': 'compile_error', 'compile_ms': 3.0, 'measure_ms': "
+    "0,\n"
+    "                   'extras': {'log': 'cpu.c:1: error: fake', 'cached_binary': False}}\n"
+    "        else:\n"
+    "            rep = {'ok': True, 'status': 'ok', 'compile_ms': 7.0, 'measure_ms': 0,\n"
+    "                   'extras': {'cached_binary': False, 'binary': 'fake.so'}}\n"
     "    else:\n"
     "        kill_next = os.path.join(cache, 'kill_next')\n"
     "        if os.path.exists(kill_next):\n"

@@ -31,7 +31,8 @@ typedef struct client {
     size_t len;
     int status; /* waitpid status once reaped */
     int reaped;
-    int pin; /* >= 0: started with --cpu-core pin */
+    int pin;            /* >= 0: started with --cpu-core pin */
+    char cache_max[32]; /* non-empty: started with --cache-max-bytes cache_max */
     char cache[256];
 } client;
 
@@ -72,14 +73,21 @@ static inline void client_start(client *c, int raw_segv)
         }
         dup2(in[0], STDIN_FILENO);
         dup2(out[1], STDOUT_FILENO);
+        char core[16];
+        char *argv[16] = {"ktune-runner", "--device",    "cpu",  "--cache-dir",
+                          c->cache,       "--log-level", "warn", NULL};
+        int n = 7;
         if (c->pin >= 0) {
-            char core[16];
             snprintf(core, sizeof core, "%d", c->pin);
-            execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
-                  "--log-level", "warn", "--cpu-core", core, (char *)NULL);
+            argv[n++] = "--cpu-core";
+            argv[n++] = core;
         }
-        execl(KT_RUNNER_PATH, "ktune-runner", "--device", "cpu", "--cache-dir", c->cache,
-              "--log-level", "warn", (char *)NULL);
+        if (c->cache_max[0]) {
+            argv[n++] = "--cache-max-bytes";
+            argv[n++] = c->cache_max;
+        }
+        argv[n] = NULL;
+        execv(KT_RUNNER_PATH, argv);
         _exit(127);
     }
     close(in[0]);

@@ -256,8 +256,12 @@ static void backend_maps_runner_outcomes(void **state)
     assert_int_equal(r.status, TRIAL_OK);
     assert_true(r.time_ms == 48.0);
     assert_int_equal(r.repeats, 5);
-    assert_true(r.compile_ms == 10.0 && r.measure_ms == 20.0 && r.noise_cv == 0.01);
+    /* compiled first by the op "compile" (7 ms) outside the device's lock, then measured (the fake
+     * measure says 10 ms more: a binary evicted meanwhile is built again) */
+    assert_true(r.compile_ms == 17.0 && r.measure_ms == 20.0 && r.noise_cv == 0.01);
     assert_true(json_real_value(json_object_get(r.extras, "gflops")) == 1.0);
+    assert_true(json_is_true(json_object_get(r.extras, "compiled_apart")));
+    assert_true(json_is_false(json_object_get(r.extras, "cached_binary")));
     trial_result_release(&r);
     json_t *req = last_request(f);
     assert_non_null(req);
@@ -282,6 +286,18 @@ static void backend_maps_runner_outcomes(void **state)
     assert_true(json_real_value(json_object_get(req, "min_seconds")) == 0.01);
     assert_true(json_real_value(json_object_get(req, "compile_timeout_s")) == 1.0);
     assert_null(json_object_get(req, "block"));
+    json_decref(req);
+
+    /* A build that fails is the trial's result: no measure request follows it. */
+    req = last_request(f);
+    measure(b, &t, 8, 32, &r);
+    assert_int_equal(r.status, TRIAL_COMPILE_ERROR);
+    assert_non_null(strstr(json_string_value(json_object_get(r.extras, "log")), "fake"));
+    assert_true(r.compile_ms == 3.0);
+    trial_result_release(&r);
+    json_t *after = last_request(f);
+    assert_true(json_equal(req, after));
+    json_decref(after);
     json_decref(req);
 
     /* A crash: runtime_error with the signal; the next measure starts a new runner. */
@@ -538,8 +554,8 @@ static void one_measurement_at_a_time_per_cpu(void **state)
         assert_int_equal(args[i].failures, 0);
     }
     /* Nine work intervals of 0.1 s from three runners: none overlaps another. */
-    double iv[16][2];
-    int n = 0;
+    double iv[16][2], cv[16][2];
+    int n = 0, nc = 0, overlapped = 0;
     FILE *fp = fopen(path, "r");
     assert_non_null(fp);
     while (n < 16 && fscanf(fp, "%lf %lf", &iv[n][0], &iv[n][1]) == 2)
@@ -552,6 +568,19 @@ static void one_measurement_at_a_time_per_cpu(void **state)
                 fail_msg("measurements %d and %d overlap", i, j);
         }
     }
+    /* Issue 32: the compiles (op "compile", 0.05 s each) ran outside the device's lock: while one
+     * thread measured, another compiled its next configuration. */
+    snprintf(path, sizeof path, "%s/compiles.log", f->cache);
+    fp = fopen(path, "r");
+    assert_non_null(fp);
+    while (nc < 16 && fscanf(fp, "%lf %lf", &cv[nc][0], &cv[nc][1]) == 2)
+        nc++;
+    fclose(fp);
+    assert_int_equal(nc, 9);
+    for (int i = 0; i < nc; i++)
+        for (int j = 0; j < n; j++)
+            overlapped += cv[i][0] < iv[j][1] && iv[j][0] < cv[i][1];
+    assert_true(overlapped > 0);
     target_release(&t);
     catalog_free(c);
 }
