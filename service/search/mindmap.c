@@ -63,6 +63,15 @@ static const searcher_option mindmap_options[] = {
     {"neighbours", SEARCHER_OPT_INTEGER, "4096", 1, MM_MAX_NEIGHBOURS, NULL,
      "unvisited neighbours (a random subset) whose objective the surrogate predicts when the "
      "gradient steps find nothing new"},
+    {"gradient", SEARCHER_OPT_BOOLEAN, "true", 0, 0, NULL,
+     "gradient steps on the surrogate (false: the ablation, the neighbour fallback and the "
+     "injections alone)"},
+    {"step_growth", SEARCHER_OPT_NUMBER, "2", 1, 16, NULL,
+     "each further gradient step of one proposal is this many times longer than the last (a line "
+     "search outwards; 1: equal steps)"},
+    {"restart_after", SEARCHER_OPT_INTEGER, "50", 0, 1000000, NULL,
+     "a chain whose last this many proposals found no new best restarts at the surrogate's best "
+     "of 64 random valid configurations (0: never)"},
 };
 
 enum {
@@ -76,6 +85,9 @@ enum {
     O_REPAIR,
     O_TRIES,
     O_NEIGHBOURS,
+    O_GRADIENT,
+    O_GROWTH,
+    O_RESTART,
     N_OPTIONS
 };
 
@@ -89,14 +101,24 @@ typedef struct mm_chain {
     config_id cur, last_ok;
     double cur_f; /* centi-nepers: measured when cur_told, else predicted */
     long iter;
+    long since_best; /* the chain's told results since the searcher's best last improved */
     double *x;
 } mm_chain;
+
+/* Where proposals come from (searcher_stats), one counter per source. */
+enum { SRC_START, SRC_INJECTION, SRC_GRADIENT, SRC_FALLBACK, SRC_RANDOM, SRC_RESTART, N_SRC };
+static const char *const mm_source_names[N_SRC] = {"start",    "injection", "gradient",
+                                                   "fallback", "random",    "restart"};
+#define MM_RESTART_POOL 64 /* random valid configurations a restart picks its start from */
 
 typedef struct mindmap_state {
     const space *sp;
     kt_rng rng;
     double lr, t0, anneal_factor, temp;
     int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries, n_predict;
+    int use_gradient, restart_after;
+    double step_growth;
+    long sources[N_SRC];
     surrogate *m;
     double pf[SURROGATE_MAX_PROBLEM_FEATURES];
     int P, W;
@@ -113,7 +135,8 @@ typedef struct mindmap_state {
     search_best best; /* the best success, by f */
     /* scratch */
     int *idx;
-    double *xbuf, *grad, *cand_x, *cand_f, *cand_d;
+    double *xbuf, *grad, *cand_x, *cand_f, *cand_d, *pool_x, *pool_f;
+    config_id *pool;
     const double *proj; /* the point space_nearest_valid projects */
     config_id *nb;
     int max_nb;
@@ -138,6 +161,9 @@ static void *mindmap_create(const space *sp, const json_t *options, uint64_t see
     st->repair_checks = (int)searcher_option_number(&mindmap_options[O_REPAIR], options);
     st->sample_tries = (int)searcher_option_number(&mindmap_options[O_TRIES], options);
     st->n_predict = (int)searcher_option_number(&mindmap_options[O_NEIGHBOURS], options);
+    st->use_gradient = searcher_option_bool(&mindmap_options[O_GRADIENT], options);
+    st->step_growth = searcher_option_number(&mindmap_options[O_GROWTH], options);
+    st->restart_after = (int)searcher_option_number(&mindmap_options[O_RESTART], options);
     st->temp = st->t0;
     st->P = space_num_params(sp);
     return st;
@@ -161,6 +187,11 @@ static void drop_tables(mindmap_state *st)
     free(st->cand_f);
     free(st->cand_d);
     free(st->nb);
+    free(st->pool_x);
+    free(st->pool_f);
+    free(st->pool);
+    st->pool_x = st->pool_f = NULL;
+    st->pool = NULL;
     st->par = NULL;
     st->chains = NULL;
     st->lo = st->hi = st->xbuf = st->grad = st->cand_x = st->cand_f = st->cand_d = NULL;
@@ -215,8 +246,12 @@ static int mindmap_set_surrogate(void *state, surrogate *m, const double *pf, in
     st->cand_f = malloc((size_t)st->max_nb * sizeof *st->cand_f);
     st->cand_d = malloc((size_t)st->max_nb * sizeof *st->cand_d);
     st->nb = malloc((size_t)st->max_nb * sizeof *st->nb);
+    st->pool_x = malloc((size_t)MM_RESTART_POOL * (size_t)W * sizeof *st->pool_x);
+    st->pool_f = malloc((size_t)MM_RESTART_POOL * sizeof *st->pool_f);
+    st->pool = malloc((size_t)MM_RESTART_POOL * sizeof *st->pool);
     if (!st->par || !st->chains || !st->lo || !st->hi || !st->idx || !st->xbuf || !st->grad ||
-        !st->cand_x || !st->cand_f || !st->cand_d || !st->nb)
+        !st->cand_x || !st->cand_f || !st->cand_d || !st->nb || !st->pool_x || !st->pool_f ||
+        !st->pool)
         goto nomem;
     for (int i = 0; i < W; i++) {
         st->lo[i] = INFINITY;
@@ -411,11 +446,13 @@ static int best_neighbour(mindmap_state *st, config_id id, config_id *out)
     return first_accepted(st, n, out);
 }
 
-/* One gradient step of chain c and its projection: 1 with a fresh valid *out, else 0. */
-static int gradient_step(mindmap_state *st, mm_chain *c, config_id *out)
+/* One gradient step of chain c, mult times lr long, and its projection: 1 with a fresh valid
+ * *out, else 0. last: a projection onto a proposed configuration takes the unvisited neighbour of
+ * it nearest to x instead (the projection onto the legal configurations not yet proposed). */
+static int gradient_step(mindmap_state *st, mm_chain *c, double mult, int last, config_id *out)
 {
     surrogate_predict(st->m, st->pf, c->x, st->grad);
-    double scale = st->lr / surrogate_objective_sd(st->m);
+    double scale = mult * st->lr / surrogate_objective_sd(st->m);
     for (int i = 0; i < st->W; i++) {
         double g = st->grad[i];
         if (!isfinite(g))
@@ -425,14 +462,37 @@ static int gradient_step(mindmap_state *st, mm_chain *c, config_id *out)
     }
     config_id id;
     st->proj = c->x;
-    if (space_nearest_valid(st->sp, value_cost, st, MM_MAX_ROWS, &id) < 0 ||
-        search_set_has(&st->visited, id))
+    if (space_nearest_valid(st->sp, value_cost, st, MM_MAX_ROWS, &id) < 0)
         return 0;
+    if (search_set_has(&st->visited, id))
+        return last && id != c->cur && repair(st, c->x, id, out);
     if (oracle_ok(st, id)) {
         *out = id;
         return 1;
     }
     return repair(st, c->x, id, out);
+}
+
+/* A stalled chain's new start: of MM_RESTART_POOL random valid unvisited configurations, the one
+ * the surrogate predicts best. 1 with *out, 0 when none was found. */
+static int restart_pick(mindmap_state *st, config_id *out)
+{
+    int n = 0;
+    for (int k = 0; k < MM_RESTART_POOL; k++) {
+        config_id id;
+        if (!random_valid(st, &id))
+            break;
+        st->pool[n] = id;
+        encode_id(st, id, st->pool_x + (size_t)n * (size_t)st->W);
+        n++;
+    }
+    if (n == 0 || surrogate_predict_batch(st->m, st->pf, st->pool_x, n, st->pool_f) < 0)
+        return 0;
+    int b = 0;
+    for (int k = 1; k < n; k++)
+        b = st->pool_f[k] < st->pool_f[b] ? k : b;
+    *out = st->pool[b];
+    return 1;
 }
 
 /* One proposal of chain ci: 1 with *out, or 0 when nothing is left to propose. */
@@ -444,10 +504,19 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
         if (!random_valid(st, &id) || !propose(st, c, ci, id))
             return 0;
         c->started = 1;
+        st->sources[SRC_START]++;
         *out = id;
         return 1;
     }
     c->iter++;
+    int src = SRC_GRADIENT;
+    if (st->restart_after > 0 && c->since_best >= st->restart_after) {
+        c->since_best = 0; /* a stall: away from the explored basin */
+        if (restart_pick(st, &id)) {
+            src = SRC_RESTART;
+            goto found;
+        }
+    }
     if (st->inject_every > 0 && c->iter % st->inject_every == 0 && random_valid(st, &id)) {
         encode_id(st, id, st->xbuf);
         double f_r = 100.0 * surrogate_predict(st->m, st->pf, st->xbuf, NULL);
@@ -457,23 +526,26 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
         if (st->injections % st->anneal_every == 0)
             st->temp *= st->anneal_factor;
         if (accept) {
-            if (!propose(st, c, ci, id))
-                return 0;
-            *out = id;
-            return 1;
+            src = SRC_INJECTION;
+            goto found;
         }
     }
-    for (int s = 0; s < st->max_steps; s++) {
-        if (gradient_step(st, c, &id))
+    double mult = 1;
+    for (int s = 0; st->use_gradient && s < st->max_steps; s++, mult *= st->step_growth) {
+        if (gradient_step(st, c, mult, s == st->max_steps - 1, &id))
             goto found;
     }
-    if (best_neighbour(st, c->cur, &id) ||
-        (st->best.known && best_neighbour(st, st->best.id, &id)) || random_valid(st, &id))
+    src = SRC_FALLBACK;
+    if (best_neighbour(st, c->cur, &id) || (st->best.known && best_neighbour(st, st->best.id, &id)))
+        goto found;
+    src = SRC_RANDOM;
+    if (random_valid(st, &id))
         goto found;
     return 0;
 found:
     if (!propose(st, c, ci, id))
         return 0;
+    st->sources[src]++;
     *out = id;
     return 1;
 }
@@ -504,11 +576,11 @@ static void mindmap_tell(void *state, const config_id *ids, const trial_result *
         memcpy(&bits, &f, sizeof bits);
         if (search_map_reserve(&st->told) == 0)
             search_map_put(&st->told, ids[i], bits);
-        if (ok)
-            search_best_offer(&st->best, ids[i], f);
+        int improved = ok && search_best_offer(&st->best, ids[i], f);
         if (!st->chains || !search_map_get(&st->owner, ids[i], &ci))
             continue;
         mm_chain *c = &st->chains[ci];
+        c->since_best = improved ? 0 : c->since_best + 1;
         if (ok) {
             c->has_ok = 1;
             c->last_ok = ids[i];
@@ -542,6 +614,15 @@ static int mindmap_history(void *state, const searcher_history *h, kt_error *err
     return 0;
 }
 
+static json_t *mindmap_stats(const void *state)
+{
+    const mindmap_state *st = state;
+    json_t *o = json_object();
+    for (int k = 0; o && k < N_SRC; k++)
+        json_object_set_new(o, mm_source_names[k], json_integer((json_int_t)st->sources[k]));
+    return o;
+}
+
 const searcher_vtable searcher_mindmap_vtable = {
     .name = "mindmap",
     .summary = "Mind Mappings: projected gradient descent on a trained surrogate of the objective, "
@@ -556,4 +637,5 @@ const searcher_vtable searcher_mindmap_vtable = {
     .needs_surrogate = 1,
     .set_surrogate = mindmap_set_surrogate,
     .set_oracle = mindmap_set_oracle,
+    .stats = mindmap_stats,
 };

@@ -425,6 +425,50 @@ static void beats_random(void **state)
     assert_true(within >= 9);
 }
 
+/* searcher_stats counts where every proposal came from: the counts add up to the proposals
+ * (failures told too), gradient false (the ablation) proposes no gradient step, and with gradient
+ * steps on they are the main source. */
+static void sources_add_up(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    static const char *const names[] = {"start",    "injection", "gradient",
+                                        "fallback", "random",    "restart"};
+    json_t *off = json_pack("{s:b}", "gradient", 0);
+    for (int k = 0; k < 2; k++) {
+        problem pb = make_problem(777);
+        config_id ids[300];
+        oracle_ctx oc = {sp, 0, 0};
+        searcher *s = mm_searcher(&oc, fx->m, &pb, k ? off : NULL, 5);
+        assert_int_equal(run(s, sp, &pb, ids, 300, 1, 7), 300);
+        json_t *st = searcher_stats(s);
+        assert_non_null(st);
+        json_int_t sum = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            assert_true(json_is_integer(json_object_get(st, names[i])));
+            sum += json_integer_value(json_object_get(st, names[i]));
+        }
+        assert_int_equal(json_object_size(st), sizeof names / sizeof names[0]);
+        assert_int_equal(sum, 300);
+        json_int_t grad = json_integer_value(json_object_get(st, "gradient"));
+        printf("gradient %s: %lld gradient, %lld fallback, %lld injection, %lld restart of 300\n",
+               k ? "off" : "on", (long long)grad,
+               (long long)json_integer_value(json_object_get(st, "fallback")),
+               (long long)json_integer_value(json_object_get(st, "injection")),
+               (long long)json_integer_value(json_object_get(st, "restart")));
+        if (k)
+            assert_int_equal(grad, 0);
+        else
+            assert_true(grad > 150);
+        json_decref(st);
+        searcher_free(s);
+    }
+    searcher *r = searcher_new("random", sp, NULL, 1, NULL); /* no counters: NULL */
+    assert_null(searcher_stats(r));
+    searcher_free(r);
+    json_decref(off);
+}
+
 /* KT_MINDMAP_BENCH=1: the time per proposal with the issue's 256-256-128 surrogate (5 epochs
  * only: the network's size, not its accuracy, sets the time), 1000 proposals one at a time. */
 static void overhead_with_issue_size_network(void **state)
@@ -454,6 +498,7 @@ int main(void)
         cmocka_unit_test(registry_and_refusals), cmocka_unit_test(valid_and_distinct),
         cmocka_unit_test(warm_start_first_ids),  cmocka_unit_test(deterministic_and_resumable),
         cmocka_unit_test(beats_random),          cmocka_unit_test(overhead_with_issue_size_network),
+        cmocka_unit_test(sources_add_up),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
