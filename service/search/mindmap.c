@@ -41,6 +41,8 @@
 #define MM_SCAN_LIMIT     200000 /* random-valid fallback: ids scanned after the random draws */
 #define MM_MAX_NEIGHBOURS 4096
 
+enum { MM_PROJECT_EXACT, MM_PROJECT_NEAREST, MM_PROJECT_BEST };
+
 static const searcher_option mindmap_options[] = {
     {"lr", SEARCHER_OPT_NUMBER, "1.0", 1e-6, 1000, NULL,
      "gradient step on whitened config features (training-set deviations per nepers of objective)"},
@@ -66,12 +68,17 @@ static const searcher_option mindmap_options[] = {
     {"gradient", SEARCHER_OPT_BOOLEAN, "true", 0, 0, NULL,
      "gradient steps on the surrogate (false: the ablation, the neighbour fallback and the "
      "injections alone)"},
-    {"step_growth", SEARCHER_OPT_NUMBER, "2", 1, 16, NULL,
+    {"step_growth", SEARCHER_OPT_NUMBER, "1", 1, 16, NULL,
      "each further gradient step of one proposal is this many times longer than the last (a line "
      "search outwards; 1: equal steps)"},
     {"restart_after", SEARCHER_OPT_INTEGER, "50", 0, 1000000, NULL,
      "a chain whose last this many proposals found no new best restarts at the surrogate's best "
      "of 64 random valid configurations (0: never)"},
+    {"project", SEARCHER_OPT_STRING, "\"best\"", 0, 0, "best|nearest|exact",
+     "where the last gradient step of a proposal goes when the nearest valid configuration to x "
+     "was proposed already (and is not the current one): best (its unvisited neighbour the "
+     "surrogate predicts best), nearest (its unvisited neighbour nearest to x), or exact "
+     "(nowhere: the neighbour fallback takes over)"},
 };
 
 enum {
@@ -88,6 +95,7 @@ enum {
     O_GRADIENT,
     O_GROWTH,
     O_RESTART,
+    O_PROJECT,
     N_OPTIONS
 };
 
@@ -106,9 +114,18 @@ typedef struct mm_chain {
 } mm_chain;
 
 /* Where proposals come from (searcher_stats), one counter per source. */
-enum { SRC_START, SRC_INJECTION, SRC_GRADIENT, SRC_FALLBACK, SRC_RANDOM, SRC_RESTART, N_SRC };
-static const char *const mm_source_names[N_SRC] = {"start",    "injection", "gradient",
-                                                   "fallback", "random",    "restart"};
+enum {
+    SRC_START,
+    SRC_INJECTION,
+    SRC_GRADIENT,           /* the projection of x itself */
+    SRC_GRADIENT_NEIGHBOUR, /* a neighbour of x's projection, which was proposed already */
+    SRC_FALLBACK,
+    SRC_RANDOM,
+    SRC_RESTART,
+    N_SRC
+};
+static const char *const mm_source_names[N_SRC] = {
+    "start", "injection", "gradient", "gradient_neighbour", "fallback", "random", "restart"};
 #define MM_RESTART_POOL 64 /* random valid configurations a restart picks its start from */
 
 typedef struct mindmap_state {
@@ -116,7 +133,7 @@ typedef struct mindmap_state {
     kt_rng rng;
     double lr, t0, anneal_factor, temp;
     int inject_every, anneal_every, n_chains, max_steps, repair_checks, sample_tries, n_predict;
-    int use_gradient, restart_after;
+    int use_gradient, restart_after, project; /* project: MM_PROJECT_* */
     double step_growth;
     long sources[N_SRC];
     surrogate *m;
@@ -164,6 +181,12 @@ static void *mindmap_create(const space *sp, const json_t *options, uint64_t see
     st->use_gradient = searcher_option_bool(&mindmap_options[O_GRADIENT], options);
     st->step_growth = searcher_option_number(&mindmap_options[O_GROWTH], options);
     st->restart_after = (int)searcher_option_number(&mindmap_options[O_RESTART], options);
+    char proj[16];
+    const char *pj =
+        searcher_option_string(&mindmap_options[O_PROJECT], options, proj, sizeof proj);
+    st->project = !pj || strcmp(pj, "best") == 0 ? MM_PROJECT_BEST
+                  : strcmp(pj, "nearest") == 0   ? MM_PROJECT_NEAREST
+                                                 : MM_PROJECT_EXACT;
     st->temp = st->t0;
     st->P = space_num_params(sp);
     return st;
@@ -447,9 +470,10 @@ static int best_neighbour(mindmap_state *st, config_id id, config_id *out)
 }
 
 /* One gradient step of chain c, mult times lr long, and its projection: 1 with a fresh valid
- * *out, else 0. last: a projection onto a proposed configuration takes the unvisited neighbour of
- * it nearest to x instead (the projection onto the legal configurations not yet proposed). */
-static int gradient_step(mindmap_state *st, mm_chain *c, double mult, int last, config_id *out)
+ * *out (2 when it is a neighbour of the projection), else 0. project (MM_PROJECT_*): where a
+ * projection onto a proposed configuration other than the current one goes instead: its unvisited
+ * neighbour the surrogate predicts best, or the one nearest to x, or nowhere (exact). */
+static int gradient_step(mindmap_state *st, mm_chain *c, double mult, int project, config_id *out)
 {
     surrogate_predict(st->m, st->pf, c->x, st->grad);
     double scale = mult * st->lr / surrogate_objective_sd(st->m);
@@ -464,8 +488,12 @@ static int gradient_step(mindmap_state *st, mm_chain *c, double mult, int last, 
     st->proj = c->x;
     if (space_nearest_valid(st->sp, value_cost, st, MM_MAX_ROWS, &id) < 0)
         return 0;
-    if (search_set_has(&st->visited, id))
-        return last && id != c->cur && repair(st, c->x, id, out);
+    if (search_set_has(&st->visited, id)) {
+        int found = id != c->cur && (project == MM_PROJECT_NEAREST ? repair(st, c->x, id, out)
+                                     : project == MM_PROJECT_BEST  ? best_neighbour(st, id, out)
+                                                                   : 0);
+        return found ? 2 : 0;
+    }
     if (oracle_ok(st, id)) {
         *out = id;
         return 1;
@@ -532,8 +560,12 @@ static int chain_step(mindmap_state *st, int ci, config_id *out)
     }
     double mult = 1;
     for (int s = 0; st->use_gradient && s < st->max_steps; s++, mult *= st->step_growth) {
-        if (gradient_step(st, c, mult, s == st->max_steps - 1, &id))
+        int g = gradient_step(st, c, mult, s == st->max_steps - 1 ? st->project : MM_PROJECT_EXACT,
+                              &id);
+        if (g) {
+            src = g == 2 ? SRC_GRADIENT_NEIGHBOUR : SRC_GRADIENT;
             goto found;
+        }
     }
     src = SRC_FALLBACK;
     if (best_neighbour(st, c->cur, &id) || (st->best.known && best_neighbour(st, st->best.id, &id)))

@@ -432,7 +432,7 @@ static void sources_add_up(void **state)
 {
     const fixture *fx = *state;
     space *sp = fx->sp;
-    static const char *const names[] = {"start",    "injection", "gradient",
+    static const char *const names[] = {"start",    "injection", "gradient", "gradient_neighbour",
                                         "fallback", "random",    "restart"};
     json_t *off = json_pack("{s:b}", "gradient", 0);
     for (int k = 0; k < 2; k++) {
@@ -450,9 +450,12 @@ static void sources_add_up(void **state)
         }
         assert_int_equal(json_object_size(st), sizeof names / sizeof names[0]);
         assert_int_equal(sum, 300);
-        json_int_t grad = json_integer_value(json_object_get(st, "gradient"));
-        printf("gradient %s: %lld gradient, %lld fallback, %lld injection, %lld restart of 300\n",
+        json_int_t grad = json_integer_value(json_object_get(st, "gradient")) +
+                          json_integer_value(json_object_get(st, "gradient_neighbour"));
+        printf("gradient %s: %lld gradient (%lld of them a neighbour of the projection), %lld "
+               "fallback, %lld injection, %lld restart of 300\n",
                k ? "off" : "on", (long long)grad,
+               (long long)json_integer_value(json_object_get(st, "gradient_neighbour")),
                (long long)json_integer_value(json_object_get(st, "fallback")),
                (long long)json_integer_value(json_object_get(st, "injection")),
                (long long)json_integer_value(json_object_get(st, "restart")));

@@ -141,7 +141,12 @@ void bench_print_ablations(const json_t *result, FILE *out)
             "\nablations: each named variant against its strategy, fraction of the optimum over "
             "seeds (base, variant) and Welch's two-sided p (not corrected for the %zu tests)\n",
             json_array_size(ab));
-    fprintf(out, "%-30s %-26s", "space", "variant");
+    int w = 7; /* the variant column: its longest label */
+    for (i = 0; i < json_array_size(ab); i++) {
+        size_t n = strlen(json_string_value(json_object_get(json_array_get(ab, i), "variant")));
+        w = (int)n > w ? (int)n : w;
+    }
+    fprintf(out, "%-30s %-*s", "space", w, "variant");
     json_array_foreach(cps, k, cp)
     {
         char h[32];
@@ -157,7 +162,7 @@ void bench_print_ablations(const json_t *result, FILE *out)
         long long c0 = (long long)json_integer_value(json_array_get(cps, 0));
         if (json_integer_value(json_object_get(t, "checkpoint")) != c0)
             continue;
-        fprintf(out, "%-30.30s %-26.26s", s, v);
+        fprintf(out, "%-30.30s %-*s", s, w, v);
         json_array_foreach(cps, k, cp)
         {
             for (size_t j = 0; j < json_array_size(ab); j++) {
