@@ -19,10 +19,16 @@
  *      (space_nearest_valid: exact); the oracle (1 valid, 0 invalid, -1 unknown: accepted) is
  *      asked, and an invalid projection is repaired by the nearest (encoded distance) of its
  *      HAMMING neighbours the oracle accepts (at most repair_checks checks). A configuration
- *      already proposed does not count: the chain keeps stepping from x (up to max_steps steps);
- *   4. still nothing: the unvisited HAMMING neighbour of the current configuration (then of the
- *      best measured one) that the surrogate predicts best and the oracle accepts, else a random
- *      valid one (a restart).
+ *      already proposed does not count: the chain keeps stepping from x (up to max_steps steps,
+ *      each step_growth times the last); at the last one a projection onto a proposed
+ *      configuration other than the current one is replaced by its unvisited neighbour the
+ *      surrogate predicts best (project best), or nearest to x (nearest), or not (exact);
+ *   4. still nothing (or gradient false, the ablation of issue 30): the unvisited HAMMING
+ *      neighbour of the current configuration (then of the best measured one) that the surrogate
+ *      predicts best and the oracle accepts, else a random valid one.
+ * Before 2-4, a chain whose last restart_after told results found no new best restarts at the
+ * surrogate's best of MM_RESTART_POOL random valid configurations. Each proposal's source is
+ * counted (searcher_stats).
  * The proposal becomes the chain's current configuration and x snaps to its encoding (projected
  * gradient descent). Told results: f = 100 ln time_ms for ok results (for accel devices time_ms is
  * the objective EDP / minimum EDP, so f is 100x the surrogate's objective); a failure at a chain's

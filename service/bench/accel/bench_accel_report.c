@@ -168,10 +168,14 @@ static void sources(const json_t *res, FILE *out)
     const json_t *st, *pc;
     if (json_object_size(jget(res, "sources")) == 0)
         return;
-    fprintf(out, "\nproposal sources (share of the proposals; gradient: a projected gradient step "
-                 "on the surrogate, fallback: the unvisited neighbour it predicts best, injection: "
-                 "an annealed random mapping, restart: a stalled chain's new start, random: "
-                 "nothing else left, start: a chain's first)\n");
+    fprintf(
+        out,
+        "\nproposal sources (share of the proposals; gradient: the projection of a gradient "
+        "step on the surrogate; gradient_neighbour: when that projection was proposed already, its "
+        "unvisited neighbour the surrogate predicts best; fallback: the same around the "
+        "current mapping, the gradient steps having found nothing; injection: an annealed "
+        "random mapping; restart: a stalled chain's new start; random: nothing else left; "
+        "start: a chain's first)\n");
     json_object_foreach((json_t *)jget(res, "sources"), name, st)
     {
         source_line(name, jget(st, "total"), out);

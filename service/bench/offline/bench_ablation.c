@@ -49,12 +49,14 @@ static void bench_ablation_add(json_t *out, const char *variant, const char *bas
                                          bench_ablation_num(ok ? w.p : NAN)));
 }
 
-/* variant against base at checkpoint key on every space, then on the mean over the spaces. */
+/* variant against base at checkpoint cp on every space, then on the mean over the spaces. */
 static void bench_ablation_pair(json_t *out, const json_t *spaces, const char *variant,
-                                const char *base, const char *key, int seeds, double *buf)
+                                const char *base, long long cp, int seeds, double *buf)
 {
     double *va = buf, *vb = buf + seeds, *ma = buf + 2 * seeds, *mb = buf + 3 * seeds;
     int n_a = 0, n_b = 0, n_sp = 0;
+    char key[24];
+    snprintf(key, sizeof key, "%lld", cp);
     size_t i;
     json_t *sp;
     for (int s = 0; s < seeds; s++)
@@ -65,8 +67,8 @@ static void bench_ablation_pair(json_t *out, const json_t *spaces, const char *v
         n_b = bench_ablation_seeds(sp, base, key, vb, seeds);
         if (n_a != seeds || n_b != seeds)
             continue;
-        bench_ablation_add(out, variant, base, json_string_value(json_object_get(sp, "name")),
-                           atoll(key), va, n_a, vb, n_b);
+        bench_ablation_add(out, variant, base, json_string_value(json_object_get(sp, "name")), cp,
+                           va, n_a, vb, n_b);
         for (int s = 0; s < seeds; s++) {
             ma[s] += va[s];
             mb[s] += vb[s];
@@ -79,7 +81,7 @@ static void bench_ablation_pair(json_t *out, const json_t *spaces, const char *v
         ma[s] /= n_sp;
         mb[s] /= n_sp;
     }
-    bench_ablation_add(out, variant, base, "mean", atoll(key), ma, seeds, mb, seeds);
+    bench_ablation_add(out, variant, base, "mean", cp, ma, seeds, mb, seeds);
 }
 
 json_t *bench_ablations(const bench_options *opt, const json_t *spaces, const json_t *checkpoints)
@@ -105,12 +107,8 @@ json_t *bench_ablations(const bench_options *opt, const json_t *spaces, const js
         if (!found)
             continue;
         size_t k;
-        json_array_foreach(checkpoints, k, cp)
-        {
-            char key[24];
-            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
-            bench_ablation_pair(out, spaces, variant, base, key, opt->seeds, buf);
-        }
+        json_array_foreach(checkpoints, k, cp) bench_ablation_pair(
+            out, spaces, variant, base, (long long)json_integer_value(cp), opt->seeds, buf);
     }
 done:
     free(buf);
