@@ -754,8 +754,8 @@ const searcher_vtable searcher_na2c_vtable = {
     .summary = "Neighborhood Actor Advantage Critic: epsilon-greedy walks of T steps from the best "
                "configuration guided by an actor-critic trained on a replay memory. On the 8 "
                "replay spaces the learnt policy does not beat its ablation epsilon 1 (random "
-               "walks; Welch p >= 0.18 at 25-200 evaluations) nor the critic its ablation "
-               "critic none (tests/bench/results/ablation-na2c.txt)",
+               "walks) nor the critic its ablation critic none (Welch p >= 0.14 on the mean over "
+               "the spaces at 25-200 evaluations: tests/bench/results/ablation-na2c.txt)",
     .options = na2c_options,
     .n_options = N_OPTS,
     .create = na2c_create,
