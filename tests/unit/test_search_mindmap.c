@@ -5,7 +5,8 @@
  * proposal without a surrogate, the registry's flags and options, refusal of a surrogate of other
  * parameters or after an ask, never an oracle-invalid configuration nor a repeat (batches, several
  * chains, failures told), a warm start's first ids, determinism and resume by replay, and search
- * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random.
+ * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random;
+ * the proposal sources of searcher_stats (they add up; gradient false proposes no gradient step).
  */
 #include <setjmp.h>
 #include <stdarg.h>
