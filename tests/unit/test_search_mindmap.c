@@ -232,6 +232,12 @@ static void registry_and_refusals(void **state)
             json_integer_value(json_object_get(json_object_get(o, "anneal_every"), "default")), 50);
         assert_non_null(json_object_get(o, "t0"));
         assert_non_null(json_object_get(o, "anneal_factor"));
+        json_t *g = json_object_get(o, "gradient"); /* issue 30's ablation switch */
+        assert_string_equal(json_string_value(json_object_get(g, "type")), "boolean");
+        assert_true(json_is_true(json_object_get(g, "default")));
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(o, "project"), "choices")),
+            "best|nearest|exact");
     }
     assert_true(found);
     json_decref(cat);
