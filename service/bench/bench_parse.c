@@ -1,6 +1,7 @@
 /* bench/bench_parse — what the argument tables of every `ktune bench` mode share (see
  * bench_parse.h). */
 #include "bench/bench_parse.h"
+#include "bench/bench_strategy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -160,11 +161,8 @@ int bench_parse_strategy_list(const char *list, char (*names)[64], int *n_names,
         }
         memcpy(name, p, n);
         name[n] = '\0';
-        if (!searcher_exists(name)) {
-            snprintf(msg, cap, "--strategies: unknown strategy '%s' (strategies: %s)", name,
-                     searcher_names());
+        if (bench_strategy_check(name, msg, cap) < 0) /* a name or a named variant */
             goto out;
-        }
         for (int i = 0; i < *n_names; i++) {
             if (strcmp(names[i], name) == 0) {
                 snprintf(msg, cap, "--strategies: '%s' given twice", name);

@@ -95,7 +95,8 @@ int bench_parse_list(const char *flag, const char *list, char *names, int width,
 int bench_parse_predictors(const char *list, char (*names)[BENCH_PREDICTOR_NAME], int cap, int *n,
                            char *msg, size_t mcap);
 
-/* Parses a comma-separated list of strategies (each known to searcher_exists, none twice) into
+/* Parses a comma-separated list of strategies (each a name known to searcher_exists or a named
+ * variant STRATEGY/KEY=VALUE..., bench_strategy.h; none twice) into
  * names[*n_names...], at most BENCH_MAX_STRATEGIES in all. Returns 0, or -1 with a message in msg.
  */
 int bench_parse_strategy_list(const char *list, char (*names)[64], int *n_names, char *msg,

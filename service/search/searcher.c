@@ -544,6 +544,11 @@ out:
     return rc;
 }
 
+json_t *searcher_stats(const searcher *s)
+{
+    return s && s->vt->stats ? s->vt->stats(s->state) : NULL;
+}
+
 void searcher_set_oracle(searcher *s, searcher_oracle_fn fn, void *arg)
 {
     if (s && s->vt->set_oracle)

@@ -90,6 +90,10 @@ typedef int (*searcher_oracle_fn)(void *arg, config_id id); /* 1 valid, 0 invali
  * searcher calls fn from the thread that asks; arg is borrowed. Strategies without a use for it
  * ignore it (only mindmap uses it: it never proposes a configuration the oracle calls invalid). */
 void searcher_set_oracle(searcher *s, searcher_oracle_fn fn, void *arg);
+/* The strategy's counters so far as a new JSON object the caller frees, NULL when it keeps none
+ * (mindmap: where its proposals came from, {"gradient","fallback","injection","start","random",
+ * "restart"}: counts of proposals that sum to the proposals made). */
+json_t *searcher_stats(const searcher *s);
 /* Strategies that need a trained surrogate (mindmap): 1. */
 int searcher_needs_surrogate(const char *name);
 /* Borrowed surrogate (outlives the searcher; the searcher uses it from one thread) and the

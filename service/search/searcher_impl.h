@@ -49,6 +49,8 @@ typedef struct searcher_vtable {
     int (*set_surrogate)(void *state, surrogate *m, const double *pf, int n, kt_error *err);
     /* NULL for strategies that ignore the oracle. */
     void (*set_oracle)(void *state, searcher_oracle_fn fn, void *arg);
+    /* NULL for strategies without counters: else a new JSON object of them (searcher_stats). */
+    json_t *(*stats)(const void *state);
 } searcher_vtable;
 
 extern const searcher_vtable searcher_random_vtable;

@@ -134,7 +134,16 @@ static void accel_tiny_runs_and_caches(void **state)
     assert_non_null(strstr(text, "iso-time, modelled clock (wall + 10 ms per evaluation)"));
     assert_non_null(strstr(text, "1.40x (SA)"));
     assert_non_null(strstr(text, "resnet_conv3"));
+    assert_non_null(strstr(text, "proposal sources"));
     free(text);
+    /* where mindmap's proposals came from: the counts add up to its evaluations */
+    const char *src;
+    const json_t *n;
+    json_int_t sum = 0;
+    json_object_foreach((json_t *)json_object_get(path2(a, "sources", "mindmap"), "total"), src, n)
+        sum += json_integer_value(n);
+    assert_int_equal(sum, 2 * 60);
+    assert_null(json_object_get(json_object_get(a, "sources"), "random")); /* no counters */
 
     char saved[128]; /* --from-json prints the tables of a saved result */
     snprintf(saved, sizeof saved, "%s/a.json", cache_dir);
@@ -151,6 +160,23 @@ static void accel_tiny_runs_and_caches(void **state)
     assert_true(json_equal((json_t *)pa, (json_t *)pb)); /* deterministic, surrogate included */
     json_decref(a);
     json_decref(b);
+
+    /* the gradient-off ablation as a named variant: no gradient step, tested against mindmap */
+    tiny(&o, "--strategies", "mindmap,mindmap/gradient=false");
+    json_t *c = bench_accel_run(&o, NULL, NULL, &err);
+    if (!c)
+        fail_msg("bench_accel_run (ablation): %s (%s)", err.message, err.hint);
+    const json_t *off = json_object_get(path2(c, "sources", "mindmap/gradient=false"), "total");
+    assert_int_equal(json_integer_value(json_object_get(off, "gradient")), 0);
+    assert_int_equal(json_integer_value(json_object_get(off, "gradient_neighbour")), 0);
+    const json_t *ab = json_object_get(c, "ablations");
+    assert_int_equal(json_array_size(ab), 2); /* @50, @60 on the one preset */
+    const json_t *t0 = json_array_get(ab, 0);
+    assert_string_equal(json_string_value(json_object_get(t0, "base")), "mindmap");
+    assert_string_equal(json_string_value(json_object_get(t0, "preset")), "resnet_conv3");
+    assert_true(json_number_value(json_object_get(t0, "mean_variant")) >= 1.0);
+    bench_accel_print_table(c, stdout);
+    json_decref(c);
 }
 
 static void accel_main_exit_codes(void **state)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/bench_strategy.h"
 #include "bench/combine/bench_combine.h"
 #include "bench/bench_main.h"
 #include "bench/offline/bench_cv.h"
@@ -472,6 +473,62 @@ static void test_arguments(void **state)
     unlink(bad);
 }
 
+/* Named variants (bench_strategy.h): parsed, refused with a reason, run with their options, and
+ * tested against their strategy (the "ablations": Welch over seeds per checkpoint). */
+static void test_named_variants(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    char base[64], msg[256];
+    json_t *opt = NULL;
+    assert_int_equal(parse("bench --spaces a --strategies na2c,na2c/epsilon=1/critic=none", &o), 0);
+    assert_int_equal(o.n_strategies, 2);
+    assert_string_equal(o.strategies[1], "na2c/epsilon=1/critic=none");
+    assert_int_equal(parse("bench --spaces a --strategies na2c/nosuch=1", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies na2c/epsilon", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies nosuch/epsilon=1", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies na2c/epsilon=1/", &o), -1);
+    assert_int_equal(parse("bench --spaces a --strategies na2c/epsilon=1 --remote", &o), -1);
+    assert_int_equal(bench_strategy_split("mindmap/gradient=false/lr=0.5/x=none", base, sizeof base,
+                                          &opt, msg, sizeof msg),
+                     0);
+    assert_string_equal(base, "mindmap");
+    assert_true(json_is_false(json_object_get(opt, "gradient")));
+    assert_float_equal(json_number_value(json_object_get(opt, "lr")), 0.5, 0);
+    assert_string_equal(json_string_value(json_object_get(opt, "x")), "none");
+    json_decref(opt);
+    assert_int_equal(bench_strategy_check("mindmap/gradient=true", msg, sizeof msg), 0);
+    assert_int_equal(bench_strategy_check("random/gradient=true", msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "no option 'gradient'"));
+
+    /* a value the strategy refuses fails the run, naming it */
+    opts(&o, f->file, "na2c/epsilon=2", 5, 1);
+    assert_null(bench_run(&o, &err));
+    assert_non_null(strstr(err.message, "epsilon"));
+
+    /* na2c against its no-policy ablation: 3 seeds on the 5-configuration cache; after the whole
+     * space every seed has the optimum (no variance: t 0, p 1) */
+    opts(&o, f->file, "na2c", 5, 3);
+    snprintf(o.strategies[1], sizeof o.strategies[1], "na2c/epsilon=1");
+    o.n_strategies = 2;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *seeds =
+        json_object_get(json_object_get(strat(res, "na2c/epsilon=1"), "fraction_seeds"), "5");
+    assert_int_equal(json_array_size(seeds), 3);
+    const json_t *ab = json_object_get(res, "ablations");
+    assert_int_equal(json_array_size(ab), 1); /* one checkpoint (the budget), one space */
+    const json_t *t = json_array_get(ab, 0);
+    assert_string_equal(json_string_value(json_object_get(t, "variant")), "na2c/epsilon=1");
+    assert_string_equal(json_string_value(json_object_get(t, "base")), "na2c");
+    assert_int_equal(json_integer_value(json_object_get(t, "checkpoint")), 5);
+    assert_float_equal(num(t, NULL, "mean_variant"), 1.0, 1e-12);
+    assert_float_equal(num(t, NULL, "mean_base"), 1.0, 1e-12);
+    assert_float_equal(num(t, NULL, "p"), 1.0, 1e-12);
+    json_decref(res);
+}
+
 /* A searcher maker as `ktune bench --remote` hands one in (cli/cli_bench_remote.c), here forwarding
  * to an in-process searcher through searcher_new_ops: the runs and figures are the in-process ones;
  * the maker sees every run's strategy, seed, budget and batch; a failure it reports fails the run.
@@ -742,6 +799,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kt_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_searcher_maker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cross_validation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_named_variants, setup, teardown),
         cmocka_unit_test(test_random_pnpoly),
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_random_score_pnpoly),

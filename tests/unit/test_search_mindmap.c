@@ -5,7 +5,8 @@
  * proposal without a surrogate, the registry's flags and options, refusal of a surrogate of other
  * parameters or after an ask, never an oracle-invalid configuration nor a repeat (batches, several
  * chains, failures told), a warm start's first ids, determinism and resume by replay, and search
- * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random.
+ * quality: within 100 evaluations, the mean over 10 seeds of optimum / best found, against random;
+ * the proposal sources of searcher_stats (they add up; gradient false proposes no gradient step).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,6 +232,12 @@ static void registry_and_refusals(void **state)
             json_integer_value(json_object_get(json_object_get(o, "anneal_every"), "default")), 50);
         assert_non_null(json_object_get(o, "t0"));
         assert_non_null(json_object_get(o, "anneal_factor"));
+        json_t *g = json_object_get(o, "gradient"); /* issue 30's ablation switch */
+        assert_string_equal(json_string_value(json_object_get(g, "type")), "boolean");
+        assert_true(json_is_true(json_object_get(g, "default")));
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(o, "project"), "choices")),
+            "best|nearest|exact");
     }
     assert_true(found);
     json_decref(cat);
@@ -425,6 +432,53 @@ static void beats_random(void **state)
     assert_true(within >= 9);
 }
 
+/* searcher_stats counts where every proposal came from: the counts add up to the proposals
+ * (failures told too), gradient false (the ablation) proposes no gradient step, and with gradient
+ * steps on they are the main source. */
+static void sources_add_up(void **state)
+{
+    const fixture *fx = *state;
+    space *sp = fx->sp;
+    static const char *const names[] = {"start",    "injection", "gradient", "gradient_neighbour",
+                                        "fallback", "random",    "restart"};
+    json_t *off = json_pack("{s:b}", "gradient", 0);
+    for (int k = 0; k < 2; k++) {
+        problem pb = make_problem(777);
+        config_id ids[300];
+        oracle_ctx oc = {sp, 0, 0};
+        searcher *s = mm_searcher(&oc, fx->m, &pb, k ? off : NULL, 5);
+        assert_int_equal(run(s, sp, &pb, ids, 300, 1, 7), 300);
+        json_t *st = searcher_stats(s);
+        assert_non_null(st);
+        json_int_t sum = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            assert_true(json_is_integer(json_object_get(st, names[i])));
+            sum += json_integer_value(json_object_get(st, names[i]));
+        }
+        assert_int_equal(json_object_size(st), sizeof names / sizeof names[0]);
+        assert_int_equal(sum, 300);
+        json_int_t grad = json_integer_value(json_object_get(st, "gradient")) +
+                          json_integer_value(json_object_get(st, "gradient_neighbour"));
+        printf("gradient %s: %lld gradient (%lld of them a neighbour of the projection), %lld "
+               "fallback, %lld injection, %lld restart of 300\n",
+               k ? "off" : "on", (long long)grad,
+               (long long)json_integer_value(json_object_get(st, "gradient_neighbour")),
+               (long long)json_integer_value(json_object_get(st, "fallback")),
+               (long long)json_integer_value(json_object_get(st, "injection")),
+               (long long)json_integer_value(json_object_get(st, "restart")));
+        if (k)
+            assert_int_equal(grad, 0);
+        else
+            assert_true(grad > 150);
+        json_decref(st);
+        searcher_free(s);
+    }
+    searcher *r = searcher_new("random", sp, NULL, 1, NULL); /* no counters: NULL */
+    assert_null(searcher_stats(r));
+    searcher_free(r);
+    json_decref(off);
+}
+
 /* KT_MINDMAP_BENCH=1: the time per proposal with the issue's 256-256-128 surrogate (5 epochs
  * only: the network's size, not its accuracy, sets the time), 1000 proposals one at a time. */
 static void overhead_with_issue_size_network(void **state)
@@ -454,6 +508,7 @@ int main(void)
         cmocka_unit_test(registry_and_refusals), cmocka_unit_test(valid_and_distinct),
         cmocka_unit_test(warm_start_first_ids),  cmocka_unit_test(deterministic_and_resumable),
         cmocka_unit_test(beats_random),          cmocka_unit_test(overhead_with_issue_size_network),
+        cmocka_unit_test(sources_add_up),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -228,13 +228,18 @@ static void epsilon_one_leaves_the_actor_out(void **state)
     objective o = {sp, NULL, 11};
     enum { N = 300 };
     config_id a[N], b[N];
-    const char *pairs[2][2] = {
+    /* epsilon 1: nothing the networks are or learn (rates, steps, critic) moves a proposal;
+     * epsilon 0.3: the same changes do, and so does the critic alone (none: A = r) */
+    const char *pairs[3][2] = {
         {"{\"epsilon\": 1, \"actor_lr\": 0.0001, \"critic_lr\": 0.0001}",
-         "{\"epsilon\": 1, \"actor_lr\": 0.5, \"critic_lr\": 0.5, \"train_steps\": 16}"},
+         "{\"epsilon\": 1, \"actor_lr\": 0.5, \"critic_lr\": 0.5, \"train_steps\": 16, "
+         "\"critic\": \"none\"}"},
         {"{\"epsilon\": 0.3, \"actor_lr\": 0.0001, \"critic_lr\": 0.0001}",
          "{\"epsilon\": 0.3, \"actor_lr\": 0.5, \"critic_lr\": 0.5, \"train_steps\": 16}"},
+        {"{\"epsilon\": 0.3, \"actor_lr\": 0.05}",
+         "{\"epsilon\": 0.3, \"actor_lr\": 0.05, \"critic\": \"none\"}"},
     };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         json_t *x = json_loads(pairs[k][0], 0, NULL), *y = json_loads(pairs[k][1], 0, NULL);
         searcher *s = searcher_new("na2c", sp, x, 4, NULL),
                  *t = searcher_new("na2c", sp, y, 4, NULL);

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "search/searcher.h"
+#include "bench/bench_strategy.h"
 #include "bench/accel/bench_accel_impl.h"
 
 int ba_devices(const bench_accel_options *opt, const char *exe_dir, accel_device **devs, int *n,
@@ -103,7 +104,7 @@ static int ba_phase1(const bench_accel_options *opt, const char *exe_dir, const 
 {
     int need = 0;
     for (int s = 0; s < opt->n_strategies; s++)
-        need |= searcher_needs_surrogate(opt->strategies[s]);
+        need |= bench_strategy_needs_surrogate(opt->strategies[s]);
     if (!need)
         return 0;
     for (int i = 0; i < opt->n_presets; i++) {

@@ -50,6 +50,8 @@ typedef struct ba_run {
     config_id top[BA_TOP]; /* the best distinct valid mappings, best first */
     double top_obj[BA_TOP];
     int n_top;
+    json_t *sources; /* searcher_stats at the end (mindmap: where its proposals came from), owned;
+                        NULL for a strategy without counters */
 } ba_run;
 
 int ba_run_alloc(ba_run *r, int budget);
@@ -78,5 +80,16 @@ int ba_surrogate_get(const bench_accel_options *opt, const char *exe_dir, const 
  * + seed]. Returns {"checkpoints", "presets": [...], "iso_iteration", "iso_time_wall",
  * "iso_time_modelled", "valid_fraction", "paper"} (new reference, NULL: out of memory). */
 json_t *ba_summary(const bench_accel_options *opt, const json_t *presets, const ba_run *runs);
+
+/* bench_accel_ablation.c, both on the runs of ba_summary. The proposals' sources of each strategy
+ * that counts them (searcher_stats): {"<strategy>": {"total": {"<source>": n, ...}, "presets":
+ * {"<preset>": {...}}}} ({} when none does). Each named variant ("mindmap/gradient=false") against
+ * its strategy when both ran: Welch's t-test over seeds of ln(best EDP / minimum) at each
+ * checkpoint, per preset and on a seed's mean over the presets ("mean"): [{"variant","base",
+ * "preset","checkpoint","mean_variant","mean_base" (geometric means over seeds of best / minimum),
+ * "t","df","p"}], two-sided, uncorrected. NULL out of memory. */
+json_t *ba_sources(const bench_accel_options *opt, const json_t *presets, const ba_run *runs);
+json_t *ba_ablations(const bench_accel_options *opt, const json_t *presets, const ba_run *runs,
+                     const json_t *checkpoints);
 
 #endif

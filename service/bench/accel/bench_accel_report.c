@@ -148,6 +148,63 @@ static void iso_time(const json_t *res, const json_t *block, const char *title, 
     ratios(res, block, labels, n, "iso_time", out);
 }
 
+/* One line of source shares: "name  n proposals  gradient 0.61  fallback 0.30 ...". */
+static void source_line(const char *name, const json_t *counts, FILE *out)
+{
+    const char *k;
+    const json_t *v;
+    double total = 0;
+    json_object_foreach((json_t *)counts, k, v) total += (double)json_integer_value(v);
+    fprintf(out, "  %-24s %7.0f", name, total);
+    json_object_foreach((json_t *)counts, k, v)
+        fprintf(out, "  %s %.3f", k, total > 0 ? (double)json_integer_value(v) / total : 0.0);
+    fputc('\n', out);
+}
+
+/* Where the proposals of each strategy that counts them came from, overall and per preset. */
+static void sources(const json_t *res, FILE *out)
+{
+    const char *name, *preset;
+    const json_t *st, *pc;
+    if (json_object_size(jget(res, "sources")) == 0)
+        return;
+    fprintf(
+        out,
+        "\nproposal sources (share of the proposals; gradient: the projection of a gradient "
+        "step on the surrogate; gradient_neighbour: when that projection was proposed already, its "
+        "unvisited neighbour the surrogate predicts best; fallback: the same around the "
+        "current mapping, the gradient steps having found nothing; injection: an annealed "
+        "random mapping; restart: a stalled chain's new start; random: nothing else left; "
+        "start: a chain's first)\n");
+    json_object_foreach((json_t *)jget(res, "sources"), name, st)
+    {
+        source_line(name, jget(st, "total"), out);
+        json_object_foreach((json_t *)jget(st, "presets"), preset, pc) source_line(preset, pc, out);
+    }
+}
+
+/* Each named variant against its strategy (Welch over seeds of ln(best / minimum)). */
+static void ablations(const json_t *res, FILE *out)
+{
+    const json_t *t;
+    size_t i;
+    if (json_array_size(jget(res, "ablations")) == 0)
+        return;
+    fprintf(out,
+            "\nablations: named variant against its strategy, best EDP / minimum (geometric "
+            "mean over seeds) and Welch's two-sided p on its logarithm over seeds (not "
+            "corrected for the %zu tests)\n",
+            json_array_size(jget(res, "ablations")));
+    fprintf(out, "%-24s %-16s %6s %9s %9s %9s\n", "variant", "preset", "@N", "base", "variant",
+            "p");
+    json_array_foreach(jget(res, "ablations"), i, t)
+    {
+        fprintf(out, "%-24s %-16s %6.0f %9.3f %9.3f %9.3g\n", json_string_value(jget(t, "variant")),
+                json_string_value(jget(t, "preset")), jnum(t, "checkpoint"), jnum(t, "mean_base"),
+                jnum(t, "mean_variant"), jnum(t, "p"));
+    }
+}
+
 void bench_accel_print_table(const json_t *res, FILE *out)
 {
     char lab[8][16];
@@ -208,5 +265,7 @@ void bench_accel_print_table(const json_t *res, FILE *out)
     fprintf(out, "(valid: share of the evaluations that were valid mappings; searcher ms: ask + "
                  "tell per evaluation, surrogate work included; oracle: validity checks the "
                  "searcher made, not counted in the budget)\n");
+    sources(res, out);
+    ablations(res, out);
     fprintf(out, "\nphase 2 %.1f s, all %.1f s\n", jnum(res, "phase2_s"), jnum(res, "wall_s"));
 }

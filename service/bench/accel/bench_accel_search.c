@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "search/searcher.h"
+#include "bench/bench_strategy.h"
 #include "bench/accel/bench_accel_impl.h"
 #include "bench/bench_loop.h"
 
@@ -73,7 +74,9 @@ void ba_run_release(ba_run *r)
 {
     free(r->best);
     free(r->t);
+    json_decref(r->sources);
     r->best = r->t = NULL;
+    r->sources = NULL;
 }
 
 /* The oracle every searcher gets: the cost model's validity of id (accel_mapping_valid: its limits
@@ -172,10 +175,10 @@ int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int bud
 
     run->n = run->valid = run->n_top = 0;
     run->rejected = 0;
-    if (!(l.s = searcher_new(strategy, bp->sp, NULL, seed, err)))
+    if (!(l.s = bench_strategy_searcher_new(strategy, bp->sp, seed, err)))
         goto out;
     searcher_set_oracle(l.s, ba_oracle, &oc);
-    if (searcher_needs_surrogate(strategy)) {
+    if (bench_strategy_needs_surrogate(strategy)) {
         if (!sur) {
             kt_error_set(err, KT_ERR_BAD_REQUEST, "strategy %s needs a trained surrogate",
                          strategy);
@@ -192,6 +195,8 @@ int ba_search(const ba_problem *bp, const char *strategy, uint64_t seed, int bud
     l.evaluate = ba_loop_evaluate;
     l.after_tell = ba_loop_told;
     rc = bench_loop_run(&l, err);
+    json_decref(run->sources);
+    run->sources = searcher_stats(l.s);
 out:
     searcher_free(l.s);
     run->oracle_calls = oc.calls;

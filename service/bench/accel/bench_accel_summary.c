@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "search/searcher.h"
+#include "bench/bench_strategy.h"
 #include "bench/accel/bench_accel_impl.h"
 
 #define BA_MAX_POINTS  24
@@ -32,7 +33,7 @@ typedef struct ba_ctx {
 /* The latency charged per evaluation of strategy s. */
 static double ba_lat(const ba_ctx *c, int s, double lat_s)
 {
-    return c->paper_clock && searcher_needs_surrogate(c->opt->strategies[s]) ? 0 : lat_s;
+    return c->paper_clock && bench_strategy_needs_surrogate(c->opt->strategies[s]) ? 0 : lat_s;
 }
 
 static const ba_run *ba_at(const ba_ctx *c, int p, int s, int seed)
@@ -342,11 +343,12 @@ json_t *ba_summary(const bench_accel_options *opt, const json_t *presets, const 
         !(model = ba_iso_time(&c, presets, opt->eval_latency_ms / 1e3, 0)) ||
         !(paper = ba_iso_time(&c, presets, opt->eval_latency_ms / 1e3, 1)))
         goto out;
-    res =
-        json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:o, s:o}", "reference",
-                  opt->strategies[c.ref], "presets", presets, "checkpoints", cp, "iso_iteration",
-                  iso, "iso_time_wall", wall, "iso_time_modelled", model, "iso_time_modelled_paper",
-                  paper, "costs", ba_costs(&c), "paper", ba_paper_json());
+    res = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:o, s:o, s:o*, s:o*}", "reference",
+                    opt->strategies[c.ref], "presets", presets, "checkpoints", cp, "iso_iteration",
+                    iso, "iso_time_wall", wall, "iso_time_modelled", model,
+                    "iso_time_modelled_paper", paper, "costs", ba_costs(&c), "paper",
+                    ba_paper_json(), "sources", ba_sources(opt, presets, runs), "ablations",
+                    ba_ablations(opt, presets, runs, cp));
 out:
     json_decref(iso);
     json_decref(cp);

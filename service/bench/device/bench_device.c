@@ -290,7 +290,10 @@ static int bench_device_validate(const bench_device_options *opt, kt_error *err)
         if (!searcher_exists(bench_device_row_strategy(opt, r))) {
             kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'",
                          bench_device_row_strategy(opt, r));
-            kt_error_hint(err, "strategies: %s", searcher_names());
+            kt_error_hint(err, "%s",
+                          strchr(bench_device_row_strategy(opt, r), '/')
+                              ? "a strategy with options is --variant LABEL=STRATEGY:JSON here"
+                              : searcher_names());
             return -1;
         }
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "search/searcher.h"
+#include "bench/bench_strategy.h"
 #include "bench/accel/bench_accel.h"
 #include "bench/combine/bench_combine.h"
 #include "bench/device/bench_device_args.h"
@@ -125,6 +126,15 @@ static int bench_check(void *o, char *msg, size_t cap)
     if (!opt->remote && (opt->token || opt->timeout)) {
         snprintf(msg, cap, "--token and --timeout go with --remote or --server");
         return -1;
+    }
+    for (int s = 0; opt->remote && s < opt->n_strategies; s++) {
+        if (bench_strategy_is_variant(opt->strategies[s])) {
+            snprintf(msg, cap,
+                     "--strategies %s: a named variant runs in process only (ktuned's "
+                     "job takes a strategy's name)",
+                     opt->strategies[s]);
+            return -1;
+        }
     }
     if (opt->remote && opt->n_history > 0) {
         snprintf(msg, cap,

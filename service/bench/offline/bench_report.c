@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/offline/bench_ablation.h"
 #include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_kt.h"
 
@@ -19,12 +20,23 @@ static void bench_print_number(FILE *out, const json_t *v, const char *fmt, int 
         fprintf(out, "%*s", width, "-");
 }
 
+/* The width of the strategy column: 14, or the longest row label (a named variant's). */
+static int bench_name_width(const json_t *result)
+{
+    const char *name;
+    json_t *v;
+    int w = 14;
+    json_object_foreach(json_object_get(result, "averages"), name, v) w =
+        (int)strlen(name) > w ? (int)strlen(name) : w;
+    return w;
+}
+
 static void bench_print_header(const json_t *result, FILE *out)
 {
     size_t i;
     json_t *v;
 
-    fprintf(out, "%-14s", "strategy");
+    fprintf(out, "%-*s", bench_name_width(result), "strategy");
     json_array_foreach(json_object_get(result, "checkpoints"), i, v)
     {
         char h[24];
@@ -65,7 +77,8 @@ static void bench_print_fractions(FILE *out, const json_t *st, const json_t *poi
 
 static void bench_print_row(const json_t *result, const char *name, const json_t *st, FILE *out)
 {
-    fprintf(out, "%-14.14s", name);
+    int w = bench_name_width(result);
+    fprintf(out, "%-*.*s", w, w, name);
     bench_print_fractions(out, st, json_object_get(result, "checkpoints"), "fraction", 7,
                           "evals_to_5pct");
     fprintf(out, " |");
@@ -90,7 +103,7 @@ static void bench_print_kt_rows(const json_t *result, const json_t *best, const 
     json_t *cp;
     char key[24];
 
-    fprintf(out, "%-14s", "KT best");
+    fprintf(out, "%-*s", bench_name_width(result), "KT best");
     json_array_foreach(cps, i, cp)
     {
         snprintf(key, sizeof key, "%lld", (long long)json_integer_value(cp));
@@ -297,5 +310,6 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
     bench_print_reference(result, kt_reference, out);
     bench_print_rounds(result, json_object_get(result, "averages"), out);
     bench_print_warm(result, out);
+    bench_print_ablations(result, out);
     bench_cv_print(result, out);
 }

@@ -11,10 +11,12 @@
 #include "core/clock.h"
 
 #include "search/searcher.h"
+#include "bench/offline/bench_ablation.h"
 #include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_history.h"
 #include "bench/offline/bench_kt.h"
 #include "bench/bench_loop.h"
+#include "bench/bench_strategy.h"
 #include "bench/offline/bench_score.h"
 #include "bench/offline/bench_space.h"
 #include "bench/offline/bench_summary.h"
@@ -110,7 +112,7 @@ static searcher *bench_searcher(const bench_searcher_maker *maker, const bench_s
 {
     searcher *s =
         maker ? maker->make(maker->ctx, bs->sp, bs->name, strategy, seed, budget, batch, err)
-              : searcher_new(strategy, bs->sp, NULL, seed, err);
+              : bench_strategy_searcher_new(strategy, bs->sp, seed, err);
     if (s && searcher_set_history(s, hist, err) < 0) {
         searcher_free(s);
         s = NULL;
@@ -255,6 +257,25 @@ static double bench_best_at_eval(const bench_curve *c, int n)
     return c->best[(n < c->len ? n : c->len) - 1];
 }
 
+/* {"<checkpoint>": [fraction of each seed]} after N evaluations: what the ablations test. */
+static json_t *bench_fraction_seeds(const bench_space_ctx *x, const bench_curve *curves)
+{
+    json_t *o = json_object(), *cp;
+    size_t i;
+    json_array_foreach(x->checkpoints, i, cp)
+    {
+        int b = (int)json_integer_value(cp);
+        json_t *a = json_array();
+        for (int s = 0; s < x->opt->seeds; s++)
+            json_array_append_new(
+                a, json_real(bench_frac(x->bs->optimum, bench_best_at_eval(&curves[s], b))));
+        char key[24];
+        snprintf(key, sizeof key, "%d", b);
+        json_object_set_new(o, key, a);
+    }
+    return o;
+}
+
 static double bench_best_at_clock_int(const bench_curve *c, int t)
 {
     return bench_best_at_clock(c, (double)t);
@@ -337,6 +358,7 @@ static json_t *bench_figures(const bench_space_ctx *x, const bench_curve *curves
     }
     json_object_set_new(o, "fraction",
                         bench_fraction_at(x, curves, x->checkpoints, bench_best_at_eval));
+    json_object_set_new(o, "fraction_seeds", bench_fraction_seeds(x, curves));
     json_object_set_new(o, "evals_to_5pct", bench_median_json(evals_ok, n_ok, seeds));
     json_object_set_new(o, "clock_fraction",
                         bench_fraction_at(x, curves, clocks, bench_best_at_clock_int));
@@ -528,8 +550,9 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
         goto out;
     }
     for (int s = 0; s < opt->n_strategies; s++) {
-        if (!searcher_exists(opt->strategies[s])) {
-            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "unknown strategy '%s'", opt->strategies[s]);
+        char msg[512];
+        if (bench_strategy_check(opt->strategies[s], msg, sizeof msg) < 0) {
+            kt_error_set(err, KT_ERR_UNKNOWN_STRATEGY, "%s", msg);
             kt_error_hint(err, "strategies: %s", searcher_names());
             goto out;
         }
@@ -560,6 +583,8 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
                     "seeds", opt->seeds, "batch", batch, "include_failed", opt->include_failed,
                     "checkpoints", checkpoints, "round_checkpoints", rounds, "clock_budgets_s",
                     clocks, "spaces", spaces, "summary", summary, "averages", avg);
+    if (res)
+        json_object_set_new(res, "ablations", bench_ablations(opt, spaces, checkpoints));
     if (res && opt->n_history > 0)
         json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
     if (res && bench_cv_wanted(opt)) { /* auto's cross-validated table (issue 29) */

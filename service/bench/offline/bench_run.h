@@ -18,16 +18,17 @@
  *  "spaces":[{"name","file","n_configs","n_valid","optimum_ms",
  *    "score_range":{...bench_score_range_json},"kt_best":{"25":{"strategy","fraction"},...},
  *    "strategies":{"<s>":{
- *    "fraction":{"25":f,...},"evals_to_5pct":{"median","success_rate"},
+ *    "fraction":{"25":f,...},"fraction_seeds":{"25":[f per
+ * seed],...},"evals_to_5pct":{"median","success_rate"},
  *    "clock_fraction":{"60":f,...},"clock_to_5pct_s":{"median","success_rate"},"overhead_us",
  *    "overhead_at_400_us" (null below 350 results),"rounds_fraction":{"5":f,...},
  *    "rounds_to_5pct":{"median","success_rate"},"score","score_beyond",
  *    "runs":[{"seed","evaluations","rounds","best_so_far":[ms or
  * null,...],"cum_cost_s":[...]}]}}}], "summary":{"<s>":{"25":f,...}}, "averages":{"<s>":{...same as
- * per space, without runs}}, with opt->kt_reference: "kt_reference" (the file), "kt_strategies"
- * (how many), "kt_best" (the best Kernel Tuner strategy per checkpoint by mean over the spaces), or
- * "kt_error"}, with opt->maker "remote": true. kt_best per space is there only with a readable
- * reference. The score is
+ * per space, without runs}}, "ablations":[bench_ablation.h's tests of named variants], with
+ * opt->kt_reference: "kt_reference" (the file), "kt_strategies" (how many), "kt_best" (the best
+ * Kernel Tuner strategy per checkpoint by mean over the spaces), or "kt_error"}, with opt->maker
+ * "remote": true. kt_best per space is there only with a readable reference. The score is
  * bench_score.h's. NULL with err set on failure (unreadable space, unknown strategy, a repeated
  * proposal). */
 json_t *bench_run(const bench_options *opt, kt_error *err);
