@@ -62,10 +62,10 @@ static void fit_clip(auto_state *st)
 void auto_fit(auto_state *st)
 {
     /* The prior's weight (auto_prior_weight: its agreement with the told results so far) scales
-     * the value its coefficient is pulled towards; below AUTO_PRIOR_OFF the prior leaves the fit
-     * and the surrogate is the cold one. */
+     * the value its coefficient is pulled towards: a distrusted prior's coefficient is what the
+     * told results make of it (about 0 for an unrelated one). */
     double prior_w = st->has_prior ? auto_prior_weight(&st->prior) : 0;
-    int nf = st->nf, np = st->np, m = prior_w >= AUTO_PRIOR_OFF ? nf + 1 : nf;
+    int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
     double worst = -INFINITY, best = INFINITY;
     int n_ok = 0;
     for (int i = 0; i < st->n; i++) {

@@ -5,7 +5,7 @@
  * The prior: each source's log times standardised on their own (median, 1.4826 x MAD: another
  * GPU's times differ in scale), one ridge fit of them on auto's one-hot features (all sources
  * together), its adjusted R^2 on those sources, and the sources' best configurations. auto_prior
- * owns pw (auto_prior_free).
+ * owns pw and the suggestions (auto_prior_free).
  *
  * The prior's weight (the measurements overrule it): every told result is passed to
  * auto_prior_observe with the prior's value for it; the agreement is Kendall's tau between the
@@ -13,8 +13,8 @@
  * is the posterior probability that the prior transfers: prior odds AUTO_PRIOR_ODDS against a
  * prior that does not, the likelihood of tau under "it transfers" (tau ~ N(AUTO_PRIOR_TAU, v))
  * against "it does not" (tau ~ N(0, v)), v tau's variance under no association. A prior that the
- * results contradict (tau <= 0) loses its weight within a few tens of results (an inverted one
- * within ~10); one they confirm (tau >= AUTO_PRIOR_TAU / 2) keeps it. Only the first
+ * results contradict (tau < 0) loses its weight within ~10 results, an unrelated one (tau ~ 0)
+ * within a few tens; one they confirm (tau >= AUTO_PRIOR_TAU / 2) keeps it. Only the first
  * AUTO_PRIOR_AGREE_MAX results count: the weight is settled long before, and no memory is
  * allocated per result. Call order: auto_prior_fit, auto_prior_suggest, then auto_prior_observe
  * per told result, auto_prior_weight whenever the searcher needs it; auto_prior_free. */
@@ -29,7 +29,6 @@
 #define AUTO_PRIOR_TAU       0.35 /* Kendall's tau expected of a prior that transfers */
 #define AUTO_PRIOR_ODDS      2.0  /* prior odds that a usable prior transfers (weight 2/3) */
 #define AUTO_PRIOR_TRUST     0.5  /* weight above which the prior's best are proposed */
-#define AUTO_PRIOR_OFF       0.05 /* weight below which the prior leaves the surrogate */
 #define AUTO_PRIOR_CONFIRMED 0.9  /* weight above which the start proposes suggestions only */
 
 /* Writes the np feature indices (each < nf) of id into f; -1 when id does not decode. */
