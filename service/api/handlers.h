@@ -12,6 +12,8 @@ void api_tune(void *app, const http_request *req, http_response *res);      /* t
 void api_jobs_list(void *app, const http_request *req, http_response *res); /* jobs.c */
 void api_job_get(void *app, const http_request *req, http_response *res);
 void api_job_trials(void *app, const http_request *req, http_response *res);
+/* GET /v1/jobs/{id}/events (api/job_events.c): the job's changes as Server-Sent Events. */
+void api_job_events(void *app, const http_request *req, http_response *res);
 /* External jobs' harnesses (ask_tell.c, issue 27): lease proposed configurations, report results.
  */
 void api_job_ask(void *app, const http_request *req, http_response *res);

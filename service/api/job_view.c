@@ -113,7 +113,10 @@ static json_t *harness_view(const job_info *j)
 
 json_t *job_view_json(const job_info *j, kt_error *err)
 {
-    char self[64], trials[80];
+    char self[64], trials[80], seed[24];
+    /* "seed" as decimal text: fresh seeds take 63 bits, and a JSON number above 2^53 reaches a
+     * JavaScript (or any double-reading) client rounded (issue 31). */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)j->seed);
     snprintf(self, sizeof self, "/v1/jobs/%lld", j->id);
     snprintf(trials, sizeof trials, "/v1/jobs/%lld/trials", j->id);
     /* "value": the best's value of the job's objective (its time, or its metric's value). */
@@ -125,14 +128,14 @@ json_t *job_view_json(const job_info *j, kt_error *err)
                         "value", pg_double(by_time ? j->best_time_ms : j->best_value))
             : json_null();
     json_t *out = json_pack(
-        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:I,"
+        "{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:o,s:s,"
         "s:{s:o,s:o},s:{s:I,s:I,s:o,s:o},s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o},s:{s:s,s:s}}",
         "id", (json_int_t)j->id, "status", j->status, "kernel", j->target.key.kernel, "device",
         j->target.key.device, "device_class", j->target.key.device_class, "kernel_hash",
         j->target.key.kernel_hash, "toolchain",
         j->target.key.toolchain ? j->target.key.toolchain : "", "problem",
         json_or_null(j->target.problem), "strategy", j->strategy, "strategy_options",
-        json_or_null(j->options), "seed", (json_int_t)j->seed, "budget", "evaluations",
+        json_or_null(j->options), "seed", seed, "budget", "evaluations",
         j->budget_evaluations > 0 ? json_integer((json_int_t)j->budget_evaluations) : json_null(),
         "seconds", j->budget_seconds > 0 ? pg_double(j->budget_seconds) : json_null(), "progress",
         "trials", (json_int_t)j->trials_done, "space_size", (json_int_t)j->space_size,

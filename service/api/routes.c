@@ -19,6 +19,7 @@
 GUARDED(api_jobs_list, API_SCOPE_READ)
 GUARDED(api_job_get, API_SCOPE_READ)
 GUARDED(api_job_trials, API_SCOPE_READ)
+GUARDED(api_job_events, API_SCOPE_READ)
 GUARDED(api_best_get, API_SCOPE_READ)
 GUARDED(api_best_list, API_SCOPE_READ)
 GUARDED(api_models_list, API_SCOPE_READ)
@@ -44,6 +45,7 @@ static const http_route routes[] = {
     {"GET", "/v1/jobs/{id}", api_job_get_guarded},
     {"DELETE", "/v1/jobs/{id}", api_job_cancel},
     {"GET", "/v1/jobs/{id}/trials", api_job_trials_guarded},
+    {"GET", "/v1/jobs/{id}/events", api_job_events_guarded},
     {"POST", "/v1/jobs/{id}/ask", api_job_ask_guarded},
     {"POST", "/v1/jobs/{id}/tell", api_job_tell_guarded},
     {"POST", "/v1/imports", api_import},
@@ -97,8 +99,10 @@ const char *const *api_heavy_routes(void)
 }
 
 /* An ask waits up to its wait_s for the job's driver to propose: on a thread of its own; so does a
- * tell that also asks (a tell alone answers on the HTTP worker). */
-static const char *const blocking[] = {"/v1/jobs/{id}/ask", "/v1/jobs/{id}/tell", NULL};
+ * tell that also asks (a tell alone answers on the HTTP worker), and a job's events stream while
+ * nothing changed (api/job_events.c). */
+static const char *const blocking[] = {"/v1/jobs/{id}/ask", "/v1/jobs/{id}/tell",
+                                       "/v1/jobs/{id}/events", NULL};
 
 const char *const *api_blocking_routes(void)
 {

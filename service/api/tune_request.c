@@ -243,6 +243,37 @@ static int parse_batch(const json_t *body, tune_request *t, kt_error *err)
     return 0;
 }
 
+/* "seed": an integer, or its decimal text (what GET /v1/jobs/{id} answers: a JSON number above
+ * 2^53 is rounded by clients that read doubles), 0 .. 2^63-1; absent or null: a fresh one. */
+static int parse_seed(const json_t *seed, uint64_t *out, kt_error *err)
+{
+    if (!seed) {
+        *out = fresh_seed();
+        return 0;
+    }
+    if (json_is_integer(seed) && json_integer_value(seed) >= 0) {
+        *out = (uint64_t)json_integer_value(seed);
+        return 0;
+    }
+    const char *s = json_string_value(seed);
+    size_t len = s ? strlen(s) : 0;
+    uint64_t v = 0;
+    int ok = len > 0 && len <= 19;
+    for (size_t i = 0; ok && i < len; i++) {
+        ok = s[i] >= '0' && s[i] <= '9' && v <= (INT64_MAX - (uint64_t)(s[i] - '0')) / 10;
+        v = ok ? v * 10 + (uint64_t)(s[i] - '0') : v;
+    }
+    if (!ok) {
+        kt_error_set(err, KT_ERR_WRONG_TYPE,
+                     "field 'seed' must be a non-negative integer or its decimal text");
+        kt_error_hint(err,
+                      "0 .. 9223372036854775807, as 42 or \"42\"; leave it out for a fresh seed");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t, kt_error *err)
 {
     static const char *const fields[] = {
@@ -258,11 +289,7 @@ int tune_request_parse(const kt_config *cfg, const json_t *body, tune_request *t
         kt_objective_parse(json_object_get(body, "objective"), &t->objective, err) < 0 ||
         parse_batch(body, t, err) < 0)
         return -1;
-    const json_t *seed = present(body, "seed");
-    if (seed && (!json_is_integer(seed) || json_integer_value(seed) < 0))
-        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'seed' must be a non-negative integer");
-    t->seed = seed ? (uint64_t)json_integer_value(seed) : fresh_seed();
-    return 0;
+    return parse_seed(present(body, "seed"), &t->seed, err);
 }
 
 void tune_request_budgeted(const target_key *key, const json_t *problem, long long evaluations,

@@ -37,10 +37,23 @@ static void mcache_now(char *buf, size_t cap)
         snprintf(buf, cap, "unknown");
 }
 
-static int mcache_has(const bench_mcache *m, config_id id)
+/* The entry of id, or NULL. */
+static trial_result *mcache_entry(const bench_mcache *m, config_id id)
 {
     uint64_t i;
-    return search_map_get(&m->map, id, &i);
+    return search_map_get(&m->map, id, &i) ? &m->entries[i] : NULL;
+}
+
+/* id's entry replaced by r (a copy). -1 when out of memory (the entry unchanged). */
+static int mcache_replace(trial_result *e, const trial_result *r)
+{
+    json_t *x = r->extras ? json_deep_copy(r->extras) : NULL;
+    if (r->extras && !x)
+        return -1;
+    json_decref(e->extras);
+    *e = *r;
+    e->extras = x;
+    return 0;
 }
 
 static int mcache_add(bench_mcache *m, config_id id, const trial_result *r)
@@ -200,9 +213,20 @@ static int mcache_load(bench_mcache *m, const json_t *identity, const json_t *me
         }
         config_id id;
         trial_result r;
+        trial_result *have = NULL;
         if (!o || mcache_parse_entry(m, o, &id, &r) < 0) {
             m->stats.skipped++;
-        } else if (!mcache_has(m, id)) {
+        } else if ((have = mcache_entry(m, id))) {
+            /* a later line of a configuration: a re-measurement of a cut-off (bench_cutoff.h) */
+            if (bench_cutoff_supersedes(have, &r)) {
+                if (mcache_replace(have, &r) < 0) {
+                    json_decref(o);
+                    kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+                    goto out;
+                }
+                m->stats.renewed++;
+            }
+        } else {
             if (m->n >= BENCH_MCACHE_MAX_ENTRIES) {
                 json_decref(o);
                 kt_error_set(err, KT_ERR_OUT_OF_RANGE, "measure cache %.300s: more than %d entries",
@@ -305,6 +329,17 @@ out:
     return m;
 }
 
+int bench_mcache_get_for(bench_mcache *m, config_id id, const bench_cutoff *run, trial_result *out)
+{
+    const trial_result *e = mcache_entry(m, id);
+    if (!e || !bench_cutoff_verdict(e, run, out))
+        return 0;
+    m->stats.hits++;
+    if (out->status == TRIAL_TIMEOUT && e->status == TRIAL_OK)
+        m->stats.cut_by_run++;
+    return 1;
+}
+
 int bench_mcache_get(bench_mcache *m, config_id id, trial_result *out)
 {
     uint64_t i;
@@ -338,11 +373,12 @@ int bench_mcache_put(bench_mcache *m, config_id id, const trial_result *r, kt_er
     int rc = -1;
     json_t *line = NULL;
 
-    if (mcache_has(m, id) || !trial_status_is_final(r->status)) {
+    trial_result *have = mcache_entry(m, id);
+    if ((have && !bench_cutoff_supersedes(have, r)) || !trial_status_is_final(r->status)) {
         rc = 0; /* the first measurement stays; unfinished results are never kept */
         goto out;
     }
-    if (m->n >= BENCH_MCACHE_MAX_ENTRIES) {
+    if (!have && m->n >= BENCH_MCACHE_MAX_ENTRIES) {
         kt_error_set(err, KT_ERR_OUT_OF_RANGE, "measure cache: more than %d entries",
                      BENCH_MCACHE_MAX_ENTRIES);
         goto out;
@@ -357,11 +393,12 @@ int bench_mcache_put(bench_mcache *m, config_id id, const trial_result *r, kt_er
         if (mcache_write_line(m, line, err) < 0)
             goto out;
     }
-    if (mcache_add(m, id, r) < 0) {
+    if (have ? mcache_replace(have, r) < 0 : mcache_add(m, id, r) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
     m->stats.stored++;
+    m->stats.renewed += have != NULL;
     rc = 0;
 out:
     json_decref(line);

@@ -196,3 +196,31 @@ int bench_stats_welch(const double *a, int n_a, const double *b, int n_b,
     out->p = bench_stats_t_p_two_sided(out->t, out->df);
     return 0;
 }
+
+int bench_stats_holm(const double *p, int n, double *adj)
+{
+    int order[BENCH_STATS_HOLM_MAX], m = 0;
+
+    if (n < 0 || n > BENCH_STATS_HOLM_MAX)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        adj[i] = NAN;
+        if (isnan(p[i]))
+            continue;
+        /* insertion by p, ties in index order: a table holds tens of tests */
+        int k = m++;
+        while (k > 0 && p[order[k - 1]] > p[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    double run = 0; /* the running maximum keeps the adjusted values monotone */
+    for (int j = 0; j < m; j++) {
+        double v = (double)(m - j) * p[order[j]];
+        v = v > 1 ? 1 : v;
+        run = v > run ? v : run;
+        adj[order[j]] = run;
+    }
+    return m;
+}

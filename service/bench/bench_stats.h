@@ -1,6 +1,7 @@
 /* bench/bench_stats — the statistics of the benchmark reports, as pure functions on arrays of
  * doubles: mean and sample variance, quantiles, box-plot data, the regularised incomplete beta
- * function, Student's t distribution and Welch's unequal-variance t-test. No allocation, no state:
+ * function, Student's t distribution, Welch's unequal-variance t-test and Holm's step-down
+ * correction of a family of p-values. No allocation, no state:
  * every function reads its arguments and writes only its outputs (bench_stats_box sorts its input
  * in place, as it says).
  *
@@ -51,5 +52,20 @@ typedef struct bench_stats_welch_result {
  * a value is not finite (a seed that found nothing: its mean is not a number to test). */
 int bench_stats_welch(const double *a, int n_a, const double *b, int n_b,
                       bench_stats_welch_result *out);
+
+/* The level the reports mark a test significant at, by its Holm-adjusted p. */
+#define BENCH_STATS_ALPHA 0.05
+
+/* The most p-values one call of bench_stats_holm adjusts (a report's table of tests). */
+#define BENCH_STATS_HOLM_MAX 4096
+
+/* Holm's step-down correction (Holm 1979) of the family p[0..n): the m finite p-values, sorted
+ * ascending p(1) <= ... <= p(m), get adjusted(i) = max over j <= i of min(1, (m - j + 1) p(j)),
+ * written to adj[] at their own index; a test is significant at level a when its adjusted p < a
+ * (which rejects exactly what Holm's procedure rejects). A NAN p (a test not made) is no member of
+ * the family: its adj is NAN. Returns m, or -1 (adj untouched) when n is outside
+ * 0..BENCH_STATS_HOLM_MAX. Controls the family-wise error rate under any dependence between the
+ * tests (the tests of one row against every other share that row's seeds). */
+int bench_stats_holm(const double *p, int n, double *adj);
 
 #endif

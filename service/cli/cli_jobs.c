@@ -176,8 +176,13 @@ static void job_details(const json_t *j)
            str_or(json_object_get(j, "toolchain"), "?"));
     printf("problem   %s\n", problem ? problem : "{}");
     free(problem);
-    printf("strategy  %s, seed %lld\n", str_or(json_object_get(j, "strategy"), "?"),
-           (long long)json_integer_value(json_object_get(j, "seed")));
+    /* The seed is decimal text since issue 31 (a number from older servers). */
+    const json_t *seed = json_object_get(j, "seed");
+    printf("strategy  %s, seed ", str_or(json_object_get(j, "strategy"), "?"));
+    if (json_is_integer(seed))
+        printf("%lld\n", (long long)json_integer_value(seed));
+    else
+        printf("%s\n", str_or(seed, "?"));
     printf("budget   ");
     if (json_is_integer(json_object_get(budget, "evaluations")))
         printf(" %lld evaluations",

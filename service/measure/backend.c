@@ -12,13 +12,16 @@ typedef struct backend_ops {
     int (*measure)(void *impl, const target *t, config_id id, const backend_stop *stop,
                    trial_result *out, kt_error *err);
     void (*close)(void *impl);
+    /* NULL: the kind has no limits scaled from a best time */
+    void (*set_best)(void *impl, const target *t, double best_ms);
+    int (*limits)(void *impl, const target *t, double *call_limit_s, double *deadline_s);
 } backend_ops;
 
 /* Indexed by what measures: [0] replay, [1] real (cpu, cuda), [2] accel. */
 static const backend_ops backend_kinds[] = {
-    {replay_open, replay_measure, replay_close},
-    {real_open, real_measure, real_close},
-    {accel_open, accel_measure, accel_close},
+    {replay_open, replay_measure, replay_close, NULL, NULL},
+    {real_open, real_measure, real_close, real_set_best, real_limits},
+    {accel_open, accel_measure, accel_close, NULL, NULL},
 };
 
 struct backend {
@@ -129,6 +132,20 @@ void backend_set_stop(backend *b, backend_stop_fn fn, void *arg)
         return;
     b->stop.fn = fn;
     b->stop.arg = fn ? arg : NULL;
+}
+
+void backend_set_best(backend *b, const target *t, double best_ms)
+{
+    if (b && b->ops->set_best)
+        b->ops->set_best(b->impl, t, best_ms);
+}
+
+int backend_limits(backend *b, const target *t, double *call_limit_s, double *deadline_s)
+{
+    *call_limit_s = *deadline_s = 0;
+    if (!b || !b->ops->limits)
+        return -1;
+    return b->ops->limits(b->impl, t, call_limit_s, deadline_s);
 }
 
 int backend_quick_check(const catalog *c, const target *t, config_id id)

@@ -8,7 +8,8 @@
  * invalid with extras.reason; extras of an ok trial carry the model's statistics and "meta",
  * "meta_objective", "meta_names" (measure/README.md).
  *
- * Lifecycle: backend_open -> [backend_set_stop] -> backend_measure* -> backend_close. The catalog
+ * Lifecycle: backend_open -> [backend_set_stop] -> ([backend_set_best] [backend_limits]
+ * backend_measure)* -> backend_close. The catalog
  * must outlive the backend. */
 #ifndef KT_MEASURE_BACKEND_H
 #define KT_MEASURE_BACKEND_H
@@ -43,6 +44,18 @@ int backend_measure(backend *b, const target *t, config_id id, trial_result *out
  * process group; replay stops sleeping) and returns BACKEND_STOPPED with out empty (status pending,
  * nothing to record). */
 void backend_set_stop(backend *b, backend_stop_fn fn, void *arg);
+/* A real backend remembers the best time it measured per target (the last 32 targets) and scales
+ * from it the limits of the following measures of that target: with catalog_real_options's
+ * slow_factor on cpu, one kernel call of at most max(slow_factor x best, 0.1 s), and the deadline
+ * of a reply (compile timeout + 20 x best x (max_repeats + 2) clamped to 5-60 s + max seconds).
+ * backend_set_best replaces that best time by the caller's (ms; 0 or not finite: none, so no call
+ * limit and the run timeout): `ktune bench --device` gives each (strategy, seed) run its own best
+ * (issue 30), where ktuned's jobs share the backend's. Replay and accel backends ignore it. */
+void backend_set_best(backend *b, const target *t, double best_ms);
+/* The limits a measure of t would run under now: *call_limit_s (0: none) and *deadline_s (s).
+ * 0, or -1 (both 0) when the backend has no such limits (replay, accel) or t is not a target it
+ * measures. */
+int backend_limits(backend *b, const target *t, double *call_limit_s, double *deadline_s);
 void backend_close(backend *b);
 
 /* Cheap validity check without measuring: 1 valid, 0 invalid, -1 the device has no such check

@@ -39,6 +39,9 @@ void *real_open(const catalog *c, const char *device, kt_error *err);
 int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
                  trial_result *out, kt_error *err);
 void real_close(void *impl);
+/* backend_set_best and backend_limits of a real backend. */
+void real_set_best(void *impl, const target *t, double best_ms);
+int real_limits(void *impl, const target *t, double *call_limit_s, double *deadline_s);
 
 /* The legality step of neural problems (legality.c). Judges configuration id of t when it changes
  * the network (catalog_neural_check; v->changes says whether it does), asking stop (may be NULL)

@@ -473,19 +473,25 @@ static int check_target(const real_backend *b, const target *t, config_id id, co
     return 0;
 }
 
-/* The call's deadline, and on cpu with slow_factor set and a best time known the runner's limit
- * on one kernel call (req "call_limit_s"). 0, or -1 when out of memory. */
+/* On cpu with slow_factor set and a best time known, the runner's limit on one kernel call, s;
+ * else 0 (none). */
+static double call_limit_s(const real_backend *b, const seen_target *s)
+{
+    if (!(b->opt->slow_factor > 0) || b->dev->kind != KSPEC_CPU || !s || !(s->best_ms > 0))
+        return 0;
+    double l = b->opt->slow_factor * s->best_ms / 1000.0;
+    return l < REAL_CALL_LIMIT_FLOOR_S ? REAL_CALL_LIMIT_FLOOR_S : l;
+}
+
+/* The call's deadline, and the runner's limit on one kernel call when there is one (req
+ * "call_limit_s"). 0, or -1 when out of memory. */
 static int set_limits(const real_backend *b, real_call *m, json_t *req)
 {
     m->timeout = deadline_s(b, m->seen);
-    m->call_limit_s = 0;
-    if (b->opt->slow_factor > 0 && b->dev->kind == KSPEC_CPU && m->seen && m->seen->best_ms > 0) {
-        m->call_limit_s = b->opt->slow_factor * m->seen->best_ms / 1000.0;
-        m->call_limit_s =
-            m->call_limit_s < REAL_CALL_LIMIT_FLOOR_S ? REAL_CALL_LIMIT_FLOOR_S : m->call_limit_s;
-        if (json_object_set_new(req, "call_limit_s", json_real(m->call_limit_s)) < 0)
-            return -1;
-    }
+    m->call_limit_s = call_limit_s(b, m->seen);
+    if (m->call_limit_s > 0 &&
+        json_object_set_new(req, "call_limit_s", json_real(m->call_limit_s)) < 0)
+        return -1;
     return 0;
 }
 
@@ -662,4 +668,26 @@ out:
     json_decref(req);
     json_decref(m.reply);
     return rc;
+}
+
+void real_set_best(void *impl, const target *t, double best_ms)
+{
+    real_backend *b = impl;
+    int mine = t && t->key.device && strcmp(t->key.device, b->dev->name) == 0;
+    seen_target *s = mine ? seen_for(b, t) : NULL;
+    if (s)
+        s->best_ms = isfinite(best_ms) && best_ms > 0 ? best_ms : 0;
+}
+
+int real_limits(void *impl, const target *t, double *limit_s, double *deadline)
+{
+    real_backend *b = impl;
+    int mine = t && t->key.device && strcmp(t->key.device, b->dev->name) == 0;
+    seen_target *s = mine ? seen_for(b, t) : NULL;
+    *limit_s = *deadline = 0;
+    if (!s)
+        return -1;
+    *limit_s = call_limit_s(b, s);
+    *deadline = deadline_s(b, s);
+    return 0;
 }

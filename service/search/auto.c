@@ -1,22 +1,27 @@
 /* search/auto — the default strategy: model-guided local search. A short space-filling start
  * (each of `initial` configurations the farthest, in value-index space, of a few random
  * candidates from those already proposed), then every proposal is the unvisited configuration of
- * a candidate pool that a cheap surrogate predicts fastest. The surrogate is ridge regression of
- * log(time) on one-hot (bucketed) parameter values, refitted after new results; failed trials count
- * as a finite penalty above the slowest success. The pool holds random samples and the ADJACENT,
- * HAMMING and PAIR_SCALE neighbours of the best few configurations; a neighbour's prediction is
- * corrected by part of its origin's residual, so interactions the additive model misses still
- * steer the walk around the incumbent. The targets are clipped at the median success's log time
- * (the model ranks the good half instead of modelling how slow the slow half is). Proposals asked
- * but not yet told (a batch, or earlier asks still outstanding) are fitted as failures while the
- * next are chosen (constant liar), so a batch spreads out. With probability `exploration` a
- * proposal is random. After STALL results without a new best, a local walk from the current
- * configuration takes its neighbours (model order); after LONG_STALL, in random order, and a
- * used-up neighbourhood restarts the walk away from the explored basins (iterated local search),
- * since the model's order has evidently stopped helping there. The surrogate lives in
- * search/auto_model.c. With a warm-start history (searcher_set_history), a prior fitted on related
- * targets (search/auto_prior.h) joins the surrogate as one more column and replaces the
- * space-filling start (search/README.md). */
+ * a candidate pool with the largest expected improvement under a Gaussian process (search/gp.h,
+ * search/auto_gp.c; option `model` "ei", the default since issue 29), or with `model` "ridge" the
+ * one a cheap surrogate predicts fastest. The ridge surrogate is regression of log(time) on
+ * one-hot (bucketed) parameter values, refitted after new results; failed trials count as a finite
+ * penalty above the slowest success; it also ranks the pool for the GP's second stage and orders
+ * the local walk. The pool holds random samples and the ADJACENT, HAMMING and PAIR_SCALE
+ * neighbours of the best few configurations; a neighbour's ridge prediction is corrected by part
+ * of its origin's residual, so interactions the additive model misses still steer the walk around
+ * the incumbent. The targets of both models are clipped at the median success's log time (the
+ * models rank the good half instead of modelling how slow the slow half is). Proposals asked but
+ * not yet told (a batch, or earlier asks still outstanding) are fitted as failures by the ridge
+ * and at their predicted means by the GP while the next are chosen, so a batch spreads out. With
+ * probability `exploration` a proposal is random. After `stall` results without a new best, a
+ * local walk from the current configuration takes its neighbours (model order); after
+ * `long_stall`, in random order, and a used-up neighbourhood restarts the walk away from the
+ * explored basins (iterated local search), since the model's order has evidently stopped helping
+ * there. The option defaults were chosen by leave-one-kernel-family-out cross-validation over the
+ * shared GPU spaces (bench/offline/bench_cv.h). The ridge lives in search/auto_model.c. With a
+ * warm-start history (searcher_set_history), a prior fitted on related targets
+ * (search/auto_prior.h) joins the ridge as one more column and replaces the space-filling start
+ * (search/README.md). */
 #include "search/auto_impl.h"
 
 #include <limits.h>
@@ -26,7 +31,16 @@
 
 #include "core/array.h"
 
-enum { OPT_INITIAL, OPT_EXPLORATION, N_OPTS };
+enum {
+    OPT_INITIAL,
+    OPT_EXPLORATION,
+    OPT_MODEL,
+    OPT_WALK,
+    OPT_STALL,
+    OPT_LONG_STALL,
+    OPT_POOL,
+    N_OPTS
+};
 
 /* Restarts (after LONG_STALL results without a new best, at a local optimum). */
 enum {
@@ -39,6 +53,19 @@ static const searcher_option auto_options[N_OPTS] = {
      "space-filling configurations proposed before the model guides the search"},
     {"exploration", SEARCHER_OPT_NUMBER, "0.15", 0, 1, NULL,
      "probability that a model-guided proposal is a random configuration instead"},
+    {"model", SEARCHER_OPT_STRING, "\"ei\"", 0, 0, "ei|ridge",
+     "the pool's pick: ei, a Gaussian process's expected improvement; ridge, the ridge "
+     "surrogate's fastest prediction"},
+    {"walk", SEARCHER_OPT_STRING, "\"ei\"", 0, 0, "ridge|ei",
+     "the local walk's order after a stall: ridge, the ridge's prediction; ei, the Gaussian "
+     "process's expected improvement (with model ei)"},
+    {"stall", SEARCHER_OPT_INTEGER, "3", 1, 100000, NULL,
+     "results without a new best before a local walk from the current configuration takes over"},
+    {"long_stall", SEARCHER_OPT_INTEGER, "30", 1, 100000, NULL,
+     "results without a new best after which the walk is random and a used-up neighbourhood "
+     "restarts away from the explored basins"},
+    {"pool", SEARCHER_OPT_INTEGER, "32", 1, 4096, NULL,
+     "random configurations in the candidate pool, besides the neighbours of the best ones"},
 };
 
 static void auto_destroy(void *state)
@@ -63,6 +90,7 @@ static void auto_destroy(void *state)
     free(st->pp);
     free(st->out_id);
     free(st->ok_y);
+    auto_gp_free(st);
     free(st);
 }
 
@@ -75,6 +103,14 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
     kt_rng_seed(&st->rng, seed);
     st->initial = (int)searcher_option_number(&auto_options[OPT_INITIAL], options);
     st->explore = searcher_option_number(&auto_options[OPT_EXPLORATION], options);
+    st->stall = (int)searcher_option_number(&auto_options[OPT_STALL], options);
+    st->long_stall = (int)searcher_option_number(&auto_options[OPT_LONG_STALL], options);
+    st->pool_random = (int)searcher_option_number(&auto_options[OPT_POOL], options);
+    char model[8];
+    const char *m = searcher_option_string(&auto_options[OPT_MODEL], options, model, sizeof model);
+    st->model_ei = m && strcmp(m, "ei") == 0;
+    m = searcher_option_string(&auto_options[OPT_WALK], options, model, sizeof model);
+    st->walk_ei = st->model_ei && m && strcmp(m, "ei") == 0;
     st->best_i = -1;
     st->cur_i = -1;
     st->clip = INFINITY;
@@ -110,18 +146,15 @@ static void *auto_create(const space *sp, const json_t *options, uint64_t seed, 
     st->scratch = malloc((size_t)st->scratch_cap * sizeof *st->scratch);
     if (!st->xtx || !st->a || !st->w || !st->scratch)
         goto oom;
+    if (st->model_ei && auto_gp_init(st, err) < 0) {
+        auto_destroy(st);
+        return NULL;
+    }
     return st;
 oom:
     auto_destroy(st);
     kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
     return NULL;
-}
-
-/* Whether the prior's best configurations are proposed: while the told results do not contradict
- * the prior (auto_prior_weight above AUTO_PRIOR_TRUST, search/auto_prior.h). */
-static int auto_prior_trusted(const auto_state *st)
-{
-    return st->has_prior && auto_prior_weight(&st->prior) > AUTO_PRIOR_TRUST;
 }
 
 /* The k best told results (by score, best first) into top: how many (at most k). */
@@ -210,7 +243,9 @@ static void pool_offer(auto_state *st, int *fp, config_id id, double bias, int j
 {
     if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
         return;
-    pick_offer(k, id, auto_predict(st, fp) + bias + (jitter ? 1e-9 * kt_rng_uniform(&st->rng) : 0));
+    double pred = auto_predict(st, fp) + bias + (jitter ? 1e-9 * kt_rng_uniform(&st->rng) : 0);
+    auto_gp_offer(st, id, pred); /* a no-op unless the GP is fitted for this ask */
+    pick_offer(k, id, pred);
 }
 
 /* The space-filling start: the farthest (minimum normalised index distance to earlier fills) of
@@ -227,6 +262,25 @@ static int propose_fill(auto_state *st, config_id *out)
     return 1;
 }
 
+/* Whether a warm-start prior is still confirmed by the told results (its weight, their agreement
+ * with it, above AUTO_PRIOR_TRUST: search/auto_prior.h): the ridge, which carries it, then picks
+ * and the prior's best join the pool; the GP, which does not, takes over once the measurements
+ * overrule the prior. */
+static int prior_trusted(const auto_state *st)
+{
+    return st->has_prior && st->fitted && auto_prior_weight(&st->prior) > AUTO_PRIOR_TRUST;
+}
+
+/* The GP fitted for this ask (model ei, no trusted prior): once per ask, only when a proposal
+ * needs it. */
+static void gp_ensure(auto_state *st)
+{
+    if (st->model_ei && !st->gp_tried && !prior_trusted(st)) {
+        st->gp_tried = 1;
+        auto_gp_fit(st);
+    }
+}
+
 /* The unvisited candidate predicted fastest. */
 static int propose_model(auto_state *st, config_id *out)
 {
@@ -238,6 +292,8 @@ static int propose_model(auto_state *st, config_id *out)
     int top[TOP_K];
     int nt = best_observations(st, top, TOP_K);
     auto_pick pick = {INFINITY, 0, 0};
+    gp_ensure(st);
+    st->nc = 0;
     for (int k = 0; k < nt; k++) {
         double r = st->resid[top[k]] * RESID;
         config_id origin = st->o[top[k]].id;
@@ -250,13 +306,16 @@ static int propose_model(auto_state *st, config_id *out)
             pool_offer(st, fp, st->scratch[i], r, 1, &pick);
     }
     /* The related targets' best, while the told results still confirm the prior. */
-    int n_top = auto_prior_trusted(st) ? st->prior.n_top : 0;
+    int n_top = prior_trusted(st) ? st->prior.n_top : 0;
     for (int k = 0; k < n_top; k++)
         pool_offer(st, fp, st->prior.top[k], 0, 0, &pick);
-    for (int c = 0; c < POOL_RANDOM; c++)
+    for (int c = 0; c < st->pool_random; c++)
         pool_offer(st, fp, space_sample(st->sp, &st->rng), 0, 0, &pick);
     if (pick.n == 0)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+    config_id ei_id;
+    if (auto_gp_pick(st, &ei_id) > 0)
+        pick.id = ei_id;
     return propose_id(st, pick.id, out);
 }
 
@@ -291,26 +350,37 @@ static int propose_local(auto_state *st, config_id *out)
     for (int q = 0; q < 3; q++)
         m += space_neighbours(st->sp, cur, kinds[q], st->scratch + m, st->scratch_cap - m);
     auto_pick pick = {INFINITY, 0, 0};
+    /* walk ei: the GP's expected improvement orders the walk until the long stall */
+    int walk_ei = st->walk_ei && st->since_imp < st->long_stall;
+    if (walk_ei)
+        gp_ensure(st);
+    st->nc = 0;
     for (int i = 0; i < m; i++) {
         config_id id = st->scratch[i];
         if (search_set_has(&st->visited, id) || auto_features(st, id, f) < 0)
             continue;
         /* After a long stall the model's order is evidently misleading here: walk at random. */
-        double pr = st->since_imp >= LONG_STALL ? kt_rng_uniform(&st->rng)
-                                                : (st->fitted ? auto_predict(st, f) + r : 0) +
-                                                      1e-9 * kt_rng_uniform(&st->rng);
+        double pr = st->since_imp >= st->long_stall ? kt_rng_uniform(&st->rng)
+                                                    : (st->fitted ? auto_predict(st, f) + r : 0) +
+                                                          1e-9 * kt_rng_uniform(&st->rng);
         pick_offer(&pick, id, pr);
+        if (walk_ei)
+            auto_gp_offer(st, id, pr);
     }
     if (pick.n == 0) {
         /* A local optimum: the model's pick near the best, or after a long stall (the model's
          * basin is evidently used up) a restart away from the best results. */
-        int rc = st->since_imp >= LONG_STALL ? propose_restart(st, out) : propose_model(st, out);
+        int rc =
+            st->since_imp >= st->long_stall ? propose_restart(st, out) : propose_model(st, out);
         if (rc > 0) {
             st->has_pending = 1;
             st->pending = *out;
         }
         return rc;
     }
+    config_id ei_id;
+    if (walk_ei && auto_gp_pick(st, &ei_id) > 0)
+        pick.id = ei_id;
     return propose_id(st, pick.id, out);
 }
 
@@ -373,7 +443,11 @@ static int propose_one(auto_state *st, config_id *out)
         return propose_start(st, out);
     if (kt_rng_uniform(&st->rng) < st->explore)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
-    if (st->since_imp >= STALL && (rc = propose_local(st, out)) != 0)
+    /* With model ei, one walk step per batch: the rest of it, chosen while proposals are still
+     * outstanding, is the GP's (kriging believer), which spreads it instead of crowding it
+     * around the walk's current configuration. At batch 1 nothing is outstanding. */
+    int walk = st->since_imp >= st->stall && (!st->model_ei || st->n_out == 0);
+    if (walk && (rc = propose_local(st, out)) != 0)
         return rc;
     return propose_model(st, out);
 }
@@ -385,6 +459,8 @@ static int auto_ask(void *state, config_id *out, int max)
 {
     auto_state *st = state;
     int n = 0;
+    st->gp_tried = 0; /* the GP is refitted in each ask that needs it */
+    st->gp_ok = 0;
     for (int k = 0; k < st->n_out; k++)
         st->dirty |= auto_lie_push(st, st->out_id[k]);
     while (n < max) {
@@ -466,8 +542,11 @@ static int auto_history(void *state, const searcher_history *h, kt_error *err)
 
 const searcher_vtable searcher_auto_vtable = {
     .name = "auto",
-    .summary = "the default: space-filling start, then a ridge surrogate of log(time) picks the "
-               "best predicted of random samples and neighbours of the best configurations",
+    .summary = "the default, pick it unless a reason below applies: space-filling start, then "
+               "a Gaussian process's expected improvement picks among random samples and "
+               "neighbours of the best configurations (a ridge surrogate ranks them and orders a "
+               "local walk after a stall; farthest-point restarts), constants chosen by "
+               "leave-one-kernel-family-out cross-validation",
     .options = auto_options,
     .n_options = N_OPTS,
     .create = auto_create,

@@ -7,13 +7,18 @@
 
 #include "search/search_set.h"
 #include "search/auto_prior.h"
+#include "search/gp.h"
 
 enum {
     MAX_FEATURES = 256, /* one-hot columns of the surrogate */
-    POOL_RANDOM = 128,  /* random samples scored per proposal */
     TOP_K = 3,          /* best configurations whose neighbours join the pool */
     FILL_CANDIDATES = 16,
-    STALL = 5, /* results without improvement before local search takes over */
+};
+/* The expected-improvement pick (search/auto_gp.c, option `model` "ei"). */
+enum {
+    AUTO_GP_TRAIN = 128, /* told results the GP is fitted on at most */
+    AUTO_GP_VAR = 24,    /* candidates, by GP mean and by ridge prediction, whose EI is computed */
+    AUTO_GP_LIES = 256,  /* outstanding proposals the GP is conditioned on at most */
 };
 #define RESID 0.7 /* share of a configuration's residual its neighbours inherit */
 /* History (searcher_set_history): the prior's coefficient in the surrogate is pulled towards its
@@ -24,9 +29,6 @@ enum {
  * the slow part is (search/README.md, auto). */
 #define CLIP_QUANTILE 0.5
 enum { CLIP_MIN_OK = 4 };
-#define LONG_STALL                                                                                 \
-    30 /* results without improvement after which the local walk ignores the model                 \
-        */
 
 typedef struct obs {
     config_id id;
@@ -40,22 +42,27 @@ typedef struct auto_state {
     search_set visited;
     int initial;
     double explore;
-    int np;        /* parameters */
-    int nf;        /* features */
-    int *nv;       /* values per parameter */
-    int *nb;       /* buckets per parameter */
-    int *off;      /* first feature of each parameter */
-    int *idx;      /* decode scratch */
-    int *fidx;     /* the observations' features, np per observation */
-    obs *o;        /* told results (and, during an ask, lies after them) */
-    int n, cap;    /* told results; capacity of o, fidx, resid, pp and ok_y */
-    int proposed;  /* proposals made */
-    int dirty;     /* results told since the last fit */
-    double *xtx;   /* nf * nf, accumulated */
-    double *a;     /* nf * nf, factorised */
-    double *w;     /* nf weights */
-    double mean;   /* intercept */
-    double *resid; /* per observation: y - prediction at the last fit */
+    int stall;       /* results without a new best before the local walk takes over */
+    int pool_random; /* random samples in the pool per proposal */
+    int long_stall;  /* ... after which the walk is random and a used-up neighbourhood restarts */
+    int model_ei;    /* option model "ei": the pool's pick by the GP's expected improvement */
+    int walk_ei;     /* option walk "ei" (with model ei): the local walk's pick by it too */
+    int np;          /* parameters */
+    int nf;          /* features */
+    int *nv;         /* values per parameter */
+    int *nb;         /* buckets per parameter */
+    int *off;        /* first feature of each parameter */
+    int *idx;        /* decode scratch */
+    int *fidx;       /* the observations' features, np per observation */
+    obs *o;          /* told results (and, during an ask, lies after them) */
+    int n, cap;      /* told results; capacity of o, fidx, resid, pp and ok_y */
+    int proposed;    /* proposals made */
+    int dirty;       /* results told since the last fit */
+    double *xtx;     /* nf * nf, accumulated */
+    double *a;       /* nf * nf, factorised */
+    double *w;       /* nf weights */
+    double mean;     /* intercept */
+    double *resid;   /* per observation: y - prediction at the last fit */
     int fitted;
     config_id *scratch;
     int scratch_cap;
@@ -81,6 +88,20 @@ typedef struct auto_state {
     double *pp;   /* per observation: its prior value */
     double *ok_y; /* the successes' log times, ascending (n_ok of them; capacity cap) */
     int n_ok;
+    double worst; /* the failures' target at the last fit */
+    /* The expected-improvement pick (model_ei; search/auto_gp.c). */
+    gp *g;
+    int gp_ok;         /* fitted for this ask */
+    int gp_tried;      /* auto_gp_fit was called in this ask */
+    int gp_next_hyper; /* told results at which the hyper-parameters are re-chosen */
+    double gp_best;    /* the best (clipped) target */
+    int *gx;           /* training rows (value indices), AUTO_GP_TRAIN + 1 of them */
+    double *gy;
+    unsigned char *gorder; /* per told result: in the training set */
+    config_id *cid; /* this proposal's candidates: ids, value-index rows, ridge predictions */
+    int *crow;
+    double *cpred, *cmean;
+    int nc, ccap;
 } auto_state;
 
 /* Features of id into f (np entries): -1 if id does not decode. */
@@ -89,6 +110,8 @@ int auto_features(auto_state *st, config_id id, int *f);
 double auto_prior_f(const auto_state *st, const int *f);
 /* The surrogate's prediction (log time) for features f; valid once auto_fit has run. */
 double auto_predict(const auto_state *st, const int *f);
+/* The fitted target of a told result: its log time clipped, failures st->worst (after auto_fit). */
+double auto_target(const auto_state *st, const obs *o);
 /* Refits the surrogate on the told results and the lies (sets st->fitted, clip, resid, beta). */
 void auto_fit(auto_state *st);
 /* Room for one more observation (told result or lie): 0, or -1 out of memory. */
@@ -101,5 +124,16 @@ void auto_obs_add(auto_state *st);
 int auto_lie_push(auto_state *st, config_id id);
 /* Removes every lie. */
 void auto_lie_pop_all(auto_state *st);
+
+/* The expected-improvement pick (search/auto_gp.c). Call order: auto_gp_init once at create
+ * (0 also when the space cannot have a GP: then gp_ok stays 0 and the ridge picks alone; -1 with
+ * err), per ask auto_gp_fit after auto_fit (-1: no GP this ask), per proposal auto_gp_offer for
+ * each candidate (its value indices in st->idx, as auto_features leaves them) then auto_gp_pick
+ * (1 with *out, 0: none, the ridge's pick stands). auto_gp_free at destroy. */
+int auto_gp_init(auto_state *st, kt_error *err);
+int auto_gp_fit(auto_state *st);
+void auto_gp_offer(auto_state *st, config_id id, double pred);
+int auto_gp_pick(auto_state *st, config_id *out);
+void auto_gp_free(auto_state *st);
 
 #endif

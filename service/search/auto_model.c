@@ -50,6 +50,11 @@ static double target(const auto_state *st, const obs *o, double worst)
     return o->y < st->clip ? o->y : st->clip;
 }
 
+double auto_target(const auto_state *st, const obs *o)
+{
+    return target(st, o, st->worst);
+}
+
 /* st->clip: the CLIP_QUANTILE of the successes' log times (INFINITY below CLIP_MIN_OK of them). */
 static void fit_clip(auto_state *st)
 {
@@ -90,6 +95,7 @@ void auto_fit(auto_state *st)
     if (isfinite(st->clip))
         worst = st->clip;
     worst += 0.5 * (worst - best) + 0.5;
+    st->worst = worst;
     /* The lies (outstanding proposals of a batch) are fitted as failures: constant liar at the
      * most pessimistic level, which pushes the rest of the batch furthest from them. */
     double lie = worst;

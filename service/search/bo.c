@@ -437,7 +437,8 @@ const searcher_vtable searcher_bo_vtable = {
     .name = "bo",
     .summary = "Bayesian optimisation: a Gaussian process on value indices (Matern-5/2 per "
                "parameter, Hamming for categories) and expected improvement over random samples "
-               "and neighbours of the best",
+               "and neighbours of the best; pick it for a pure GP search without auto's local walk "
+               "and restarts",
     .options = bo_options,
     .n_options = N_OPTS,
     .create = bo_create,

@@ -336,7 +336,9 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     }
     r = db_exec(c,
                 "SELECT seq, done_seq, config_id, status, time_ms, compile_ms, measure_ms,"
-                " round(extract(epoch FROM finished_at)::numeric, 3), config, extras->'metrics'"
+                " round(extract(epoch FROM finished_at)::numeric, 3), config, extras->'metrics',"
+                " final_round, CASE WHEN jsonb_typeof(extras->'gflops') = 'number'"
+                " THEN extras->>'gflops' END"
                 " FROM trials WHERE job_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
                 3, p, err);
     if (!r)
@@ -347,7 +349,7 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
     page_string(&b, status);
     strbuf_puts(&b, ",\"format\":\"compact\",\"fields\":[\"seq\",\"done_seq\",\"config_id\","
                     "\"status\",\"time_ms\",\"compile_ms\",\"measure_ms\",\"finished_at\","
-                    "\"config\",\"metrics\"],\"rows\":[");
+                    "\"config\",\"metrics\",\"final_round\",\"gflops\"],\"rows\":[");
     const char *next_after = a.text;
     for (int i = 0; i < PQntuples(r) && b.len < TRIAL_PAGE_MAX_BYTES; i++) {
         strbuf_puts(&b, i ? ",[" : "[");
@@ -366,6 +368,12 @@ int trial_store_list_compact(PGconn *c, long long job_id, long long after, int l
         /* The user metrics of an ok trial (extras.metrics, kernels/README.md), else null. */
         strbuf_append(&b, ",", 1);
         strbuf_puts(&b, PQgetisnull(r, i, 9) ? "null" : PQgetvalue(r, i, 9));
+        /* The final pick's round of a re-measurement (1..), null for the search's trials. */
+        strbuf_append(&b, ",", 1);
+        page_number(&b, r, i, 10);
+        /* The GFLOP/s the runner computed from the kernel's flop count (extras.gflops), or null. */
+        strbuf_append(&b, ",", 1);
+        page_number(&b, r, i, 11);
         strbuf_append(&b, "]", 1);
         next_after = PQgetvalue(r, i, 1);
     }

@@ -91,8 +91,10 @@ json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int 
                               kt_error *err);
 /* API, compact (?format=compact): the same page as trial_store_list_json as JSON text
  * {"job_id", "job_status", "format": "compact", "fields": [...], "rows": [[seq, done_seq,
- * config_id, status, time_ms, compile_ms, measure_ms, finished_at, config], ...], "next_after"}
- * with finished_at in Unix seconds and time_ms null unless ok. Written straight from the query's
+ * config_id, status, time_ms, compile_ms, measure_ms, finished_at, config, metrics, final_round,
+ * gflops], ...], "next_after"} with finished_at in Unix seconds and time_ms null unless ok;
+ * metrics is extras.metrics, final_round null for the search's trials, gflops the runner's
+ * extras.gflops (null unless a number). Written straight from the query's
  * text cells, without a JSON tree, so a 100,000-row page costs one pass. A page stops early at
  * TRIAL_PAGE_MAX_BYTES; next_after then points after the last row it holds. *text is malloc'd
  * (the caller frees); KT_ERR_NOT_FOUND when the job does not exist. */

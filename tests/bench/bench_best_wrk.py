@@ -13,7 +13,9 @@ p50/p99 latency, errors (socket errors and non-2xx replies) and the ratio ktuned
       [--out tests/bench/results/v1-best-wrk.txt]
 
 --cpus pins every process of the bench (ktuned, its PostgreSQL, nginx, wrk) to those cores
-(taskset list, e.g. "0" or "0,1"); default: the cores this process may use.
+(taskset list, e.g. "0" or "0,1"); default: the cores this process may use. --wrk-cpus and
+--server-cpus pin the load generator and the servers apart (issue 32: "wrk pinned to one core, the
+server to the other": --wrk-cpus 0 --server-cpus 1), each overriding --cpus for its side.
 Needs wrk and nginx (Debian: wrk, nginx-light; deploy/install-deps.sh installs them).
 """
 import argparse
@@ -136,7 +138,7 @@ def wrk(url, args, duration, pids=()):
     """wrk's figures, and the CPU the server's processes spent per request (robust to a busy
     machine, where requests/s mostly say how much of the core the server was given)."""
     cmd = pinned(["wrk", "-t%d" % args.threads, "-c%d" % args.connections, "-d%ds" % duration,
-                  "--latency", url], args.cpus)
+                  "--latency", url], args.wrk_cpus)
     c0 = cpu_seconds(pids)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60).stdout
     r = parse_wrk(out)
@@ -200,6 +202,9 @@ def main():
     ap.add_argument("--nginx-sendfile", default="off", choices=("on", "off"),
                     help="off: nginx reads the small file into its buffer and sends one writev")
     ap.add_argument("--cpus", default="")
+    ap.add_argument("--wrk-cpus", default="", help="cores for wrk alone (default: --cpus)")
+    ap.add_argument("--server-cpus", default="",
+                    help="cores for ktuned, its PostgreSQL and nginx (default: --cpus)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "v1-best-wrk.txt"))
     ap.add_argument("--skip-uncached", action="store_true", help="leave the uncached reference out")
     ap.add_argument("--note", default="", help="a line about the conditions, written with the results")
@@ -207,8 +212,10 @@ def main():
     for tool in ("wrk", "nginx"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             sys.exit("bench_best_wrk: %s is missing (apt-get install wrk nginx-light; make deps)" % tool)
-    if args.cpus:
-        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # ktuned and postgres inherit it
+    args.wrk_cpus = args.wrk_cpus or args.cpus
+    args.server_cpus = args.server_cpus or args.cpus
+    if args.server_cpus:  # ktuned and postgres inherit it
+        os.sched_setaffinity(0, {int(c) for c in args.server_cpus.split(",")})
     extra = ["--workers", "1", "--kernels", ""]
     if args.http_threads:
         extra += ["--http-threads", str(args.http_threads)]
@@ -228,7 +235,7 @@ def main():
         assert body2 == body and headers2.get("etag") == headers.get("etag"), "the cached answer differs"
         if not args.skip_uncached:
             assert raw_get(uncached.address, path)[0] == 200
-        nginx, nginx_dir, nginx_port = start_nginx(body, args.cpus, args.nginx_workers, args.nginx_sendfile)
+        nginx, nginx_dir, nginx_port = start_nginx(body, args.server_cpus, args.nginx_workers, args.nginx_sendfile)
         status, _, nbody = raw_get("127.0.0.1:%d" % nginx_port, path)
         assert status == 200 and nbody == body, (status, nbody[:200])
         urls = {"ktuned": "http://%s%s" % (cached.address, path),
@@ -264,8 +271,8 @@ def report(args, results, body_len):
                  % (args.threads, args.connections, args.duration, args.rounds, args.nginx_workers,
                     args.nginx_sendfile))
     lines.append("ktuned-uncached: --best-cache-entries 0 (catalog key + SQL per request, as before the"
-                 " cache). cores: %s; %s; %s"
-                 % (args.cpus or "all", datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                 " cache). cores: wrk %s, servers %s; %s; %s"
+                 % (args.wrk_cpus or "all", args.server_cpus or "all", datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
                     ", ".join(os.uname()[0:1] + os.uname()[2:3])))
     if args.note:
         lines.append(args.note)
@@ -281,6 +288,9 @@ def report(args, results, body_len):
     un = [u["rps"] / n["rps"] if n["rps"] else 0 for u, n in zip(results.get("ktuned-uncached", []), results["nginx"])]
     lines.append("ratio ktuned / nginx per round: %s (median %.2f)"
                  % (", ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
+    p99 = [k["p99"] / n["p99"] if n["p99"] else 0 for k, n in zip(results["ktuned"], results["nginx"])]
+    lines.append("p99 ktuned / nginx per round: %s (median %.2f; at most 1 is the aim of issue 32)"
+                 % (", ".join("%.2f" % r for r in p99), statistics.median(p99)))
     if un:
         lines.append("ratio ktuned-uncached / nginx per round: %s (median %.2f)"
                      % (", ".join("%.2f" % r for r in un), statistics.median(un)))

@@ -1,7 +1,8 @@
 // Browser tests of the dashboard: playwright-core drives Debian's chromium (headless, no sandbox,
 // background networking off) against a live ktuned with its embedded PostgreSQL. The pages load
 // without console errors, a job started from the page appears and its chart grows while it runs,
-// cancel works (with the API token the service is started with), the lookup form works, the
+// cancel works (with the API token the service is started with), the start form sends every field
+// of POST /v1/tune and marks a refused one, the lookup form works, the
 // bench results file is shown, an exhaustive job covers its whole (4,000-configuration) space and
 // finds its optimum, a 100,000-trial job (imported through POST /v1/imports: the service would take
 // ten minutes to measure that many) opens in under 2 s (measured and printed; asserted by make bench
@@ -185,11 +186,17 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await row.waitFor();
     assert.match(await row.textContent(), /gemm/);
 
+    const eventReplies = [];
+    page.on("response", (r) => {
+      if (r.url().includes(`/v1/jobs/${liveId}/events?`)) eventReplies.push(r.status());
+    });
     await page.goto(`${k.base}/#/jobs/${liveId}`);
     await page.waitForFunction(() => {
       const c = window.Chart && window.Chart.getChart(document.getElementById("convergence-chart"));
       return c && c.data.datasets[0].data.length > 0;
     });
+    // Live by Server-Sent Events (GET /v1/jobs/{id}/events), not by polling.
+    await page.waitForSelector('#job-page[data-live="events"]');
     // The best-so-far line ends at the latest trial: its x grows while the job runs.
     const seen = [];
     let grew = false;
@@ -200,8 +207,10 @@ describe("dashboard", { timeout: 1800000 }, () => {
       if (seen.length > 1 && p.lastX > seen[0] && job.status === "running") grew = true;
       await sleep(500);
     }
-    note(`live job ${liveId}: convergence chart's last x went ${seen[0]} -> ${seen[seen.length - 1]} while running`);
+    note(`live job ${liveId}: convergence chart's last x went ${seen[0]} -> ${seen[seen.length - 1]} while running, ${eventReplies.length} events replies`);
     assert.ok(grew, "the convergence chart did not grow while the job ran: " + seen.join(","));
+    assert.ok(eventReplies.length >= 2 && eventReplies.every((st) => st === 200), "events replies: " + eventReplies.join(","));
+    assert.equal(await page.getAttribute("#job-page", "data-live"), "events", "the page fell back to polling");
     await k.waitJob(liveId, { timeoutMs: 600000 });
     await page.waitForSelector("#job-page[data-loaded=all]", { timeout: 30000 });
     const job = (await k.api("GET", `/v1/jobs/${liveId}`)).body;
@@ -236,6 +245,63 @@ describe("dashboard", { timeout: 1800000 }, () => {
     await page.waitForSelector(`#jobs-table tr[data-id="${cancelId}"][data-status=cancelled]`, { timeout: 15000 });
     const job = (await k.api("GET", `/v1/jobs/${cancelId}`)).body;
     assert.equal(job.status, "cancelled");
+    await closePage(page);
+  });
+
+  it("the start form takes what POST /v1/tune takes, checks it as the API does and shows refusals at their field", async () => {
+    const page = await newPage();
+    await page.goto(`${k.base}/#/jobs`);
+    await page.click("#token summary");
+    await page.fill("#token-input", TOKEN);
+    await page.click("#token-form button");
+    await page.click("details.start > summary");
+    // The CPU gemm's problem arguments become fields, with the bounds GET /v1/kernels gives.
+    const kernels = (await k.api("GET", "/v1/kernels")).body.kernels;
+    const cpu = kernels.find((x) => x.name === "gemm").devices.find((d) => d.device === "cpu");
+    await page.selectOption("#start-form select[name=kernel]", "gemm");
+    await page.selectOption("#start-form select[name=device]", "cpu");
+    const m = cpu.problem_arguments.find((a) => a.name === "M");
+    const mInput = page.locator('#start-form input[name="problem.M"]');
+    assert.equal(await mInput.getAttribute("max"), String(m.max));
+    assert.equal(await page.locator("#start-problem input").count(), cpu.problem_arguments.length);
+    // Out of bounds: refused in the page, nothing sent, the field marked.
+    await mInput.fill(String(m.max + 1));
+    await page.click("#start-form button[type=submit]");
+    await page.waitForSelector("#start-form .form-msg .error-box");
+    assert.match(await page.textContent("#start-form .form-msg"), new RegExp(`problem\\.M: must be at most ${m.max}`));
+    assert.equal(await mInput.getAttribute("aria-invalid"), "true");
+    // A replay job with strategy options, a time budget, a seed above 2^53, no warm start, parallel 2.
+    await page.selectOption("#start-form select[name=kernel]", "pnpoly");
+    await page.selectOption("#start-form select[name=device]", "replay:pnpoly_kt-RTX_3090");
+    await page.selectOption("#start-form select[name=strategy]", "anneal");
+    const anneal = (await k.api("GET", "/v1/strategies")).body.strategies.find((x) => x.name === "anneal");
+    assert.equal(await page.locator("#start-options [data-path]").count(), Object.keys(anneal.options).length);
+    // A start state the space does not have: the service refuses, naming the option, and the page marks it.
+    await page.fill('#start-form [name="strategy_options.start"]', '{"nope": 1}');
+    page.expected.push(/status of 400/);
+    await page.click("#start-form button[type=submit]");
+    await page.waitForSelector("#start-form .form-msg .error-box >> text=/not a configuration of the space/");
+    page.expected.pop();
+    assert.equal(await page.locator('#start-form [name="strategy_options.start"]').getAttribute("aria-invalid"), "true");
+    await page.fill('#start-form [name="strategy_options.start"]', "");
+    await page.fill('#start-form [name="strategy_options.t0"]', "2.5");
+    await page.fill("#start-form input[name=evaluations]", "12");
+    await page.fill("#start-form input[name=seconds]", "900");
+    await page.fill("#start-form input[name=seed]", "9007199254740993");
+    await page.selectOption("#start-form select[name=history]", "none");
+    await page.fill('#start-form input[name="parallel"]', "2");
+    await page.click("#start-form button[type=submit]");
+    await page.waitForSelector("#start-form .form-msg .ok");
+    const id = Number((await page.textContent("#start-form .form-msg .ok")).match(/job (\d+)/)[1]);
+    const raw = await (await fetch(`${k.base}/v1/jobs/${id}`, { headers: AUTH })).text();
+    assert.match(raw, /"seed":\s*"?9007199254740993"?[,}]/, "the seed was rounded on the way: " + raw.slice(0, 300));
+    const job = JSON.parse(raw);
+    assert.equal(job.strategy, "anneal");
+    assert.equal(job.strategy_options.t0, 2.5);
+    assert.deepEqual([job.budget.evaluations, job.budget.seconds], [12, 900]);
+    assert.equal(job.history.mode, "none");
+    assert.equal(job.parallel, 2);
+    await k.waitJob(id, { timeoutMs: 120000 });
     await closePage(page);
   });
 

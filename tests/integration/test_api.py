@@ -69,6 +69,7 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(job["progress"]["trials"], 100)
         trials = self.k.all_trials(job["id"])
         self.assertEqual(len(trials), 100)
+        self.assertEqual(job["seed"], "7")  # decimal text: no 64-bit seed is rounded (issue 31)
         self.assertEqual(len({t["config_id"] for t in trials}), 100)
         self.assertEqual(sorted(t["seq"] for t in trials), list(range(1, 101)))
         ok = [t for t in trials if t["status"] == "ok"]
@@ -112,10 +113,14 @@ class ApiTest(unittest.TestCase):
 
     # --- jobs list, cancel --------------------------------------------------------------------
     def test_cancel_and_list(self):
+        # A seed above 2^53, sent as decimal text, comes back as the same text (issue 31).
+        big = str(2 ** 63 - 3)
         req = {"kernel": "gemm", "device": "replay:gemm_clblast-RTX_2080_Ti", "strategy": "exhaustive",
-               "budget": {"evaluations": 17956}}
+               "budget": {"evaluations": 17956}, "seed": big}
         status, _, job = self.k.post("/v1/tune", req)
         self.assertEqual(status, 202, job)
+        self.assertEqual(job["seed"], big)
+        self.assertEqual(self.k.get("/v1/jobs/%d" % job["id"])[2]["seed"], big)
         status, _, cancelled = self.k.request("DELETE", "/v1/jobs/%d" % job["id"])
         self.assertEqual((status, cancelled["status"]), (200, "cancelled"), cancelled)
         status, _, again = self.k.request("DELETE", "/v1/jobs/%d" % job["id"])
@@ -156,6 +161,9 @@ class ApiTest(unittest.TestCase):
             (dict(CONV, problem={"n": 1}), 400, "bad_problem", "n"),
             (dict(CONV, problem=[1]), 400, "wrong_type", "problem"),
             (dict(CONV, seed=-4), 400, "wrong_type", "seed"),
+            (dict(CONV, seed="-4"), 400, "wrong_type", "seed"),
+            (dict(CONV, seed="9223372036854775808"), 400, "wrong_type", "seed"),
+            (dict(CONV, seed="12ab"), 400, "wrong_type", "seed"),
         ]
         for body, status_expected, code, mention in cases:
             with self.subTest(body=body):

@@ -109,6 +109,9 @@ class AskTellTest(unittest.TestCase):
         self.assertEqual([x["outcome"] for x in r["results"]], ["recorded"] * 4, r)
         again = self.tell(jid, told[:2])
         self.assertEqual([x["outcome"] for x in again["results"]], ["duplicate"] * 2, again)
+        # A tell of one trial records first (sql/024); one already final falls back to the checks.
+        once = self.tell(jid, told[2:3])
+        self.assertEqual([x["outcome"] for x in once["results"]], ["duplicate"], once)
         # What was told is what the trials page shows; the best is the fastest ok.
         page = self.k.all_trials(jid)
         by_id = {t["id"]: t for t in page}
@@ -177,6 +180,32 @@ class AskTellTest(unittest.TestCase):
         status, _, r = self.k.post("/v1/tune", {"kernel": "k", "device": "external", "device_class": "c",
                                                 "space": SPACE, "problem": {"n": "big"}})
         self.assertEqual((status, r["error"]["message"]), (400, "problem.n: must be a number"), r)
+
+    def test_e_events_wake_on_a_tell(self):
+        """GET /v1/jobs/{id}/events waits while nothing changes and answers as soon as a tell records a
+        trial, with the trial and the new cursor."""
+        jid = self.submit(budget=4, seed=9)
+        t = self.ask(jid, n=1)["trials"][0]
+        got = {}
+
+        def listen():
+            t0 = time.monotonic()
+            got["reply"] = self.k.get("/v1/jobs/%d/events?after=0&status=running&wait_s=20" % jid)
+            got["s"] = time.monotonic() - t0
+
+        th = threading.Thread(target=listen)
+        th.start()
+        time.sleep(1.5)
+        self.assertTrue(th.is_alive(), "the events answered with nothing to say")
+        self.tell(jid, [{"id": t["id"], "status": "ok", "time_ms": 1.25}])
+        th.join(20)
+        status, hdrs, text = got["reply"]
+        self.assertEqual((status, hdrs["content-type"]), (200, "text/event-stream"), text)
+        self.assertLess(got["s"], 10, "the tell did not wake the events")
+        page = json.loads(text.split("event: trials\ndata: ")[1].split("\n\n")[0])
+        self.assertEqual([r[4] for r in page["rows"]], [1.25])
+        self.assertIn("\nid: %d\n" % page["next_after"], text)
+        self.assertEqual(self.k.request("DELETE", "/v1/jobs/%d" % jid)[0], 200)
 
     def test_d_lease_expiry_and_absent_harness(self):
         jid = self.submit(budget=6, seed=4)

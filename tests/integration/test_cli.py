@@ -72,7 +72,7 @@ class CliTest(unittest.TestCase):
         job_id = self.tune_wait(*CONV, "--strategy", "random", "--budget-evaluations", "60",
                                 "--seed", "11", "--problem", "problem_size=4096,4096")
         status, _, job = self.k.get("/v1/jobs/%d" % job_id)
-        self.assertEqual((job["status"], job["progress"]["trials"], job["seed"]), ("succeeded", 60, 11))
+        self.assertEqual((job["status"], job["progress"]["trials"], job["seed"]), ("succeeded", 60, "11"))
         # stderr is not a terminal here: plain progress lines, then the summary.
         p = self.ktune("jobs", "--limit", "500")
         self.assertTrue(any(line.split()[:2] == [str(job_id), "succeeded"]

@@ -107,6 +107,16 @@ class FinalPickTest(unittest.TestCase):
                           " FROM jobs j JOIN trials t ON t.job_id = j.id WHERE j.id = %d"
                           " GROUP BY j.id" % job["id"]).split("|")
         self.assertEqual(row, [str(budget), "t", str(COUNT * rounds)])
+        # The dashboard's compact page tells re-measurements apart and carries the runner's GFLOP/s.
+        _, _, compact = self.k.get("/v1/jobs/%d/trials?format=compact" % job["id"])
+        f, by_seq = compact["fields"], {t["seq"]: t for t in trials}
+        self.assertEqual(len(compact["rows"]), len(trials))
+        for r in compact["rows"]:
+            t = by_seq[r[f.index("seq")]]
+            self.assertEqual(r[f.index("final_round")], t["final_round"], r)
+            self.assertEqual(r[f.index("gflops")], (t["extras"] or {}).get("gflops"), r)
+            if t["status"] == "ok":
+                self.assertGreater(r[f.index("gflops")], 0, r)
         return cands[w], medians[w]
 
     def test_a_pick_by_median_shown_and_served(self):

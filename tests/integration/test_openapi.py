@@ -327,6 +327,21 @@ class ServedTest(unittest.TestCase):
         self.assertEqual((status, len(page["rows"])), (200, 5))
         status, _, page = self.call("GET", "/v1/jobs/{id}/trials", {"id": jid}, {"after": 10 ** 12})
         self.assertEqual(page["trials"], [])
+        # Its events (Server-Sent Events): the job, every trial with the next cursor as the event's id;
+        # from that cursor, the end. A status the route does not know is a 400.
+        status, hdrs, text = self.call("GET", "/v1/jobs/{id}/events", {"id": jid}, {"wait_s": 0})
+        self.assertEqual((status, hdrs["cache-control"]), (200, "no-store"))
+        self.assertTrue(text.startswith("retry: 1000\n\nevent: job\ndata: {"), text[:200])
+        cursor = int(text.split("\nid: ")[1].split("\n")[0])
+        rows = json.loads(text.split("event: trials\ndata: ")[1].split("\n\n")[0])
+        self.assertEqual((rows["next_after"], len(rows["rows"])), (cursor, job["progress"]["trials"]))
+        status, _, text = self.call("GET", "/v1/jobs/{id}/events", {"id": jid}, {"after": cursor})
+        self.assertIn('event: end\ndata: {"job_status":"succeeded"}', text)
+        self.assertNotIn("event: trials", text)
+        status, _, _ = self.call("GET", "/v1/jobs/{id}/events", {"id": jid}, headers={"Last-Event-ID": str(cursor)})
+        self.assertEqual(status, 200)
+        status, _, reply = self.call("GET", "/v1/jobs/{id}/events", {"id": jid}, {"status": "sleeping"})
+        self.assertEqual((status, reply["error"]["code"]), (400, "out_of_range"), reply)
         status, _, page = self.call("GET", "/v1/jobs", query={"limit": 1})
         self.assertEqual((status, len(page["jobs"])), (200, 1))
         status, _, page = self.call("GET", "/v1/jobs", query={"status": "succeeded", "before": page["jobs"][0]["id"] + 1})
@@ -392,7 +407,8 @@ class ServedTest(unittest.TestCase):
         self.assertIn("POST /v1/tune", reply["error"]["hint"])
         status, _, reply = self.call("GET", "/v1/best", query={"kernel": "gemm"})
         self.assertEqual((status, reply["error"]["code"]), (400, "missing_field"))
-        for method, path in (("GET", "/v1/jobs/{id}"), ("GET", "/v1/jobs/{id}/trials"), ("DELETE", "/v1/jobs/{id}")):
+        for method, path in (("GET", "/v1/jobs/{id}"), ("GET", "/v1/jobs/{id}/trials"), ("GET", "/v1/jobs/{id}/events"),
+                             ("DELETE", "/v1/jobs/{id}")):
             for jid in (999999, "abc"):
                 status, _, reply = self.call(method, path, {"id": jid})
                 self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), (method, path, jid))
@@ -706,6 +722,7 @@ class ServedTest(unittest.TestCase):
         for method, path, query, body in (
                 ("POST", "/v1/tune", None, conv), ("GET", "/v1/jobs", None, None), ("GET", "/v1/jobs/{id}", None, None),
                 ("DELETE", "/v1/jobs/{id}", None, None), ("GET", "/v1/jobs/{id}/trials", None, None),
+                ("GET", "/v1/jobs/{id}/events", {"wait_s": 0}, None),
                 # k=7: a lookup never asked before (answers already in memory are still served)
                 ("GET", "/v1/best", dict(conv, k=7), None), ("GET", "/v1/best/entries", None, None),
                 ("GET", "/v1/workers", None, None), ("GET", "/v1/models", None, None),

@@ -9,7 +9,7 @@ from ktuned_fixture import Ktuned, parse_args, run_tests  # noqa: E402
 
 ARGS = parse_args()
 FIELDS = ["seq", "done_seq", "config_id", "status", "time_ms", "compile_ms", "measure_ms", "finished_at", "config",
-          "metrics"]
+          "metrics", "final_round", "gflops"]
 
 
 class TrialsCompactTest(unittest.TestCase):
@@ -58,6 +58,8 @@ class TrialsCompactTest(unittest.TestCase):
                     self.assertAlmostEqual(r[key], obj[key], places=9)
             self.assertIsInstance(r["finished_at"], (int, float))
             self.assertEqual(r["metrics"], (obj.get("extras") or {}).get("metrics"))
+            self.assertEqual(r["final_round"], obj["final_round"])
+            self.assertEqual(r["gflops"], (obj.get("extras") or {}).get("gflops"))
         self.assertEqual(page["next_after"], objects[-1]["done_seq"])
         self.assertTrue(any(r[3] != "ok" and r[4] is None for r in page["rows"]), "failed rows have time_ms null")
 

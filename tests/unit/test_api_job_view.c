@@ -51,6 +51,13 @@ static void job_document_has_links_and_null_best(void **state)
     assert_string_equal(json_string_value(json_object_get(links, "trials")), "/v1/jobs/42/trials");
     assert_true(json_is_null(json_object_get(doc, "best")));
     assert_true(json_is_null(json_object_get(doc, "stop_reason")));
+    /* The seed as decimal text (issue 31), also above 2^53 where a double would round it. */
+    assert_string_equal(json_string_value(json_object_get(doc, "seed")), "7");
+    json_decref(doc);
+    j.seed = (1ULL << 53) + 1;
+    doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "seed")), "9007199254740993");
     /* The whole key is shown, the toolchain included. */
     assert_string_equal(json_string_value(json_object_get(doc, "kernel_hash")), "abc");
     assert_string_equal(json_string_value(json_object_get(doc, "toolchain")), "recorded");

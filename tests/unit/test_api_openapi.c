@@ -469,10 +469,17 @@ static void tune_limits_and_defaults_match_the_parser(void **state)
     assert_int_equal(json_integer_value(json_object_get(budget_default, "evaluations")),
                      TUNE_DEFAULT_EVALUATIONS);
     assert_int_equal(t.evaluations, TUNE_DEFAULT_EVALUATIONS);
-    /* Seed: 0 to INT64_MAX. */
-    json_t *seed = json_object_get(props, "seed");
+    /* Seed: 0 to INT64_MAX, as an integer or its decimal text (issue 31). */
+    json_t *seed_of = json_object_get(json_object_get(props, "seed"), "oneOf");
+    json_t *seed = json_array_get(seed_of, 0);
     assert_int_equal(json_integer_value(json_object_get(seed, "minimum")), 0);
     assert_true(json_integer_value(json_object_get(seed, "maximum")) == INT64_MAX);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(seed_of, 1), "pattern")),
+                        "^[0-9]{1,19}$");
+    body = minimal_body();
+    json_object_set_new(body, "seed", json_string("9223372036854775807"));
+    assert_int_equal(parse_body(body, &t), KT_OK);
+    assert_true(t.seed == (uint64_t)INT64_MAX);
     body = minimal_body();
     json_object_set_new(body, "seed", json_integer(INT64_MAX));
     assert_int_equal(parse_body(body, &t), KT_OK);

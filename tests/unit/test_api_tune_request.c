@@ -63,6 +63,24 @@ static void fills_defaults(void **state)
     assert_null(t.options);
 }
 
+/* Issue 31: the seed as decimal text (what the job view answers), exact above 2^53. */
+static void seed_as_text(void **state)
+{
+    (void)state;
+    tune_request t;
+    kt_error err;
+    assert_int_equal(
+        parse("{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"9007199254740993\"}", &t, &err),
+        KT_OK);
+    assert_true(t.seed == 9007199254740993ULL);
+    assert_int_equal(
+        parse("{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"9223372036854775807\"}", &t, &err),
+        KT_OK);
+    assert_true(t.seed == (uint64_t)INT64_MAX);
+    assert_int_equal(parse("{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"0\"}", &t, &err), KT_OK);
+    assert_true(t.seed == 0);
+}
+
 static void fresh_seeds_differ(void **state)
 {
     (void)state;
@@ -112,7 +130,14 @@ static void refuses_each_bad_field(void **state)
         {"{\"kernel\":\"k\",\"device\":\"d\",\"budget\":{\"hours\":1}}", KT_ERR_UNKNOWN_FIELD,
          "hours"},
         {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":-1}", KT_ERR_WRONG_TYPE, "seed"},
-        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"1\"}", KT_ERR_WRONG_TYPE, "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"1x\"}", KT_ERR_WRONG_TYPE, "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"\"}", KT_ERR_WRONG_TYPE, "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"-1\"}", KT_ERR_WRONG_TYPE, "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"9223372036854775808\"}", KT_ERR_WRONG_TYPE,
+         "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":\"99999999999999999999\"}", KT_ERR_WRONG_TYPE,
+         "seed"},
+        {"{\"kernel\":\"k\",\"device\":\"d\",\"seed\":1.5}", KT_ERR_WRONG_TYPE, "seed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tune_request t;
@@ -302,6 +327,7 @@ int main(void)
         cmocka_unit_test(accepts_a_full_request),
         cmocka_unit_test(fills_defaults),
         cmocka_unit_test(fresh_seeds_differ),
+        cmocka_unit_test(seed_as_text),
         cmocka_unit_test(refuses_each_bad_field),
         cmocka_unit_test(unknown_strategy_hint_lists_the_valid_ones),
         cmocka_unit_test(history_is_auto_or_none),

@@ -5,7 +5,10 @@
  * go back, the measure cache file written, a second run replaying every measurement with identical
  * results and the same modelled clock (the measurement part exactly), --time-budget stopping a
  * replayed run where the first run's clock passed it, a --variant row with its options and Welch
- * tests, and a cache of another problem refused. */
+ * tests, and a cache of another problem refused. Issue 30, with a fake runner whose calls take a
+ * known time: the slow-factor cut-off of every run comes from that run's own best (the second run
+ * in a process does not inherit the first's), and each run's trials are the same in either order
+ * of the rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +216,177 @@ static void test_problem_text(void **state)
             fail_msg("'%s' was accepted", bad[i]);
         assert_int_equal(err.code, KT_ERR_BAD_PROBLEM);
     }
+}
+
+/* ---- issue 30: the slow-factor cut-off is each run's own ------------------------------------
+ * A fake ktune-runner (Python, Debian's interpreter: no shim to start) for a kernel "slow" of one
+ * parameter P = 1..48 whose kernel call takes 30 x P ms: it answers ok with that time, or, when the
+ * request carries a call limit below it, ends itself by SIGALRM as the real runner's timer does
+ * (the backend's timeout). So every verdict is known: with slow factor 2 a run whose best so far is
+ * B ms cuts off P when 30 P > max(2 B, 100) ms. */
+static const char CUT_SPEC[] =
+    "{\"name\": \"slow\", \"summary\": \"a call of 30 x P ms\","
+    " \"problem\": [{\"name\": \"n\", \"min\": 1, \"max\": 1024, \"default\": 64}],"
+    " \"buffers\": [{\"name\": \"x\", \"elements\": \"n\", \"role\": \"input\"},"
+    "               {\"name\": \"y\", \"elements\": \"n\", \"role\": \"output\"}],"
+    " \"flops\": \"n\", \"tolerance\": {\"rtol\": 1e-6, \"atol\": 1e-7},"
+    " \"reference\": {\"kind\": \"c\", \"source\": \"reference.c\"},"
+    " \"variants\": {\"cpu\": {\"source\": \"cpu.c\","
+    "   \"parameters\": [{\"name\": \"P\", \"values\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,"
+    "     14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,"
+    "     36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48]}],"
+    "   \"default\": {\"P\": 24}}},"
+    " \"test_problem\": {\"n\": 64}}";
+
+static const char CUT_RUNNER[] =
+    "#!/usr/bin/python3 -S\n"
+    "import json, os, signal, sys\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    if req['op'] == 'probe' and sys.argv[sys.argv.index('--device') + 1] != 'cpu':\n"
+    "        rep = {'ok': False, 'reason': 'no CUDA driver'}\n"
+    "    elif req['op'] == 'probe':\n"
+    "        rep = {'ok': True, 'device': {'model': 'Fake CPU', 'cores': 2, 'isa': ['avx2'],\n"
+    "               'vector_bits': 256, 'l1d_bytes': 32768, 'l2_bytes': 1048576,\n"
+    "               'l3_bytes': 8388608, 'compiler': 'cc 12', 'toolchain': 'gcc 12'}}\n"
+    "    else:\n"
+    "        t = 30.0 * req['defines']['P']\n"
+    "        limit = req.get('call_limit_s')\n"
+    "        if limit and t / 1000.0 > limit:\n"
+    "            os.kill(os.getpid(), signal.SIGALRM)\n"
+    "        rep = {'ok': True, 'status': 'ok', 'time_ms': t, 'repeats': 3, 'noise_cv': 0.0,\n"
+    "               'compile_ms': 5.0, 'measure_ms': 3 * t, 'extras': {}}\n"
+    "    rep['id'] = req['id']\n"
+    "    sys.stdout.write(json.dumps(rep) + '\\n')\n"
+    "    sys.stdout.flush()\n";
+
+#define CUT_BUDGET 10
+#define CUT_SEEDS  2
+
+typedef struct cut_fixture {
+    char dir[64], kernels[96], runner[96], bin[96];
+} cut_fixture;
+
+static void cut_write(const char *dir, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *out = fopen(path, "w");
+    if (!out)
+        fail_msg("cannot write %s", path);
+    fputs(text, out);
+    fclose(out);
+}
+
+/* Runs the rows (a comma list) of the fake kernel with slow factor 2 and a cache in memory. */
+static json_t *cut_run(const cut_fixture *f, const char *row_a, const char *row_b)
+{
+    bench_device_options o;
+    kt_error err;
+    memset(&o, 0, sizeof o);
+    o.kernel = "slow";
+    o.device = "cpu";
+    snprintf(o.strategies[0], sizeof o.strategies[0], "%s", row_a);
+    snprintf(o.strategies[1], sizeof o.strategies[1], "%s", row_b);
+    o.n_strategies = 2;
+    o.budget = CUT_BUDGET;
+    o.seeds = CUT_SEEDS;
+    o.batch = 1;
+    o.runner = f->runner;
+    o.kernels = f->kernels;
+    o.cache_dir = f->bin;
+    o.cpu_core = -1;
+    o.min_repeats = 1;
+    o.min_seconds = 0.001;
+    o.slow_factor = 2;
+    json_t *res = bench_device_run(&o, NULL, NULL, &err);
+    if (!res)
+        fail_msg("bench %s,%s: %s (%s)", row_a, row_b, err.message, err.hint);
+    return res;
+}
+
+/* Every verdict of a run is the one its own best so far gives (none at its start: the first
+ * evaluation is never cut off), and every ok time is 30 P ms. Returns the run's timeouts. */
+static int cut_check_run(const json_t *run)
+{
+    const json_t *t;
+    size_t j;
+    double best = 0;
+    int cuts = 0;
+    json_array_foreach(json_object_get(run, "trials"), j, t)
+    {
+        double ms = 30.0 * (double)(json_integer_value(json_array_get(t, 0)) + 1);
+        double limit = best > 0 ? (2 * best > 100 ? 2 * best : 100) : INFINITY;
+        const char *st = json_string_value(json_array_get(t, 1));
+        const char *want = ms > limit ? "timeout" : "ok";
+        if (strcmp(st, want) != 0)
+            fail_msg("seed %lld, evaluation %zu: %s, but its own best %g ms makes a %g ms call %s",
+                     json_integer_value(json_object_get(run, "seed")), j + 1, st, best, ms, want);
+        if (strcmp(st, "ok") == 0) {
+            assert_true(json_number_value(json_array_get(t, 2)) == ms);
+            best = best > 0 && best < ms ? best : ms;
+        }
+        cuts += strcmp(st, "timeout") == 0;
+    }
+    return cuts;
+}
+
+/* Two rows in one bench, in both orders: each run's verdicts are its own (the second run in a
+ * process does not see the first's threshold), and every run's trials are the same whichever row
+ * ran first (ids, statuses, times: a run's result does not depend on the order of the runs). */
+static void test_cutoff_per_run(void **state)
+{
+    (void)state;
+    cut_fixture f;
+    char dir[128];
+    snprintf(f.dir, sizeof f.dir, "/tmp/kt_bench_cut_XXXXXX");
+    assert_non_null(mkdtemp(f.dir));
+    snprintf(f.kernels, sizeof f.kernels, "%s/kernels", f.dir);
+    snprintf(f.bin, sizeof f.bin, "%s/bin", f.dir);
+    snprintf(f.runner, sizeof f.runner, "%s/runner.py", f.dir);
+    snprintf(dir, sizeof dir, "%s/slow", f.kernels);
+    assert_int_equal(mkdir(f.kernels, 0755), 0);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    cut_write(dir, "spec.json", CUT_SPEC);
+    cut_write(dir, "cpu.c",
+              "int ktune_kernel(float *const *b, const long long *p) { return 0; }\n");
+    cut_write(dir, "reference.c",
+              "int ktune_reference(float *const *b, const long long *p) { return 0; }\n");
+    cut_write(f.dir, "runner.py", CUT_RUNNER);
+    assert_int_equal(chmod(f.runner, 0755), 0);
+
+    json_t *ab = cut_run(&f, "gbfs", "random"), *ba = cut_run(&f, "random", "gbfs");
+    const char *rows[] = {"gbfs", "random"};
+    int cuts = 0;
+    for (size_t r = 0; r < 2; r++) {
+        const json_t *ra = json_object_get(
+                         json_object_get(json_object_get(ab, "strategies"), rows[r]), "runs"),
+                     *rb = json_object_get(
+                         json_object_get(json_object_get(ba, "strategies"), rows[r]), "runs");
+        assert_int_equal(json_array_size(ra), CUT_SEEDS);
+        for (size_t k = 0; k < CUT_SEEDS; k++) {
+            const json_t *x = json_array_get(ra, k), *y = json_array_get(rb, k);
+            cuts += cut_check_run(x);
+            cut_check_run(y);
+            const json_t *tx = json_object_get(x, "trials"), *ty = json_object_get(y, "trials");
+            assert_int_equal(json_array_size(tx), json_array_size(ty));
+            for (size_t j = 0; j < json_array_size(tx); j++) {
+                for (size_t c = 0; c < 3; c++) {
+                    if (!json_equal(json_array_get(json_array_get(tx, j), c),
+                                    json_array_get(json_array_get(ty, j), c)))
+                        fail_msg("%s seed %zu, evaluation %zu differs with the rows' order",
+                                 rows[r], k, j + 1);
+                }
+            }
+        }
+    }
+    assert_true(cuts > 0); /* the cut-off was exercised */
+    json_decref(ab);
+    json_decref(ba);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f.dir); /* our own mkdtemp folder */
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f.dir);
 }
 
 #ifdef KT_RUNNER_PATH
@@ -472,17 +646,23 @@ static void test_real_runs_and_cache(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(tests, 0), "a")),
                         "random");
     assert_string_equal(json_string_value(json_object_get(json_array_get(tests, 0), "b")), "eps1");
+    /* a family of one test: Holm's adjusted p is the raw p (null when the test is undefined) */
+    assert_true(json_equal(json_object_get(json_array_get(tests, 0), "p"),
+                           json_object_get(json_array_get(tests, 0), "p_holm")));
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     assert_non_null(mem);
     bench_device_print_table(var, mem);
     fclose(mem);
-    const char *blocks[] = {
-        "rows with options:",        "eps1         na2c {\"epsilon\":1}",
-        "cost against time",         "@1e+06s",
-        "box data over seeds at @6", "Welch's t-test on the best ms at @6 evaluations",
-        "random       vs eps1"};
+    const char *blocks[] = {"rows with options:",
+                            "eps1         na2c {\"epsilon\":1}",
+                            "cost against time",
+                            "@1e+06s",
+                            "box data over seeds at @6",
+                            "Welch's t-test on the best ms at @6 evaluations",
+                            "Holm's step-down correction over the",
+                            "random       vs eps1"};
     for (i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         if (!strstr(text, blocks[i]))
             fail_msg("the report lacks '%s':\n%s", blocks[i], text);
@@ -537,6 +717,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_problem_text),
+        cmocka_unit_test(test_cutoff_per_run),
 #ifdef KT_RUNNER_PATH
         cmocka_unit_test_setup_teardown(test_real_runs_and_cache, setup, teardown),
 #endif

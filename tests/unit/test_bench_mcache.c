@@ -2,7 +2,9 @@
  * explicit space, without a device: put / get round trip through the file, the first measurement
  * stays, a header of another identity is refused naming the field, a file that is not a cache is
  * refused, a torn last line is cut off, bad lines are skipped, one process per file (lock), and
- * the memory-only mode. */
+ * the memory-only mode; issue 30's cut-offs per run (bench_cutoff.h): the verdict a run's own
+ * limits give a completed measurement and a cut-off one, hand-computed, and a cut-off entry that a
+ * run with a higher limit measures again replaced in memory and in the file read back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,12 +226,145 @@ static void test_memory_only(void **state)
     assert_int_equal(access(f->file, F_OK), -1);
 }
 
+static void cut_off(trial_result *r, const char *kind, double at_s, double measure_ms)
+{
+    trial_result_init(r);
+    r->status = TRIAL_TIMEOUT;
+    r->measure_ms = measure_ms;
+    r->extras = json_pack("{s:f, s:s}", kind, at_s, "reason", "test");
+}
+
+/* The verdicts, hand-computed: an ok of 150 ms is ok for a run without a call limit or with one of
+ * 0.2 s, a timeout for a run limited to 0.1 s (cost: its 120.5 ms compile + the 100 ms limit);
+ * an entry cut at 0.3 s (after 450 ms) is a timeout for runs limited to 0.3 or 0.2 s (costing 450
+ * - 100 = 350 ms: the run gives up 0.1 s sooner) and is measured again by a run limited to 0.5 s
+ * or not at all; a deadline timeout likewise against the run's deadline; other statuses as kept. */
+static void test_cutoff_verdict(void **state)
+{
+    (void)state;
+    trial_result ok, cut, dl, wrong, out;
+    bench_cutoff none = {0, 0}, l01 = {0.1, 20}, l02 = {0.2, 20}, l03 = {0.3, 20}, l05 = {0.5, 20},
+                 d30 = {0.2, 30};
+    double at;
+
+    result(&ok, TRIAL_OK, 150);
+    assert_int_equal(bench_cutoff_kind(&ok, &at), BENCH_CUT_NONE);
+    assert_int_equal(bench_cutoff_verdict(&ok, &none, &out), 1);
+    assert_int_equal(out.status, TRIAL_OK);
+    assert_true(out.time_ms == 150 && out.compile_ms == 120.5 && out.measure_ms == 33.25);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&ok, &l02, &out), 1);
+    assert_int_equal(out.status, TRIAL_OK);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&ok, &l01, &out), 1);
+    assert_int_equal(out.status, TRIAL_TIMEOUT);
+    assert_true(out.compile_ms == 120.5 && out.measure_ms == 100);
+    assert_true(json_real_value(json_object_get(out.extras, "call_limit_s")) == 0.1);
+    assert_true(json_real_value(json_object_get(out.extras, "cut_from_time_ms")) == 150);
+    assert_int_equal(bench_cutoff_kind(&out, &at), BENCH_CUT_CALL);
+    trial_result_release(&out);
+
+    cut_off(&cut, "call_limit_s", 0.3, 450);
+    assert_int_equal(bench_cutoff_kind(&cut, &at), BENCH_CUT_CALL);
+    assert_true(at == 0.3);
+    assert_int_equal(bench_cutoff_verdict(&cut, &l03, &out), 1);
+    assert_int_equal(out.status, TRIAL_TIMEOUT);
+    assert_true(out.measure_ms == 450);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&cut, &l02, &out), 1);
+    assert_true(fabs(out.measure_ms - 350) < 1e-9);
+    assert_true(json_real_value(json_object_get(out.extras, "call_limit_s")) == 0.2);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&cut, &l05, &out), 0);
+    assert_int_equal(bench_cutoff_verdict(&cut, &none, &out), 0);
+
+    cut_off(&dl, "deadline_s", 25, 25000);
+    assert_int_equal(bench_cutoff_kind(&dl, &at), BENCH_CUT_DEADLINE);
+    assert_int_equal(bench_cutoff_verdict(&dl, &l02, &out), 1); /* deadline 20 <= 25 */
+    assert_int_equal(out.status, TRIAL_TIMEOUT);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&dl, &d30, &out), 0);
+    assert_int_equal(bench_cutoff_verdict(&dl, &none, &out), 0);
+
+    result(&wrong, TRIAL_WRONG_RESULT, 0);
+    assert_int_equal(bench_cutoff_verdict(&wrong, &l01, &out), 1);
+    assert_int_equal(out.status, TRIAL_WRONG_RESULT);
+    trial_result_release(&out);
+
+    /* what replaces what: a completed measurement or a later cut-off of the same kind */
+    trial_result cut5;
+    cut_off(&cut5, "call_limit_s", 0.5, 600);
+    assert_true(bench_cutoff_supersedes(&cut, &ok));
+    assert_true(bench_cutoff_supersedes(&cut, &cut5));
+    assert_false(bench_cutoff_supersedes(&cut5, &cut));
+    assert_false(bench_cutoff_supersedes(&ok, &cut5));
+    assert_false(bench_cutoff_supersedes(&cut, &dl));
+    assert_true(bench_cutoff_supersedes(&dl, &wrong));
+    trial_result_release(&ok);
+    trial_result_release(&cut);
+    trial_result_release(&cut5);
+    trial_result_release(&dl);
+    trial_result_release(&wrong);
+}
+
+/* A cut-off entry: a run with a higher limit gets 0 (measure again); its new result replaces the
+ * entry (counted as renewed), also when the file is read back; a cut-off at a lower limit does
+ * not. Verdicts through get_for count hits and runs' own cut-offs. */
+static void test_cutoff_renewed(void **state)
+{
+    fixture *f = *state;
+    kt_error err;
+    trial_result r, got;
+    bench_cutoff l01 = {0.1, 20}, l05 = {0.5, 20};
+
+    bench_mcache *m = bench_mcache_open(f->file, f->sp, f->identity, f->measure, &err);
+    assert_non_null(m);
+    cut_off(&r, "call_limit_s", 0.3, 450);
+    assert_int_equal(bench_mcache_put(m, 2, &r, &err), 0);
+    trial_result_release(&r);
+    assert_int_equal(bench_mcache_get_for(m, 2, &l05, &got), 0);
+    assert_int_equal(bench_mcache_get_for(m, 2, &l01, &got), 1);
+    assert_int_equal(got.status, TRIAL_TIMEOUT);
+    trial_result_release(&got);
+    cut_off(&r, "call_limit_s", 0.2, 300); /* lower: the entry stays */
+    assert_int_equal(bench_mcache_put(m, 2, &r, &err), 0);
+    trial_result_release(&r);
+    result(&r, TRIAL_OK, 150); /* the run limited to 0.5 s measured it completely */
+    assert_int_equal(bench_mcache_put(m, 2, &r, &err), 0);
+    trial_result_release(&r);
+    assert_int_equal(bench_mcache_get_for(m, 2, &l05, &got), 1);
+    assert_int_equal(got.status, TRIAL_OK);
+    trial_result_release(&got);
+    assert_int_equal(bench_mcache_get_for(m, 2, &l01, &got), 1); /* judged, not frozen */
+    assert_int_equal(got.status, TRIAL_TIMEOUT);
+    trial_result_release(&got);
+    bench_mcache_stats st = bench_mcache_get_stats(m);
+    assert_int_equal(st.stored, 2);
+    assert_int_equal(st.renewed, 1);
+    assert_int_equal(st.hits, 3);
+    assert_int_equal(st.cut_by_run, 1);
+    bench_mcache_free(m);
+
+    m = bench_mcache_open(f->file, f->sp, f->identity, f->measure, &err);
+    assert_non_null(m);
+    st = bench_mcache_get_stats(m);
+    assert_int_equal(st.loaded, 1);
+    assert_int_equal(st.renewed, 1);
+    assert_int_equal(bench_mcache_get(m, 2, &got), 1);
+    assert_int_equal(got.status, TRIAL_OK);
+    assert_true(got.time_ms == 150);
+    trial_result_release(&got);
+    bench_mcache_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_only, setup, teardown),
+        cmocka_unit_test(test_cutoff_verdict),
+        cmocka_unit_test_setup_teardown(test_cutoff_renewed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* Unit tests for bench/bench_run (offline `ktune bench`): exact figures on a hand-made
- * six-configuration cache, include-failed, the JSON shape, argument errors, and one random run on
- * the pnpoly dataset. */
+ * six-configuration cache, include-failed, the JSON shape, argument errors, one random run on
+ * the pnpoly dataset, and auto's cross-validated table (leave one kernel family out). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,7 @@
 
 #include "bench/combine/bench_combine.h"
 #include "bench/bench_main.h"
+#include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_report.h"
 #include "bench/offline/bench_run.h"
 
@@ -654,6 +655,81 @@ static void test_combine(void **state)
     assert_int_equal(bench_main(2, none, NULL), 2);
 }
 
+/* The cross-validated table of auto (bench_cv.h): the tiny cache (family "tiny-cache") and the
+ * pnpoly dataset (family "pnpoly"), budget 25, one seed. Each family's constants are chosen on the
+ * other alone: on the tiny cache every candidate finds the optimum (all tie: the first is chosen
+ * for pnpoly), on pnpoly the best candidate's score decides for the tiny cache and for every
+ * family together; pnpoly's held-out figure is then the first candidate's score there (same seed,
+ * same runs). Without auto, or with --cv-seeds 0, there is no table. */
+static void test_cross_validation(void **state)
+{
+    fixture *f = *state;
+    bench_options o;
+    kt_error err;
+    opts(&o, f->file, "auto", 25, 1);
+    o.spaces[1] = KT_SOURCE_DIR "/datasets/pnpoly_kt-RTX_3090.json.gz";
+    o.n_spaces = 2;
+    o.curves = 0;
+    o.cv_seeds = 1;
+    json_t *res = bench_run(&o, &err);
+    assert_non_null(res);
+    const json_t *cv = json_object_get(res, "cross_validation");
+    assert_non_null(cv);
+    int n_grid;
+    bench_cv_grid(&n_grid);
+    const json_t *cands = json_object_get(cv, "candidates");
+    assert_int_equal(json_array_size(cands), n_grid);
+    int best = 0;
+    double best_s = -1;
+    for (int g = 0; g < n_grid; g++) {
+        const json_t *sc = json_object_get(json_array_get(cands, g), "score");
+        assert_float_equal(num(sc, NULL, "tiny-cache"), 1.0, 1e-12);
+        double s = num(sc, NULL, "pnpoly_kt-RTX_3090");
+        assert_true(s > 0 && s <= 1);
+        if (s > best_s) {
+            best_s = s;
+            best = g;
+        }
+    }
+    const json_t *fams = json_object_get(cv, "families");
+    assert_int_equal(json_array_size(fams), 2);
+    const json_t *tiny = json_array_get(fams, 0), *pn = json_array_get(fams, 1);
+    assert_string_equal(json_string_value(json_object_get(tiny, "family")), "tiny-cache");
+    assert_string_equal(json_string_value(json_object_get(pn, "family")), "pnpoly");
+    assert_int_equal(json_integer_value(json_object_get(tiny, "chosen_index")), best);
+    assert_float_equal(num(tiny, NULL, "train_score"), best_s, 1e-12);
+    assert_int_equal(json_integer_value(json_object_get(pn, "chosen_index")), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(cv, "all"), "chosen_index")), best);
+    assert_float_equal(num(tiny, "fraction", "25"), 1.0, 1e-12);
+    assert_float_equal(
+        num(pn, "fraction", "25"),
+        num(json_object_get(json_array_get(cands, 0), "score"), NULL, "pnpoly_kt-RTX_3090"), 1e-12);
+    assert_non_null(json_object_get(pn, "plain")); /* auto's plain figures beside */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    assert_non_null(mem);
+    bench_print_table(res, NULL, mem);
+    fclose(mem);
+    assert_non_null(strstr(text, "cross-validated auto: leave one kernel family out (2 families)"));
+    assert_non_null(strstr(text, "pnpoly (1 spaces): chosen on the others"));
+    free(text);
+    json_decref(res);
+
+    o.cv_seeds = 0;
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_null(json_object_get(res, "cross_validation"));
+    json_decref(res);
+    o.cv_seeds = 1;
+    snprintf(o.strategies[0], sizeof o.strategies[0], "random");
+    res = bench_run(&o, &err);
+    assert_non_null(res);
+    assert_null(json_object_get(res, "cross_validation"));
+    json_decref(res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +741,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_rounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kt_reference, setup, teardown),
         cmocka_unit_test_setup_teardown(test_searcher_maker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cross_validation, setup, teardown),
         cmocka_unit_test(test_random_pnpoly),
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_random_score_pnpoly),

@@ -309,7 +309,8 @@ static void backend_maps_runner_outcomes(void **state)
 }
 
 /* slow_factor: no call limit before the target has an ok result; then the request carries
- * max(slow_factor x best, 0.1 s), and a runner ended by its SIGALRM is a timeout, not a crash. */
+ * max(slow_factor x best, 0.1 s), and a runner ended by its SIGALRM is a timeout, not a crash.
+ * backend_set_best replaces the best the limits scale from; backend_limits reports them. */
 static void slow_factor_gives_up_on_slow_calls(void **state)
 {
     fixture *f = *state;
@@ -337,6 +338,23 @@ static void slow_factor_gives_up_on_slow_calls(void **state)
     measure(b, &t, 1, 16, &r); /* a new runner serves the next measure */
     assert_int_equal(r.status, TRIAL_OK);
     trial_result_release(&r);
+    /* issue 30: the caller's best replaces the backend's (the bench gives each run its own): the
+     * limits follow it, and with none the call is not limited (U = 8 then answers wrong_result) */
+    double limit, deadline, deadline_48;
+    assert_int_equal(backend_limits(b, &t, &limit, &deadline_48), 0);
+    assert_true(fabs(limit - 0.1) < 1e-9); /* 3 x the 24 ms of the last ok, at least 0.1 s */
+    backend_set_best(b, &t, 100);
+    assert_int_equal(backend_limits(b, &t, &limit, &deadline), 0);
+    assert_true(fabs(limit - 0.3) < 1e-9 && deadline >= deadline_48);
+    backend_set_best(b, &t, 0);
+    assert_int_equal(backend_limits(b, &t, &limit, &deadline), 0);
+    assert_true(limit == 0 && deadline > 0);
+    measure(b, &t, 8, 16, &r);
+    assert_int_equal(r.status, TRIAL_WRONG_RESULT);
+    trial_result_release(&r);
+    req = last_request(f);
+    assert_null(json_object_get(req, "call_limit_s"));
+    json_decref(req);
     backend_close(b);
     target_release(&t);
     catalog_free(c);

@@ -45,6 +45,12 @@ function setInFlight(delta) {
   if (before !== inFlight > 0) for (const fn of busyListeners) fn(inFlight > 0);
 }
 
+// JSON text of a request body; a BigInt (a seed above 2^53) is written as the integer it is, never
+// rounded through a double.
+export function toJson(body) {
+  return JSON.stringify(body, (_, v) => (typeof v === "bigint" ? `__bigint:${v}` : v)).replace(/"__bigint:(-?\d+)"/g, "$1");
+}
+
 export async function request(method, path, body, { signal, quiet } = {}) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -55,7 +61,7 @@ export async function request(method, path, body, { signal, quiet } = {}) {
     const res = await fetch(path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : toJson(body),
       signal,
       cache: "no-store",
     });

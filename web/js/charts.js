@@ -15,8 +15,11 @@ export function color(i, alpha = 1) {
   return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${alpha})`;
 }
 
-function baseOptions({ xTitle, yTitle, logY, logX, xLabels, yPercent, label }) {
+function baseOptions({ xTitle, yTitle, logY, logX, xLabels, yPercent, label, xMin, xMax }) {
   const x = { type: logX ? "logarithmic" : "linear", title: { display: !!xTitle, text: xTitle } };
+  // A fixed end (the job's evaluation budget): the axis says how much of the budget was searched.
+  if (Number.isFinite(xMin)) x.min = xMin;
+  if (Number.isFinite(xMax)) x.max = xMax;
   if (xLabels) x.ticks = { stepSize: 1, autoSkip: true, callback: (v) => (Number.isInteger(v) ? xLabels[v] ?? "" : "") };
   const y = { type: logY ? "logarithmic" : "linear", title: { display: !!yTitle, text: yTitle } };
   if (yPercent) y.ticks = { callback: (v) => Math.round(v * 1000) / 10 + "%" };
@@ -52,22 +55,32 @@ export function destroyChart(chart) {
   if (chart) chart.destroy();
 }
 
+// x of row i: its search evaluation number (final-pick re-measurements are not evaluations), or
+// seconds since t0.
 function xOf(ts, i, mode, t0) {
-  return mode === "time" ? ts.finished[i] - t0 : i + 1;
+  return mode === "time" ? ts.finished[i] - t0 : ts.evalNo ? ts.evalNo[i] : i + 1;
 }
 
-// Best-so-far steps: one point per improvement, plus the last trial (the line runs to the end).
+// A row of the search (not a final-pick re-measurement).
+function isSearch(ts, i) {
+  return !ts.finalRound || !ts.finalRound[i];
+}
+
+// Best-so-far steps of the search: one point per improvement, plus its last trial (the line runs
+// to the end of the search; the final pick's rounds are drawn apart).
 export function convergencePoints(ts, mode = "evals", t0 = 0) {
   const pts = [];
-  let prev = NaN;
+  let prev = NaN, last = -1;
   for (let i = 0; i < ts.n; i++) {
+    if (!isSearch(ts, i)) continue;
+    last = i;
     const b = ts.best[i];
     if (b === b && b !== prev) {
       pts.push({ x: xOf(ts, i, mode, t0), y: b });
       prev = b;
     }
   }
-  if (ts.n && pts.length) pts.push({ x: xOf(ts, ts.n - 1, mode, t0), y: ts.best[ts.n - 1] });
+  if (last >= 0 && pts.length) pts.push({ x: xOf(ts, last, mode, t0), y: ts.best[last] });
   return pts;
 }
 
@@ -83,7 +96,7 @@ export function trialPoints(ts, mode = "evals", t0 = 0, maxPoints = MAX_SCATTER)
     const end = Math.min(ts.n, start + bucket);
     for (let i = start; i < end; i++) {
       const t = ts.time[i];
-      if (t !== t) continue;
+      if (t !== t || !isSearch(ts, i)) continue;
       if (lo < 0 || t < ts.time[lo]) lo = i;
       if (hi < 0 || t > ts.time[hi]) hi = i;
     }
@@ -92,12 +105,12 @@ export function trialPoints(ts, mode = "evals", t0 = 0, maxPoints = MAX_SCATTER)
     if (hi >= 0 && ts.time[hi] > maxT) maxT = ts.time[hi];
   }
   let nFailed = 0;
-  for (let i = 0; i < ts.n; i++) if (ts.time[i] !== ts.time[i]) nFailed++;
+  for (let i = 0; i < ts.n; i++) if (ts.time[i] !== ts.time[i] && isSearch(ts, i)) nFailed++;
   const stride = Math.max(1, Math.ceil(nFailed / MAX_FAILED));
   const failY = maxT > 0 ? maxT * 1.15 : 1;
   let k = 0;
   for (let i = 0; i < ts.n; i++) {
-    if (ts.time[i] === ts.time[i]) continue;
+    if (ts.time[i] === ts.time[i] || !isSearch(ts, i)) continue;
     if (k++ % stride === 0) failed.push({ x: xOf(ts, i, mode, t0), y: failY, i, status: ts.status[i] });
   }
   return { ok, failed, nFailed };

@@ -1,6 +1,8 @@
 // A job's trials in the browser: loaded incrementally from /v1/jobs/{id}/trials?after=N in the
 // compact row format (one request holds up to 100,000 rows), kept as columns (typed arrays), with
 // the best-so-far curve maintained as rows arrive, and each row's user metrics (extras.metrics).
+// The final pick's re-measurements (final_round 1..) are rows too, but not evaluations: the
+// best-so-far curve and the evaluation count (evalNo) are the search's alone.
 // Nothing already loaded is asked for again: the cursor (done_seq of the last row) moves forward only.
 
 import { get } from "./api.js";
@@ -27,13 +29,19 @@ export class TrialSet {
     this.compile = new Float64Array(0);
     this.measure = new Float64Array(0);
     this.finished = new Float64Array(0); // Unix seconds
-    this.best = new Float64Array(0); // best time among rows 0..i (NaN before the first ok)
+    this.doneSeq = new Float64Array(0); // the cursor of each row (to fetch its full trial)
+    this.finalRound = new Int32Array(0); // the final pick's round of a re-measurement, 0 for the search
+    this.evalNo = new Int32Array(0); // the search evaluation a row is (1..), or the count so far for a re-measurement
+    this.gflops = new Float64Array(0); // the runner's GFLOP/s (extras.gflops), NaN when none
+    this.best = new Float64Array(0); // best search time among rows 0..i (NaN before the first ok)
     this.status = []; // strings
     this.configs = []; // objects, as the API gives them
     this.metrics = []; // user metrics of each row ({name: number}, extras.metrics) or null
     this.metricNames = []; // every metric name seen, in order of first appearance
     this.params = []; // parameter names, from the first configuration
     this.bestIndex = -1;
+    this.searchN = 0; // search evaluations loaded (rows without a final round)
+    this.finalN = 0; // final-pick re-measurements loaded
     this.jobStatus = null;
     this.statusCounts = new Map();
   }
@@ -57,12 +65,12 @@ export class TrialSet {
     const rows = page.rows;
     const need = this.n + rows.length;
     if (!rows.length) return;
-    for (const key of ["seq", "configId", "time", "compile", "measure", "finished", "best"]) this[key] = grow(this[key], need);
+    for (const key of ["seq", "configId", "time", "compile", "measure", "finished", "doneSeq", "finalRound", "evalNo", "gflops", "best"]) this[key] = grow(this[key], need);
     const f = page.fields;
     const at = (name) => f.indexOf(name);
     const iSeq = at("seq"), iCid = at("config_id"), iStatus = at("status"), iTime = at("time_ms");
     const iCompile = at("compile_ms"), iMeasure = at("measure_ms"), iFinished = at("finished_at"), iConfig = at("config");
-    const iMetrics = at("metrics");
+    const iMetrics = at("metrics"), iDone = at("done_seq"), iRound = at("final_round"), iGflops = at("gflops");
     let best = this.n > 0 ? this.best[this.n - 1] : NaN;
     for (const r of rows) {
       const i = this.n++;
@@ -76,13 +84,20 @@ export class TrialSet {
       this.compile[i] = r[iCompile] ?? NaN;
       this.measure[i] = r[iMeasure] ?? NaN;
       this.finished[i] = r[iFinished] ?? NaN;
+      this.doneSeq[i] = r[iDone];
+      const round = iRound >= 0 && r[iRound] ? r[iRound] : 0;
+      this.finalRound[i] = round;
+      if (round) this.finalN++;
+      else this.searchN++;
+      this.evalNo[i] = this.searchN;
+      this.gflops[i] = iGflops >= 0 && typeof r[iGflops] === "number" ? r[iGflops] : NaN;
       const cfg = r[iConfig];
       this.configs.push(cfg);
       if (!this.params.length && cfg && typeof cfg === "object") this.params = Object.keys(cfg);
       const m = iMetrics >= 0 ? r[iMetrics] : null;
       this.metrics.push(m && typeof m === "object" ? m : null);
       if (m && typeof m === "object") for (const k of Object.keys(m)) if (!this.metricNames.includes(k)) this.metricNames.push(k);
-      if (t === t && !(t >= best)) {
+      if (!round && t === t && !(t >= best)) {
         best = t;
         this.bestIndex = i;
       }
@@ -114,6 +129,8 @@ export class TrialSet {
       finished: this.finished[i],
       config: this.configs[i],
       metrics: this.metrics[i],
+      final_round: this.finalRound[i] || null,
+      gflops: this.gflops[i],
     };
   }
 }

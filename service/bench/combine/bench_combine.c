@@ -193,43 +193,88 @@ static void print_box(const json_t *rows, const char *label, const char *block, 
     }
 }
 
-static void print_welch(const json_t *res, const char *label, const char *block, const char *key,
-                        FILE *out)
+/* One pair of a Welch table: the rows, and the test when it is defined. */
+typedef struct combine_test {
+    const char *a, *b;
+    int defined;
+    bench_stats_welch_result w;
+} combine_test;
+
+/* The tests of one table: each --test row against every other row, a pair once, in the order
+ * printed. Returns how many (at most cap). */
+static int welch_family(const json_t *res, const char *block, const char *key, combine_test *t,
+                        int cap)
 {
     const json_t *rows = json_object_get(res, "rows"), *tests = json_object_get(res, "test");
     size_t ti;
-    json_t *t;
-    fprintf(out, "\nWelch's t-test at %s (two-sided, unequal variances, on ms)\n", label);
-    json_array_foreach((json_t *)tests, ti, t)
+    json_t *x;
+    int n = 0;
+    json_array_foreach((json_t *)tests, ti, x)
     {
-        const char *tn = json_string_value(t), *n;
+        const char *tn = json_string_value(x), *name;
         json_t *s;
-        json_object_foreach((json_t *)rows, n, s)
+        json_object_foreach((json_t *)rows, name, s)
         {
-            int done = strcmp(n, tn) == 0, nx, ny, ux, uy;
+            int done = strcmp(name, tn) == 0, nx, ny, ux, uy;
             for (size_t u = 0; u < ti && !done; u++) /* the pair was an earlier tested row's */
-                done = strcmp(json_string_value(json_array_get(tests, u)), n) == 0;
-            if (done)
+                done = strcmp(json_string_value(json_array_get(tests, u)), name) == 0;
+            if (done || n == cap)
                 continue;
-            double x[COMBINE_MAX_SEEDS], y[COMBINE_MAX_SEEDS];
-            bench_stats_welch_result w;
-            nx = per_seed(block_point(json_object_get(rows, tn), block, key), x, &ux);
-            ny = per_seed(block_point(s, block, key), y, &uy);
-            if (ux || uy || bench_stats_welch(x, nx, y, ny, &w) < 0) {
-                fprintf(out, "  %-12s vs %-12s undefined (a seed found nothing)\n", tn, n);
-                continue;
-            }
-            if (isnan(
-                    w.df)) /* no variance at all: the degrees of freedom as the test counts them */
-                w.df = nx + ny - 2;
-            fprintf(out,
-                    "  %-12s vs %-12s means %8.4g vs %8.4g, t %7.3f, df %5.1f, p %.4f; %s %.1f%% "
-                    "lower\n",
-                    tn, n, w.mean_a, w.mean_b, w.t, w.df, w.p, w.mean_a < w.mean_b ? tn : n,
-                    100 *
-                        (w.mean_a < w.mean_b ? 1 - w.mean_a / w.mean_b : 1 - w.mean_b / w.mean_a));
+            double xa[COMBINE_MAX_SEEDS], ya[COMBINE_MAX_SEEDS];
+            combine_test *c = &t[n++];
+            c->a = tn;
+            c->b = name;
+            nx = per_seed(block_point(json_object_get(rows, tn), block, key), xa, &ux);
+            ny = per_seed(block_point(s, block, key), ya, &uy);
+            c->defined = !ux && !uy && bench_stats_welch(xa, nx, ya, ny, &c->w) == 0;
+            if (c->defined && isnan(c->w.df)) /* no variance: the df as the test counts them */
+                c->w.df = nx + ny - 2;
         }
     }
+    return n;
+}
+
+static void print_welch(const json_t *res, const char *label, const char *block, const char *key,
+                        FILE *out)
+{
+    /* at most every tested row against every row */
+    size_t cap = json_array_size(json_object_get(res, "test")) *
+                 json_object_size(json_object_get(res, "rows"));
+    combine_test *t = calloc(cap ? cap : 1, sizeof *t);
+    double *p = calloc(cap ? cap : 1, sizeof *p), *holm = calloc(cap ? cap : 1, sizeof *holm);
+    int n = 0;
+
+    fprintf(out, "\nWelch's t-test at %s (two-sided, unequal variances, on ms)\n", label);
+    if (!t || !p || !holm || cap > BENCH_STATS_HOLM_MAX) {
+        fprintf(out, "  (not computed: %zu tests, out of memory or more than %d)\n", cap,
+                BENCH_STATS_HOLM_MAX);
+        goto out;
+    }
+    n = welch_family(res, block, key, t, (int)cap);
+    for (int i = 0; i < n; i++)
+        p[i] = t[i].defined ? t[i].w.p : NAN;
+    fprintf(out,
+            "(Holm: p adjusted by Holm's step-down correction over the %d tests of this table; "
+            "* Holm < %g)\n",
+            bench_stats_holm(p, n, holm), BENCH_STATS_ALPHA);
+    for (int i = 0; i < n; i++) {
+        const bench_stats_welch_result *w = &t[i].w;
+        if (!t[i].defined) {
+            fprintf(out, "  %-12s vs %-12s undefined (a seed found nothing)\n", t[i].a, t[i].b);
+            continue;
+        }
+        fprintf(
+            out,
+            "  %-12s vs %-12s means %8.4g vs %8.4g, t %7.3f, df %5.1f, p %.4f, Holm %.4f %c; "
+            "%s %.1f%% lower\n",
+            t[i].a, t[i].b, w->mean_a, w->mean_b, w->t, w->df, w->p, holm[i],
+            holm[i] < BENCH_STATS_ALPHA ? '*' : ' ', w->mean_a < w->mean_b ? t[i].a : t[i].b,
+            100 * (w->mean_a < w->mean_b ? 1 - w->mean_a / w->mean_b : 1 - w->mean_b / w->mean_a));
+    }
+out:
+    free(t);
+    free(p);
+    free(holm);
 }
 
 /* A checkpoint's key in its block: the evaluations ("checkpoints") or the seconds, %g

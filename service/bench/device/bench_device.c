@@ -23,6 +23,7 @@
 #include "bench/device/bench_device_impl.h"
 #include "bench/device/bench_device_summary.h"
 #include "bench/device/bench_device_time.h"
+#include "bench/bench_cutoff.h"
 #include "bench/bench_loop.h"
 #include "bench/bench_mcache.h"
 
@@ -56,13 +57,18 @@ static void bench_device_progress(const bench_device_ctx *ctx, const char *strat
     fflush(ctx->progress);
 }
 
-/* One configuration: from the cache, else measured (and cached). A backend that fails twice in a
+/* One configuration for a run whose best so far is best_ms (INFINITY: none yet): the backend's
+ * limits scale from that best alone (issue 30: never from another run's), the cache's entry judged
+ * by them (bench_cutoff.h), else measured under them (and cached). A backend that fails twice in a
  * row (not the kernel: the runner could not be used) ends the bench. */
-static int bench_device_evaluate(bench_device_ctx *ctx, config_id id, trial_result *r, int *cached,
-                                 double *wall_s, kt_error *err)
+static int bench_device_evaluate(bench_device_ctx *ctx, double best_ms, config_id id,
+                                 trial_result *r, int *cached, double *wall_s, kt_error *err)
 {
+    bench_cutoff lim;
     *wall_s = 0;
-    *cached = bench_mcache_get(ctx->cache, id, r);
+    backend_set_best(ctx->backend, ctx->target, isfinite(best_ms) ? best_ms : 0);
+    backend_limits(ctx->backend, ctx->target, &lim.call_limit_s, &lim.deadline_s);
+    *cached = bench_mcache_get_for(ctx->cache, id, &lim, r);
     if (*cached)
         return 0;
     for (int attempt = 0;; attempt++) {
@@ -141,7 +147,7 @@ static int bench_device_loop_evaluate(bench_loop *l, config_id id, trial_result 
     bench_device_run_state *run = e->run;
     int cached;
     double wall;
-    if (bench_device_evaluate(e->ctx, id, r, &cached, &wall, err) < 0)
+    if (bench_device_evaluate(e->ctx, run->best_ms, id, r, &cached, &wall, err) < 0)
         return -1;
     run->clock_s = run->clock_measure_s + l->searcher_s; /* the modelled clock before this one */
     if (bench_device_record(run, id, r, cached, wall, e->t_start, err) < 0)
@@ -398,7 +404,7 @@ static json_t *bench_device_result_json(const bench_device_ctx *ctx,
     }
     res = json_pack(
         "{s:s, s:s, s:s, s:s, s:O, s:I, s:f, s:i, s:i, s:i, s:O, s:o, s:O, s:s, s:O, "
-        "s:{s:s?, s:I, s:I, s:I, s:I}, s:f, s:O, s:O*, s:O}",
+        "s:{s:s?, s:I, s:I, s:I, s:I, s:I, s:I}, s:f, s:O, s:O*, s:O}",
         "kernel", t->key.kernel, "device", t->key.device, "device_class", t->key.device_class,
         "kernel_hash", t->key.kernel_hash, "problem", t->problem, "space_size",
         (json_int_t)space_count(t->sp), "flops", kp->flops, "budget", opt->budget, "seeds",
@@ -407,7 +413,8 @@ static json_t *bench_device_result_json(const bench_device_ctx *ctx,
         jtcps, "reference_strategy", bench_device_reference(opt), "measure", measure,
         "measure_cache", "file", opt->measure_cache, "loaded", (json_int_t)st.loaded, "skipped",
         (json_int_t)st.skipped, "hits", (json_int_t)st.hits, "measured", (json_int_t)st.stored,
-        "wall_s", kt_clock_s() - ctx->t0, "test_strategies", tested, "welch", welch, "strategies",
+        "renewed", (json_int_t)st.renewed, "cut_by_run", (json_int_t)st.cut_by_run, "wall_s",
+        kt_clock_s() - ctx->t0, "test_strategies", tested, "welch", welch, "strategies",
         strategies);
 out:
     json_decref(strategies);

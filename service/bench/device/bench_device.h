@@ -5,7 +5,11 @@
  * searcher), and stops at the budget of distinct evaluations. Measurements go through a
  * measurement cache (bench_mcache.h) shared by all runs and optionally kept in a file, so that
  * configurations seen by several strategies or seeds are measured once and a killed experiment
- * resumes. bench_device_run returns everything as JSON; bench_device_report.h formats it.
+ * resumes. The slow-factor cut-off and the deadline are each run's own (issue 30, bench_cutoff.h):
+ * a run starts with no best time, the backend's limits scale from the run's best alone, and a
+ * cached entry is judged by the asking run's limits (measured again when it was cut off below
+ * them), so no run inherits a threshold from a run before it. bench_device_run returns everything
+ * as JSON; bench_device_report.h formats it.
  *
  * Call order: bench_args_parse(&bench_device_args) (bench_device_args.h) -> bench_device_run ->
  * bench_device_print_table (bench_device_report.h), or all of it with bench_main
@@ -25,7 +29,7 @@
  * {"kernel","device","device_class","kernel_hash","problem":{...},"space_size","flops","budget",
  *  "seeds","batch","checkpoints":[100,300,900],"time_budget_s":S|null,"time_checkpoints":[T,...],
  *  "reference_strategy","measure":{...},"measure_cache":{"file","loaded","skipped","hits",
- *  "measured"},"wall_s","test_strategies":[label,...],
+ *  "measured","renewed","cut_by_run"},"wall_s","test_strategies":[label,...],
  *  "welch":{"evaluations":{"at":N,"tests":[W,...]},"time":{"at":T,"tests":[W,...]}},
  *  "strategies":{"<label>":{"strategy","options":{...},
  *     "checkpoints":{"<N>":C},"time_checkpoints":{"<T>":C},"best":{"time_ms","gflops","seed",
@@ -41,7 +45,10 @@
  *      "relative","reference_saves"} over seeds (quartiles type 7; mean null when a seed found
  *      nothing; reached: seeds whose run got to N evaluations / T seconds, the others carry their
  *      final best). "<T>" keys are the seconds as printf's %g.
- * W = {"a","b","n_a","n_b","mean_a","mean_b","t","df","p","lower_by"} (bench_device_compare.h).
+ * W = {"a","b","n_a","n_b","mean_a","mean_b","t","df","p","p_holm","lower_by"}
+ * (bench_device_compare.h: p_holm is Holm-adjusted over the tests of its array).
+ * measure_cache: renewed = cut-off entries replaced by a run with a higher limit; cut_by_run =
+ * cached completed measurements that a run's own call limit turned into a timeout.
  * A trial: the first four as before issue 15 (readers of [id,status,ms,cached] keep working), then
  * wall_s (seconds since the run's start on this run's real clock when the result was known),
  * clock_s (the modelled tuning clock then: the cost_s of the run's evaluations so far plus its

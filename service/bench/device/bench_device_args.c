@@ -310,7 +310,8 @@ static const kt_option bench_device_option_list[] = {
                       "--compile-timeout-s S", "seconds a configuration may take to compile [60]"),
     KT_OPT_ROW_DOUBLE("--slow-factor", O(slow_factor), 0, 1e6, NE, "--slow-factor F",
                       "give up on a configuration (status timeout) once one call takes\n"
-                      "more than F x the best time so far; 0 waits for every call [0]"),
+                      "more than F x the run's own best time so far (each seed of each\n"
+                      "row starts with none); 0 waits for every call [0]"),
     BENCH_OPT_LOG_LEVEL(bench_device_options, NE, "debug, info, warn or error [warn]"),
     {.kind = KT_OPT_END}};
 

@@ -3,6 +3,7 @@
 #include "bench/device/bench_device_compare.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_parse.h"
@@ -40,6 +41,33 @@ static int cmp_is_tested_before(const json_t *tested, const char *label, size_t 
     return 0;
 }
 
+/* p_holm of every test of the array: Holm's correction over the tests made (p not null). 0, or -1
+ * when out of memory or the family is larger than bench_stats_holm takes. */
+static int cmp_holm(json_t *tests)
+{
+    size_t n = json_array_size(tests);
+    double *p = malloc((n ? n : 1) * sizeof *p), *adj = malloc((n ? n : 1) * sizeof *adj);
+    int rc = -1;
+    if (!p || !adj)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(json_array_get(tests, i), "p");
+        p[i] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+    if (bench_stats_holm(p, (int)(n > BENCH_STATS_HOLM_MAX ? BENCH_STATS_HOLM_MAX + 1 : n), adj) <
+        0)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (json_object_set_new(json_array_get(tests, i), "p_holm", cmp_num(adj[i])) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(p);
+    free(adj);
+    return rc;
+}
+
 json_t *bench_device_welch_json(const json_t *strategies, const json_t *tested, const char *member,
                                 const char *key)
 {
@@ -62,16 +90,20 @@ json_t *bench_device_welch_json(const json_t *strategies, const json_t *tested, 
             int nb = cmp_values(rb, member, key, b);
             int ok = bench_stats_welch(a, na, b, nb, &w) == 0;
             json_t *e = json_pack(
-                "{s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "a", la, "b", lb, "n_a", na,
-                "n_b", nb, "mean_a", cmp_num(w.mean_a), "mean_b", cmp_num(w.mean_b), "t",
+                "{s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:n, s:o}", "a", la, "b", lb, "n_a",
+                na, "n_b", nb, "mean_a", cmp_num(w.mean_a), "mean_b", cmp_num(w.mean_b), "t",
                 ok && !isnan(w.t) ? cmp_num(w.t) : json_null(), "df", cmp_num(w.df), "p",
-                ok ? cmp_num(w.p) : json_null(), "lower_by", cmp_num(w.lower_by));
+                ok ? cmp_num(w.p) : json_null(), "p_holm", "lower_by", cmp_num(w.lower_by));
             if (!e || json_array_append_new(out, e) < 0) {
                 json_decref(out);
                 out = NULL;
                 break;
             }
         }
+    }
+    if (out && cmp_holm(out) < 0) {
+        json_decref(out);
+        out = NULL;
     }
     return out;
 }

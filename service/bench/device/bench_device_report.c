@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_stats.h"
+
 /* " " and v in fmt (a width, then the number: "%*.3f") at width, or "-" at width. */
 static void rep_print_num(FILE *out, const json_t *v, const char *fmt, int width)
 {
@@ -124,10 +126,15 @@ static void rep_print_welch(FILE *out, const json_t *w, const char *what)
     size_t i;
     if (json_array_size(json_object_get(w, "tests")) == 0)
         return;
+    int family = 0;
+    json_array_foreach(json_object_get(w, "tests"), i, e) family +=
+        json_is_number(json_object_get(e, "p_holm"));
     fprintf(out,
             "\nWelch's t-test on the best ms at %s (two-sided, unequal variances; costs in "
-            "ms, not log):\n",
-            what);
+            "ms, not log):\n"
+            "(Holm: p adjusted by Holm's step-down correction over the %d tests of this table; "
+            "* Holm < %g)\n",
+            what, family, BENCH_STATS_ALPHA);
     json_array_foreach(json_object_get(w, "tests"), i, e)
     {
         const char *a = json_string_value(json_object_get(e, "a"));
@@ -146,6 +153,10 @@ static void rep_print_welch(FILE *out, const json_t *w, const char *what)
             fprintf(out, " %.4f", json_number_value(json_object_get(e, "p")));
         else
             fprintf(out, " %6s", "-");
+        const json_t *ph = json_object_get(e, "p_holm");
+        if (json_is_number(ph))
+            fprintf(out, ", Holm %.4f %c", json_number_value(ph),
+                    json_number_value(ph) < BENCH_STATS_ALPHA ? '*' : ' ');
         if (json_is_number(lb)) {
             double l = json_number_value(lb), ma = json_number_value(json_object_get(e, "mean_a"));
             double mb = json_number_value(json_object_get(e, "mean_b"));

@@ -47,6 +47,11 @@ static const kt_option bench_offline_options[] = {
                     "shuffle the history's times (a history without information)"),
     KT_OPT_ROW_FLAG("--history-invert", O(history_invert),
                     "history times t -> 1/t (a history that misleads)"),
+    KT_OPT_ROW_INT("--cv-seeds", O(cv_seeds), 0, BENCH_MAX_SEEDS, 0, "--cv-seeds N",
+                   "with auto among the strategies and two kernel families or\n"
+                   "more: the cross-validated table of auto (leave one family out;\n"
+                   "its constants chosen on the others with N seeds per space), 0:\n"
+                   "none [" BENCH_STR(BENCH_CV_DEFAULT_SEEDS) "]"),
     KT_OPT_ROW_FLAG("--remote", O(remote),
                     "each run's searcher is ktuned's, reached through ask/tell: an\n"
                     "external job (the space inline, the strategy, the seed, --batch,\n"
@@ -62,16 +67,17 @@ static const kt_option bench_offline_options[] = {
 
 static const kt_opt_table bench_offline_table = {
     .options = bench_offline_options,
-    .usage = "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
-             "                   [--batch N] [--include-failed] [--json FILE] [--kt-reference "
-             "FILE]\n"
-             "                   [--history PATH... [--history-first N]\n"
-             "                    [--history-shuffle | --history-invert]]\n"
-             "                   [--remote | --server URL] [--token T] [--timeout S]\n"
-             "\n"
-             "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
-             "each strategy on each, in process, with Kernel Tuner's tune_cache protocol\n"
-             "(--remote: the searchers are ktuned's, the caches still answer).\n",
+    .usage =
+        "usage: ktune bench --spaces PATH... --strategies A,B,... [--budget N] [--seeds N]\n"
+        "                   [--batch N] [--include-failed] [--json FILE] [--kt-reference "
+        "FILE]\n"
+        "                   [--history PATH... [--history-first N]\n"
+        "                    [--history-shuffle | --history-invert]]\n"
+        "                   [--cv-seeds N] [--remote | --server URL] [--token T] [--timeout S]\n"
+        "\n"
+        "Replays Kernel Tuner cache files (files, or folders of *.json / *.json.gz) and runs\n"
+        "each strategy on each, in process, with Kernel Tuner's tune_cache protocol\n"
+        "(--remote: the searchers are ktuned's, the caches still answer).\n",
     .footer = "Exit codes: 0 done, 1 failure, 2 usage error.\n"};
 
 /* The offline usage, then every other mode's: `ktune bench --help` is the whole story. */
@@ -93,6 +99,7 @@ static void bench_defaults(void *o)
     opt->seeds = 20;
     opt->batch = 1;
     opt->history_first = BENCH_HISTORY_DEFAULT_FIRST;
+    opt->cv_seeds = BENCH_CV_DEFAULT_SEEDS;
 }
 
 static int bench_check(void *o, char *msg, size_t cap)

@@ -11,6 +11,8 @@
 #include "bench/bench_parse.h"
 
 #define BENCH_MAX_BATCH 256 /* --batch: configurations asked for and told at once */
+/* --cv-seeds: seeds per space that score auto's candidate constants (bench_cv.h) */
+#define BENCH_CV_DEFAULT_SEEDS 5
 
 typedef struct bench_options bench_options;
 
@@ -56,6 +58,9 @@ struct bench_options {
     int history_first;   /* --history-first: configurations measured first [8], 0-256 */
     int history_shuffle; /* --history-shuffle: history times shuffled (no information) */
     int history_invert;  /* --history-invert: history times t -> 1/t (misleading history) */
+    /* --cv-seeds: the cross-validated table of auto (bench_cv.h) scores its candidates with this
+     * many seeds per space; 0: no cross-validation */
+    int cv_seeds;
     /* Remote searchers: --remote, or --server (which implies it); --server, --token and
      * --timeout as given, for the maker's open to read (NULL: not given). maker: set by
      * bench_main_with when remote; NULL: every searcher made in process (searcher_new). */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_kt.h"
 #include "bench/offline/bench_summary.h"
 
@@ -358,4 +359,5 @@ void bench_print_table(const json_t *result, const char *kt_reference, FILE *out
     bench_print_reference(result, kt_reference, out);
     bench_print_rounds(result, json_object_get(result, "averages"), out);
     bench_print_warm(result, out);
+    bench_cv_print(result, out);
 }

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 
 #include "search/searcher.h"
+#include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_history.h"
 #include "bench/offline/bench_kt.h"
 #include "bench/bench_loop.h"
@@ -561,6 +562,16 @@ json_t *bench_run(const bench_options *opt, kt_error *err)
                     clocks, "spaces", spaces, "summary", summary, "averages", avg);
     if (res && opt->n_history > 0)
         json_object_set_new(res, "warm_start", bench_warm_summary(opt, spaces, checkpoints));
+    if (res && bench_cv_wanted(opt)) { /* auto's cross-validated table (issue 29) */
+        json_t *cv = bench_cv_run(opt, paths, checkpoints, kt_ref, spaces, err);
+        if (!cv && err->code != KT_OK) {
+            json_decref(res);
+            res = NULL;
+            goto out;
+        }
+        if (cv)
+            json_object_set_new(res, "cross_validation", cv);
+    }
     if (res && opt->maker) /* --remote: the searchers were the maker's */
         json_object_set_new(res, "remote", json_true());
     if (res)

@@ -2,19 +2,28 @@
 // or time, every trial as a point, failures marked, log-scale toggle), time against each
 // parameter's value, and the trials table (sortable, paged). Where trials carry user metrics
 // (extras.metrics: GFLOP/s, GB/s, ...), the best trial's values and a table column per metric.
-// Live while the job runs: the job is polled every second and only trials finished since the last
-// cursor are fetched.
+// Live while the job runs: after the first load, Server-Sent Events (GET /v1/jobs/{id}/events,
+// events.js) bring the job and the trials finished since the last cursor as soon as they finish;
+// where they fail the page polls every second (#job-page data-live says which). The final pick (its candidates, rounds and why the answer differs from the
+// search's best) has a card of its own (job_pick.js): its re-measurements are not evaluations, so
+// the convergence chart's x axis ends at the search's budget. Each trial's row opens its details
+// (compile log, verification error, extras: job_trial.js). The best's GFLOP/s and its speed-up
+// over the kernel's default configuration (GET /v1/kernels "default"), when this job measured it.
 //
 // When every trial is loaded and drawn, window.ktuneTimings.jobLoaded holds performance.now() (ms
 // since navigation start) and #job-page gets data-loaded="all"; the browser tests read both.
 
 import { get, del } from "../api.js";
 import { TrialSet } from "../trials.js";
+import { nextEvents } from "../events.js";
 import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, paramPoints, color, FAIL_COLOR } from "../charts.js";
 import { DataTable } from "../table.js";
 import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
+import { renderPick, failureBox, stopWords, configKey } from "./job_pick.js";
+import { TrialDetails, detailsLabel } from "./job_trial.js";
 
 const POLL_MS = 1000;
+const EVENTS_PAGE = 10000; // trials an events reply carries at most (api/job_events.c)
 
 // The warm start as one line: what history seeded the search with (GET /v1/jobs/{id} "history").
 function historyText(hist) {
@@ -79,6 +88,15 @@ export function mount(root, { id }) {
   );
   const bestTime = h("span", { class: "big", id: "best-time" }, "–");
   const bestMetrics = h("div", { class: "fields", id: "best-metrics" });
+  const bestSource = h("div", { class: "muted", id: "best-source" });
+  const bestFigures = h("div", { class: "fields", id: "best-figures" });
+  const failBox = h("div", { id: "failure-slot" });
+  const pickCard = h("section", { class: "card", id: "final-pick" });
+  const pickChart = { chart: null, canvas: null };
+  const details = new TrialDetails(id);
+  let kernelDefault; // undefined: not asked yet; null: none; else the default configuration
+  let gflopsCol = false; // the table has the runner's GFLOP/s column
+  let bestRowIndex = -1; // the row of the job's best trial (bestRow), highlighted in the table
   let metricCols = 0; // metric columns the table has
   let bestKey = null; // what the best metrics were drawn for (rows loaded, best configuration)
 
@@ -105,18 +123,25 @@ export function mount(root, { id }) {
     [
       { key: "n", label: "#", title: "order of finishing", cls: "num", value: (i) => i, render: (i) => i + 1 },
       { key: "seq", label: "proposed", cls: "num opt", title: "proposal order", value: (i) => ts.seq[i], render: (i) => ts.seq[i] },
-      { key: "status", label: "status", value: (i) => ts.status[i], render: (i) => statusBadge(ts.status[i]) },
+      {
+        key: "status", label: "status", value: (i) => ts.status[i],
+        render: (i) => [statusBadge(ts.status[i]), ts.finalRound[i] ? h("span", { class: "badge final-round", title: "a re-measurement of the final pick, not an evaluation" }, `final r${ts.finalRound[i]}`) : null],
+      },
       { key: "time", label: objective().short, cls: "num", value: (i) => ts.time[i], render: (i) => objective().fmt(ts.time[i]) },
       { key: "compile", label: "compile", cls: "num opt", value: (i) => ts.compile[i], render: (i) => fmtMs(ts.compile[i]) },
       { key: "measure", label: "measure", cls: "num opt", value: (i) => ts.measure[i], render: (i) => fmtMs(ts.measure[i]) },
       { key: "finished", label: "at", cls: "num opt", title: "seconds since the job started", value: (i) => ts.finished[i], render: (i) => fmtDuration(ts.finished[i] - t0()) },
       { key: "config", label: "configuration", cls: "mono", value: (i) => ts.configId[i], render: (i) => fmtObject(ts.configs[i]) },
+      {
+        key: "details", label: "", cls: "narrow",
+        render: (i) => h("button", { type: "button", class: "small details-button", "data-row": i, title: "this trial's log, verification and extras", onclick: () => details.show(ts, i) }, detailsLabel(ts.status[i])),
+      },
     ],
     {
       pageSize: 25,
       empty: "No trials finished yet.",
       onRow: (i, tr) => {
-        if (i === ts.bestIndex) tr.classList.add("best-row");
+        if (i === bestRowIndex) tr.classList.add("best-row"); // the job's best (a final pick's median trial)
       },
     }
   );
@@ -127,6 +152,7 @@ export function mount(root, { id }) {
     h("div", { id: "job-page" },
       head,
       msg,
+      failBox,
       summary,
       h(
         "div",
@@ -136,6 +162,8 @@ export function mount(root, { id }) {
           { class: "card" },
           h("h2", {}, "Best configuration"),
           h("div", { class: "best-line" }, bestTime, copyBtn, copyMsg),
+          bestSource,
+          bestFigures,
           bestMetrics,
           bestBox
         ),
@@ -148,6 +176,7 @@ export function mount(root, { id }) {
           convNote
         )
       ),
+      pickCard,
       h(
         "section",
         { class: "card" },
@@ -155,6 +184,7 @@ export function mount(root, { id }) {
         h("div", { class: "chart-box" }, paramCanvas),
         paramNote
       ),
+      details.el,
       h("section", { class: "card" }, h("h2", {}, "Trials"), table.el)
     )
   );
@@ -181,10 +211,16 @@ export function mount(root, { id }) {
       datasets.push({ label: "trial (ok)", data: tp.ok, borderColor: color(5, 0.5), backgroundColor: color(5, 0.35), pointRadius: 2, order: 1 });
       if (tp.failed.length)
         datasets.push({ label: `failed (${tp.nFailed.toLocaleString("en")})`, data: tp.failed, borderColor: FAIL_COLOR, backgroundColor: FAIL_COLOR, pointStyle: "crossRot", pointRadius: 4, order: 2 });
-      if (tp.ok.length + tp.failed.length < ts.n) note = `${ts.n.toLocaleString("en")} trials; showing ${(tp.ok.length + tp.failed.length).toLocaleString("en")} (fastest and slowest of each run of trials, failures sampled).`;
+      if (tp.ok.length + tp.failed.length < ts.searchN) note = `${ts.searchN.toLocaleString("en")} trials; showing ${(tp.ok.length + tp.failed.length).toLocaleString("en")} (fastest and slowest of each run of trials, failures sampled).`;
     }
+    if (ts.finalN) note = (note ? note + " " : "") + `The final pick's ${ts.finalN.toLocaleString("en")} re-measurements are not evaluations: see the Final pick card.`;
     convNote.textContent = note;
-    const opts = { xTitle: mode === "time" ? "seconds since the job started" : "evaluations", yTitle: objective().title, logY: state.logY, label: tooltipLabel };
+    // The axis ends at the search's budget (no further than the space, and never before the
+    // evaluations loaded), so a running job shows how much of it is searched.
+    const space = job && job.progress && job.progress.space_size;
+    const budget = job && job.budget && job.budget.evaluations ? Math.min(job.budget.evaluations, space > 0 ? space : Infinity) : 0;
+    const xMax = mode === "evals" && budget ? Math.max(budget, ts.searchN) : undefined;
+    const opts = { xTitle: mode === "time" ? "seconds since the job started" : "evaluations", yTitle: objective().title, logY: state.logY, label: tooltipLabel, xMin: mode === "evals" ? 0 : undefined, xMax };
     if (!convChart) convChart = makeChart(convCanvas, datasets, opts);
     else updateChart(convChart, datasets, opts);
     drawParam();
@@ -237,9 +273,9 @@ export function mount(root, { id }) {
         field("recorded clock", fmtDuration(p.clock_seconds)),
         field("started", fmtTime(job.timings.started_at)),
         field("elapsed", fmtDuration(job.timings.elapsed_seconds)),
-        job.stop_reason ? field("stop reason", job.stop_reason) : null,
-        job.error ? field("error", typeof job.error === "string" ? job.error : JSON.stringify(job.error), "error-text") : null,
-        field("seed", String(job.seed))
+        job.stop_reason ? field("stop reason", stopWords(job.stop_reason), "stop-reason") : null,
+        // Decimal text since issue 31: shown as sent, never through a JavaScript number.
+        field("seed", h("span", { class: "mono", id: "job-seed" }, typeof job.seed === "string" ? job.seed : String(job.seed)))
       )
     );
     clear(head, h("h1", {}, `Job #${job.id}`), statusBadge(job.status), h("span", { class: "muted" }, `${job.kernel} on ${job.device}`),
@@ -254,6 +290,53 @@ export function mount(root, { id }) {
       bestBox.textContent = JSON.stringify(job.best.config, null, 2);
     }
     copyBtn.disabled = !job.best;
+    clear(failBox, failureBox(job));
+    const pick = job.final_pick;
+    bestSource.textContent = !job.best
+      ? TERMINAL.has(job.status) ? "none: no trial ran correctly" : ""
+      : pick && pick.state === "picked" && pick.winner !== null
+        ? `final pick: the median of ${pick.rounds} re-measurements (the search's fastest single time was ${fmtMs(pick.candidates[0].search_ms)})`
+        : pick && (pick.state === "pending" || pick.state === "measuring")
+          ? "the search's fastest so far; the final pick re-measures the fastest once the search ends"
+          : "the search's fastest single measurement";
+    // A failed job's banner says why; a pick it never made needs no card of its own.
+    pickCard.hidden = !pick || (job.status === "failed" && pick.state === "not_made");
+    if (!pickCard.hidden) renderPick(pickCard, job, ts, pickChart);
+    if (kernelDefault === undefined && job.kernel) {
+      kernelDefault = null;
+      get("/v1/kernels", { signal: ac.signal, quiet: true })
+        .then((list) => {
+          const k = (list.kernels || []).find((x) => x.name === job.kernel);
+          const d = k && (k.devices || []).find((x) => x.device === job.device || x.device === job.device_class);
+          kernelDefault = d && d.default && Object.keys(d.default).length ? d.default : null;
+          bestKey = null;
+          if (alive) renderMetrics();
+        })
+        .catch(() => {});
+    }
+  }
+
+  // The best's figures: its GFLOP/s, and the speed-up over the kernel's default configuration when
+  // this job measured the default (its median ok time here).
+  function renderFigures(row) {
+    const out = [];
+    // A told gflops metric is among the best's metrics already; the runner's is shown here.
+    const told = row >= 0 && ts.metrics[row] && Number.isFinite(ts.metrics[row].gflops);
+    const g = row >= 0 && !told ? ts.gflops[row] : NaN;
+    if (Number.isFinite(g)) out.push(field("GFLOP/s", h("span", { id: "best-gflops" }, fmtNum(g)), "metric"));
+    if (job && job.best && kernelDefault && metricObjective(job) === null) {
+      const want = configKey(kernelDefault);
+      const times = [];
+      for (let i = 0; i < ts.n; i++) if (ts.status[i] === "ok" && configKey(ts.configs[i]) === want) times.push(ts.time[i]);
+      times.sort((a, b) => a - b);
+      const def = times.length ? times[(times.length - 1) >> 1] : NaN;
+      out.push(field("vs. the default",
+        Number.isFinite(def) && job.best.time_ms > 0
+          ? h("span", { id: "speedup", title: fmtObject(kernelDefault) },
+            def >= job.best.time_ms ? `${(def / job.best.time_ms).toFixed(2)}× faster (default ${fmtMs(def)})` : `${(job.best.time_ms / def).toFixed(2)}× slower (default ${fmtMs(def)})`)
+          : h("span", { id: "speedup", class: "muted" }, "not measured by this job"), "speedup-field"));
+    }
+    clear(bestFigures, out);
   }
 
   // The row of the job's best: the fastest ok row when its configuration is the best's, else the
@@ -261,18 +344,22 @@ export function mount(root, { id }) {
   function bestRow() {
     if (!job || !job.best || ts.bestIndex < 0) return -1;
     const want = JSON.stringify(job.best.config);
-    if (JSON.stringify(ts.configs[ts.bestIndex]) === want) return ts.bestIndex;
     let row = -1;
-    for (let i = 0; i < ts.n; i++)
-      if (ts.status[i] === "ok" && JSON.stringify(ts.configs[i]) === want && (row < 0 || ts.time[i] < ts.time[row])) row = i;
+    for (let i = 0; i < ts.n; i++) {
+      if (ts.status[i] !== "ok" || JSON.stringify(ts.configs[i]) !== want) continue;
+      if (ts.time[i] === job.best.time_ms) return i; // the best's own trial (a final pick's median)
+      if (row < 0 || ts.time[i] < ts.time[row]) row = i;
+    }
     return row;
   }
 
   // User metrics: the best trial's values, and a column per metric name once one is seen.
   function renderMetrics() {
     const names = ts.metricNames;
-    if (names.length !== metricCols) {
+    const wantGflops = !names.includes("gflops") && ts.gflops.subarray(0, ts.n).some(Number.isFinite);
+    if (names.length !== metricCols || wantGflops !== gflopsCol) {
       metricCols = names.length;
+      gflopsCol = wantGflops;
       const base = table.columns.filter((c) => !c.metric);
       const at = base.findIndex((c) => c.key === "compile");
       const cols = names.map((name) => ({
@@ -280,6 +367,11 @@ export function mount(root, { id }) {
         value: (i) => (ts.metrics[i] && Number.isFinite(ts.metrics[i][name]) ? ts.metrics[i][name] : NaN),
         render: (i) => (ts.metrics[i] && Number.isFinite(ts.metrics[i][name]) ? fmtNum(ts.metrics[i][name]) : "–"),
       }));
+      if (wantGflops)
+        cols.push({
+          key: "metric:gflops", metric: true, label: "GFLOP/s", cls: "num", title: "GFLOP/s from the kernel's flop count (extras.gflops)",
+          value: (i) => ts.gflops[i], render: (i) => (Number.isFinite(ts.gflops[i]) ? fmtNum(ts.gflops[i]) : "–"),
+        });
       table.columns = [...base.slice(0, at), ...cols, ...base.slice(at)];
       table.renderHead();
       table.setCount(ts.n, { force: true });
@@ -288,8 +380,13 @@ export function mount(root, { id }) {
     if (key === bestKey) return;
     bestKey = key;
     const row = bestRow();
+    if (row !== bestRowIndex) {
+      bestRowIndex = row;
+      table.render();
+    }
     const m = row >= 0 ? ts.metrics[row] : null;
     clear(bestMetrics, m ? Object.entries(m).map(([k, v]) => field(k, fmtNum(v), "metric")) : []);
+    renderFigures(row);
   }
 
   async function cancel(e) {
@@ -302,12 +399,41 @@ export function mount(root, { id }) {
     }
   }
 
+  // Live updates: Server-Sent Events once the page has loaded (the server answers when something
+  // changed, so the next request follows at once); polling every POLL_MS when they fail.
+  let live = "events";
+  async function update() {
+    if (!job || live !== "events") {
+      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
+      await ts.fetchNew(ac.signal);
+      return;
+    }
+    try {
+      const ev = await nextEvents(id, { after: ts.after, status: job.status, waitS: 5, signal: ac.signal });
+      job = ev.job;
+      if (ev.trials) {
+        ts.jobStatus = ev.trials.job_status;
+        ts.append(ev.trials);
+        if (ev.trials.rows.length >= EVENTS_PAGE) await ts.fetchNew(ac.signal);
+      } else {
+        ts.jobStatus = job.status;
+      }
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+      live = "polling"; // e.g. a server without the route, or too many waiting requests
+      root.querySelector("#job-page")?.setAttribute("data-live", live);
+      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: true });
+      await ts.fetchNew(ac.signal);
+    }
+  }
+
   async function tick() {
     try {
-      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
+      const first = job === null;
       const before = ts.n;
-      await ts.fetchNew(ac.signal);
+      await update();
       if (!alive) return;
+      if (first) root.querySelector("#job-page")?.setAttribute("data-live", live);
       clear(msg);
       renderSummary();
       if (ts.n !== before || !convChart) {
@@ -329,7 +455,7 @@ export function mount(root, { id }) {
       if (e.status === 404) return; // no such job: nothing to poll
     }
     // A finished job still gets polled once more in case trials were in flight; then it stops.
-    if (alive && !(loadedAll && TERMINAL.has(job && job.status))) timer = setTimeout(tick, POLL_MS);
+    if (alive && !(loadedAll && TERMINAL.has(job && job.status))) timer = setTimeout(tick, live === "events" ? 0 : POLL_MS);
   }
 
   tick();
@@ -339,5 +465,6 @@ export function mount(root, { id }) {
     ac.abort();
     destroyChart(convChart);
     destroyChart(paramChart);
+    destroyChart(pickChart.chart);
   };
 }

@@ -1,8 +1,9 @@
 // Jobs: a live table of jobs (polled every 2 s), filtered by status (by the API) and by text
 // (kernel, device, strategy, problem: in the page), a cancel button on queued and running jobs, a
-// selection to compare, and a form to start a job.
+// selection to compare, and the form to start a job (start_form.js).
 
-import { get, post, del, query } from "../api.js";
+import { get, del, query } from "../api.js";
+import { startForm } from "../start_form.js";
 import { h, clear, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, TERMINAL } from "../dom.js";
 
 const POLL_MS = 2000;
@@ -19,54 +20,6 @@ function progressLabel(job) {
 
 function elapsed(job) {
   return job.timings.elapsed_seconds ?? null;
-}
-
-function startForm(onStarted) {
-  const kernelSel = h("select", { name: "kernel", required: true, "aria-label": "kernel" });
-  const deviceSel = h("select", { name: "device", required: true, "aria-label": "device" });
-  const strategySel = h("select", { name: "strategy", "aria-label": "strategy" });
-  const evals = h("input", { name: "evaluations", type: "number", min: "1", value: "100", "aria-label": "evaluations" });
-  const seed = h("input", { name: "seed", type: "number", min: "0", placeholder: "random", "aria-label": "seed" });
-  const msg = h("div", { class: "form-msg" });
-  let kernels = [];
-  const fillDevices = () => {
-    const k = kernels.find((x) => x.name === kernelSel.value);
-    clear(deviceSel, (k ? k.devices : []).map((d) => h("option", { value: d.device }, d.device)));
-  };
-  kernelSel.addEventListener("change", fillDevices);
-  Promise.all([get("/v1/kernels"), get("/v1/strategies")])
-    .then(([kk, ss]) => {
-      kernels = kk.kernels;
-      clear(kernelSel, kernels.map((k) => h("option", { value: k.name }, k.name)));
-      clear(strategySel, ss.strategies.map((s) => h("option", { value: s.name, title: s.summary }, s.name)));
-      strategySel.value = ss.strategies.some((s) => s.name === "auto") ? "auto" : ss.strategies[0]?.name;
-      fillDevices();
-    })
-    .catch((e) => clear(msg, errorBox(e)));
-  const form = h(
-    "form",
-    { class: "inline-form", id: "start-form" },
-    h("label", {}, "Kernel", kernelSel),
-    h("label", {}, "Device", deviceSel),
-    h("label", {}, "Strategy", strategySel),
-    h("label", {}, "Evaluations", evals),
-    h("label", {}, "Seed", seed),
-    h("button", { type: "submit" }, "Start"),
-    msg
-  );
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const body = { kernel: kernelSel.value, device: deviceSel.value, strategy: strategySel.value, budget: { evaluations: Number(evals.value) } };
-    if (seed.value !== "") body.seed = Number(seed.value);
-    try {
-      const job = await post("/v1/tune", body);
-      clear(msg, h("span", { class: "ok" }, `job ${job.id} ${job.status}`));
-      onStarted(job);
-    } catch (err) {
-      clear(msg, errorBox(err));
-    }
-  });
-  return h("details", { class: "card start" }, h("summary", {}, "Start a job"), form);
 }
 
 export function mount(root) {
