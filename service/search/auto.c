@@ -262,12 +262,13 @@ static int propose_fill(auto_state *st, config_id *out)
     return 1;
 }
 
-/* Whether a warm-start prior is still confirmed by the told results (its fitted coefficient above
- * half its a-priori value): the ridge, which carries it, then picks; the GP, which does not, takes
- * over once the measurements overrule the prior. */
+/* Whether a warm-start prior is still confirmed by the told results (its weight, their agreement
+ * with it, above AUTO_PRIOR_TRUST: search/auto_prior.h): the ridge, which carries it, then picks
+ * and the prior's best join the pool; the GP, which does not, takes over once the measurements
+ * overrule the prior. */
 static int prior_trusted(const auto_state *st)
 {
-    return st->has_prior && st->fitted && st->beta > 0.5 * st->prior.beta0;
+    return st->has_prior && st->fitted && auto_prior_weight(&st->prior) > AUTO_PRIOR_TRUST;
 }
 
 /* The GP fitted for this ask (model ei, no trusted prior): once per ask, only when a proposal
@@ -383,18 +384,32 @@ static int propose_local(auto_state *st, config_id *out)
     return propose_id(st, pick.id, out);
 }
 
-/* With a prior, the start is the related targets' best configurations (their order), not a
- * space-filling design, while the told results do not contradict the prior (beta, fitted on them,
- * above half its a-priori value): 1 with *out set, 0 when there is no such prior or none is left
- * unvisited. */
-static int propose_prior_top(auto_state *st, config_id *out)
+/* A warm start's next suggestion (search/auto_prior.h: the history's first ids, then the prior's
+ * best) while the told results do not contradict the history (auto_prior_weight above
+ * AUTO_PRIOR_TRUST): 1 with *out set, 0 when none is left or the history is not trusted. */
+static int propose_suggested(auto_state *st, config_id *out)
 {
-    int trusted = prior_trusted(st);
-    for (int k = 0; trusted && k < st->prior.n_top; k++) {
-        if (!search_set_has(&st->visited, st->prior.top[k]))
-            return propose_id(st, st->prior.top[k], out);
+    if (st->n > 0 && auto_prior_weight(&st->prior) <= AUTO_PRIOR_TRUST)
+        return 0; /* before any result the history's suggestions are tried */
+    for (int k = 0; k < st->prior.n_sugg; k++) {
+        if (!search_set_has(&st->visited, st->prior.sugg[k]))
+            return propose_id(st, st->prior.sugg[k], out);
     }
     return 0;
+}
+
+/* The start: space-filling proposals; in a warm start every other one is the history's next
+ * suggestion instead, so that the suggestions' measurements have the space-filling ones to be
+ * compared with (auto_prior_weight) and a history the measurements contradict costs little. */
+static int propose_start(auto_state *st, config_id *out)
+{
+    int rc;
+    if ((st->proposed % 2 == 0 || st->n_fill >= st->initial ||
+         auto_prior_weight(&st->prior) > AUTO_PRIOR_CONFIRMED) &&
+        (rc = propose_suggested(st, out)) != 0)
+        return rc;
+    return st->n_fill < st->initial ? propose_fill(st, out)
+                                    : search_random_unvisited(st->sp, &st->visited, &st->rng, out);
 }
 
 /* Records id as outstanding (asked, not told); 0, or -1 out of memory (then it is not). */
@@ -425,10 +440,7 @@ static int propose_one(auto_state *st, config_id *out)
 {
     int rc;
     if (st->proposed < st->initial || !st->fitted)
-        return (rc = propose_prior_top(st, out)) != 0 ? rc
-               : st->n_fill < st->initial
-                   ? propose_fill(st, out)
-                   : search_random_unvisited(st->sp, &st->visited, &st->rng, out);
+        return propose_start(st, out);
     if (kt_rng_uniform(&st->rng) < st->explore)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     /* With model ei, one walk step per batch: the rest of it, chosen while proposals are still
@@ -505,20 +517,22 @@ static int auto_features_cb(void *ctx, config_id id, int *f)
     return auto_features(ctx, id, f);
 }
 
-/* The history: the first ids are proposed by searcher.c (marked visited here; they replace as many
- * space-filling proposals); the prior (auto_prior_fit) is used only when it explains its own
- * sources (auto_prior.usable). */
+/* The history: auto proposes the first ids itself (proposes_first), as suggestions of its warm
+ * start with the prior's best (propose_start); the prior (auto_prior_fit) joins the surrogate only
+ * when it explains its own sources (auto_prior.usable). Either is used only while the told results
+ * do not contradict it (auto_prior_weight). */
 static int auto_history(void *state, const searcher_history *h, kt_error *err)
 {
     auto_state *st = state;
-    for (int i = 0; i < h->n_first; i++)
-        if (search_set_add(&st->visited, h->first[i]) < 0)
-            return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    st->initial = st->initial > h->n_first ? st->initial - h->n_first : 0;
-    if (h->n_prior == 0 || st->np > 256)
+    if (st->np > 256)
         return 0;
-    if (auto_prior_fit(&st->prior, h, st->np, st->nf, auto_features_cb, st, err) < 0)
+    if (h->n_prior > 0 &&
+        auto_prior_fit(&st->prior, h, st->np, st->nf, auto_features_cb, st, err) < 0)
         return -1;
+    if (auto_prior_suggest(&st->prior, h->first, h->n_first, err) < 0) {
+        auto_prior_free(&st->prior);
+        return -1;
+    }
     st->has_prior = st->prior.usable;
     st->beta = 1;
     st->fitted = 0;
@@ -540,4 +554,5 @@ const searcher_vtable searcher_auto_vtable = {
     .tell = auto_tell,
     .destroy = auto_destroy,
     .history = auto_history,
+    .proposes_first = 1,
 };

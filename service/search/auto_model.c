@@ -66,6 +66,10 @@ static void fit_clip(auto_state *st)
  * transfers keeps steering, one the told results contradict is fitted away. */
 void auto_fit(auto_state *st)
 {
+    /* The prior's weight (auto_prior_weight: its agreement with the told results so far) scales
+     * the value its coefficient is pulled towards: a distrusted prior's coefficient is what the
+     * told results make of it (about 0 for an unrelated one). */
+    double prior_w = st->has_prior ? auto_prior_weight(&st->prior) : 0;
     int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
     double worst = -INFINITY, best = INFINITY;
     int n_ok = 0;
@@ -130,7 +134,7 @@ void auto_fit(auto_state *st)
         st->a[(size_t)i * m + i] += lambda;
     if (m > nf) {
         st->a[(size_t)nf * m + nf] += PRIOR_BETA_WEIGHT;
-        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0;
+        st->w[nf] += PRIOR_BETA_WEIGHT * st->prior.beta0 * prior_w;
     }
     auto_solve_spd(st->a, st->w, m);
     st->beta = m > nf ? st->w[nf] : 0;
@@ -195,6 +199,8 @@ void auto_obs_add(auto_state *st)
     o->y = o->t < SEARCH_BAD_SCORE ? log(o->t > 1e-12 ? o->t : 1e-12) : INFINITY;
     st->resid[st->n] = 0;
     st->pp[st->n] = auto_prior_f(st, f);
+    /* the history's agreement with the measurements (auto_prior_weight) */
+    auto_prior_observe(&st->prior, o->id, st->pp[st->n], o->y);
     if (o->t < SEARCH_BAD_SCORE) {
         int k = st->n_ok++;
         while (k > 0 && st->ok_y[k - 1] > o->y) {

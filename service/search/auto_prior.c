@@ -57,9 +57,77 @@ double auto_prior_value(const auto_prior *pr, const int *f, int np)
     return s;
 }
 
+/* The sign of a - b for log times (INFINITY, a failure, ties with INFINITY). */
+static int y_sign(double a, double b)
+{
+    if (a == b)
+        return 0;
+    return a > b ? 1 : -1;
+}
+
+void auto_prior_observe(auto_prior *pr, config_id id, double p, double y)
+{
+    if ((!pr->usable && pr->n_sugg == 0) || pr->n_seen >= AUTO_PRIOR_AGREE_MAX || isnan(p) ||
+        isnan(y))
+        return;
+    if (!pr->usable) {
+        p = 0;
+        for (int k = 0; k < pr->n_sugg && p == 0; k++)
+            p = pr->sugg[k] == id ? -1 : 0;
+    }
+    for (int i = 0; i < pr->n_seen; i++) {
+        int sp = p > pr->seen_p[i] ? 1 : p < pr->seen_p[i] ? -1 : 0;
+        pr->concord += sp * y_sign(y, pr->seen_y[i]);
+    }
+    pr->seen_p[pr->n_seen] = p;
+    pr->seen_y[pr->n_seen] = y;
+    pr->n_seen++;
+}
+
+double auto_prior_tau(const auto_prior *pr)
+{
+    double n = pr->n_seen;
+    return n >= 2 ? pr->concord / (0.5 * n * (n - 1)) : 0;
+}
+
+double auto_prior_weight(const auto_prior *pr)
+{
+    if (!pr->usable && pr->n_sugg == 0)
+        return 0;
+    double n = pr->n_seen, logodds = pr->usable ? log(AUTO_PRIOR_ODDS) : 0;
+    if (n >= 2) {
+        /* log N(tau; T, v) - log N(tau; 0, v) = (tau T - T^2 / 2) / v */
+        double v = 2 * (2 * n + 5) / (9 * n * (n - 1));
+        double t = AUTO_PRIOR_TAU;
+        logodds += (auto_prior_tau(pr) * t - 0.5 * t * t) / v;
+    }
+    if (logodds > 40)
+        return 1;
+    return logodds < -40 ? 0 : 1 / (1 + exp(-logodds));
+}
+
+int auto_prior_suggest(auto_prior *pr, const config_id *first, int n, kt_error *err)
+{
+    free(pr->sugg);
+    pr->n_sugg = 0;
+    pr->sugg = malloc((size_t)(n + pr->n_top + 1) * sizeof *pr->sugg);
+    if (!pr->sugg)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+    for (int i = 0; i < n + pr->n_top; i++) {
+        config_id id = i < n ? first[i] : pr->top[i - n];
+        int dup = 0;
+        for (int k = 0; k < pr->n_sugg && !dup; k++)
+            dup = pr->sugg[k] == id;
+        if (!dup)
+            pr->sugg[pr->n_sugg++] = id;
+    }
+    return 0;
+}
+
 void auto_prior_free(auto_prior *pr)
 {
     free(pr->pw);
+    free(pr->sugg);
     memset(pr, 0, sizeof *pr);
 }
 

@@ -409,6 +409,10 @@ static int searcher_drop_first(searcher *s, config_id id)
     uint64_t k;
     if (s->n_first == 0 || !search_map_get(&s->first_at, id, &k))
         return 0;
+    if (s->vt->proposes_first) { /* the strategy's own pick: counted, not dropped */
+        s->first_pos++;
+        return 0;
+    }
     if (s->first_told[k] && s->vt->tell)
         s->vt->tell(s->state, &id, &s->first_res[k], 1);
     return 1;
@@ -420,7 +424,7 @@ int searcher_ask(searcher *s, config_id *out, int max)
     if (!s || !out || max <= 0)
         return 0;
     s->asked = 1;
-    while (n < max && s->first_pos < s->n_first)
+    while (!s->vt->proposes_first && n < max && s->first_pos < s->n_first)
         out[n++] = s->first[s->first_pos++];
     while (n < max) {
         int got = s->vt->ask(s->state, out + n, max - n), kept = 0;

@@ -51,6 +51,8 @@ searcher *searcher_new_ops(const searcher_ops *ops, void *state, const space *sp
  * the space are dropped (at most SEARCHER_MAX_FIRST are kept). Their results are told to the
  * strategy like its own; should the strategy propose one of them later, the searcher tells it the
  * known result again instead of returning it (no repeats), or drops it while still pending.
+ * Except auto: it proposes them itself, in this order, as suggestions its measurements may
+ * overrule (search/README.md, warm starts).
  * prior: observations of related targets (ids in this space, time in ms, and source: an index per
  * related target, 0..SEARCHER_MAX_SOURCES-1, so that a strategy can normalise each source on its
  * own: another GPU's times differ in scale). They are NOT told results: nothing is proposed because

@@ -40,8 +40,13 @@ typedef struct searcher_vtable {
     /* NULL for strategies without a use for a prior. Receives the history already cleaned by
      * searcher_set_history (first deduplicated and in the space; prior in the space, finite
      * positive times, sources in range) before any ask; the arrays are borrowed for the call.
-     * The strategy may mark the first ids as proposed (they are proposed by searcher.c). */
+     * The strategy may mark the first ids as proposed (they are proposed by searcher.c, unless
+     * proposes_first). */
     int (*history)(void *state, const searcher_history *h, kt_error *err);
+    /* 1: the strategy proposes the first ids itself, as far as its measurements let the history
+     * be trusted (auto: search/README.md, warm starts); searcher.c then neither hands them out
+     * nor drops them. 0: searcher.c proposes them before anything else. */
+    int proposes_first;
     /* 1 for strategies that cannot ask without a surrogate (searcher_needs_surrogate). */
     int needs_surrogate;
     /* NULL for strategies without a use for a surrogate (searcher_set_surrogate is a no-op). Before

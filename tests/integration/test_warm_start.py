@@ -1,10 +1,12 @@
 """Integration: warm starts from history (issue #10, section 4). Two replay devices of the same kernel
 (the repository's convolution_milo-A4000 and a copy of it recorded as another GPU, every time x3: same
 kernel name and parameter names, another device class). A job tunes the first; a job on the second with
-history "auto" (the default) measures the first job's fastest configurations first, records what it
-used, shows it in the job view, and resumes after kill -9 with the recorded history (no divergence);
-with history "none" it starts cold. A third copy then gets both as sources, their best configurations
-interleaved and each seeded once. A bad history value is refused."""
+history "auto" (the default) measures the first job's fastest configurations early (the first one
+first, most within twice their number: auto alternates them with space-filling probes until the
+results confirm the history), records what it used, shows it in the job view, and resumes after
+kill -9 with the recorded history (no divergence); with history "none" it starts cold. A third copy
+then gets both as sources, their best configurations interleaved and each seeded once. A bad history
+value is refused."""
 import gzip
 import json
 import os
@@ -85,7 +87,7 @@ class WarmStartTest(unittest.TestCase):
         self.assertEqual(h["sources"][0]["device_class"], FIRST)
         self.assertEqual(h["sources"][0]["relation"], 0)
         trials = sorted(self.k.all_trials(warm["id"]), key=lambda t: t["seq"])
-        self.assertEqual([config_key(t["config"]) for t in trials[:SEEDED]], fastest)
+        self.assert_seeded_early(trials, fastest)
         # The copy is the same GPU x3: measuring the first job's best first, the warm job ends at
         # least as fast (x3) as the first job did with the same budget.
         self.assertLessEqual(warm["best"]["time_ms"], 3.0 * ok[0]["time_ms"] * (1 + 1e-9), warm)
@@ -147,7 +149,18 @@ class WarmStartTest(unittest.TestCase):
         self.assertEqual(h["seeded"], SEEDED, h)
         self.assertEqual(h["prior_trials"], len(a) + len(b), h)
         trials = sorted(self.k.all_trials(job["id"]), key=lambda t: t["seq"])
-        self.assertEqual([config_key(t["config"]) for t in trials[:SEEDED]], want)
+        self.assert_seeded_early(trials, want)
+
+    def assert_seeded_early(self, trials, seeded):
+        # auto (the default) measures the seeded configurations itself: the first one first, then
+        # the others between space-filling probes (back to back once the results confirm the
+        # history), in order while it proposes them, or as its model picks them from its pool
+        # (search/README.md, warm starts). This history (the same GPU x3) agrees with what is
+        # measured, so most are measured within twice their number.
+        keys = [config_key(t["config"]) for t in trials]
+        self.assertEqual(keys[0], seeded[0])
+        early = [k for k in keys[:2 * SEEDED] if k in seeded]
+        self.assertGreaterEqual(len(early), SEEDED // 2, keys)
 
     def test_c_bad_history_is_refused(self):
         for bad in ("sometimes", 3, ""):

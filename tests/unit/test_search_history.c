@@ -1,9 +1,12 @@
-/* Unit tests of the searchers' warm start (searcher_set_history): every strategy proposes the
- * first ids first, in order, without duplicates or ids outside the space, then its own proposals
- * (still no repeats); a strategy that proposes a first id later gets its result again instead;
- * history after an ask or with bad counts is refused; the same history gives the same proposals;
- * auto's prior steers it towards the prior's optimum, and a prior without information (shuffled
- * times) leaves it exactly cold. */
+/* Unit tests of the searchers' warm start (searcher_set_history): every strategy but auto proposes
+ * the first ids first, in order, without duplicates or ids outside the space, then its own
+ * proposals (still no repeats); a strategy that proposes a first id later gets its result again
+ * instead; history after an ask or with bad counts is refused; the same history gives the same
+ * proposals; auto's prior steers it towards the prior's optimum, and a prior without information
+ * (shuffled times) leaves it exactly cold. Issue 29, a history the measurements overrule: the
+ * prior's weight (search/auto_prior.h) falls fast when the results contradict it and stays when
+ * they confirm it; suggestions without a prior earn their trust; auto with an inverted history
+ * measures at most 2 of its suggestions and is at least as good as cold within 50. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "search/auto_prior.h"
 #include "search/searcher.h"
 
 #include "search_test_util.h"
@@ -33,6 +37,9 @@ static void every_strategy_proposes_first_ids_first(void **state)
         /* mindmap proposes nothing without a trained surrogate of this space's parameters (it is
          * checked with one, first ids included, in test_search_mindmap) */
         if (searcher_needs_surrogate(name))
+            continue;
+        /* auto proposes the first ids itself, as far as the measurements trust them (below) */
+        if (strcmp(name, "auto") == 0)
             continue;
         kt_error err;
         searcher *s = searcher_new(name, sp, NULL, 7, &err);
@@ -97,7 +104,8 @@ static void history_is_refused_after_an_ask_or_with_bad_counts(void **state)
 }
 
 /* A prior: every configuration of sp timed by an objective whose optimum is opt (source 0), and
- * the same times x 1000 (source 1: another scale). shuffle: the times permuted at random. */
+ * the same times x 1000 (source 1: another scale). shuffle 1: the times permuted at random; 2:
+ * inverted (t -> 1 / t: every ranking backwards, a history that misleads). */
 typedef struct prior_buf {
     config_id *id;
     double *ms;
@@ -125,7 +133,9 @@ static void make_prior(const space *sp, const int *opt, int shuffle, prior_buf *
             pb->n++;
         }
     }
-    if (shuffle) {
+    for (int i = 0; shuffle == 2 && i < pb->n; i++)
+        pb->ms[i] = 1.0 / pb->ms[i];
+    if (shuffle == 1) {
         kt_rng rng;
         kt_rng_seed(&rng, 99);
         for (int i = pb->n; i > 1; i--) {
@@ -240,6 +250,178 @@ static void replay_with_the_same_history_continues_alike(void **state)
     space_free(sp);
 }
 
+/* The prior's weight (auto_prior_weight) on n synthetic (prior value, log time) pairs: y standard
+ * normal, p = sign * y + noise (sign 1: the prior confirmed, -1: contradicted, 0: p unrelated).
+ * The first result after which the weight is at most AUTO_PRIOR_TRUST into *first_low, the last
+ * into *last_low (-1: never), the first below 0.05 into *first_out. */
+static double weight_after(int sign, uint64_t seed, int n, int *first_low, int *last_low,
+                           int *first_out)
+{
+    auto_prior pr;
+    kt_rng rng;
+    memset(&pr, 0, sizeof pr);
+    pr.usable = 1;
+    kt_rng_seed(&rng, seed);
+    *first_low = *last_low = *first_out = -1;
+    assert_true(fabs(auto_prior_weight(&pr) - AUTO_PRIOR_ODDS / (1 + AUTO_PRIOR_ODDS)) < 1e-12);
+    for (int i = 1; i <= n; i++) {
+        double y = kt_rng_normal(&rng);
+        double p = sign ? sign * y + 0.7 * kt_rng_normal(&rng) : kt_rng_normal(&rng);
+        auto_prior_observe(&pr, (config_id)i, p, y);
+        double w = auto_prior_weight(&pr);
+        assert_true(w >= 0 && w <= 1);
+        if (w <= AUTO_PRIOR_TRUST) {
+            *first_low = *first_low < 0 ? i : *first_low;
+            *last_low = i;
+        }
+        if (*first_out < 0 && w < 0.05)
+            *first_out = i;
+    }
+    return auto_prior_weight(&pr);
+}
+
+static void the_measurements_overrule_the_prior(void **state)
+{
+    (void)state;
+    int first_low, last_low, out, sum = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        /* contradicted: no longer trusted (its suggestions stop) within 8 results, and for good
+         * from 12 on; weight under 0.05 within 16 */
+        assert_true(weight_after(-1, seed, 50, &first_low, &last_low, &out) < 1e-3);
+        assert_true(first_low > 0 && first_low <= 8);
+        assert_int_equal(last_low, 50);
+        assert_true(out > 0 && out <= 16);
+        /* confirmed: trusted from 6 results on (a few first ones may disagree by chance), and
+         * the weight grows towards 1 */
+        assert_true(weight_after(1, seed, 100, &first_low, &last_low, &out) > 0.99);
+        assert_true(last_low <= 5);
+        assert_int_equal(out, -1);
+        /* unrelated: no longer trusted within 60 results */
+        assert_true(weight_after(0, seed, 60, &first_low, &last_low, &out) < AUTO_PRIOR_TRUST);
+        assert_true(first_low > 0);
+        sum += first_low;
+    }
+    printf("an unrelated prior loses trust after %.1f results (mean of 10 seeds)\n", sum / 10.0);
+    assert_true(sum / 10 <= 40);
+}
+
+static void the_agreement_counts_failures_slowest_and_stops_at_its_cap(void **state)
+{
+    (void)state;
+    auto_prior pr;
+    memset(&pr, 0, sizeof pr);
+    auto_prior_observe(&pr, 1, 0.5, 1.0); /* neither a usable prior nor suggestions: ignored */
+    assert_int_equal(pr.n_seen, 0);
+    assert_true(auto_prior_weight(&pr) == 0);
+    pr.usable = 1;
+    auto_prior_observe(&pr, 1, -1.0, 0.0);
+    auto_prior_observe(&pr, 2, 1.0, INFINITY); /* predicted slow, failed: concordant */
+    assert_true(auto_prior_tau(&pr) == 1.0);
+    /* predicted fastest, failed: discordant with the first, tied in time with the second */
+    auto_prior_observe(&pr, 3, -2.0, INFINITY);
+    assert_true(auto_prior_tau(&pr) == 0.0);
+    for (int i = 0; i < AUTO_PRIOR_AGREE_MAX + 50; i++)
+        auto_prior_observe(&pr, (config_id)(10 + i), i, i);
+    assert_int_equal(pr.n_seen, AUTO_PRIOR_AGREE_MAX);
+}
+
+/* Without a usable prior, suggestions (first ids) are judged by their measurements against the
+ * rest: measured fast, they keep their trust; measured slow, they lose it. */
+static void suggestions_alone_earn_their_trust(void **state)
+{
+    (void)state;
+    const config_id first[] = {1, 2, 3};
+    for (int good = 0; good < 2; good++) {
+        auto_prior pr;
+        memset(&pr, 0, sizeof pr);
+        assert_int_equal(auto_prior_suggest(&pr, first, 3, NULL), 0);
+        assert_int_equal(pr.n_sugg, 3);
+        assert_true(fabs(auto_prior_weight(&pr) - 0.5) < 1e-12);
+        for (int i = 0; i < 6; i++) { /* alternately a suggestion and another configuration */
+            config_id id = i % 2 ? (config_id)(100 + i) : first[i / 2];
+            double y = (i % 2 == 0) == good ? 0.0 + 0.01 * i : 5.0 + 0.01 * i;
+            auto_prior_observe(&pr, id, 0, y);
+        }
+        double w = auto_prior_weight(&pr);
+        assert_true(good ? w > AUTO_PRIOR_TRUST : w < AUTO_PRIOR_TRUST);
+        auto_prior_free(&pr);
+    }
+}
+
+/* The first 8 of pb's configurations by time (source 0): the history's best. */
+static void best_of_prior(const prior_buf *pb, config_id *first)
+{
+    int n = 0;
+    for (int k = 0; k < 8; k++) {
+        int bi = -1;
+        for (int i = 0; i < pb->n; i++) {
+            int taken = 0;
+            for (int j = 0; j < n && !taken; j++)
+                taken = first[j] == pb->id[i];
+            if (pb->src[i] == 0 && !taken && (bi < 0 || pb->ms[i] < pb->ms[bi]))
+                bi = i;
+        }
+        first[n++] = pb->id[bi];
+    }
+}
+
+/* auto with a history: first ids and prior both honest, or both inverted (the history's best
+ * are the slowest configurations). n proposals; how many first ids among them, and the best time
+ * within `within` into *best. */
+static int run_auto_history(space *sp, const int *opt, int inverted, uint64_t seed, int n,
+                            int within, double *best)
+{
+    prior_buf pb;
+    config_id first[8], ids[64];
+    objective o = {sp, opt, 0};
+    make_prior(sp, opt, inverted ? 2 : 0, &pb);
+    best_of_prior(&pb, first);
+    searcher *s = searcher_new("auto", sp, NULL, seed, NULL);
+    searcher_history h = {first, 8, pb.id, pb.ms, pb.src, pb.n};
+    assert_int_equal(searcher_set_history(s, &h, NULL), 0);
+    assert_true(n <= 64 && within <= n);
+    assert_int_equal(drive(s, &o, ids, n, 1), n);
+    assert_distinct_valid(ids, n, space_count(sp));
+    trial_result r[64];
+    evaluate(&o, ids, r, within);
+    *best = INFINITY;
+    for (int i = 0; i < within; i++)
+        *best = r[i].time_ms < *best ? r[i].time_ms : *best;
+    int used = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 8; k++)
+            used += ids[i] == first[k];
+    assert_int_equal(searcher_first_proposed(s), used);
+    searcher_free(s);
+    free_prior(&pb);
+    return used;
+}
+
+static void auto_drops_a_history_the_measurements_contradict(void **state)
+{
+    (void)state;
+    space *sp = space_10k();
+    const int opt[4] = {2, 7, 3, 6};
+    double warm = 0, cold = 0, honest = 0, b;
+    config_id ids[50];
+    for (uint64_t seed = 0; seed < 12; seed++) {
+        /* inverted: at most 2 of its 8 suggestions are measured (then it is distrusted) */
+        assert_true(run_auto_history(sp, opt, 1, seed, 50, 50, &b) <= 2);
+        warm += b;
+        run_auto(sp, opt, NULL, seed, ids, 50, 50, &b);
+        cold += b;
+        /* honest: its suggestions are measured first, and the optimum is found at once */
+        assert_true(run_auto_history(sp, opt, 0, seed, 12, 12, &b) >= 6);
+        honest += b;
+    }
+    printf("best within 50, mean of 12 seeds: cold %.2f, inverted history %.2f; honest history "
+           "within 12: %.2f\n",
+           cold / 12, warm / 12, honest / 12);
+    assert_true(warm <= cold); /* at least the cold search within 50 */
+    assert_true(honest / 12 < 10.5);
+    space_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +431,10 @@ int main(void)
         cmocka_unit_test(a_prior_steers_auto_and_is_deterministic),
         cmocka_unit_test(a_prior_without_information_leaves_auto_cold),
         cmocka_unit_test(replay_with_the_same_history_continues_alike),
+        cmocka_unit_test(the_measurements_overrule_the_prior),
+        cmocka_unit_test(the_agreement_counts_failures_slowest_and_stops_at_its_cap),
+        cmocka_unit_test(suggestions_alone_earn_their_trust),
+        cmocka_unit_test(auto_drops_a_history_the_measurements_contradict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "bench/offline/bench_ablation.h"
 #include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_kt.h"
+#include "bench/offline/bench_summary.h"
 
 static void bench_print_number(FILE *out, const json_t *v, const char *fmt, int width)
 {
@@ -214,6 +215,66 @@ static void bench_print_rounds(const json_t *result, const json_t *strategies, F
     }
 }
 
+/* One row of the per-space warm-start table: cold's or warm's fractions at each checkpoint, or
+ * (cold and warm both given) warm - cold. */
+static void bench_print_warm_row(const json_t *result, const char *space, const char *kind,
+                                 const json_t *cold, const json_t *warm, FILE *out)
+{
+    size_t i;
+    json_t *v;
+
+    fprintf(out, "%-26.26s %-9s", space, kind);
+    json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+    {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
+        const json_t *c = json_object_get(json_object_get(cold, "fraction"), key);
+        const json_t *w = json_object_get(json_object_get(warm, "fraction"), key);
+        if (cold && warm && json_is_number(c) && json_is_number(w))
+            fprintf(out, " %+7.4f", json_number_value(w) - json_number_value(c));
+        else
+            bench_print_number(out, cold ? c : w, " %*.4f", 7);
+    }
+    fputc('\n', out);
+}
+
+/* --history, per space and strategy: cold, warm and warm - cold at each checkpoint (a history
+ * must never make a space worse than cold for long: search/README.md, warm starts). */
+static void bench_print_warm_spaces(const json_t *result, FILE *out)
+{
+    const json_t *ws = json_object_get(result, "warm_start");
+    const char *name;
+    json_t *st, *sp, *v;
+    size_t i;
+
+    json_object_foreach(json_object_get(ws, "strategies"), name, st)
+    {
+        char warm[80];
+        bench_warm_name(name, warm, sizeof warm);
+        fprintf(out,
+                "\n%s per space (warm - cold: the history's gain, negative where it hurts)\n%-36s",
+                name, "space");
+        json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+        {
+            char h[24];
+            snprintf(h, sizeof h, "@%lld", (long long)json_integer_value(v));
+            fprintf(out, " %7s", h);
+        }
+        fputc('\n', out);
+        json_array_foreach(json_object_get(result, "spaces"), i, sp)
+        {
+            const json_t *sts = json_object_get(sp, "strategies");
+            const json_t *c = json_object_get(sts, name), *w = json_object_get(sts, warm);
+            const char *sname = json_string_value(json_object_get(sp, "name"));
+            if (!c || !w)
+                continue; /* no history for this space */
+            bench_print_warm_row(result, sname, "cold", c, NULL, out);
+            bench_print_warm_row(result, "", "warm", NULL, w, out);
+            bench_print_warm_row(result, "", "warm-cold", c, w, out);
+        }
+    }
+}
+
 /* --history: warm against cold per strategy, over the spaces that have history. */
 static void bench_print_warm(const json_t *result, FILE *out)
 {
@@ -255,6 +316,7 @@ static void bench_print_warm(const json_t *result, FILE *out)
             fputc('\n', out);
         }
     }
+    bench_print_warm_spaces(result, out);
 }
 
 void bench_print_table(const json_t *result, const char *kt_reference, FILE *out)
