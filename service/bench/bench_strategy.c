@@ -79,9 +79,7 @@ out:
     return rc;
 }
 
-/* 1 when strategy has an option named name, else 0 and the accepted names in list. */
-static int bench_strategy_option_known(const char *strategy, const char *name, char *list,
-                                       size_t cap)
+int bench_strategy_option_known(const char *strategy, const char *name, char *list, size_t cap)
 {
     json_t *cat = searcher_catalog_json(), *e, *opts;
     size_t i, used = 0;

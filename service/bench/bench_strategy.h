@@ -29,6 +29,9 @@ searcher *bench_strategy_searcher_new(const char *entry, const space *sp, uint64
                                       kt_error *err);
 /* searcher_needs_surrogate of entry's strategy (0 for a malformed entry). */
 int bench_strategy_needs_surrogate(const char *entry);
+/* 1 when strategy (a registered name) has an option named name, else 0 with the accepted names in
+ * list (cap bytes, ", "-separated, cut at cap). */
+int bench_strategy_option_known(const char *strategy, const char *name, char *list, size_t cap);
 /* 1 when entry is a named variant (has options), else 0. */
 int bench_strategy_is_variant(const char *entry);
 

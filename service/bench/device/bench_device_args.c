@@ -1,6 +1,7 @@
 /* bench/device/bench_device_args — `ktune bench --device` arguments: usage, parsing, --problem (see
  * bench_device_args.h). */
 #include "bench/device/bench_device_args.h"
+#include "bench/bench_strategy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -28,35 +29,6 @@ const char *bench_device_row_strategy(const bench_device_options *opt, int r)
 int bench_device_n_rows(const bench_device_options *opt)
 {
     return opt->n_strategies + opt->n_variants;
-}
-
-/* Option names of strategy in the catalog: 1 when name is one of them, else 0 and the accepted
- * names in list. */
-static int bench_device_option_known(const char *strategy, const char *name, char *list, size_t cap)
-{
-    json_t *cat = searcher_catalog_json(), *e, *opts;
-    size_t i, used = 0;
-    const char *k;
-    int found = 0;
-
-    list[0] = '\0';
-    json_array_foreach(cat, i, e)
-    {
-        if (strcmp(json_string_value(json_object_get(e, "name")), strategy) != 0)
-            continue;
-        opts = json_object_get(e, "options");
-        json_object_foreach(opts, k, e)
-        {
-            int w;
-            found |= strcmp(k, name) == 0;
-            w = snprintf(list + used, cap - used, "%s%s", used ? ", " : "", k);
-            if (w > 0 && (size_t)w < cap - used)
-                used += (size_t)w;
-        }
-        break;
-    }
-    json_decref(cat);
-    return found;
 }
 
 /* --variant LABEL=STRATEGY:JSON. Its option values are checked against the space when the bench
@@ -115,7 +87,7 @@ static int bench_device_parse_variant(void *dst, const kt_option *ko, const char
     json_object_foreach(o, k, x)
     {
         char list[512];
-        if (!bench_device_option_known(v->strategy, k, list, sizeof list)) {
+        if (!bench_strategy_option_known(v->strategy, k, list, sizeof list)) {
             snprintf(msg, cap, "--variant %s: strategy %s has no option '%.64s' (options: %s)",
                      v->label, v->strategy, k, list[0] ? list : "none");
             goto out;
