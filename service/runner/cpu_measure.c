@@ -281,6 +281,40 @@ static void bound_cache(const runner *r, const cpu_binary *kb, const cpu_binary 
         cpu_cache_bound(r->cache_dir, r->cache_max_bytes, keep, 2);
 }
 
+/* 1 when q's verification computes the expected outputs with a binary of its own (the default
+ * configuration's, or the C reference), else 0. */
+static int needs_reference_binary(const runner_measure_req *q)
+{
+    return q->verify == RUNNER_VERIFY_DEFAULT ||
+           (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_C);
+}
+
+/* Builds q's kernel into kb and, where verification needs one, what computes the expected outputs
+ * into rb (the default configuration's binary, or the C reference). 0 when both are built, 1 with
+ * *reply the failed build's answer, -1 with err. */
+static int build_kernel_and_reference(runner *r, const runner_measure_req *q, cpu_binary *kb,
+                                      cpu_binary *rb, json_t **reply, kt_error *err)
+{
+    if (cpu_build_kernel(r, q, q->defines, q->n_defines, kb, err) < 0)
+        return -1;
+    if (kb->status != CPU_BUILD_OK) {
+        *reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
+        return 1;
+    }
+    if (!needs_reference_binary(q))
+        return 0;
+    int built = q->verify == RUNNER_VERIFY_DEFAULT
+                    ? cpu_build_kernel(r, q, q->verify_defines, q->n_verify_defines, rb, err)
+                    : cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err);
+    if (built < 0)
+        return -1;
+    if (rb->status != CPU_BUILD_OK) {
+        *reply = build_failure_reply(rb, 1, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
+        return 1;
+    }
+    return 0;
+}
+
 json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
 {
     json_t *reply = NULL;
@@ -296,27 +330,9 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the measure state");
         goto out;
     }
-    if (cpu_build_kernel(r, q, q->defines, q->n_defines, kb, err) < 0)
+    if (build_kernel_and_reference(r, q, kb, rb, &reply, err) != 0)
         goto out;
-    if (kb->status != CPU_BUILD_OK) {
-        reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
-        goto out;
-    }
-    int ref_built = q->verify == RUNNER_VERIFY_DEFAULT ||
-                    (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_C);
-    if (ref_built) {
-        /* verify "default": the default configuration's binary computes the expected outputs */
-        int built = q->verify == RUNNER_VERIFY_DEFAULT
-                        ? cpu_build_kernel(r, q, q->verify_defines, q->n_verify_defines, rb, err)
-                        : cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err);
-        if (built < 0)
-            goto out;
-        if (rb->status != CPU_BUILD_OK) {
-            reply =
-                build_failure_reply(rb, 1, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
-            goto out;
-        }
-    }
+    int ref_built = needs_reference_binary(q);
     /* every build of the request is done: its source texts leave the disk before its code runs */
     runner_sources_done(r->sources);
     int loaded = load_kernel(r, q, kb, &handle, &fn, err);
@@ -396,28 +412,10 @@ json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err)
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the compile state");
         goto out;
     }
-    if (cpu_build_kernel(r, q, q->defines, q->n_defines, kb, err) < 0)
+    /* what computes the expected outputs too (once per kernel): the measure finds both */
+    if (build_kernel_and_reference(r, q, kb, rb, &reply, err) != 0)
         goto out;
-    if (kb->status != CPU_BUILD_OK) {
-        reply = build_failure_reply(kb, 0, kb->compile_ms, q->compile_timeout_s);
-        goto out;
-    }
-    double ref_ms = 0;
-    if (q->verify == RUNNER_VERIFY_DEFAULT ||
-        (q->verify == RUNNER_VERIFY_REFERENCE && q->ref_kind == RUNNER_REF_C)) {
-        /* what computes the expected outputs too (once per kernel): the measure finds both */
-        int built = q->verify == RUNNER_VERIFY_DEFAULT
-                        ? cpu_build_kernel(r, q, q->verify_defines, q->n_verify_defines, rb, err)
-                        : cpu_build(r, q->ref_source, NULL, 0, 1, q->compile_timeout_s, rb, err);
-        if (built < 0)
-            goto out;
-        if (rb->status != CPU_BUILD_OK) {
-            reply =
-                build_failure_reply(rb, 1, kb->cached ? 0 : kb->compile_ms, q->compile_timeout_s);
-            goto out;
-        }
-        ref_ms = rb->cached ? 0 : rb->compile_ms;
-    }
+    double ref_ms = needs_reference_binary(q) && !rb->cached ? rb->compile_ms : 0;
     reply = runner_status_reply("ok", kb->cached ? 0.0 : kb->compile_ms);
     json_t *ex = extras_of(reply);
     json_object_set_new(ex, "cached_binary", json_boolean(kb->cached));
