@@ -84,6 +84,27 @@ static void bench_ablation_pair(json_t *out, const json_t *spaces, const char *v
     bench_ablation_add(out, variant, base, "mean", cp, ma, seeds, mb, seeds);
 }
 
+/* Holm's correction over every test of the table (issue 30): each test gains "p_holm" (null for a
+ * test not made, and for all when the table is larger than bench_stats_holm takes). */
+static void bench_ablation_holm(json_t *tests)
+{
+    size_t n = json_array_size(tests), i;
+    double *p = malloc((n ? n : 1) * sizeof *p), *adj = malloc((n ? n : 1) * sizeof *adj);
+    json_t *t;
+    int ok = p && adj && n <= BENCH_STATS_HOLM_MAX;
+    json_array_foreach(tests, i, t)
+    {
+        const json_t *v = json_object_get(t, "p");
+        if (ok)
+            p[i] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+    ok = ok && bench_stats_holm(p, (int)n, adj) >= 0;
+    json_array_foreach(tests, i, t)
+        json_object_set_new(t, "p_holm", bench_ablation_num(ok ? adj[i] : NAN));
+    free(p);
+    free(adj);
+}
+
 json_t *bench_ablations(const bench_options *opt, const json_t *spaces, const json_t *checkpoints)
 {
     json_t *out = json_array(), *cp;
@@ -110,21 +131,25 @@ json_t *bench_ablations(const bench_options *opt, const json_t *spaces, const js
         json_array_foreach(checkpoints, k, cp) bench_ablation_pair(
             out, spaces, variant, base, (long long)json_integer_value(cp), opt->seeds, buf);
     }
+    bench_ablation_holm(out);
 done:
     free(buf);
     return out;
 }
 
-/* The cell of one test: "base variant p". */
+/* The cell of one test: "base variant p holm", "*" when the Holm-adjusted p is significant. */
 static void bench_ablation_cell(const json_t *t, FILE *out)
 {
-    const json_t *p = json_object_get(t, "p");
+    const json_t *p = json_object_get(t, "p"), *h = json_object_get(t, "p_holm");
+    char cell[40];
     fprintf(out, "  %.3f %.3f ", json_number_value(json_object_get(t, "mean_base")),
             json_number_value(json_object_get(t, "mean_variant")));
-    if (json_is_number(p))
-        fprintf(out, "%-6.3g", json_number_value(p));
+    if (json_is_number(p) && json_is_number(h))
+        snprintf(cell, sizeof cell, "%.3g %.3g%s", json_number_value(p), json_number_value(h),
+                 json_number_value(h) < BENCH_STATS_ALPHA ? "*" : "");
     else
-        fprintf(out, "%-6s", "-");
+        snprintf(cell, sizeof cell, "-");
+    fprintf(out, "%-14s", cell);
 }
 
 void bench_print_ablations(const json_t *result, FILE *out)
@@ -137,7 +162,8 @@ void bench_print_ablations(const json_t *result, FILE *out)
         return;
     fprintf(out,
             "\nablations: each named variant against its strategy, fraction of the optimum over "
-            "seeds (base, variant) and Welch's two-sided p (not corrected for the %zu tests)\n",
+            "seeds (base, variant), Welch's two-sided p and Holm's adjusted p over the table's %zu "
+            "tests (* adjusted p < 0.05)\n",
             json_array_size(ab));
     int w = 7; /* the variant column: its longest label */
     for (i = 0; i < json_array_size(ab); i++) {
@@ -148,8 +174,8 @@ void bench_print_ablations(const json_t *result, FILE *out)
     json_array_foreach(cps, k, cp)
     {
         char h[32];
-        snprintf(h, sizeof h, "@%lld base var p", (long long)json_integer_value(cp));
-        fprintf(out, "  %-19s", h);
+        snprintf(h, sizeof h, "@%lld base var p holm", (long long)json_integer_value(cp));
+        fprintf(out, "  %-28s", h);
     }
     fputc('\n', out);
     /* the tests come checkpoint-major per variant: a row gathers one (variant, space) */
