@@ -246,3 +246,110 @@ void bench_paired_print(const json_t *paired, FILE *out)
     fprintf(out, "(e: exact p; verdict at Holm-adjusted 0.05; a/b better: pairs where its ratio "
                  "is lower)\n");
 }
+
+/* A run's per-problem arrays of one predictor: its "per_problem", or built from "heldout" rows. */
+static json_t *bp_run_ratios(const json_t *pred)
+{
+    const json_t *pp = json_object_get(pred, "per_problem"), *h;
+    size_t i;
+    if (pp)
+        return json_incref((json_t *)pp);
+    json_t *out = json_pack("{s:[], s:[]}", "top1", "top5");
+    json_array_foreach(json_object_get(pred, "heldout"), i, h)
+    {
+        const json_t *r1 = json_object_get(h, "top1_ratio"), *r5 = json_object_get(h, "top5_ratio");
+        int unmes5 = json_integer_value(json_object_get(h, "top5_unmeasured")) > 0;
+        double v1 = json_is_number(r1)   ? json_number_value(r1)
+                    : json_is_string(r1) ? INFINITY
+                                         : NAN;
+        double v5 = unmes5               ? NAN
+                    : json_is_number(r5) ? json_number_value(r5)
+                    : json_is_string(r5) ? INFINITY
+                                         : NAN;
+        if (!out ||
+            json_array_append_new(json_object_get(out, "top1"), bench_paired_ratio_json(v1)) < 0 ||
+            json_array_append_new(json_object_get(out, "top5"), bench_paired_ratio_json(v5)) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+json_t *bench_paired_pool(json_t *const *results, int n, const char *const *learned, int n_learned,
+                          const char *const *baselines, int n_baselines)
+{
+    json_t *pool = json_pack("{s:s, s:i, s:{}}", "mode", "predict-pool", "runs", n, "kernels"),
+           *pooled = json_object(); /* kernel -> predictor -> {top1, top5} */
+    const char *kernel;
+    json_t *k;
+    if (!pool || !pooled)
+        goto fail;
+    for (int r = 0; r < n; r++) {
+        const json_t *preds = json_object_get(results[r], "predictors");
+        const char *kn = json_string_value(json_object_get(results[r], "kernel"));
+        int all = kn != NULL;
+        for (int i = 0; all && i < n_learned + n_baselines; i++)
+            all = json_object_get(preds, i < n_learned ? learned[i] : baselines[i - n_learned]) !=
+                  NULL;
+        if (!all)
+            continue; /* not every predictor: its problems would not pair */
+        json_t *kp = json_object_get(pooled, kn);
+        if (!kp && (json_object_set_new(pooled, kn, kp = json_object()) < 0 || !kp))
+            goto fail;
+        for (int i = 0; i < n_learned + n_baselines; i++) {
+            const char *name = i < n_learned ? learned[i] : baselines[i - n_learned];
+            json_t *mine = bp_run_ratios(json_object_get(preds, name)),
+                   *acc = json_object_get(kp, name);
+            if (!mine)
+                goto fail;
+            if (!acc) {
+                json_object_set_new(kp, name, json_pack("{s:o}", "per_problem", mine));
+                continue;
+            }
+            json_t *app = json_object_get(acc, "per_problem");
+            json_array_extend(json_object_get(app, "top1"), json_object_get(mine, "top1"));
+            json_array_extend(json_object_get(app, "top5"), json_object_get(mine, "top5"));
+            json_decref(mine);
+        }
+        json_t *row = json_object_get(json_object_get(pool, "kernels"), kn);
+        if (!row)
+            json_object_set_new(json_object_get(pool, "kernels"), kn,
+                                row = json_pack("{s:i}", "runs", 0));
+        json_object_set_new(row, "runs",
+                            json_integer(json_integer_value(json_object_get(row, "runs")) + 1));
+    }
+    json_object_foreach(pooled, kernel, k)
+    {
+        json_t *rows = bench_paired_report(k, learned, n_learned, baselines, n_baselines),
+               *row = json_object_get(json_object_get(pool, "kernels"), kernel);
+        if (!rows || !row)
+            goto fail;
+        json_object_set_new(
+            row, "problems",
+            json_integer((json_int_t)json_array_size(json_object_get(
+                json_object_get(json_object_get(k, learned[0]), "per_problem"), "top1"))));
+        json_object_set_new(row, "paired", rows);
+    }
+    json_decref(pooled);
+    return pool;
+fail:
+    json_decref(pool);
+    json_decref(pooled);
+    return NULL;
+}
+
+void bench_paired_pool_print(const json_t *pool, FILE *out)
+{
+    const char *kernel;
+    const json_t *k;
+    fprintf(out, "ktune bench --predict --pool: %lld saved reports pooled per kernel\n",
+            json_integer_value(json_object_get(pool, "runs")));
+    json_object_foreach((json_t *)json_object_get(pool, "kernels"), kernel, k)
+    {
+        fprintf(out, "\n== %s: %lld runs, %lld held-out problems pooled ==", kernel,
+                json_integer_value(json_object_get(k, "runs")),
+                json_integer_value(json_object_get(k, "problems")));
+        bench_paired_print(json_object_get(k, "paired"), out);
+    }
+}

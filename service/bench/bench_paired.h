@@ -11,7 +11,8 @@
  * Call order: bench_paired_wilcoxon per pair of ratio arrays (pure, no allocation beyond a scratch
  * array it frees); bench_paired_holm over the p-values of a report; bench_paired_report builds a
  * report's "paired" JSON array from its predictors' per-problem ratios (new reference, the caller
- * decrefs); bench_paired_print prints it. */
+ * decrefs); bench_paired_print prints it. bench_paired_pool pools saved reports (several splits)
+ * into one paired table per kernel. */
 #ifndef KT_BENCH_PAIRED_H
 #define KT_BENCH_PAIRED_H
 
@@ -49,6 +50,17 @@ void bench_paired_holm(const double *p, double *adj, int n);
  * NULL when out of memory. */
 json_t *bench_paired_report(const json_t *preds, const char *const *learned, int n_learned,
                             const char *const *baselines, int n_baselines);
+
+/* Pools n `--predict --json` results (each a report of one kernel and split): per kernel, the
+ * held-out problems of every run that has all of learned[] and baselines[], concatenated (a run's
+ * "per_problem" arrays, or for reports written before them its "heldout" rows: "failed" a miss, a
+ * top-5 with an unmeasured member left out), and bench_paired_report over them. The result:
+ * {"mode": "predict-pool", "runs": n, "kernels": {"<kernel>": {"runs", "problems", "paired"}}};
+ * NULL when out of memory. */
+json_t *bench_paired_pool(json_t *const *results, int n, const char *const *learned, int n_learned,
+                          const char *const *baselines, int n_baselines);
+/* Prints a bench_paired_pool result. */
+void bench_paired_pool_print(const json_t *pool, FILE *out);
 
 /* Prints the "paired" array of a report (nothing when it has none). */
 void bench_paired_print(const json_t *paired, FILE *out);

@@ -168,6 +168,53 @@ static void test_report(void **state)
     json_decref(preds);
 }
 
+/* Pooling saved reports: a report with per-problem arrays and an older one with "heldout" rows
+ * only ("failed" a miss, a top-5 with an unmeasured member left out) concatenate per kernel; a
+ * report lacking a predictor is left out; another kernel pools apart. */
+static void test_pool(void **state)
+{
+    (void)state;
+    json_t *r[4];
+    r[0] = json_pack("{s:s, s:{s:{s:{s:[f, f], s:[f, f]}}, s:{s:{s:[f, f], s:[f, f]}}}}", "kernel",
+                     "gemm", "predictors", "seq2seq", "per_problem", "top1", 1.0, 1.2, "top5", 1.0,
+                     1.0, "nearest", "per_problem", "top1", 1.1, 1.1, "top5", 1.0, 1.0);
+    r[1] = json_pack("{s:s, s:{s:{s:[{s:f, s:f, s:i}, {s:s, s:f, s:i}]}, "
+                     "s:{s:[{s:f, s:f, s:i}, {s:f, s:f, s:i}]}}}",
+                     "kernel", "gemm", "predictors", "seq2seq", "heldout", "top1_ratio", 1.0,
+                     "top5_ratio", 1.0, "top5_unmeasured", 0, "top1_ratio", "failed", "top5_ratio",
+                     1.0, "top5_unmeasured", 2, "nearest", "heldout", "top1_ratio", 1.3,
+                     "top5_ratio", 1.0, "top5_unmeasured", 0, "top1_ratio", 1.0, "top5_ratio", 1.0,
+                     "top5_unmeasured", 0);
+    r[2] = json_pack("{s:s, s:{s:{s:{s:[f], s:[f]}}}}", "kernel", "gemm", "predictors", "seq2seq",
+                     "per_problem", "top1", 9.0, "top5", 9.0); /* no nearest: left out */
+    r[3] = json_pack("{s:s, s:{s:{s:{s:[f], s:[f]}}, s:{s:{s:[f], s:[f]}}}}", "kernel", "conv2d",
+                     "predictors", "seq2seq", "per_problem", "top1", 1.0, "top5", 1.0, "nearest",
+                     "per_problem", "top1", 2.0, "top5", 1.0);
+    for (int i = 0; i < 4; i++)
+        assert_non_null(r[i]);
+    static const char *const learned[] = {"seq2seq"};
+    static const char *const base[] = {"nearest"};
+    json_t *pool = bench_paired_pool(r, 4, learned, 1, base, 1);
+    assert_non_null(pool);
+    const json_t *g = json_object_get(json_object_get(pool, "kernels"), "gemm"),
+                 *c = json_object_get(json_object_get(pool, "kernels"), "conv2d");
+    assert_int_equal(json_integer_value(json_object_get(g, "runs")), 2);
+    assert_int_equal(json_integer_value(json_object_get(g, "problems")), 4);
+    assert_int_equal(json_integer_value(json_object_get(c, "runs")), 1);
+    const json_t *top1 = json_array_get(json_object_get(g, "paired"), 0),
+                 *top5 = json_array_get(json_object_get(g, "paired"), 1);
+    /* top1: (1.0, 1.1) a better, (1.2, 1.1) a worse, (1.0, 1.3) a better, (miss, 1.0) a worse */
+    assert_int_equal(json_integer_value(json_object_get(top1, "n_pairs")), 4);
+    assert_int_equal(json_integer_value(json_object_get(top1, "a_better")), 2);
+    assert_int_equal(json_integer_value(json_object_get(top1, "b_better")), 2);
+    /* top5: the unmeasured one dropped, the rest equal */
+    assert_int_equal(json_integer_value(json_object_get(top5, "n_pairs")), 3);
+    assert_int_equal(json_integer_value(json_object_get(top5, "n")), 0);
+    json_decref(pool);
+    for (int i = 0; i < 4; i++)
+        json_decref(r[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_wilcoxon_large),
         cmocka_unit_test(test_holm),
         cmocka_unit_test(test_report),
+        cmocka_unit_test(test_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -235,6 +235,28 @@ out:
     return res;
 }
 
+/* --pool: the saved reports of opt->dirs pooled per kernel (bench_paired_pool). */
+static json_t *bp_pool(const bench_predict_options *opt, kt_error *err)
+{
+    json_t *runs[BENCH_PREDICT_MAX_DIRS] = {NULL}, *res = NULL;
+    int n = 0;
+    for (; n < opt->n_dirs; n++) {
+        json_error_t je;
+        if (!(runs[n] = json_load_file(opt->dirs[n], 0, &je)) ||
+            !json_is_object(json_object_get(runs[n], "predictors"))) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "--pool %s: %s", opt->dirs[n],
+                         runs[n] ? "not a --predict --json report" : je.text);
+            goto out;
+        }
+    }
+    if (!(res = bench_paired_pool(runs, n, bp_learned, 2, bp_baselines, 2)))
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    for (int i = 0; i < opt->n_dirs; i++)
+        json_decref(runs[i]);
+    return res;
+}
+
 json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir, FILE *progress,
                           kt_error *err)
 {
@@ -247,6 +269,11 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
 
     memset(&d, 0, sizeof d);
     kt_error_clear(err);
+    if (opt->pool) {
+        json_decref(preds);
+        json_decref(heldout);
+        return bp_pool(opt, err);
+    }
     if (opt->hyper)
         hyper = json_loads(opt->hyper, 0, NULL); /* not inside json_is_object: a macro */
     if (opt->hyper && !json_is_object(hyper)) {

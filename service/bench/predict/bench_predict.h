@@ -45,6 +45,7 @@ typedef struct bench_predict_options {
     uint64_t seed;         /* --seed [0]: the split and the training */
     const char *hyper;     /* --hyper '{"xgb":{"rounds":100},...}' or NULL */
     int measure;           /* --measure */
+    int pool;              /* --pool: the paths are saved --json reports, pooled (bench_paired.h) */
     const char *replay_as; /* --replay-as FILE: the recorded device, no probe (NULL: probe) */
     const char *json_path;
     const char *runner, *kernels, *cache_dir; /* as `ktune bench --device` */

@@ -24,6 +24,9 @@ static const kt_option bench_predict_option_list[] = {
     KT_OPT_ROW_FLAG("--measure", O(measure),
                     "measure predicted configurations the caches lack on this\n"
                     "machine's CPU (the caches' class only) and append them"),
+    KT_OPT_ROW_FLAG("--pool", O(pool),
+                    "the paths are saved --json reports (several seeds):\n"
+                    "the paired tables pooled per kernel, nothing trained"),
     KT_OPT_ROW_STRING("--replay-as", O(replay_as), 0, 0, "--replay-as FILE",
                       "replay as the recorded device of FILE (its class and\n"
                       "limits), probing nothing: the same report on any machine"),
@@ -72,6 +75,10 @@ static int bench_predict_check(void *o, char *msg, size_t cap)
         bench_parse_predictors(BENCH_PREDICTORS_ALL, opt->kinds, BENCH_PREDICT_MAX_KINDS,
                                &opt->n_kinds, msg, cap) < 0)
         return -1;
+    if (opt->pool && (opt->measure || opt->replay_as)) {
+        snprintf(msg, cap, "--pool: reads saved reports only; leave out --measure, --replay-as");
+        return -1;
+    }
     if (opt->measure && opt->replay_as) {
         snprintf(msg, cap, "--replay-as: replays only; leave out --measure");
         return -1;

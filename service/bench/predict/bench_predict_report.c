@@ -95,6 +95,10 @@ void bench_predict_print_table(const json_t *res, FILE *out)
     size_t i;
     int unmeasured = 0;
 
+    if (strcmp(json_string_value(json_object_get(res, "mode")) ?: "", "predict-pool") == 0) {
+        bench_paired_pool_print(res, out);
+        return;
+    }
     fprintf(out,
             "ktune bench --predict: %s on %s, %lld problems (%lld trained on, %lld held out, "
             "seed %lld), %lld ok trials\n",
