@@ -341,6 +341,13 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
     }
     if (bench_judge_grid_json(j, 1, grid, err) < 0)
         goto out;
+    /* per held-out shape, in one order for every predictor: the paired tests' input (before the
+     * medians, which sort r1 and r5 in place) */
+    json_t *pp = json_pack("{s:[], s:[]}", "top1", "top5");
+    for (int i = 0; pp && i < j->n1; i++)
+        json_array_append_new(json_object_get(pp, "top1"), bench_paired_ratio_json(j->r1[i]));
+    for (int i = 0; pp && i < j->n5; i++)
+        json_array_append_new(json_object_get(pp, "top5"), bench_paired_ratio_json(j->r5[i]));
     res = json_pack(
         "{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i, s:i}, s:{s:o, s:o, s:i}}",
         "predictor", predictor_kind(p), "train_s", train_s, "model_bytes", (json_int_t)bytes,
@@ -349,12 +356,6 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
         "within_1_10", bench_ratio_share(j->r1, j->n1, 1.10), "n", j->n1, "invalid", a.invalid1,
         "none", a.none, "top5", "median", bench_ratio_median(j->r5, j->n5, "invalid"),
         "within_1_05", bench_ratio_share(j->r5, j->n5, 1.05), "n", j->n5);
-    json_t *pp = json_pack("{s:[], s:[]}", "top1", "top5");
-    for (int i = 0; pp && i < j->n1; i++)
-        json_array_append_new(json_object_get(pp, "top1"), bench_paired_ratio_json(j->r1[i]));
-    for (int i = 0; pp && i < j->n5; i++)
-        json_array_append_new(json_object_get(pp, "top5"), bench_paired_ratio_json(j->r5[i]));
-    /* per held-out shape, in one order for every predictor: the paired tests' input */
     if (!res || !pp || json_object_set_new(res, "per_problem", json_incref(pp)) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         json_decref(res);
