@@ -49,6 +49,7 @@ static const kt_opt_table bench_predict_table = {
         "                   [--measure | --replay-as FILE]\n"
         "                   [--runner PATH] [--kernels DIR] [--cache-dir DIR]\n"
         "                   [--cpu-core N] [--log-level LEVEL]\n"
+        "       ktune bench --predict REPORT.json... --pool\n"
         "\n"
         "The prediction report: trains each predictor on the measurement caches of DIR\n"
         "(one <problem>.jsonl per problem of one kernel on one device, as written by\n"
