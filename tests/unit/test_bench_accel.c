@@ -224,7 +224,42 @@ static void accel_predict_tiny(void **state)
         assert_non_null(g);
         double acc = json_number_value(json_object_get(g, "param_accuracy"));
         assert_true(acc >= 0 && acc <= 1);
+        /* a ratio (or a miss) per held-out shape, in one order: the paired tests' input */
+        assert_int_equal(json_array_size(path2(p, "per_problem", "top1")), 3);
+        assert_int_equal(json_array_size(path2(p, "per_problem", "top5")), 3);
     }
+    /* no learned predictor: no paired rows */
+    assert_int_equal(json_array_size(json_object_get(res, "paired")), 0);
+    json_decref(res);
+    /* the ensemble (of nearest, common and local: fast) against the baselines, without the grid:
+     * 2 baselines x 2 metrics, Holm-adjusted p never below p */
+    char *argv2[] = {"bench",           "--accel-predict",
+                     "--accel-devices", DEVICES,
+                     "--shapes",        "12",
+                     "--predict-evals", "100",
+                     "--predictors",    "nearest,common,ensemble",
+                     "--hyper",         "{\"ensemble\":{\"w_seq2seq\":0,\"w_xgb\":0}}",
+                     "--no-grid"};
+    if (bench_args_parse(&bench_accel_args, 13, argv2, &o, msg, sizeof msg, stdout) != 0)
+        fail_msg("parse: %s", msg);
+    if (!(res = bench_accel_predict_run(&o, NULL, NULL, &err)))
+        fail_msg("bench_accel_predict_run: %s (%s)", err.message, err.hint);
+    bench_accel_predict_print_table(res, stdout);
+    assert_true(json_is_true(json_object_get(res, "no_grid")));
+    const json_t *rows = json_object_get(res, "paired"), *r;
+    size_t i;
+    assert_int_equal(json_array_size(rows), 4);
+    json_array_foreach(rows, i, r)
+    {
+        assert_string_equal(json_string_value(json_object_get(r, "a")), "ensemble");
+        double pv = json_number_value(json_object_get(r, "p")),
+               ph = json_number_value(json_object_get(r, "p_holm"));
+        assert_true(pv >= 0 && pv <= 1 && ph >= pv && ph <= 1);
+        assert_true(json_integer_value(json_object_get(r, "n_pairs")) <= 3);
+    }
+    const json_t *dec =
+        json_object_get(json_object_get(json_object_get(res, "predictors"), "nearest"), "decoding");
+    assert_null(json_object_get(json_object_get(dec, "free"), "1")); /* no grid cell */
     json_decref(res);
 }
 

@@ -198,6 +198,10 @@ static void parse_refusals(void **state)
     assert_int_equal(o.n_kinds, 1);
     assert_int_equal(o.measure, 1);
     assert_true(bench_args_wanted(&bench_predict_args, 7, a4));
+    /* --replay-as replays only */
+    char *a7[] = {"bench", "--predict", "x", "--measure", "--replay-as", "d.json"};
+    assert_int_equal(bench_args_parse(&bench_predict_args, 6, a7, &o, msg, sizeof msg, stdout), -1);
+    assert_non_null(strstr(msg, "--replay-as"));
 }
 
 static void measure_refuses_another_cpu(void **state)
@@ -394,6 +398,65 @@ static void subcommand_exit_codes_and_json(void **state)
 #endif
 }
 
+/* The checked-in cpu-shapes caches (tests/bench/results/cpu-shapes) replay on any machine:
+ * --replay-as builds the spaces with the recorded AVX-512 device's limits (no probe, whatever CPU
+ * runs the test) and the kernels of the commit they were measured with (cpu-shapes/kernels), so
+ * every trial line maps into its problem's space. A part of them (six problems per kernel, the
+ * two fast predictors) keeps the replay from breaking silently; the full report is the results
+ * README's command. */
+static void replay_checked_in_cpu_shapes(void **state)
+{
+    (void)state;
+    static const char *const kernels[] = {"gemm", "conv2d"};
+    for (int k = 0; k < 2; k++) {
+        char dir[] = "/tmp/kt_bench_replay_XXXXXX", cmd[1024];
+        assert_non_null(mkdtemp(dir));
+        snprintf(cmd, sizeof cmd,
+                 "ls '%s/tests/bench/results/cpu-shapes/%s'/*.jsonl | head -6 | "
+                 "while read f; do ln -s \"$f\" '%s'/; done",
+                 KT_SOURCE_DIR, kernels[k], dir);
+        assert_int_equal(system(cmd), 0);
+        bench_predict_options o;
+        kt_error err;
+        opts(&o, dir);
+        o.replay_as = KT_SOURCE_DIR "/tests/bench/results/cpu-shapes/device.json";
+        o.kernels = KT_SOURCE_DIR "/tests/bench/results/cpu-shapes/kernels";
+        o.runner = "/nonexistent/ktune-runner"; /* nothing is probed or measured */
+        snprintf(o.kinds[0], sizeof o.kinds[0], "nearest");
+        snprintf(o.kinds[1], sizeof o.kinds[1], "common");
+        o.n_kinds = 2;
+        json_t *res = bench_predict_run(&o, NULL, NULL, &err);
+        if (!res)
+            fail_msg("%s: bench_predict_run: %s (%s)", kernels[k], err.message, err.hint);
+        bench_predict_print_table(res, stdout);
+        const json_t *sp = json_object_get(res, "spaces");
+        assert_string_equal(json_string_value(json_object_get(sp, "device_class")),
+                            "cpu:AMD_EPYC:512");
+        assert_string_equal(json_string_value(json_object_get(sp, "limits_from")), o.replay_as);
+        assert_int_equal(json_integer_value(json_object_get(res, "problems")), 6);
+        assert_true(json_integer_value(json_object_get(res, "trial_lines")) > 6 * 50);
+        assert_int_equal(json_integer_value(json_object_get(res, "trials_skipped")), 0);
+        const json_t *t1 =
+            json_object_get(json_object_get(json_object_get(res, "predictors"), "nearest"), "top1");
+        assert_true(json_integer_value(json_object_get(t1, "measured")) >= 1);
+        assert_int_equal(json_array_size(json_object_get(res, "paired")), 0); /* no learned one */
+        json_decref(res);
+        /* the same caches as this machine would build the spaces differ in class unless it is
+         * the recorded one: --replay-as refuses a record of another class */
+        snprintf(cmd, sizeof cmd, "sed 's/cpu:AMD_EPYC:512/cpu:Other:256/' '%s' > '%s/other.json'",
+                 o.replay_as, dir);
+        assert_int_equal(system(cmd), 0);
+        char other[128];
+        snprintf(other, sizeof other, "%s/other.json", dir);
+        o.replay_as = other;
+        assert_null(bench_predict_run(&o, NULL, NULL, &err));
+        assert_int_equal(err.code, KT_ERR_CONFLICT);
+        assert_non_null(strstr(err.message, "cpu:Other:256"));
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* our own mkdtemp folder (links only) */
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +465,7 @@ int main(void)
         cmocka_unit_test(measure_refuses_another_cpu),
         cmocka_unit_test(subcommand_exit_codes_and_json),
         cmocka_unit_test(measure_appends_then_replays),
+        cmocka_unit_test(replay_checked_in_cpu_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

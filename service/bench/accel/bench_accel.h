@@ -62,8 +62,9 @@ typedef struct bench_accel_options {
     uint64_t train_seed;   /* --train-seed [0] */
     const char *cache_dir; /* --surrogate-cache [<exe dir>/accel-surrogates]; "none": no cache */
     /* --accel-predict */
-    int shapes;                /* --shapes [300] */
-    int predict_evals;         /* --predict-evals [2000] */
+    int shapes;        /* --shapes [300] */
+    int predict_evals; /* --predict-evals [2000] */
+    int no_grid;       /* --no-grid: no decoding grid (top-1 / top-5 and paired tests only) */
     char predict_strategy[64]; /* --predict-strategy [anneal] */
     char predictors[BENCH_ACCEL_MAX_PREDICTORS][BENCH_PREDICTOR_NAME]; /* --predictors [all] */
     int n_predictors;

@@ -142,6 +142,9 @@ static const kt_option bench_accel_option_list[] = {
                    "--accel-predict: sampled cnn_layer shapes [300]"),
     KT_OPT_ROW_INT("--predict-evals", O(predict_evals), 1, BENCH_MAX_BUDGET, 0, "--predict-evals N",
                    "--accel-predict: evaluations of the search per shape [2000]"),
+    KT_OPT_ROW_FLAG("--no-grid", O(no_grid),
+                    "--accel-predict: skip seed 001's decoding grid (greedy / free /\n"
+                    "constrained at k = 1, 10, 100): the ratios and paired tests only"),
     KT_OPT_ROW_CALLBACK("--predict-strategy", 0, 0, 0, ba_opt_predict_strategy,
                         "--predict-strategy S", "--accel-predict: that search [anneal]"),
     BENCH_OPT_PREDICTORS(bench_accel_options, predictors, n_predictors, BENCH_ACCEL_MAX_PREDICTORS,

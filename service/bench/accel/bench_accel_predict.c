@@ -22,9 +22,15 @@
 #include "model/predictor.h"
 #include "bench/accel/bench_accel_impl.h"
 #include "bench/bench_judge.h"
+#include "bench/bench_paired.h"
 #include "bench/bench_ratio.h"
 
 #define BAP_TOP 5
+
+/* The paired tests of the report (bench_paired.h): the learned predictors against the baselines
+ * (issue 30: each learned part against its ablation). */
+static const char *const bap_learned[] = {"seq2seq", "ensemble"};
+static const char *const bap_baselines[] = {"nearest", "common"};
 
 typedef struct bap_shape {
     ba_problem bp;
@@ -44,6 +50,7 @@ typedef struct bap_data {
     json_t *kernel_json; /* accel_kernel_json of cnn_layer */
     long long search_evals;
     double search_s;
+    int no_grid; /* --no-grid */
     int uspace_failed;
     char uspace_error[600];
 } bap_data;
@@ -277,7 +284,7 @@ static int bap_one_shape(bap_data *dd, predictor *p, bap_shape *s, bap_acc *a, k
     bench_judge *j = &a->j;
     bap_judged ctx = {dd, s};
     double obj;
-    for (int m = 0; m < BENCH_JUDGE_MODES; m++) {
+    for (int m = 0; m < BENCH_JUDGE_MODES && !dd->no_grid; m++) {
         for (int k = 0; k < BENCH_JUDGE_NK; k++) {
             if ((m == 0 && bench_judge_ks[k] > 1) || (m == 2 && !us))
                 continue;
@@ -334,6 +341,13 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
     }
     if (bench_judge_grid_json(j, 1, grid, err) < 0)
         goto out;
+    /* per held-out shape, in one order for every predictor: the paired tests' input (before the
+     * medians, which sort r1 and r5 in place) */
+    json_t *pp = json_pack("{s:[], s:[]}", "top1", "top5");
+    for (int i = 0; pp && i < j->n1; i++)
+        json_array_append_new(json_object_get(pp, "top1"), bench_paired_ratio_json(j->r1[i]));
+    for (int i = 0; pp && i < j->n5; i++)
+        json_array_append_new(json_object_get(pp, "top5"), bench_paired_ratio_json(j->r5[i]));
     res = json_pack(
         "{s:s, s:f, s:I, s:f, s:O, s:o, s:{s:o, s:o, s:i, s:i, s:i}, s:{s:o, s:o, s:i}}",
         "predictor", predictor_kind(p), "train_s", train_s, "model_bytes", (json_int_t)bytes,
@@ -342,8 +356,12 @@ static json_t *bap_judge(bap_data *dd, const training_set *test, predictor *p, d
         "within_1_10", bench_ratio_share(j->r1, j->n1, 1.10), "n", j->n1, "invalid", a.invalid1,
         "none", a.none, "top5", "median", bench_ratio_median(j->r5, j->n5, "invalid"),
         "within_1_05", bench_ratio_share(j->r5, j->n5, 1.05), "n", j->n5);
-    if (!res)
+    if (!res || !pp || json_object_set_new(res, "per_problem", json_incref(pp)) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        json_decref(res);
+        res = NULL;
+    }
+    json_decref(pp);
 out:
     bench_judge_free(j);
     json_decref(grid);
@@ -364,6 +382,7 @@ json_t *bench_accel_predict_run(const bench_accel_options *opt, const char *exe_
     double t0 = kt_clock_s();
 
     memset(&dd, 0, sizeof dd);
+    dd.no_grid = opt->no_grid;
     strbuf_init(&bytes, (size_t)1 << 31);
     kt_error_clear(err);
     if (opt->hyper)
@@ -410,8 +429,15 @@ json_t *bench_accel_predict_run(const bench_accel_options *opt, const char *exe_
                     opt->test_fraction, "seed", (json_int_t)opt->train_seed, "constrained",
                     dd.uspace_failed ? json_string(dd.uspace_error) : json_true(), "predictors",
                     preds, "wall_s", kt_clock_s() - t0);
-    if (!res)
+    json_t *paired = res ? bench_paired_report(json_object_get(res, "predictors"), bap_learned, 2,
+                                               bap_baselines, 2)
+                         : NULL;
+    if (!paired || json_object_set_new(res, "paired", paired) < 0 ||
+        json_object_set_new(res, "no_grid", json_boolean(opt->no_grid)) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        json_decref(res);
+        res = NULL;
+    }
 out:
     predictor_free(p);
     strbuf_release(&bytes);

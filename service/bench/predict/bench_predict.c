@@ -12,9 +12,15 @@
 #include "model/predictor.h"
 #include "bench/predict/bench_predict_impl.h"
 #include "bench/bench_judge.h"
+#include "bench/bench_paired.h"
 #include "bench/bench_ratio.h"
 
 #define BP_TOP 5 /* the users' "best of the top 5" */
+
+/* The paired tests of the report (bench_paired.h): the learned predictors against the baselines
+ * (issue 30: each learned part against its ablation). */
+static const char *const bp_learned[] = {"seq2seq", "ensemble"};
+static const char *const bp_baselines[] = {"nearest", "common"};
 
 /* Accumulated over the held-out problems for one predictor: the grid and the ratios (INFINITY:
  * the top-1 failed) in j, and what only this report counts. */
@@ -143,12 +149,13 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
     int np = training_set_num_params(d->all), n_test = training_set_num_problems(test);
     bp_acc a = {0};
     bench_judge *j = &a.j;
-    json_t *res = NULL, *per = json_array(), *grid = json_object();
+    json_t *res = NULL, *per = json_array(), *grid = json_object(),
+           *pp = json_pack("{s:[], s:[]}", "top1", "top5");
     const char *kind = predictor_kind(p);
 
     if (bench_judge_init(j, np, n_test, err) < 0)
         goto out;
-    if (!per || !grid) {
+    if (!per || !grid || !pp) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
         goto out;
     }
@@ -195,7 +202,12 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
             json_pack("{s:O, s:f, s:o*, s:o, s:o, s:i}", "problem", problem, "best_ms", best_ms,
                       "top1", cfg, "top1_ratio", bp_ratio_json(n ? r1 : NAN), "top5_ratio",
                       bp_ratio_json(known5 ? r5 : NAN), "top5_unmeasured", unknown5);
-        if (!o || json_array_append_new(per, o) != 0) {
+        /* the paired tests' input (bench_paired.h): no candidate is a miss, not measured NAN */
+        if (!o || json_array_append_new(per, o) != 0 ||
+            json_array_append_new(json_object_get(pp, "top1"),
+                                  bench_paired_ratio_json(n ? r1 : INFINITY)) != 0 ||
+            json_array_append_new(json_object_get(pp, "top5"),
+                                  bench_paired_ratio_json(unknown5 ? NAN : r5)) != 0) {
             kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
             goto out;
         }
@@ -203,7 +215,7 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
     if (bench_judge_grid_json(j, 0, grid, err) < 0)
         goto out;
     res = json_pack("{s:s, s:f, s:f, s:f, s:I, s:o, s:O, s:{s:o, s:o, s:i, s:i, s:i}, "
-                    "s:{s:o, s:o, s:i, s:i}, s:O}",
+                    "s:{s:o, s:o, s:i, s:i}, s:O, s:O}",
                     "predictor", kind, "train_s", train_s, "train_cpu_s", train_cpu_s,
                     "predict_cpu_ms", j->n ? 1e3 * a.predict_cpu_s / j->n : 0.0, "model_bytes",
                     (json_int_t)model_bytes, "hyper", predictor_hyper_json(p), "decoding", grid,
@@ -212,13 +224,36 @@ static json_t *bp_one(bp_data *d, const training_set *test, predictor *p, double
                     a.unmeasured1, "failed", a.failed1, "top5", "median",
                     bench_ratio_median(j->r5, j->n5, "inf"), "within_1_05",
                     bench_ratio_share(j->r5, j->n5, 1.05), "measured", j->n5, "incomplete",
-                    a.unmeasured5, "heldout", per);
+                    a.unmeasured5, "heldout", per, "per_problem", pp);
     if (!res)
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
     bench_judge_free(j);
     json_decref(per);
+    json_decref(pp);
     json_decref(grid);
+    return res;
+}
+
+/* --pool: the saved reports of opt->dirs pooled per kernel (bench_paired_pool). */
+static json_t *bp_pool(const bench_predict_options *opt, kt_error *err)
+{
+    json_t *runs[BENCH_PREDICT_MAX_DIRS] = {NULL}, *res = NULL;
+    int n = 0;
+    for (; n < opt->n_dirs; n++) {
+        json_error_t je;
+        if (!(runs[n] = json_load_file(opt->dirs[n], 0, &je)) ||
+            !json_is_object(json_object_get(runs[n], "predictors"))) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "--pool %s: %s", opt->dirs[n],
+                         runs[n] ? "not a --predict --json report" : je.text);
+            goto out;
+        }
+    }
+    if (!(res = bench_paired_pool(runs, n, bp_learned, 2, bp_baselines, 2)))
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+out:
+    for (int i = 0; i < opt->n_dirs; i++)
+        json_decref(runs[i]);
     return res;
 }
 
@@ -234,6 +269,11 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
 
     memset(&d, 0, sizeof d);
     kt_error_clear(err);
+    if (opt->pool) {
+        json_decref(preds);
+        json_decref(heldout);
+        return bp_pool(opt, err);
+    }
     if (opt->hyper)
         hyper = json_loads(opt->hyper, 0, NULL); /* not inside json_is_object: a macro */
     if (opt->hyper && !json_is_object(hyper)) {
@@ -275,20 +315,25 @@ json_t *bench_predict_run(const bench_predict_options *opt, const char *exe_dir,
     long long trials = 0;
     for (int i = 0; i < d.n; i++)
         trials += training_set_num_trials(d.all, i);
-    res =
-        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:I, s:b, s:O, s:O, "
-                  "s:{s:f, s:f}, s:O, s:f}",
-                  "kernel", json_string_value(json_object_get(d.header, "kernel")), "device",
-                  json_string_value(json_object_get(d.header, "device")), "device_class",
-                  json_string_value(json_object_get(d.header, "device_class")), "kernel_hash",
-                  json_string_value(json_object_get(d.header, "kernel_hash")), "problems", d.n,
-                  "train_problems", training_set_num_problems(train), "test_problems",
-                  training_set_num_problems(test), "ok_trials", (json_int_t)trials, "test_fraction",
-                  opt->test_fraction, "seed", (json_int_t)opt->seed, "measure", opt->measure,
-                  "heldout", heldout, "predictors", preds, "targets", "top1_within_1_10", 0.80,
-                  "top5_within_1_05", 0.90, "warnings", d.warnings, "wall_s", kt_clock_s() - t0);
-    if (!res)
+    res = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:I, s:f, s:I, s:b, s:O, s:O, "
+                    "s:{s:f, s:f}, s:O, s:f, s:O*, s:I, s:I}",
+                    "kernel", json_string_value(json_object_get(d.header, "kernel")), "device",
+                    json_string_value(json_object_get(d.header, "device")), "device_class",
+                    json_string_value(json_object_get(d.header, "device_class")), "kernel_hash",
+                    json_string_value(json_object_get(d.header, "kernel_hash")), "problems", d.n,
+                    "train_problems", training_set_num_problems(train), "test_problems",
+                    training_set_num_problems(test), "ok_trials", (json_int_t)trials,
+                    "test_fraction", opt->test_fraction, "seed", (json_int_t)opt->seed, "measure",
+                    opt->measure, "heldout", heldout, "predictors", preds, "targets",
+                    "top1_within_1_10", 0.80, "top5_within_1_05", 0.90, "warnings", d.warnings,
+                    "wall_s", kt_clock_s() - t0, "spaces", d.spaces, "trial_lines",
+                    (json_int_t)d.lines, "trials_skipped", (json_int_t)d.skipped);
+    json_t *paired = res ? bench_paired_report(preds, bp_learned, 2, bp_baselines, 2) : NULL;
+    if (!paired || json_object_set_new(res, "paired", paired) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        json_decref(res);
+        res = NULL;
+    }
 out:
     for (int k = 0; k < BENCH_PREDICT_MAX_KINDS; k++)
         predictor_free(ps[k]);

@@ -13,6 +13,9 @@
  * A predicted configuration the cache lacks has no time: with --measure it is measured on the
  * device (the same CPU class as the cache header, refused otherwise) and appended to the cache
  * file; without, it is counted as unmeasured and the ratios are over the measured ones.
+ * With --replay-as FILE (a recorded device: name, class and the limits its spaces were built
+ * with) nothing is probed or measured: the spaces are built with the recorded limits, so checked-in
+ * caches replay alike on any machine (a cache of another class is refused).
  *
  * Call order: bench_args_wanted(&bench_predict_args) -> bench_args_parse ->
  * bench_predict_run -> bench_predict_print_table (bench_predict_report.c), or bench_main
@@ -38,10 +41,12 @@ typedef struct bench_predict_options {
     char kinds[BENCH_PREDICT_MAX_KINDS]
               [BENCH_PREDICTOR_NAME]; /* --predictors [all of predictor_kinds()] */
     int n_kinds;
-    double test_fraction; /* --test-fraction [0.25] */
-    uint64_t seed;        /* --seed [0]: the split and the training */
-    const char *hyper;    /* --hyper '{"xgb":{"rounds":100},...}' or NULL */
-    int measure;          /* --measure */
+    double test_fraction;  /* --test-fraction [0.25] */
+    uint64_t seed;         /* --seed [0]: the split and the training */
+    const char *hyper;     /* --hyper '{"xgb":{"rounds":100},...}' or NULL */
+    int measure;           /* --measure */
+    int pool;              /* --pool: the paths are saved --json reports, pooled (bench_paired.h) */
+    const char *replay_as; /* --replay-as FILE: the recorded device, no probe (NULL: probe) */
     const char *json_path;
     const char *runner, *kernels, *cache_dir; /* as `ktune bench --device` */
     int cpu_core;                             /* -1 none, BENCH_CPU_CORE_AUTO */

@@ -24,6 +24,12 @@ static const kt_option bench_predict_option_list[] = {
     KT_OPT_ROW_FLAG("--measure", O(measure),
                     "measure predicted configurations the caches lack on this\n"
                     "machine's CPU (the caches' class only) and append them"),
+    KT_OPT_ROW_FLAG("--pool", O(pool),
+                    "the paths are saved --json reports (several seeds):\n"
+                    "the paired tables pooled per kernel, nothing trained"),
+    KT_OPT_ROW_STRING("--replay-as", O(replay_as), 0, 0, "--replay-as FILE",
+                      "replay as the recorded device of FILE (its class and\n"
+                      "limits), probing nothing: the same report on any machine"),
     KT_OPT_ROW_STRING("--runner", O(runner), 0, 0, NULL, NULL),
     KT_OPT_ROW_STRING("--kernels", O(kernels), 0, 0, NULL, NULL),
     KT_OPT_ROW_STRING("--cache-dir", O(cache_dir), 0, 0, NULL, NULL),
@@ -39,9 +45,11 @@ static const kt_opt_table bench_predict_table = {
     .usage =
         "\n"
         "usage: ktune bench --predict DIR... [--predictors LIST] [--test-fraction F]\n"
-        "                   [--seed N] [--hyper JSON] [--json FILE] [--measure]\n"
+        "                   [--seed N] [--hyper JSON] [--json FILE]\n"
+        "                   [--measure | --replay-as FILE]\n"
         "                   [--runner PATH] [--kernels DIR] [--cache-dir DIR]\n"
         "                   [--cpu-core N] [--log-level LEVEL]\n"
+        "       ktune bench --predict REPORT.json... --pool\n"
         "\n"
         "The prediction report: trains each predictor on the measurement caches of DIR\n"
         "(one <problem>.jsonl per problem of one kernel on one device, as written by\n"
@@ -68,6 +76,14 @@ static int bench_predict_check(void *o, char *msg, size_t cap)
         bench_parse_predictors(BENCH_PREDICTORS_ALL, opt->kinds, BENCH_PREDICT_MAX_KINDS,
                                &opt->n_kinds, msg, cap) < 0)
         return -1;
+    if (opt->pool && (opt->measure || opt->replay_as)) {
+        snprintf(msg, cap, "--pool: reads saved reports only; leave out --measure, --replay-as");
+        return -1;
+    }
+    if (opt->measure && opt->replay_as) {
+        snprintf(msg, cap, "--replay-as: replays only; leave out --measure");
+        return -1;
+    }
     if (opt->n_dirs == 0) {
         snprintf(msg, cap, "--predict: give at least one folder of measurement caches");
         return -1;

@@ -32,12 +32,16 @@ typedef struct bp_data {
     json_t *warnings;     /* array of strings */
     const json_t *header; /* the first file's header (borrowed from probs[0]) */
     long long lines, skipped;
+    /* how the spaces were built: {device_class, limits_from ("probed" or the --replay-as file),
+     * kernel_hash (here)}; set by bench_predict_load */
+    json_t *spaces;
 } bp_data;
 
 /* Reads every *.jsonl of the folders, checks that they are one kernel (and source hash) on one
- * device class, resolves each problem with the catalog (probing this machine's devices) and fills
- * the training sets. With --measure, a cache of another CPU class or kernel source is refused
- * (KT_ERR_CONFLICT); without, it is a warning. 0, or -1 with err. */
+ * device class, resolves each problem with the catalog (probing this machine's devices, or with
+ * --replay-as the recorded device: no probe) and fills the training sets. With --measure, a cache
+ * of another CPU class or kernel source is refused (KT_ERR_CONFLICT); with --replay-as, a cache of
+ * another class than the record's; otherwise it is a warning. 0, or -1 with err. */
 int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp_data *d,
                        FILE *progress, kt_error *err);
 void bp_data_free(bp_data *d);

@@ -88,6 +88,67 @@ static void bp_warn(bp_data *d, FILE *progress, const char *fmt, const char *a, 
         fprintf(progress, "ktune bench: warning: %s\n", buf);
 }
 
+/* --replay-as FILE: the recorded device as the one catalog device record, its limits from the
+ * file (every limit the kind's restrictions may name, an integer); no runner is started. */
+static int bp_recorded_device(const char *path, catalog_device **out, kt_error *err)
+{
+    json_error_t je;
+    json_t *rec = json_load_file(path, 0, &je);
+    const json_t *lim = json_object_get(rec, "limits");
+    const char *name = json_string_value(json_object_get(rec, "device")),
+               *klass = json_string_value(json_object_get(rec, "device_class"));
+    catalog_device *d = NULL;
+    int n = 0, rc = -1;
+    const char *const *names;
+
+    *out = NULL;
+    if (!rec) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST, "--replay-as %s: %s", path, je.text);
+        goto out;
+    }
+    if (!name || !klass || !json_is_object(lim) ||
+        (strcmp(name, "cpu") != 0 && strncmp(name, "cuda:", 5) != 0) ||
+        strlen(name) >= sizeof d->name) {
+        kt_error_set(err, KT_ERR_BAD_REQUEST,
+                     "--replay-as %s: want {\"device\": \"cpu\" or \"cuda:N\", \"device_class\", "
+                     "\"limits\": {...}}",
+                     path);
+        goto out;
+    }
+    if (!(d = calloc(1, sizeof *d))) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->kind = strcmp(name, "cpu") == 0 ? KSPEC_CPU : KSPEC_CUDA;
+    d->ordinal = d->kind == KSPEC_CPU ? 0 : (int)strtol(name + 5, NULL, 10);
+    d->available = 1;
+    names = kernel_spec_limit_names(d->kind, &n);
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_object_get(lim, names[i]);
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+            kt_error_set(err, KT_ERR_BAD_REQUEST, "--replay-as %s: limits.%s: want an integer >= 0",
+                         path, names[i]);
+            goto out;
+        }
+        d->limits.v[i] = (long long)json_integer_value(v);
+    }
+    d->klass = strdup(klass);
+    d->toolchain = strdup("recorded");
+    d->description_text = json_dumps(lim, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!d->klass || !d->toolchain || !d->description_text) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
+    *out = d;
+    d = NULL;
+    rc = 0;
+out:
+    catalog_devices_free(d, d ? 1 : 0);
+    json_decref(rec);
+    return rc;
+}
+
 /* The runner, kernels and cache folder, with the device mode's defaults; opens the catalog. */
 static int bp_catalog(const bench_predict_options *opt, const char *exe_dir, const json_t *measure,
                       bp_data *d, kt_error *err)
@@ -132,8 +193,14 @@ static int bp_catalog(const bench_predict_options *opt, const char *exe_dir, con
         .slow_factor = json_number_value(json_object_get(measure, "slow_factor"))};
     catalog_device *devs = NULL;
     int n_devs = 0;
-    if (device_discover(&real, &devs, &n_devs, err) < 0 ||
-        !(d->cat = catalog_new_real(&copt, &real, devs, n_devs, err)))
+    if (opt->replay_as) {
+        if (bp_recorded_device(opt->replay_as, &devs, err) < 0)
+            return -1;
+        n_devs = 1;
+    } else if (device_discover(&real, &devs, &n_devs, err) < 0) {
+        return -1;
+    }
+    if (!(d->cat = catalog_new_real(&copt, &real, devs, n_devs, err)))
         return -1;
     return 0;
 }
@@ -227,6 +294,9 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
             d->all = training_set_new_from_space(t.sp, names, err);
             d->failed = d->all ? training_set_new_from_space(t.sp, names, err) : NULL;
             json_decref(names);
+            d->spaces = json_pack("{s:s, s:s, s:s}", "device_class", t.key.device_class,
+                                  "limits_from", opt->replay_as ? opt->replay_as : "probed",
+                                  "kernel_hash", t.key.kernel_hash);
             /* the spec's buffer sizes and FLOPs as features (model/derived.h) */
             int drc = d->failed ? training_set_set_derived(d->all, derived, err) : -1;
             json_decref(derived);
@@ -243,6 +313,13 @@ int bench_predict_load(const bench_predict_options *opt, const char *exe_dir, bp
                                  field, bp_str(header, field), mine);
                     kt_error_hint(err, "--measure adds measurements only to caches of this CPU "
                                        "and kernel source; leave it out to replay");
+                    goto out;
+                }
+                if (opt->replay_as && i == 0) {
+                    kt_error_set(err, KT_ERR_CONFLICT,
+                                 "%s: recorded with device_class '%s', --replay-as %s is '%s'",
+                                 paths[f], bp_str(header, field), opt->replay_as, mine);
+                    kt_error_hint(err, "give the record of the device the caches were measured on");
                     goto out;
                 }
                 bp_warn(d, progress, "the caches' %s is %s; here it is %s (spaces built here)",
@@ -294,6 +371,7 @@ void bp_data_free(bp_data *d)
     training_set_free(d->all);
     training_set_free(d->failed);
     json_decref(d->warnings);
+    json_decref(d->spaces);
     memset(d, 0, sizeof *d);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/accel/bench_accel.h"
+#include "bench/bench_paired.h"
 #include "bench/predict/bench_predict.h"
 
 static void bp_num(FILE *out, const json_t *v, const char *fmt, int width)
@@ -88,11 +89,16 @@ static void bp_print_decoding(const json_t *res, const char *against, FILE *out)
 
 void bench_predict_print_table(const json_t *res, FILE *out)
 {
-    const json_t *preds = json_object_get(res, "predictors"), *p, *w;
+    const json_t *preds = json_object_get(res, "predictors"), *p, *w,
+                 *sp = json_object_get(res, "spaces");
     const char *kind;
     size_t i;
     int unmeasured = 0;
 
+    if (strcmp(json_string_value(json_object_get(res, "mode")) ?: "", "predict-pool") == 0) {
+        bench_paired_pool_print(res, out);
+        return;
+    }
     fprintf(out,
             "ktune bench --predict: %s on %s, %lld problems (%lld trained on, %lld held out, "
             "seed %lld), %lld ok trials\n",
@@ -103,6 +109,15 @@ void bench_predict_print_table(const json_t *res, FILE *out)
             json_integer_value(json_object_get(res, "test_problems")),
             json_integer_value(json_object_get(res, "seed")),
             json_integer_value(json_object_get(res, "ok_trials")));
+    if (json_is_object(sp))
+        fprintf(out,
+                "spaces built as %s (limits: %s), kernel version %s; %lld of %lld trial lines "
+                "not in those spaces (skipped)\n",
+                json_string_value(json_object_get(sp, "device_class")),
+                json_string_value(json_object_get(sp, "limits_from")),
+                json_string_value(json_object_get(sp, "kernel_hash")),
+                json_integer_value(json_object_get(res, "trials_skipped")),
+                json_integer_value(json_object_get(res, "trial_lines")));
     json_array_foreach(json_object_get(res, "warnings"), i, w)
         fprintf(out, "warning: %s\n", json_string_value(w));
     fprintf(out, "\nheld-out problems: time of the prediction / best measured time "
@@ -129,7 +144,7 @@ void bench_predict_print_table(const json_t *res, FILE *out)
         fprintf(out, "(unmes: held-out problems whose predicted top-1 is not in the cache; incpl: "
                      "whose top-5 has one or more not in the cache. Ratios are over the measured "
                      "ones only; --measure measures the rest.)\n");
-
+    bench_paired_print(json_object_get(res, "paired"), out);
     bp_print_decoding(res, "the best measured configuration", out);
 }
 
@@ -176,5 +191,10 @@ void bench_accel_predict_print_table(const json_t *res, FILE *out)
     fprintf(out, "(invalid: held-out shapes whose predicted top-1 is not a valid mapping of the "
                  "shape; none: no valid candidate predicted; both count as misses, ratio infinite)"
                  "\n");
-    bp_print_decoding(res, "the search's best mapping", out);
+    bench_paired_print(json_object_get(res, "paired"), out);
+    if (json_is_true(json_object_get(res, "no_grid")))
+        fprintf(out, "\n(--no-grid: no decoding grid)\n\n%.1f s\n",
+                json_number_value(json_object_get(res, "wall_s")));
+    else
+        bp_print_decoding(res, "the search's best mapping", out);
 }
