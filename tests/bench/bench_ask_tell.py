@@ -276,7 +276,7 @@ def replay_equivalence(k, source_dir, evaluations):
     common = {"strategy": "auto", "seed": 1, "history": "none", "parallel": 1,
               "budget": {"evaluations": evaluations}}
     t0 = time.perf_counter()
-    rid = c.post("/v1/tune", dict(common, kernel="gemm", device="replay:" + DATASET))["id"]
+    rid = c.post("/v1/tune", dict(common, kernel="clblast_gemm", device="replay:" + DATASET))["id"]
     replay_job = k.wait_job(rid, timeout=1800)
     replay_s = time.perf_counter() - t0
     space = {"parameters": [{"name": p, "values": cache["tune_params"][p]} for p in keys],
