@@ -82,7 +82,8 @@ static int cache_list(const char *dir, cache_entry **entries, int *n, long long 
             cap = grown;
         }
         cache_entry *c = &(*entries)[(*n)++];
-        snprintf(c->name, sizeof c->name, "%s", e->d_name);
+        /* the length was checked above: it fits with its terminator */
+        memcpy(c->name, e->d_name, strlen(e->d_name) + 1);
         c->bytes = (long long)st.st_size;
         c->mtime = st.st_mtim;
         *total += c->bytes;
