@@ -17,7 +17,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Ktuned, launchBrowser } from "./fixture.mjs";
+import { Ktuned, launchBrowser, watchPage, closePage } from "./fixture.mjs";
 
 const KTUNED = process.env.KTUNE_KTUNED;
 const SOURCE = process.env.KTUNE_SOURCE_DIR || path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
@@ -32,18 +32,7 @@ describe("accel: a mindmap job in the dashboard", { timeout: 600000 }, () => {
   async function newPage() {
     const ctx = await browser.newContext({ viewport: { width: 1366, height: 900 } });
     const page = await ctx.newPage();
-    page.errors = [];
-    page.on("console", (m) => m.type() === "error" && page.errors.push(m.text()));
-    page.on("pageerror", (e) => page.errors.push("uncaught: " + e.message));
-    page.on("request", (r) => {
-      if (!r.url().startsWith(k.base) && !r.url().startsWith("data:")) page.errors.push("request outside the service: " + r.url());
-    });
-    return page;
-  }
-
-  async function closePage(page) {
-    assert.deepEqual(page.errors, [], "console errors on the page");
-    await page.context().close();
+    return watchPage(page, k.base);
   }
 
   before(async () => {

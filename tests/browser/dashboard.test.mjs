@@ -20,7 +20,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Ktuned, launchBrowser, syntheticTrials, writeSyntheticDataset } from "./fixture.mjs";
+import { Ktuned, launchBrowser, watchPage, closePage, syntheticTrials, writeSyntheticDataset } from "./fixture.mjs";
 
 const KTUNED = process.env.KTUNE_KTUNED;
 const SOURCE = process.env.KTUNE_SOURCE_DIR || path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
@@ -63,24 +63,11 @@ describe("dashboard", { timeout: 1800000 }, () => {
       if (!localStorage.getItem("ktune.apiToken")) localStorage.setItem("ktune.apiToken", t);
     }, readToken);
     const page = await ctx.newPage();
-    page.errors = [];
-    page.expected = [];
-    page.on("console", (m) => {
-      if (m.type() === "error" && !page.expected.some((re) => re.test(m.text()))) page.errors.push(m.text());
-    });
-    page.on("pageerror", (e) => page.errors.push("uncaught: " + e.message));
+    watchPage(page, k.base);
     page.on("requestfailed", (r) => {
       if (!r.url().startsWith(k.base)) page.errors.push("request outside the service: " + r.url());
     });
-    page.on("request", (r) => {
-      if (!r.url().startsWith(k.base) && !r.url().startsWith("data:")) page.errors.push("request outside the service: " + r.url());
-    });
     return page;
-  }
-
-  async function closePage(page) {
-    assert.deepEqual(page.errors, [], "console errors on the page");
-    await page.context().close();
   }
 
   async function shot(page, name) {

@@ -3,6 +3,7 @@
 // through playwright-core. Data lives in a throw-away folder under /tmp (the postgres user must be
 // able to reach it), removed at the end.
 
+import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
 import fs from "node:fs";
@@ -21,6 +22,28 @@ export const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+// Gathers a page's errors for closePage: console errors (but those matching one of page.expected,
+// regular expressions a step pushes while it provokes one), uncaught exceptions, and any request
+// outside the service at base (the dashboard loads nothing from outside). Returns page.
+export function watchPage(page, base) {
+  page.errors = [];
+  page.expected = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" && !page.expected.some((re) => re.test(m.text()))) page.errors.push(m.text());
+  });
+  page.on("pageerror", (e) => page.errors.push("uncaught: " + e.message));
+  page.on("request", (r) => {
+    if (!r.url().startsWith(base) && !r.url().startsWith("data:")) page.errors.push("request outside the service: " + r.url());
+  });
+  return page;
+}
+
+// Fails the test on any error watchPage gathered, then closes the page's context.
+export async function closePage(page) {
+  assert.deepEqual(page.errors, [], "console errors on the page");
+  await page.context().close();
+}
 
 export function launchBrowser() {
   return chromium.launch({ executablePath: process.env.KTUNE_CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
