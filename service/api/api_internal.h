@@ -32,6 +32,12 @@ void api_reply_job(http_response *res, int status, json_t *body, long long id);
  * cap). (fields.c, with the other pure helpers) */
 int api_in_list(const char *key, const char *const *allowed);
 void api_join_list(const char *const *items, char *buf, size_t cap);
+/* A job status query argument (GET /v1/jobs ?status, GET /v1/jobs/{id}/events ?status): 0 when s is
+ * one of queued, running, succeeded, failed, cancelled; else -1 with a 400 out_of_range naming it
+ * (after "field: " when field is set) and the accepted ones. api_job_over: 1 for the three final
+ * statuses, else 0 (jobs.c) */
+int api_job_status_check(const char *s, const char *field, kt_error *err);
+int api_job_over(const char *status);
 /* Strict decimal: an optional '-' and 1 to 19 digits within long long, nothing else (no '+',
  * spaces, hex, octal, exponent). 0, or -1. */
 int api_decimal_ll(const char *s, long long *out);

@@ -75,12 +75,6 @@ static int job_not_external(long long id, const char *device, kt_error *err)
     return -1;
 }
 
-static int job_over(const char *status)
-{
-    return strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
-           strcmp(status, "cancelled") == 0;
-}
-
 /* What an ask asks for: an ask's body, or a tell's "ask" member (where "ask."). */
 typedef struct ask_opts {
     long long n, lease_s;
@@ -161,7 +155,7 @@ static int ask_lease(api_context *svc, const http_request *req, http_response *r
             job_not_external(id, device ? device : "", err);
             goto out;
         }
-        if (json_array_size(json_object_get(got, "trials")) > 0 || !status || job_over(status))
+        if (json_array_size(json_object_get(got, "trials")) > 0 || !status || api_job_over(status))
             break;
         uint64_t now = kt_clock_ns();
         if (now >= deadline || http_request_stopping(req))
@@ -179,7 +173,7 @@ static int ask_lease(api_context *svc, const http_request *req, http_response *r
     const char *status = json_string_value(json_object_get(got, "job_status"));
     *out = json_pack("{s:I, s:s, s:O, s:b}", "job_id", (json_int_t)id, "job_status",
                      status ? status : "", "trials", json_object_get(got, "trials"), "done",
-                     status && job_over(status));
+                     status && api_job_over(status));
     rc = *out ? ASK_READY : kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
     json_decref(got);

@@ -34,15 +34,6 @@
 #define EVENTS_RETRY_MS       "1000"
 #define EVENTS_MAX_BYTES      (64u << 20)
 
-static const char *const job_statuses[] = {"queued", "running",   "succeeded",
-                                           "failed", "cancelled", NULL};
-
-static int status_over(const char *s)
-{
-    return s &&
-           (strcmp(s, "succeeded") == 0 || strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0);
-}
-
 /* The request's options: the cursor (`after`, else the Last-Event-ID header, else 0), the status
  * the client knows (or NULL), how long to wait. 0, or -1 with err. */
 static int events_opts(const http_request *req, long long *after, const char **known,
@@ -64,14 +55,7 @@ static int events_opts(const http_request *req, long long *after, const char **k
         return -1;
     }
     *known = http_query(req, "status");
-    for (int i = 0; *known && job_statuses[i]; i++)
-        if (strcmp(*known, job_statuses[i]) == 0)
-            return 0;
-    if (!*known)
-        return 0;
-    kt_error_set(err, KT_ERR_OUT_OF_RANGE, "status: unknown job status '%.40s'", *known);
-    kt_error_hint(err, "accepted: queued, running, succeeded, failed, cancelled");
-    return -1;
+    return *known ? api_job_status_check(*known, "status", err) : 0;
 }
 
 /* The compact page's next_after (the last number of its text). */
@@ -115,7 +99,7 @@ static char *events_body(const json_t *view, const char *page, long long after, 
     if (next > after) {
         snprintf(id, sizeof id, "%lld", next);
         sse_event(&b, "trials", id, page);
-    } else if (status_over(status)) {
+    } else if (api_job_over(status)) {
         json_t *end = json_pack("{s:s}", "job_status", status);
         char *text = end ? json_dumps(end, JSON_COMPACT) : NULL;
         sse_event(&b, "end", NULL, text ? text : "{}");
@@ -159,7 +143,7 @@ void api_job_events(void *app, const http_request *req, http_response *res)
         next = page_next_after(page, after);
         const char *status = json_string_value(json_object_get(view, "status"));
         uint64_t now = kt_clock_ns();
-        if (next > after || status_over(status) || (known && status && strcmp(known, status)) ||
+        if (next > after || api_job_over(status) || (known && status && strcmp(known, status)) ||
             now >= deadline || http_request_stopping(req))
             break;
         if (req->may_defer) { /* the wait is a thread's, not the HTTP worker's */

@@ -19,6 +19,22 @@
 static const char *const job_statuses[] = {"queued", "running",   "succeeded",
                                            "failed", "cancelled", NULL};
 
+int api_job_status_check(const char *s, const char *field, kt_error *err)
+{
+    if (api_in_list(s, job_statuses))
+        return 0;
+    kt_error_set(err, KT_ERR_OUT_OF_RANGE, "%s%sunknown job status '%.40s'", field ? field : "",
+                 field ? ": " : "", s);
+    kt_error_hint(err, "accepted: queued, running, succeeded, failed, cancelled");
+    return -1;
+}
+
+int api_job_over(const char *status)
+{
+    return status && (strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
+                      strcmp(status, "cancelled") == 0);
+}
+
 void api_jobs_list(void *app, const http_request *req, http_response *res)
 {
     static const char *const allowed[] = {"status", "limit", "before", NULL};
@@ -31,16 +47,8 @@ void api_jobs_list(void *app, const http_request *req, http_response *res)
         api_query_ll(req, "limit", 1, JOBS_PAGE_MAX, JOBS_PAGE_DEFAULT, &limit, &err) < 0 ||
         api_query_ll(req, "before", 1, INT64_MAX, 0, &before, &err) < 0)
         return api_fail(res, &err);
-    if (status) {
-        int ok = 0;
-        for (int i = 0; job_statuses[i]; i++)
-            ok |= strcmp(status, job_statuses[i]) == 0;
-        if (!ok) {
-            kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "unknown job status '%.40s'", status);
-            kt_error_hint(&err, "accepted: queued, running, succeeded, failed, cancelled");
-            return api_fail(res, &err);
-        }
-    }
+    if (status && api_job_status_check(status, NULL, &err) < 0)
+        return api_fail(res, &err);
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
