@@ -403,28 +403,26 @@ export function mount(root, { id }) {
   // changed, so the next request follows at once); polling every POLL_MS when they fail.
   let live = "events";
   async function update() {
-    if (!job || live !== "events") {
-      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
-      await ts.fetchNew(ac.signal);
-      return;
-    }
-    try {
-      const ev = await nextEvents(id, { after: ts.after, status: job.status, waitS: 5, signal: ac.signal });
-      job = ev.job;
-      if (ev.trials) {
-        ts.jobStatus = ev.trials.job_status;
-        ts.append(ev.trials);
-        if (ev.trials.rows.length >= EVENTS_PAGE) await ts.fetchNew(ac.signal);
-      } else {
-        ts.jobStatus = job.status;
+    if (job && live === "events") {
+      try {
+        const ev = await nextEvents(id, { after: ts.after, status: job.status, waitS: 5, signal: ac.signal });
+        job = ev.job;
+        if (ev.trials) {
+          ts.jobStatus = ev.trials.job_status;
+          ts.append(ev.trials);
+          if (ev.trials.rows.length >= EVENTS_PAGE) await ts.fetchNew(ac.signal);
+        } else {
+          ts.jobStatus = job.status;
+        }
+        return;
+      } catch (e) {
+        if (e.name === "AbortError") throw e;
+        live = "polling"; // e.g. a server without the route, or too many waiting requests
+        root.querySelector("#job-page")?.setAttribute("data-live", live);
       }
-    } catch (e) {
-      if (e.name === "AbortError") throw e;
-      live = "polling"; // e.g. a server without the route, or too many waiting requests
-      root.querySelector("#job-page")?.setAttribute("data-live", live);
-      job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: true });
-      await ts.fetchNew(ac.signal);
     }
+    job = await get(`/v1/jobs/${id}`, { signal: ac.signal, quiet: job !== null });
+    await ts.fetchNew(ac.signal);
   }
 
   async function tick() {
