@@ -9,6 +9,8 @@
 // the convergence chart's x axis ends at the search's budget. Each trial's row opens its details
 // (compile log, verification error, extras: job_trial.js). The best's GFLOP/s and its speed-up
 // over the kernel's default configuration (GET /v1/kernels "default"), when this job measured it.
+// The parameter views (param_views.js): a table column per parameter (sortable, filterable by
+// value) and, below the table, importance, parallel coordinates and slices, all narrowed by the filter.
 //
 // When every trial is loaded and drawn, window.ktuneTimings.jobLoaded holds performance.now() (ms
 // since navigation start) and #job-page gets data-loaded="all"; the browser tests read both.
@@ -21,6 +23,7 @@ import { DataTable } from "../table.js";
 import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
 import { renderPick, failureBox, stopWords, configKey } from "./job_pick.js";
 import { TrialDetails, detailsLabel } from "./job_trial.js";
+import { ParamViews } from "../param_views.js";
 
 const POLL_MS = 1000;
 const EVENTS_PAGE = 10000; // trials an events reply carries at most (api/job_events.c)
@@ -107,7 +110,7 @@ export function mount(root, { id }) {
     h("option", { value: "evals" }, "against evaluations"),
     h("option", { value: "time" }, "against time")
   );
-  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); } });
+  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); views.draw(true); } });
   const trialsBox = h("input", { type: "checkbox", id: "show-trials", checked: state.showTrials, onchange: (e) => { state.showTrials = e.target.checked; drawCharts(); } });
   const convCanvas = h("canvas", { id: "convergence-chart", "aria-label": "best time so far" });
   const convNote = h("div", { class: "muted small-text" });
@@ -146,6 +149,17 @@ export function mount(root, { id }) {
     }
   );
   table.el.id = "trials-table";
+  const views = new ParamViews(ts, { objective, logY: () => state.logY, onFilter: () => table.setFilter(views.keep()) });
+
+  // The parameters' columns take the place of the configuration's once the first trial names them.
+  function paramColumns() {
+    const base = table.columns.filter((c) => !c.param);
+    const at = base.findIndex((c) => c.key === "config");
+    const cols = views.columns();
+    table.columns = [...base.slice(0, at), ...cols, ...base.slice(at + (cols.length ? 1 : 0))];
+    table.renderHead();
+    table.setCount(ts.n, { force: true });
+  }
 
   clear(
     root,
@@ -185,7 +199,8 @@ export function mount(root, { id }) {
         paramNote
       ),
       details.el,
-      h("section", { class: "card" }, h("h2", {}, "Trials"), table.el)
+      h("section", { class: "card" }, h("h2", {}, "Trials"), table.el),
+      views.el
     )
   );
 
@@ -436,11 +451,14 @@ export function mount(root, { id }) {
       renderSummary();
       if (ts.n !== before || !convChart) {
         drawCharts();
+        if (views.update() && views.columnsChanged) paramColumns();
         table.setCount(ts.n);
+        views.draw(TERMINAL.has(ts.jobStatus));
       }
       renderMetrics();
       if (!loadedAll && TERMINAL.has(ts.jobStatus)) {
         loadedAll = true;
+        views.draw(true); // not left to the redraw timer: the page is complete when it says so
         // Measured after the frame that shows the charts and the table.
         requestAnimationFrame(() => {
           window.ktuneTimings = Object.assign(window.ktuneTimings || {}, { jobLoaded: performance.now(), jobTrials: ts.n, jobId: id });
@@ -464,5 +482,6 @@ export function mount(root, { id }) {
     destroyChart(convChart);
     destroyChart(paramChart);
     destroyChart(pickChart.chart);
+    views.destroy();
   };
 }
