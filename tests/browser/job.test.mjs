@@ -223,6 +223,20 @@ describe("job page", { timeout: 600000 }, () => {
     const one = selectRows(ts, ix, new Map([[1, ix.keys[1].get(2)]]));
     assert.equal(one.rows.length, 40);
     assert.ok(importance(ix, one.rows, one.y).params.every((x) => x.share === 0 || x.share === null || x.share < 1e-12));
+    // Too few trials for a joint fit (20 for 6 × 3 degrees of freedom): each parameter alone,
+    // chance-corrected, shares within 0..1, the one that sets the time first.
+    const few = { n: 20, params: ["p0", "p1", "p2", "p3", "p4", "p5"], configs: [], time: new Float64Array(20), finalRound: new Int32Array(20) };
+    for (let i = 0; i < 20; i++) {
+      few.configs.push(Object.fromEntries(few.params.map((q, j) => [q, Math.floor(i * (j + 1) * 1.618) % 4])));
+      few.time[i] = 2 ** few.configs[i].p3;
+    }
+    const fx = new ParamIndex();
+    fx.update(few);
+    const fs_ = selectRows(few, fx, new Map());
+    const fimp = importance(fx, fs_.rows, fs_.y);
+    assert.equal(fimp.method, "marginal");
+    assert.equal(fimp.params[0].name, "p3");
+    assert.ok(fimp.params.every((x) => x.share >= 0 && x.share <= 1), JSON.stringify(fimp.params));
     // Every value seen once: not estimated (null), never a share of 1.
     const uniq = { n: 6, params: ["x"], configs: [1, 2, 3, 4, 5, 6].map((x) => ({ x })), time: Float64Array.from([1, 2, 3, 4, 5, 6]), finalRound: new Int32Array(6) };
     const ux = new ParamIndex();

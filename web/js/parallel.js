@@ -65,7 +65,8 @@ export function drawParallel(canvas, data, fmt, title) {
   // Axes over the lines, with their labels on a light backing so they stay readable.
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "middle";
-  const maxTicks = Math.max(2, Math.floor((hgt - top - bottom) / 18));
+  // Narrow gaps (a phone) get fewer labels: each label is as wide as the gap allows.
+  const maxTicks = Math.max(2, Math.min(Math.floor((hgt - top - bottom) / 18), gap < 90 ? 3 : Infinity));
   const axes = [
     ...data.axes,
     {

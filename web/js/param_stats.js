@@ -119,12 +119,15 @@ export function selectRows(ts, ix, filter) {
 // travels with an important one in an uneven sample gets little; on a full grid this is the
 // first-order term of a functional ANOVA (fANOVA) exactly. A parameter each of whose values was
 // seen once cannot be told from noise (it would explain everything): it is left out of the fit,
-// share null. Returns {params: [{p, name, share, levels}] sorted by share (largest first, nulls
-// last), explained: the fitted main effects' share together, n}.
+// share null. A joint fit needs data: with fewer than 1.5 evaluations per degree of freedom (an
+// accel mapping's ~30 parameters on 100 trials) it would fit noise, so each parameter is then taken
+// on its own, chance-corrected (one-way ANOVA's ω²; method "marginal"). Returns {params: [{p, name,
+// share, levels}] sorted by share (largest first, nulls last), explained: the fitted main effects'
+// share together (joint only), method: "joint" | "marginal", df, n}.
 export function importance(ix, rows, y, { iterations = 40, tol = 1e-10 } = {}) {
   const n = rows.length;
   const P = ix.names.length;
-  const out = { params: [], explained: 0, n };
+  const out = { params: [], explained: 0, method: "joint", df: 0, n };
   if (n < 2) return out;
   let mean = 0;
   for (let k = 0; k < n; k++) mean += y[k];
@@ -149,6 +152,8 @@ export function importance(ix, rows, y, { iterations = 40, tol = 1e-10 } = {}) {
     counts.push(cnt);
     effects.push(new Float64Array(K + 1));
   }
+  for (let p = 0; p < P; p++) if (levels[p] < n) out.df += levels[p] - 1;
+  if (n < 1.5 * (out.df + 1)) return marginal(out, ix, codeOf, counts, levels, y, mean, total);
   const fit = new Float64Array(n).fill(mean);
   if (total > 0) {
     for (let it = 0; it < iterations; it++) {
@@ -181,12 +186,37 @@ export function importance(ix, rows, y, { iterations = 40, tol = 1e-10 } = {}) {
     else if (total > 0) {
       let ss = 0;
       for (let v = 0; v < cnt.length; v++) ss += cnt[v] * effects[p][v] ** 2;
-      share = ss / total;
+      share = Math.min(1, ss / total); // effects that cancel can outgrow the total: capped
     }
     out.params.push({ p, name: ix.names[p], share, levels: levels[p] });
   }
+  return sortShares(out);
+}
+
+function sortShares(out) {
   out.params.sort((a, b) => (a.share === null) - (b.share === null) || (b.share || 0) - (a.share || 0) || a.p - b.p);
   return out;
+}
+
+// Each parameter on its own: ω² = (SS_between - (k-1) MS_within) / (SS_total + MS_within), at
+// least 0: what its per-value means explain beyond what k values would by chance.
+function marginal(out, ix, codeOf, counts, levels, y, mean, total) {
+  const n = y.length;
+  out.method = "marginal";
+  for (let p = 0; p < ix.names.length; p++) {
+    let share = null;
+    if (levels[p] < n) {
+      const cnt = counts[p], c = codeOf[p];
+      const sum = new Float64Array(cnt.length);
+      for (let k = 0; k < n; k++) sum[c[k]] += y[k];
+      let between = 0;
+      for (let v = 0; v < cnt.length; v++) if (cnt[v]) between += cnt[v] * (sum[v] / cnt[v] - mean) ** 2;
+      const msWithin = (total - between) / (n - levels[p]);
+      share = total > 0 ? Math.max(0, (between - (levels[p] - 1) * msWithin) / (total + msWithin)) : 0;
+    }
+    out.params.push({ p, name: ix.names[p], share, levels: levels[p] });
+  }
+  return sortShares(out);
 }
 
 // A slice plot's points for parameter p: x the value (numbers) or its sorted position (anything
@@ -220,11 +250,11 @@ export function slicePoints(ts, ix, p, rows, maxPoints = 1500) {
 // The parallel coordinates' lines: per row drawn, its position on each parameter's axis (0..1:
 // the value's sorted place among the values the rows have, evenly spaced) and on the objective's
 // (0..1 of log time, 0 the fastest), at most maxLines rows (the fastest tenth always, the rest by
-// stride), slowest first so that the fast ones are drawn on top.
-export function parallelLines(ts, ix, rows, y, maxLines = 1500) {
-  const P = ix.names.length;
+// stride), slowest first so that the fast ones are drawn on top. params: the parameters (indices)
+// to give an axis, in order (default: all).
+export function parallelLines(ts, ix, rows, y, maxLines = 1500, params = ix.names.map((_, p) => p)) {
   const axes = [];
-  for (let p = 0; p < P; p++) {
+  for (const p of params) {
     const present = new Uint8Array(ix.values[p].length + 1); // [code + 1]: -1 is "none"
     for (let k = 0; k < rows.length; k++) present[ix.codes[p][rows[k]] + 1] = 1;
     const order = ix.sorted[p].filter((c) => present[c + 1]);
@@ -254,7 +284,7 @@ export function parallelLines(ts, ix, rows, y, maxLines = 1500) {
   const lines = chosen.map((k) => ({
     i: rows[k],
     t: (y[k] - lo) / span,
-    at: axes.map((a, p) => (ix.codes[p][rows[k]] < 0 ? null : a.pos.get(ix.codes[p][rows[k]]))),
+    at: params.map((p, a) => (ix.codes[p][rows[k]] < 0 ? null : axes[a].pos.get(ix.codes[p][rows[k]]))),
   }));
   return { axes, lines, min: Math.exp(lo), max: Math.exp(hi) };
 }

@@ -15,6 +15,7 @@ import { ParamIndex, selectRows, importance, slicePoints, parallelLines } from "
 import { drawParallel, RAMP } from "./parallel.js";
 
 const REDRAW_MS = 1000; // while trials arrive, the views are drawn at most this often
+const MAX_BARS = 12; // the importance chart's bars; the rest are counted in its note
 const pct = (s) => (s === null ? "–" : (100 * s).toFixed(s < 0.001 ? 2 : 1) + "%");
 
 export class ParamViews {
@@ -158,15 +159,17 @@ export class ParamViews {
     const imp = importance(this.ix, sel.rows, sel.y);
     // A parameter with one value here (pinned by the filter) explains nothing: said, not drawn.
     const pinned = imp.params.filter((x) => x.levels === 1).map((x) => x.name);
-    const shown = imp.params.filter((x) => x.share !== null && x.levels > 1);
+    const ranked = imp.params.filter((x) => x.share !== null && x.levels > 1);
+    const shown = ranked.slice(0, MAX_BARS);
     const unknown = imp.params.filter((x) => x.share === null).map((x) => x.name);
     this.shares = new Map(imp.params.map((x) => [x.name, x.share]));
+    this.ranked = imp.params.map((x) => x.p); // most important first (the parallel axes' choice)
     this.impCanvas.dataset.order = shown.map((x) => x.name).join(",");
     this.impBox.hidden = !shown.length;
     this.impBox.style.height = `${Math.max(120, 44 + 30 * shown.length)}px`;
     const data = {
       labels: shown.map((x) => x.name),
-      datasets: [{ label: "share of the variance of log time", data: shown.map((x) => 100 * x.share), backgroundColor: shown.map((x, k) => color(k === 0 ? 0 : 8, k === 0 ? 1 : 0.6)) }],
+      datasets: [{ label: "share of the variance", data: shown.map((x) => 100 * x.share), backgroundColor: shown.map((x, k) => color(k === 0 ? 0 : 8, k === 0 ? 1 : 0.6)) }],
     };
     if (!this.charts.importance) {
       this.charts.importance = new window.Chart(this.impCanvas, {
@@ -175,19 +178,21 @@ export class ParamViews {
         options: {
           indexAxis: "y", animation: false, responsive: true, maintainAspectRatio: false,
           plugins: { legend: { display: false }, tooltip: { callbacks: { label: (c) => `${c.label}: ${pct(c.raw / 100)} of the variance` } } },
-          scales: { x: { min: 0, suggestedMax: 100, title: { display: true, text: "% of the variance of log time" } } },
+          scales: { x: { min: 0, suggestedMax: 100, title: { display: true, text: "" } } },
         },
       });
-    } else {
-      this.charts.importance.data = data;
-      this.charts.importance.update("none");
-    }
+    } else this.charts.importance.data = data;
+    this.charts.importance.options.scales.x.title.text = `% of the variance of log(${this.objective().short})`;
+    this.charts.importance.update("none");
     const n = imp.n.toLocaleString("en");
+    const joint = imp.method === "joint";
     const parts = [
       `How much of the variance of log(${this.objective().short}) over the ${n} ok evaluations shown each parameter explains on its own: `,
-      `the main effects of a functional ANOVA (fANOVA), fitted to this job's trials together (per-value means, by backfitting), `,
-      `so a parameter that only travels with an important one gets little. `,
-      shown.length ? `Together they explain ${pct(imp.explained)}; the rest is interactions and noise. ` : "Too few ok evaluations here to tell the parameters apart. ",
+      joint
+        ? "the main effects of a functional ANOVA (fANOVA), fitted to this job's trials together (per-value means, by backfitting), so a parameter that only travels with an important one gets little. "
+        : `too few evaluations to fit the parameters together (${n} for ${imp.df} degrees of freedom), so each is taken alone, chance-corrected (ω²): parameters that travel together share the credit. `,
+      !shown.length ? "Too few ok evaluations here to tell the parameters apart. " : joint ? `Together they explain ${pct(imp.explained)}; the rest is interactions and noise. ` : "",
+      ranked.length > shown.length ? `${ranked.length - shown.length} more parameters below ${pct(shown[shown.length - 1].share)} not drawn. ` : "",
       unknown.length ? `${unknown.join(", ")}: each value seen once, not estimated. ` : "",
       pinned.length ? `${pinned.join(", ")}: one value only here, explains nothing. ` : "",
       "A search samples unevenly: read it as a guide, not a measurement.",
@@ -197,7 +202,12 @@ export class ParamViews {
 
   drawParallel(sel) {
     const obj = this.objective();
-    this.parallel = sel.rows.length ? parallelLines(this.ts, this.ix, sel.rows, sel.y) : null;
+    // Wide spaces (an accel mapping has ~30 parameters): the most important ones that fit, in
+    // importance order (all of them, in the space's order, when they fit).
+    const fits = Math.max(3, Math.floor(this.parCanvas.clientWidth / 90) - 1);
+    const P = this.ix.names.length;
+    const axes = P <= fits ? this.ix.names.map((_, p) => p) : this.ranked.slice(0, fits);
+    this.parallel = sel.rows.length ? parallelLines(this.ts, this.ix, sel.rows, sel.y, 1500, axes) : null;
     const ctx = this.parCanvas.getContext("2d");
     if (!this.parallel) {
       ctx.clearRect(0, 0, this.parCanvas.width, this.parCanvas.height);
@@ -216,6 +226,7 @@ export class ParamViews {
       h("span", {}, "slowest " + obj.fmt(this.parallel.max))
     );
     const notes = [`One line per ok evaluation (${lines.toLocaleString("en")}${lines < sel.rows.length ? ` of ${sel.rows.length.toLocaleString("en")}: the fastest tenth and a sample` : ""}), coloured by ${obj.short}; each axis has its values evenly spaced in sorted order.`];
+    if (axes.length < P) notes.push(`The ${axes.length} most important of the ${P} parameters have an axis (a wider window shows more).`);
     if (sel.failed) notes.push(`${sel.failed.toLocaleString("en")} failed evaluation${sel.failed === 1 ? "" : "s"} (no ${obj.short}) not drawn.`);
     this.parNote.textContent = notes.join(" ");
   }
