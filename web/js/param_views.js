@@ -6,7 +6,8 @@
 //
 // Call order: const v = new ParamViews(ts, {objective, logY, onFilter}); put v.el in the page;
 // after each batch of trials v.update() (then v.columns() for the table, which changes when the
-// parameters first appear: v.columnsChanged), v.draw(true) when everything is loaded;
+// parameters first appear: v.columnsChanged) and v.draw(); v.flush() when everything is loaded,
+// v.redraw() when a page setting changes;
 // v.destroy() on leaving (charts, resize observer, timer).
 
 import { h, clear, fmtNum } from "./dom.js";
@@ -33,7 +34,6 @@ export class ParamViews {
     this.charts = { importance: null, slices: [] };
     this.lastDraw = 0;
     this.timer = null;
-    this.drawnN = -1;
     this.filterNote = h("div", { class: "filter-note", id: "param-filter-note" });
     this.impCanvas = h("canvas", { id: "importance-chart", "aria-label": "parameter importance" });
     this.impBox = h("div", { class: "chart-box short" }, this.impCanvas);
@@ -58,6 +58,13 @@ export class ParamViews {
     );
     this.resize = new ResizeObserver(() => this.parallel && drawParallel(this.parCanvas, this.parallel, this.objective().fmt, this.objective().title));
     this.resize.observe(this.parCanvas);
+    this.visible = false;
+    this.stale = false;
+    this.seen = new IntersectionObserver((entries) => {
+      this.visible = entries.some((e) => e.isIntersecting);
+      if (this.visible && this.stale) this.draw(true);
+    });
+    this.seen.observe(this.el);
   }
 
   // Indexes new trials; new values refill the filters. Returns whether anything arrived.
@@ -116,11 +123,17 @@ export class ParamViews {
     this.draw(true);
   }
 
-  // Draws the views now (force) or within REDRAW_MS (trials still arriving).
+  // Draws the views: now (force), or, while trials arrive, within REDRAW_MS and only when they are
+  // on screen (off screen they are marked stale and drawn when scrolled to, or by flush()), so that
+  // a live job's page spends nothing on views nobody sees.
   draw(force) {
     if (!this.ix.names.length) {
       clear(this.filterNote);
       this.impNote.textContent = this.ts.n ? "These trials have no parameters." : "No trials yet.";
+      return;
+    }
+    if (!force && !this.visible) {
+      this.stale = true;
       return;
     }
     const wait = this.lastDraw + REDRAW_MS - performance.now();
@@ -130,6 +143,7 @@ export class ParamViews {
     }
     clearTimeout(this.timer);
     this.timer = null;
+    this.stale = false;
     this.lastDraw = performance.now();
     const sel = selectRows(this.ts, this.ix, this.filter);
     this.renderFilterNote(sel);
@@ -137,6 +151,22 @@ export class ParamViews {
     this.drawParallel(sel);
     this.drawSlices(sel);
     this.el.dataset.drawn = String(sel.rows.length);
+  }
+
+  // Everything is loaded: what is stale or pending is drawn now when on screen, else when the
+  // browser is idle (after the page's charts and table, which the page's load time measures).
+  flush() {
+    if (!this.stale && !this.timer) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.visible) this.draw(true);
+    else this.idle = requestIdleCallback(() => this.stale && this.draw(true), { timeout: 2000 });
+  }
+
+  // A setting of the page changed (the log scale): drawn now if on screen, else when scrolled to.
+  redraw() {
+    if (this.visible) this.draw(true);
+    else this.stale = true;
   }
 
   renderFilterNote(sel) {
@@ -264,6 +294,8 @@ export class ParamViews {
   destroy() {
     clearTimeout(this.timer);
     this.resize.disconnect();
+    this.seen.disconnect();
+    if (this.idle) cancelIdleCallback(this.idle);
     destroyChart(this.charts.importance);
     this.charts.slices.forEach(destroyChart);
   }

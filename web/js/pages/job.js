@@ -110,7 +110,7 @@ export function mount(root, { id }) {
     h("option", { value: "evals" }, "against evaluations"),
     h("option", { value: "time" }, "against time")
   );
-  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); views.draw(true); } });
+  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); views.redraw(); } });
   const trialsBox = h("input", { type: "checkbox", id: "show-trials", checked: state.showTrials, onchange: (e) => { state.showTrials = e.target.checked; drawCharts(); } });
   const convCanvas = h("canvas", { id: "convergence-chart", "aria-label": "best time so far" });
   const convNote = h("div", { class: "muted small-text" });
@@ -155,8 +155,8 @@ export function mount(root, { id }) {
   function paramColumns() {
     const base = table.columns.filter((c) => !c.param);
     const at = base.findIndex((c) => c.key === "config");
-    const cols = views.columns();
-    table.columns = [...base.slice(0, at), ...cols, ...base.slice(at + (cols.length ? 1 : 0))];
+    const end = at < 0 ? base.length - 1 : at; // else before the details button
+    table.columns = [...base.slice(0, end), ...views.columns(), ...base.slice(at < 0 ? end : at + 1)];
     table.renderHead();
     table.setCount(ts.n, { force: true });
   }
@@ -453,12 +453,12 @@ export function mount(root, { id }) {
         drawCharts();
         if (views.update() && views.columnsChanged) paramColumns();
         table.setCount(ts.n);
-        views.draw(TERMINAL.has(ts.jobStatus));
+        views.draw();
       }
       renderMetrics();
       if (!loadedAll && TERMINAL.has(ts.jobStatus)) {
         loadedAll = true;
-        views.draw(true); // not left to the redraw timer: the page is complete when it says so
+        views.flush(); // the parameter views: now if on screen, else once the browser is idle
         // Measured after the frame that shows the charts and the table.
         requestAnimationFrame(() => {
           window.ktuneTimings = Object.assign(window.ktuneTimings || {}, { jobLoaded: performance.now(), jobTrials: ts.n, jobId: id });
