@@ -135,8 +135,8 @@ function browseSection(kernels) {
       { key: "device", label: "device", cls: "mono", value: (i) => rows[i].device, render: (i) => rows[i].device },
       { key: "problem", label: "problem", cls: "mono opt", value: (i) => fmtObject(rows[i].problem), render: (i) => fmtObject(rows[i].problem) },
       { key: "time", label: "time", cls: "num", value: (i) => rows[i].time_ms, render: (i) => objectiveOf(rows[i].device).fmt(rows[i].time_ms) },
-      { key: "config", label: "configuration", cls: "mono", value: (i) => fmtObject(rows[i].config), render: (i) => fmtObject(rows[i].config) },
       { key: "job", label: "measured by", cls: "num", value: (i) => rows[i].job_id, render: (i) => measuredBy(rows[i].job_id, rows[i].trial_id) },
+      { key: "config", label: "configuration", cls: "mono", value: (i) => fmtObject(rows[i].config), render: (i) => fmtObject(rows[i].config) },
       { key: "at", label: "measured", cls: "opt", value: (i) => rows[i].measured_at, render: (i) => fmtTime(rows[i].measured_at) },
     ],
     { pageSize: 25, empty: "Nothing known yet: finished jobs fill this table." }

@@ -115,6 +115,10 @@ function jobsSection(initialIds) {
       withinBox,
       h("h3", {}, "Evaluations to within ", select, " of the best"),
       h("p", { class: "muted small-text" }, Number.isFinite(bestAll) ? `The best time any of these jobs found is ${fmtMs(bestAll)}; within ${x}% is ${fmtMs(limit)} or faster.` : "No job has an ok trial yet."),
+      // Times of different kernels, devices or problems do not compare: say so rather than rank them.
+      new Set(all.map((s) => JSON.stringify([s.job.kernel, s.job.device_class, s.job.problem]))).size > 1
+        ? h("p", { class: "warn", id: "compare-within-mixed" }, "These jobs tune different kernels, devices or problems: one job's best time says nothing about another's, so read each row against its own job.")
+        : null,
       Number.isFinite(bestAll)
         ? h(
             "table",
