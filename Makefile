@@ -34,24 +34,39 @@ run: build
 # -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
 # browser tests, label "browser", only in the normal build). Tests run side by side (the normal
 # build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
-# CMakeLists.txt. The sanitizer build compiles at nice 19 while the normal build's tests run (it
-# takes the core a RUN_SERIAL test leaves idle). ctest starts from the run times in
-# tests/ctest-costs/ on a new build folder (longest first), then keeps its own. It ends with the
-# skip list, the timing table (tools/test_summary.py) and the total time. make test-full
-# runs every test under the sanitizers.
+# CMakeLists.txt (label "serial"), which run alone after the others, each build in two ctest runs
+# (test-*-run-side, test-*-run-serial). A nice 19 job compiles the sanitizer build while the normal
+# build's tests run, and once the normal side-by-side tests are done, runs the sanitizer pass's
+# side-by-side tests beside the normal serial ones: it only takes the CPU the normal tests leave,
+# mostly the core a serial test leaves idle (as the compile always did). Then its output is printed
+# and the sanitizer pass's serial tests run alone. ctest starts from the run times in
+# tests/ctest-costs/ on a new build folder (longest first), then keeps its own. It ends with the skip
+# list, the timing table (tools/test_summary.py, which reads both ctest runs of a build) and the
+# total time. make test-full runs every test under the sanitizers.
 test:
 	@start=$$(date +%s); rc=0; \
 	$(MAKE) --no-print-directory format-check banned-check rooms-check build || rc=$$?; \
 	if [ $$rc = 0 ]; then \
-	  mkdir -p $(ASAN_BUILD); \
+	  mkdir -p $(ASAN_BUILD); rm -f $(ASAN_BUILD)/make-test-*.rc $(ASAN_BUILD)/make-test-*.log $(BUILD)/make-test-side.done; \
 	  ( nice -n 19 $(MAKE) --no-print-directory asan-compile > $(ASAN_BUILD)/make-test-build.log 2>&1; \
-	    echo $$? > $(ASAN_BUILD)/make-test-build.rc ) & \
-	  $(MAKE) --no-print-directory test-fast-run || rc=$$?; \
+	    brc=$$?; echo $$brc > $(ASAN_BUILD)/make-test-build.rc; \
+	    while [ ! -f $(BUILD)/make-test-side.done ] && kill -0 $$$$ 2>/dev/null; do sleep 1; done; \
+	    if [ $$brc = 0 ] && [ -f $(BUILD)/make-test-side.done ]; then \
+	      nice -n 19 $(MAKE) --no-print-directory test-asan-run-side > $(ASAN_BUILD)/make-test-side.log 2>&1; \
+	      echo $$? > $(ASAN_BUILD)/make-test-side.rc; \
+	    fi ) & \
+	  $(MAKE) --no-print-directory test-fast-run-side || rc=$$?; \
+	  touch $(BUILD)/make-test-side.done; \
+	  $(MAKE) --no-print-directory test-fast-run-serial || rc=$$?; \
 	  wait; \
 	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc)" != 0 ]; then \
 	    tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
 	  else \
-	    $(MAKE) --no-print-directory test-asan-run || rc=$$?; \
+	    echo "== the sanitizer pass: its side-by-side tests (run at nice 19 beside the normal serial tests)"; \
+	    cat $(ASAN_BUILD)/make-test-side.log; \
+	    [ "$$(cat $(ASAN_BUILD)/make-test-side.rc)" = 0 ] || rc=1; \
+	    echo "== the sanitizer pass: its serial tests"; \
+	    $(MAKE) --no-print-directory test-asan-run-serial || rc=$$?; \
 	  fi; \
 	fi; \
 	python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true; \
@@ -67,7 +82,32 @@ test-fast: build test-fast-run
 
 test-fast-run:
 	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
+	$(call clear_side,$(BUILD))
 	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(TEST_JOBS)
+
+# make test's two ctest runs of a build: the side-by-side tests (-LE serial), whose records are
+# then kept as LastTest.side.log, LastTestsFailed.side.log and junit.side.xml (ctest rewrites its
+# own at its next run; tools/test_summary.py reads both runs), and the serial tests (-L serial).
+define clear_side
+	@rm -f $(1)/Testing/Temporary/LastTest.side.log $(1)/Testing/Temporary/LastTestsFailed.side.log \
+	  $(1)/Testing/Temporary/junit.side.xml
+endef
+# $(1) build folder, $(2) environment, $(3) ctest's selection and -j
+define run_side
+	$(call clear_side,$(1))
+	@rm -f $(1)/Testing/Temporary/LastTestsFailed.log
+	@rc=0; $(2) ctest --test-dir $(1) --output-on-failure --output-junit Testing/Temporary/junit.side.xml \
+	  $(3) || rc=$$?; \
+	cd $(1)/Testing/Temporary && mv LastTest.log LastTest.side.log && \
+	  { [ ! -f LastTestsFailed.log ] || mv LastTestsFailed.log LastTestsFailed.side.log; }; exit $$rc
+endef
+
+test-fast-run-side:
+	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
+	$(call run_side,$(BUILD),$(TEST_ENV),-LE serial -j$(TEST_JOBS))
+
+test-fast-run-serial:
+	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -j$(TEST_JOBS)
 
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -81,11 +121,21 @@ test-asan: asan-build test-asan-run
 
 test-asan-run:
 	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
+	$(call clear_side,$(ASAN_BUILD))
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
+test-asan-run-side:
+	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
+	$(call run_side,$(ASAN_BUILD),$(ASAN_ENV) $(TEST_ENV),-LE 'browser|full|serial' -j$(JOBS))
+
+test-asan-run-serial:
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -LE 'browser|full' -j$(JOBS)
+
 # Everything, the sanitizer pass with every integration test (label "full" too).
-.PHONY: test-full asan-build asan-compile test-fast-run test-asan-run
+.PHONY: test-full asan-build asan-compile test-fast-run test-asan-run test-asan-run-side test-asan-run-serial \
+  test-fast-run-side test-fast-run-serial
 test-full: format-check banned-check rooms-check test-fast asan-build
+	$(call clear_side,$(ASAN_BUILD))
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
 	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
 
