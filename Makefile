@@ -34,15 +34,15 @@ run: build
 # -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
 # browser tests, label "browser", only in the normal build). Tests run side by side (the normal
 # build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
-# CMakeLists.txt (label "serial"), which run alone after the others, each build in two ctest runs
-# (test-*-run-side, test-*-run-serial). A nice 19 job compiles the sanitizer build while the normal
-# build's tests run, and once the normal side-by-side tests are done, runs the sanitizer pass's
-# side-by-side tests beside the normal serial ones: it only takes the CPU the normal tests leave,
-# mostly the core a serial test leaves idle (as the compile always did). Then its output is printed
-# and the sanitizer pass's serial tests run alone. ctest starts from the run times in
-# tests/ctest-costs/ on a new build folder (longest first), then keeps its own. It ends with the skip
-# list, the timing table (tools/test_summary.py, which reads both ctest runs of a build) and the
-# total time. make test-full runs every test under the sanitizers.
+# CMakeLists.txt (label "serial"), which run after the others and alone but for nice 19 work: each
+# build's tests are two ctest runs (test-*-run-side, test-*-run-serial). A nice 19 job compiles the
+# sanitizer build while the normal build's tests run and, once the normal side-by-side tests are
+# done, runs the sanitizer pass's side-by-side tests (they assert no time): beside the normal serial
+# tests, then beside the sanitizer pass's serial ones, it takes the core a serial test leaves idle
+# and yields to it otherwise (as the compile always did). Its output is printed at the end. ctest
+# starts from the run times in tests/ctest-costs/ on a new build folder (longest first), then keeps
+# its own. It ends with the skip list, the timing table (tools/test_summary.py, which reads both
+# ctest runs of a build) and the total time. make test-full runs every test under the sanitizers.
 test:
 	@start=$$(date +%s); rc=0; \
 	$(MAKE) --no-print-directory format-check banned-check rooms-check build || rc=$$?; \
@@ -55,18 +55,20 @@ test:
 	      nice -n 19 $(MAKE) --no-print-directory test-asan-run-side > $(ASAN_BUILD)/make-test-side.log 2>&1; \
 	      echo $$? > $(ASAN_BUILD)/make-test-side.rc; \
 	    fi ) & \
+	  bg=$$!; \
 	  $(MAKE) --no-print-directory test-fast-run-side || rc=$$?; \
 	  touch $(BUILD)/make-test-side.done; \
 	  $(MAKE) --no-print-directory test-fast-run-serial || rc=$$?; \
-	  wait; \
-	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc)" != 0 ]; then \
-	    tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
+	  while [ ! -f $(ASAN_BUILD)/make-test-build.rc ] && kill -0 $$bg 2>/dev/null; do sleep 1; done; \
+	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc 2>/dev/null)" != 0 ]; then \
+	    wait; tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
 	  else \
-	    echo "== the sanitizer pass: its side-by-side tests (run at nice 19 beside the normal serial tests)"; \
+	    echo "== the sanitizer pass: its serial tests (its side-by-side tests run at nice 19 meanwhile)"; \
+	    $(MAKE) --no-print-directory test-asan-run-serial || rc=$$?; \
+	    wait; \
+	    echo "== the sanitizer pass: its side-by-side tests (run at nice 19 beside the serial tests)"; \
 	    cat $(ASAN_BUILD)/make-test-side.log; \
 	    [ "$$(cat $(ASAN_BUILD)/make-test-side.rc)" = 0 ] || rc=1; \
-	    echo "== the sanitizer pass: its serial tests"; \
-	    $(MAKE) --no-print-directory test-asan-run-serial || rc=$$?; \
 	  fi; \
 	fi; \
 	python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true; \
@@ -85,26 +87,25 @@ test-fast-run:
 	$(call clear_side,$(BUILD))
 	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(TEST_JOBS)
 
-# make test's two ctest runs of a build: the side-by-side tests (-LE serial), whose records are
-# then kept as LastTest.side.log, LastTestsFailed.side.log and junit.side.xml (ctest rewrites its
-# own at its next run; tools/test_summary.py reads both runs), and the serial tests (-L serial).
-define clear_side
-	@rm -f $(1)/Testing/Temporary/LastTest.side.log $(1)/Testing/Temporary/LastTestsFailed.side.log \
-	  $(1)/Testing/Temporary/junit.side.xml
-endef
-# $(1) build folder, $(2) environment, $(3) ctest's selection and -j
-define run_side
+# make test's two ctest runs of a build: the side-by-side tests (-LE serial) from $(1)/side, a
+# folder whose CTestTestfile.cmake names the build's (subdirs): the same tests, in the build folder,
+# with ctest records of their own (side/Testing/Temporary/: the runs of both builds may overlap, and
+# tools/test_summary.py reads both); and the serial tests (-L serial) from the build folder.
+# $(1) build folder, $(2) its checked-in ctest costs
+define side_view
+	@mkdir -p $(1)/side/Testing/Temporary
+	@echo 'subdirs("$(abspath $(1))")' > $(1)/side/CTestTestfile.cmake
+	$(call seed_costs,$(1)/side,$(2))
 	$(call clear_side,$(1))
-	@rm -f $(1)/Testing/Temporary/LastTestsFailed.log
-	@rc=0; $(2) ctest --test-dir $(1) --output-on-failure --output-junit Testing/Temporary/junit.side.xml \
-	  $(3) || rc=$$?; \
-	cd $(1)/Testing/Temporary && mv LastTest.log LastTest.side.log && \
-	  { [ ! -f LastTestsFailed.log ] || mv LastTestsFailed.log LastTestsFailed.side.log; }; exit $$rc
+endef
+define clear_side
+	@rm -f $(1)/side/Testing/Temporary/LastTest.log $(1)/side/Testing/Temporary/LastTestsFailed.log \
+	  $(1)/side/Testing/Temporary/junit.xml
 endef
 
 test-fast-run-side:
-	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
-	$(call run_side,$(BUILD),$(TEST_ENV),-LE serial -j$(TEST_JOBS))
+	$(call side_view,$(BUILD),tests/ctest-costs/normal.txt)
+	$(TEST_ENV) ctest --test-dir $(BUILD)/side --output-on-failure --output-junit Testing/Temporary/junit.xml -LE serial -j$(TEST_JOBS)
 
 test-fast-run-serial:
 	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -j$(TEST_JOBS)
@@ -125,8 +126,8 @@ test-asan-run:
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
 test-asan-run-side:
-	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
-	$(call run_side,$(ASAN_BUILD),$(ASAN_ENV) $(TEST_ENV),-LE 'browser|full|serial' -j$(JOBS))
+	$(call side_view,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD)/side --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full|serial' -j$(JOBS)
 
 test-asan-run-serial:
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -LE 'browser|full' -j$(JOBS)

@@ -7,8 +7,8 @@ For each build folder it reads ctest's own records of the last run (Testing/Temp
 LastTest.log (every test's output, time and result), LastTestsFailed.log (failed and not run) and,
 when ctest wrote one, a JUnit file (`ctest --output-junit FILE`, relative to the build folder: the
 file named by --junit, else Testing/Temporary/junit.xml) whose statuses are then authoritative;
-and, where make test ran a build's tests in two ctest runs, the first run's records kept beside them
-(LastTest.side.log, LastTestsFailed.side.log, junit.side.xml). It prints:
+and, where make test ran a build's tests in two ctest runs, the side-by-side run's own records
+(side/Testing/Temporary/ in the build folder: the same files). It prints:
 
 (a) the skip list, per build: every test skipped as a whole (exit status 77, SKIP_RETURN_CODE in
     CMakeLists.txt; its reason is the "SKIP: <reason>" line it printed), every test ctest did not
@@ -198,26 +198,23 @@ def read_junit(path, tests):
 
 def load_build(build, junit_name):
     """(tests, failed names, notes) of a build folder; tests None when it has no ctest log.
-    make test runs the sanitizer pass in two ctest runs: the first one's records are kept as
-    LastTest.side.log, LastTestsFailed.side.log and junit.side.xml; their tests come first."""
+    make test runs a build's tests in two ctest runs: the side-by-side ones from build/side (its
+    own Testing/Temporary), the serial ones from the build folder; the side run's tests come first."""
     tmp = os.path.join(build, "Testing", "Temporary")
-    log = os.path.join(tmp, "LastTest.log")
+    side = os.path.join(build, "side", "Testing", "Temporary")
     if not os.path.isdir(build):
         return None, set(), ["no such build folder"]
-    if not os.path.exists(log):
-        return None, set(), ["no ctest log (%s): not tested yet" % log]
+    parts = [(d, root) for d, root in ((side, os.path.join(build, "side")), (tmp, build))
+             if os.path.exists(os.path.join(d, "LastTest.log"))]
+    if not parts:
+        return None, set(), ["no ctest log (%s): not tested yet" % os.path.join(tmp, "LastTest.log")]
     tests, failed, notes = [], set(), []
-    side = os.path.join(tmp, "LastTest.side.log")
-    parts = [(side, "LastTestsFailed.side.log", "junit.side.xml")] if os.path.exists(side) else []
-    parts.append((log, "LastTestsFailed.log", None))
-    for part_log, part_failed, part_junit in parts:
-        part = parse_log(part_log)
-        failed |= read_failed(os.path.join(tmp, part_failed))
-        if part_junit:
-            junit = os.path.join(tmp, part_junit)
-            notes.append("with %s" % part_log)
-        else:
-            junit = os.path.join(build, junit_name) if junit_name else os.path.join(tmp, "junit.xml")
+    for d, root in parts:
+        part = parse_log(os.path.join(d, "LastTest.log"))
+        failed |= read_failed(os.path.join(d, "LastTestsFailed.log"))
+        if d == side:
+            notes.append("with %s" % os.path.join(d, "LastTest.log"))
+        junit = os.path.join(root, junit_name) if junit_name else os.path.join(d, "junit.xml")
         if os.path.exists(junit):
             if read_junit(junit, part):
                 notes.append("statuses from %s" % junit)
