@@ -30,7 +30,8 @@ build: deps
 run: build
 	./$(BUILD)/ktuned $(ARGS)
 
-# Every test: the source checks, the normal build's tests, then the sanitizer pass (ASan + UBSan at
+# Every test: the source checks (format and banned calls beside the build, which they would leave
+# a core of while it configures; then the room rules), the normal build's tests, then the sanitizer pass (ASan + UBSan at
 # -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
 # browser tests, label "browser", only in the normal build). Tests run side by side (the normal
 # build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
@@ -45,7 +46,14 @@ run: build
 # ctest runs of a build) and the total time. make test-full runs every test under the sanitizers.
 test:
 	@start=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory format-check banned-check rooms-check build || rc=$$?; \
+	$(MAKE) --no-print-directory deps || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+	  mkdir -p $(BUILD); \
+	  ( $(MAKE) --no-print-directory format-check banned-check > $(BUILD)/make-test-checks.log 2>&1; \
+	    echo $$? > $(BUILD)/make-test-checks.rc ) & \
+	  $(MAKE) --no-print-directory rooms-check build || rc=$$?; \
+	  wait; cat $(BUILD)/make-test-checks.log; [ "$$(cat $(BUILD)/make-test-checks.rc)" = 0 ] || rc=1; \
+	fi; \
 	if [ $$rc = 0 ]; then \
 	  mkdir -p $(ASAN_BUILD); rm -f $(ASAN_BUILD)/make-test-*.rc $(ASAN_BUILD)/make-test-*.log $(BUILD)/make-test-side.done; \
 	  ( nice -n 19 $(MAKE) --no-print-directory asan-compile > $(ASAN_BUILD)/make-test-build.log 2>&1; \
