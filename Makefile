@@ -30,11 +30,11 @@ build: deps
 run: build
 	./$(BUILD)/ktuned $(ARGS)
 
-# Every test: the source checks (format and banned calls beside the build, which they would leave
-# a core of while it configures; then the room rules), the normal build's tests, then the sanitizer pass (ASan + UBSan at
-# -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
-# browser tests, label "browser", only in the normal build). Tests run side by side (the normal
-# build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
+# Every test: the source checks (format and banned calls beside the build, which leaves a core idle
+# while it configures; then the room rules), the normal build's tests, then the sanitizer pass (ASan
+# + UBSan at -O1: the unit tests and the integration tests that reach >= 95% of what all of them
+# reach; the browser tests, label "browser", only in the normal build). Tests run side by side (the
+# normal build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
 # CMakeLists.txt (label "serial"), which run after the others and alone but for nice 19 work: each
 # build's tests are two ctest runs (test-*-run-side, test-*-run-serial). A nice 19 job compiles the
 # sanitizer build while the normal build's tests run and, once the normal side-by-side tests are
