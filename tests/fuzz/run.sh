@@ -15,11 +15,10 @@ command -v "$cc" >/dev/null || { echo "fuzz: $cc not found (deploy/install-deps.
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$here" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 fi
-# A build of its own: not a child of the main build's make (no jobserver to share). One cmake --build
-# for every target: one dependency scan, and the targets' objects compile side by side.
-fuzz_targets=$(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
-# shellcheck disable=SC2086 # one word per target
-env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build "$build" -j2 --target $fuzz_targets >/dev/null || { cmake --build "$build" --target $fuzz_targets; exit 1; }
+for t in $targets; do
+  # A build of its own: not a child of the main build's make (no jobserver to share).
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL cmake --build "$build" -j2 --target "fuzz_$t" >/dev/null || { cmake --build "$build" --target "fuzz_$t"; exit 1; }
+done
 # 0 seconds: build only (the main build's fuzz_targets target).
 [ "$seconds" = 0 ] && exit 0
 mkdir -p "$build/artifacts"
