@@ -175,6 +175,13 @@ describe("job page", { timeout: 600000 }, () => {
       // GFLOP/s and the speed-up over the default (U=1, W=0: measured by this exhaustive job).
       const gflops = Number((await page.locator("#best-gflops").textContent()).replace(/,/g, ""));
       assert.ok(gflops > 0, "best GFLOP/s: " + gflops);
+      // Beside it, its share of the device's peak where GET /v1/devices knows the peak, else
+      // "peak unknown" in words (a host without cpufreq: no frequency, no peak; issue 31).
+      const cpu = (await k.api("GET", "/v1/devices")).body.devices.find((d) => d.name === "cpu");
+      await page.waitForFunction(() => document.querySelector("#best-peak")?.dataset.peak);
+      const share = await page.locator("#best-peak").textContent();
+      if (cpu.peak_gflops === null) assert.equal(share, "(peak unknown)");
+      else assert.ok(Math.abs(parseFloat(share.slice(1)) - (100 * gflops) / cpu.peak_gflops) < 0.05 * (100 * gflops) / cpu.peak_gflops, share);
       assert.ok((await page.locator("#trials-table thead").textContent()).includes("GFLOP/s"));
       assert.match(await page.locator("#speedup").textContent(), /^\d+\.\d\d× (faster|slower) \(default /);
       // A column per parameter (the configuration's place), status and times kept.

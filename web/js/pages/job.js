@@ -22,7 +22,8 @@ import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, p
 import { DataTable } from "../table.js";
 import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
 import { renderPick, failureBox, stopWords, configKey } from "./job_pick.js";
-import { TrialDetails, detailsLabel } from "./job_trial.js";
+import { TrialDetails, detailsLabel, peakShare } from "./job_trial.js";
+import { exportButtons } from "../export.js";
 import { ParamViews } from "../param_views.js";
 
 const POLL_MS = 1000;
@@ -58,7 +59,7 @@ function field(label, value, cls) {
   return h("div", { class: "field " + (cls || "") }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
 
-export function mount(root, { id }) {
+export function mount(root, { id, query }) {
   const ts = new TrialSet(id);
   const state = { xMode: "evals", logY: true, showTrials: true, param: null };
   let job = null;
@@ -179,7 +180,9 @@ export function mount(root, { id }) {
           bestSource,
           bestFigures,
           bestMetrics,
-          bestBox
+          bestBox,
+          // issue 31: files the server makes (GET /v1/jobs/{id}/export), as ktune best / export write them
+          exportButtons(["header", "flags", "kerneltuner"], (f) => `/v1/jobs/${id}/export?format=${f}`, { id: "job-export", name: `ktune_job${id}` })
         ),
         h(
           "section",
@@ -338,7 +341,7 @@ export function mount(root, { id }) {
     // A told gflops metric is among the best's metrics already; the runner's is shown here.
     const told = row >= 0 && ts.metrics[row] && Number.isFinite(ts.metrics[row].gflops);
     const g = row >= 0 && !told ? ts.gflops[row] : NaN;
-    if (Number.isFinite(g)) out.push(field("GFLOP/s", h("span", { id: "best-gflops" }, fmtNum(g)), "metric"));
+    if (Number.isFinite(g)) out.push(field("GFLOP/s", [h("span", { id: "best-gflops" }, fmtNum(g)), " ", peakShare(g, job && job.device)], "metric"));
     if (job && job.best && kernelDefault && metricObjective(job) === null) {
       const want = configKey(kernelDefault);
       const times = [];
@@ -464,6 +467,7 @@ export function mount(root, { id }) {
           window.ktuneTimings = Object.assign(window.ktuneTimings || {}, { jobLoaded: performance.now(), jobTrials: ts.n, jobId: id });
           root.querySelector("#job-page")?.setAttribute("data-loaded", "all");
         });
+        if (query && query.trial) details.showTrial(ts, query.trial); // a best entry's link (issue 31)
       }
     } catch (e) {
       if (!alive || e.name === "AbortError") return;
