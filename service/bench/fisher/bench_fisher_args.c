@@ -54,7 +54,8 @@ static const kt_option bench_fisher_option_list[] = {
                    "images of the Fisher minibatch [64]"),
     BENCH_OPT_SEED(bench_fisher_options, "initialisation, shuffling and minibatch seed [1]"),
     KT_OPT_ROW_INT("--seeds", O(seeds), 1, BENCH_FISHER_MAX_SEEDS, 0, "--seeds K",
-                   "trainings per trained variant, seeds seed..seed+K-1 [1]"),
+                   "trainings per trained variant, training seeds\n"
+                   "train-seed..train-seed+K-1 [1]"),
     KT_OPT_ROW_SEED("--train-seed", O(train_seed), "--train-seed N",
                     "first training seed [--seed]; runs of other training\n"
                     "seeds pool by --replay"),
