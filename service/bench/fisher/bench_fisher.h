@@ -26,7 +26,7 @@
 
 #define BENCH_FISHER_MAX_NETWORKS 8
 #define BENCH_FISHER_MAX_SEEDS    10 /* --seeds: trainings per variant */
-#define BENCH_FISHER_MAX_REPLAY   8  /* --replay FILE (repeatable) */
+#define BENCH_FISHER_MAX_REPLAY   16 /* --replay FILE (repeatable) */
 
 typedef struct bench_fisher_options {
     const char *networks_dir; /* --networks DIR [<exe_dir>/../networks, else ./networks] */
