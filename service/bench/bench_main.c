@@ -137,6 +137,8 @@ static json_t *fisher_run(void *o, const char *exe_dir, kt_error *err)
     bench_fisher_options *opt = o;
     json_t *res;
     json_error_t je;
+    if (opt->n_replay > 0)
+        return bench_fisher_replay(opt->replay, opt->n_replay, opt->permutations, err);
     if (!opt->from_json)
         return bench_fisher_run(opt, exe_dir, stderr, err);
     if (!(res = json_load_file(opt->from_json, 0, &je))) {

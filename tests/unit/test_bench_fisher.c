@@ -4,7 +4,8 @@
  * one accepted and one rejected variant trained) whose report has the documented structure with
  * finite numbers in range, an original that beats chance, and verdicts that agree with the ratios
  * and the threshold; the structure check passes the run's result (as --from-json reprints it) and
- * refuses a broken copy; the table prints. */
+ * refuses a broken copy; the table prints; the statistics (Spearman's p, the random check of
+ * the same acceptance rate) on a hand-made result, and --replay pooling two training seeds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "bench/fisher/bench_fisher.h"
 
@@ -167,7 +170,8 @@ static void small_run(void **state)
     assert_true(num(tm, "fisher_seconds") > 0);
     assert_true(num(tm, "train_seconds") > num(tm, "fisher_seconds"));
     const json_t *sp = json_object_get(res, "spearman");
-    assert_int_equal((int)num(sp, "n"), 3);
+    assert_int_equal((int)num(sp, "n"), 2); /* the candidates trained, not the original */
+    assert_non_null(json_object_get(res, "random_check"));
 
     /* What --from-json reads back passes the check; a broken copy does not. */
     char *text = json_dumps(res, JSON_COMPACT);
@@ -197,6 +201,95 @@ static void small_run(void **state)
     json_decref(res);
 }
 
+/* A network's result by hand: the original and six candidates, one training seed (seed), the
+ * accuracy differences diffs, Fisher ratios 0.35..1.6 (the last three accepted). */
+static json_t *hand_result(int seed, const double *diffs)
+{
+    json_t *vs = json_array();
+    for (int i = 0; i < 7; i++) {
+        double ratio = i == 0 ? 1.0 : 0.1 + 0.25 * i, acc = 0.8 + (i ? diffs[i - 1] : 0);
+        char desc[32];
+        snprintf(desc, sizeof desc, i ? "conv%d: group g=2" : "original", i);
+        json_array_append_new(
+            vs, json_pack("{s:s,s:[],s:i,s:f,s:f,s:f,s:b,s:f,s:b,s:f,s:f,s:f,s:f,s:[f],s:[f]}",
+                          "description", desc, "changes", "params", 1000 - i, "params_ratio",
+                          1.0 - i / 1000.0, "fisher", ratio * 2, "fisher_ratio", ratio, "accepted",
+                          i > 0 && ratio >= 1, "fisher_seconds", 0.1, "trained", 1, "test_accuracy",
+                          acc, "accuracy_diff", acc - 0.8, "train_loss", 0.5, "train_seconds", 10.0,
+                          "accuracies", acc, "accuracy_diffs", acc - 0.8));
+    }
+    json_t *net =
+        json_pack("{s:s,s:s,s:i,s:i,s:f,s:i,s:i,s:i,s:n,s:[i],s:o}", "name", "hand", "hash", "0",
+                  "convs", 6, "params", 1000, "fisher", 2.0, "candidates", 6, "accepted", 3,
+                  "trained", 7, "spearman", "train_seeds", seed, "variants", vs);
+    return json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:f,s:f,s:i,s:i,s:i,s:i,s:[i],s:[o]}", "mode",
+                     "fisher", "data", "fashion-mnist", "train_images", 100, "test_images", 100,
+                     "epochs", 1, "batch", 64, "lr", 0.05, "threshold", 1.0, "fisher_batch", 64,
+                     "seed", 1, "fisher_seeds", 1, "seeds", 1, "train_seeds", seed, "networks",
+                     net);
+}
+
+/* The statistics on a hand-made result: Fisher's three accepted are the three best of six, so
+ * one random draw of three in C(6,3) = 20 is as good (p about 0.05); the random check's mean is
+ * the candidates' mean; Spearman 1. Two training seeds pooled by --replay: the accuracies
+ * appended, the means pooled; another --seed's Fisher scores refused. */
+static void statistics_and_replay(void **state)
+{
+    (void)state;
+    kt_error err;
+    double d1[] = {-0.06, -0.04, -0.02, 0.00, 0.01, 0.02},
+           d2[] = {-0.05, -0.05, -0.01, 0.01, 0.0, 0.03};
+    json_t *a = hand_result(1, d1), *b = hand_result(2, d2);
+    assert_int_equal(bench_fisher_summarise(a, 20000, 1, &err), 0);
+    assert_int_equal(bench_fisher_summarise(b, 1000, 1, &err), 0);
+    assert_int_equal(bench_fisher_check(a, &err), 0);
+    const json_t *rc = json_object_get(a, "random_check"), *sp = json_object_get(a, "spearman");
+    assert_int_equal((int)num(rc, "accepted"), 3);
+    assert_float_equal(num(rc, "fisher_accepted_mean_diff"), 0.01, 1e-12);
+    assert_float_equal(num(rc, "fisher_rejected_mean_diff"), -0.04, 1e-12);
+    assert_float_equal(num(rc, "random_accepted_mean_diff"), -0.015, 0.002);
+    assert_float_equal(num(rc, "p_one_sided"), 0.05, 0.01);
+    assert_float_equal(num(sp, "rho"), 1.0, 1e-12);
+    assert_true(num(sp, "p_permutation") < 0.01); /* 1 / 720 orders as good */
+
+    char pa[] = "/tmp/test_bench_fisher_a_XXXXXX", pb[] = "/tmp/test_bench_fisher_b_XXXXXX";
+    int fa = mkstemp(pa), fb = mkstemp(pb);
+    assert_true(fa >= 0 && fb >= 0);
+    assert_int_equal(json_dumpfd(a, fa, 0), 0);
+    assert_int_equal(json_dumpfd(b, fb, 0), 0);
+    close(fa);
+    close(fb);
+    const char *both[] = {pa, pb};
+    json_t *p = bench_fisher_replay(both, 2, 20000, &err);
+    if (!p)
+        fail_msg("replay: %s", err.message);
+    assert_int_equal((int)num(p, "seeds"), 2);
+    const json_t *v = json_array_get(
+        json_object_get(json_array_get(json_object_get(p, "networks"), 0), "variants"), 6);
+    assert_int_equal(json_array_size(json_object_get(v, "accuracies")), 2);
+    assert_float_equal(num(v, "accuracy_diff"), 0.025, 1e-12);
+    assert_int_equal(
+        json_array_size(json_object_get(json_object_get(p, "random_check"), "per_seed")), 2);
+    json_decref(p);
+    /* the same seed twice, and another --seed's Fisher scores, are refused */
+    const char *twice[] = {pa, pa};
+    assert_null(bench_fisher_replay(twice, 2, 1000, &err));
+    assert_non_null(strstr(err.message, "twice"));
+    json_object_set_new(
+        json_array_get(
+            json_object_get(json_array_get(json_object_get(b, "networks"), 0), "variants"), 3),
+        "fisher", json_real(9.0));
+    fb = open(pb, O_WRONLY | O_TRUNC);
+    assert_int_equal(json_dumpfd(b, fb, 0), 0);
+    close(fb);
+    assert_null(bench_fisher_replay(both, 2, 1000, &err));
+    assert_non_null(strstr(err.message, "differs"));
+    unlink(pa);
+    unlink(pb);
+    json_decref(a);
+    json_decref(b);
+}
+
 static void unknown_network(void **state)
 {
     (void)state;
@@ -214,9 +307,8 @@ static void unknown_network(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(spearman),
-        cmocka_unit_test(arguments),
-        cmocka_unit_test(unknown_network),
+        cmocka_unit_test(spearman),        cmocka_unit_test(arguments),
+        cmocka_unit_test(unknown_network), cmocka_unit_test(statistics_and_replay),
         cmocka_unit_test(small_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

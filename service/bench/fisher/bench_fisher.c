@@ -11,6 +11,7 @@
 
 #include "core/array.h"
 #include "core/clock.h"
+#include "core/rng.h"
 
 #include "neural/nn_dataset.h"
 #include "neural/nn_fisher.h"
@@ -33,7 +34,7 @@ typedef struct bf_variant {
     long long params;
     double fisher, fisher_seconds;
     int accepted, trained;
-    nn_train_result tr;
+    nn_train_result tr[BENCH_FISHER_MAX_SEEDS]; /* one per training seed */
 } bf_variant;
 
 typedef struct bf_net {
@@ -138,6 +139,11 @@ done:
     return rc;
 }
 
+uint64_t bench_fisher_train_seed(const bench_fisher_options *opt)
+{
+    return opt->train_seed == UINT64_MAX ? opt->seed : opt->train_seed;
+}
+
 static int cmp_ratio(const void *a, const void *b, void *arg)
 {
     const bf_variant *v = arg;
@@ -163,8 +169,40 @@ static void pick_spread(bf_variant *v, int *idx, int m, int want)
     }
 }
 
+/* --train-variants N: N candidates chosen without looking at their Fisher scores (so that what
+ * Fisher accepts among them can be compared with a random check): every whole-network variant
+ * (their descriptions start with "all:"), then single-layer ones in a seeded random order. */
+static int select_blind(bf_net *b, const bench_fisher_options *opt, kt_error *err)
+{
+    int *single = malloc((size_t)b->n * sizeof *single), ns = 0, left = opt->train_variants;
+    if (!single)
+        return kt_error_set(err, KT_ERR_NO_MEMORY, "no memory for the selection");
+    b->v[0].trained = 1;
+    for (int i = 1; i < b->n; i++) {
+        if (strncmp(b->v[i].desc, "all:", 4) == 0 && left > 0) {
+            b->v[i].trained = 1;
+            left--;
+        } else if (strncmp(b->v[i].desc, "all:", 4) != 0) {
+            single[ns++] = i;
+        }
+    }
+    kt_rng r;
+    kt_rng_seed(&r, opt->seed ^ 0x5eedf15c5e1ec7ULL);
+    for (int i = 0; i < ns && left > 0; i++, left--) { /* a partial Fisher-Yates shuffle */
+        int j = i + (int)kt_rng_below(&r, (uint64_t)(ns - i));
+        int t = single[i];
+        single[i] = single[j];
+        single[j] = t;
+        b->v[single[i]].trained = 1;
+    }
+    free(single);
+    return 0;
+}
+
 static int select_trained(bf_net *b, const bench_fisher_options *opt, kt_error *err)
 {
+    if (opt->train_variants > 0)
+        return select_blind(b, opt, err);
     int *acc = malloc((size_t)b->n * sizeof *acc), *rej = malloc((size_t)b->n * sizeof *rej);
     int na = 0, nr = 0, rc = -1;
     if (!acc || !rej) {
@@ -207,6 +245,7 @@ static int run_network(bf_net *b, const bench_fisher_options *opt, const nn_data
     nn_fisher_opts fo = nn_fisher_default_opts();
     fo.batch = opt->fisher_batch;
     fo.seed = opt->seed;
+    fo.seeds = opt->fisher_seeds;
     for (int i = 0; i < b->n; i++) {
         double t0 = kt_clock_s();
         if (nn_fisher_potential(b->net, b->v[i].per_conv, train, &fo, NULL, &b->v[i].fisher, NULL,
@@ -228,20 +267,24 @@ static int run_network(bf_net *b, const bench_fisher_options *opt, const nn_data
     to.epochs = opt->epochs;
     to.batch = opt->batch;
     to.lr = opt->lr;
-    to.seed = opt->seed;
     for (int i = 0; i < b->n; i++) {
         if (!b->v[i].trained)
             continue;
-        bf_progress p = {progress, nn_network_name(b->net), b->v[i].desc};
-        to.progress = on_epoch;
-        to.progress_arg = &p;
-        if (nn_train(b->net, b->v[i].per_conv, train, test, &to, &b->v[i].tr, err) < 0) {
-            kt_error_prefix(err, "training %s, %s", nn_network_name(b->net), b->v[i].desc);
-            return -1;
+        for (int s = 0; s < opt->seeds; s++) {
+            bf_progress p = {progress, nn_network_name(b->net), b->v[i].desc};
+            nn_train_result *tr = &b->v[i].tr[s];
+            to.seed = bench_fisher_train_seed(opt) + (uint64_t)s;
+            to.progress = on_epoch;
+            to.progress_arg = &p;
+            if (nn_train(b->net, b->v[i].per_conv, train, test, &to, tr, err) < 0) {
+                kt_error_prefix(err, "training %s, %s", nn_network_name(b->net), b->v[i].desc);
+                return -1;
+            }
+            if (progress)
+                fprintf(progress, "%s / %s (seed %llu): accuracy %.4f in %.1f s\n",
+                        nn_network_name(b->net), b->v[i].desc, (unsigned long long)to.seed,
+                        tr->test_accuracy, tr->seconds);
         }
-        if (progress)
-            fprintf(progress, "%s / %s: accuracy %.4f in %.1f s\n", nn_network_name(b->net),
-                    b->v[i].desc, b->v[i].tr.test_accuracy, b->v[i].tr.seconds);
     }
     return 0;
 }
@@ -252,7 +295,7 @@ static json_t *num(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static json_t *variant_json(const bf_net *b, const bf_variant *v)
+static json_t *variant_json(const bf_net *b, const bf_variant *v, int seeds)
 {
     const bf_variant *o = &b->v[0];
     json_t *changes = json_array();
@@ -270,83 +313,38 @@ static json_t *variant_json(const bf_net *b, const bf_variant *v)
                           num((double)v->params / (double)o->params), "fisher", num(v->fisher),
                           "fisher_ratio", num(v->fisher / o->fisher), "accepted", v->accepted,
                           "fisher_seconds", num(v->fisher_seconds), "trained", v->trained);
-    if (v->trained) {
-        json_object_set_new(j, "test_accuracy", num(v->tr.test_accuracy));
-        json_object_set_new(j, "accuracy_diff", num(v->tr.test_accuracy - o->tr.test_accuracy));
-        json_object_set_new(j, "train_loss", num(v->tr.train_loss));
-        json_object_set_new(j, "train_seconds", num(v->tr.seconds));
-    }
-    return j;
-}
-
-/* Pooled figures over all networks' trained variants: Spearman of (Fisher ratio, accuracy
- * difference), the accepted and rejected mean differences, the timing. */
-static json_t *summary_json(const bf_net *nets, int n_nets)
-{
-    int cap = 0, n = 0, na = 0, nr = 0, nf = 0, nt = 0;
-    double sum_a = 0, sum_r = 0, fs = 0, ts = 0;
-    for (int k = 0; k < n_nets; k++)
-        cap += nets[k].n;
-    double *x = malloc((size_t)(cap + 1) * sizeof *x), *y = malloc((size_t)(cap + 1) * sizeof *y);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        return NULL;
-    }
-    for (int k = 0; k < n_nets; k++) {
-        const bf_net *b = &nets[k];
-        for (int i = 0; i < b->n; i++) {
-            const bf_variant *v = &b->v[i];
-            fs += v->fisher_seconds;
-            nf++;
-            if (!v->trained)
-                continue;
-            double d = v->tr.test_accuracy - b->v[0].tr.test_accuracy;
-            x[n] = v->fisher / b->v[0].fisher;
-            y[n++] = d;
-            ts += v->tr.seconds;
-            nt++;
-            if (i == 0)
-                continue;
-            if (v->accepted) {
-                sum_a += d;
-                na++;
-            } else {
-                sum_r += d;
-                nr++;
-            }
+    if (v->trained) { /* per seed, and the means over the seeds */
+        json_t *acc = json_array(), *diff = json_array();
+        double a = 0, d = 0, loss = 0, sec = 0;
+        for (int s = 0; s < seeds; s++) {
+            json_array_append_new(acc, num(v->tr[s].test_accuracy));
+            json_array_append_new(diff, num(v->tr[s].test_accuracy - o->tr[s].test_accuracy));
+            a += v->tr[s].test_accuracy;
+            d += v->tr[s].test_accuracy - o->tr[s].test_accuracy;
+            loss += v->tr[s].train_loss;
+            sec += v->tr[s].seconds;
         }
+        json_object_set_new(j, "test_accuracy", num(a / seeds));
+        json_object_set_new(j, "accuracy_diff", num(d / seeds));
+        json_object_set_new(j, "train_loss", num(loss / seeds));
+        json_object_set_new(j, "train_seconds", num(sec / seeds));
+        json_object_set_new(j, "accuracies", acc);
+        json_object_set_new(j, "accuracy_diffs", diff);
     }
-    double fmean = nf ? fs / nf : NAN, tmean = nt ? ts / nt : NAN;
-    json_t *j = json_pack(
-        "{s:{s:o,s:i,s:s},s:{s:i,s:o,s:i,s:o},s:{s:o,s:o,s:o,s:i,s:i}}", "spearman", "rho",
-        num(bench_fisher_spearman(x, y, n)), "n", n, "over",
-        "Fisher ratio vs accuracy difference to the original, trained variants of all networks",
-        "accuracy", "accepted_trained", na, "accepted_mean_diff", num(na ? sum_a / na : NAN),
-        "rejected_trained", nr, "rejected_mean_diff", num(nr ? sum_r / nr : NAN), "timing",
-        "fisher_seconds", num(fmean), "train_seconds", num(tmean), "train_over_fisher",
-        num(tmean / fmean), "fisher_count", nf, "train_count", nt);
-    free(x);
-    free(y);
     return j;
 }
 
-static json_t *network_json(const bf_net *b)
+/* The network's variants; its Spearman comes from bench_fisher_summarise. */
+static json_t *network_json(const bf_net *b, int seeds)
 {
     json_t *vs = json_array();
     int acc = 0, n = 0;
-    double *x = malloc((size_t)b->n * sizeof *x), *y = malloc((size_t)b->n * sizeof *y);
     for (int i = 0; i < b->n; i++) {
-        json_array_append_new(vs, variant_json(b, &b->v[i]));
+        json_array_append_new(vs, variant_json(b, &b->v[i], seeds));
         acc += i > 0 && b->v[i].accepted;
-        if (b->v[i].trained && x && y) {
-            x[n] = b->v[i].fisher;
-            y[n++] = b->v[i].tr.test_accuracy;
-        }
+        n += b->v[i].trained;
     }
-    double rho = x && y ? bench_fisher_spearman(x, y, n) : NAN;
-    free(x);
-    free(y);
+    double rho = NAN;
     return json_pack("{s:s,s:s,s:i,s:I,s:o,s:i,s:i,s:i,s:o,s:o}", "name", nn_network_name(b->net),
                      "hash", nn_network_hash(b->net), "convs", b->convs, "params",
                      (json_int_t)b->v[0].params, "fisher", num(b->v[0].fisher), "candidates",
@@ -408,23 +406,30 @@ json_t *bench_fisher_run(const bench_fisher_options *opt, const char *exe_dir, F
     }
     nets_json = json_array();
     for (int k = 0; k < n_nets; k++)
-        json_array_append_new(nets_json, network_json(&nets[k]));
-    json_t *summary = summary_json(nets, n_nets);
-    if (!summary) {
-        kt_error_set(err, KT_ERR_NO_MEMORY, "no memory for the summary");
-        goto done;
-    }
-    res = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:f,s:f,s:i,s:I,s:i,s:i,s:O}", "mode", "fisher",
-                    "data", opt->data, "train_images", train.n, "test_images", test.n, "epochs",
-                    opt->epochs, "batch", opt->batch, "lr", opt->lr, "threshold", opt->threshold,
-                    "fisher_batch", opt->fisher_batch, "seed", (json_int_t)opt->seed,
-                    "train_accepted", opt->train_accepted, "train_rejected", opt->train_rejected,
-                    "networks", nets_json);
-    if (res)
-        json_object_update(res, summary);
-    json_decref(summary);
-    if (!res)
+        json_array_append_new(nets_json, network_json(&nets[k], opt->seeds));
+    res = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:f,s:f,s:i,s:I,s:i,s:i,s:i,s:i,s:i,s:O}", "mode",
+                    "fisher", "data", opt->data, "train_images", train.n, "test_images", test.n,
+                    "epochs", opt->epochs, "batch", opt->batch, "lr", opt->lr, "threshold",
+                    opt->threshold, "fisher_batch", opt->fisher_batch, "seed",
+                    (json_int_t)opt->seed, "train_accepted", opt->train_accepted, "train_rejected",
+                    opt->train_rejected, "seeds", opt->seeds, "fisher_seeds", opt->fisher_seeds,
+                    "train_variants", opt->train_variants, "networks", nets_json);
+    json_t *ts = json_array();
+    for (int i = 0; i < opt->seeds && ts; i++)
+        json_array_append_new(ts, json_integer((json_int_t)(bench_fisher_train_seed(opt) + i)));
+    size_t k;
+    json_t *net;
+    if (res && ts)
+        json_array_foreach(nets_json, k, net) json_object_set(net, "train_seeds", ts);
+    if (!res || !ts || json_object_set(res, "train_seeds", ts) < 0) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "no memory for the report");
+        json_decref(res);
+        res = NULL;
+    } else if (bench_fisher_summarise(res, opt->permutations, opt->seed, err) < 0) {
+        json_decref(res);
+        res = NULL;
+    }
+    json_decref(ts);
 done:
     json_decref(nets_json);
     for (int k = 0; k < n_nets; k++)

@@ -1,6 +1,7 @@
 /* bench/fisher/bench_fisher_args — the options of `ktune bench --fisher` and their parsing (see
  * bench_fisher.h). */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "neural/nn_dataset.h"
@@ -52,6 +53,31 @@ static const kt_option bench_fisher_option_list[] = {
     KT_OPT_ROW_INT("--fisher-batch", O(fisher_batch), 2, 1024, 0, "--fisher-batch N",
                    "images of the Fisher minibatch [64]"),
     BENCH_OPT_SEED(bench_fisher_options, "initialisation, shuffling and minibatch seed [1]"),
+    KT_OPT_ROW_INT("--seeds", O(seeds), 1, BENCH_FISHER_MAX_SEEDS, 0, "--seeds K",
+                   "trainings per trained variant, training seeds\n"
+                   "train-seed..train-seed+K-1 [1]"),
+    KT_OPT_ROW_SEED("--train-seed", O(train_seed), "--train-seed N",
+                    "first training seed [--seed]; runs of other training\n"
+                    "seeds pool by --replay"),
+    KT_OPT_ROW_INT("--fisher-seeds", O(fisher_seeds), 1, 16, 0, "--fisher-seeds N",
+                   "initialisations averaged per Fisher Potential [1;\n"
+                   "the service averages 3]"),
+    KT_OPT_ROW_INT("--train-variants", O(train_variants), 0, 1000, 0, "--train-variants N",
+                   "per network N variants trained, chosen without\n"
+                   "their Fisher score (every whole-network one, then\n"
+                   "single-layer ones at random); 0: --train-accepted\n"
+                   "and --train-rejected [0]"),
+    KT_OPT_ROW_INT("--permutations", O(permutations), 100, 10000000, 0, "--permutations P",
+                   "draws of the random check of the same acceptance\nrate [100000]"),
+    {.name = "--replay",
+     .kind = KT_OPT_STRINGS,
+     .offset = O(replay),
+     .count_offset = O(n_replay),
+     .hi = BENCH_FISHER_MAX_REPLAY,
+     .arg = "--replay FILE",
+     .help = "a saved result's statistics recomputed from its\n"
+             "per-variant measurements (repeatable: networks\n"
+             "of runs with the same settings pooled; no training)"},
     BENCH_OPT_JSON(bench_fisher_options, 0, "the whole result as one JSON line"),
     BENCH_OPT_FROM_JSON(bench_fisher_options, "reprint the tables of a saved result (no training)"),
     BENCH_OPT_LOG_LEVEL(bench_fisher_options, 0, NULL),
@@ -65,15 +91,20 @@ static const kt_opt_table bench_fisher_table = {
              "                   [--train-images N] [--test-images N] [--epochs N] [--batch N]\n"
              "                   [--lr X] [--threshold R] [--train-accepted N]\n"
              "                   [--train-rejected N] [--fisher-batch N] [--seed N]\n"
-             "                   [--json FILE] [--from-json FILE] [--log-level LEVEL]\n"
+             "                   [--seeds K] [--train-seed N] [--fisher-seeds N]\n"
+             "                   [--train-variants N]\n"
+             "                   [--permutations P] [--json FILE] [--from-json FILE]\n"
+             "                   [--replay FILE]... [--log-level LEVEL]\n"
              "\n"
              "The Fisher Potential check validated (issue 14): per preset network, variants\n"
              "(one layer grouped, bottlenecked, or by Sequences 1-3; whole-network\n"
              "combinations) scored by Fisher Potential at initialisation, accepted when\n"
              "their ratio to the original is at least the threshold; the original and some\n"
              "accepted and rejected ones trained with the same seed and schedule; test\n"
-             "accuracies, Spearman rank correlation of Fisher Potential and accuracy, and the\n"
-             "time of one check against one training.\n"
+             "accuracies, Spearman rank correlation of Fisher Potential and accuracy (with\n"
+             "its p-value), what Fisher accepts against a random check of the same\n"
+             "acceptance rate (a permutation test), and the time of one check against one\n"
+             "training.\n"
              "\n"};
 
 static const char *const bench_fisher_selectors[] = {"--fisher", NULL};
@@ -91,6 +122,10 @@ static void bench_fisher_defaults(void *o)
     opt->train_rejected = 3;
     opt->fisher_batch = 64;
     opt->seed = 1;
+    opt->seeds = 1;
+    opt->train_seed = UINT64_MAX;
+    opt->fisher_seeds = 1;
+    opt->permutations = 100000;
 }
 
 const bench_args bench_fisher_args = {bench_fisher_selectors, &bench_fisher_table,

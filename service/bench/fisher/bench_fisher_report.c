@@ -168,6 +168,15 @@ static double get(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* "0.8512 0.8490 0.8533": a variant's accuracy per seed (nothing for a result before --seeds). */
+static void print_seeds(const json_t *v, FILE *out)
+{
+    size_t i;
+    const json_t *a;
+    json_array_foreach(json_object_get(v, "accuracies"), i, a)
+        fprintf(out, "%s %.4f", i ? "" : " ", json_number_value(a));
+}
+
 static void print_net(const json_t *net, FILE *out)
 {
     fprintf(out,
@@ -176,21 +185,60 @@ static void print_net(const json_t *net, FILE *out)
             json_string_value(json_object_get(net, "name")), (long long)get(net, "params"),
             get(net, "fisher"), (long long)get(net, "candidates"), (long long)get(net, "accepted"),
             (long long)get(net, "trained"), get(net, "spearman"));
-    fprintf(out, "  %-44s %9s %7s %9s %8s %9s %8s\n", "variant", "params", "params×", "Fisher×",
-            "verdict", "accuracy", "Δacc");
+    fprintf(out, "  %-44s %9s %7s %9s %8s %9s %8s%s\n", "variant", "params", "params×", "Fisher×",
+            "verdict", "accuracy", "Δacc",
+            json_object_get(json_array_get(json_object_get(net, "variants"), 0), "accuracies")
+                ? "  accuracy per seed"
+                : "");
     size_t i;
     const json_t *v;
     json_array_foreach(json_object_get(net, "variants"), i, v)
     {
         if (!json_is_true(json_object_get(v, "trained")))
             continue;
-        fprintf(out, "  %-44.44s %9lld %7.3f %9.4f %8s %9.4f %+8.4f\n",
+        fprintf(out, "  %-44.44s %9lld %7.3f %9.4f %8s %9.4f %+8.4f",
                 json_string_value(json_object_get(v, "description")), (long long)get(v, "params"),
                 get(v, "params_ratio"), get(v, "fisher_ratio"),
                 i == 0                                         ? "-"
                 : json_is_true(json_object_get(v, "accepted")) ? "accepted"
                                                                : "rejected",
                 get(v, "test_accuracy"), get(v, "accuracy_diff"));
+        print_seeds(v, out);
+        fputc('\n', out);
+    }
+}
+
+/* One row of the random check: Fisher's accepted against random draws of the same size. */
+static void print_check(const char *what, const json_t *c, FILE *out)
+{
+    fprintf(out, "  %-12s %4lld of %4lld  %+9.4f  %+9.4f  [%+.4f, %+.4f]  %+9.4f  %8.5f\n", what,
+            (long long)get(c, "accepted"), (long long)get(c, "candidates"),
+            get(c, "fisher_accepted_mean_diff"), get(c, "random_accepted_mean_diff"),
+            get(c, "random_lo"), get(c, "random_hi"), get(c, "fisher_rejected_mean_diff"),
+            get(c, "p_one_sided"));
+}
+
+static void print_random_check(const json_t *res, FILE *out)
+{
+    const json_t *rc = json_object_get(res, "random_check");
+    if (!json_is_object(rc))
+        return;
+    fprintf(out,
+            "\nFisher against a random check of the same acceptance rate (per network as many of "
+            "its trained candidates drawn at random as Fisher accepted there; %lld draws; "
+            "accuracy difference to the same seed's original; p: share of draws whose accepted "
+            "mean is at least Fisher's, one-sided)\n",
+            (long long)get(rc, "permutations"));
+    fprintf(out, "  %-12s %12s  %9s  %9s  %18s  %9s  %8s\n", "accuracy of", "accepted", "Fisher",
+            "random", "random 95%", "rejected", "p");
+    print_check("seed mean", rc, out);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(rc, "per_seed"), i, c)
+    {
+        char what[32];
+        snprintf(what, sizeof what, "seed %lld", (long long)get(res, "seed") + (long long)i);
+        print_check(what, c, out);
     }
 }
 
@@ -202,6 +250,14 @@ void bench_fisher_print_table(const json_t *res, FILE *out)
             json_string_value(json_object_get(res, "data")), (long long)get(res, "train_images"),
             (long long)get(res, "test_images"), (long long)get(res, "epochs"),
             get(res, "threshold"), (long long)get(res, "seed"));
+    if (json_object_get(res, "seeds"))
+        fprintf(out,
+                "%lld training seeds per trained variant; Fisher Potential averaged over %lld "
+                "initialisations; trained per network: %s\n",
+                (long long)get(res, "seeds"), (long long)get(res, "fisher_seeds"),
+                get(res, "train_variants") > 0
+                    ? "every whole-network variant, then single-layer ones at random"
+                    : "accepted and rejected ones spread over their Fisher ratios");
     size_t k;
     const json_t *net;
     json_array_foreach(json_object_get(res, "networks"), k, net) print_net(net, out);
@@ -209,8 +265,12 @@ void bench_fisher_print_table(const json_t *res, FILE *out)
                  *tm = json_object_get(res, "timing");
     fprintf(out,
             "\nSpearman rank correlation, Fisher ratio vs accuracy difference, all %lld trained "
-            "variants: %.3f\n",
+            "variants: %.3f",
             (long long)get(sp, "n"), get(sp, "rho"));
+    if (json_object_get(sp, "p_t"))
+        fprintf(out, " (two-sided p %.4f by Student's t, %.4f by permutation within networks)",
+                get(sp, "p_t"), get(sp, "p_permutation"));
+    fputc('\n', out);
     fprintf(out,
             "Accuracy difference to the original: accepted %+.4f (mean of %lld), rejected "
             "%+.4f (mean of %lld)\n",
@@ -222,4 +282,5 @@ void bench_fisher_print_table(const json_t *res, FILE *out)
             (long long)get(tm, "fisher_count"), get(tm, "fisher_seconds"),
             (long long)get(tm, "train_count"), get(tm, "train_seconds"),
             get(tm, "train_over_fisher"));
+    print_random_check(res, out);
 }
