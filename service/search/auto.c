@@ -20,8 +20,10 @@
  * there. The option defaults were chosen by leave-one-kernel-family-out cross-validation over the
  * shared GPU spaces (bench/offline/bench_cv.h). The ridge lives in search/auto_model.c. With a
  * warm-start history (searcher_set_history), a prior fitted on related targets
- * (search/auto_prior.h) joins the ridge as one more column and replaces the space-filling start
- * (search/README.md). */
+ * (search/auto_prior.h) is tested before it is used: until the told results confirm its ranking
+ * (auto_prior_trusted) the search is exactly the cold one; once they do, the history's
+ * suggestions are proposed, the prior joins the ridge as one more column and is the GP's mean
+ * function, and its best join the pool (search/README.md). */
 #include "search/auto_impl.h"
 
 #include <limits.h>
@@ -244,7 +246,7 @@ static void pool_offer(auto_state *st, int *fp, config_id id, double bias, int j
     if (search_set_has(&st->visited, id) || auto_features(st, id, fp) < 0)
         return;
     double pred = auto_predict(st, fp) + bias + (jitter ? 1e-9 * kt_rng_uniform(&st->rng) : 0);
-    auto_gp_offer(st, id, pred); /* a no-op unless the GP is fitted for this ask */
+    auto_gp_offer(st, id, pred, auto_prior_f(st, fp)); /* a no-op unless the GP is fitted */
     pick_offer(k, id, pred);
 }
 
@@ -262,20 +264,18 @@ static int propose_fill(auto_state *st, config_id *out)
     return 1;
 }
 
-/* Whether a warm-start prior is still confirmed by the told results (its weight, their agreement
- * with it, above AUTO_PRIOR_TRUST: search/auto_prior.h): the ridge, which carries it, then picks
- * and the prior's best join the pool; the GP, which does not, takes over once the measurements
- * overrule the prior. */
+/* Whether the last fit used a warm-start prior (the told results confirm it:
+ * auto_prior_trusted, search/auto_prior.h): its suggestions are then proposed and its best join
+ * the pool; otherwise nothing of it is used. */
 static int prior_trusted(const auto_state *st)
 {
-    return st->has_prior && st->fitted && auto_prior_weight(&st->prior) > AUTO_PRIOR_TRUST;
+    return st->fitted && st->prior_on;
 }
 
-/* The GP fitted for this ask (model ei, no trusted prior): once per ask, only when a proposal
- * needs it. */
+/* The GP fitted for this ask (model ei): once per ask, only when a proposal needs it. */
 static void gp_ensure(auto_state *st)
 {
-    if (st->model_ei && !st->gp_tried && !prior_trusted(st)) {
+    if (st->model_ei && !st->gp_tried) {
         st->gp_tried = 1;
         auto_gp_fit(st);
     }
@@ -365,7 +365,7 @@ static int propose_local(auto_state *st, config_id *out)
                                                           1e-9 * kt_rng_uniform(&st->rng);
         pick_offer(&pick, id, pr);
         if (walk_ei)
-            auto_gp_offer(st, id, pr);
+            auto_gp_offer(st, id, pr, auto_prior_f(st, f));
     }
     if (pick.n == 0) {
         /* A local optimum: the model's pick near the best, or after a long stall (the model's
@@ -385,12 +385,16 @@ static int propose_local(auto_state *st, config_id *out)
 }
 
 /* A warm start's next suggestion (search/auto_prior.h: the history's first ids, then the prior's
- * best) while the told results do not contradict the history (auto_prior_weight above
- * AUTO_PRIOR_TRUST): 1 with *out set, 0 when none is left or the history is not trusted. */
+ * best): with a usable prior only once the told results confirm it (prior_trusted: the space's
+ * own measurements test the history before any of its suggestions is measured); with suggestions
+ * alone (no usable prior to test) the first is tried, the next while the suggestions measure
+ * faster than the rest (auto_prior_weight above AUTO_PRIOR_TRUST). 1 with *out set, 0 when none
+ * is left or the history is not trusted. */
 static int propose_suggested(auto_state *st, config_id *out)
 {
-    if (st->n > 0 && auto_prior_weight(&st->prior) <= AUTO_PRIOR_TRUST)
-        return 0; /* before any result the history's suggestions are tried */
+    if (st->has_prior ? !prior_trusted(st)
+                      : st->n > 0 && auto_prior_weight(&st->prior) <= AUTO_PRIOR_TRUST)
+        return 0;
     for (int k = 0; k < st->prior.n_sugg; k++) {
         if (!search_set_has(&st->visited, st->prior.sugg[k]))
             return propose_id(st, st->prior.sugg[k], out);
@@ -399,8 +403,9 @@ static int propose_suggested(auto_state *st, config_id *out)
 }
 
 /* The start: space-filling proposals; in a warm start every other one is the history's next
- * suggestion instead, so that the suggestions' measurements have the space-filling ones to be
- * compared with (auto_prior_weight) and a history the measurements contradict costs little. */
+ * suggestion instead once it is trusted (back to back once its weight is above
+ * AUTO_PRIOR_CONFIRMED), so that the suggestions' measurements have the space-filling ones to be
+ * compared with (auto_prior_weight). */
 static int propose_start(auto_state *st, config_id *out)
 {
     int rc;
@@ -441,6 +446,12 @@ static int propose_one(auto_state *st, config_id *out)
     int rc;
     if (st->proposed < st->initial || !st->fitted)
         return propose_start(st, out);
+    /* A prior confirmed only after the start (its test needs results) still has its suggestions
+     * measured: every other proposal while trusted, every one once its weight is confirmed. */
+    if (prior_trusted(st) &&
+        (st->proposed % 2 == 0 || auto_prior_weight(&st->prior) > AUTO_PRIOR_CONFIRMED) &&
+        (rc = propose_suggested(st, out)) != 0)
+        return rc;
     if (kt_rng_uniform(&st->rng) < st->explore)
         return search_random_unvisited(st->sp, &st->visited, &st->rng, out);
     /* With model ei, one walk step per batch: the rest of it, chosen while proposals are still
@@ -518,9 +529,10 @@ static int auto_features_cb(void *ctx, config_id id, int *f)
 }
 
 /* The history: auto proposes the first ids itself (proposes_first), as suggestions of its warm
- * start with the prior's best (propose_start); the prior (auto_prior_fit) joins the surrogate only
- * when it explains its own sources (auto_prior.usable). Either is used only while the told results
- * do not contradict it (auto_prior_weight). */
+ * start with the prior's best (propose_start); the prior (auto_prior_fit) is used only when it
+ * explains its own sources (auto_prior.usable), and then only while the told results confirm it
+ * (auto_prior_trusted); suggestions without a usable prior while they do not contradict them
+ * (auto_prior_weight). */
 static int auto_history(void *state, const searcher_history *h, kt_error *err)
 {
     auto_state *st = state;

@@ -5,7 +5,12 @@
  * believer), then asked for the candidate of the pool with the largest expected improvement. Two
  * stages keep a proposal cheap: the GP's mean for every candidate, its variance only for the
  * AUTO_GP_VAR best by mean and by the ridge's prediction. The hyper-parameters are re-chosen only
- * every few results, as `bo` does. Everything here is deterministic (no randomness). */
+ * every few results, as `bo` does. With a warm-start prior the told results confirm (prior_on),
+ * the prior is the GP's mean function: the GP models what the ridge's prior term (beta times the
+ * centred prior value) leaves unexplained, so expected improvement weighs the history's ranking
+ * against the uncertainty around the measured points instead of the ridge alone following it
+ * (issue 29: an honest history no longer traps the search in the history's best basin).
+ * Everything here is deterministic (no randomness). */
 #include "search/auto_impl.h"
 
 #include <limits.h>
@@ -41,9 +46,10 @@ int auto_gp_init(auto_state *st, kt_error *err)
     st->crow = malloc((size_t)st->ccap * (size_t)np * sizeof *st->crow);
     st->cpred = malloc((size_t)st->ccap * sizeof *st->cpred);
     st->cmean = malloc((size_t)st->ccap * sizeof *st->cmean);
+    st->cprior = malloc((size_t)st->ccap * sizeof *st->cprior);
     st->gx = malloc((size_t)(AUTO_GP_TRAIN + 1) * (size_t)np * sizeof *st->gx);
     st->gy = malloc((size_t)(AUTO_GP_TRAIN + 1) * sizeof *st->gy);
-    if (!st->cid || !st->crow || !st->cpred || !st->cmean || !st->gx || !st->gy)
+    if (!st->cid || !st->crow || !st->cpred || !st->cmean || !st->cprior || !st->gx || !st->gy)
         goto oom;
     rc = 0;
     goto out;
@@ -61,6 +67,7 @@ void auto_gp_free(auto_state *st)
     free(st->crow);
     free(st->cpred);
     free(st->cmean);
+    free(st->cprior);
     free(st->gx);
     free(st->gy);
     free(st->gorder);
@@ -109,6 +116,12 @@ static int choose_training(auto_state *st, int *m)
     return 0;
 }
 
+/* The prior's part of the GP's mean for a configuration of prior value p (0 unless prior_on). */
+static double prior_mean(const auto_state *st, double p)
+{
+    return st->prior_on ? st->beta * (p - st->pbar) : 0;
+}
+
 int auto_gp_fit(auto_state *st)
 {
     int np = st->np, m = 0, k = 0;
@@ -118,7 +131,7 @@ int auto_gp_fit(auto_state *st)
     for (int i = 0; i < st->n && k < m; i++) {
         if (!st->gorder[i] || space_decode(st->sp, st->o[i].id, st->gx + (size_t)k * np) < 0)
             continue;
-        st->gy[k++] = auto_target(st, &st->o[i]);
+        st->gy[k++] = auto_target(st, &st->o[i]) - prior_mean(st, st->pp[i]);
     }
     if (k == 0)
         return -1;
@@ -143,10 +156,11 @@ int auto_gp_fit(auto_state *st)
     return 0;
 }
 
-void auto_gp_offer(auto_state *st, config_id id, double pred)
+void auto_gp_offer(auto_state *st, config_id id, double pred, double prior)
 {
     if (!st->gp_ok || st->nc >= st->ccap)
         return;
+    st->cprior[st->nc] = prior_mean(st, prior);
     st->cid[st->nc] = id;
     memcpy(st->crow + (size_t)st->nc * st->np, st->idx, (size_t)st->np * sizeof *st->crow);
     st->cpred[st->nc] = pred;
@@ -176,6 +190,8 @@ int auto_gp_pick(auto_state *st, config_id *out)
     double mean[2 * AUTO_GP_VAR], var[2 * AUTO_GP_VAR];
     if (!s || !sel || !rows || !which || gp_predict(st->g, st->crow, nc, st->cmean, NULL) < 0)
         goto out;
+    for (int i = 0; i < nc; i++)
+        st->cmean[i] += st->cprior[i];
     mark_best(st->cmean, nc, AUTO_GP_VAR, s, sel);
     mark_best(st->cpred, nc, AUTO_GP_VAR, s, sel);
     int m = 0;
@@ -187,6 +203,8 @@ int auto_gp_pick(auto_state *st, config_id *out)
     }
     if (gp_predict(st->g, rows, m, mean, var) < 0)
         goto out;
+    for (int j = 0; j < m; j++)
+        mean[j] += st->cprior[which[j]];
     int pick = -1;
     double best_a = -INFINITY;
     for (int j = 0; j < m; j++) {
@@ -200,7 +218,8 @@ int auto_gp_pick(auto_state *st, config_id *out)
     if (pick < 0)
         goto out;
     *out = st->cid[which[pick]];
-    gp_add(st->g, rows + (size_t)pick * np, mean[pick]); /* the rest of a batch moves away */
+    /* the rest of a batch moves away (the GP holds what the prior leaves unexplained) */
+    gp_add(st->g, rows + (size_t)pick * np, mean[pick] - st->cprior[which[pick]]);
     rc = 1;
 out:
     free(s);

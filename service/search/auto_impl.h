@@ -83,7 +83,9 @@ typedef struct auto_state {
     /* History: a prior fitted on related targets' per-source-normalised log times. */
     auto_prior prior;
     int has_prior; /* prior.usable */
-    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations */
+    int prior_on;  /* the last fit used the prior (auto_prior_trusted then) */
+    double beta;   /* fitted coefficient of the prior, pbar its mean over the observations
+                      (both used only while prior_on) */
     double pbar;
     double *pp;   /* per observation: its prior value */
     double *ok_y; /* the successes' log times, ascending (n_ok of them; capacity cap) */
@@ -100,7 +102,7 @@ typedef struct auto_state {
     unsigned char *gorder; /* per told result: in the training set */
     config_id *cid; /* this proposal's candidates: ids, value-index rows, ridge predictions */
     int *crow;
-    double *cpred, *cmean;
+    double *cpred, *cmean, *cprior; /* cprior: the prior's part of each mean (prior_on) */
     int nc, ccap;
 } auto_state;
 
@@ -132,7 +134,8 @@ void auto_lie_pop_all(auto_state *st);
  * (1 with *out, 0: none, the ridge's pick stands). auto_gp_free at destroy. */
 int auto_gp_init(auto_state *st, kt_error *err);
 int auto_gp_fit(auto_state *st);
-void auto_gp_offer(auto_state *st, config_id id, double pred);
+/* pred: the ridge's prediction; prior: the prior's value for the candidate (auto_prior_f). */
+void auto_gp_offer(auto_state *st, config_id id, double pred, double prior);
 int auto_gp_pick(auto_state *st, config_id *out);
 void auto_gp_free(auto_state *st);
 

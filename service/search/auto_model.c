@@ -37,7 +37,7 @@ double auto_predict(const auto_state *st, const int *f)
     double s = st->mean;
     for (int p = 0; p < st->np; p++)
         s += st->w[f[p]];
-    if (st->has_prior)
+    if (st->prior_on)
         s += st->beta * (auto_prior_f(st, f) - st->pbar);
     return s;
 }
@@ -61,16 +61,18 @@ static void fit_clip(auto_state *st)
     st->clip = st->n_ok >= CLIP_MIN_OK ? st->ok_y[(int)(CLIP_QUANTILE * (st->n_ok - 1))] : INFINITY;
 }
 
-/* The surrogate: ridge regression of log time on the one-hot features and, with a prior, on the
- * prior's (centred) value, whose coefficient is pulled towards beta0 rather than 0: a prior that
- * transfers keeps steering, one the told results contradict is fitted away. */
+/* The surrogate: ridge regression of log time on the one-hot features and, with a prior the told
+ * results confirm (auto_prior_trusted), on the prior's (centred) value, whose coefficient is
+ * pulled towards beta0 rather than 0. Until they confirm it, and whenever they stop doing so, the
+ * fit is exactly the cold one: a prior's coefficient fitted freely does not protect against a
+ * misleading one (issue 29: an inverted history then lost 0.05 at 100 evaluations). */
 void auto_fit(auto_state *st)
 {
     /* The prior's weight (auto_prior_weight: its agreement with the told results so far) scales
-     * the value its coefficient is pulled towards: a distrusted prior's coefficient is what the
-     * told results make of it (about 0 for an unrelated one). */
-    double prior_w = st->has_prior ? auto_prior_weight(&st->prior) : 0;
-    int nf = st->nf, np = st->np, m = st->has_prior ? nf + 1 : nf;
+     * the value its coefficient is pulled towards. */
+    st->prior_on = st->has_prior && auto_prior_trusted(&st->prior);
+    double prior_w = st->prior_on ? auto_prior_weight(&st->prior) : 0;
+    int nf = st->nf, np = st->np, m = st->prior_on ? nf + 1 : nf;
     double worst = -INFINITY, best = INFINITY;
     int n_ok = 0;
     for (int i = 0; i < st->n; i++) {
@@ -83,12 +85,12 @@ void auto_fit(auto_state *st)
     }
     st->fitted = 0;
     if (n_ok == 0) {
-        /* Nothing measured yet: the prior alone ranks the candidates. */
+        /* Nothing succeeded yet: a trusted prior alone ranks the candidates. */
         st->mean = 0;
         st->pbar = 0;
         st->beta = 1;
         memset(st->w, 0, (size_t)nf * sizeof *st->w);
-        st->fitted = st->has_prior;
+        st->fitted = st->prior_on;
         return;
     }
     fit_clip(st);
@@ -103,7 +105,7 @@ void auto_fit(auto_state *st)
     double mean = 0, pbar = 0;
     for (int i = 0; i < tot; i++) {
         mean += i < st->n ? target(st, &st->o[i], worst) : lie;
-        pbar += st->has_prior ? st->pp[i] : 0;
+        pbar += st->prior_on ? st->pp[i] : 0;
     }
     mean /= tot;
     pbar /= tot;

@@ -90,6 +90,20 @@ double auto_prior_tau(const auto_prior *pr)
     return n >= 2 ? pr->concord / (0.5 * n * (n - 1)) : 0;
 }
 
+/* The variance of Kendall's tau over n results under no association. */
+static double tau_variance(double n)
+{
+    return 2 * (2 * n + 5) / (9 * n * (n - 1));
+}
+
+int auto_prior_trusted(const auto_prior *pr)
+{
+    if (!pr->usable || pr->n_seen < AUTO_PRIOR_TEST_MIN)
+        return 0;
+    double tau = auto_prior_tau(pr);
+    return tau > 0.5 * AUTO_PRIOR_TAU && tau > AUTO_PRIOR_TEST_Z * sqrt(tau_variance(pr->n_seen));
+}
+
 double auto_prior_weight(const auto_prior *pr)
 {
     if (!pr->usable && pr->n_sugg == 0)
@@ -97,7 +111,7 @@ double auto_prior_weight(const auto_prior *pr)
     double n = pr->n_seen, logodds = pr->usable ? log(AUTO_PRIOR_ODDS) : 0;
     if (n >= 2) {
         /* log N(tau; T, v) - log N(tau; 0, v) = (tau T - T^2 / 2) / v */
-        double v = 2 * (2 * n + 5) / (9 * n * (n - 1));
+        double v = tau_variance(n);
         double t = AUTO_PRIOR_TAU;
         logodds += (auto_prior_tau(pr) * t - 0.5 * t * t) / v;
     }

@@ -16,8 +16,16 @@
  * results contradict (tau < 0) loses its weight within ~10 results, an unrelated one (tau ~ 0)
  * within a few tens; one they confirm (tau >= AUTO_PRIOR_TAU / 2) keeps it. Only the first
  * AUTO_PRIOR_AGREE_MAX results count: the weight is settled long before, and no memory is
- * allocated per result. Call order: auto_prior_fit, auto_prior_suggest, then auto_prior_observe
- * per told result, auto_prior_weight whenever the searcher needs it; auto_prior_free. */
+ * allocated per result.
+ *
+ * Tested before it is used (issue 29, warm starts that never hurt): auto_prior_trusted is 1 only
+ * once the results so far show the prior's ranking significantly right: at least
+ * AUTO_PRIOR_TEST_MIN of them, tau above AUTO_PRIOR_TAU / 2 (the evidence favours "it transfers":
+ * the weight above its starting value) and above AUTO_PRIOR_TEST_Z standard deviations of tau
+ * under no association. Until then auto uses nothing of the prior (it searches exactly as cold),
+ * so a history the first measurements contradict costs nothing. Call order: auto_prior_fit,
+ * auto_prior_suggest, then auto_prior_observe per told result, auto_prior_weight and
+ * auto_prior_trusted whenever the searcher needs them; auto_prior_free. */
 #ifndef KT_SEARCH_AUTO_PRIOR_H
 #define KT_SEARCH_AUTO_PRIOR_H
 
@@ -28,7 +36,9 @@
 #define AUTO_PRIOR_AGREE_MAX 256  /* told results the agreement is measured on */
 #define AUTO_PRIOR_TAU       0.35 /* Kendall's tau expected of a prior that transfers */
 #define AUTO_PRIOR_ODDS      2.0  /* prior odds that a usable prior transfers (weight 2/3) */
-#define AUTO_PRIOR_TRUST     0.5  /* weight above which the prior's best are proposed */
+#define AUTO_PRIOR_TRUST     0.5  /* weight above which suggestions alone are proposed */
+#define AUTO_PRIOR_TEST_MIN  4    /* results before a prior can be trusted */
+#define AUTO_PRIOR_TEST_Z    1.0  /* tau above this many standard deviations to trust a prior */
 #define AUTO_PRIOR_CONFIRMED 0.9  /* weight above which the start proposes suggestions only */
 
 /* Writes the np feature indices (each < nf) of id into f; -1 when id does not decode. */
@@ -72,6 +82,8 @@ double auto_prior_tau(const auto_prior *pr);
  * result; for suggestions without a usable prior, even odds (1/2: the suggestions must earn their
  * trust); 0 without a usable prior or suggestions. */
 double auto_prior_weight(const auto_prior *pr);
+/* 1 when the results so far confirm a usable prior (see above), else 0. */
+int auto_prior_trusted(const auto_prior *pr);
 
 /* Solves a x = b in place (b becomes x) for the symmetric positive definite m x m matrix a (row
  * stride m; its lower triangle is overwritten by the Cholesky factor; a pivot <= 1e-12 becomes
