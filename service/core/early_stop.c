@@ -3,13 +3,20 @@
 
 #include <math.h>
 
-double kt_early_stop_above_ms(double best_ms, double best_cv)
+double kt_early_stop_spread(double median_ms, double min_ms, double cv)
+{
+    if (isfinite(median_ms) && isfinite(min_ms) && min_ms > 0 && min_ms <= median_ms)
+        return (median_ms - min_ms) / median_ms;
+    return isfinite(cv) && cv >= 0 ? cv : NAN;
+}
+
+double kt_early_stop_above_ms(double best_ms, double spread)
 {
     if (!isfinite(best_ms) || !(best_ms > 0))
         return 0;
     double margin = KT_EARLY_STOP_UNKNOWN_SPREAD_MARGIN;
-    if (isfinite(best_cv) && best_cv >= 0) {
-        margin = KT_EARLY_STOP_Z * best_cv;
+    if (isfinite(spread) && spread >= 0) {
+        margin = KT_EARLY_STOP_Z * spread;
         if (margin < KT_EARLY_STOP_FLOOR)
             margin = KT_EARLY_STOP_FLOOR;
     }

@@ -223,8 +223,10 @@ static void measure_claim(measurer *m, const trial_claim *claim)
     backend *b = t ? backend_for(m, claim->device, &err) : NULL;
     /* issue 32: a search trial clearly slower than its job's best stops timing early; the final
      * pick's re-measurements always run the full count */
+    double spread =
+        kt_early_stop_spread(claim->job_best_ms, claim->job_best_min_ms, claim->job_best_cv);
     backend_set_early_stop(
-        b, claim->final_round ? 0 : kt_early_stop_above_ms(claim->job_best_ms, claim->job_best_cv));
+        b, claim->final_round ? 0 : kt_early_stop_above_ms(claim->job_best_ms, spread));
     measuring(m, claim);
     int measured = b ? backend_measure(b, t, claim->cid, &r, &err) : -1;
     measuring(m, NULL);

@@ -298,13 +298,15 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertEqual(status, 200, best)
 
     def test_clearly_slower_stops_early_and_the_pick_measures_in_full(self):
-        # Issue 32: PASSES 1 first (exhaustive, one at a time), then PASSES 8, eight times the
-        # work: once the job has a best, that one stops after 3 repeats instead of the 0.05 s
-        # (--min-seconds) of repeats it would take, marked early_stopped. The final pick
-        # re-measures both with the full count: no early_stop threshold is sent for those.
+        # Issue 32: PASSES 1 first (exhaustive, one at a time: a seconds budget makes the batch
+        # "parallel"), then PASSES 8, eight times the work: once the job has a best, that one
+        # stops after 3 repeats instead of the 0.05 s (--min-seconds) of repeats it would take,
+        # marked early_stopped. The final pick re-measures both with the full count: no
+        # early_stop threshold is sent for those.
         job, trials = self.run_job({"kernel": "mine_passes", "device": "cpu",
                                     "problem": {"n": 1 << 18}, "strategy": "exhaustive",
-                                    "parallel": 1, "history": "none", "budget": {"evaluations": 2},
+                                    "parallel": 1, "history": "none",
+                                    "budget": {"evaluations": 2, "seconds": 60},
                                     "final_remeasure": 2})
         self.assertEqual(job["status"], "succeeded", job)
         search = sorted((t for t in trials if t["final_round"] is None), key=lambda t: t["seq"])

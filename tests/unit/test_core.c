@@ -77,6 +77,12 @@ static void early_stop_cuts_only_clearly_slower_configurations(void **state)
         times[i] = 12.0;
     assert_int_equal(repeats_timed(&l, times, 200, &why), 17);
     assert_int_equal(why, KT_TIMING_DONE);
+    /* the spread is the median's distance from the fastest repeat: a best whose one slow outlier
+     * made its cv 2 keeps a 5% spread (margin 15%); the cv counts only without a fastest repeat */
+    assert_true(fabs(kt_early_stop_spread(10.0, 9.5, 2.0) - 0.05) < 1e-12);
+    assert_true(kt_early_stop_spread(10.0, NAN, 0.02) == 0.02);
+    assert_true(kt_early_stop_spread(10.0, 11.0, 0.02) == 0.02); /* not a fastest repeat */
+    assert_true(isnan(kt_early_stop_spread(10.0, NAN, NAN)));
     /* a best without a recorded spread: the wider fixed margin */
     assert_true(fabs(kt_early_stop_above_ms(10.0, NAN) -
                      10.0 * (1 + KT_EARLY_STOP_UNKNOWN_SPREAD_MARGIN)) < 1e-12);
