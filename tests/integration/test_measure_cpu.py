@@ -25,6 +25,7 @@ SOURCE = os.path.abspath(ARGS.source_dir)
 KERNELS = os.path.join(SOURCE, "kernels") + "," + os.path.join(SOURCE, "tests", "kernels")
 GEMM_SPEC = os.path.join(SOURCE, "kernels", "gemm", "spec.json")
 SCALE = os.path.join(SOURCE, "tests", "kernels", "scale")
+KTUNE = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune")
 # The broken kernel's restriction, written as C would ("&&"), and what the caller is told.
 BROKEN_RESTRICTION = "UNROLL >= 1 && UNROLL <= 4"
 BROKEN_MESSAGE = ("kernel mine_broken cannot be used: spec.json: variants.cpu.restrictions[0]: "
@@ -340,6 +341,15 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertLess(busy, timings["elapsed_seconds"])
         self.assertAlmostEqual(timings["device_idle_share"], 1 - busy / timings["elapsed_seconds"],
                                places=3)
+        # and on the command line's job view
+        env = dict(os.environ, KTUNE_SERVER="http://" + self.k.address)
+        env.pop("KTUNE_TOKEN", None)
+        out = subprocess.run([KTUNE, "job", str(job["id"])], env=env, capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("device    %.1f s measuring, idle %.0f%% of the job's"
+                      % (timings["device_busy_seconds"], 100 * timings["device_idle_share"]),
+                      out.stdout)
 
     def test_measured_time_tracks_work(self):
         # y = 2x over n and over 8n elements: eight times the work must measure clearly longer
