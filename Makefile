@@ -30,28 +30,53 @@ build: deps
 run: build
 	./$(BUILD)/ktuned $(ARGS)
 
-# Every test: the source checks, the normal build's tests, then the sanitizer pass (ASan + UBSan at
-# -O1: the unit tests and the integration tests that reach >= 95% of what all of them reach; the
-# browser tests, label "browser", only in the normal build). Tests run side by side (the normal
-# build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
-# CMakeLists.txt. The sanitizer build compiles at nice 19 while the normal build's tests run (it
-# takes the core a RUN_SERIAL test leaves idle). ctest starts from the run times in
-# tests/ctest-costs/ on a new build folder (longest first), then keeps its own. It ends with the
-# skip list, the timing table (tools/test_summary.py) and the total time. make test-full
-# runs every test under the sanitizers.
+# Every test: the source checks (format and banned calls beside the build, which leaves a core idle
+# while it configures; then the room rules), the normal build's tests, then the sanitizer pass (ASan
+# + UBSan at -O1: the unit tests and the integration tests that reach >= 95% of what all of them
+# reach; the browser tests, label "browser", only in the normal build). Tests run side by side (the
+# normal build's -j$(TEST_JOBS), the sanitizer pass's -j$(JOBS)) except those marked RUN_SERIAL in
+# CMakeLists.txt (label "serial"), which run after the others and alone but for nice 19 work: each
+# build's tests are two ctest runs (test-*-run-side, test-*-run-serial). A nice 19 job compiles the
+# sanitizer build while the normal build's tests run and, once the normal side-by-side tests are
+# done, runs the sanitizer pass's side-by-side tests (they assert no time): beside the normal serial
+# tests, then beside the sanitizer pass's serial ones, it takes the core a serial test leaves idle
+# and yields to it otherwise (as the compile always did). Its output is printed at the end. ctest
+# starts from the run times in tests/ctest-costs/ on a new build folder (longest first), then keeps
+# its own. It ends with the skip list, the timing table (tools/test_summary.py, which reads both
+# ctest runs of a build) and the total time. make test-full runs every test under the sanitizers.
 test:
 	@start=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory format-check banned-check rooms-check build || rc=$$?; \
+	$(MAKE) --no-print-directory deps || rc=$$?; \
 	if [ $$rc = 0 ]; then \
-	  mkdir -p $(ASAN_BUILD); \
+	  mkdir -p $(BUILD); \
+	  ( $(MAKE) --no-print-directory format-check banned-check > $(BUILD)/make-test-checks.log 2>&1; \
+	    echo $$? > $(BUILD)/make-test-checks.rc ) & \
+	  $(MAKE) --no-print-directory rooms-check build || rc=$$?; \
+	  wait; cat $(BUILD)/make-test-checks.log; [ "$$(cat $(BUILD)/make-test-checks.rc)" = 0 ] || rc=1; \
+	fi; \
+	if [ $$rc = 0 ]; then \
+	  mkdir -p $(ASAN_BUILD); rm -f $(ASAN_BUILD)/make-test-*.rc $(ASAN_BUILD)/make-test-*.log $(BUILD)/make-test-side.done; \
 	  ( nice -n 19 $(MAKE) --no-print-directory asan-compile > $(ASAN_BUILD)/make-test-build.log 2>&1; \
-	    echo $$? > $(ASAN_BUILD)/make-test-build.rc ) & \
-	  $(MAKE) --no-print-directory test-fast-run || rc=$$?; \
-	  wait; \
-	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc)" != 0 ]; then \
-	    tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
+	    brc=$$?; echo $$brc > $(ASAN_BUILD)/make-test-build.rc; \
+	    while [ ! -f $(BUILD)/make-test-side.done ] && kill -0 $$$$ 2>/dev/null; do sleep 1; done; \
+	    if [ $$brc = 0 ] && [ -f $(BUILD)/make-test-side.done ]; then \
+	      nice -n 19 $(MAKE) --no-print-directory test-asan-run-side > $(ASAN_BUILD)/make-test-side.log 2>&1; \
+	      echo $$? > $(ASAN_BUILD)/make-test-side.rc; \
+	    fi ) & \
+	  bg=$$!; \
+	  $(MAKE) --no-print-directory test-fast-run-side || rc=$$?; \
+	  touch $(BUILD)/make-test-side.done; \
+	  $(MAKE) --no-print-directory test-fast-run-serial || rc=$$?; \
+	  while [ ! -f $(ASAN_BUILD)/make-test-build.rc ] && kill -0 $$bg 2>/dev/null; do sleep 1; done; \
+	  if [ "$$(cat $(ASAN_BUILD)/make-test-build.rc 2>/dev/null)" != 0 ]; then \
+	    wait; tail -50 $(ASAN_BUILD)/make-test-build.log; echo "make test: the sanitizer build failed"; rc=1; \
 	  else \
-	    $(MAKE) --no-print-directory test-asan-run || rc=$$?; \
+	    echo "== the sanitizer pass: its serial tests (its side-by-side tests run at nice 19 meanwhile)"; \
+	    $(MAKE) --no-print-directory test-asan-run-serial || rc=$$?; \
+	    wait; \
+	    echo "== the sanitizer pass: its side-by-side tests (run at nice 19 beside the serial tests)"; \
+	    cat $(ASAN_BUILD)/make-test-side.log; \
+	    [ "$$(cat $(ASAN_BUILD)/make-test-side.rc)" = 0 ] || rc=1; \
 	  fi; \
 	fi; \
 	python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true; \
@@ -67,7 +92,31 @@ test-fast: build test-fast-run
 
 test-fast-run:
 	$(call seed_costs,$(BUILD),tests/ctest-costs/normal.txt)
+	$(call clear_side,$(BUILD))
 	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -j$(TEST_JOBS)
+
+# make test's two ctest runs of a build: the side-by-side tests (-LE serial) from $(1)/side, a
+# folder whose CTestTestfile.cmake names the build's (subdirs): the same tests, in the build folder,
+# with ctest records of their own (side/Testing/Temporary/: the runs of both builds may overlap, and
+# tools/test_summary.py reads both); and the serial tests (-L serial) from the build folder.
+# $(1) build folder, $(2) its checked-in ctest costs
+define side_view
+	@mkdir -p $(1)/side/Testing/Temporary
+	@echo 'subdirs("$(abspath $(1))")' > $(1)/side/CTestTestfile.cmake
+	$(call seed_costs,$(1)/side,$(2))
+	$(call clear_side,$(1))
+endef
+define clear_side
+	@rm -f $(1)/side/Testing/Temporary/LastTest.log $(1)/side/Testing/Temporary/LastTestsFailed.log \
+	  $(1)/side/Testing/Temporary/junit.xml
+endef
+
+test-fast-run-side:
+	$(call side_view,$(BUILD),tests/ctest-costs/normal.txt)
+	$(TEST_ENV) ctest --test-dir $(BUILD)/side --output-on-failure --output-junit Testing/Temporary/junit.xml -LE serial -j$(TEST_JOBS)
+
+test-fast-run-serial:
+	$(TEST_ENV) ctest --test-dir $(BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -j$(TEST_JOBS)
 
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -81,11 +130,21 @@ test-asan: asan-build test-asan-run
 
 test-asan-run:
 	$(call seed_costs,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
+	$(call clear_side,$(ASAN_BUILD))
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full' -j$(JOBS)
 
+test-asan-run-side:
+	$(call side_view,$(ASAN_BUILD),tests/ctest-costs/asan.txt)
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD)/side --output-on-failure --output-junit Testing/Temporary/junit.xml -LE 'browser|full|serial' -j$(JOBS)
+
+test-asan-run-serial:
+	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -L serial -LE 'browser|full' -j$(JOBS)
+
 # Everything, the sanitizer pass with every integration test (label "full" too).
-.PHONY: test-full asan-build asan-compile test-fast-run test-asan-run
+.PHONY: test-full asan-build asan-compile test-fast-run test-asan-run test-asan-run-side test-asan-run-serial \
+  test-fast-run-side test-fast-run-serial
 test-full: format-check banned-check rooms-check test-fast asan-build
+	$(call clear_side,$(ASAN_BUILD))
 	$(ASAN_ENV) $(TEST_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure --output-junit Testing/Temporary/junit.xml -LE browser -j$(JOBS)
 	@python3 tools/test_summary.py $(BUILD) $(ASAN_BUILD) || true
 

@@ -6,8 +6,9 @@
 For each build folder it reads ctest's own records of the last run (Testing/Temporary/):
 LastTest.log (every test's output, time and result), LastTestsFailed.log (failed and not run) and,
 when ctest wrote one, a JUnit file (`ctest --output-junit FILE`, relative to the build folder: the
-file named by --junit, else Testing/Temporary/junit.xml) whose statuses are then authoritative.
-It prints:
+file named by --junit, else Testing/Temporary/junit.xml) whose statuses are then authoritative;
+and, where make test ran a build's tests in two ctest runs, the side-by-side run's own records
+(side/Testing/Temporary/ in the build folder: the same files). It prints:
 
 (a) the skip list, per build: every test skipped as a whole (exit status 77, SKIP_RETURN_CODE in
     CMakeLists.txt; its reason is the "SKIP: <reason>" line it printed), every test ctest did not
@@ -196,22 +197,30 @@ def read_junit(path, tests):
 
 
 def load_build(build, junit_name):
-    """(tests, failed names, notes) of a build folder; tests None when it has no ctest log."""
+    """(tests, failed names, notes) of a build folder; tests None when it has no ctest log.
+    make test runs a build's tests in two ctest runs: the side-by-side ones from build/side (its
+    own Testing/Temporary), the serial ones from the build folder; the side run's tests come first."""
     tmp = os.path.join(build, "Testing", "Temporary")
-    log = os.path.join(tmp, "LastTest.log")
+    side = os.path.join(build, "side", "Testing", "Temporary")
     if not os.path.isdir(build):
         return None, set(), ["no such build folder"]
-    if not os.path.exists(log):
-        return None, set(), ["no ctest log (%s): not tested yet" % log]
-    tests = parse_log(log)
-    failed = read_failed(os.path.join(tmp, "LastTestsFailed.log"))
-    notes = []
-    junit = os.path.join(build, junit_name) if junit_name else os.path.join(tmp, "junit.xml")
-    if os.path.exists(junit):
-        if read_junit(junit, tests):
-            notes.append("statuses from %s" % junit)
-        else:
-            notes.append("%s is not a JUnit file: statuses from the log" % junit)
+    parts = [(d, root) for d, root in ((side, os.path.join(build, "side")), (tmp, build))
+             if os.path.exists(os.path.join(d, "LastTest.log"))]
+    if not parts:
+        return None, set(), ["no ctest log (%s): not tested yet" % os.path.join(tmp, "LastTest.log")]
+    tests, failed, notes = [], set(), []
+    for d, root in parts:
+        part = parse_log(os.path.join(d, "LastTest.log"))
+        failed |= read_failed(os.path.join(d, "LastTestsFailed.log"))
+        if d == side:
+            notes.append("with %s" % os.path.join(d, "LastTest.log"))
+        junit = os.path.join(root, junit_name) if junit_name else os.path.join(d, "junit.xml")
+        if os.path.exists(junit):
+            if read_junit(junit, part):
+                notes.append("statuses from %s" % junit)
+            else:
+                notes.append("%s is not a JUnit file: statuses from the log" % junit)
+        tests.extend(part)
     return tests, failed, notes
 
 

@@ -17,6 +17,7 @@
  * the reply bytes made for the same normalized request, kept until a NOTIFY of the best or models
  * table says its key changed; a hit builds no JSON and reads no table. 200s carry an ETag (304 for
  * an If-None-Match that names it), cached or not. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_neural.h"
 #include "core/log.h"
+#include "space/config_render.h"
 #include "store/best_store.h"
 #include "training/model_cache.h"
 #include "api/api_internal.h"
@@ -76,8 +78,8 @@ static json_t *value_from_text(const char *s)
 /* The query parameters of GET /v1/best that are not problem arguments. Matched exactly (the
  * server's own lookup ignores case, and gemm's problem argument K is not the option k). */
 static const char *const best_options[] = {
-    "kernel",       "device",       "source",         "fallback", "k",
-    "tune_on_miss", "device_class", "kernel_version", "accept",   NULL};
+    "kernel",       "device",         "source", "fallback", "k", "tune_on_miss",
+    "device_class", "kernel_version", "accept", "format",   NULL};
 enum {
     OPT_KERNEL,
     OPT_DEVICE,
@@ -88,6 +90,7 @@ enum {
     OPT_DEVICE_CLASS,
     OPT_KERNEL_VERSION,
     OPT_ACCEPT,
+    OPT_FORMAT,
     OPT_COUNT
 };
 
@@ -583,6 +586,57 @@ static void keep_reply(api_context *svc, const http_request *req, http_response 
     best_reply_etag(req, res);
 }
 
+/* format= (issue 31: the dashboard's export buttons): NULL or "json" the answer as JSON, "header"
+ * and "flags" the answer's configuration as `ktune best --format` writes it (the one renderer,
+ * space/config_render.h). -1 with err for another. */
+static int parse_format(const best_args *a, const char **format, kt_error *err)
+{
+    const char *f = a->opt[OPT_FORMAT];
+    *format = NULL;
+    if (!f || strcmp(f, "json") == 0)
+        return 0;
+    if (strcmp(f, "header") != 0 && strcmp(f, "flags") != 0) {
+        kt_error_set(err, KT_ERR_OUT_OF_RANGE, "unknown format '%.40s'", f);
+        kt_error_hint(err, "format=json (the default: the answer as JSON), format=header (a C "
+                           "header of #defines) or format=flags (-Dname=value compiler flags)");
+        return -1;
+    }
+    *format = f;
+    return 0;
+}
+
+/* A 200 JSON answer in res rewritten as text in format (header or flags), with a file name to
+ * save it under; the renderer's refusal (a parameter that is not a C identifier, a value no macro
+ * can hold) is a 400 naming the parameter. Other replies (404, 304, errors) stay as they are. */
+static void render_reply(http_response *res, const char *format)
+{
+    kt_error err;
+    kt_error_clear(&err);
+    if (res->status != 200 || !res->body)
+        return;
+    json_t *answer = json_loadb(res->body, res->body_len, 0, NULL);
+    char *text = answer ? config_render_best(answer, format, &err) : NULL;
+    if (!answer)
+        kt_error_set(&err, KT_ERR_INTERNAL, "the answer could not be read back to render it");
+    if (!text) {
+        kt_error_hint(&err, "format=json gives the configuration as JSON");
+        api_fail(res, &err);
+    } else {
+        char name[160], disposition[200];
+        const char *kernel = json_string_value(json_object_get(answer, "kernel"));
+        size_t n = 0;
+        for (const char *p = kernel ? kernel : "config"; *p && n + 1 < 100; p++)
+            name[n++] = (isalnum((unsigned char)*p) || *p == '_' || *p == '-') ? *p : '_';
+        name[n] = '\0';
+        snprintf(disposition, sizeof disposition, "attachment; filename=\"ktune_%s.%s\"", name,
+                 strcmp(format, "header") == 0 ? "h" : "flags");
+        http_reply_text(res, 200, "text/plain; charset=utf-8", text);
+        http_response_add_header(res, "Content-Disposition", disposition);
+    }
+    free(text);
+    json_decref(answer);
+}
+
 /* The external device (issue 27): a harness's results, answered by api/best_external.c. */
 static void external_best(api_context *svc, const http_request *req, http_response *res,
                           best_request *r, kt_error *err)
@@ -606,23 +660,30 @@ void api_best_get(void *app, const http_request *req, http_response *res)
     best_request r = {0};
     PGconn *c = NULL;
     char qkey[BEST_CACHE_KEY_MAX];
+    const char *format = NULL;
     int missed;
     if (http_query_each(req, collect_arg, &r.a)) {
         kt_error_set(&err, KT_ERR_OUT_OF_RANGE, "at most %d problem arguments are accepted",
                      BEST_MAX_PROBLEM_ARGS);
         goto fail;
     }
+    if (parse_format(&r.a, &format, &err) < 0)
+        goto fail;
     r.kernel = r.a.opt[OPT_KERNEL];
     r.device = r.a.opt[OPT_DEVICE];
     r.kind = kt_device_kind_of(r.device); /* the request's device, parsed once */
     if (r.kernel && r.kind == KT_DEVICE_EXTERNAL) {
         external_best(svc, req, res, &r, &err);
+        if (format)
+            render_reply(res, format);
         goto out;
     }
     if (check_device_args(&r, &err) < 0 || parse_options(svc, &r.a, &r.q, &err) < 0)
         goto fail;
     r.version = r.a.opt[OPT_KERNEL_VERSION];
     request_key(svc, &r, qkey, sizeof qkey);
+    if (format)
+        r.qlen = 0; /* a rendered answer is made each time, never cached (exports are rare) */
     /* From memory: the reply made for the same request, until a NOTIFY says its key changed. */
     if (from_cache(svc, req, res, &r.q, qkey, r.qlen))
         goto out;
@@ -657,6 +718,8 @@ void api_best_get(void *app, const http_request *req, http_response *res)
         json_object_set(r.answer, "tune_on_miss", r.queued);
 reply:
     http_reply_json(res, 200, json_incref(r.answer));
+    if (format)
+        render_reply(res, format);
 keep:
     keep_reply(svc, req, res, &r);
     goto out;

@@ -3,6 +3,7 @@
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
 #include "catalog/catalog_neural.h"
+#include "catalog/catalog_peak.h"
 #include "search/searcher.h"
 #include "store/worker_store.h"
 #include "api/api_internal.h"
@@ -23,9 +24,13 @@ static int no_query(const http_request *req, http_response *res)
 void api_devices(void *app, const http_request *req, http_response *res)
 {
     api_context *svc = app;
-    if (no_query(req, res) == 0)
-        http_reply_json(res, 200,
-                        json_pack("{s:o}", "devices", catalog_fleet_devices_json(svc->cat)));
+    if (no_query(req, res) < 0)
+        return;
+    json_t *devices = catalog_fleet_devices_json(svc->cat), *d;
+    size_t i;
+    /* Each device's peak where its description knows every factor (issue 31). */
+    json_array_foreach(devices, i, d) catalog_peak_set(d);
+    http_reply_json(res, 200, json_pack("{s:o}", "devices", devices));
 }
 
 void api_networks(void *app, const http_request *req, http_response *res)

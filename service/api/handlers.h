@@ -14,6 +14,8 @@ void api_job_get(void *app, const http_request *req, http_response *res);
 void api_job_trials(void *app, const http_request *req, http_response *res);
 /* GET /v1/jobs/{id}/events (api/job_events.c): the job's changes as Server-Sent Events. */
 void api_job_events(void *app, const http_request *req, http_response *res);
+/* job_export.c */
+void api_job_export(void *app, const http_request *req, http_response *res);
 /* External jobs' harnesses (ask_tell.c, issue 27): lease proposed configurations, report results.
  */
 void api_job_ask(void *app, const http_request *req, http_response *res);

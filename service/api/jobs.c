@@ -70,11 +70,11 @@ void api_job_get(void *app, const http_request *req, http_response *res)
 
 void api_job_trials(void *app, const http_request *req, http_response *res)
 {
-    static const char *const allowed[] = {"after", "limit", "format", NULL};
+    static const char *const allowed[] = {"after", "limit", "format", "trial", NULL};
     api_context *svc = app;
     kt_error err;
     kt_error_clear(&err);
-    long long id, after, limit;
+    long long id, after, limit, trial;
     const char *format = http_query(req, "format");
     int compact = format && strcmp(format, "compact") == 0;
     if (api_path_id(req, 0, "job", &id, &err) < 0 || api_check_query(req, allowed, &err) < 0)
@@ -88,12 +88,22 @@ void api_job_trials(void *app, const http_request *req, http_response *res)
         api_query_ll(req, "limit", 1, compact ? TRIALS_COMPACT_MAX : TRIALS_PAGE_MAX,
                      TRIALS_PAGE_DEFAULT, &limit, &err) < 0)
         return api_fail(res, &err);
+    /* trial=ID: that trial alone (a best entry's link, issue 31), in the objects format */
+    if (api_query_ll(req, "trial", 1, INT64_MAX, 0, &trial, &err) < 0)
+        return api_fail(res, &err);
+    if (trial && (compact || http_query(req, "after") || http_query(req, "limit"))) {
+        kt_error_set(&err, KT_ERR_BAD_REQUEST, "trial= goes alone (no after, limit or compact)");
+        kt_error_hint(&err, "GET /v1/jobs/{id}/trials?trial=<trial id> answers that one trial");
+        return api_fail(res, &err);
+    }
     PGconn *c = api_db_acquire(svc, res);
     if (!c)
         return;
     char *text = NULL;
     json_t *page = NULL;
-    if (compact)
+    if (trial)
+        page = trial_store_get_json(c, id, trial, &err);
+    else if (compact)
         trial_store_list_compact(c, id, after, (int)limit, &text, &err);
     else
         page = trial_store_list_json(c, id, after, (int)limit, &err);

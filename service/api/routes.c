@@ -20,6 +20,7 @@ GUARDED(api_jobs_list, API_SCOPE_READ)
 GUARDED(api_job_get, API_SCOPE_READ)
 GUARDED(api_job_trials, API_SCOPE_READ)
 GUARDED(api_job_events, API_SCOPE_READ)
+GUARDED(api_job_export, API_SCOPE_READ)
 GUARDED(api_best_get, API_SCOPE_READ)
 GUARDED(api_best_list, API_SCOPE_READ)
 GUARDED(api_models_list, API_SCOPE_READ)
@@ -46,6 +47,7 @@ static const http_route routes[] = {
     {"DELETE", "/v1/jobs/{id}", api_job_cancel},
     {"GET", "/v1/jobs/{id}/trials", api_job_trials_guarded},
     {"GET", "/v1/jobs/{id}/events", api_job_events_guarded},
+    {"GET", "/v1/jobs/{id}/export", api_job_export_guarded},
     {"POST", "/v1/jobs/{id}/ask", api_job_ask_guarded},
     {"POST", "/v1/jobs/{id}/tell", api_job_tell_guarded},
     {"POST", "/v1/imports", api_import},
@@ -90,8 +92,8 @@ const http_route *api_probe_routes(void)
     return probe_routes;
 }
 
-static const char *const heavy[] = {"/v1/jobs/{id}/trials", "/v1/imports", "/v1/best/entries",
-                                    NULL};
+static const char *const heavy[] = {"/v1/jobs/{id}/trials", "/v1/jobs/{id}/export", "/v1/imports",
+                                    "/v1/best/entries", NULL};
 
 const char *const *api_heavy_routes(void)
 {

@@ -1,6 +1,6 @@
 /* ktune best — the best known configuration of a kernel on a device for a problem, as JSON,
- * compiler flags or a C header (cli_render.h), and where it came from (measured, predicted by a
- * model, or the nearest tuned problem) on stderr. */
+ * compiler flags or a C header (space/config_render.h), and where it came from (measured, predicted
+ * by a model, or the nearest tuned problem) on stderr. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
-#include "cli/cli_render.h"
+#include "space/config_render.h"
 #include "cli/cli_table.h"
 #include "core/device_name.h"
 #include "core/number.h"
@@ -62,7 +62,7 @@ static int add_query(char *q, size_t cap, const char *key, const json_t *value)
         json_t *v;
         json_array_foreach(value, i, v)
         {
-            int n = cli_value_text(v, 0, text + used, sizeof text - used - 1);
+            int n = config_value_text(v, 0, text + used, sizeof text - used - 1);
             if (n < 0)
                 return -1;
             used += (size_t)n;
@@ -70,7 +70,7 @@ static int add_query(char *q, size_t cap, const char *key, const json_t *value)
                 text[used++] = ',';
             text[used] = '\0';
         }
-    } else if (cli_value_text(value, 0, text, sizeof text) < 0) {
+    } else if (config_value_text(value, 0, text, sizeof text) < 0) {
         return -1;
     }
     if (cli_url_escape(key, esc_key, sizeof esc_key) < 0 ||
@@ -217,7 +217,7 @@ static int best_print(const json_t *best, const best_args *a)
     kt_error err;
     kt_error_clear(&err);
     char how[1024];
-    if (cli_best_source_text(best, how, sizeof how) >= 0)
+    if (config_render_source_text(best, how, sizeof how) >= 0)
         fprintf(stderr, "ktune best: %s\n", how);
     const json_t *tom = json_object_get(best, "tune_on_miss");
     if (json_is_object(tom))
@@ -231,7 +231,7 @@ static int best_print(const json_t *best, const best_args *a)
         fputc('\n', stdout);
         return CLI_EXIT_OK;
     }
-    char *text = cli_render_best(best, a->format, &err);
+    char *text = config_render_best(best, a->format, &err);
     if (!text) {
         fprintf(stderr, "ktune: %s\n", err.message);
         return CLI_EXIT_FAILURE;

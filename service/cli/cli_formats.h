@@ -1,5 +1,5 @@
-/* cli/cli_formats — ktune's trials to and from the files other tuners use, for `ktune export` and
- * `ktune import`:
+/* cli/cli_formats — the files other tuners use read into ktune's trials, for `ktune import` (the
+ * exports are space/tuner_export.h's, shared with the server's GET /v1/jobs/{id}/export):
  *
  * - Kernel Tuner cache files (https://github.com/KernelTuner/kernel_tuner, schema
  *   kernel_tuner/schema/cache/1.0.0): "tune_params_keys", "tune_params", "cache" keyed by the
@@ -21,23 +21,6 @@
 #include <stddef.h>
 
 #include "core/error.h"
-
-/* job: GET /v1/jobs/{id}; trials: its finished trials (GET /v1/jobs/{id}/trials); params:
- * [{"name", "values"}] of the kernel on the job's device from GET /v1/kernels, or NULL (names
- * and values are then gathered from the trials); restrictions: array of strings or NULL;
- * constants: an object name -> number (the job's problem arguments and the device's limits) whose
- * names are written as their values in the restrictions (Kernel Tuner knows neither), or NULL;
- * args: the kernel's "problem_arguments" ([{"name"}], their order gives "problem_size") or NULL.
- * "problem_size" (required by Kernel Tuner's cache schema) is always written: the recorded one of
- * a replay job, else the problem's values; a problem with a non-integer value is refused. Statuses
- * Kernel Tuner has no name for keep theirs in "ktune_status" (timeout as RuntimeFailedConfig,
- * wrong_result as InvalidConfig). */
-json_t *cli_export_kerneltuner(const json_t *job, const json_t *params, const json_t *restrictions,
-                               const json_t *constants, const json_t *args, const json_t *trials,
-                               kt_error *err);
-/* Every status has a T4 invalidity: ok correct, compile_error compile, runtime_error runtime,
- * timeout timeout, wrong_result correctness, invalid constraints. */
-json_t *cli_export_t4(const json_t *job, const json_t *trials, kt_error *err);
 
 typedef struct cli_import {
     const char *format; /* "kerneltuner" or "t4" (static text) */

@@ -17,6 +17,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
 #include "cli/cli_formats.h"
+#include "space/tuner_export.h"
 
 #define TRANSFER_MAX_FILE  (512u * 1024 * 1024) /* bytes of an import file, uncompressed */
 #define TRANSFER_PAGE      10000                /* trials per GET, the server's maximum */
@@ -45,64 +46,6 @@ static void transfer_usage(FILE *f)
                "measured, the nearest fallback, models or warm starts, unless --trusted (an\n"
                "admin token) says they count as measurements.\n"
                "\n" CLI_CONN_TEXT "\n" CLI_EXIT_CODES_TEXT);
-}
-
-/* The kernel's parameters, restrictions and problem arguments on device, from GET /v1/kernels
- * (new references; NULL when the kernel is no longer offered there). */
-static void kernel_params(const json_t *kernels, const char *kernel, const char *device,
-                          json_t **params, json_t **restrictions, json_t **args)
-{
-    size_t i, k;
-    json_t *kn, *d;
-    *params = *restrictions = *args = NULL;
-    json_array_foreach(json_object_get(kernels, "kernels"), i, kn)
-    {
-        const char *name = json_string_value(json_object_get(kn, "name"));
-        if (!name || strcmp(name, kernel) != 0)
-            continue;
-        json_array_foreach(json_object_get(kn, "devices"), k, d)
-        {
-            const char *dev = json_string_value(json_object_get(d, "device"));
-            if (dev && strcmp(dev, device) == 0) {
-                *params = json_incref(json_object_get(d, "parameters"));
-                *restrictions = json_incref(json_object_get(d, "restrictions"));
-                *args = json_incref(json_object_get(d, "problem_arguments"));
-                return;
-            }
-        }
-    }
-}
-
-/* The names a restriction may read besides the parameters, as numbers: the device's limits (its
- * description in GET /v1/devices; a limit the probe did not know, null, is 0 as in restrictions,
- * kernels/README.md) and the job's problem arguments over them. A new reference. */
-static json_t *restriction_constants(const json_t *devices, const json_t *job, const json_t *params)
-{
-    json_t *out = json_object(), *d, *v;
-    size_t i;
-    const char *device = json_string_value(json_object_get(job, "device")), *name;
-    json_array_foreach(json_object_get(devices, "devices"), i, d)
-    {
-        const char *n = json_string_value(json_object_get(d, "name"));
-        if (!n || !device || strcmp(n, device) != 0)
-            continue;
-        json_object_foreach(json_object_get(d, "description"), name, v)
-        {
-            if (json_is_integer(v))
-                json_object_set(out, name, v);
-            else if (json_is_null(v))
-                json_object_set_new(out, name, json_integer(0));
-        }
-        break;
-    }
-    json_object_foreach(json_object_get(job, "problem"), name, v)
-    {
-        if (json_is_number(v))
-            json_object_set(out, name, v);
-    }
-    json_array_foreach(params, i, d)
-        json_object_del(out, json_string_value(json_object_get(d, "name")));
-    return out;
 }
 
 /* Every finished trial of the job, in finishing order. */
@@ -187,8 +130,7 @@ int cli_export_main(int argc, char **argv)
     cli_conn conn;
     long long id = 0;
     cli_client *cl = NULL;
-    json_t *job = NULL, *kernels = NULL, *trials = NULL, *params = NULL, *restr = NULL, *doc = NULL,
-           *args = NULL, *devices = NULL, *constants = NULL;
+    json_t *job = NULL, *kernels = NULL, *trials = NULL, *doc = NULL, *devices = NULL;
     kt_error err;
     kt_error_clear(&err);
     int rc = CLI_EXIT_USAGE;
@@ -222,17 +164,12 @@ int cli_export_main(int argc, char **argv)
     if (status && (strcmp(status, "queued") == 0 || strcmp(status, "running") == 0))
         fprintf(stderr, "ktune: job %lld is %s; exporting the %zu trials finished so far\n", id,
                 status, json_array_size(trials));
-    if (strcmp(x.format, "kerneltuner") == 0) {
-        if ((rc = cli_client_call(cl, "GET", "/v1/kernels", NULL, &kernels, NULL)) != 0 ||
-            (rc = cli_client_call(cl, "GET", "/v1/devices", NULL, &devices, NULL)) != 0)
-            goto done;
-        kernel_params(kernels, json_string_value(json_object_get(job, "kernel")),
-                      json_string_value(json_object_get(job, "device")), &params, &restr, &args);
-        constants = restriction_constants(devices, job, params);
-        doc = cli_export_kerneltuner(job, params, restr, constants, args, trials, &err);
-    } else {
-        doc = cli_export_t4(job, trials, &err);
-    }
+    if (strcmp(x.format, "kerneltuner") == 0 &&
+        ((rc = cli_client_call(cl, "GET", "/v1/kernels", NULL, &kernels, NULL)) != 0 ||
+         (rc = cli_client_call(cl, "GET", "/v1/devices", NULL, &devices, NULL)) != 0))
+        goto done;
+    /* the exporter GET /v1/jobs/{id}/export uses too (space/tuner_export.h) */
+    doc = tuner_export_job(x.format, job, trials, kernels, devices, &err);
     if (!doc) {
         fprintf(stderr, "ktune: %s\n", err.message);
         rc = CLI_EXIT_FAILURE;
@@ -257,10 +194,6 @@ int cli_export_main(int argc, char **argv)
     }
 done:
     json_decref(doc);
-    json_decref(params);
-    json_decref(restr);
-    json_decref(args);
-    json_decref(constants);
     json_decref(devices);
     json_decref(kernels);
     json_decref(trials);

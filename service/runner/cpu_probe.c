@@ -5,6 +5,8 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -118,6 +120,34 @@ static int read_small_file(const char *path, char *buf, size_t cap)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
         buf[--n] = '\0';
     return 0;
+}
+
+void cpu_topology_read(cpu_info *info, const char *dir)
+{
+    char path[PATH_MAX], text[256];
+    int cores = 0;
+    info->physical_cores = 0;
+    info->max_mhz = 0;
+    for (int n = 0; n < 16384; n++) {
+        snprintf(path, sizeof path, "%s/cpu%d/topology/thread_siblings_list", dir, n);
+        if (read_small_file(path, text, sizeof text) < 0) {
+            snprintf(path, sizeof path, "%s/cpu%d", dir, n);
+            if (access(path, F_OK) != 0)
+                break; /* past the last CPU */
+            continue;  /* an offline CPU has no topology */
+        }
+        /* "0,32" or "0-1": the first sibling stands for the core */
+        if (strtol(text, NULL, 10) == n)
+            cores++;
+    }
+    info->physical_cores = cores;
+    snprintf(path, sizeof path, "%s/cpu0/cpufreq/cpuinfo_max_freq", dir);
+    if (read_small_file(path, text, sizeof text) == 0) {
+        char *end;
+        double khz = strtod(text, &end);
+        if (end != text && khz > 0 && khz < 1e8)
+            info->max_mhz = khz / 1000.0;
+    }
 }
 
 /* "32K", "1024K", "32M", "512" -> bytes; -1 when malformed. */
@@ -372,6 +402,7 @@ void cpu_info_read(cpu_info *info)
     else
         info->vector_bits = 128;
     cpu_caches_read(info, CPU_SYSFS_CACHE_DIR);
+    cpu_topology_read(info, CPU_SYSFS_DIR);
     read_compiler(info);
 }
 
@@ -398,12 +429,19 @@ json_t *cpu_probe_json(const runner *r)
                                                 "type", c->caches[i].type, "bytes",
                                                 (json_int_t)c->caches[i].bytes));
     const char *blas = openblas_get_config();
-    return json_pack("{s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:s, s:o, s:o, s:s, s:o, s:s}",
-                     "kind", "cpu", "model", c->model, "cores", c->cores, "isa", isa, "vector_bits",
-                     c->vector_bits, "l1d_bytes", cache_size_json(c->l1d_bytes), "l2_bytes",
-                     cache_size_json(c->l2_bytes), "l3_bytes", cache_size_json(c->l3_bytes),
-                     "cache_source", c->cache_source, "caches", caches, "compiler",
-                     runner_json_text(c->compiler, strlen(c->compiler)), "toolchain", c->toolchain,
-                     "cpu_core", r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas",
-                     blas ? blas : "");
+    json_t *o = json_pack(
+        "{s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:o, s:s, s:o, s:o, s:s, s:o, s:s}", "kind", "cpu",
+        "model", c->model, "cores", c->cores, "isa", isa, "vector_bits", c->vector_bits,
+        "l1d_bytes", cache_size_json(c->l1d_bytes), "l2_bytes", cache_size_json(c->l2_bytes),
+        "l3_bytes", cache_size_json(c->l3_bytes), "cache_source", c->cache_source, "caches", caches,
+        "compiler", runner_json_text(c->compiler, strlen(c->compiler)), "toolchain", c->toolchain,
+        "cpu_core", r->cpu_core >= 0 ? json_integer(r->cpu_core) : json_null(), "blas",
+        blas ? blas : "");
+    /* What a peak rate needs (issue 31): null where the host does not tell. */
+    if (o) {
+        json_object_set_new(o, "physical_cores",
+                            c->physical_cores > 0 ? json_integer(c->physical_cores) : json_null());
+        json_object_set_new(o, "max_mhz", c->max_mhz > 0 ? json_real(c->max_mhz) : json_null());
+    }
+    return o;
 }

@@ -157,6 +157,12 @@ static int cuda_device_read_attributes(cuda_device *d, char *reason, size_t reas
         }
     }
     d->cc = major * 10 + minor;
+    /* Only for the peak rate the catalog computes (issue 31): a driver that no longer answers it
+     * leaves the peak unknown, never the device. */
+    if (d->drv.device_get_attribute(&d->clock_khz, CUDA_CU_ATTR_CLOCK_RATE, d->dev) !=
+            CUDA_CU_SUCCESS ||
+        d->clock_khz < 0)
+        d->clock_khz = 0;
     /* Devices before the opt-in attribute report 0 there: the static limit is the limit. */
     if (d->max_shared_optin < d->max_shared_per_block)
         d->max_shared_optin = d->max_shared_per_block;
@@ -264,6 +270,8 @@ json_t *cuda_device_probe(cuda_device *d)
     char ver[32], toolchain[96];
     if (!o)
         goto out;
+    json_object_set_new(o, "clock_mhz",
+                        d->clock_khz > 0 ? json_real(d->clock_khz / 1000.0) : json_null());
     if (d->nvrtc_ok) {
         snprintf(ver, sizeof ver, "%d.%d", d->nvrtc.major, d->nvrtc.minor);
         json_object_set_new(o, "nvrtc_version", json_string(ver));

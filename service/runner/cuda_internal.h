@@ -56,6 +56,7 @@ enum {
     CUDA_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 8,
     CUDA_CU_ATTR_WARP_SIZE = 10,
     CUDA_CU_ATTR_MAX_REGISTERS_PER_BLOCK = 12,
+    CUDA_CU_ATTR_CLOCK_RATE = 13, /* kHz; deprecated by newer drivers, may fail */
     CUDA_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
     CUDA_CU_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
     CUDA_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
@@ -163,6 +164,7 @@ struct cuda_device {
     int cc; /* compute capability major*10 + minor */
     int sms, max_threads_per_block, max_shared_per_block, max_shared_optin;
     int max_registers_per_block, warp_size, driver_version;
+    int clock_khz; /* the peak clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE); 0: the driver did not say */
     int max_block[3], max_grid[3];
     size_t memory_bytes;
     cuda_problem *problem; /* device buffers of host->problem, or NULL */

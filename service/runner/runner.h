@@ -175,6 +175,8 @@ typedef struct cpu_info {
     cpu_cache_desc caches[RUNNER_MAX_CACHES];
     char compiler[RUNNER_TEXT_MAX];  /* `cc --version` first line; empty when cc did not run */
     char toolchain[RUNNER_TEXT_MAX]; /* "gcc 12.2.0" (runner_cpu_toolchain); "unknown" without cc */
+    int physical_cores;              /* cores, not hardware threads (sysfs topology); 0: unknown */
+    double max_mhz; /* cpufreq's cpuinfo_max_freq of cpu0; 0: unknown (no cpufreq) */
 } cpu_info;
 
 /* Per (kernel, problem, buffers) state: buffers, their inputs filled, reference outputs computed.
@@ -319,6 +321,12 @@ void cpu_info_read(cpu_info *info);
  * stays 0 (unknown), and info->cache_source names who told ("sysfs", "sysfs+cpuid", ...). */
 void cpu_caches_read(cpu_info *info, const char *sysfs_dir);
 void cpu_caches_from_sysfs(cpu_info *info, const char *dir);
+#define CPU_SYSFS_DIR "/sys/devices/system/cpu"
+/* The physical cores (the CPUs cpuN of dir that come first in their topology/thread_siblings_list)
+ * and cpu0's cpufreq/cpuinfo_max_freq (kHz) as MHz: what a peak rate needs
+ * (catalog/catalog_peak.h); each stays 0 where dir does not tell (a VM without cpufreq: no
+ * frequency, never a guess). */
+void cpu_topology_read(cpu_info *info, const char *dir);
 /* The probe reply's "device" object. */
 json_t *cpu_probe_json(const runner *r);
 /* The toolchain results are keyed by, from the whole output of `cc --version`: "<family>

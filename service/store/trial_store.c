@@ -258,6 +258,21 @@ int trial_store_release(PGconn *c, const trial_claim *claim, const char *worker,
     return rc < 0 ? -1 : n != 0;
 }
 
+/* The page of the rows in "page" (a CTE over trials): the job's status, the trials as objects in
+ * finishing order, next_after ($2 when the page is empty). */
+#define TRIAL_PAGE_JSON                                                                            \
+    " SELECT json_build_object('job_id', j.id, 'job_status', j.status,"                            \
+    " 'trials', COALESCE((SELECT json_agg(json_build_object('id', t.id, 'seq', t.seq, "            \
+    "'done_seq',"                                                                                  \
+    " t.done_seq, 'config_id', t.config_id, 'config', t.config, 'status', t.status, 'time_ms', "   \
+    "t.time_ms,"                                                                                   \
+    " 'repeats', t.repeats, 'compile_ms', t.compile_ms, 'measure_ms', t.measure_ms, 'noise_cv',"   \
+    " t.noise_cv, 'extras', t.extras, 'worker', t.worker, 'finished_at', t.finished_at,"           \
+    " 'final_round', t.final_round)"                                                               \
+    " ORDER BY t.done_seq) FROM page t), '[]'::json),"                                             \
+    " 'next_after', COALESCE((SELECT max(done_seq) FROM page), $2))"                               \
+    " FROM jobs j WHERE j.id = $1"
+
 json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit,
                               kt_error *err)
 {
@@ -265,20 +280,19 @@ json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int 
     const char *p[] = {store_ll(&jid, job_id), store_ll(&a, after), store_ll(&l, limit)};
     return store_query_json(
         c,
-        "WITH page AS (SELECT * FROM trials WHERE job_id = $1 AND done_seq > $2 ORDER BY done_seq "
-        "LIMIT $3)"
-        " SELECT json_build_object('job_id', j.id, 'job_status', j.status,"
-        " 'trials', COALESCE((SELECT json_agg(json_build_object('id', t.id, 'seq', t.seq, "
-        "'done_seq',"
-        " t.done_seq, 'config_id', t.config_id, 'config', t.config, 'status', t.status, 'time_ms', "
-        "t.time_ms,"
-        " 'repeats', t.repeats, 'compile_ms', t.compile_ms, 'measure_ms', t.measure_ms, 'noise_cv',"
-        " t.noise_cv, 'extras', t.extras, 'worker', t.worker, 'finished_at', t.finished_at,"
-        " 'final_round', t.final_round)"
-        " ORDER BY t.done_seq) FROM page t), '[]'::json),"
-        " 'next_after', COALESCE((SELECT max(done_seq) FROM page), $2))"
-        " FROM jobs j WHERE j.id = $1",
+        "WITH page AS (SELECT * FROM trials WHERE job_id = $1 AND done_seq > $2 "
+        "ORDER BY done_seq LIMIT $3)" TRIAL_PAGE_JSON,
         3, p, "no such job", err);
+}
+
+json_t *trial_store_get_json(PGconn *c, long long job_id, long long trial_id, kt_error *err)
+{
+    store_num jid, z, tid;
+    const char *p[] = {store_ll(&jid, job_id), store_ll(&z, 0), store_ll(&tid, trial_id)};
+    return store_query_json(c,
+                            "WITH page AS (SELECT * FROM trials WHERE job_id = $1 AND id = $3 "
+                            "AND done_seq IS NOT NULL)" TRIAL_PAGE_JSON,
+                            3, p, "no such job", err);
 }
 
 json_t *trial_store_totals(PGconn *c, kt_error *err)

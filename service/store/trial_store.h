@@ -96,6 +96,9 @@ int trial_store_release(PGconn *c, const trial_claim *claim, const char *worker,
  * in finishing order, at most limit. KT_ERR_NOT_FOUND when the job does not exist. */
 json_t *trial_store_list_json(PGconn *c, long long job_id, long long after, int limit,
                               kt_error *err);
+/* API (?trial=ID, issue 31: a best entry's link opens the trial that measured it): the same page
+ * holding the job's finished trial of that id, or none ("trials" [], next_after 0). */
+json_t *trial_store_get_json(PGconn *c, long long job_id, long long trial_id, kt_error *err);
 /* API, compact (?format=compact): the same page as trial_store_list_json as JSON text
  * {"job_id", "job_status", "format": "compact", "fields": [...], "rows": [[seq, done_seq,
  * config_id, status, time_ms, compile_ms, measure_ms, finished_at, config, metrics, final_round,

@@ -304,6 +304,13 @@ describe("dashboard", { timeout: 1800000 }, () => {
     const text = await page.textContent("#lookup-result");
     assert.ok(text.includes(JSON.stringify(best.config, null, 2)), "the page shows the best configuration");
     assert.ok(text.includes(`job #${best.job_id}`));
+    // The answer links to the job and trial that measured it (issue 31), and its export buttons
+    // download what the server renders (GET /v1/best?...&format=header: ktune best's renderer).
+    assert.equal(await page.getAttribute("#lookup-result a.measured-by", "href"), `#/jobs/${best.job_id}?trial=${best.trial_id}`);
+    const served = await (await fetch(`${k.base}/v1/best?kernel=clblast_gemm&device=replay:gemm_clblast-RTX_2080_Ti&problem_size=4096,4096&format=header`, { headers: AUTH })).text();
+    assert.ok(served.includes(`(job ${best.job_id}, trial ${best.trial_id})`) && served.includes("#define KTUNE_"), served);
+    const [header] = await Promise.all([page.waitForEvent("download"), page.click('#lookup-export button[data-format="header"]')]);
+    assert.equal(fs.readFileSync(await header.path(), "utf8"), served);
     // Nothing known for convolution yet: the page shows the service's no_best error.
     page.expected.push(/status of 404/);
     await page.selectOption("#lookup-kernel", "convolution");
@@ -314,6 +321,17 @@ describe("dashboard", { timeout: 1800000 }, () => {
     // The best table lists the gemm entry and its search finds it.
     await page.fill("#best-search", "gemm");
     await page.waitForFunction(() => /of [1-9]/.test(document.querySelector("#best-table .pager-info").textContent));
+    // Every entry links to its job and trial; the link opens that trial's details on the job page,
+    // whose Kernel Tuner cache button downloads the server's export of the job.
+    const entry = page.locator("#best-table a.measured-by").first();
+    const [, entryJob, entryTrial] = /^#\/jobs\/(\d+)\?trial=(\d+)$/.exec(await entry.getAttribute("href"));
+    await entry.click();
+    await page.waitForSelector(`#trial-details[data-trial-id="${entryTrial}"]:not([hidden])`);
+    const cache = await (await fetch(`${k.base}/v1/jobs/${entryJob}/export?format=kerneltuner`, { headers: AUTH })).text();
+    assert.equal(JSON.parse(cache).ktune.job, Number(entryJob));
+    const [file] = await Promise.all([page.waitForEvent("download"), page.click('#job-export button[data-format="kerneltuner"]')]);
+    assert.equal(fs.readFileSync(await file.path(), "utf8"), cache);
+    assert.match(file.suggestedFilename(), new RegExp(`^ktune_job${entryJob}_.*_kerneltuner\\.json$`));
     await closePage(page);
   });
 
@@ -364,6 +382,28 @@ describe("dashboard", { timeout: 1800000 }, () => {
       const c = window.Chart && window.Chart.getChart(document.getElementById("compare-chart"));
       return c && c.data.datasets.length === 2 && c.data.datasets.every((d) => d.data.length > 0);
     });
+    // "Evaluations to within x%" (issue 31): per job, the first search evaluation whose best so far
+    // is within x% of the best either job found, from the jobs' own trials.
+    const bests = [];
+    for (const id of [liveId, cancelId]) {
+      const pg = (await k.api("GET", `/v1/jobs/${id}/trials?format=compact&limit=100000`)).body;
+      const at = (f) => pg.fields.indexOf(f);
+      let best = Infinity;
+      bests.push({ id, curve: pg.rows.filter((r) => !r[at("final_round")]).map((r) => (best = r[at("status")] === "ok" && r[at("time_ms")] < best ? r[at("time_ms")] : best)) });
+    }
+    const bestAll = Math.min(...bests.map((b) => b.curve[b.curve.length - 1] ?? Infinity));
+    for (const x of [5, 1]) {
+      if (x !== 5) await page.selectOption("#compare-within-x", String(x));
+      const want = bests.map((b) => [String(b.id), String(b.curve.findIndex((v) => v <= bestAll * (1 + x / 100)) + 1 || "")]);
+      await page.waitForFunction((w) => {
+        const rows = [...document.querySelectorAll("#compare-within-table tbody tr")].map((tr) => [tr.dataset.job, tr.dataset.evals]);
+        return JSON.stringify(rows) === JSON.stringify(w);
+      }, want);
+      for (const [id, evals] of want) {
+        const words = await page.textContent(`#compare-within-table tr[data-job="${id}"] .within-evals`);
+        assert.ok(evals ? words.startsWith(`${evals} of `) : words.startsWith("not reached in "), words);
+      }
+    }
     await page.setInputFiles("#bench-file", path.join(SOURCE, "tests/bench/results/gpu-spaces.json"));
     await page.waitForSelector("#bench-section[data-loaded=all]");
     const strategies = JSON.parse(fs.readFileSync(path.join(SOURCE, "tests/bench/results/gpu-spaces.json"), "utf8")).averages;

@@ -222,6 +222,12 @@ class CliTest(unittest.TestCase):
         header = self.ktune(*q, "--format", "header").stdout
         self.assertIn("NOT MEASURED: predicted by model %d" % model_id, header)
         self.assertIn("#define KTUNE_PREDICTED 1\n", header)
+        # The server renders it with the same code (issue 31: the dashboard's export buttons
+        # download GET /v1/best?...&format=header|flags): byte for byte what ktune writes.
+        for fmt, text in (("header", header), ("flags", " ".join(flags) + "\n")):
+            status, hdrs, served = self.k.get("/v1/best?kernel=gemm&device=cpu&M=100&N=100&K=100&format=" + fmt)
+            self.assertEqual((status, hdrs["content-type"].split(";")[0], served), (200, "text/plain", text))
+            self.assertIn("attachment; filename=", hdrs["content-disposition"])
         full = json.loads(self.ktune(*q, "--verbose", "--k", "2").stdout)
         self.assertEqual((full["source"], len(full["candidates"])), ("predicted", 2))
         self.ktune(*q, "--source", "measured", expect=NOT_FOUND)
@@ -278,6 +284,10 @@ class CliTest(unittest.TestCase):
             self.ktune("export", str(job_id), "--format", fmt, "-o", path)
             with open(path) as f:
                 doc = json.load(f)
+            # GET /v1/jobs/{id}/export (the dashboard's button) serves the same file (issue 31).
+            status, hdrs, served = self.k.get("/v1/jobs/%d/export?format=%s" % (job_id, fmt))
+            self.assertEqual((status, served), (200, doc), fmt)
+            self.assertIn("ktune_job%d_" % job_id, hdrs["content-disposition"])
             if fmt == "kerneltuner":
                 self.assertEqual(len(doc["cache"]), 150)
                 self.assertEqual(doc["tune_params_keys"][0], "block_size_x")
@@ -318,6 +328,8 @@ class CliTest(unittest.TestCase):
                                                        "trials": trials}, headers=self.auth)
         self.assertEqual(status, 201, reply)
         doc = json.loads(self.ktune("export", str(reply["job"]["id"]), "--format", "kerneltuner").stdout)
+        # the server's export writes the limits and the problem into the restrictions the same way
+        self.assertEqual(self.k.get("/v1/jobs/%d/export?format=kerneltuner" % reply["job"]["id"])[2], doc)
         for key, kind in (("schema_version", str), ("device_name", str), ("kernel_name", str),
                           ("problem_size", list), ("tune_params_keys", list), ("tune_params", dict),
                           ("objective", str), ("cache", dict)):

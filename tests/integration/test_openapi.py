@@ -363,6 +363,44 @@ class ServedTest(unittest.TestCase):
         for path in ("/v1/kernels", "/v1/devices", "/v1/strategies", "/v1/workers", "/healthz", "/metrics"):
             status, _, _ = self.call("GET", path)
             self.assertEqual(status, 200, path)
+        # Exports (issue 31): the job's trials as files, its best as ktune best writes it; a best
+        # entry's trial by its id; the lookup rendered as a header; peaks in GET /v1/devices.
+        status, hdrs, doc = self.call("GET", "/v1/jobs/{id}/export", {"id": jid}, {"format": "kerneltuner"})
+        self.assertEqual((status, doc["ktune"]["job"], len(doc["cache"]) <= job["progress"]["trials"]),
+                         (200, jid, True))
+        self.assertIn('filename="ktune_job%d_convolution_kerneltuner.json"' % jid, hdrs["content-disposition"])
+        status, _, doc = self.call("GET", "/v1/jobs/{id}/export", {"id": jid}, {"format": "t4"})
+        self.assertEqual((status, len(doc["results"])), (200, job["progress"]["trials"]))
+        status, hdrs, text = self.call("GET", "/v1/jobs/{id}/export", {"id": jid}, {"format": "header"})
+        self.assertEqual((status, hdrs["content-type"]), (200, "text/plain; charset=utf-8"))
+        self.assertIn("(job %d, trial %d)" % (jid, got["best"]["trial_id"]), text)
+        for name, value in got["best"]["config"].items():
+            self.assertIn("#define KTUNE_%s %s\n" % (name.upper(), value), text)
+        status, _, text = self.call("GET", "/v1/jobs/{id}/export", {"id": jid}, {"format": "flags"})
+        self.assertEqual(text.split(), ["-D%s=%s" % kv for kv in got["best"]["config"].items()])
+        for q, code in (({"format": "yaml"}, "out_of_range"), ({}, "missing_field")):
+            status, _, reply = self.call("GET", "/v1/jobs/{id}/export", {"id": jid}, q)
+            self.assertEqual((status, reply["error"]["code"]), (400, code), reply)
+        status, _, reply = self.call("GET", "/v1/jobs/{id}/export", {"id": 999999}, {"format": "header"})
+        self.assertEqual((status, reply["error"]["code"]), (404, "not_found"), reply)
+        status, hdrs, text = self.call("GET", "/v1/best", query=dict(query, format="header"))
+        self.assertEqual((status, hdrs["content-type"].split(";")[0]), (200, "text/plain"))
+        self.assertIn("(job %d, trial %d)" % (best["job_id"], best["trial_id"]), text)
+        status, _, reply = self.call("GET", "/v1/best", query=dict(query, format="yaml"))
+        self.assertEqual((status, reply["error"]["code"]), (400, "out_of_range"), reply)
+        status, _, page = self.call("GET", "/v1/jobs/{id}/trials", {"id": best["job_id"]}, {"trial": best["trial_id"]})
+        self.assertEqual([t["id"] for t in page["trials"]], [best["trial_id"]])
+        status, _, reply = self.call("GET", "/v1/jobs/{id}/trials", {"id": jid}, {"trial": 1, "after": 0})
+        self.assertEqual((status, reply["error"]["code"]), (400, "bad_request"), reply)
+        status, _, devices = self.call("GET", "/v1/devices")
+        replay = [d for d in devices["devices"] if d["kind"] == "replay"]
+        self.assertTrue(replay and all(d["peak_gflops"] is None and d["peak_basis"].startswith("peak unknown")
+                                       for d in replay))
+        for d in devices["devices"]:
+            if d["kind"] == "accel":  # its cost model's own figures: PEs x 2 x clock
+                self.assertAlmostEqual(d["peak_gflops"], d["description"]["pes"] * 2 * d["description"]["clock_ghz"])
+            if d["kind"] == "cpu" and d["description"].get("max_mhz") is None:
+                self.assertEqual(d["peak_gflops"], None)  # no frequency known: no peak
 
     def test_g_ask_tell(self):
         """Ask/tell (issue 27): an external job measured by this test as its harness."""
@@ -448,8 +486,10 @@ class ServedTest(unittest.TestCase):
                     schema = deref(p["schema"])
                     if schema.get("type") == "integer":
                         lo, hi = schema["minimum"], schema["maximum"]
+                        # trial= goes alone (no compact page)
+                        base = {} if (path, p["name"]) == ("/v1/jobs/{id}/trials", "trial") else fixed
                         for value, ok in ((lo - 1, False), (lo, True), (hi, True), (hi + 1, False)):
-                            status, _, reply = self.call(method.upper(), path, ids, dict(fixed, **{p["name"]: value}))
+                            status, _, reply = self.call(method.upper(), path, ids, dict(base, **{p["name"]: value}))
                             if ok:
                                 self.assertLess(status, 400, (p["name"], value, reply))
                             else:
@@ -723,6 +763,7 @@ class ServedTest(unittest.TestCase):
                 ("POST", "/v1/tune", None, conv), ("GET", "/v1/jobs", None, None), ("GET", "/v1/jobs/{id}", None, None),
                 ("DELETE", "/v1/jobs/{id}", None, None), ("GET", "/v1/jobs/{id}/trials", None, None),
                 ("GET", "/v1/jobs/{id}/events", {"wait_s": 0}, None),
+                ("GET", "/v1/jobs/{id}/export", {"format": "kerneltuner"}, None),
                 # k=7: a lookup never asked before (answers already in memory are still served)
                 ("GET", "/v1/best", dict(conv, k=7), None), ("GET", "/v1/best/entries", None, None),
                 ("GET", "/v1/workers", None, None), ("GET", "/v1/models", None, None),

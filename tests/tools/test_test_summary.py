@@ -5,7 +5,8 @@
 no reason, Python unittest's "... skipped 'reason'" on one line or after a docstring line), and
 nothing for a test that only says "skipped" in its output; the timing table has each test's time
 per build, slowest first, and the totals; a JUnit file's statuses win over the log's; a missing
-build folder or one never tested is said so; the exit status is 0 even when tests failed. Run by
+build folder or one never tested is said so; a build's two ctest runs of make test (build/side/
+Testing/Temporary beside the build's own) read as one; the exit status is 0 even when tests failed. Run by
 ctest as tools_test_summary."""
 import os
 import subprocess
@@ -165,6 +166,29 @@ class TestSummaryTest(unittest.TestCase):
         self.assertEqual(order[:3], ["integration_test_security_pg", "test_http_units", "test_bench_mcache"])
         self.assertEqual(len(order), 6)
 
+    def test_two_part_run_reads_both_parts(self):
+        """make test's two ctest runs of a build: the side-by-side run's records in build/side/
+        Testing/Temporary, the serial run's in the build's own; one column, both runs' tests, each
+        run's statuses."""
+        build = write_build(self.root, "build-split", [
+            block(1, 1, "test_http_edges", ["[ RUN      ] edge", "[       OK ] edge"], "9.5")])
+        side = write_build(os.path.join(self.root, "build-split"), "side", [
+            block(1, 3, "test_catalog", [], "20.0", result="Failed"),
+            block(2, 3, "test_runner_cuda", ["SKIP: no CUDA driver (libcuda.so.1 not found)"], "0.1"),
+            block(3, 3, "test_search_bo", [], "7.0")], failed=[(1, "test_catalog")],
+            junit=JUNIT.replace("test_http_units", "test_search_bo").replace("40.0", "7.0"))
+        tmp = os.path.join(side, "Testing", "Temporary")
+        p = subprocess.run([sys.executable, TOOL, build], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("with %s" % os.path.join(tmp, "LastTest.log"), p.stdout)
+        self.assertIn("statuses from %s" % os.path.join(tmp, "junit.xml"), p.stdout)
+        self.assertIn("4 tests: 1 failed, 2 passed, 1 skipped", p.stdout)
+        self.assertIn("SKIPPED  test_runner_cuda: no CUDA driver", p.stdout)
+        table = {r.split()[0]: r.split()[1:] for r in p.stdout.partition("slowest first ==")[2].splitlines()
+                 if len(r.split()) == 2}
+        self.assertEqual(table["test_catalog"], ["20.00"])
+        self.assertEqual(table["test_http_edges"], ["9.50"])
+        self.assertEqual(table["total"], ["36.60"])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -17,6 +17,7 @@
 #include "accel/accel_model.h"
 #include "catalog/catalog.h"
 #include "catalog/catalog_fleet.h"
+#include "catalog/catalog_peak.h"
 #include "core/log.h"
 
 #define DEVICES_FILE KT_SOURCE_DIR "/accel/devices.json"
@@ -436,6 +437,48 @@ static void meta_gives_the_objective(void **state)
     catalog_free(c);
 }
 
+/* The peak rate of GET /v1/devices (issue 31): computed where every factor is known, "peak
+ * unknown" with the reason where one is not (a CPU without a known frequency). */
+static void peak_known_only_from_known_factors(void **state)
+{
+    (void)state;
+    char basis[256];
+    double g = -1;
+    json_t *accel = json_pack("{s:i, s:f}", "pes", 256, "clock_ghz", 1.0);
+    assert_int_equal(catalog_peak("accel", accel, &g, basis, sizeof basis), 1);
+    assert_true(fabs(g - 512.0) < 1e-9);
+    assert_non_null(strstr(basis, "256 PEs"));
+    /* H100 SXM: 132 SMs x 128 lanes x 2 x 1980 MHz = 66,908 GFLOP/s, NVIDIA's 67 TFLOPS */
+    json_t *cuda =
+        json_pack("{s:i, s:i, s:f}", "sms", 132, "compute_capability", 90, "clock_mhz", 1980.0);
+    assert_int_equal(catalog_peak("cuda", cuda, &g, basis, sizeof basis), 1);
+    assert_true(fabs(g - 66908.16) < 0.01);
+    json_object_set_new(cuda, "clock_mhz", json_null());
+    assert_int_equal(catalog_peak("cuda", cuda, &g, basis, sizeof basis), 0);
+    assert_non_null(strstr(basis, "no clock rate"));
+    json_t *cpu = json_pack("{s:[s,s,s], s:i, s:n, s:i}", "isa", "avx", "avx2", "fma",
+                            "physical_cores", 8, "max_mhz", "cores", 16);
+    assert_int_equal(catalog_peak("cpu", cpu, &g, basis, sizeof basis), 0);
+    assert_non_null(strstr(basis, "frequency is not known"));
+    json_object_set_new(cpu, "max_mhz", json_real(3000.0));
+    assert_int_equal(catalog_peak("cpu", cpu, &g, basis, sizeof basis), 1);
+    assert_true(fabs(g - 8 * 8 * 2 * 2 * 3.0) < 1e-9); /* 768: physical cores, not threads */
+    assert_int_equal(catalog_peak("replay", cpu, &g, basis, sizeof basis), 0);
+    json_t *dev = json_pack("{s:s, s:O}", "kind", "accel", "description", accel);
+    catalog_peak_set(dev);
+    assert_true(fabs(json_number_value(json_object_get(dev, "peak_gflops")) - 512.0) < 1e-9);
+    json_object_set_new(dev, "kind", json_string("cpu"));
+    json_object_set(dev, "description", cpu);
+    json_object_set_new(cpu, "max_mhz", json_null());
+    catalog_peak_set(dev);
+    assert_true(json_is_null(json_object_get(dev, "peak_gflops")));
+    assert_non_null(strstr(json_string_value(json_object_get(dev, "peak_basis")), "unknown"));
+    json_decref(dev);
+    json_decref(accel);
+    json_decref(cuda);
+    json_decref(cpu);
+}
+
 int main(void)
 {
     kt_log_init(KT_LOG_ERROR);
@@ -448,6 +491,7 @@ int main(void)
         cmocka_unit_test(reopen_checks_the_stored_key),
         cmocka_unit_test(sampled_problems_resolve),
         cmocka_unit_test(meta_gives_the_objective),
+        cmocka_unit_test(peak_known_only_from_known_factors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

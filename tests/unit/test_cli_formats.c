@@ -18,7 +18,8 @@
 #include "cli/cli_args.h"
 #include "cli/cli_client.h"
 #include "cli/cli_formats.h"
-#include "cli/cli_render.h"
+#include "space/config_render.h"
+#include "space/tuner_export.h"
 #include "cli/cli_tune.h"
 
 static json_t *load(const char *text)
@@ -225,29 +226,29 @@ static void test_render_best_sources(void **state)
     json_t *best = load("{\"kernel\": \"gemm\", \"device\": \"cpu\", \"problem\": {\"M\": 64},"
                         " \"config\": {\"MR\": 6}, \"source\": \"predicted\", \"score\": -0.25,"
                         " \"model\": {\"id\": 4, \"algorithm\": \"seq2seq\", \"version\": 2}}");
-    char *s = cli_render_best(best, "flags", &err);
+    char *s = config_render_best(best, "flags", &err);
     assert_string_equal(s, "-DMR=6 -DKTUNE_PREDICTED=1\n");
     free(s);
-    s = cli_render_best(best, "header", &err);
+    s = config_render_best(best, "header", &err);
     assert_non_null(strstr(s, "NOT MEASURED: predicted by model 4 (seq2seq, version 2)"));
     assert_non_null(strstr(s, "#define KTUNE_PREDICTED 1\n"));
     assert_non_null(strstr(s, "#define KTUNE_MR 6\n"));
     free(s);
-    s = cli_render_best(best, "json", &err);
+    s = config_render_best(best, "json", &err);
     assert_string_equal(s, "{\"MR\":6}\n");
     free(s);
-    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_true(config_render_source_text(best, how, sizeof how) > 0);
     assert_string_equal(how, "predicted by model 4 (seq2seq, version 2), score -0.25");
-    assert_int_equal(cli_best_source_text(best, how, 10), -1);
+    assert_int_equal(config_render_source_text(best, how, 10), -1);
 
     json_object_set_new(best, "source", json_string("nearest"));
     json_object_set_new(best, "nearest",
                         load("{\"problem\": {\"M\": 32}, \"distance\": 0.5,"
                              " \"time_ms\": 2}"));
-    s = cli_render_best(best, "flags", &err);
+    s = config_render_best(best, "flags", &err);
     assert_string_equal(s, "-DMR=6 -DKTUNE_NEAREST=1\n");
     free(s);
-    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_true(config_render_source_text(best, how, sizeof how) > 0);
     assert_string_equal(how, "nearest tuned problem {\"M\":32} (distance 0.5, 2 ms there)");
 
     json_object_set_new(best, "source", json_string("measured"));
@@ -255,20 +256,20 @@ static void test_render_best_sources(void **state)
     json_object_set_new(best, "job_id", json_integer(3));
     json_object_set_new(best, "trial_id", json_integer(9));
     json_object_set_new(best, "provenance", load("{\"repeats\": 7, \"noise_cv\": 0.012}"));
-    s = cli_render_best(best, "flags", &err);
+    s = config_render_best(best, "flags", &err);
     assert_string_equal(s, "-DMR=6\n");
     free(s);
-    s = cli_render_best(best, "header", &err);
+    s = config_render_best(best, "header", &err);
     assert_null(strstr(s, "KTUNE_PREDICTED"));
     assert_null(strstr(s, "NOT MEASURED"));
     free(s);
-    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_true(config_render_source_text(best, how, sizeof how) > 0);
     assert_string_equal(how, "measured 1.5 ms (job 3, trial 9, 7 repeats, noise 1.2%)");
     /* An imported entry (issue #11) says so, and is no prediction. */
     json_object_set_new(best, "source", json_string("imported"));
-    assert_true(cli_best_source_text(best, how, sizeof how) > 0);
+    assert_true(config_render_source_text(best, how, sizeof how) > 0);
     assert_string_equal(how, "imported 1.5 ms (job 3, trial 9, 7 repeats, noise 1.2%)");
-    s = cli_render_best(best, "header", &err);
+    s = config_render_best(best, "header", &err);
     assert_non_null(strstr(s, "imported (measured elsewhere): 1.5 ms (job 3, trial 9)"));
     assert_null(strstr(s, "NOT MEASURED"));
     free(s);
@@ -283,15 +284,15 @@ static void test_render_best(void **state)
                         " \"config\": {\"block_size_x\": 32, \"ratio\": 0.5, \"use_x\": true,"
                         " \"tiny\": 1e-05, \"type\": \"float\"},"
                         " \"time_ms\": 1.5, \"job_id\": 3, \"trial_id\": 9}");
-    char *s = cli_render_best(best, "json", &err);
+    char *s = config_render_best(best, "json", &err);
     assert_string_equal(
         s, "{\"block_size_x\":32,\"ratio\":0.5,\"use_x\":true,\"tiny\":1.0000000000000001e-5,"
            "\"type\":\"float\"}\n");
     free(s);
-    s = cli_render_best(best, "flags", &err);
+    s = config_render_best(best, "flags", &err);
     assert_string_equal(s, "-Dblock_size_x=32 -Dratio=0.5 -Duse_x=1 -Dtiny=1e-05 -Dtype=float\n");
     free(s);
-    s = cli_render_best(best, "header", &err);
+    s = config_render_best(best, "header", &err);
     assert_non_null(s);
     assert_non_null(strstr(s, "#ifndef KTUNE_GEMM_V2_H\n#define KTUNE_GEMM_V2_H\n"));
     assert_non_null(strstr(s, "\n#define KTUNE_BLOCK_SIZE_X 32\n#define KTUNE_RATIO 0.5\n"
@@ -300,42 +301,42 @@ static void test_render_best(void **state)
     assert_non_null(strstr(s, "1.5 ms (job 3, trial 9)"));
     assert_non_null(strstr(s, "#endif /* KTUNE_GEMM_V2_H */\n"));
     free(s);
-    assert_null(cli_render_best(best, "yaml", &err));
+    assert_null(config_render_best(best, "yaml", &err));
     assert_int_equal(err.code, KT_ERR_BAD_REQUEST);
 
     /* A value with a space is quoted for the shell; a name that is no identifier is refused. */
     json_object_set_new(json_object_get(best, "config"), "type", json_string("unsigned int"));
-    s = cli_render_best(best, "flags", &err);
+    s = config_render_best(best, "flags", &err);
     assert_non_null(strstr(s, " '-Dtype=unsigned int'\n"));
     free(s);
     json_object_set_new(json_object_get(best, "config"), "2x", json_integer(1));
-    assert_null(cli_render_best(best, "flags", &err));
+    assert_null(config_render_best(best, "flags", &err));
     assert_non_null(strstr(err.message, "'2x' is not a C identifier"));
-    s = cli_render_best(best, "header", &err); /* the macro name is made one */
+    s = config_render_best(best, "header", &err); /* the macro name is made one */
     assert_non_null(strstr(s, "#define KTUNE_2X 1\n"));
     free(s);
     /* A comment terminator in the problem cannot end the header's comment. */
     json_object_set_new(best, "problem", load("{\"s\": \"*/ int x;\"}"));
-    s = cli_render_best(best, "header", &err);
+    s = config_render_best(best, "header", &err);
     assert_null(strstr(s, "*/ int x"));
     free(s);
     json_object_set_new(json_object_get(best, "config"), "nested", load("[1]"));
-    assert_null(cli_render_best(best, "header", &err));
+    assert_null(config_render_best(best, "header", &err));
     json_object_del(best, "config");
-    assert_null(cli_render_best(best, "json", &err));
+    assert_null(config_render_best(best, "json", &err));
     json_decref(best);
 
     char buf[64];
     json_t *v = json_true();
-    assert_int_equal(cli_value_text(v, 0, buf, sizeof buf), 4);
+    assert_int_equal(config_value_text(v, 0, buf, sizeof buf), 4);
     assert_string_equal(buf, "True");
     json_decref(v);
     v = json_real(4.0);
-    cli_value_text(v, 0, buf, sizeof buf);
+    config_value_text(v, 0, buf, sizeof buf);
     assert_string_equal(buf, "4.0");
     json_decref(v);
     v = json_string("a\nb");
-    assert_int_equal(cli_value_text(v, 0, buf, sizeof buf), -1);
+    assert_int_equal(config_value_text(v, 0, buf, sizeof buf), -1);
     json_decref(v);
 }
 
@@ -391,7 +392,7 @@ static void test_kerneltuner_round_trip(void **state)
     json_t *params = load("[{\"name\": \"x\", \"values\": [1, 2, 3]},"
                           " {\"name\": \"f\", \"values\": [0.5, 1.0]}]");
     json_t *restr = load("[\"x > 0\"]");
-    json_t *doc = cli_export_kerneltuner(job, params, restr, NULL, NULL, trials, &err);
+    json_t *doc = tuner_export_kerneltuner(job, params, restr, NULL, NULL, trials, &err);
     assert_non_null(doc);
     assert_json(json_object_get(doc, "tune_params_keys"), "[\"x\", \"f\"]");
     assert_json(json_object_get(doc, "tune_params"), "{\"x\": [1, 2, 3], \"f\": [0.5, 1.0]}");
@@ -438,7 +439,7 @@ static void test_kerneltuner_round_trip(void **state)
     json_decref(doc);
 
     /* Without the kernel's parameters, names and values come from the trials. */
-    doc = cli_export_kerneltuner(job, NULL, NULL, NULL, NULL, trials, &err);
+    doc = tuner_export_kerneltuner(job, NULL, NULL, NULL, NULL, trials, &err);
     assert_json(json_object_get(doc, "tune_params"), "{\"x\": [1, 2, 3], \"f\": [0.5, 1.0]}");
     assert_null(json_object_get(doc, "restrictions"));
     json_decref(doc);
@@ -451,7 +452,7 @@ static void test_kerneltuner_round_trip(void **state)
     json_t *cpu_restr = load("[\"x*M <= l2_bytes // 2 and x_M < 1e+3\", \"f != 'M' or N > 0\"]");
     json_t *constants = load("{\"M\": 96, \"N\": 80, \"l2_bytes\": 1048576}");
     json_t *args = load("[{\"name\": \"M\"}, {\"name\": \"N\"}]");
-    doc = cli_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err);
+    doc = tuner_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err);
     assert_non_null(doc);
     assert_json(json_object_get(doc, "problem_size"), "[96, 80]");
     assert_json(json_object_get(doc, "restrictions"),
@@ -459,7 +460,8 @@ static void test_kerneltuner_round_trip(void **state)
     json_decref(doc);
     /* A problem value Kernel Tuner's integer problem_size cannot hold is refused. */
     json_object_set_new(json_object_get(cpu_job, "problem"), "M", json_real(0.5));
-    assert_null(cli_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err));
+    assert_null(
+        tuner_export_kerneltuner(cpu_job, params, cpu_restr, constants, args, trials, &err));
     assert_non_null(strstr(err.message, "problem_size"));
     json_decref(args);
     json_decref(constants);
@@ -634,7 +636,7 @@ static void test_t4_round_trip(void **state)
     (void)state;
     kt_error err;
     json_t *job = load(job_text), *trials = load(trials_text);
-    json_t *doc = cli_export_t4(job, trials, &err);
+    json_t *doc = tuner_export_t4(job, trials, &err);
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "schema_version")), "1.0.0");
     const json_t *results = json_object_get(doc, "results");

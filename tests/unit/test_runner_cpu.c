@@ -930,12 +930,60 @@ static void cache_sizes_fall_back_when_sysfs_is_silent(void **state)
            info.l3_bytes, info.cache_source);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", text);
+    fclose(f);
+}
+
+/* Physical cores from the topology (hardware threads counted once) and the cpufreq maximum;
+ * without cpufreq the frequency stays unknown (0), never a guess (issue 31's peak). */
+static void topology_counts_cores_and_knows_frequency_only_from_cpufreq(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kt-cpus-XXXXXX", path[512];
+    assert_non_null(mkdtemp(dir));
+    static const char *const siblings[] = {"0,2", "1,3", "0,2", "1,3"};
+    for (int n = 0; n < 4; n++) {
+        snprintf(path, sizeof path, "%s/cpu%d", dir, n);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/cpu%d/topology", dir, n);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/cpu%d/topology/thread_siblings_list", dir, n);
+        write_text(path, siblings[n]);
+    }
+    cpu_info info;
+    memset(&info, 0, sizeof info);
+    cpu_topology_read(&info, dir);
+    assert_int_equal(info.physical_cores, 2);
+    assert_true(info.max_mhz == 0);
+    snprintf(path, sizeof path, "%s/cpu0/cpufreq", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/cpu0/cpufreq/cpuinfo_max_freq", dir);
+    write_text(path, "3500000");
+    cpu_topology_read(&info, dir);
+    assert_true(info.max_mhz > 3499.9 && info.max_mhz < 3500.1);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/cpu0/cpufreq", dir);
+    rmdir(path);
+    for (int n = 0; n < 4; n++) {
+        snprintf(path, sizeof path, "%s/cpu%d/topology", dir, n);
+        remove_tree(path);
+        snprintf(path, sizeof path, "%s/cpu%d", dir, n);
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(probe_reports_the_cpu, setup, teardown),
         cmocka_unit_test(toolchain_of_version_output),
         cmocka_unit_test(cache_sizes_fall_back_when_sysfs_is_silent),
+        cmocka_unit_test(topology_counts_cores_and_knows_frequency_only_from_cpufreq),
         cmocka_unit_test_setup_teardown(measure_scale_is_ok_and_cached, setup, teardown),
         cmocka_unit_test_setup_teardown(files_in_the_request_are_compiled, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_kernel_gives_wrong_result, setup, teardown),

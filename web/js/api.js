@@ -82,6 +82,32 @@ export async function request(method, path, body, { signal, quiet } = {}) {
 }
 
 export const get = (path, opts) => request("GET", path, undefined, opts);
+
+// A file the server makes (GET /v1/best?format=header, /v1/jobs/{id}/export?format=...): its text,
+// content type and the name of Content-Disposition; an error reply is thrown as ApiError.
+export async function getFile(path) {
+  const headers = {};
+  const token = getToken();
+  if (token) headers.Authorization = "Bearer " + token;
+  setInFlight(1);
+  try {
+    const res = await fetch(path, { headers, cache: "no-store" });
+    const text = await res.text();
+    if (!res.ok) {
+      let parsed = null;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = null;
+      }
+      throw new ApiError(res.status, parsed);
+    }
+    const m = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") || "");
+    return { text, type: res.headers.get("Content-Type") || "text/plain", filename: m ? m[1] : "" };
+  } finally {
+    setInFlight(-1);
+  }
+}
 export const post = (path, body, opts) => request("POST", path, body, opts);
 export const del = (path, opts) => request("DELETE", path, undefined, opts);
 

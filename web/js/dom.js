@@ -105,6 +105,14 @@ export function progressBar(fraction, label) {
   );
 }
 
+// A link to the job and trial that measured a result (a best entry, a lookup's answer): the job
+// page opens that trial's details (#/jobs/{job}?trial={trial}).
+export function measuredBy(jobId, trialId) {
+  if (jobId === null || jobId === undefined) return h("span", { class: "muted" }, "–");
+  const href = trialId === null || trialId === undefined ? `#/jobs/${jobId}` : `#/jobs/${jobId}?trial=${trialId}`;
+  return h("a", { href, class: "measured-by", "data-job": jobId, "data-trial": trialId ?? "" }, `job #${jobId}`, trialId === null || trialId === undefined ? null : ` · trial ${trialId}`);
+}
+
 export function errorBox(err) {
   return h(
     "div",

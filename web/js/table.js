@@ -1,18 +1,22 @@
 // A sortable, paged table over rows addressed by index (0..n-1), so that 100,000 trials cost one
 // index array and only the visible page is ever turned into DOM. Columns say how to sort
-// (value(i)) and how to show (render(i)); clicking a header sorts by it, again reverses.
+// (value(i)) and how to show (render(i)); clicking a header sorts by it, again reverses. A column's
+// `filter` (an element, e.g. a select) sits in a second header row; setFilter(keep) shows only the
+// rows keep(i) accepts (the caller owns the controls and the predicate).
 
 import { h, clear } from "./dom.js";
 
 export class DataTable {
-  // columns: [{key, label, value(i), render(i), cls, title}], opts: {pageSize, empty, onRow(i, tr)}
+  // columns: [{key, label, value(i), render(i), cls, title, filter}], opts: {pageSize, empty, onRow(i, tr)}
   constructor(columns, opts = {}) {
     this.columns = columns;
     this.pageSize = opts.pageSize || 50;
     this.emptyText = opts.empty || "Nothing to show.";
     this.onRow = opts.onRow;
     this.n = 0;
-    this.order = null; // Int32Array permutation when sorted
+    this.order = null; // Int32Array of the rows shown, in order, when sorted or filtered
+    this.shown = 0; // rows shown (n unless filtered)
+    this.keep = null; // filter predicate, or null
     this.sortKey = opts.sortKey || null;
     this.sortDir = opts.sortDir || 1;
     this.page = 0;
@@ -60,16 +64,27 @@ export class DataTable {
             this.sortKey === c.key ? (this.sortDir > 0 ? " ▲" : " ▼") : ""
           )
         )
-      )
+      ),
+      // Filters in cells of their own (td: a header's text stays its label).
+      this.columns.some((c) => c.filter)
+        ? h("tr", { class: "filter-row" }, this.columns.map((c) => h("td", { class: c.cls }, c.filter || null)))
+        : null
     );
+  }
+
+  // Shows only the rows keep(i) accepts (null: every row), from the first page.
+  setFilter(keep) {
+    this.keep = keep;
+    this.page = 0;
+    this.sort();
+    this.render();
   }
 
   // The row count changed (or the rows did): re-sorts if sorted, keeps the page when it still exists.
   setCount(n, { force } = {}) {
     const changed = n !== this.n || force;
     this.n = n;
-    if (changed && this.sortKey) this.sort();
-    else if (!this.sortKey) this.order = null;
+    if (changed || (!this.sortKey && !this.keep)) this.sort();
     this.render();
   }
 
@@ -85,13 +100,23 @@ export class DataTable {
     this.render();
   }
 
+  // Builds the order of the rows shown: those the filter keeps, sorted by the sort column.
   sort() {
-    const col = this.columns.find((c) => c.key === this.sortKey);
+    const col = this.columns.find((c) => c.key === this.sortKey && c.value);
+    if (!col && !this.keep) {
+      this.order = null;
+      this.shown = this.n;
+      return;
+    }
+    let m = 0;
+    const all = new Int32Array(this.n);
+    for (let i = 0; i < this.n; i++) if (!this.keep || this.keep(i)) all[m++] = i;
+    const order = m === this.n ? all : all.slice(0, m);
+    this.order = order;
+    this.shown = m;
     if (!col) return;
     const keys = new Array(this.n);
-    for (let i = 0; i < this.n; i++) keys[i] = col.value(i);
-    const order = new Int32Array(this.n);
-    for (let i = 0; i < this.n; i++) order[i] = i;
+    for (const i of order) keys[i] = col.value(i);
     const dir = this.sortDir;
     // Missing values (NaN, null, undefined) last in both directions.
     order.sort((a, b) => {
@@ -102,7 +127,6 @@ export class DataTable {
       if (x > y) return dir;
       return a - b;
     });
-    this.order = order;
   }
 
   setPageSize(s) {
@@ -113,7 +137,7 @@ export class DataTable {
   }
 
   pages() {
-    return Math.max(1, Math.ceil(this.n / this.pageSize));
+    return Math.max(1, Math.ceil(this.shown / this.pageSize));
   }
 
   go(p) {
@@ -124,7 +148,7 @@ export class DataTable {
   render() {
     if (this.page >= this.pages()) this.page = this.pages() - 1;
     const start = this.page * this.pageSize;
-    const end = Math.min(this.n, start + this.pageSize);
+    const end = Math.min(this.shown, start + this.pageSize);
     const rows = [];
     for (let k = start; k < end; k++) {
       const i = this.order ? this.order[k] : k;
@@ -132,10 +156,12 @@ export class DataTable {
       if (this.onRow) this.onRow(i, tr);
       rows.push(tr);
     }
-    if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: this.columns.length, class: "empty" }, this.emptyText)));
+    const empty = this.n && !this.shown ? "No row passes the filter." : this.emptyText;
+    if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: this.columns.length, class: "empty" }, empty)));
     clear(this.tbody, rows);
-    this.info.textContent = this.n
-      ? `${(start + 1).toLocaleString("en")}–${end.toLocaleString("en")} of ${this.n.toLocaleString("en")}`
-      : "0 rows";
+    const of = this.shown < this.n ? ` (filtered from ${this.n.toLocaleString("en")})` : "";
+    this.info.textContent = this.shown
+      ? `${(start + 1).toLocaleString("en")}–${end.toLocaleString("en")} of ${this.shown.toLocaleString("en")}${of}`
+      : "0 rows" + of;
   }
 }

@@ -6,7 +6,8 @@
 
 import { get, query } from "../api.js";
 import { DataTable } from "../table.js";
-import { h, clear, fmtMs, objectiveOf, fmtNum, fmtTime, fmtObject, errorBox, copyText } from "../dom.js";
+import { exportButtons } from "../export.js";
+import { h, clear, fmtMs, objectiveOf, fmtNum, fmtTime, fmtObject, errorBox, copyText, measuredBy } from "../dom.js";
 
 // A problem value as a query argument: numbers as they are, lists comma-separated.
 function problemArg(v) {
@@ -44,13 +45,13 @@ function provenance(best) {
     const n = best.nearest || {};
     // origin: the neighbour's, "measured" or "imported" (an import an admin trusted: issue 26).
     const via = best.origin === "imported" ? "imported, " : "";
-    return h("p", { class: "muted" }, `Not measured for this problem: the best of the nearest tuned problem ${fmtObject(n.problem)} (log-distance ${fmtNum(n.distance)}, ${fmtMs(n.time_ms)} there, ${via}`, h("a", { href: `#/jobs/${n.job_id}` }, `job #${n.job_id}`), ")");
+    return h("p", { class: "muted" }, `Not measured for this problem: the best of the nearest tuned problem ${fmtObject(n.problem)} (log-distance ${fmtNum(n.distance)}, ${fmtMs(n.time_ms)} there, ${via}`, measuredBy(n.job_id, n.trial_id), ")");
   }
   const p = best.provenance || {};
   const how = [p.repeats != null ? `${p.repeats} repeats` : null, p.noise_cv != null ? `noise ${(p.noise_cv * 100).toFixed(1)}%` : null].filter(Boolean).join(", ");
   // "imported": measured elsewhere and sent with POST /v1/imports; any measurement here replaces it.
   const what = best.source === "imported" ? "imported" : "measured";
-  return h("p", { class: "muted" }, `from `, h("a", { href: `#/jobs/${best.job_id}` }, `job #${best.job_id}`), `, ${what} ${fmtTime(best.measured_at)}${how ? " (" + how + ")" : ""} · problem ${fmtObject(best.problem)}`);
+  return h("p", { class: "muted" }, `from `, measuredBy(best.job_id, best.trial_id), `, ${what} ${fmtTime(best.measured_at)}${how ? " (" + how + ")" : ""} · problem ${fmtObject(best.problem)}`);
 }
 
 function lookupSection(kernels) {
@@ -109,6 +110,8 @@ function lookupSection(kernels) {
             copyMsg),
           h("pre", { class: "json" }, JSON.stringify(best.config, null, 2)),
           provenance(best),
+          // The answer as ktune best --format writes it, made by the server (GET /v1/best?...&format=).
+          exportButtons(["header", "flags"], (f) => url + "&format=" + f, { id: "lookup-export", name: `ktune_${params.kernel}` }),
           best.tune_on_miss ? h("p", { class: "muted" }, best.tune_on_miss.queued ? "queued " : "already tuning: ", h("a", { href: `#/jobs/${best.tune_on_miss.job_id}` }, `job #${best.tune_on_miss.job_id}`)) : null,
           h("p", { class: "muted mono" }, "GET " + url)
         )
@@ -132,8 +135,8 @@ function browseSection(kernels) {
       { key: "device", label: "device", cls: "mono", value: (i) => rows[i].device, render: (i) => rows[i].device },
       { key: "problem", label: "problem", cls: "mono opt", value: (i) => fmtObject(rows[i].problem), render: (i) => fmtObject(rows[i].problem) },
       { key: "time", label: "time", cls: "num", value: (i) => rows[i].time_ms, render: (i) => objectiveOf(rows[i].device).fmt(rows[i].time_ms) },
+      { key: "job", label: "measured by", cls: "num", value: (i) => rows[i].job_id, render: (i) => measuredBy(rows[i].job_id, rows[i].trial_id) },
       { key: "config", label: "configuration", cls: "mono", value: (i) => fmtObject(rows[i].config), render: (i) => fmtObject(rows[i].config) },
-      { key: "job", label: "job", cls: "num", value: (i) => rows[i].job_id, render: (i) => h("a", { href: `#/jobs/${rows[i].job_id}` }, "#" + rows[i].job_id) },
       { key: "at", label: "measured", cls: "opt", value: (i) => rows[i].measured_at, render: (i) => fmtTime(rows[i].measured_at) },
     ],
     { pageSize: 25, empty: "Nothing known yet: finished jobs fill this table." }

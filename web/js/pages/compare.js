@@ -17,7 +17,7 @@ function parseIds(text) {
 // --- jobs overlay ------------------------------------------------------------------------------
 
 function jobsSection(initialIds) {
-  const state = { ids: initialIds, xMode: "evals", logY: true, yMode: "time" };
+  const state = { ids: initialIds, xMode: "evals", logY: true, yMode: "time", within: 5 };
   const series = new Map(); // id -> {job, ts}
   let chart = null;
   let timer = null;
@@ -26,6 +26,7 @@ function jobsSection(initialIds) {
   const idsInput = h("input", { id: "compare-ids", type: "text", value: state.ids.join(","), placeholder: "job ids, e.g. 3,4,5", "aria-label": "job ids" });
   const picker = h("div", { class: "job-picker" });
   const legend = h("div", { class: "legend-table" });
+  const withinBox = h("div", { id: "compare-within", class: "within" });
   const canvas = h("canvas", { id: "compare-chart", "aria-label": "convergence of the compared jobs" });
   const controls = h(
     "div",
@@ -50,7 +51,8 @@ function jobsSection(initialIds) {
     h("details", { class: "picker-details" }, h("summary", {}, "Pick from recent jobs"), picker),
     msg,
     h("div", { class: "chart-box tall" }, canvas),
-    legend
+    legend,
+    withinBox
   );
 
   get("/v1/jobs?limit=50", { quiet: true })
@@ -78,6 +80,55 @@ function jobsSection(initialIds) {
       );
     })
     .catch(() => {});
+
+  // "Evaluations to within x%": per job, the first evaluation whose best so far is within x% of
+  // the best time any compared job found (search evaluations only: the final pick's rounds are
+  // not counted), and the seconds since the job started at that point.
+  function drawWithin(all, bestAll) {
+    const x = state.within;
+    const limit = bestAll * (1 + x / 100);
+    const select = h(
+      "select",
+      { id: "compare-within-x", "aria-label": "within how many percent", onchange: (e) => { state.within = Number(e.target.value); draw(); } },
+      [1, 2, 5, 10, 20].map((v) => h("option", { value: v, selected: v === x }, `${v}%`))
+    );
+    const rows = all.map((s, k) => {
+      let at = -1;
+      for (let i = 0; i < s.ts.n; i++) {
+        if (s.ts.finalRound[i]) continue;
+        if (s.ts.best[i] <= limit) { at = i; break; }
+      }
+      const t0 = s.job.timings.started_at ? Date.parse(s.job.timings.started_at) / 1000 : s.ts.firstFinished();
+      const evals = at >= 0 ? s.ts.evalNo[at] : null;
+      const running = !TERMINAL.has(s.ts.jobStatus || s.job.status);
+      const words = at >= 0 ? `${evals} of ${s.ts.searchN} evaluations` : `not reached in ${s.ts.searchN} evaluations${running ? " (still running)" : ""}`;
+      return h(
+        "tr",
+        { "data-job": s.job.id, "data-evals": evals === null ? "" : String(evals) },
+        h("td", {}, h("span", { class: "swatch", style: `background:${color(k)}` })),
+        h("td", {}, h("a", { href: `#/jobs/${s.job.id}` }, "#" + s.job.id), " ", s.job.strategy),
+        h("td", { class: "num within-evals" + (at >= 0 ? "" : " muted") }, words),
+        h("td", { class: "num opt" }, at >= 0 && Number.isFinite(s.ts.finished[at] - t0) ? `${(s.ts.finished[at] - t0).toFixed(1)} s` : "–")
+      );
+    });
+    clear(
+      withinBox,
+      h("h3", {}, "Evaluations to within ", select, " of the best"),
+      h("p", { class: "muted small-text" }, Number.isFinite(bestAll) ? `The best time any of these jobs found is ${fmtMs(bestAll)}; within ${x}% is ${fmtMs(limit)} or faster.` : "No job has an ok trial yet."),
+      // Times of different kernels, devices or problems do not compare: say so rather than rank them.
+      new Set(all.map((s) => JSON.stringify([s.job.kernel, s.job.device_class, s.job.problem]))).size > 1
+        ? h("p", { class: "warn", id: "compare-within-mixed" }, "These jobs tune different kernels, devices or problems: one job's best time says nothing about another's, so read each row against its own job.")
+        : null,
+      Number.isFinite(bestAll)
+        ? h(
+            "table",
+            { class: "compact", id: "compare-within-table" },
+            h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "job"), h("th", { class: "num" }, "evaluations to reach it"), h("th", { class: "num opt" }, "time to reach it"))),
+            h("tbody", {}, rows)
+          )
+        : null
+    );
+  }
 
   function draw() {
     const all = [...series.values()];
@@ -131,6 +182,7 @@ function jobsSection(initialIds) {
         )
       )
     );
+    drawWithin(all, bestAll);
   }
 
   async function poll() {

@@ -9,6 +9,8 @@
 // the convergence chart's x axis ends at the search's budget. Each trial's row opens its details
 // (compile log, verification error, extras: job_trial.js). The best's GFLOP/s and its speed-up
 // over the kernel's default configuration (GET /v1/kernels "default"), when this job measured it.
+// The parameter views (param_views.js): a table column per parameter (sortable, filterable by
+// value) and, below the table, importance, parallel coordinates and slices, all narrowed by the filter.
 //
 // When every trial is loaded and drawn, window.ktuneTimings.jobLoaded holds performance.now() (ms
 // since navigation start) and #job-page gets data-loaded="all"; the browser tests read both.
@@ -20,7 +22,9 @@ import { makeChart, updateChart, destroyChart, convergencePoints, trialPoints, p
 import { DataTable } from "../table.js";
 import { h, clear, fmtMs, fmtNum, objectiveOf, fmtDuration, fmtTime, fmtObject, statusBadge, progressBar, errorBox, copyText, TERMINAL } from "../dom.js";
 import { renderPick, failureBox, stopWords, configKey } from "./job_pick.js";
-import { TrialDetails, detailsLabel } from "./job_trial.js";
+import { TrialDetails, detailsLabel, peakShare } from "./job_trial.js";
+import { exportButtons } from "../export.js";
+import { ParamViews } from "../param_views.js";
 
 const POLL_MS = 1000;
 const EVENTS_PAGE = 10000; // trials an events reply carries at most (api/job_events.c)
@@ -55,7 +59,7 @@ function field(label, value, cls) {
   return h("div", { class: "field " + (cls || "") }, h("div", { class: "label" }, label), h("div", { class: "value" }, value));
 }
 
-export function mount(root, { id }) {
+export function mount(root, { id, query }) {
   const ts = new TrialSet(id);
   const state = { xMode: "evals", logY: true, showTrials: true, param: null };
   let job = null;
@@ -107,7 +111,7 @@ export function mount(root, { id }) {
     h("option", { value: "evals" }, "against evaluations"),
     h("option", { value: "time" }, "against time")
   );
-  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); } });
+  const logBox = h("input", { type: "checkbox", id: "log-y", checked: state.logY, onchange: (e) => { state.logY = e.target.checked; drawCharts(); views.redraw(); } });
   const trialsBox = h("input", { type: "checkbox", id: "show-trials", checked: state.showTrials, onchange: (e) => { state.showTrials = e.target.checked; drawCharts(); } });
   const convCanvas = h("canvas", { id: "convergence-chart", "aria-label": "best time so far" });
   const convNote = h("div", { class: "muted small-text" });
@@ -146,6 +150,17 @@ export function mount(root, { id }) {
     }
   );
   table.el.id = "trials-table";
+  const views = new ParamViews(ts, { objective, logY: () => state.logY, onFilter: () => table.setFilter(views.keep()) });
+
+  // The parameters' columns take the place of the configuration's once the first trial names them.
+  function paramColumns() {
+    const base = table.columns.filter((c) => !c.param);
+    const at = base.findIndex((c) => c.key === "config");
+    const end = at < 0 ? base.length - 1 : at; // else before the details button
+    table.columns = [...base.slice(0, end), ...views.columns(), ...base.slice(at < 0 ? end : at + 1)];
+    table.renderHead();
+    table.setCount(ts.n, { force: true });
+  }
 
   clear(
     root,
@@ -165,7 +180,9 @@ export function mount(root, { id }) {
           bestSource,
           bestFigures,
           bestMetrics,
-          bestBox
+          bestBox,
+          // issue 31: files the server makes (GET /v1/jobs/{id}/export), as ktune best / export write them
+          exportButtons(["header", "flags", "kerneltuner"], (f) => `/v1/jobs/${id}/export?format=${f}`, { id: "job-export", name: `ktune_job${id}` })
         ),
         h(
           "section",
@@ -185,7 +202,8 @@ export function mount(root, { id }) {
         paramNote
       ),
       details.el,
-      h("section", { class: "card" }, h("h2", {}, "Trials"), table.el)
+      h("section", { class: "card" }, h("h2", {}, "Trials"), table.el),
+      views.el
     )
   );
 
@@ -323,7 +341,7 @@ export function mount(root, { id }) {
     // A told gflops metric is among the best's metrics already; the runner's is shown here.
     const told = row >= 0 && ts.metrics[row] && Number.isFinite(ts.metrics[row].gflops);
     const g = row >= 0 && !told ? ts.gflops[row] : NaN;
-    if (Number.isFinite(g)) out.push(field("GFLOP/s", h("span", { id: "best-gflops" }, fmtNum(g)), "metric"));
+    if (Number.isFinite(g)) out.push(field("GFLOP/s", [h("span", { id: "best-gflops" }, fmtNum(g)), " ", peakShare(g, job && job.device)], "metric"));
     if (job && job.best && kernelDefault && metricObjective(job) === null) {
       const want = configKey(kernelDefault);
       const times = [];
@@ -436,16 +454,20 @@ export function mount(root, { id }) {
       renderSummary();
       if (ts.n !== before || !convChart) {
         drawCharts();
+        if (views.update() && views.columnsChanged) paramColumns();
         table.setCount(ts.n);
+        views.draw();
       }
       renderMetrics();
       if (!loadedAll && TERMINAL.has(ts.jobStatus)) {
         loadedAll = true;
+        views.flush(); // the parameter views: now if on screen, else once the browser is idle
         // Measured after the frame that shows the charts and the table.
         requestAnimationFrame(() => {
           window.ktuneTimings = Object.assign(window.ktuneTimings || {}, { jobLoaded: performance.now(), jobTrials: ts.n, jobId: id });
           root.querySelector("#job-page")?.setAttribute("data-loaded", "all");
         });
+        if (query && query.trial) details.showTrial(ts, query.trial); // a best entry's link (issue 31)
       }
     } catch (e) {
       if (!alive || e.name === "AbortError") return;
@@ -464,5 +486,6 @@ export function mount(root, { id }) {
     destroyChart(convChart);
     destroyChart(paramChart);
     destroyChart(pickChart.chart);
+    views.destroy();
   };
 }

@@ -3,7 +3,9 @@
 // its status in words, the compiler's log or the runner's reason, the verification error
 // (extras.max_abs_err), GFLOP/s, user metrics and the rest of extras.
 //
-// Call order: const d = new TrialDetails(jobId); put d.el in the page; d.show(ts, i) on a click.
+// Call order: const d = new TrialDetails(jobId); put d.el in the page; d.show(ts, i) on a click, or
+// d.showTrial(ts, trialId) for a link to one trial (#/jobs/{id}?trial={trial}: a best entry's).
+// peakShare(gflops, device): a GFLOP/s as a share of the device's peak (GET /v1/devices).
 
 import { get } from "../api.js";
 import { h, clear, fmtMs, fmtNum, fmtObject, statusBadge, errorBox } from "../dom.js";
@@ -66,6 +68,38 @@ export class TrialDetails {
       return;
     }
     if (this.want !== i) return; // another row was clicked meanwhile
+    this.render(t);
+  }
+
+  // Shows the trial of that id (a best entry's link): fetched by id, its row found by done_seq.
+  async showTrial(ts, trialId) {
+    this.want = -2;
+    this.el.hidden = false;
+    this.title.textContent = `Trial id ${trialId}`;
+    clear(this.body, h("p", { class: "loading" }, "Loading the trial…"));
+    let t = null;
+    try {
+      const page = await get(`/v1/jobs/${this.jobId}/trials?trial=${encodeURIComponent(trialId)}`);
+      t = page.trials[0];
+    } catch (e) {
+      if (this.want === -2) clear(this.body, errorBox(e));
+      return;
+    }
+    if (this.want !== -2) return;
+    if (!t) {
+      clear(this.body, h("p", { class: "muted" }, `This job has no finished trial with id ${trialId}.`));
+      return;
+    }
+    let i = -1;
+    for (let k = 0; k < ts.n; k++) if (ts.doneSeq[k] === t.done_seq) i = k;
+    const phase = t.final_round ? `final pick, round ${t.final_round}` : i >= 0 ? `search evaluation ${ts.evalNo[i]}` : "search";
+    this.title.textContent = `${i >= 0 ? `Trial #${i + 1}` : "Trial"} (id ${t.id}) · ${phase}`;
+    this.render(t);
+    this.el.scrollIntoView({ block: "start" });
+  }
+
+  render(t) {
+    this.el.dataset.trialId = String(t.id);
     const ex = (t && t.extras) || {};
     const log = typeof ex.log === "string" && ex.log ? ex.log : null;
     const reason = ["error", "message", "reason"].map((k) => ex[k]).filter((v) => typeof v === "string" && v);
@@ -90,4 +124,36 @@ export class TrialDetails {
       !log && t.status === "compile_error" ? h("p", { class: "muted" }, "The runner recorded no log for this failure.") : null
     );
   }
+}
+
+// The devices' peaks (GET /v1/devices: peak_gflops, peak_basis), fetched once per page load.
+let peaks = null;
+function devicePeaks() {
+  if (!peaks)
+    peaks = get("/v1/devices", { quiet: true })
+      .then((r) => new Map((r.devices || []).map((d) => [d.name, { gflops: d.peak_gflops, basis: d.peak_basis || "" }])))
+      .catch(() => {
+        peaks = null;
+        return new Map();
+      });
+  return peaks;
+}
+
+// "(41% of peak)" beside a GFLOP/s, filled when the devices are known; "peak unknown" (with the
+// server's reason as its title) where the device's peak is not known (issue 31).
+export function peakShare(gflops, device) {
+  const el = h("span", { class: "peak-share muted", id: "best-peak" });
+  devicePeaks().then((m) => {
+    const p = m.get(device);
+    if (p && typeof p.gflops === "number" && p.gflops > 0) {
+      el.textContent = `(${((100 * gflops) / p.gflops).toFixed(gflops / p.gflops < 0.1 ? 2 : 1)}% of peak ${fmtNum(p.gflops)})`;
+      el.title = "peak GFLOP/s: " + p.basis;
+      el.dataset.peak = String(p.gflops);
+    } else {
+      el.textContent = "(peak unknown)";
+      el.title = p ? p.basis : "the device is not listed by GET /v1/devices";
+      el.dataset.peak = "unknown";
+    }
+  });
+  return el;
 }

@@ -8,7 +8,7 @@
 
 import { get, post, query } from "../api.js";
 import { makeChart, destroyChart, color } from "../charts.js";
-import { h, clear, fmtMs, fmtTime, fmtObject, fmtNum, statusBadge, errorBox } from "../dom.js";
+import { h, clear, fmtMs, fmtTime, fmtObject, fmtNum, statusBadge, errorBox, measuredBy } from "../dom.js";
 
 const POLL_MS = 2000;
 
@@ -187,7 +187,7 @@ async function fillBestNow(m, problem, cell) {
   for (const [k, v] of Object.entries(problem || {})) args[k] = Array.isArray(v) ? v.join(",") : String(v);
   try {
     const b = await get("/v1/best" + query({ ...args, kernel: m.kernel, device_class: m.device_class, source: "measured" }), { quiet: true });
-    clear(cell, fmtMs(b.time_ms));
+    clear(cell, fmtMs(b.time_ms), h("br"), measuredBy(b.job_id, b.trial_id));
     cell.dataset.bestNow = String(b.time_ms);
   } catch {
     clear(cell, h("span", { class: "muted" }, "–"));
