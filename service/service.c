@@ -208,18 +208,19 @@ static int start_catalog(service *svc, kt_error *err)
                            .accel_devices_path = svc->cfg.accel_devices,
                            .networks_dir = svc->cfg.networks,
                            .neural_check_timeout_s = svc->cfg.neural_check_timeout_s};
-    catalog_real_options real = {.kernel_dirs = kdirs,
-                                 .n_kernel_dirs = nk,
-                                 .runner = svc->cfg.runner,
-                                 .cache_dir = cache,
-                                 .cpu_core = svc->cfg.cpu_core,
-                                 .min_repeats = svc->cfg.min_repeats,
-                                 .min_seconds = svc->cfg.min_seconds,
-                                 .compile_timeout_s = svc->cfg.compile_timeout_s,
-                                 .run_timeout_s = svc->cfg.run_timeout_s,
-                                 .slow_factor = svc->cfg.slow_factor,
-                                 .cache_max_mb =
-                                     svc->cfg.cache_max_mb > 0 ? svc->cfg.cache_max_mb : -1};
+    catalog_real_options real = {
+        .kernel_dirs = kdirs,
+        .n_kernel_dirs = nk,
+        .runner = svc->cfg.runner,
+        .cache_dir = cache,
+        .cpu_core = svc->cfg.cpu_core,
+        .min_repeats = svc->cfg.min_repeats,
+        .min_seconds = svc->cfg.min_seconds,
+        .compile_timeout_s = svc->cfg.compile_timeout_s,
+        .run_timeout_s = svc->cfg.run_timeout_s,
+        .slow_factor = svc->cfg.slow_factor,
+        .early_stop_after = svc->cfg.early_stop_after > 0 ? svc->cfg.early_stop_after : -1,
+        .cache_max_mb = svc->cfg.cache_max_mb > 0 ? svc->cfg.cache_max_mb : -1};
     if (real.min_seconds == 0)
         real.min_seconds = 1e-9; /* 0 in the catalog means "the default" */
     /* The devices are probed (ktune-runner) before the catalog, which takes the records. An API

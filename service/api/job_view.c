@@ -111,6 +111,30 @@ static json_t *harness_view(const job_info *j)
                      j->since_ask_s >= 0 ? json_real(j->since_ask_s) : json_null());
 }
 
+double job_view_idle_share(const job_info *j)
+{
+    if (!isfinite(j->device_busy_ms) || !(j->device_busy_ms > 0) || !isfinite(j->elapsed_seconds) ||
+        !(j->elapsed_seconds > 0))
+        return NAN;
+    double idle = 1.0 - j->device_busy_ms / 1000.0 / j->elapsed_seconds;
+    return idle < 0 ? 0 : idle > 1 ? 1 : idle;
+}
+
+/* timings' "device_busy_seconds" and "device_idle_share" (sql/027, issue 32): null unless the job
+ * measured on a real device. 0, or -1 when out of memory. */
+static int device_timings(const job_info *j, json_t *out)
+{
+    json_t *timings = json_object_get(out, "timings");
+    double idle = job_view_idle_share(j);
+    int busy = isfinite(j->device_busy_ms) && j->device_busy_ms > 0;
+    return json_object_set_new(timings, "device_busy_seconds",
+                               busy ? json_real(j->device_busy_ms / 1000.0) : json_null()) < 0 ||
+                   json_object_set_new(timings, "device_idle_share",
+                                       isfinite(idle) ? json_real(idle) : json_null()) < 0
+               ? -1
+               : 0;
+}
+
 json_t *job_view_json(const job_info *j, kt_error *err)
 {
     char self[64], trials[80], seed[24];
@@ -159,9 +183,10 @@ json_t *job_view_json(const job_info *j, kt_error *err)
         out = NULL;
     }
     /* "objective" (sql/022): what the job optimises, {"metric", "goal"}; time_ms/min by default. */
-    if (out && (json_object_set_new(out, "objective", kt_objective_json(&j->objective)) < 0 ||
-                json_object_set_new(out, "history", history_view(j)) < 0 ||
-                json_object_set_new(out, "harness", harness_view(j)) < 0)) {
+    if (out &&
+        (json_object_set_new(out, "objective", kt_objective_json(&j->objective)) < 0 ||
+         json_object_set_new(out, "history", history_view(j)) < 0 ||
+         json_object_set_new(out, "harness", harness_view(j)) < 0 || device_timings(j, out) < 0)) {
         json_decref(out);
         out = NULL;
     }

@@ -17,6 +17,12 @@
 
 /* The job document of j. */
 json_t *job_view_json(const job_info *j, kt_error *err);
+/* The share of the job's wall time (elapsed_seconds: started_at to finished_at or now) in which
+ * its device measured none of its trials (issue 32): 1 - device_busy_ms / wall time, clamped to
+ * 0..1 (a job measured by two hosts' devices at once could exceed its wall time); NAN when the
+ * job has no busy time recorded (not a real device, nothing measured) or has not started. The
+ * document's timings.device_idle_share. */
+double job_view_idle_share(const job_info *j);
 /* {"jobs": [...], "next_before": id or null}. */
 json_t *job_view_page_json(const job_page *p, kt_error *err);
 /* job_store_get then job_view_json; KT_ERR_NOT_FOUND when the job does not exist. */

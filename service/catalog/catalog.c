@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "core/array.h"
+#include "core/early_stop.h"
 #include "core/log.h"
 
 #define CATALOG_MAX_FILES   4096 /* dataset files per folder */
@@ -180,11 +181,14 @@ static int resolve_options(const catalog_real_options *opt, catalog_real_options
         out->compile_timeout_s = 60.0;
     if (out->run_timeout_s == 0)
         out->run_timeout_s = 60.0;
+    if (out->early_stop_after == 0)
+        out->early_stop_after = KT_EARLY_STOP_AFTER;
     if (out->min_repeats < 1 || out->max_repeats < out->min_repeats || !(out->min_seconds >= 0) ||
         !(out->max_seconds >= out->min_seconds) || !(out->compile_timeout_s > 0) ||
         !(out->run_timeout_s > 0) || !isfinite(out->max_seconds) ||
         !isfinite(out->compile_timeout_s) || !isfinite(out->run_timeout_s) || out->cpu_core < -1 ||
-        !(out->slow_factor >= 0) || !isfinite(out->slow_factor) || out->cache_max_mb < -1)
+        !(out->slow_factor >= 0) || !isfinite(out->slow_factor) || out->cache_max_mb < -1 ||
+        out->early_stop_after < -1)
         return kt_error_set(err, KT_ERR_CONFIG,
                             "measurement options are not consistent (repeats %d..%d, seconds "
                             "%g..%g, timeouts %g s / %g s, cpu core %d)",

@@ -68,8 +68,10 @@ typedef struct catalog_real_options {
     double max_seconds;             /* [3] timing at most this long */
     double compile_timeout_s;       /* [60] */
     double run_timeout_s;           /* [60] run deadline of a target without an ok result yet */
-    double slow_factor; /* [0: off] CPU: a kernel call slower than slow_factor x the target's best
-                         * time is given up on (status timeout), see runner PROTOCOL.md */
+    double slow_factor;   /* [0: off] CPU: a kernel call slower than slow_factor x the target's best
+                           * time is given up on (status timeout), see runner PROTOCOL.md */
+    int early_stop_after; /* [3: KT_EARLY_STOP_AFTER] repeats before a configuration clearly slower
+                           * than its job's best may stop timing (core/early_stop.h); -1: never */
     long long cache_max_mb; /* [the runner's: 2048] MiB of compiled kernels in cache_dir (LRU,
                              * service/runner/README.md "Caching"); -1: unbounded */
 } catalog_real_options;

@@ -208,6 +208,12 @@ static void job_details(const json_t *j)
            str_or(json_object_get(timings, "created_at"), "-"),
            str_or(json_object_get(timings, "started_at"), "-"),
            str_or(json_object_get(timings, "finished_at"), "-"));
+    /* issue 32: how much of the job's wall time its device stood idle (real devices only) */
+    if (json_is_number(json_object_get(timings, "device_idle_share")))
+        printf("device    %.1f s measuring, idle %.0f%% of the job's %.1f s\n",
+               json_number_value(json_object_get(timings, "device_busy_seconds")),
+               100 * json_number_value(json_object_get(timings, "device_idle_share")),
+               json_number_value(json_object_get(timings, "elapsed_seconds")));
     if (json_is_object(error)) {
         printf("error     %s: %s\n", str_or(json_object_get(error, "code"), "?"),
                str_or(json_object_get(error, "message"), ""));

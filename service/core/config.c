@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/early_stop.h"
 #include "core/number.h"
 #include "core/options.h"
 
@@ -179,6 +180,9 @@ static const kt_option options[] = {
     CFG_INT("--min-repeats", min_repeats, 1, 100, "timed runs per measurement at least [5]"),
     CFG_DOUBLE("--min-seconds", min_seconds, 0, 3,
                "seconds of timed runs per measurement at least [0.2]"),
+    CFG_INT("--early-stop-after", early_stop_after, 0, 100,
+            "a configuration clearly slower than its job's best stops timing after this many "
+            "runs (fewer than --min-repeats and --min-seconds ask); 0 = always the full count [3]"),
     CFG_DOUBLE("--compile-timeout-s", compile_timeout_s, 1, 3600,
                "seconds a kernel may take to compile [60]"),
     CFG_DOUBLE("--run-timeout-s", run_timeout_s, 0.5, 3600,
@@ -287,6 +291,7 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     cfg->cache_max_mb = 2048;
     cfg->min_repeats = 5;
     cfg->min_seconds = 0.2;
+    cfg->early_stop_after = KT_EARLY_STOP_AFTER;
     cfg->compile_timeout_s = 60;
     cfg->run_timeout_s = 60;
     cfg->neural_check_timeout_s = 60;

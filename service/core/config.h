@@ -44,6 +44,7 @@ typedef struct kt_config {
     double compile_timeout_s;  /* --compile-timeout-s, KTUNE_COMPILE_TIMEOUT_S */
     double run_timeout_s;      /* --run-timeout-s, KTUNE_RUN_TIMEOUT_S: before any ok result */
     double slow_factor;        /* --slow-factor, KTUNE_SLOW_FACTOR: 0 off */
+    int early_stop_after;      /* --early-stop-after, KTUNE_EARLY_STOP_AFTER: 0 off (issue 32) */
     double neural_check_timeout_s; /* --neural-check-timeout-s, KTUNE_NEURAL_CHECK_TIMEOUT_S: one
                                     * legality check of a neural problem (issue 26) */
     long long model_retrain_after; /* --model-retrain-after, KTUNE_MODEL_RETRAIN_AFTER: 0 off */

@@ -15,13 +15,15 @@ typedef struct backend_ops {
     /* NULL: the kind has no limits scaled from a best time */
     void (*set_best)(void *impl, const target *t, double best_ms);
     int (*limits)(void *impl, const target *t, double *call_limit_s, double *deadline_s);
+    /* NULL: the kind measures no repeats to cut short */
+    void (*set_early_stop)(void *impl, double above_ms);
 } backend_ops;
 
 /* Indexed by what measures: [0] replay, [1] real (cpu, cuda), [2] accel. */
 static const backend_ops backend_kinds[] = {
-    {replay_open, replay_measure, replay_close, NULL, NULL},
-    {real_open, real_measure, real_close, real_set_best, real_limits},
-    {accel_open, accel_measure, accel_close, NULL, NULL},
+    {replay_open, replay_measure, replay_close, NULL, NULL, NULL},
+    {real_open, real_measure, real_close, real_set_best, real_limits, real_set_early_stop},
+    {accel_open, accel_measure, accel_close, NULL, NULL, NULL},
 };
 
 struct backend {
@@ -138,6 +140,12 @@ void backend_set_best(backend *b, const target *t, double best_ms)
 {
     if (b && b->ops->set_best)
         b->ops->set_best(b->impl, t, best_ms);
+}
+
+void backend_set_early_stop(backend *b, double above_ms)
+{
+    if (b && b->ops->set_early_stop)
+        b->ops->set_early_stop(b->impl, above_ms);
 }
 
 int backend_limits(backend *b, const target *t, double *call_limit_s, double *deadline_s)

@@ -9,7 +9,7 @@
  * "meta_objective", "meta_names" (measure/README.md).
  *
  * Lifecycle: backend_open -> [backend_set_stop] -> ([backend_set_best] [backend_limits]
- * backend_measure)* -> backend_close. The catalog
+ * [backend_set_early_stop] backend_measure)* -> backend_close. The catalog
  * must outlive the backend. */
 #ifndef KT_MEASURE_BACKEND_H
 #define KT_MEASURE_BACKEND_H
@@ -56,6 +56,13 @@ void backend_set_best(backend *b, const target *t, double best_ms);
  * 0, or -1 (both 0) when the backend has no such limits (replay, accel) or t is not a target it
  * measures. */
 int backend_limits(backend *b, const target *t, double *call_limit_s, double *deadline_s);
+/* Issue 32, "measure only as long as a decision needs": the next backend_measure (that one only)
+ * may stop timing once, after catalog_real_options.early_stop_after repeats, even its fastest
+ * repeat is above above_ms (kt_early_stop_above_ms of the job's best; 0: the full count). Its
+ * result then has fewer repeats and extras.early_stopped true (and early_stop_above_ms). The
+ * measurer gives it for a time job's search trials, never for the final pick's re-measurements.
+ * Real backends only (cpu, cuda); replay and accel ignore it. */
+void backend_set_early_stop(backend *b, double above_ms);
 void backend_close(backend *b);
 
 /* Cheap validity check without measuring: 1 valid, 0 invalid, -1 the device has no such check

@@ -42,6 +42,8 @@ void real_close(void *impl);
 /* backend_set_best and backend_limits of a real backend. */
 void real_set_best(void *impl, const target *t, double best_ms);
 int real_limits(void *impl, const target *t, double *call_limit_s, double *deadline_s);
+/* backend_set_early_stop of a real backend. */
+void real_set_early_stop(void *impl, double above_ms);
 
 /* The legality step of neural problems (legality.c). Judges configuration id of t when it changes
  * the network (catalog_neural_check; v->changes says whether it does), asking stop (may be NULL)

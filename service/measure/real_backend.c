@@ -11,7 +11,10 @@
  * nothing (BACKEND_STOPPED). A runner killed with SIGKILL from outside is not blamed on the
  * configuration at once: the measure is repeated once on a new runner. A kernel with neural
  * parameters (kernels/README.md) gets the configuration's values after the problem's arguments,
- * with the buffers and FLOPs they give (kernel_spec_problem_neural). */
+ * with the buffers and FLOPs they give (kernel_spec_problem_neural). Issue 32: a threshold given by
+ * backend_set_early_stop travels as the request's "early_stop" (the runner stops a clearly slower
+ * configuration after a few repeats), and every result carries extras.device_busy_ms, the time the
+ * measure held the device's lock (the job's device idle share). */
 #include "measure/backend_impl.h"
 
 #include <limits.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "core/base64.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "space/space.h"
 #include "measure/runner_client.h"
@@ -59,6 +63,7 @@ typedef struct real_backend {
     int ran_submitted;
     seen_target seen[REAL_SEEN_TARGETS];
     int next_seen;
+    double early_above_ms; /* backend_set_early_stop's, for the next measure only; 0: none */
 } real_backend;
 
 void *real_open(const catalog *c, const char *device, kt_error *err)
@@ -460,8 +465,9 @@ typedef struct real_call {
     int compiled;        /* built before the lock (op "compile"): compile_ms, cached are its */
     int cached;
     double compile_ms;
-    int retried; /* measured again after a SIGKILL */
-    int got;     /* runner_client_call's answer */
+    int retried;    /* measured again after a SIGKILL */
+    double busy_ms; /* the device's lock held for the measure (issue 32: the job's idle share) */
+    int got;        /* runner_client_call's answer */
     json_t *reply;
     runner_end end;
 } real_call;
@@ -549,6 +555,7 @@ static int call_runner(real_backend *b, real_call *m, json_t *req, const backend
 {
     int rc = 0;
     pthread_mutex_lock(b->dev->lock);
+    double locked = kt_clock_ms();
     prepare_runner(b, m->k, stop);
     m->got = runner_client_call(b->runner, req, m->timeout, &m->reply, &m->end, err);
     if (m->got == RUNNER_DIED && m->end.signal == SIGKILL) {
@@ -574,6 +581,7 @@ static int call_runner(real_backend *b, real_call *m, json_t *req, const backend
     }
 out:
     runner_client_set_stop(b->runner, NULL, NULL);
+    m->busy_ms = kt_clock_ms() - locked;
     pthread_mutex_unlock(b->dev->lock);
     return rc;
 }
@@ -711,6 +719,28 @@ static int result_of_call(real_backend *b, real_call *m, const kspec_problem *p,
     }
 }
 
+/* The request's "early_stop" (runner/PROTOCOL.md) when the caller gave a threshold and the
+ * options allow it; 0, or -1 when out of memory. */
+static int early_stop_field(const real_backend *b, double above_ms, json_t *req)
+{
+    if (!(above_ms > 0) || !isfinite(above_ms) || b->opt->early_stop_after <= 0)
+        return 0;
+    json_t *e = json_pack("{s:i, s:f}", "after", b->opt->early_stop_after, "above_ms", above_ms);
+    return e ? json_object_set_new(req, "early_stop", e) : -1;
+}
+
+/* extras.device_busy_ms of a measured result: how long the measure held the device (issue 32:
+ * the job's idle share is what its trials' busy time leaves of its wall time). 0, or -1 when out
+ * of memory. */
+static int busy_extras(const real_call *m, trial_result *out)
+{
+    if (!(m->busy_ms > 0))
+        return 0;
+    if (!out->extras && !(out->extras = json_object()))
+        return -1;
+    return json_object_set_new(out->extras, "device_busy_ms", json_real(m->busy_ms));
+}
+
 int real_measure(void *impl, const target *t, config_id id, const backend_stop *stop,
                  trial_result *out, kt_error *err)
 {
@@ -721,6 +751,8 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
     char reason[KT_ERROR_MESSAGE_MAX];
     int rc = -1;
 
+    double early_above_ms = b->early_above_ms; /* the next measure's only */
+    b->early_above_ms = 0;
     trial_result_init(out);
     if (check_target(b, t, id, &m.k, err) < 0 || catalog_target_problem(m.k, t, &p, err) < 0 ||
         kernel_spec_problem_neural(m.k, b->dev->kind, t->sp, id, &p, err) < 0)
@@ -735,6 +767,10 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
         }
         goto out;
     }
+    if (early_stop_field(b, early_above_ms, req) < 0) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
     m.seen = seen_for(b, t);
     int built = compile_apart(b, &m, req, stop, out, err);
     if (built != 0) {
@@ -744,10 +780,18 @@ int real_measure(void *impl, const target *t, config_id id, const backend_stop *
     if (set_limits(b, &m, req) < 0 || call_runner(b, &m, req, stop, err) < 0)
         goto out;
     rc = result_of_call(b, &m, &p, out, err);
+    if (rc == 0 && busy_extras(&m, out) < 0)
+        rc = kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
 out:
     json_decref(req);
     json_decref(m.reply);
     return rc;
+}
+
+void real_set_early_stop(void *impl, double above_ms)
+{
+    real_backend *b = impl;
+    b->early_above_ms = isfinite(above_ms) && above_ms > 0 ? above_ms : 0;
 }
 
 void real_set_best(void *impl, const target *t, double best_ms)

@@ -2,9 +2,11 @@
  * the problem state and the kernel's scratch (cpu_scratch.c), restore the floating-point
  * environment the runner started with, run once with NaN outputs and verify every output element,
  * then time repeats with CLOCK_MONOTONIC around each call until min_repeats and min_seconds are
- * reached (max_repeats and max_seconds stop it earlier) and report the median, the coefficient of
- * variation and the page faults taken while timing (none, when nothing allocates: issue 32). The
- * op "compile" (cpu_compile_only) builds the kernel only, off the measuring core. */
+ * reached (max_repeats and max_seconds stop it earlier, and so does the request's early_stop once
+ * the configuration is clearly slower than the job's best: core/early_stop.h) and report the
+ * median, the coefficient of variation and the page faults taken while timing (none, when nothing
+ * allocates: issue 32). The op "compile" (cpu_compile_only) builds the kernel only, off the
+ * measuring core. */
 #include "runner/runner.h"
 
 #include <dlfcn.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/early_stop.h"
 #include "core/log.h"
 
 static void set_real(json_t *obj, const char *key, double v)
@@ -67,8 +70,9 @@ static int cmp_double(const void *a, const void *b)
 typedef struct timing {
     double median_ms, mean_ms, min_ms, cv;
     int repeats;
-    int returned;     /* non-zero: the kernel returned this on a timed run */
-    long page_faults; /* minor + major faults of the process while timing */
+    int early_stopped; /* stopped by the request's early_stop: clearly slower than the best */
+    int returned;      /* non-zero: the kernel returned this on a timed run */
+    long page_faults;  /* minor + major faults of the process while timing */
 } timing;
 
 static long faults_now(void)
@@ -107,10 +111,12 @@ static void time_kernel(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
 {
     memset(t, 0, sizeof *t);
     memset(times, 0, sizeof *times * (size_t)q->max_repeats); /* its pages faulted in now */
+    kt_timing_limits lim = {q->min_repeats, q->max_repeats, q->min_seconds,
+                            q->max_seconds, q->early_after, q->early_above_ms};
     long faults = faults_now();
-    double start = kt_clock_ms();
-    int n = 0;
-    while (n < q->max_repeats) {
+    double start = kt_clock_ms(), fastest = INFINITY;
+    int n = 0, next = KT_TIMING_GO_ON;
+    while (next == KT_TIMING_GO_ON) {
         double t0 = kt_clock_ms();
         int rc = call_kernel(fn, args, p, q);
         double t1 = kt_clock_ms();
@@ -119,12 +125,10 @@ static void time_kernel(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
             return;
         }
         times[n++] = t1 - t0;
-        double elapsed_s = (t1 - start) * 1e-3;
-        if (n >= q->min_repeats && elapsed_s >= q->min_seconds)
-            break;
-        if (elapsed_s >= q->max_seconds)
-            break;
+        fastest = t1 - t0 < fastest ? t1 - t0 : fastest;
+        next = kt_timing_next(&lim, n, (t1 - start) * 1e-3, fastest);
     }
+    t->early_stopped = next == KT_TIMING_EARLY_STOP;
     t->page_faults = faults_now() - faults;
     double sum = 0, sq = 0;
     for (int i = 0; i < n; i++)
@@ -223,6 +227,10 @@ static json_t *run_measure(cpu_kernel_fn fn, void *const *args, cpu_problem *p,
     set_real(ex, "mean_ms", t.mean_ms);
     set_real(ex, "verify_ms", verify_ms);
     json_object_set_new(ex, "timed_page_faults", json_integer(t.page_faults));
+    if (q->early_above_ms > 0) {
+        set_real(ex, "early_stop_above_ms", q->early_above_ms);
+        json_object_set_new(ex, "early_stopped", json_boolean(t.early_stopped));
+    }
     return reply;
 }
 

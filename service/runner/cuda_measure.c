@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/early_stop.h"
 
 #include "core/hash.h"
 #include "runner/cuda_args.h"
@@ -540,15 +541,16 @@ static int cuda_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Warm-up, then timed launches until min_repeats and min_seconds (or a max). Returns 0 with the
+/* Warm-up, then timed launches until min_repeats and min_seconds (or a max, or the request's
+ * early_stop: clearly slower than the best). Returns 0 with the
  * timing fields set, 1 when the trial ended (status set), -1 with err. */
 static int cuda_time(cuda_trial *t, void **args, kt_error *err)
 {
-    int rc = 1, n = 0;
+    int rc = 1, n = 0, early = 0;
     cuda_device *d = t->d;
     const runner_measure_req *q = t->q;
     cuda_cu_event start = NULL, stop = NULL;
-    double *times = NULL, total_s = 0.0;
+    double *times = NULL, total_s = 0.0, fastest = INFINITY;
     cuda_cu_result r;
     int cap = q->max_repeats < CUDA_MAX_REPEATS ? q->max_repeats : CUDA_MAX_REPEATS;
 
@@ -607,6 +609,10 @@ static int cuda_time(cuda_trial *t, void **args, kt_error *err)
             break;
         if (total_s >= q->max_seconds || wall_s >= q->max_seconds)
             break;
+        fastest = ms < fastest ? ms : fastest;
+        /* clearly slower than the job's best (issue 32, core/early_stop.h) */
+        if ((early = kt_early_stop_now(fastest, n, q->early_after, q->early_above_ms)))
+            break;
     }
     double mean = 0.0, var = 0.0;
     for (int i = 0; i < n; i++)
@@ -622,6 +628,10 @@ static int cuda_time(cuda_trial *t, void **args, kt_error *err)
     json_object_set_new(t->reply, "noise_cv", json_real(mean > 0 ? sqrt(var) / mean : 0.0));
     if (q->flops > 0 && median > 0)
         json_object_set_new(t->extras, "gflops", json_real(q->flops / (median * 1e6)));
+    if (q->early_above_ms > 0) {
+        json_object_set_new(t->extras, "early_stop_above_ms", json_real(q->early_above_ms));
+        json_object_set_new(t->extras, "early_stopped", json_boolean(early));
+    }
     cuda_set_status(t, "ok");
     rc = 0;
 out:

@@ -1,6 +1,7 @@
 /* The wire side of ktune-runner: request lines in, validated requests out, replies written as one
  * JSON line each (PROTOCOL.md). Every field is checked for presence, type and range, and every
  * error message names the field. */
+#include "core/early_stop.h"
 #include "core/hash.h"
 #include "runner/runner.h"
 
@@ -16,7 +17,7 @@ static const char *const measure_fields[] = {
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
     "call_limit_s", "scalars",     "verify",        "call",        "openmp",
-    "threads",      "files",       "data",
+    "threads",      "files",       "data",          "early_stop",
 };
 
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
@@ -722,6 +723,27 @@ static int parse_limits(const json_t *req, runner_measure_req *q, kt_error *err)
     return get_real(req, "", "flops", 0, 1e30, 0, &q->flops, err);
 }
 
+/* "early_stop" (optional): {"after": k, "above_ms": x}, the timing stops once, after at least k
+ * repeats, even the fastest repeat is above x ms (core/early_stop.h). */
+static int parse_early_stop(const json_t *req, runner_measure_req *q, kt_error *err)
+{
+    static const char *const fields[] = {"after", "above_ms"};
+    json_t *e = json_object_get(req, "early_stop");
+    long long after = 0;
+    if (!e)
+        return 0;
+    if (!json_is_object(e))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'early_stop' must be an object");
+    if (check_fields(e, "early_stop", fields, 2, err) < 0 ||
+        get_int(e, "after", 1, RUNNER_REPEATS_CAP, KT_EARLY_STOP_AFTER, &after, err) < 0 ||
+        get_real(e, "early_stop", "above_ms", 0, 1e12, NAN, &q->early_above_ms, err) < 0)
+        return -1;
+    if (!(q->early_above_ms > 0))
+        return kt_error_set(err, KT_ERR_OUT_OF_RANGE, "field 'early_stop.above_ms' must be > 0");
+    q->early_after = (int)after;
+    return 0;
+}
+
 int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err)
 {
     memset(q, 0, sizeof *q);
@@ -739,7 +761,8 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         parse_buffers(req, q, err) < 0 || parse_verify(req, q, err) < 0 ||
         parse_reference(req, q, err) < 0 || parse_tolerance(req, q, err) < 0 ||
         parse_scalars(req, q, err) < 0 || parse_call(req, q, err) < 0 ||
-        parse_limits(req, q, err) < 0 || setup_key(req, q, err) < 0)
+        parse_limits(req, q, err) < 0 || parse_early_stop(req, q, err) < 0 ||
+        setup_key(req, q, err) < 0)
         return -1;
     const char *need[] = {q->source, q->ref_kind == RUNNER_REF_C ? q->ref_source : ""};
     if (runner_sources_parse(req, need, 2, &q->files, err) < 0)

@@ -150,6 +150,10 @@ typedef struct runner_measure_req {
     double min_seconds, max_seconds;
     double compile_timeout_s;
     double call_limit_s; /* > 0: one kernel call longer than this ends the runner by SIGALRM */
+    /* "early_stop" (issue 32): after early_after repeats, stop once the fastest is above
+     * early_above_ms (core/early_stop.h); 0: time the full count */
+    int early_after;
+    double early_above_ms;
 } runner_measure_req;
 
 typedef struct cpu_cache_desc {

@@ -59,8 +59,9 @@
     " CASE WHEN j.device = 'external' THEN (SELECT count(*) FROM trials lt WHERE lt.job_id = j.id" \
     " AND lt.status = 'running' AND lt.lease_expires_at > now()) ELSE 0 END AS harness_leased"
 
-/* What the job optimises (sql/022), read by name (read_objective). */
-#define JOB_OBJECTIVE_COLUMNS "j.objective_metric, j.objective_goal, j.best_value"
+/* What the job optimises (sql/022), read by name (read_objective); its device's busy time
+ * (sql/027), by name. */
+#define JOB_OBJECTIVE_COLUMNS "j.objective_metric, j.objective_goal, j.best_value, j.device_busy_ms"
 
 /* The columns job_info is read from (read_info), of a jobs row aliased j. Timestamps as their JSON
  * text (ISO 8601); elapsed_seconds from the database's clock, like the timestamps. */
@@ -165,6 +166,8 @@ static int read_info(const PGresult *r, int row, job_info *j, kt_error *err)
     read_objective(r, row, &j->objective);
     int bv = PQfnumber(r, "best_value");
     j->best_value = bv >= 0 && !PQgetisnull(r, row, bv) ? store_get_double(r, row, bv) : NAN;
+    int db = PQfnumber(r, "device_busy_ms");
+    j->device_busy_ms = db >= 0 && !PQgetisnull(r, row, db) ? store_get_double(r, row, db) : NAN;
     int rc = 0;
     if (!j->status || !target_ok || !j->strategy || !j->options || !j->created_at || !history_ok) {
         rc = kt_error_set(err, KT_ERR_NO_MEMORY, "out of memory reading job %lld", j->id);
@@ -625,6 +628,20 @@ int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err)
     }
     PQclear(r);
     return rc;
+}
+
+int job_store_add_device_busy(PGconn *c, long long id, double ms, kt_error *err)
+{
+    store_num n, b;
+    if (!isfinite(ms) || !(ms > 0))
+        return 0;
+    const char *p[] = {store_ll(&n, id), store_double(&b, ms)};
+    PGresult *r = db_exec(c,
+                          "UPDATE jobs SET device_busy_ms = COALESCE(device_busy_ms, 0) + $2"
+                          " WHERE id = $1",
+                          2, p, err);
+    PQclear(r);
+    return r ? 0 : -1;
 }
 
 int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int *stored,

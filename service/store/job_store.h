@@ -119,6 +119,9 @@ typedef struct job_info {
     char *last_ask_at;
     double since_ask_s;
     long long harness_leased;
+    /* Milliseconds its trials held the device measuring (sql/027); NAN (or 0, a row built
+     * elsewhere): none recorded (not a real device, or nothing measured yet) */
+    double device_busy_ms;
 } job_info;
 
 /* A page of jobs, newest first. */
@@ -166,6 +169,9 @@ int job_store_set_history_used(PGconn *c, long long id, const json_t *used, int 
 /* The target stored with job id (a measurement worker's, an append import's); KT_ERR_NOT_FOUND when
  * there is no such job. The caller releases out with job_target_release. */
 int job_store_target(PGconn *c, long long id, job_target *out, kt_error *err);
+/* Adds ms (> 0, finite; anything else is ignored) to the job's jobs.device_busy_ms (sql/027: the
+ * device's idle share of the job). 0, or -1 with err. */
+int job_store_add_device_busy(PGconn *c, long long id, double ms, kt_error *err);
 void job_target_release(job_target *t);
 
 /* Poison jobs (sql/015, issue 26): every claim counts a start attempt (jobs.start_attempts); a

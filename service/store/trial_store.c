@@ -158,8 +158,15 @@ int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *
                 " FROM (SELECT pt.id FROM trials pt JOIN jobs j ON j.id = pt.job_id"
                 " WHERE pt.status = 'pending' AND (pt.device, j.device_class, j.toolchain)"
                 " IN (SELECT d->>0, d->>1, d->>2 FROM jsonb_array_elements($2::jsonb) d)"
-                " ORDER BY pt.id LIMIT 1 FOR UPDATE OF pt SKIP LOCKED) pick"
-                " WHERE t.id = pick.id RETURNING t.id, t.job_id, t.config_id, t.device",
+                " ORDER BY pt.id LIMIT 1 FOR UPDATE OF pt SKIP LOCKED) pick, jobs j"
+                " WHERE t.id = pick.id AND j.id = t.job_id"
+                " RETURNING t.id, t.job_id, t.config_id, t.device, t.final_round IS NOT NULL,"
+                " CASE WHEN j.objective_metric IS NULL THEN j.best_time_ms END,"
+                " (SELECT CASE WHEN jsonb_typeof(bt.extras -> 'min_ms') = 'number'"
+                " THEN (bt.extras ->> 'min_ms')::double precision END FROM trials bt"
+                " WHERE bt.id = j.best_trial_id AND j.objective_metric IS NULL),"
+                " (SELECT bt.noise_cv FROM trials bt WHERE bt.id = j.best_trial_id"
+                " AND j.objective_metric IS NULL)",
                 2, p, err);
     if (!r)
         goto out;
@@ -169,6 +176,10 @@ int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *
         out->job_id = store_get_ll(r, 0, 1);
         out->cid = (config_id)store_get_ll(r, 0, 2);
         snprintf(out->device, sizeof out->device, "%s", PQgetvalue(r, 0, 3));
+        out->final_round = strcmp(PQgetvalue(r, 0, 4), "t") == 0;
+        out->job_best_ms = PQgetisnull(r, 0, 5) ? NAN : store_get_double(r, 0, 5);
+        out->job_best_min_ms = PQgetisnull(r, 0, 6) ? NAN : store_get_double(r, 0, 6);
+        out->job_best_cv = PQgetisnull(r, 0, 7) ? NAN : store_get_double(r, 0, 7);
         rc = 1;
     }
 out:

@@ -27,6 +27,11 @@ typedef struct trial_claim {
     long long job_id;
     config_id cid;
     char device[256];
+    /* When it was claimed (issue 32, early stop): its job's best time, that best trial's fastest
+     * repeat (extras.min_ms) and noise_cv (each NAN: none yet, a metric job's, or not recorded),
+     * and whether the trial is a final pick's re-measurement (never cut short). */
+    double job_best_ms, job_best_min_ms, job_best_cv;
+    int final_round;
 } trial_claim;
 
 /* Inserts configs as pending trials numbered first_seq, first_seq+1, ...; rows that already exist
@@ -57,7 +62,9 @@ typedef struct trial_claim_devices {
 } trial_claim_devices;
 
 /* Worker side: claims the oldest pending trial whose job's (device, device_class, toolchain) is
- * one of devices'; returns 1 (claimed), 0 (none). */
+ * one of devices'; returns 1 (claimed), 0 (none). The claim carries the job's best as it stands
+ * (a time job's: best_time_ms, and its trial's extras.min_ms and noise_cv) in the same statement.
+ */
 int trial_store_claim(PGconn *c, const char *worker, const trial_claim_devices *devices,
                       trial_claim *out, kt_error *err);
 /* Stores the result of a claimed trial with its charge (trial_cost_seconds, computed here once),

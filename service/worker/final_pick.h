@@ -18,6 +18,10 @@
  * - the lowest median wins; equal medians go to the candidate ranked first by the search (the
  *   faster search time, then the earlier trial);
  * - no candidate qualifies: no winner (the job keeps the search's best).
+ * A search trial stopped early (issue 32: clearly slower than the job's best, fewer repeats,
+ * extras.early_stopped) may be a candidate when the job has few ok trials; its re-measurements run
+ * the full count (the measurer sends no early stop for a final round), so the winner's time is
+ * always a full measurement, and an early-stopped trial is never the search's best.
  *
  * Ownership: every array is the caller's; nothing is allocated here but final_pick_json's result
  * (a new reference the caller decrefs). */

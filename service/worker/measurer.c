@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/early_stop.h"
 #include "core/log.h"
 #include "measure/backend.h"
 #include "store/fault_store.h"
@@ -181,6 +182,19 @@ static void set_state(measurer *m, const char *status, long long trial)
         log_debug("worker %s: state update failed: %s", m->id, err.message);
 }
 
+/* A recorded trial's time on the device (extras.device_busy_ms, a real backend's) counted in its
+ * job (jobs.device_busy_ms, sql/027: the job's idle share). A failure only loses that count. */
+static void add_busy(measurer *m, PGconn *c, const trial_claim *claim, const trial_result *r)
+{
+    const json_t *busy = json_object_get(r->extras, "device_busy_ms");
+    kt_error err;
+    kt_error_clear(&err);
+    if (json_is_number(busy) &&
+        job_store_add_device_busy(c, claim->job_id, json_number_value(busy), &err) < 0)
+        log_warn("worker %s: job %lld: device busy time not counted: %s", m->id, claim->job_id,
+                 err.message);
+}
+
 /* Measures one claimed trial; every failure becomes the trial's status, never the thread's end. No
  * database connection is held while measuring. A measurement stopped because its job no longer runs
  * stores nothing (let_go). */
@@ -207,6 +221,12 @@ static void measure_claim(measurer *m, const trial_claim *claim)
     if (!t && db_fault(&err))
         goto out;
     backend *b = t ? backend_for(m, claim->device, &err) : NULL;
+    /* issue 32: a search trial clearly slower than its job's best stops timing early; the final
+     * pick's re-measurements always run the full count */
+    double spread =
+        kt_early_stop_spread(claim->job_best_ms, claim->job_best_min_ms, claim->job_best_cv);
+    backend_set_early_stop(
+        b, claim->final_round ? 0 : kt_early_stop_above_ms(claim->job_best_ms, spread));
     measuring(m, claim);
     int measured = b ? backend_measure(b, t, claim->cid, &r, &err) : -1;
     measuring(m, NULL);
@@ -233,6 +253,8 @@ static void measure_claim(measurer *m, const trial_claim *claim)
         if (c) {
             stored = trial_store_complete(c, claim, m->id, &r, &err);
             healthy = PQstatus(c) == CONNECTION_OK;
+            if (stored == 1)
+                add_busy(m, c, claim, &r);
             db_release(m->w->opt.db, c);
         }
         if (stored >= 0)

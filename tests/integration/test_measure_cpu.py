@@ -25,6 +25,7 @@ SOURCE = os.path.abspath(ARGS.source_dir)
 KERNELS = os.path.join(SOURCE, "kernels") + "," + os.path.join(SOURCE, "tests", "kernels")
 GEMM_SPEC = os.path.join(SOURCE, "kernels", "gemm", "spec.json")
 SCALE = os.path.join(SOURCE, "tests", "kernels", "scale")
+KTUNE = os.path.join(os.path.dirname(os.path.abspath(ARGS.ktuned)), "ktune")
 # The broken kernel's restriction, written as C would ("&&"), and what the caller is told.
 BROKEN_RESTRICTION = "UNROLL >= 1 && UNROLL <= 4"
 BROKEN_MESSAGE = ("kernel mine_broken cannot be used: spec.json: variants.cpu.restrictions[0]: "
@@ -35,16 +36,39 @@ RUN_TIMEOUT_S = 3
 COMPILE_TIMEOUT_S = 30
 
 
+# Issue 32's early stop: scale whose PASSES makes a configuration PASSES times the work (each
+# pass writes y = 2x again; y may alias x, so the compiler keeps them).
+SLOW_PASSES = """#ifndef PASSES
+#define PASSES 1
+#endif
+"""
+
+
 def own_kernels(root):
-    """A kernel folder as a user would write one: mine (tests/kernels/scale renamed, valid) and
-    mine_broken (the same with BROKEN_RESTRICTION). Returns root."""
-    for name, restriction in (("mine", "UNROLL <= 4"), ("mine_broken", BROKEN_RESTRICTION)):
+    """A kernel folder as a user would write one: mine (tests/kernels/scale renamed, valid),
+    mine_broken (the same with BROKEN_RESTRICTION) and mine_passes (scale with a parameter PASSES,
+    1 or 8: the work of one configuration or eight times it). Returns root."""
+    for name, restriction in (("mine", "UNROLL <= 4"), ("mine_broken", BROKEN_RESTRICTION),
+                              ("mine_passes", "UNROLL == 1")):
         shutil.copytree(SCALE, os.path.join(root, name))
         path = os.path.join(root, name, "spec.json")
         with open(path) as f:
             spec = json.load(f)
         spec["name"] = name
         spec["variants"]["cpu"]["restrictions"] = [restriction]
+        if name == "mine_passes":
+            spec["variants"]["cpu"]["parameters"].append({"name": "PASSES", "values": [1, 8]})
+            spec["variants"]["cpu"]["default"]["PASSES"] = 1
+            src = os.path.join(root, name, "cpu.c")
+            with open(src) as f:
+                text = f.read()
+            text = text.replace("    long long n = problem[0], i = 0;\n",
+                                "    for (int pass = 0; pass < PASSES; pass++) {\n"
+                                "    long long n = problem[0], i = 0;\n")
+            text = text.replace("    return 0;\n", "    __asm__ volatile(\"\" ::: \"memory\");\n"
+                                "    }\n    return 0;\n")
+            with open(src, "w") as f:
+                f.write(SLOW_PASSES + text)
         os.remove(os.path.join(root, name, "cuda.json"))
         with open(path, "w") as f:
             json.dump(spec, f)
@@ -228,8 +252,12 @@ class MeasureCpuTest(unittest.TestCase):
         for t in ok:
             self.assertGreater(t["time_ms"], 0)
             # min_repeats (5), unless max_seconds (3 s) of timing stopped it first: a loaded
-            # machine's measuring core ran these 1024^3 products at 0.3-2 s a call
-            if t["measure_ms"] < 3000:
+            # machine's measuring core ran these 1024^3 products at 0.3-2 s a call; or clearly
+            # slower than the job's best, stopped early (issue 32) after 3
+            if t["extras"].get("early_stopped"):
+                self.assertEqual(t["repeats"], 3, t)
+                self.assertGreater(t["extras"]["min_ms"], t["extras"]["early_stop_above_ms"], t)
+            elif t["measure_ms"] < 3000:
                 self.assertGreaterEqual(t["repeats"], 5, t)
             # issue 32: a kernel with the runner's scratch block takes no page fault while timing;
             # gemm still allocates its pack buffers per call until its fixtures are re-recorded
@@ -269,6 +297,59 @@ class MeasureCpuTest(unittest.TestCase):
         self.assertEqual(sorted(t["status"] for t in trials if t["final_round"]), ["ok"] * 15)
         status, _, best = self.k.get(best_query("scale", "cpu", n=4096))
         self.assertEqual(status, 200, best)
+
+    def test_clearly_slower_stops_early_and_the_pick_measures_in_full(self):
+        # Issue 32: PASSES 1 first (exhaustive, one at a time: a seconds budget makes the batch
+        # "parallel"), then PASSES 8, eight times the work: once the job has a best, that one
+        # stops after 3 repeats instead of the 0.05 s (--min-seconds) of repeats it would take,
+        # marked early_stopped. The final pick re-measures both with the full count: no
+        # early_stop threshold is sent for those.
+        job, trials = self.run_job({"kernel": "mine_passes", "device": "cpu",
+                                    "problem": {"n": 1 << 18}, "strategy": "exhaustive",
+                                    "parallel": 1, "history": "none",
+                                    "budget": {"evaluations": 2, "seconds": 60},
+                                    "final_remeasure": 2})
+        self.assertEqual(job["status"], "succeeded", job)
+        search = sorted((t for t in trials if t["final_round"] is None), key=lambda t: t["seq"])
+        final = [t for t in trials if t["final_round"]]
+        self.assertEqual([t["config"]["PASSES"] for t in search], [1, 8], search)
+        self.assertEqual([t["status"] for t in trials], ["ok"] * len(trials), trials)
+        one, eight = search
+        print("mine_passes: PASSES 1 %.4f ms x %d repeats (%.1f ms measuring); PASSES 8 %.4f ms x "
+              "%d repeats (%.1f ms), above %.4f ms: early_stopped %s"
+              % (one["time_ms"], one["repeats"], one["measure_ms"], eight["time_ms"],
+                 eight["repeats"], eight["measure_ms"], eight["extras"].get("early_stop_above_ms", 0),
+                 eight["extras"].get("early_stopped")))
+        self.assertNotIn("early_stop_above_ms", one["extras"])  # no best when it was claimed
+        self.assertGreater(eight["extras"]["early_stop_above_ms"], one["time_ms"])
+        self.assertTrue(eight["extras"]["early_stopped"], eight)
+        self.assertEqual(eight["repeats"], 3, eight)
+        self.assertGreater(eight["extras"]["min_ms"], eight["extras"]["early_stop_above_ms"])
+        self.assertGreater(one["repeats"], eight["repeats"])
+        self.assertEqual(len(final), 2 * 5, final)
+        for t in final:
+            self.assertNotIn("early_stopped", t["extras"], t)
+            self.assertGreaterEqual(t["repeats"], 5, t)
+        self.assertEqual(job["best"]["config"]["PASSES"], 1, job)
+        # Issue 32, "no idle device": the job's device busy time and idle share
+        timings = job["timings"]
+        print("mine_passes: device busy %.3f s of %.3f s, idle share %.3f"
+              % (timings["device_busy_seconds"], timings["elapsed_seconds"],
+                 timings["device_idle_share"]))
+        busy = sum(t["extras"]["device_busy_ms"] for t in trials) / 1000.0
+        self.assertAlmostEqual(timings["device_busy_seconds"], busy, places=6)
+        self.assertLess(busy, timings["elapsed_seconds"])
+        self.assertAlmostEqual(timings["device_idle_share"], 1 - busy / timings["elapsed_seconds"],
+                               places=3)
+        # and on the command line's job view
+        env = dict(os.environ, KTUNE_SERVER="http://" + self.k.address)
+        env.pop("KTUNE_TOKEN", None)
+        out = subprocess.run([KTUNE, "job", str(job["id"])], env=env, capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("device    %.1f s measuring, idle %.0f%% of the job's"
+                      % (timings["device_busy_seconds"], 100 * timings["device_idle_share"]),
+                      out.stdout)
 
     def test_measured_time_tracks_work(self):
         # y = 2x over n and over 8n elements: eight times the work must measure clearly longer

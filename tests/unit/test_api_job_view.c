@@ -110,7 +110,26 @@ static void succeeded_job_is_whole_and_shows_best(void **state)
     assert_string_equal(json_string_value(json_object_get(objective, "metric")), "time_ms");
     assert_string_equal(json_string_value(json_object_get(objective, "goal")), "min");
     assert_true(json_is_real(json_object_get(json_object_get(doc, "timings"), "elapsed_seconds")));
+    /* no device busy time recorded (a replay job): no idle share */
+    assert_true(
+        json_is_null(json_object_get(json_object_get(doc, "timings"), "device_idle_share")));
+    assert_true(isnan(job_view_idle_share(&j)));
     json_decref(doc);
+    /* issue 32: 0.5 s of its 2 s measuring: idle 75% of the time; more busy than wall time (two
+     * hosts measuring) is idle 0, not negative */
+    j.device_busy_ms = 500;
+    doc = job_view_json(&j, &err);
+    assert_non_null(doc);
+    json_t *timings = json_object_get(doc, "timings");
+    assert_true(json_real_value(json_object_get(timings, "device_busy_seconds")) == 0.5);
+    assert_true(json_real_value(json_object_get(timings, "device_idle_share")) == 0.75);
+    json_decref(doc);
+    j.device_busy_ms = 2500;
+    assert_true(job_view_idle_share(&j) == 0.0);
+    j.elapsed_seconds = NAN; /* not started */
+    assert_true(isnan(job_view_idle_share(&j)));
+    j.elapsed_seconds = 2.0;
+    j.device_busy_ms = NAN;
     /* A metric job (issue 27): its objective, and the best's value is the metric's. */
     kt_objective_set(&j.objective, "gflops", "max");
     j.best_value = 12.5;

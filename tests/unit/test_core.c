@@ -9,10 +9,103 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/early_stop.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/trial.h"
+
+/* The runner's timing loop (runner/cpu_measure.c) over the repeat times given (ms, in order):
+ * how many it timed and why it stopped. */
+static int repeats_timed(const kt_timing_limits *l, const double *times, int n_times, int *why)
+{
+    double elapsed_s = 0, fastest = INFINITY;
+    for (int n = 1; n <= n_times; n++) {
+        elapsed_s += times[n - 1] * 1e-3;
+        fastest = times[n - 1] < fastest ? times[n - 1] : fastest;
+        *why = kt_timing_next(l, n, elapsed_s, fastest);
+        if (*why != KT_TIMING_GO_ON)
+            return n;
+    }
+    fail_msg("the loop did not stop within %d repeats", n_times);
+    return -1;
+}
+
+static void early_stop_cuts_only_clearly_slower_configurations(void **state)
+{
+    (void)state;
+    double times[200];
+    int why = -1;
+    /* the job's best: 10 ms, cv 1% -> the margin is the floor, 10% */
+    double above = kt_early_stop_above_ms(10.0, 0.01);
+    assert_true(fabs(above - 10.0 * (1 + KT_EARLY_STOP_FLOOR)) < 1e-12);
+    kt_timing_limits l = {.min_repeats = 5,
+                          .max_repeats = 100,
+                          .min_seconds = 0.2,
+                          .max_seconds = 3.0,
+                          .early_after = 3,
+                          .early_above_ms = above};
+    /* twice as slow: stopped after the 3 repeats the decision needs, not 5 or 0.2 s (10 runs) */
+    for (int i = 0; i < 200; i++)
+        times[i] = 20.0 + (i % 3);
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 3);
+    assert_int_equal(why, KT_TIMING_EARLY_STOP);
+    /* close to the best (5% slower, within the margin): the full count, 0.2 s of 10.5 ms runs */
+    for (int i = 0; i < 200; i++)
+        times[i] = 10.5;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 20);
+    assert_int_equal(why, KT_TIMING_DONE);
+    /* noise only slows a run: two slow first repeats (an interrupt) are outvoted by a fast third,
+     * which keeps the fastest below the threshold for good */
+    times[0] = times[1] = 30.0;
+    times[2] = 10.2;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 16); /* 70.2 ms + 13 x 10.5 ms */
+    assert_int_equal(why, KT_TIMING_DONE);
+    /* 20% slower: stopped at the 3rd repeat; one repeat within the margin keeps it going */
+    for (int i = 0; i < 200; i++)
+        times[i] = 12.0;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 3);
+    assert_int_equal(why, KT_TIMING_EARLY_STOP);
+    times[1] = 10.9;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 17);
+    assert_int_equal(why, KT_TIMING_DONE);
+    /* the best's spread sets the margin: the same 12 ms runs against a best with cv 10% (margin
+     * 30%, 13 ms) are within noise and run the full count */
+    l.early_above_ms = kt_early_stop_above_ms(10.0, 0.10);
+    assert_true(fabs(l.early_above_ms - 13.0) < 1e-9);
+    for (int i = 0; i < 200; i++)
+        times[i] = 12.0;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 17);
+    assert_int_equal(why, KT_TIMING_DONE);
+    /* the spread is the median's distance from the fastest repeat: a best whose one slow outlier
+     * made its cv 2 keeps a 5% spread (margin 15%); the cv counts only without a fastest repeat */
+    assert_true(fabs(kt_early_stop_spread(10.0, 9.5, 2.0) - 0.05) < 1e-12);
+    assert_true(kt_early_stop_spread(10.0, NAN, 0.02) == 0.02);
+    assert_true(kt_early_stop_spread(10.0, 11.0, 0.02) == 0.02); /* not a fastest repeat */
+    assert_true(isnan(kt_early_stop_spread(10.0, NAN, NAN)));
+    /* a best without a recorded spread: the wider fixed margin */
+    assert_true(fabs(kt_early_stop_above_ms(10.0, NAN) -
+                     10.0 * (1 + KT_EARLY_STOP_UNKNOWN_SPREAD_MARGIN)) < 1e-12);
+    /* no best yet, or early stop off: the full count, however slow */
+    assert_true(kt_early_stop_above_ms(NAN, 0.01) == 0 && kt_early_stop_above_ms(0, 0.01) == 0);
+    l.early_above_ms = 0;
+    for (int i = 0; i < 200; i++)
+        times[i] = 100.0;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 5);
+    assert_int_equal(why, KT_TIMING_DONE);
+    l.early_above_ms = 11.0;
+    l.early_after = 0;
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 5);
+    /* the full count reached with the stop: not an early stop (nothing was cut) */
+    l = (kt_timing_limits){.min_repeats = 3,
+                           .max_repeats = 100,
+                           .min_seconds = 0,
+                           .max_seconds = 3.0,
+                           .early_after = 3,
+                           .early_above_ms = 11.0};
+    assert_int_equal(repeats_timed(&l, times, 200, &why), 3);
+    assert_int_equal(why, KT_TIMING_DONE);
+}
 
 static void error_table_maps_codes_to_statuses(void **state)
 {
@@ -249,6 +342,7 @@ int main(void)
         cmocka_unit_test(rng_is_deterministic_and_in_range),
         cmocka_unit_test(trial_status_names_round_trip),
         cmocka_unit_test(trial_cost_is_compile_plus_measure_seconds),
+        cmocka_unit_test(early_stop_cuts_only_clearly_slower_configurations),
         cmocka_unit_test(fnv1a_matches_known_vectors),
         cmocka_unit_test(config_accel_devices),
         cmocka_unit_test(config_model_retrain_after),

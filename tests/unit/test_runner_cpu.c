@@ -271,6 +271,24 @@ static void measure_scale_is_ok_and_cached(void **state)
     assert_true(json_number_value(extra(r, "setup_ms")) == 0.0);
     json_decref(r);
 
+    /* issue 32, early_stop: a threshold below every run stops after "after" repeats and says so;
+     * one above every run leaves the full count (min_repeats 5, min_seconds 0.01) */
+    json_t *q = xy_request(13, "scale", json_pack("{s:i}", "UNROLL", 4), 65536);
+    json_object_set_new(q, "early_stop", json_pack("{s:i, s:f}", "after", 3, "above_ms", 1e-9));
+    r = client_call_json(c, q, 60000);
+    assert_status(r, "ok");
+    assert_int_equal((int)num(r, "repeats"), 3);
+    assert_true(json_is_true(extra(r, "early_stopped")));
+    assert_true(json_number_value(extra(r, "early_stop_above_ms")) == 1e-9);
+    json_decref(r);
+    q = xy_request(14, "scale", json_pack("{s:i}", "UNROLL", 4), 65536);
+    json_object_set_new(q, "early_stop", json_pack("{s:i, s:f}", "after", 3, "above_ms", 1e9));
+    r = client_call_json(c, q, 60000);
+    assert_status(r, "ok");
+    assert_true(num(r, "repeats") >= 5);
+    assert_true(json_is_false(extra(r, "early_stopped")));
+    json_decref(r);
+
     int tmp;
     assert_int_equal(count_files(c->cache, ".so", &tmp), 3); /* two kernels and the reference */
     assert_int_equal(tmp, 0);
@@ -748,6 +766,10 @@ static void malformed_requests_get_error_replies(void **state)
          "output"},
         {"reference", json_pack("{s:s}", "kind", "numpy"), "kind"},
         {"warmup", json_integer(3), "unknown field 'warmup'"},
+        {"early_stop", json_pack("{s:i}", "after", 3), "'above_ms'"},
+        {"early_stop", json_pack("{s:i, s:f}", "after", 0, "above_ms", 1.0), "'after'"},
+        {"early_stop", json_pack("{s:f}", "above_ms", 0.0), "early_stop.above_ms"},
+        {"early_stop", json_pack("{s:f, s:i}", "above_ms", 1.0, "repeats", 2), "repeats"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *req = xy_request(100 + (int)i, "scale", NULL, 64);

@@ -329,6 +329,13 @@ static void scale_is_ok_then_cached(void **state)
     r = measure(g, scale_request(4099, 256, 2, 0), "ok");
     assert_true(json_is_true(json_object_get(json_object_get(r, "extras"), "cached_binary")));
     json_decref(r);
+    /* issue 32, early_stop: a threshold below every launch stops after "after" of them */
+    json_t *q = scale_request(4099, 256, 2, 0);
+    json_object_set_new(q, "early_stop", json_pack("{s:i, s:f}", "after", 3, "above_ms", 1e-9));
+    r = measure(g, q, "ok");
+    assert_int_equal(json_integer_value(json_object_get(r, "repeats")), 3);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "extras"), "early_stopped")));
+    json_decref(r);
 }
 
 static void gemm_small_is_verified(void **state)
