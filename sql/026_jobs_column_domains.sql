@@ -6,13 +6,13 @@
 -- columns it assigns, and inside a PL/pgSQL function it builds their expressions again for each
 -- statement (ExecConstraints -> ExecRelCheck: stringToNode, expression_planner, ExecInitExpr per
 -- executor). `jobs` had 13; a tell's record (ktune_record_trial's UPDATE of the job's counters and
--- best) paid for all 13 at each tell (and an ask's `last_ask_at`, once a second). Measured (a PL/pgSQL loop of the
--- tell's UPDATE of one job row, a COMMIT after each, on a copy of this schema; 2 cores at load ~24,
--- so every figure inflated): 13 CHECKs 460-780 us an UPDATE, the 11 as domains with the 2
--- multi-column CHECKs left 290-330 us, no CHECK at all 140-260 us, a narrow table of the counters
--- alone 130-230 us. A domain's check runs only where a value is coerced to the column's type — an
--- INSERT, or an UPDATE that assigns the column — with its expression planned once per session
--- (the type cache), not once per statement.
+-- best) paid for all 13 at each tell (an ask's `last_ask_at` too, once a second). Measured (a
+-- PL/pgSQL loop of the tell's UPDATE of one job row, a COMMIT after each, on a copy of this
+-- schema; 2 cores at load ~24): backend CPU per UPDATE 105-140 us with the 13 CHECKs, 60-65 us
+-- with the 11 as domains (the 2 multi-column CHECKs left), 48-50 us with no CHECK at all; in wall
+-- time a narrow table of the counters alone was no faster than no CHECK. A domain's check runs
+-- only where a value is coerced to the column's type — an INSERT, or an UPDATE that assigns the
+-- column — with its expression planned once per session (the type cache), not once per statement.
 --
 -- Each domain keeps the old constraint's name, so a refused value names the same constraint
 -- (SQLSTATE 23514, check_violation, as before). Clients see the base types (the protocol sends a
@@ -80,9 +80,9 @@ ALTER TABLE jobs
 -- the plan stays while the table grows. Seen (auto_explain, 8 harnesses x 800 tells on a fresh
 -- database): the open-batch EXISTS (`trials` of the job, pending or running) ran as a sequential
 -- scan in 121 of 138 sampled tells, 2.2 ms a call against 0.03 ms on trials_job_open_idx — more
--- than the rest of the tell; which plan a session got was chance, the bench's largest noise. Every
--- statement of a tell has an index made for it (the trial by its key, the job's open trials by
--- trials_job_open_idx, the job by its key), so the setting changes no other plan.
+-- than the rest of the tell; which plan a session got was chance (a source of the bench's spread).
+-- Every statement of a tell has an index made for it (the trial by its key, the job's open trials
+-- by trials_job_open_idx, the job by its key), so the setting changes no other plan.
 ALTER FUNCTION ktune_tell(bigint, text, jsonb) SET enable_seqscan = off;
 
 -- The trial's record finds the trial by its key. Its UPDATE named the job as `job_id = p_job`
