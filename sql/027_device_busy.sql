@@ -5,4 +5,7 @@
 -- measurement on a real device (cpu, cuda) is recorded: replay, accel and external jobs, imports
 -- and jobs from before this migration keep NULL. The job view reports idle_share = 1 - busy /
 -- (finished_at or now - started_at), api/job_view.c.
-ALTER TABLE jobs ADD COLUMN device_busy_ms double precision CHECK (device_busy_ms >= 0);
+-- A domain, not a table CHECK (sql/026's rule): a tell's UPDATE of the job row must not evaluate it.
+CREATE DOMAIN ktune_job_device_busy_ms AS double precision
+    CONSTRAINT jobs_device_busy_ms_check CHECK (VALUE >= 0);
+ALTER TABLE jobs ADD COLUMN device_busy_ms ktune_job_device_busy_ms;
