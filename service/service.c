@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api.h"
 #include "catalog/catalog_fleet.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "measure/device.h"
 #include "store/catalog_store.h"
@@ -22,6 +24,8 @@
 #define SERVICE_BEST_CACHE_BYTES ((size_t)256 << 20)
 #define SERVICE_FLEET_PERIOD_S   2.0  /* the catalog's copy of the fleet's devices is this fresh */
 #define SERVICE_FLEET_WAIT_MS    1000 /* a fleet read waits this long for a connection */
+#define SERVICE_DB_START_SECONDS 60 /* the embedded cluster may take this long to accept the pool  \
+                                     */
 
 /* --role api: HTTP only; worker: measuring, job driving and training, HTTP for probes only. */
 static int measures(const service *svc)
@@ -144,6 +148,25 @@ static void limit_sessions(const service *svc)
                  strerror(errno));
 }
 
+/* Opens the connection pool. The embedded cluster has just answered a ping, so a connection that
+ * fails now is a starved machine (its backends forked slowly past libpq's 2 s connect_timeout),
+ * not a wrong address or password: retried for up to SERVICE_DB_START_SECONDS. An external database
+ * gets one attempt, so that a mistake in --database-url is reported at once. */
+static db_pool *open_pool(service *svc, int size, kt_error *err)
+{
+    double deadline = kt_clock_s() + (svc->pg ? SERVICE_DB_START_SECONDS : 0);
+    for (;;) {
+        db_pool *db = db_pool_new(svc->conninfo, size, err);
+        if (db || kt_clock_s() >= deadline)
+            return db;
+        log_warn("the embedded database did not take %d connections yet (%s); retrying", size,
+                 err->message);
+        kt_error_clear(err);
+        struct timespec pause = {0, 500 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 static int start_database(service *svc, kt_error *err)
 {
     const char *conninfo = svc->cfg.database_url;
@@ -160,7 +183,7 @@ static int start_database(service *svc, kt_error *err)
     /* Every measurement thread, HTTP thread and the runner may hold one connection at once (an
      * API process has no measurement threads). */
     int pool = (measures(svc) ? svc->cfg.workers : 0) + svc->cfg.http_threads + 4;
-    svc->db = db_pool_new(svc->conninfo, pool, err);
+    svc->db = open_pool(svc, pool, err);
     if (!svc->db) {
         kt_error_prefix(err, "connecting to the database");
         return -1;
