@@ -24,8 +24,8 @@
 #define SERVICE_BEST_CACHE_BYTES ((size_t)256 << 20)
 #define SERVICE_FLEET_PERIOD_S   2.0  /* the catalog's copy of the fleet's devices is this fresh */
 #define SERVICE_FLEET_WAIT_MS    1000 /* a fleet read waits this long for a connection */
-#define SERVICE_DB_START_SECONDS 60 /* the embedded cluster may take this long to accept the pool  \
-                                     */
+/* The embedded cluster may take this long to accept the pool's connections. */
+#define SERVICE_DB_START_SECONDS 60
 
 /* --role api: HTTP only; worker: measuring, job driving and training, HTTP for probes only. */
 static int measures(const service *svc)
