@@ -491,6 +491,17 @@ describe("dashboard", { timeout: 1800000 }, () => {
         await page.goto("about:blank");
         await page.goto(`${k.base}/${route}`);
         await page.waitForSelector(ready);
+        if (name === "devices") {
+          // The peak column shows GET /v1/devices' peak_gflops, "unknown" where it is null.
+          const devs = await (await fetch(`${k.base}/v1/devices`, { headers: AUTH })).json();
+          for (const d of devs.devices) {
+            const cell = page.locator(`#devices-table tbody tr[data-device="${d.name}"] td[data-peak]`);
+            assert.equal(await cell.getAttribute("data-peak"), d.peak_gflops == null ? "" : String(d.peak_gflops), d.name);
+            if (d.peak_gflops == null) assert.equal((await cell.textContent()).trim(), "unknown", d.name);
+            else assert.match(await cell.textContent(), /GFLOP\/s$/, d.name);
+          }
+          assert.ok(devs.devices.some((d) => d.peak_gflops > 0), "some device (accel) knows its peak");
+        }
         if (name === "compare") {
           await page.setInputFiles("#bench-file", path.join(SOURCE, "tests/bench/results/gpu-spaces.json"));
           await page.waitForSelector("#bench-section[data-loaded=all]");

@@ -41,7 +41,7 @@ export function mount(root) {
         h(
           "table",
           { id: "devices-table" },
-          h("thead", {}, h("tr", {}, h("th", {}, "device"), h("th", {}, "state"), h("th", { class: "opt" }, "kind"), h("th", {}, "kernels"), h("th", { class: "opt2" }, "description"), h("th", {}, "measuring now"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "device"), h("th", {}, "state"), h("th", { class: "opt" }, "kind"), h("th", {}, "kernels"), h("th", { class: "num opt" }, "peak"), h("th", { class: "opt2" }, "description"), h("th", {}, "measuring now"))),
           devBody
         )
       )
@@ -88,6 +88,8 @@ export function mount(root) {
             h("td", {}, d.available ? h("span", { class: "badge status-succeeded" }, "available") : h("span", { class: "badge status-failed", title: d.reason || "" }, "unavailable"), d.available ? null : h("div", { class: "muted small-text" }, d.reason || d.error || "")),
             h("td", { class: "opt" }, d.kind),
             h("td", {}, (d.kernels || []).join(", ") || "–"),
+            // GET /v1/devices' peak where every factor is known; the basis (or why not) on hover.
+            h("td", { class: "num opt small-text", title: d.peak_basis || "", dataset: { peak: d.peak_gflops ?? "" } }, d.peak_gflops == null ? h("span", { class: "muted" }, "unknown") : `${Number(d.peak_gflops).toLocaleString("en", { maximumFractionDigits: 1 })} GFLOP/s`),
             h("td", { class: "opt2 small-text" }, describe(d)),
             h(
               "td",
