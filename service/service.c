@@ -12,6 +12,7 @@
 #include "catalog/catalog_fleet.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "measure/core_reserve.h"
 #include "measure/device.h"
 #include "store/catalog_store.h"
 #include "store/kernel_store.h"
@@ -58,9 +59,9 @@ static json_t *kernels_fetch(void *ctx, const char *name, kt_error *err)
     return rows;
 }
 
-/* With real measurement, reserves the measuring core: the calling (main) thread, and so every
- * thread and process started after it, runs on the other cores. Resolves --cpu-core's automatic
- * default (the last core, when there are 2 or more) into svc->cfg.cpu_core. */
+/* With real measurement, chooses the measuring core: resolves --cpu-core's automatic default (the
+ * last core, when there are 2 or more) into svc->cfg.cpu_core. The service keeps every core
+ * between cpu measurements; each one moves it off this core while it runs (reserve_core). */
 static int pin_service(service *svc, kt_error *err)
 {
     cpu_set_t set;
@@ -97,19 +98,28 @@ static int pin_service(service *svc, kt_error *err)
         return 0;
     }
     if (n >= 2) {
-        CPU_CLR(core, &set);
-        if (sched_setaffinity(0, sizeof set, &set) != 0)
-            log_warn("cannot keep the service off core %d: %s", core, strerror(errno));
-        else {
-            log_info("cpu measurements run on core %d; the service on the %d others", core, n - 1);
-            /* OpenBLAS sized its thread pool by every core: its threads (the legality check's
-             * Fisher Potential, model training) would share the service's cores with each other
-             * and spin; one per core the service has, unless OPENBLAS_NUM_THREADS says. */
-            if (!getenv("OPENBLAS_NUM_THREADS"))
-                openblas_set_num_threads(n - 1);
-        }
+        log_info("cpu measurements run on core %d; the service on the %d others while one runs, "
+                 "on all %d between them",
+                 core, n - 1, n);
+        /* OpenBLAS sized its thread pool by every core: its threads (the legality check's Fisher
+         * Potential, model training) would share the service's cores with each other and spin
+         * while a measurement holds one; one per core left then, unless OPENBLAS_NUM_THREADS
+         * says. */
+        if (!getenv("OPENBLAS_NUM_THREADS"))
+            openblas_set_num_threads(n - 1);
     }
     return 0;
+}
+
+/* The measuring core's reservation (measure/core_reserve.h), once the embedded cluster runs: its
+ * postmaster and backends are moved with the service's threads. */
+static int reserve_core(service *svc, kt_error *err)
+{
+    if (svc->cfg.cpu_core < 0)
+        return 0;
+    svc->core_reserve =
+        core_reserve_new(svc->cfg.cpu_core, svc->pg ? pg_cluster_pgdata(svc->pg) : NULL, err);
+    return svc->core_reserve ? 0 : -1;
 }
 
 /* Splits a comma-separated list in place into at most max entries. */
@@ -237,6 +247,7 @@ static int start_catalog(service *svc, kt_error *err)
         .runner = svc->cfg.runner,
         .cache_dir = cache,
         .cpu_core = svc->cfg.cpu_core,
+        .core_reserve = svc->core_reserve,
         .min_repeats = svc->cfg.min_repeats,
         .min_seconds = svc->cfg.min_seconds,
         .compile_timeout_s = svc->cfg.compile_timeout_s,
@@ -276,7 +287,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
 {
     memset(svc, 0, sizeof *svc);
     svc->cfg = *cfg;
-    /* Before any thread or child process exists, so that all of them inherit the affinity. */
+    /* Before any thread exists: OpenBLAS's thread count is set with the core. */
     if (pin_service(svc, err) < 0)
         goto fail;
     /* ktune-runner reads its user from the environment (runner/privileges.h): started by a root
@@ -293,7 +304,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
                      strerror(errno));
         goto fail;
     }
-    if (start_database(svc, err) < 0)
+    if (start_database(svc, err) < 0 || reserve_core(svc, err) < 0)
         goto fail;
     /* The listen rule (no token: loopback only) is checked before anything is served. */
     if (!(svc->tokens = api_token_cache_new(&svc->cfg, svc->db, err)) ||
@@ -376,6 +387,8 @@ void service_stop(service *svc)
     model_cache_free(svc->models); /* after HTTP and the workers: no caller is left */
     api_token_cache_free(svc->tokens);
     catalog_free(svc->cat);
+    core_reserve_free(svc->core_reserve); /* no measurement left to hold it */
+    svc->core_reserve = NULL;
     db_pool_free(svc->db);
     pg_supervisor_stop(svc->pg_supervisor); /* before the server stops: no restart of it */
     pg_cluster_stop(svc->pg);

@@ -35,6 +35,9 @@ typedef struct service {
     api_context api; /* what the handlers see: the rooms above, borrowed */
 
     pg_supervisor *pg_supervisor; /* restarts pg when its postmaster dies; NULL without pg */
+    /* --cpu-core left to each cpu measurement while it runs (measure/core_reserve.h), owned; NULL
+     * without a measuring core */
+    struct core_reserve *core_reserve;
 } service;
 
 /* Starts everything: database (embedded unless cfg has a URL), migrations, catalog, workers, HTTP.

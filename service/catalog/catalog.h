@@ -62,12 +62,15 @@ typedef struct catalog_real_options {
     const char *runner;             /* the ktune-runner binary */
     const char *cache_dir;          /* the runners' compile cache; created when missing */
     int cpu_core;                   /* core cpu runners are pinned to (--cpu-core); -1 for none */
-    int min_repeats;                /* [5] timed runs at least */
-    int max_repeats;                /* [100] timed runs at most */
-    double min_seconds;             /* [0.2] timing at least this long */
-    double max_seconds;             /* [3] timing at most this long */
-    double compile_timeout_s;       /* [60] */
-    double run_timeout_s;           /* [60] run deadline of a target without an ok result yet */
+    /* Borrowed: the service leaves cpu_core to each cpu measurement while it runs
+     * (measure/core_reserve.h); NULL: nothing moved. */
+    struct core_reserve *core_reserve;
+    int min_repeats;          /* [5] timed runs at least */
+    int max_repeats;          /* [100] timed runs at most */
+    double min_seconds;       /* [0.2] timing at least this long */
+    double max_seconds;       /* [3] timing at most this long */
+    double compile_timeout_s; /* [60] */
+    double run_timeout_s;     /* [60] run deadline of a target without an ok result yet */
     double slow_factor;   /* [0: off] CPU: a kernel call slower than slow_factor x the target's best
                            * time is given up on (status timeout), see runner PROTOCOL.md */
     int early_stop_after; /* [3: KT_EARLY_STOP_AFTER] repeats before a configuration clearly slower

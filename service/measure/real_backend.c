@@ -28,6 +28,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "space/space.h"
+#include "measure/core_reserve.h"
 #include "measure/runner_client.h"
 
 #define REAL_SEEN_TARGETS       32  /* targets whose best time a backend remembers */
@@ -555,6 +556,9 @@ static int call_runner(real_backend *b, real_call *m, json_t *req, const backend
 {
     int rc = 0;
     pthread_mutex_lock(b->dev->lock);
+    /* a cpu measurement has its core to itself: the service moves off it for the call */
+    core_reserve *reserve = b->dev->kind == KSPEC_CPU ? b->opt->core_reserve : NULL;
+    core_reserve_enter(reserve);
     double locked = kt_clock_ms();
     prepare_runner(b, m->k, stop);
     m->got = runner_client_call(b->runner, req, m->timeout, &m->reply, &m->end, err);
@@ -582,6 +586,7 @@ static int call_runner(real_backend *b, real_call *m, json_t *req, const backend
 out:
     runner_client_set_stop(b->runner, NULL, NULL);
     m->busy_ms = kt_clock_ms() - locked;
+    core_reserve_leave(reserve);
     pthread_mutex_unlock(b->dev->lock);
     return rc;
 }

@@ -75,6 +75,58 @@ def own_kernels(root):
     return root
 
 
+def cpus_allowed(path):
+    """The cores in a /proc status file's Cpus_allowed_list ("0-3,6"), or None once it is gone."""
+    try:
+        with open(path) as f:
+            line = next(l for l in f if l.startswith("Cpus_allowed_list:"))
+    except (OSError, StopIteration):
+        return None
+    cores = set()
+    for part in line.split(":", 1)[1].strip().split(","):
+        lo, _, hi = part.partition("-")
+        cores.update(range(int(lo), int(hi or lo) + 1))
+    return cores
+
+
+def service_tasks(ktuned_pid, postmaster_pid):
+    """The status files of ktuned's threads and of the embedded cluster's processes."""
+    paths = ["/proc/%d/task/%s/status" % (ktuned_pid, t)
+             for t in os.listdir("/proc/%d/task" % ktuned_pid)]
+    if postmaster_pid:
+        paths.append("/proc/%d/status" % postmaster_pid)
+        try:
+            with open("/proc/%d/task/%d/children" % (postmaster_pid, postmaster_pid)) as f:
+                paths += ["/proc/%s/status" % c for c in f.read().split()]
+        except OSError:
+            pass
+    return paths
+
+
+class CoreWatch:
+    """Samples, every 20 ms while a job measures, whether ktuned's threads and its database keep
+    off the measuring core (measure/core_reserve.h): `seen_off` counts the samples in which every
+    one of them did."""
+
+    def __init__(self, k, core):
+        import threading
+        self.k, self.core, self.seen_off, self.samples = k, core, 0, 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(0.02):
+            masks = [cpus_allowed(p) for p in service_tasks(self.k.proc.pid, self.k.postmaster_pid())]
+            masks = [m for m in masks if m is not None]
+            self.samples += 1
+            self.seen_off += bool(masks) and all(self.core not in m for m in masks)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+
+
 def l1d_bytes_from_sys():
     """cpu0's first level-1 data (or unified) cache in bytes as /sys gives it, 0 when it does not."""
     base = "/sys/devices/system/cpu/cpu0/cache"
@@ -238,11 +290,30 @@ class MeasureCpuTest(unittest.TestCase):
         if not os.path.exists(GEMM_SPEC):
             self.skipTest("%s does not exist (the CPU gemm kernel is not in this tree)" % GEMM_SPEC)
         problem = {"M": 1024, "N": 1024, "K": 1024}
+        status, _, devs = self.k.get("/v1/devices")
+        core = next(d for d in devs["devices"] if d["name"] == "cpu")["description"]["cpu_core"]
+        watch = CoreWatch(self.k, core) if core is not None else None
         # Without the final pick (test_final_pick.py tests it): the best is the fastest trial.
-        job, trials = self.run_job({"kernel": "gemm", "device": "cpu", "problem": problem,
-                                    "strategy": "random", "budget": {"evaluations": 4}, "seed": 1,
-                                    "final_remeasure": 0},
-                                   timeout=170)
+        try:
+            job, trials = self.run_job({"kernel": "gemm", "device": "cpu", "problem": problem,
+                                        "strategy": "random", "budget": {"evaluations": 4},
+                                        "seed": 1, "final_remeasure": 0},
+                                       timeout=170)
+        finally:
+            if watch:
+                watch.finish()
+        # The measuring core is the measurements' while they run and the service's between them
+        # (measure/core_reserve.h): seen kept clear while gemm was timed, every thread and
+        # database process back on it once the job is over.
+        if watch:
+            print("core %d: every service thread and database process off it in %d of %d samples"
+                  % (core, watch.seen_off, watch.samples))
+            self.assertGreater(watch.seen_off, 0, "the service never left the measuring core")
+            idle = [p for p in service_tasks(self.k.proc.pid, self.k.postmaster_pid())
+                    if (cpus_allowed(p) or {core}).isdisjoint({core})]
+            self.assertEqual(idle, [], "off the measuring core with no measurement running")
+        else:
+            print("one core only: nothing reserved (the check of the measuring core is skipped)")
         self.assertEqual((job["status"], job["stop_reason"]), ("succeeded", "budget_evaluations"), job)
         self.assertEqual(len(trials), 4)
         for t in trials:

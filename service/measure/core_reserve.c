@@ -1,0 +1,229 @@
+/* measure/core_reserve — see core_reserve.h. */
+#include "measure/core_reserve.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+/* Passes over this process's threads until one changes none (threads started during a pass). */
+#define CORE_RESERVE_PASSES 4
+/* A postmaster's children listed at most (backends, writers, autovacuum: max_connections + a few).
+ */
+#define CORE_RESERVE_CHILDREN_MAX 4096
+
+struct core_reserve {
+    pthread_mutex_t mu;
+    int core;
+    cpu_set_t wide;   /* the process's affinity at start: the service's between measurements */
+    cpu_set_t narrow; /* wide without core */
+    char pid_file[PATH_MAX]; /* <pgdata>/postmaster.pid, "" for none */
+    int holders;
+    int warned;
+};
+
+/* 1 when tid's mask was changed, 0 when it already was mask, -1 when it could not be (gone, or
+ * not ours to move). */
+static int set_one(pid_t tid, const cpu_set_t *mask)
+{
+    cpu_set_t now;
+    if (sched_getaffinity(tid, sizeof now, &now) == 0 && CPU_EQUAL(&now, mask))
+        return 0;
+    return sched_setaffinity(tid, sizeof *mask, mask) == 0 ? 1 : -1;
+}
+
+/* One pass over the threads of this process: *changed counts the moved ones. Returns the failures
+ * (a thread that ended meanwhile is not one). */
+static int pass_threads(const cpu_set_t *mask, int *changed)
+{
+    int failed = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (e->d_name[0] == '.' || *end || tid <= 0)
+            continue;
+        int rc = set_one((pid_t)tid, mask);
+        if (rc > 0)
+            (*changed)++;
+        else if (rc < 0 && errno != ESRCH)
+            failed++;
+    }
+    closedir(d);
+    return failed;
+}
+
+/* The parent of process pid from /proc/<pid>/stat (its fourth field, after the command in
+ * parentheses, which may itself hold spaces and parentheses), or -1. */
+static long parent_of(const char *pid)
+{
+    char path[300], line[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    char *close = got ? strrchr(line, ')') : NULL;
+    long ppid = -1;
+    if (!close || sscanf(close + 1, " %*c %ld", &ppid) != 1)
+        return -1;
+    return ppid;
+}
+
+/* The children of pid (a single-threaded parent: the postmaster), into kids; their count, or -1
+ * when /proc cannot be read. From /proc/<pid>/task/<pid>/children where the kernel has it
+ * (CONFIG_PROC_CHILDREN), else by each process's parent in /proc. */
+static int children_of(pid_t pid, pid_t *kids, int max)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    long v;
+    if (f) {
+        while (n < max && fscanf(f, "%ld", &v) == 1)
+            if (v > 0)
+                kids[n++] = (pid_t)v;
+        fclose(f);
+        return n;
+    }
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while (n < max && (e = readdir(d))) {
+        char *end;
+        v = strtol(e->d_name, &end, 10);
+        if (e->d_name[0] != '.' && !*end && v > 0 && parent_of(e->d_name) == (long)pid)
+            kids[n++] = (pid_t)v;
+    }
+    closedir(d);
+    return n;
+}
+
+int core_reserve_apply(const cpu_set_t *mask, pid_t pid)
+{
+    int failed = 0;
+    for (int pass = 0; pass < CORE_RESERVE_PASSES; pass++) {
+        int changed = 0;
+        int f = pass_threads(mask, &changed);
+        if (pass == CORE_RESERVE_PASSES - 1 || (!changed && !f)) {
+            failed = f;
+            break;
+        }
+    }
+    if (pid <= 0)
+        return failed;
+    /* The postmaster first: a backend forked from now on inherits its mask. */
+    if (set_one(pid, mask) < 0 && errno != ESRCH)
+        failed++;
+    pid_t *kids = malloc(CORE_RESERVE_CHILDREN_MAX * sizeof *kids);
+    int n = kids ? children_of(pid, kids, CORE_RESERVE_CHILDREN_MAX) : -1;
+    if (n < 0)
+        failed++;
+    for (int i = 0; i < n; i++)
+        if (set_one(kids[i], mask) < 0 && errno != ESRCH)
+            failed++;
+    free(kids);
+    return failed;
+}
+
+/* The postmaster named by the cluster's postmaster.pid, 0 for none. */
+static pid_t postmaster(const core_reserve *r)
+{
+    if (!r->pid_file[0])
+        return 0;
+    FILE *f = fopen(r->pid_file, "r");
+    long v = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v > 0 ? (pid_t)v : 0;
+}
+
+static void move_all(core_reserve *r, const cpu_set_t *mask, const char *what)
+{
+    int failed = core_reserve_apply(mask, postmaster(r));
+    if (failed && !r->warned) {
+        r->warned = 1;
+        log_warn("core %d: %d thread(s) or database process(es) could not be moved %s (not "
+                 "this process's to move, or unreadable /proc); cpu timings may share the core",
+                 r->core, failed, what);
+    }
+}
+
+core_reserve *core_reserve_new(int core, const char *pgdata, kt_error *err)
+{
+    core_reserve *r = calloc(1, sizeof *r);
+    if (!r) {
+        kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        return NULL;
+    }
+    r->core = core;
+    if (core < 0 || core >= CPU_SETSIZE || sched_getaffinity(0, sizeof r->wide, &r->wide) != 0 ||
+        !CPU_ISSET(core, &r->wide)) {
+        kt_error_set(err, KT_ERR_CONFIG, "core %d is not a core this process may run on", core);
+        free(r);
+        return NULL;
+    }
+    r->narrow = r->wide;
+    CPU_CLR(core, &r->narrow);
+    if (pgdata && pgdata[0] &&
+        snprintf(r->pid_file, sizeof r->pid_file, "%s/postmaster.pid", pgdata) >=
+            (int)sizeof r->pid_file) {
+        kt_error_set(err, KT_ERR_CONFIG, "the database folder's path is too long");
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    return r;
+}
+
+void core_reserve_enter(core_reserve *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->holders++ == 0)
+        move_all(r, &r->narrow, "off the measuring core");
+    pthread_mutex_unlock(&r->mu);
+}
+
+void core_reserve_leave(core_reserve *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->holders > 0 && --r->holders == 0)
+        move_all(r, &r->wide, "back onto the measuring core");
+    pthread_mutex_unlock(&r->mu);
+}
+
+int core_reserve_held(core_reserve *r)
+{
+    if (!r)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    int held = r->holders > 0;
+    pthread_mutex_unlock(&r->mu);
+    return held;
+}
+
+void core_reserve_free(core_reserve *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}

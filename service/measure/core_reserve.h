@@ -1,0 +1,49 @@
+/* measure/core_reserve — keeps the service off the CPU measuring core while a CPU measurement runs,
+ * and gives the core back to it in between.
+ *
+ * A cpu runner times kernels on one core (--cpu-core). ktuned used to keep itself and every child
+ * (its embedded PostgreSQL among them) off that core for its whole life, so on a machine with few
+ * cores the HTTP API, the job drivers and the database shared what was left even when no CPU
+ * kernel was being measured (on 2 cores: one core for everything; issue 27's ask/tell throughput
+ * was bounded by it). A reservation is taken by each CPU measurement, under the device's lock:
+ * the first holder moves every thread of this process and the embedded cluster's postmaster and
+ * its children (backends, writers) off the core; the last to leave moves them back. Processes and
+ * threads started meanwhile inherit the mask of their parent, so they follow. The runner is not
+ * touched: it pins itself (runner/main.c), and moves its compiles off the core on its own.
+ *
+ * Call order: core_reserve_new (once, after the embedded cluster started, before any measurement)
+ * -> core_reserve_enter / core_reserve_leave around each measurement, from any thread, always in
+ * pairs -> core_reserve_free at shutdown (no holder left). Every function takes NULL and does
+ * nothing: without a measuring core there is nothing to reserve. The reservation owns nothing but
+ * itself; pgdata is copied. A failure to move a process (it ended, or belongs to a user this
+ * process may not touch) is logged once and the measurement goes on: timing fidelity degrades, the
+ * service does not stop. */
+#ifndef KT_MEASURE_CORE_RESERVE_H
+#define KT_MEASURE_CORE_RESERVE_H
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+
+typedef struct core_reserve core_reserve;
+
+/* A reservation of core for this process's measurements. pgdata: the embedded cluster's data
+ * folder (its postmaster.pid names the postmaster, read at each move: a restarted cluster is
+ * followed), or NULL for none (an external database is not this process's to move). The
+ * process's affinity now is what the service gets back between measurements. NULL with err when
+ * core is not in that affinity (KT_ERR_CONFIG) or out of memory. */
+core_reserve *core_reserve_new(int core, const char *pgdata, kt_error *err);
+void core_reserve_enter(core_reserve *r);
+void core_reserve_leave(core_reserve *r);
+/* Whether a measurement holds the core now (tests, logs). */
+int core_reserve_held(core_reserve *r);
+void core_reserve_free(core_reserve *r);
+
+/* The moves themselves, for tests and for core_reserve_enter/leave: sets mask on every thread of
+ * this process (until a pass finds none to change, at most a few passes, so threads started during
+ * a pass are caught), and on pid and its children when pid > 0. Returns how many threads or
+ * processes could not be moved (0: all). */
+int core_reserve_apply(const cpu_set_t *mask, pid_t pid);
+
+#endif
