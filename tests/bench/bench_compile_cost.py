@@ -10,7 +10,11 @@ on a loaded machine, unlike wall time) and compile_ms (wall). It also sums the w
 time (RUSAGE_CHILDREN after it exits: the runner and every compiler it waited for), and checks
 that each configuration's binary is byte-identical in both modes (the same object, the same key).
 
-    nice python3 tests/bench/bench_compile_cost.py [--rounds 3] [--runner build/ktune-runner]
+    nice python3 tests/bench/bench_compile_cost.py [--rounds 3] [--stage-rounds 5]
+        [--runner build/ktune-runner] [--kernels gemm,conv2d]
+
+First the stages of one gemm compile (direct cc commands with the runner's flags: preprocessing,
+cc1, as, the link, -pipe, the precompiled prelude), then the runner's compiles.
 
 Rounds alternate which mode goes first. Prints medians (n = compiles) per kernel and mode.
 """
@@ -92,7 +96,7 @@ def run_mode(runner, kernel, configs, no_pch):
             sys.exit(f"{kernel} {d}: {r}")
         ex = r["extras"]
         rows.append((ex["compile_cpu_ms"], r["compile_ms"], ex["prelude"],
-                     ex.get("prelude_cpu_ms", 0.0), ex["binary"]))
+                     ex.get("prelude_cpu_ms", 0.0), ex["binary"], "reference_compile_ms" in ex))
     p.stdin.close()
     p.wait()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -113,8 +117,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runner", default=os.path.join(ROOT, "build", "ktune-runner"))
     ap.add_argument("--kernels", default="gemm,conv2d")
+    ap.add_argument("--stage-rounds", type=int, default=5, help="0: skip the stages")
     a = ap.parse_args()
     print(f"compiler: {subprocess.run(['cc', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
+    if a.stage_rounds > 0:
+        stages(a.stage_rounds)
     med = statistics.median
     for kernel in a.kernels.split(","):
         configs = GEMM if kernel == "gemm" else CONV2D
@@ -122,6 +129,7 @@ def main():
         cpu = {m: [[] for _ in configs] for m in (True, False)}
         state = [[] for _ in configs]
         made, amort, tree = [], {True: [], False: []}, {True: [], False: []}
+        refs = requests = 0
         same = total = 0
         for rnd in range(a.rounds):
             caches = {}
@@ -129,6 +137,8 @@ def main():
                 rows, t, caches[no_pch] = run_mode(a.runner, kernel, configs, no_pch)
                 tree[no_pch].append(t / len(configs) * 1000)
                 amort[no_pch].append(sum(r[0] for r in rows) / len(rows))
+                refs += sum(r[5] for r in rows)
+                requests += len(rows)
                 for i, r in enumerate(rows):
                     cpu[no_pch][i].append(r[0])
                     if not no_pch:
@@ -149,6 +159,7 @@ def main():
         before = [v for i in steady for v in cpu[True][i]]
         after = [v for i in steady for v in cpu[False][i]]
         ratios = [y / x for i in steady for x, y in zip(cpu[True][i], cpu[False][i])]
+        saved = [x - y for i in steady for x, y in zip(cpu[True][i], cpu[False][i])]
         print(f"{kernel}: {len(configs)} configurations x {a.rounds} rounds, steady state over "
               f"configurations {[i + 1 for i in steady]}")
         if steady:
@@ -157,8 +168,8 @@ def main():
             print(f"  after  (prelude)   compile CPU ms median {med(after):7.1f}  (n {len(after)}, "
                   f"min {min(after):.1f}, max {max(after):.1f})")
             print(f"  paired after/before per configuration and round: median {med(ratios):.2f} "
-                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}); saved median "
-                  f"{med(before) - med(after):.1f} ms per compile")
+                  f"(min {min(ratios):.2f}, max {max(ratios):.2f}); CPU ms saved per compile: "
+                  f"median {med(saved):.1f} (min {min(saved):.1f}, max {max(saved):.1f})")
         if made:
             print(f"  the precompile (once per prelude, flags and toolchain): CPU ms median "
                   f"{med(made):.1f} (n {len(made)})")
@@ -168,6 +179,55 @@ def main():
         print(f"  whole runner tree CPU ms per compile (RUSAGE_CHILDREN), median over rounds: "
               f"before {med(tree[True]):.1f}, after {med(tree[False]):.1f}")
         print(f"  binaries byte-identical with and without the prelude: {same}/{total}")
+        print(f"  requests that compiled the reference: {refs} of {requests} (one per fresh cache: "
+              f"{'an openblas reference, none' if kernel == 'gemm' else 'reference.c'})")
+
+
+def cpu_of(cmd):
+    """User + system CPU seconds of cmd and what it waited for."""
+    a = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (b.ru_utime - a.ru_utime) + (b.ru_stime - a.ru_stime)
+
+
+def stages(rounds):
+    """Where one compile of gemm's default configuration goes, by the driver's stages, and what
+    the precompiled prelude takes away: direct cc commands with the runner's flags."""
+    src = os.path.join(ROOT, "kernels", "gemm", "cpu.c")
+    d = ["-D%s=%d" % kv for kv in GEMM[0].items()]
+    f = ["-std=gnu11", "-O3", "-march=native", "-fPIC"]
+    tmp = tempfile.mkdtemp(prefix="ktune-compile-stages-")
+    pre = os.path.join(tmp, "pre.h")
+    with open(pre, "w") as h:
+        h.write("#include <stdlib.h>\n#include <string.h>\n"
+                "#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))\n"
+                "#include <immintrin.h>\n#endif\n")
+    o = lambda n: os.path.join(tmp, n)
+    subprocess.run(["cc"] + f + ["-x", "c-header", "-o", pre + ".gch", pre], check=True)
+    cmds = [
+        ("preprocess only (cc -E)", ["cc"] + f + d + ["-E", "-o", o("k.i"), src]),
+        ("compile to assembly (cc -S: cc1)", ["cc"] + f + d + ["-S", "-o", o("k.s"), src]),
+        ("assemble (as)", ["as", "-o", o("k2.o"), o("k.s")]),
+        ("compile to an object (cc -c: cc1 + as)", ["cc"] + f + d + ["-c", "-o", o("k.o"), src]),
+        ("link the object (cc -shared: collect2 + ld)", ["cc", "-shared", "-o", o("k2.so"), o("k.o")]),
+        ("the runner's command (cc ... -shared)", ["cc"] + f + ["-shared"] + d + ["-o", o("k.so"), src]),
+        ("the same with -pipe", ["cc"] + f + ["-shared", "-pipe"] + d + ["-o", o("k.so"), src]),
+        ("with the precompiled prelude (-include)", ["cc"] + f + ["-shared", "-include", pre] + d +
+         ["-o", o("k.so"), src]),
+        ("assembly with the precompiled prelude", ["cc"] + f + ["-include", pre] + d +
+         ["-S", "-o", o("k3.s"), src]),
+    ]
+    res = {n: [] for n, _ in cmds}
+    for _ in range(rounds):
+        for n, c in cmds:
+            res[n].append(cpu_of(c) * 1000)
+    lines = sum(1 for _ in open(o("k.i")))
+    print(f"stages of one gemm compile (default configuration; {lines} lines once preprocessed), "
+          f"CPU ms median of {rounds}:")
+    for n, _ in cmds:
+        print(f"  {n:48s} {statistics.median(res[n]):7.1f}")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 /* The precompiled prelude of CPU kernels (runner/cpu_prelude.c, issue 32 "compile cheaper"): what
  * cpu_prelude_text takes as a source's prelude (the catalog's kernels, and every way a leading
  * part can stop), and end to end through the built runner: noted, made, used, refused by GCC for a
- * define its headers test, and every binary byte-identical to a --no-pch runner's. */
+ * define its headers test, and every binary byte-identical to a --no-pch runner's; the cache bound
+ * counting the .gch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "core/file.h"
@@ -238,11 +240,44 @@ static void prelude_is_made_used_and_gives_the_same_binary(void **state)
     }
 }
 
+/* The cache bound counts a precompiled prelude (24 MiB for gemm's) like a binary, least recently
+ * used first, and never the one a request names; its small header stays (the mark of a prelude
+ * seen: the next compile makes the .gch again). */
+static void cache_bound_counts_precompiled_preludes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ktune-prelude-bound-XXXXXX", path[600];
+    assert_non_null(mkdtemp(dir));
+    const char *names[] = {"pch-a.h.gch", "pch-a.h", "b.so", "pch-c.h.gch"};
+    char bytes[1000] = {0};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(bytes, 1, sizeof bytes, f), sizeof bytes);
+        fclose(f);
+        struct timespec ts[2] = {{.tv_sec = 1000000 + i}, {.tv_sec = 1000000 + i}};
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    }
+    /* 3000 bytes of binaries (the header does not count) within 3000 */
+    assert_int_equal(cpu_cache_bound(dir, 3000, NULL, 0), 0);
+    /* 3000 > 2000: down to 1800, the oldest first, pch-c kept by name */
+    const char *keep[] = {"pch-c.h.gch"};
+    assert_int_equal(cpu_cache_bound(dir, 2000, keep, 1), 2);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        assert_int_equal(access(path, F_OK) == 0, i == 1 || i == 3);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(catalog_kernels_preludes),
         cmocka_unit_test(where_the_prelude_stops),
+        cmocka_unit_test(cache_bound_counts_precompiled_preludes),
         cmocka_unit_test(prelude_is_made_used_and_gives_the_same_binary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
