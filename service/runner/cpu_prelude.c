@@ -172,8 +172,8 @@ static line_kind classify(span l, int *in_comment)
     const char *last = end;
     while (last > p && is_space(last[-1]))
         last--;
-    if (last > p && last[-1] == '\\')
-        return LINE_STOP; /* a continued line: not worth following */
+    if ((last > p && last[-1] == '\\') || memchr(p, '\0', (size_t)(end - p)))
+        return LINE_STOP; /* a continued line, a NUL byte: not worth following */
     if (*in_comment) {
         const char *close = find2(p, end, '*', '/');
         if (!close)

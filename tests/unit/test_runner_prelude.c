@@ -83,6 +83,10 @@ static void where_the_prelude_stops(void **state)
     expect_prelude("#include <a.h>\n/* c */ int y;\n#include <b.h>\n", "#include <a.h>\n");
     expect_prelude("#include <a.h>\n/* open\n still */ int y;\n", "#include <a.h>\n");
     expect_prelude("#include <a.h> int x;\n", "");
+    char nul[] = "#include <a.h>\n#include <b\0.h>\n";
+    char out0[64];
+    assert_int_equal(cpu_prelude_text(nul, sizeof nul - 1, out0, sizeof out0), 15);
+    assert_string_equal(out0, "#include <a.h>\n");
     /* conditionals alone are no prelude; CRLF lines are lines */
     expect_prelude("#ifdef __AVX2__\n#endif\n", "");
     expect_prelude("#include <a.h>\r\n#include <b.h>\r\n", "#include <a.h>\r\n#include <b.h>\r\n");
