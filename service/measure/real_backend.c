@@ -466,6 +466,8 @@ typedef struct real_call {
     int compiled;        /* built before the lock (op "compile"): compile_ms, cached are its */
     int cached;
     double compile_ms;
+    double compile_cpu_ms; /* the compile op's compiler CPU time, and its prelude (runner README) */
+    char prelude[16];
     int retried;    /* measured again after a SIGKILL */
     double busy_ms; /* the device's lock held for the measure (issue 32: the job's idle share) */
     int got;        /* runner_client_call's answer */
@@ -608,6 +610,13 @@ static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_
             json_object_set_new(out->extras, "cached_binary", json_boolean(m->cached));
             json_object_set_new(out->extras, "compiled_apart", json_true());
         }
+        if (out->extras && !m->cached) {
+            /* what the compile cost in CPU (issue 32); a rebuild in the measure adds */
+            double cpu = m->compile_cpu_ms + num_field(out->extras, "compile_cpu_ms");
+            json_object_set_new(out->extras, "compile_cpu_ms", json_real(cpu));
+            if (m->prelude[0] && !json_object_get(out->extras, "prelude"))
+                json_object_set_new(out->extras, "prelude", json_string(m->prelude));
+        }
     }
     if (out->status == TRIAL_OK && out->extras && m->k->n_metrics > 0) {
         /* the kernel's user metrics of this trial (kernels/README.md, "metrics") */
@@ -661,7 +670,11 @@ static int compile_apart(real_backend *b, real_call *m, const json_t *req, const
     }
     m->compiled = 1;
     m->compile_ms = num_field(reply, "compile_ms");
-    m->cached = json_is_true(json_object_get(json_object_get(reply, "extras"), "cached_binary"));
+    json_t *cx = json_object_get(reply, "extras");
+    m->cached = json_is_true(json_object_get(cx, "cached_binary"));
+    m->compile_cpu_ms = num_field(cx, "compile_cpu_ms");
+    const char *prelude = json_string_value(json_object_get(cx, "prelude"));
+    snprintf(m->prelude, sizeof m->prelude, "%s", prelude ? prelude : "");
 out:
     json_decref(creq);
     json_decref(reply);

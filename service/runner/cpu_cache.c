@@ -6,7 +6,8 @@
  * Runners sharing the folder may evict at the same moment: a file already gone is skipped; a
  * binary removed between another runner's lookup and its dlopen is rebuilt there (cpu_measure's
  * load_kernel). Temporary files of a compile (`*.tmp.*`) older than an hour are leftovers of a
- * killed runner and go too. CUDA images (`cuda-*`) count and go like CPU binaries. */
+ * killed runner and go too. CUDA images (`cuda-*`) and precompiled preludes (`pch-*.h.gch`,
+ * cpu_prelude.c; their small headers stay) count and go like CPU binaries. */
 #include "runner/runner.h"
 
 #include <dirent.h>
@@ -63,7 +64,8 @@ static int cache_list(const char *dir, cache_entry **entries, int *n, long long 
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         struct stat st;
-        int binary = ends_with(e->d_name, ".so") || strncmp(e->d_name, "cuda-", 5) == 0;
+        int binary = ends_with(e->d_name, ".so") || strncmp(e->d_name, "cuda-", 5) == 0 ||
+                     ends_with(e->d_name, ".gch");
         int tmp = strstr(e->d_name, ".tmp.") != NULL;
         if ((!binary && !tmp) || strlen(e->d_name) >= sizeof((*entries)->name) ||
             fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))

@@ -1,6 +1,8 @@
 /* Compiling CPU kernels and references into the binary cache: `<cache-dir>/<hash>.so`, the hash
  * (FNV-1a 64) over a kind tag, the compiler's version line, the host CPU (model and isa:
- * -march=native depends on it), the flags, the sorted defines and the source bytes. A binary is
+ * -march=native depends on it), the flags, the sorted defines and the source bytes. A kernel
+ * compile includes its source's precompiled prelude where there is one (cpu_prelude.c): the same
+ * object, parsed faster, so not in the key. A binary is
  * compiled to a temporary name and renamed into place, so runners sharing a cache never see a
  * partial file; a hit touches the binary (LRU: the request that stored one then keeps the folder
  * within its bound, cpu_cache.c). The compiler runs with fork/execvp (no shell) under a deadline
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,10 +30,14 @@
 
 #define CPU_COMPILER "cc"
 
-static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
-                                           "-shared"};
-static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared"};
+/* the compile flags; -shared (the link) follows them in the command and in the binary's key */
+static const char *const kernel_flags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC"};
+static const char *const reference_flags[] = {"-std=gnu11", "-O2", "-fPIC"};
+static const char *const link_flag = "-shared";
 static const char *const openmp_flag = "-fopenmp";
+/* with a precompiled prelude: GCC says in the log when it does not use the .gch (no effect on
+ * the object; not in the key) */
+static const char *const pch_warning = "-Winvalid-pch";
 #define CPU_WRAPPER_MAX 16384 /* the generated call's C text */
 
 /* Keeps the last `keep` bytes seen in acc. */
@@ -71,9 +78,17 @@ static void child_exec(char *const argv[], int devnull, int out_fd, pid_t parent
     _exit(127);
 }
 
-int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tail_cap, int *wstatus,
-                    kt_error *err)
+static double rusage_ms(const struct rusage *ru)
 {
+    return (double)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000.0 +
+           (double)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000.0;
+}
+
+int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tail_cap, int *wstatus,
+                    double *cpu_ms, kt_error *err)
+{
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
     int rc = -1, timed_out = 0, reaped = 0;
     int fds[2] = {-1, -1}, devnull = -1;
     size_t keep = tail_cap > 0 ? tail_cap - 1 : 0, len = 0;
@@ -116,7 +131,7 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
         tail_append(tail, &len, keep, chunk, (size_t)n);
     }
     while (!timed_out) {
-        pid_t w = waitpid(pid, wstatus, WNOHANG);
+        pid_t w = wait4(pid, wstatus, WNOHANG, &ru);
         if (w == pid) {
             reaped = 1;
             break;
@@ -133,11 +148,13 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
     if (!reaped) {
         kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
-        while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
+        while (wait4(pid, wstatus, 0, &ru) < 0 && errno == EINTR)
             ;
     }
     if (tail_cap > 0)
         tail[len] = '\0';
+    if (cpu_ms)
+        *cpu_ms = rusage_ms(&ru);
     rc = timed_out ? 1 : 0;
 out:
     if (fds[0] >= 0)
@@ -171,6 +188,7 @@ static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
     h = kt_fnv1a_field(h, r->cpu.isa, strlen(r->cpu.isa));
     for (size_t i = 0; i < n_flags; i++)
         h = kt_fnv1a_field(h, flags[i], strlen(flags[i]));
+    h = kt_fnv1a_field(h, link_flag, strlen(link_flag));
     for (int i = 0; i < n_defines; i++) {
         char def[RUNNER_NAME_MAX + 32];
         int n = snprintf(def, sizeof def, "%s=%lld", defines[i].name, defines[i].value);
@@ -201,8 +219,15 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
                                : sizeof kernel_flags / sizeof *kernel_flags;
     for (size_t i = 0; i < n_flags; i++)
         argv[argc++] = (char *)flags[i];
+    argv[argc++] = (char *)link_flag;
     if (x && x->openmp)
         argv[argc++] = (char *)openmp_flag;
+    int pch = out->prelude.state == CPU_PRELUDE_MADE || out->prelude.state == CPU_PRELUDE_USED;
+    if (pch) {
+        argv[argc++] = (char *)pch_warning;
+        argv[argc++] = (char *)"-include";
+        argv[argc++] = out->prelude.header;
+    }
     for (int i = 0; i < n_defines; i++) {
         snprintf(defs[i], sizeof defs[i], "-D%s=%lld", defines[i].name, defines[i].value);
         argv[argc++] = defs[i];
@@ -211,9 +236,13 @@ static int compile_into_cache(const char *source, const runner_define *defines, 
     argv[argc++] = tmp;
     argv[argc++] = (char *)(x && x->wrapper ? x->wrapper : source);
     argv[argc] = NULL;
-    double t0 = kt_clock_s();
-    int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, err);
-    out->compile_ms = (kt_clock_s() - t0) * 1000.0;
+    double t0 = kt_clock_s(), cpu_ms = 0;
+    int run = cpu_run_command(argv, timeout_s, out->log, sizeof out->log, &ws, &cpu_ms, err);
+    /* the prelude's precompile, when this compile made it, is part of its cost */
+    out->compile_ms = (kt_clock_s() - t0) * 1000.0 + out->prelude.ms;
+    out->compile_cpu_ms = cpu_ms + out->prelude.cpu_ms;
+    if (pch && strstr(out->log, "[-Winvalid-pch]"))
+        out->prelude.state = CPU_PRELUDE_REFUSED;
     if (run < 0)
         goto out;
     if (run == 1) {
@@ -241,8 +270,7 @@ out:
     return rc;
 }
 
-/* Writes text to path through a temporary file renamed into place (runners share the cache). */
-static int write_wrapper(const char *path, const char *text, kt_error *err)
+int cpu_write_file(const char *path, const char *text, kt_error *err)
 {
     char tmp[RUNNER_PATH_MAX + 64];
     struct timespec ts = kt_clock_wall();
@@ -302,9 +330,21 @@ static int build(const runner *r, const char *source, const runner_define *defin
             kt_error_set(err, KT_ERR_IO, "cache path for %s is too long", source);
             goto out;
         }
-        if (write_wrapper(wrapper, x->wrapper_text, err) < 0)
+        if (cpu_write_file(wrapper, x->wrapper_text, err) < 0)
             goto out;
         x->wrapper = wrapper;
+    }
+    if (!reference) {
+        /* the kernel's leading system includes, precompiled once for every configuration
+         * (cpu_prelude.c); the precompile's time comes out of this compile's timeout */
+        char *pflags[sizeof kernel_flags / sizeof *kernel_flags + 1];
+        int np = 0;
+        for (size_t i = 0; i < sizeof kernel_flags / sizeof *kernel_flags; i++)
+            pflags[np++] = (char *)kernel_flags[i];
+        if (x && x->openmp)
+            pflags[np++] = (char *)openmp_flag;
+        cpu_prelude_prepare(r, src, src_len, pflags, np, timeout_s, &out->prelude);
+        timeout_s -= out->prelude.ms / 1000.0;
     }
     rc = compile_into_cache(file, defines, reference ? 0 : n_defines, reference, x, timeout_s, out,
                             err);

@@ -284,9 +284,21 @@ static void widen(const runner *r, const runner_measure_req *q, int on)
 static void bound_cache(const runner *r, const cpu_binary *kb, const cpu_binary *rb)
 {
     int stored = (kb && kb->name[0] && !kb->cached) || (rb && rb->name[0] && !rb->cached);
-    const char *keep[2] = {kb ? kb->name : NULL, rb ? rb->name : NULL};
+    const char *keep[3] = {kb ? kb->name : NULL, rb ? rb->name : NULL,
+                           kb && kb->prelude.name[0] ? kb->prelude.name : NULL};
     if (stored && r->cache_max_bytes > 0)
-        cpu_cache_bound(r->cache_dir, r->cache_max_bytes, keep, 2);
+        cpu_cache_bound(r->cache_dir, r->cache_max_bytes, keep, 3);
+}
+
+/* What a kernel compile cost (not cached): the compiler's CPU time and its prelude's state. */
+static void compile_extras(json_t *ex, const cpu_binary *kb)
+{
+    if (kb->cached)
+        return;
+    set_real(ex, "compile_cpu_ms", kb->compile_cpu_ms);
+    json_object_set_new(ex, "prelude", json_string(cpu_prelude_state_name(kb->prelude.state)));
+    if (kb->prelude.state == CPU_PRELUDE_MADE)
+        set_real(ex, "prelude_cpu_ms", kb->prelude.cpu_ms);
 }
 
 /* 1 when q's verification computes the expected outputs with a binary of its own (the default
@@ -376,6 +388,7 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
     json_t *ex = extras_of(reply);
     json_object_set_new(ex, "cached_binary", json_boolean(kb->cached));
     json_object_set_new(ex, "binary", json_string(kb->name));
+    compile_extras(ex, kb);
     json_object_set_new(ex, "problem_reused", json_boolean(reused));
     set_real(ex, "setup_ms", reused ? 0.0 : r->problem->setup_ms);
     if (ref_built && !rb->cached)
@@ -428,6 +441,7 @@ json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err)
     json_t *ex = extras_of(reply);
     json_object_set_new(ex, "cached_binary", json_boolean(kb->cached));
     json_object_set_new(ex, "binary", json_string(kb->name));
+    compile_extras(ex, kb);
     json_object_set_new(ex, "off_core", json_boolean(moved));
     if (ref_ms > 0)
         set_real(ex, "reference_compile_ms", ref_ms);

@@ -381,7 +381,7 @@ static void read_compiler(cpu_info *info)
     kt_error err;
     info->compiler[0] = '\0';
     snprintf(info->toolchain, sizeof info->toolchain, "unknown");
-    if (cpu_run_command(argv, 10.0, out, sizeof out, &ws, &err) != 0 || !WIFEXITED(ws) ||
+    if (cpu_run_command(argv, 10.0, out, sizeof out, &ws, NULL, &err) != 0 || !WIFEXITED(ws) ||
         WEXITSTATUS(ws) != 0)
         return;
     runner_cpu_toolchain(out, info->toolchain, sizeof info->toolchain);

@@ -26,7 +26,7 @@ static void usage(FILE *f)
     fputs(
         "usage: ktune-runner --device cpu|cuda:N --cache-dir DIR [--cpu-core N]\n"
         "                    [--log-level debug|info|warn|error] [--user NAME]\n"
-        "                    [--version-uid VERSION] [--cache-max-bytes N]\n"
+        "                    [--version-uid VERSION] [--cache-max-bytes N] [--no-pch]\n"
         "Started as root, it takes namespaces of its own (network, mount, pid) and switches to\n"
         "--user (else $KTUNE_RUNNER_USER, else nobody) before it compiles or runs anything; with\n"
         "--version-uid (a submitted kernel's version, hex), to a uid of that version's own\n"
@@ -34,6 +34,7 @@ static void usage(FILE *f)
         "its own. It always sets no-new-privs, resource limits and (cpu) a seccomp filter.\n"
         "--cache-max-bytes bounds the compiled binaries in DIR (least recently used go first;\n"
         "0: unbounded; default 2 GiB).\n"
+        "--no-pch compiles kernels without their precompiled prelude (the same binaries, slower).\n"
         "Reads one JSON request per line on stdin and writes one JSON reply per line on stdout\n"
         "(see service/runner/PROTOCOL.md).\n",
         f);
@@ -87,6 +88,10 @@ static void parse_args(int argc, char **argv, runner *r, const char **user, cons
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
+        }
+        if (strcmp(a, "--no-pch") == 0) {
+            r->no_pch = 1;
+            continue;
         }
         if (i + 1 >= argc)
             die_usage("%s needs a value (or is unknown)", a);

@@ -219,6 +219,7 @@ typedef struct runner {
     int have_wide;
     char cache_dir[RUNNER_PATH_MAX];
     long long cache_max_bytes; /* the binary cache's bound (cpu_compile.c); 0: unbounded */
+    int no_pch; /* --no-pch: kernels compile without their precompiled prelude (cpu_prelude.c) */
     /* the floating-point environment at start, restored before each kernel's first call */
     fenv_t fenv;
     int have_fenv;
@@ -340,12 +341,50 @@ void runner_cpu_toolchain(const char *version_output, char *out, size_t cap);
 
 typedef enum { CPU_BUILD_OK = 0, CPU_BUILD_FAILED, CPU_BUILD_TIMEOUT } cpu_build_status;
 
+/* ---- cpu_prelude.c (a kernel's leading system includes, precompiled once) ---- */
+
+typedef enum {
+    CPU_PRELUDE_NONE = 0, /* no prelude (or --no-pch): a plain compile */
+    CPU_PRELUDE_NOTED,    /* first sight: its header written, this compile plain */
+    CPU_PRELUDE_MADE,     /* precompiled now, this compile uses it */
+    CPU_PRELUDE_USED,     /* precompiled before, this compile uses it */
+    CPU_PRELUDE_REFUSED   /* passed, but GCC did not use the .gch (it read the header's text) */
+} cpu_prelude_state;
+
+typedef struct cpu_prelude {
+    cpu_prelude_state state;
+    char header[RUNNER_PATH_MAX]; /* <cache-dir>/pch-<hash>.h, -include'd when MADE or USED */
+    char name[48];                /* pch-<hash>.h.gch: what the cache bound keeps */
+    double ms, cpu_ms;            /* the precompile's wall and CPU time (MADE) */
+} cpu_prelude;
+
+/* bytes of a prelude's text; a longer one is cut where it last balanced */
+#define CPU_PRELUDE_MAX 4096
+
+/* The prelude of a source: its leading lines up to the first that is not blank, a comment, an
+ * `#include <...>` or a conditional (#if, #ifdef, #ifndef, #elif, #else, #endif) testing only
+ * compiler-predefined macros (`__AVX2__`, `defined(__FMA__)`; not __LINE__ and the like), cut
+ * after the last line where the conditionals balance. Writes its directive lines (each ending in
+ * a newline, comments and blanks left out) to out and returns their length (< cap), or 0 when
+ * that holds no #include. Pure. */
+size_t cpu_prelude_text(const char *src, size_t len, char *out, size_t cap);
+/* Before a kernel compile of src with flags (the kernel's, -shared left out): finds the prelude's
+ * precompiled header in r's cache (USED), makes it when the prelude was seen before (MADE, under
+ * timeout_s), else writes the header for next time (NOTED). Never fails the build: whatever goes
+ * wrong leaves a plain compile (NONE, logged). */
+void cpu_prelude_prepare(const runner *r, const char *src, size_t len, char *const *flags,
+                         int n_flags, double timeout_s, cpu_prelude *out);
+/* "none", "noted", "made", "used", "refused": the reply's extras.prelude. */
+const char *cpu_prelude_state_name(cpu_prelude_state s);
+
 typedef struct cpu_binary {
     char path[RUNNER_PATH_MAX]; /* <cache-dir>/<hash>.so */
     char name[32];              /* <hash>.so */
     int cached;                 /* 1: found in the cache, not compiled */
-    double compile_ms;          /* 0 when cached */
+    double compile_ms;          /* 0 when cached; a prelude's precompile included */
+    double compile_cpu_ms;      /* the compiler processes' user + system CPU time, the same */
     cpu_build_status status;
+    cpu_prelude prelude;      /* a kernel compile's precompiled prelude (NONE for references) */
     char log[RUNNER_LOG_MAX]; /* compiler output (its last bytes) or why loading failed */
 } cpu_binary;
 
@@ -366,9 +405,9 @@ int cpu_call_wrapper(const runner_measure_req *q, const char *source, char *out,
 
 /* Marks a cached binary as used now (its mtime: what eviction orders by). */
 void cpu_cache_touch(const char *path);
-/* When the binaries of dir (`*.so`, `cuda-*`) exceed max_bytes (> 0), removes the least recently
- * used, never one named in keep[0..n_keep) (file names; NULLs skipped), until 90% of it is left.
- * Returns how many went. */
+/* When the binaries of dir (`*.so`, `cuda-*`, precompiled preludes `*.gch`) exceed max_bytes (> 0),
+ * removes the least recently used, never one named in keep[0..n_keep) (file names; NULLs skipped),
+ * until 90% of it is left. Returns how many went. */
 int cpu_cache_bound(const char *dir, long long max_bytes, const char *const *keep, int n_keep);
 
 /* dlopen (RTLD_NOW | RTLD_LOCAL) and dlsym. Returns the handle with *fn set, or NULL with log
@@ -376,9 +415,13 @@ int cpu_cache_bound(const char *dir, long long max_bytes, const char *const *kee
 void *cpu_load(const char *path, const char *symbol, void **fn, char *log, size_t log_cap);
 /* Runs argv (PATH lookup, no shell) with stdin from /dev/null, stdout and stderr captured: the last
  * tail_cap-1 bytes go to tail. Returns 0 when it ran (*wstatus as from waitpid), 1 when it overran
- * timeout_s and was killed with its process group, -1 with err when it could not be started. */
+ * timeout_s and was killed with its process group, -1 with err when it could not be started.
+ * *cpu_ms (NULL: not wanted): the user + system CPU time of the command and the processes it
+ * waited for (a compiler driver's cc1, as, ld), from wait4. */
 int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tail_cap, int *wstatus,
-                    kt_error *err);
+                    double *cpu_ms, kt_error *err);
+/* Writes text to path through a temporary file renamed into place (runners share the cache). */
+int cpu_write_file(const char *path, const char *text, kt_error *err);
 
 /* ---- cpu_problem.c ---- */
 

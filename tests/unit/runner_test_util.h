@@ -33,6 +33,7 @@ typedef struct client {
     int reaped;
     int pin;            /* >= 0: started with --cpu-core pin */
     char cache_max[32]; /* non-empty: started with --cache-max-bytes cache_max */
+    int no_pch;         /* started with --no-pch */
     char cache[256];
 } client;
 
@@ -86,6 +87,8 @@ static inline void client_start(client *c, int raw_segv)
             argv[n++] = "--cache-max-bytes";
             argv[n++] = c->cache_max;
         }
+        if (c->no_pch)
+            argv[n++] = "--no-pch";
         argv[n] = NULL;
         execv(KT_RUNNER_PATH, argv);
         _exit(127);
