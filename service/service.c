@@ -62,7 +62,7 @@ static json_t *kernels_fetch(void *ctx, const char *name, kt_error *err)
 /* With real measurement, chooses the measuring core: resolves --cpu-core's automatic default (the
  * last core, when there are 2 or more) into svc->cfg.cpu_core. The service keeps every core
  * between cpu measurements; each one moves it off this core while it runs (reserve_core). */
-static int pin_service(service *svc, kt_error *err)
+static int choose_measuring_core(service *svc, kt_error *err)
 {
     cpu_set_t set;
     int core = svc->cfg.cpu_core, n;
@@ -288,7 +288,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     memset(svc, 0, sizeof *svc);
     svc->cfg = *cfg;
     /* Before any thread exists: OpenBLAS's thread count is set with the core. */
-    if (pin_service(svc, err) < 0)
+    if (choose_measuring_core(svc, err) < 0)
         goto fail;
     /* ktune-runner reads its user from the environment (runner/privileges.h): started by a root
      * ktuned, it switches to this user before it compiles or runs a kernel. Set before any thread
