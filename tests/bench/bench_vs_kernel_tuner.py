@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Bench: ktune side by side with Kernel Tuner (issue 32, item 4): the same CPU kernel source, space,
-budget and strategy, each timed end to end, a ratio in one run.
+"""Bench: ktune side by side with Kernel Tuner (issue 32, item 4): the same CPU kernel source,
+space, budget and strategy, each timed end to end, a ratio in one run.
 
 Runs when Kernel Tuner's source is given (--kernel-tuner-src DIR or KERNEL_TUNER_SRC: the folder
 holding the `kernel_tuner` package, e.g. a checkout of its 1.4.0 tag) and importable by the Python
@@ -27,26 +27,31 @@ What is the same on both sides:
   Kernel Tuner's space is checked against the job's progress.space_size (a difference is an
   error: exit 1).
 - Problem and budget: M = N = K = --size (512), --evaluations distinct configurations (60).
-- Strategy: --strategies pairs ktune:kerneltuner, default random:random_sample; `auto:greedy_ils` (ktune's
-  default strategy beside Kernel Tuner's greedy iterated local search) is a second pair. Seeds
+- Strategy: --strategies pairs ktune:kerneltuner, default random:random_sample;
+  `auto:greedy_ils` (ktune's default strategy beside Kernel Tuner's greedy iterated local search)
+  is a second pair. Seeds
   --seed on both sides (their random streams differ: the same strategy, not the same sample).
 
 What differs (each side as its users run it):
 - ktune: a job through a real ktuned (POST /v1/tune on device cpu, history none, everything else
   ktuned's defaults, its embedded PostgreSQL with the product's settings), started fresh for every
-  job so that its compile cache (the data folder's) is empty; its start-up is not counted. The clock runs from the POST to the job's end as GET /v1/jobs/ID reports it (polled every
-  50 ms). It includes ktuned's final pick (3 candidates re-measured 5 rounds: its default), shown
-  apart. Each configuration is verified against OpenBLAS's sgemm (|o - r| <= 1e-3 + 1e-3 |r|), then
-  timed: at least 5 calls and 0.1 s, the median is its time; one clearly slower than the job's best
-  stops after 3 calls. Compiles run ahead on the cores not measuring; measurements run on the last
-  core (pinned).
+  job so that its compile cache (the data folder's) is empty; its start-up is not counted. The
+  clock runs from the POST to the job's end as GET /v1/jobs/ID reports it (polled every 50 ms). It
+  includes ktuned's final pick (3 candidates re-measured 5 rounds: its default), shown apart. Each
+  configuration is verified against OpenBLAS's sgemm (|o - r| <= 1e-3 + 1e-3 |r|), then timed: at
+  least 5 calls and 0.2 s (ktuned's --min-repeats, --min-seconds), the median is its time; one
+  clearly slower than the job's best stops after 3 calls. Compiles run ahead on the cores not
+  measuring; measurements run on the last core (pinned).
 - Kernel Tuner 1.4.0: tune_kernel in a child process with lang "C"; the clock runs from the call
   to its return and also counts making the inputs (uniform in [-1, 1), as ktune-runner's) and the
   answer (numpy, float64), which ktune's runner makes inside the job; the child's Python start-up
   and imports are shown apart, not counted. Each configuration is compiled, called once and
   verified (a verify function with ktune's tolerance), then called 7 times (its default
-  iterations): the mean is its time. Everything runs in one process, one step after another,
-  unpinned.
+  iterations): the mean is its time. Its first configuration is compiled and timed twice (a
+  warm-up whose result it drops). Everything runs in one process, one step after another,
+  unpinned. Its budget counts every configuration a strategy visits, revisits included (answered
+  from its cache): a local search such as greedy_ils measures fewer distinct configurations than
+  --evaluations; ktune's budget counts distinct evaluations. Both counts are printed.
 - The kernel allocates its pack buffers on every call. ktune-runner fixes glibc's mmap threshold
   at start; Kernel Tuner's process keeps glibc's default, whose threshold moves with the history
   of the process (issue 32, item 2): a few configurations may be timed slower there.
@@ -61,8 +66,10 @@ process and its compilers), which a busy machine moves less than wall time. Roun
 alternate which side goes first. Exits 1 when a side fails or the spaces differ, never on a time.
 
   python3 tests/bench/bench_vs_kernel_tuner.py --ktuned build/ktuned --source-dir . \\
-      --kernel-tuner-src /work/kt/kernel_tuner --kernel-tuner-pythonpath /work/kt/python-constraint \\
-      [--size 512] [--evaluations 60] [--rounds 1] [--strategies random:random_sample,auto:greedy_ils]
+      --kernel-tuner-src DIR [--kernel-tuner-pythonpath DIR] [--size 512] [--evaluations 60] \\
+      [--rounds 1] [--strategies random:random_sample,auto:greedy_ils] [--cpu]
+
+How the checked-in run got Kernel Tuner without PyPI: tests/bench/results/README.md.
 """
 import argparse
 import json
@@ -162,7 +169,8 @@ def kt_child(spec_path, out_path):
     for r in results:
         t = r.get("time")
         ok = isinstance(t, (int, float)) and t == t and t > 0
-        status = "ok" if ok else type(t).__name__
+        status = (type(r["__error__"]).__name__ if "__error__" in r
+                  else "ok" if ok else "no time")
         config = {k: r[k] for k in names}
         evals.append({"config": config, "status": status, "time_ms": t if ok else None})
         for key, field in (("compile", "compile_time"), ("verify", "verification_time"),
@@ -360,8 +368,9 @@ def child_env(args):
 
 def probe_kernel_tuner(args, env):
     """None when the child Python imports Kernel Tuner and numpy; else the reason."""
-    code = ("import sys; sys.argv = ['x']; sys.path.insert(0, %r); import bench_vs_kernel_tuner as b; "
-            "kt = b.kt_import(%r); import numpy, scipy; print(kt.__version__)"
+    code = ("import sys; sys.argv = ['x']; sys.path.insert(0, %r); "
+            "import bench_vs_kernel_tuner as b; kt = b.kt_import(%r); import numpy, scipy; "
+            "print(kt.__version__)"
             % (HERE, args.kernel_tuner_src))
     try:
         p = subprocess.run([args.kernel_tuner_python, "-c", code], env=env, timeout=120,
@@ -461,10 +470,14 @@ def one_pair(args, env, kt_strategy, kn_strategy, first, rnd):
         print("  ktune job %d: %s (%s)" % (job["id"], job["status"], job.get("error")))
         return None, False
     kn_best = {"config": job["best"]["config"], "time_ms": job["best"]["time_ms"]}
-    print("  ktune:        %6.1f s wall  (compile %.1f s summed over trials, measure %.1f s incl. "
-          "the final pick, final pick %.1f s after the search; %d evaluations: %d distinct, %s; "
-          "%d re-measurements)"
-          % (kn["wall_s"], kn["compile_ms"] / 1e3, kn["measure_ms"] / 1e3, kn["pick_s"],
+    busy = job["timings"].get("device_busy_seconds")
+    print("  ktune:        %6.1f s wall  (compile %.2f s summed over trials, measure %.2f s "
+          "incl. the final pick, the device busy %s s, idle share %s; final pick %.2f s after "
+          "the search; %d evaluations: %d distinct, %s; %d re-measurements)"
+          % (kn["wall_s"], kn["compile_ms"] / 1e3, kn["measure_ms"] / 1e3,
+             "%.2f" % busy if busy is not None else "?",
+             "%.2f" % job["timings"]["device_idle_share"]
+             if job["timings"].get("device_idle_share") is not None else "?", kn["pick_s"],
              kn["search"], kn["distinct"],
              ", ".join("%d %s" % (v, s) for s, v in sorted(kn["statuses"].items())),
              kn["remeasured"]))
@@ -472,11 +485,12 @@ def one_pair(args, env, kt_strategy, kn_strategy, first, rnd):
     kt_status = {}
     for e in kt["evals"]:
         kt_status[e["status"]] = kt_status.get(e["status"], 0) + 1
-    print("  Kernel Tuner: %6.1f s wall  (compile %.1f s, verify %.1f s, benchmark %.1f s; "
-          "inputs and answer %.1f s; %d evaluations: %d distinct, %s; not counted: the child's "
-          "start-up and imports %.1f s)"
+    print("  Kernel Tuner: %6.1f s wall  (compile %.2f s, verify %.2f s, benchmark %.2f s; "
+          "inputs and answer %.2f s; its space alone builds in %.2f s; %d evaluations: %d "
+          "distinct, %s; not counted: the child's start-up and imports %.1f s)"
           % (kt["wall_s"], kt["sums_ms"]["compile"] / 1e3, kt["sums_ms"]["verify"] / 1e3,
-             kt["sums_ms"]["benchmark"] / 1e3, kt["setup_s"], len(kt["evals"]),
+             kt["sums_ms"]["benchmark"] / 1e3, kt["setup_s"], kt["space_build_s"],
+             len(kt["evals"]),
              len({json.dumps(e["config"], sort_keys=True) for e in kt["evals"]}),
              ", ".join("%d %s" % (v, s) for s, v in sorted(kt_status.items())),
              kt["outer_s"] - kt["wall_s"] - kt["space_build_s"]))
@@ -547,8 +561,8 @@ def main():
           % (version, os.path.abspath(args.kernel_tuner_src), args.size, args.evaluations,
              args.strategies, args.rounds, load(), os.cpu_count()))
     if start_load >= 1.5:
-        print("the machine is busy (load >= 1.5): wall times are shared with other work; compare the "
-              "CPU seconds too")
+        print("the machine is busy (load >= 1.5): wall times are shared with other work; compare "
+              "the CPU seconds too")
     ratios, ok = {}, True
     for rnd in range(1, args.rounds + 1):
         for kt_s, kn_s in pairs:
