@@ -237,12 +237,12 @@ def kt_remeasure(spec_path, out_path):
 
 # --- the ktune side and the comparison (standard library) --------------------------------------
 
-def tree_cpu_s(*roots):
-    """CPU seconds (user + system, the reaped children's included) of the processes roots and
-    their descendants alive now, each counted once, from /proc. A compiler a runner has reaped is
-    in the runner's children time; the embedded PostgreSQL's postmaster is no descendant of ktuned
-    (pg_ctl starts it detached): the caller names both."""
-    kids, cpu = {}, {}
+def tree_cpu_s(ktuned, postmaster):
+    """CPU seconds (user + system) of ktuned's processes from /proc: (ktuned itself: its HTTP,
+    searcher and scheduling threads; its descendants, runners and the compilers they reaped, plus
+    the children ktuned reaped; the embedded PostgreSQL's postmaster and its backends, which pg_ctl
+    starts outside ktuned's tree). A process's reaped children count in its children time."""
+    kids, own, reaped = {}, {}, {}
     tck = os.sysconf("SC_CLK_TCK")
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -254,14 +254,20 @@ def tree_cpu_s(*roots):
             continue
         rest = stat[stat.rindex(")") + 2:].split()
         kids.setdefault(int(rest[1]), []).append(int(p))
-        cpu[int(p)] = sum(int(x) for x in rest[11:15]) / tck
-    seen, todo = set(), [r for r in roots if r]
-    while todo:
-        pid = todo.pop()
-        if pid not in seen:
-            seen.add(pid)
-            todo += kids.get(pid, [])
-    return sum(cpu.get(pid, 0.0) for pid in seen)
+        own[int(p)] = (int(rest[11]) + int(rest[12])) / tck
+        reaped[int(p)] = (int(rest[13]) + int(rest[14])) / tck
+
+    def tree(root):
+        seen, todo = set(), [root] if root else []
+        while todo:
+            pid = todo.pop()
+            if pid not in seen:
+                seen.add(pid)
+                todo += kids.get(pid, [])
+        return sum(own.get(pid, 0.0) + reaped.get(pid, 0.0) for pid in seen)
+
+    self_s = own.get(ktuned, 0.0)
+    return (self_s, tree(ktuned) - self_s, tree(postmaster))
 
 
 def export_space(k, size):
@@ -324,7 +330,7 @@ def ktune_job(k, strategy, args):
         raise RuntimeError("POST /v1/tune: %d %s" % (status, job))
     job = k.wait_job(job["id"], timeout=120 + 30 * args.evaluations)
     wall = time.perf_counter() - t0
-    cpu = tree_cpu_s(*roots) - cpu0
+    cpu = [b - a for a, b in zip(cpu0, tree_cpu_s(*roots))]
     trials = k.all_trials(job["id"])
     search = [t for t in trials if t["final_round"] is None]
     remeasured = [t for t in trials if t["final_round"] is not None]
@@ -335,7 +341,7 @@ def ktune_job(k, strategy, args):
     finished = job["timings"]["finished_at"]
     pick_s = ((datetime.fromisoformat(finished) - last_search).total_seconds()
               if finished and last_search and remeasured else 0.0)
-    return {"job": job, "wall_s": wall, "cpu_s": cpu, "statuses": statuses,
+    return {"job": job, "wall_s": wall, "cpu_s": sum(cpu), "cpu_split": cpu, "statuses": statuses,
             "distinct": len({t["config_id"] for t in search}), "search": len(search),
             "remeasured": len(remeasured), "pick_s": pick_s,
             "compile_ms": sum(t["compile_ms"] or 0 for t in search),
@@ -497,9 +503,10 @@ def one_pair(args, env, kt_strategy, kn_strategy, first, rnd):
     ratio = kn["wall_s"] / kt["wall_s"]
     print("  ratio ktune / Kernel Tuner: %.2f (wall)" % ratio)
     if args.cpu:
-        print("  CPU seconds (user + system): ktune %.1f (ktuned, runners, compilers, PostgreSQL), "
-              "Kernel Tuner %.1f (its process and compilers); ratio %.2f"
-              % (kn["cpu_s"], kt["cpu_s"], kn["cpu_s"] / kt["cpu_s"] if kt["cpu_s"] else 0))
+        print("  CPU seconds (user + system): ktune %.1f (ktuned itself %.1f, its runners and "
+              "compilers %.1f, PostgreSQL %.1f), Kernel Tuner %.1f (its process and compilers); "
+              "ratio %.2f" % ((kn["cpu_s"],) + tuple(kn["cpu_split"]) + (
+                  kt["cpu_s"], kn["cpu_s"] / kt["cpu_s"] if kt["cpu_s"] else 0)))
     print("  ktune best:        %.4f ms (median of its repeats%s)  %s"
           % (kn_best["time_ms"], ", final pick" if kn["remeasured"] else "",
              fmt_config(kn_best["config"])))
