@@ -59,7 +59,8 @@ What differs (each side as its users run it):
 Printed for every job: wall seconds, where the time went (compile, measure, the rest), evaluations
 made (distinct configurations and their statuses), the best configuration and its time; for every
 pair: the ratio ktune / Kernel Tuner; then both bests re-measured side by side in one process (the
-adapter compiled with ktune's flags, interleaved calls) and whether they agree within the noise;
+adapter compiled with ktune's flags, interleaved calls, glibc's mmap and trim thresholds fixed as
+ktune-runner fixes them) and whether they agree within the noise;
 with --cpu (and always when the load average is >= 1.5 at the start) the CPU seconds of each side
 (user + system: ktuned, its runners and compilers and its embedded PostgreSQL; Kernel Tuner's
 process and its compilers), which a busy machine moves less than wall time. Rounds (--rounds)
@@ -202,8 +203,15 @@ def kt_remeasure(spec_path, out_path):
     B = (rng.random((n, n), dtype=np.float32) * 2 - 1).astype(np.float32)
     C = np.zeros((n, n), dtype=np.float32)
     ref = A.astype(np.float64) @ B.astype(np.float64)
+    # glibc's thresholds fixed as ktune-runner fixes them at start (service/runner/README.md): the
+    # kernel allocates its pack buffers on every call, and with glibc's moving mmap threshold a
+    # configuration with large buffers would be timed with page faults on every call
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    fixed = (libc.mallopt(m_mmap_threshold, 32 << 20) == 1
+             and libc.mallopt(m_trim_threshold, 512 << 20) == 1)
     tmp = tempfile.mkdtemp(prefix="kt-remeasure-")
-    fns, out = [], {"times_ms": [], "verified": []}
+    fns, out = [], {"times_ms": [], "verified": [], "allocator_fixed": fixed}
     ptr = ctypes.POINTER(ctypes.c_float)
     try:
         for i, config in enumerate(spec["configs"]):
@@ -332,6 +340,11 @@ def ktune_job(k, strategy, args):
     wall = time.perf_counter() - t0
     cpu = [b - a for a, b in zip(cpu0, tree_cpu_s(*roots))]
     trials = k.all_trials(job["id"])
+    # every binary the runners built, measured or not (a compile ahead of a proposal the searcher
+    # then dropped, or past the budget, is one too), and the reference's
+    cache = os.path.join(k.data_dir, "cache")
+    built = (len([f for f in os.listdir(cache) if f.endswith(".so")]) if os.path.isdir(cache)
+             else None)
     search = [t for t in trials if t["final_round"] is None]
     remeasured = [t for t in trials if t["final_round"] is not None]
     statuses = {}
@@ -342,6 +355,7 @@ def ktune_job(k, strategy, args):
     pick_s = ((datetime.fromisoformat(finished) - last_search).total_seconds()
               if finished and last_search and remeasured else 0.0)
     return {"job": job, "wall_s": wall, "cpu_s": sum(cpu), "cpu_split": cpu, "statuses": statuses,
+            "built": built,
             "distinct": len({t["config_id"] for t in search}), "search": len(search),
             "remeasured": len(remeasured), "pick_s": pick_s,
             "compile_ms": sum(t["compile_ms"] or 0 for t in search),
@@ -424,7 +438,9 @@ def compare_bests(args, env, kt_best, kn_best, log):
     diff = abs(meds[0] - meds[1]) / min(meds)
     for label, m, s, v in zip(("ktune's", "Kernel Tuner's"), meds, spreads, out["verified"]):
         print("  %s best re-measured here: median %.4f ms, interquartile %.1f%% of it, %d calls, "
-              "verified %s" % (label, m, 100 * s, len(out["times_ms"][0]), "yes" if v else "NO"))
+              "verified %s%s" % (label, m, 100 * s, len(out["times_ms"][0]), "yes" if v else "NO",
+                                 "" if out["allocator_fixed"] else
+                                 " (glibc's thresholds NOT fixed: mallopt failed)"))
     print("  bests: %s (medians %.1f%% apart; noise: the larger interquartile share, at least 2%%, "
           "%.1f%%; ktune's / Kernel Tuner's %.3f)"
           % ("AGREE within the noise" if diff <= noise else "DIFFER beyond the noise", 100 * diff,
@@ -479,14 +495,15 @@ def one_pair(args, env, kt_strategy, kn_strategy, first, rnd):
     busy = job["timings"].get("device_busy_seconds")
     print("  ktune:        %6.1f s wall  (compile %.2f s summed over trials, measure %.2f s "
           "incl. the final pick, the device busy %s s, idle share %s; final pick %.2f s after "
-          "the search; %d evaluations: %d distinct, %s; %d re-measurements)"
+          "the search; %d evaluations: %d distinct, %s; %d re-measurements; %s binaries in "
+          "its compile cache, the reference's included)"
           % (kn["wall_s"], kn["compile_ms"] / 1e3, kn["measure_ms"] / 1e3,
              "%.2f" % busy if busy is not None else "?",
              "%.2f" % job["timings"]["device_idle_share"]
              if job["timings"].get("device_idle_share") is not None else "?", kn["pick_s"],
              kn["search"], kn["distinct"],
              ", ".join("%d %s" % (v, s) for s, v in sorted(kn["statuses"].items())),
-             kn["remeasured"]))
+             kn["remeasured"], "?" if kn["built"] is None else kn["built"]))
     kt_ok = [e for e in kt["evals"] if e["status"] == "ok"]
     kt_status = {}
     for e in kt["evals"]:
