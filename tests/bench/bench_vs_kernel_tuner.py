@@ -341,7 +341,7 @@ def ktune_job(k, strategy, args):
     cpu = [b - a for a, b in zip(cpu0, tree_cpu_s(*roots))]
     trials = k.all_trials(job["id"])
     # every binary the runners built, measured or not (a compile ahead of a proposal the searcher
-    # then dropped, or past the budget, is one too), and the reference's
+    # then dropped, or past the budget, is one too; a compiled reference where the kernel has one)
     cache = os.path.join(k.data_dir, "cache")
     built = (len([f for f in os.listdir(cache) if f.endswith(".so")]) if os.path.isdir(cache)
              else None)
@@ -495,8 +495,8 @@ def one_pair(args, env, kt_strategy, kn_strategy, first, rnd):
     busy = job["timings"].get("device_busy_seconds")
     print("  ktune:        %6.1f s wall  (compile %.2f s summed over trials, measure %.2f s "
           "incl. the final pick, the device busy %s s, idle share %s; final pick %.2f s after "
-          "the search; %d evaluations: %d distinct, %s; %d re-measurements; %s binaries in "
-          "its compile cache, the reference's included)"
+          "the search; %d evaluations: %d distinct, %s; %d re-measurements; %s binaries "
+          "built: its compile cache's .so files)"
           % (kn["wall_s"], kn["compile_ms"] / 1e3, kn["measure_ms"] / 1e3,
              "%.2f" % busy if busy is not None else "?",
              "%.2f" % job["timings"]["device_idle_share"]
