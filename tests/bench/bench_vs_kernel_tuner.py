@@ -59,8 +59,8 @@ What differs (each side as its users run it):
 Printed for every job: wall seconds, where the time went (compile, measure, the rest), evaluations
 made (distinct configurations and their statuses), the best configuration and its time; for every
 pair: the ratio ktune / Kernel Tuner; then both bests re-measured side by side in one process (the
-adapter compiled with ktune's flags, interleaved calls, glibc's mmap and trim thresholds fixed as
-ktune-runner fixes them) and whether they agree within the noise;
+adapter compiled with ktune's flags, interleaved calls, buffers 64-byte aligned and glibc's mmap
+and trim thresholds fixed as ktune-runner has them) and whether they agree within the noise;
 with --cpu (and always when the load average is >= 1.5 at the start) the CPU seconds of each side
 (user + system: ktuned, its runners and compilers and its embedded PostgreSQL; Kernel Tuner's
 process and its compilers), which a busy machine moves less than wall time. Rounds (--rounds)
@@ -199,9 +199,18 @@ def kt_remeasure(spec_path, out_path):
         spec = json.load(f)
     n = spec["size"]
     rng = np.random.default_rng(2)
-    A = (rng.random((n, n), dtype=np.float32) * 2 - 1).astype(np.float32)
-    B = (rng.random((n, n), dtype=np.float32) * 2 - 1).astype(np.float32)
-    C = np.zeros((n, n), dtype=np.float32)
+
+    def aligned(values):
+        """A copy 64-byte aligned, as ktune-runner's buffers are (numpy's are 16-byte aligned)."""
+        buf = np.empty(values.size + 16, dtype=np.float32)
+        off = (-buf.ctypes.data % 64) // 4
+        out = buf[off:off + values.size].reshape(values.shape)
+        out[:] = values
+        return out
+
+    A = aligned(rng.random((n, n), dtype=np.float32) * 2 - 1)
+    B = aligned(rng.random((n, n), dtype=np.float32) * 2 - 1)
+    C = aligned(np.zeros((n, n), dtype=np.float32))
     ref = A.astype(np.float64) @ B.astype(np.float64)
     # glibc's thresholds fixed as ktune-runner fixes them at start (service/runner/README.md): the
     # kernel allocates its pack buffers on every call, and with glibc's moving mmap threshold a
