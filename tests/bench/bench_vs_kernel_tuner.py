@@ -105,6 +105,7 @@ def kt_import(src):
     dist-info (name and version from pyproject.toml) in a temporary folder answers that."""
     import importlib.metadata
     sys.path.insert(0, src)
+    meta = None
     try:
         importlib.metadata.version("kernel_tuner")
     except importlib.metadata.PackageNotFoundError:
@@ -121,7 +122,11 @@ def kt_import(src):
         with open(os.path.join(info, "METADATA"), "w") as f:
             f.write("Metadata-Version: 2.1\nName: kernel_tuner\nVersion: %s\n" % version)
         sys.path.insert(0, meta)
-    import kernel_tuner
+    try:
+        import kernel_tuner  # its __init__ reads the version once
+    finally:
+        if meta:
+            shutil.rmtree(meta, ignore_errors=True)
     return kernel_tuner
 
 
