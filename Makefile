@@ -157,7 +157,10 @@ rooms-check: deps
 
 # Benchmarks: speed figures as ratios against references measured in the same run.
 # The script benches (tests/bench/bench_*.py: several million trials, tune bursts) run after the
-# C ones, each against a real ktuned.
+# C ones, each against a real ktuned. bench_vs_kernel_tuner.py (issue 32) compares a job with Kernel
+# Tuner's on the same kernel, space, budget and strategy when given Kernel Tuner's source (`make bench
+# KERNEL_TUNER_SRC=DIR [KERNEL_TUNER_PYTHONPATH=DIR] [KERNEL_TUNER_PYTHON=PY]`: make passes them on in
+# the environment); without it, it prints "skipped: <reason>".
 bench: build
 	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 	@for s in tests/bench/bench_*.py; do echo "== $$s" && python3 "$$s" --ktuned $(BUILD)/ktuned --source-dir . || exit 1; done
