@@ -174,6 +174,18 @@ typedef struct build_extra {
     int openmp;
 } build_extra;
 
+uint64_t cpu_toolchain_hash(const runner *r, const char *tag, const char *const *flags,
+                            size_t n_flags)
+{
+    uint64_t h = kt_fnv1a_field(KT_FNV1A_OFFSET, tag, strlen(tag));
+    h = kt_fnv1a_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
+    h = kt_fnv1a_field(h, r->cpu.model, strlen(r->cpu.model));
+    h = kt_fnv1a_field(h, r->cpu.isa, strlen(r->cpu.isa));
+    for (size_t i = 0; i < n_flags; i++)
+        h = kt_fnv1a_field(h, flags[i], strlen(flags[i]));
+    return h;
+}
+
 static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
                             const runner_define *defines, int n_defines, int reference,
                             const build_extra *x)
@@ -182,12 +194,7 @@ static uint64_t binary_hash(const runner *r, const char *src, size_t src_len,
     const char *const *flags = reference ? reference_flags : kernel_flags;
     size_t n_flags = reference ? sizeof reference_flags / sizeof *reference_flags
                                : sizeof kernel_flags / sizeof *kernel_flags;
-    uint64_t h = kt_fnv1a_field(KT_FNV1A_OFFSET, tag, strlen(tag));
-    h = kt_fnv1a_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
-    h = kt_fnv1a_field(h, r->cpu.model, strlen(r->cpu.model));
-    h = kt_fnv1a_field(h, r->cpu.isa, strlen(r->cpu.isa));
-    for (size_t i = 0; i < n_flags; i++)
-        h = kt_fnv1a_field(h, flags[i], strlen(flags[i]));
+    uint64_t h = cpu_toolchain_hash(r, tag, flags, n_flags);
     h = kt_fnv1a_field(h, link_flag, strlen(link_flag));
     for (int i = 0; i < n_defines; i++) {
         char def[RUNNER_NAME_MAX + 32];

@@ -281,12 +281,7 @@ void cpu_prelude_prepare(const runner *r, const char *src, size_t len, char *con
     if (cpu_prelude_text(src, len, text, CPU_PRELUDE_MAX) == 0)
         goto out;
     const char *tag = "ktune-cpu-prelude-v1";
-    uint64_t h = kt_fnv1a_field(KT_FNV1A_OFFSET, tag, strlen(tag));
-    h = kt_fnv1a_field(h, r->cpu.compiler, strlen(r->cpu.compiler));
-    h = kt_fnv1a_field(h, r->cpu.model, strlen(r->cpu.model));
-    h = kt_fnv1a_field(h, r->cpu.isa, strlen(r->cpu.isa));
-    for (int i = 0; i < n_flags; i++)
-        h = kt_fnv1a_field(h, flags[i], strlen(flags[i]));
+    uint64_t h = cpu_toolchain_hash(r, tag, (const char *const *)flags, (size_t)n_flags);
     h = kt_fnv1a_field(h, text, strlen(text));
     snprintf(out->name, sizeof out->name, "pch-%016llx.h.gch", (unsigned long long)h);
     int n = snprintf(out->header, sizeof out->header, "%s/pch-%016llx.h", r->cache_dir,

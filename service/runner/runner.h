@@ -422,6 +422,11 @@ int cpu_run_command(char *const argv[], double timeout_s, char *tail, size_t tai
                     double *cpu_ms, kt_error *err);
 /* Writes text to path through a temporary file renamed into place (runners share the cache). */
 int cpu_write_file(const char *path, const char *text, kt_error *err);
+/* FNV-1a 64 over what makes a compiler's output for this host: tag, the compiler's version line,
+ * the CPU (model, isa: -march=native depends on them) and the flags in order. The binaries' and
+ * the preludes' cache keys both start with it (cpu_compile.c, cpu_prelude.c). */
+uint64_t cpu_toolchain_hash(const runner *r, const char *tag, const char *const *flags,
+                            size_t n_flags);
 
 /* ---- cpu_problem.c ---- */
 

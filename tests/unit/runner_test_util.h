@@ -224,4 +224,21 @@ static inline void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* Writes n files of `bytes` zero bytes into dir, the i-th with mtime 1000000 + i (the oldest
+ * first): the cache bound's least-recently-used order. */
+static inline void write_aged_files(const char *dir, const char *const *names, int n, size_t bytes)
+{
+    char path[600], zeros[4096] = {0};
+    assert_true(bytes <= sizeof zeros);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(zeros, 1, bytes, f), bytes);
+        fclose(f);
+        struct timespec ts[2] = {{.tv_sec = 1000000 + i}, {.tv_sec = 1000000 + i}};
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    }
+}
+
 #endif

@@ -671,16 +671,7 @@ static void cache_bound_evicts_least_recently_used(void **state)
     assert_int_equal(mkdir(dir, 0700), 0);
     /* five binaries of 1000 bytes, a.so the oldest ... e.so the newest; c.so used (touched) now */
     const char *names[] = {"a.so", "b.so", "c.so", "d.so", "e.so"};
-    char zeros[1000] = {0};
-    for (int i = 0; i < 5; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        assert_int_equal(fwrite(zeros, 1, sizeof zeros, f), sizeof zeros);
-        fclose(f);
-        struct timespec ts[2] = {{.tv_sec = 1000000 + i}, {.tv_sec = 1000000 + i}};
-        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
-    }
+    write_aged_files(dir, names, 5, 1000);
     snprintf(path, sizeof path, "%s/c.so", dir);
     cpu_cache_touch(path);
     assert_int_equal(cpu_cache_bound(dir, 10000, NULL, 0), 0); /* within the bound */

@@ -253,16 +253,7 @@ static void cache_bound_counts_precompiled_preludes(void **state)
     char dir[] = "/tmp/ktune-prelude-bound-XXXXXX", path[600];
     assert_non_null(mkdtemp(dir));
     const char *names[] = {"pch-a.h.gch", "pch-a.h", "b.so", "pch-c.h.gch"};
-    char bytes[1000] = {0};
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        assert_int_equal(fwrite(bytes, 1, sizeof bytes, f), sizeof bytes);
-        fclose(f);
-        struct timespec ts[2] = {{.tv_sec = 1000000 + i}, {.tv_sec = 1000000 + i}};
-        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
-    }
+    write_aged_files(dir, names, 4, 1000);
     /* 3000 bytes of binaries (the header does not count) within 3000 */
     assert_int_equal(cpu_cache_bound(dir, 3000, NULL, 0), 0);
     /* 3000 > 2000: down to 1800, the oldest first, pch-c kept by name */
