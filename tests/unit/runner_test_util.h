@@ -224,6 +224,27 @@ static inline void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* The files of dir whose names end in suffix; *tmp_files (may be NULL) gets those whose names hold
+ * ".tmp." (a compile's temporary, left behind only by a failure). */
+static inline int count_files(const char *dir, const char *suffix, int *tmp_files)
+{
+    int n = 0, tmp = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name), s = strlen(suffix);
+        if (l > s && strcmp(e->d_name + l - s, suffix) == 0)
+            n++;
+        if (strstr(e->d_name, ".tmp."))
+            tmp++;
+    }
+    closedir(d);
+    if (tmp_files)
+        *tmp_files = tmp;
+    return n;
+}
+
 /* Writes n files of `bytes` zero bytes into dir, the i-th with mtime 1000000 + i (the oldest
  * first): the cache bound's least-recently-used order. */
 static inline void write_aged_files(const char *dir, const char *const *names, int n, size_t bytes)

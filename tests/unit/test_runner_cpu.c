@@ -29,24 +29,6 @@
 
 #include "runner_test_util.h"
 
-static int count_files(const char *dir, const char *suffix, int *tmp_files)
-{
-    int n = 0;
-    *tmp_files = 0;
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name), s = strlen(suffix);
-        if (l > s && strcmp(e->d_name + l - s, suffix) == 0)
-            n++;
-        if (strstr(e->d_name, ".tmp."))
-            (*tmp_files)++;
-    }
-    closedir(d);
-    return n;
-}
-
 static int setup(void **state)
 {
     client *c = calloc(1, sizeof *c);

@@ -165,20 +165,6 @@ static char *binary_of(const client *c, json_t *r, size_t *len)
     return kt_file_read_all(path, 64 << 20, len, NULL);
 }
 
-static int count_suffix(const char *dir, const char *suffix)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name), s = strlen(suffix);
-        n += l > s && strcmp(e->d_name + l - s, suffix) == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 static void prelude_is_made_used_and_gives_the_same_binary(void **state)
 {
     (void)state;
@@ -193,12 +179,12 @@ static void prelude_is_made_used_and_gives_the_same_binary(void **state)
     r[0] = prelude_call(&a, 1, "compile", json_pack("{s:i}", "UNROLL", 1));
     assert_string_equal(prelude_state(r[0]), "noted");
     assert_true(extra_num(r[0], "compile_cpu_ms") > 0);
-    assert_int_equal(count_suffix(a.cache, ".gch"), 0);
+    assert_int_equal(count_files(a.cache, ".gch", NULL), 0);
     r[1] = prelude_call(&a, 2, "compile", json_pack("{s:i}", "UNROLL", 2));
     assert_string_equal(prelude_state(r[1]), "made");
     assert_true(extra_num(r[1], "prelude_cpu_ms") > 0);
     assert_true(extra_num(r[1], "compile_cpu_ms") > extra_num(r[1], "prelude_cpu_ms"));
-    assert_int_equal(count_suffix(a.cache, ".gch"), 1);
+    assert_int_equal(count_files(a.cache, ".gch", NULL), 1);
     r[2] = prelude_call(&a, 3, "measure", json_pack("{s:i}", "UNROLL", 3)); /* runs, verifies */
     assert_string_equal(prelude_state(r[2]), "used");
     /* a define the headers test (glibc's features.h: __STRICT_ANSI__): GCC refuses the .gch and
@@ -231,8 +217,8 @@ static void prelude_is_made_used_and_gives_the_same_binary(void **state)
         json_decref(r[i]);
         json_decref(plain[i]);
     }
-    assert_int_equal(count_suffix(b.cache, ".gch"), 0);
-    assert_int_equal(count_suffix(b.cache, ".h"), 0);
+    assert_int_equal(count_files(b.cache, ".gch", NULL), 0);
+    assert_int_equal(count_files(b.cache, ".h", NULL), 0);
     assert_int_equal(client_stop(&a, 5000), 0);
     assert_int_equal(client_stop(&b, 5000), 0);
     client *both[2] = {&a, &b};
