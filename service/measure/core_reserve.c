@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -16,6 +17,10 @@
 /* A postmaster's children listed at most (backends, writers, autovacuum: max_connections + a few).
  */
 #define CORE_RESERVE_CHILDREN_MAX 4096
+/* Guests registered at once (one compile apart per measuring thread), and the processes of one
+ * guest's tree moved at most (a runner, its compiler driver, cc1, as, ld, ...). */
+#define CORE_RESERVE_GUESTS_MAX 64
+#define CORE_RESERVE_TREE_MAX   256
 
 struct core_reserve {
     pthread_mutex_t mu;
@@ -25,6 +30,8 @@ struct core_reserve {
     char pid_file[PATH_MAX]; /* <pgdata>/postmaster.pid, "" for none */
     int holders;
     int warned;
+    pid_t guests[CORE_RESERVE_GUESTS_MAX];
+    int n_guests;
 };
 
 /* 1 when tid's mask was changed, 0 when it already was mask, -1 when it could not be (gone, or
@@ -79,21 +86,39 @@ static long parent_of(const char *pid)
     return ppid;
 }
 
-/* The children of pid (a single-threaded parent: the postmaster), into kids; their count, or -1
- * when /proc cannot be read. From /proc/<pid>/task/<pid>/children where the kernel has it
- * (CONFIG_PROC_CHILDREN), else by each process's parent in /proc. */
+/* Appends to kids (at most max in all, *n so far) the pids listed in a children file. */
+static void read_children(const char *path, pid_t *kids, int max, int *n)
+{
+    FILE *f = fopen(path, "r");
+    long v;
+    if (!f)
+        return;
+    while (*n < max && fscanf(f, "%ld", &v) == 1)
+        if (v > 0)
+            kids[(*n)++] = (pid_t)v;
+    fclose(f);
+}
+
+/* The children of pid, into kids; their count, or -1 when /proc cannot be read. From each of its
+ * threads' /proc/<pid>/task/<tid>/children where the kernel has them (CONFIG_PROC_CHILDREN: a
+ * child belongs to the thread that forked it), else by each process's parent in /proc. */
 static int children_of(pid_t pid, pid_t *kids, int max)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    FILE *f = fopen(path, "r");
+    char path[96];
     int n = 0;
-    long v;
-    if (f) {
-        while (n < max && fscanf(f, "%ld", &v) == 1)
-            if (v > 0)
-                kids[n++] = (pid_t)v;
-        fclose(f);
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    if (access(path, R_OK) == 0) {
+        snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+        DIR *t = opendir(path);
+        struct dirent *e;
+        while (t && (e = readdir(t))) {
+            if (e->d_name[0] == '.' || strlen(e->d_name) > 16)
+                continue;
+            snprintf(path, sizeof path, "/proc/%d/task/%s/children", (int)pid, e->d_name);
+            read_children(path, kids, max, &n);
+        }
+        if (t)
+            closedir(t);
         return n;
     }
     DIR *d = opendir("/proc");
@@ -102,7 +127,7 @@ static int children_of(pid_t pid, pid_t *kids, int max)
     struct dirent *e;
     while (n < max && (e = readdir(d))) {
         char *end;
-        v = strtol(e->d_name, &end, 10);
+        long v = strtol(e->d_name, &end, 10);
         if (e->d_name[0] != '.' && !*end && v > 0 && parent_of(e->d_name) == (long)pid)
             kids[n++] = (pid_t)v;
     }
@@ -137,6 +162,47 @@ int core_reserve_apply(const cpu_set_t *mask, pid_t pid)
     return failed;
 }
 
+/* One pass over root's process tree (root, its children, theirs, ...: breadth first, at most
+ * CORE_RESERVE_TREE_MAX): *changed counts the moved ones. Returns the failures; a process that
+ * ended meanwhile is not one, nor is root's own when root_gone says root ended. */
+static int pass_tree(pid_t root, const cpu_set_t *mask, int *changed, int *root_gone)
+{
+    pid_t *tree = malloc(CORE_RESERVE_TREE_MAX * sizeof *tree);
+    int n = 1, failed = 0;
+    if (!tree)
+        return 1;
+    tree[0] = root;
+    for (int i = 0; i < n; i++) {
+        /* the parent first: what it forks from now on inherits the mask */
+        int rc = set_one(tree[i], mask);
+        if (rc > 0)
+            (*changed)++;
+        else if (rc < 0 && errno == ESRCH && i == 0)
+            *root_gone = 1;
+        else if (rc < 0 && errno != ESRCH)
+            failed++;
+        int got = children_of(tree[i], tree + n, CORE_RESERVE_TREE_MAX - n);
+        if (got > 0)
+            n += got;
+    }
+    free(tree);
+    return failed;
+}
+
+int core_reserve_apply_tree(const cpu_set_t *mask, pid_t root)
+{
+    int failed = 0, gone = 0;
+    /* again until a pass changes none: a child forked while its parent moved may carry the old
+     * mask and show in the next pass's listing */
+    for (int pass = 0; pass < CORE_RESERVE_PASSES; pass++) {
+        int changed = 0;
+        failed = pass_tree(root, mask, &changed, &gone);
+        if (!changed || gone)
+            break;
+    }
+    return gone ? 0 : failed;
+}
+
 /* The postmaster named by the cluster's postmaster.pid, 0 for none. */
 static pid_t postmaster(const core_reserve *r)
 {
@@ -155,11 +221,14 @@ static pid_t postmaster(const core_reserve *r)
 static void move_all(core_reserve *r, const cpu_set_t *mask, const char *what)
 {
     int failed = core_reserve_apply(mask, postmaster(r));
+    for (int i = 0; i < r->n_guests; i++)
+        failed += core_reserve_apply_tree(mask, r->guests[i]);
     if (failed && !r->warned) {
         r->warned = 1;
-        log_warn("core %d: %d thread(s) or database process(es) could not be moved %s (not "
-                 "this process's to move, or unreadable /proc); cpu timings may share the core",
-                 r->core, failed, what);
+        log_warn(
+            "core %d: %d thread(s), database or compiling process(es) could not be moved %s "
+            "(not this process's to move, or unreadable /proc); cpu timings may share the core",
+            r->core, failed, what);
     }
 }
 
@@ -207,6 +276,38 @@ void core_reserve_leave(core_reserve *r)
     pthread_mutex_lock(&r->mu);
     if (r->holders > 0 && --r->holders == 0)
         move_all(r, &r->wide, "back onto the measuring core");
+    pthread_mutex_unlock(&r->mu);
+}
+
+int core_reserve_guest_add(core_reserve *r, pid_t pid)
+{
+    int added = 0;
+    if (!r || pid <= 0)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    /* its tree gets what the service has now: the measuring core unless a measurement holds it;
+     * set_one first, since a tree whose root ended counts no failure */
+    const cpu_set_t *now = r->holders > 0 ? &r->narrow : &r->wide;
+    if (r->n_guests < CORE_RESERVE_GUESTS_MAX && set_one(pid, now) >= 0 &&
+        core_reserve_apply_tree(now, pid) == 0) {
+        r->guests[r->n_guests++] = pid;
+        added = 1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return added;
+}
+
+void core_reserve_guest_remove(core_reserve *r, pid_t pid)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n_guests; i++) {
+        if (r->guests[i] == pid) {
+            r->guests[i] = r->guests[--r->n_guests];
+            break;
+        }
+    }
     pthread_mutex_unlock(&r->mu);
 }
 

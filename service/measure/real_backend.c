@@ -1,8 +1,9 @@
 /* measure/real_backend — the cpu and cuda:N backend: one ktune-runner per backend (per measuring
  * thread and device), started on the first measure. A measure builds the runner request from the
  * kernel spec, the problem and the configuration; on cpu it first has the runner compile it (op
- * "compile": into the binary cache shared by the host's runners, on cores other than the measuring
- * one) without the device's mutex, so that one thread compiles while another measures (issue 32);
+ * "compile": into the binary cache shared by the host's runners, on every core but the measuring
+ * one while a measurement holds it: measure/core_reserve.h's guests) without the device's mutex,
+ * so that one thread compiles while another measures (issue 32);
  * then it holds the device's mutex (one measurement at a time per device) and waits for the reply
  * with a deadline: compile timeout + a run timeout scaled from the best time seen for the target. A
  * runner that overruns is killed (timeout), one that dies is reaped (runtime_error with the
@@ -630,11 +631,12 @@ static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_
     return 0;
 }
 
-/* On cpu, before the device's lock: the runner builds the kernel (op "compile", PROTOCOL.md) off
- * the measuring core while another thread may measure. 0: go on measuring (built: m->compiled;
- * or a runner that cannot compile apart, which then builds in the measure as before),
- * REAL_BUILD_FAILED: the build's failure is the trial's result (out), BACKEND_STOPPED, or -1 with
- * err. */
+/* On cpu, before the device's lock: the runner builds the kernel (op "compile", PROTOCOL.md)
+ * while another thread may measure, never on the measuring core while a measurement holds it (a
+ * guest of the core's reservation, or off that core altogether when it cannot be one). 0: go on
+ * measuring (built: m->compiled; or a runner that cannot compile apart, which then builds in the
+ * measure as before), REAL_BUILD_FAILED: the build's failure is the trial's result (out),
+ * BACKEND_STOPPED, or -1 with err. */
 static int compile_apart(real_backend *b, real_call *m, const json_t *req, const backend_stop *stop,
                          trial_result *out, kt_error *err)
 {
@@ -649,9 +651,21 @@ static int compile_apart(real_backend *b, real_call *m, const json_t *req, const
         goto out;
     }
     prepare_runner(b, m->k, stop);
+    /* A guest of the measuring core's reservation compiles on every core, the measuring one too
+     * while no measurement holds it; otherwise the runner keeps its compile off that core. */
+    core_reserve *reserve = b->opt->core_reserve;
+    pid_t guest = reserve ? runner_client_ready(b->runner, err) : -1;
+    if (guest > 0 && core_reserve_guest_add(reserve, guest) &&
+        json_object_set_new(creq, "core_shared", json_true()) < 0) {
+        core_reserve_guest_remove(reserve, guest);
+        rc = kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
+        goto out;
+    }
     int got = runner_client_call(b->runner, creq, b->opt->compile_timeout_s + REAL_DEADLINE_SLACK_S,
                                  &reply, &end, err);
     runner_client_set_stop(b->runner, NULL, NULL);
+    if (guest > 0)
+        core_reserve_guest_remove(reserve, guest);
     if (got == RUNNER_STOPPED) {
         rc = BACKEND_STOPPED;
         goto out;

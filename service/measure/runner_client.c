@@ -281,6 +281,12 @@ static void notice_idle_death(runner_client *r)
     close_fds(r);
 }
 
+pid_t runner_client_ready(runner_client *r, kt_error *err)
+{
+    notice_idle_death(r);
+    return runner_client_start(r, err) < 0 ? -1 : r->pid;
+}
+
 void runner_client_kill(runner_client *r)
 {
     if (!runner_client_running(r))
@@ -430,8 +436,7 @@ int runner_client_call(runner_client *r, json_t *request, double timeout_s, json
         rc = RUNNER_STOPPED; /* nothing was asked of the runner: it stays */
         goto out;
     }
-    notice_idle_death(r);
-    if (runner_client_start(r, err) < 0)
+    if (runner_client_ready(r, err) < 0)
         goto out;
     id = ++r->next_id;
     if (json_object_set_new(request, "id", json_integer(id)) < 0 ||

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "core/error.h"
 
@@ -54,6 +55,11 @@ int runner_client_running(const runner_client *r);
 void runner_client_set_version_uid(runner_client *r, const char *version);
 /* Starts the process if it is not running. Errors: KT_ERR_MEASURE (cannot be executed). */
 int runner_client_start(runner_client *r, kt_error *err);
+/* A runner ready for the next call: one that ended while idle is reaped and a new one started, as
+ * runner_client_call does first. Its pid (its process group), or -1 with err as
+ * runner_client_start. (issue 32: the pid the measuring core's reservation moves while the runner
+ * compiles apart.) */
+pid_t runner_client_ready(runner_client *r, kt_error *err);
 /* Sets (or, with fn NULL, clears) the stop check of the following calls; arg is borrowed and must
  * stay valid while calls use it. */
 void runner_client_set_stop(runner_client *r, runner_stop_fn fn, void *arg);

@@ -280,6 +280,20 @@ static void widen(const runner *r, const runner_measure_req *q, int on)
         log_warn("%s: cannot %s the runner's cores", q->kernel, on ? "widen" : "restore");
 }
 
+/* Pins a pinned runner to its core again: after a compile, and before every measure (a compile
+ * with "core_shared" was given other cores by ktuned, which may move it once more before it hears
+ * that the compile ended). */
+static void pin_to_core(const runner *r)
+{
+    cpu_set_t set;
+    if (r->cpu_core < 0)
+        return;
+    CPU_ZERO(&set);
+    CPU_SET(r->cpu_core, &set);
+    if (sched_setaffinity(0, sizeof set, &set) < 0)
+        log_warn("cannot pin the runner to core %d", r->cpu_core);
+}
+
 /* After a request that stored a binary: the cache within its bound, keeping what it used. */
 static void bound_cache(const runner *r, const cpu_binary *kb, const cpu_binary *rb)
 {
@@ -346,6 +360,7 @@ json_t *cpu_measure(runner *r, const runner_measure_req *q, kt_error *err)
     char reason[512];
     int reused = 0;
     memset(&scratch, 0, sizeof scratch);
+    pin_to_core(r);
     if (!kb || !rb || !times) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the measure state");
         goto out;
@@ -427,8 +442,10 @@ json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err)
     cpu_binary *kb = calloc(1, sizeof *kb), *rb = calloc(1, sizeof *rb);
     cpu_set_t set;
     /* off the measuring core: the runner itself (hashing, writing the sources) and the compiler,
-     * which inherits the mask */
-    int moved = runner_compile_cores(r, &set) && sched_setaffinity(0, sizeof set, &set) == 0;
+     * which inherits the mask; unless ktuned keeps it off while measuring ("core_shared") */
+    int shared = q->core_shared && r->cpu_core >= 0;
+    int moved =
+        !shared && runner_compile_cores(r, &set) && sched_setaffinity(0, sizeof set, &set) == 0;
     if (!kb || !rb) {
         kt_error_set(err, KT_ERR_NO_MEMORY, "cannot allocate the compile state");
         goto out;
@@ -443,16 +460,14 @@ json_t *cpu_compile_only(runner *r, const runner_measure_req *q, kt_error *err)
     json_object_set_new(ex, "binary", json_string(kb->name));
     compile_extras(ex, kb);
     json_object_set_new(ex, "off_core", json_boolean(moved));
+    if (shared)
+        json_object_set_new(ex, "core_shared", json_true());
     if (ref_ms > 0)
         set_real(ex, "reference_compile_ms", ref_ms);
 out:
     bound_cache(r, kb, rb);
-    if (moved) {
-        CPU_ZERO(&set);
-        CPU_SET(r->cpu_core, &set);
-        if (sched_setaffinity(0, sizeof set, &set) < 0)
-            log_warn("cannot pin the runner back to core %d after a compile", r->cpu_core);
-    }
+    if (moved || shared)
+        pin_to_core(r);
     free(rb);
     free(kb);
     return reply;

@@ -17,7 +17,7 @@ static const char *const measure_fields[] = {
     "tolerance",    "flops",       "block",         "grid",        "shared_bytes",
     "min_repeats",  "max_repeats", "min_seconds",   "max_seconds", "compile_timeout_s",
     "call_limit_s", "scalars",     "verify",        "call",        "openmp",
-    "threads",      "files",       "data",          "early_stop",
+    "threads",      "files",       "data",          "early_stop",  "core_shared",
 };
 
 int runner_read_line(FILE *in, char *buf, size_t cap, size_t *len)
@@ -764,6 +764,10 @@ int runner_parse_measure(const json_t *req, runner_measure_req *q, kt_error *err
         parse_limits(req, q, err) < 0 || parse_early_stop(req, q, err) < 0 ||
         setup_key(req, q, err) < 0)
         return -1;
+    json_t *shared = json_object_get(req, "core_shared");
+    if (shared && !json_is_boolean(shared))
+        return kt_error_set(err, KT_ERR_WRONG_TYPE, "field 'core_shared' must be true or false");
+    q->core_shared = json_is_true(shared);
     const char *need[] = {q->source, q->ref_kind == RUNNER_REF_C ? q->ref_source : ""};
     if (runner_sources_parse(req, need, 2, &q->files, err) < 0)
         return -1;

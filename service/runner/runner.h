@@ -154,6 +154,9 @@ typedef struct runner_measure_req {
      * early_above_ms (core/early_stop.h); 0: time the full count */
     int early_after;
     double early_above_ms;
+    /* "core_shared" (op compile, issue 32): ktuned moves this runner and its compilers off the
+     * measuring core while a measurement holds it, so the compile keeps the cores it is given */
+    int core_shared;
 } runner_measure_req;
 
 typedef struct cpu_cache_desc {

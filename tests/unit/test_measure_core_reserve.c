@@ -1,6 +1,8 @@
 /* Unit tests of measure/core_reserve: a reservation moves every thread of the process and a
  * stand-in postmaster with its child off the measuring core, only while held (counted), and gives
- * them every core back when the last holder leaves; threads started meanwhile follow. Needs two
+ * them every core back when the last holder leaves; threads started meanwhile follow. A guest (a
+ * stand-in runner compiling, with its compilers) gets the core between measurements only, and its
+ * processes started during one follow; a removed guest is left alone. Needs two
  * cores this process may run on: with one it says so and is skipped (exit 77, ctest's skip). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -158,6 +160,123 @@ static void the_service_leaves_the_core_only_while_a_measurement_holds_it(void *
     rmdir(dir);
 }
 
+/* A stand-in runner compiling apart: pinned to g_core as a runner is, it forks one "compiler" at
+ * once (*kid) and another each time a byte comes on ctl (its pid written to reply), until ctl
+ * closes. */
+typedef struct guest {
+    pid_t pid, kid;
+    int ctl, reply;
+} guest;
+
+static void start_guest(guest *g)
+{
+    int c[2], r[2];
+    assert_int_equal(pipe(c), 0);
+    assert_int_equal(pipe(r), 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(g_core, &one);
+    g->pid = fork();
+    assert_true(g->pid >= 0);
+    if (g->pid == 0) {
+        close(c[1]);
+        close(r[0]);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            _exit(1);
+        char b = 0;
+        do {
+            pid_t k = fork();
+            if (k == 0) {
+                pause();
+                _exit(0);
+            }
+            if (write(r[1], &k, sizeof k) != (ssize_t)sizeof k)
+                _exit(1);
+        } while (read(c[0], &b, 1) == 1);
+        _exit(0);
+    }
+    close(c[0]);
+    close(r[1]);
+    g->ctl = c[1];
+    g->reply = r[0];
+    assert_int_equal(read(g->reply, &g->kid, sizeof g->kid), (ssize_t)sizeof g->kid);
+    assert_int_equal(may_run_on_core(g->pid), 1); /* only there, as a measuring runner */
+}
+
+/* The guest forks another compiler now; its pid. */
+static pid_t guest_forks(guest *g)
+{
+    pid_t k = 0;
+    assert_int_equal(write(g->ctl, "f", 1), 1);
+    assert_int_equal(read(g->reply, &k, sizeof k), (ssize_t)sizeof k);
+    return k;
+}
+
+static void stop_guest(guest *g, pid_t more)
+{
+    kill(g->kid, SIGKILL);
+    if (more > 0)
+        kill(more, SIGKILL);
+    close(g->ctl);
+    close(g->reply);
+    kill(g->pid, SIGKILL);
+    waitpid(g->pid, NULL, 0);
+}
+
+static int has_every_core(pid_t pid)
+{
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(pid, sizeof set, &set), 0);
+    return CPU_EQUAL(&set, &g_wide);
+}
+
+static void a_compiling_guest_gets_the_core_only_between_measurements(void **state)
+{
+    (void)state;
+    kt_error err;
+    kt_error_clear(&err);
+    core_reserve *r = core_reserve_new(g_core, NULL, &err);
+    assert_non_null(r);
+    guest g, late;
+    start_guest(&g);
+
+    /* added while no measurement runs: the runner and its compiler get every core */
+    assert_int_equal(core_reserve_guest_add(r, g.pid), 1);
+    assert_true(has_every_core(g.pid) && has_every_core(g.kid));
+
+    core_reserve_enter(r); /* a measurement starts: the whole tree leaves the core */
+    assert_false(may_run_on_core(g.pid));
+    assert_false(may_run_on_core(g.kid));
+    pid_t during = guest_forks(&g); /* a compiler started meanwhile inherits it */
+    assert_false(may_run_on_core(during));
+    /* a guest added while a measurement holds the core starts off it */
+    start_guest(&late);
+    assert_int_equal(core_reserve_guest_add(r, late.pid), 1);
+    assert_false(may_run_on_core(late.pid));
+    assert_false(may_run_on_core(late.kid));
+
+    core_reserve_leave(r); /* between measurements: every core, to every process of both */
+    assert_true(has_every_core(g.pid) && has_every_core(g.kid) && has_every_core(during));
+    assert_true(has_every_core(late.pid) && has_every_core(late.kid));
+
+    /* removed (its compile ended): the next measurement leaves it as it is */
+    core_reserve_guest_remove(r, g.pid);
+    core_reserve_guest_remove(r, g.pid); /* twice: nothing */
+    core_reserve_enter(r);
+    assert_true(has_every_core(g.pid));
+    assert_false(may_run_on_core(late.pid));
+    core_reserve_leave(r);
+    core_reserve_guest_remove(r, late.pid);
+
+    /* one that ended is no guest; nor is anything without a reservation */
+    stop_guest(&late, 0);
+    assert_int_equal(core_reserve_guest_add(r, late.pid), 0);
+    assert_int_equal(core_reserve_guest_add(NULL, g.pid), 0);
+    core_reserve_guest_remove(NULL, g.pid);
+    stop_guest(&g, during);
+    core_reserve_free(r);
+}
+
 static void without_a_database_the_threads_alone_move(void **state)
 {
     (void)state;
@@ -185,6 +304,7 @@ int main(void)
         cmocka_unit_test(a_core_not_ours_is_refused),
         cmocka_unit_test(the_service_leaves_the_core_only_while_a_measurement_holds_it),
         cmocka_unit_test(without_a_database_the_threads_alone_move),
+        cmocka_unit_test(a_compiling_guest_gets_the_core_only_between_measurements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

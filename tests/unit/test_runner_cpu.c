@@ -606,8 +606,30 @@ static void floating_point_state_does_not_carry_over(void **state)
     assert_int_equal(client_stop(c, 5000), 0);
 }
 
+/* The process that runs the requests: c's runner itself, or, in a pid namespace of its own
+ * (runner/sandbox.c), the last of the chain of only children under it. */
+static pid_t runner_worker_pid(const client *c)
+{
+    pid_t pid = c->pid;
+    for (int depth = 0; depth < 4; depth++) {
+        char path[64];
+        long kid = 0, more = 0;
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int n = fscanf(f, "%ld %ld", &kid, &more);
+        fclose(f);
+        if (n != 1 || kid <= 0)
+            break;
+        pid = (pid_t)kid;
+    }
+    return pid;
+}
+
 /* op "compile": the binary (and the reference) built into the cache and nothing run, off the
- * measuring core of a pinned runner where it has another; the measure then finds it. */
+ * measuring core of a pinned runner where it has another (or on the cores ktuned gives it, with
+ * "core_shared"); the measure then finds it. */
 static void compile_op_builds_apart(void **state)
 {
     client *c = *state;
@@ -639,6 +661,40 @@ static void compile_op_builds_apart(void **state)
     r = client_call_json(c, req, 60000);
     assert_status(r, "compile_error");
     assert_true(json_string_length(extra(r, "log")) > 0);
+    json_decref(r);
+
+    /* "core_shared" (ktuned moves the runner while it compiles: measure/core_reserve.h): the
+     * compile keeps the cores it was given, and the runner pins itself back after it; a measure
+     * pins it first, whatever it was left with */
+    cpu_set_t set, pin;
+    CPU_ZERO(&pin);
+    CPU_SET(c->pin, &pin);
+    pid_t worker = runner_worker_pid(c);
+    assert_int_equal(sched_setaffinity(c->pid, sizeof mine, &mine), 0);
+    assert_int_equal(sched_setaffinity(worker, sizeof mine, &mine), 0);
+    req = xy_request(8, "scale", json_pack("{s:i}", "UNROLL", 4), 4096);
+    json_object_set_new(req, "op", json_string("compile"));
+    json_object_set_new(req, "core_shared", json_true());
+    r = client_call_json(c, req, 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_true(extra(r, "core_shared")));
+    assert_true(json_is_false(extra(r, "off_core")));
+    json_decref(r);
+    assert_int_equal(sched_getaffinity(worker, sizeof set, &set), 0);
+    assert_true(CPU_EQUAL(&set, &pin));
+    assert_int_equal(sched_setaffinity(worker, sizeof mine, &mine), 0);
+    r = client_call_json(c, xy_request(9, "scale", json_pack("{s:i}", "UNROLL", 4), 4096), 60000);
+    assert_status(r, "ok");
+    assert_true(json_is_true(extra(r, "cached_binary")));
+    json_decref(r);
+    assert_int_equal(sched_getaffinity(worker, sizeof set, &set), 0);
+    assert_true(CPU_EQUAL(&set, &pin));
+    req = xy_request(10, "scale", json_pack("{s:i}", "UNROLL", 4), 4096);
+    json_object_set_new(req, "op", json_string("compile"));
+    json_object_set_new(req, "core_shared", json_integer(1));
+    r = client_call_json(c, req, 60000);
+    assert_true(json_is_false(json_object_get(r, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(r, "error")), "'core_shared'"));
     json_decref(r);
     assert_int_equal(client_stop(c, 5000), 0);
 }
