@@ -469,9 +469,10 @@ typedef struct real_call {
     double compile_ms;
     double compile_cpu_ms; /* the compile op's compiler CPU time, and its prelude (runner README) */
     char prelude[16];
-    int retried;    /* measured again after a SIGKILL */
-    double busy_ms; /* the device's lock held for the measure (issue 32: the job's idle share) */
-    int got;        /* runner_client_call's answer */
+    int core_shared; /* the compile op ran as a guest of the measuring core (core_reserve.h) */
+    int retried;     /* measured again after a SIGKILL */
+    double busy_ms;  /* the device's lock held for the measure (issue 32: the job's idle share) */
+    int got;         /* runner_client_call's answer */
     json_t *reply;
     runner_end end;
 } real_call;
@@ -611,6 +612,8 @@ static int replied(real_backend *b, real_call *m, const kspec_problem *p, trial_
             json_object_set_new(out->extras, "cached_binary", json_boolean(m->cached));
             json_object_set_new(out->extras, "compiled_apart", json_true());
         }
+        if (out->extras && !m->cached && m->core_shared)
+            json_object_set_new(out->extras, "compile_core_shared", json_true());
         if (out->extras && !m->cached) {
             /* what the compile cost in CPU (issue 32); a rebuild in the measure adds */
             double cpu = m->compile_cpu_ms + num_field(out->extras, "compile_cpu_ms");
@@ -685,6 +688,7 @@ static int compile_apart(real_backend *b, real_call *m, const json_t *req, const
     m->compiled = 1;
     m->compile_ms = num_field(reply, "compile_ms");
     json_t *cx = json_object_get(reply, "extras");
+    m->core_shared = json_is_true(json_object_get(cx, "core_shared"));
     m->cached = json_is_true(json_object_get(cx, "cached_binary"));
     m->compile_cpu_ms = num_field(cx, "compile_cpu_ms");
     const char *prelude = json_string_value(json_object_get(cx, "prelude"));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench/offline/bench_history.h"
+#include "bench/offline/bench_report.h"
 #include "bench/offline/bench_run.h"
 
 typedef struct fixture {
@@ -144,6 +145,43 @@ static void related_spaces_seed_the_warm_runs(void **state)
     json_decref(res);
 }
 
+/* The per-space warm-start table pairs warm with cold over the seeds (Wilcoxon signed-rank, exact
+ * for few pairs): warm ahead in all six seeds at @5 gives p = 2/2^6; equal everywhere at @6, p 1;
+ * a result without per-seed fractions (written before them) prints "-". */
+static void the_warm_table_tests_warm_against_cold(void **state)
+{
+    (void)state;
+    json_t *res = json_loads(
+        "{\"checkpoints\": [5, 6], \"spaces\": [{\"name\": \"s\", \"strategies\": {"
+        "\"auto\": {\"fraction\": {\"5\": 0.5, \"6\": 1},"
+        " \"fraction_seeds\": {\"5\": [0.5, 0.4, 0.6, 0.5, 0.5, 0.5], \"6\": [1, 1, 1, 1, 1, 1]}},"
+        "\"auto+history\": {\"fraction\": {\"5\": 0.9, \"6\": 1},"
+        " \"fraction_seeds\": {\"5\": [0.9, 0.8, 0.95, 0.85, 0.7, 0.75], \"6\": [1, 1, 1, 1, 1, "
+        "1]}}}},"
+        "{\"name\": \"old\", \"strategies\": {\"auto\": {\"fraction\": {\"5\": 0.5}},"
+        "\"auto+history\": {\"fraction\": {\"5\": 0.6}}}}],"
+        "\"warm_start\": {\"spaces\": [\"s\", \"old\"], \"strategies\": {\"auto\": {}}}}",
+        0, NULL);
+    assert_non_null(res);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    bench_print_table(res, NULL, mem);
+    fclose(mem);
+    const char *row = strstr(text, "auto per space");
+    assert_non_null(row);
+    row = strstr(row, "p paired");
+    assert_non_null(row);
+    if (!strstr(row, "p paired   0.0312  1.0000\n"))
+        fail_msg("%s", row);
+    row = strstr(row + 1, "p paired");
+    assert_non_null(row);
+    if (!strstr(row, "p paired        -       -\n"))
+        fail_msg("%s", row);
+    free(text);
+    json_decref(res);
+}
+
 static void transformed_histories(void **state)
 {
     fixture *f = *state;
@@ -216,6 +254,7 @@ static void history_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_warm_table_tests_warm_against_cold),
         cmocka_unit_test_setup_teardown(related_spaces_seed_the_warm_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(transformed_histories, setup, teardown),
         cmocka_unit_test(history_arguments),

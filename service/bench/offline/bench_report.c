@@ -12,6 +12,7 @@
 #include "bench/offline/bench_cv.h"
 #include "bench/offline/bench_kt.h"
 #include "bench/offline/bench_summary.h"
+#include "bench/bench_paired.h"
 
 static void bench_print_number(FILE *out, const json_t *v, const char *fmt, int width)
 {
@@ -238,8 +239,44 @@ static void bench_print_warm_row(const json_t *result, const char *space, const 
     fputc('\n', out);
 }
 
-/* --history, per space and strategy: cold, warm and warm - cold at each checkpoint (a history
- * must never make a space worse than cold for long: search/README.md, warm starts). */
+/* The paired row of the per-space warm-start table: at each checkpoint, Wilcoxon's signed-rank
+ * test of warm's fraction against cold's over the seeds (the same seed numbers: pairs), two-sided
+ * p; "-" where the per-seed fractions are missing (a JSON written before them). */
+static void bench_print_warm_p(const json_t *result, const json_t *cold, const json_t *warm,
+                               FILE *out)
+{
+    size_t i;
+    json_t *v;
+
+    fprintf(out, "%-26s %-9s", "", "p paired");
+    json_array_foreach(json_object_get(result, "checkpoints"), i, v)
+    {
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(v));
+        const json_t *c = json_object_get(json_object_get(cold, "fraction_seeds"), key);
+        const json_t *w = json_object_get(json_object_get(warm, "fraction_seeds"), key);
+        size_t n = json_array_size(c);
+        double *a = n && n == json_array_size(w) ? malloc(2 * n * sizeof *a) : NULL;
+        bench_paired_result r = {.p = NAN};
+        if (a) {
+            for (size_t k = 0; k < n; k++) {
+                a[k] = json_number_value(json_array_get(w, k));
+                a[n + k] = json_number_value(json_array_get(c, k));
+            }
+            bench_paired_wilcoxon(a, a + n, (int)n, &r);
+        }
+        free(a);
+        if (isnan(r.p))
+            fprintf(out, " %7s", "-");
+        else
+            fprintf(out, " %7.4f", r.p);
+    }
+    fputc('\n', out);
+}
+
+/* --history, per space and strategy: cold, warm and warm - cold at each checkpoint, and whether
+ * the difference is more than the seeds' noise (a history must never make a space worse than cold
+ * for long: search/README.md, warm starts). */
 static void bench_print_warm_spaces(const json_t *result, FILE *out)
 {
     const json_t *ws = json_object_get(result, "warm_start");
@@ -252,7 +289,8 @@ static void bench_print_warm_spaces(const json_t *result, FILE *out)
         char warm[80];
         bench_warm_name(name, warm, sizeof warm);
         fprintf(out,
-                "\n%s per space (warm - cold: the history's gain, negative where it hurts)\n%-36s",
+                "\n%s per space (warm - cold: the history's gain, negative where it hurts; p "
+                "paired: Wilcoxon signed-rank over the seeds, two-sided)\n%-36s",
                 name, "space");
         json_array_foreach(json_object_get(result, "checkpoints"), i, v)
         {
@@ -271,6 +309,7 @@ static void bench_print_warm_spaces(const json_t *result, FILE *out)
             bench_print_warm_row(result, sname, "cold", c, NULL, out);
             bench_print_warm_row(result, "", "warm", NULL, w, out);
             bench_print_warm_row(result, "", "warm-cold", c, w, out);
+            bench_print_warm_p(result, c, w, out);
         }
     }
 }
