@@ -707,13 +707,14 @@ static void open_gate(int open)
     pthread_mutex_unlock(&gate_lock);
 }
 
-/* Waits (up to 5 s) until the heavy pool runs `running` handlers with `queued` calls waiting. */
+/* Waits (up to 5 s) until the heavy pool runs `running` handlers (each inside h_heavy) with
+ * `queued` calls waiting. */
 static void wait_heavy_load(fixture *f, int running, int queued)
 {
     int r = -1, q = -1;
     for (int i = 0; i < 500; i++) {
         http_heavy_pool_load(f->s->heavy, &r, &q);
-        if (r == running && q == queued)
+        if (r == running && q == queued && atomic_load(&heavy_running) == running)
             return;
         struct timespec d = {0, 10 * 1000 * 1000};
         nanosleep(&d, NULL);
