@@ -63,7 +63,8 @@ http_heavy_pool *http_heavy_pool_start(http_server *s, int threads, int queue_ma
     if (!p || !(p->tids = calloc((size_t)threads, sizeof *p->tids))) {
         free(p);
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-        return NULL;
+        p = NULL;
+        goto out;
     }
     p->server = s;
     p->queue_max = queue_max;
@@ -71,12 +72,14 @@ http_heavy_pool *http_heavy_pool_start(http_server *s, int threads, int queue_ma
     pthread_cond_init(&p->wake, NULL);
     for (; p->threads < threads; p->threads++) {
         if (pthread_create(&p->tids[p->threads], NULL, pool_main, p) != 0) {
-            http_heavy_pool_stop(p);
             kt_error_set(err, KT_ERR_CONFIG, "http: could not start heavy thread %d of %d",
                          p->threads + 1, threads);
-            return NULL;
+            http_heavy_pool_stop(p); /* joins the threads started */
+            p = NULL;
+            goto out;
         }
     }
+out:
     return p;
 }
 
@@ -107,12 +110,12 @@ int http_heavy_pool_submit(http_heavy_pool *p, http_call *call)
 void http_heavy_pool_load(http_heavy_pool *p, int *running, int *queued)
 {
     *running = *queued = 0;
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->lock);
-    *running = p->running;
-    *queued = p->queued;
-    pthread_mutex_unlock(&p->lock);
+    if (p) {
+        pthread_mutex_lock(&p->lock);
+        *running = p->running;
+        *queued = p->queued;
+        pthread_mutex_unlock(&p->lock);
+    }
 }
 
 void http_heavy_pool_stop(http_heavy_pool *p)

@@ -290,11 +290,11 @@ static http_call *call_new(http_worker *w, struct MHD_Connection *conn, const ht
 /* Frees a call and what its reply holds (a prepared reply's reference too). */
 static void call_free(http_call *call)
 {
-    if (!call)
-        return;
-    http_prepared_release(http_response_take_prepared(&call->res));
-    http_response_clear(&call->res);
-    free(call);
+    if (call) {
+        http_prepared_release(http_response_take_prepared(&call->res));
+        http_response_clear(&call->res);
+        free(call);
+    }
 }
 
 /* The blocking call's thread: runs the handler, then resumes the connection (after which the
@@ -348,37 +348,36 @@ refuse:
 }
 
 /* Queues a heavy route's call for the heavy pool, its connection suspended: 1, or 0 with res
- * holding the refusal (429: every heavy thread busy and the queue full; 503: stopping). */
+ * holding the refusal (429: every heavy thread busy and the queue full; 503: stopping). st->call
+ * is set after the submit: only this worker reads it, and not before the access handler returns. */
 static int start_heavy(http_worker *w, struct MHD_Connection *conn, req_state *st,
                        const http_request *req, int route_index, http_response *res)
 {
     http_server *s = w->server;
     kt_error err;
     http_call *call = call_new(w, conn, req, route_index);
-    if (!call) {
-        kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory queuing a heavy request");
-        http_reply_error(res, &err);
-        return 0;
-    }
-    st->call = call;
-    int rc = s->heavy ? http_heavy_pool_submit(s->heavy, call) : -1;
-    if (rc == 1)
-        return 1;
-    st->call = NULL;
-    call_free(call);
-    if (rc < 0) {
-        kt_error_set(&err, KT_ERR_UNAVAILABLE, "the server is stopping");
-        kt_error_hint(&err, "retry once it is back");
+    int rc = !call ? -2 : s->heavy ? http_heavy_pool_submit(s->heavy, call) : -1;
+    if (rc == 1) {
+        st->call = call;
     } else {
-        kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS,
-                     "%d heavy requests (trial pages, imports, exports) are running and %d wait; "
-                     "retry shortly",
-                     s->heavy_threads, s->heavy_queue);
-        kt_error_hint(&err, "retry after the Retry-After seconds, or page with a smaller limit");
-        http_response_add_header(res, "Retry-After", "1");
+        call_free(call);
+        if (rc == -2) {
+            kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory queuing a heavy request");
+        } else if (rc == -1) {
+            kt_error_set(&err, KT_ERR_UNAVAILABLE, "the server is stopping");
+            kt_error_hint(&err, "retry once it is back");
+        } else {
+            kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS,
+                         "%d heavy requests (trial pages, imports, exports) are running and %d "
+                         "wait; retry shortly",
+                         s->heavy_threads, s->heavy_queue);
+            kt_error_hint(&err,
+                          "retry after the Retry-After seconds, or page with a smaller limit");
+            http_response_add_header(res, "Retry-After", "1");
+        }
+        http_reply_error(res, &err);
     }
-    http_reply_error(res, &err);
-    return 0;
+    return rc == 1;
 }
 
 /* The access handler's call after a blocking or heavy handler resumed the connection: queues its
