@@ -190,9 +190,10 @@ static int start_database(service *svc, kt_error *err)
     }
     svc->conninfo = strdup(conninfo);
     limit_sessions(svc);
-    /* Every measurement thread, HTTP thread and the runner may hold one connection at once (an
-     * API process has no measurement threads). */
-    int pool = (measures(svc) ? svc->cfg.workers : 0) + svc->cfg.http_threads + 4;
+    /* Every measurement thread, HTTP thread (light and heavy) and the runner may hold one
+     * connection at once (an API process has no measurement threads). */
+    int pool = (measures(svc) ? svc->cfg.workers : 0) + svc->cfg.http_threads +
+               svc->cfg.http_heavy_threads + 4;
     svc->db = open_pool(svc, pool, err);
     if (!svc->db) {
         kt_error_prefix(err, "connecting to the database");
@@ -346,6 +347,7 @@ int service_start(service *svc, const kt_config *cfg, kt_error *err)
     http_server_options hopt = {.listen = svc->cfg.listen,
                                 .web_root = api ? svc->cfg.web_dir : "",
                                 .threads = cfg->http_threads,
+                                .heavy_threads = cfg->http_heavy_threads,
                                 .heavy = api ? api_heavy_routes() : NULL,
                                 .blocking = api ? api_blocking_routes() : NULL,
                                 .max_connections = cfg->max_connections,

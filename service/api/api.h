@@ -49,7 +49,8 @@ void api_best_cache_init(best_cache *c);
  * Prometheus); workers is set, the rest of the API is served by API processes. */
 const http_route *api_probe_routes(void);
 /* Patterns of the heavy routes (long or large replies: trial pages, imports, the best table),
- * NULL-ended, for http_server_options.heavy: they never take every HTTP thread. */
+ * NULL-ended, for http_server_options.heavy: they run on the heavy threads
+ * (--http-heavy-threads), never on a light one. */
 const char *const *api_heavy_routes(void);
 /* Patterns of the blocking routes (POST /v1/jobs/{id}/ask waits for proposals), NULL-ended, for
  * http_server_options.blocking: each runs on a thread of its own. */

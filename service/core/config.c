@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/early_stop.h"
 #include "core/number.h"
@@ -128,7 +129,13 @@ static const kt_option options[] = {
     CFG_INT("--workers", workers, 1, 256, "measurement worker threads [2]"),
     CFG_INT("--max-jobs", max_jobs, 1, 1024,
             "jobs this process drives at once, shared fairly between callers [8]"),
-    CFG_INT("--http-threads", http_threads, 1, 256, "HTTP server threads [4]"),
+    CFG_INT("--http-threads", http_threads, 1, 256,
+            "HTTP server threads for light requests (each an event loop) [the online CPUs, 1 to "
+            "4]"),
+    CFG_INT("--http-heavy-threads", http_heavy_threads, 1, 64,
+            "HTTP threads for heavy requests (trial pages, imports, exports, /v1/best/entries), "
+            "never run on the light threads; with all busy, 4 per thread wait and more get 429 "
+            "[2]"),
     CFG_INT("--max-connections", max_connections, 16, 1000000,
             "HTTP connections open at once (kept within the open files limit); a new one beyond is "
             "closed unanswered, unless its address has fewer open than the busiest one, which then "
@@ -253,6 +260,12 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+int config_default_http_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CONFIG_HTTP_THREADS_CAP ? CONFIG_HTTP_THREADS_CAP : (int)n;
+}
+
 static void set_defaults(kt_config *cfg, const char *exe_dir)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -261,7 +274,8 @@ static void set_defaults(kt_config *cfg, const char *exe_dir)
     snprintf(cfg->log_level, sizeof cfg->log_level, "info");
     cfg->workers = 2;
     cfg->max_jobs = 8;
-    cfg->http_threads = 4;
+    cfg->http_threads = config_default_http_threads();
+    cfg->http_heavy_threads = 2;
     cfg->best_cache_entries = 100000;
     cfg->max_connections = 4096;
     cfg->max_connections_per_ip = 2048;

@@ -34,7 +34,8 @@ typedef struct kt_config {
     int cache_max_mb;             /* --cache-max-mb: the compiled kernels' bound; 0 = unbounded */
     int workers;                  /* --workers, KTUNE_WORKERS: measurement threads */
     int max_jobs;              /* --max-jobs, KTUNE_MAX_JOBS: jobs driven at once by this process */
-    int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS */
+    int http_threads;          /* --http-threads, KTUNE_HTTP_THREADS: light (event loops) */
+    int http_heavy_threads;    /* --http-heavy-threads, KTUNE_HTTP_HEAVY_THREADS */
     int best_cache_entries;    /* --best-cache-entries, KTUNE_BEST_CACHE_ENTRIES: 0 = no cache */
     int cpu_core;              /* --cpu-core, KTUNE_CPU_CORE: -1 none, or CONFIG_CPU_CORE_AUTO */
     int min_repeats;           /* --min-repeats, KTUNE_MIN_REPEATS: timed runs per measurement */
@@ -78,6 +79,13 @@ typedef struct kt_config {
 
 /* cpu_core's default: the last core this process may use, when it may use 2 or more. */
 #define CONFIG_CPU_CORE_AUTO (-2)
+
+/* --http-threads's default: the online CPUs (sysconf), at least 1, at most this many. Each light
+ * thread is one event loop serving from the /v1/best cache; more threads than cores only contend
+ * (GET /v1/best's p99 on one server core: 0.50-0.59 of nginx's with 1 thread, 1.15-1.24 with 4;
+ * tests/bench/results/README.md), and past 4 each adds a database connection for little. */
+#define CONFIG_HTTP_THREADS_CAP 4
+int config_default_http_threads(void);
 
 /* Fills defaults, then the environment, then argv. Errors: KT_ERR_CONFIG naming the flag or
  * variable and what it accepts. exe_dir: folder of the running binary, used to find the default

@@ -7,7 +7,8 @@
  * (peeked, not read: MHD reads it again) and checked by http_head_scan (a bad head gets the JSON
  * error and the connection is closed; a head not whole within the header deadline is closed; a
  * chunked body's first size lines are checked too), then handed to the worker (one MHD daemon,
- * one thread) with the fewest connections and no heavy handler running. The access handler tells
+ * one thread) with the fewest connections (heavy handlers run on the heavy pool's threads, never
+ * on a worker, so connections are the whole of a worker's load). The access handler tells
  * the record each request's phase and body bytes; the gate's tick answers a body past its
  * deadline, or below the minimum rate, with 408 and shuts the socket down (MHD cannot queue a
  * reply while it reads a body; it sees the end of the stream and closes the connection). */
@@ -311,7 +312,7 @@ static http_worker *pick_worker(http_server *s)
     long best_load = 0;
     for (int i = 0; i < s->threads; i++) {
         http_worker *w = &s->workers[(g->next_worker + (unsigned)i) % (unsigned)s->threads];
-        long load = atomic_load(&w->conns) + (atomic_load(&w->heavy) > 0 ? 1000000L : 0);
+        long load = atomic_load(&w->conns);
         if (!best || load < best_load) {
             best = w;
             best_load = load;

@@ -157,7 +157,6 @@ typedef struct http_worker {
     struct http_server *server;
     struct MHD_Daemon *daemon;
     atomic_int conns; /* connections handed to this worker and not closed yet */
-    atomic_int heavy; /* heavy handlers running on its thread */
 } http_worker;
 
 /* Connections the gate cut (displaced, or answered 408) that MHD has not closed yet may pass
@@ -213,6 +212,45 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
  * per-request state (*con_cls). */
 void *http_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 
+/* ---- calls off the worker threads (request.c, heavy_pool.c) ----
+ * A request whose handler runs on another thread while MHD holds its connection suspended: a
+ * blocking route's (a detached thread of its own) or a heavy route's (the heavy pool). The thread
+ * that runs it fills res, sets done and resumes the connection; from then on the call is the
+ * worker's again: the access handler's next call queues the reply and frees the call (or
+ * http_on_completed frees it, when the connection closes first). */
+typedef struct http_call {
+    struct http_call *next; /* the heavy pool's queue */
+    http_worker *w;
+    struct MHD_Connection *conn;
+    const http_route *route;
+    int route_index;
+    http_request req;
+    http_response res;
+    atomic_int done;
+} http_call;
+
+/* ---- the heavy pool (heavy_pool.c): heavy routes' handlers on threads of their own ----
+ * Call order: http_heavy_pool_start (from http_server_start) -> http_heavy_pool_submit (the access
+ * handler, on a worker) ... -> http_heavy_pool_stop (from http_server_stop, before the daemons
+ * stop), which frees it. */
+
+typedef struct http_heavy_pool http_heavy_pool;
+
+/* Starts threads pool threads; at most queue_max calls wait beyond those running. NULL with err
+ * (KT_ERR_NO_MEMORY, KT_ERR_CONFIG when a thread cannot start). */
+http_heavy_pool *http_heavy_pool_start(struct http_server *s, int threads, int queue_max,
+                                       kt_error *err);
+/* On the connection's worker, from the access handler: 1 when the call was queued and its
+ * connection suspended (a pool thread runs call->route's handler, sets call->done and resumes
+ * it; the call is borrowed until then); 0 when every thread is busy and queue_max calls wait
+ * (the caller answers 429); -1 when the pool stops (503). Nothing is suspended unless 1. */
+int http_heavy_pool_submit(http_heavy_pool *p, http_call *call);
+/* Handlers running and calls waiting now (both 0 for NULL): for tests and logs. */
+void http_heavy_pool_load(http_heavy_pool *p, int *running, int *queued);
+/* Answers the calls still queued 503 (their handlers never run) and resumes their connections,
+ * waits for the running handlers (each resumes its connection), joins the threads, frees p. */
+void http_heavy_pool_stop(http_heavy_pool *p);
+
 /* ---- the server (server.c) ---- */
 
 struct http_server {
@@ -230,9 +268,10 @@ struct http_server {
     double header_timeout_s;
     double body_timeout_s, body_min_rate; /* 0: no minimum rate */
     http_worker *workers;                 /* threads of them */
-    unsigned char *route_heavy; /* per route: 1 when its pattern is in the options' heavy list */
-    int heavy_limit;            /* heavy handlers at once: threads - 2, at least 1 */
-    atomic_int heavy_running;
+    unsigned char *route_heavy;    /* per route: 1 when its pattern is in the options' heavy list */
+    int heavy_threads;             /* threads of the heavy pool */
+    int heavy_queue;               /* heavy calls that may wait beyond those running */
+    http_heavy_pool *heavy;        /* while started, when any route is heavy; owned */
     unsigned char *route_blocking; /* per route: 1 when in the options' blocking list */
     atomic_int blocking_running;   /* blocking handlers on their threads now */
     atomic_int stopping;           /* http_server_stop began: blocking handlers reply */

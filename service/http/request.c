@@ -4,8 +4,10 @@
  * gate the body's clock starts (http_gate_conn_phase: its deadline and minimum rate); data calls
  * count and buffer the body (capped: a chunked body past the cap is answered 413 at once through
  * the gate, since MHD cannot queue a reply while it reads a body, and the connection closed); the
- * last call routes, runs the handler (heavy routes under their limit) or serves a file, queues
- * the reply, counts it and logs it. */
+ * last call routes, runs the handler or serves a file, queues the reply, counts it and logs it.
+ * A heavy route's handler goes to the heavy pool (heavy_pool.c) and a blocking route's that must
+ * wait to a thread of its own, each with the connection suspended; the call after the resume
+ * queues its reply (finish_call). */
 #include "http/http_internal.h"
 
 #include <stdio.h>
@@ -15,19 +17,6 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "http/prepared.h"
-
-/* A blocking route's request (http_server_options.blocking): its handler runs on a thread of its
- * own while MHD holds the connection suspended; the thread resumes it when the reply is ready and
- * MHD calls the access handler again, which queues it (finish_blocking). */
-typedef struct blocking_call {
-    http_worker *w;
-    struct MHD_Connection *conn;
-    const http_route *route;
-    int route_index;
-    http_request req;
-    http_response res;
-    atomic_int done;
-} blocking_call;
 
 typedef struct req_state {
     uint64_t t0_ns; /* kt_clock_ns at the first call */
@@ -42,8 +31,8 @@ typedef struct req_state {
     int started;      /* the first call of the access handler has been */
     int refused;      /* answered with refusal, closing the connection */
     kt_error refusal;
-    http_conn *gate;     /* the gate's record of the connection (borrowed; may be NULL) */
-    blocking_call *call; /* a blocking route's handler on its thread; owned */
+    http_conn *gate; /* the gate's record of the connection (borrowed; may be NULL) */
+    http_call *call; /* a blocking or heavy route's handler on another thread; owned */
 } req_state;
 
 static void body_append(req_state *st, const char *data, size_t n)
@@ -162,28 +151,6 @@ static struct MHD_Response *to_mhd(const http_request *req, http_response *res, 
     return mr;
 }
 
-/* Runs a heavy route's handler when fewer than heavy_limit run, else replies 429. */
-static void run_heavy(http_worker *w, const http_route *route, const http_request *req,
-                      http_response *res)
-{
-    http_server *s = w->server;
-    if (atomic_fetch_add(&s->heavy_running, 1) >= s->heavy_limit) {
-        atomic_fetch_sub(&s->heavy_running, 1);
-        kt_error err;
-        kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS,
-                     "%d heavy requests (trial pages, imports, exports) are running; retry shortly",
-                     s->heavy_limit);
-        kt_error_hint(&err, "retry after the Retry-After seconds, or page with a smaller limit");
-        http_response_add_header(res, "Retry-After", "1");
-        http_reply_error(res, &err);
-        return;
-    }
-    atomic_fetch_add(&w->heavy, 1);
-    route->handler(s->app, req, res);
-    atomic_fetch_sub(&w->heavy, 1);
-    atomic_fetch_sub(&s->heavy_running, 1);
-}
-
 /* Queues res (or mr, a file's reply) on conn, counts and logs it. */
 static enum MHD_Result queue_reply(http_worker *w, struct MHD_Connection *conn, req_state *st,
                                    const http_request *req, http_response *res,
@@ -218,6 +185,8 @@ static enum MHD_Result queue_reply(http_worker *w, struct MHD_Connection *conn, 
 
 static int start_blocking(http_worker *w, struct MHD_Connection *conn, req_state *st,
                           const http_request *req, int route_index, http_response *res);
+static int start_heavy(http_worker *w, struct MHD_Connection *conn, req_state *st,
+                       const http_request *req, int route_index, http_response *res);
 
 static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const char *url,
                               const char *method, req_state *st)
@@ -275,7 +244,10 @@ static enum MHD_Result answer(http_worker *w, struct MHD_Connection *conn, const
             }
         }
     } else if (m == HTTP_MATCH_OK && s->route_heavy[route_index]) {
-        run_heavy(w, &s->routes[route_index], &req, &res);
+        if (start_heavy(w, conn, st, &req, route_index, &res)) {
+            ok = MHD_YES; /* the reply comes when a heavy thread resumes the connection */
+            goto out;
+        }
     } else if (m == HTTP_MATCH_OK) {
         s->routes[route_index].handler(s->app, &req, &res);
     } else if (m == HTTP_MATCH_METHOD) {
@@ -300,11 +272,36 @@ out:
     return ok;
 }
 
+/* A call made for a handler that runs off the worker (blocking or heavy). */
+static http_call *call_new(http_worker *w, struct MHD_Connection *conn, const http_request *req,
+                           int route_index)
+{
+    http_call *call = calloc(1, sizeof *call);
+    if (call) {
+        call->w = w;
+        call->conn = conn;
+        call->route = &w->server->routes[route_index];
+        call->route_index = route_index;
+        call->req = *req;
+    }
+    return call;
+}
+
+/* Frees a call and what its reply holds (a prepared reply's reference too). */
+static void call_free(http_call *call)
+{
+    if (call) {
+        http_prepared_release(http_response_take_prepared(&call->res));
+        http_response_clear(&call->res);
+        free(call);
+    }
+}
+
 /* The blocking call's thread: runs the handler, then resumes the connection (after which the
  * call belongs to MHD's thread again: nothing of it is touched here). */
 static void *blocking_main(void *arg)
 {
-    blocking_call *call = arg;
+    http_call *call = arg;
     http_server *s = call->w->server;
     struct MHD_Connection *conn = call->conn;
     call->route->handler(s->app, &call->req, &call->res);
@@ -323,17 +320,12 @@ static int start_blocking(http_worker *w, struct MHD_Connection *conn, req_state
     kt_error err;
     pthread_attr_t attr;
     pthread_t tid;
-    blocking_call *call = NULL;
+    http_call *call = NULL;
     if (atomic_fetch_add(&s->blocking_running, 1) >= HTTP_MAX_BLOCKING || atomic_load(&s->stopping))
         goto refuse;
-    call = calloc(1, sizeof *call);
+    call = call_new(w, conn, req, route_index);
     if (!call)
         goto refuse;
-    call->w = w;
-    call->conn = conn;
-    call->route = &s->routes[route_index];
-    call->route_index = route_index;
-    call->req = *req;
     st->call = call;
     MHD_suspend_connection(conn);
     pthread_attr_init(&attr);
@@ -344,7 +336,7 @@ static int start_blocking(http_worker *w, struct MHD_Connection *conn, req_state
         return 1;
     MHD_resume_connection(conn);
     st->call = NULL;
-    free(call);
+    call_free(call);
 refuse:
     atomic_fetch_sub(&s->blocking_running, 1);
     kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS, "%d waiting requests are running; retry shortly",
@@ -355,15 +347,48 @@ refuse:
     return 0;
 }
 
-/* The access handler's call after a blocking handler resumed the connection: queues its reply. */
-static enum MHD_Result finish_blocking(http_worker *w, struct MHD_Connection *conn, req_state *st)
+/* Queues a heavy route's call for the heavy pool, its connection suspended: 1, or 0 with res
+ * holding the refusal (429: every heavy thread busy and the queue full; 503: stopping). st->call
+ * is set after the submit: only this worker reads it, and not before the access handler returns. */
+static int start_heavy(http_worker *w, struct MHD_Connection *conn, req_state *st,
+                       const http_request *req, int route_index, http_response *res)
 {
-    blocking_call *call = st->call;
+    http_server *s = w->server;
+    kt_error err;
+    http_call *call = call_new(w, conn, req, route_index);
+    int rc = !call ? -2 : s->heavy ? http_heavy_pool_submit(s->heavy, call) : -1;
+    if (rc == 1) {
+        st->call = call;
+    } else {
+        call_free(call);
+        if (rc == -2) {
+            kt_error_set(&err, KT_ERR_NO_MEMORY, "out of memory queuing a heavy request");
+        } else if (rc == -1) {
+            kt_error_set(&err, KT_ERR_UNAVAILABLE, "the server is stopping");
+            kt_error_hint(&err, "retry once it is back");
+        } else {
+            kt_error_set(&err, KT_ERR_TOO_MANY_REQUESTS,
+                         "%d heavy requests (trial pages, imports, exports) are running and %d "
+                         "wait; retry shortly",
+                         s->heavy_threads, s->heavy_queue);
+            kt_error_hint(&err,
+                          "retry after the Retry-After seconds, or page with a smaller limit");
+            http_response_add_header(res, "Retry-After", "1");
+        }
+        http_reply_error(res, &err);
+    }
+    return rc == 1;
+}
+
+/* The access handler's call after a blocking or heavy handler resumed the connection: queues its
+ * reply. */
+static enum MHD_Result finish_call(http_worker *w, struct MHD_Connection *conn, req_state *st)
+{
+    http_call *call = st->call;
     enum MHD_Result ok =
         queue_reply(w, conn, st, &call->req, &call->res, NULL, call->route_index, 500);
-    http_response_clear(&call->res);
     st->call = NULL;
-    free(call);
+    call_free(call);
     return ok;
 }
 
@@ -529,8 +554,8 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
         body_append(st, upload_data, n);
         return st->too_large ? body_refuse(w, conn, st) : MHD_YES;
     }
-    if (st->call) /* a blocking handler: its reply once it resumed the connection */
-        return atomic_load(&st->call->done) ? finish_blocking(w, conn, st) : MHD_YES;
+    if (st->call) /* a blocking or heavy handler: its reply once it resumed the connection */
+        return atomic_load(&st->call->done) ? finish_call(w, conn, st) : MHD_YES;
     if (st->answered)
         return MHD_YES;
     if (http_gate_conn_phase(w->server, st->gate, HTTP_CONN_BUSY) < 0)
@@ -548,11 +573,10 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!st)
         return;
     http_gate_conn_phase(s, st->gate, HTTP_CONN_IDLE); /* waits for a next request (or closes) */
-    if (st->call && atomic_load(&st->call->done)) {
-        http_response_clear(&st->call->res);
-        free(st->call);
-    } /* else its thread still runs (never: MHD keeps a suspended connection): leaked, not freed
-       * under it */
+    if (st->call && atomic_load(&st->call->done))
+        call_free(st->call);
+    /* else its thread still runs (never: MHD closes no suspended connection, and the server
+     * stops its daemons only once every call was resumed): leaked, not freed under it */
     strbuf_release(&st->body);
     free(st->scratch);
     free(st);

@@ -62,7 +62,13 @@ http_server *http_server_new(const http_route *routes, void *app, const http_ser
         opt->header_timeout_s > 0 ? opt->header_timeout_s : HTTP_DEFAULT_HEADER_TIMEOUT_S;
     s->body_timeout_s = opt->body_timeout_s > 0 ? opt->body_timeout_s : HTTP_DEFAULT_BODY_TIMEOUT_S;
     s->body_min_rate = opt->body_min_rate > 0 ? opt->body_min_rate : 0;
-    s->heavy_limit = s->threads > 3 ? s->threads - 2 : 1;
+    s->heavy_threads = opt->heavy_threads <= 0 ? HTTP_DEFAULT_HEAVY_THREADS : opt->heavy_threads;
+    if (s->heavy_threads > HTTP_MAX_HEAVY_THREADS) {
+        kt_error_set(err, KT_ERR_CONFIG, "http: %d heavy threads requested; at most %d are allowed",
+                     s->heavy_threads, HTTP_MAX_HEAVY_THREADS);
+        goto out;
+    }
+    s->heavy_queue = s->heavy_threads * HTTP_HEAVY_QUEUE_PER_THREAD;
     s->route_heavy = calloc((size_t)s->n_routes + 1, 1);
     if (!s->route_heavy) {
         kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
@@ -124,8 +130,11 @@ void http_server_stop(http_server *s)
         return;
     http_gate_stop(s); /* no new connections */
     /* Blocking handlers see the flag and reply; their connections must be resumed before a
-     * daemon stops (MHD refuses to stop with suspended connections). */
+     * daemon stops (MHD refuses to stop with suspended connections). The heavy pool answers its
+     * queue (503) and waits for the handlers running; no heavy handler runs after this. */
     atomic_store(&s->stopping, 1);
+    http_heavy_pool_stop(s->heavy);
+    s->heavy = NULL;
     for (int waited = 0; atomic_load(&s->blocking_running) > 0 && waited < 60000; waited += 5) {
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 5000000L};
         nanosleep(&ts, NULL);
@@ -304,16 +313,26 @@ int http_server_start(http_server *s, kt_error *err)
                                 "could not start the HTTP server's thread %d (see the log)", i);
         }
     }
+    int any_heavy = 0;
+    for (int r = 0; r < s->n_routes; r++)
+        any_heavy |= s->route_heavy[r];
+    if (any_heavy) {
+        s->heavy = http_heavy_pool_start(s, s->heavy_threads, s->heavy_queue, err);
+        if (!s->heavy) {
+            http_server_stop(s);
+            return -1;
+        }
+    }
     if (http_gate_start(s, err) != 0) {
         http_server_stop(s);
         http_gate_free(s);
         return -1;
     }
-    log_info("http: listening on %s (port %d, %d threads, at most %d connections, %d per "
-             "address, header deadline %.3g s, body deadline %.3g s, body rate at least %.0f "
+    log_info("http: listening on %s (port %d, %d threads, %d heavy, at most %d connections, %d "
+             "per address, header deadline %.3g s, body deadline %.3g s, body rate at least %.0f "
              "bytes/s%s%s)",
-             s->listen, s->port, s->threads, s->max_connections, s->max_connections_per_ip,
-             s->header_timeout_s, s->body_timeout_s, s->body_min_rate,
+             s->listen, s->port, s->threads, s->heavy ? s->heavy_threads : 0, s->max_connections,
+             s->max_connections_per_ip, s->header_timeout_s, s->body_timeout_s, s->body_min_rate,
              s->web_root_real ? ", web root " : "", s->web_root_real ? s->web_root_real : "");
     return 0;
 }

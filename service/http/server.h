@@ -6,7 +6,8 @@
  *
  * Lifecycle: http_server_new(routes, app) -> http_server_start -> ... -> http_server_stop ->
  * http_server_free. Routes and app are borrowed and must outlive the server. Handlers run on the
- * server's threads, concurrently: whatever they touch through app must be thread-safe. */
+ * server's threads (workers; heavy routes on the heavy pool's, blocking ones that wait on their
+ * own), concurrently: whatever they touch through app must be thread-safe. */
 #ifndef KT_HTTP_SERVER_H
 #define KT_HTTP_SERVER_H
 
@@ -65,12 +66,14 @@ typedef struct http_route {
 typedef struct http_server_options {
     const char *listen;   /* "127.0.0.1:8080", "[::1]:8080", ":8080" */
     const char *web_root; /* folder of static files served for paths no route matches, or NULL */
-    int threads;          /* worker threads of the server [4] */
+    int threads;          /* worker threads of the server (event loops, light handlers) [4] */
     /* Patterns of heavy routes (long or large: trial pages, imports, exports), NULL-ended, or
-     * NULL: at most threads - 2 of their handlers run at once (at least 1); beyond, 429
-     * too_many_requests with Retry-After, so that light routes (/healthz, /v1/best) always find a
-     * thread. Borrowed. */
+     * NULL: their handlers run on heavy_threads threads of their own (0 =
+     * HTTP_DEFAULT_HEAVY_THREADS), never on a worker, so light routes (/healthz, /v1/best) never
+     * wait behind one; with every heavy thread busy, at most HTTP_HEAVY_QUEUE_PER_THREAD x
+     * heavy_threads more wait, and beyond, 429 too_many_requests with Retry-After. Borrowed. */
     const char *const *heavy;
+    int heavy_threads;
     /* Patterns of blocking routes (handlers that may wait for an event, such as ask/tell's ask),
      * NULL-ended, or NULL: such a handler is called first on the worker with req->may_defer set,
      * where it must not wait: it answers what needs no wait, else calls http_response_defer; a
@@ -99,6 +102,9 @@ typedef struct http_server_options {
 } http_server_options;
 
 #define HTTP_MAX_BLOCKING                   1024 /* blocking handlers running at once */
+#define HTTP_DEFAULT_HEAVY_THREADS          2
+#define HTTP_MAX_HEAVY_THREADS              64
+#define HTTP_HEAVY_QUEUE_PER_THREAD         4 /* heavy calls waiting, per heavy thread */
 #define HTTP_DEFAULT_MAX_CONNECTIONS        4096
 #define HTTP_DEFAULT_MAX_CONNECTIONS_PER_IP 2048
 #define HTTP_DEFAULT_HEADER_TIMEOUT_S       10.0

@@ -186,7 +186,7 @@ def main():
     k = Ktuned(args.ktuned, args.source_dir, extra=args.extra.split())
     try:
         k.start()
-        print("ktuned %s (defaults: --workers 2 --max-jobs 8 --http-threads 4 unless set)" % args.extra)
+        print("ktuned %s (defaults: --workers 2 --max-jobs 8 --http-threads <online CPUs, 1-4> --http-heavy-threads 2 unless set)" % args.extra)
         bodies = [dict(TARGETS[i % len(TARGETS)], strategy="random", seed=i + 1,
                        budget={"evaluations": args.budget}) for i in range(args.burst)]
         results, secs = submit_all(k.address, bodies, args.concurrency, args.token)

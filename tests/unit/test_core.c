@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/early_stop.h"
@@ -217,6 +218,45 @@ static void config_model_retrain_after(void **state)
     assert_non_null(strstr(err.message, "--model-retrain-after"));
 }
 
+/* --http-threads: the online CPUs, at least 1, at most 4, unless the variable or the flag says
+ * (the flag wins); --http-heavy-threads: 2, from 1 to 64 (issue 32). */
+static void config_http_threads(void **state)
+{
+    (void)state;
+    kt_config cfg;
+    kt_error err;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+    char arg0[] = "ktuned", flag[] = "--http-threads", three[] = "3",
+         heavy[] = "--http-heavy-threads", zero[] = "0", max[] = "64", over[] = "65";
+    char *plain[] = {arg0, NULL}, *given[] = {arg0, flag, three, NULL},
+         *none[] = {arg0, heavy, zero, NULL}, *most[] = {arg0, heavy, max, NULL},
+         *too_many[] = {arg0, heavy, over, NULL};
+    unsetenv("KTUNE_HTTP_THREADS");
+    unsetenv("KTUNE_HTTP_HEAVY_THREADS");
+    assert_int_equal(config_parse(&cfg, 1, plain, NULL, &err), 0);
+    assert_int_equal(cfg.http_threads, want);
+    assert_int_equal(config_default_http_threads(), want);
+    assert_int_equal(cfg.http_heavy_threads, 2);
+    assert_int_equal(config_parse(&cfg, 3, given, NULL, &err), 0);
+    assert_int_equal(cfg.http_threads, 3);
+    setenv("KTUNE_HTTP_THREADS", "7", 1);
+    setenv("KTUNE_HTTP_HEAVY_THREADS", "5", 1);
+    assert_int_equal(config_parse(&cfg, 1, plain, NULL, &err), 0);
+    assert_int_equal(cfg.http_threads, 7);
+    assert_int_equal(cfg.http_heavy_threads, 5);
+    assert_int_equal(config_parse(&cfg, 3, given, NULL, &err), 0);
+    assert_int_equal(cfg.http_threads, 3);
+    unsetenv("KTUNE_HTTP_THREADS");
+    unsetenv("KTUNE_HTTP_HEAVY_THREADS");
+    assert_int_equal(config_parse(&cfg, 3, most, NULL, &err), 0);
+    assert_int_equal(cfg.http_heavy_threads, 64);
+    assert_int_equal(config_parse(&cfg, 3, none, NULL, &err), -1);
+    assert_string_equal(err.message, "--http-heavy-threads must be between 1 and 64, not 0");
+    assert_int_equal(config_parse(&cfg, 3, too_many, NULL, &err), -1);
+    assert_string_equal(err.message, "--http-heavy-threads must be between 1 and 64, not 65");
+}
+
 /* --accel-devices: <exe_dir>/../accel/devices.json when it exists (a built or installed ktuned
  * beside the repository's accel/), else none; the flag wins. */
 static void config_accel_devices(void **state)
@@ -346,6 +386,7 @@ int main(void)
         cmocka_unit_test(fnv1a_matches_known_vectors),
         cmocka_unit_test(config_accel_devices),
         cmocka_unit_test(config_model_retrain_after),
+        cmocka_unit_test(config_http_threads),
         cmocka_unit_test(config_options_and_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

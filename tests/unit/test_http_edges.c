@@ -2,7 +2,8 @@
  * headers, Transfer-Encoding with Content-Length) refused and the connection closed, 414/431/505
  * and many or repeated query parameters answered in the JSON error shape, a header deadline
  * against slow senders, a thousand slow connections not shutting new ones out, connection limits
- * per client address, and heavy routes that never take every thread. Issue 26: chunk sizes past
+ * per client address, and heavy routes on threads of their own (never a worker's: issue 32), a
+ * bounded queue of them, and a stop while they run and wait. Issue 26: chunk sizes past
  * the body cap and queries of bare '&' answered at once, request bodies past their deadline or
  * below the minimum rate answered 408, and a full server that still takes a connection from an
  * address with fewer open. */
@@ -26,11 +27,13 @@ static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static int gate_open;
 static atomic_int heavy_running;
+static atomic_int heavy_entered; /* handlers that ever started */
 
 static void h_heavy(void *app, const http_request *req, http_response *res)
 {
     (void)app;
     (void)req;
+    atomic_fetch_add(&heavy_entered, 1);
     atomic_fetch_add(&heavy_running, 1);
     pthread_mutex_lock(&gate_lock);
     while (!gate_open)
@@ -46,21 +49,14 @@ static const http_route edge_routes[] = {
 };
 static const char *const heavy_patterns[] = {"/v1/heavy", NULL};
 
-static fixture *start_with(int max_conn, int max_per_ip, double header_timeout, double body_timeout,
-                           double body_min_rate)
+static fixture *start_opt(http_server_options opt)
 {
     fixture *f = calloc(1, sizeof *f);
     assert_non_null(f);
     kt_error err;
     kt_error_clear(&err);
-    http_server_options opt = {.listen = "127.0.0.1:0",
-                               .threads = 4,
-                               .heavy = heavy_patterns,
-                               .max_connections = max_conn,
-                               .max_connections_per_ip = max_per_ip,
-                               .header_timeout_s = header_timeout,
-                               .body_timeout_s = body_timeout,
-                               .body_min_rate = body_min_rate};
+    opt.listen = "127.0.0.1:0";
+    opt.heavy = heavy_patterns;
     f->s = http_server_new(edge_routes, &f->app, &opt, &err);
     assert_non_null(f->s);
     f->app.server = f->s;
@@ -68,6 +64,18 @@ static fixture *start_with(int max_conn, int max_per_ip, double header_timeout, 
         fail_msg("start: %s", err.message);
     f->port = http_server_port(f->s);
     return f;
+}
+
+static fixture *start_with(int max_conn, int max_per_ip, double header_timeout, double body_timeout,
+                           double body_min_rate)
+{
+    http_server_options opt = {.threads = 4,
+                               .max_connections = max_conn,
+                               .max_connections_per_ip = max_per_ip,
+                               .header_timeout_s = header_timeout,
+                               .body_timeout_s = body_timeout,
+                               .body_min_rate = body_min_rate};
+    return start_opt(opt);
 }
 
 static fixture *start(int max_conn, int max_per_ip, double header_timeout)
@@ -691,26 +699,42 @@ static void *call_heavy(void *arg)
     return NULL;
 }
 
-static void heavy_routes_never_take_every_thread(void **state)
+static void open_gate(int open)
 {
-    fixture *f = *state;
-    gate_open = 0;
-    atomic_store(&heavy_running, 0);
-    heavy_call calls[2] = {{f->port, 0}, {f->port, 0}};
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, call_heavy, &calls[i]), 0);
-    for (int i = 0; i < 200 && atomic_load(&heavy_running) < 2; i++) {
+    pthread_mutex_lock(&gate_lock);
+    gate_open = open;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+/* Waits (up to 5 s) until the heavy pool runs `running` handlers (each inside h_heavy) with
+ * `queued` calls waiting. */
+static void wait_heavy_load(fixture *f, int running, int queued)
+{
+    int r = -1, q = -1;
+    for (int i = 0; i < 500; i++) {
+        http_heavy_pool_load(f->s->heavy, &r, &q);
+        if (r == running && q == queued && atomic_load(&heavy_running) == running)
+            return;
         struct timespec d = {0, 10 * 1000 * 1000};
         nanosleep(&d, NULL);
     }
-    assert_int_equal(atomic_load(&heavy_running), 2); /* 4 threads: 2 may be heavy */
+    fail_msg("the heavy pool runs %d and queues %d; %d and %d expected", r, q, running, queued);
+}
+
+static void start_heavy_calls(heavy_call *calls, pthread_t *th, int n, int port)
+{
+    for (int i = 0; i < n; i++) {
+        calls[i].port = port;
+        calls[i].status = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, call_heavy, &calls[i]), 0);
+    }
+}
+
+/* /healthz answered quickly, repeatedly. */
+static void light_is_answered(fixture *f)
+{
     hc_resp r;
-    char v[32];
-    get(f, "/v1/heavy", &r);
-    assert_error(&r, 429, "too_many_requests", "heavy");
-    assert_non_null(hc_header(&r, "Retry-After", v, sizeof v));
-    hc_resp_free(&r);
     for (int i = 0; i < 20; i++) {
         double t0 = now_s();
         get(f, "/healthz", &r);
@@ -718,17 +742,93 @@ static void heavy_routes_never_take_every_thread(void **state)
         hc_resp_free(&r);
         assert_true(now_s() - t0 < 0.5);
     }
-    pthread_mutex_lock(&gate_lock);
-    gate_open = 1;
-    pthread_cond_broadcast(&gate_cond);
-    pthread_mutex_unlock(&gate_lock);
-    for (int i = 0; i < 2; i++) {
+}
+
+/* Issue 32: heavy handlers run on the heavy pool, never on a worker: with one worker thread and
+ * both heavy threads blocked, light requests are answered at once (on the worker thread, as
+ * before, they waited for it); 4 per heavy thread wait, and the next one is refused 429. */
+static void heavy_routes_never_take_a_light_thread(void **state)
+{
+    (void)state;
+    enum { HEAVY = 2, WAITING = HEAVY * HTTP_HEAVY_QUEUE_PER_THREAD, N = HEAVY + WAITING };
+    http_server_options opt = {.threads = 1, .heavy_threads = HEAVY};
+    fixture *f = start_opt(opt);
+    open_gate(0);
+    atomic_store(&heavy_running, 0);
+    atomic_store(&heavy_entered, 0);
+    heavy_call calls[N];
+    pthread_t th[N];
+    start_heavy_calls(calls, th, HEAVY, f->port);
+    wait_heavy_load(f, HEAVY, 0);
+    assert_int_equal(atomic_load(&heavy_running), HEAVY);
+    light_is_answered(f);
+    start_heavy_calls(calls + HEAVY, th + HEAVY, WAITING, f->port);
+    wait_heavy_load(f, HEAVY, WAITING);
+    assert_int_equal(atomic_load(&heavy_entered), HEAVY);
+
+    hc_resp r;
+    char v[32];
+    get(f, "/v1/heavy", &r); /* the (heavy threads + queue + 1)-th */
+    assert_error(&r, 429, "too_many_requests", "heavy");
+    assert_non_null(hc_header(&r, "Retry-After", v, sizeof v));
+    assert_string_equal(v, "1");
+    hc_resp_free(&r);
+    light_is_answered(f);
+
+    open_gate(1);
+    for (int i = 0; i < N; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(calls[i].status, 200);
     }
+    assert_int_equal(atomic_load(&heavy_entered), N);
     get(f, "/v1/heavy", &r);
     assert_int_equal(r.status, 200);
     hc_resp_free(&r);
+    stop(f);
+}
+
+static void *stop_server(void *arg)
+{
+    http_server_stop(arg);
+    return NULL;
+}
+
+/* A stop while heavy handlers run and others wait: the waiting ones are answered 503 at once and
+ * never run, the stop waits for the running ones, and nothing runs after it (ASan: no leak, no
+ * use after free of a call or its connection). A running handler's reply may or may not go out
+ * before the daemons close its connection. */
+static void stop_with_heavy_calls_running_and_waiting(void **state)
+{
+    (void)state;
+    enum { HEAVY = 2, WAITING = 3, N = HEAVY + WAITING };
+    http_server_options opt = {.threads = 1, .heavy_threads = HEAVY};
+    fixture *f = start_opt(opt);
+    open_gate(0);
+    atomic_store(&heavy_running, 0);
+    atomic_store(&heavy_entered, 0);
+    heavy_call calls[N];
+    pthread_t th[N], stopper;
+    start_heavy_calls(calls, th, HEAVY, f->port);
+    wait_heavy_load(f, HEAVY, 0);
+    start_heavy_calls(calls + HEAVY, th + HEAVY, WAITING, f->port);
+    wait_heavy_load(f, HEAVY, WAITING);
+    assert_int_equal(pthread_create(&stopper, NULL, stop_server, f->s), 0);
+    for (int i = HEAVY; i < N; i++) { /* answered while the running ones still block */
+        pthread_join(th[i], NULL);
+        assert_int_equal(calls[i].status, 503);
+    }
+    assert_int_equal(atomic_load(&heavy_running), HEAVY);
+    open_gate(1);
+    pthread_join(stopper, NULL);
+    for (int i = 0; i < HEAVY; i++) {
+        pthread_join(th[i], NULL);
+        if (calls[i].status != 200 && calls[i].status != -1)
+            fail_msg("a running heavy call got %d at the stop (200 or closed expected)",
+                     calls[i].status);
+    }
+    assert_int_equal(atomic_load(&heavy_entered), HEAVY);
+    assert_int_equal(atomic_load(&heavy_running), 0);
+    stop(f);
 }
 
 int main(void)
@@ -750,7 +850,8 @@ int main(void)
         cmocka_unit_test(slow_headers_are_cut_at_the_deadline),
         T(many_slow_connections_do_not_shut_out_new_ones),
         cmocka_unit_test(connections_per_address_are_limited),
-        T(heavy_routes_never_take_every_thread),
+        cmocka_unit_test(heavy_routes_never_take_a_light_thread),
+        cmocka_unit_test(stop_with_heavy_calls_running_and_waiting),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
