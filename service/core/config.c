@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,8 @@ static const kt_option options[] = {
     CFG_INT("--max-jobs", max_jobs, 1, 1024,
             "jobs this process drives at once, shared fairly between callers [8]"),
     CFG_INT("--http-threads", http_threads, 1, 256,
-            "HTTP server threads for light requests (each an event loop) [the online CPUs, 1 to "
+            "HTTP server threads for light requests (each an event loop) [the cores it may run on, "
+            "1 to "
             "4]"),
     CFG_INT("--http-heavy-threads", http_heavy_threads, 1, 64,
             "HTTP threads for heavy requests (trial pages, imports, exports, /v1/best/entries), "
@@ -262,7 +264,12 @@ static int file_exists(const char *path)
 
 int config_default_http_threads(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* the cores this process may run on (taskset, a cpuset, a container's limit: more light
+     * threads than those only time-slice, which is what lengthened /v1/best's tail, issue 32),
+     * else the online ones */
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                         : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > CONFIG_HTTP_THREADS_CAP ? CONFIG_HTTP_THREADS_CAP : (int)n;
 }
 

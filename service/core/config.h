@@ -80,7 +80,8 @@ typedef struct kt_config {
 /* cpu_core's default: the last core this process may use, when it may use 2 or more. */
 #define CONFIG_CPU_CORE_AUTO (-2)
 
-/* --http-threads's default: the online CPUs (sysconf), at least 1, at most this many. Each light
+/* --http-threads's default: the cores this process may run on (sched_getaffinity: taskset, a
+ * cpuset; else the online CPUs), at least 1, at most this many. Each light
  * thread is one event loop serving from the /v1/best cache; more threads than cores only contend
  * (GET /v1/best's p99 on one server core: 0.50-0.59 of nginx's with 1 thread, 1.15-1.24 with 4;
  * tests/bench/results/README.md), and past 4 each adds a database connection for little. */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -218,14 +219,16 @@ static void config_model_retrain_after(void **state)
     assert_non_null(strstr(err.message, "--model-retrain-after"));
 }
 
-/* --http-threads: the online CPUs, at least 1, at most 4, unless the variable or the flag says
- * (the flag wins); --http-heavy-threads: 2, from 1 to 64 (issue 32). */
+/* --http-threads: the cores this process may run on, at least 1, at most 4, unless the variable or
+ * the flag says (the flag wins); --http-heavy-threads: 2, from 1 to 64 (issue 32). */
 static void config_http_threads(void **state)
 {
     (void)state;
     kt_config cfg;
     kt_error err;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mine, one;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    long cpus = CPU_COUNT(&mine);
     int want = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
     char arg0[] = "ktuned", flag[] = "--http-threads", three[] = "3",
          heavy[] = "--http-heavy-threads", zero[] = "0", max[] = "64", over[] = "65";
@@ -237,6 +240,16 @@ static void config_http_threads(void **state)
     assert_int_equal(config_parse(&cfg, 1, plain, NULL, &err), 0);
     assert_int_equal(cfg.http_threads, want);
     assert_int_equal(config_default_http_threads(), want);
+    /* confined to one core (taskset, a cpuset): one light thread, whatever is online */
+    CPU_ZERO(&one);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &mine)) {
+            CPU_SET(i, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_int_equal(config_default_http_threads(), 1);
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
     assert_int_equal(cfg.http_heavy_threads, 2);
     assert_int_equal(config_parse(&cfg, 3, given, NULL, &err), 0);
     assert_int_equal(cfg.http_threads, 3);
