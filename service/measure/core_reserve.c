@@ -114,7 +114,7 @@ static int children_of(pid_t pid, pid_t *kids, int max)
         while (t && (e = readdir(t))) {
             if (e->d_name[0] == '.' || strlen(e->d_name) > 16)
                 continue;
-            snprintf(path, sizeof path, "/proc/%d/task/%s/children", (int)pid, e->d_name);
+            snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
             read_children(path, kids, max, &n);
         }
         if (t)
