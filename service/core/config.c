@@ -131,9 +131,8 @@ static const kt_option options[] = {
     CFG_INT("--max-jobs", max_jobs, 1, 1024,
             "jobs this process drives at once, shared fairly between callers [8]"),
     CFG_INT("--http-threads", http_threads, 1, 256,
-            "HTTP server threads for light requests (each an event loop) [the cores it may run on, "
-            "1 to "
-            "4]"),
+            "HTTP server threads for light requests (each an event loop) [the cores it may "
+            "run on, 1 to 4]"),
     CFG_INT("--http-heavy-threads", http_heavy_threads, 1, 64,
             "HTTP threads for heavy requests (trial pages, imports, exports, /v1/best/entries), "
             "never run on the light threads; with all busy, 4 per thread wait and more get 429 "

@@ -744,18 +744,27 @@ static void light_is_answered(fixture *f)
     }
 }
 
+/* The heavy routes' scene: one worker thread, HEAVY heavy threads, the heavy handlers' gate
+ * closed (they block until open_gate(1)) and their counters at zero. */
+enum { HEAVY = 2 };
+static fixture *start_heavy_scene(void)
+{
+    http_server_options opt = {.threads = 1, .heavy_threads = HEAVY};
+    fixture *f = start_opt(opt);
+    open_gate(0);
+    atomic_store(&heavy_running, 0);
+    atomic_store(&heavy_entered, 0);
+    return f;
+}
+
 /* Issue 32: heavy handlers run on the heavy pool, never on a worker: with one worker thread and
  * both heavy threads blocked, light requests are answered at once (on the worker thread, as
  * before, they waited for it); 4 per heavy thread wait, and the next one is refused 429. */
 static void heavy_routes_never_take_a_light_thread(void **state)
 {
     (void)state;
-    enum { HEAVY = 2, WAITING = HEAVY * HTTP_HEAVY_QUEUE_PER_THREAD, N = HEAVY + WAITING };
-    http_server_options opt = {.threads = 1, .heavy_threads = HEAVY};
-    fixture *f = start_opt(opt);
-    open_gate(0);
-    atomic_store(&heavy_running, 0);
-    atomic_store(&heavy_entered, 0);
+    enum { WAITING = HEAVY * HTTP_HEAVY_QUEUE_PER_THREAD, N = HEAVY + WAITING };
+    fixture *f = start_heavy_scene();
     heavy_call calls[N];
     pthread_t th[N];
     start_heavy_calls(calls, th, HEAVY, f->port);
@@ -800,12 +809,8 @@ static void *stop_server(void *arg)
 static void stop_with_heavy_calls_running_and_waiting(void **state)
 {
     (void)state;
-    enum { HEAVY = 2, WAITING = 3, N = HEAVY + WAITING };
-    http_server_options opt = {.threads = 1, .heavy_threads = HEAVY};
-    fixture *f = start_opt(opt);
-    open_gate(0);
-    atomic_store(&heavy_running, 0);
-    atomic_store(&heavy_entered, 0);
+    enum { WAITING = 3, N = HEAVY + WAITING };
+    fixture *f = start_heavy_scene();
     heavy_call calls[N];
     pthread_t th[N], stopper;
     start_heavy_calls(calls, th, HEAVY, f->port);
