@@ -186,11 +186,17 @@ static void print_config(const char *label, double again, double med, double sea
     json_decref(cfg);
 }
 
-static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits *lim, long n,
-                      int evals, double *peak)
+/* 0 when the size was tuned and re-measured, -1 when nothing measured ok (or it could not run). */
+static int tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits *lim, long n,
+                     int evals, double *peak)
 {
+    int rc = -1;
     json_t *tol = json_pack("{s:f, s:f}", "rtol", ks->rtol, "atol", ks->atol);
-    const char *source = ks->variants[KSPEC_CPU].source;
+    /* the runner takes absolute source paths only (issue 27: ktuned hands it the version's
+     * content-addressed copy); here the repository's own file */
+    char source[PATH_MAX];
+    snprintf(source, sizeof source, "%s/kernels/gemm/%s", KT_SOURCE_DIR,
+             ks->variants[KSPEC_CPU].source);
     json_t *problem =
         json_pack("{s:I, s:I, s:I}", "M", (json_int_t)n, "N", (json_int_t)n, "K", (json_int_t)n);
     json_t *def_cfg = json_loads(kernel_spec_default(ks, KSPEC_CPU, lim), 0, NULL);
@@ -287,11 +293,13 @@ static void tune_size(runner_proc *p, const kernel_spec *ks, const kspec_limits 
         med_of[def_at] > 0 ? med_of[t] / med_of[def_at] : 0.0,
         med_of[rnd_at] > 0 ? med_of[t] / med_of[rnd_at] : 0.0);
     fflush(stdout);
+    rc = 0;
 out:
     json_decref(tol);
     json_decref(problem);
     json_decref(def_cfg);
     space_free(sp);
+    return rc;
 }
 
 int main(void)
@@ -347,10 +355,11 @@ int main(void)
            "%d, cache %s\n",
            evals, RANDOM_EVALS, SEARCH_SEED, core, p.cache);
     fflush(stdout);
-    tune_size(&p, spec, &lim, 1024, evals, &peak);
-    tune_size(&p, spec, &lim, 2048, evals, &peak);
+    /* a size that measured nothing makes the exit status 1 */
+    int failed = tune_size(&p, spec, &lim, 1024, evals, &peak) < 0;
+    failed |= tune_size(&p, spec, &lim, 2048, evals, &peak) < 0;
     brc_runner_close(&p, 0);
     kernel_spec_free(spec);
-    return 0;
+    return failed;
 #endif
 }
