@@ -14,13 +14,11 @@
 
 /* Passes over this process's threads until one changes none (threads started during a pass). */
 #define CORE_RESERVE_PASSES 4
-/* A postmaster's children listed at most (backends, writers, autovacuum: max_connections + a few).
- */
-#define CORE_RESERVE_CHILDREN_MAX 4096
-/* Guests registered at once (one compile apart per measuring thread), and the processes of one
- * guest's tree moved at most (a runner, its compiler driver, cc1, as, ld, ...). */
+/* The processes of one tree moved at most: its root and 4096 below it (a postmaster's backends,
+ * writers, autovacuum: max_connections + a few; a runner's compiler driver, cc1, as, ld). */
+#define CORE_RESERVE_TREE_MAX (4096 + 1)
+/* Guests registered at once (one compile apart per measuring thread). */
 #define CORE_RESERVE_GUESTS_MAX 64
-#define CORE_RESERVE_TREE_MAX   256
 
 struct core_reserve {
     pthread_mutex_t mu;
@@ -99,9 +97,10 @@ static void read_children(const char *path, pid_t *kids, int max, int *n)
     fclose(f);
 }
 
-/* The children of pid, into kids; their count, or -1 when /proc cannot be read. From each of its
- * threads' /proc/<pid>/task/<tid>/children where the kernel has them (CONFIG_PROC_CHILDREN: a
- * child belongs to the thread that forked it), else by each process's parent in /proc. */
+/* The children of pid, into kids; their count (0 for a pid that ended), or -1 when /proc cannot
+ * be read. From each of its threads' /proc/<pid>/task/<tid>/children where the kernel has them
+ * (CONFIG_PROC_CHILDREN: a child belongs to the thread that forked it), else by each process's
+ * parent in /proc. */
 static int children_of(pid_t pid, pid_t *kids, int max)
 {
     char path[96];
@@ -121,6 +120,10 @@ static int children_of(pid_t pid, pid_t *kids, int max)
             closedir(t);
         return n;
     }
+    /* no children files for a process that ended: not worth a scan of all /proc */
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return 0;
     DIR *d = opendir("/proc");
     if (!d)
         return -1;
@@ -146,20 +149,8 @@ int core_reserve_apply(const cpu_set_t *mask, pid_t pid)
             break;
         }
     }
-    if (pid <= 0)
-        return failed;
-    /* The postmaster first: a backend forked from now on inherits its mask. */
-    if (set_one(pid, mask) < 0 && errno != ESRCH)
-        failed++;
-    pid_t *kids = malloc(CORE_RESERVE_CHILDREN_MAX * sizeof *kids);
-    int n = kids ? children_of(pid, kids, CORE_RESERVE_CHILDREN_MAX) : -1;
-    if (n < 0)
-        failed++;
-    for (int i = 0; i < n; i++)
-        if (set_one(kids[i], mask) < 0 && errno != ESRCH)
-            failed++;
-    free(kids);
-    return failed;
+    /* the postmaster's tree: itself first, so that a backend forked from now on inherits */
+    return pid > 0 ? failed + core_reserve_apply_tree(mask, pid) : failed;
 }
 
 /* One pass over root's process tree (root, its children, theirs, ...: breadth first, at most
@@ -177,12 +168,16 @@ static int pass_tree(pid_t root, const cpu_set_t *mask, int *changed, int *root_
         int rc = set_one(tree[i], mask);
         if (rc > 0)
             (*changed)++;
-        else if (rc < 0 && errno == ESRCH && i == 0)
-            *root_gone = 1;
-        else if (rc < 0 && errno != ESRCH)
+        if (rc < 0 && errno == ESRCH) {
+            *root_gone |= i == 0;
+            continue; /* ended meanwhile: nothing below it to move */
+        }
+        if (rc < 0)
             failed++;
         int got = children_of(tree[i], tree + n, CORE_RESERVE_TREE_MAX - n);
-        if (got > 0)
+        if (got < 0)
+            failed++;
+        else
             n += got;
     }
     free(tree);

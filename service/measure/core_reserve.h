@@ -58,12 +58,12 @@ void core_reserve_free(core_reserve *r);
 
 /* The moves themselves, for tests and for core_reserve_enter/leave: sets mask on every thread of
  * this process (until a pass finds none to change, at most a few passes, so threads started during
- * a pass are caught), and on pid and its children when pid > 0. Returns how many threads or
- * processes could not be moved (0: all). */
+ * a pass are caught), and on pid's process tree when pid > 0 (core_reserve_apply_tree). Returns
+ * how many threads or processes could not be moved (0: all). */
 int core_reserve_apply(const cpu_set_t *mask, pid_t pid);
-/* Sets mask on root and every process below it (breadth first, at most a few hundred), in passes
- * until one changes none (a child forked during a pass). Returns how many could not be moved; 0
- * too when root itself ended. */
+/* Sets mask on root and every process below it (breadth first, at most 4,097), in passes
+ * until one changes none (a child forked during a pass). Returns how many could not be moved (a
+ * process whose children cannot be listed counts); 0 too when root itself ended. */
 int core_reserve_apply_tree(const cpu_set_t *mask, pid_t root);
 
 #endif
