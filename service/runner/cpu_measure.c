@@ -263,23 +263,6 @@ static void set_threads(void *handle, const runner_measure_req *q)
         ((void (*)(int))fn)(q->threads);
 }
 
-/* An openmp request of a pinned runner runs on every core the runner was started with (its
- * threads would share its one core otherwise); on = 0 restores the pin. */
-static void widen(const runner *r, const runner_measure_req *q, int on)
-{
-    cpu_set_t set;
-    if (!q->openmp || r->cpu_core < 0 || !r->have_wide)
-        return;
-    if (on) {
-        set = r->wide;
-    } else {
-        CPU_ZERO(&set);
-        CPU_SET(r->cpu_core, &set);
-    }
-    if (sched_setaffinity(0, sizeof set, &set) < 0)
-        log_warn("%s: cannot %s the runner's cores", q->kernel, on ? "widen" : "restore");
-}
-
 /* Pins a pinned runner to its core again: after a compile, and before every measure (a compile
  * with "core_shared" was given other cores by ktuned, which may move it once more before it hears
  * that the compile ended). */
@@ -292,6 +275,18 @@ static void pin_to_core(const runner *r)
     CPU_SET(r->cpu_core, &set);
     if (sched_setaffinity(0, sizeof set, &set) < 0)
         log_warn("cannot pin the runner to core %d", r->cpu_core);
+}
+
+/* An openmp request of a pinned runner runs on every core the runner was started with (its
+ * threads would share its one core otherwise); on = 0 restores the pin. */
+static void widen(const runner *r, const runner_measure_req *q, int on)
+{
+    if (!q->openmp || r->cpu_core < 0 || !r->have_wide)
+        return;
+    if (!on)
+        pin_to_core(r);
+    else if (sched_setaffinity(0, sizeof r->wide, &r->wide) < 0)
+        log_warn("%s: cannot widen the runner's cores", q->kernel);
 }
 
 /* After a request that stored a binary: the cache within its bound, keeping what it used. */
