@@ -67,6 +67,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from ktuned_fixture import Ktuned  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proc_tree  # noqa: E402
+
 DATASET = "gemm_clblast-RTX_2080_Ti"
 GRID = {"parameters": [{"name": "A", "values": list(range(1, 33))},
                        {"name": "B", "values": list(range(1, 33))}]}
@@ -109,29 +112,12 @@ def percentile(xs, q):
 
 def tree_cpu_s(*roots):
     """CPU seconds (user + system) used so far by the processes roots and their descendants alive
-    now, each counted once, from /proc; None without /proc. The embedded PostgreSQL's postmaster
-    is no descendant of ktuned (pg_ctl starts it detached): the caller names both."""
-    kids, cpu = {}, {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
+    now, each counted once, from /proc; None without /proc (proc_tree.py)."""
+    t = proc_tree.table()
+    if t is None:
         return None
-    for pid in pids:
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rindex(")") + 2:].split()
-        kids.setdefault(int(rest[1]), []).append(pid)
-        cpu[pid] = (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-    seen, todo = set(), [r for r in roots if r]
-    while todo:
-        pid = todo.pop()
-        if pid not in seen:
-            seen.add(pid)
-            todo += kids.get(pid, [])
-    return sum(cpu.get(pid, 0.0) for pid in seen)
+    kids, procs = t
+    return sum(procs[pid].own_s for pid in proc_tree.descendants(kids, *roots) if pid in procs)
 
 
 def baseline(address, rounds):

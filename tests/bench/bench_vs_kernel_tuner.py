@@ -84,6 +84,8 @@ import time
 from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import proc_tree  # noqa: E402
 ADAPTER = os.path.join(HERE, "kt_gemm_cpu.c")
 # ktune-runner's kernel flags (service/runner/cpu_compile.c, kernel_flags; -fPIC and -shared are
 # added by Kernel Tuner itself, and by the re-measurement below).
@@ -264,31 +266,16 @@ def tree_cpu_s(ktuned, postmaster):
     searcher and scheduling threads; its descendants, runners and the compilers they reaped, plus
     the children ktuned reaped; the embedded PostgreSQL's postmaster and its backends, which pg_ctl
     starts outside ktuned's tree). A process's reaped children count in its children time."""
-    kids, own, reaped = {}, {}, {}
-    tck = os.sysconf("SC_CLK_TCK")
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rindex(")") + 2:].split()
-        kids.setdefault(int(rest[1]), []).append(int(p))
-        own[int(p)] = (int(rest[11]) + int(rest[12])) / tck
-        reaped[int(p)] = (int(rest[13]) + int(rest[14])) / tck
+    t = proc_tree.table()
+    if t is None:
+        raise RuntimeError("no /proc: the CPU seconds of ktuned's processes cannot be read")
+    kids, procs = t
 
     def tree(root):
-        seen, todo = set(), [root] if root else []
-        while todo:
-            pid = todo.pop()
-            if pid not in seen:
-                seen.add(pid)
-                todo += kids.get(pid, [])
-        return sum(own.get(pid, 0.0) + reaped.get(pid, 0.0) for pid in seen)
+        return sum(procs[p].own_s + procs[p].reaped_s
+                   for p in proc_tree.descendants(kids, root) if p in procs)
 
-    self_s = own.get(ktuned, 0.0)
+    self_s = procs[ktuned].own_s if ktuned in procs else 0.0
     return (self_s, tree(ktuned) - self_s, tree(postmaster))
 
 
