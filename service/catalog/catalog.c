@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/array.h"
 #include "core/early_stop.h"
@@ -337,10 +338,17 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
         if (limits[kind])
             c->versions->limits[kind] = *limits[kind];
     }
-    size_t len = strlen(c->cache_dir) + sizeof "-sources";
+    /* Absolute: the runners take absolute source paths only (issue 27), and a relative cache
+     * folder (ktune bench's default var/cache) would name the sources from this process's cwd. */
+    char cwd[PATH_MAX] = "";
+    if (c->cache_dir[0] != '/' && !getcwd(cwd, sizeof cwd))
+        return kt_error_set(err, KT_ERR_CONFIG, "the cache folder %s is relative and the working "
+                            "folder cannot be read: %s", c->cache_dir, strerror(errno));
+    size_t len = strlen(cwd) + 1 + strlen(c->cache_dir) + sizeof "-sources";
     if (!(c->versions->sources_dir = malloc(len)))
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    snprintf(c->versions->sources_dir, len, "%s-sources", c->cache_dir);
+    snprintf(c->versions->sources_dir, len, "%s%s%s-sources", cwd, cwd[0] ? "/" : "",
+             c->cache_dir);
     /* Unreadable to the runners' user (issue 27): runners get the texts in their requests, so a
      * kernel cannot read another kernel's sources here; a folder made by an older ktuned (0755)
      * is closed too. */

@@ -26,9 +26,15 @@ int catalog_folders_set_dirs(catalog_versions *r, const char *const *dirs, int n
         return 0;
     if (!(r->kdirs = calloc((size_t)n, sizeof *r->kdirs)))
         return -1;
-    for (; r->n_kdirs < n; r->n_kdirs++)
-        if (!(r->kdirs[r->n_kdirs] = strdup(dirs[r->n_kdirs])))
+    /* Canonical, as the folders loaded at start are named: a folder listed again by a rescan
+     * through another spelling of its path (build/../kernels) would be a second folder whose name
+     * is taken. A folder that does not resolve (not made yet) is kept as given. */
+    for (; r->n_kdirs < n; r->n_kdirs++) {
+        char canon[PATH_MAX];
+        const char *d = realpath(dirs[r->n_kdirs], canon) ? canon : dirs[r->n_kdirs];
+        if (!(r->kdirs[r->n_kdirs] = strdup(d)))
             return -1;
+    }
     return 0;
 }
 

@@ -111,6 +111,55 @@ static void folder_edit_is_a_new_version(void **state)
     catalog_free(c);
 }
 
+/* Paths given relative, as `ktune bench` gives its defaults (build/../kernels, var/cache): the
+ * kernel sources handed to the runners are absolute (the runner refuses a relative one), and a
+ * rescan through the other spelling of the kernel folder finds no second folder of the same name
+ * (it listed "vadd" twice, the second "loaded from ... already"). */
+static void relative_paths_are_made_absolute(void **state)
+{
+    fixture *f = *state;
+    char cwd[4096], dir[512];
+    kt_error err;
+    target t;
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(f->root), 0);
+    mkdir("sub", 0755);
+    const char *kdirs[] = {"sub/../kernels"};
+    catalog_options opt = {.n_dataset_dirs = 0};
+    catalog_real_options real = {.kernel_dirs = kdirs,
+                                 .n_kernel_dirs = 1,
+                                 .runner = "/nonexistent/ktune-runner",
+                                 .cache_dir = "cache",
+                                 .cpu_core = -1};
+    int n = 0;
+    catalog_device *devs = handed_cpu(&n);
+    catalog *c = catalog_new_real(&opt, &real, devs, n, &err);
+    if (!c)
+        fail_msg("catalog_new_real: %s", err.message);
+    assert_int_equal(catalog_resolve(c, "vadd", "cpu", NULL, &t, &err), 0);
+    const kernel_spec *k = catalog_find_kernel(c, "vadd");
+    assert_non_null(k);
+    assert_int_equal(catalog_kernel_sources(c, k, dir, sizeof dir, &err), 0);
+    assert_int_equal(dir[0], '/');
+    assert_int_equal(strncmp(dir, f->root, strlen(f->root)), 0);
+
+    sleep_ms(CATALOG_RESCAN_MS + 100);
+    json_t *ks = catalog_kernels_json(c);
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(ks); i++) {
+        json_t *e = json_array_get(ks, i);
+        if (strcmp(json_string_value(json_object_get(e, "name")), "vadd") != 0)
+            continue;
+        seen++;
+        assert_string_equal(json_string_value(json_object_get(e, "status")), "ready");
+    }
+    json_decref(ks);
+    assert_int_equal(seen, 1);
+    target_release(&t);
+    catalog_free(c);
+    assert_int_equal(chdir(cwd), 0);
+}
+
 /* The owner's source of stored kernels: one kernel, rows made from its files. */
 typedef struct store_fake {
     char version[KFILES_VERSION_LEN + 1];
@@ -395,6 +444,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(folder_edit_is_a_new_version, setup, teardown),
         cmocka_unit_test_setup_teardown(folders_come_and_go_without_a_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(listings_follow_the_folders, setup, teardown),
+        cmocka_unit_test_setup_teardown(relative_paths_are_made_absolute, setup, teardown),
         cmocka_unit_test_setup_teardown(stored_kernels_come_through_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(parse_names_field_paths, setup, teardown),
     };
