@@ -342,13 +342,14 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
      * folder (ktune bench's default var/cache) would name the sources from this process's cwd. */
     char cwd[PATH_MAX] = "";
     if (c->cache_dir[0] != '/' && !getcwd(cwd, sizeof cwd))
-        return kt_error_set(err, KT_ERR_CONFIG, "the cache folder %s is relative and the working "
-                            "folder cannot be read: %s", c->cache_dir, strerror(errno));
+        return kt_error_set(err, KT_ERR_CONFIG,
+                            "the cache folder %s is relative and the working "
+                            "folder cannot be read: %s",
+                            c->cache_dir, strerror(errno));
     size_t len = strlen(cwd) + 1 + strlen(c->cache_dir) + sizeof "-sources";
     if (!(c->versions->sources_dir = malloc(len)))
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    snprintf(c->versions->sources_dir, len, "%s%s%s-sources", cwd, cwd[0] ? "/" : "",
-             c->cache_dir);
+    snprintf(c->versions->sources_dir, len, "%s%s%s-sources", cwd, cwd[0] ? "/" : "", c->cache_dir);
     /* Unreadable to the runners' user (issue 27): runners get the texts in their requests, so a
      * kernel cannot read another kernel's sources here; a folder made by an older ktuned (0755)
      * is closed too. */
