@@ -41,7 +41,9 @@ int bench_cutoff_supersedes(const trial_result *stored, const trial_result *fres
  * by a limit lower than the run's, or the run has no such limit: the run measures it again.
  * - ok with time T ms: as cached; but when the run has a call limit L and T > L, a timeout as the
  *   runner's limit gives it (extras call_limit_s L, cut_from_time_ms T), costing the compile time
- *   plus L: what measuring it would have cost, one call given up at L.
+ *   plus L: what measuring it would have cost, one call given up at L. T is the slowest timed call
+ *   (extras.max_ms) when the entry has it, as the runner gives up on any one call past L; else the
+ *   median time_ms (entries of older runners).
  * - cut at a call limit C: for a run's limit L in (0, C] the timeout, its cost less the C - L s
  *   the run would not have waited (at least L), extras.call_limit_s L; else 0.
  * - cut at a deadline D: for a run's deadline in (0, D] as cached; else 0.

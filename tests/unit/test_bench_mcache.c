@@ -286,6 +286,26 @@ static void test_cutoff_verdict(void **state)
     assert_int_equal(bench_cutoff_verdict(&dl, &d30, &out), 0);
     assert_int_equal(bench_cutoff_verdict(&dl, &none, &out), 0);
 
+    /* a completed entry whose slowest call passed the limit (median 60 ms, one call 150 ms): the
+     * runner would have given up on that call, and so does the verdict; without max_ms (an older
+     * runner's entry) the median is judged */
+    trial_result noisy;
+    result(&noisy, TRIAL_OK, 60);
+    json_object_set_new(noisy.extras, "max_ms", json_real(150));
+    assert_int_equal(bench_cutoff_verdict(&noisy, &l01, &out), 1);
+    assert_int_equal(out.status, TRIAL_TIMEOUT);
+    assert_true(json_real_value(json_object_get(out.extras, "cut_from_time_ms")) == 150);
+    trial_result_release(&out);
+    assert_int_equal(bench_cutoff_verdict(&noisy, &l02, &out), 1);
+    assert_int_equal(out.status, TRIAL_OK);
+    assert_true(out.time_ms == 60);
+    trial_result_release(&out);
+    json_object_del(noisy.extras, "max_ms");
+    assert_int_equal(bench_cutoff_verdict(&noisy, &l01, &out), 1);
+    assert_int_equal(out.status, TRIAL_OK);
+    trial_result_release(&out);
+    trial_result_release(&noisy);
+
     result(&wrong, TRIAL_WRONG_RESULT, 0);
     assert_int_equal(bench_cutoff_verdict(&wrong, &l01, &out), 1);
     assert_int_equal(out.status, TRIAL_WRONG_RESULT);
