@@ -81,8 +81,7 @@ int bench_cutoff_verdict(const trial_result *entry, const bench_cutoff *run, tri
         break;
     }
     /* The runner gives up when any one call passes the limit: judge the slowest timed call when
-     * the entry has it (runners since s42), the median otherwise (older caches replay as before).
-     */
+     * the entry has it, the median otherwise (older runners' caches replay as before). */
     double slowest = cutoff_extra(entry, "max_ms");
     double judged = slowest > entry->time_ms ? slowest : entry->time_ms;
     if (entry->status == TRIAL_OK && limit > 0 && judged > limit * 1e3) {
