@@ -359,8 +359,9 @@ static int real_init(catalog *c, const catalog_real_options *opt, kt_error *err)
                  c->versions->sources_dir, strerror(errno));
     if (catalog_folders_set_dirs(c->versions, opt->kernel_dirs, opt->n_kernel_dirs) < 0)
         return kt_error_set(err, KT_ERR_NO_MEMORY, NULL);
-    for (int i = 0; i < opt->n_kernel_dirs; i++) {
-        if (scan_folder(c, opt->kernel_dirs[i], "kernel", CATALOG_MAX_KERNELS, NULL,
+    /* from the registry's canonical spelling of each folder, as every later rescan lists them */
+    for (int i = 0; i < c->versions->n_kdirs; i++) {
+        if (scan_folder(c, c->versions->kdirs[i], "kernel", CATALOG_MAX_KERNELS, NULL,
                         load_kernel_entry, limits, err) < 0)
             return -1;
     }

@@ -124,6 +124,10 @@ static void relative_paths_are_made_absolute(void **state)
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(f->root), 0);
     mkdir("sub", 0755);
+    char broken[300];
+    snprintf(broken, sizeof broken, "%s/broken", f->kernels);
+    mkdir(broken, 0755);
+    write_file(broken, "spec.json", "{\"name\": \"broken\"}");
     const char *kdirs[] = {"sub/../kernels"};
     catalog_options opt = {.n_dataset_dirs = 0};
     catalog_real_options real = {.kernel_dirs = kdirs,
@@ -152,6 +156,18 @@ static void relative_paths_are_made_absolute(void **state)
             continue;
         seen++;
         assert_string_equal(json_string_value(json_object_get(e, "status")), "ready");
+    }
+    json_decref(ks);
+    assert_int_equal(seen, 1);
+    /* an invalid folder too: listed once, under the spelling it was loaded by at start */
+    ks = catalog_kernels_json(c);
+    seen = 0;
+    for (size_t i = 0; i < json_array_size(ks); i++) {
+        json_t *e = json_array_get(ks, i);
+        if (strcmp(json_string_value(json_object_get(e, "name")), "broken") != 0)
+            continue;
+        seen++;
+        assert_string_equal(json_string_value(json_object_get(e, "status")), "invalid");
     }
     json_decref(ks);
     assert_int_equal(seen, 1);
